@@ -1,0 +1,126 @@
+// Package cli holds pinbot's cobra commands, one command per file. It only
+// wires flags into the option structs of the domain packages and prints
+// their results; decisions live in those packages.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"pinbot.dev/pinbot/internal/logctx"
+)
+
+// Exit codes, as documented in the README.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// globals are the flags every command shares.
+type globals struct {
+	output  string // "text" or "json"
+	verbose bool
+}
+
+func (g *globals) validate() error {
+	switch g.output {
+	case "text", "json":
+		return nil
+	}
+	return usageErrorf("flag -o/--output: want text or json, got %q", g.output)
+}
+
+func (g *globals) json() bool { return g.output == "json" }
+
+// usageError marks an error as bad usage (exit code 2).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...)}
+}
+
+// NewRootCommand returns the pinbot command tree.
+func NewRootCommand() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "pinbot",
+		Short:         "Promote image digests through Gitea pull requests and prove the cluster runs them",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.validate(); err != nil {
+				return err
+			}
+			level := slog.LevelInfo
+			if g.verbose {
+				level = slog.LevelDebug
+			}
+			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			cmd.SetContext(logctx.Into(cmd.Context(), logger))
+			return nil
+		},
+	}
+	root.PersistentFlags().StringVarP(&g.output, "output", "o", "text", "output format: text or json")
+	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log debug detail to stderr")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
+
+	root.AddCommand(
+		newVersionCommand(g),
+	)
+	return root
+}
+
+// Execute runs the command line args and returns the process exit code.
+func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := NewRootCommand()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "pinbot: %s\n", err)
+	var ue *usageError
+	if errors.As(err, &ue) || isCobraUsage(err) {
+		return exitUsage
+	}
+	return exitError
+}
+
+// isCobraUsage reports errors cobra raises for bad command lines that do not
+// pass through the flag error func, such as an unknown subcommand.
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "required flag")
+}
+
+// exactArgs is cobra.ExactArgs with the error marked as bad usage.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
+			return &usageError{err: err}
+		}
+		return nil
+	}
+}
+
+// maxArgs is cobra.MaximumNArgs with the error marked as bad usage.
+func maxArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := cobra.MaximumNArgs(n)(cmd, args); err != nil {
+			return &usageError{err: err}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,43 @@
+package redact
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestString(t *testing.T) {
+	Register("s3cr3t-token-value")
+	for _, tc := range []struct{ name, in, want string }{
+		{"registered", "auth failed for s3cr3t-token-value", "auth failed for REDACTED"},
+		{"url userinfo", "clone https://bot:hunter22@gitea.local/o/r.git: 401", "clone https://REDACTED@gitea.local/o/r.git: 401"},
+		{"bearer", "Authorization: Bearer abcdef123456", "Authorization: Bearer REDACTED"},
+		{"query", "GET /x?access_token=abcdef123456&y=1", "GET /x?access_token=REDACTED&y=1"},
+		{"plain", "nothing secret here", "nothing secret here"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := String(tc.in); got != tc.want {
+				t.Errorf("String(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestError(t *testing.T) {
+	Register("another-secret-1")
+	sentinel := errors.New("boom")
+	err := Error(fmt.Errorf("token another-secret-1: %w", sentinel))
+	if strings.Contains(err.Error(), "another-secret-1") {
+		t.Errorf("secret survived: %s", err)
+	}
+	if !errors.Is(err, sentinel) {
+		t.Error("errors.Is lost the chain")
+	}
+}
+
+func TestURL(t *testing.T) {
+	if got, want := URL("https://u:p@h.example/o/r.git"), "https://h.example/o/r.git"; got != want {
+		t.Errorf("URL = %q, want %q", got, want)
+	}
+}
