@@ -4,8 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
+	"syscall"
 	"time"
 )
 
@@ -54,24 +53,13 @@ func ratio(a, b time.Duration) string {
 	return fmt.Sprintf("%.2fx", float64(a)/float64(b))
 }
 
-// peakRSS returns a process's peak resident set size in bytes (VmHWM), read
-// from /proc. It is how child processes are measured.
-func peakRSS(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
+// maxRSS returns the peak resident set size of a finished child process,
+// from its rusage.
+func maxRSS(ps *os.ProcessState) int64 {
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss * 1024 // Linux reports kilobytes
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			f := strings.Fields(line)
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("parsing VmHWM %q: %w", line, err)
-			}
-			return kb * 1024, nil
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+	return 0
 }
 
 // mb formats bytes as MB.
