@@ -1,0 +1,83 @@
+// Package pinbot_test holds the module-wide layering test, after
+// go-containerregistry's depcheck: the folder names promise an architecture,
+// and this test keeps the imports honest to it.
+package pinbot_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "pinbot.dev/pinbot"
+
+// forbidden maps a package (and its subpackages) to import prefixes it must
+// not depend on, directly or transitively.
+var forbidden = map[string][]string{
+	"pins":       {"github.com/go-git/", "code.gitea.io/", "k8s.io/", "sigs.k8s.io/", "net/http", module + "/registry", module + "/gitforge"},
+	"registry":   {"github.com/go-git/", "code.gitea.io/", "k8s.io/", "sigs.k8s.io/", module + "/pins", module + "/gitforge"},
+	"gitforge":   {"k8s.io/", "sigs.k8s.io/", module + "/promote", module + "/reconciler", module + "/pins"},
+	"promote":    {"k8s.io/", "sigs.k8s.io/", module + "/reconciler"},
+	"reconciler": {module + "/promote"},
+	"deploy":     {"k8s.io/", module + "/"},
+}
+
+// testSupport are packages only tests, the demo and the benchmarks may use.
+var testSupport = []string{module + "/internal/testenv", module + "/internal/kubeletsim", "testing"}
+
+type pkg struct {
+	ImportPath string
+	Deps       []string
+}
+
+func listDeps(t *testing.T) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps=false", "-json=ImportPath,Deps", "./...")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %s", err)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatalf("decoding go list output: %s", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+func TestLayering(t *testing.T) {
+	for _, p := range listDeps(t) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		top, _, _ := strings.Cut(rel, "/")
+		for _, dep := range p.Deps {
+			for _, bad := range forbidden[top] {
+				if strings.HasPrefix(dep, bad) && !strings.HasPrefix(dep, module+"/"+top) {
+					t.Errorf("%s imports %s; %s must not depend on %s", p.ImportPath, dep, top, bad)
+				}
+			}
+			if strings.HasPrefix(dep, module+"/cmd") && top != "cmd" {
+				t.Errorf("%s imports %s; nothing may import the CLI", p.ImportPath, dep)
+			}
+			if isProduct(rel) {
+				for _, ts := range testSupport {
+					if dep == ts || strings.HasPrefix(dep, ts+"/") {
+						t.Errorf("%s imports test support %s", p.ImportPath, dep)
+					}
+				}
+			}
+		}
+	}
+}
+
+// isProduct reports whether a package ships in the pinbot binary.
+func isProduct(rel string) bool {
+	return !strings.HasPrefix(rel, "hack/") && !strings.HasPrefix(rel, "internal/testenv") &&
+		!strings.HasPrefix(rel, "internal/kubeletsim") && rel != ""
+}
