@@ -1,0 +1,249 @@
+// Package registry reads images from OCI registries, on
+// go-containerregistry: it resolves a reference to a digest (HEAD first, GET
+// as a fallback), describes what a digest holds (platforms, created time,
+// labels, annotations, size), picks the child of an index for a platform, and
+// finds the config digest containerd reports as a bare imageID.
+//
+// Every fetched manifest is checked against its digest. Plain HTTP is used
+// only on loopback and for registries listed with WithInsecure. Requests that
+// meet 429 or 5xx are retried with backoff, honouring Retry-After, within the
+// budget set by WithRetry; at most WithConcurrency requests are in flight per
+// registry host. Errors are *Error values naming the reference and the
+// registry's HTTP status code, with credentials redacted.
+package registry
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/internal/retry"
+)
+
+// Defaults for the options of New.
+const (
+	DefaultConcurrency = 8
+	DefaultRetry       = 30 * time.Second
+)
+
+// userAgent is what pinbot calls itself to registries.
+const userAgent = "pinbot"
+
+// Client reads from registries. It is safe for concurrent use. It caches the
+// authentication handshake per repository, so credentials changed in the
+// docker config are seen by a new Client.
+type Client struct {
+	puller     *remote.Puller
+	err        error // from building the puller; returned by every call
+	insecure   map[string]bool
+	maxElapsed time.Duration
+}
+
+type options struct {
+	keychain    authn.Keychain
+	basic       map[string]authn.AuthConfig
+	insecure    []string
+	concurrency int
+	maxElapsed  time.Duration
+	transport   http.RoundTripper
+}
+
+// Option configures a Client.
+type Option func(*options)
+
+// WithKeychain sets where credentials come from. Default
+// authn.DefaultKeychain: the docker config file ($DOCKER_CONFIG/config.json
+// or ~/.docker/config.json, including credential helpers).
+func WithKeychain(kc authn.Keychain) Option {
+	return func(o *options) { o.keychain = kc }
+}
+
+// WithBasicAuth sets a user and password for one registry host (such as
+// "127.0.0.1:3000" or "docker.io"). They take precedence over the keychain
+// for that host. The password is registered with redact, so it never shows in
+// an error or log.
+func WithBasicAuth(registryHost, user, pass string) Option {
+	return func(o *options) {
+		if o.basic == nil {
+			o.basic = map[string]authn.AuthConfig{}
+		}
+		redact.Register(pass)
+		o.basic[canonicalHost(registryHost)] = authn.AuthConfig{Username: user, Password: pass}
+	}
+}
+
+// WithInsecure allows plain HTTP to the listed registry hosts ("host" allows
+// every port, "host:port" one). Loopback hosts (localhost, 127.0.0.0/8, ::1)
+// are always allowed plain HTTP; every other host must use HTTPS.
+func WithInsecure(hosts ...string) Option {
+	return func(o *options) { o.insecure = append(o.insecure, hosts...) }
+}
+
+// WithConcurrency limits the requests in flight to one registry host, from
+// sending the request until its response body is closed. Default 8.
+func WithConcurrency(n int) Option {
+	return func(o *options) { o.concurrency = n }
+}
+
+// WithRetry bounds the time one call (Resolve, Describe, ChildFor,
+// ConfigDigest) spends waiting to retry requests answered 429 or 5xx.
+// Default 30s. Zero disables retries.
+func WithRetry(maxElapsed time.Duration) Option {
+	return func(o *options) { o.maxElapsed = maxElapsed }
+}
+
+// WithTransport sets the base HTTP transport (proxies, TLS roots). Default a
+// clone of go-containerregistry's remote.DefaultTransport. The Client wraps
+// it with its plain-HTTP guard, concurrency limit, retries and manifest
+// verification.
+func WithTransport(rt http.RoundTripper) Option {
+	return func(o *options) { o.transport = rt }
+}
+
+// New returns a Client.
+func New(opts ...Option) *Client {
+	o := options{
+		keychain:    authn.DefaultKeychain,
+		concurrency: DefaultConcurrency,
+		maxElapsed:  DefaultRetry,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.concurrency < 1 {
+		o.concurrency = 1
+	}
+	if o.transport == nil {
+		o.transport = remote.DefaultTransport.(*http.Transport).Clone()
+	}
+	c := &Client{insecure: map[string]bool{}, maxElapsed: o.maxElapsed}
+	for _, h := range o.insecure {
+		c.insecure[canonicalHost(h)] = true
+	}
+
+	kc := o.keychain
+	if len(o.basic) > 0 {
+		kc = authn.NewMultiKeychain(explicitKeychain(o.basic), kc)
+	}
+	var rt http.RoundTripper = newHostTransport(o.transport, c.plainHTTPAllowed, o.concurrency)
+	rt = retry.New(rt, o.maxElapsed)
+	rt = &verifyTransport{base: rt}
+	c.puller, c.err = remote.NewPuller(
+		remote.WithTransport(rt),
+		remote.WithAuthFromKeychain(redactingKeychain{kc}),
+		// Retries happen below, in internal/retry, which honours
+		// Retry-After and the caller's context; ggcr's own are off.
+		remote.WithRetryPredicate(func(error) bool { return false }),
+		remote.WithRetryStatusCodes(),
+		remote.WithUserAgent(userAgent),
+	)
+	return c
+}
+
+// parse parses ref, marking its registry insecure (plain HTTP allowed) only
+// when it is loopback or listed with WithInsecure.
+func (c *Client) parse(ref string) (name.Reference, error) {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return nil, err
+	}
+	if c.plainHTTPAllowed(r.Context().RegistryStr()) {
+		return name.ParseReference(ref, name.Insecure)
+	}
+	return r, nil
+}
+
+// plainHTTPAllowed reports whether host ("host" or "host:port") may be
+// spoken to over plain HTTP.
+func (c *Client) plainHTTPAllowed(host string) bool {
+	host = canonicalHost(host)
+	hostname := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		hostname = h
+	}
+	hostname = strings.TrimSuffix(strings.TrimPrefix(hostname, "["), "]")
+	if c.insecure[host] || c.insecure[hostname] {
+		return true
+	}
+	return isLoopback(hostname)
+}
+
+// isLoopback reports whether hostname (no port, no brackets) is localhost
+// or a loopback IP address.
+func isLoopback(hostname string) bool {
+	if hostname == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(hostname)
+	return ip != nil && ip.IsLoopback()
+}
+
+// canonicalHost lower-cases a registry host and maps docker.io to the name
+// go-containerregistry uses, index.docker.io.
+func canonicalHost(host string) string {
+	host = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(host), "/"))
+	if host == name.DefaultRegistry || host == "docker.io" {
+		return name.DefaultRegistry
+	}
+	return host
+}
+
+// explicitKeychain serves WithBasicAuth credentials by registry host.
+type explicitKeychain map[string]authn.AuthConfig
+
+// Resolve implements authn.Keychain.
+func (k explicitKeychain) Resolve(target authn.Resource) (authn.Authenticator, error) {
+	if cfg, ok := k[canonicalHost(target.RegistryStr())]; ok {
+		return authn.FromConfig(cfg), nil
+	}
+	return authn.Anonymous, nil
+}
+
+// redactingKeychain registers every secret its keychain hands out with
+// redact, so a registry that echoes credentials cannot leak them into an
+// error.
+type redactingKeychain struct{ inner authn.Keychain }
+
+// Resolve implements authn.Keychain.
+func (k redactingKeychain) Resolve(target authn.Resource) (authn.Authenticator, error) {
+	return k.ResolveContext(context.Background(), target)
+}
+
+// ResolveContext implements authn.ContextKeychain.
+func (k redactingKeychain) ResolveContext(ctx context.Context, target authn.Resource) (authn.Authenticator, error) {
+	a, err := authn.Resolve(ctx, k.inner, target)
+	if err != nil {
+		return nil, fmt.Errorf("reading credentials for %s: %w", target.RegistryStr(), err)
+	}
+	if a == authn.Anonymous {
+		return a, nil
+	}
+	return redactingAuth{inner: a}, nil
+}
+
+type redactingAuth struct{ inner authn.Authenticator }
+
+// Authorization implements authn.Authenticator.
+func (a redactingAuth) Authorization() (*authn.AuthConfig, error) {
+	return a.AuthorizationContext(context.Background())
+}
+
+// AuthorizationContext implements authn.ContextAuthenticator.
+func (a redactingAuth) AuthorizationContext(ctx context.Context) (*authn.AuthConfig, error) {
+	cfg, err := authn.Authorization(ctx, a.inner)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range []string{cfg.Password, cfg.Auth, cfg.IdentityToken, cfg.RegistryToken} {
+		redact.Register(s)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,288 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"pinbot.dev/pinbot/internal/retry"
+)
+
+// Platform is an OS, architecture and optional variant. It reads and writes
+// as text in the form of String, also in JSON.
+type Platform struct{ OS, Architecture, Variant string }
+
+// String returns "os/arch" or "os/arch/variant", e.g. "linux/arm64/v8".
+func (p Platform) String() string {
+	s := p.OS + "/" + p.Architecture
+	if p.Variant != "" {
+		s += "/" + p.Variant
+	}
+	return s
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (p Platform) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (p *Platform) UnmarshalText(b []byte) error {
+	q, err := ParsePlatform(string(b))
+	if err != nil {
+		return err
+	}
+	*p = q
+	return nil
+}
+
+// ParsePlatform parses "os/arch" or "os/arch/variant".
+func ParsePlatform(s string) (Platform, error) {
+	parts := strings.Split(s, "/")
+	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || parts[1] == "" {
+		return Platform{}, fmt.Errorf("platform %q: want os/arch or os/arch/variant", s)
+	}
+	p := Platform{OS: parts[0], Architecture: parts[1]}
+	if len(parts) == 3 {
+		p.Variant = parts[2]
+	}
+	return p, nil
+}
+
+// platformOf converts a go-containerregistry platform; nil stays zero.
+func platformOf(p *v1.Platform) Platform {
+	if p == nil {
+		return Platform{}
+	}
+	return Platform{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant}
+}
+
+// normalised returns p in canonical spelling: lower case, architecture
+// aliases resolved (x86_64 is amd64, aarch64 is arm64), and the default
+// variant filled in (arm64 is v8, arm is v7, amd64 is v1), as containerd
+// normalises platforms.
+func (p Platform) normalised() Platform {
+	p.OS = strings.ToLower(p.OS)
+	p.Architecture = strings.ToLower(p.Architecture)
+	p.Variant = strings.ToLower(p.Variant)
+	switch p.Architecture {
+	case "x86_64", "x86-64":
+		p.Architecture = "amd64"
+	case "aarch64":
+		p.Architecture = "arm64"
+	case "armhf":
+		p.Architecture, p.Variant = "arm", "v7"
+	case "armel":
+		p.Architecture, p.Variant = "arm", "v6"
+	case "i386", "i686":
+		p.Architecture = "386"
+	}
+	if p.Variant != "" && p.Variant[0] != 'v' {
+		if _, err := strconv.Atoi(p.Variant); err == nil {
+			p.Variant = "v" + p.Variant
+		}
+	}
+	if p.Variant == "" {
+		switch p.Architecture {
+		case "arm64":
+			p.Variant = "v8"
+		case "arm":
+			p.Variant = "v7"
+		case "amd64":
+			p.Variant = "v1"
+		}
+	}
+	return p
+}
+
+// isAttestation reports whether an index entry is an attestation manifest
+// (buildx provenance or SBOM), not an image for a platform.
+func isAttestation(d v1.Descriptor) bool {
+	if d.Annotations["vnd.docker.reference.type"] == "attestation-manifest" {
+		return true
+	}
+	return d.Platform != nil && d.Platform.OS == "unknown" && d.Platform.Architecture == "unknown"
+}
+
+// pick chooses the index entry for want among manifests. It never falls
+// back to the first entry: the OS and architecture must match, after
+// normalisation. Among those, in order of preference:
+//  1. the entry whose variant equals want's (defaults filled in, so a
+//     request for linux/arm64 takes linux/arm64 and linux/arm64/v8 alike);
+//  2. for 32-bit arm, the nearest lower variant (v7 runs v6 and v5
+//     images), as containerd picks;
+//  3. only when want names no variant: any other variant of the
+//     architecture, the first in index order.
+//
+// Attestation manifests and entries without a platform never match.
+func pick(manifests []v1.Descriptor, want Platform) (v1.Descriptor, bool) {
+	w := want.normalised()
+	best, bestRank := -1, 0
+	for i, d := range manifests {
+		if d.Platform == nil || isAttestation(d) {
+			continue
+		}
+		got := platformOf(d.Platform).normalised()
+		if got.OS != w.OS || got.Architecture != w.Architecture {
+			continue
+		}
+		rank, ok := variantRank(w, got, want.Variant == "")
+		if !ok {
+			continue
+		}
+		if best < 0 || rank < bestRank {
+			best, bestRank = i, rank
+		}
+	}
+	if best < 0 {
+		return v1.Descriptor{}, false
+	}
+	return manifests[best], true
+}
+
+// variantRank ranks how well got's variant serves want's; lower is better.
+func variantRank(want, got Platform, anyVariant bool) (int, bool) {
+	if got.Variant == want.Variant {
+		return 0, true
+	}
+	if want.Architecture == "arm" {
+		w, werr := strconv.Atoi(strings.TrimPrefix(want.Variant, "v"))
+		g, gerr := strconv.Atoi(strings.TrimPrefix(got.Variant, "v"))
+		if werr == nil && gerr == nil && g < w {
+			return w - g, true
+		}
+	}
+	if anyVariant {
+		return 100, true
+	}
+	return 0, false
+}
+
+// ChildFor returns the child of the index indexRef names for platform p,
+// matching OS, architecture and variant (see pick); it never takes the
+// first entry on faith and never returns an attestation manifest. It
+// returns ErrNotIndex for a single manifest and ErrNoPlatform when no child
+// fits. An empty p.OS means linux.
+func (c *Client) ChildFor(ctx context.Context, indexRef string, p Platform) (Child, error) {
+	const op = "finding the platform child of"
+	ctx = retry.WithBudget(ctx, c.maxElapsed)
+	r, err := c.parse(indexRef)
+	if err != nil {
+		return Child{}, fail(op, indexRef, "", fmt.Errorf("parsing reference: %w", err))
+	}
+	child, err := c.childFor(ctx, r, p)
+	if err != nil {
+		return Child{}, fail(op, indexRef, r.Context().RegistryStr(), err)
+	}
+	return child, nil
+}
+
+func (c *Client) childFor(ctx context.Context, r name.Reference, p Platform) (Child, error) {
+	if c.err != nil {
+		return Child{}, c.err
+	}
+	rd, err := c.puller.Get(ctx, r)
+	if err != nil {
+		return Child{}, err
+	}
+	if !rd.MediaType.IsIndex() {
+		return Child{}, fmt.Errorf("%w: it is a %s", ErrNotIndex, rd.MediaType)
+	}
+	return childIn(rd.Manifest, rd.Digest.String(), p)
+}
+
+// childIn picks the child for p from the raw index manifest with the given
+// digest.
+func childIn(manifest []byte, digest string, p Platform) (Child, error) {
+	if p.OS == "" {
+		p.OS = "linux"
+	}
+	if p.Architecture == "" {
+		return Child{}, fmt.Errorf("platform %q names no architecture", p)
+	}
+	im, err := v1.ParseIndexManifest(bytes.NewReader(manifest))
+	if err != nil {
+		return Child{}, fmt.Errorf("parsing index %s: %w", digest, err)
+	}
+	d, ok := pick(im.Manifests, p)
+	if !ok {
+		return Child{}, fmt.Errorf("%w %s in index %s (it has %s)", ErrNoPlatform, p, digest, strings.Join(platformsIn(im.Manifests), ", "))
+	}
+	return childOf(d), nil
+}
+
+// platformsIn lists the platforms of an index's image entries, for errors.
+func platformsIn(manifests []v1.Descriptor) []string {
+	var out []string
+	for _, d := range manifests {
+		if d.Platform != nil && !isAttestation(d) {
+			out = append(out, platformOf(d.Platform).String())
+		}
+	}
+	if len(out) == 0 {
+		return []string{"no platform entries"}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func childOf(d v1.Descriptor) Child {
+	return Child{
+		Platform:  platformOf(d.Platform),
+		Digest:    d.Digest.String(),
+		MediaType: string(d.MediaType),
+		Size:      d.Size,
+	}
+}
+
+// ConfigDigest returns the digest of the image config ref names, for
+// comparing with the bare "sha256:<config>" imageID containerd reports. For
+// an index it first picks the child for platform p (see ChildFor); for a
+// single manifest p is not consulted.
+func (c *Client) ConfigDigest(ctx context.Context, ref string, p Platform) (string, error) {
+	const op = "finding the config digest of"
+	ctx = retry.WithBudget(ctx, c.maxElapsed)
+	r, err := c.parse(ref)
+	if err != nil {
+		return "", fail(op, ref, "", fmt.Errorf("parsing reference: %w", err))
+	}
+	dgst, err := c.configDigest(ctx, r, p)
+	if err != nil {
+		return "", fail(op, ref, r.Context().RegistryStr(), err)
+	}
+	return dgst, nil
+}
+
+func (c *Client) configDigest(ctx context.Context, r name.Reference, p Platform) (string, error) {
+	if c.err != nil {
+		return "", c.err
+	}
+	rd, err := c.puller.Get(ctx, r)
+	if err != nil {
+		return "", err
+	}
+	manifest := rd.Manifest
+	if rd.MediaType.IsIndex() {
+		child, err := childIn(rd.Manifest, rd.Digest.String(), p)
+		if err != nil {
+			return "", err
+		}
+		cd, err := c.puller.Get(ctx, r.Context().Digest(child.Digest))
+		if err != nil {
+			return "", err
+		}
+		manifest = cd.Manifest
+	}
+	m, err := v1.ParseManifest(bytes.NewReader(manifest))
+	if err != nil {
+		return "", fmt.Errorf("parsing manifest: %w", err)
+	}
+	if m.Config.Digest.Hex == "" {
+		return "", fmt.Errorf("manifest has no config")
+	}
+	return m.Config.Digest.String(), nil
+}
