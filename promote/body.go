@@ -1,0 +1,268 @@
+package promote
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"pinbot.dev/pinbot/internal/redact"
+)
+
+// MetaVersion is the version of the hidden block's JSON.
+const MetaVersion = 1
+
+// Meta describes a promotion pull request. It is kept as JSON in the hidden
+// block of the body ("<!-- pinbot:{...} -->") so later runs can read what
+// an open pull request proposes.
+type Meta struct {
+	// Version is MetaVersion.
+	Version int `json:"v"`
+	// Target is the promotion target; "" for a drift pull request that
+	// groups all targets.
+	Target string `json:"target"`
+	// Images are the promoted digests, one per image.
+	Images []ImageMeta `json:"images"`
+	// Base is the base commit the promotion commit was built on.
+	Base string `json:"base,omitempty"`
+	// Head is the promotion commit the text describes.
+	Head string `json:"head,omitempty"`
+	// Changes are the changed pins.
+	Changes []ChangeRecord `json:"changes"`
+}
+
+// ImageMeta is one promoted digest.
+type ImageMeta struct {
+	Image  string `json:"image"`
+	Digest string `json:"digest"`
+	Tag    string `json:"tag,omitempty"`
+	Source Source `json:"source"`
+}
+
+// ChangeRecord is one changed pin. Its JSON keys are those of the changes in
+// `pinbot promote -o json`.
+type ChangeRecord struct {
+	File      string `json:"file"`
+	Line      int    `json:"line"`
+	Kind      string `json:"kind"`
+	Image     string `json:"image"`
+	OldDigest string `json:"old_digest"`
+	NewDigest string `json:"new_digest"`
+	OldTag    string `json:"old_tag,omitempty"`
+	NewTag    string `json:"new_tag,omitempty"`
+	// Before and After are the changed line's text; they appear in the
+	// body's diff but not in the JSON.
+	Before string `json:"-"`
+	After  string `json:"-"`
+}
+
+// Image returns the ImageMeta of image, if the promotion has it.
+func (m Meta) Image(image string) (ImageMeta, bool) {
+	for _, im := range m.Images {
+		if im.Image == image {
+			return im, true
+		}
+	}
+	return ImageMeta{}, false
+}
+
+// SameProposal reports whether m and o propose the same digests (and tags)
+// for the same pins, ignoring where the digests came from and the commits.
+func (m Meta) SameProposal(o Meta) bool {
+	if m.Target != o.Target || len(m.Images) != len(o.Images) || len(m.Changes) != len(o.Changes) {
+		return false
+	}
+	for i := range m.Images {
+		a, b := m.Images[i], o.Images[i]
+		if a.Image != b.Image || a.Digest != b.Digest || a.Tag != b.Tag {
+			return false
+		}
+	}
+	for i := range m.Changes {
+		a, b := m.Changes[i], o.Changes[i]
+		a.Before, a.After, b.Before, b.After = "", "", "", ""
+		if a != b {
+			return false
+		}
+	}
+	return true
+}
+
+// Facts are what the registry says about a promoted image, shown in the
+// pull request body.
+type Facts struct {
+	Created   time.Time
+	Revision  string // org.opencontainers.image.revision
+	Source    string // org.opencontainers.image.source
+	Version   string // org.opencontainers.image.version
+	Index     bool
+	Platforms []string
+	Size      int64
+}
+
+// Proposal is everything a pull request body shows.
+type Proposal struct {
+	Meta Meta
+	// Facts per image.
+	Facts map[string]Facts
+	// Files maps images to the CI files their digests came from.
+	Files map[string]string
+	// Notes are remarks a reviewer must see, such as a pin whose kind
+	// could not be checked.
+	Notes []string
+}
+
+const (
+	hiddenOpen  = "<!-- pinbot:"
+	hiddenClose = " -->"
+)
+
+// RenderBody renders the pull request body: the changed pins with old and
+// new short digests and their one-line diffs, the image facts, where each
+// digest came from, notes, and the hidden block. The result passes through
+// redact.String, so no registered secret can reach a pull request.
+func RenderBody(p Proposal) string {
+	var b strings.Builder
+	m := p.Meta
+	target := "target **" + md(m.Target) + "**"
+	if m.Target == "" {
+		target = "every target"
+	}
+	if len(m.Images) == 1 {
+		im := m.Images[0]
+		fmt.Fprintf(&b, "pinbot promotes **%s** to `%s` in %s.\n\n", md(im.Image), Ref(im.Tag, im.Digest), target)
+	} else {
+		fmt.Fprintf(&b, "pinbot promotes %d images in %s.\n\n", len(m.Images), target)
+	}
+
+	fmt.Fprintf(&b, "### Pins (%d)\n\n", len(m.Changes))
+	b.WriteString("| Pin | Old | New |\n|---|---|---|\n")
+	for _, c := range m.Changes {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", code(fmt.Sprintf("%s:%d", c.File, c.Line)),
+			code(Ref(c.OldTag, c.OldDigest)), code(Ref(c.NewTag, c.NewDigest)))
+	}
+	b.WriteString("\n")
+	var diff strings.Builder
+	for _, c := range m.Changes {
+		fmt.Fprintf(&diff, "@@ %s:%d @@\n-%s\n+%s\n", c.File, c.Line, c.Before, c.After)
+	}
+	fence := fenceFor(diff.String())
+	fmt.Fprintf(&b, "%sdiff\n%s%s\n\n", fence, diff.String(), fence)
+
+	for _, im := range m.Images {
+		if len(m.Images) == 1 {
+			b.WriteString("### Image\n\n")
+		} else {
+			fmt.Fprintf(&b, "### %s\n\n", md(im.Image))
+		}
+		b.WriteString("| | |\n|---|---|\n")
+		row := func(k, v string) {
+			if v != "" {
+				fmt.Fprintf(&b, "| %s | %s |\n", k, v)
+			}
+		}
+		f := p.Facts[im.Image]
+		row("Image", code(im.Image))
+		row("Digest", code(im.Digest))
+		row("Tag", code(im.Tag))
+		if !f.Created.IsZero() {
+			row("Created", f.Created.UTC().Format(time.RFC3339))
+		}
+		row("Revision", code(f.Revision))
+		row("Source", md(f.Source))
+		row("Version", code(f.Version))
+		kind := "single-platform manifest"
+		if f.Index {
+			kind = "image index"
+		}
+		row("Kind", kind)
+		row("Platforms", md(strings.Join(f.Platforms, ", ")))
+		if f.Size > 0 {
+			row("Size", humanSize(f.Size))
+		}
+		from := im.Source.Describe()
+		if file := p.Files[im.Image]; file != "" {
+			from += " " + code(file)
+		}
+		row("Digest from", from)
+		b.WriteString("\n")
+	}
+	if len(p.Notes) > 0 {
+		b.WriteString("### Notes\n\n")
+		for _, n := range p.Notes {
+			fmt.Fprintf(&b, "- %s\n", md(n))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("Opened by pinbot. Merge to deploy; pinbot updates this pull request when a newer digest is promoted.\n\n")
+	raw, _ := json.Marshal(m) // HTML-safe: "<", ">" and "&" are escaped, so "-->" cannot appear
+	b.WriteString(hiddenOpen)
+	b.Write(raw)
+	b.WriteString(hiddenClose + "\n")
+	return redact.String(b.String())
+}
+
+// ErrNoMeta means a pull request body holds no pinbot hidden block.
+var ErrNoMeta = errors.New("no pinbot block in the pull request body")
+
+var hiddenRE = regexp.MustCompile(`<!-- pinbot:(\{.*\}) -->`)
+
+// ParseBody reads the hidden block of a pull request body that RenderBody
+// wrote. It returns ErrNoMeta when the body has none.
+func ParseBody(body string) (Meta, error) {
+	found := hiddenRE.FindAllStringSubmatch(body, -1)
+	if len(found) == 0 {
+		return Meta{}, ErrNoMeta
+	}
+	var m Meta
+	if err := json.Unmarshal([]byte(found[len(found)-1][1]), &m); err != nil {
+		return Meta{}, fmt.Errorf("parsing pinbot block: %w", err)
+	}
+	if m.Version != MetaVersion {
+		return Meta{}, fmt.Errorf("parsing pinbot block: version %d, want %d", m.Version, MetaVersion)
+	}
+	return m, nil
+}
+
+// code formats s as a Markdown code span ("" stays "").
+func code(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "`" + strings.ReplaceAll(strings.ReplaceAll(s, "`", "'"), "|", "\\|") + "`"
+}
+
+// md escapes the characters that would break a table cell or start markup.
+func md(s string) string {
+	r := strings.NewReplacer("|", "\\|", "\n", " ", "<", "&lt;", ">", "&gt;", "`", "'")
+	return r.Replace(s)
+}
+
+// fenceFor returns a code fence longer than any backtick run in s.
+func fenceFor(s string) string {
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return strings.Repeat("`", max(3, longest+1))
+}
+
+func humanSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,367 @@
+package promote
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// ConfigFile is the name of pinbot's optional configuration file at the root
+// of the manifest repository.
+const ConfigFile = ".pinbot.yaml"
+
+// Defaults of Config.
+const (
+	DefaultTarget       = "default"
+	DefaultBranchPrefix = "pinbot/"
+	DefaultAuthorName   = "pinbot"
+	DefaultAuthorEmail  = "pinbot@localhost"
+)
+
+// Config is .pinbot.yaml. Every field is optional; unknown fields are
+// errors. The schema:
+//
+//	targets:              # one pull request per (target, image); first match wins
+//	  - name: staging     # [a-z0-9][a-z0-9._-]*, used in branch names
+//	    paths: ["envs/staging/**"]   # slash globs relative to the repo root; ** spans directories
+//	  - name: prod
+//	    paths: ["envs/prod/**"]
+//	labels: [pinbot]      # added to every pull request (created when missing)
+//	reviewers: [alice]    # requested on every new pull request
+//	branchPrefix: pinbot/ # branch = <branchPrefix><target>/<image-slug>
+//	author:               # commit author; default pinbot <pinbot@localhost>
+//	  name: pinbot
+//	  email: pinbot@example.com
+//	track:                # tags tracked by pins that carry none (digest-only pins)
+//	  - image: registry.example/org/app
+//	    tag: main
+//	    paths: ["envs/staging/**"]   # optional: only pins in these files
+//	drift:
+//	  minAge: 30m         # hold back a digest younger than this (see Drift)
+//	  group: image        # image (default) | target | all: what one drift pull request holds
+//
+// With no file there is one target, "default", covering every file.
+type Config struct {
+	Targets      []Target    `yaml:"targets"`
+	Labels       []string    `yaml:"labels"`
+	Reviewers    []string    `yaml:"reviewers"`
+	BranchPrefix string      `yaml:"branchPrefix"`
+	Author       Author      `yaml:"author"`
+	Track        []Track     `yaml:"track"`
+	Drift        DriftConfig `yaml:"drift"`
+}
+
+// Target is a named set of files promoted together, such as one
+// environment's directory.
+type Target struct {
+	Name  string   `yaml:"name"`
+	Paths []string `yaml:"paths"`
+}
+
+// Author is the commit author.
+type Author struct {
+	Name  string `yaml:"name"`
+	Email string `yaml:"email"`
+}
+
+// Track makes digest-only pins of Image (in Paths, when given) follow Tag.
+type Track struct {
+	Image string   `yaml:"image"`
+	Tag   string   `yaml:"tag"`
+	Paths []string `yaml:"paths"`
+}
+
+// DriftConfig holds the drift settings.
+type DriftConfig struct {
+	// MinAge holds back digests younger than this ("30m", "2h").
+	MinAge time.Duration `yaml:"minAge"`
+	// Group is what one drift pull request holds: GroupImage (default),
+	// GroupTarget or GroupAll.
+	Group Group `yaml:"group"`
+}
+
+// Group says what one drift pull request holds.
+type Group string
+
+// Groupings of drift pull requests.
+const (
+	// GroupImage opens one pull request per image per target (default).
+	GroupImage Group = "image"
+	// GroupTarget opens one pull request per target with every moved image.
+	GroupTarget Group = "target"
+	// GroupAll opens one pull request with every moved image of every target.
+	GroupAll Group = "all"
+)
+
+var targetNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+
+// LoadConfig reads ConfigFile from the root of dir. A missing file gives
+// the defaults.
+func LoadConfig(dir string) (Config, error) {
+	data, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return ParseConfig(ConfigFile, nil)
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("reading %s: %w", ConfigFile, err)
+	}
+	return ParseConfig(ConfigFile, data)
+}
+
+// ParseConfig decodes and validates a .pinbot.yaml strictly (unknown fields
+// are errors) and fills in the defaults. Errors name file:line.
+func ParseConfig(file string, data []byte) (Config, error) {
+	var c Config
+	var root yaml.Node
+	if len(bytes.TrimSpace(data)) > 0 {
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+			return Config{}, yamlError(file, err)
+		}
+		if err := yaml.Unmarshal(data, &root); err != nil {
+			return Config{}, yamlError(file, err)
+		}
+	}
+	if err := c.validate(file, &root); err != nil {
+		return Config{}, err
+	}
+	c.defaults()
+	return c, nil
+}
+
+// yamlError rewrites yaml.v3's "yaml: line 3: ..." as "file:3: ...".
+func yamlError(file string, err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msgs := make([]string, len(te.Errors))
+		for i, m := range te.Errors {
+			msgs[i] = lineFirst(file, m)
+		}
+		return fmt.Errorf("%s", strings.Join(msgs, "; "))
+	}
+	return fmt.Errorf("%s", lineFirst(file, strings.TrimPrefix(err.Error(), "yaml: ")))
+}
+
+var yamlLineRE = regexp.MustCompile(`^line (\d+): `)
+
+var yamlTypeRE = regexp.MustCompile(` in type [\w.\[\]*]+`)
+
+func lineFirst(file, msg string) string {
+	msg = yamlTypeRE.ReplaceAllString(msg, "")
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("%s:%s: %s", file, m[1], msg[len(m[0]):])
+	}
+	return fmt.Sprintf("%s: %s", file, msg)
+}
+
+func (c *Config) validate(file string, root *yaml.Node) error {
+	at := func(path ...any) string {
+		if l := lineOf(root, path...); l > 0 {
+			return file + ":" + strconv.Itoa(l)
+		}
+		return file
+	}
+	seen := map[string]bool{}
+	for i, t := range c.Targets {
+		switch {
+		case !targetNameRE.MatchString(t.Name):
+			return fmt.Errorf("%s: target name %q: want lowercase letters, digits, '.', '_' or '-'", at("targets", i, "name"), t.Name)
+		case seen[t.Name]:
+			return fmt.Errorf("%s: target %q defined twice", at("targets", i, "name"), t.Name)
+		case len(t.Paths) == 0:
+			return fmt.Errorf("%s: target %q has no paths", at("targets", i), t.Name)
+		}
+		seen[t.Name] = true
+		for j, p := range t.Paths {
+			if err := checkGlob(p); err != nil {
+				return fmt.Errorf("%s: %w", at("targets", i, "paths", j), err)
+			}
+		}
+	}
+	for i, tr := range c.Track {
+		if _, _, d, err := ParseRef(tr.Image); err != nil || d != "" || tr.Image == "" {
+			return fmt.Errorf("%s: track image %q: want a repository without tag or digest", at("track", i, "image"), tr.Image)
+		}
+		if _, tag, _, _ := ParseRef(tr.Image); tag != "" {
+			return fmt.Errorf("%s: track image %q: put the tag in the tag field", at("track", i, "image"), tr.Image)
+		}
+		if tr.Tag == "" {
+			return fmt.Errorf("%s: track entry for %s has no tag", at("track", i), tr.Image)
+		}
+		for j, p := range tr.Paths {
+			if err := checkGlob(p); err != nil {
+				return fmt.Errorf("%s: %w", at("track", i, "paths", j), err)
+			}
+		}
+	}
+	if c.BranchPrefix != "" && !validBranchPrefix(c.BranchPrefix) {
+		return fmt.Errorf("%s: branchPrefix %q is not a valid start of a Git branch name", at("branchPrefix"), c.BranchPrefix)
+	}
+	if (c.Author.Name == "") != (c.Author.Email == "") {
+		return fmt.Errorf("%s: author needs both name and email", at("author"))
+	}
+	switch c.Drift.Group {
+	case "", GroupImage, GroupTarget, GroupAll:
+	default:
+		return fmt.Errorf("%s: drift group %q: want image, target or all", at("drift", "group"), c.Drift.Group)
+	}
+	if c.Drift.MinAge < 0 {
+		return fmt.Errorf("%s: drift minAge must not be negative", at("drift", "minAge"))
+	}
+	return nil
+}
+
+func (c *Config) defaults() {
+	if len(c.Targets) == 0 {
+		c.Targets = []Target{{Name: DefaultTarget, Paths: []string{"**"}}}
+	}
+	if c.BranchPrefix == "" {
+		c.BranchPrefix = DefaultBranchPrefix
+	}
+	if c.Author.Name == "" {
+		c.Author = Author{Name: DefaultAuthorName, Email: DefaultAuthorEmail}
+	}
+	if c.Drift.Group == "" {
+		c.Drift.Group = GroupImage
+	}
+	for i := range c.Track {
+		c.Track[i].Image, _, _, _ = ParseRef(c.Track[i].Image)
+	}
+}
+
+// TargetOf returns the name of the first target whose paths match file (a
+// slash path relative to the repository root), or "" when none does.
+func (c Config) TargetOf(file string) string {
+	for _, t := range c.Targets {
+		if matchAny(t.Paths, file) {
+			return t.Name
+		}
+	}
+	return ""
+}
+
+// TrackedTag returns the tag a digest-only pin of image in file follows
+// according to the track entries, or "".
+func (c Config) TrackedTag(image, file string) string {
+	for _, tr := range c.Track {
+		if tr.Image == image && (len(tr.Paths) == 0 || matchAny(tr.Paths, file)) {
+			return tr.Tag
+		}
+	}
+	return ""
+}
+
+func validBranchPrefix(p string) bool {
+	if strings.HasPrefix(p, "/") || strings.HasPrefix(p, ".") || strings.HasPrefix(p, "-") ||
+		strings.Contains(p, "..") || strings.Contains(p, "//") || strings.ContainsAny(p, " ~^:?*[\\\t\n") ||
+		strings.Contains(p, "@{") || strings.Contains(p, ".lock/") {
+		return false
+	}
+	return true
+}
+
+// checkGlob validates a path glob: slash-separated segments, each a
+// path.Match pattern or "**".
+func checkGlob(pattern string) error {
+	if pattern == "" || strings.HasPrefix(pattern, "/") {
+		return fmt.Errorf("path glob %q: want a non-empty path relative to the repository root", pattern)
+	}
+	for _, seg := range strings.Split(pattern, "/") {
+		if seg == "**" {
+			continue
+		}
+		if _, err := path.Match(seg, ""); err != nil {
+			return fmt.Errorf("path glob %q: %w", pattern, err)
+		}
+	}
+	return nil
+}
+
+func matchAny(patterns []string, file string) bool {
+	for _, p := range patterns {
+		if matchGlob(p, file) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchGlob matches a slash path against a glob whose "**" segments match
+// any number of path segments (including none).
+func matchGlob(pattern, file string) bool {
+	return matchSegments(strings.Split(pattern, "/"), strings.Split(file, "/"))
+}
+
+func matchSegments(pat, segs []string) bool {
+	for len(pat) > 0 {
+		if pat[0] == "**" {
+			for len(pat) > 0 && pat[0] == "**" {
+				pat = pat[1:]
+			}
+			if len(pat) == 0 {
+				return true
+			}
+			for i := range segs {
+				if matchSegments(pat, segs[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(segs) == 0 {
+			return false
+		}
+		if ok, _ := path.Match(pat[0], segs[0]); !ok {
+			return false
+		}
+		pat, segs = pat[1:], segs[1:]
+	}
+	return len(segs) == 0
+}
+
+// lineOf finds the line of a node in a decoded YAML document by a path of
+// mapping keys (string) and sequence indexes (int); 0 when absent.
+func lineOf(root *yaml.Node, path ...any) int {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	line := n.Line
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			if n.Kind != yaml.MappingNode {
+				return line
+			}
+			var next *yaml.Node
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == k {
+					next = n.Content[i+1]
+					break
+				}
+			}
+			if next == nil {
+				return line
+			}
+			n = next
+		case int:
+			if n.Kind != yaml.SequenceNode || k >= len(n.Content) {
+				return line
+			}
+			n = n.Content[k]
+		}
+		line = n.Line
+	}
+	return line
+}

@@ -1,0 +1,165 @@
+package promote
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		data    string
+		want    Config
+		wantErr string
+	}{
+		{
+			name: "no file",
+			want: Config{
+				Targets:      []Target{{Name: "default", Paths: []string{"**"}}},
+				BranchPrefix: "pinbot/",
+				Author:       Author{Name: "pinbot", Email: "pinbot@localhost"},
+				Drift:        DriftConfig{Group: GroupImage},
+			},
+		},
+		{
+			name: "everything",
+			data: `# pinbot settings
+targets:
+  - name: staging
+    paths: ["envs/staging/**"]
+  - name: prod
+    paths: ["envs/prod/**", "charts/*/values-prod.yaml"]
+labels: [pinbot, deploy]
+reviewers: [alice]
+branchPrefix: bots/pinbot/
+author: {name: Release Bot, email: release@example.com}
+track:
+  - image: registry.example/org/app
+    tag: main
+    paths: ["envs/staging/**"]
+drift:
+  minAge: 30m
+  group: target
+`,
+			want: Config{
+				Targets: []Target{
+					{Name: "staging", Paths: []string{"envs/staging/**"}},
+					{Name: "prod", Paths: []string{"envs/prod/**", "charts/*/values-prod.yaml"}},
+				},
+				Labels:       []string{"pinbot", "deploy"},
+				Reviewers:    []string{"alice"},
+				BranchPrefix: "bots/pinbot/",
+				Author:       Author{Name: "Release Bot", Email: "release@example.com"},
+				Track:        []Track{{Image: "registry.example/org/app", Tag: "main", Paths: []string{"envs/staging/**"}}},
+				Drift:        DriftConfig{MinAge: 30 * time.Minute, Group: GroupTarget},
+			},
+		},
+		{
+			name: "docker hub track is normalised",
+			data: "track:\n  - {image: nginx, tag: stable}\n",
+			want: Config{
+				Targets:      []Target{{Name: "default", Paths: []string{"**"}}},
+				BranchPrefix: "pinbot/",
+				Author:       Author{Name: "pinbot", Email: "pinbot@localhost"},
+				Track:        []Track{{Image: "index.docker.io/library/nginx", Tag: "stable"}},
+				Drift:        DriftConfig{Group: GroupImage},
+			},
+		},
+		{name: "unknown field", data: "targets: []\nlabel: [x]\n", wantErr: ".pinbot.yaml:2: field label not found"},
+		{name: "unknown nested field", data: "targets:\n  - name: a\n    path: [x]\n", wantErr: ".pinbot.yaml:3: field path not found"},
+		{name: "bad yaml", data: "targets: [\n", wantErr: ".pinbot.yaml:"},
+		{name: "bad target name", data: "targets:\n  - name: Prod\n    paths: [x]\n", wantErr: `.pinbot.yaml:2: target name "Prod"`},
+		{name: "duplicate target", data: "targets:\n  - {name: a, paths: [x]}\n  - {name: a, paths: [y]}\n", wantErr: `.pinbot.yaml:3: target "a" defined twice`},
+		{name: "target without paths", data: "targets:\n  - name: a\n", wantErr: `.pinbot.yaml:2: target "a" has no paths`},
+		{name: "bad glob", data: "targets:\n  - name: a\n    paths:\n      - ok/**\n      - 'bad[/x'\n", wantErr: `.pinbot.yaml:5: path glob "bad[/x"`},
+		{name: "absolute glob", data: "targets:\n  - {name: a, paths: [/etc]}\n", wantErr: `.pinbot.yaml:2: path glob "/etc"`},
+		{name: "track with tag in image", data: "track:\n  - image: r.example/app:main\n    tag: main\n", wantErr: ".pinbot.yaml:2: track image"},
+		{name: "track without tag", data: "track:\n  - image: r.example/app\n", wantErr: ".pinbot.yaml:2: track entry for r.example/app has no tag"},
+		{name: "bad group", data: "drift:\n  group: repo\n", wantErr: `.pinbot.yaml:2: drift group "repo"`},
+		{name: "bad duration", data: "drift:\n  minAge: soon\n", wantErr: ".pinbot.yaml:2:"},
+		{name: "negative age", data: "drift:\n  minAge: -1m\n", wantErr: ".pinbot.yaml:2: drift minAge"},
+		{name: "half author", data: "author:\n  name: x\n", wantErr: ".pinbot.yaml:2: author needs both"},
+		{name: "bad prefix", data: "branchPrefix: 'a..b/'\n", wantErr: ".pinbot.yaml:1: branchPrefix"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseConfig(".pinbot.yaml", []byte(tc.data))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want it to contain %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTargetsAndTracking(t *testing.T) {
+	c, err := ParseConfig(".pinbot.yaml", []byte(`targets:
+  - {name: staging, paths: ["envs/staging/**"]}
+  - {name: prod, paths: ["envs/prod/**", "charts/*/values-prod.yaml"]}
+  - {name: rest, paths: ["**"]}
+track:
+  - {image: r.example/app, tag: main, paths: ["envs/staging/**"]}
+  - {image: r.example/app, tag: stable}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := []struct{ file, want string }{
+		{"envs/staging/app.yaml", "staging"},
+		{"envs/staging/deep/er/app.yaml", "staging"},
+		{"envs/prod/app.yaml", "prod"},
+		{"charts/app/values-prod.yaml", "prod"},
+		{"charts/app/sub/values-prod.yaml", "rest"},
+		{"envs/stagingx/app.yaml", "rest"},
+		{"Dockerfile", "rest"},
+	}
+	for _, tc := range targets {
+		if got := c.TargetOf(tc.file); got != tc.want {
+			t.Errorf("TargetOf(%q) = %q, want %q", tc.file, got, tc.want)
+		}
+	}
+	tracks := []struct{ image, file, want string }{
+		{"r.example/app", "envs/staging/a.yaml", "main"},
+		{"r.example/app", "envs/prod/a.yaml", "stable"},
+		{"r.example/other", "envs/prod/a.yaml", ""},
+	}
+	for _, tc := range tracks {
+		if got := c.TrackedTag(tc.image, tc.file); got != tc.want {
+			t.Errorf("TrackedTag(%q, %q) = %q, want %q", tc.image, tc.file, got, tc.want)
+		}
+	}
+}
+
+func TestMatchGlob(t *testing.T) {
+	tests := []struct {
+		pattern, file string
+		want          bool
+	}{
+		{"**", "a/b/c.yaml", true},
+		{"**/*.yaml", "c.yaml", true},
+		{"**/*.yaml", "a/b/c.yaml", true},
+		{"**/*.yaml", "a/b/c.yml", false},
+		{"a/**/c.yaml", "a/c.yaml", true},
+		{"a/**/c.yaml", "a/x/y/c.yaml", true},
+		{"a/*/c.yaml", "a/x/y/c.yaml", false},
+		{"a/*", "a/x", true},
+		{"a/*", "a/x/y", false},
+		{"envs/prod/**", "envs/production/x", false},
+	}
+	for _, tc := range tests {
+		if got := matchGlob(tc.pattern, tc.file); got != tc.want {
+			t.Errorf("matchGlob(%q, %q) = %v, want %v", tc.pattern, tc.file, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,44 @@
+// Package promote decides and publishes promotions: it takes a digest that CI
+// pushed (or a tag that moved) and turns it into one reviewable pull request
+// on the manifest repository.
+//
+// The package is a pure core with an I/O shell around it. The core parses
+// CI's files (Kaniko's digest files, buildx metadata), reads .pinbot.yaml,
+// chooses the digest each pin gets, names branches and renders the pull
+// request text; it is tested from literals. The shell (Run and Drift)
+// clones the base branch, rewrites pins with package pins, commits, pushes
+// and creates or edits the pull request through the small Forge and
+// Registry interfaces declared here.
+//
+// # Branches and pull requests
+//
+// Every (target, image) pair has one deterministic branch,
+// "<branchPrefix><target>/<image-slug>" (see Branch and Slug). A promotion
+// force-pushes a fresh commit on top of the current base to that branch,
+// replacing the previous promotion, and creates or edits the one open pull
+// request whose head is that branch. A merged or closed pull request leads
+// to a new one on the next promotion. Promoting a digest that the base
+// already pins changes nothing and closes the branch's open pull request,
+// whose proposal is then obsolete.
+//
+// # Races
+//
+// The branch is the serialisation point: the last push wins. After pushing,
+// a promotion writes the pull request text only while the pull request's
+// head is still its own commit, and checks again after writing; a
+// promotion whose commit was replaced by a later push leaves the text to
+// the later one. Two promotions of the same image at once therefore end
+// with one open pull request that holds the digest pushed last, described
+// by its own text. Creating the pull request races too: the loser finds the
+// winner's pull request and edits it. A push the server rejects is retried
+// from a fresh clone of the base a bounded number of times, and so is a
+// promotion whose base branch moved while it ran. Nothing is ever pushed to
+// the base branch.
+//
+// # Hidden block
+//
+// Each pull request body ends with an HTML comment holding JSON
+// ("<!-- pinbot:{...} -->", see Meta and ParseBody): the target, the images
+// with their digests, tags and sources, the head commit and the changed
+// pins. Later runs read it to recognise their own pull requests.
+package promote

@@ -1,0 +1,408 @@
+package promote
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+)
+
+// Source says where a promoted digest came from. It is shown in the pull
+// request and kept in its hidden block.
+type Source string
+
+// The sources of a digest.
+const (
+	// SourceDigestFile is Kaniko's --digest-file: just "sha256:...".
+	SourceDigestFile Source = "digest-file"
+	// SourceImageNameFile is Kaniko's --image-name-with-digest-file:
+	// "repo@sha256:..." (or "repo:tag@sha256:...").
+	SourceImageNameFile Source = "image-name-with-digest-file"
+	// SourceBuildxMetadata is buildx's --metadata-file JSON.
+	SourceBuildxMetadata Source = "buildx-metadata"
+	// SourceFlag is a digest given on the command line (--digest).
+	SourceFlag Source = "flag"
+	// SourceRegistry is a tag looked up in the registry at promotion time.
+	SourceRegistry Source = "registry"
+	// SourceDrift is a tracked tag that moved, found by Drift.
+	SourceDrift Source = "drift"
+)
+
+// Describe is a human phrase for the pull request body.
+func (s Source) Describe() string {
+	switch s {
+	case SourceDigestFile:
+		return "Kaniko digest file"
+	case SourceImageNameFile:
+		return "Kaniko image-name-with-digest file"
+	case SourceBuildxMetadata:
+		return "buildx metadata file"
+	case SourceFlag:
+		return "--digest flag"
+	case SourceRegistry:
+		return "registry lookup of the tag at promotion time"
+	case SourceDrift:
+		return "drift: the tracked tag moved"
+	}
+	return string(s)
+}
+
+// Input is one digest to promote as CI handed it over, before it is checked
+// against the registry.
+type Input struct {
+	// Image is the normalised repository, e.g. 127.0.0.1:3000/org/app.
+	Image string
+	// Tags are the tags CI says it pushed with this digest, in the order
+	// given. When Digest is empty, Tags[0] is resolved at promotion time.
+	Tags []string
+	// Digest is "sha256:<64 hex>", or "" to resolve Tags[0].
+	Digest string
+	// Source says where Digest came from.
+	Source Source
+	// File is the CI file Digest came from, if any.
+	File string
+}
+
+// ErrInvalidDigest means a digest is not "sha256:" followed by 64 lowercase
+// hex digits.
+var ErrInvalidDigest = errors.New(`invalid digest: want "sha256:" and 64 lowercase hex digits`)
+
+var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// ValidDigest reports whether d is "sha256:<64 lowercase hex>".
+func ValidDigest(d string) bool { return digestRE.MatchString(d) }
+
+// ShortDigest returns the first 12 hex digits of a digest ("abcdef123456"),
+// or d itself when it is too short to shorten.
+func ShortDigest(d string) string {
+	hex := strings.TrimPrefix(d, "sha256:")
+	if len(hex) < 12 {
+		return d
+	}
+	return hex[:12]
+}
+
+// ParseRef splits an image reference into its normalised repository, tag
+// and digest: "app:1.2@sha256:..." gives ("index.docker.io/library/app",
+// "1.2", "sha256:..."). Tag and digest are "" when absent.
+func ParseRef(ref string) (repo, tag, digest string, err error) {
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return "", "", "", errors.New("empty image reference")
+	}
+	base := ref
+	if i := strings.Index(ref, "@"); i >= 0 {
+		base, digest = ref[:i], ref[i+1:]
+		if !ValidDigest(digest) {
+			return "", "", "", fmt.Errorf("image reference %q: %w", ref, ErrInvalidDigest)
+		}
+	}
+	if i := strings.LastIndex(base, ":"); i > strings.LastIndex(base, "/") {
+		base, tag = base[:i], base[i+1:]
+		if tag == "" {
+			return "", "", "", fmt.Errorf("image reference %q: empty tag after the colon", ref)
+		}
+	}
+	r, err := name.NewRepository(base)
+	if err != nil {
+		return "", "", "", fmt.Errorf("image reference %q: %w", ref, err)
+	}
+	if tag != "" {
+		if _, err := name.NewTag(base + ":" + tag); err != nil {
+			return "", "", "", fmt.Errorf("image reference %q: %w", ref, err)
+		}
+	}
+	return r.Name(), tag, digest, nil
+}
+
+// ParseDigestFile reads a Kaniko --digest-file: one "sha256:..." with
+// optional surrounding white space. file names the file in errors.
+func ParseDigestFile(file string, data []byte) (string, error) {
+	d := strings.TrimSpace(string(data))
+	if d == "" {
+		return "", fmt.Errorf("%s: empty digest file", file)
+	}
+	if !ValidDigest(d) {
+		return "", fmt.Errorf("%s: %q: %w", file, firstLine(d), ErrInvalidDigest)
+	}
+	return d, nil
+}
+
+// ParseImageNameWithDigest reads a Kaniko --image-name-with-digest-file:
+// "repo@sha256:..." or "repo:tag@sha256:...". Kaniko writes one line per
+// destination; every line must name the same digest, and each repository
+// becomes one Input.
+func ParseImageNameWithDigest(file string, data []byte) ([]Input, error) {
+	var ins []Input
+	byRepo := map[string]int{}
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		repo, tag, digest, err := ParseRef(line)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", file, i+1, err)
+		}
+		if digest == "" {
+			return nil, fmt.Errorf("%s:%d: %q has no @sha256:... digest", file, i+1, line)
+		}
+		if len(ins) > 0 && ins[0].Digest != digest {
+			return nil, fmt.Errorf("%s:%d: digest %s differs from %s on an earlier line", file, i+1, digest, ins[0].Digest)
+		}
+		ins = addInput(ins, byRepo, Input{Image: repo, Digest: digest, Source: SourceImageNameFile, File: file}, tag)
+	}
+	if len(ins) == 0 {
+		return nil, fmt.Errorf("%s: empty image-name-with-digest file", file)
+	}
+	return ins, nil
+}
+
+// addInput appends in, or adds tag to the Input of the same repository.
+func addInput(ins []Input, byRepo map[string]int, in Input, tag string) []Input {
+	i, ok := byRepo[in.Image]
+	if !ok {
+		i = len(ins)
+		byRepo[in.Image] = i
+		ins = append(ins, in)
+	}
+	if tag != "" && !contains(ins[i].Tags, tag) {
+		ins[i].Tags = append(ins[i].Tags, tag)
+	}
+	return ins
+}
+
+// Keys of buildx's --metadata-file JSON.
+const (
+	metaDigestKey = "containerimage.digest"
+	metaNameKey   = "image.name"
+)
+
+// ParseMetadata reads buildx's --metadata-file JSON. It takes
+// "containerimage.digest" and "image.name", which may list several
+// comma-separated names: each distinct repository becomes one Input whose
+// Tags are the tags named for it. A bake metadata file (one such object per
+// target) gives the Inputs of every target.
+func ParseMetadata(file string, data []byte) ([]Input, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, fmt.Errorf("%s: parsing buildx metadata JSON: %w", file, err)
+	}
+	if _, ok := top[metaDigestKey]; ok {
+		return parseMetadataObject(file, "", top)
+	}
+	// bake: {"target": {...}, ...}
+	targets := make([]string, 0, len(top))
+	for k := range top {
+		targets = append(targets, k)
+	}
+	sort.Strings(targets)
+	var ins []Input
+	for _, t := range targets {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(top[t], &obj); err != nil {
+			continue // not a target object (bake adds other keys)
+		}
+		if _, ok := obj[metaDigestKey]; !ok {
+			continue
+		}
+		got, err := parseMetadataObject(file, t+".", obj)
+		if err != nil {
+			return nil, err
+		}
+		ins = append(ins, got...)
+	}
+	if len(ins) == 0 {
+		return nil, fmt.Errorf("%s: no %q key: is this a buildx --metadata-file?", file, metaDigestKey)
+	}
+	return ins, nil
+}
+
+func parseMetadataObject(file, prefix string, obj map[string]json.RawMessage) ([]Input, error) {
+	var digest, names string
+	if err := json.Unmarshal(obj[metaDigestKey], &digest); err != nil {
+		return nil, fmt.Errorf("%s: key %q: want a string: %w", file, prefix+metaDigestKey, err)
+	}
+	if !ValidDigest(digest) {
+		return nil, fmt.Errorf("%s: key %q: %q: %w", file, prefix+metaDigestKey, digest, ErrInvalidDigest)
+	}
+	raw, ok := obj[metaNameKey]
+	if !ok {
+		return nil, fmt.Errorf("%s: no key %q: build with --tag and --push so buildx records the image name", file, prefix+metaNameKey)
+	}
+	if err := json.Unmarshal(raw, &names); err != nil {
+		return nil, fmt.Errorf("%s: key %q: want a string: %w", file, prefix+metaNameKey, err)
+	}
+	var ins []Input
+	byRepo := map[string]int{}
+	for _, n := range strings.Split(names, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		repo, tag, d, err := ParseRef(n)
+		if err != nil {
+			return nil, fmt.Errorf("%s: key %q: %w", file, prefix+metaNameKey, err)
+		}
+		if d != "" && d != digest {
+			return nil, fmt.Errorf("%s: key %q: %q names digest %s, but %q is %s", file, prefix+metaNameKey, n, d, prefix+metaDigestKey, digest)
+		}
+		ins = addInput(ins, byRepo, Input{Image: repo, Digest: digest, Source: SourceBuildxMetadata, File: file}, tag)
+	}
+	if len(ins) == 0 {
+		return nil, fmt.Errorf("%s: key %q is empty", file, prefix+metaNameKey)
+	}
+	return ins, nil
+}
+
+// InputSpec holds the input flags of `pinbot promote`. Exactly one input is
+// allowed:
+//
+//	--image REF:TAG                    resolve the tag now
+//	--image REF --digest sha256:...    (or --image REF@sha256:...)
+//	--digest-file F --image REF        Kaniko --digest-file
+//	--image-name-with-digest-file F    Kaniko; --image REF selects one repository
+//	--metadata-file F                  buildx; --image REF selects one repository
+//
+// A tag in --image next to a digest is the tag the build pushed: the
+// promotion refuses when the registry's tag points elsewhere now.
+type InputSpec struct {
+	Image         string // --image
+	Digest        string // --digest
+	DigestFile    string // --digest-file
+	ImageNameFile string // --image-name-with-digest-file
+	MetadataFile  string // --metadata-file
+}
+
+// inputFlags is the phrase usage errors end with.
+const inputFlags = "give exactly one of --image REF:TAG, --image REF --digest sha256:..., --digest-file F --image REF, --image-name-with-digest-file F, --metadata-file F"
+
+// Validate checks the flag combination; its errors are usage errors.
+func (s InputSpec) Validate() error {
+	n := 0
+	for _, v := range []string{s.Digest, s.DigestFile, s.ImageNameFile, s.MetadataFile} {
+		if v != "" {
+			n++
+		}
+	}
+	var imgDigest, imgTag string
+	if s.Image != "" {
+		var err error
+		if _, imgTag, imgDigest, err = ParseRef(s.Image); err != nil {
+			return fmt.Errorf("flag --image: %w", err)
+		}
+	}
+	switch {
+	case n > 1:
+		return errors.New(inputFlags)
+	case n == 0 && s.Image == "":
+		return errors.New("no input: " + inputFlags)
+	case n == 0 && imgTag == "" && imgDigest == "":
+		return fmt.Errorf("flag --image %s: name a tag to resolve (REF:TAG), or add --digest", s.Image)
+	case s.Digest != "" && s.Image == "":
+		return errors.New("flag --digest needs --image REF")
+	case s.Digest != "" && !ValidDigest(s.Digest):
+		return fmt.Errorf("flag --digest %q: %w", s.Digest, ErrInvalidDigest)
+	case s.DigestFile != "" && s.Image == "":
+		return errors.New("flag --digest-file needs --image REF: a Kaniko digest file holds no image name")
+	case imgDigest != "" && (s.Digest != "" || s.DigestFile != ""):
+		return errors.New("flag --image carries a digest: drop --digest/--digest-file, or the digest from --image")
+	}
+	return nil
+}
+
+// Read turns the flags into Inputs, reading the file the spec names with
+// read (os.ReadFile when nil). Call Validate first.
+func (s InputSpec) Read(read func(string) ([]byte, error)) ([]Input, error) {
+	if read == nil {
+		read = os.ReadFile
+	}
+	var repo, tag, digest string
+	if s.Image != "" {
+		var err error
+		if repo, tag, digest, err = ParseRef(s.Image); err != nil {
+			return nil, fmt.Errorf("flag --image: %w", err)
+		}
+	}
+	withTag := func(in Input) Input {
+		if tag != "" {
+			in.Tags = []string{tag}
+		}
+		return in
+	}
+	switch {
+	case s.Digest != "":
+		return []Input{withTag(Input{Image: repo, Digest: s.Digest, Source: SourceFlag})}, nil
+	case s.DigestFile != "":
+		data, err := read(s.DigestFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading digest file: %w", err)
+		}
+		d, err := ParseDigestFile(s.DigestFile, data)
+		if err != nil {
+			return nil, err
+		}
+		return []Input{withTag(Input{Image: repo, Digest: d, Source: SourceDigestFile, File: s.DigestFile})}, nil
+	case s.ImageNameFile != "", s.MetadataFile != "":
+		file, parse := s.ImageNameFile, ParseImageNameWithDigest
+		if s.MetadataFile != "" {
+			file, parse = s.MetadataFile, ParseMetadata
+		}
+		data, err := read(file)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", file, err)
+		}
+		ins, err := parse(file, data)
+		if err != nil {
+			return nil, err
+		}
+		if repo == "" {
+			return ins, nil
+		}
+		return selectInput(file, ins, repo, tag, digest)
+	case digest != "":
+		return []Input{withTag(Input{Image: repo, Digest: digest, Source: SourceFlag})}, nil
+	}
+	return []Input{{Image: repo, Tags: []string{tag}, Source: SourceRegistry}}, nil
+}
+
+// selectInput keeps the Input of repo, checking what --image adds.
+func selectInput(file string, ins []Input, repo, tag, digest string) ([]Input, error) {
+	var names []string
+	for _, in := range ins {
+		if in.Image != repo {
+			names = append(names, in.Image)
+			continue
+		}
+		if digest != "" && digest != in.Digest {
+			return nil, fmt.Errorf("%s names digest %s for %s, but --image says %s", file, in.Digest, repo, digest)
+		}
+		if tag != "" && !contains(in.Tags, tag) {
+			in.Tags = append([]string{tag}, in.Tags...)
+		}
+		return []Input{in}, nil
+	}
+	return nil, fmt.Errorf("%s names no image %s (it names %s)", file, repo, strings.Join(names, ", "))
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 80 {
+		s = s[:80] + "..."
+	}
+	return s
+}

@@ -1,0 +1,299 @@
+package promote
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const (
+	d1 = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	d2 = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+	d3 = "sha256:3333333333333333333333333333333333333333333333333333333333333333"
+	d4 = "sha256:4444444444444444444444444444444444444444444444444444444444444444"
+)
+
+func TestParseRef(t *testing.T) {
+	tests := []struct {
+		ref               string
+		repo, tag, digest string
+		wantErr           string
+	}{
+		{ref: "nginx", repo: "index.docker.io/library/nginx"},
+		{ref: "nginx:1.27", repo: "index.docker.io/library/nginx", tag: "1.27"},
+		{ref: "127.0.0.1:3000/org/app", repo: "127.0.0.1:3000/org/app"},
+		{ref: "127.0.0.1:3000/org/app:v2@" + d2, repo: "127.0.0.1:3000/org/app", tag: "v2", digest: d2},
+		{ref: "registry.example/org/app@" + d1, repo: "registry.example/org/app", digest: d1},
+		{ref: " registry.example/org/app:v1 ", repo: "registry.example/org/app", tag: "v1"},
+		{ref: "", wantErr: "empty image reference"},
+		{ref: "app@sha256:abc", wantErr: "invalid digest"},
+		{ref: "app:", wantErr: "empty tag"},
+		{ref: "UPPER/app", wantErr: "UPPER/app"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.ref, func(t *testing.T) {
+			repo, tag, digest, err := ParseRef(tc.ref)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("ParseRef(%q) error = %v, want it to contain %q", tc.ref, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseRef(%q): %s", tc.ref, err)
+			}
+			got := []string{repo, tag, digest}
+			if diff := cmp.Diff([]string{tc.repo, tc.tag, tc.digest}, got); diff != "" {
+				t.Errorf("ParseRef(%q) (-want +got):\n%s", tc.ref, diff)
+			}
+		})
+	}
+}
+
+func TestParseDigestFile(t *testing.T) {
+	tests := []struct {
+		name, data, want, wantErr string
+	}{
+		{name: "kaniko with newline", data: d2 + "\n", want: d2},
+		{name: "no newline", data: d2, want: d2},
+		{name: "crlf", data: d2 + "\r\n", want: d2},
+		{name: "empty", data: "\n", wantErr: "digest.txt: empty digest file"},
+		{name: "upper case", data: strings.ToUpper(d2), wantErr: "digest.txt: "},
+		{name: "image name instead", data: "app@" + d2, wantErr: "invalid digest"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseDigestFile("digest.txt", []byte(tc.data))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want it to contain %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseImageNameWithDigest(t *testing.T) {
+	tests := []struct {
+		name, data string
+		want       []Input
+		wantErr    string
+	}{
+		{
+			name: "repo@digest",
+			data: "127.0.0.1:3000/org/app@" + d2 + "\n",
+			want: []Input{{Image: "127.0.0.1:3000/org/app", Digest: d2, Source: SourceImageNameFile, File: "f"}},
+		},
+		{
+			name: "repo:tag@digest",
+			data: "127.0.0.1:3000/org/app:v2@" + d2,
+			want: []Input{{Image: "127.0.0.1:3000/org/app", Tags: []string{"v2"}, Digest: d2, Source: SourceImageNameFile, File: "f"}},
+		},
+		{
+			name: "one line per destination",
+			data: "r.example/app:v2@" + d2 + "\nr.example/app:latest@" + d2 + "\nmirror.example/app:v2@" + d2 + "\n",
+			want: []Input{
+				{Image: "r.example/app", Tags: []string{"v2", "latest"}, Digest: d2, Source: SourceImageNameFile, File: "f"},
+				{Image: "mirror.example/app", Tags: []string{"v2"}, Digest: d2, Source: SourceImageNameFile, File: "f"},
+			},
+		},
+		{name: "no digest", data: "r.example/app:v2\n", wantErr: `f:1: "r.example/app:v2" has no @sha256`},
+		{name: "two digests", data: "r.example/app@" + d2 + "\nr.example/app@" + d1, wantErr: "f:2: digest " + d1},
+		{name: "empty", data: "", wantErr: "f: empty"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseImageNameWithDigest("f", []byte(tc.data))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want it to contain %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseMetadata(t *testing.T) {
+	tests := []struct {
+		name    string
+		file    string // in testdata, or inline data
+		data    string
+		want    []Input
+		wantErr string
+	}{
+		{
+			name: "several names, several repositories",
+			file: "buildx-metadata.json",
+			want: []Input{
+				{Image: "registry.example/org/app", Tags: []string{"1.4.0", "latest"}, Digest: d2, Source: SourceBuildxMetadata, File: "buildx-metadata.json"},
+				{Image: "registry.example/org/app-mirror", Tags: []string{"1.4.0"}, Digest: d2, Source: SourceBuildxMetadata, File: "buildx-metadata.json"},
+			},
+		},
+		{
+			name: "bake",
+			file: "buildx-bake-metadata.json",
+			want: []Input{
+				{Image: "registry.example/org/api", Tags: []string{"main"}, Digest: d3, Source: SourceBuildxMetadata, File: "buildx-bake-metadata.json"},
+				{Image: "registry.example/org/web", Tags: []string{"main"}, Digest: d4, Source: SourceBuildxMetadata, File: "buildx-bake-metadata.json"},
+			},
+		},
+		{name: "not JSON", data: "sha256:abc", wantErr: "meta.json: parsing buildx metadata JSON"},
+		{name: "no digest key", data: `{"image.name":"r.example/app:1"}`, wantErr: `meta.json: no "containerimage.digest" key`},
+		{name: "no name key", data: `{"containerimage.digest":"` + d2 + `"}`, wantErr: `meta.json: no key "image.name"`},
+		{name: "bad digest", data: `{"containerimage.digest":"sha256:12","image.name":"r.example/app"}`, wantErr: `meta.json: key "containerimage.digest": "sha256:12": invalid digest`},
+		{name: "digest not a string", data: `{"containerimage.digest":1,"image.name":"r.example/app"}`, wantErr: `meta.json: key "containerimage.digest": want a string`},
+		{name: "bad name", data: `{"containerimage.digest":"` + d2 + `","image.name":"r.example/App:1"}`, wantErr: `meta.json: key "image.name"`},
+		{name: "empty name", data: `{"containerimage.digest":"` + d2 + `","image.name":" , "}`, wantErr: `meta.json: key "image.name" is empty`},
+		{name: "name with other digest", data: `{"containerimage.digest":"` + d2 + `","image.name":"r.example/app@` + d1 + `"}`, wantErr: "names digest " + d1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			name, data := "meta.json", []byte(tc.data)
+			if tc.file != "" {
+				var err error
+				if data, err = os.ReadFile(filepath.Join("testdata", tc.file)); err != nil {
+					t.Fatal(err)
+				}
+				name = tc.file
+			}
+			got, err := ParseMetadata(name, data)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want it to contain %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestInputSpec(t *testing.T) {
+	files := map[string]string{
+		"digest":   "testdata/kaniko-digest",
+		"name":     "testdata/kaniko-image-name-with-digest",
+		"metadata": "testdata/buildx-metadata.json",
+	}
+	read := func(name string) ([]byte, error) {
+		if f, ok := files[name]; ok {
+			return os.ReadFile(f)
+		}
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	const app = "registry.example/org/app"
+	tests := []struct {
+		name    string
+		spec    InputSpec
+		usage   string // Validate error
+		readErr string
+		want    []Input
+	}{
+		{name: "nothing", spec: InputSpec{}, usage: "no input: give exactly one of"},
+		{name: "image without tag", spec: InputSpec{Image: app}, usage: "name a tag to resolve"},
+		{name: "two inputs", spec: InputSpec{Image: app, Digest: d2, DigestFile: "digest"}, usage: "give exactly one of"},
+		{name: "digest without image", spec: InputSpec{Digest: d2}, usage: "--digest needs --image"},
+		{name: "bad digest", spec: InputSpec{Image: app, Digest: "sha256:xyz"}, usage: "flag --digest"},
+		{name: "digest file without image", spec: InputSpec{DigestFile: "digest"}, usage: "--digest-file needs --image"},
+		{name: "digest twice", spec: InputSpec{Image: app + "@" + d1, Digest: d2}, usage: "carries a digest"},
+		{name: "bad image", spec: InputSpec{Image: "a b:c"}, usage: "flag --image"},
+		{
+			name: "tag resolved now",
+			spec: InputSpec{Image: app + ":v2"},
+			want: []Input{{Image: app, Tags: []string{"v2"}, Source: SourceRegistry}},
+		},
+		{
+			name: "image and digest",
+			spec: InputSpec{Image: app, Digest: d2},
+			want: []Input{{Image: app, Digest: d2, Source: SourceFlag}},
+		},
+		{
+			name: "image with digest",
+			spec: InputSpec{Image: app + ":v2@" + d2},
+			want: []Input{{Image: app, Tags: []string{"v2"}, Digest: d2, Source: SourceFlag}},
+		},
+		{
+			name: "digest file and tagged image",
+			spec: InputSpec{Image: app + ":1.4.0", DigestFile: "digest"},
+			want: []Input{{Image: app, Tags: []string{"1.4.0"}, Digest: d2, Source: SourceDigestFile, File: "digest"}},
+		},
+		{
+			name: "image-name-with-digest file",
+			spec: InputSpec{ImageNameFile: "name"},
+			want: []Input{{Image: app, Tags: []string{"1.4.0"}, Digest: d2, Source: SourceImageNameFile, File: "name"}},
+		},
+		{
+			name: "metadata selected by image",
+			spec: InputSpec{MetadataFile: "metadata", Image: "registry.example/org/app-mirror"},
+			want: []Input{{Image: "registry.example/org/app-mirror", Tags: []string{"1.4.0"}, Digest: d2, Source: SourceBuildxMetadata, File: "metadata"}},
+		},
+		{name: "metadata without the image", spec: InputSpec{MetadataFile: "metadata", Image: "registry.example/org/other"}, readErr: "metadata names no image registry.example/org/other"},
+		{name: "metadata with another digest", spec: InputSpec{MetadataFile: "metadata", Image: app + "@" + d1}, readErr: "metadata names digest " + d2},
+		{name: "missing file", spec: InputSpec{Image: app, DigestFile: "nope"}, readErr: "reading digest file: open nope"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.spec.Validate()
+			if tc.usage != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.usage) {
+					t.Fatalf("Validate() = %v, want it to contain %q", err, tc.usage)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Validate(): %s", err)
+			}
+			got, err := tc.spec.Read(read)
+			if tc.readErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.readErr) {
+					t.Fatalf("Read() error = %v, want it to contain %q", err, tc.readErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Read(): %s", err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestShortDigestAndRef(t *testing.T) {
+	if got := ShortDigest(d2); got != "222222222222" {
+		t.Errorf("ShortDigest = %q", got)
+	}
+	if got := Ref("v2", d2); got != "v2@sha256:222222222222" {
+		t.Errorf("Ref = %q", got)
+	}
+	if got := Ref("", d2); got != "sha256:222222222222" {
+		t.Errorf("Ref without tag = %q", got)
+	}
+	if !errors.Is(func() error { _, err := ParseDigestFile("f", []byte("x")); return err }(), ErrInvalidDigest) {
+		t.Error("ParseDigestFile error does not wrap ErrInvalidDigest")
+	}
+}

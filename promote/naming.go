@@ -1,0 +1,121 @@
+package promote
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Slug turns a normalised repository into a branch name segment: lowercase,
+// with every character outside [a-z0-9.-] replaced by '-', e.g.
+// "127.0.0.1:3000/org/app" -> "127.0.0.1-3000-org-app". The registry host
+// stays in, so two registries' "org/app" get different branches.
+func Slug(image string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(image) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	s := strings.Trim(b.String(), ".-")
+	for strings.Contains(s, "..") {
+		s = strings.ReplaceAll(s, "..", ".")
+	}
+	if strings.HasSuffix(s, ".lock") {
+		s = strings.TrimSuffix(s, ".lock") + "-lock"
+	}
+	return s
+}
+
+// Branch is the deterministic branch of one (target, image) promotion:
+// "<prefix><target>/<Slug(image)>", e.g. "pinbot/prod/127.0.0.1-3000-org-app".
+func Branch(prefix, target, image string) string {
+	return prefix + target + "/" + Slug(image)
+}
+
+// GroupBranch is the branch of a drift pull request that groups several
+// images: "<prefix><target>/drift" for GroupTarget, "<prefix>drift" for
+// GroupAll (target "").
+func GroupBranch(prefix, target string) string {
+	if target == "" {
+		return prefix + "drift"
+	}
+	return prefix + target + "/drift"
+}
+
+// Ref formats a promoted digest for people: "v2@sha256:abcdef123456", or
+// "sha256:abcdef123456" without a tag.
+func Ref(tag, digest string) string {
+	short := "sha256:" + ShortDigest(digest)
+	if tag == "" {
+		return short
+	}
+	return tag + "@" + short
+}
+
+// Title is the pull request title, e.g.
+// "Promote 127.0.0.1:3000/org/app to v2@sha256:abcdef123456 (prod)".
+func Title(m Meta) string {
+	if len(m.Images) == 1 {
+		im := m.Images[0]
+		return fmt.Sprintf("Promote %s to %s (%s)", im.Image, Ref(im.Tag, im.Digest), m.targetLabel())
+	}
+	return fmt.Sprintf("Promote %d images (%s)", len(m.Images), m.targetLabel())
+}
+
+func (m Meta) targetLabel() string {
+	if m.Target == "" {
+		return "all targets"
+	}
+	return m.Target
+}
+
+// Trailers of promotion commits.
+const (
+	TrailerImage  = "Pinbot-Image"
+	TrailerDigest = "Pinbot-Digest"
+	TrailerTag    = "Pinbot-Tag"
+	TrailerTarget = "Pinbot-Target"
+)
+
+// CommitMessage is the commit message of a promotion: the title as subject,
+// the changed pins, and Pinbot-Image / Pinbot-Digest (and Pinbot-Tag)
+// trailers per image, then Pinbot-Target.
+func CommitMessage(m Meta) string {
+	var b strings.Builder
+	b.WriteString(Title(m))
+	b.WriteString("\n\n")
+	files := map[string]int{}
+	for _, c := range m.Changes {
+		files[c.File]++
+	}
+	names := make([]string, 0, len(files))
+	for f := range files {
+		names = append(names, f)
+	}
+	sort.Strings(names)
+	for _, f := range names {
+		fmt.Fprintf(&b, "- %s (%d %s)\n", f, files[f], plural(files[f], "pin", "pins"))
+	}
+	b.WriteString("\n")
+	for _, im := range m.Images {
+		fmt.Fprintf(&b, "%s: %s\n%s: %s\n", TrailerImage, im.Image, TrailerDigest, im.Digest)
+		if im.Tag != "" {
+			fmt.Fprintf(&b, "%s: %s\n", TrailerTag, im.Tag)
+		}
+	}
+	if m.Target != "" {
+		fmt.Fprintf(&b, "%s: %s\n", TrailerTarget, m.Target)
+	}
+	return b.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
