@@ -1,0 +1,22 @@
+// Package reconciler makes a cluster follow Git and proves it: for each app
+// in its config it fetches a branch, renders the manifests at a path (plain
+// YAML or kustomize), checks them against the app's namespace allow-list,
+// applies them with server-side apply, computes health with kstatus and
+// verifies that every container of each workload's current revision runs the
+// image digest Git pins, comparing the Pods' status imageIDs.
+//
+// The decisions are pure functions over values, tested from literals:
+// Render and Guard decide what would be applied, Health aggregates kstatus
+// results, and Verify turns a Snapshot of Pods, ReplicaSets,
+// ControllerRevisions and Nodes into per-container verdicts, like kstatus's
+// status.Compute. The Reconciler wraps them with I/O: a cached go-git clone
+// (Source), a dynamic client and REST mapper (Applier), informer caches
+// (Watcher), the registry for config-digest and index-child lookups, a
+// history ConfigMap (History) and Gitea commit statuses and comments
+// (Reporter).
+//
+// Everything pinbot applies carries the inventory label LabelApp naming the
+// app, and the annotation AnnotationHash holding a hash of the rendered
+// object, so a later pass can tell what Git moved (OutOfSync) and which
+// objects an app owns (for prune) without a per-object dry run.
+package reconciler

@@ -1,0 +1,171 @@
+package reconciler
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// writeTree creates files (slash paths to contents) under a temp dir.
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// names lists "Kind ns/name" for each object, in order.
+func names(objs []*unstructured.Unstructured) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, RefOf(o).String())
+	}
+	return out
+}
+
+const digestA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+const digestB = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+
+func TestRenderPlain(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"envs/prod/a.yaml":         "# leading comment\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: one}\ndata: {n: '1'}\n---\n---\n# only a comment\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: two, namespace: other}\n",
+		"envs/prod/sub/b.yml":      "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 3\n  template:\n    spec:\n      containers: [{name: app, image: 'r.example/app@" + digestA + "'}]\n",
+		"envs/prod/c.json":         `{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc"}}]}`,
+		"envs/prod/README.md":      "not a manifest",
+		"envs/prod/.hidden/x.yaml": "this: is skipped",
+		"envs/prod/empty.yaml":     "",
+		"envs/dev/d.yaml":          "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dev}\n",
+	})
+	got, err := Render(root, "envs/prod")
+	if err != nil {
+		t.Fatalf("Render: %s", err)
+	}
+	want := []string{"ConfigMap one", "ConfigMap other/two", "Service svc", "Deployment web"}
+	if diff := cmp.Diff(want, names(got)); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
+	// Numbers decode as int64, as the unstructured helpers and kstatus expect.
+	if n, found, err := unstructured.NestedInt64(got[3].Object, "spec", "replicas"); err != nil || !found || n != 3 {
+		t.Errorf("spec.replicas = %d, %t, %v; want 3", n, found, err)
+	}
+	all, err := Render(root, ".")
+	if err != nil || len(all) != 5 {
+		t.Errorf("Render(root) = %d objects, %v; want 5", len(all), err)
+	}
+}
+
+func TestRenderErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		path  string
+		want  string
+		file  string
+		line  int
+	}{
+		{name: "syntax", files: map[string]string{"app/a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x\n"},
+			path: "app", want: "app/a.yaml:", file: "app/a.yaml"},
+		{name: "no kind", files: map[string]string{"app/a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\n---\napiVersion: v1\nmetadata: {name: x}\n"},
+			path: "app", want: "render: app/a.yaml:5: object has no kind", file: "app/a.yaml", line: 5},
+		{name: "no name", files: map[string]string{"app/z/b.yml": "apiVersion: v1\nkind: ConfigMap\n"},
+			path: "app", want: "render: app/z/b.yml:1: ConfigMap has no metadata.name", file: "app/z/b.yml", line: 1},
+		{name: "not a mapping", files: map[string]string{"app/a.yaml": "- a\n- b\n"},
+			path: "app", want: "render: app/a.yaml:1: document is not a mapping", file: "app/a.yaml", line: 1},
+		{name: "missing path", files: map[string]string{"x/a.yaml": ""},
+			path: "envs/prod", want: "render: envs/prod: no such directory in the repository", file: "envs/prod"},
+		{name: "escaping path", files: map[string]string{"x/a.yaml": ""},
+			path: "../etc", want: "path escapes the repository", file: "../etc"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := writeTree(t, tc.files)
+			_, err := Render(root, tc.path)
+			var re *RenderError
+			if !errors.As(err, &re) {
+				t.Fatalf("Render error = %v, want a *RenderError", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) || re.File != tc.file || (tc.line != 0 && re.Line != tc.line) {
+				t.Errorf("Render error = %q (file %q line %d), want it to contain %q, file %q line %d", err, re.File, re.Line, tc.want, tc.file, tc.line)
+			}
+		})
+	}
+}
+
+func TestRenderKustomize(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"base/kustomization.yaml":      "resources: [deploy.yaml]\n",
+		"base/deploy.yaml":             "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      containers: [{name: app, image: 'r.example/app:v1'}]\n",
+		"envs/prod/kustomization.yaml": "namespace: prod\nresources: [../../base, cm.yaml]\nimages:\n- name: r.example/app\n  digest: " + digestB + "\n",
+		"envs/prod/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n",
+	})
+	got, err := Render(root, "envs/prod")
+	if err != nil {
+		t.Fatalf("Render: %s", err)
+	}
+	if diff := cmp.Diff([]string{"Deployment prod/web", "ConfigMap prod/settings"}, names(got)); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
+	images := desiredImages(got[0])
+	if len(images.containers) != 1 {
+		t.Fatalf("containers = %+v, want one", images.containers)
+	}
+	if repo, d, ok := pinnedImage(images.containers[0].image); !ok || repo != "r.example/app" || d != digestB {
+		t.Errorf("image %q pins %q %q, want r.example/app %s", images.containers[0].image, repo, d, digestB)
+	}
+}
+
+func TestRenderKustomizeRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  string
+	}{
+		{"remote base", map[string]string{"app/kustomization.yaml": "resources:\n- cm.yaml\n- https://github.com/org/repo//base?ref=v1\n", "app/cm.yaml": ""},
+			`render: app/kustomization.yaml:3: remote resources "https://github.com/org/repo//base?ref=v1" refused`},
+		{"git ssh base", map[string]string{"app/kustomization.yaml": "bases:\n- git@github.com:org/repo.git\n"},
+			`render: app/kustomization.yaml:2: remote bases "git@github.com:org/repo.git" refused`},
+		{"hosted path", map[string]string{"app/kustomization.yaml": "components:\n- github.com/org/repo/comp\n"},
+			`remote components "github.com/org/repo/comp" refused`},
+		{"remote in a local base", map[string]string{
+			"app/kustomization.yaml":  "resources: [../base]\n",
+			"base/kustomization.yaml": "resources:\n- http://example.com/x.yaml\n",
+		}, `render: base/kustomization.yaml:2: remote resources "http://example.com/x.yaml" refused`},
+		{"outside the repository", map[string]string{"app/kustomization.yaml": "resources: [../../etc]\n"},
+			`render: app/kustomization.yaml:1: "../../etc" is outside the repository`},
+		{"missing", map[string]string{"app/kustomization.yaml": "resources: [nope.yaml]\n"},
+			`"nope.yaml" not found in the repository`},
+		{"build error", map[string]string{"app/kustomization.yaml": "resources: [cm.yaml]\n", "app/cm.yaml": "kind: [\n"},
+			"render: app/kustomization.yaml: kustomize build:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Render(writeTree(t, tc.files), "app")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Render error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestRenderKustomizeSymlinkOutOfRepo(t *testing.T) {
+	outside := writeTree(t, map[string]string{"secret.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stolen}\n"})
+	root := writeTree(t, map[string]string{"app/kustomization.yaml": "resources: [link.yaml]\n"})
+	if err := os.Symlink(filepath.Join(outside, "secret.yaml"), filepath.Join(root, "app", "link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Render(root, "app")
+	if err == nil || !strings.Contains(err.Error(), "outside the repository") {
+		t.Errorf("Render error = %v, want a refusal of the file outside the repository", err)
+	}
+}
