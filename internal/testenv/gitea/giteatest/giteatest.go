@@ -1,0 +1,122 @@
+// Package giteatest gives a test package one real Gitea, started once in
+// TestMain and stopped when the tests end:
+//
+//	func TestMain(m *testing.M) { giteatest.Main(m, gitea.Options{}) }
+//
+//	func TestSomething(t *testing.T) {
+//		srv := giteatest.Server(t)
+//		...
+//	}
+//
+// If Gitea cannot start, the package fails loudly with the reason. Only
+// under -short is nothing started, and the tests that need Gitea skip.
+package giteatest
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"pinbot.dev/pinbot/internal/testenv/gitea"
+)
+
+// startTimeout bounds Gitea's start, including building its seed database
+// the first time.
+const startTimeout = 2 * time.Minute
+
+var shared *gitea.Server
+
+// Main starts Gitea with opts, runs the package's tests, stops Gitea and
+// exits with the tests' code. Call it from TestMain.
+func Main(m *testing.M, opts gitea.Options) {
+	os.Exit(run(m, opts))
+}
+
+func run(m *testing.M, opts gitea.Options) int {
+	flag.Parse() // testing.Short reads the parsed flags
+	if testing.Short() {
+		return m.Run()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	srv, err := gitea.Start(ctx, opts)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: giteatest: %s\n", err)
+		return 1
+	}
+	shared = srv
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "giteatest: last lines of %s:\n%s\n", srv.LogFile, srv.LogTail(30))
+	}
+	if err := srv.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: giteatest: stopping Gitea: %s\n", err)
+		return 1
+	}
+	return code
+}
+
+// Server returns the package's Gitea, started by Main. Under -short it
+// skips the calling test.
+func Server(tb testing.TB) *gitea.Server {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("needs a real Gitea from bin/gitea; skipped with -short")
+	}
+	if shared == nil {
+		tb.Fatal("giteatest: no Gitea is running: call giteatest.Main(m, gitea.Options{...}) from TestMain")
+	}
+	return shared
+}
+
+// Start starts a separate Gitea for one test (another mode, or one the test
+// may break) and stops it when the test ends. Under -short it skips the
+// calling test.
+func Start(tb testing.TB, opts gitea.Options) *gitea.Server {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("needs a real Gitea from bin/gitea; skipped with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	srv, err := gitea.Start(ctx, opts)
+	if err != nil {
+		tb.Fatalf("starting Gitea: %s", err)
+	}
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Logf("last lines of %s:\n%s", srv.LogFile, srv.LogTail(30))
+		}
+		if err := srv.Stop(); err != nil {
+			tb.Errorf("stopping Gitea: %s", err)
+		}
+	})
+	return srv
+}
+
+var seq atomic.Int64
+
+// Name returns a repository or user name unique within the test binary,
+// derived from the test's name, so tests sharing one Gitea never collide.
+func Name(tb testing.TB) string {
+	tb.Helper()
+	var b strings.Builder
+	for _, r := range strings.ToLower(tb.Name()) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	name := strings.Trim(b.String(), "-")
+	if len(name) > 30 {
+		name = name[len(name)-30:]
+	}
+	return fmt.Sprintf("%s-%d", strings.Trim(name, "-"), seq.Add(1))
+}
