@@ -45,6 +45,7 @@ type Client struct {
 	err        error // from building the puller; returned by every call
 	insecure   map[string]bool
 	maxElapsed time.Duration
+	seen       *seenCredentials
 }
 
 type options struct {
@@ -124,7 +125,7 @@ func New(opts ...Option) *Client {
 	if o.transport == nil {
 		o.transport = remote.DefaultTransport.(*http.Transport).Clone()
 	}
-	c := &Client{insecure: map[string]bool{}, maxElapsed: o.maxElapsed}
+	c := &Client{insecure: map[string]bool{}, maxElapsed: o.maxElapsed, seen: &seenCredentials{}}
 	for _, h := range o.insecure {
 		c.insecure[canonicalHost(h)] = true
 	}
@@ -133,7 +134,7 @@ func New(opts ...Option) *Client {
 	if len(o.basic) > 0 {
 		kc = authn.NewMultiKeychain(explicitKeychain(o.basic), kc)
 	}
-	var rt http.RoundTripper = newHostTransport(o.transport, c.plainHTTPAllowed, o.concurrency)
+	var rt http.RoundTripper = newHostTransport(o.transport, c.plainHTTPAllowed, o.concurrency, c.seen)
 	rt = retry.New(rt, o.maxElapsed)
 	rt = &verifyTransport{base: rt}
 	c.puller, c.err = remote.NewPuller(

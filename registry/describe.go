@@ -82,11 +82,11 @@ func (c *Client) Describe(ctx context.Context, ref string) (Image, error) {
 	ctx = retry.WithBudget(ctx, c.maxElapsed)
 	r, err := c.parse(ref)
 	if err != nil {
-		return Image{}, fail(op, ref, "", fmt.Errorf("parsing reference: %w", err))
+		return Image{}, c.fail(op, ref, "", fmt.Errorf("parsing reference: %w", err))
 	}
 	img, err := c.describe(ctx, r)
 	if err != nil {
-		return Image{}, fail(op, ref, r.Context().RegistryStr(), err)
+		return Image{}, c.fail(op, ref, r.Context().RegistryStr(), err)
 	}
 	return img, nil
 }

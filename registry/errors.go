@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
+	"sync"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
@@ -42,7 +45,10 @@ func (e *Error) Error() string {
 	if e.StatusCode != 0 {
 		msg += fmt.Sprintf(": registry %s answered HTTP %d %s", e.Registry, e.StatusCode, http.StatusText(e.StatusCode))
 	}
-	return redact.String(msg + ": " + e.Err.Error())
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return redact.String(msg)
 }
 
 // Unwrap returns the underlying error.
@@ -53,13 +59,14 @@ func (e *Error) Is(target error) bool {
 	return target == ErrNotFound && e.StatusCode == http.StatusNotFound
 }
 
-// fail wraps err into an *Error for op on ref at registry.
-func fail(op, ref, registry string, err error) error {
+// fail wraps err into an *Error for op on ref at registry, scrubbing the
+// credentials this Client's requests carried from its message.
+func (c *Client) fail(op, ref, registry string, err error) error {
 	var e *Error
 	if errors.As(err, &e) {
 		return err
 	}
-	out := &Error{Op: op, Reference: redact.String(ref), Registry: registry, Err: err}
+	out := &Error{Op: op, Reference: redact.String(ref), Registry: registry, Err: c.seen.scrubbing(err)}
 	var te *transport.Error
 	if errors.As(err, &te) {
 		out.StatusCode = te.StatusCode
@@ -88,3 +95,56 @@ func headFallsBack(err error) bool {
 	// Content-Length, or with a digest other than the one asked for.
 	return true
 }
+
+// seenCredentials remembers the most recent credentials the Client's
+// requests carried (bearer tokens, basic auth blobs). redact catches them
+// after "Bearer " or "Basic ", and registers passwords the keychain hands
+// out; this catches a registry that echoes a token bare. Bounded, because
+// bearer tokens are refreshed for as long as the process runs.
+type seenCredentials struct {
+	mu     sync.Mutex
+	recent []string
+}
+
+const maxSeenCredentials = 32
+
+// note records the credential in an Authorization header value.
+func (s *seenCredentials) note(authorization string) {
+	_, cred, ok := strings.Cut(authorization, " ")
+	cred = strings.TrimSpace(cred)
+	if !ok || len(cred) < 8 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if slices.Contains(s.recent, cred) {
+		return
+	}
+	s.recent = append(s.recent, cred)
+	if len(s.recent) > maxSeenCredentials {
+		s.recent = s.recent[1:]
+	}
+}
+
+// scrubbing returns err with the remembered credentials replaced in its
+// message; errors.Is and errors.As still see err.
+func (s *seenCredentials) scrubbing(err error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &scrubbed{err: err, secrets: slices.Clone(s.recent)}
+}
+
+type scrubbed struct {
+	err     error
+	secrets []string
+}
+
+func (e *scrubbed) Error() string {
+	msg := e.err.Error()
+	for _, s := range e.secrets {
+		msg = strings.ReplaceAll(msg, s, "REDACTED")
+	}
+	return redact.String(msg)
+}
+
+func (e *scrubbed) Unwrap() error { return e.err }

@@ -261,3 +261,8 @@ func tamper(next http.Handler) http.Handler {
 		w.Write(body)
 	})
 }
+
+var (
+	platformAMD64 = v1.Platform{OS: "linux", Architecture: "amd64"}
+	platformARM64 = v1.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}
+)

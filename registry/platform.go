@@ -172,11 +172,11 @@ func (c *Client) ChildFor(ctx context.Context, indexRef string, p Platform) (Chi
 	ctx = retry.WithBudget(ctx, c.maxElapsed)
 	r, err := c.parse(indexRef)
 	if err != nil {
-		return Child{}, fail(op, indexRef, "", fmt.Errorf("parsing reference: %w", err))
+		return Child{}, c.fail(op, indexRef, "", fmt.Errorf("parsing reference: %w", err))
 	}
 	child, err := c.childFor(ctx, r, p)
 	if err != nil {
-		return Child{}, fail(op, indexRef, r.Context().RegistryStr(), err)
+		return Child{}, c.fail(op, indexRef, r.Context().RegistryStr(), err)
 	}
 	return child, nil
 }
@@ -248,11 +248,11 @@ func (c *Client) ConfigDigest(ctx context.Context, ref string, p Platform) (stri
 	ctx = retry.WithBudget(ctx, c.maxElapsed)
 	r, err := c.parse(ref)
 	if err != nil {
-		return "", fail(op, ref, "", fmt.Errorf("parsing reference: %w", err))
+		return "", c.fail(op, ref, "", fmt.Errorf("parsing reference: %w", err))
 	}
 	dgst, err := c.configDigest(ctx, r, p)
 	if err != nil {
-		return "", fail(op, ref, r.Context().RegistryStr(), err)
+		return "", c.fail(op, ref, r.Context().RegistryStr(), err)
 	}
 	return dgst, nil
 }

@@ -29,11 +29,11 @@ func (c *Client) Resolve(ctx context.Context, ref string) (Descriptor, error) {
 	ctx = retry.WithBudget(ctx, c.maxElapsed)
 	r, err := c.parse(ref)
 	if err != nil {
-		return Descriptor{}, fail("resolving", ref, "", fmt.Errorf("parsing reference: %w", err))
+		return Descriptor{}, c.fail("resolving", ref, "", fmt.Errorf("parsing reference: %w", err))
 	}
 	d, err := c.resolve(ctx, r)
 	if err != nil {
-		return Descriptor{}, fail("resolving", ref, r.Context().RegistryStr(), err)
+		return Descriptor{}, c.fail("resolving", ref, r.Context().RegistryStr(), err)
 	}
 	return d, nil
 }

@@ -21,20 +21,22 @@ import (
 // go-containerregistry does.
 const manifestLimit = 100 << 20
 
-// hostTransport refuses plain HTTP to hosts not allowed it and limits the
-// requests in flight per host. It sits directly above the base transport,
+// hostTransport refuses plain HTTP to hosts not allowed it, limits the
+// requests in flight per host, and notes the credentials requests carry
+// (see seenCredentials). It sits directly above the base transport,
 // so it sees every request: pings, token exchanges, redirects, blobs.
 type hostTransport struct {
 	base      http.RoundTripper
 	plainHTTP func(host string) bool
 	limit     int
+	seen      *seenCredentials
 
 	mu    sync.Mutex
 	slots map[string]chan struct{}
 }
 
-func newHostTransport(base http.RoundTripper, plainHTTP func(string) bool, limit int) *hostTransport {
-	return &hostTransport{base: base, plainHTTP: plainHTTP, limit: limit, slots: map[string]chan struct{}{}}
+func newHostTransport(base http.RoundTripper, plainHTTP func(string) bool, limit int, seen *seenCredentials) *hostTransport {
+	return &hostTransport{base: base, plainHTTP: plainHTTP, limit: limit, seen: seen, slots: map[string]chan struct{}{}}
 }
 
 // RoundTrip implements http.RoundTripper. The host's slot is held until the
@@ -43,6 +45,9 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	host := strings.ToLower(req.URL.Host)
 	if req.URL.Scheme == "http" && !t.plainHTTP(host) {
 		return nil, fmt.Errorf("refusing plain HTTP to %s: only loopback and registries listed as insecure may use it", host)
+	}
+	if a := req.Header.Get("Authorization"); a != "" {
+		t.seen.note(a)
 	}
 	slots := t.slotsFor(host)
 	select {

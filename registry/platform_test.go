@@ -1,0 +1,170 @@
+package registry
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// entry is an index entry for pick tests; its digest encodes its position.
+func entry(i int, os, arch, variant string, annotations map[string]string) v1.Descriptor {
+	return v1.Descriptor{
+		MediaType:   types.OCIManifestSchema1,
+		Digest:      v1.Hash{Algorithm: "sha256", Hex: strings.Repeat(string(rune('a'+i)), 64)},
+		Platform:    &v1.Platform{OS: os, Architecture: arch, Variant: variant},
+		Annotations: annotations,
+	}
+}
+
+func TestPick(t *testing.T) {
+	attestation := map[string]string{"vnd.docker.reference.type": "attestation-manifest"}
+	buildx := []v1.Descriptor{
+		entry(0, "unknown", "unknown", "", attestation), // an attestation listed first
+		entry(1, "linux", "amd64", "", nil),
+		entry(2, "linux", "arm64", "v8", nil),
+		entry(3, "linux", "arm", "v7", nil),
+		entry(4, "linux", "arm", "v6", nil),
+		entry(5, "windows", "amd64", "", nil),
+	}
+	for _, tc := range []struct {
+		name      string
+		manifests []v1.Descriptor
+		want      Platform
+		wantIndex int // -1: no match
+	}{
+		{"amd64", buildx, Platform{"linux", "amd64", ""}, 1},
+		{"amd64 alias x86_64", buildx, Platform{"linux", "x86_64", ""}, 1},
+		{"amd64/v1 is amd64", buildx, Platform{"linux", "amd64", "v1"}, 1},
+		{"arm64 without variant takes v8", buildx, Platform{"linux", "arm64", ""}, 2},
+		{"arm64/v8", buildx, Platform{"linux", "arm64", "v8"}, 2},
+		{"aarch64 alias", buildx, Platform{"linux", "aarch64", ""}, 2},
+		{"arm64 v8 requested, entry without variant",
+			[]v1.Descriptor{entry(0, "linux", "amd64", "", nil), entry(1, "linux", "arm64", "", nil)},
+			Platform{"linux", "arm64", "v8"}, 1},
+		{"arm64/v9 requested, only v8: no match", buildx, Platform{"linux", "arm64", "v9"}, -1},
+		{"arm/v7", buildx, Platform{"linux", "arm", "v7"}, 3},
+		{"arm without variant means v7", buildx, Platform{"linux", "arm", ""}, 3},
+		{"arm/v6", buildx, Platform{"linux", "arm", "v6"}, 4},
+		{"arm/v8 falls back to the nearest lower variant", buildx, Platform{"linux", "arm", "v8"}, 3},
+		{"arm/v5 has no lower variant", buildx, Platform{"linux", "arm", "v5"}, -1},
+		{"windows", buildx, Platform{"windows", "amd64", ""}, 5},
+		{"OS must match", buildx, Platform{"darwin", "amd64", ""}, -1},
+		{"s390x absent", buildx, Platform{"linux", "s390x", ""}, -1},
+		{"attestation is never picked", buildx, Platform{"unknown", "unknown", ""}, -1},
+		{"unknown/unknown without annotation is an attestation too",
+			[]v1.Descriptor{entry(0, "unknown", "unknown", "", nil)}, Platform{"unknown", "unknown", ""}, -1},
+		{"no variant requested: any variant of the arch, in index order",
+			[]v1.Descriptor{entry(0, "linux", "amd64", "", nil), entry(1, "linux", "arm64", "v9", nil), entry(2, "linux", "arm64", "v8.2", nil)},
+			Platform{"linux", "arm64", ""}, 1},
+		{"the first entry is not taken on faith",
+			[]v1.Descriptor{entry(0, "linux", "amd64", "", nil)}, Platform{"linux", "arm64", ""}, -1},
+		{"entries without a platform never match",
+			[]v1.Descriptor{{MediaType: types.OCIManifestSchema1, Digest: v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("0", 64)}}},
+			Platform{"linux", "amd64", ""}, -1},
+		{"case does not matter", buildx, Platform{"Linux", "AMD64", ""}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := pick(tc.manifests, tc.want)
+			gotIndex := -1
+			if ok {
+				for i, m := range tc.manifests {
+					if m.Digest == got.Digest {
+						gotIndex = i
+					}
+				}
+			}
+			if gotIndex != tc.wantIndex {
+				t.Errorf("pick(%s) took entry %d, want %d", tc.want, gotIndex, tc.wantIndex)
+			}
+		})
+	}
+}
+
+func TestParsePlatform(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    Platform
+		wantErr bool
+	}{
+		{"linux/amd64", Platform{"linux", "amd64", ""}, false},
+		{"linux/arm64/v8", Platform{"linux", "arm64", "v8"}, false},
+		{"linux", Platform{}, true},
+		{"linux/", Platform{}, true},
+		{"/amd64", Platform{}, true},
+		{"linux/arm/v7/extra", Platform{}, true},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParsePlatform(tc.in)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("ParsePlatform(%q) error = %v, want error %t", tc.in, err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ParsePlatform(%q) (-want +got):\n%s", tc.in, diff)
+			}
+			if err == nil && got.String() != tc.in {
+				t.Errorf("String() = %q, want %q", got.String(), tc.in)
+			}
+		})
+	}
+}
+
+func TestChildForAndConfigDigest(t *testing.T) {
+	isolateDockerConfig(t, "")
+	reg := newTestRegistry(t, nil)
+	specs := []imageSpec{
+		{platform: v1.Platform{OS: "linux", Architecture: "amd64"}},
+		{platform: v1.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}},
+	}
+	idx, imgs := buildIndex(t, nil, true, specs...)
+	idxDigest := reg.push(t, "multi:latest", idx)
+	single := buildImage(t, imageSpec{platform: v1.Platform{OS: "linux", Architecture: "amd64"}})
+	reg.push(t, "single:latest", single)
+	amd64 := Child{Platform: Platform{"linux", "amd64", ""}, Digest: digestOf(t, imgs[0]).String(), MediaType: string(types.OCIManifestSchema1), Size: rawSize(t, imgs[0])}
+	arm64 := Child{Platform: Platform{"linux", "arm64", "v8"}, Digest: digestOf(t, imgs[1]).String(), MediaType: string(types.OCIManifestSchema1), Size: rawSize(t, imgs[1])}
+
+	c := newClient(t)
+	for _, tc := range []struct {
+		name       string
+		ref        string
+		platform   Platform
+		want       Child
+		wantConfig string
+		wantErr    error // for ChildFor
+	}{
+		{"index tag, amd64", reg.host + "/multi:latest", Platform{"linux", "amd64", ""}, amd64, configDigestOf(t, imgs[0]), nil},
+		{"index digest, arm64 without variant", reg.host + "/multi@" + idxDigest.String(), Platform{"linux", "arm64", ""}, arm64, configDigestOf(t, imgs[1]), nil},
+		{"empty OS means linux", reg.host + "/multi:latest", Platform{"", "arm64", "v8"}, arm64, configDigestOf(t, imgs[1]), nil},
+		{"missing platform", reg.host + "/multi:latest", Platform{"linux", "s390x", ""}, Child{}, "", ErrNoPlatform},
+		{"single manifest", reg.host + "/single:latest", Platform{"linux", "amd64", ""}, Child{}, configDigestOf(t, single), ErrNotIndex},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := c.ChildFor(t.Context(), tc.ref, tc.platform)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("ChildFor error = %v, want %v", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ChildFor (-want +got):\n%s", diff)
+			}
+			if err != nil && !strings.Contains(err.Error(), tc.ref) {
+				t.Errorf("error %q does not name the reference", err)
+			}
+			config, err := c.ConfigDigest(t.Context(), tc.ref, tc.platform)
+			if tc.wantConfig == "" {
+				if !errors.Is(err, ErrNoPlatform) {
+					t.Errorf("ConfigDigest error = %v, want ErrNoPlatform", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ConfigDigest: %s", err)
+			}
+			if config != tc.wantConfig {
+				t.Errorf("ConfigDigest = %s, want %s", config, tc.wantConfig)
+			}
+		})
+	}
+}
