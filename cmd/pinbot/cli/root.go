@@ -76,6 +76,7 @@ func NewRootCommand() *cobra.Command {
 
 	root.AddCommand(
 		newVersionCommand(g),
+		newResolveCommand(g),
 	)
 	return root
 }

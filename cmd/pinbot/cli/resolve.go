@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"pinbot.dev/pinbot/registry"
+)
+
+// resolveOptions are the flags of `pinbot resolve`.
+type resolveOptions struct {
+	insecure []string
+}
+
+// Validate checks the flags.
+func (o *resolveOptions) Validate() error {
+	for _, h := range o.insecure {
+		if h == "" || strings.ContainsAny(h, "/ ") {
+			return usageErrorf("flag --insecure-registry: want a registry host such as registry.internal:5000, got %q", h)
+		}
+	}
+	return nil
+}
+
+func newResolveCommand(g *globals) *cobra.Command {
+	o := &resolveOptions{}
+	cmd := &cobra.Command{
+		Use:   "resolve REF",
+		Short: "Resolve an image reference to its digest and describe what it holds",
+		Long: `Resolve REF (repo:tag or repo@sha256:...) to a digest, asking the registry
+with HEAD first, and describe it: media type, platforms of an index, created
+time, labels, annotations, OCI revision/source/version, and total size.
+
+Credentials come from the docker config ($DOCKER_CONFIG/config.json or
+~/.docker/config.json). Plain HTTP is used only for loopback registries and
+those named with --insecure-registry.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if _, err := registry.Normalize(args[0]); err != nil {
+				return usageErrorf("argument REF: %w", err)
+			}
+			c := registry.New(registry.WithInsecure(o.insecure...))
+			img, err := c.Describe(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if g.json() {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(img)
+			}
+			return writeImage(cmd.OutOrStdout(), img)
+		},
+	}
+	cmd.Flags().StringArrayVar(&o.insecure, "insecure-registry", nil,
+		"allow plain HTTP to this registry host or host:port (repeatable); loopback is always allowed")
+	return cmd
+}
+
+// writeImage prints img as aligned key/value lines; lists continue on lines
+// with an empty key.
+func writeImage(w io.Writer, img registry.Image) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	line := func(key string, values ...string) {
+		fmt.Fprintf(tw, "%s\t%s\n", key, strings.Join(values, "\t"))
+	}
+	line("digest", img.Digest)
+	line("reference", img.Reference)
+	line("media type", img.MediaType)
+	if img.Index {
+		if len(img.Children) == 0 {
+			line("platforms", "(none)")
+		}
+		for i, c := range img.Children {
+			key := ""
+			if i == 0 {
+				key = "platforms"
+			}
+			line(key, c.Platform.String(), c.Digest)
+		}
+	} else if img.Platform != nil {
+		line("platform", img.Platform.String())
+	}
+	if !img.Created.IsZero() {
+		line("created", img.Created.UTC().Format(time.RFC3339))
+	}
+	for _, kv := range [][2]string{{"revision", img.Revision}, {"source", img.Source}, {"version", img.Version}} {
+		if kv[1] != "" {
+			line(kv[0], kv[1])
+		}
+	}
+	line("size", fmt.Sprintf("%d bytes", img.Size))
+	listMap(line, "labels", img.Labels)
+	listMap(line, "annotations", img.Annotations)
+	return tw.Flush()
+}
+
+func listMap(line func(string, ...string), key string, m map[string]string) {
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i == 1 {
+			key = ""
+		}
+		line(key, k+"="+m[k])
+	}
+}
