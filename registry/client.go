@@ -123,7 +123,10 @@ func New(opts ...Option) *Client {
 		o.concurrency = 1
 	}
 	if o.transport == nil {
-		o.transport = remote.DefaultTransport.(*http.Transport).Clone()
+		o.transport = remote.DefaultTransport
+		if t, ok := o.transport.(*http.Transport); ok {
+			o.transport = t.Clone() // its own connection pool
+		}
 	}
 	c := &Client{insecure: map[string]bool{}, maxElapsed: o.maxElapsed, seen: &seenCredentials{}}
 	for _, h := range o.insecure {

@@ -60,6 +60,10 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		<-slots
 		return nil, err
 	}
+	if resp.Body == nil {
+		<-slots
+		return resp, nil
+	}
 	resp.Body = &releasingBody{ReadCloser: resp.Body, release: sync.OnceFunc(func() { <-slots })}
 	return resp, nil
 }

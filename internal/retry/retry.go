@@ -19,6 +19,9 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/internal/redact"
 )
 
 // DefaultBackoff is the delay sequence used when the server gives no
@@ -107,11 +110,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		deadline = d
 	}
 	backoff := t.backoff
-	for {
+	for attempt := 1; ; attempt++ {
 		resp, err := t.base.RoundTrip(req)
 		wait, again := t.next(ctx, resp, err, &backoff)
 		if !again || t.now().Add(wait).After(deadline) {
 			return resp, err
+		}
+		log := logctx.From(ctx).With("method", req.Method, "url", redact.URL(req.URL.String()), "attempt", attempt, "wait", wait)
+		if resp != nil {
+			log.Debug("retrying request", "status", resp.StatusCode)
+		} else {
+			log.Debug("retrying request", "error", redact.String(err.Error()))
 		}
 		if resp != nil {
 			// Drain a little so the connection can be reused.
