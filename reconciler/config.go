@@ -35,15 +35,15 @@ type Config struct {
 	StateNamespace string `yaml:"stateNamespace"`
 	// Forge, when set, is the Gitea that receives commit statuses and
 	// pull-request comments for apps whose repo lives on it.
-	Forge *Forge `yaml:"forge"`
+	Forge *ForgeConfig `yaml:"forge"`
 	// Apps are reconciled independently of each other.
 	Apps []App `yaml:"apps"`
 
 	file string // where the config was read from, for error messages
 }
 
-// Forge locates the Gitea API and its credentials.
-type Forge struct {
+// ForgeConfig locates the Gitea API and its credentials.
+type ForgeConfig struct {
 	URL       string `yaml:"url"`
 	TokenFile string `yaml:"tokenFile"`
 	CAFile    string `yaml:"caFile"`

@@ -33,7 +33,7 @@ func TestParse(t *testing.T) {
 	want := &Config{
 		Interval:       Duration(60 * time.Second),
 		StateNamespace: DefaultStateNamespace,
-		Forge:          &Forge{URL: "https://gitea.example", TokenFile: "/etc/pinbot/token", CAFile: "/etc/pinbot/ca.pem"},
+		Forge:          &ForgeConfig{URL: "https://gitea.example", TokenFile: "/etc/pinbot/token", CAFile: "/etc/pinbot/ca.pem"},
 		Apps: []App{{
 			Name: "web", Repo: "https://gitea.example/org/manifests.git", Branch: "main", Path: "envs/prod",
 			Namespace: "web", AllowNamespaces: []string{"web"},

@@ -1,0 +1,116 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"pinbot.dev/pinbot/internal/logctx"
+)
+
+// Backoff bounds for transient faults (source or cluster unreachable).
+const (
+	minBackoff = time.Second
+	// followDebounce gathers a burst of Pod events into one follow-up pass.
+	followDebounce = 100 * time.Millisecond
+)
+
+// Run reconciles every app until ctx ends: a full pass at start, then one
+// every interval, and one at once on Trigger. Between full passes, while a
+// sync awaits its verification, Pod and ReplicaSet events in the app's
+// namespaces cause follow-up passes, so the verdict lands as soon as the
+// rollout completes rather than an interval later.
+//
+// Run first checks what must hold for any app to work (the history
+// namespace exists) and returns that error at once: bad configuration
+// stops and says so. Afterwards errors are per app: transient faults
+// (source or cluster unreachable) are retried with exponential backoff up
+// to the interval, and problems in Git (render errors, forbidden objects,
+// failed applies) are recorded and retried only at the interval.
+func (r *Reconciler) Run(ctx context.Context) error {
+	if err := r.Check(ctx); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	for i := range r.cfg.Apps {
+		app := &r.cfg.Apps[i]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.runApp(ctx, app)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+func (r *Reconciler) runApp(ctx context.Context, app *App) {
+	log := logctx.From(ctx).With("app", app.Name)
+	st := r.apps[app.Name]
+	interval := time.Duration(r.cfg.Interval)
+	backoff := minBackoff
+	for {
+		s, _, err := r.pass(ctx, app, st, modeLoop)
+		if ctx.Err() != nil {
+			return
+		}
+		wait := interval
+		switch {
+		case err == nil:
+			backoff = minBackoff
+			log.Debug("pass", "commit", shortSHA(s.Commit), "sync", s.Sync, "health", s.Health, "verified", s.Verified)
+		case retryable(err):
+			wait = min(backoff, interval)
+			backoff *= 2
+			log.Warn("pass failed; retrying", "in", wait, "err", err)
+		default:
+			backoff = minBackoff
+			log.Error("pass stopped", "err", err)
+		}
+		if !r.idle(ctx, app, st, wait) {
+			return
+		}
+	}
+}
+
+// idle waits wait (or a trigger) before the next full pass, running
+// follow-up passes on Pod events while a sync awaits verification. It
+// returns false when ctx ends.
+func (r *Reconciler) idle(ctx context.Context, app *App, st *appState, wait time.Duration) bool {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+			return true
+		case <-st.trigger:
+			return true
+		case <-st.observe:
+			if !st.isAwaiting() {
+				continue
+			}
+			select {
+			case <-ctx.Done():
+				return false
+			case <-time.After(followDebounce):
+			}
+			select { // events during the debounce are covered by this pass
+			case <-st.observe:
+			default:
+			}
+			if _, _, err := r.pass(ctx, app, st, modeFollow); err != nil && ctx.Err() == nil {
+				logctx.From(ctx).Debug("follow-up pass failed", "app", app.Name, "err", err)
+			}
+		}
+	}
+}
+
+// retryable reports whether a pass error is a transient fault to retry
+// with backoff: the source unreachable or a Kubernetes API hiccup.
+func retryable(err error) bool {
+	var se *SourceError
+	return errors.As(err, &se) || isTransient(err)
+}

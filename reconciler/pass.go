@@ -1,0 +1,213 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/internal/redact"
+)
+
+// passMode says what a pass may do besides computing the status.
+type passMode int
+
+const (
+	// modeObserve computes only: pinbot status and pinbot verify.
+	modeObserve passMode = iota
+	// modeLoop is the loop's pass: it applies a new commit when the app is
+	// automated, records and reports.
+	modeLoop
+	// modeSync is pinbot sync: apply the current commit now, record, report.
+	modeSync
+	// modeFollow recomputes health and verification from the last render
+	// without fetching Git: the app's Pods changed during a rollout.
+	modeFollow
+)
+
+func (m passMode) records() bool { return m != modeObserve }
+
+// errEmpty refuses a render without objects.
+var errEmpty = errors.New("the render holds no objects (set syncPolicy.allowEmpty to accept that)")
+
+// pass is one reconciliation of app: fetch and render Git (except when
+// following a rollout), compare with the cluster, apply when mode and
+// policy say so, then compute health and verification, and (except when
+// observing) record and report. The error says why the pass stopped early;
+// the status says it too.
+func (r *Reconciler) pass(ctx context.Context, app *App, st *appState, mode passMode) (*AppStatus, *Verification, error) {
+	s := &AppStatus{
+		App: app.Name, Repo: redact.URL(app.Repo), Branch: app.Branch, Path: app.Path,
+		Automated: app.SyncPolicy.Automated, ObservedAt: r.now(), Sync: SyncUnknown, Health: HealthUnknown,
+	}
+	st.mu.Lock()
+	commit, desired := st.commit, st.desired
+	st.mu.Unlock()
+	if mode != modeFollow || desired == nil {
+		var err error
+		commit, desired, err = r.load(ctx, app, st)
+		if err != nil {
+			return r.stopped(ctx, app, st, mode, s, commit, err)
+		}
+	}
+	s.Commit = commit
+
+	live, err := r.applier.Live(ctx, app.Name, desired)
+	if err != nil {
+		s.Error = "reading the cluster: " + err.Error()
+		return s, nil, err
+	}
+	rec, err := r.history.Get(ctx, app.Name)
+	if err != nil {
+		if mode.records() {
+			s.Error = err.Error()
+			return s, nil, err
+		}
+		logctx.From(ctx).Debug("no history", "app", app.Name, "err", err)
+		rec = &Record{}
+	}
+	if r.shouldApply(app, mode, rec, commit) {
+		if live, err = r.sync(ctx, app, st, mode, commit, desired); err != nil {
+			s.Error = err.Error()
+			r.persist(ctx, app, s)
+			return s, nil, err
+		}
+		if rec, err = r.history.Get(ctx, app.Name); err != nil {
+			return s, nil, err
+		}
+	}
+	s.Sync, s.OutOfSync, err = Compare(app.Name, desired, live)
+	if err != nil {
+		return s, nil, err
+	}
+	s.SyncedCommit = syncedCommit(rec)
+
+	v, h, err := r.observe(ctx, app, commit, desired, live)
+	if err != nil {
+		s.Error = err.Error()
+		return s, nil, err
+	}
+	s.Health, s.HealthReason, s.Objects = h.Health, h.Reason, h.Objects
+	s.Verified, s.Verification = v.Verified, v.Summary()
+	if mode.records() {
+		if err := r.conclude(ctx, app, st, s, v, h, rec); err != nil {
+			return s, v, err
+		}
+	}
+	return s, v, nil
+}
+
+// load fetches app's branch, renders it and places the objects. On
+// success it remembers the render for follow-up passes.
+func (r *Reconciler) load(ctx context.Context, app *App, st *appState) (string, []*unstructured.Unstructured, error) {
+	var commit string
+	var desired []*unstructured.Unstructured
+	auth, err := r.auth(app)
+	if err == nil {
+		err = r.source.With(ctx, app, auth, func(rev Revision) error {
+			commit = rev.Commit
+			objs, err := Render(rev.Dir, app.Path)
+			if err != nil {
+				return err
+			}
+			if len(objs) == 0 && !app.SyncPolicy.AllowEmpty {
+				return &RenderError{File: app.Path, Err: errEmpty}
+			}
+			desired, err = Place(app, objs, r.applier.Scope)
+			return err
+		})
+	} else {
+		err = &SourceError{Repo: redact.URL(app.Repo), Err: err}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var se *SourceError
+	if errors.As(err, &se) {
+		if st.sourceDown.IsZero() {
+			st.sourceDown = r.now()
+		}
+		return commit, nil, err
+	}
+	st.sourceDown = time.Time{}
+	if err != nil {
+		return commit, nil, err
+	}
+	st.commit, st.desired = commit, desired
+	return commit, desired, nil
+}
+
+// stopped finishes a pass that could not render: it says why in the status
+// and, for a refused commit the loop or a person tried to sync, records the
+// refusal and reports it on the commit.
+func (r *Reconciler) stopped(ctx context.Context, app *App, st *appState, mode passMode, s *AppStatus, commit string, err error) (*AppStatus, *Verification, error) {
+	s.Commit = commit
+	var se *SourceError
+	if errors.As(err, &se) {
+		st.mu.Lock()
+		down := st.sourceDown
+		st.mu.Unlock()
+		s.SourceUnreachableSince = &down
+		s.Error = fmt.Sprintf("source unreachable since %s: %s", since(down), err)
+		if mode.records() {
+			r.persist(ctx, app, s)
+		}
+		return s, nil, err
+	}
+	s.Error = err.Error()
+	if !mode.records() || isTransient(err) {
+		return s, nil, err
+	}
+	rec, herr := r.history.Get(ctx, app.Name)
+	if herr != nil {
+		return s, nil, err
+	}
+	s.SyncedCommit = syncedCommit(rec)
+	if mode == modeSync || r.shouldApply(app, mode, rec, commit) {
+		e := Entry{Commit: commit, Time: r.now(), Trigger: trigger(mode), Result: Refused, Reason: s.Error, Final: true}
+		if l := rec.latest(); l != nil && l.Commit == commit && l.Result == Refused && l.Reason == e.Reason {
+			e = *l // already recorded and reported
+		} else if rerr := r.report.status(ctx, app, commit, stateFailure, "refused: "+s.Error); rerr != nil {
+			logctx.From(ctx).Warn("reporting the refusal", "app", app.Name, "err", rerr)
+		} else {
+			e.Reported = stateFailure
+		}
+		r.record(ctx, app, e)
+	}
+	r.persist(ctx, app, s)
+	return s, nil, err
+}
+
+// shouldApply decides whether this pass applies commit: pinbot sync always
+// does; the loop does for an automated app when commit has no sync yet or
+// its last sync failed. (Self-heal, issue 5, adds: drift on a synced
+// commit.)
+func (r *Reconciler) shouldApply(app *App, mode passMode, rec *Record, commit string) bool {
+	switch {
+	case mode == modeSync:
+		return true
+	case mode != modeLoop || !app.SyncPolicy.Automated:
+		return false
+	}
+	l := rec.latest()
+	return l == nil || l.Commit != commit || l.Result == Failed
+}
+
+func trigger(mode passMode) string {
+	if mode == modeSync {
+		return "manual"
+	}
+	return "auto"
+}
+
+// syncedCommit is the commit of the newest sync that applied everything.
+func syncedCommit(rec *Record) string {
+	for _, e := range rec.Entries {
+		if e.Result == Applied {
+			return e.Commit
+		}
+	}
+	return ""
+}

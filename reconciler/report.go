@@ -1,0 +1,134 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/redact"
+)
+
+// Forge is the part of *gitforge.Gitea the reconciler reports through.
+type Forge interface {
+	SetStatus(ctx context.Context, repo gitforge.Repo, sha string, st gitforge.Status) error
+	PullByMergeCommit(ctx context.Context, repo gitforge.Repo, sha string) (*gitforge.Pull, error)
+	Comment(ctx context.Context, repo gitforge.Repo, number int64, body string) error
+}
+
+// StatusContext is the commit status context pinbot sets for app.
+func StatusContext(app string) string { return "pinbot/" + app }
+
+// Commit status states.
+const (
+	statePending = "pending"
+	stateSuccess = "success"
+	stateFailure = "failure"
+)
+
+// maxDescription bounds a commit status description; Gitea truncates
+// longer ones anyway.
+const maxDescription = 250
+
+// reporter posts commit statuses and pull-request comments for apps whose
+// repository lives on the forge.
+type reporter struct {
+	forge    Forge
+	forgeURL string
+}
+
+// repoOf finds app's repository on the forge: the repo URL must share the
+// forge's scheme-less host and path prefix.
+func (r *reporter) repoOf(app *App) (gitforge.Repo, bool) {
+	if r == nil || r.forge == nil {
+		return gitforge.Repo{}, false
+	}
+	f, err1 := url.Parse(r.forgeURL)
+	u, err2 := url.Parse(app.Repo)
+	if err1 != nil || err2 != nil || !strings.EqualFold(f.Host, u.Host) {
+		return gitforge.Repo{}, false
+	}
+	rest, ok := strings.CutPrefix(u.Path, strings.TrimSuffix(f.Path, "/")+"/")
+	if !ok {
+		return gitforge.Repo{}, false
+	}
+	repo, err := gitforge.ParseRepo(strings.TrimSuffix(rest, "/"))
+	if err != nil {
+		return gitforge.Repo{}, false
+	}
+	return repo, true
+}
+
+// status sets pinbot/<app> on sha. An app outside the forge is skipped.
+func (r *reporter) status(ctx context.Context, app *App, sha, state, desc string) error {
+	repo, ok := r.repoOf(app)
+	if !ok || sha == "" {
+		return nil
+	}
+	desc = redact.String(desc)
+	if len(desc) > maxDescription {
+		desc = desc[:maxDescription-len("…")] + "…"
+	}
+	return r.forge.SetStatus(ctx, repo, sha, gitforge.Status{Context: StatusContext(app.Name), State: state, Description: desc})
+}
+
+// comment posts v on the pinbot promotion pull request that sha merged,
+// if there is one. It reports whether it commented.
+func (r *reporter) comment(ctx context.Context, app *App, sha string, v *Verification) (bool, error) {
+	repo, ok := r.repoOf(app)
+	if !ok || sha == "" {
+		return false, nil
+	}
+	pr, err := r.forge.PullByMergeCommit(ctx, repo, sha)
+	if err != nil || pr == nil || !IsPinbotPull(pr) {
+		return false, err
+	}
+	if err := r.forge.Comment(ctx, repo, pr.Number, CommentBody(v)); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// IsPinbotPull reports whether p is a pinbot promotion pull request: its
+// head branch starts with "pinbot/" or its body carries pinbot's hidden
+// marker.
+func IsPinbotPull(p *gitforge.Pull) bool {
+	return strings.HasPrefix(p.Head, "pinbot/") || strings.Contains(p.Body, "<!-- pinbot:")
+}
+
+// maxCommentRows bounds the per-container table of a comment.
+const maxCommentRows = 50
+
+// CommentBody renders a verification as a pull-request comment: a verdict
+// line and a table of the current Pods' containers.
+func CommentBody(v *Verification) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "<!-- pinbot:verification app=%s commit=%s -->\n", v.App, v.Commit)
+	if v.Verified {
+		fmt.Fprintf(&b, "**pinbot verified `%s`** at %s: %s.\n\n", v.App, shortSHA(v.Commit), v.Summary())
+	} else {
+		fmt.Fprintf(&b, "**pinbot could not verify `%s`** at %s: %s.\n\n", v.App, shortSHA(v.Commit), v.Summary())
+	}
+	if len(v.Containers) > 0 {
+		b.WriteString("| Pod | Container | Git digest | Running digest | Verdict |\n|---|---|---|---|---|\n")
+		for i, c := range v.Containers {
+			if i == maxCommentRows {
+				fmt.Fprintf(&b, "\n…and %d more containers.\n", len(v.Containers)-maxCommentRows)
+				break
+			}
+			fmt.Fprintf(&b, "| %s/%s | %s | `%s` | `%s` | %s |\n", c.Namespace, c.Pod, c.Container, shortDigest(c.GitDigest), shortDigest(c.RunningDigest), c.Verdict)
+		}
+	}
+	if n := len(v.OldRevisions); n > 0 {
+		fmt.Fprintf(&b, "\n%d containers of older revisions were still present and are not counted.\n", n)
+	}
+	return b.String()
+}
+
+func shortSHA(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}

@@ -1,0 +1,156 @@
+package reconciler
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"pinbot.dev/pinbot/internal/logctx"
+)
+
+// sync applies desired (the placed render of commit), records the sync and
+// reports it: a pending commit status first, a failure naming the object
+// if an apply fails. On success the app awaits its verification, and sync
+// returns the live objects as applied.
+func (r *Reconciler) sync(ctx context.Context, app *App, st *appState, mode passMode, commit string, desired []*unstructured.Unstructured) (map[ObjectRef]*unstructured.Unstructured, error) {
+	log := logctx.From(ctx).With("app", app.Name, "commit", shortSHA(commit))
+	e := Entry{Commit: commit, Time: r.now(), Trigger: trigger(mode), Result: Applied}
+	if err := r.report.status(ctx, app, commit, statePending, "syncing "+shortSHA(commit)); err != nil {
+		log.Warn("reporting the sync", "err", err)
+	} else if r.report != nil {
+		e.Reported = statePending
+	}
+	applied, err := r.applier.Apply(ctx, app.Name, desired)
+	e.Applied = len(applied)
+	if err != nil {
+		e.Result, e.Reason, e.Final = Failed, err.Error(), true
+		if rerr := r.report.status(ctx, app, commit, stateFailure, "sync failed: "+err.Error()); rerr != nil {
+			log.Warn("reporting the failed sync", "err", rerr)
+		} else if r.report != nil {
+			e.Reported = stateFailure
+		}
+		r.record(ctx, app, e)
+		return nil, err
+	}
+	log.Info("applied", "objects", len(applied))
+	if err := r.record(ctx, app, e); err != nil {
+		return nil, err
+	}
+	st.mu.Lock()
+	st.awaiting = true
+	st.mu.Unlock()
+	return r.applier.Live(ctx, app.Name, desired)
+}
+
+// record adds e to app's history. A failed or refused entry for the same
+// commit is replaced rather than repeated, so a retried sync does not push
+// the other syncs out.
+func (r *Reconciler) record(ctx context.Context, app *App, e Entry) error {
+	return r.history.Update(ctx, app.Name, func(rec *Record) bool {
+		if l := rec.latest(); l != nil && l.Commit == e.Commit && l.Result != Applied {
+			rec.Entries[0] = e
+			return true
+		}
+		rec.add(e)
+		return true
+	})
+}
+
+// observe computes health and verification of desired from the informer
+// caches of app's namespaces and the live objects.
+func (r *Reconciler) observe(ctx context.Context, app *App, commit string, desired []*unstructured.Unstructured, live map[ObjectRef]*unstructured.Unstructured) (*Verification, HealthReport, error) {
+	if err := r.watcher.Watch(ctx, app.AllowNamespaces); err != nil {
+		return nil, HealthReport{}, err
+	}
+	snap := &Snapshot{Desired: desired, Live: live}
+	r.watcher.Fill(snap, app.AllowNamespaces)
+	snap.Lookups = r.lookups.answer(ctx, Needs(snap))
+	return Verify(app.Name, commit, snap), AssessHealth(snap), nil
+}
+
+// conclude settles the sync awaiting verification, if it is for the commit
+// just verified, reports the outcome to the forge, and persists the entry
+// and the status. A sync of an older commit that never settled is marked
+// superseded.
+func (r *Reconciler) conclude(ctx context.Context, app *App, st *appState, s *AppStatus, v *Verification, h HealthReport, rec *Record) error {
+	log := logctx.From(ctx).With("app", app.Name)
+	l := rec.latest()
+	var update *Entry
+	awaiting := false
+	switch {
+	case l == nil || l.Result != Applied || l.Final:
+	case l.Commit != s.Commit:
+		e := *l
+		e.Final, e.Summary = true, "superseded by "+shortSHA(s.Commit)+" before it was verified"
+		if err := r.report.status(ctx, app, e.Commit, "error", e.Summary); err != nil {
+			log.Warn("reporting the superseded sync", "err", err)
+		}
+		update = &e
+	default:
+		se := settle(*l, v, h, r.now(), time.Duration(app.VerifyTimeout))
+		e := se.entry
+		if se.state != "" {
+			if err := r.report.status(ctx, app, e.Commit, se.state, se.desc); err != nil {
+				log.Warn("reporting the verification", "err", err)
+			} else if r.report != nil {
+				e.Reported = se.state
+			}
+		}
+		if se.comment {
+			ok, err := r.report.comment(ctx, app, e.Commit, v)
+			if err != nil {
+				log.Warn("commenting the verification", "err", err)
+			}
+			e.Commented = ok || err == nil // nothing to comment on counts as done
+		}
+		if e.Verified && !l.Verified {
+			log.Info("verified", "commit", shortSHA(e.Commit), "summary", e.Summary)
+		}
+		awaiting = !e.Final
+		update = &e
+	}
+	st.mu.Lock()
+	st.awaiting = awaiting
+	st.mu.Unlock()
+	return r.history.Update(ctx, app.Name, func(cur *Record) bool {
+		changed := false
+		if c := cur.latest(); update != nil && c != nil && c.Commit == update.Commit && c.Time.Equal(update.Time) && !sameEntry(*c, *update) {
+			cur.Entries[0] = *update
+			changed = true
+		}
+		if !s.sameAs(cur.Status) {
+			cur.Status = withoutObjects(s)
+			changed = true
+		}
+		return changed
+	})
+}
+
+// persist stores s as app's status when it changed. Failures are logged:
+// the status is also returned to the caller.
+func (r *Reconciler) persist(ctx context.Context, app *App, s *AppStatus) {
+	err := r.history.Update(ctx, app.Name, func(cur *Record) bool {
+		if s.sameAs(cur.Status) {
+			return false
+		}
+		cur.Status = withoutObjects(s)
+		return true
+	})
+	if err != nil {
+		logctx.From(ctx).Warn("persisting the status", "app", app.Name, "err", err)
+	}
+}
+
+func withoutObjects(s *AppStatus) *AppStatus {
+	c := *s
+	c.Objects = nil
+	return &c
+}
+
+func sameEntry(a, b Entry) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
+}

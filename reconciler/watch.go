@@ -1,0 +1,161 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Watcher keeps list/watch caches of what verification reads: Pods,
+// ReplicaSets and ControllerRevisions in the namespaces apps write to (one
+// shared informer factory per namespace), and Nodes. Cached objects are
+// trimmed to the fields verification uses, to keep an idle reconciler
+// small. Snapshots read the caches; no pass GETs a Pod.
+type Watcher struct {
+	client   kubernetes.Interface
+	onChange func(namespace string)
+	stop     chan struct{}
+
+	mu     sync.Mutex
+	closed bool
+	spaces map[string]*nsCache
+	nodes  cache.SharedIndexInformer
+}
+
+type nsCache struct {
+	pods, replicaSets, revisions cache.SharedIndexInformer
+}
+
+// NewWatcher returns a Watcher. onChange, when not nil, is called (from an
+// informer goroutine; it must not block) after a Pod or ReplicaSet in a
+// watched namespace changes.
+func NewWatcher(client kubernetes.Interface, onChange func(namespace string)) *Watcher {
+	return &Watcher{client: client, onChange: onChange, stop: make(chan struct{}), spaces: map[string]*nsCache{}}
+}
+
+// Watch starts the caches for namespaces (and Nodes) not yet watched and
+// waits until they have synced or ctx ends.
+func (w *Watcher) Watch(ctx context.Context, namespaces []string) error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return fmt.Errorf("watcher closed")
+	}
+	var syncs []cache.InformerSynced
+	if w.nodes == nil {
+		f := informers.NewSharedInformerFactoryWithOptions(w.client, 0, informers.WithTransform(trim))
+		w.nodes = f.Core().V1().Nodes().Informer()
+		f.Start(w.stop)
+	}
+	syncs = append(syncs, w.nodes.HasSynced)
+	for _, ns := range namespaces {
+		c := w.spaces[ns]
+		if c == nil {
+			f := informers.NewSharedInformerFactoryWithOptions(w.client, 0, informers.WithNamespace(ns), informers.WithTransform(trim))
+			c = &nsCache{
+				pods:        f.Core().V1().Pods().Informer(),
+				replicaSets: f.Apps().V1().ReplicaSets().Informer(),
+				revisions:   f.Apps().V1().ControllerRevisions().Informer(),
+			}
+			if w.onChange != nil {
+				notify := func(any) { w.onChange(ns) }
+				h := cache.ResourceEventHandlerFuncs{AddFunc: notify, DeleteFunc: notify, UpdateFunc: func(_, n any) { notify(n) }}
+				if _, err := c.pods.AddEventHandler(h); err != nil {
+					w.mu.Unlock()
+					return fmt.Errorf("watching pods in %s: %w", ns, err)
+				}
+				if _, err := c.replicaSets.AddEventHandler(h); err != nil {
+					w.mu.Unlock()
+					return fmt.Errorf("watching replicasets in %s: %w", ns, err)
+				}
+			}
+			f.Start(w.stop)
+			w.spaces[ns] = c
+		}
+		syncs = append(syncs, c.pods.HasSynced, c.replicaSets.HasSynced, c.revisions.HasSynced)
+	}
+	w.mu.Unlock()
+	if !cache.WaitForCacheSync(ctx.Done(), syncs...) {
+		return fmt.Errorf("waiting for the pod caches of %v: %w", namespaces, context.Cause(ctx))
+	}
+	return nil
+}
+
+// Fill copies the cached Pods, ReplicaSets and ControllerRevisions of
+// namespaces, and all Nodes, into s. Watch them first.
+func (w *Watcher) Fill(s *Snapshot, namespaces []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s.Pods, s.ReplicaSets, s.Revisions, s.Nodes = nil, nil, nil, nil
+	for _, ns := range namespaces {
+		c := w.spaces[ns]
+		if c == nil {
+			continue
+		}
+		for _, o := range c.pods.GetStore().List() {
+			s.Pods = append(s.Pods, o.(*corev1.Pod))
+		}
+		for _, o := range c.replicaSets.GetStore().List() {
+			s.ReplicaSets = append(s.ReplicaSets, o.(*appsv1.ReplicaSet))
+		}
+		for _, o := range c.revisions.GetStore().List() {
+			s.Revisions = append(s.Revisions, o.(*appsv1.ControllerRevision))
+		}
+	}
+	if w.nodes != nil {
+		for _, o := range w.nodes.GetStore().List() {
+			s.Nodes = append(s.Nodes, o.(*corev1.Node))
+		}
+	}
+	sort.Slice(s.Pods, func(i, j int) bool {
+		return s.Pods[i].Namespace+"/"+s.Pods[i].Name < s.Pods[j].Namespace+"/"+s.Pods[j].Name
+	})
+}
+
+// Close stops every informer.
+func (w *Watcher) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		w.closed = true
+		close(w.stop)
+	}
+}
+
+// trim keeps only what verification reads, before an object enters a
+// cache: metadata without managed fields, and for Pods the node name,
+// phase and container statuses; ControllerRevisions lose their data.
+func trim(obj any) (any, error) {
+	meta := func(m *metav1.ObjectMeta) metav1.ObjectMeta {
+		return metav1.ObjectMeta{
+			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+			Generation: m.Generation, CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
+			Labels: m.Labels, Annotations: m.Annotations, OwnerReferences: m.OwnerReferences,
+		}
+	}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return &corev1.Pod{
+			ObjectMeta: meta(&o.ObjectMeta),
+			Spec:       corev1.PodSpec{NodeName: o.Spec.NodeName},
+			Status: corev1.PodStatus{Phase: o.Status.Phase, ContainerStatuses: o.Status.ContainerStatuses,
+				InitContainerStatuses: o.Status.InitContainerStatuses},
+		}, nil
+	case *appsv1.ReplicaSet:
+		return &appsv1.ReplicaSet{ObjectMeta: meta(&o.ObjectMeta)}, nil
+	case *appsv1.ControllerRevision:
+		return &appsv1.ControllerRevision{ObjectMeta: meta(&o.ObjectMeta), Revision: o.Revision}, nil
+	case *corev1.Node:
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion},
+			Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{OperatingSystem: o.Status.NodeInfo.OperatingSystem, Architecture: o.Status.NodeInfo.Architecture}}}, nil
+	}
+	return obj, nil
+}
