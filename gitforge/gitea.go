@@ -1,0 +1,253 @@
+package gitforge
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "code.gitea.io/sdk/gitea"
+
+	"pinbot.dev/pinbot/internal/redact"
+)
+
+// Sentinels an *APIError matches with errors.Is, for callers that branch on
+// the kind of failure: a bad token is configuration (stop and say so), not
+// a transient fault (retry).
+var (
+	ErrUnauthorized = errors.New("gitea rejected the token")
+	ErrNotFound     = errors.New("not found on gitea")
+)
+
+// APIError is a failed Gitea API call.
+type APIError struct {
+	// Op names the operation and its operand, e.g.
+	// "creating pull request in org/manifests".
+	Op string
+	// StatusCode is the HTTP status, or 0 when no response came back.
+	StatusCode int
+	// Err is the SDK's error.
+	Err error
+}
+
+func (e *APIError) Error() string {
+	var msg string
+	switch e.StatusCode {
+	case 0:
+		msg = fmt.Sprintf("%s: %s", e.Op, e.Err)
+	case http.StatusUnauthorized:
+		msg = fmt.Sprintf("%s: Gitea rejected the token (401 Unauthorized): %s", e.Op, e.Err)
+	case http.StatusForbidden:
+		msg = fmt.Sprintf("%s: the token lacks permission (403 Forbidden): %s", e.Op, e.Err)
+	default:
+		msg = fmt.Sprintf("%s: HTTP %d: %s", e.Op, e.StatusCode, e.Err)
+	}
+	return redact.String(msg)
+}
+
+// Unwrap returns the SDK's error.
+func (e *APIError) Unwrap() error { return e.Err }
+
+// Is matches ErrUnauthorized (401) and ErrNotFound (404).
+func (e *APIError) Is(target error) bool {
+	switch target {
+	case ErrUnauthorized:
+		return e.StatusCode == http.StatusUnauthorized
+	case ErrNotFound:
+		return e.StatusCode == http.StatusNotFound
+	}
+	return false
+}
+
+// Repo names a repository on the forge.
+type Repo struct{ Owner, Name string }
+
+// ParseRepo parses "owner/name".
+func ParseRepo(s string) (Repo, error) {
+	owner, name, ok := strings.Cut(s, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		return Repo{}, fmt.Errorf("parsing repository %q: want OWNER/NAME", s)
+	}
+	return Repo{Owner: owner, Name: strings.TrimSuffix(name, ".git")}, nil
+}
+
+// String returns "owner/name".
+func (r Repo) String() string { return r.Owner + "/" + r.Name }
+
+// Gitea is a client of one Gitea server's API, safe for concurrent use.
+type Gitea struct {
+	url   string
+	token string
+	hc    *http.Client
+
+	mu      sync.Mutex
+	version string // the server's, probed once on first use
+}
+
+// GiteaOption configures NewGitea.
+type GiteaOption func(*giteaOptions) error
+
+type giteaOptions struct {
+	hc     *http.Client
+	caFile string
+}
+
+// WithCAFile trusts the PEM certificates in path, besides the system roots,
+// for a Gitea behind a private CA or with a self-signed certificate.
+func WithCAFile(path string) GiteaOption {
+	return func(o *giteaOptions) error { o.caFile = path; return nil }
+}
+
+// WithHTTPClient sends every request through hc. Default: a client with
+// the default transport (plus WithCAFile) and a 60 s timeout per request.
+func WithHTTPClient(hc *http.Client) GiteaOption {
+	return func(o *giteaOptions) error { o.hc = hc; return nil }
+}
+
+// NewGitea returns a client of the Gitea at baseURL (e.g.
+// https://gitea.example.com) authenticating with token. It makes no request:
+// the server's version is read on first use.
+func NewGitea(baseURL, token string, opts ...GiteaOption) (*Gitea, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("gitea URL %q: want http(s)://host[:port][/path]", redact.URL(baseURL))
+	}
+	if u.User != nil {
+		return nil, fmt.Errorf("gitea URL %q: credentials belong in the token, not the URL", redact.URL(baseURL))
+	}
+	redact.Register(token)
+	var o giteaOptions
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	hc := o.hc
+	if hc == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		if o.caFile != "" {
+			pool, err := caPool(o.caFile)
+			if err != nil {
+				return nil, err
+			}
+			t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		}
+		hc = &http.Client{Transport: t, Timeout: 60 * time.Second}
+	} else if o.caFile != "" {
+		return nil, errors.New("gitea client: WithCAFile and WithHTTPClient exclude each other; put the CA in the client's transport")
+	}
+	return &Gitea{url: strings.TrimSuffix(u.String(), "/"), token: token, hc: hc}, nil
+}
+
+// caPool returns the system roots plus the certificates in caFile.
+func caPool(caFile string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading CA bundle: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("reading CA bundle %s: no PEM certificate in it", caFile)
+	}
+	return pool, nil
+}
+
+// client returns an SDK client for one call, bound to ctx.
+//
+// The SDK keeps the request context in the client (SetContext mutates
+// shared state), so a client shared across goroutines would race on it.
+// A client is cheap when it need not ask the server's version, so each call
+// gets its own, sharing the http.Client; the version is probed once.
+func (g *Gitea) client(ctx context.Context) (*sdk.Client, *sdk.Response, error) {
+	version, resp, err := g.serverVersion(ctx)
+	if err != nil {
+		return nil, resp, err
+	}
+	c, err := sdk.NewClient(g.url, g.base(ctx, version)...)
+	return c, nil, err
+}
+
+func (g *Gitea) base(ctx context.Context, version string) []sdk.ClientOption {
+	return []sdk.ClientOption{
+		sdk.SetHTTPClient(g.hc),
+		sdk.SetToken(g.token),
+		sdk.SetContext(ctx),
+		sdk.SetUserAgent("pinbot"),
+		sdk.SetGiteaVersion(version), // "" skips the SDK's version checks
+	}
+}
+
+// serverVersion returns the server's version, asking it once. A failed
+// probe is not remembered, so a server that was down is asked again.
+func (g *Gitea) serverVersion(ctx context.Context) (string, *sdk.Response, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.version != "" {
+		return g.version, nil, nil
+	}
+	c, err := sdk.NewClient(g.url, g.base(ctx, "")...)
+	if err != nil {
+		return "", nil, err
+	}
+	v, resp, err := c.ServerVersion()
+	if err != nil {
+		return "", resp, err
+	}
+	if _, err := sdk.NewClient(g.url, sdk.SetGiteaVersion(v)); err != nil {
+		v = "" // unparsable (a dev build): skip the SDK's version checks
+	}
+	g.version = v
+	return v, nil, nil
+}
+
+// call runs fn with a fresh client and turns a failure into an *APIError
+// naming op.
+func (g *Gitea) call(ctx context.Context, op string, fn func(c *sdk.Client) (*sdk.Response, error)) error {
+	c, resp, err := g.client(ctx)
+	if err == nil {
+		resp, err = fn(c)
+	}
+	if err == nil {
+		return nil
+	}
+	e := &APIError{Op: op, Err: err}
+	if resp != nil && resp.Response != nil {
+		e.StatusCode = resp.StatusCode
+	}
+	return e
+}
+
+// pages calls fetch for page 1, 2, ... until the server says there is no
+// next page.
+func pages(fetch func(opt sdk.ListOptions) (*sdk.Response, error)) (*sdk.Response, error) {
+	for page := 1; ; {
+		resp, err := fetch(sdk.ListOptions{Page: page, PageSize: 50})
+		if err != nil || resp == nil || resp.NextPage <= page {
+			return resp, err
+		}
+		page = resp.NextPage
+	}
+}
+
+// DefaultBranch returns the default branch of repo.
+func (g *Gitea) DefaultBranch(ctx context.Context, repo Repo) (string, error) {
+	var branch string
+	err := g.call(ctx, "reading repository "+repo.String(), func(c *sdk.Client) (*sdk.Response, error) {
+		r, resp, err := c.GetRepo(repo.Owner, repo.Name)
+		if err == nil {
+			branch = r.DefaultBranch
+		}
+		return resp, err
+	})
+	return branch, err
+}

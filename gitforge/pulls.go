@@ -1,0 +1,217 @@
+package gitforge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	sdk "code.gitea.io/sdk/gitea"
+)
+
+// Pull is a pull request.
+type Pull struct {
+	Number int64
+	// URL is the pull request's web page.
+	URL   string
+	Title string
+	Body  string
+	// Head and Base are branch names in the repository.
+	Head, Base string
+	// HeadSHA is the commit at the head of the pull request.
+	HeadSHA string
+	// State is "open" or "closed" (a merged pull request is closed).
+	State  string
+	Merged bool
+	// MergeCommit is the SHA of the merge commit, once merged.
+	MergeCommit string
+	// Labels and Reviewers (requested ones) are names.
+	Labels    []string
+	Reviewers []string
+}
+
+// Pull request states for ListPulls.
+const (
+	StateOpen   = "open"
+	StateClosed = "closed"
+	StateAll    = "all"
+)
+
+func toPull(pr *sdk.PullRequest) Pull {
+	p := Pull{
+		Number: pr.Index,
+		URL:    pr.HTMLURL,
+		Title:  pr.Title,
+		Body:   pr.Body,
+		State:  string(pr.State),
+		Merged: pr.HasMerged,
+	}
+	if pr.Head != nil {
+		p.Head, p.HeadSHA = pr.Head.Ref, pr.Head.Sha
+	}
+	if pr.Base != nil {
+		p.Base = pr.Base.Ref
+	}
+	if pr.MergedCommitID != nil {
+		p.MergeCommit = *pr.MergedCommitID
+	}
+	for _, l := range pr.Labels {
+		p.Labels = append(p.Labels, l.Name)
+	}
+	for _, u := range pr.RequestedReviewers {
+		p.Reviewers = append(p.Reviewers, u.UserName)
+	}
+	return p
+}
+
+// sameRepo reports whether pr's head branch lives in the base repository
+// (not a fork that happens to use the same branch name).
+func sameRepo(pr *sdk.PullRequest) bool {
+	if pr.Head == nil || pr.Base == nil {
+		return false
+	}
+	return pr.Head.RepoID == 0 || pr.Head.RepoID == pr.Base.RepoID
+}
+
+// ListPulls returns the pull requests of repo in state (StateOpen,
+// StateClosed or StateAll; "" means StateOpen), lowest number first.
+func (g *Gitea) ListPulls(ctx context.Context, repo Repo, state string) ([]Pull, error) {
+	if state == "" {
+		state = StateOpen
+	}
+	switch state {
+	case StateOpen, StateClosed, StateAll:
+	default:
+		return nil, fmt.Errorf("listing pull requests of %s: unknown state %q (want open, closed or all)", repo, state)
+	}
+	prs, err := g.listPulls(ctx, repo, state)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Pull, 0, len(prs))
+	for _, pr := range prs {
+		out = append(out, toPull(pr))
+	}
+	return out, nil
+}
+
+func (g *Gitea) listPulls(ctx context.Context, repo Repo, state string) ([]*sdk.PullRequest, error) {
+	var all []*sdk.PullRequest
+	err := g.call(ctx, "listing pull requests of "+repo.String(), func(c *sdk.Client) (*sdk.Response, error) {
+		return pages(func(opt sdk.ListOptions) (*sdk.Response, error) {
+			prs, resp, err := c.ListRepoPullRequests(repo.Owner, repo.Name, sdk.ListPullRequestsOptions{
+				ListOptions: opt, State: sdk.StateType(state),
+			})
+			all = append(all, prs...)
+			return resp, err
+		})
+	})
+	sort.Slice(all, func(i, j int) bool { return all[i].Index < all[j].Index })
+	return all, err
+}
+
+// OpenPull returns the open pull request from branch head of repo (into
+// any base), or nil when there is none. With several, the oldest wins.
+func (g *Gitea) OpenPull(ctx context.Context, repo Repo, head string) (*Pull, error) {
+	prs, err := g.listPulls(ctx, repo, StateOpen)
+	if err != nil {
+		return nil, err
+	}
+	for _, pr := range prs {
+		if pr.Head != nil && pr.Head.Ref == head && sameRepo(pr) {
+			p := toPull(pr)
+			return &p, nil
+		}
+	}
+	return nil, nil
+}
+
+// CreatePull opens a pull request in repo from p.Head into p.Base with
+// p.Title and p.Body; the other fields of p are ignored.
+func (g *Gitea) CreatePull(ctx context.Context, repo Repo, p Pull) (*Pull, error) {
+	if p.Head == "" || p.Base == "" || p.Title == "" {
+		return nil, fmt.Errorf("creating pull request in %s: head, base and title are required", repo)
+	}
+	var out Pull
+	op := fmt.Sprintf("creating pull request %s -> %s in %s", p.Head, p.Base, repo)
+	err := g.call(ctx, op, func(c *sdk.Client) (*sdk.Response, error) {
+		pr, resp, err := c.CreatePullRequest(repo.Owner, repo.Name, sdk.CreatePullRequestOption{
+			Head: p.Head, Base: p.Base, Title: p.Title, Body: p.Body,
+		})
+		if err == nil {
+			out = toPull(pr)
+		}
+		return resp, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// EditPull sets the title and body of pull request number.
+func (g *Gitea) EditPull(ctx context.Context, repo Repo, number int64, title, body string) (*Pull, error) {
+	var out Pull
+	err := g.call(ctx, fmt.Sprintf("editing pull request %s#%d", repo, number), func(c *sdk.Client) (*sdk.Response, error) {
+		pr, resp, err := c.EditPullRequest(repo.Owner, repo.Name, number, sdk.EditPullRequestOption{Title: title, Body: &body})
+		if err == nil {
+			out = toPull(pr)
+		}
+		return resp, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetPull returns pull request number.
+func (g *Gitea) GetPull(ctx context.Context, repo Repo, number int64) (*Pull, error) {
+	var out Pull
+	err := g.call(ctx, fmt.Sprintf("reading pull request %s#%d", repo, number), func(c *sdk.Client) (*sdk.Response, error) {
+		pr, resp, err := c.GetPullRequest(repo.Owner, repo.Name, number)
+		if err == nil {
+			out = toPull(pr)
+		}
+		return resp, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ClosePull closes pull request number without merging it, after posting
+// comment on it when comment is not empty (say why: "superseded by #12").
+func (g *Gitea) ClosePull(ctx context.Context, repo Repo, number int64, comment string) error {
+	if comment != "" {
+		if err := g.Comment(ctx, repo, number, comment); err != nil {
+			return err
+		}
+	}
+	closed := sdk.StateClosed
+	return g.call(ctx, fmt.Sprintf("closing pull request %s#%d", repo, number), func(c *sdk.Client) (*sdk.Response, error) {
+		_, resp, err := c.EditPullRequest(repo.Owner, repo.Name, number, sdk.EditPullRequestOption{State: &closed})
+		return resp, err
+	})
+}
+
+// PullByMergeCommit returns the merged pull request whose merge commit is
+// sha, or nil when no pull request was merged as sha.
+func (g *Gitea) PullByMergeCommit(ctx context.Context, repo Repo, sha string) (*Pull, error) {
+	var out Pull
+	err := g.call(ctx, fmt.Sprintf("finding the pull request merged as %s in %s", sha, repo), func(c *sdk.Client) (*sdk.Response, error) {
+		pr, resp, err := c.GetCommitPullRequest(repo.Owner, repo.Name, sha)
+		if err == nil {
+			out = toPull(pr)
+		}
+		return resp, err
+	})
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
