@@ -94,9 +94,11 @@ func WithConcurrency(n int) Option {
 	return func(o *options) { o.concurrency = n }
 }
 
-// WithRetry bounds the time one call (Resolve, Describe, ChildFor,
-// ConfigDigest) spends waiting to retry requests answered 429 or 5xx.
-// Default 30s. Zero disables retries.
+// WithRetry bounds retrying within one call (Resolve, Describe, ChildFor,
+// ConfigDigest): requests answered 429 or 5xx are retried after the
+// Retry-After the registry asks for, or else with exponential backoff, until
+// the next wait would end more than maxElapsed after the call began; then
+// the call fails with the last status. Default 30s. Zero disables retries.
 func WithRetry(maxElapsed time.Duration) Option {
 	return func(o *options) { o.maxElapsed = maxElapsed }
 }

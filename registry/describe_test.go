@@ -129,9 +129,12 @@ func TestDescribe(t *testing.T) {
 func TestImageJSON(t *testing.T) {
 	img := Image{
 		Reference: "r", Repository: "repo", Tag: "t", Digest: "d", MediaType: "m", Index: true,
-		Children: []Child{{Platform: Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}, Digest: "c", MediaType: "cm", Size: 3}},
-		Created:  time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-		Labels:   map[string]string{}, Annotations: map[string]string{"a": "b"},
+		Children: []Child{
+			{Platform: Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}, Digest: "c", MediaType: "cm", Size: 3},
+			{Digest: "n", MediaType: "nested"},
+		},
+		Created: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		Labels:  map[string]string{}, Annotations: map[string]string{"a": "b"},
 		Revision: "rev", Source: "src", Version: "v", Size: 42,
 	}
 	b, err := json.Marshal(img)
@@ -144,7 +147,10 @@ func TestImageJSON(t *testing.T) {
 	}
 	want := map[string]any{
 		"reference": "r", "repository": "repo", "tag": "t", "digest": "d", "media_type": "m", "index": true,
-		"children": []any{map[string]any{"platform": "linux/arm64/v8", "digest": "c", "media_type": "cm", "size": 3.0}},
+		"children": []any{
+			map[string]any{"platform": "linux/arm64/v8", "digest": "c", "media_type": "cm", "size": 3.0},
+			map[string]any{"platform": "", "digest": "n", "media_type": "nested", "size": 0.0},
+		},
 		"platform": nil, "created": "2026-01-02T03:04:05Z",
 		"labels": map[string]any{}, "annotations": map[string]any{"a": "b"},
 		"revision": "rev", "source": "src", "version": "v", "size": 42.0,

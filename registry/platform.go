@@ -27,11 +27,21 @@ func (p Platform) String() string {
 	return s
 }
 
-// MarshalText implements encoding.TextMarshaler.
-func (p Platform) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+// MarshalText implements encoding.TextMarshaler. The zero Platform (an
+// index entry that names none) is empty text.
+func (p Platform) MarshalText() ([]byte, error) {
+	if p == (Platform{}) {
+		return []byte{}, nil
+	}
+	return []byte(p.String()), nil
+}
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (p *Platform) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*p = Platform{}
+		return nil
+	}
 	q, err := ParsePlatform(string(b))
 	if err != nil {
 		return err
@@ -162,11 +172,15 @@ func variantRank(want, got Platform, anyVariant bool) (int, bool) {
 	return 0, false
 }
 
-// ChildFor returns the child of the index indexRef names for platform p,
-// matching OS, architecture and variant (see pick); it never takes the
-// first entry on faith and never returns an attestation manifest. It
-// returns ErrNotIndex for a single manifest and ErrNoPlatform when no child
-// fits. An empty p.OS means linux.
+// ChildFor returns the child of the index indexRef names for platform p. It
+// never takes the first entry on faith and never returns an attestation
+// manifest: OS and architecture must match (aliases such as x86_64 and
+// aarch64 understood), and the variant must match with defaults filled in
+// (arm64 means arm64/v8, arm means arm/v7, amd64 means amd64/v1). For 32-bit
+// arm the nearest lower variant also serves, as containerd picks; when p
+// names no variant, any variant of the architecture serves, the first in
+// index order. An empty p.OS means linux. It returns ErrNotIndex for a
+// single manifest and ErrNoPlatform when no child fits.
 func (c *Client) ChildFor(ctx context.Context, indexRef string, p Platform) (Child, error) {
 	const op = "finding the platform child of"
 	ctx = retry.WithBudget(ctx, c.maxElapsed)
@@ -241,7 +255,7 @@ func childOf(d v1.Descriptor) Child {
 
 // ConfigDigest returns the digest of the image config ref names, for
 // comparing with the bare "sha256:<config>" imageID containerd reports. For
-// an index it first picks the child for platform p (see ChildFor); for a
+// an index it first picks the child for platform p as ChildFor does; for a
 // single manifest p is not consulted.
 func (c *Client) ConfigDigest(ctx context.Context, ref string, p Platform) (string, error) {
 	const op = "finding the config digest of"
