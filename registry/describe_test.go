@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
@@ -65,6 +67,19 @@ func TestDescribe(t *testing.T) {
 		idxSize += s
 	}
 
+	// An index whose image entry names no platform (the config tells) and
+	// which nests another index (counted, not read).
+	bare := buildImage(t, imageSpec{platform: v1.Platform{OS: "linux", Architecture: "s390x"}, labels: map[string]string{"a": "b"}})
+	nested, _ := buildIndex(t, nil, false, imageSpec{platform: v1.Platform{OS: "linux", Architecture: "amd64"}})
+	outer := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex),
+		mutate.IndexAddendum{Add: bare}, mutate.IndexAddendum{Add: nested})
+	outerDigest := reg.push(t, "team/outer:1", outer).String()
+	outerBlobs := map[string]int64{}
+	outerSize := rawSize(t, outer) + imageSize(t, bare, outerBlobs) + rawSize(t, nested)
+	for _, s := range outerBlobs {
+		outerSize += s
+	}
+
 	for _, tc := range []struct {
 		name string
 		ref  string
@@ -111,6 +126,24 @@ func TestDescribe(t *testing.T) {
 			Source:      "https://git.example/multi",
 			Version:     "2.0.0",
 			Size:        idxSize,
+		},
+	}, {
+		name: "index entries without platforms, nested index",
+		ref:  reg.host + "/team/outer:1",
+		want: Image{
+			Reference:  reg.host + "/team/outer:1",
+			Repository: reg.host + "/team/outer",
+			Tag:        "1",
+			Digest:     outerDigest,
+			MediaType:  string(types.OCIImageIndex),
+			Index:      true,
+			Children: []Child{
+				{Platform: Platform{OS: "linux", Architecture: "s390x"}, Digest: digestOf(t, bare).String(), MediaType: string(types.OCIManifestSchema1), Size: rawSize(t, bare)},
+				{Digest: digestOf(t, nested).String(), MediaType: string(types.OCIImageIndex), Size: rawSize(t, nested)},
+			},
+			Labels:      map[string]string{"a": "b"},
+			Annotations: map[string]string{},
+			Size:        outerSize,
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
