@@ -77,6 +77,11 @@ func NewRootCommand() *cobra.Command {
 	root.AddCommand(
 		newVersionCommand(g),
 		newResolveCommand(g),
+		newReconcileCommand(g),
+		newSyncCommand(g),
+		newVerifyCommand(g),
+		newStatusCommand(g),
+		newHistoryCommand(g),
 	)
 	return root
 }

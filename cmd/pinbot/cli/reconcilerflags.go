@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"pinbot.dev/pinbot/reconciler"
+)
+
+// reconcilerFlags are the flags every reconciler command shares: reconcile,
+// sync, verify, status and history.
+type reconcilerFlags struct {
+	config     string
+	kubeconfig string
+	cacheDir   string
+}
+
+func (f *reconcilerFlags) bind(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.config, "config", "", "reconciler config file (required)")
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "",
+		"kubeconfig file (default $KUBECONFIG; in-cluster config when neither is set)")
+	cmd.Flags().StringVar(&f.cacheDir, "cache-dir", "", "where Git clones are cached (default $XDG_CACHE_HOME/pinbot)")
+}
+
+// Validate checks the flags.
+func (f *reconcilerFlags) Validate() error {
+	if f.config == "" {
+		return usageErrorf("flag --config: required")
+	}
+	return nil
+}
+
+// load reads the config file.
+func (f *reconcilerFlags) load() (*reconciler.Config, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	return reconciler.Load(f.config)
+}
+
+// open loads the config and returns a Reconciler on the cluster, and the
+// config. Environment defaults are resolved here: KUBECONFIG, the
+// in-cluster config, PINBOT_GITEA_TOKEN for a forge without tokenFile, and
+// the registry credentials of the docker config (DOCKER_CONFIG).
+func (f *reconcilerFlags) open() (*reconciler.Reconciler, *reconciler.Config, error) {
+	cfg, err := f.load()
+	if err != nil {
+		return nil, nil, err
+	}
+	rc, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := []reconciler.Option{reconciler.WithForgeToken(os.Getenv("PINBOT_GITEA_TOKEN"))}
+	if f.cacheDir != "" {
+		opts = append(opts, reconciler.WithCacheDir(f.cacheDir))
+	}
+	r, err := reconciler.New(cfg, rc, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, cfg, nil
+}
+
+// restConfig resolves the cluster: --kubeconfig, else $KUBECONFIG (a path
+// list), else the in-cluster service account.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	rules := &clientcmd.ClientConfigLoadingRules{}
+	switch {
+	case kubeconfig != "":
+		rules.ExplicitPath = kubeconfig
+	case os.Getenv("KUBECONFIG") != "":
+		rules.Precedence = filepath.SplitList(os.Getenv("KUBECONFIG"))
+	default:
+		rc, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no --kubeconfig or KUBECONFIG, and not running in a cluster: %w", err)
+		}
+		return rc, nil
+	}
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	return rc, nil
+}

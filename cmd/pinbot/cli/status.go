@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"pinbot.dev/pinbot/reconciler"
+)
+
+// statusOptions are the flags of `pinbot status` besides the shared ones.
+type statusOptions struct {
+	cached bool
+}
+
+func newStatusCommand(g *globals) *cobra.Command {
+	f := &reconcilerFlags{}
+	o := &statusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status [APP] --config FILE",
+		Short: "Show each app's sync status, health and verification",
+		Long: `Status answers, per app, two separate questions and a proof: sync (does the
+cluster hold what the branch head declares? Synced or OutOfSync), health
+(Healthy, Progressing, Degraded or Missing, from kstatus and the Pods), and
+verification (do the current Pods run the digests Git pins?).
+
+By default it computes them now: it fetches Git and reads the cluster,
+applying nothing. --cached instead prints the status the reconcile loop
+last stored in the cluster, without touching Git.
+
+With APP, -o json prints one object; without, a list. The command exits 1
+when a status could not be computed (Git, render or cluster failing).`,
+		Args: maxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, cfg, err := f.open()
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			names := args
+			if len(names) == 0 {
+				for _, a := range cfg.Apps {
+					names = append(names, a.Name)
+				}
+			} else if _, err := cfg.App(names[0]); err != nil {
+				return usageErrorf("argument APP: %w", err)
+			}
+			var statuses []*reconciler.AppStatus
+			var errs []error
+			for _, n := range names {
+				s, err := appStatus(cmd, r, n, o.cached)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", n, err))
+				}
+				if s != nil {
+					statuses = append(statuses, s)
+				}
+			}
+			if err := printStatuses(cmd.OutOrStdout(), g, statuses, len(args) == 1); err != nil {
+				return err
+			}
+			return errors.Join(errs...)
+		},
+	}
+	f.bind(cmd)
+	cmd.Flags().BoolVar(&o.cached, "cached", false, "print the status the reconcile loop stored, without fetching Git")
+	return cmd
+}
+
+func appStatus(cmd *cobra.Command, r *reconciler.Reconciler, name string, cached bool) (*reconciler.AppStatus, error) {
+	if !cached {
+		s, _, err := r.Status(cmd.Context(), name)
+		return s, err
+	}
+	rec, err := r.History(cmd.Context(), name)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Status == nil {
+		return nil, fmt.Errorf("no status stored yet: is pinbot reconcile running?")
+	}
+	return rec.Status, nil
+}
+
+func printStatuses(w io.Writer, g *globals, statuses []*reconciler.AppStatus, one bool) error {
+	if g.json() {
+		enc := json.NewEncoder(w)
+		if one && len(statuses) == 1 {
+			return enc.Encode(statuses[0])
+		}
+		if statuses == nil {
+			statuses = []*reconciler.AppStatus{}
+		}
+		return enc.Encode(statuses)
+	}
+	return writeStatuses(w, statuses)
+}
+
+// writeStatuses prints one line per app and, under it, why it is not
+// Synced, Healthy and Verified.
+func writeStatuses(w io.Writer, statuses []*reconciler.AppStatus) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "APP\tCOMMIT\tSYNC\tHEALTH\tVERIFIED\tSYNCED COMMIT\tAUTOMATED")
+	for _, s := range statuses {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\t%s\t%t\n", s.App, orDash(abbrev(s.Commit, 12)), s.Sync, s.Health,
+			s.Verified, orDash(abbrev(s.SyncedCommit, 12)), s.Automated)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range statuses {
+		if s.Error != "" {
+			fmt.Fprintf(w, "%s: error: %s\n", s.App, s.Error)
+		}
+		if len(s.OutOfSync) > 0 {
+			fmt.Fprintf(w, "%s: out of sync: %s", s.App, s.OutOfSync[0])
+			if n := len(s.OutOfSync) - 1; n > 0 {
+				fmt.Fprintf(w, " and %d more", n)
+			}
+			fmt.Fprintln(w)
+		}
+		if s.HealthReason != "" {
+			fmt.Fprintf(w, "%s: %s: %s\n", s.App, s.Health, s.HealthReason)
+		}
+		if s.Verification != "" {
+			fmt.Fprintf(w, "%s: verification: %s\n", s.App, s.Verification)
+		}
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
