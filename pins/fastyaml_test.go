@@ -1,0 +1,60 @@
+package pins
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestParseFastRandom compares the fast parser with yaml.v3 on documents
+// built from the line shapes manifests are made of, at random
+// indentations, which reach the fast parser's accept paths far more often
+// than byte mutation does. FuzzParse covers arbitrary bytes.
+func TestParseFastRandom(t *testing.T) {
+	good := []string{
+		"key: value", "image: nginx@sha256:" + strings.Repeat("a", 64), "key:", "- item", "-", "- key: v", "- - x",
+		"key: |", "key: >-", "- |+", "text line", "text: 'q'", `text: "dq"`, "k: [a, b]", "k: {a: 1, b: [c]}",
+		"k: []", "- {}", "# comment", "", "---", "k: a # c", "k: a#b", "k:  ", "  ", "k: [\"a\", 'b', c:d]",
+		"k: {\"a\": b}", "k: v # pinbot: ignore", "k: a,b", "k: [a,]", "k: {a: b,}", "k: | # c", "- k:", "k: -x",
+	}
+	bad := []string{
+		"k: a: b", "k: 'it''s'", `k: "a\"b"`, "k: v:", "k: - x", "k: ?x", "key : v", "k: [a, b", "k: {a}",
+		"k: [a: 1]", "k: !!str x", "k: &a x", "k: *a", "...", "%YAML 1.2", "-x", ":x", "k: [a b]", "k: |x", "k: >2",
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	accepted := 0
+	for i := range 100000 {
+		var b strings.Builder
+		for range 1 + rng.IntN(10) {
+			b.WriteString(strings.Repeat(" ", rng.IntN(4)*rng.IntN(3)))
+			if rng.IntN(20) == 0 {
+				b.WriteString(bad[rng.IntN(len(bad))])
+			} else {
+				b.WriteString(good[rng.IntN(len(good))])
+			}
+			b.WriteByte('\n')
+		}
+		src := []byte(b.String())
+		if i%7 == 0 {
+			src = src[:len(src)-1]
+		}
+		fast, err := parseFast(src)
+		if err != nil {
+			continue
+		}
+		accepted++
+		slow, err := parseSlow(src)
+		if err != nil {
+			t.Fatalf("fast parser accepted input yaml.v3 rejects (%v):\n%s", err, src)
+		}
+		if diff := cmp.Diff(shapes(slow), shapes(fast)); diff != "" {
+			t.Fatalf("fast parser disagrees with yaml.v3 on\n%s\n(-yaml.v3 +fast):\n%s", src, diff)
+		}
+	}
+	if accepted < 5000 {
+		t.Errorf("the fast parser accepted only %d of 100000 documents", accepted)
+	}
+	t.Logf("fast parser accepted %d of 100000 documents", accepted)
+}

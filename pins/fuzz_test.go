@@ -1,0 +1,253 @@
+package pins
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"gopkg.in/yaml.v3"
+)
+
+// addGoldenSeeds adds every original file of the golden cases to a fuzz
+// corpus, on top of the committed testdata/fuzz corpus.
+func addGoldenSeeds(f *testing.F, add func(name string, src []byte)) {
+	files, err := filepath.Glob("testdata/*/original/*")
+	if err != nil {
+		f.Fatal(err)
+	}
+	more, _ := filepath.Glob("testdata/*/original/*/*")
+	for _, p := range append(files, more...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // a directory
+		}
+		add(filepath.Base(p), b)
+	}
+}
+
+// node is the part of a yaml.Node the fast parser must reproduce.
+type node struct {
+	Kind         yaml.Kind
+	Style        yaml.Style
+	Value        string
+	Line, Column int
+	Content      []node
+}
+
+func shape(n *yaml.Node) node {
+	s := node{Kind: n.Kind, Style: n.Style, Value: n.Value, Line: n.Line, Column: n.Column}
+	switch {
+	case n.Kind != yaml.ScalarNode:
+		s.Line, s.Column = 0, 0 // collection positions are not used
+	case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
+		s.Value = "" // block scalar values are not computed
+	case n.Style == 0 && n.Value == "":
+		s.Line, s.Column = 0, 0 // an empty null has no text to point at
+	}
+	for _, c := range n.Content {
+		s.Content = append(s.Content, shape(c))
+	}
+	return s
+}
+
+func shapes(roots []*yaml.Node) []node {
+	var out []node
+	for _, r := range roots {
+		out = append(out, shape(r))
+	}
+	return out
+}
+
+// FuzzParse checks the fast parser against yaml.v3: whatever it accepts,
+// yaml.v3 accepts too and reads as the same tree.
+func FuzzParse(f *testing.F) {
+	addGoldenSeeds(f, func(_ string, b []byte) { f.Add(b) })
+	f.Fuzz(func(t *testing.T, src []byte) {
+		fast, err := parseFast(src)
+		if err != nil {
+			return
+		}
+		slow, err := parseSlow(src)
+		if err != nil {
+			t.Fatalf("fast parser accepted input yaml.v3 rejects (%v):\n%q", err, src)
+		}
+		if diff := cmp.Diff(shapes(slow), shapes(fast)); diff != "" {
+			t.Fatalf("fast parser disagrees with yaml.v3 on\n%q\n(-yaml.v3 +fast):\n%s", src, diff)
+		}
+	})
+}
+
+// fuzzNames are the file names FuzzRewrite rewrites its input as.
+var fuzzNames = []string{"deploy.yaml", "kustomization.yaml", "pins.yaml", "Dockerfile"}
+
+var digestRE = regexp.MustCompile(`sha256:[0-9a-f]{64}`)
+
+// FuzzRewrite checks Rewrite's promise on any input: it either fails, or
+// changes only the reported lines and, for YAML, leaves a tree equal to the
+// input's except for the digests (and tags) it set.
+func FuzzRewrite(f *testing.F) {
+	addGoldenSeeds(f, func(name string, b []byte) {
+		kind := uint8(0)
+		for i, n := range fuzzNames {
+			if classify(name) == classify(n) {
+				kind = uint8(i)
+			}
+		}
+		f.Add(b, kind, false, false)
+		f.Add(b, kind, true, true)
+	})
+	f.Fuzz(func(t *testing.T, src []byte, kind uint8, pinTags, newTag bool) {
+		file := fuzzNames[int(kind)%len(fuzzNames)]
+		u := Update{Image: "nginx", Digest: "sha256:" + strings.Repeat("b", 64), PinTags: pinTags}
+		if newTag {
+			u.Tag = "v9"
+		}
+		// Rewrite the repository of the first site, so mutations of the
+		// seeds keep exercising rewrites.
+		if sites, _, err := fileSites(file, classify(file), src); err == nil {
+			for _, s := range sites {
+				if s.err == nil {
+					u.Image = s.image
+					break
+				}
+			}
+		}
+		out, changes, err := Rewrite(file, src, u)
+		if err != nil {
+			return
+		}
+		if len(changes) == 0 {
+			if !bytes.Equal(out, src) {
+				t.Fatalf("no changes reported but output differs:\n%q\n%q", src, out)
+			}
+			return
+		}
+		checkLines(t, src, out, changes)
+		if classify(file) == ftDockerfile {
+			return
+		}
+		before, err := parseSlow(src)
+		if err != nil {
+			t.Fatalf("rewrote input yaml.v3 rejects (%v):\n%q", err, src)
+		}
+		after, err := parseSlow(out)
+		if err != nil {
+			t.Fatalf("output does not parse (%v):\ninput  %q\noutput %q", err, src, out)
+		}
+		if len(before) != len(after) {
+			t.Fatalf("output has %d documents, input %d", len(after), len(before))
+		}
+		for i := range before {
+			if msg := sameTree(before[i], after[i], u); msg != "" {
+				t.Fatalf("%s\ninput  %q\noutput %q", msg, src, out)
+			}
+		}
+	})
+}
+
+// checkLines checks that only the changed lines differ, and that they read
+// as reported.
+func checkLines(t *testing.T, src, out []byte, changes []Change) {
+	t.Helper()
+	old, neu := newLineTable(src), newLineTable(out)
+	added := map[int]bool{}
+	changed := map[int]bool{}
+	for _, c := range changes {
+		if got := neu.text(c.Line); got != c.After {
+			t.Fatalf("line %d is %q, change says %q", c.Line, got, c.After)
+		}
+		if c.Before == "" {
+			added[c.Line] = true
+		} else {
+			changed[c.Line] = true
+		}
+	}
+	if len(neu.starts)-len(added) != len(old.starts) {
+		t.Fatalf("output has %d lines with %d added, input %d", len(neu.starts), len(added), len(old.starts))
+	}
+	o := 1
+	for n := 1; n <= len(neu.starts); n++ {
+		if added[n] {
+			continue
+		}
+		if !changed[n] && old.text(o) != neu.text(n) {
+			t.Fatalf("unchanged line %d differs: %q -> %q", n, old.text(o), neu.text(n))
+		}
+		// The last line gains a break when a line is added after it.
+		if old.lineBreak(o) != neu.lineBreak(n) && !(old.lineBreak(o) == "" && added[n+1]) {
+			t.Fatalf("line %d's ending changed from %q to %q", n, old.lineBreak(o), neu.lineBreak(n))
+		}
+		o++
+	}
+}
+
+// sameTree compares two YAML trees, allowing only what Rewrite may change:
+// digests, the tag of a changed reference or tag scalar, and an added
+// digest key.
+func sameTree(a, b *yaml.Node, u Update) string {
+	if a.Kind != b.Kind || a.Anchor != b.Anchor {
+		return "node kind or anchor changed at line " + strconv.Itoa(a.Line)
+	}
+	if a.Kind == yaml.ScalarNode {
+		if a.Value == b.Value && a.Tag == b.Tag && a.Style == b.Style {
+			return ""
+		}
+		if sameScalar(a.Value, b.Value, u) {
+			return ""
+		}
+		return "scalar " + strconv.Quote(a.Value) + " became " + strconv.Quote(b.Value)
+	}
+	ac, bc := a.Content, b.Content
+	if a.Kind == yaml.MappingNode && len(bc) == len(ac)+2 {
+		// An added "digest: <digest>" pair.
+		for i := 0; i+1 < len(bc); i += 2 {
+			if (bc[i].Value == "digest") && bc[i+1].Value == u.Digest && !hasKey(ac, "digest") {
+				bc = append(append([]*yaml.Node(nil), bc[:i]...), bc[i+2:]...)
+				break
+			}
+		}
+	}
+	if len(ac) != len(bc) {
+		return "collection size changed at line " + strconv.Itoa(a.Line)
+	}
+	for i := range ac {
+		if msg := sameTree(ac[i], bc[i], u); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+func hasKey(content []*yaml.Node, key string) bool {
+	for i := 0; i+1 < len(content); i += 2 {
+		if content[i].Value == key {
+			return true
+		}
+	}
+	return false
+}
+
+// sameScalar allows a scalar to change only by a digest, its tag, or by
+// gaining a digest.
+func sameScalar(a, b string, u Update) bool {
+	if b == u.Tag || b == u.Digest && (a == "" || isNullWord(a) || validDigest(a)) {
+		return true
+	}
+	ra, oka := parseRef(a)
+	rb, okb := parseRef(b)
+	if !oka || !okb || ra.repo != rb.repo {
+		return false
+	}
+	if rb.digest != u.Digest || ra.tag != rb.tag && rb.tag != u.Tag {
+		return false
+	}
+	return digestRE.ReplaceAllString(a, "") == digestRE.ReplaceAllString(strings.Replace(b, ":"+rb.tag, ":"+ra.tag, 1), "") ||
+		a+"@"+u.Digest == strings.Replace(b, ":"+rb.tag, ":"+ra.tag, 1)
+}
+
+func isNullWord(s string) bool { return s == "~" || strings.EqualFold(s, "null") }

@@ -1,0 +1,116 @@
+package pins
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kind names the syntax a pin is written in.
+type Kind string
+
+// The kinds of pin; see the package documentation for each shape.
+const (
+	KindManifest   Kind = "manifest"
+	KindKustomize  Kind = "kustomize"
+	KindHelm       Kind = "helm"
+	KindDockerfile Kind = "dockerfile"
+	KindPinsFile   Kind = "pinsfile"
+)
+
+// Pin is one digest written down for a repository.
+type Pin struct {
+	File    string // slash path relative to the scanned directory
+	Line    int    // 1-based line of the digest itself, where a change lands
+	Column  int    // 1-based column (in characters) of the digest
+	Kind    Kind
+	Image   string // normalised repository, e.g. index.docker.io/library/nginx
+	Tag     string // tag tracked by this pin, "" if none
+	Digest  string // "sha256:<64 hex>"; "" only for a tag reference offered to Update.DigestFor under PinTags
+	Ignored bool   // the pin carries a "# pinbot: ignore" comment
+}
+
+// Update describes one repository's new digest.
+type Update struct {
+	// Image is the repository to set, in any form ("nginx",
+	// "127.0.0.1:5000/org/app"); a tag or digest on it is ignored. It is
+	// normalised with go-containerregistry's name package.
+	Image string
+	// Digest is the new "sha256:<64 hex>" digest. It is validated before
+	// any file is read, and may be empty only when DigestFor is set.
+	Digest string
+	// Tag, when set, replaces the tag of every changed pin that carries one.
+	// Pins without a tag do not gain one.
+	Tag string
+	// PinTags also pins references of the repository that carry a tag but
+	// no digest.
+	PinTags bool
+	// DigestFor, when set, chooses the digest for each pin (promote uses it
+	// to keep an index pinned as an index and a platform manifest as a
+	// platform manifest). The pin's Digest is "" for an unpinned tag under
+	// PinTags. Returning the pin's own digest leaves it unchanged.
+	DigestFor func(Pin) (string, error)
+	// Include, when set, limits Plan and Set to files for which it returns
+	// true. It receives the slash path relative to the directory.
+	Include func(file string) bool
+}
+
+// Change is one changed line of one file.
+//
+// A pin whose tag and digest sit on different lines, such as a Helm mapping
+// with a new tag, yields one Change per line, both carrying the pin's
+// digests and tags. A "digest:" line added under PinTags has an empty
+// Before.
+type Change struct {
+	File  string // slash path relative to the directory
+	Line  int    // 1-based line in the rewritten file
+	Kind  Kind
+	Image string // normalised repository
+
+	OldDigest, NewDigest string // OldDigest is "" when a tag reference was pinned
+	OldTag, NewTag       string // equal unless the tag changed
+
+	Before, After string // the full text of the line, without its line ending
+}
+
+// ErrInvalidDigest reports a digest that is not "sha256:" followed by 64
+// lowercase hex digits.
+var ErrInvalidDigest = errors.New("invalid digest: want sha256: and 64 lowercase hex digits")
+
+// SyntaxError reports a file pins cannot read or rewrite safely, such as
+// malformed YAML, naming the file and line.
+type SyntaxError struct {
+	File string // slash path relative to the directory
+	Line int    // 1-based
+	Err  error
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Err.Error())
+}
+
+// Unwrap returns the underlying error.
+func (e *SyntaxError) Unwrap() error { return e.Err }
+
+// Option configures Scan, Plan and Set.
+type Option func(*options)
+
+type options struct {
+	warn func(file string, err error)
+}
+
+// WithWarnings receives each file that was skipped and why: a malformed file
+// that does not mention the repository being set, or a pin that cannot be
+// located in place. It is called from the calling goroutine, in file order,
+// before Scan, Plan or Set returns. Without it, such files are skipped
+// silently.
+func WithWarnings(fn func(file string, err error)) Option {
+	return func(o *options) { o.warn = fn }
+}
+
+func makeOptions(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}

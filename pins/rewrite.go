@@ -1,0 +1,267 @@
+package pins
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+)
+
+// fileType is how a file is read, chosen by its name.
+type fileType int
+
+const (
+	ftNone fileType = iota
+	ftYAML
+	ftKustomize
+	ftPins
+	ftDockerfile
+)
+
+// classify chooses a file's type from its base name.
+func classify(file string) fileType {
+	base := path.Base(file)
+	lower := strings.ToLower(base)
+	switch {
+	case lower == "kustomization.yaml" || lower == "kustomization.yml" || base == "Kustomization":
+		return ftKustomize
+	case lower == "pins.yaml" || lower == "pins.yml" || strings.HasSuffix(lower, ".pins.yaml") || strings.HasSuffix(lower, ".pins.yml"):
+		return ftPins
+	case strings.HasSuffix(lower, ".yaml") || strings.HasSuffix(lower, ".yml"):
+		return ftYAML
+	case strings.HasSuffix(lower, ".dockerignore"):
+		return ftNone
+	case lower == "dockerfile" || lower == "containerfile" ||
+		strings.HasSuffix(lower, ".dockerfile") || strings.HasSuffix(lower, ".containerfile") ||
+		strings.HasPrefix(lower, "dockerfile.") || strings.HasPrefix(lower, "containerfile."):
+		return ftDockerfile
+	}
+	return ftNone
+}
+
+// fileSites reads the sites of one file. Malformed YAML is a *SyntaxError.
+func fileSites(file string, ft fileType, src []byte) ([]site, *lineTable, error) {
+	lt := newLineTable(src)
+	switch ft {
+	case ftNone:
+		return nil, lt, nil
+	case ftDockerfile:
+		return dockerfileSites(src, lt), lt, nil
+	}
+	roots, line, err := parseYAML(src)
+	if err != nil {
+		return nil, lt, &SyntaxError{File: file, Line: line, Err: err}
+	}
+	return yamlSites(ft, src, lt, roots), lt, nil
+}
+
+// update is a validated Update.
+type update struct {
+	Update
+	repo     string
+	mentions mentions
+}
+
+func prepare(u Update) (*update, error) {
+	if u.Digest != "" || u.DigestFor == nil {
+		if err := checkDigest(u.Digest); err != nil {
+			return nil, err
+		}
+	}
+	if u.Tag != "" && !validTag(u.Tag) {
+		return nil, fmt.Errorf("invalid tag %q", u.Tag)
+	}
+	repo, err := updateRepo(u.Image)
+	if err != nil {
+		return nil, err
+	}
+	return &update{Update: u, repo: repo, mentions: newMentions(repo)}, nil
+}
+
+func (u *update) digestFor(p Pin) (string, error) {
+	if u.DigestFor == nil {
+		return u.Digest, nil
+	}
+	d, err := u.DigestFor(p)
+	if err != nil {
+		return "", fmt.Errorf("choosing a digest for %s:%d: %w", p.File, p.Line, err)
+	}
+	if err := checkDigest(d); err != nil {
+		return "", fmt.Errorf("choosing a digest for %s:%d: %w", p.File, p.Line, err)
+	}
+	return d, nil
+}
+
+// Rewrite sets the pins of u.Image in one file's content and returns the
+// new content and the changed lines; file (a slash path) chooses the format
+// by its name and names the file in errors and changes. It does no I/O and
+// ignores u.Include. With nothing to change it returns src itself and no
+// changes. Malformed YAML is a *SyntaxError whether or not it mentions the
+// image; Set decides which of those to skip.
+func Rewrite(file string, src []byte, u Update) ([]byte, []Change, error) {
+	up, err := prepare(u)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rewrite(file, src, up)
+}
+
+type edit struct {
+	off, n  int
+	text    string
+	newLine bool // text starts a new line after the one at off
+}
+
+// siteChange is one site's edits, before line numbers are known.
+type siteChange struct {
+	s              site
+	digest, tag    string
+	first, nedits  int // the site's edits, in edits
+	insertedAtLine int // original line after which a line was added, or 0
+}
+
+func rewrite(file string, src []byte, u *update) ([]byte, []Change, error) {
+	ft := classify(file)
+	if ft == ftNone {
+		return src, nil, nil
+	}
+	sites, lt, err := fileSites(file, ft, src)
+	if err != nil {
+		return nil, nil, err
+	}
+	var edits []edit
+	var scs []siteChange
+	for _, s := range sites {
+		if s.image != u.repo || s.ignored {
+			continue
+		}
+		if s.err != nil {
+			return nil, nil, &SyntaxError{File: file, Line: s.line, Err: s.err}
+		}
+		pinned := s.digest != ""
+		if !pinned && (!u.PinTags || s.pinOff < 0) {
+			continue
+		}
+		d, err := u.digestFor(Pin{File: file, Line: s.line, Column: s.col, Kind: s.kind, Image: s.image, Tag: s.tag, Digest: s.digest})
+		if err != nil {
+			return nil, nil, err
+		}
+		tag := s.tag
+		if u.Tag != "" && s.tagOff >= 0 {
+			tag = u.Tag
+		}
+		if d == s.digest && tag == s.tag {
+			continue
+		}
+		sc := siteChange{s: s, digest: d, tag: tag, first: len(edits)}
+		switch {
+		case pinned && d != s.digest:
+			edits = append(edits, edit{off: s.digOff, n: digestLen, text: d})
+		case !pinned:
+			edits = append(edits, edit{off: s.pinOff, n: s.pinLen, text: s.pinPrefix + d, newLine: s.pinLine})
+			if s.pinLine {
+				sc.insertedAtLine, _ = lt.position(s.pinOff)
+			}
+		}
+		if tag != s.tag {
+			edits = append(edits, edit{off: s.tagOff, n: s.tagLen, text: tagText(tag, s.tagScalar)})
+		}
+		sc.nedits = len(edits) - sc.first
+		scs = append(scs, sc)
+	}
+	if len(edits) == 0 {
+		return src, nil, nil
+	}
+	out, err := apply(src, edits)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rewriting %s: %w", file, err)
+	}
+	return out, changes(file, lt, newLineTable(out), edits, scs), nil
+}
+
+// tagText returns a new tag as written in place of the old one. A tag that
+// was a plain YAML scalar is quoted when YAML 1.1 or 1.2 would not read it
+// back as the same string ("1.10" is a number).
+func tagText(tag string, plainScalar bool) string {
+	if !plainScalar || plainSafe(tag) {
+		return tag
+	}
+	return `"` + tag + `"`
+}
+
+func plainSafe(t string) bool {
+	c := t[0]
+	if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+		return false
+	}
+	switch strings.ToLower(t) {
+	case "y", "n", "yes", "no", "on", "off", "true", "false", "null":
+		return false
+	}
+	return true
+}
+
+// apply splices edits into a copy of src.
+func apply(src []byte, edits []edit) ([]byte, error) {
+	sorted := append([]edit(nil), edits...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].off < sorted[j].off })
+	grow := 0
+	for i, e := range sorted {
+		if i > 0 && sorted[i-1].off+sorted[i-1].n > e.off {
+			return nil, errors.New("two pins overlap")
+		}
+		grow += len(e.text) - e.n
+	}
+	out := make([]byte, 0, len(src)+grow)
+	last := 0
+	for _, e := range sorted {
+		out = append(out, src[last:e.off]...)
+		out = append(out, e.text...)
+		last = e.off + e.n
+	}
+	return append(out, src[last:]...), nil
+}
+
+// changes describes each site's changed lines, numbered in the new file.
+func changes(file string, old, neu *lineTable, edits []edit, scs []siteChange) []Change {
+	var inserted []int // original lines after which a line was added, sorted
+	for _, sc := range scs {
+		if sc.insertedAtLine > 0 {
+			inserted = append(inserted, sc.insertedAtLine)
+		}
+	}
+	sort.Ints(inserted)
+	newLine := func(l int) int { return l + sort.SearchInts(inserted, l) }
+
+	var out []Change
+	for _, sc := range scs {
+		base := Change{File: file, Kind: sc.s.kind, Image: sc.s.image,
+			OldDigest: sc.s.digest, NewDigest: sc.digest, OldTag: sc.s.tag, NewTag: sc.tag}
+		seen := map[int]bool{}
+		for _, e := range edits[sc.first : sc.first+sc.nedits] {
+			l, _ := old.position(e.off)
+			if e.newLine {
+				c := base
+				c.Line = newLine(l) + 1
+				c.After = neu.text(c.Line)
+				out = append(out, c)
+				continue
+			}
+			if seen[l] {
+				continue
+			}
+			seen[l] = true
+			c := base
+			c.Line = newLine(l)
+			c.Before, c.After = old.text(l), neu.text(c.Line)
+			out = append(out, c)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
+	return out
+}
+
+// containsDigest is the cheap test for a file that may hold a pin.
+func containsDigest(src []byte) bool { return bytes.Contains(src, []byte("sha256:")) }

@@ -1,0 +1,61 @@
+package pins
+
+import (
+	"io/fs"
+	"sort"
+	"sync"
+)
+
+// Scan returns every digest pin under dir, sorted by file, line and
+// column, including ignored ones. Files without "sha256:" are not parsed.
+// Malformed files are skipped with a warning (see WithWarnings); a pin whose
+// value cannot be rewritten in place (an escaped or multi-line scalar) is
+// listed at its scalar's position and warned about.
+func Scan(dir string, opts ...Option) ([]Pin, error) {
+	o := makeOptions(opts)
+	var (
+		mu   sync.Mutex
+		pins []Pin
+		warn warnings
+	)
+	err := forEachFile(dir, nil, func(f treeFile, src []byte, _ fs.FileInfo) error {
+		if !containsDigest(src) {
+			return nil
+		}
+		sites, _, err := fileSites(f.rel, f.ft, src)
+		if err != nil {
+			warn.add(f.rel, err)
+			return nil
+		}
+		var found []Pin
+		for _, s := range sites {
+			if s.digest == "" {
+				continue
+			}
+			if s.err != nil {
+				warn.add(f.rel, &SyntaxError{File: f.rel, Line: s.line, Err: s.err})
+			}
+			found = append(found, Pin{File: f.rel, Line: s.line, Column: s.col, Kind: s.kind,
+				Image: s.image, Tag: s.tag, Digest: s.digest, Ignored: s.ignored})
+		}
+		mu.Lock()
+		pins = append(pins, found...)
+		mu.Unlock()
+		return nil
+	})
+	warn.deliver(o.warn)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(pins, func(i, j int) bool {
+		a, b := pins[i], pins[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Column < b.Column
+	})
+	return pins, nil
+}
