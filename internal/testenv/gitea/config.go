@@ -19,6 +19,9 @@ type config struct {
 	TLS        bool
 	CertFile   string
 	KeyFile    string
+	// JournalMode is SQLite's: WAL for a server, DELETE for the seed, so the
+	// seed is one self-contained file.
+	JournalMode string
 
 	SecretKey, InternalToken, JWTSecret, LFSJWTSecret string
 }
@@ -30,6 +33,7 @@ func newConfig(dir, staticRoot string, port int, tls bool) config {
 		StaticRoot:    staticRoot,
 		Port:          port,
 		TLS:           tls,
+		JournalMode:   "WAL",
 		SecretKey:     hex.EncodeToString(random(32)),
 		InternalToken: hex.EncodeToString(random(32)),
 		JWTSecret:     base64.RawURLEncoding.EncodeToString(random(32)),
@@ -109,7 +113,7 @@ GRACEFUL_HAMMER_TIME = 2s
 [database]
 DB_TYPE = sqlite3
 PATH = {{.Dir}}/data/gitea.db
-SQLITE_JOURNAL_MODE = WAL
+SQLITE_JOURNAL_MODE = {{.JournalMode}}
 LOG_SQL = false
 
 [repository]

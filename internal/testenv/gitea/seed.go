@@ -16,7 +16,7 @@ import (
 
 // seedVersion changes whenever the seed's content or app.ini changes in a
 // way that makes older seeds unusable.
-const seedVersion = "1"
+const seedVersion = "2"
 
 // seedMeta records the admin credentials baked into a seed database.
 type seedMeta struct {
@@ -100,6 +100,7 @@ func ensureSeed(ctx context.Context, s *Server) (string, error) {
 		bin:           s.bin,
 		cfg:           newConfig(tmp, s.cfg.StaticRoot, s.cfg.Port, false),
 	}
+	builder.cfg.JournalMode = "DELETE"
 	if err := builder.cfg.write(); err != nil {
 		return "", err
 	}
@@ -187,7 +188,7 @@ func copyDir(src, dst string) error {
 		if d.IsDir() {
 			return os.MkdirAll(target, 0o755)
 		}
-		if !d.Type().IsRegular() || strings.HasSuffix(path, ".lock") {
+		if !d.Type().IsRegular() || strings.HasSuffix(path, "-shm") {
 			return nil
 		}
 		return copyFile(path, target)

@@ -115,6 +115,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 var errPortTaken = errors.New("port already in use")
 
 func start(ctx context.Context, bin, root string, opts Options) (_ *Server, err error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	dir, removeDir := opts.Dir, false
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "pinbot-gitea-"); err != nil {
@@ -122,13 +126,9 @@ func start(ctx context.Context, bin, root string, opts Options) (_ *Server, err 
 		}
 		removeDir = true
 	}
-	// Unix sockets and some Gitea paths dislike symlinked temp dirs.
+	// Gitea writes absolute paths into Git hooks; use the real one.
 	if resolved, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = resolved
-	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
 	}
 	cfg := newConfig(dir, root, port, opts.TLS)
 	s := &Server{
@@ -340,6 +340,7 @@ type HTTPError struct {
 	Body         string
 }
 
+// Error names the request, the status and Gitea's answer.
 func (e *HTTPError) Error() string {
 	return fmt.Sprintf("%s %s: HTTP %d: %s", e.Method, e.Path, e.StatusCode, e.Body)
 }
