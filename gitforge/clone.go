@@ -73,7 +73,8 @@ type Worktree struct {
 // Clone is idempotent, so dir can be an on-disk cache: when dir already
 // holds a clone of url it fetches branch and hard-resets the working copy to
 // the remote head (dropping local commits and untracked files) instead of
-// cloning again. A dir that holds anything else is an error.
+// cloning again; keep one such directory per (url, branch). A dir that
+// holds anything else is an error, and a failed first clone leaves dir empty.
 func Clone(ctx context.Context, url, branch, dir string, auth Auth) (*Worktree, error) {
 	w, err := clone(ctx, url, branch, dir, auth)
 	return w, redact.Error(err)

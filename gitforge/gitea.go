@@ -37,6 +37,7 @@ type APIError struct {
 	Err error
 }
 
+// Error names the operation and the status, with the token redacted.
 func (e *APIError) Error() string {
 	var msg string
 	switch e.StatusCode {

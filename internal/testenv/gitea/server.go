@@ -42,7 +42,7 @@ type Options struct {
 	// BinDir holds gitea and gitea.root; default BinDir().
 	BinDir string
 	// Dir is the work directory; default a new temporary directory, which
-	// Stop removes. A given Dir is kept.
+	// Stop removes. A given Dir must be empty and is kept.
 	Dir string
 	// StartTimeout bounds the wait for the API; default DefaultStartTimeout.
 	StartTimeout time.Duration
