@@ -1,0 +1,449 @@
+package promote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/pins"
+)
+
+// DefaultConcurrency bounds drift's registry lookups in flight.
+const DefaultConcurrency = 8
+
+// DriftOptions tune one drift run.
+type DriftOptions struct {
+	// MinAge, when not nil, overrides .pinbot.yaml's drift.minAge.
+	MinAge *time.Duration
+	// Group, when set, overrides .pinbot.yaml's drift.group.
+	Group Group
+	// State measures digest ages (see Age); nil falls back to created
+	// times.
+	State *State
+	// Concurrency bounds the tags resolved at once; default
+	// DefaultConcurrency. The registry client's own per-host limit,
+	// retries and rate limiting apply beneath it.
+	Concurrency int
+	// Choose tunes how each pin's digest is chosen.
+	Choose ChooseOptions
+	// DryRun resolves and renders but pushes, edits and closes nothing.
+	DryRun bool
+}
+
+// Tracked is one repository tag that pins follow.
+type Tracked struct {
+	Image, Tag string
+	// Digest is what the tag points at now ("" when it failed).
+	Digest string
+	// Age is how long Digest has been behind the tag, when AgeKnown.
+	Age      time.Duration
+	AgeKnown bool
+	// Targets holds the targets whose pins moved with the tag.
+	Targets []string
+}
+
+// Failure is one image (or branch) drift could not handle.
+type Failure struct {
+	Image, Tag string // the tag that failed to resolve, if any
+	Branch     string // the branch that failed to publish, if any
+	Err        error
+}
+
+func (f Failure) Error() string { return f.Err.Error() }
+
+// DriftReport is what one drift run found and did.
+type DriftReport struct {
+	// Checked counts the distinct repository tags resolved.
+	Checked int
+	// Moved are the tags whose digest moved and were promoted; Held moved
+	// too recently (within the stabilisation window).
+	Moved, Held []Tracked
+	// Failed are the tags and branches that failed; the others went on.
+	Failed []Failure
+	// Results are the branches touched, in order.
+	Results []Result
+}
+
+// Count returns how many Results have status st.
+func (r DriftReport) Count(st Status) int {
+	n := 0
+	for _, res := range r.Results {
+		if res.Status == st {
+			n++
+		}
+	}
+	return n
+}
+
+// Closed counts the pull requests closed as obsolete.
+func (r DriftReport) Closed() int {
+	n := 0
+	for _, res := range r.Results {
+		if res.Closed != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// Summary is the one-line summary of a run.
+func (r DriftReport) Summary() string {
+	return fmt.Sprintf("drift: checked %d %s, %d moved, %d held; pull requests: %d opened, %d updated, %d unchanged, %d closed; %d failed",
+		r.Checked, plural(r.Checked, "tag", "tags"), len(r.Moved), len(r.Held),
+		r.Count(StatusOpened), r.Count(StatusUpdated), r.Count(StatusUnchanged), r.Closed(), len(r.Failed))
+}
+
+// Err joins the failures; nil when none.
+func (r DriftReport) Err() error {
+	errs := make([]error, len(r.Failed))
+	for i, f := range r.Failed {
+		errs[i] = f
+	}
+	return errors.Join(errs...)
+}
+
+type tagKey struct{ image, tag string }
+
+// tracking is one tag that pins follow and what the registry said.
+type tracking struct {
+	key     tagKey
+	pins    []pins.Pin
+	promo   Promotion
+	moved   map[string]bool // targets where a pin's digest moved
+	err     error
+	checked bool
+}
+
+// Drift finds every pin that follows a tag (a repo:tag@digest reference, a
+// Helm tag or kustomize newTag next to the digest, or a track entry of
+// .pinbot.yaml for digest-only pins), resolves each distinct tag once, and
+// promotes the tags that moved through the same pull request machinery as
+// Run, one pull request per image and target by default. A digest younger
+// than the minimum age (see Age) is held back. A failure for one image is
+// reported in the DriftReport and does not stop the others; the error
+// return is for failures that stop the whole run (no clone, bad config).
+func Drift(ctx context.Context, env Env, opts DriftOptions) (DriftReport, error) {
+	env.defaults()
+	log := logctx.From(ctx)
+	var rep DriftReport
+	s, err := open(ctx, &env)
+	if err != nil {
+		return rep, err
+	}
+	defer s.close()
+	minAge := s.cfg.Drift.MinAge
+	if opts.MinAge != nil {
+		minAge = *opts.MinAge
+	}
+	group := s.cfg.Drift.Group
+	if opts.Group != "" {
+		group = opts.Group
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+
+	tracked := s.tracked()
+	s.resolveAll(ctx, tracked, opts)
+	now := env.Now()
+	var promote []*tracking
+	for _, t := range tracked {
+		if !t.checked {
+			continue
+		}
+		rep.Checked++
+		if t.err != nil {
+			rep.Failed = append(rep.Failed, Failure{Image: t.key.image, Tag: t.key.tag, Err: t.err})
+			log.Warn("drift check failed", "image", t.key.image, "tag", t.key.tag, "error", t.err.Error())
+			continue
+		}
+		if len(t.moved) == 0 {
+			continue
+		}
+		age, known := Age(opts.State, t.key.image, t.key.tag, t.promo.Digest, t.promo.Described.Created, now)
+		tr := Tracked{Image: t.key.image, Tag: t.key.tag, Digest: t.promo.Digest, Age: age, AgeKnown: known, Targets: sortedKeys(t.moved)}
+		switch {
+		case minAge > 0 && known && age < minAge:
+			log.Info("holding a new digest inside the stabilisation window", "image", tr.Image, "tag", tr.Tag,
+				"digest", tr.Digest, "age", age.Round(time.Second).String(), "min_age", minAge.String())
+			rep.Held = append(rep.Held, tr)
+			continue
+		case minAge > 0 && !known:
+			log.Warn("cannot measure the digest's age (no drift state and no created time); not holding it",
+				"image", tr.Image, "tag", tr.Tag, "digest", tr.Digest)
+		}
+		rep.Moved = append(rep.Moved, tr)
+		promote = append(promote, t)
+	}
+	if opts.State != nil {
+		current := map[string]bool{}
+		for _, t := range tracked {
+			if t.err == nil && t.promo.Digest != "" {
+				current[stateKey(t.key.image, t.key.tag, t.promo.Digest)] = true
+			}
+		}
+		opts.State.Keep(func(image, tag, digest string) bool { return current[stateKey(image, tag, digest)] })
+		if err := opts.State.Save(); err != nil {
+			rep.Failed = append(rep.Failed, Failure{Err: err})
+		}
+	}
+
+	openPulls, err := env.Forge.ListPulls(ctx, env.Repo, "open")
+	if err != nil {
+		return rep, fmt.Errorf("listing open pull requests of %s: %w", env.Repo, err)
+	}
+	byBranch := map[string]*gitforge.Pull{}
+	for i := range openPulls {
+		byBranch[openPulls[i].Head] = &openPulls[i]
+	}
+
+	jobs := s.driftJobs(promote, group, opts.Choose)
+	planned := map[string]bool{}
+	for _, j := range jobs {
+		planned[j.branch] = true
+		if pr := byBranch[j.branch]; pr != nil {
+			if m, err := ParseBody(pr.Body); err == nil && !driftOnly(m) {
+				rep.Results = append(rep.Results, Result{
+					Target: j.target, Branch: j.branch, Status: StatusSkipped, Pull: pr, Meta: j.meta(),
+					Notes: []string{fmt.Sprintf("open pull request #%d was opened by a promotion (%s); drift leaves it alone", pr.Number, sourcesOf(m))},
+				})
+				log.Info("skipping a branch with an open promotion", "branch", j.branch, "number", pr.Number)
+				continue
+			}
+		}
+		res, err := s.runJob(ctx, j, opts.DryRun)
+		if err != nil {
+			rep.Failed = append(rep.Failed, Failure{Branch: j.branch, Err: fmt.Errorf("publishing %s: %w", j.branch, err)})
+			log.Warn("drift publish failed", "branch", j.branch, "error", err.Error())
+			continue
+		}
+		rep.Results = append(rep.Results, res)
+	}
+	rep.Results = append(rep.Results, s.closeStale(ctx, byBranch, planned, tracked, opts.DryRun, &rep)...)
+	return rep, nil
+}
+
+// tracked groups the base's pins by the tag they follow.
+func (s *session) tracked() []*tracking {
+	byKey := map[tagKey]*tracking{}
+	var out []*tracking
+	for _, p := range s.pins {
+		tag := s.tagOf(p)
+		if p.Ignored || p.Digest == "" || tag == "" || s.cfg.TargetOf(p.File) == "" {
+			continue
+		}
+		k := tagKey{p.Image, tag}
+		t := byKey[k]
+		if t == nil {
+			t = &tracking{key: k, moved: map[string]bool{}}
+			byKey[k] = t
+			out = append(out, t)
+		}
+		t.pins = append(t.pins, p)
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].key.image != out[b].key.image {
+			return out[a].key.image < out[b].key.image
+		}
+		return out[a].key.tag < out[b].key.tag
+	})
+	return out
+}
+
+// tagOf is the tag a pin follows: its own, or a track entry's for a
+// digest-only pin.
+func (s *session) tagOf(p pins.Pin) string {
+	if p.Tag != "" {
+		return p.Tag
+	}
+	return s.cfg.TrackedTag(p.Image, p.File)
+}
+
+// resolveAll resolves every tracked tag, at most opts.Concurrency at once,
+// and works out which of its pins moved. Failures are kept per tag.
+func (s *session) resolveAll(ctx context.Context, tracked []*tracking, opts DriftOptions) {
+	var g errgroup.Group
+	g.SetLimit(opts.Concurrency)
+	for _, t := range tracked {
+		g.Go(func() error {
+			t.checked = true
+			t.err = s.check(ctx, t, opts.Choose)
+			return nil
+		})
+	}
+	_ = g.Wait() // every goroutine returns nil; failures are in t.err
+}
+
+// check resolves one tag and decides, per pin, whether its digest moved:
+// the digest the pin would get (the tag's index, or its child for the
+// pin's platform) differs from the pinned one.
+func (s *session) check(ctx context.Context, t *tracking, opts ChooseOptions) error {
+	ref := t.key.image + ":" + t.key.tag
+	d, err := s.env.Registry.Resolve(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("resolving %s: %w", ref, err)
+	}
+	t.promo = Promotion{Image: t.key.image, Tag: t.key.tag, Tags: []string{t.key.tag}, Digest: d.Digest, Source: SourceDrift}
+	differs := false
+	for _, p := range t.pins {
+		if p.Digest != d.Digest {
+			differs = true
+		}
+	}
+	if !differs {
+		return nil
+	}
+	if t.promo.Described, err = s.env.Registry.Describe(ctx, t.key.image+"@"+d.Digest); err != nil {
+		return fmt.Errorf("describing %s@%s: %w", ref, d.Digest, err)
+	}
+	for _, p := range t.pins {
+		if p.Digest == d.Digest {
+			continue
+		}
+		want, _, err := s.chooser.digestFor(ctx, p, t.promo, opts)
+		if err != nil {
+			return fmt.Errorf("%s: %w", ref, err)
+		}
+		if want != p.Digest {
+			t.moved[s.cfg.TargetOf(p.File)] = true
+		}
+	}
+	return nil
+}
+
+// driftJobs groups the moved tags into branches.
+func (s *session) driftJobs(moved []*tracking, group Group, opts ChooseOptions) []job {
+	type jobKey struct{ target, image string }
+	byKey := map[jobKey]*job{}
+	var keys []jobKey
+	for _, t := range moved {
+		for _, target := range sortedKeys(t.moved) {
+			k := jobKey{target: target}
+			switch group {
+			case GroupImage:
+				k.image = t.key.image
+			case GroupAll:
+				k.target = ""
+			}
+			j := byKey[k]
+			if j == nil {
+				branch := GroupBranch(s.cfg.BranchPrefix, k.target)
+				if group == GroupImage {
+					branch = Branch(s.cfg.BranchPrefix, k.target, k.image)
+				}
+				j = &job{target: k.target, branch: branch, obsolete: closeIfDrift}
+				byKey[k] = j
+				keys = append(keys, k)
+			}
+			if group == GroupAll && len(j.proms) > 0 && j.proms[len(j.proms)-1].key == t.key {
+				continue // already in the job through another target
+			}
+			j.proms = append(j.proms, s.driftPromotion(t, k.target, opts))
+		}
+	}
+	jobs := make([]job, len(keys))
+	for i, k := range keys {
+		jobs[i] = *byKey[k]
+	}
+	return jobs
+}
+
+// driftPromotion lets t's digest change the pins that follow t's tag in
+// target ("" for every target). Tags in files stay as they are.
+func (s *session) driftPromotion(t *tracking, target string, opts ChooseOptions) jobPromotion {
+	k := t.key
+	return jobPromotion{
+		Promotion: t.promo,
+		key:       k,
+		match: func(p pins.Pin) bool {
+			tgt := s.cfg.TargetOf(p.File)
+			return p.Image == k.image && s.tagOf(p) == k.tag && tgt != "" && (target == "" || tgt == target) && p.Digest != ""
+		},
+		choose: opts,
+	}
+}
+
+// closeIfDrift closes an open pull request that drift opened (every image
+// in its hidden block came from drift) once the base needs no change.
+func closeIfDrift(open *Meta) (bool, string) {
+	if open == nil || !driftOnly(*open) {
+		return false, ""
+	}
+	return true, "pinbot closes this pull request: every tag it followed points at the digest the base branch pins now, so it is obsolete."
+}
+
+func driftOnly(m Meta) bool {
+	for _, im := range m.Images {
+		if im.Source != SourceDrift {
+			return false
+		}
+	}
+	return len(m.Images) > 0
+}
+
+func sourcesOf(m Meta) string {
+	var out []string
+	for _, im := range m.Images {
+		out = appendUnique(out, im.Source.Describe())
+	}
+	return strings.Join(out, ", ")
+}
+
+// closeStale closes drift pull requests on branches this run planned no
+// job for, whose tags all point at the pinned digests again (none held or
+// failed this run).
+func (s *session) closeStale(ctx context.Context, open map[string]*gitforge.Pull, planned map[string]bool, tracked []*tracking, dryRun bool, rep *DriftReport) []Result {
+	unsettled := map[tagKey]bool{}
+	for _, t := range tracked {
+		if t.err != nil || len(t.moved) > 0 {
+			unsettled[t.key] = true
+		}
+	}
+	var out []Result
+	branches := sortedKeys(open)
+	for _, branch := range branches {
+		pr := open[branch]
+		if planned[branch] || !strings.HasPrefix(branch, s.cfg.BranchPrefix) {
+			continue
+		}
+		m, err := ParseBody(pr.Body)
+		if err != nil || !driftOnly(m) {
+			continue
+		}
+		stale := true
+		for _, im := range m.Images {
+			if unsettled[tagKey{im.Image, im.Tag}] {
+				stale = false
+			}
+		}
+		if !stale {
+			continue
+		}
+		_, comment := closeIfDrift(&m)
+		res := Result{Target: m.Target, Branch: branch, Status: StatusAlreadyPinned, Closed: pr, Meta: Meta{Version: MetaVersion, Target: m.Target}}
+		if !dryRun {
+			if err := s.env.Forge.ClosePull(ctx, s.env.Repo, pr.Number, comment); err != nil {
+				rep.Failed = append(rep.Failed, Failure{Branch: branch, Err: fmt.Errorf("closing obsolete pull request #%d: %w", pr.Number, err)})
+				continue
+			}
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

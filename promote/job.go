@@ -1,0 +1,393 @@
+package promote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/pins"
+	"pinbot.dev/pinbot/registry"
+)
+
+// job is one branch's worth of promotion: the digests it proposes for the
+// pins of one target (or of every target, for a grouped drift pull
+// request).
+type job struct {
+	target string // "" for every target
+	branch string
+	proms  []jobPromotion
+	// obsolete says whether an open pull request on the branch, whose
+	// hidden block is open (nil when unreadable), is to be closed when the
+	// base needs no change, and with which comment.
+	obsolete func(open *Meta) (bool, string)
+}
+
+// jobPromotion is one digest of a job and the pins it may change.
+type jobPromotion struct {
+	Promotion
+	// tag is written into changed pins that carry a tag; "" keeps tags.
+	tag string
+	// key is the tag drift followed to this digest.
+	key tagKey
+	// match selects the pins this promotion may change.
+	match  func(pins.Pin) bool
+	choose ChooseOptions
+}
+
+// meta returns the job's Meta before anything is applied.
+func (j job) meta() Meta {
+	m := Meta{Version: MetaVersion, Target: j.target}
+	for _, p := range j.proms {
+		m.Images = append(m.Images, ImageMeta{Image: p.Image, Digest: p.Digest, Tag: p.Tag, Source: p.Source})
+	}
+	return m
+}
+
+// apply rewrites the job's pins in the working copy and returns the changes
+// and notes for reviewers.
+func (s *session) apply(ctx context.Context, j job) ([]ChangeRecord, []string, error) {
+	var changes []ChangeRecord
+	var notes []string
+	var mu sync.Mutex // pins calls DigestFor from several goroutines
+	for _, p := range j.proms {
+		files := map[string]bool{}
+		for _, pin := range s.pins {
+			if pin.Image == p.Image && p.match(pin) {
+				files[pin.File] = true
+			}
+		}
+		if len(files) == 0 {
+			continue
+		}
+		u := pins.Update{
+			Image:   p.Image,
+			Digest:  p.Digest,
+			Tag:     p.tag,
+			Include: func(file string) bool { return files[file] },
+			DigestFor: func(pin pins.Pin) (string, error) {
+				if !p.match(pin) {
+					return pin.Digest, nil
+				}
+				d, note, err := s.chooser.digestFor(ctx, pin, p.Promotion, p.choose)
+				if note != "" {
+					mu.Lock()
+					notes = appendUnique(notes, note)
+					mu.Unlock()
+				}
+				return d, err
+			},
+		}
+		got, err := pins.Set(s.dir, u)
+		if err != nil {
+			return nil, nil, fmt.Errorf("rewriting pins of %s: %w", p.Image, err)
+		}
+		for _, c := range got {
+			changes = append(changes, ChangeRecord{
+				File: c.File, Line: c.Line, Kind: string(c.Kind), Image: c.Image,
+				OldDigest: c.OldDigest, NewDigest: c.NewDigest, OldTag: c.OldTag, NewTag: c.NewTag,
+				Before: c.Before, After: c.After,
+			})
+		}
+	}
+	sort.SliceStable(changes, func(a, b int) bool {
+		if changes[a].File != changes[b].File {
+			return changes[a].File < changes[b].File
+		}
+		return changes[a].Line < changes[b].Line
+	})
+	sort.Strings(notes)
+	return changes, notes, nil
+}
+
+func appendUnique(list []string, s string) []string {
+	for _, v := range list {
+		if v == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// runJob brings one branch and its pull request to what the job proposes
+// on the current base. It leaves the working copy reset to the base.
+func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error) {
+	log := logctx.From(ctx).With("branch", j.branch)
+	res := Result{Target: j.target, Branch: j.branch}
+	for attempt := 1; ; attempt++ {
+		if err := s.scan(ctx); err != nil {
+			return res, err
+		}
+		changes, notes, err := s.apply(ctx, j)
+		if err != nil {
+			s.reset(ctx)
+			return res, err
+		}
+		meta := j.meta()
+		meta.Base, meta.Changes = s.w.Head(), changes
+		res.Meta, res.Notes = meta, notes
+
+		open, err := s.env.Forge.OpenPull(ctx, s.env.Repo, j.branch)
+		if err != nil {
+			s.reset(ctx)
+			return res, fmt.Errorf("finding the open pull request of %s: %w", j.branch, err)
+		}
+		var openMeta *Meta
+		if open != nil {
+			if m, err := ParseBody(open.Body); err == nil {
+				openMeta = &m
+			}
+		}
+
+		if len(changes) == 0 {
+			res.Status = StatusAlreadyPinned
+			if close, comment := false, ""; open != nil {
+				close, comment = j.obsolete(openMeta)
+				if !close {
+					res.Pull = open
+					return res, nil
+				}
+				res.Closed = open
+				if !dryRun {
+					if err := s.env.Forge.ClosePull(ctx, s.env.Repo, open.Number, comment); err != nil {
+						return res, fmt.Errorf("closing obsolete pull request #%d: %w", open.Number, err)
+					}
+					log.Info("closed obsolete pull request", "number", open.Number)
+				}
+			}
+			return res, nil
+		}
+
+		proposal := s.proposal(j, meta, notes)
+		res.Diff = RenderDiff(changes)
+		if open != nil && openMeta != nil && openMeta.SameProposal(meta) && openMeta.Head == open.HeadSHA {
+			s.reset(ctx)
+			res.Status, res.Pull, res.Meta = StatusUnchanged, open, *openMeta
+			res.Body = open.Body
+			return res, nil
+		}
+		if dryRun {
+			res.Status, res.Pull, res.Body = StatusDryRun, open, RenderBody(proposal)
+			s.reset(ctx)
+			return res, nil
+		}
+
+		author := gitforge.Signature{Name: s.cfg.Author.Name, Email: s.cfg.Author.Email, When: s.env.Now()}
+		head, err := s.w.Commit(CommitMessage(meta), author)
+		if err != nil {
+			s.reset(ctx)
+			return res, fmt.Errorf("committing on %s: %w", s.base, err)
+		}
+		pushErr := s.w.Push(ctx, j.branch, true)
+		newBase, fetchErr := s.w.Fetch(ctx) // back to the base, and has it moved?
+		switch {
+		case errors.Is(pushErr, gitforge.ErrPushRejected) && attempt < s.env.Attempts:
+			log.Info("push rejected; regenerating from a fresh base", "attempt", attempt)
+			if fetchErr != nil {
+				return res, fetchErr
+			}
+			continue
+		case pushErr != nil:
+			return res, pushErr
+		case fetchErr != nil:
+			return res, fmt.Errorf("reading the base branch %s after pushing %s: %w", s.base, j.branch, fetchErr)
+		case newBase != meta.Base && attempt < s.env.Attempts:
+			log.Info("base branch moved during the promotion; regenerating", "base", s.base, "from", meta.Base, "to", newBase)
+			continue
+		}
+		meta.Head = head
+		proposal.Meta = meta
+		res.Meta, res.Body = meta, RenderBody(proposal)
+		res.Pull, res.Status, err = s.publish(ctx, j, head, Title(meta), res.Body)
+		return res, err
+	}
+}
+
+// reset puts the working copy back on the base head; a failure shows on
+// the next operation.
+func (s *session) reset(ctx context.Context) {
+	if _, err := s.w.Fetch(ctx); err != nil {
+		logctx.From(ctx).Debug("resetting the clone", "error", err.Error())
+	}
+}
+
+func (s *session) proposal(j job, meta Meta, notes []string) Proposal {
+	p := Proposal{Meta: meta, Facts: map[string]Facts{}, Files: map[string]string{}, Notes: notes}
+	for _, jp := range j.proms {
+		p.Facts[jp.Image] = factsOf(jp.Described)
+		if jp.File != "" {
+			p.Files[jp.Image] = jp.File
+		}
+	}
+	return p
+}
+
+// closeComment explains why a promotion closes the open pull request of its
+// branch: the base already pins what was promoted.
+func closeComment(base string, promoted []ImageMeta, open *Meta) string {
+	what := "its proposal"
+	if open != nil && len(open.Images) > 0 {
+		what = "its proposal (" + describeImages(open.Images) + ")"
+	}
+	return fmt.Sprintf("pinbot closes this pull request: the %s branch already pins %s, so %s is obsolete.",
+		base, describeImages(promoted), what)
+}
+
+func describeImages(ims []ImageMeta) string {
+	s := ""
+	for i, im := range ims {
+		if i > 0 {
+			s += ", "
+		}
+		s += im.Image + " " + Ref(im.Tag, im.Digest)
+	}
+	return s
+}
+
+// publish creates or edits the one open pull request of the branch after
+// head was pushed to it. The branch is the serialisation point: the text
+// is written only while the pull request's head is head, and checked again
+// afterwards; a later push owns the text.
+func (s *session) publish(ctx context.Context, j job, head, title, body string) (*gitforge.Pull, Status, error) {
+	log := logctx.From(ctx).With("branch", j.branch)
+	repo := s.env.Repo
+	status := StatusUpdated
+	var pr *gitforge.Pull
+	for round := 1; ; round++ {
+		if round > 5 {
+			return pr, status, fmt.Errorf("writing pull request of %s: its text kept changing under pinbot", j.branch)
+		}
+		open, err := s.env.Forge.OpenPull(ctx, repo, j.branch)
+		if err != nil {
+			return nil, "", fmt.Errorf("finding the open pull request of %s: %w", j.branch, err)
+		}
+		switch {
+		case open == nil:
+			pr, err = s.env.Forge.CreatePull(ctx, repo, gitforge.Pull{Head: j.branch, Base: s.base, Title: title, Body: body})
+			if err != nil {
+				// Another promotion may have created it meanwhile: look again.
+				again, lookErr := s.env.Forge.OpenPull(ctx, repo, j.branch)
+				if lookErr == nil && again != nil {
+					log.Debug("lost the race to create the pull request", "number", again.Number)
+					continue
+				}
+				return nil, "", fmt.Errorf("creating a pull request for %s: %w", j.branch, err)
+			}
+			status = StatusOpened
+			log.Info("opened pull request", "number", pr.Number)
+			if len(s.cfg.Reviewers) > 0 {
+				if err := s.env.Forge.RequestReviewers(ctx, repo, pr.Number, s.cfg.Reviewers); err != nil {
+					return pr, status, fmt.Errorf("requesting reviewers on #%d: %w", pr.Number, err)
+				}
+			}
+		case open.HeadSHA != head:
+			log.Info("a later promotion replaced the branch; leaving the text to it", "number", open.Number, "head", open.HeadSHA)
+			return open, StatusSuperseded, nil
+		case open.Title != title || open.Body != body:
+			pr, err = s.env.Forge.EditPull(ctx, repo, open.Number, title, body)
+			if err != nil {
+				return nil, "", fmt.Errorf("editing pull request #%d: %w", open.Number, err)
+			}
+			log.Info("updated pull request", "number", open.Number)
+		default:
+			pr = open
+		}
+		if len(s.cfg.Labels) > 0 {
+			if err := s.env.Forge.AddLabels(ctx, repo, pr.Number, s.cfg.Labels); err != nil {
+				return pr, status, fmt.Errorf("labelling #%d: %w", pr.Number, err)
+			}
+		}
+		// Check that the text written matches the branch head.
+		now, err := s.env.Forge.GetPull(ctx, repo, pr.Number)
+		if err != nil {
+			return pr, status, fmt.Errorf("re-reading pull request #%d: %w", pr.Number, err)
+		}
+		switch {
+		case now.State != gitforge.StateOpen:
+			return now, status, nil // merged or closed meanwhile: nothing left to fix
+		case now.HeadSHA != head:
+			return now, StatusSuperseded, nil
+		case now.Title != title || now.Body != body:
+			log.Debug("pull request text was overwritten by an earlier promotion; writing it again", "number", now.Number)
+			continue
+		}
+		return now, status, nil
+	}
+}
+
+// chooser picks each pin's digest, caching what the registry says about
+// old digests and index children for the whole run.
+type chooser struct {
+	reg      Registry
+	mu       sync.Mutex                 // guards the maps; never held across I/O
+	old      map[string]*registry.Image // by "repo@digest"; nil when gone
+	children map[string]string          // by "repo@digest platform"
+}
+
+func newChooser(reg Registry) *chooser {
+	return &chooser{reg: reg, old: map[string]*registry.Image{}, children: map[string]string{}}
+}
+
+// digestFor returns the digest pin gets when p is promoted (see Choose).
+func (c *chooser) digestFor(ctx context.Context, pin pins.Pin, p Promotion, opts ChooseOptions) (string, string, error) {
+	name := fmt.Sprintf("%s:%d", pin.File, pin.Line)
+	if pin.Digest == p.Digest {
+		return p.Digest, "", nil
+	}
+	var old *registry.Image
+	if pin.Digest != "" {
+		var err error
+		if old, err = c.describeOld(ctx, pin.Image+"@"+pin.Digest); err != nil {
+			return "", "", fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	choice, err := Choose(name, old, p.Described, opts)
+	if err != nil {
+		return "", "", err
+	}
+	if choice.Child == nil {
+		return p.Digest, choice.Note, nil
+	}
+	key := p.Image + "@" + p.Digest + " " + choice.Child.String()
+	c.mu.Lock()
+	d, ok := c.children[key]
+	c.mu.Unlock()
+	if ok {
+		return d, choice.Note, nil
+	}
+	child, err := c.reg.ChildFor(ctx, p.Image+"@"+p.Digest, *choice.Child)
+	if err != nil {
+		return "", "", fmt.Errorf("%s pins a %s manifest: %w", name, choice.Child, err)
+	}
+	c.mu.Lock()
+	c.children[key] = child.Digest
+	c.mu.Unlock()
+	return child.Digest, choice.Note, nil
+}
+
+// describeOld reads what a pin's current digest is; nil when the registry
+// no longer has it.
+func (c *chooser) describeOld(ctx context.Context, ref string) (*registry.Image, error) {
+	c.mu.Lock()
+	cached, ok := c.old[ref]
+	c.mu.Unlock()
+	if ok {
+		return cached, nil
+	}
+	img, err := c.reg.Describe(ctx, ref)
+	var found *registry.Image
+	switch {
+	case errors.Is(err, registry.ErrNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("reading the pinned digest's kind: %w", err)
+	default:
+		found = &img
+	}
+	c.mu.Lock()
+	c.old[ref] = found
+	c.mu.Unlock()
+	return found, nil
+}

@@ -1,0 +1,279 @@
+package promote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/pins"
+	"pinbot.dev/pinbot/registry"
+)
+
+// Forge is the part of the Gitea API promote uses; *gitforge.Gitea
+// implements it.
+type Forge interface {
+	DefaultBranch(ctx context.Context, repo gitforge.Repo) (string, error)
+	OpenPull(ctx context.Context, repo gitforge.Repo, head string) (*gitforge.Pull, error)
+	ListPulls(ctx context.Context, repo gitforge.Repo, state string) ([]gitforge.Pull, error)
+	GetPull(ctx context.Context, repo gitforge.Repo, number int64) (*gitforge.Pull, error)
+	CreatePull(ctx context.Context, repo gitforge.Repo, p gitforge.Pull) (*gitforge.Pull, error)
+	EditPull(ctx context.Context, repo gitforge.Repo, number int64, title, body string) (*gitforge.Pull, error)
+	AddLabels(ctx context.Context, repo gitforge.Repo, number int64, labels []string) error
+	RequestReviewers(ctx context.Context, repo gitforge.Repo, number int64, reviewers []string) error
+	ClosePull(ctx context.Context, repo gitforge.Repo, number int64, comment string) error
+}
+
+// Registry is the part of *registry.Client promote uses.
+type Registry interface {
+	Resolve(ctx context.Context, ref string) (registry.Descriptor, error)
+	Describe(ctx context.Context, ref string) (registry.Image, error)
+	ChildFor(ctx context.Context, indexRef string, p registry.Platform) (registry.Child, error)
+}
+
+// DefaultAttempts bounds how often one branch is regenerated from a fresh
+// base: after a rejected push, or when the base moved during the promotion.
+const DefaultAttempts = 3
+
+// Env is where promotions happen: the manifest repository on its forge,
+// and the registry.
+type Env struct {
+	Forge    Forge
+	Registry Registry
+	// Repo is the manifest repository; CloneURL its Git URL.
+	Repo     gitforge.Repo
+	CloneURL string
+	// Auth authenticates Git; the token never appears in output.
+	Auth gitforge.Auth
+	// Base is the branch promotions target; "" asks the forge for the
+	// repository's default branch.
+	Base string
+	// WorkDir is where clones are made (and removed); "" is os.TempDir().
+	WorkDir string
+	// Now is the clock (commit times, ages); default time.Now.
+	Now func() time.Time
+	// Attempts bounds regenerations per branch; default DefaultAttempts.
+	Attempts int
+}
+
+func (e *Env) defaults() {
+	if e.Now == nil {
+		e.Now = time.Now
+	}
+	if e.Attempts <= 0 {
+		e.Attempts = DefaultAttempts
+	}
+}
+
+// Request is one `pinbot promote`.
+type Request struct {
+	// Inputs are the digests to promote; each becomes one promotion per
+	// target holding pins of its image.
+	Inputs []Input
+	// AllowTagMoved promotes a digest even when its known tag now points
+	// elsewhere.
+	AllowTagMoved bool
+	// Choose tunes how each pin's digest is chosen.
+	Choose ChooseOptions
+	// DryRun clones, resolves and renders, but pushes and edits nothing.
+	DryRun bool
+}
+
+// Status is what a promotion did to its branch and pull request.
+type Status string
+
+// Statuses of a Result.
+const (
+	// StatusOpened: the branch was pushed and a new pull request opened.
+	StatusOpened Status = "opened"
+	// StatusUpdated: the branch was pushed and the open pull request edited.
+	StatusUpdated Status = "updated"
+	// StatusUnchanged: the open pull request already proposes exactly this.
+	StatusUnchanged Status = "unchanged"
+	// StatusAlreadyPinned: the base already pins the digest; an open pull
+	// request on the branch, if any, was closed as obsolete.
+	StatusAlreadyPinned Status = "already-pinned"
+	// StatusSuperseded: the branch was pushed, but a later promotion
+	// replaced it before the pull request was written; that one owns the
+	// pull request's text.
+	StatusSuperseded Status = "superseded"
+	// StatusDryRun: nothing was pushed; Diff and Body show the proposal.
+	StatusDryRun Status = "dry-run"
+	// StatusSkipped: drift left the branch alone (see Result.Notes).
+	StatusSkipped Status = "skipped"
+)
+
+// Result is the outcome for one branch.
+type Result struct {
+	Target string
+	Branch string
+	Status Status
+	// Meta is what the branch proposes; its Changes are empty when the
+	// base already pins the digests.
+	Meta Meta
+	// Pull is the open pull request of the branch, if any.
+	Pull *gitforge.Pull
+	// Closed is a pull request closed as obsolete, if any.
+	Closed *gitforge.Pull
+	// Diff and Body are the rendered proposal, set when there are changes.
+	Diff, Body string
+	// Notes are remarks for people (also in the body).
+	Notes []string
+}
+
+// Run promotes each input into every target holding pins of its image. It
+// checks every input against the registry before anything is cloned or
+// written, then works through the targets; an error in one target does not
+// stop the others, and all errors are returned together with the results.
+func Run(ctx context.Context, env Env, req Request) ([]Result, error) {
+	env.defaults()
+	log := logctx.From(ctx)
+	if len(req.Inputs) == 0 {
+		return nil, errors.New("promoting: no input")
+	}
+	var proms []Promotion
+	for _, in := range req.Inputs {
+		p, err := Verify(ctx, env.Registry, in, req.AllowTagMoved)
+		if err != nil {
+			return nil, err
+		}
+		log.Debug("verified digest", "image", p.Image, "digest", p.Digest, "tag", p.Tag, "source", string(p.Source))
+		proms = append(proms, p)
+	}
+
+	s, err := open(ctx, &env)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+
+	var results []Result
+	var errs []error
+	for _, p := range proms {
+		for _, target := range s.cfg.Targets {
+			if !s.hasPins(p.Image, target.Name, nil) {
+				continue
+			}
+			j := s.promoteJob(p, target.Name, req.Choose)
+			res, err := s.runJob(ctx, j, req.DryRun)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("promoting %s in target %s: %w", p.Image, target.Name, err))
+				continue
+			}
+			results = append(results, res)
+		}
+	}
+	if len(results) == 0 && len(errs) == 0 {
+		return nil, fmt.Errorf("promoting: no pins of %s in %s (branch %s)", imagesOf(proms), env.Repo, s.base)
+	}
+	return results, errors.Join(errs...)
+}
+
+func imagesOf(proms []Promotion) string {
+	s := ""
+	for i, p := range proms {
+		if i > 0 {
+			s += ", "
+		}
+		s += p.Image
+	}
+	return s
+}
+
+// promoteJob is the job of one promotion in one target: every pin of the
+// image in the target's files may change; an open pull request on the
+// branch is obsolete when the base already pins the digest.
+func (s *session) promoteJob(p Promotion, target string, opts ChooseOptions) job {
+	return job{
+		target: target,
+		branch: Branch(s.cfg.BranchPrefix, target, p.Image),
+		proms: []jobPromotion{{
+			Promotion: p,
+			tag:       p.Tag,
+			match:     func(pin pins.Pin) bool { return s.cfg.TargetOf(pin.File) == target },
+			choose:    opts,
+		}},
+		obsolete: func(open *Meta) (bool, string) {
+			return true, closeComment(s.base, []ImageMeta{{Image: p.Image, Digest: p.Digest, Tag: p.Tag, Source: p.Source}}, open)
+		},
+	}
+}
+
+// session is one clone of the base branch, reused by every job of a run:
+// after each job the working copy is reset to the current base.
+type session struct {
+	env  *Env
+	base string
+	dir  string
+	w    *gitforge.Worktree
+	cfg  Config
+	pins []pins.Pin
+	// scanned is the base commit pins was read from.
+	scanned string
+	chooser *chooser
+}
+
+// open resolves the base branch, clones it and reads its .pinbot.yaml and
+// pins.
+func open(ctx context.Context, env *Env) (*session, error) {
+	base := env.Base
+	if base == "" {
+		b, err := env.Forge.DefaultBranch(ctx, env.Repo)
+		if err != nil {
+			return nil, fmt.Errorf("finding the default branch of %s: %w", env.Repo, err)
+		}
+		base = b
+	}
+	dir, err := os.MkdirTemp(env.WorkDir, "pinbot-clone-")
+	if err != nil {
+		return nil, fmt.Errorf("making a clone directory: %w", err)
+	}
+	s := &session{env: env, base: base, dir: dir, chooser: newChooser(env.Registry)}
+	s.w, err = gitforge.Clone(ctx, env.CloneURL, base, dir, env.Auth)
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	if s.cfg, err = LoadConfig(dir); err != nil {
+		s.close()
+		return nil, err
+	}
+	if err := s.scan(ctx); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *session) close() { _ = os.RemoveAll(s.dir) }
+
+// scan reads the pins of the working copy, unless they were read from this
+// base commit already.
+func (s *session) scan(ctx context.Context) error {
+	if s.scanned == s.w.Head() {
+		return nil
+	}
+	log := logctx.From(ctx)
+	found, err := pins.Scan(s.dir, pins.WithWarnings(func(file string, err error) {
+		log.Debug("skipping file", "file", file, "reason", err.Error())
+	}))
+	if err != nil {
+		return fmt.Errorf("scanning pins of %s branch %s: %w", s.env.Repo, s.base, err)
+	}
+	s.pins, s.scanned = found, s.w.Head()
+	return nil
+}
+
+// hasPins reports whether the base has pins of image in target that match
+// (all pins of image when match is nil).
+func (s *session) hasPins(image, target string, match func(pins.Pin) bool) bool {
+	for _, p := range s.pins {
+		if p.Image == image && !p.Ignored && s.cfg.TargetOf(p.File) == target && (match == nil || match(p)) {
+			return true
+		}
+	}
+	return false
+}
