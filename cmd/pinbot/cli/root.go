@@ -77,6 +77,8 @@ func NewRootCommand() *cobra.Command {
 	root.AddCommand(
 		newVersionCommand(g),
 		newResolveCommand(g),
+		newPromoteCommand(g),
+		newDriftCommand(g),
 		newReconcileCommand(g),
 		newSyncCommand(g),
 		newVerifyCommand(g),

@@ -1,0 +1,182 @@
+package cli
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/promote"
+	"pinbot.dev/pinbot/registry"
+)
+
+// tokenEnv is the environment variable holding the Gitea token when no
+// --token-file is given. A token is never a flag value: flags show in
+// process listings and shell history.
+const tokenEnv = "PINBOT_GITEA_TOKEN"
+
+// forgeFlags are the flags promote and drift share: the manifest repository
+// on its Gitea, and how to reach the registry.
+type forgeFlags struct {
+	forgeURL  string
+	repo      string
+	base      string
+	tokenFile string
+	caFile    string
+	insecure  []string
+	platform  string
+	kindOK    bool
+	dryRun    bool
+}
+
+func (f *forgeFlags) bind(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.forgeURL, "forge-url", "", "Gitea base URL, e.g. https://gitea.example.com (required)")
+	fl.StringVar(&f.repo, "repo", "", "manifest repository OWNER/NAME (required)")
+	fl.StringVar(&f.base, "base", "", "base branch of the pull requests (default: the repository's default branch)")
+	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the Gitea token (default: $"+tokenEnv+")")
+	fl.StringVar(&f.caFile, "ca-file", "", "PEM bundle to trust for the forge, besides the system roots")
+	fl.StringArrayVar(&f.insecure, "insecure-registry", nil,
+		"allow plain HTTP to this registry host or host:port (repeatable); loopback is always allowed")
+	fl.StringVar(&f.platform, "platform", "",
+		"os/arch[/variant] child to pin where a pin's old digest is gone from the registry and an index is promoted (default: keep the index)")
+	fl.BoolVar(&f.kindOK, "allow-kind-change", false,
+		"let an index pin take a single-platform manifest (or a platform pin another platform), noted in the pull request")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "clone and resolve, print the diff and the pull request body, push nothing")
+}
+
+// Validate checks the flags; its errors are usage errors.
+func (f *forgeFlags) Validate() error {
+	u, err := url.Parse(f.forgeURL)
+	switch {
+	case f.forgeURL == "":
+		return usageErrorf("flag --forge-url: required")
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return usageErrorf("flag --forge-url %q: want http(s)://host[:port][/path]", redact.URL(f.forgeURL))
+	case u.User != nil:
+		return usageErrorf("flag --forge-url: put no credentials in the URL; use --token-file or $%s", tokenEnv)
+	case f.repo == "":
+		return usageErrorf("flag --repo: required (OWNER/NAME)")
+	}
+	if _, err := gitforge.ParseRepo(f.repo); err != nil {
+		return usageErrorf("flag --repo: %w", err)
+	}
+	if f.platform != "" {
+		if _, err := registry.ParsePlatform(f.platform); err != nil {
+			return usageErrorf("flag --platform: %w", err)
+		}
+	}
+	for _, h := range f.insecure {
+		if h == "" || strings.ContainsAny(h, "/ ") {
+			return usageErrorf("flag --insecure-registry: want a registry host such as registry.internal:5000, got %q", h)
+		}
+	}
+	return nil
+}
+
+// token reads the Gitea token: --token-file, else $PINBOT_GITEA_TOKEN. It
+// is registered with redact so it never shows in output.
+func (f *forgeFlags) token() (string, error) {
+	if f.tokenFile != "" {
+		raw, err := os.ReadFile(f.tokenFile)
+		if err != nil {
+			return "", fmt.Errorf("reading --token-file: %w", err)
+		}
+		tok := strings.TrimSpace(string(raw))
+		if tok == "" {
+			return "", fmt.Errorf("--token-file %s is empty", f.tokenFile)
+		}
+		redact.Register(tok)
+		return tok, nil
+	}
+	tok := strings.TrimSpace(os.Getenv(tokenEnv))
+	if tok == "" && !f.dryRun {
+		return "", usageErrorf("no Gitea token: pass --token-file FILE or set $%s", tokenEnv)
+	}
+	redact.Register(tok)
+	return tok, nil
+}
+
+// env resolves the flags and the environment into a promote.Env. Registry
+// credentials come from the docker config ($DOCKER_CONFIG/config.json or
+// ~/.docker/config.json).
+func (f *forgeFlags) env() (promote.Env, error) {
+	if err := f.Validate(); err != nil {
+		return promote.Env{}, err
+	}
+	tok, err := f.token()
+	if err != nil {
+		return promote.Env{}, err
+	}
+	repo, _ := gitforge.ParseRepo(f.repo)
+	var opts []gitforge.GiteaOption
+	if f.caFile != "" {
+		opts = append(opts, gitforge.WithCAFile(f.caFile))
+	}
+	forge, err := gitforge.NewGitea(f.forgeURL, tok, opts...)
+	if err != nil {
+		return promote.Env{}, err
+	}
+	return promote.Env{
+		Forge:    forge,
+		Registry: registry.New(registry.WithInsecure(f.insecure...)),
+		Repo:     repo,
+		CloneURL: strings.TrimSuffix(f.forgeURL, "/") + "/" + repo.Owner + "/" + repo.Name + ".git",
+		Auth:     gitforge.Auth{Token: tok, CAFile: f.caFile},
+		Base:     f.base,
+	}, nil
+}
+
+// choose returns the digest choice options.
+func (f *forgeFlags) choose() promote.ChooseOptions {
+	o := promote.ChooseOptions{AllowKindChange: f.kindOK}
+	if f.platform != "" {
+		o.Platform, _ = registry.ParsePlatform(f.platform)
+	}
+	return o
+}
+
+// resultJSON is one branch's outcome in `-o json`.
+type resultJSON struct {
+	PRNumber int64                  `json:"pr_number,omitempty"`
+	PRURL    string                 `json:"pr_url,omitempty"`
+	Branch   string                 `json:"branch"`
+	Changes  []promote.ChangeRecord `json:"changes"`
+	Digest   string                 `json:"digest,omitempty"`
+	Image    string                 `json:"image,omitempty"`
+	Tag      string                 `json:"tag,omitempty"`
+	Images   []promote.ImageMeta    `json:"images,omitempty"`
+	Target   string                 `json:"target"`
+	Status   promote.Status         `json:"status"`
+	Closed   int64                  `json:"closed_pr_number,omitempty"`
+	Notes    []string               `json:"notes,omitempty"`
+	Diff     string                 `json:"diff,omitempty"`
+	Body     string                 `json:"body,omitempty"`
+}
+
+func toJSON(r promote.Result, withText bool) resultJSON {
+	out := resultJSON{Branch: r.Branch, Changes: r.Meta.Changes, Target: r.Target, Status: r.Status, Notes: r.Notes}
+	if out.Changes == nil {
+		out.Changes = []promote.ChangeRecord{}
+	}
+	if len(r.Meta.Images) == 1 {
+		im := r.Meta.Images[0]
+		out.Image, out.Digest, out.Tag = im.Image, im.Digest, im.Tag
+	} else {
+		out.Images = r.Meta.Images
+	}
+	if r.Pull != nil {
+		out.PRNumber, out.PRURL = r.Pull.Number, r.Pull.URL
+	}
+	if r.Closed != nil {
+		out.Closed = r.Closed.Number
+	}
+	if withText {
+		out.Diff, out.Body = r.Diff, r.Body
+	}
+	return out
+}

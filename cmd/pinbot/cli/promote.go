@@ -1,0 +1,157 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/promote"
+)
+
+// promoteOptions are the flags of `pinbot promote`.
+type promoteOptions struct {
+	forge      forgeFlags
+	input      promote.InputSpec
+	tagMovedOK bool
+}
+
+// Validate checks the flags; its errors are usage errors.
+func (o *promoteOptions) Validate() error {
+	if err := o.input.Validate(); err != nil {
+		return usageErrorf("%w", err)
+	}
+	return o.forge.Validate()
+}
+
+func newPromoteCommand(g *globals) *cobra.Command {
+	o := &promoteOptions{}
+	cmd := &cobra.Command{
+		Use:   "promote",
+		Short: "Open (or update) the pull request that pins a pushed digest in the manifest repository",
+		Long: `Promote the digest CI pushed into every pin of that image in the manifest
+repository, through one pull request per (target, image) on the branch
+<branchPrefix><target>/<image-slug>.
+
+Input, exactly one of:
+  --image REF:TAG                        resolve the tag now
+  --image REF --digest sha256:...        (or --image REF@sha256:...)
+  --digest-file F --image REF[:TAG]      Kaniko --digest-file
+  --image-name-with-digest-file F        Kaniko --image-name-with-digest-file
+  --metadata-file F                      buildx --metadata-file (every image it names;
+                                         --image REF picks one)
+
+The digest must exist in the registry, and a tag the build named must still
+point at it (else "the tag moved since the build", unless --allow-tag-moved).
+Each pin keeps its kind: a pinned platform manifest gets the platform child
+of a promoted index. Promoting what the base already pins changes nothing
+and closes the branch's now obsolete pull request.
+
+Prints the pull request URL (one line per target), or with -o json one
+object per target: {"pr_number","pr_url","branch","changes","digest","image",...}.
+The token comes from --token-file or $PINBOT_GITEA_TOKEN; registry
+credentials from the docker config.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return redact.Error(o.run(cmd, g))
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.input.Image, "image", "", "image REF:TAG to resolve now, or the repository the other inputs name")
+	fl.StringVar(&o.input.Digest, "digest", "", "digest sha256:... to promote (with --image)")
+	fl.StringVar(&o.input.DigestFile, "digest-file", "", "Kaniko --digest-file output (with --image)")
+	fl.StringVar(&o.input.ImageNameFile, "image-name-with-digest-file", "", "Kaniko --image-name-with-digest-file output")
+	fl.StringVar(&o.input.MetadataFile, "metadata-file", "", "buildx --metadata-file output")
+	fl.BoolVar(&o.tagMovedOK, "allow-tag-moved", false, "promote the digest even if the tag the build named points elsewhere now")
+	o.forge.bind(cmd)
+	return cmd
+}
+
+func (o *promoteOptions) run(cmd *cobra.Command, g *globals) error {
+	ctx := cmd.Context()
+	ins, err := o.input.Read(nil)
+	if err != nil {
+		return err
+	}
+	env, err := o.forge.env()
+	if err != nil {
+		return err
+	}
+	results, runErr := promote.Run(ctx, env, promote.Request{
+		Inputs:        ins,
+		AllowTagMoved: o.tagMovedOK,
+		Choose:        o.forge.choose(),
+		DryRun:        o.forge.dryRun,
+	})
+	log := logctx.From(ctx)
+	for _, r := range results {
+		log.Info("promotion", "target", r.Target, "branch", r.Branch, "status", string(r.Status), "pins", len(r.Meta.Changes))
+		for _, n := range r.Notes {
+			log.Warn(n, "branch", r.Branch)
+		}
+	}
+	var werr error
+	if g.json() {
+		werr = writePromoteJSON(cmd.OutOrStdout(), results, o.forge.dryRun)
+	} else {
+		werr = writePromoteText(cmd.OutOrStdout(), results)
+	}
+	if runErr != nil {
+		return runErr
+	}
+	return werr
+}
+
+// writePromoteJSON writes one JSON object per line, one per target.
+func writePromoteJSON(w io.Writer, results []promote.Result, withText bool) error {
+	enc := json.NewEncoder(w)
+	for _, r := range results {
+		if err := enc.Encode(toJSON(r, withText)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writePromoteText prints the pull request URL of each target; a dry run
+// prints the diff and the body, and a no-op says "already pinned".
+func writePromoteText(w io.Writer, results []promote.Result) error {
+	for _, r := range results {
+		var err error
+		switch {
+		case r.Status == promote.StatusDryRun:
+			_, err = fmt.Fprintf(w, "# dry run: branch %s (target %s)\n%s\n%s\n", r.Branch, r.Target, r.Diff, r.Body)
+		case r.Status == promote.StatusAlreadyPinned:
+			msg := fmt.Sprintf("already pinned: %s in target %s", describe(r.Meta.Images), r.Target)
+			if r.Closed != nil {
+				msg += fmt.Sprintf("; closed obsolete pull request #%d", r.Closed.Number)
+			}
+			_, err = fmt.Fprintln(w, msg)
+		case r.Pull != nil:
+			_, err = fmt.Fprintln(w, r.Pull.URL)
+		default:
+			_, err = fmt.Fprintf(w, "%s: branch %s (target %s)\n", r.Status, r.Branch, r.Target)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func describe(ims []promote.ImageMeta) string {
+	s := ""
+	for i, im := range ims {
+		if i > 0 {
+			s += ", "
+		}
+		s += im.Image + " " + promote.Ref(im.Tag, im.Digest)
+	}
+	return s
+}

@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPromoteDriftUsage checks the flag combinations that are bad usage
+// (exit 2, naming the flag) before anything touches the network. The
+// commands themselves run against a real Gitea in package promote.
+func TestPromoteDriftUsage(t *testing.T) {
+	const (
+		forge = "--forge-url=http://127.0.0.1:1"
+		repo  = "--repo=org/manifests"
+		d     = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+	)
+	missing := filepath.Join(t.TempDir(), "missing")
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{name: "no input", args: []string{"promote", forge, repo}, code: 2, want: "no input: give exactly one of --image REF:TAG"},
+		{name: "two inputs", args: []string{"promote", forge, repo, "--image=r.example/app", "--digest=" + d, "--metadata-file=m.json"}, code: 2, want: "give exactly one of"},
+		{name: "image without tag", args: []string{"promote", forge, repo, "--image=r.example/app"}, code: 2, want: "flag --image r.example/app: name a tag"},
+		{name: "bad digest", args: []string{"promote", forge, repo, "--image=r.example/app", "--digest=sha256:12"}, code: 2, want: "flag --digest"},
+		{name: "no forge", args: []string{"promote", repo, "--image=r.example/app:v1"}, code: 2, want: "flag --forge-url: required"},
+		{name: "credentials in the forge URL", args: []string{"promote", "--forge-url=https://u:secret@gitea.example", repo, "--image=r.example/app:v1"}, code: 2, want: "put no credentials in the URL"},
+		{name: "bad repo", args: []string{"promote", forge, "--repo=manifests", "--image=r.example/app:v1"}, code: 2, want: "flag --repo"},
+		{name: "bad platform", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--platform=linux"}, code: 2, want: "flag --platform"},
+		{name: "no token", args: []string{"promote", forge, repo, "--image=r.example/app:v1"}, code: 2, want: "no Gitea token: pass --token-file FILE or set $PINBOT_GITEA_TOKEN"},
+		{name: "missing token file", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token-file=" + missing}, code: 1, want: "reading --token-file"},
+		{name: "missing digest file", args: []string{"promote", forge, repo, "--image=r.example/app", "--digest-file=" + missing}, code: 1, want: "reading digest file"},
+		{name: "token as a flag value", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token=abc"}, code: 2, want: "unknown flag: --token"},
+		{name: "drift bad group", args: []string{"drift", forge, repo, "--group=repo"}, code: 2, want: `flag --group "repo"`},
+		{name: "drift bad schedule", args: []string{"drift", forge, repo, "--schedule=every now and then"}, code: 2, want: "flag --schedule"},
+		{name: "drift negative age", args: []string{"drift", forge, repo, "--min-age=-1m"}, code: 2, want: "flag --min-age"},
+		{name: "drift bad concurrency", args: []string{"drift", forge, repo, "--concurrency=0"}, code: 2, want: "flag --concurrency"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(tokenEnv, "")
+			var out, errOut bytes.Buffer
+			code := Execute(context.Background(), tc.args, &out, &errOut)
+			if code != tc.code || !strings.Contains(errOut.String(), tc.want) {
+				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, errOut.String(), tc.code, tc.want)
+			}
+			if strings.Contains(out.String()+errOut.String(), "secret") {
+				t.Error("a credential reached the output")
+			}
+		})
+	}
+}
