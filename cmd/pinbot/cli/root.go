@@ -76,6 +76,7 @@ func NewRootCommand() *cobra.Command {
 
 	root.AddCommand(
 		newVersionCommand(g),
+		newPinsCommand(g),
 		newResolveCommand(g),
 		newPromoteCommand(g),
 		newDriftCommand(g),

@@ -1,0 +1,143 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/pins"
+)
+
+// pinsSetOptions are the flags of `pinbot pins set`.
+type pinsSetOptions struct {
+	dir     string
+	tag     string
+	pinTags bool
+	dryRun  bool
+}
+
+// Validate checks the flags.
+func (o *pinsSetOptions) Validate() error {
+	if o.dir == "" {
+		return usageErrorf("flag --dir: want a directory, got an empty string")
+	}
+	return nil
+}
+
+// changeJSON is one changed line in `pins set -o json`.
+type changeJSON struct {
+	File      string    `json:"file"`
+	Line      int       `json:"line"`
+	Kind      pins.Kind `json:"kind"`
+	Image     string    `json:"image"`
+	OldDigest string    `json:"old_digest"`
+	NewDigest string    `json:"new_digest"`
+	OldTag    string    `json:"old_tag,omitempty"`
+	NewTag    string    `json:"new_tag,omitempty"`
+	Before    string    `json:"before"`
+	After     string    `json:"after"`
+}
+
+func newPinsSetCommand(g *globals) *cobra.Command {
+	o := &pinsSetOptions{}
+	cmd := &cobra.Command{
+		Use:   "set IMAGE@sha256:DIGEST [--dir DIR] [--tag TAG] [--pin-tags] [--dry-run]",
+		Short: "Rewrite every pin of a repository to a new digest",
+		Long: `Rewrite every digest pin of IMAGE's repository under DIR (default: the
+current directory) to DIGEST, changing only the digest's bytes. IMAGE is
+matched after normalising, so nginx, docker.io/nginx and
+index.docker.io/library/nginx are one repository; host and port matter.
+
+Pins that carry a tag keep it, unless --tag gives a new one or IMAGE carries
+one (repo:tag@sha256:...). --pin-tags also pins references that carry a tag
+but no digest. Pins with a "# pinbot: ignore" comment are left alone.
+
+The rewrite is all-or-nothing across files. A malformed YAML file that
+mentions IMAGE stops it with the file and line; other malformed files are
+skipped with a warning. --dry-run prints the changes and writes nothing.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			u, err := o.update(args[0])
+			if err != nil {
+				return err
+			}
+			run := pins.Set
+			if o.dryRun {
+				run = pins.Plan
+			}
+			changes, err := run(o.dir, u, pinsWarnings(logctx.From(cmd.Context())))
+			if errors.Is(err, pins.ErrInvalidDigest) {
+				return fmt.Errorf("argument %q: %w", args[0], err)
+			}
+			if err != nil {
+				return err
+			}
+			if g.json() {
+				out := struct {
+					Changes []changeJSON `json:"changes"`
+				}{Changes: make([]changeJSON, len(changes))}
+				for i, c := range changes {
+					out.Changes[i] = changeJSON{File: c.File, Line: c.Line, Kind: c.Kind, Image: c.Image,
+						OldDigest: c.OldDigest, NewDigest: c.NewDigest, OldTag: c.OldTag, NewTag: c.NewTag,
+						Before: c.Before, After: c.After}
+				}
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
+			}
+			return writeChanges(cmd.OutOrStdout(), changes, u, o.dryRun)
+		},
+	}
+	cmd.Flags().StringVar(&o.dir, "dir", ".", "directory holding the manifests")
+	cmd.Flags().StringVar(&o.tag, "tag", "", "new tag to write where a pin carries one")
+	cmd.Flags().BoolVar(&o.pinTags, "pin-tags", false, "also pin references that carry a tag but no digest")
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the changes without writing them")
+	return cmd
+}
+
+// update builds the pins.Update for the IMAGE@sha256:DIGEST argument.
+func (o *pinsSetOptions) update(arg string) (pins.Update, error) {
+	image, digest, ok := strings.Cut(arg, "@")
+	if !ok || image == "" {
+		return pins.Update{}, fmt.Errorf("argument %q: want IMAGE@sha256:DIGEST", arg)
+	}
+	tag := o.tag
+	if c := strings.LastIndexByte(image, ':'); c >= 0 && !strings.Contains(image[c+1:], "/") {
+		argTag := image[c+1:]
+		if tag != "" && tag != argTag {
+			return pins.Update{}, usageErrorf("flag --tag %q conflicts with tag %q in argument %q", tag, argTag, arg)
+		}
+		tag = argTag
+	}
+	return pins.Update{Image: image, Digest: digest, Tag: tag, PinTags: o.pinTags}, nil
+}
+
+// writeChanges prints each changed line as a -/+ pair, then a summary.
+func writeChanges(w io.Writer, changes []pins.Change, u pins.Update, dryRun bool) error {
+	if len(changes) == 0 {
+		_, err := fmt.Fprintf(w, "nothing to change: no pin of %s differs from %s\n", u.Image, u.Digest)
+		return err
+	}
+	files := map[string]bool{}
+	for _, c := range changes {
+		files[c.File] = true
+		if c.Before != "" {
+			fmt.Fprintf(w, "%s:%d  - %s\n", c.File, c.Line, c.Before)
+		}
+		if _, err := fmt.Fprintf(w, "%s:%d  + %s\n", c.File, c.Line, c.After); err != nil {
+			return err
+		}
+	}
+	verb := "changed"
+	if dryRun {
+		verb = "would change (dry run)"
+	}
+	_, err := fmt.Fprintf(w, "%s %d lines in %d files\n", verb, len(changes), len(files))
+	return err
+}

@@ -1,0 +1,165 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var (
+	pinsDigestA = "sha256:" + strings.Repeat("a", 64)
+	pinsDigestB = "sha256:" + strings.Repeat("b", 64)
+)
+
+// runPins runs the CLI and returns its exit code, stdout and stderr.
+func runPins(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := Execute(t.Context(), args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// pinsTree writes a small manifest tree and returns its directory.
+func pinsTree(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"apps/web.yaml": "kind: Pod\nspec:\n  containers:\n  - name: web\n    image: nginx:1.27@" + pinsDigestA + " # web\n",
+		"Dockerfile":    "FROM 127.0.0.1:5000/org/base@" + pinsDigestA + "\n",
+	}
+	for p, c := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestPinsListJSON(t *testing.T) {
+	dir := pinsTree(t)
+	code, out, errOut := runPins(t, "pins", "list", "--dir", dir, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("output is not a JSON array: %v\n%s", err, out)
+	}
+	want := []map[string]any{
+		{"file": "Dockerfile", "line": 1.0, "column": 30.0, "kind": "dockerfile", "image": "127.0.0.1:5000/org/base",
+			"tag": "", "digest": pinsDigestA, "ignored": false},
+		{"file": "apps/web.yaml", "line": 5.0, "column": 23.0, "kind": "manifest", "image": "index.docker.io/library/nginx",
+			"tag": "1.27", "digest": pinsDigestA, "ignored": false},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("pins list -o json (-want +got):\n%s", diff)
+	}
+}
+
+func TestPinsListText(t *testing.T) {
+	dir := pinsTree(t)
+	code, out, errOut := runPins(t, "pins", "list", "--dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"FILE:LINE:COL", "apps/web.yaml:5:23", "index.docker.io/library/nginx", "1.27", "sha256:aaaaaaaaaaaa\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestPinsSetJSON(t *testing.T) {
+	dir := pinsTree(t)
+	code, out, errOut := runPins(t, "pins", "set", "nginx@"+pinsDigestB, "--dir", dir, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got struct {
+		Changes []map[string]any `json:"changes"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	want := []map[string]any{{
+		"file": "apps/web.yaml", "line": 5.0, "kind": "manifest", "image": "index.docker.io/library/nginx",
+		"old_digest": pinsDigestA, "new_digest": pinsDigestB, "old_tag": "1.27", "new_tag": "1.27",
+		"before": "    image: nginx:1.27@" + pinsDigestA + " # web",
+		"after":  "    image: nginx:1.27@" + pinsDigestB + " # web",
+	}}
+	if diff := cmp.Diff(want, got.Changes); diff != "" {
+		t.Errorf("pins set -o json (-want +got):\n%s", diff)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "apps/web.yaml"))
+	if err != nil || !strings.Contains(string(b), "nginx:1.27@"+pinsDigestB+" # web\n") {
+		t.Errorf("apps/web.yaml not rewritten: %s %v", b, err)
+	}
+
+	// Setting it again changes nothing, and says so with an empty list.
+	code, out, _ = runPins(t, "pins", "set", "nginx@"+pinsDigestB, "--dir", dir, "-o", "json")
+	if code != 0 || strings.TrimSpace(out) != `{"changes":[]}` {
+		t.Errorf("second set: exit %d, output %q", code, out)
+	}
+}
+
+func TestPinsSetText(t *testing.T) {
+	dir := pinsTree(t)
+	code, out, errOut := runPins(t, "pins", "set", "127.0.0.1:5000/org/base@"+pinsDigestB, "--dir", dir, "--dry-run")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want := "Dockerfile:1  - FROM 127.0.0.1:5000/org/base@" + pinsDigestA + "\n" +
+		"Dockerfile:1  + FROM 127.0.0.1:5000/org/base@" + pinsDigestB + "\n" +
+		"would change (dry run) 1 lines in 1 files\n"
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "Dockerfile"))
+	if !strings.Contains(string(b), pinsDigestA) {
+		t.Errorf("--dry-run wrote the file: %s", b)
+	}
+}
+
+func TestPinsExitCodes(t *testing.T) {
+	dir := pinsTree(t)
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("image: redis@"+pinsDigestA+"\n  x: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"missing argument", []string{"pins", "set", "--dir", dir}, 2, "accepts 1 arg"},
+		{"extra argument", []string{"pins", "list", "x"}, 2, "accepts 0 arg"},
+		{"unknown flag", []string{"pins", "list", "--nope"}, 2, "unknown flag"},
+		{"invalid digest", []string{"pins", "set", "nginx@sha256:abc", "--dir", dir}, 1, `argument "nginx@sha256:abc"`},
+		{"no digest", []string{"pins", "set", "nginx", "--dir", dir}, 1, `argument "nginx"`},
+		{"tag conflict", []string{"pins", "set", "nginx:1@" + pinsDigestB, "--tag", "2", "--dir", dir}, 2, "conflicts"},
+		{"malformed file mentioning the image", []string{"pins", "set", "redis@" + pinsDigestB, "--dir", dir}, 1, "bad.yaml:2:"},
+		{"malformed file not mentioning the image", []string{"pins", "set", "nginx@" + pinsDigestB, "--dir", dir}, 0, "bad.yaml"},
+		{"nothing to change", []string{"pins", "set", "busybox@" + pinsDigestB, "--dir", dir}, 0, ""},
+		{"missing directory", []string{"pins", "list", "--dir", filepath.Join(dir, "nope")}, 1, "nope"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := runPins(t, tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d; stderr: %s", code, tc.code, errOut)
+			}
+			if !strings.Contains(errOut, tc.stderr) {
+				t.Errorf("stderr %q lacks %q", errOut, tc.stderr)
+			}
+		})
+	}
+}
