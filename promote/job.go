@@ -142,33 +142,33 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 			}
 		}
 
-		if len(changes) == 0 {
+		obsolete := func(m *Meta) bool { ok, _ := j.obsolete(m); return ok }
+		switch Plan(meta, open, openMeta, obsolete) {
+		case ActionNone:
 			res.Status = StatusAlreadyPinned
-			if close, comment := false, ""; open != nil {
-				close, comment = j.obsolete(openMeta)
-				if !close {
-					res.Pull = open
-					return res, nil
+			return res, nil
+		case ActionLeave:
+			res.Status, res.Pull = StatusAlreadyPinned, open
+			return res, nil
+		case ActionClose:
+			res.Status, res.Closed = StatusAlreadyPinned, open
+			if !dryRun {
+				_, comment := j.obsolete(openMeta)
+				if err := s.env.Forge.ClosePull(ctx, s.env.Repo, open.Number, comment); err != nil {
+					return res, fmt.Errorf("closing obsolete pull request #%d: %w", open.Number, err)
 				}
-				res.Closed = open
-				if !dryRun {
-					if err := s.env.Forge.ClosePull(ctx, s.env.Repo, open.Number, comment); err != nil {
-						return res, fmt.Errorf("closing obsolete pull request #%d: %w", open.Number, err)
-					}
-					log.Info("closed obsolete pull request", "number", open.Number)
-				}
+				log.Info("closed obsolete pull request", "number", open.Number)
 			}
+			return res, nil
+		case ActionKeep:
+			s.reset(ctx)
+			res.Status, res.Pull, res.Meta, res.Body = StatusUnchanged, open, *openMeta, open.Body
+			res.Diff = RenderDiff(changes)
 			return res, nil
 		}
 
 		proposal := s.proposal(j, meta, notes)
 		res.Diff = RenderDiff(changes)
-		if open != nil && openMeta != nil && openMeta.SameProposal(meta) && openMeta.Head == open.HeadSHA {
-			s.reset(ctx)
-			res.Status, res.Pull, res.Meta = StatusUnchanged, open, *openMeta
-			res.Body = open.Body
-			return res, nil
-		}
 		if dryRun {
 			res.Status, res.Pull, res.Body = StatusDryRun, open, RenderBody(proposal)
 			s.reset(ctx)

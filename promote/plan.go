@@ -1,0 +1,47 @@
+package promote
+
+import "pinbot.dev/pinbot/gitforge"
+
+// Action is what one branch needs, as Plan decides it.
+type Action string
+
+// The actions Plan decides between.
+const (
+	// ActionNone: the base already pins the digests and no pull request
+	// is open on the branch.
+	ActionNone Action = "none"
+	// ActionClose: the base already pins the digests; the branch's open
+	// pull request is obsolete.
+	ActionClose Action = "close"
+	// ActionLeave: the base already pins the digests; the open pull
+	// request is not one this run may close (drift leaves promotions).
+	ActionLeave Action = "leave"
+	// ActionKeep: the open pull request already proposes exactly this, and
+	// its text describes its head: nothing to push or edit.
+	ActionKeep Action = "keep"
+	// ActionPush: push the branch and create or edit its pull request.
+	ActionPush Action = "push"
+)
+
+// Plan decides what a branch needs. planned is the promotion rewritten on
+// the current base (no Changes when the base already pins its digests);
+// open is the branch's open pull request (nil when none) and openMeta its
+// hidden block (nil when unreadable); obsolete says whether an open pull
+// request may be closed once the base needs no change.
+//
+// A promotion whose digests the base already pins is a no-op; an open pull
+// request that proposes the same pins and whose text describes its head
+// commit is kept as it is, so running a promotion twice changes nothing.
+func Plan(planned Meta, open *gitforge.Pull, openMeta *Meta, obsolete func(open *Meta) bool) Action {
+	switch {
+	case len(planned.Changes) == 0 && open == nil:
+		return ActionNone
+	case len(planned.Changes) == 0 && obsolete(openMeta):
+		return ActionClose
+	case len(planned.Changes) == 0:
+		return ActionLeave
+	case open != nil && openMeta != nil && openMeta.SameProposal(planned) && openMeta.Head == open.HeadSHA:
+		return ActionKeep
+	}
+	return ActionPush
+}

@@ -1,0 +1,62 @@
+package promote
+
+import (
+	"testing"
+
+	"pinbot.dev/pinbot/gitforge"
+)
+
+func TestPlan(t *testing.T) {
+	planned := sampleMeta() // proposes d2/d3 on the current base
+	pinned := Meta{Version: MetaVersion, Target: "prod", Images: planned.Images}
+	proposal := planned
+	proposal.Head = "head-sha"
+	older := proposal
+	older.Images = []ImageMeta{{Image: planned.Images[0].Image, Digest: d4, Source: SourceDigestFile}}
+	fromDrift := proposal
+	fromDrift.Images = []ImageMeta{{Image: planned.Images[0].Image, Digest: d4, Source: SourceDrift}}
+	movedBase := proposal
+	movedBase.Base = "another-base" // same pins proposed on an older base: still current
+	otherLine := proposal
+	otherLine.Changes = append([]ChangeRecord(nil), proposal.Changes...)
+	otherLine.Changes[0].Line = 22
+	pr := &gitforge.Pull{Number: 7, HeadSHA: "head-sha"}
+	replaced := &gitforge.Pull{Number: 7, HeadSHA: "someone-elses-push"}
+	always := func(*Meta) bool { return true }
+	driftOnly := closeIfDriftBool
+
+	tests := []struct {
+		name     string
+		planned  Meta
+		open     *gitforge.Pull
+		openMeta *Meta
+		obsolete func(*Meta) bool
+		want     Action
+	}{
+		{name: "already pinned, nothing open", planned: pinned, want: ActionNone},
+		{name: "already pinned closes the open promotion", planned: pinned, open: pr, openMeta: &older, obsolete: always, want: ActionClose},
+		{name: "already pinned closes an unreadable one too", planned: pinned, open: pr, obsolete: always, want: ActionClose},
+		{name: "drift leaves a promotion open", planned: pinned, open: pr, openMeta: &older, obsolete: driftOnly, want: ActionLeave},
+		{name: "drift closes its own", planned: pinned, open: pr, openMeta: &fromDrift, obsolete: driftOnly, want: ActionClose},
+		{name: "new pull request", planned: planned, want: ActionPush},
+		{name: "same proposal is kept", planned: planned, open: pr, openMeta: &proposal, obsolete: always, want: ActionKeep},
+		{name: "same pins on a moved base are kept", planned: planned, open: pr, openMeta: &movedBase, obsolete: always, want: ActionKeep},
+		{name: "newer digest", planned: planned, open: pr, openMeta: &older, obsolete: always, want: ActionPush},
+		{name: "pins moved in the base", planned: planned, open: pr, openMeta: &otherLine, obsolete: always, want: ActionPush},
+		{name: "text does not describe the head", planned: planned, open: replaced, openMeta: &proposal, obsolete: always, want: ActionPush},
+		{name: "no hidden block", planned: planned, open: pr, obsolete: always, want: ActionPush},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			obsolete := tc.obsolete
+			if obsolete == nil {
+				obsolete = func(*Meta) bool { t.Error("obsolete called without an open pull request"); return false }
+			}
+			if got := Plan(tc.planned, tc.open, tc.openMeta, obsolete); got != tc.want {
+				t.Errorf("Plan = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func closeIfDriftBool(m *Meta) bool { ok, _ := closeIfDrift(m); return ok }
