@@ -16,9 +16,9 @@ type settlement struct {
 
 // settle decides, purely, what verification v and health h mean for entry
 // e, a sync awaiting its verification, at now:
-//   - verified: the entry is final, the commit status success with the
-//     summary ("3/3 Pods run sha256:abcd…"), and the pull request gets a
-//     comment;
+//   - verified and Healthy (the rollout finished): the entry is final, the
+//     commit status success with the summary ("3/3 Pods run sha256:abcd…"),
+//     and the pull request gets a comment;
 //   - Degraded: the commit status turns failure with the reason, but the
 //     entry stays open, since a Pod may yet pull its image;
 //   - past timeout since the sync: final, failure, and a comment;
@@ -30,7 +30,7 @@ func settle(e Entry, v *Verification, h HealthReport, now time.Time, timeout tim
 	e.Summary = v.Summary()
 	s := settlement{}
 	switch {
-	case v.Verified:
+	case v.Verified && h.Health == Healthy:
 		e.Verified, e.Final = true, true
 		t := now
 		e.VerifiedAt = &t

@@ -28,6 +28,7 @@ func TestSettle(t *testing.T) {
 	}{
 		{name: "verified", entry: pending, v: verified, h: HealthReport{Health: Healthy}, at: time.Minute,
 			state: stateSuccess, desc: "2/2 Pods run sha256:bbbbbbbbbbbb…", final: true, comment: true},
+		{name: "verified while the rollout still progresses", entry: pending, v: verified, h: HealthReport{Health: Progressing}, at: time.Minute},
 		{name: "already commented", entry: Entry{Commit: "abc", Time: synced, Result: Applied, Reported: stateFailure, Commented: true},
 			v: verified, h: HealthReport{Health: Healthy}, state: stateSuccess, final: true},
 		{name: "rolling out, status already pending", entry: pending, v: rolling, h: HealthReport{Health: Progressing}, at: time.Minute},
@@ -44,7 +45,7 @@ func TestSettle(t *testing.T) {
 				t.Errorf("settle = state %q desc %q final %t comment %t; want %q %q… %t %t",
 					got.state, got.desc, got.entry.Final, got.comment, tc.state, tc.desc, tc.final, tc.comment)
 			}
-			if tc.v.Verified {
+			if got.entry.Verified {
 				if diff := cmp.Diff([]DigestCount{{Digest: digestB, Pods: 2}}, got.entry.Digests); diff != "" {
 					t.Errorf("digests (-want +got):\n%s", diff)
 				}

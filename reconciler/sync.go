@@ -22,6 +22,7 @@ func (r *Reconciler) sync(ctx context.Context, app *App, st *appState, mode pass
 	} else if r.report != nil {
 		e.Reported = statePending
 	}
+	r.supersede(ctx, app, commit)
 	applied, err := r.applier.Apply(ctx, app.Name, desired)
 	e.Applied = len(applied)
 	if err != nil {
@@ -42,6 +43,37 @@ func (r *Reconciler) sync(ctx context.Context, app *App, st *appState, mode pass
 	st.awaiting = true
 	st.mu.Unlock()
 	return r.applier.Live(ctx, app.Name, desired)
+}
+
+// supersede settles the previous sync if it still awaits verification and
+// is of another commit: a new sync replaces it before it was verified. Its
+// commit status turns to error.
+func (r *Reconciler) supersede(ctx context.Context, app *App, commit string) {
+	rec, err := r.history.Get(ctx, app.Name)
+	if err != nil {
+		return
+	}
+	l := rec.latest()
+	if l == nil || l.Result != Applied || l.Final || l.Commit == commit {
+		return
+	}
+	e := *l
+	e.Final, e.Summary = true, "superseded by "+shortSHA(commit)+" before it was verified"
+	if err := r.report.status(ctx, app, e.Commit, "error", e.Summary); err != nil {
+		logctx.From(ctx).Warn("reporting the superseded sync", "app", app.Name, "err", err)
+	} else if r.report != nil {
+		e.Reported = "error"
+	}
+	if err := r.history.Update(ctx, app.Name, func(cur *Record) bool {
+		c := cur.latest()
+		if c == nil || c.Commit != e.Commit || !c.Time.Equal(e.Time) {
+			return false
+		}
+		cur.Entries[0] = e
+		return true
+	}); err != nil {
+		logctx.From(ctx).Warn("recording the superseded sync", "app", app.Name, "err", err)
+	}
 }
 
 // record adds e to app's history. A failed or refused entry for the same

@@ -1,0 +1,268 @@
+package reconciler_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/kubeletsim"
+	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/internal/testenv/gitea"
+	"pinbot.dev/pinbot/internal/testenv/kube"
+	"pinbot.dev/pinbot/registry"
+)
+
+// The peers every scenario shares: one control plane, one Gitea (Git,
+// API and the container registry the images live in) and one simulated
+// linux/amd64 node. Each test uses its own namespace, repository and app.
+// Tests run one at a time: they set hooks on the shared node.
+var (
+	env     *peers
+	envErr  error
+	testCtx context.Context
+)
+
+type peers struct {
+	cluster *kube.Cluster
+	kube    kubernetes.Interface
+	gitea   *gitea.Server
+	forge   *gitforge.Gitea
+	node    *kubeletsim.Sim
+	reg     *registry.Client
+	token   string // file holding the Gitea token
+}
+
+// org owns the test repositories and images on Gitea.
+const org = "team"
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if testing.Short() {
+		return m.Run()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	level := slog.LevelWarn
+	if os.Getenv("PINBOT_TEST_LOG") != "" {
+		level = slog.LevelDebug
+	}
+	testCtx = logctx.Into(ctx, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+	p, stop, err := startPeers(testCtx)
+	defer stop()
+	if err != nil {
+		envErr = err
+		fmt.Fprintf(os.Stderr, "starting the peers: %s\n", err.Error())
+	}
+	env = p
+	return m.Run()
+}
+
+// startPeers starts the control plane, Gitea and the node. stop undoes
+// whatever was started, even on error.
+func startPeers(ctx context.Context) (*peers, func(), error) {
+	var stops []func()
+	stop := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	type gstart struct {
+		s   *gitea.Server
+		err error
+	}
+	gch := make(chan gstart, 1)
+	go func() {
+		s, err := gitea.Start(ctx, gitea.Options{})
+		gch <- gstart{s, err}
+	}()
+	c, err := kube.Start(ctx, kube.Options{})
+	g := <-gch
+	if g.s != nil {
+		stops = append(stops, func() { _ = g.s.Stop() })
+	}
+	if c != nil {
+		stops = append(stops, func() { _ = c.Stop() })
+	}
+	if err = errors.Join(err, g.err); err != nil {
+		return nil, stop, err
+	}
+	p := &peers{cluster: c, gitea: g.s, kube: kubernetes.NewForConfigOrDie(c.Config())}
+	if err := g.s.CreateOrg(ctx, org); err != nil {
+		return nil, stop, err
+	}
+	if _, err := p.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pinbot-system"}}, metav1.CreateOptions{}); err != nil {
+		return nil, stop, fmt.Errorf("creating pinbot-system: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "pinbot-reconciler-test-")
+	if err != nil {
+		return nil, stop, err
+	}
+	stops = append(stops, func() { _ = os.RemoveAll(dir) })
+	p.token = filepath.Join(dir, "token")
+	if err := os.WriteFile(p.token, []byte(g.s.Token+"\n"), 0o600); err != nil {
+		return nil, stop, err
+	}
+	if p.forge, err = gitforge.NewGitea(g.s.URL, g.s.Token); err != nil {
+		return nil, stop, err
+	}
+	p.reg = registry.New(registry.WithBasicAuth(g.s.RegistryHost, g.s.AdminUser, g.s.Token))
+	p.node = kubeletsim.New(c.Config(), kubeletsim.WithNodeName("sim-amd64"),
+		kubeletsim.WithBasicAuth(g.s.RegistryHost, g.s.AdminUser, g.s.Token), kubeletsim.WithPullBackoff(time.Second))
+	if err := p.node.Start(ctx); err != nil {
+		return nil, stop, fmt.Errorf("starting the simulated node: %w", err)
+	}
+	stops = append(stops, p.node.Stop)
+	return p, stop, nil
+}
+
+// needPeers skips under -short and fails loudly when the peers could not
+// start.
+func needPeers(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("scenario test: needs bin/ peers (make tools); skipped with -short")
+	}
+	if envErr != nil {
+		t.Fatalf("peers did not start: %s", envErr)
+	}
+}
+
+// image is one pushed image or index.
+type image struct {
+	repo     string            // host/org/name
+	digest   string            // manifest or index digest
+	children map[string]string // index: arch -> platform manifest digest
+	configs  map[string]string // arch -> config digest ("" key for a single manifest)
+}
+
+func (i image) ref() string { return i.repo + "@" + i.digest }
+
+func (p *peers) auth() remote.Option {
+	return remote.WithAuth(&authn.Basic{Username: p.gitea.AdminUser, Password: p.gitea.Token})
+}
+
+// pushImage pushes a random single-platform linux/amd64 image to
+// <registry>/team/<name>:<tag>.
+func pushImage(t *testing.T, name_, tag string) image {
+	t.Helper()
+	img, cfgDigest := randomImage(t, "amd64", "")
+	repo := env.gitea.RegistryHost + "/" + org + "/" + name_
+	ref, err := name.ParseReference(repo + ":" + tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img, env.auth()); err != nil {
+		t.Fatalf("pushing %s: %s", ref, err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return image{repo: repo, digest: d.String(), configs: map[string]string{"": cfgDigest}}
+}
+
+// pushIndex pushes an index of linux/amd64 and linux/arm64/v8 images plus
+// an attestation manifest to <registry>/team/<name>:<tag>.
+func pushIndex(t *testing.T, name_, tag string) image {
+	t.Helper()
+	out := image{repo: env.gitea.RegistryHost + "/" + org + "/" + name_, children: map[string]string{}, configs: map[string]string{}}
+	var adds []mutate.IndexAddendum
+	for _, p := range []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64", Variant: "v8"}, {OS: "unknown", Architecture: "unknown"}} {
+		img, cfg := randomImage(t, p.Architecture, p.Variant)
+		d, err := img.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.children[p.Architecture], out.configs[p.Architecture] = d.String(), cfg
+		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &p}})
+	}
+	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
+	ref, err := name.ParseReference(out.repo + ":" + tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.WriteIndex(ref, idx, env.auth()); err != nil {
+		t.Fatalf("pushing %s: %s", ref, err)
+	}
+	d, err := idx.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.digest = d.String()
+	return out
+}
+
+func randomImage(t *testing.T, arch, variant string) (v1.Image, string) {
+	t.Helper()
+	img, err := random.Image(512, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture, cf.Variant = "linux", arch, variant
+	if arch == "unknown" {
+		cf.OS = "unknown"
+	}
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		t.Fatal(err)
+	}
+	cd, err := img.ConfigName()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img, cd.String()
+}
+
+// until polls cond every 100ms until it returns true or timeout passes,
+// then fails with what last returned.
+func until(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %s; last: %s", what, timeout, last)
+		}
+		select {
+		case <-testCtx.Done():
+			t.Fatal(testCtx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// indent prefixes each line of s, for multi-line failure messages.
+func indent(s string) string { return "  " + strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n  ") }
