@@ -44,13 +44,19 @@ func (f *reconcilerFlags) load() (*reconciler.Config, error) {
 }
 
 // open loads the config and returns a Reconciler on the cluster, and the
-// config. Environment defaults are resolved here: KUBECONFIG, the
-// in-cluster config, PINBOT_GITEA_TOKEN for a forge without tokenFile, and
-// the registry credentials of the docker config (DOCKER_CONFIG).
-func (f *reconcilerFlags) open() (*reconciler.Reconciler, *reconciler.Config, error) {
+// config. An app named in apps must be in the config (else bad usage).
+// Environment defaults are resolved here: KUBECONFIG, the in-cluster
+// config, PINBOT_GITEA_TOKEN for a forge without tokenFile, and the
+// registry credentials of the docker config (DOCKER_CONFIG).
+func (f *reconcilerFlags) open(apps ...string) (*reconciler.Reconciler, *reconciler.Config, error) {
 	cfg, err := f.load()
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, a := range apps {
+		if _, err := cfg.App(a); err != nil {
+			return nil, nil, usageErrorf("argument APP: %w", err)
+		}
 	}
 	rc, err := restConfig(f.kubeconfig)
 	if err != nil {

@@ -36,7 +36,7 @@ With APP, -o json prints one object; without, a list. The command exits 1
 when a status could not be computed (Git, render or cluster failing).`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, cfg, err := f.open()
+			r, cfg, err := f.open(args...)
 			if err != nil {
 				return err
 			}
@@ -46,8 +46,6 @@ when a status could not be computed (Git, render or cluster failing).`,
 				for _, a := range cfg.Apps {
 					names = append(names, a.Name)
 				}
-			} else if _, err := cfg.App(names[0]); err != nil {
-				return usageErrorf("argument APP: %w", err)
 			}
 			var statuses []*reconciler.AppStatus
 			var errs []error

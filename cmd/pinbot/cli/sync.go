@@ -45,7 +45,7 @@ unless verified. --wait 0 returns right after applying.`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			r, _, err := f.open()
+			r, _, err := f.open(args[0])
 			if err != nil {
 				return err
 			}

@@ -32,7 +32,7 @@ Verified and each workload has all its Pods.
 "container","git_digest","running_digest","verdict",...}],...}.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, _, err := f.open()
+			r, _, err := f.open(args[0])
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,226 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"pinbot.dev/pinbot/internal/kubeletsim"
+	"pinbot.dev/pinbot/internal/testenv/gitea"
+	"pinbot.dev/pinbot/internal/testenv/kube"
+)
+
+func TestReconcilerCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	app := "apps:\n  - {name: web, repo: 'http://127.0.0.1:1/o/r.git', namespace: web}\n"
+	if err := os.WriteFile(good, []byte(app), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("apps:\n  - name: web\n    repo: http://127.0.0.1:1/o/r.git\n    namespace: web\n    prun: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"verify", "web"}, exitUsage, "flag --config: required"},
+		{[]string{"verify"}, exitUsage, "accepts 1 arg"},
+		{[]string{"status", "a", "b", "--config", good}, exitUsage, "accepts at most 1 arg"},
+		{[]string{"sync", "web", "--config", good, "--wait", "-1s"}, exitUsage, "flag --wait"},
+		{[]string{"verify", "web", "--config", bad}, exitError, `bad.yaml:5: unknown field "prun"`},
+		{[]string{"verify", "api", "--config", good}, exitUsage, `no app "api" (apps: web)`},
+		{[]string{"history", "api", "--config", good}, exitUsage, `no app "api"`},
+		{[]string{"status", "api", "--config", good}, exitUsage, `no app "api"`},
+		{[]string{"verify", "web", "--config", good, "--kubeconfig", filepath.Join(dir, "nope")}, exitError, "loading kubeconfig"},
+		{[]string{"history", "web", "--config", good}, exitError, "no --kubeconfig or KUBECONFIG, and not running in a cluster"},
+		{[]string{"reconcile", "--config", filepath.Join(dir, "missing.yaml")}, exitError, "reading config"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, _, stderr := run(t, tc.args...)
+			if code != tc.code || !strings.Contains(stderr, tc.stderr) {
+				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr, tc.code, tc.stderr)
+			}
+		})
+	}
+}
+
+// TestReconcilerCommands drives sync, verify, status and history against
+// a real control plane, Gitea (Git, API and registry) and a simulated node.
+func TestReconcilerCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs bin/ peers (make tools); skipped with -short")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g, err := gitea.Start(ctx, gitea.Options{})
+	if err != nil {
+		t.Fatalf("starting Gitea: %s", err)
+	}
+	t.Cleanup(func() { _ = g.Stop() })
+	c, err := kube.Start(ctx, kube.Options{})
+	if err != nil {
+		t.Fatalf("starting the control plane: %s", err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	node := kubeletsim.New(c.Config(), kubeletsim.WithBasicAuth(g.RegistryHost, g.AdminUser, g.Token))
+	if err := node.Start(ctx); err != nil {
+		t.Fatalf("starting the simulated node: %s", err)
+	}
+	t.Cleanup(node.Stop)
+	client := kubernetes.NewForConfigOrDie(c.Config())
+	for _, ns := range []string{"pinbot-system", "web"} {
+		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The image, in Gitea's registry; pinbot reads it with the docker
+	// config's credentials.
+	dockerDir, err := g.DockerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DOCKER_CONFIG", dockerDir)
+	t.Setenv("PINBOT_GITEA_TOKEN", g.Token)
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(g.RegistryHost + "/" + g.AdminUser + "/web:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img, remote.WithAuth(&authn.Basic{Username: g.AdminUser, Password: g.Token})); err != nil {
+		t.Fatal(err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := ref.Context().String() + ":v1@" + digest.String()
+
+	src := t.TempDir()
+	manifest := fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: app, image: %q}]
+`, pinned)
+	if err := os.MkdirAll(filepath.Join(src, "envs", "prod"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "envs", "prod", "web.yaml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	commit, err := g.CreateRepoFromDir(ctx, g.AdminUser, "manifests", "main", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "pinbot.yaml")
+	config := fmt.Sprintf(`interval: 60s
+forge: {url: %q}
+apps:
+  - name: web
+    repo: %s
+    branch: main
+    path: envs/prod
+    namespace: web
+    allowNamespaces: [web]
+    syncPolicy: {automated: false, selfHeal: false, prune: false, allowEmpty: false}
+`, g.URL, g.RepoURL(g.AdminUser, "manifests"))
+	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"--config", cfg, "--kubeconfig", c.Kubeconfig, "--cache-dir", t.TempDir()}
+	pinbot := func(args ...string) (int, string, string) {
+		return run(t, append(args, common...)...)
+	}
+
+	// Detect only: nothing applied yet, so not verified (exit 1).
+	code, out, stderr := pinbot("status", "web", "-o", "json")
+	var st struct{ Sync, Health, Commit string }
+	if err := json.Unmarshal([]byte(out), &st); err != nil || code != exitOK || st.Sync != "OutOfSync" || st.Health != "Missing" || st.Commit != commit {
+		t.Fatalf("status before sync: exit %d, %s %s %v", code, out, stderr, err)
+	}
+	if code, out, _ := pinbot("verify", "web", "-o", "json"); code != exitError || !strings.Contains(out, `"verified":false`) {
+		t.Errorf("verify before sync: exit %d, %s", code, out)
+	}
+
+	if code, out, stderr := pinbot("sync", "web", "--wait", "90s"); code != exitOK || !strings.Contains(out, "VERIFIED") {
+		t.Fatalf("sync: exit %d\n%s\n%s", code, out, stderr)
+	}
+
+	code, out, stderr = pinbot("verify", "web", "-o", "json")
+	if code != exitOK {
+		t.Fatalf("verify: exit %d\n%s\n%s", code, out, stderr)
+	}
+	var v struct {
+		App        string              `json:"app"`
+		Commit     string              `json:"commit"`
+		Verified   bool                `json:"verified"`
+		Containers []map[string]string `json:"containers"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.App != "web" || v.Commit != commit || !v.Verified || len(v.Containers) != 2 {
+		t.Fatalf("verify -o json = %s", out)
+	}
+	for _, ct := range v.Containers {
+		want := map[string]string{"namespace": "web", "container": "app", "git_digest": digest.String(), "running_digest": digest.String(), "verdict": "Verified"}
+		for k, w := range want {
+			if ct[k] != w {
+				t.Errorf("container %s = %q, want %q", k, ct[k], w)
+			}
+		}
+		if !strings.HasPrefix(ct["pod"], "web-") {
+			t.Errorf("container pod = %q", ct["pod"])
+		}
+	}
+
+	code, out, _ = pinbot("verify", "web")
+	if code != exitOK || !strings.Contains(out, "web at "+commit[:12]+": VERIFIED: 2/2 Pods run "+digest.String()[:19]) {
+		t.Errorf("verify table: exit %d\n%s", code, out)
+	}
+	code, out, _ = pinbot("history", "web", "-o", "json")
+	var rec struct {
+		Entries []struct {
+			Commit, Result, Trigger string
+			Verified                bool
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal([]byte(out), &rec); err != nil || code != exitOK || len(rec.Entries) != 1 ||
+		rec.Entries[0].Commit != commit || rec.Entries[0].Result != "Applied" || rec.Entries[0].Trigger != "manual" || !rec.Entries[0].Verified {
+		t.Errorf("history -o json: exit %d, %s, %v", code, out, err)
+	}
+	code, out, _ = pinbot("status", "--cached")
+	if code != exitOK || !strings.Contains(out, "Synced") || !strings.Contains(out, "Healthy") {
+		t.Errorf("status --cached: exit %d\n%s", code, out)
+	}
+	code, out, _ = pinbot("history", "web")
+	if code != exitOK || !strings.Contains(out, commit[:12]) || !strings.Contains(out, "manual") {
+		t.Errorf("history: exit %d\n%s", code, out)
+	}
+}
