@@ -33,20 +33,20 @@ tools: gitea kube
 gitea: $(BIN)/gitea
 $(BIN)/gitea: hack/tools/gitea/go.mod hack/tools/gitea/go.sum
 	@echo ">> building Gitea $(GITEA_VERSION) into bin/ (about 4 minutes the first time)"
-	cd hack/tools/gitea && $(GO) build -tags 'sqlite sqlite_unlock_notify' \
+	cd hack/tools/gitea && ../../with-progress.sh gitea $(GO) build -tags 'sqlite sqlite_unlock_notify' \
 		-ldflags '-X main.Version=$(GITEA_VERSION)' -o $(BIN)/gitea code.gitea.io/gitea
 	cd hack/tools/gitea && $(GO) list -m -f '{{.Dir}}' code.gitea.io/gitea > $(BIN)/gitea.root
 
 kube: $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd
 $(BIN)/kube-apiserver: hack/tools/kube/go.mod hack/tools/kube/go.sum
 	@echo ">> building kube-apiserver $(KUBE_VERSION) into bin/ (several minutes the first time)"
-	cd hack/tools/kube && $(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+	cd hack/tools/kube && ../../with-progress.sh kube-apiserver $(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-apiserver
 $(BIN)/kube-controller-manager: hack/tools/kube/go.mod hack/tools/kube/go.sum
 	@echo ">> building kube-controller-manager $(KUBE_VERSION) into bin/"
-	cd hack/tools/kube && $(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-controller-manager
+	cd hack/tools/kube && ../../with-progress.sh kube-controller-manager $(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-controller-manager
 $(BIN)/etcd: hack/tools/kube/go.mod hack/tools/kube/go.sum
 	@echo ">> building etcd into bin/"
-	cd hack/tools/kube && $(GO) build -o $@ go.etcd.io/etcd/server/v3
+	cd hack/tools/kube && ../../with-progress.sh etcd $(GO) build -o $@ go.etcd.io/etcd/server/v3
 
 ## test: every test, including those on a real Gitea and a real control plane.
 test: tools
@@ -63,7 +63,7 @@ lint:
 bench: tools build
 	$(GO) run ./hack/bench
 
-demo: gitea build
+demo: tools build
 	$(GO) run ./hack/demo
 
 clean:

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"pinbot.dev/pinbot/internal/testenv/gitea"
+)
+
+const (
+	owner = "platform"
+	repo  = "manifests"
+)
+
+// demo holds what the steps share.
+type demo struct {
+	dir     string // scratch space, removed on close
+	pinbot  string // the pinbot binary
+	gitea   *gitea.Server
+	token   string // file holding the Gitea token
+	images  map[string]pushed
+	pr      int64
+	closers []func()
+}
+
+func newDemo(ctx context.Context) (*demo, error) {
+	d := &demo{images: map[string]pushed{}}
+	dir, err := os.MkdirTemp("", "pinbot-demo-")
+	if err != nil {
+		return d, err
+	}
+	d.dir = dir
+	d.closers = append(d.closers, func() { _ = os.RemoveAll(dir) })
+
+	bin, err := gitea.BinDir()
+	if err != nil {
+		return d, err
+	}
+	d.pinbot = filepath.Join(bin, "pinbot")
+	if _, err := os.Stat(d.pinbot); err != nil {
+		return d, fmt.Errorf("%s is missing: run `make build` (make demo does)", d.pinbot)
+	}
+
+	banner("Starting a local Gitea with its container registry")
+	start := time.Now()
+	d.gitea, err = gitea.Start(ctx, gitea.Options{})
+	if err != nil {
+		return d, err
+	}
+	d.closers = append(d.closers, func() { _ = d.gitea.Stop() })
+	fmt.Printf("Gitea %s at %s (registry %s), up in %s\n", d.gitea.Version, d.gitea.URL, d.gitea.RegistryHost, time.Since(start).Round(time.Millisecond))
+	if err := d.gitea.CreateOrg(ctx, owner); err != nil {
+		return d, err
+	}
+	d.token = filepath.Join(dir, "token")
+	return d, os.WriteFile(d.token, []byte(d.gitea.Token+"\n"), 0o600)
+}
+
+func (d *demo) close() {
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		d.closers[i]()
+	}
+}
+
+// run runs pinbot with args, echoing the command line and its output.
+func (d *demo) run(ctx context.Context, args ...string) (string, error) {
+	fmt.Printf("\n$ pinbot %s\n", strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, d.pinbot, args...)
+	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+d.dockerConfig())
+	var out strings.Builder
+	cmd.Stdout = io.MultiWriter(os.Stdout, &out)
+	cmd.Stderr = os.Stderr
+	err := cmd.Run()
+	if err != nil {
+		return out.String(), fmt.Errorf("pinbot %s: %w", args[0], err)
+	}
+	return out.String(), nil
+}
+
+func (d *demo) dockerConfig() string {
+	dir, err := d.gitea.DockerConfig()
+	if err != nil {
+		return ""
+	}
+	return dir
+}
+
+// forgeArgs are the flags every forge command takes.
+func (d *demo) forgeArgs() []string {
+	return []string{"--forge-url", d.gitea.URL, "--repo", owner + "/" + repo, "--token-file", d.token}
+}
+
+// pullDiff prints pull request n's diff as Gitea serves it to reviewers.
+func (d *demo) pullDiff(ctx context.Context, n int64) error {
+	url := fmt.Sprintf("%s/%s/%s/pulls/%d.diff", strings.TrimSuffix(d.gitea.URL, "/"), owner, repo, n)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "token "+d.gitea.Token)
+	resp, err := d.gitea.HTTPClient().Do(req)
+	if err != nil {
+		return fmt.Errorf("fetching the diff of pull request %d: %w", n, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("fetching the diff of pull request %d: %s", n, resp.Status)
+	}
+	fmt.Printf("\nThe diff reviewers see on pull request #%d:\n%s", n, b)
+	return nil
+}
+
+func banner(s string) {
+	fmt.Printf("\n=== %s\n", s)
+}

@@ -1,0 +1,48 @@
+// Command demo runs pinbot's whole job on this machine with nothing
+// configured: a real Gitea with its container registry, a manifest
+// repository pinned to v1, a CI build of v2 that writes a Kaniko digest
+// file, `pinbot promote`, a moved tag caught by `pinbot drift`, the merge a
+// reviewer would make, and the reconciler proving on a real kube-apiserver
+// that the running Pods use the merged digest.
+//
+// It stops everything it started on exit. `make demo` builds the peers into
+// bin/ first.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "\ndemo failed: %s\n", err.Error())
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context) error {
+	d, err := newDemo(ctx)
+	defer d.close()
+	if err != nil {
+		return err
+	}
+	for _, step := range []func(context.Context) error{
+		d.seed,
+		d.promote,
+		d.drift,
+		d.mergeAndReconcile,
+	} {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	fmt.Println("\nDone. Everything the demo started has been stopped.")
+	return nil
+}
