@@ -11,9 +11,16 @@
 // ControllerRevisions and Nodes into per-container verdicts, like kstatus's
 // status.Compute. The Reconciler wraps them with I/O: a cached go-git clone
 // (Source), a dynamic client and REST mapper (Applier), informer caches
-// (Watcher), the registry for config-digest and index-child lookups, a
-// history ConfigMap (History) and Gitea commit statuses and comments
-// (Reporter).
+// (Watcher), the registry for config-digest and index-child lookups
+// (Registry), a ConfigMap per app holding its status and last syncs
+// (History), and Gitea commit statuses and pull-request comments (Forge).
+//
+// Policy defaults are the safe ones: detection only (a person runs
+// `pinbot sync`), no self-heal, no prune, an empty render refused. Errors
+// are sorted at the loop: Git unreachable (*SourceError) and Kubernetes API
+// hiccups are retried with backoff, and nothing is applied meanwhile;
+// problems in Git (*RenderError, *GuardError, *ApplyError) are recorded,
+// reported on the commit, and retried only at the next interval.
 //
 // Everything pinbot applies carries the inventory label LabelApp naming the
 // app, and the annotation AnnotationHash holding a hash of the rendered

@@ -93,6 +93,12 @@ func New(cfg *Config, rc *rest.Config, opts ...Option) (*Reconciler, error) {
 	if o.registry == nil {
 		o.registry = registry.New()
 	}
+	rc = rest.CopyConfig(rc)
+	if rc.QPS == 0 {
+		// client-go's default (5 QPS) would make a 500-object sync take
+		// minutes; the API server's own priority and fairness still applies.
+		rc.QPS, rc.Burst = 100, 200
+	}
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)

@@ -107,7 +107,7 @@ func walk(s *Snapshot, need func(Lookup), v *Verification) {
 			v.Containers = append(v.Containers, judgePod(ix, s.Lookups, need, &r, p)...)
 		}
 		for _, p := range r.old {
-			v.OldRevisions = append(v.OldRevisions, judgePod(ix, s.Lookups, func(Lookup) {}, &r, p)...)
+			v.OldRevisions = append(v.OldRevisions, judgePod(ix, s.Lookups, need, &r, p)...)
 		}
 	}
 }

@@ -68,7 +68,7 @@ func TestVerify(t *testing.T) {
 		{name: "registry unreachable is Unknown", snap: withLookups(rolledOut(repo+"@"+digestD), Lookups{childLookup: {Err: "connection refused"}}),
 			want: []string{"web-new-1/app=Unknown"}, reason: "registry unreachable for " + repo + "@" + digestB + ": connection refused"},
 		{name: "config digest form", snap: withLookups(rolledOut(digestCfg, "docker://"+digestCfg), Lookups{configLookup: {Digest: digestCfg}}),
-			verified: true, want: []string{"web-new-1/app=Verified", "web-new-2/app=Verified"}, needs: []Lookup{configLookup}},
+			verified: true, want: []string{"web-new-1/app=Verified", "web-new-2/app=Verified"}, needs: []Lookup{childLookup, configLookup}}, // the child for the old Pod
 		{name: "config digest of another image", snap: withLookups(rolledOut(digestC), Lookups{configLookup: {Digest: digestCfg}}),
 			want: []string{"web-new-1/app=Mismatch"}, reason: "running config " + digestC},
 		{name: "config digest, registry down", snap: withLookups(rolledOut(digestCfg), Lookups{configLookup: {Err: "timeout"}}),
