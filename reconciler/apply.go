@@ -27,7 +27,10 @@ type ApplyError struct {
 	Err    error
 }
 
+// Error names the object or file and the cause.
 func (e *ApplyError) Error() string { return fmt.Sprintf("applying %s: %s", e.Object, e.Err) }
+
+// Unwrap returns the cause.
 func (e *ApplyError) Unwrap() error { return e.Err }
 
 // crdWait bounds how long Apply waits for new CRDs to be established.

@@ -19,6 +19,7 @@ type GuardError struct {
 	Reason string
 }
 
+// Error names the object or file and the cause.
 func (e *GuardError) Error() string { return fmt.Sprintf("%s refused: %s", e.Object, e.Reason) }
 
 // Place decides where each rendered object goes and whether the app may

@@ -26,6 +26,7 @@ type RenderError struct {
 	Err  error
 }
 
+// Error names the object or file and the cause.
 func (e *RenderError) Error() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("render: %s:%d: %s", e.File, e.Line, e.Err)
@@ -33,6 +34,7 @@ func (e *RenderError) Error() string {
 	return fmt.Sprintf("render: %s: %s", e.File, e.Err)
 }
 
+// Unwrap returns the cause.
 func (e *RenderError) Unwrap() error { return e.Err }
 
 // manifestExts are the file name suffixes a plain directory render reads.

@@ -23,7 +23,10 @@ type SourceError struct {
 	Err  error
 }
 
+// Error names the object or file and the cause.
 func (e *SourceError) Error() string { return fmt.Sprintf("source %s: %s", e.Repo, e.Err) }
+
+// Unwrap returns the cause.
 func (e *SourceError) Unwrap() error { return e.Err }
 
 // Revision is one fetched commit of an app's branch, checked out on disk.
