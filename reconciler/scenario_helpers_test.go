@@ -28,7 +28,8 @@ type scenario struct {
 
 // newScenario creates the namespace and the (empty) repository and a
 // Reconciler for one app with the given syncPolicy (YAML flow mapping).
-func newScenario(t *testing.T, name, syncPolicy string) *scenario {
+// extra lines ("key: value") are added to the app's config.
+func newScenario(t *testing.T, name, syncPolicy string, extra ...string) *scenario {
 	t.Helper()
 	needPeers(t)
 	s := &scenario{t: t, name: name, repo: gitforge.Repo{Owner: org, Name: name}}
@@ -47,9 +48,14 @@ apps:
     branch: main
     path: app
     namespace: %s
-    allowNamespaces: [%s]
     syncPolicy: %s
-`, env.gitea.URL, env.token, name, env.gitea.RepoURL(org, name), name, name, syncPolicy)
+`, env.gitea.URL, env.token, name, env.gitea.RepoURL(org, name), name, syncPolicy)
+	if len(extra) == 0 {
+		extra = []string{"allowNamespaces: [" + name + "]"}
+	}
+	for _, e := range extra {
+		config += "    " + e + "\n"
+	}
 	if err := os.WriteFile(s.cfg, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}

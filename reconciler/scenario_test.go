@@ -7,11 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/kubeletsim"
@@ -380,4 +383,78 @@ func TestSyncManyObjects(t *testing.T) {
 		t.Errorf("status: %v, %s", err, describe(st, nil))
 	}
 	t.Logf("status pass over 500 objects: %s", time.Since(began).Round(time.Millisecond))
+}
+
+// Namespaces and CRDs go first: a custom resource listed before its CRD,
+// and a ConfigMap in a namespace the same render creates, apply in one sync.
+func TestNamespacesAndCRDsFirst(t *testing.T) {
+	s := newScenario(t, "crds", "{}", "allowNamespaces: [crds, crds-extra]",
+		"allowClusterScoped: [apiextensions.k8s.io/CustomResourceDefinition]")
+	s.push(map[string]string{
+		"app/a-widget.yaml": "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1}\nspec: {size: 3}\n",
+		"app/b-extra.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: crds-extra}\n",
+		"app/c-ns.yaml":     "apiVersion: v1\nkind: Namespace\nmetadata: {name: crds-extra}\n",
+		"app/d-crd.yaml": `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          x-kubernetes-preserve-unknown-fields: true
+`,
+	}, "A CRD and its first object")
+	st, _, err := s.r.Sync(testCtx, s.name, 0)
+	if err != nil {
+		t.Fatalf("sync: %s", err)
+	}
+	if st.Sync != reconciler.Synced || st.Health != reconciler.Healthy {
+		t.Errorf("after the sync: %s", describe(st, nil))
+	}
+	if _, err := env.kube.CoreV1().ConfigMaps("crds-extra").Get(testCtx, "settings", metav1.GetOptions{}); err != nil {
+		t.Errorf("the ConfigMap in the new namespace: %s", err)
+	}
+}
+
+// When Git cannot be fetched, the app is Unknown, says since when, and
+// nothing is applied.
+func TestSourceUnreachable(t *testing.T) {
+	needPeers(t)
+	cfgFile := filepath.Join(t.TempDir(), "pinbot.yaml")
+	config := "apps:\n  - {name: gone, repo: 'http://127.0.0.1:1/team/gone.git', namespace: gone, syncPolicy: {automated: true}}\n"
+	if err := os.WriteFile(cfgFile, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := reconciler.Load(cfgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := reconciler.New(cfg, env.cluster.Config(), reconciler.WithRegistry(env.reg), reconciler.WithCacheDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	st, _, err := r.Sync(testCtx, "gone", 0)
+	var se *reconciler.SourceError
+	if !errors.As(err, &se) {
+		t.Fatalf("Sync error = %v, want a *SourceError", err)
+	}
+	if st.Sync != reconciler.SyncUnknown || st.Health != reconciler.HealthUnknown || st.SourceUnreachableSince == nil ||
+		!strings.HasPrefix(st.Error, "source unreachable since ") {
+		t.Errorf("status: %s", describe(st, nil))
+	}
+	rec, err := r.History(testCtx, "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Entries) != 0 || rec.Status == nil || rec.Status.Sync != reconciler.SyncUnknown {
+		t.Errorf("history %+v, status %+v: want no sync and the Unknown status stored", rec.Entries, rec.Status)
+	}
 }
