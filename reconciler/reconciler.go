@@ -237,10 +237,12 @@ func (r *Reconciler) Sync(ctx context.Context, name string, wait time.Duration) 
 		case <-tick.C:
 		}
 		s2, v2, err := r.pass(ctx, a, st, modeFollow)
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			return s, v, nil
-		}
-		if err != nil {
+		case err != nil && retryable(err):
+			continue // a hiccup: the next event or tick tries again
+		case err != nil:
 			return s2, v2, err
 		}
 		s, v = s2, v2
