@@ -24,7 +24,7 @@ const AdminUser = "pinbot-admin"
 // controllers without which no Pod can be created.
 var DefaultControllers = []string{
 	"deployment", "replicaset", "statefulset", "daemonset", "job", "cronjob",
-	"garbage-collector", "namespace", "serviceaccount", "serviceaccount-token",
+	"garbagecollector", "namespace", "serviceaccount", "serviceaccount-token",
 	"root-ca-cert-publisher",
 }
 
@@ -172,6 +172,8 @@ func (c *Cluster) start(ctx context.Context, bin string, opts Options) error {
 		// An API value only: nothing routes there.
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--allow-privileged=true",
+		// Nothing to be fair among in a test; it also starts faster.
+		"--enable-priority-and-fairness=false",
 		"--profiling=false",
 	}, opts.APIServerFlags...))
 	if err != nil {
