@@ -23,6 +23,9 @@ const (
 	DefaultBranch         = "main"
 	DefaultStateNamespace = "pinbot-system"
 	DefaultVerifyTimeout  = 10 * time.Minute
+	DefaultWaveTimeout    = 5 * time.Minute
+	DefaultDriftWarLimit  = 5
+	DefaultDriftWarWindow = 10 * time.Minute
 )
 
 // Config is the reconciler's configuration file. See the README section
@@ -103,10 +106,35 @@ type App struct {
 	// the commit status turns to failure. Default 10m.
 	VerifyTimeout Duration `yaml:"verifyTimeout"`
 
-	// Room for issue 5: ignore rules, wave timeout and the drift-war guard
-	// are added here as fields; strict decoding refuses them until then.
+	// WaveTimeout bounds how long one sync wave may take to become healthy
+	// before the sync stops and names the object. Default 5m.
+	WaveTimeout Duration `yaml:"waveTimeout"`
+	// Ignore lists fields that are never diffed or healed: the one-line
+	// declaration for a field another controller owns.
+	Ignore []IgnoreRule `yaml:"ignore"`
+	// DriftWar is the self-heal guard: an object healed more than Limit
+	// times within Window is no longer healed, and the app is Degraded.
+	DriftWar DriftWar `yaml:"driftWar"`
 
 	line int // line of the app in the config file
+}
+
+// IgnoreRule names fields of matching objects that are never drift.
+type IgnoreRule struct {
+	// Object matches "group/Kind/name" ("Kind/name" for the core group);
+	// each part may be a path.Match glob, e.g. "apps/Deployment/web-*".
+	Object string `yaml:"object"`
+	// Pointers are RFC 6901 JSON pointers into the object, e.g.
+	// "/spec/replicas".
+	Pointers []string `yaml:"pointers"`
+}
+
+// DriftWar configures the self-heal guard.
+type DriftWar struct {
+	// Limit is how many heals of one object Window allows. Default 5.
+	Limit int `yaml:"limit"`
+	// Window is the sliding window. Default 10m.
+	Window Duration `yaml:"window"`
 }
 
 // Duration is a time.Duration written as "60s" or "5m" in YAML.
@@ -284,6 +312,25 @@ func (a *App) problems() []string {
 	if a.VerifyTimeout < 0 {
 		p = append(p, "verifyTimeout: want a positive duration")
 	}
+	if a.WaveTimeout < 0 {
+		p = append(p, "waveTimeout: want a positive duration")
+	}
+	if a.DriftWar.Limit < 0 || a.DriftWar.Window < 0 {
+		p = append(p, "driftWar: want a positive limit and window")
+	}
+	for i, r := range a.Ignore {
+		if parts := strings.Split(r.Object, "/"); r.Object == "" || len(parts) < 2 || len(parts) > 3 {
+			p = append(p, fmt.Sprintf("ignore[%d].object: want group/Kind/name or Kind/name, got %q", i, r.Object))
+		}
+		if len(r.Pointers) == 0 {
+			p = append(p, fmt.Sprintf("ignore[%d].pointers: want at least one JSON pointer such as /spec/replicas", i))
+		}
+		for _, ptr := range r.Pointers {
+			if !strings.HasPrefix(ptr, "/") {
+				p = append(p, fmt.Sprintf("ignore[%d].pointers: %q is not a JSON pointer (it starts with /)", i, ptr))
+			}
+		}
+	}
 	return p
 }
 
@@ -305,6 +352,15 @@ func (c *Config) setDefaults() {
 		}
 		if a.VerifyTimeout == 0 {
 			a.VerifyTimeout = Duration(DefaultVerifyTimeout)
+		}
+		if a.WaveTimeout == 0 {
+			a.WaveTimeout = Duration(DefaultWaveTimeout)
+		}
+		if a.DriftWar.Limit == 0 {
+			a.DriftWar.Limit = DefaultDriftWarLimit
+		}
+		if a.DriftWar.Window == 0 {
+			a.DriftWar.Window = Duration(DefaultDriftWarWindow)
 		}
 	}
 }

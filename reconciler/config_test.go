@@ -39,6 +39,8 @@ func TestParse(t *testing.T) {
 			Namespace: "web", AllowNamespaces: []string{"web"},
 			Auth:          &Auth{TokenFile: "/etc/pinbot/token", CAFile: "/etc/pinbot/ca.pem"},
 			VerifyTimeout: Duration(DefaultVerifyTimeout),
+			WaveTimeout:   Duration(DefaultWaveTimeout),
+			DriftWar:      DriftWar{Limit: DefaultDriftWarLimit, Window: Duration(DefaultDriftWarWindow)},
 		}},
 	}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(Config{}, App{})); diff != "" {
