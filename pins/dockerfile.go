@@ -15,7 +15,7 @@ type dockerToken struct {
 // dockerfileSites lists the FROM references of a Dockerfile. It follows
 // the Dockerfile grammar as far as FROM needs: parser directives (escape),
 // line continuations, comment lines, heredocs and stage names.
-func dockerfileSites(src []byte, lt *lineTable) []site {
+func dockerfileSites(src []byte, lt *lineTable, sites []site) []site {
 	nlines := len(lt.starts)
 	line := func(i int) []byte { return src[lt.starts[i]:lt.lineEnd(i+1)] }
 	escape := byte('\\')
@@ -36,7 +36,6 @@ func dockerfileSites(src []byte, lt *lineTable) []site {
 		}
 	}
 
-	var sites []site
 	stages := map[string]bool{}
 	ignoreAbove := false // the comment lines just above the next instruction hold an ignore comment
 	for i < nlines {

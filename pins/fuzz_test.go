@@ -35,15 +35,15 @@ type node struct {
 	Kind         yaml.Kind
 	Style        yaml.Style
 	Value        string
+	Anchor       string
 	Line, Column int
 	Content      []node
 }
 
 func shape(n *yaml.Node) node {
-	s := node{Kind: n.Kind, Style: n.Style, Value: n.Value, Line: n.Line, Column: n.Column}
+	s := node{Kind: n.Kind, Style: n.Style, Value: n.Value, Anchor: n.Anchor, Line: n.Line, Column: n.Column}
 	switch {
 	case n.Kind != yaml.ScalarNode:
-		s.Line, s.Column = 0, 0 // collection positions are not used
 	case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
 		s.Value = "" // block scalar values are not computed
 	case n.Style == 0 && n.Value == "":
@@ -63,23 +63,80 @@ func shapes(roots []*yaml.Node) []node {
 	return out
 }
 
-// FuzzParse checks the fast parser against yaml.v3: whatever it accepts,
-// yaml.v3 accepts too and reads as the same tree.
-func FuzzParse(f *testing.F) {
-	addGoldenSeeds(f, func(_ string, b []byte) { f.Add(b) })
-	f.Fuzz(func(t *testing.T, src []byte) {
-		fast, err := parseFast(src)
-		if err != nil {
-			return
+// prune applies the fast parser's pruning rules to a yaml.v3 tree.
+func prune(n *yaml.Node, keys keySet) *yaml.Node {
+	if keys == nil || n.Kind == yaml.ScalarNode {
+		return n
+	}
+	c := *n
+	c.Content = nil
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], prune(n.Content[i+1], keys)
+			switch {
+			case k.Kind == yaml.ScalarNode && keys.has(k.Value):
+				c.Content = append(c.Content, k, v)
+			case keptValue(v):
+				blank := *k
+				blank.Value = ""
+				c.Content = append(c.Content, &blank, v)
+			}
 		}
+	case yaml.SequenceNode:
+		for _, item := range n.Content {
+			if item = prune(item, keys); keptValue(item) {
+				c.Content = append(c.Content, item)
+			}
+		}
+	}
+	return &c
+}
+
+// keptValue reports a pruned value kept where its key does not keep it:
+// a block collection, or a flow collection with content.
+func keptValue(v *yaml.Node) bool {
+	return (v.Kind == yaml.MappingNode || v.Kind == yaml.SequenceNode) && (v.Style&yaml.FlowStyle == 0 || len(v.Content) > 0)
+}
+
+func pruneAll(roots []*yaml.Node, keys keySet) []*yaml.Node {
+	out := make([]*yaml.Node, len(roots))
+	for i, r := range roots {
+		out[i] = prune(r, keys)
+	}
+	return out
+}
+
+// checkFast compares the fast parser with yaml.v3 on src, with every key
+// kept and with the manifest keys only.
+func checkFast(t *testing.T, src []byte) bool {
+	t.Helper()
+	accepted := false
+	for _, keys := range []keySet{nil, manifestKeys} {
+		fast, starts, err := parseFast(src, keys, nil)
+		if err != nil {
+			continue
+		}
+		if diff := cmp.Diff(newLineTable(src).starts, starts); diff != "" {
+			t.Fatalf("fast parser's line starts differ (-lineTable +fast):\n%s", diff)
+		}
+		accepted = true
 		slow, err := parseSlow(src)
 		if err != nil {
 			t.Fatalf("fast parser accepted input yaml.v3 rejects (%v):\n%q", err, src)
 		}
-		if diff := cmp.Diff(shapes(slow), shapes(fast)); diff != "" {
-			t.Fatalf("fast parser disagrees with yaml.v3 on\n%q\n(-yaml.v3 +fast):\n%s", src, diff)
+		if diff := cmp.Diff(shapes(pruneAll(slow, keys)), shapes(fast)); diff != "" {
+			t.Fatalf("fast parser (keys %v) disagrees with yaml.v3 on\n%s\n(-yaml.v3 +fast):\n%s", keys, src, diff)
 		}
-	})
+	}
+	return accepted
+}
+
+// FuzzParse checks the fast parser against yaml.v3: whatever it accepts,
+// yaml.v3 accepts too and reads as the same tree.
+func FuzzParse(f *testing.F) {
+	addGoldenSeeds(f, func(_ string, b []byte) { f.Add(b) })
+	f.Fuzz(func(t *testing.T, src []byte) { checkFast(t, src) })
 }
 
 // fuzzNames are the file names FuzzRewrite rewrites its input as.
@@ -109,7 +166,7 @@ func FuzzRewrite(f *testing.F) {
 		}
 		// Rewrite the repository of the first site, so mutations of the
 		// seeds keep exercising rewrites.
-		if sites, _, err := fileSites(file, classify(file), src); err == nil {
+		if sites, _, err := fileSites(file, classify(file), src, nil); err == nil {
 			for _, s := range sites {
 				if s.err == nil {
 					u.Image = s.image

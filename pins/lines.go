@@ -1,6 +1,7 @@
 package pins
 
 import (
+	"bytes"
 	"unicode/utf8"
 )
 
@@ -14,9 +15,20 @@ type lineTable struct {
 }
 
 func newLineTable(src []byte) *lineTable {
-	t := &lineTable{src: src, starts: make([]int, 1, 64)}
+	t := &lineTable{src: src, starts: make([]int, 1, bytes.Count(src, []byte{'\n'})+2)}
 	if len(src) >= 3 && src[0] == 0xEF && src[1] == 0xBB && src[2] == 0xBF {
 		t.starts[0] = 3
+	}
+	if bytes.IndexByte(src, '\r') < 0 && bytes.IndexByte(src, 0xC2) < 0 && bytes.IndexByte(src, 0xE2) < 0 {
+		// Only "\n" breaks: let IndexByte find them.
+		for i := t.starts[0]; ; {
+			j := bytes.IndexByte(src[i:], '\n')
+			if j < 0 {
+				return t
+			}
+			i += j + 1
+			t.starts = append(t.starts, i)
+		}
 	}
 	for i := t.starts[0]; i < len(src); {
 		n := breakLen(src, i)

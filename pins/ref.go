@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/google/go-containerregistry/pkg/name"
 )
@@ -16,14 +18,15 @@ func validDigest(d string) bool {
 	if len(d) != digestLen || d[:7] != "sha256:" {
 		return false
 	}
+	ok := true
 	for i := 7; i < len(d); i++ {
-		c := d[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
+		ok = ok && lowerHex[d[i]]
 	}
-	return true
+	return ok
 }
+
+var lowerHex = [256]bool{'0': true, '1': true, '2': true, '3': true, '4': true, '5': true, '6': true, '7': true,
+	'8': true, '9': true, 'a': true, 'b': true, 'c': true, 'd': true, 'e': true, 'f': true}
 
 // checkDigest returns ErrInvalidDigest, naming d, unless d is valid.
 func checkDigest(d string) error {
@@ -104,6 +107,9 @@ func parseRepo(s string) (string, bool) {
 // normaliseRepo validates a repository (registry host optional) with the
 // distribution grammar and returns go-containerregistry's full name for it.
 func normaliseRepo(s string) (string, bool) {
+	if n, ok := repoNames.Load(s); ok {
+		return n.(string), true
+	}
 	host, path := "", s
 	if i := strings.IndexByte(s, '/'); i >= 0 {
 		first := s[:i]
@@ -121,8 +127,21 @@ func normaliseRepo(s string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	return repo.Name(), true
+	n := repo.Name()
+	if repoNamesLen.Add(1) <= maxRepoNames {
+		repoNames.Store(s, n)
+	}
+	return n, true
 }
+
+// repoNames caches normalised repository names: a tree names the same few
+// hundred repositories thousands of times.
+var (
+	repoNames    sync.Map
+	repoNamesLen atomic.Int64
+)
+
+const maxRepoNames = 1 << 14
 
 // validHost checks a registry host: DNS labels or a bracketed IPv6
 // address, with an optional port.

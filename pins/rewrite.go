@@ -42,19 +42,36 @@ func classify(file string) fileType {
 }
 
 // fileSites reads the sites of one file. Malformed YAML is a *SyntaxError.
-func fileSites(file string, ft fileType, src []byte) ([]site, *lineTable, error) {
-	lt := newLineTable(src)
+// The sites and line table may use memory from a (if not nil), so they are
+// valid until a is reset.
+func fileSites(file string, ft fileType, src []byte, a *arena) ([]site, *lineTable, error) {
+	if a == nil {
+		a = &arena{}
+	}
 	switch ft {
 	case ftNone:
-		return nil, lt, nil
+		return nil, newLineTable(src), nil
 	case ftDockerfile:
-		return dockerfileSites(src, lt), lt, nil
+		lt := newLineTable(src)
+		return dockerfileSites(src, lt, a.sites[:0]), lt, nil
 	}
-	roots, line, err := parseYAML(src)
+	keys := manifestKeys
+	switch ft {
+	case ftKustomize:
+		keys = kustomizeKeys
+	case ftPins:
+		keys = pinsFileKeys
+	}
+	roots, lt, line, err := parseYAML(src, keys, a)
 	if err != nil {
-		return nil, lt, &SyntaxError{File: file, Line: line, Err: err}
+		return nil, newLineTable(src), &SyntaxError{File: file, Line: line, Err: err}
 	}
-	return yamlSites(ft, src, lt, roots), lt, nil
+	if lt == nil {
+		lt = newLineTable(src)
+	}
+	sites := yamlSites(ft, src, lt, roots, a.sites[:0])
+	a.sites = sites[:0]
+	return sites, lt, nil
 }
 
 // update is a validated Update.
@@ -127,7 +144,9 @@ func rewrite(file string, src []byte, u *update) ([]byte, []Change, error) {
 	if ft == ftNone {
 		return src, nil, nil
 	}
-	sites, lt, err := fileSites(file, ft, src)
+	a := getArena()
+	defer putArena(a)
+	sites, lt, err := fileSites(file, ft, src, a)
 	if err != nil {
 		return nil, nil, err
 	}

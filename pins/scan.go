@@ -1,7 +1,6 @@
 package pins
 
 import (
-	"io/fs"
 	"sort"
 	"sync"
 )
@@ -14,20 +13,23 @@ import (
 func Scan(dir string, opts ...Option) ([]Pin, error) {
 	o := makeOptions(opts)
 	var (
-		mu   sync.Mutex
-		pins []Pin
-		warn warnings
+		mu    sync.Mutex
+		found [][]Pin
+		total int
+		warn  warnings
 	)
-	err := forEachFile(dir, nil, func(f treeFile, src []byte, _ fs.FileInfo) error {
+	err := forEachFile(dir, nil, func(f treeFile, src []byte, _ func() (fileStat, error)) error {
 		if !containsDigest(src) {
 			return nil
 		}
-		sites, _, err := fileSites(f.rel, f.ft, src)
+		a := getArena()
+		defer putArena(a)
+		sites, _, err := fileSites(f.rel, f.ft, src, a)
 		if err != nil {
 			warn.add(f.rel, err)
 			return nil
 		}
-		var found []Pin
+		pins := make([]Pin, 0, len(sites))
 		for _, s := range sites {
 			if s.digest == "" {
 				continue
@@ -35,17 +37,24 @@ func Scan(dir string, opts ...Option) ([]Pin, error) {
 			if s.err != nil {
 				warn.add(f.rel, &SyntaxError{File: f.rel, Line: s.line, Err: s.err})
 			}
-			found = append(found, Pin{File: f.rel, Line: s.line, Column: s.col, Kind: s.kind,
+			pins = append(pins, Pin{File: f.rel, Line: s.line, Column: s.col, Kind: s.kind,
 				Image: s.image, Tag: s.tag, Digest: s.digest, Ignored: s.ignored})
 		}
-		mu.Lock()
-		pins = append(pins, found...)
-		mu.Unlock()
+		if len(pins) > 0 {
+			mu.Lock()
+			found = append(found, pins)
+			total += len(pins)
+			mu.Unlock()
+		}
 		return nil
 	})
 	warn.deliver(o.warn)
 	if err != nil {
 		return nil, err
+	}
+	pins := make([]Pin, 0, total)
+	for _, f := range found {
+		pins = append(pins, f...)
 	}
 	sort.Slice(pins, func(i, j int) bool {
 		a, b := pins[i], pins[j]

@@ -32,7 +32,7 @@ func Set(dir string, u Update, opts ...Option) ([]Change, error) {
 // rewritten is one file Set will replace.
 type rewritten struct {
 	rel, abs, tmp string
-	fi            fs.FileInfo
+	st            fileStat
 	changes       []Change
 }
 
@@ -47,12 +47,15 @@ func set(dir string, u Update, write bool, opts []Option) ([]Change, error) {
 		done []rewritten
 		warn warnings
 	)
-	err = forEachFile(dir, u.Include, func(f treeFile, src []byte, fi fs.FileInfo) error {
+	err = forEachFile(dir, u.Include, func(f treeFile, src []byte, stat func() (fileStat, error)) error {
 		if !up.mentions.in(src) {
 			// It cannot hold a pin of this repository. If it could hold
 			// one of another and is malformed, say so.
 			if f.ft != ftDockerfile && containsDigest(src) {
-				if _, line, err := parseYAML(src); err != nil {
+				a := getArena()
+				_, _, line, err := parseYAML(src, noKeys, a)
+				putArena(a)
+				if err != nil {
 					warn.add(f.rel, &SyntaxError{File: f.rel, Line: line, Err: err})
 				}
 			}
@@ -62,9 +65,13 @@ func set(dir string, u Update, write bool, opts []Option) ([]Change, error) {
 		if err != nil || len(changes) == 0 {
 			return err
 		}
-		r := rewritten{rel: f.rel, abs: f.abs, fi: fi, changes: changes}
+		st, err := stat()
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", f.rel, err)
+		}
+		r := rewritten{rel: f.rel, abs: f.abs, st: st, changes: changes}
 		if write {
-			if r.tmp, err = writeTemp(f.abs, out, fi.Mode()); err != nil {
+			if r.tmp, err = writeTemp(f.abs, out, st.mode); err != nil {
 				return fmt.Errorf("writing %s: %w", f.rel, err)
 			}
 		}
@@ -107,7 +114,7 @@ func writeTemp(path string, content []byte, mode fs.FileMode) (string, error) {
 	}
 	_, err = f.Write(content)
 	if err == nil {
-		err = f.Chmod(mode & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky))
+		err = f.Chmod(mode & modeBits)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -132,7 +139,7 @@ func replace(done []rewritten) error {
 		if err != nil {
 			return fmt.Errorf("checking %s: %w", r.rel, err)
 		}
-		if fi.Size() != r.fi.Size() || !fi.ModTime().Equal(r.fi.ModTime()) || fi.Mode() != r.fi.Mode() {
+		if !fi.Mode().IsRegular() || fi.Size() != r.st.size || !fi.ModTime().Equal(r.st.mtime) || fi.Mode()&modeBits != r.st.mode {
 			return fmt.Errorf("%s: %w", r.rel, errChanged)
 		}
 	}

@@ -3,13 +3,14 @@ package pins
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"sync"
+	"time"
 )
 
 // treeFile is a file the walk hands to a worker.
@@ -65,15 +66,19 @@ func (w *warnings) deliver(fn func(string, error)) {
 	}
 }
 
-// workerCount is how many files are read and parsed at once: reading is
-// mostly system calls, so one more than the processors keeps them busy.
-func workerCount() int { return runtime.GOMAXPROCS(0) + 1 }
+// workerCount is how many files are read and parsed at once: one per
+// processor, since reading from the page cache does not block for long.
+func workerCount() int { return runtime.GOMAXPROCS(0) }
 
 // forEachFile walks dir and calls work for every file of a known type that
 // include (if set) admits, from several goroutines. src is only valid
-// during the call. Errors from work are collected, not fatal to the walk;
-// they come back joined in file order.
-func forEachFile(dir string, include func(string) bool, work func(f treeFile, src []byte, fi fs.FileInfo) error) error {
+// during the call; stat describes the file as read. Errors from work are
+// collected, not fatal to the walk; they come back joined in file order.
+//
+// The goroutines share the walk too: each takes a directory, reads it,
+// queues its subdirectories and processes its files itself, so no file is
+// handed from one goroutine to another.
+func forEachFile(dir string, include func(string) bool, work func(f treeFile, src []byte, stat func() (fileStat, error)) error) error {
 	root, err := filepath.Abs(dir)
 	if err == nil {
 		root, err = filepath.EvalSymlinks(root)
@@ -87,69 +92,99 @@ func forEachFile(dir string, include func(string) bool, work func(f treeFile, sr
 		return fmt.Errorf("reading directory %s: not a directory", dir)
 	}
 
-	files := make(chan treeFile, 256)
+	type queued struct{ abs, rel string }
 	var (
-		mu   sync.Mutex
-		errs []fileError
-		wg   sync.WaitGroup
+		mu      sync.Mutex
+		more    = sync.NewCond(&mu)
+		pending = []queued{{abs: root}}
+		busy    int // goroutines reading a directory
+		errs    []fileError
+		wg      sync.WaitGroup
 	)
 	fail := func(file string, err error) {
 		mu.Lock()
 		errs = append(errs, fileError{file: file, err: err})
 		mu.Unlock()
 	}
+	// next returns the next directory to read, or false when the walk is
+	// over: nothing queued and nobody left to queue more.
+	next := func() (queued, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		for len(pending) == 0 && busy > 0 {
+			more.Wait()
+		}
+		if len(pending) == 0 {
+			more.Broadcast()
+			return queued{}, false
+		}
+		d := pending[len(pending)-1]
+		pending = pending[:len(pending)-1]
+		busy++
+		return d, true
+	}
 	for range workerCount() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var buf []byte
-			for f := range files {
-				src, fi, err := readFile(f.abs, buf)
+			for {
+				d, ok := next()
+				if !ok {
+					return
+				}
+				entries, err := readDir(d.abs)
 				if err != nil {
-					fail(f.rel, fmt.Errorf("reading %s: %w", f.rel, err))
-					continue
+					fail(d.rel, fmt.Errorf("reading directory %s: %w", path.Join(dir, d.rel), err))
 				}
-				buf = src[:0]
-				if err := work(f, src, fi); err != nil {
-					fail(f.rel, err)
+				var subdirs []queued
+				for _, e := range entries {
+					name := e.name
+					abs := d.abs + string(filepath.Separator) + name
+					rel := name
+					if d.rel != "" {
+						rel = d.rel + "/" + name
+					}
+					switch e.typ {
+					case fs.ModeSymlink:
+						// Never followed; see the package documentation.
+					case fs.ModeDir:
+						if !skipDir(abs, name) {
+							subdirs = append(subdirs, queued{abs: abs, rel: rel})
+						}
+					case 0: // a regular file
+						ft := classify(name)
+						if ft == ftNone || include != nil && !include(rel) {
+							continue
+						}
+						f := treeFile{rel: rel, abs: abs, ft: ft}
+						var werr error
+						buf, err = withFile(abs, buf, func(src []byte, stat func() (fileStat, error)) error {
+							werr = work(f, src, stat)
+							return nil
+						})
+						if err != nil {
+							fail(rel, fmt.Errorf("reading %s: %w", rel, err))
+						} else if werr != nil {
+							fail(rel, werr)
+						}
+					}
 				}
+				mu.Lock()
+				pending = append(pending, subdirs...)
+				busy--
+				if busy == 0 && len(pending) == 0 {
+					more.Broadcast() // the walk is over
+				} else {
+					for range subdirs {
+						more.Signal()
+					}
+				}
+				mu.Unlock()
 			}
 		}()
 	}
-
-	walkErr := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			return nil // never followed; see the package documentation
-		}
-		if d.IsDir() {
-			if p != root && skipDir(p, d.Name()) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		ft := classify(rel)
-		if ft == ftNone || include != nil && !include(rel) {
-			return nil
-		}
-		files <- treeFile{rel: rel, abs: p, ft: ft}
-		return nil
-	})
-	close(files)
 	wg.Wait()
-	if walkErr != nil {
-		return fmt.Errorf("walking %s: %w", dir, walkErr)
-	}
 	return sortedErrors(errs)
 }
 
@@ -166,32 +201,12 @@ func skipDir(p, name string) bool {
 	return false
 }
 
-// readFile reads a file into buf, growing it as needed.
-func readFile(p string, buf []byte) ([]byte, fs.FileInfo, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
-	if want := int(fi.Size()) + 512; cap(buf) < want {
-		buf = make([]byte, 0, want)
-	}
-	buf = buf[:0]
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := f.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, fi, nil
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-	}
+// fileStat is what Set checks to find a file changed while it worked.
+type fileStat struct {
+	mode  fs.FileMode
+	size  int64
+	mtime time.Time
 }
+
+// modeBits are the mode bits Set preserves.
+const modeBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky

@@ -15,16 +15,24 @@ import (
 // parseYAML returns the root node of each non-empty document in src, from
 // the fast parser when the file is in its subset and from yaml.v3
 // otherwise. A parse error comes with the 1-based line it names.
-func parseYAML(src []byte) ([]*yaml.Node, int, error) {
-	if roots, err := parseFast(src); err == nil {
-		return roots, 0, nil
+//
+// keys says which mapping keys the caller needs scalar values of; files in
+// the fast subset are pruned to them (see parseFast).
+// Nodes from the fast parser come from a, when it is not nil, and are
+// valid until it is reset.
+//
+// It returns the file's line table too when parsing built it on the way,
+// and nil otherwise.
+func parseYAML(src []byte, keys keySet, a *arena) ([]*yaml.Node, *lineTable, int, error) {
+	if roots, starts, err := parseFast(src, keys, a); err == nil {
+		return roots, &lineTable{src: src, starts: starts}, 0, nil
 	}
 	roots, err := parseSlow(src)
 	if err != nil {
 		line, msg := yamlErrorLine(src, err)
-		return nil, line, errors.New(msg)
+		return nil, nil, line, errors.New(msg)
 	}
-	return roots, 0, nil
+	return roots, nil, 0, nil
 }
 
 // parseSlow parses src with yaml.v3.
@@ -107,8 +115,8 @@ func newSite(kind Kind, image string) site {
 }
 
 // yamlSites lists the sites in a parsed YAML file of the given type.
-func yamlSites(ft fileType, src []byte, lt *lineTable, roots []*yaml.Node) []site {
-	w := &yamlWalker{src: src, lt: lt}
+func yamlSites(ft fileType, src []byte, lt *lineTable, roots []*yaml.Node, sites []site) []site {
+	w := &yamlWalker{src: src, lt: lt, sites: sites}
 	for _, root := range roots {
 		switch ft {
 		case ftPins:
@@ -196,12 +204,12 @@ func (w *yamlWalker) unlocatable(s site, v *yaml.Node) {
 // repository, optional registry and tag, and digest.
 func (w *yamlWalker) helm(m *yaml.Node, key *yaml.Node) {
 	f := fields(m, "registry", "repository", "tag", "digest")
-	repo := f.val["repository"]
-	if repo == nil || f.val["tag"] == nil && f.val["digest"] == nil || !f.scalars() {
+	repo := f.get("repository")
+	if repo == nil || f.get("tag") == nil && f.get("digest") == nil || !f.scalars() {
 		return
 	}
 	full := repo.Value
-	if reg := f.val["registry"]; reg != nil && reg.Value != "" {
+	if reg := f.get("registry"); reg != nil && reg.Value != "" {
 		full = strings.TrimSuffix(reg.Value, "/") + "/" + repo.Value
 	}
 	image, ok := parseRepo(full)
@@ -212,26 +220,26 @@ func (w *yamlWalker) helm(m *yaml.Node, key *yaml.Node) {
 	if key != nil {
 		extra = append(extra, key.Line)
 	}
-	w.mappingSite(newSite(KindHelm, image), m, f, "tag", "digest", extra)
+	w.mappingSite(newSite(KindHelm, image), m, &f, "tag", "digest", extra)
 }
 
 // kustomization records a site for each entry of a kustomization's images.
 func (w *yamlWalker) kustomization(root *yaml.Node) {
-	images := fields(root, "images").val["images"]
+	images := rootField(root, "images")
 	if images == nil || images.Kind != yaml.SequenceNode {
 		return
 	}
 	for _, e := range images.Content {
-		if e.Kind != yaml.MappingNode || len(e.Content) == 0 {
+		if e.Kind != yaml.MappingNode {
 			continue
 		}
 		f := fields(e, "name", "newName", "newTag", "digest")
 		if !f.scalars() {
 			continue
 		}
-		n := f.val["newName"]
+		n := f.get("newName")
 		if n == nil || n.Value == "" {
-			n = f.val["name"]
+			n = f.get("name")
 		}
 		if n == nil {
 			continue
@@ -240,13 +248,13 @@ func (w *yamlWalker) kustomization(root *yaml.Node) {
 		if !ok {
 			continue
 		}
-		w.mappingSite(newSite(KindKustomize, image), e, f, "newTag", "digest", []int{e.Content[0].Line})
+		w.mappingSite(newSite(KindKustomize, image), e, &f, "newTag", "digest", []int{e.Line})
 	}
 }
 
 // pinsFile records a site for each entry of a pins file.
 func (w *yamlWalker) pinsFile(root *yaml.Node) {
-	pins := fields(root, "pins").val["pins"]
+	pins := rootField(root, "pins")
 	if pins == nil || pins.Kind != yaml.MappingNode {
 		return
 	}
@@ -256,7 +264,7 @@ func (w *yamlWalker) pinsFile(root *yaml.Node) {
 			continue
 		}
 		f := fields(e, "image", "tag", "digest")
-		img := f.val["image"]
+		img := f.get("image")
 		if img == nil || !f.scalars() {
 			continue
 		}
@@ -264,17 +272,19 @@ func (w *yamlWalker) pinsFile(root *yaml.Node) {
 		if !ok {
 			continue
 		}
-		w.mappingSite(newSite(KindPinsFile, image), e, f, "tag", "digest", []int{k.Line})
+		w.mappingSite(newSite(KindPinsFile, image), e, &f, "tag", "digest", []int{k.Line})
 	}
 }
 
-// mapFields holds the values, and their keys, of chosen keys of a mapping.
+// mapFields holds the values, and their keys, of up to four chosen keys of
+// a mapping, without allocating.
 type mapFields struct {
-	key, val map[string]*yaml.Node
+	names    []string
+	key, val [4]*yaml.Node
 }
 
 func fields(m *yaml.Node, names ...string) mapFields {
-	f := mapFields{key: map[string]*yaml.Node{}, val: map[string]*yaml.Node{}}
+	f := mapFields{names: names}
 	if m.Kind != yaml.MappingNode {
 		return f
 	}
@@ -283,19 +293,45 @@ func fields(m *yaml.Node, names ...string) mapFields {
 		if k.Kind != yaml.ScalarNode {
 			continue
 		}
-		for _, n := range names {
+		for j, n := range names {
 			if k.Value == n {
-				f.key[n], f.val[n] = k, m.Content[i+1]
+				f.key[j], f.val[j] = k, m.Content[i+1]
 			}
 		}
 	}
 	return f
 }
 
+// rootField returns the value of one key of a mapping, or nil.
+func rootField(m *yaml.Node, name string) *yaml.Node {
+	f := fields(m, name)
+	return f.get(name)
+}
+
+// get returns the value of a chosen key, or nil.
+func (f *mapFields) get(name string) *yaml.Node {
+	for j, n := range f.names {
+		if n == name {
+			return f.val[j]
+		}
+	}
+	return nil
+}
+
+// getKey returns a chosen key's node, or nil.
+func (f *mapFields) getKey(name string) *yaml.Node {
+	for j, n := range f.names {
+		if n == name {
+			return f.key[j]
+		}
+	}
+	return nil
+}
+
 // scalars reports whether every chosen key present has a scalar value.
-func (f mapFields) scalars() bool {
+func (f *mapFields) scalars() bool {
 	for _, v := range f.val {
-		if v.Kind != yaml.ScalarNode {
+		if v != nil && v.Kind != yaml.ScalarNode {
 			return false
 		}
 	}
@@ -317,9 +353,9 @@ func isNull(v *yaml.Node) bool {
 // mappingSite fills and records a site for a mapping holding a tag key and
 // a digest key (helm, kustomize, pins file). extra lists more lines where
 // an ignore comment counts.
-func (w *yamlWalker) mappingSite(s site, m *yaml.Node, f mapFields, tagName, digName string, extra []int) {
-	tagKey, tagVal := f.key[tagName], f.val[tagName]
-	digKey, digVal := f.key[digName], f.val[digName]
+func (w *yamlWalker) mappingSite(s site, m *yaml.Node, f *mapFields, tagName, digName string, extra []int) {
+	tagKey, tagVal := f.getKey(tagName), f.get(tagName)
+	digKey, digVal := f.getKey(digName), f.get(digName)
 	lines := extra
 	if tagVal != nil && !isNull(tagVal) {
 		s.tag = tagVal.Value

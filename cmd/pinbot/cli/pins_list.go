@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"text/tabwriter"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -57,17 +57,11 @@ listed as ignored. Malformed files are skipped with a warning on stderr.`,
 			}
 			w := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
 			if g.json() {
-				out := make([]pinJSON, len(found))
-				for i, p := range found {
-					out[i] = pinJSON{File: p.File, Line: p.Line, Column: p.Column, Kind: p.Kind,
-						Image: p.Image, Tag: p.Tag, Digest: p.Digest, Ignored: p.Ignored}
-				}
-				if err := json.NewEncoder(w).Encode(out); err != nil {
-					return err
-				}
-				return w.Flush()
+				err = writePinsJSON(w, found)
+			} else {
+				err = writePins(w, found)
 			}
-			if err := writePins(w, found); err != nil {
+			if err != nil {
 				return err
 			}
 			return w.Flush()
@@ -77,26 +71,61 @@ listed as ignored. Malformed files are skipped with a warning on stderr.`,
 	return cmd
 }
 
-// writePins prints pins as a table, with digests shortened to 12 hex digits.
+// writePinsJSON streams pins as a JSON array, one object at a time, so a
+// large tree's listing is never held in memory twice.
+func writePinsJSON(w *bufio.Writer, found []pins.Pin) error {
+	w.WriteByte('[')
+	for i, p := range found {
+		if i > 0 {
+			w.WriteByte(',')
+		}
+		b, err := json.Marshal(pinJSON{File: p.File, Line: p.Line, Column: p.Column, Kind: p.Kind,
+			Image: p.Image, Tag: p.Tag, Digest: p.Digest, Ignored: p.Ignored})
+		if err != nil {
+			return err
+		}
+		w.Write(b)
+	}
+	_, err := w.WriteString("]\n")
+	return err
+}
+
+// writePins prints pins as a table, with digests shortened to 12 hex
+// digits. Column widths are measured first, so rows stream out.
 func writePins(w *bufio.Writer, found []pins.Pin) error {
 	if len(found) == 0 {
 		_, err := fmt.Fprintln(w, "no pins found")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "FILE:LINE:COL\tKIND\tIMAGE\tTAG\tDIGEST")
-	for _, p := range found {
-		note := ""
-		if p.Ignored {
-			note = "  (ignored)"
+	rows := func(yield func(pos, kind, image, tag, digest, note string) bool) {
+		if !yield("FILE:LINE:COL", "KIND", "IMAGE", "TAG", "DIGEST", "") {
+			return
 		}
-		tag := p.Tag
-		if tag == "" {
-			tag = "-"
+		for _, p := range found {
+			note, tag := "", p.Tag
+			if p.Ignored {
+				note = "  (ignored)"
+			}
+			if tag == "" {
+				tag = "-"
+			}
+			pos := p.File + ":" + strconv.Itoa(p.Line) + ":" + strconv.Itoa(p.Column)
+			if !yield(pos, string(p.Kind), p.Image, tag, shortDigest(p.Digest), note) {
+				return
+			}
 		}
-		fmt.Fprintf(tw, "%s:%d:%d\t%s\t%s\t%s\t%s%s\n", p.File, p.Line, p.Column, p.Kind, p.Image, tag, shortDigest(p.Digest), note)
 	}
-	return tw.Flush()
+	var wPos, wKind, wImage, wTag int
+	rows(func(pos, kind, image, tag, _, _ string) bool {
+		wPos, wKind, wImage, wTag = max(wPos, len(pos)), max(wKind, len(kind)), max(wImage, len(image)), max(wTag, len(tag))
+		return true
+	})
+	var err error
+	rows(func(pos, kind, image, tag, digest, note string) bool {
+		_, err = fmt.Fprintf(w, "%-*s  %-*s  %-*s  %-*s  %s%s\n", wPos, pos, wKind, kind, wImage, image, wTag, tag, digest, note)
+		return err == nil
+	})
+	return err
 }
 
 // shortDigest abbreviates "sha256:<64 hex>" to its first 12 hex digits.

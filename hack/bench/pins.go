@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"pinbot.dev/pinbot/pins/pinstest"
+)
+
+func init() { register("pins", benchPins) }
+
+// pinsReps is how many times each command runs; the median counts.
+const pinsReps = 7
+
+// benchPins times `pinbot pins list` against `grep -rl sha256:` over the
+// same generated tree, and one `pinbot pins set` that changes 100 files.
+func benchPins(ctx context.Context, r *report) error {
+	tmp, err := os.MkdirTemp("", "pinbot-bench-pins-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+
+	bin := filepath.Join(tmp, "pinbot")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "pinbot.dev/pinbot/cmd/pinbot")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("building pinbot: %w\n%s", err, out)
+	}
+
+	tree := filepath.Join(tmp, "tree")
+	if err := os.Mkdir(tree, 0o755); err != nil {
+		return err
+	}
+	st, err := pinstest.WriteTree(tree, pinstest.Tree{Files: 5000, Pins: 20000, Repos: 200, SetFiles: 100, Seed: 1})
+	if err != nil {
+		return fmt.Errorf("writing the tree: %w", err)
+	}
+	fmt.Printf("   tree: %d files, %d pins, 200 repositories, %s; %d runs each, median\n", st.Files, st.Pins, mb(st.Bytes), pinsReps)
+
+	// Check the answer once, and warm the page cache for both commands.
+	out, _, err := pinsRun(ctx, bin, "pins", "list", "--dir", tree, "-o", "json")
+	if err != nil {
+		return err
+	}
+	var listed []struct{ Image string }
+	if err := json.Unmarshal(out, &listed); err != nil {
+		return fmt.Errorf("reading pins list -o json: %w", err)
+	}
+	if len(listed) != st.Pins {
+		return fmt.Errorf("pins list found %d pins, the tree holds %d", len(listed), st.Pins)
+	}
+	if _, _, err := pinsRun(ctx, "grep", "-rl", "sha256:", tree); err != nil {
+		return err
+	}
+
+	var grepT, listT, jsonT []time.Duration
+	var rss int64
+	for range pinsReps {
+		_, d, err := pinsRun(ctx, "grep", "-rl", "sha256:", tree)
+		if err != nil {
+			return err
+		}
+		grepT = append(grepT, d)
+		for _, args := range [][]string{{"pins", "list", "--dir", tree}, {"pins", "list", "--dir", tree, "-o", "json"}} {
+			cmd := exec.CommandContext(ctx, bin, args...)
+			start := time.Now()
+			if err := cmd.Run(); err != nil {
+				return fmt.Errorf("pinbot %s: %w", strings.Join(args, " "), err)
+			}
+			d := time.Since(start)
+			rss = max(rss, maxRSS(cmd.ProcessState))
+			if len(args) == 4 {
+				listT = append(listT, d)
+			} else {
+				jsonT = append(jsonT, d)
+			}
+		}
+	}
+	grepM, listM, jsonM := pinsMedian(grepT), pinsMedian(listT), pinsMedian(jsonT)
+	fmt.Printf("   grep -rl sha256: %v; pins list %v; pins list -o json %v\n", pinsRound(grepM), pinsRound(listM), pinsRound(jsonM))
+	r.check("pins list vs grep -rl sha256:", fmt.Sprintf("%v / %v = %s", pinsRound(listM), pinsRound(grepM), ratio(listM, grepM)),
+		"<= 3.00x", float64(listM) <= 3*float64(grepM))
+	r.check("pins list -o json vs grep -rl sha256:", fmt.Sprintf("%v / %v = %s", pinsRound(jsonM), pinsRound(grepM), ratio(jsonM, grepM)),
+		"<= 3.00x", float64(jsonM) <= 3*float64(grepM))
+	r.check("pins list max RSS", mb(rss), "< 100 MB", rss < 100<<20)
+
+	// One set per run, alternating two digests so each changes the same
+	// 100 files.
+	var setT []time.Duration
+	for i := range pinsReps {
+		digest := "sha256:" + strings.Repeat(string("ab"[i%2]), 64)
+		out, d, err := pinsRun(ctx, bin, "pins", "set", st.Target+"@"+digest, "--dir", tree, "-o", "json")
+		if err != nil {
+			return err
+		}
+		var res struct{ Changes []struct{ File string } }
+		if err := json.Unmarshal(out, &res); err != nil {
+			return fmt.Errorf("reading pins set -o json: %w", err)
+		}
+		files := map[string]bool{}
+		for _, c := range res.Changes {
+			files[c.File] = true
+		}
+		if len(files) != 100 {
+			return fmt.Errorf("pins set changed %d files, want 100", len(files))
+		}
+		setT = append(setT, d)
+	}
+	setM := pinsMedian(setT)
+	r.check("pins set changing 100 of 5,000 files", pinsRound(setM).String(), "< 1s", setM < time.Second)
+	return nil
+}
+
+// pinsRun runs a command and returns its stdout and wall time.
+func pinsRun(ctx context.Context, name string, args ...string) ([]byte, time.Duration, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	d := time.Since(start)
+	if err != nil {
+		return nil, d, fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, stderr.Bytes())
+	}
+	return stdout.Bytes(), d, nil
+}
+
+func pinsMedian(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func pinsRound(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }
