@@ -47,6 +47,7 @@ func newCLIRepo(t *testing.T) *cliRepo {
 		t.Fatal(err)
 	}
 	t.Setenv("DOCKER_CONFIG", docker)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // the clone cache
 	return r
 }
 

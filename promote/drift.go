@@ -218,6 +218,7 @@ func Drift(ctx context.Context, env Env, opts DriftOptions) (DriftReport, error)
 				continue
 			}
 		}
+		j.listed = &listedPull{pull: byBranch[j.branch]}
 		res, err := s.runJob(ctx, j, opts.DryRun)
 		if err != nil {
 			rep.Failed = append(rep.Failed, Failure{Branch: j.branch, Err: fmt.Errorf("publishing %s: %w", j.branch, err)})

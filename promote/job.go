@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/logctx"
@@ -24,7 +25,14 @@ type job struct {
 	// hidden block is open (nil when unreadable), is to be closed when the
 	// base needs no change, and with which comment.
 	obsolete func(open *Meta) (bool, string)
+	// listed, when set, is the branch's open pull request (nil for none)
+	// from a listing made at the start of the run: the first attempt uses
+	// it instead of asking again.
+	listed *listedPull
 }
+
+// listedPull is a pull request lookup done ahead of time.
+type listedPull struct{ pull *gitforge.Pull }
 
 // jobPromotion is one digest of a job and the pins it may change.
 type jobPromotion struct {
@@ -121,17 +129,21 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 		if err := s.scan(ctx); err != nil {
 			return res, err
 		}
+		start := time.Now()
 		changes, notes, err := s.apply(ctx, j)
 		if err != nil {
 			s.reset(ctx)
 			return res, err
 		}
+		took(ctx, "rewrote pins", start, "branch", j.branch, "changes", len(changes))
 		meta := j.meta()
 		meta.Base, meta.Changes = s.w.Head(), changes
 		res.Meta, res.Notes = meta, notes
 
-		open, err := s.env.Forge.OpenPull(ctx, s.env.Repo, j.branch)
-		if err != nil {
+		var open *gitforge.Pull
+		if j.listed != nil && attempt == 1 {
+			open = j.listed.pull
+		} else if open, err = s.env.Forge.OpenPull(ctx, s.env.Repo, j.branch); err != nil {
 			s.reset(ctx)
 			return res, fmt.Errorf("finding the open pull request of %s: %w", j.branch, err)
 		}
@@ -176,13 +188,19 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 		}
 
 		author := gitforge.Signature{Name: s.cfg.Author.Name, Email: s.cfg.Author.Email, When: s.env.Now()}
+		start = time.Now()
 		head, err := s.w.Commit(CommitMessage(meta), author)
 		if err != nil {
 			s.reset(ctx)
 			return res, fmt.Errorf("committing on %s: %w", s.base, err)
 		}
+		took(ctx, "committed", start, "commit", head)
+		start = time.Now()
 		pushErr := s.w.Push(ctx, j.branch, true)
+		took(ctx, "pushed", start, "branch", j.branch)
+		start = time.Now()
 		newBase, fetchErr := s.w.Fetch(ctx) // back to the base, and has it moved?
+		took(ctx, "fetched the base", start, "base", newBase)
 		switch {
 		case errors.Is(pushErr, gitforge.ErrPushRejected) && attempt < s.env.Attempts:
 			log.Info("push rejected; regenerating from a fresh base", "attempt", attempt)
@@ -201,7 +219,9 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 		meta.Head = head
 		proposal.Meta = meta
 		res.Meta, res.Body = meta, RenderBody(proposal)
-		res.Pull, res.Status, err = s.publish(ctx, j, head, Title(meta), res.Body)
+		start = time.Now()
+		res.Pull, res.Status, err = s.publish(ctx, j, open, head, Title(meta), res.Body)
+		took(ctx, "published", start, "status", string(res.Status))
 		return res, err
 	}
 }
@@ -251,7 +271,11 @@ func describeImages(ims []ImageMeta) string {
 // head was pushed to it. The branch is the serialisation point: the text
 // is written only while the pull request's head is head, and checked again
 // afterwards; a later push owns the text.
-func (s *session) publish(ctx context.Context, j job, head, title, body string) (*gitforge.Pull, Status, error) {
+//
+// known is the branch's open pull request as seen before the push (nil
+// when there was none): the first round reads just that one again, or
+// creates one, instead of listing every open pull request.
+func (s *session) publish(ctx context.Context, j job, known *gitforge.Pull, head, title, body string) (*gitforge.Pull, Status, error) {
 	log := logctx.From(ctx).With("branch", j.branch)
 	repo := s.env.Repo
 	status := StatusUpdated
@@ -260,7 +284,18 @@ func (s *session) publish(ctx context.Context, j job, head, title, body string) 
 		if round > 5 {
 			return pr, status, fmt.Errorf("writing pull request of %s: its text kept changing under pinbot", j.branch)
 		}
-		open, err := s.env.Forge.OpenPull(ctx, repo, j.branch)
+		var open *gitforge.Pull
+		var err error
+		switch {
+		case round == 1 && known == nil:
+			// Most likely none: create it, and look only if that fails.
+		case round == 1:
+			if open, err = s.env.Forge.GetPull(ctx, repo, known.Number); err == nil && open.State != gitforge.StateOpen {
+				open, err = s.env.Forge.OpenPull(ctx, repo, j.branch) // merged or closed meanwhile
+			}
+		default:
+			open, err = s.env.Forge.OpenPull(ctx, repo, j.branch)
+		}
 		if err != nil {
 			return nil, "", fmt.Errorf("finding the open pull request of %s: %w", j.branch, err)
 		}

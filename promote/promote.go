@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"pinbot.dev/pinbot/gitforge"
@@ -51,8 +50,14 @@ type Env struct {
 	// Base is the branch promotions target; "" asks the forge for the
 	// repository's default branch.
 	Base string
-	// WorkDir is where clones are made (and removed); "" is os.TempDir().
+	// WorkDir is where temporary clones are made (and removed); "" is
+	// os.TempDir().
 	WorkDir string
+	// CacheDir, when set, keeps the clone of the base branch between runs
+	// under CacheDir/clones/<host>/<owner>/<name>/<base>: a run fetches and
+	// hard-resets it instead of cloning, and holds a file lock on it so
+	// concurrent runs take turns.
+	CacheDir string
 	// Now is the clock (commit times, ages); default time.Now.
 	Now func() time.Time
 	// Attempts bounds regenerations per branch; default DefaultAttempts.
@@ -130,17 +135,17 @@ type Result struct {
 // stop the others, and all errors are returned together with the results.
 func Run(ctx context.Context, env Env, req Request) ([]Result, error) {
 	env.defaults()
-	log := logctx.From(ctx)
 	if len(req.Inputs) == 0 {
 		return nil, errors.New("promoting: no input")
 	}
 	var proms []Promotion
 	for _, in := range req.Inputs {
+		start := time.Now()
 		p, err := Verify(ctx, env.Registry, in, req.AllowTagMoved)
 		if err != nil {
 			return nil, err
 		}
-		log.Debug("verified digest", "image", p.Image, "digest", p.Digest, "tag", p.Tag, "source", string(p.Source))
+		took(ctx, "verified digest", start, "image", p.Image, "digest", p.Digest, "tag", p.Tag, "source", string(p.Source))
 		proms = append(proms, p)
 	}
 
@@ -209,8 +214,10 @@ type session struct {
 	base string
 	dir  string
 	w    *gitforge.Worktree
-	cfg  Config
-	pins []pins.Pin
+	// cleanup removes a temporary clone or unlocks a cached one.
+	cleanup func()
+	cfg     Config
+	pins    []pins.Pin
 	// scanned is the base commit pins was read from.
 	scanned string
 	chooser *chooser
@@ -227,17 +234,13 @@ func open(ctx context.Context, env *Env) (*session, error) {
 		}
 		base = b
 	}
-	dir, err := os.MkdirTemp(env.WorkDir, "pinbot-clone-")
-	if err != nil {
-		return nil, fmt.Errorf("making a clone directory: %w", err)
-	}
-	s := &session{env: env, base: base, dir: dir, chooser: newChooser(env.Registry)}
-	s.w, err = gitforge.Clone(ctx, env.CloneURL, base, dir, env.Auth)
-	if err != nil {
+	s := &session{env: env, base: base, chooser: newChooser(env.Registry)}
+	if err := s.clone(ctx); err != nil {
 		s.close()
 		return nil, err
 	}
-	if s.cfg, err = LoadConfig(dir); err != nil {
+	var err error
+	if s.cfg, err = LoadConfig(s.dir); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -248,7 +251,11 @@ func open(ctx context.Context, env *Env) (*session, error) {
 	return s, nil
 }
 
-func (s *session) close() { _ = os.RemoveAll(s.dir) }
+func (s *session) close() {
+	if s.cleanup != nil {
+		s.cleanup()
+	}
+}
 
 // scan reads the pins of the working copy, unless they were read from this
 // base commit already.
@@ -257,6 +264,7 @@ func (s *session) scan(ctx context.Context) error {
 		return nil
 	}
 	log := logctx.From(ctx)
+	start := time.Now()
 	found, err := pins.Scan(s.dir, pins.WithWarnings(func(file string, err error) {
 		log.Debug("skipping file", "file", file, "reason", err.Error())
 	}))
@@ -264,7 +272,13 @@ func (s *session) scan(ctx context.Context) error {
 		return fmt.Errorf("scanning pins of %s branch %s: %w", s.env.Repo, s.base, err)
 	}
 	s.pins, s.scanned = found, s.w.Head()
+	took(ctx, "scanned pins", start, "pins", len(found))
 	return nil
+}
+
+// took logs at debug level how long a step took.
+func took(ctx context.Context, step string, since time.Time, args ...any) {
+	logctx.From(ctx).Debug(step, append(args, "took", time.Since(since).Round(time.Millisecond).String())...)
 }
 
 // hasPins reports whether the base has pins of image in target that match

@@ -46,6 +46,7 @@ func TestPromoteLifecycle(t *testing.T) {
 	sideDigest := f.pushImage(side, "1.0", time.Time{})
 	f.createRepo(appRepo(f, app, v1, side, sideDigest))
 	env := f.env()
+	env.CacheDir = t.TempDir() // every promotion after the first reuses the clone
 	promote := func(tag string, digest string) Result {
 		t.Helper()
 		res, err := Run(ctx, env, Request{Inputs: []Input{{Image: app, Tags: []string{tag}, Digest: digest, Source: SourceDigestFile, File: "digest.txt"}}})

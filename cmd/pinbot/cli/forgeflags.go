@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/redact"
@@ -31,6 +33,8 @@ type forgeFlags struct {
 	platform  string
 	kindOK    bool
 	dryRun    bool
+	cacheDir  string
+	cacheFlag *pflag.Flag
 }
 
 func (f *forgeFlags) bind(cmd *cobra.Command) {
@@ -47,6 +51,22 @@ func (f *forgeFlags) bind(cmd *cobra.Command) {
 	fl.BoolVar(&f.kindOK, "allow-kind-change", false,
 		"let an index pin take a single-platform manifest (or a platform pin another platform), noted in the pull request")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "clone and resolve, print the diff and the pull request body, push nothing")
+	fl.StringVar(&f.cacheDir, "cache-dir", "",
+		`keep the clone of the base branch here between runs (default $XDG_CACHE_HOME/pinbot; --cache-dir="" clones afresh each run)`)
+	f.cacheFlag = fl.Lookup("cache-dir")
+}
+
+// cache returns the clone cache root: --cache-dir when given (maybe ""),
+// else the user cache dir's pinbot, else none.
+func (f *forgeFlags) cache() string {
+	if f.cacheFlag != nil && f.cacheFlag.Changed {
+		return f.cacheDir
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "pinbot")
 }
 
 // Validate checks the flags; its errors are usage errors.
@@ -128,6 +148,7 @@ func (f *forgeFlags) env() (promote.Env, error) {
 		CloneURL: strings.TrimSuffix(f.forgeURL, "/") + "/" + repo.Owner + "/" + repo.Name + ".git",
 		Auth:     gitforge.Auth{Token: tok, CAFile: f.caFile},
 		Base:     f.base,
+		CacheDir: f.cache(),
 	}, nil
 }
 
