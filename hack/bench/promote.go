@@ -1,0 +1,340 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"pinbot.dev/pinbot/internal/testenv/gitea"
+)
+
+func init() { register("promote", benchPromote) }
+
+// The generated manifest repository of the issue: 2,000 files, 500 pins
+// of 100 images, 20 promote runs.
+const (
+	promoteFiles  = 2000
+	promotePins   = 500
+	promoteImages = 100
+	promoteRuns   = 20
+	coldRuns      = 5 // more promotions, each cloning afresh (--cache-dir="")
+	cloneRuns     = 5
+)
+
+// benchPromote times `pinbot promote` (push to pull request) and `pinbot
+// drift` as child processes against a real Gitea and its registry, with
+// their peak RSS, next to a plain `git clone --depth 1` of the same
+// repository.
+func benchPromote(ctx context.Context, r *report) error {
+	tmp, err := os.MkdirTemp("", "pinbot-bench-promote-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+
+	bin := filepath.Join(tmp, "pinbot")
+	// Built as released: static (CGO_ENABLED=0). A cgo build is linked
+	// dynamically, and the loader's mapping of its 100 MB adds some 40 MB
+	// of file-backed RSS before main runs.
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "pinbot.dev/pinbot/cmd/pinbot")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("building pinbot: %w\n%s", err, out)
+	}
+	floor := exec.CommandContext(ctx, bin, "version")
+	if err := floor.Run(); err != nil {
+		return fmt.Errorf("pinbot version: %w", err)
+	}
+	fmt.Printf("   pinbot built static; pinbot version alone peaks at %s RSS\n", mb(maxRSS(floor.ProcessState)))
+	fmt.Println("   starting Gitea")
+	srv, err := gitea.Start(ctx, gitea.Options{})
+	if err != nil {
+		return fmt.Errorf("starting Gitea: %w", err)
+	}
+	defer srv.Stop()
+	docker, err := srv.DockerConfig()
+	if err != nil {
+		return err
+	}
+	// pinbot keeps the base branch's clone in $XDG_CACHE_HOME/pinbot
+	// between runs, as a Jenkins agent or a drift --schedule would.
+	b := &promoteBench{srv: srv, bin: bin, tmp: tmp, owner: srv.AdminUser, repo: "manifests",
+		env: append(os.Environ(), "DOCKER_CONFIG="+docker, "PINBOT_GITEA_TOKEN="+srv.Token,
+			"XDG_CACHE_HOME="+filepath.Join(tmp, "cache"))}
+
+	started := time.Now()
+	if err := b.setUp(ctx); err != nil {
+		return err
+	}
+	fmt.Printf("   repository: %d files, %d pins of %d images (each tracking :main), in Gitea %s; set up in %v\n",
+		promoteFiles, promotePins, promoteImages, srv.Version, time.Since(started).Round(time.Second))
+
+	clone, err := b.cloneBaseline(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("   baseline: git clone --depth 1 of the repository, median of %d: %v\n", cloneRuns, promoteRound(clone))
+
+	if err := b.promotes(ctx, r, clone); err != nil {
+		return err
+	}
+	if err := b.drift(ctx, r, clone, 1, 1500*time.Millisecond); err != nil {
+		return err
+	}
+	return b.drift(ctx, r, clone, 20, 0)
+}
+
+type promoteBench struct {
+	srv         *gitea.Server
+	bin, tmp    string
+	owner, repo string
+	env         []string
+	images      []string // repositories; image i's :main is pinned
+	moved       int      // images whose :main moved so far (1..moved)
+}
+
+func (b *promoteBench) image(i int) string {
+	return fmt.Sprintf("%s/%s/svc%03d", b.srv.RegistryHost, b.owner, i)
+}
+
+// push pushes a new random image to ref and returns its digest.
+func (b *promoteBench) push(ref string) (string, error) {
+	img, err := random.Image(512, 1)
+	if err != nil {
+		return "", err
+	}
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		return "", err
+	}
+	if err := remote.Write(r, img, remote.WithAuth(&authn.Basic{Username: b.srv.AdminUser, Password: b.srv.Token})); err != nil {
+		return "", fmt.Errorf("pushing %s: %w", ref, err)
+	}
+	d, err := img.Digest()
+	return d.String(), err
+}
+
+// setUp pushes the images and creates the repository: 500 files with one
+// pin each (Deployments, Helm values and kustomizations, five pins per
+// image) and 1,500 files without pins.
+func (b *promoteBench) setUp(ctx context.Context) error {
+	digests := make([]string, promoteImages)
+	for i := range digests {
+		b.images = append(b.images, b.image(i))
+		d, err := b.push(b.image(i) + ":main")
+		if err != nil {
+			return err
+		}
+		digests[i] = d
+	}
+	dir := filepath.Join(b.tmp, "tree")
+	for f := 0; f < promoteFiles; f++ {
+		env := []string{"dev", "staging", "prod", "qa"}[f%4]
+		var path, content string
+		switch {
+		case f < promotePins && f%10 == 9:
+			i := f % promoteImages
+			path = fmt.Sprintf("envs/%s/svc%03d/values-%d.yaml", env, i, f)
+			content = fmt.Sprintf("replicaCount: 2\nimage:\n  repository: %s\n  tag: main\n  digest: %s\nresources: {}\n", b.images[i], digests[i])
+		case f < promotePins && f%10 == 8:
+			i := f % promoteImages
+			path = fmt.Sprintf("envs/%s/svc%03d/k%d/kustomization.yaml", env, i, f)
+			content = fmt.Sprintf("resources: [deployment.yaml]\nimages:\n  - name: svc\n    newName: %s\n    newTag: main\n    digest: %s\n", b.images[i], digests[i])
+		case f < promotePins:
+			i := f % promoteImages
+			path = fmt.Sprintf("envs/%s/svc%03d/deployment-%d.yaml", env, i, f)
+			content = fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: svc%03d-%d
+  labels: {app: svc%03d}
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: svc%03d}
+  template:
+    metadata:
+      labels: {app: svc%03d}
+    spec:
+      containers:
+        - name: app
+          image: %s:main@%s
+          ports: [{containerPort: 8080}]
+`, i, f, i, i, i, b.images[i], digests[i])
+		default:
+			path = fmt.Sprintf("envs/%s/config/cm-%04d.yaml", env, f)
+			content = fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%04d\ndata:\n  LOG_LEVEL: info\n  FEATURE_%d: \"on\"\n", f, f)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, path)), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, path), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	_, err := b.srv.CreateRepoFromDir(ctx, b.owner, b.repo, "main", dir)
+	return err
+}
+
+// cloneBaseline is the median time of a plain shallow git clone.
+func (b *promoteBench) cloneBaseline(ctx context.Context) (time.Duration, error) {
+	var ts []time.Duration
+	for i := range cloneRuns {
+		dst := filepath.Join(b.tmp, fmt.Sprintf("clone-%d", i))
+		cmd := exec.CommandContext(ctx, "git", "clone", "--quiet", "--depth", "1", "--single-branch", "--branch", "main",
+			b.srv.RepoURL(b.owner, b.repo), dst)
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return 0, fmt.Errorf("git clone: %w\n%s", err, out)
+		}
+		ts = append(ts, time.Since(start))
+		os.RemoveAll(dst)
+	}
+	return promoteMedian(ts), nil
+}
+
+// run runs bin/pinbot with the forge flags and returns stdout, the wall
+// time and the peak RSS.
+func (b *promoteBench) run(ctx context.Context, args ...string) ([]byte, time.Duration, int64, error) {
+	args = append(args, "--forge-url", b.srv.URL, "--repo", b.owner+"/"+b.repo, "-o", "json")
+	cmd := exec.CommandContext(ctx, b.bin, args...)
+	cmd.Env = b.env
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	start := time.Now()
+	err := cmd.Run()
+	d := time.Since(start)
+	if err != nil {
+		return nil, d, 0, fmt.Errorf("pinbot %s: %w\n%s", args[0], err, errOut.String())
+	}
+	return out.Bytes(), d, maxRSS(cmd.ProcessState), nil
+}
+
+// promotes pushes a new build of image 0 before each run (untimed), then
+// times `pinbot promote --digest-file` from start to the pull request:
+// promoteRuns runs with the clone cache (the first one fills it), then
+// coldRuns without.
+func (b *promoteBench) promotes(ctx context.Context, r *report, clone time.Duration) error {
+	var warm, cold []time.Duration
+	var rss int64
+	number := int64(0)
+	for i := range promoteRuns + coldRuns {
+		tag := fmt.Sprintf("build-%d", i)
+		d, err := b.push(b.images[0] + ":" + tag)
+		if err != nil {
+			return err
+		}
+		digestFile := filepath.Join(b.tmp, "digest")
+		if err := os.WriteFile(digestFile, []byte(d+"\n"), 0o644); err != nil {
+			return err
+		}
+		args := []string{"promote", "--digest-file", digestFile, "--image", b.images[0] + ":" + tag}
+		if i >= promoteRuns {
+			args = append(args, "--cache-dir=")
+		}
+		out, took, peak, err := b.run(ctx, args...)
+		if err != nil {
+			return err
+		}
+		var res struct {
+			PRNumber int64  `json:"pr_number"`
+			Status   string `json:"status"`
+			Changes  []any  `json:"changes"`
+		}
+		if err := json.Unmarshal(out, &res); err != nil {
+			return fmt.Errorf("reading promote -o json: %w: %s", err, out)
+		}
+		want := "updated"
+		if i == 0 {
+			want, number = "opened", res.PRNumber
+		}
+		if res.Status != want || res.PRNumber != number || len(res.Changes) != promotePins/promoteImages {
+			return fmt.Errorf("promote run %d: %s #%d with %d changes; want %s #%d with %d", i, res.Status, res.PRNumber, len(res.Changes), want, number, promotePins/promoteImages)
+		}
+		rss = max(rss, peak)
+		if i < promoteRuns {
+			warm = append(warm, took)
+		} else {
+			cold = append(cold, took)
+		}
+	}
+	slices.Sort(warm)
+	p50, p90 := warm[len(warm)/2], warm[len(warm)*9/10]
+	coldP50 := promoteMedian(cold)
+	fmt.Printf("   promote (push to pull request, %d runs): p50 %v, p90 %v, min %v, max %v (the first filled the clone cache)\n",
+		promoteRuns, promoteRound(p50), promoteRound(p90), promoteRound(warm[0]), promoteRound(warm[len(warm)-1]))
+	fmt.Printf("   promote without the clone cache (%d runs): p50 %v\n", coldRuns, promoteRound(coldP50))
+	r.check("promote p50 (push to PR)", fmt.Sprintf("%v (%s of git clone)", promoteRound(p50), ratio(p50, clone)), "<= 1s", p50 <= time.Second)
+	r.check("promote p90 (push to PR)", fmt.Sprintf("%v (%s of git clone)", promoteRound(p90), ratio(p90, clone)), "reported", true)
+	r.check("promote p50, cloning afresh", fmt.Sprintf("%v (%s of git clone)", promoteRound(coldP50), ratio(coldP50, clone)), "reported", true)
+	r.check("promote peak RSS", mb(rss), "<= 50 MB", rss <= 50<<20)
+	return nil
+}
+
+// drift moves :main of n more images, then times one `pinbot drift` over
+// all tracked tags, which must open n pull requests.
+func (b *promoteBench) drift(ctx context.Context, r *report, clone time.Duration, n int, target time.Duration) error {
+	for i := b.moved + 1; i <= b.moved+n; i++ {
+		if _, err := b.push(b.images[i] + ":main"); err != nil {
+			return err
+		}
+	}
+	b.moved += n
+	out, took, rss, err := b.run(ctx, "drift")
+	if err != nil {
+		return err
+	}
+	var rep struct {
+		Checked int    `json:"checked"`
+		Summary string `json:"summary"`
+		Results []struct {
+			Status string `json:"status"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		return fmt.Errorf("reading drift -o json: %w: %s", err, out)
+	}
+	opened := 0
+	for _, res := range rep.Results {
+		if res.Status == "opened" {
+			opened++
+		}
+	}
+	if rep.Checked != promoteImages || opened != n {
+		return fmt.Errorf("drift with %d moved tags: %s", n, rep.Summary)
+	}
+	fmt.Printf("   drift, %d tags checked, %d moved: %v, %s\n", rep.Checked, n, promoteRound(took), rep.Summary)
+	name := fmt.Sprintf("drift, %d moved of %d tags (%d PRs)", n, promoteImages, n)
+	got := fmt.Sprintf("%v (%s of git clone)", promoteRound(took), ratio(took, clone))
+	if target > 0 {
+		r.check(name, got, "<= "+target.String(), took <= target)
+	} else {
+		r.check(name, got, "reported", true)
+	}
+	r.check(name+" peak RSS", mb(rss), "<= 50 MB", rss <= 50<<20)
+	return nil
+}
+
+func promoteMedian(ts []time.Duration) time.Duration {
+	s := slices.Clone(ts)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func promoteRound(d time.Duration) time.Duration {
+	if d > 10*time.Second {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
+}
