@@ -35,6 +35,23 @@
 // promotion whose base branch moved while it ran. Nothing is ever pushed to
 // the base branch.
 //
+// # Clones
+//
+// A run clones the base branch shallowly into a temporary directory, or,
+// with Env.CacheDir, reuses a cached clone: it fetches and hard-resets it,
+// holding a file lock so concurrent runs on one machine take turns. One
+// clone serves every branch of a run; after each branch it is reset to the
+// base head again.
+//
+// # Stabilisation window
+//
+// Drift holds back a digest younger than the minimum age. Age is measured
+// from when drift first saw the digest behind its tag, kept in a State
+// (a JSON file between runs, or memory in a long-running schedule). Without
+// a State the image's created time stands in; builds set that time, and
+// reproducible builds set it to the epoch or the commit time, in which case
+// the age is unknown and the digest is not held (drift logs a warning).
+//
 // # Hidden block
 //
 // Each pull request body ends with an HTML comment holding JSON

@@ -158,6 +158,9 @@ func Run(ctx context.Context, env Env, req Request) ([]Result, error) {
 	var results []Result
 	var errs []error
 	for _, p := range proms {
+		if !s.hasPins(p.Image, "", nil) {
+			logctx.From(ctx).Warn("no pins of the image in any target; nothing to promote", "image", p.Image)
+		}
 		for _, target := range s.cfg.Targets {
 			if !s.hasPins(p.Image, target.Name, nil) {
 				continue
@@ -281,11 +284,14 @@ func took(ctx context.Context, step string, since time.Time, args ...any) {
 	logctx.From(ctx).Debug(step, append(args, "took", time.Since(since).Round(time.Millisecond).String())...)
 }
 
-// hasPins reports whether the base has pins of image in target that match
-// (all pins of image when match is nil).
+// hasPins reports whether the base has pins of image in target ("" for
+// any target) that match (every pin when match is nil).
 func (s *session) hasPins(image, target string, match func(pins.Pin) bool) bool {
 	for _, p := range s.pins {
-		if p.Image == image && !p.Ignored && s.cfg.TargetOf(p.File) == target && (match == nil || match(p)) {
+		if p.Image != image || p.Ignored {
+			continue
+		}
+		if t := s.cfg.TargetOf(p.File); t != "" && (target == "" || t == target) && (match == nil || match(p)) {
 			return true
 		}
 	}
