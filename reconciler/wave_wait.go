@@ -1,0 +1,162 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+)
+
+// wavePoll is how often a sync looks at a wave it waits for.
+const wavePoll = 500 * time.Millisecond
+
+// WaveError stops a sync: an object of a wave failed, or the wave was not
+// ready within the app's waveTimeout. Later waves are not applied.
+type WaveError struct {
+	Wave   int
+	Object ObjectRef
+	// Status is the object's kstatus status: Failed, or what it was when
+	// the wave timed out.
+	Status  string
+	Message string
+	// Timeout is the app's waveTimeout when the wave timed out, else 0.
+	Timeout time.Duration
+}
+
+// Error names the wave, the object and the cause.
+func (e *WaveError) Error() string {
+	if e.Timeout > 0 {
+		return fmt.Sprintf("wave %d: %s not ready after %s: %s: %s", e.Wave, e.Object, e.Timeout, e.Status, e.Message)
+	}
+	return fmt.Sprintf("wave %d: %s failed: %s", e.Wave, e.Object, e.Message)
+}
+
+// waveState is where one wave stands.
+type waveState int
+
+const (
+	waveWaiting waveState = iota
+	waveReady
+	waveFailed
+)
+
+// waveProgress decides, purely, whether a wave whose objects' health is
+// rep (AssessHealth over the wave's objects) may end: every object is
+// Current, and every Job has completed (its Complete condition is True;
+// kstatus calls a Job Current once it has started). A Failed object fails
+// the wave. It returns the object that failed the wave or, while waiting,
+// the first object it waits for.
+func waveProgress(rep HealthReport, live map[ObjectRef]*unstructured.Unstructured) (waveState, ObjectHealth) {
+	var waiting *ObjectHealth
+	for _, oh := range rep.Objects {
+		switch status.Status(oh.Status) {
+		case status.FailedStatus:
+			return waveFailed, oh
+		case status.CurrentStatus:
+			if l := live[oh.Object]; l != nil && isJob(l) && !jobCompleted(l) {
+				oh.Status, oh.Message = string(status.InProgressStatus), "Job has not completed: "+oh.Message
+			} else {
+				continue
+			}
+		}
+		if waiting == nil {
+			w := oh
+			waiting = &w
+		}
+	}
+	if waiting != nil {
+		return waveWaiting, *waiting
+	}
+	return waveReady, ObjectHealth{}
+}
+
+func isJob(u *unstructured.Unstructured) bool {
+	gvk := u.GroupVersionKind()
+	return gvk.Group == "batch" && gvk.Kind == "Job"
+}
+
+// jobCompleted reports whether the Job's Complete condition is True.
+func jobCompleted(u *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Complete" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// applyWaves applies waves in order and, after each wave but the last,
+// waits until the wave is ready (waveProgress) or app's waveTimeout
+// passes. The last wave is not awaited: the rollout and its verification
+// follow the sync as before. The first failure stops the sync: an
+// *ApplyError, a *WaveError, or ctx's error. It returns the references
+// applied.
+func (r *Reconciler) applyWaves(ctx context.Context, app *App, waves []Wave) ([]ObjectRef, error) {
+	var applied []ObjectRef
+	for i, w := range waves {
+		done, err := r.applier.Apply(ctx, app.Name, w.Objects)
+		applied = append(applied, done...)
+		if err != nil {
+			return applied, err
+		}
+		if i == len(waves)-1 {
+			break
+		}
+		if err := r.awaitWave(ctx, app, w); err != nil {
+			return applied, err
+		}
+	}
+	return applied, nil
+}
+
+// awaitWave polls the wave's objects (and, for workloads, their Pods from
+// the Watcher's caches) until waveProgress says ready or failed, or the
+// app's waveTimeout passes. Read errors are retried until the timeout.
+func (r *Reconciler) awaitWave(ctx context.Context, app *App, w Wave) error {
+	if len(w.Objects) == 0 {
+		return nil
+	}
+	timeout := time.Duration(app.WaveTimeout)
+	if timeout <= 0 {
+		timeout = DefaultWaveTimeout
+	}
+	if err := r.watcher.Watch(ctx, app.AllowNamespaces); err != nil {
+		return fmt.Errorf("watching for wave %d: %w", w.Number, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	last := ObjectHealth{Object: RefOf(w.Objects[0]), Status: string(status.UnknownStatus), Message: "not read yet"}
+	tick := time.NewTicker(wavePoll)
+	defer tick.Stop()
+	for {
+		live, err := r.applier.Live(wctx, app.Name, w.Objects)
+		if err == nil {
+			snap := &Snapshot{Desired: w.Objects, Live: live}
+			r.watcher.Fill(snap, app.AllowNamespaces)
+			state, oh := waveProgress(AssessHealth(snap), live)
+			switch state {
+			case waveReady:
+				return nil
+			case waveFailed:
+				return &WaveError{Wave: w.Number, Object: oh.Object, Status: oh.Status, Message: oh.Message}
+			}
+			last = oh
+		} else if wctx.Err() == nil {
+			last.Message = "reading it: " + err.Error()
+		}
+		select {
+		case <-wctx.Done():
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("waiting for wave %d: %w", w.Number, err)
+			}
+			// Not wrapped: a timed-out wave is a verdict on the manifests,
+			// not a transient fault to retry at once.
+			return &WaveError{Wave: w.Number, Object: last.Object, Status: last.Status, Message: last.Message, Timeout: timeout}
+		case <-tick.C:
+		}
+	}
+}
