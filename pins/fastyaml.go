@@ -1,9 +1,9 @@
 package pins
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
+	"math/bits"
 	"sync"
 
 	"gopkg.in/yaml.v3"
@@ -40,28 +40,28 @@ var errFallback = errors.New("outside the fast subset")
 // It also returns the offset where each line starts, as newLineTable would
 // compute them, which saves the caller a pass over the file.
 func parseFast(src []byte, keys keySet, a *arena) ([]*yaml.Node, []int, error) {
-	if !printableASCII(src) {
-		return nil, nil, errFallback
-	}
 	if a == nil {
 		a = &arena{}
 	}
+	starts, ok := lineStarts(src, append(a.starts[:0], 0))
+	a.starts = starts[:0]
+	if !ok {
+		return nil, nil, errFallback
+	}
 	p := &fastParser{keys: keys, arena: a, stack: a.stack[:0]}
 	defer func() { a.stack = p.stack[:0] }()
-	starts := append(a.starts[:0], 0)
-	for off, line := 0, 1; off < len(src); line++ {
+	for i, off := range starts {
 		end := len(src)
-		if i := bytes.IndexByte(src[off:], '\n'); i >= 0 {
-			end = off + i
-			starts = append(starts, end+1)
+		if i+1 < len(starts) {
+			end = starts[i+1] - 1
+		} else if off == len(src) {
+			break // after a final "\n"
 		}
-		if err := p.line(src[off:end], line); err != nil {
+		if err := p.line(src[off:end], i+1); err != nil {
 			return nil, nil, err
 		}
-		off = end + 1
 	}
 	p.endDocument()
-	a.starts = starts[:0]
 	return p.roots, starts, nil
 }
 
@@ -764,9 +764,10 @@ func anchorName(v []byte) ([]byte, int) {
 	return v[1:i], i
 }
 
-// printableASCII reports whether src holds only printable ASCII and "\n",
-// eight bytes at a time.
-func printableASCII(src []byte) bool {
+// lineStarts appends to starts the offset after each "\n" in src, and
+// reports whether src holds only printable ASCII and "\n". It looks at
+// eight bytes at a time, since it is the one pass over every byte.
+func lineStarts(src []byte, starts []int) ([]int, bool) {
 	const (
 		ones = 0x0101010101010101
 		high = 0x8080808080808080
@@ -776,19 +777,25 @@ func printableASCII(src []byte) bool {
 	i := 0
 	for ; i+8 <= len(src); i += 8 {
 		w := binary.LittleEndian.Uint64(src[i:])
-		// Mark each "\n" byte with 0x80 (exactly), then turn it into 0x2a.
+		// Mark each "\n" byte with exactly 0x80, then make it 0x2a.
 		x := w ^ nl
 		z := ^(((x & low7) + low7) | x | low7)
 		w |= z >> 2
 		// Any byte below 0x20, or above 0x7e?
-		if (w-0x20*ones)&^w&high != 0 || ((w+(0x7f-0x7e)*ones)|w)&high != 0 {
-			return false
+		if (w-0x20*ones)&^w&high|((w+ones)|w)&high != 0 {
+			return starts, false
+		}
+		for ; z != 0; z &= z - 1 {
+			starts = append(starts, i+bits.TrailingZeros64(z)/8+1)
 		}
 	}
 	for ; i < len(src); i++ {
-		if c := src[i]; c >= 0x7f || c < 0x20 && c != '\n' {
-			return false
+		switch c := src[i]; {
+		case c == '\n':
+			starts = append(starts, i+1)
+		case c >= 0x7f || c < 0x20:
+			return starts, false
 		}
 	}
-	return true
+	return starts, true
 }

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestParseFastRandom compares the fast parser with yaml.v3 on documents
@@ -46,4 +48,45 @@ func TestParseFastRandom(t *testing.T) {
 		t.Errorf("the fast parser accepted only %d of 100000 documents", accepted)
 	}
 	t.Logf("fast parser accepted %d of 100000 documents", accepted)
+}
+
+// checkLineStarts compares lineStarts with newLineTable and a byte loop.
+func checkLineStarts(t *testing.T, src []byte, printable bool) {
+	t.Helper()
+	starts, ok := lineStarts(src, []int{0})
+	if ok != printable {
+		t.Fatalf("lineStarts(%q) ok = %v, want %v", src, ok, printable)
+	}
+	if ok {
+		if diff := cmp.Diff(newLineTable(src).starts, starts); diff != "" {
+			t.Fatalf("lineStarts(%q) (-newLineTable +lineStarts):\n%s", src, diff)
+		}
+	}
+}
+
+// TestLineStartsExhaustive puts every byte value at every position of a
+// line, with and without line breaks around it, and checks the word-at-a-
+// time scan against a byte loop.
+func TestLineStartsExhaustive(t *testing.T) {
+	printable := func(b []byte) bool {
+		for _, c := range b {
+			if c >= 0x7f || c < 0x20 && c != '\n' {
+				return false
+			}
+		}
+		return true
+	}
+	line := []byte("abcdefghijklmnopqrstuvwxyz012345")
+	for pos := range line {
+		for c := range 256 {
+			b := append([]byte(nil), line...)
+			b[pos] = byte(c)
+			for _, sub := range [][]byte{b, b[1:], b[3:], b[:pos+1]} {
+				checkLineStarts(t, sub, printable(sub))
+			}
+			b[(pos+1)%len(b)] = '\n'
+			b[(pos+9)%len(b)] = '\n'
+			checkLineStarts(t, b, printable(b))
+		}
+	}
 }

@@ -3,14 +3,29 @@
 package pins
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 )
 
-// withFile reads the file at p into buf (grown as needed) and calls fn with
-// its content and a stat of the open file.
-func withFile(p string, buf []byte, fn func(src []byte, stat func() (fileStat, error)) error) ([]byte, error) {
+// dirHandle is a directory being walked.
+type dirHandle struct{ path string }
+
+func openDir(p string) (dirHandle, error) { return dirHandle{path: p}, nil }
+
+func (d dirHandle) close() {}
+
+// withFile reads the file name in d into buf (grown as needed) and calls fn
+// with its content and a stat of the open file.
+func (d dirHandle) withFile(name string, buf []byte, fn func(src []byte, stat func() (fileStat, error)) error) ([]byte, error) {
+	p := filepath.Join(d.path, name)
+	if fi, err := os.Lstat(p); err != nil {
+		return buf, err
+	} else if !fi.Mode().IsRegular() {
+		return buf, &fs.PathError{Op: "open", Path: p, Err: errors.New("no longer a regular file")}
+	}
 	f, err := os.Open(p)
 	if err != nil {
 		return buf, err
@@ -45,9 +60,9 @@ type dirEntry struct {
 	typ  fs.FileMode // fs.ModeDir, fs.ModeSymlink, 0 for a regular file, fs.ModeIrregular otherwise
 }
 
-// readDir lists a directory, unsorted.
-func readDir(p string) ([]dirEntry, error) {
-	f, err := os.Open(p)
+// entries lists the directory, unsorted.
+func (d dirHandle) entries() ([]dirEntry, error) {
+	f, err := os.Open(d.path)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,8 @@
 package pins
 
 import (
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 )
 
@@ -52,19 +53,17 @@ func Scan(dir string, opts ...Option) ([]Pin, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Each file's pins sort by position; then the files sort by name.
+	slices.SortFunc(found, func(a, b []Pin) int { return strings.Compare(a[0].File, b[0].File) })
 	pins := make([]Pin, 0, total)
 	for _, f := range found {
+		slices.SortFunc(f, func(a, b Pin) int {
+			if a.Line != b.Line {
+				return a.Line - b.Line
+			}
+			return a.Column - b.Column
+		})
 		pins = append(pins, f...)
 	}
-	sort.Slice(pins, func(i, j int) bool {
-		a, b := pins[i], pins[j]
-		if a.File != b.File {
-			return a.File < b.File
-		}
-		if a.Line != b.Line {
-			return a.Line < b.Line
-		}
-		return a.Column < b.Column
-	})
 	return pins, nil
 }

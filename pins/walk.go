@@ -133,7 +133,11 @@ func forEachFile(dir string, include func(string) bool, work func(f treeFile, sr
 				if !ok {
 					return
 				}
-				entries, err := readDir(d.abs)
+				var entries []dirEntry
+				dh, err := openDir(d.abs)
+				if err == nil {
+					entries, err = dh.entries()
+				}
 				if err != nil {
 					fail(d.rel, fmt.Errorf("reading directory %s: %w", path.Join(dir, d.rel), err))
 				}
@@ -159,7 +163,7 @@ func forEachFile(dir string, include func(string) bool, work func(f treeFile, sr
 						}
 						f := treeFile{rel: rel, abs: abs, ft: ft}
 						var werr error
-						buf, err = withFile(abs, buf, func(src []byte, stat func() (fileStat, error)) error {
+						buf, err = dh.withFile(name, buf, func(src []byte, stat func() (fileStat, error)) error {
 							werr = work(f, src, stat)
 							return nil
 						})
@@ -169,6 +173,9 @@ func forEachFile(dir string, include func(string) bool, work func(f treeFile, sr
 							fail(rel, werr)
 						}
 					}
+				}
+				if dh != (dirHandle{}) {
+					dh.close()
 				}
 				mu.Lock()
 				pending = append(pending, subdirs...)
