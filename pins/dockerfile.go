@@ -15,7 +15,7 @@ type dockerToken struct {
 // dockerfileSites lists the FROM references of a Dockerfile. It follows
 // the Dockerfile grammar as far as FROM needs: parser directives (escape),
 // line continuations, comment lines, heredocs and stage names.
-func dockerfileSites(src []byte, lt *lineTable, sites []site) []site {
+func dockerfileSites(src []byte, lt *lineTable, sites []site, repos repoCache) []site {
 	nlines := len(lt.starts)
 	line := func(i int) []byte { return src[lt.starts[i]:lt.lineEnd(i+1)] }
 	escape := byte('\\')
@@ -103,7 +103,7 @@ func dockerfileSites(src []byte, lt *lineTable, sites []site) []site {
 		if isStage || lower == "scratch" || strings.Contains(img.text, "$") {
 			continue
 		}
-		r, ok := parseRef(img.text)
+		r, ok := parseRef(img.text, repos)
 		if !ok || r.digOff < 0 && r.tagOff < 0 {
 			continue
 		}

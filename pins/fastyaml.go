@@ -30,7 +30,7 @@ var errFallback = errors.New("outside the fast subset")
 // mapping keeps a pair only if the key is one of keys or the value is a
 // block collection or a non-empty flow collection, and a sequence drops its
 // scalar items and empty flow collections; a kept key not in keys has an
-// empty value (see prune). A nil keys keeps every key.
+// empty value (see prune). allKeys keeps every key.
 //
 // FuzzParse and TestParseFastRandom check that whenever it accepts an
 // input, yaml.v3 accepts it too and builds the same pruned tree.
@@ -224,7 +224,7 @@ func (p *fastParser) entry(f *fastFrame, col int, rest []byte, n int) error {
 			p.add(f.node, child)
 			return p.push(child, icol, item, n)
 		}
-		v, err := p.value(item, icol, f.indent, n, p.keys == nil)
+		v, err := p.value(item, icol, f.indent, n, p.keys.all)
 		if err != nil {
 			return err
 		}
@@ -260,7 +260,7 @@ func (p *fastParser) entry(f *fastFrame, col int, rest []byte, n int) error {
 // keepValue reports whether a scalar or flow collection is kept where its
 // key (if any) does not keep it: only a flow collection with content is.
 func (p *fastParser) keepValue(v *yaml.Node) bool {
-	return p.keys == nil || v.Kind != yaml.ScalarNode && len(v.Content) > 0
+	return p.keys.all || v.Kind != yaml.ScalarNode && len(v.Content) > 0
 }
 
 // dropped stands for a scalar the parse does not keep; it is never added to
@@ -404,7 +404,7 @@ func (p *fastParser) flowNode(v []byte, i, col0, n, depth int, want bool) (*yaml
 			return nil, 0, errFallback
 		}
 		if kind == yaml.SequenceNode {
-			child, j, err := p.flowNode(v, i, col0, n, depth+1, p.keys == nil)
+			child, j, err := p.flowNode(v, i, col0, n, depth+1, p.keys.all)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -608,7 +608,7 @@ func (p *fastParser) nullNode() *yaml.Node {
 func (p *fastParser) closeNull(f *fastFrame) {
 	f.open = false
 	switch {
-	case f.seq() && p.keys != nil:
+	case f.seq() && !p.keys.all:
 	case f.seq(), f.openKept:
 		p.add(f.node, p.nullNode())
 	default:
@@ -631,15 +631,26 @@ func (p *fastParser) endDocument() {
 	}
 }
 
-// keySet is the set of mapping keys a parse keeps scalar values for. A nil
-// keySet keeps every key. It is a short list: for a handful of keys,
-// comparing beats hashing.
-type keySet []string
+// keySet is the set of mapping keys a parse keeps scalar values for, or
+// every key (allKeys). Lookups first check the key's length against the
+// lengths of the names, which rules out most keys without comparing bytes.
+type keySet struct {
+	all   bool
+	names []string
+	lens  uint64 // bit n is set when a name is n bytes long
+}
 
-func newKeySet(keys ...string) keySet { return append(keySet{}, keys...) }
+func newKeySet(names ...string) keySet {
+	k := keySet{names: names}
+	for _, n := range names {
+		k.lens |= 1 << min(len(n), 63)
+	}
+	return k
+}
 
 // The keys each file type needs; see yamlSites.
 var (
+	allKeys       = keySet{all: true}
 	manifestKeys  = newKeySet("image", "registry", "repository", "tag", "digest")
 	kustomizeKeys = newKeySet("image", "registry", "repository", "tag", "digest", "images", "name", "newName", "newTag")
 	pinsFileKeys  = newKeySet("pins", "image", "tag", "digest")
@@ -647,10 +658,13 @@ var (
 )
 
 func (k keySet) has(key string) bool {
-	if k == nil {
+	if k.all {
 		return true
 	}
-	for _, s := range k {
+	if k.lens&(1<<min(len(key), 63)) == 0 {
+		return false
+	}
+	for _, s := range k.names {
 		if s == key {
 			return true
 		}
@@ -665,12 +679,14 @@ func (k keySet) hasBytes(key []byte) bool { return k.has(string(key)) }
 // other key: a key that is not kept only holds a collection, and finding
 // pins never reads its text.
 func (k keySet) str(b []byte) string {
-	if k == nil {
+	if k.all {
 		return string(b)
 	}
-	for _, s := range k {
-		if s == string(b) {
-			return s
+	if k.lens&(1<<min(len(b), 63)) != 0 {
+		for _, s := range k.names {
+			if s == string(b) {
+				return s
+			}
 		}
 	}
 	return ""
@@ -685,8 +701,9 @@ type arena struct {
 	ptrs   [][]*yaml.Node
 	pi, pj int
 	stack  []fastFrame
-	starts []int  // line starts
-	sites  []site // found sites
+	starts []int     // line starts
+	sites  []site    // found sites
+	repos  repoCache // kept across resets
 }
 
 const slabLen = 256

@@ -60,15 +60,14 @@ type dirEntry struct {
 	typ  fs.FileMode // fs.ModeDir, fs.ModeSymlink, 0 for a regular file, fs.ModeIrregular otherwise
 }
 
-// entries lists the directory, unsorted.
-func (d dirHandle) entries() ([]dirEntry, error) {
+// entries lists the directory, unsorted, appending to out.
+func (d dirHandle) entries(out []dirEntry, _ *[]byte) ([]dirEntry, error) {
 	f, err := os.Open(d.path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	entries, err := f.ReadDir(-1)
-	out := make([]dirEntry, 0, len(entries))
 	for _, e := range entries {
 		t := e.Type()
 		switch {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/google/go-containerregistry/pkg/name"
 )
@@ -67,7 +65,9 @@ type ref struct {
 // parseRef parses s as a whole image reference whose digest, if any, is a
 // valid sha256 digest. It reports false for anything else, including
 // strings with spaces, URLs and references with other digest algorithms.
-func parseRef(s string) (ref, bool) {
+//
+// c, if not nil, remembers normalised repositories.
+func parseRef(s string, c repoCache) (ref, bool) {
 	r := ref{tagOff: -1, digOff: -1, end: len(s)}
 	if len(s) == 0 || len(s) > 1024 {
 		return r, false
@@ -87,7 +87,7 @@ func parseRef(s string) (ref, bool) {
 		r.tag, r.tagOff = base[c+1:], c+1
 		base = base[:c]
 	}
-	repo, ok := normaliseRepo(base)
+	repo, ok := c.normalise(base)
 	if !ok {
 		return r, false
 	}
@@ -96,8 +96,8 @@ func parseRef(s string) (ref, bool) {
 }
 
 // parseRepo parses s as a bare repository, without tag or digest.
-func parseRepo(s string) (string, bool) {
-	r, ok := parseRef(s)
+func parseRepo(s string, c repoCache) (string, bool) {
+	r, ok := parseRef(s, c)
 	if !ok || r.tagOff >= 0 || r.digOff >= 0 {
 		return "", false
 	}
@@ -107,9 +107,6 @@ func parseRepo(s string) (string, bool) {
 // normaliseRepo validates a repository (registry host optional) with the
 // distribution grammar and returns go-containerregistry's full name for it.
 func normaliseRepo(s string) (string, bool) {
-	if n, ok := repoNames.Load(s); ok {
-		return n.(string), true
-	}
 	host, path := "", s
 	if i := strings.IndexByte(s, '/'); i >= 0 {
 		first := s[:i]
@@ -127,21 +124,26 @@ func normaliseRepo(s string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	n := repo.Name()
-	if repoNamesLen.Add(1) <= maxRepoNames {
-		repoNames.Store(s, n)
-	}
-	return n, true
+	return repo.Name(), true
 }
 
-// repoNames caches normalised repository names: a tree names the same few
-// hundred repositories thousands of times.
-var (
-	repoNames    sync.Map
-	repoNamesLen atomic.Int64
-)
+// repoCache remembers normalised repository names ("" for invalid ones):
+// a tree names the same few hundred repositories thousands of times. Each
+// goroutine keeps its own, in its arena.
+type repoCache map[string]string
 
-const maxRepoNames = 1 << 14
+const maxRepoCache = 4096
+
+func (c repoCache) normalise(s string) (string, bool) {
+	if n, ok := c[s]; ok {
+		return n, n != ""
+	}
+	n, ok := normaliseRepo(s)
+	if c != nil && len(c) < maxRepoCache {
+		c[s] = n
+	}
+	return n, ok
+}
 
 // validHost checks a registry host: DNS labels or a bracketed IPv6
 // address, with an optional port.

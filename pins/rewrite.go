@@ -48,12 +48,15 @@ func fileSites(file string, ft fileType, src []byte, a *arena) ([]site, *lineTab
 	if a == nil {
 		a = &arena{}
 	}
+	if a.repos == nil {
+		a.repos = repoCache{}
+	}
 	switch ft {
 	case ftNone:
 		return nil, newLineTable(src), nil
 	case ftDockerfile:
 		lt := newLineTable(src)
-		return dockerfileSites(src, lt, a.sites[:0]), lt, nil
+		return dockerfileSites(src, lt, a.sites[:0], a.repos), lt, nil
 	}
 	keys := manifestKeys
 	switch ft {
@@ -69,7 +72,7 @@ func fileSites(file string, ft fileType, src []byte, a *arena) ([]site, *lineTab
 	if lt == nil {
 		lt = newLineTable(src)
 	}
-	sites := yamlSites(ft, src, lt, roots, a.sites[:0])
+	sites := yamlSites(ft, src, lt, roots, a.sites[:0], a.repos)
 	a.sites = sites[:0]
 	return sites, lt, nil
 }

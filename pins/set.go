@@ -69,9 +69,9 @@ func set(dir string, u Update, write bool, opts []Option) ([]Change, error) {
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", f.rel, err)
 		}
-		r := rewritten{rel: f.rel, abs: f.abs, st: st, changes: changes}
+		r := rewritten{rel: f.rel, abs: f.abs(), st: st, changes: changes}
 		if write {
-			if r.tmp, err = writeTemp(f.abs, out, st.mode); err != nil {
+			if r.tmp, err = writeTemp(r.abs, out, st.mode); err != nil {
 				return fmt.Errorf("writing %s: %w", f.rel, err)
 			}
 		}

@@ -16,9 +16,11 @@ import (
 // treeFile is a file the walk hands to a worker.
 type treeFile struct {
 	rel string // slash path relative to the root
-	abs string
+	dir string // absolute path of its directory
 	ft  fileType
 }
+
+func (f treeFile) abs() string { return f.dir + string(filepath.Separator) + path.Base(f.rel) }
 
 // fileError is an error about one file, kept for sorting.
 type fileError struct {
@@ -127,16 +129,17 @@ func forEachFile(dir string, include func(string) bool, work func(f treeFile, sr
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var buf []byte
+			var buf, dirBuf []byte
+			var entries []dirEntry
 			for {
 				d, ok := next()
 				if !ok {
 					return
 				}
-				var entries []dirEntry
+				entries = entries[:0]
 				dh, err := openDir(d.abs)
 				if err == nil {
-					entries, err = dh.entries()
+					entries, err = dh.entries(entries, &dirBuf)
 				}
 				if err != nil {
 					fail(d.rel, fmt.Errorf("reading directory %s: %w", path.Join(dir, d.rel), err))
@@ -144,7 +147,6 @@ func forEachFile(dir string, include func(string) bool, work func(f treeFile, sr
 				var subdirs []queued
 				for _, e := range entries {
 					name := e.name
-					abs := d.abs + string(filepath.Separator) + name
 					rel := name
 					if d.rel != "" {
 						rel = d.rel + "/" + name
@@ -153,7 +155,7 @@ func forEachFile(dir string, include func(string) bool, work func(f treeFile, sr
 					case fs.ModeSymlink:
 						// Never followed; see the package documentation.
 					case fs.ModeDir:
-						if !skipDir(abs, name) {
+						if abs := d.abs + string(filepath.Separator) + name; !skipDir(abs, name) {
 							subdirs = append(subdirs, queued{abs: abs, rel: rel})
 						}
 					case 0: // a regular file
@@ -161,7 +163,7 @@ func forEachFile(dir string, include func(string) bool, work func(f treeFile, sr
 						if ft == ftNone || include != nil && !include(rel) {
 							continue
 						}
-						f := treeFile{rel: rel, abs: abs, ft: ft}
+						f := treeFile{rel: rel, dir: d.abs, ft: ft}
 						var werr error
 						buf, err = dh.withFile(name, buf, func(src []byte, stat func() (fileStat, error)) error {
 							werr = work(f, src, stat)

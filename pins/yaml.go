@@ -115,8 +115,8 @@ func newSite(kind Kind, image string) site {
 }
 
 // yamlSites lists the sites in a parsed YAML file of the given type.
-func yamlSites(ft fileType, src []byte, lt *lineTable, roots []*yaml.Node, sites []site) []site {
-	w := &yamlWalker{src: src, lt: lt, sites: sites}
+func yamlSites(ft fileType, src []byte, lt *lineTable, roots []*yaml.Node, sites []site, repos repoCache) []site {
+	w := &yamlWalker{src: src, lt: lt, sites: sites, repos: repos}
 	for _, root := range roots {
 		switch ft {
 		case ftPins:
@@ -135,6 +135,7 @@ type yamlWalker struct {
 	src   []byte
 	lt    *lineTable
 	sites []site
+	repos repoCache
 }
 
 // maxDepth bounds recursion over hostile input; yaml.v3 itself nests deeper.
@@ -169,7 +170,7 @@ func (w *yamlWalker) imageScalar(v *yaml.Node) {
 	if v.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
 		return
 	}
-	r, ok := parseRef(v.Value)
+	r, ok := parseRef(v.Value, w.repos)
 	if !ok || r.digOff < 0 && r.tagOff < 0 {
 		return
 	}
@@ -212,7 +213,7 @@ func (w *yamlWalker) helm(m *yaml.Node, key *yaml.Node) {
 	if reg := f.get("registry"); reg != nil && reg.Value != "" {
 		full = strings.TrimSuffix(reg.Value, "/") + "/" + repo.Value
 	}
-	image, ok := parseRepo(full)
+	image, ok := parseRepo(full, w.repos)
 	if !ok {
 		return
 	}
@@ -244,7 +245,7 @@ func (w *yamlWalker) kustomization(root *yaml.Node) {
 		if n == nil {
 			continue
 		}
-		image, ok := parseRepo(n.Value)
+		image, ok := parseRepo(n.Value, w.repos)
 		if !ok {
 			continue
 		}
@@ -268,7 +269,7 @@ func (w *yamlWalker) pinsFile(root *yaml.Node) {
 		if img == nil || !f.scalars() {
 			continue
 		}
-		image, ok := parseRepo(img.Value)
+		image, ok := parseRepo(img.Value, w.repos)
 		if !ok {
 			continue
 		}
@@ -288,9 +289,13 @@ func fields(m *yaml.Node, names ...string) mapFields {
 	if m.Kind != yaml.MappingNode {
 		return f
 	}
+	var lens uint64 // as in keySet: most keys are ruled out by length
+	for _, n := range names {
+		lens |= 1 << min(len(n), 63)
+	}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k := m.Content[i]
-		if k.Kind != yaml.ScalarNode {
+		if k.Kind != yaml.ScalarNode || lens&(1<<min(len(k.Value), 63)) == 0 {
 			continue
 		}
 		for j, n := range names {
