@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,7 +31,8 @@ type cutProxy struct {
 	ln      net.Listener
 	srv     *http.Server
 	cut     bool
-	onPush  bool // cut once a git push has been served
+	onPush  bool   // cut once a git push has been served
+	hook    func() // run once after the first git push was served
 	pushed  atomic.Int32
 	proxied atomic.Int32
 }
@@ -72,6 +74,13 @@ func (p *cutProxy) start(addr string) {
 		rp.ServeHTTP(w, r)
 		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
 			p.pushed.Add(1)
+			p.mu.Lock()
+			hook := p.hook
+			p.hook = nil
+			p.mu.Unlock()
+			if hook != nil {
+				hook()
+			}
 			p.mu.Lock()
 			if p.onPush {
 				p.cut = true
@@ -223,5 +232,51 @@ func TestPromoteRegistry5xx(t *testing.T) {
 	}
 	if got := f.branches(); !cmp.Equal(got, []string{"main"}) {
 		t.Errorf("branches = %q; nothing may be pushed", got)
+	}
+}
+
+// TestPromoteBaseMoves moves the base branch right after the promotion
+// pushed its branch: the promotion regenerates its commit on the new base.
+func TestPromoteBaseMoves(t *testing.T) {
+	f := newFixture(t)
+	ctx := testContext(t)
+	app := f.image("app")
+	v1 := f.pushImage(app, "v1", time.Time{})
+	files := map[string]string{"app.yaml": "image: " + app + ":v1@" + v1 + "\n"}
+	f.createRepo(files)
+	v2 := f.pushImage(app, "v2", time.Time{})
+
+	proxy := newCutProxy(t, f.srv.URL)
+	var moved string
+	proxy.mu.Lock()
+	proxy.hook = func() {
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "app.yaml"), files["app.yaml"])
+		writeFile(t, filepath.Join(dir, "README.md"), "someone merged something else\n")
+		sha, err := f.srv.PushDir(context.Background(), f.owner, f.name, "main", dir, "Unrelated change")
+		if err != nil {
+			t.Errorf("moving the base: %s", err)
+		}
+		moved = sha
+	}
+	proxy.mu.Unlock()
+	env := f.env()
+	env.CloneURL = proxy.URL() + "/" + f.owner + "/" + f.name + ".git"
+	res, err := Run(ctx, env, Request{Inputs: []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: SourceFlag}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if proxy.pushed.Load() != 2 {
+		t.Errorf("%d pushes, want 2 (the second regenerated on the moved base)", proxy.pushed.Load())
+	}
+	if res[0].Meta.Base != moved || res[0].Status != StatusOpened {
+		t.Errorf("result built on %s (%s), want the moved base %s", res[0].Meta.Base, res[0].Status, moved)
+	}
+	commit, _, err := f.sdk().GetSingleCommit(f.owner, f.name, res[0].Pull.HeadSHA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(commit.Parents) != 1 || commit.Parents[0].SHA != moved {
+		t.Errorf("the pull request's commit has parents %+v, want the moved base %s", commit.Parents, moved)
 	}
 }

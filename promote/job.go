@@ -126,13 +126,16 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 	log := logctx.From(ctx).With("branch", j.branch)
 	res := Result{Target: j.target, Branch: j.branch}
 	for attempt := 1; ; attempt++ {
+		if err := s.resetIfDirty(ctx); err != nil {
+			return res, err
+		}
 		if err := s.scan(ctx); err != nil {
 			return res, err
 		}
 		start := time.Now()
 		changes, notes, err := s.apply(ctx, j)
 		if err != nil {
-			s.reset(ctx)
+			s.dirty = true
 			return res, err
 		}
 		took(ctx, "rewrote pins", start, "branch", j.branch, "changes", len(changes))
@@ -144,7 +147,7 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 		if j.listed != nil && attempt == 1 {
 			open = j.listed.pull
 		} else if open, err = s.env.Forge.OpenPull(ctx, s.env.Repo, j.branch); err != nil {
-			s.reset(ctx)
+			s.dirty = true
 			return res, fmt.Errorf("finding the open pull request of %s: %w", j.branch, err)
 		}
 		var openMeta *Meta
@@ -173,7 +176,7 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 			}
 			return res, nil
 		case ActionKeep:
-			s.reset(ctx)
+			s.dirty = true
 			res.Status, res.Pull, res.Meta, res.Body = StatusUnchanged, open, *openMeta, open.Body
 			res.Diff = RenderDiff(changes)
 			return res, nil
@@ -183,7 +186,7 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 		res.Diff = RenderDiff(changes)
 		if dryRun {
 			res.Status, res.Pull, res.Body = StatusDryRun, open, RenderBody(proposal)
-			s.reset(ctx)
+			s.dirty = true
 			return res, nil
 		}
 
@@ -191,28 +194,28 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 		start = time.Now()
 		head, err := s.w.Commit(CommitMessage(meta), author)
 		if err != nil {
-			s.reset(ctx)
+			s.dirty = true
 			return res, fmt.Errorf("committing on %s: %w", s.base, err)
 		}
 		took(ctx, "committed", start, "commit", head)
+		s.dirty = true // the next job (or attempt) starts from the base again
 		start = time.Now()
 		pushErr := s.w.Push(ctx, j.branch, true)
 		took(ctx, "pushed", start, "branch", j.branch)
-		start = time.Now()
-		newBase, fetchErr := s.w.Fetch(ctx) // back to the base, and has it moved?
-		took(ctx, "fetched the base", start, "base", newBase)
-		switch {
-		case errors.Is(pushErr, gitforge.ErrPushRejected) && attempt < s.env.Attempts:
+		if errors.Is(pushErr, gitforge.ErrPushRejected) && attempt < s.env.Attempts {
 			log.Info("push rejected; regenerating from a fresh base", "attempt", attempt)
-			if fetchErr != nil {
-				return res, fetchErr
-			}
 			continue
-		case pushErr != nil:
+		}
+		if pushErr != nil {
 			return res, pushErr
-		case fetchErr != nil:
-			return res, fmt.Errorf("reading the base branch %s after pushing %s: %w", s.base, j.branch, fetchErr)
-		case newBase != meta.Base && attempt < s.env.Attempts:
+		}
+		start = time.Now()
+		newBase, err := remoteHead(ctx, s.env.CloneURL, s.base, s.env.Auth) // has the base moved?
+		if err != nil {
+			return res, fmt.Errorf("reading the base branch %s after pushing %s: %w", s.base, j.branch, err)
+		}
+		took(ctx, "read the base head", start, "base", newBase)
+		if newBase != meta.Base && attempt < s.env.Attempts {
 			log.Info("base branch moved during the promotion; regenerating", "base", s.base, "from", meta.Base, "to", newBase)
 			continue
 		}
@@ -226,12 +229,20 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 	}
 }
 
-// reset puts the working copy back on the base head; a failure shows on
-// the next operation.
-func (s *session) reset(ctx context.Context) {
-	if _, err := s.w.Fetch(ctx); err != nil {
-		logctx.From(ctx).Debug("resetting the clone", "error", err.Error())
+// resetIfDirty puts the working copy back on the current base head after
+// a job changed it (fetching, so a base that moved is picked up).
+func (s *session) resetIfDirty(ctx context.Context) error {
+	if !s.dirty {
+		return nil
 	}
+	start := time.Now()
+	head, err := s.w.Fetch(ctx)
+	if err != nil {
+		return fmt.Errorf("resetting the clone to the base branch %s: %w", s.base, err)
+	}
+	s.dirty = false
+	took(ctx, "reset the clone to the base", start, "base", head)
+	return nil
 }
 
 func (s *session) proposal(j job, meta Meta, notes []string) Proposal {

@@ -219,8 +219,11 @@ type session struct {
 	w    *gitforge.Worktree
 	// cleanup removes a temporary clone or unlocks a cached one.
 	cleanup func()
-	cfg     Config
-	pins    []pins.Pin
+	// dirty says the working copy may differ from the base head: a job
+	// rewrote or committed; the next job resets it first.
+	dirty bool
+	cfg   Config
+	pins  []pins.Pin
 	// scanned is the base commit pins was read from.
 	scanned string
 	chooser *chooser
