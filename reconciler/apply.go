@@ -41,13 +41,18 @@ const crdWait = 60 * time.Second
 // an in-memory cache that is reset when a kind is not found.
 type Applier struct {
 	dyn    dynamic.Interface
+	disc   discovery.CachedDiscoveryInterface // shared with mapper; Reset clears both
 	mapper *restmapper.DeferredDiscoveryRESTMapper
 }
 
 // NewApplier returns an Applier over dyn, discovering kinds through disc.
 func NewApplier(dyn dynamic.Interface, disc discovery.DiscoveryInterface) *Applier {
-	return &Applier{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))}
+	cached := memory.NewMemCacheClient(disc)
+	return &Applier{dyn: dyn, disc: cached, mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached)}
 }
+
+// discovery is the Applier's cached discovery client (see Inventory).
+func (a *Applier) discovery() discovery.DiscoveryInterface { return a.disc }
 
 // mapping finds the resource of gvk, refreshing discovery once on a miss
 // (a CRD installed since the cache filled).

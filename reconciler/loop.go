@@ -14,13 +14,18 @@ const (
 	minBackoff = time.Second
 	// followDebounce gathers a burst of Pod events into one follow-up pass.
 	followDebounce = 100 * time.Millisecond
+	// healDebounce gathers a burst of changes to an app's objects into one
+	// self-heal pass, and lets another writer's follow-up edits land.
+	healDebounce = time.Second
 )
 
 // Run reconciles every app until ctx ends: a full pass at start, then one
 // every interval, and one at once on Trigger. Between full passes, while a
 // sync awaits its verification, Pod and ReplicaSet events in the app's
 // namespaces cause follow-up passes, so the verdict lands as soon as the
-// rollout completes rather than an interval later.
+// rollout completes rather than an interval later. For a self-healing app,
+// a change to the content of one of its objects (watched, not polled)
+// causes a full pass a second later, so drift is healed within seconds.
 //
 // Run first checks what must hold for any app to work (the history
 // namespace exists) and returns that error at once: bad configuration
@@ -80,6 +85,10 @@ func (r *Reconciler) runApp(ctx context.Context, app *App) {
 func (r *Reconciler) idle(ctx context.Context, app *App, st *appState, wait time.Duration) bool {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
+	var drifted chan struct{} // nil (never ready) unless the app heals
+	if app.SyncPolicy.SelfHeal {
+		drifted = st.drift.wakeup()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -87,6 +96,17 @@ func (r *Reconciler) idle(ctx context.Context, app *App, st *appState, wait time
 		case <-timer.C:
 			return true
 		case <-st.trigger:
+			return true
+		case <-drifted:
+			select {
+			case <-ctx.Done():
+				return false
+			case <-time.After(healDebounce):
+			}
+			select { // changes during the debounce are covered by this pass
+			case <-drifted:
+			default:
+			}
 			return true
 		case <-st.observe:
 			if !st.isAwaiting() {
@@ -113,4 +133,18 @@ func (r *Reconciler) idle(ctx context.Context, app *App, st *appState, wait time
 func retryable(err error) bool {
 	var se *SourceError
 	return errors.As(err, &se) || isTransient(err)
+}
+
+// inventoryChanged is the live cache's callback: an object of app's
+// inventory changed its content (or appeared, or went away). It wakes a
+// self-healing app's loop; it never blocks.
+func (r *Reconciler) inventoryChanged(app string) {
+	st := r.apps[app]
+	if st == nil {
+		return
+	}
+	select {
+	case st.drift.wakeup() <- struct{}{}:
+	default:
+	}
 }

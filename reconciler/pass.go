@@ -55,20 +55,20 @@ func (r *Reconciler) pass(ctx context.Context, app *App, st *appState, mode pass
 	}
 	s.Commit = commit
 
-	live, err := r.applier.Live(ctx, app.Name, desired)
+	live, err := r.live(ctx, app, desired)
 	if err != nil {
-		s.Error = "reading the cluster: " + err.Error()
-		return s, nil, err
+		return r.clusterFault(st, s, "reading the cluster", err)
 	}
 	rec, err := r.history.Get(ctx, app.Name)
 	if err != nil {
 		if mode.records() {
-			s.Error = err.Error()
-			return s, nil, err
+			return r.clusterFault(st, s, "", err)
 		}
 		logctx.From(ctx).Debug("no history", "app", app.Name, "err", err)
 		rec = &Record{}
 	}
+	st.drift.clusterUp()
+	synced := false
 	if r.shouldApply(app, mode, rec, commit) {
 		if live, err = r.sync(ctx, app, st, mode, commit, desired); err != nil {
 			s.Error = err.Error()
@@ -78,10 +78,15 @@ func (r *Reconciler) pass(ctx context.Context, app *App, st *appState, mode pass
 		if rec, err = r.history.Get(ctx, app.Name); err != nil {
 			return s, nil, err
 		}
+		synced = true
 	}
 	s.Sync, s.OutOfSync, err = Compare(app.Name, desired, live)
 	if err != nil {
 		return s, nil, err
+	}
+	live, rec, derr := r.inspect(ctx, app, st, mode, s, rec, commit, desired, live, synced)
+	if derr != nil && isTransient(derr) {
+		return r.clusterFault(st, s, "diffing", derr)
 	}
 	s.SyncedCommit = syncedCommit(rec)
 
@@ -91,13 +96,19 @@ func (r *Reconciler) pass(ctx context.Context, app *App, st *appState, mode pass
 		return s, nil, err
 	}
 	s.Health, s.HealthReason, s.Objects = h.Health, h.Reason, h.Objects
+	if war := st.drift.war(); war != "" {
+		s.Health, s.HealthReason = Degraded, war
+	}
 	s.Verified, s.Verification = v.Verified, v.Summary()
+	if derr != nil {
+		s.Error = derr.Error()
+	}
 	if mode.records() {
 		if err := r.conclude(ctx, app, st, s, v, h, rec); err != nil {
 			return s, v, err
 		}
 	}
-	return s, v, nil
+	return s, v, derr
 }
 
 // load fetches app's branch, renders it and places the objects. On
@@ -151,6 +162,7 @@ func (r *Reconciler) stopped(ctx context.Context, app *App, st *appState, mode p
 		st.mu.Unlock()
 		s.SourceUnreachableSince = &down
 		s.Error = fmt.Sprintf("source unreachable since %s: %s", since(down), err)
+		r.frozenDrift(ctx, app, st, s)
 		if mode.records() {
 			r.persist(ctx, app, s)
 		}
@@ -182,8 +194,8 @@ func (r *Reconciler) stopped(ctx context.Context, app *App, st *appState, mode p
 
 // shouldApply decides whether this pass applies commit: pinbot sync always
 // does; the loop does for an automated app when commit has no sync yet or
-// its last sync failed. (Self-heal, issue 5, adds: drift on a synced
-// commit.)
+// its last sync failed. Drift on a synced commit is healed object by object
+// instead (see mayHeal and inspect).
 func (r *Reconciler) shouldApply(app *App, mode passMode, rec *Record, commit string) bool {
 	switch {
 	case mode == modeSync:

@@ -22,6 +22,7 @@ type Reconciler struct {
 	kube    kubernetes.Interface
 	applier *Applier
 	watcher *Watcher
+	lives   *liveCache // watches of each app's inventory (diff_live.go)
 	source  *Source
 	lookups *lookupCache
 	history *History
@@ -44,6 +45,8 @@ type appState struct {
 	awaiting    bool                         // the latest sync waits for its verification
 	sourceDown  time.Time                    // zero while the source is reachable
 	lastPersist *AppStatus
+
+	drift driftState // drift diff cache, drift-war guard (diff_run.go, heal.go)
 }
 
 type options struct {
@@ -119,6 +122,7 @@ func New(cfg *Config, rc *rest.Config, opts ...Option) (*Reconciler, error) {
 		apps:    map[string]*appState{},
 	}
 	r.watcher = NewWatcher(kube, r.changed)
+	r.lives = newLiveCache(dyn, r.inventoryChanged)
 	if o.forge == nil && cfg.Forge != nil {
 		tok, err := readToken(cfg.Forge.TokenFile)
 		if err != nil {
@@ -147,7 +151,10 @@ func New(cfg *Config, rc *rest.Config, opts ...Option) (*Reconciler, error) {
 }
 
 // Close stops the Reconciler's watches.
-func (r *Reconciler) Close() { r.watcher.Close() }
+func (r *Reconciler) Close() {
+	r.watcher.Close()
+	r.lives.close()
+}
 
 // Config returns the Reconciler's configuration.
 func (r *Reconciler) Config() *Config { return r.cfg }

@@ -33,11 +33,14 @@ const (
 type Entry struct {
 	Commit  string    `json:"commit"`
 	Time    time.Time `json:"time"`
-	Trigger string    `json:"trigger"` // "auto" (the loop) or "manual" (pinbot sync)
+	Trigger string    `json:"trigger"` // "auto" (the loop), "manual" (pinbot sync) or "heal"
 	Result  Result    `json:"result"`
 	Reason  string    `json:"reason,omitempty"`
 	Applied int       `json:"applied"` // objects applied
 	Health  Health    `json:"health,omitempty"`
+	// Healed are the drifted fields (or missing objects) a self-heal
+	// restored; its Trigger is TriggerHeal.
+	Healed []Drift `json:"healed,omitempty"`
 	// Verified and the fields after it are filled in as the rollout
 	// proceeds; Final marks the verdict as settled (verified, failed, or
 	// timed out).

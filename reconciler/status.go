@@ -16,8 +16,16 @@ type AppStatus struct {
 	// Commit is the head of the branch the pass compared against.
 	Commit string `json:"commit,omitempty"`
 	// Sync says whether the cluster holds what Commit declares.
-	Sync      SyncState   `json:"sync"`
+	Sync SyncState `json:"sync"`
+	// OutOfSync lists the objects that are not as Commit declares:
+	// missing, changed in Git since applied, drifted, or orphaned.
 	OutOfSync []ObjectRef `json:"out_of_sync,omitempty"`
+	// Drift lists each field Git sets whose live value differs (see
+	// Reconciler.Diff); fields under the app's ignore rules are left out.
+	Drift []Drift `json:"drift,omitempty"`
+	// Orphaned are objects of the app's inventory that Commit no longer
+	// declares; prune deletes them, else they stay.
+	Orphaned []ObjectRef `json:"orphaned,omitempty"`
 	// SyncedCommit is the last commit pinbot applied.
 	SyncedCommit string `json:"synced_commit,omitempty"`
 	// Health aggregates the objects' kstatus.
@@ -31,8 +39,11 @@ type AppStatus struct {
 	// error, forbidden object, failed apply, cluster unreachable.
 	Error                  string     `json:"error,omitempty"`
 	SourceUnreachableSince *time.Time `json:"source_unreachable_since,omitempty"`
-	Automated              bool       `json:"automated"`
-	ObservedAt             time.Time  `json:"observed_at"`
+	// ClusterUnreachableSince is set while the Kubernetes API does not
+	// answer; the loop backs off and retries.
+	ClusterUnreachableSince *time.Time `json:"cluster_unreachable_since,omitempty"`
+	Automated               bool       `json:"automated"`
+	ObservedAt              time.Time  `json:"observed_at"`
 	// Objects are each desired object's health (not persisted).
 	Objects []ObjectHealth `json:"objects,omitempty"`
 }

@@ -1,0 +1,167 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+)
+
+// inventoryWorkers bounds the concurrent LISTs of an inventory.
+const inventoryWorkers = 8
+
+// Inventory lists what pinbot applied for app anywhere in the cluster:
+// every object of every listable kind that carries the inventory label
+// LabelApp=app, was applied by pinbot (it bears pinbot's server-side
+// apply managed-fields entry or its config-hash annotation) and has no
+// controller owner (controllers copy labels and annotations onto what
+// they create, as Deployments do onto ReplicaSets). Kinds pinbot may not
+// list are skipped, as are Events and core Endpoints. Objects come back with their apiVersion
+// and kind set, in no particular order.
+//
+// It costs one discovery and one LIST per kind; the reconcile loop runs it
+// once per app and then follows the inventory's kinds with watches.
+func (a *Applier) Inventory(ctx context.Context, app string) ([]*unstructured.Unstructured, error) {
+	return a.inventory(ctx, app, nil)
+}
+
+// kindScope is a listable kind and whether it is namespaced.
+type kindScope struct {
+	gvk        schema.GroupVersionKind
+	gvr        schema.GroupVersionResource
+	namespaced bool
+}
+
+// listableKinds discovers the kinds the API server serves that can be
+// listed and watched, at their preferred versions. A group whose discovery
+// fails is skipped.
+func (a *Applier) listableKinds() ([]kindScope, error) {
+	lists, err := discovery.ServerPreferredResources(a.discovery())
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return nil, fmt.Errorf("discovering the served kinds: %w", err)
+	}
+	lists = discovery.FilteredBy(discovery.SupportsAllVerbs{Verbs: []string{"list", "watch"}}, lists)
+	var out []kindScope
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, res := range l.APIResources {
+			if strings.Contains(res.Name, "/") || res.Name == "events" || gv.Group == "" && res.Name == "endpoints" {
+				// Events are noise; core Endpoints are deprecated (every
+				// LIST warns) and come from Services. Objects of these
+				// kinds that Git declares are still watched.
+				continue
+			}
+			out = append(out, kindScope{gvk: gv.WithKind(res.Kind), gvr: gv.WithResource(res.Name), namespaced: res.Namespaced})
+		}
+	}
+	return out, nil
+}
+
+// inventory is Inventory limited to namespaces for namespaced kinds (all
+// namespaces when nil); cluster-scoped kinds are listed cluster-wide.
+func (a *Applier) inventory(ctx context.Context, app string, namespaces []string) ([]*unstructured.Unstructured, error) {
+	kinds, err := a.listableKinds()
+	if err != nil {
+		return nil, err
+	}
+	type job struct {
+		k  kindScope
+		ri dynamic.ResourceInterface
+		ns string
+	}
+	var jobs []job
+	for _, k := range kinds {
+		switch {
+		case !k.namespaced || namespaces == nil:
+			jobs = append(jobs, job{k: k, ri: a.dyn.Resource(k.gvr)})
+		default:
+			for _, ns := range namespaces {
+				jobs = append(jobs, job{k: k, ri: a.dyn.Resource(k.gvr).Namespace(ns), ns: ns})
+			}
+		}
+	}
+	var (
+		mu   sync.Mutex
+		out  []*unstructured.Unstructured
+		errs []error
+		seen = map[string]bool{} // by UID: a kind served by two groups
+	)
+	work := make(chan job)
+	var wg sync.WaitGroup
+	for range inventoryWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				list, err := j.ri.List(ctx, metav1.ListOptions{LabelSelector: LabelApp + "=" + app})
+				switch {
+				case apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err):
+					continue
+				case err != nil:
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("listing %s of app %s: %w", j.k.gvr.GroupResource(), app, err))
+					mu.Unlock()
+					continue
+				}
+				mu.Lock()
+				for i := range list.Items {
+					item := &list.Items[i]
+					if seen[string(item.GetUID())] || !inInventory(item, app) {
+						continue
+					}
+					seen[string(item.GetUID())] = true
+					item.SetGroupVersionKind(j.k.gvk)
+					out = append(out, item)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, j := range jobs {
+		select {
+		case work <- j:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("listing the inventory of %s: %w", app, err)
+	}
+	return out, nil
+}
+
+// inInventory reports whether u belongs to app's inventory: labelled for
+// app, applied by pinbot, and not created by a controller.
+func inInventory(u *unstructured.Unstructured, app string) bool {
+	if u.GetLabels()[LabelApp] != app {
+		return false
+	}
+	for _, ref := range u.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller {
+			return false
+		}
+	}
+	if _, ok := u.GetAnnotations()[AnnotationHash]; ok {
+		return true
+	}
+	for _, mf := range u.GetManagedFields() {
+		if mf.Manager == FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply {
+			return true
+		}
+	}
+	return false
+}

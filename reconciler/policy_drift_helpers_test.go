@@ -1,0 +1,310 @@
+package reconciler_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/reconciler"
+)
+
+// driftApp is the config of a drift scenario's app.
+type driftApp struct {
+	policy   string    // syncPolicy, a YAML flow mapping
+	extra    []string  // more "key: value" lines of the app
+	viaProxy *tcpProxy // when set, the repo URL goes through it
+	interval string    // default 2s
+}
+
+// newDriftScenario is newScenario for the policy tests: the loop polls
+// every 2s, and the app's config can be rewritten (configure).
+func newDriftScenario(t *testing.T, name string, app driftApp) *scenario {
+	t.Helper()
+	needPeers(t)
+	s := &scenario{t: t, name: name, repo: gitforge.Repo{Owner: org, Name: name}}
+	if _, err := env.kube.CoreV1().Namespaces().Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace %s: %s", name, err)
+	}
+	if err := env.gitea.CreateRepo(testCtx, org, name, "main"); err != nil {
+		t.Fatal(err)
+	}
+	s.cfg = filepath.Join(t.TempDir(), "pinbot.yaml")
+	s.configure(app)
+	return s
+}
+
+// configure writes app's config and replaces the scenario's Reconciler
+// with one that reads it. Stop the loop first.
+func (s *scenario) configure(app driftApp) {
+	s.t.Helper()
+	repo := env.gitea.RepoURL(org, s.name)
+	if app.viaProxy != nil {
+		repo = app.viaProxy.url() + "/" + org + "/" + s.name + ".git"
+	}
+	if app.interval == "" {
+		app.interval = "2s"
+	}
+	config := fmt.Sprintf("interval: %s\nforge: {url: %q, tokenFile: %q}\napps:\n  - name: %s\n    repo: %s\n    branch: main\n    path: app\n    namespace: %s\n    syncPolicy: %s\n",
+		app.interval, env.gitea.URL, env.token, s.name, repo, s.name, app.policy)
+	for _, e := range app.extra {
+		config += "    " + e + "\n"
+	}
+	if err := os.WriteFile(s.cfg, []byte(config), 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	cfg, err := reconciler.Load(s.cfg)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	r, err := reconciler.New(cfg, env.cluster.Config(), reconciler.WithRegistry(env.reg), reconciler.WithCacheDir(s.t.TempDir()))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(r.Close)
+	s.r = r
+}
+
+// loop runs the scenario's reconcile loop until the returned stop is
+// called or the test ends.
+func (s *scenario) runLoop() (stop func()) {
+	ctx, cancel := context.WithCancel(testCtx)
+	done := make(chan error, 1)
+	r := s.r
+	go func() { done <- r.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				s.t.Errorf("Run: %s", err)
+			}
+		})
+	}
+	s.t.Cleanup(stop)
+	return stop
+}
+
+// waitStoredStatus polls the status the loop stored until cond holds.
+func (s *scenario) waitStoredStatus(what string, cond func(*reconciler.AppStatus) bool) *reconciler.AppStatus {
+	s.t.Helper()
+	var st *reconciler.AppStatus
+	until(s.t, rollout, what, func() (bool, string) {
+		rec, err := s.r.History(testCtx, s.name)
+		if err != nil || rec.Status == nil {
+			return false, fmt.Sprint("no status stored: ", err)
+		}
+		st = rec.Status
+		return cond(st), jsonOf(st)
+	})
+	return st
+}
+
+func (s *scenario) historyNow() *reconciler.Record {
+	s.t.Helper()
+	rec, err := s.r.History(testCtx, s.name)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return rec
+}
+
+// entries are history entries, newest first.
+type entries []reconciler.Entry
+
+func (e entries) latest() *reconciler.Entry {
+	if len(e) == 0 {
+		return nil
+	}
+	return &e[0]
+}
+
+// heals returns the app's heal entries, newest first.
+func (s *scenario) healEntries() entries {
+	s.t.Helper()
+	var out entries
+	for _, e := range s.historyNow().Entries {
+		if e.Trigger == reconciler.TriggerHeal {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// scaleWeb sets the replicas of Deployment web in ns through the scale
+// subresource, as `kubectl scale` does.
+func scaleWeb(t *testing.T, ns string, n int32) {
+	t.Helper()
+	if err := scaleTo(testCtx, ns, n, "kubectl"); err != nil {
+		t.Fatalf("scaling %s/web to %d: %s", ns, n, err)
+	}
+}
+
+func scaleTo(ctx context.Context, ns string, n int32, manager string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		sc, err := env.kube.AppsV1().Deployments(ns).GetScale(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		sc.Spec.Replicas = n
+		_, err = env.kube.AppsV1().Deployments(ns).UpdateScale(ctx, "web", sc, metav1.UpdateOptions{FieldManager: manager})
+		return err
+	})
+}
+
+// webReplicas reads spec.replicas of Deployment web in ns.
+func webReplicas(t *testing.T, ns string) int32 {
+	t.Helper()
+	d, err := env.kube.AppsV1().Deployments(ns).Get(testCtx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *d.Spec.Replicas
+}
+
+// fight runs another controller until the test ends: it watches
+// Deployment web in ns and scales it back to n whenever it differs.
+func fight(t *testing.T, ns string, n int32) {
+	ctx, cancel := context.WithCancel(testCtx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			w, err := env.kube.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=web"})
+			if err != nil {
+				select {
+				case <-ctx.Done():
+				case <-time.After(100 * time.Millisecond): // retry delay, not synchronisation
+				}
+				continue
+			}
+			for ev := range w.ResultChan() {
+				if d, ok := ev.Object.(*appsv1.Deployment); ok && d.Spec.Replicas != nil && *d.Spec.Replicas != n {
+					_ = scaleTo(ctx, ns, n, "autoscaler") // a failure is retried on the next event
+				}
+			}
+			w.Stop()
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// tcpProxy forwards loopback TCP connections to a target, and can be cut
+// (every connection refused by closing it at once) and restored: a Git
+// server that goes away and comes back, without stopping the shared Gitea.
+type tcpProxy struct {
+	ln     net.Listener
+	target string
+
+	mu    sync.Mutex
+	down  bool
+	conns map[net.Conn]bool
+}
+
+// startProxy forwards to the host of targetURL until the test ends.
+func startProxy(t *testing.T, targetURL string) *tcpProxy {
+	t.Helper()
+	u, err := url.Parse(targetURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &tcpProxy{ln: ln, target: u.Host, conns: map[net.Conn]bool{}}
+	go p.serve()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		p.cut()
+	})
+	return p
+}
+
+func (p *tcpProxy) url() string { return "http://" + p.ln.Addr().String() }
+
+func (p *tcpProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		down := p.down
+		p.mu.Unlock()
+		if down {
+			_ = c.Close()
+			continue
+		}
+		go p.forward(c)
+	}
+}
+
+func (p *tcpProxy) forward(c net.Conn) {
+	up, err := net.Dial("tcp", p.target)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns[c], p.conns[up] = true, true
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.conns, c)
+		delete(p.conns, up)
+		p.mu.Unlock()
+		_ = c.Close()
+		_ = up.Close()
+	}()
+	go func() {
+		_, _ = io.Copy(up, c)
+		_ = up.Close()
+	}()
+	_, _ = io.Copy(c, up)
+}
+
+// cut closes every connection and refuses new ones until restore.
+func (p *tcpProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+func (p *tcpProxy) restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = false
+}
+
+func jsonOf(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func driftStrings(ds []reconciler.Drift) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.String())
+	}
+	return out
+}
