@@ -88,7 +88,7 @@ func run(m *testing.M) int {
 func needCluster(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("needs the control plane binaries in bin/ (make kube)")
+		t.Skip("skipped under testing.Short: needs the control plane binaries in bin/ (make kube)")
 	}
 }
 

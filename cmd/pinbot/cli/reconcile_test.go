@@ -65,7 +65,7 @@ func TestReconcilerCommandErrors(t *testing.T) {
 // a real control plane, Gitea (Git, API and registry) and a simulated node.
 func TestReconcilerCommands(t *testing.T) {
 	if testing.Short() {
-		t.Skip("needs bin/ peers (make tools); skipped with -short")
+		t.Skip("skipped under testing.Short: needs bin/ peers (make tools)")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
