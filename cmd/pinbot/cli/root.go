@@ -85,6 +85,7 @@ func NewRootCommand() *cobra.Command {
 		newVerifyCommand(g),
 		newStatusCommand(g),
 		newHistoryCommand(g),
+		newDiffCommand(g),
 	)
 	return root
 }

@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"pinbot.dev/pinbot/reconciler"
+)
+
+func newDiffCommand(g *globals) *cobra.Command {
+	f := &reconcilerFlags{}
+	cmd := &cobra.Command{
+		Use:   "diff APP --config FILE",
+		Short: "Show how the cluster differs from APP's Git commit, field by field; exit 1 when it does",
+		Long: `Diff fetches APP's branch, renders its manifests and compares them with the
+cluster, applying nothing. For each object it asks the API server for a
+server-side apply dry run of Git's version (field manager "pinbot") and
+compares the result with the live object on exactly the fields Git's
+manifest sets, as the dry run's managed fields list them. A field Git does
+not set is never drift, whoever changed it; fields under the app's ignore
+rules are left out. Objects Git declares that the cluster lacks are
+Missing; objects carrying the app's inventory label that Git no longer
+declares are Orphaned.
+
+Each drifted field prints as one line:
+
+  Deployment web/web: spec.replicas git=3 live=1
+
+Like argocd app diff, the command exits 0 when the cluster matches Git and 1
+when it differs (or when the diff could not be made: Git or the cluster
+unreachable; stderr says which).
+
+-o json prints {"app","commit","sync","drift":[{"object":{"group","kind",
+"namespace","name"},"path","pointer","git","live"}],"missing":[...],
+"orphaned":[...]}.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, _, err := f.open(args[0])
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			d, err := r.Diff(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if g.json() {
+				if err := json.NewEncoder(cmd.OutOrStdout()).Encode(d); err != nil {
+					return err
+				}
+			} else if err := writeDiff(cmd.OutOrStdout(), d); err != nil {
+				return err
+			}
+			if !d.InSync() {
+				return fmt.Errorf("%s differs from Git at %s: %s", d.App, abbrev(d.Commit, 12), diffCounts(d))
+			}
+			return nil
+		},
+	}
+	f.bind(cmd)
+	return cmd
+}
+
+// writeDiff prints a verdict line, then one line per drifted field,
+// missing object and orphaned object.
+func writeDiff(w io.Writer, d *reconciler.Diff) error {
+	if d.InSync() {
+		_, err := fmt.Fprintf(w, "%s at %s: %s: no drift\n", d.App, abbrev(d.Commit, 12), d.Sync)
+		return err
+	}
+	fmt.Fprintf(w, "%s at %s: %s: %s\n", d.App, abbrev(d.Commit, 12), d.Sync, diffCounts(d))
+	for _, x := range d.Drift {
+		fmt.Fprintln(w, x.String())
+	}
+	for _, m := range d.Missing {
+		fmt.Fprintf(w, "%s: missing (in Git, not in the cluster)\n", m)
+	}
+	for _, o := range d.Orphaned {
+		if _, err := fmt.Fprintf(w, "%s: orphaned (in the cluster, no longer in Git)\n", o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func diffCounts(d *reconciler.Diff) string {
+	return fmt.Sprintf("%s, %d missing, %d orphaned", plural(len(d.Drift), "drifted field"), len(d.Missing), len(d.Orphaned))
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}

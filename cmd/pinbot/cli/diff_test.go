@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"pinbot.dev/pinbot/internal/testenv/gitea"
+	"pinbot.dev/pinbot/internal/testenv/kube"
+	"pinbot.dev/pinbot/reconciler"
+)
+
+func TestWriteDiff(t *testing.T) {
+	web := reconciler.ObjectRef{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web"}
+	for _, tc := range []struct {
+		name string
+		d    reconciler.Diff
+		want string
+	}{
+		{"in sync", reconciler.Diff{App: "shop", Commit: "0123456789abcdef", Sync: reconciler.Synced},
+			"shop at 0123456789ab: Synced: no drift\n"},
+		{"drift, missing and orphaned", reconciler.Diff{App: "shop", Commit: "0123456789abcdef", Sync: reconciler.OutOfSync,
+			Drift:    []reconciler.Drift{{Object: web, Path: "spec.replicas", Git: int64(3), Live: int64(1)}},
+			Missing:  []reconciler.ObjectRef{{Kind: "ConfigMap", Namespace: "shop", Name: "new"}},
+			Orphaned: []reconciler.ObjectRef{{Kind: "ConfigMap", Namespace: "shop", Name: "old"}}},
+			"shop at 0123456789ab: OutOfSync: 1 drifted field, 1 missing, 1 orphaned\n" +
+				"Deployment shop/web: spec.replicas git=3 live=1\n" +
+				"ConfigMap shop/new: missing (in Git, not in the cluster)\n" +
+				"ConfigMap shop/old: orphaned (in the cluster, no longer in Git)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := writeDiff(&b, &tc.d); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, b.String()); diff != "" {
+				t.Errorf("output (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDiffUsage(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "pinbot.yaml")
+	if err := os.WriteFile(cfg, []byte("apps:\n  - {name: web, repo: 'http://127.0.0.1:1/o/r.git', namespace: web}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"diff"}, exitUsage, "accepts 1 arg"},
+		{[]string{"diff", "web"}, exitUsage, "flag --config: required"},
+		{[]string{"diff", "api", "--config", cfg}, exitUsage, `no app "api" (apps: web)`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, _, stderr := run(t, tc.args...)
+			if code != tc.code || !strings.Contains(stderr, tc.stderr) {
+				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr, tc.code, tc.stderr)
+			}
+		})
+	}
+}
+
+// TestDiffCommand runs pinbot diff against a real control plane and Gitea:
+// exit 0 in sync, exit 1 with the drifted field once the cluster changes.
+func TestDiffCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs bin/ peers (make tools); skipped with -short")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g, err := gitea.Start(ctx, gitea.Options{})
+	if err != nil {
+		t.Fatalf("starting Gitea: %s", err)
+	}
+	t.Cleanup(func() { _ = g.Stop() })
+	c, err := kube.Start(ctx, kube.Options{})
+	if err != nil {
+		t.Fatalf("starting the control plane: %s", err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	client := kubernetes.NewForConfigOrDie(c.Config())
+	for _, ns := range []string{"pinbot-system", "shop"} {
+		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "settings.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: fast}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	commit, err := g.CreateRepoFromDir(ctx, g.AdminUser, "shop", "main", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "pinbot.yaml")
+	config := fmt.Sprintf("apps:\n  - {name: shop, repo: %s, namespace: shop}\n", g.RepoURL(g.AdminUser, "shop"))
+	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pinbot := func(args ...string) (int, string, string) {
+		return run(t, append(args, "--config", cfg, "--kubeconfig", c.Kubeconfig, "--cache-dir", t.TempDir())...)
+	}
+
+	code, out, _ := pinbot("diff", "shop")
+	if code != exitError || !strings.Contains(out, "ConfigMap shop/settings: missing") {
+		t.Errorf("diff before any sync: exit %d\n%s", code, out)
+	}
+	if code, out, stderr := pinbot("sync", "shop", "--wait", "0"); code != exitOK {
+		t.Fatalf("sync: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, stderr := pinbot("diff", "shop"); code != exitOK || out != "shop at "+commit[:12]+": Synced: no drift\n" {
+		t.Errorf("diff after the sync: exit %d\n%s%s", code, out, stderr)
+	}
+
+	patch := []byte(`{"data":{"mode":"slow"},"metadata":{"labels":{"owner":"bob"}}}`)
+	if _, err := client.CoreV1().ConfigMaps("shop").Patch(ctx, "settings", types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := pinbot("diff", "shop")
+	want := "shop at " + commit[:12] + ": OutOfSync: 1 drifted field, 0 missing, 0 orphaned\nConfigMap shop/settings: data.mode git=fast live=slow\n"
+	if code != exitError || out != want || !strings.Contains(stderr, "shop differs from Git at "+commit[:12]) {
+		t.Errorf("diff after an edit: exit %d\n%s%s\nwant exit 1 and\n%s", code, out, stderr, want)
+	}
+	code, out, _ = pinbot("diff", "shop", "-o", "json")
+	var d struct {
+		Sync  string `json:"sync"`
+		Drift []struct {
+			Object    struct{ Kind, Namespace, Name string }
+			Path      string `json:"path"`
+			Git, Live any
+		} `json:"drift"`
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil || code != exitError || d.Sync != "OutOfSync" || len(d.Drift) != 1 ||
+		d.Drift[0].Path != "data.mode" || d.Drift[0].Git != "fast" || d.Drift[0].Live != "slow" || d.Drift[0].Object.Name != "settings" {
+		t.Errorf("diff -o json: exit %d, %v\n%s", code, err, out)
+	}
+}
