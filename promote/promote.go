@@ -138,22 +138,31 @@ func Run(ctx context.Context, env Env, req Request) ([]Result, error) {
 	if len(req.Inputs) == 0 {
 		return nil, errors.New("promoting: no input")
 	}
-	var proms []Promotion
-	for _, in := range req.Inputs {
-		start := time.Now()
-		p, err := Verify(ctx, env.Registry, in, req.AllowTagMoved)
-		if err != nil {
-			return nil, err
-		}
-		took(ctx, "verified digest", start, "image", p.Image, "digest", p.Digest, "tag", p.Tag, "source", string(p.Source))
-		proms = append(proms, p)
+	// Verify every input while the base is cloned: both only read, and
+	// nothing is written anywhere until both are done.
+	openCtx, cancelOpen := context.WithCancel(ctx)
+	defer cancelOpen()
+	var s *session
+	var openErr error
+	opened := make(chan struct{})
+	go func() {
+		defer close(opened)
+		s, openErr = open(openCtx, &env)
+	}()
+	proms, verifyErr := verifyAll(ctx, env.Registry, req)
+	if verifyErr != nil {
+		cancelOpen()
 	}
-
-	s, err := open(ctx, &env)
-	if err != nil {
-		return nil, err
+	<-opened
+	if s != nil {
+		defer s.close()
 	}
-	defer s.close()
+	switch {
+	case verifyErr != nil:
+		return nil, verifyErr
+	case openErr != nil:
+		return nil, openErr
+	}
 
 	var results []Result
 	var errs []error
@@ -178,6 +187,21 @@ func Run(ctx context.Context, env Env, req Request) ([]Result, error) {
 		return nil, fmt.Errorf("promoting: no pins of %s in %s (branch %s)", imagesOf(proms), env.Repo, s.base)
 	}
 	return results, errors.Join(errs...)
+}
+
+// verifyAll checks every input against the registry (see Verify).
+func verifyAll(ctx context.Context, reg Registry, req Request) ([]Promotion, error) {
+	var proms []Promotion
+	for _, in := range req.Inputs {
+		start := time.Now()
+		p, err := Verify(ctx, reg, in, req.AllowTagMoved)
+		if err != nil {
+			return nil, err
+		}
+		took(ctx, "verified digest", start, "image", p.Image, "digest", p.Digest, "tag", p.Tag, "source", string(p.Source))
+		proms = append(proms, p)
+	}
+	return proms, nil
 }
 
 func imagesOf(proms []Promotion) string {
