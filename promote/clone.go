@@ -48,7 +48,19 @@ func safeName(s string) string {
 // the session closes. A cached clone that cannot be reused is cloned again.
 func (s *session) clone(ctx context.Context) error {
 	start := time.Now()
-	if s.env.CacheDir == "" {
+	cache := s.env.CacheDir
+	var unlock func()
+	if cache != "" {
+		var err error
+		if unlock, err = s.lockCache(ctx); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			logctx.From(ctx).Warn("cannot use the clone cache; cloning into a temporary directory", "error", err.Error())
+			cache = ""
+		}
+	}
+	if cache == "" {
 		dir, err := os.MkdirTemp(s.env.WorkDir, "pinbot-clone-")
 		if err != nil {
 			return fmt.Errorf("making a clone directory: %w", err)
@@ -60,15 +72,9 @@ func (s *session) clone(ctx context.Context) error {
 		took(ctx, "cloned", start, "branch", s.base, "head", s.w.Head())
 		return nil
 	}
-	dir := cacheDirFor(s.env.CacheDir, s.env.CloneURL, s.base)
-	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-		return fmt.Errorf("making the clone cache: %w", err)
-	}
-	unlock, err := lockFile(ctx, dir+".lock")
-	if err != nil {
-		return fmt.Errorf("locking the cached clone %s: %w", dir, err)
-	}
+	dir := cacheDirFor(cache, s.env.CloneURL, s.base)
 	s.dir, s.cleanup = dir, unlock
+	var err error
 	s.w, err = gitforge.Clone(ctx, s.env.CloneURL, s.base, dir, s.env.Auth)
 	if err != nil && ctx.Err() == nil {
 		if _, statErr := os.Stat(filepath.Join(dir, ".git")); statErr == nil {
@@ -84,4 +90,17 @@ func (s *session) clone(ctx context.Context) error {
 	}
 	took(ctx, "cloned (cached)", start, "branch", s.base, "head", s.w.Head(), "dir", dir)
 	return nil
+}
+
+// lockCache makes the cached clone's directory and locks it.
+func (s *session) lockCache(ctx context.Context) (func(), error) {
+	dir := cacheDirFor(s.env.CacheDir, s.env.CloneURL, s.base)
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return nil, fmt.Errorf("making the clone cache: %w", err)
+	}
+	unlock, err := lockFile(ctx, dir+".lock")
+	if err != nil {
+		return nil, fmt.Errorf("locking the cached clone %s: %w", dir, err)
+	}
+	return unlock, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -314,7 +315,10 @@ func TestPromoteDryRun(t *testing.T) {
 	v1 := f.pushImage(app, "v1", time.Time{})
 	f.createRepo(map[string]string{"app.yaml": "image: " + app + ":v1@" + v1 + "\n"})
 	v2 := f.pushImage(app, "v2", time.Time{})
-	res, err := Run(context.Background(), f.env(), Request{DryRun: true, Inputs: []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: SourceFlag}}})
+	env := f.env()
+	env.CacheDir = filepath.Join(t.TempDir(), "not-a-dir")
+	writeFile(t, env.CacheDir, "a file where the cache should go: pinbot falls back to a temporary clone\n")
+	res, err := Run(context.Background(), env, Request{DryRun: true, Inputs: []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: SourceFlag}}})
 	if err != nil {
 		t.Fatal(err)
 	}
