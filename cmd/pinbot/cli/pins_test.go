@@ -163,3 +163,48 @@ func TestPinsExitCodes(t *testing.T) {
 		})
 	}
 }
+
+func TestPinsSetTagAndPinTags(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"pod.yaml":    "image: nginx:1.27\n",
+		"values.yaml": "image:\n  repository: nginx\n  tag: \"1.27\"\n",
+	}
+	for p, c := range files {
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := runPins(t, "pins", "set", "nginx:1.28@"+pinsDigestB, "--pin-tags", "--dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want := "pod.yaml:1  - image: nginx:1.27\n" +
+		"pod.yaml:1  + image: nginx:1.28@" + pinsDigestB + "\n" +
+		"values.yaml:3  - " + `  tag: "1.27"` + "\n" +
+		"values.yaml:3  + " + `  tag: "1.28"` + "\n" +
+		"values.yaml:4  +   digest: " + pinsDigestB + "\n" +
+		"changed 3 lines in 2 files\n"
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
+	}
+}
+
+func TestPinsListJSONEscapes(t *testing.T) {
+	dir := t.TempDir()
+	name := `a "quoted" & <odd>.yaml`
+	if err := os.WriteFile(filepath.Join(dir, name), []byte("image: nginx@"+pinsDigestA+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runPins(t, "pins", "list", "--dir", dir, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got []struct{ File string }
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	if len(got) != 1 || got[0].File != name {
+		t.Errorf("files = %+v, want %q", got, name)
+	}
+}
