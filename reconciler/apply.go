@@ -93,7 +93,8 @@ func (a *Applier) resource(u *unstructured.Unstructured) (dynamic.ResourceInterf
 // label and config hash. Namespaces go first, then CRDs (and Apply waits
 // until they are established), then everything else in render order. The
 // first failure stops the sync with an *ApplyError; objects applied before
-// it stay applied. It returns the references applied.
+// it stay applied. It returns the references applied. A sync calls it
+// once per wave (see PlanWaves and applyWaves).
 func (a *Applier) Apply(ctx context.Context, app string, objs []*unstructured.Unstructured) ([]ObjectRef, error) {
 	var done []ObjectRef
 	for _, batch := range batches(objs) {
@@ -133,8 +134,9 @@ func (a *Applier) applyOne(ctx context.Context, app string, o *unstructured.Unst
 }
 
 // batches orders objs for applying: Namespaces, then CRDs, then the rest in
-// their given order. Empty batches are dropped. Sync waves (issue 5) split
-// the last batch further by wave, each applied and awaited in turn.
+// their given order. Empty batches are dropped. A sync first splits its
+// objects into waves (PlanWaves, which puts every Namespace and CRD in the
+// first wave); batches orders the objects of one wave.
 func batches(objs []*unstructured.Unstructured) [][]*unstructured.Unstructured {
 	var ns, crds, rest []*unstructured.Unstructured
 	for _, o := range objs {

@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -158,4 +159,14 @@ func refLess(a, b ObjectRef) bool {
 		return a.Namespace < b.Namespace
 	}
 	return a.Name < b.Name
+}
+
+// degradeEmpty marks s Degraded when err refused an empty render (with
+// allowEmpty off): the app's objects stay as they are, but Git now says
+// to delete them all, which a person must look at. The refusal is the
+// reason. Other errors leave s alone.
+func degradeEmpty(s *AppStatus, err error) {
+	if errors.Is(err, errEmpty) {
+		s.Health, s.HealthReason = Degraded, err.Error()
+	}
 }

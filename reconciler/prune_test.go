@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -130,5 +131,26 @@ func TestPrunePlanOrphans(t *testing.T) {
 	want := []ObjectRef{{Kind: "ConfigMap", Namespace: "web", Name: "a"}, {Kind: "ConfigMap", Namespace: "web", Name: "z"}}
 	if diff := cmp.Diff(want, p.Orphans()); diff != "" {
 		t.Errorf("orphans (-want +got):\n%s", diff)
+	}
+}
+
+func TestDegradeEmpty(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		err        error
+		wantHealth Health
+		wantReason string
+	}{
+		{"an empty render", &RenderError{File: "app", Err: errEmpty}, Degraded, "render: app: " + errEmpty.Error()},
+		{"a refused prune", fmt.Errorf("refusing to delete 2 objects of the app: %w", errEmpty), Degraded, "refusing to delete 2 objects of the app: " + errEmpty.Error()},
+		{"another refusal", &RenderError{File: "app/x.yaml", Line: 3, Err: errors.New("bad")}, HealthUnknown, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &AppStatus{Health: HealthUnknown}
+			degradeEmpty(s, tc.err)
+			if s.Health != tc.wantHealth || s.HealthReason != tc.wantReason {
+				t.Errorf("health %s (%q), want %s (%q)", s.Health, s.HealthReason, tc.wantHealth, tc.wantReason)
+			}
+		})
 	}
 }

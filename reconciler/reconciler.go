@@ -222,13 +222,14 @@ func (r *Reconciler) Verify(ctx context.Context, name string) (*Verification, er
 // Sync applies app's current commit once, as `pinbot sync` does, records
 // the sync and reports it to the forge. With wait > 0 it then follows the
 // rollout until the verification settles (verified, failed, or timed out
-// after the app's verifyTimeout) or wait passes.
-func (r *Reconciler) Sync(ctx context.Context, name string, wait time.Duration) (*AppStatus, *Verification, error) {
+// after the app's verifyTimeout) or wait passes. opts apply to this sync
+// only (SyncPrune).
+func (r *Reconciler) Sync(ctx context.Context, name string, wait time.Duration, opts ...SyncOption) (*AppStatus, *Verification, error) {
 	a, st, err := r.app(name)
 	if err != nil {
 		return nil, nil, err
 	}
-	s, v, err := r.pass(ctx, a, st, modeSync)
+	s, v, err := r.pass(withSyncOptions(ctx, opts), a, st, modeSync)
 	if err != nil || wait <= 0 || !st.isAwaiting() {
 		return s, v, err
 	}

@@ -38,6 +38,8 @@ type Entry struct {
 	Reason  string    `json:"reason,omitempty"`
 	Applied int       `json:"applied"` // objects applied
 	Health  Health    `json:"health,omitempty"`
+	// Pruned are the orphans the sync deleted (see PlanPrune).
+	Pruned []ObjectRef `json:"pruned,omitempty"`
 	// Healed are the drifted fields (or missing objects) a self-heal
 	// restored; its Trigger is TriggerHeal.
 	Healed []Drift `json:"healed,omitempty"`

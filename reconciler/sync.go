@@ -10,32 +10,43 @@ import (
 	"pinbot.dev/pinbot/internal/logctx"
 )
 
-// sync applies desired (the placed render of commit), records the sync and
-// reports it: a pending commit status first, a failure naming the object
-// if an apply fails. On success the app awaits its verification, and sync
-// returns the live objects as applied.
+// sync applies desired (the placed render of commit) wave by wave (see
+// PlanWaves and applyWaves), prunes when mayPrune says so, records the
+// sync and reports it: a pending commit status first, a failure naming
+// the object if an apply, a wave or a deletion fails. A bad wave
+// annotation refuses the sync before anything is applied. On success the
+// app awaits its verification, and sync returns the live objects as
+// applied.
 func (r *Reconciler) sync(ctx context.Context, app *App, st *appState, mode passMode, commit string, desired []*unstructured.Unstructured) (map[ObjectRef]*unstructured.Unstructured, error) {
 	log := logctx.From(ctx).With("app", app.Name, "commit", shortSHA(commit))
 	e := Entry{Commit: commit, Time: r.now(), Trigger: trigger(mode), Result: Applied}
+	waves, err := PlanWaves(desired)
+	if err != nil {
+		e.Result, e.Reason, e.Final = Refused, err.Error(), true
+		r.fail(ctx, app, &e, "refused: ")
+		return nil, err
+	}
 	if err := r.report.status(ctx, app, commit, statePending, "syncing "+shortSHA(commit)); err != nil {
 		log.Warn("reporting the sync", "err", err)
 	} else if r.report != nil {
 		e.Reported = statePending
 	}
 	r.supersede(ctx, app, commit)
-	applied, err := r.applier.Apply(ctx, app.Name, desired)
+	applied, err := r.applyWaves(ctx, app, waves)
 	e.Applied = len(applied)
+	if err == nil && r.mayPrune(ctx, app, st, mode, commit) {
+		var plan PrunePlan
+		plan, e.Pruned, err = r.prune(ctx, app, desired)
+		if len(e.Pruned) > 0 || len(plan.Keep) > 0 {
+			log.Info("pruned", "deleted", len(e.Pruned), "kept", len(plan.Keep))
+		}
+	}
 	if err != nil {
 		e.Result, e.Reason, e.Final = Failed, err.Error(), true
-		if rerr := r.report.status(ctx, app, commit, stateFailure, "sync failed: "+err.Error()); rerr != nil {
-			log.Warn("reporting the failed sync", "err", rerr)
-		} else if r.report != nil {
-			e.Reported = stateFailure
-		}
-		r.record(ctx, app, e)
+		r.fail(ctx, app, &e, "sync failed: ")
 		return nil, err
 	}
-	log.Info("applied", "objects", len(applied))
+	log.Info("applied", "objects", len(applied), "waves", len(waves))
 	if err := r.record(ctx, app, e); err != nil {
 		return nil, err
 	}
@@ -43,6 +54,68 @@ func (r *Reconciler) sync(ctx context.Context, app *App, st *appState, mode pass
 	st.awaiting = true
 	st.mu.Unlock()
 	return r.applier.Live(ctx, app.Name, desired)
+}
+
+// fail reports e, a sync that failed or was refused, as a failure on its
+// commit (the description starts with prefix) and records it.
+func (r *Reconciler) fail(ctx context.Context, app *App, e *Entry, prefix string) {
+	if err := r.report.status(ctx, app, e.Commit, stateFailure, prefix+e.Reason); err != nil {
+		logctx.From(ctx).Warn("reporting the failed sync", "app", app.Name, "err", err)
+	} else if r.report != nil {
+		e.Reported = stateFailure
+	}
+	if err := r.record(ctx, app, *e); err != nil {
+		logctx.From(ctx).Warn("recording the failed sync", "app", app.Name, "err", err)
+	}
+}
+
+// mayPrune decides whether this sync prunes: the app's policy asks for
+// it, or this is `pinbot sync --prune` (see SyncPrune); and the commit was
+// fetched by this very pass, from a reachable source. pinbot never prunes
+// on state it cannot verify, so a follow-up pass, which reuses the last
+// render, never prunes.
+func (r *Reconciler) mayPrune(ctx context.Context, app *App, st *appState, mode passMode, commit string) bool {
+	switch {
+	case mode != modeLoop && mode != modeSync:
+		return false
+	case !app.SyncPolicy.Prune && !(mode == modeSync && syncOptionsFrom(ctx).prune):
+		return false
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.sourceDown.IsZero() && st.commit == commit
+}
+
+// SyncOption changes one call of Reconciler.Sync or Reconciler.DryRun.
+type SyncOption func(*syncOptions)
+
+type syncOptions struct {
+	prune bool
+}
+
+// SyncPrune prunes in this sync even when the app's policy has prune off,
+// as `pinbot sync --prune` does. The guards still hold (see PlanPrune).
+func SyncPrune() SyncOption { return func(o *syncOptions) { o.prune = true } }
+
+type syncOptionsKey struct{}
+
+// withSyncOptions carries one Sync call's options down to sync through
+// ctx: they belong to this request only, and a concurrent loop pass of
+// the same app must not see them.
+func withSyncOptions(ctx context.Context, opts []SyncOption) context.Context {
+	if len(opts) == 0 {
+		return ctx
+	}
+	o := syncOptionsFrom(ctx)
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return context.WithValue(ctx, syncOptionsKey{}, o)
+}
+
+func syncOptionsFrom(ctx context.Context) syncOptions {
+	o, _ := ctx.Value(syncOptionsKey{}).(syncOptions)
+	return o
 }
 
 // supersede settles the previous sync if it still awaits verification and

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,13 +15,27 @@ import (
 
 // syncOptions are the flags of `pinbot sync` besides the shared ones.
 type syncOptions struct {
-	wait time.Duration
+	wait    time.Duration
+	waitSet bool // --wait given explicitly
+	prune   bool
+	dryRun  bool
 }
 
 // Validate checks the flags.
 func (o *syncOptions) Validate() error {
-	if o.wait < 0 {
+	switch {
+	case o.wait < 0:
 		return usageErrorf("flag --wait: want a duration of 0 or more, got %s", o.wait)
+	case o.dryRun && o.waitSet:
+		return usageErrorf("flag --wait: a dry run applies nothing to wait for")
+	}
+	return nil
+}
+
+// options turns the flags into the reconciler's per-sync options.
+func (o *syncOptions) options() []reconciler.SyncOption {
+	if o.prune {
+		return []reconciler.SyncOption{reconciler.SyncPrune()}
 	}
 	return nil
 }
@@ -28,20 +44,37 @@ func newSyncCommand(g *globals) *cobra.Command {
 	f := &reconcilerFlags{}
 	o := &syncOptions{}
 	cmd := &cobra.Command{
-		Use:   "sync APP --config FILE",
+		Use:   "sync APP --config FILE [--prune] [--dry-run]",
 		Short: "Apply APP's current Git commit once, then follow the rollout until it is verified",
 		Long: `Sync fetches APP's branch, renders and checks its manifests, and applies
-them with server-side apply (field manager "pinbot"): Namespaces and CRDs
-first. A render error or an object outside the app's allowNamespaces stops
-the sync before anything is applied; a failed apply stops it and names the
-object. The sync is recorded in the app's history, and the commit gets the
-Gitea status pinbot/<app>: pending, then success or failure.
+them with server-side apply (field manager "pinbot"), wave by wave in
+ascending order of the annotation pinbot.dev/sync-wave (or Argo CD's
+argocd.argoproj.io/sync-wave; default 0). Namespaces and CRDs go first.
+Each wave but the last must become ready (kstatus Current; a Job must have
+completed) within the app's waveTimeout before the next is applied.
 
-With --wait (default 5m) the command then follows the rollout until the
-Pods are verified, the verification fails, or the wait ends, and exits 1
+A render error, an empty render (unless allowEmpty), a bad wave annotation
+or an object outside the app's allowNamespaces stops the sync before
+anything is applied; a failed apply, a failed wave or a wave that times out
+stops it and names the object. The sync is recorded in the app's history,
+and the commit gets the Gitea status pinbot/<app>: pending, then success
+or failure.
+
+Objects of the app's inventory that Git no longer declares are deleted
+only when the app's syncPolicy has prune: true, or with --prune for this
+sync; objects annotated pinbot.dev/prune: "false", Namespaces, CRDs and
+objects outside allowNamespaces are never deleted.
+
+With --dry-run it prints what the sync would apply (per wave, each object
+checked by a server-side apply dry run), heal and prune, and changes
+nothing; it exits 1 if the API server would refuse an object.
+
+With --wait (default 5m) the command follows the rollout until the Pods
+are verified, the verification fails, or the wait ends, and exits 1
 unless verified. --wait 0 returns right after applying.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.waitSet = cmd.Flags().Changed("wait")
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -50,7 +83,20 @@ unless verified. --wait 0 returns right after applying.`,
 				return err
 			}
 			defer r.Close()
-			s, v, err := r.Sync(cmd.Context(), args[0], o.wait)
+			if o.dryRun {
+				p, err := r.DryRun(cmd.Context(), args[0], o.options()...)
+				if err != nil {
+					return err
+				}
+				if err := writePlan(cmd.OutOrStdout(), g, p); err != nil {
+					return err
+				}
+				if p.Failed() {
+					return fmt.Errorf("%s: the API server would refuse objects of %s (see above)", p.App, abbrev(p.Commit, 12))
+				}
+				return nil
+			}
+			s, v, err := r.Sync(cmd.Context(), args[0], o.wait, o.options()...)
 			if s != nil {
 				if werr := writeSync(cmd, g, s, v); werr != nil {
 					return errors.Join(err, werr)
@@ -67,6 +113,8 @@ unless verified. --wait 0 returns right after applying.`,
 	}
 	f.bind(cmd)
 	cmd.Flags().DurationVar(&o.wait, "wait", 5*time.Minute, "how long to follow the rollout until verified (0: do not wait)")
+	cmd.Flags().BoolVar(&o.prune, "prune", false, "delete the app's objects Git no longer declares in this sync, even if the app's policy has prune off")
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print what the sync would apply, heal and prune; change nothing")
 	return cmd
 }
 
@@ -86,4 +134,57 @@ func writeSync(cmd *cobra.Command, g *globals, s *reconciler.AppStatus, v *recon
 		return writeVerification(w, v)
 	}
 	return nil
+}
+
+// writePlan prints a dry run: the objects of each wave with their action,
+// then what a sync would heal and prune.
+func writePlan(w io.Writer, g *globals, p *reconciler.SyncPlan) error {
+	if g.json() {
+		return json.NewEncoder(w).Encode(p)
+	}
+	var b strings.Builder
+	line := func(action string, ref reconciler.ObjectRef, detail string) {
+		fmt.Fprintf(&b, "  %-9s %s", action, ref)
+		if detail != "" {
+			b.WriteString(": " + detail)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "%s at %s: dry run, nothing changed\n", p.App, abbrev(p.Commit, 12))
+	for _, wave := range p.Waves {
+		fmt.Fprintf(&b, "wave %d\n", wave.Wave)
+		for _, o := range wave.Objects {
+			detail := o.Note
+			if o.Error != "" {
+				detail = "REFUSED: " + o.Error
+			}
+			line(o.Action, o.Object, detail)
+		}
+	}
+	if len(p.Heal) > 0 {
+		b.WriteString("heal\n")
+		for _, d := range p.Heal {
+			fmt.Fprintf(&b, "  %-9s %s\n", "heal", d)
+		}
+	}
+	switch {
+	case p.Prune && len(p.Orphans.Delete) > 0:
+		b.WriteString("prune\n")
+		for _, ref := range p.Orphans.Delete {
+			line("delete", ref, "")
+		}
+	case len(p.Orphans.Delete) > 0:
+		b.WriteString("orphaned (prune is off: kept; --prune would delete them)\n")
+		for _, ref := range p.Orphans.Delete {
+			line("orphan", ref, "")
+		}
+	}
+	if len(p.Orphans.Keep) > 0 {
+		b.WriteString("orphaned, never pruned\n")
+		for _, k := range p.Orphans.Keep {
+			line("keep", k.Object, k.Reason)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
