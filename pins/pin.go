@@ -44,13 +44,16 @@ type Update struct {
 	// PinTags also pins references of the repository that carry a tag but
 	// no digest.
 	PinTags bool
-	// DigestFor, when set, chooses the digest for each pin (promote uses it
-	// to keep an index pinned as an index and a platform manifest as a
-	// platform manifest). The pin's Digest is "" for an unpinned tag under
-	// PinTags. Returning the pin's own digest leaves it unchanged.
+	// DigestFor, when set, chooses the digest for each pin of Image that is
+	// not ignored (promote uses it to keep an index pinned as an index and
+	// a platform manifest as a platform manifest). The pin's Digest is ""
+	// for an unpinned tag under PinTags. Returning the pin's own digest
+	// leaves the digest unchanged; an error fails the whole Plan or Set.
+	// Set calls it from several goroutines at once.
 	DigestFor func(Pin) (string, error)
 	// Include, when set, limits Plan and Set to files for which it returns
-	// true. It receives the slash path relative to the directory.
+	// true; other files are not read. It receives the slash path relative
+	// to the directory, and is called from several goroutines at once.
 	Include func(file string) bool
 }
 

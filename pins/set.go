@@ -19,12 +19,13 @@ func Plan(dir string, u Update, opts ...Option) ([]Change, error) {
 // returns the changed lines, sorted by file and line. Setting the digest a
 // pin already holds changes nothing.
 //
-// Set is all-or-nothing: it computes every new file first and writes each
-// to a temporary file beside it with the original's mode; only when all
-// files succeeded, and none changed on disk meanwhile, does it rename them
-// over the originals. On any error nothing is replaced. (A failed rename,
-// such as on a full or read-only file system during the last step, can
-// leave the files renamed before it replaced; the error says how many.)
+// Set is all-or-nothing: it writes each new file to a temporary file beside
+// the original, with the original's mode; only when every file succeeded,
+// and none changed on disk meanwhile, does it rename them over the
+// originals. On any error nothing is replaced and the temporary files are
+// removed. (A rename failing in that last step, which takes a file system
+// error such as EIO, leaves the files renamed before it replaced; the error
+// says how many.)
 func Set(dir string, u Update, opts ...Option) ([]Change, error) {
 	return set(dir, u, true, opts)
 }
