@@ -241,8 +241,11 @@ func (r *Reconciler) live(ctx context.Context, app *App, desired []*unstructured
 	specs := map[watchSpec]bool{}
 	for _, d := range desired {
 		m, err := r.applier.mapping(d.GroupVersionKind())
-		if err != nil {
+		switch {
+		case meta.IsNoMatchError(err):
 			continue // kind not served: missing
+		case err != nil:
+			return nil, err // discovery failed: the API is not answering
 		}
 		want[RefOf(d)] = d
 		for _, s := range specsOf(app, d.GroupVersionKind(), m) {

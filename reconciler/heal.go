@@ -102,12 +102,17 @@ func warMessage(d Drift, limit int, window time.Duration) string {
 // the one last synced, so a heal restores what was applied rather than
 // syncing a commit nobody approved.
 func (r *Reconciler) mayHeal(app *App, st *appState, mode passMode, rec *Record, commit string) bool {
-	if mode != modeLoop || !app.SyncPolicy.SelfHeal || syncedCommit(rec) != commit {
-		return false
-	}
+	return mode == modeLoop && app.SyncPolicy.SelfHeal && syncedCommit(rec) == commit && st.sourceVerified(commit)
+}
+
+// sourceVerified reports whether commit is what the app's latest fetch of
+// Git returned, with the source reachable since: the condition for acting
+// on commit (apply, heal, prune). While Git cannot be fetched or read, it
+// is false, and pinbot changes nothing.
+func (st *appState) sourceVerified(commit string) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.sourceDown.IsZero() && st.commit == commit
+	return st.sourceDown.IsZero() && commit != "" && st.commit == commit
 }
 
 // heal re-applies Git's version of each desired object that drifted

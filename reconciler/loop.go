@@ -29,13 +29,26 @@ const (
 //
 // Run first checks what must hold for any app to work (the history
 // namespace exists) and returns that error at once: bad configuration
-// stops and says so. Afterwards errors are per app: transient faults
+// stops and says so. An API server that does not answer yet is waited
+// for, with backoff. Afterwards errors are per app: transient faults
 // (source or cluster unreachable) are retried with exponential backoff up
 // to the interval, and problems in Git (render errors, forbidden objects,
 // failed applies) are recorded and retried only at the interval.
 func (r *Reconciler) Run(ctx context.Context) error {
-	if err := r.Check(ctx); err != nil {
-		return err
+	for backoff := minBackoff; ; backoff = min(2*backoff, time.Duration(r.cfg.Interval)) {
+		err := r.Check(ctx)
+		if err == nil {
+			break
+		}
+		if !isTransient(err) || ctx.Err() != nil {
+			return err
+		}
+		logctx.From(ctx).Warn("kubernetes API unreachable; retrying", "in", backoff, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
 	}
 	var wg sync.WaitGroup
 	for i := range r.cfg.Apps {

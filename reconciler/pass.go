@@ -168,8 +168,11 @@ func (r *Reconciler) stopped(ctx context.Context, app *App, st *appState, mode p
 		}
 		return s, nil, err
 	}
+	if isTransient(err) {
+		return r.clusterFault(st, s, "", err)
+	}
 	s.Error = err.Error()
-	if !mode.records() || isTransient(err) {
+	if !mode.records() {
 		return s, nil, err
 	}
 	rec, herr := r.history.Get(ctx, app.Name)

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	"pinbot.dev/pinbot/reconciler"
 )
@@ -247,5 +248,35 @@ func TestFrozenWhileSourceUnreachable(t *testing.T) {
 	})
 	if st.Error != "" {
 		t.Errorf("status error %q after catching up", st.Error)
+	}
+}
+
+// When the Kubernetes API does not answer, a pass stops and the status
+// says since when (the loop retries with backoff); nothing is diffed
+// against a cluster pinbot cannot read.
+func TestClusterUnreachable(t *testing.T) {
+	s := newDriftScenario(t, "apidown", driftApp{policy: "{automated: true, selfHeal: true}"})
+	s.push(map[string]string{"app/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: fast}\n"}, "Settings")
+	cfg, err := reconciler.Load(s.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := rest.CopyConfig(env.cluster.Config())
+	dead.Host = "https://127.0.0.1:1" // nothing listens there
+	r, err := reconciler.New(cfg, dead, reconciler.WithRegistry(env.reg), reconciler.WithCacheDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	st, _, err := r.Status(testCtx, s.name)
+	if err == nil || st.ClusterUnreachableSince == nil || !strings.HasPrefix(st.Error, "kubernetes API unreachable since ") || st.Sync != reconciler.SyncUnknown {
+		t.Fatalf("status with the API down: %v; %s", err, jsonOf(st))
+	}
+	again, _, err := r.Status(testCtx, s.name)
+	if err == nil || again.ClusterUnreachableSince == nil || !again.ClusterUnreachableSince.Equal(*st.ClusterUnreachableSince) {
+		t.Errorf("second pass: %v; unreachable since %v, want %v", err, again.ClusterUnreachableSince, st.ClusterUnreachableSince)
+	}
+	if d, err := r.Diff(testCtx, s.name); err == nil {
+		t.Errorf("diff with the API down: %s, want an error", jsonOf(d))
 	}
 }
