@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -150,6 +151,40 @@ func TestDegradeEmpty(t *testing.T) {
 			degradeEmpty(s, tc.err)
 			if s.Health != tc.wantHealth || s.HealthReason != tc.wantReason {
 				t.Errorf("health %s (%q), want %s (%q)", s.Health, s.HealthReason, tc.wantHealth, tc.wantReason)
+			}
+		})
+	}
+}
+
+func TestMayPrune(t *testing.T) {
+	ctx := context.Background()
+	forced := withSyncOptions(ctx, []SyncOption{SyncPrune()})
+	for _, tc := range []struct {
+		name   string
+		policy bool
+		ctx    context.Context
+		mode   passMode
+		down   bool
+		commit string
+		want   bool
+	}{
+		{"policy on, loop", true, ctx, modeLoop, false, "c1", true},
+		{"policy on, manual sync", true, ctx, modeSync, false, "c1", true},
+		{"policy off", false, ctx, modeSync, false, "c1", false},
+		{"policy off, sync --prune", false, forced, modeSync, false, "c1", true},
+		{"--prune applies to a manual sync only", false, forced, modeLoop, false, "c1", false},
+		{"a follow-up pass reuses the last render", true, ctx, modeFollow, false, "c1", false},
+		{"source unreachable", true, ctx, modeLoop, true, "c1", false},
+		{"not the commit last fetched", true, ctx, modeLoop, false, "c0", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app := &App{Name: "web", SyncPolicy: SyncPolicy{Prune: tc.policy}}
+			st := &appState{commit: "c1"}
+			if tc.down {
+				st.sourceDown = time.Unix(1, 0)
+			}
+			if got := (&Reconciler{}).mayPrune(tc.ctx, app, st, tc.mode, tc.commit); got != tc.want {
+				t.Errorf("mayPrune = %t, want %t", got, tc.want)
 			}
 		})
 	}

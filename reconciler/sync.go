@@ -81,9 +81,7 @@ func (r *Reconciler) mayPrune(ctx context.Context, app *App, st *appState, mode 
 	case !app.SyncPolicy.Prune && !(mode == modeSync && syncOptionsFrom(ctx).prune):
 		return false
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.sourceDown.IsZero() && st.commit == commit
+	return st.sourceVerified(commit)
 }
 
 // SyncOption changes one call of Reconciler.Sync or Reconciler.DryRun.
