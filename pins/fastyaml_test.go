@@ -25,7 +25,7 @@ func TestParseFastRandom(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	accepted := 0
-	for i := range 100000 {
+	for i := range 40000 {
 		var b strings.Builder
 		for range 1 + rng.IntN(10) {
 			b.WriteString(strings.Repeat(" ", rng.IntN(4)*rng.IntN(3)))
@@ -44,10 +44,10 @@ func TestParseFastRandom(t *testing.T) {
 			accepted++
 		}
 	}
-	if accepted < 5000 {
-		t.Errorf("the fast parser accepted only %d of 100000 documents", accepted)
+	if accepted < 2000 {
+		t.Errorf("the fast parser accepted only %d of 40000 documents", accepted)
 	}
-	t.Logf("fast parser accepted %d of 100000 documents", accepted)
+	t.Logf("fast parser accepted %d of 40000 documents", accepted)
 }
 
 // checkLineStarts compares lineStarts with newLineTable and a byte loop.
