@@ -22,8 +22,9 @@ const (
 // objects that are not. Pure.
 //
 // This catches every change Git makes. Changes made on the cluster to
-// fields Git owns are drift, which issue 5's server-side dry-run diff
-// detects; Compare deliberately does not read live field values.
+// fields Git owns are drift, which DriftOf detects from a server-side
+// apply dry run (see Reconciler.Diff); Compare deliberately does not read
+// live field values.
 func Compare(app string, desired []*unstructured.Unstructured, live map[ObjectRef]*unstructured.Unstructured) (SyncState, []ObjectRef, error) {
 	var out []ObjectRef
 	for _, d := range desired {

@@ -16,7 +16,15 @@
 // (History), and Gitea commit statuses and pull-request comments (Forge).
 //
 // Policy defaults are the safe ones: detection only (a person runs
-// `pinbot sync`), no self-heal, no prune, an empty render refused. Errors
+// `pinbot sync`), no self-heal, no prune, an empty render refused. Drift
+// is what a server-side apply dry run of Git's manifest would change on
+// the fields that manifest sets (DriftOf), never a field Git does not
+// set; live state comes from watches of each app's inventory, and an
+// object unchanged on both sides since its last diff is not dry-run
+// again. Self-heal re-applies Git's version of drifted objects, stops at
+// a drift war, and never touches fields under an ignore rule. Nothing is
+// applied, healed or pruned on a commit that was not just fetched from a
+// reachable source. Errors
 // are sorted at the loop: Git unreachable (*SourceError) and Kubernetes API
 // hiccups are retried with backoff, and nothing is applied meanwhile;
 // problems in Git (*RenderError, *GuardError, *ApplyError) are recorded,

@@ -121,6 +121,12 @@ func TestDriftManyObjects(t *testing.T) {
 		t.Errorf("warm diff made requests, want none (watches only): %q", reqs)
 	}
 
+	// The first status pass starts the Pod watches verification reads;
+	// the second is the steady state.
+	if st, _, err := r.Status(testCtx, s.name); err != nil || st.Sync != reconciler.Synced {
+		t.Fatalf("status: %v; %s", err, jsonOf(st))
+	}
+	log.take()
 	began = time.Now()
 	if st, _, err := r.Status(testCtx, s.name); err != nil || st.Sync != reconciler.Synced {
 		t.Fatalf("status: %v; %s", err, jsonOf(st))
