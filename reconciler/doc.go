@@ -30,6 +30,16 @@
 // problems in Git (*RenderError, *GuardError, *ApplyError) are recorded,
 // reported on the commit, and retried only at the next interval.
 //
+// A sync applies in waves (PlanWaves: ascending pinbot.dev/sync-wave, or
+// Argo CD's annotation; Namespaces and CRDs head the first wave) and waits
+// for each wave but the last to be ready, a Job until it has completed; a
+// failed or timed-out wave stops the sync with a *WaveError naming the
+// object. With prune on, a sync then deletes the app's orphans as PlanPrune
+// decides (foreground, so what they own goes first); objects annotated
+// pinbot.dev/prune: "false", Namespaces, CRDs and objects outside the
+// allow-lists are kept, and an empty render deletes nothing unless
+// allowEmpty.
+//
 // Everything pinbot applies carries the inventory label LabelApp naming the
 // app, and the annotation AnnotationHash holding a hash of the rendered
 // object, so a later pass can tell what Git moved (OutOfSync) and which
