@@ -161,7 +161,6 @@ func Drift(ctx context.Context, env Env, opts DriftOptions) (DriftReport, error)
 		rep.Checked++
 		if t.err != nil {
 			rep.Failed = append(rep.Failed, Failure{Image: t.key.image, Tag: t.key.tag, Err: t.err})
-			log.Warn("drift check failed", "image", t.key.image, "tag", t.key.tag, "error", t.err.Error())
 			continue
 		}
 		if len(t.moved) == 0 {
@@ -222,7 +221,6 @@ func Drift(ctx context.Context, env Env, opts DriftOptions) (DriftReport, error)
 		res, err := s.runJob(ctx, j, opts.DryRun)
 		if err != nil {
 			rep.Failed = append(rep.Failed, Failure{Branch: j.branch, Err: fmt.Errorf("publishing %s: %w", j.branch, err)})
-			log.Warn("drift publish failed", "branch", j.branch, "error", err.Error())
 			continue
 		}
 		rep.Results = append(rep.Results, res)

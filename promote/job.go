@@ -121,7 +121,8 @@ func appendUnique(list []string, s string) []string {
 }
 
 // runJob brings one branch and its pull request to what the job proposes
-// on the current base. It leaves the working copy reset to the base.
+// on the current base. A job that changed the working copy marks it dirty;
+// the next job resets it first.
 func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error) {
 	log := logctx.From(ctx).With("branch", j.branch)
 	res := Result{Target: j.target, Branch: j.branch}
