@@ -51,6 +51,7 @@ listed as ignored. Malformed files are skipped with a warning on stderr.`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
+			defer batchGC()()
 			found, err := pins.Scan(o.dir, pinsWarnings(logctx.From(cmd.Context())))
 			if err != nil {
 				return err

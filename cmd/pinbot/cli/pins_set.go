@@ -65,6 +65,7 @@ skipped with a warning. --dry-run prints the changes and writes nothing.`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
+			defer batchGC()()
 			u, err := o.update(args[0])
 			if err != nil {
 				return err
