@@ -161,10 +161,19 @@ func (r *Reconciler) driftOf(ctx context.Context, app *App, st *appState, desire
 	for _, d := range out {
 		drifted[d.Object] = true
 	}
+	declared := make(map[ObjectRef]bool, len(desired))
+	for _, d := range desired {
+		declared[RefOf(d)] = true
+	}
 	ds.mu.Lock()
 	for ref := range live {
 		if !drifted[ref] {
 			ds.guard.settle(ref)
+		}
+	}
+	for ref := range ds.cache {
+		if !declared[ref] {
+			delete(ds.cache, ref) // Git no longer declares it
 		}
 	}
 	ds.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"pinbot.dev/pinbot/reconciler"
@@ -138,6 +139,31 @@ func TestLabelGitNeverSetIsNotDrift(t *testing.T) {
 	st, _, err := s.r.Status(testCtx, s.name)
 	if err != nil || st.Sync != reconciler.Synced || len(st.Drift) != 0 {
 		t.Errorf("status: %v; %s", err, jsonOf(st))
+	}
+
+	// Git replaces settings with other: other is Missing, settings
+	// Orphaned (this app does not prune), and still in the inventory.
+	commit := s.push(map[string]string{"app/other.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\n"}, "Replace settings")
+	if d, err = s.r.Diff(testCtx, s.name); err != nil {
+		t.Fatal(err)
+	}
+	settings := reconciler.ObjectRef{Kind: "ConfigMap", Namespace: s.name, Name: "settings"}
+	want2 := &reconciler.Diff{App: s.name, Commit: commit, Sync: reconciler.OutOfSync, Drift: []reconciler.Drift{},
+		Missing: []reconciler.ObjectRef{{Kind: "ConfigMap", Namespace: s.name, Name: "other"}}, Orphaned: []reconciler.ObjectRef{settings}}
+	if diff := cmp.Diff(want2, d); diff != "" {
+		t.Errorf("diff after Git dropped settings (-want +got):\n%s", diff)
+	}
+	a := reconciler.NewApplier(dynamic.NewForConfigOrDie(env.cluster.Config()), env.kube.Discovery())
+	inv, err := a.Inventory(testCtx, s.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []reconciler.ObjectRef
+	for _, o := range inv {
+		got = append(got, reconciler.RefOf(o))
+	}
+	if diff := cmp.Diff([]reconciler.ObjectRef{settings}, got); diff != "" {
+		t.Errorf("Inventory (-want +got):\n%s", diff)
 	}
 }
 
