@@ -2,6 +2,8 @@ package pins
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -123,4 +125,40 @@ func (t *lineTable) lineBreak(line int) string {
 		return ""
 	}
 	return string(t.src[t.lineEnd(line):t.starts[line]])
+}
+
+// lineStarts appends to starts the offset after each "\n" in src, and
+// reports whether src holds only printable ASCII and "\n". It looks at
+// eight bytes at a time, since it is the one pass over every byte.
+func lineStarts(src []byte, starts []int) ([]int, bool) {
+	const (
+		ones = 0x0101010101010101
+		high = 0x8080808080808080
+		low7 = 0x7f7f7f7f7f7f7f7f
+		nl   = 0x0a0a0a0a0a0a0a0a
+	)
+	i := 0
+	for ; i+8 <= len(src); i += 8 {
+		w := binary.LittleEndian.Uint64(src[i:])
+		// Mark each "\n" byte with exactly 0x80, then make it 0x2a.
+		x := w ^ nl
+		z := ^(((x & low7) + low7) | x | low7)
+		w |= z >> 2
+		// Any byte below 0x20, or above 0x7e?
+		if (w-0x20*ones)&^w&high|((w+ones)|w)&high != 0 {
+			return starts, false
+		}
+		for ; z != 0; z &= z - 1 {
+			starts = append(starts, i+bits.TrailingZeros64(z)/8+1)
+		}
+	}
+	for ; i < len(src); i++ {
+		switch c := src[i]; {
+		case c == '\n':
+			starts = append(starts, i+1)
+		case c >= 0x7f || c < 0x20:
+			return starts, false
+		}
+	}
+	return starts, true
 }
