@@ -56,7 +56,11 @@ type Failure struct {
 	Err        error
 }
 
+// Error returns the failure's message.
 func (f Failure) Error() string { return f.Err.Error() }
+
+// Unwrap returns the underlying error.
+func (f Failure) Unwrap() error { return f.Err }
 
 // DriftReport is what one drift run found and did.
 type DriftReport struct {

@@ -32,8 +32,10 @@ func Schedule(ctx context.Context, spec string, run func(ctx context.Context)) e
 // cronLogger adapts slog to cron's logger.
 type cronLogger struct{ log *slog.Logger }
 
+// Info logs cron's routine messages at debug level.
 func (l cronLogger) Info(msg string, kv ...any) { l.log.Debug("cron: "+msg, kv...) }
 
+// Error logs cron's errors.
 func (l cronLogger) Error(err error, msg string, kv ...any) {
 	l.log.Error("cron: "+msg, append(kv, "error", err.Error())...)
 }
