@@ -288,7 +288,9 @@ func (r *Reconciler) orphans(ctx context.Context, app *App, st *appState, desire
 		}
 		for _, o := range objs {
 			ref := RefOf(o)
-			if !declared[ref] && !seen[ref] && inInventory(o, app.Name) {
+			// An object being deleted (a prune's foreground deletion in
+			// progress) is on its way out, not orphaned.
+			if !declared[ref] && !seen[ref] && o.GetDeletionTimestamp() == nil && inInventory(o, app.Name) {
 				seen[ref] = true
 				out = append(out, ref)
 			}

@@ -172,6 +172,7 @@ func (r *Reconciler) stopped(ctx context.Context, app *App, st *appState, mode p
 		return r.clusterFault(st, s, "", err)
 	}
 	s.Error = err.Error()
+	degradeEmpty(s, err) // an empty render is refused and makes the app Degraded
 	if !mode.records() {
 		return s, nil, err
 	}

@@ -209,9 +209,7 @@ func TestPruneRemovedManifest(t *testing.T) {
 }
 
 // 6. An empty render with allowEmpty off is refused even with prune on:
-// nothing is applied or deleted, and the status says why. (Marking the
-// app Degraded too needs pass.go's stopped to call degradeEmpty; see
-// TestDegradeEmpty.)
+// nothing is applied or deleted, and the app is Degraded naming why.
 func TestEmptyRenderIsRefused(t *testing.T) {
 	s := newScenario(t, "empty", "{prune: true}")
 	s.push(map[string]string{"app/settings.yaml": configMap("settings"), "app/other.yaml": configMap("other")}, "Two objects")
@@ -227,8 +225,8 @@ func TestEmptyRenderIsRefused(t *testing.T) {
 	if diff := cmp.Diff([]string{"ConfigMap/other", "ConfigMap/settings"}, s.inventory()); diff != "" {
 		t.Errorf("inventory after the refusal (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(st.Error, "the render holds no objects (set syncPolicy.allowEmpty") || st.Commit != commit {
-		t.Errorf("status: %s at %s, want the refusal of the empty render at %s", describe(st, nil), st.Commit, commit)
+	if st.Health != reconciler.Degraded || !strings.Contains(st.HealthReason, "the render holds no objects (set syncPolicy.allowEmpty") || st.Commit != commit {
+		t.Errorf("status: %s at %s, want Degraded naming the empty render at %s", describe(st, nil), st.Commit, commit)
 	}
 	if e := s.latest(); e.Commit != commit || e.Result != reconciler.Refused || len(e.Pruned) != 0 {
 		t.Errorf("history entry %+v, want the refusal", e)
