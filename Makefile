@@ -25,7 +25,7 @@ export PINBOT_BIN_DIR := $(BIN)
 all: build
 
 build:
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/pinbot ./cmd/pinbot
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/pinbot ./cmd/pinbot
 
 ## tools: the real peers the end-to-end tests start on loopback.
 tools: gitea kube

@@ -30,9 +30,8 @@ func benchPins(ctx context.Context, r *report) error {
 	defer os.RemoveAll(tmp)
 
 	bin := filepath.Join(tmp, "pinbot")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "pinbot.dev/pinbot/cmd/pinbot")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building pinbot: %w\n%s", err, out)
+	if err := buildPinbot(ctx, bin); err != nil {
+		return err
 	}
 
 	tree := filepath.Join(tmp, "tree")
@@ -82,12 +81,19 @@ func benchPins(ctx context.Context, r *report) error {
 				grepT, grepCPU = append(grepT, d), append(grepCPU, cpu)
 			case len(args) == 5:
 				listT, listCPU = append(listT, d), append(listCPU, cpu)
-				rss = max(rss, maxRSS(cmd.ProcessState))
 			default:
 				jsonT = append(jsonT, d)
-				rss = max(rss, maxRSS(cmd.ProcessState))
 			}
 		}
+	}
+	// Peak RSS from separate runs, so polling /proc does not disturb the
+	// timed ones.
+	for _, output := range []string{"text", "json"} {
+		peak, err := runPeakRSS(exec.CommandContext(ctx, bin, "pins", "list", "--dir", tree, "-o", output))
+		if err != nil {
+			return fmt.Errorf("pins list -o %s: %w", output, err)
+		}
+		rss = max(rss, peak)
 	}
 	grepM, listM, jsonM := pinsMedian(grepT), pinsMedian(listT), pinsMedian(jsonT)
 	fmt.Printf("   grep -rl sha256: %v; pins list %v; pins list -o json %v\n", pinsRound(grepM), pinsRound(listM), pinsRound(jsonM))

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -45,13 +44,8 @@ func benchPromote(ctx context.Context, r *report) error {
 	defer os.RemoveAll(tmp)
 
 	bin := filepath.Join(tmp, "pinbot")
-	// Built as released: static (CGO_ENABLED=0). A cgo build is linked
-	// dynamically, and the loader's mapping of its 100 MB adds some 40 MB
-	// of file-backed RSS before main runs.
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "pinbot.dev/pinbot/cmd/pinbot")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building pinbot: %w\n%s", err, out)
+	if err := buildPinbot(ctx, bin); err != nil {
+		return err
 	}
 	floor, err := runPeakRSS(exec.CommandContext(ctx, bin, "version"))
 	if err != nil {
@@ -223,61 +217,6 @@ func (b *promoteBench) run(ctx context.Context, args ...string) ([]byte, time.Du
 	}
 	b.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	return out.Bytes(), d, peak, nil
-}
-
-// runPeakRSS runs cmd and returns its peak RSS: the high-water mark
-// (VmHWM) of the child's own address space, polled from /proc while it
-// runs. The rusage maxRSS would not do here: on Linux, exec folds the
-// high-water RSS of the address space it replaces into the process's
-// maxrss, and os/exec starts children sharing this (much larger) process's
-// address space, so every child would report at least this process's peak.
-func runPeakRSS(cmd *exec.Cmd) (int64, error) {
-	if err := cmd.Start(); err != nil {
-		return 0, err
-	}
-	status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
-	done := make(chan struct{})
-	peakc := make(chan int64, 1)
-	go func() {
-		var peak int64
-		tick := time.NewTicker(2 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			if hwm := vmHWM(status); hwm > peak {
-				peak = hwm
-			}
-			select {
-			case <-done:
-				peakc <- peak
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	err := cmd.Wait()
-	close(done)
-	peak := <-peakc
-	if peak == 0 {
-		peak = maxRSS(cmd.ProcessState) // no /proc: an upper bound
-	}
-	return peak, err
-}
-
-// vmHWM reads the VmHWM line of a /proc status file, in bytes; 0 when it
-// cannot (the process is gone, or a zombie without an address space).
-func vmHWM(path string) int64 {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			var kb int64
-			fmt.Sscanf(strings.TrimSpace(rest), "%d", &kb)
-			return kb * 1024
-		}
-	}
-	return 0
 }
 
 // promotes pushes a new build of image 0 before each run (untimed), then

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -68,11 +67,7 @@ func benchReconciler(ctx context.Context, r *report) (err error) {
 	started := time.Now()
 	built := make(chan error, 1)
 	go func() {
-		out, err := exec.CommandContext(ctx, "go", "build", "-o", b.bin, "pinbot.dev/pinbot/cmd/pinbot").CombinedOutput()
-		if err != nil {
-			err = fmt.Errorf("building pinbot: %w\n%s", err, out)
-		}
-		built <- err
+		built <- buildPinbot(ctx, b.bin)
 	}()
 	stop, err := b.start(ctx)
 	defer stop()

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
-	"syscall"
+	"os/exec"
+	"strings"
 	"time"
 )
 
@@ -53,13 +55,68 @@ func ratio(a, b time.Duration) string {
 	return fmt.Sprintf("%.2fx", float64(a)/float64(b))
 }
 
-// maxRSS returns the peak resident set size of a finished child process,
-// from its rusage.
-func maxRSS(ps *os.ProcessState) int64 {
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		return ru.Maxrss * 1024 // Linux reports kilobytes
+// runPeakRSS runs cmd and returns its peak RSS: the high-water mark
+// (VmHWM) of the child's own address space, polled from /proc while it
+// runs. The rusage maxRSS would not do here: on Linux, exec folds the
+// high-water RSS of the address space it replaces into the process's
+// maxrss, and os/exec starts children sharing this (much larger) process's
+// address space, so every child would report at least this process's peak.
+func runPeakRSS(cmd *exec.Cmd) (int64, error) {
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+	done := make(chan struct{})
+	peakc := make(chan int64, 1)
+	go func() {
+		var peak int64
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if hwm := vmHWM(status); hwm > peak {
+				peak = hwm
+			}
+			select {
+			case <-done:
+				peakc <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	err := cmd.Wait()
+	close(done)
+	peak := <-peakc
+	return peak, err
+}
+
+// vmHWM reads the VmHWM line of a /proc status file, in bytes; 0 when it
+// cannot (the process is gone, or a zombie without an address space).
+func vmHWM(path string) int64 {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(rest), "%d", &kb)
+			return kb * 1024
+		}
 	}
 	return 0
+}
+
+// buildPinbot builds the pinbot binary to out as it is released: static
+// (CGO_ENABLED=0). A cgo build is linked dynamically, and the loader's
+// mapping of it adds some 40 MB of file-backed RSS before main runs.
+func buildPinbot(ctx context.Context, out string) error {
+	build := exec.CommandContext(ctx, "go", "build", "-o", out, "pinbot.dev/pinbot/cmd/pinbot")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("building pinbot: %w\n%s", err, b)
+	}
+	return nil
 }
 
 // mb formats bytes as MB.
