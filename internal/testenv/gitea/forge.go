@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	sdk "code.gitea.io/sdk/gitea"
@@ -119,9 +118,12 @@ func (s *Server) MergePull(ctx context.Context, owner, name string, number int64
 			return "", err
 		}
 		ok, resp, err := c.MergePullRequest(owner, name, number, sdk.MergePullRequestOption{Style: sdk.MergeStyleMerge})
-		retry := resp != nil && resp.StatusCode == http.StatusMethodNotAllowed &&
-			err != nil && strings.Contains(err.Error(), "try again later")
+		// While Gitea still checks mergeability it answers 405 "Please try
+		// again later"; the SDK reports that as not merged, with or
+		// without an error.
+		retry := resp != nil && resp.StatusCode == http.StatusMethodNotAllowed
 		switch {
+		case retry:
 		case err == nil && ok:
 			pr, _, err := c.GetPullRequest(owner, name, number)
 			if err != nil {
@@ -133,7 +135,7 @@ func (s *Server) MergePull(ctx context.Context, owner, name string, number int64
 			return *pr.MergedCommitID, nil
 		case err == nil:
 			return "", fmt.Errorf("merging pull request %s/%s#%d: Gitea did not merge it", owner, name, number)
-		case !retry:
+		default:
 			return "", fmt.Errorf("merging pull request %s/%s#%d: %w", owner, name, number, err)
 		}
 		select {
