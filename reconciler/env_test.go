@@ -144,7 +144,7 @@ func startPeers(ctx context.Context) (*peers, func(), error) {
 func needPeers(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("scenario test: needs bin/ peers (make tools); skipped with -short")
+		t.Skip("skipped under testing.Short: scenario test, needs bin/ peers (make tools)")
 	}
 	if envErr != nil {
 		t.Fatalf("peers did not start: %s", envErr)
