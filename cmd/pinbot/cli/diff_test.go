@@ -78,7 +78,7 @@ func TestDiffUsage(t *testing.T) {
 // exit 0 in sync, exit 1 with the drifted field once the cluster changes.
 func TestDiffCommand(t *testing.T) {
 	if testing.Short() {
-		t.Skip("needs bin/ peers (make tools); skipped with -short")
+		t.Skip("skipped under testing.Short: needs bin/ peers (make tools)")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
