@@ -3,7 +3,6 @@ package promote
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"pinbot.dev/pinbot/registry"
 )
@@ -95,29 +94,5 @@ func kindOf(img registry.Image) string {
 // SamePlatform compares platforms the way containerd does: case-insensitive,
 // with architecture aliases and default variants (arm64 is v8, arm is v7).
 func SamePlatform(a, b registry.Platform) bool {
-	na, nb := normalPlatform(a), normalPlatform(b)
-	return na == nb
-}
-
-func normalPlatform(p registry.Platform) registry.Platform {
-	p.OS = strings.ToLower(p.OS)
-	p.Architecture = strings.ToLower(p.Architecture)
-	p.Variant = strings.ToLower(p.Variant)
-	switch p.Architecture {
-	case "x86_64", "x86-64":
-		p.Architecture = "amd64"
-	case "aarch64":
-		p.Architecture = "arm64"
-	}
-	if p.Variant == "" {
-		switch p.Architecture {
-		case "arm64":
-			p.Variant = "v8"
-		case "arm":
-			p.Variant = "v7"
-		case "amd64":
-			p.Variant = "v1"
-		}
-	}
-	return p
+	return a.Normalized() == b.Normalized()
 }

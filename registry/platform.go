@@ -71,11 +71,11 @@ func platformOf(p *v1.Platform) Platform {
 	return Platform{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant}
 }
 
-// normalised returns p in canonical spelling: lower case, architecture
+// Normalized returns p in canonical spelling: lower case, architecture
 // aliases resolved (x86_64 is amd64, aarch64 is arm64), and the default
 // variant filled in (arm64 is v8, arm is v7, amd64 is v1), as containerd
 // normalises platforms.
-func (p Platform) normalised() Platform {
+func (p Platform) Normalized() Platform {
 	p.OS = strings.ToLower(p.OS)
 	p.Architecture = strings.ToLower(p.Architecture)
 	p.Variant = strings.ToLower(p.Variant)
@@ -130,13 +130,13 @@ func isAttestation(d v1.Descriptor) bool {
 //
 // Attestation manifests and entries without a platform never match.
 func pick(manifests []v1.Descriptor, want Platform) (v1.Descriptor, bool) {
-	w := want.normalised()
+	w := want.Normalized()
 	best, bestRank := -1, 0
 	for i, d := range manifests {
 		if d.Platform == nil || isAttestation(d) {
 			continue
 		}
-		got := platformOf(d.Platform).normalised()
+		got := platformOf(d.Platform).Normalized()
 		if got.OS != w.OS || got.Architecture != w.Architecture {
 			continue
 		}
