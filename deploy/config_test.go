@@ -1,0 +1,100 @@
+package deploy
+
+import (
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"pinbot.dev/pinbot/cmd/pinbot/cli"
+	"pinbot.dev/pinbot/reconciler"
+)
+
+// TestShippedConfigParses holds config.yaml's reconciler config to the
+// schema the reconciler enforces, so the two cannot drift apart.
+func TestShippedConfigParses(t *testing.T) {
+	b, err := Manifests.ReadFile("config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm struct {
+		Data map[string]string `yaml:"data"`
+	}
+	if err := yaml.Unmarshal(b, &cm); err != nil {
+		t.Fatal(err)
+	}
+	body, ok := cm.Data["reconciler.yaml"]
+	if !ok {
+		t.Fatal("config.yaml has no data key reconciler.yaml")
+	}
+	cfg, err := reconciler.Parse("deploy/config.yaml:reconciler.yaml", []byte(body))
+	if err != nil {
+		t.Fatalf("the shipped reconciler config does not parse: %s", err)
+	}
+	if a := cfg.Apps[0]; a.SyncPolicy.Automated || a.SyncPolicy.SelfHeal || a.SyncPolicy.Prune {
+		t.Errorf("the shipped config must keep the safe defaults, got %+v", a.SyncPolicy)
+	}
+}
+
+// TestShippedArgsAreCommands checks that the container args in the
+// manifests name real pinbot commands and flags.
+func TestShippedArgsAreCommands(t *testing.T) {
+	for _, tc := range []struct{ file, container string }{
+		{"reconciler.yaml", "reconciler"},
+		{"drift-cronjob.yaml", "drift"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			args := containerArgs(t, tc.file, tc.container)
+			root := cli.NewRootCommand()
+			cmd, rest, err := root.Find(args)
+			if err != nil || cmd == root {
+				t.Fatalf("args %q name no pinbot command: %v", args, err)
+			}
+			if err := cmd.ParseFlags(rest); err != nil {
+				t.Errorf("args %q: %s", args, err)
+			}
+		})
+	}
+}
+
+// containerArgs returns the args of the named container anywhere in file.
+func containerArgs(t *testing.T, file, name string) []string {
+	t.Helper()
+	b, err := Manifests.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.MappingNode {
+			var cname string
+			var args *yaml.Node
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				switch n.Content[i].Value {
+				case "name":
+					cname = n.Content[i+1].Value
+				case "args":
+					args = n.Content[i+1]
+				}
+			}
+			if cname == name && args != nil {
+				if err := args.Decode(&found); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(&root)
+	if found == nil {
+		t.Fatalf("%s: no container %q with args", file, name)
+	}
+	return found
+}
