@@ -121,6 +121,12 @@ func writeStatuses(w io.Writer, statuses []*reconciler.AppStatus) error {
 			}
 			fmt.Fprintln(w)
 		}
+		for _, d := range s.Drift {
+			fmt.Fprintf(w, "%s: drift: %s\n", s.App, d)
+		}
+		for _, o := range s.Orphaned {
+			fmt.Fprintf(w, "%s: orphaned (in the cluster, no longer in Git): %s\n", s.App, o)
+		}
 		if s.HealthReason != "" {
 			fmt.Fprintf(w, "%s: %s: %s\n", s.App, s.Health, s.HealthReason)
 		}

@@ -1,0 +1,34 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"pinbot.dev/pinbot/reconciler"
+)
+
+func TestWriteStatusesNamesDriftAndOrphans(t *testing.T) {
+	web := reconciler.ObjectRef{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web"}
+	st := &reconciler.AppStatus{
+		App:      "web",
+		Commit:   "0123456789abcdef",
+		Sync:     reconciler.OutOfSync,
+		Health:   reconciler.Healthy,
+		Drift:    []reconciler.Drift{{Object: web, Path: "spec.replicas", Pointer: "/spec/replicas", Git: 3, Live: 1}},
+		Orphaned: []reconciler.ObjectRef{{Kind: "ConfigMap", Namespace: "web", Name: "old"}},
+	}
+	var b strings.Builder
+	if err := writeStatuses(&b, []*reconciler.AppStatus{st}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")[2:] // after the table
+	want := []string{
+		"web: drift: Deployment web/web: spec.replicas git=3 live=1",
+		"web: orphaned (in the cluster, no longer in Git): ConfigMap web/old",
+	}
+	if diff := cmp.Diff(want, lines); diff != "" {
+		t.Errorf("status text (-want +got):\n%s", diff)
+	}
+}
