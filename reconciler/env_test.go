@@ -2,7 +2,6 @@ package reconciler_test
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -20,8 +19,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"pinbot.dev/pinbot/gitforge"
@@ -29,6 +26,7 @@ import (
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/internal/testenv/kube"
+	"pinbot.dev/pinbot/internal/testenv/stack"
 	"pinbot.dev/pinbot/registry"
 )
 
@@ -90,32 +88,17 @@ func startPeers(ctx context.Context) (*peers, func(), error) {
 			stops[i]()
 		}
 	}
-	type gstart struct {
-		s   *gitea.Server
-		err error
-	}
-	gch := make(chan gstart, 1)
-	go func() {
-		s, err := gitea.Start(ctx, gitea.Options{})
-		gch <- gstart{s, err}
-	}()
-	c, err := kube.Start(ctx, kube.Options{})
-	g := <-gch
-	if g.s != nil {
-		stops = append(stops, func() { _ = g.s.Stop() })
-	}
-	if c != nil {
-		stops = append(stops, func() { _ = c.Stop() })
-	}
-	if err = errors.Join(err, g.err); err != nil {
+	st, err := stack.Start(ctx, stack.Options{Node: []kubeletsim.Option{
+		kubeletsim.WithNodeName("sim-amd64"), kubeletsim.WithPullBackoff(time.Second),
+	}})
+	if err != nil {
 		return nil, stop, err
 	}
-	p := &peers{cluster: c, gitea: g.s, kube: kubernetes.NewForConfigOrDie(c.Config())}
-	if err := g.s.CreateOrg(ctx, org); err != nil {
+	stops = append(stops, st.Stop)
+	g := st.Gitea
+	p := &peers{cluster: st.Cluster, gitea: g, kube: st.Kube, node: st.Node}
+	if err := g.CreateOrg(ctx, org); err != nil {
 		return nil, stop, err
-	}
-	if _, err := p.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pinbot-system"}}, metav1.CreateOptions{}); err != nil {
-		return nil, stop, fmt.Errorf("creating pinbot-system: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "pinbot-reconciler-test-")
 	if err != nil {
@@ -123,19 +106,13 @@ func startPeers(ctx context.Context) (*peers, func(), error) {
 	}
 	stops = append(stops, func() { _ = os.RemoveAll(dir) })
 	p.token = filepath.Join(dir, "token")
-	if err := os.WriteFile(p.token, []byte(g.s.Token+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(p.token, []byte(g.Token+"\n"), 0o600); err != nil {
 		return nil, stop, err
 	}
-	if p.forge, err = gitforge.NewGitea(g.s.URL, g.s.Token); err != nil {
+	if p.forge, err = gitforge.NewGitea(g.URL, g.Token); err != nil {
 		return nil, stop, err
 	}
-	p.reg = registry.New(registry.WithBasicAuth(g.s.RegistryHost, g.s.AdminUser, g.s.Token))
-	p.node = kubeletsim.New(c.Config(), kubeletsim.WithNodeName("sim-amd64"),
-		kubeletsim.WithBasicAuth(g.s.RegistryHost, g.s.AdminUser, g.s.Token), kubeletsim.WithPullBackoff(time.Second))
-	if err := p.node.Start(ctx); err != nil {
-		return nil, stop, fmt.Errorf("starting the simulated node: %w", err)
-	}
-	stops = append(stops, p.node.Stop)
+	p.reg = registry.New(registry.WithBasicAuth(g.RegistryHost, g.AdminUser, g.Token))
 	return p, stop, nil
 }
 

@@ -25,6 +25,7 @@ import (
 	"pinbot.dev/pinbot/internal/kubeletsim"
 	"pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/internal/testenv/kube"
+	"pinbot.dev/pinbot/internal/testenv/stack"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/registry"
 )
@@ -93,57 +94,28 @@ func benchReconciler(ctx context.Context, r *report) (err error) {
 	return nil
 }
 
-// start starts Gitea and the control plane at once, then the node. stop
-// undoes whatever was started, even on error.
+// start starts Gitea, the control plane and the node (internal/testenv/
+// stack). stop undoes whatever was started, even on error.
 func (b *recBench) start(ctx context.Context) (func(), error) {
-	var stops []func()
-	stop := func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
+	st, err := stack.Start(ctx, stack.Options{Node: []kubeletsim.Option{
+		kubeletsim.WithNodeName("bench-node"), kubeletsim.WithPullBackoff(time.Second),
+	}})
+	if err != nil {
+		return func() {}, err
 	}
-	type started struct {
-		s   *gitea.Server
-		err error
+	b.cluster, b.gitea, b.node, b.kube, b.owner = st.Cluster, st.Gitea, st.Node, st.Kube, st.Gitea.AdminUser
+	if b.dyn, err = dynamic.NewForConfig(st.Cluster.Config()); err != nil {
+		return st.Stop, err
 	}
-	gch := make(chan started, 1)
-	go func() {
-		s, err := gitea.Start(ctx, gitea.Options{})
-		gch <- started{s, err}
-	}()
-	c, err := kube.Start(ctx, kube.Options{})
-	g := <-gch
-	if g.s != nil {
-		stops = append(stops, func() { _ = g.s.Stop() })
-	}
-	if c != nil {
-		stops = append(stops, func() { _ = c.Stop() })
-	}
-	if err = errors.Join(err, g.err); err != nil {
-		return stop, fmt.Errorf("starting the peers: %w", err)
-	}
-	b.cluster, b.gitea, b.owner = c, g.s, g.s.AdminUser
-	if b.kube, err = kubernetes.NewForConfig(c.Config()); err != nil {
-		return stop, err
-	}
-	if b.dyn, err = dynamic.NewForConfig(c.Config()); err != nil {
-		return stop, err
-	}
-	if b.docker, err = g.s.DockerConfig(); err != nil {
-		return stop, err
+	if b.docker, err = st.Gitea.DockerConfig(); err != nil {
+		return st.Stop, err
 	}
 	b.token = filepath.Join(b.tmp, "token")
-	if err := os.WriteFile(b.token, []byte(g.s.Token+"\n"), 0o600); err != nil {
-		return stop, err
+	if err := os.WriteFile(b.token, []byte(st.Gitea.Token+"\n"), 0o600); err != nil {
+		return st.Stop, err
 	}
-	b.reg = registry.New(registry.WithBasicAuth(g.s.RegistryHost, g.s.AdminUser, g.s.Token))
-	b.node = kubeletsim.New(c.Config(), kubeletsim.WithNodeName("bench-node"),
-		kubeletsim.WithBasicAuth(g.s.RegistryHost, g.s.AdminUser, g.s.Token), kubeletsim.WithPullBackoff(time.Second))
-	if err := b.node.Start(ctx); err != nil {
-		return stop, fmt.Errorf("starting the simulated node: %w", err)
-	}
-	stops = append(stops, b.node.Stop)
-	return stop, b.namespaces(ctx, "pinbot-system")
+	b.reg = registry.New(registry.WithBasicAuth(st.Gitea.RegistryHost, st.Gitea.AdminUser, st.Gitea.Token))
+	return st.Stop, nil
 }
 
 // namespaces creates namespaces.

@@ -11,13 +11,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
-	"pinbot.dev/pinbot/internal/testenv/gitea"
-	"pinbot.dev/pinbot/internal/testenv/kube"
+	"pinbot.dev/pinbot/internal/testenv/stack"
 	"pinbot.dev/pinbot/reconciler"
 )
 
@@ -82,22 +79,12 @@ func TestDiffCommand(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	g, err := gitea.Start(ctx, gitea.Options{})
+	st, err := stack.Start(ctx, stack.Options{Namespaces: []string{"pinbot-system", "shop"}})
 	if err != nil {
-		t.Fatalf("starting Gitea: %s", err)
+		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = g.Stop() })
-	c, err := kube.Start(ctx, kube.Options{})
-	if err != nil {
-		t.Fatalf("starting the control plane: %s", err)
-	}
-	t.Cleanup(func() { _ = c.Stop() })
-	client := kubernetes.NewForConfigOrDie(c.Config())
-	for _, ns := range []string{"pinbot-system", "shop"} {
-		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	t.Cleanup(st.Stop)
+	g, c, client := st.Gitea, st.Cluster, st.Kube
 	src := t.TempDir()
 	if err := os.WriteFile(filepath.Join(src, "settings.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: fast}\n"), 0o644); err != nil {
 		t.Fatal(err)

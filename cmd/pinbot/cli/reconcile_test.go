@@ -13,13 +13,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
-	"pinbot.dev/pinbot/internal/kubeletsim"
-	"pinbot.dev/pinbot/internal/testenv/gitea"
-	"pinbot.dev/pinbot/internal/testenv/kube"
+	"pinbot.dev/pinbot/internal/testenv/stack"
 )
 
 func TestReconcilerCommandErrors(t *testing.T) {
@@ -69,27 +64,12 @@ func TestReconcilerCommands(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	g, err := gitea.Start(ctx, gitea.Options{})
+	peers, err := stack.Start(ctx, stack.Options{Namespaces: []string{"pinbot-system", "web"}})
 	if err != nil {
-		t.Fatalf("starting Gitea: %s", err)
+		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = g.Stop() })
-	c, err := kube.Start(ctx, kube.Options{})
-	if err != nil {
-		t.Fatalf("starting the control plane: %s", err)
-	}
-	t.Cleanup(func() { _ = c.Stop() })
-	node := kubeletsim.New(c.Config(), kubeletsim.WithBasicAuth(g.RegistryHost, g.AdminUser, g.Token))
-	if err := node.Start(ctx); err != nil {
-		t.Fatalf("starting the simulated node: %s", err)
-	}
-	t.Cleanup(node.Stop)
-	client := kubernetes.NewForConfigOrDie(c.Config())
-	for _, ns := range []string{"pinbot-system", "web"} {
-		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	t.Cleanup(peers.Stop)
+	g, c := peers.Gitea, peers.Cluster
 
 	// The image, in Gitea's registry; pinbot reads it with the docker
 	// config's credentials.
