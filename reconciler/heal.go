@@ -168,6 +168,7 @@ func (r *Reconciler) heal(ctx context.Context, app *App, st *appState, commit st
 		e.Applied++
 	}
 	log.Info("healed drift", "objects", e.Applied, "fields", len(healed), "result", e.Result)
+	r.metrics.countHeal(app.Name)
 	err := r.history.Update(ctx, app.Name, func(rec *Record) bool {
 		if l := rec.latest(); l != nil && l.Commit == commit {
 			e.Reported, e.Commented = l.Reported, true // the commit's status and comment stand

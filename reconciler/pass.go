@@ -39,6 +39,12 @@ var errEmpty = errors.New("the render holds no objects (set syncPolicy.allowEmpt
 // observing) record and report. The error says why the pass stopped early;
 // the status says it too.
 func (r *Reconciler) pass(ctx context.Context, app *App, st *appState, mode passMode) (*AppStatus, *Verification, error) {
+	s, v, err := r.passOnce(ctx, app, st, mode)
+	st.remember(s)
+	return s, v, err
+}
+
+func (r *Reconciler) passOnce(ctx context.Context, app *App, st *appState, mode passMode) (*AppStatus, *Verification, error) {
 	s := &AppStatus{
 		App: app.Name, Repo: redact.URL(app.Repo), Branch: app.Branch, Path: app.Path,
 		Automated: app.SyncPolicy.Automated, ObservedAt: r.now(), Sync: SyncUnknown, Health: HealthUnknown,

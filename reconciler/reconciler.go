@@ -29,6 +29,7 @@ type Reconciler struct {
 	report  *reporter
 	token   string
 	now     func() time.Time
+	metrics *metrics
 
 	mu   sync.Mutex
 	apps map[string]*appState
@@ -45,6 +46,7 @@ type appState struct {
 	awaiting    bool                         // the latest sync waits for its verification
 	sourceDown  time.Time                    // zero while the source is reachable
 	lastPersist *AppStatus
+	last        *AppStatus // the last pass's status, for the metrics
 
 	drift driftState // drift diff cache, drift-war guard (diff_run.go, heal.go)
 }
@@ -121,6 +123,7 @@ func New(cfg *Config, rc *rest.Config, opts ...Option) (*Reconciler, error) {
 		now:     o.now,
 		apps:    map[string]*appState{},
 	}
+	r.metrics = newMetrics(r)
 	r.watcher = NewWatcher(kube, r.changed)
 	r.lives = newLiveCache(dyn, r.inventoryChanged)
 	if o.forge == nil && cfg.Forge != nil {

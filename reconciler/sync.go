@@ -47,6 +47,7 @@ func (r *Reconciler) sync(ctx context.Context, app *App, st *appState, mode pass
 		return nil, err
 	}
 	log.Info("applied", "objects", len(applied), "waves", len(waves))
+	r.metrics.countSync(app.Name, Applied)
 	if err := r.record(ctx, app, e); err != nil {
 		return nil, err
 	}
@@ -59,6 +60,7 @@ func (r *Reconciler) sync(ctx context.Context, app *App, st *appState, mode pass
 // fail reports e, a sync that failed or was refused, as a failure on its
 // commit (the description starts with prefix) and records it.
 func (r *Reconciler) fail(ctx context.Context, app *App, e *Entry, prefix string) {
+	r.metrics.countSync(app.Name, e.Result)
 	if err := r.report.status(ctx, app, e.Commit, stateFailure, prefix+e.Reason); err != nil {
 		logctx.From(ctx).Warn("reporting the failed sync", "app", app.Name, "err", err)
 	} else if r.report != nil {
