@@ -1,0 +1,191 @@
+package reconciler
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"pinbot.dev/pinbot/internal/logctx"
+)
+
+// MaxWebhookBody is the largest webhook body WebhookHandler reads.
+const MaxWebhookBody = 1 << 20
+
+// PushEvent is the part of Gitea's push webhook payload (GitHub's shape)
+// pinbot reads.
+type PushEvent struct {
+	// Ref is the pushed ref, e.g. "refs/heads/main".
+	Ref string `json:"ref"`
+	// After is the commit the ref now points to.
+	After      string `json:"after"`
+	Repository struct {
+		CloneURL string `json:"clone_url"`
+		HTMLURL  string `json:"html_url"`
+		FullName string `json:"full_name"`
+	} `json:"repository"`
+}
+
+// Branch is the branch Ref names, or "" when Ref is not a branch (a tag).
+func (p PushEvent) Branch() string {
+	b, ok := strings.CutPrefix(p.Ref, "refs/heads/")
+	if !ok {
+		return ""
+	}
+	return b
+}
+
+// ParsePush decodes a push payload. The error names what is wrong: not
+// JSON, no ref, or no repository URL.
+func ParsePush(body []byte) (PushEvent, error) {
+	var p PushEvent
+	if err := json.Unmarshal(body, &p); err != nil {
+		return PushEvent{}, fmt.Errorf("decoding the push payload: %w", err)
+	}
+	switch {
+	case p.Ref == "":
+		return PushEvent{}, errors.New("push payload: no ref")
+	case p.Repository.CloneURL == "" && p.Repository.HTMLURL == "":
+		return PushEvent{}, errors.New("push payload: no repository.clone_url or repository.html_url")
+	}
+	return p, nil
+}
+
+// ValidSignature reports whether sig, the X-Gitea-Signature header, is the
+// hex HMAC-SHA256 of body with secret. An empty secret matches nothing.
+// The comparison takes constant time.
+func ValidSignature(secret, body []byte, sig string) bool {
+	if len(secret) == 0 || sig == "" {
+		return false
+	}
+	got, err := hex.DecodeString(strings.TrimSpace(sig))
+	if err != nil {
+		return false
+	}
+	mac := hmac.New(sha256.New, secret)
+	mac.Write(body)
+	return hmac.Equal(mac.Sum(nil), got)
+}
+
+// MatchApps returns the names of the apps, in config order, that follow
+// the branch p pushed in the repository p names: the app's repo is p's
+// clone URL or web URL, compared by scheme, host (case-insensitive) and
+// path, without a trailing "/" or ".git" and without credentials.
+func MatchApps(apps []App, p PushEvent) []string {
+	branch := p.Branch()
+	if branch == "" {
+		return nil
+	}
+	var names []string
+	for i := range apps {
+		a := &apps[i]
+		if a.Branch != branch {
+			continue
+		}
+		repo := repoKey(a.Repo)
+		if repo == "" {
+			continue
+		}
+		if repo == repoKey(p.Repository.CloneURL) || repo == repoKey(p.Repository.HTMLURL) {
+			names = append(names, a.Name)
+		}
+	}
+	return names
+}
+
+// repoKey is a repository URL reduced to scheme://host/path for
+// comparison, or "" when u is not an absolute URL.
+func repoKey(u string) string {
+	p, err := url.Parse(strings.TrimSpace(u))
+	if err != nil || p.Scheme == "" || p.Host == "" {
+		return ""
+	}
+	path := strings.TrimRight(p.Path, "/")
+	path = strings.TrimSuffix(path, ".git")
+	path = strings.TrimRight(path, "/")
+	return strings.ToLower(p.Scheme) + "://" + strings.ToLower(p.Host) + path
+}
+
+// webhookResponse is the body WebhookHandler answers a push with.
+type webhookResponse struct {
+	Triggered []string `json:"triggered"`
+}
+
+// WebhookHandler serves Gitea push webhooks: a POST whose
+// X-Gitea-Signature is the hex HMAC-SHA256 of its body with secret
+// triggers a full pass (see Trigger) of each app following the pushed
+// branch (see MatchApps), and answers 202 with {"triggered":[names]}, or
+// 200 with an empty list when no app follows it or the event is not a
+// push. It answers 405 to other methods, 413 to a body over
+// MaxWebhookBody, 401 to a missing or bad signature (with an empty secret
+// every request is refused) and 400 to a payload it cannot parse. The
+// secret is never logged or echoed.
+func (r *Reconciler) WebhookHandler(secret []byte) http.Handler {
+	secret = append([]byte(nil), secret...)
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method != http.MethodPost {
+			r.metrics.countWebhook(webhookMethodNotAllowed)
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "only POST is allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxWebhookBody))
+		if err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				r.metrics.countWebhook(webhookTooLarge)
+				http.Error(w, fmt.Sprintf("body over %d bytes", MaxWebhookBody), http.StatusRequestEntityTooLarge)
+				return
+			}
+			r.metrics.countWebhook(webhookBadRequest)
+			http.Error(w, "reading the body failed", http.StatusBadRequest)
+			return
+		}
+		if !ValidSignature(secret, body, req.Header.Get("X-Gitea-Signature")) {
+			r.metrics.countWebhook(webhookUnauthorized)
+			http.Error(w, "missing or bad X-Gitea-Signature", http.StatusUnauthorized)
+			return
+		}
+		if ev := req.Header.Get("X-Gitea-Event"); ev != "" && ev != "push" {
+			r.metrics.countWebhook(webhookIgnored)
+			writeWebhookResponse(w, http.StatusOK, nil)
+			return
+		}
+		p, err := ParsePush(body)
+		if err != nil {
+			r.metrics.countWebhook(webhookBadRequest)
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var triggered []string
+		for _, name := range MatchApps(r.cfg.Apps, p) {
+			if err := r.Trigger(name); err == nil {
+				triggered = append(triggered, name)
+			}
+		}
+		logctx.From(req.Context()).Debug("webhook push", "repo", p.Repository.FullName, "ref", p.Ref,
+			"after", shortSHA(p.After), "triggered", triggered)
+		if len(triggered) == 0 {
+			r.metrics.countWebhook(webhookIgnored)
+			writeWebhookResponse(w, http.StatusOK, nil)
+			return
+		}
+		r.metrics.countWebhook(webhookTriggered)
+		writeWebhookResponse(w, http.StatusAccepted, triggered)
+	})
+}
+
+func writeWebhookResponse(w http.ResponseWriter, code int, triggered []string) {
+	if triggered == nil {
+		triggered = []string{}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(webhookResponse{Triggered: triggered})
+}
