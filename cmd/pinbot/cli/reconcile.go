@@ -6,6 +6,7 @@ import (
 
 func newReconcileCommand(_ *globals) *cobra.Command {
 	f := &reconcilerFlags{}
+	sf := &serveFlags{}
 	cmd := &cobra.Command{
 		Use:   "reconcile --config FILE",
 		Short: "Run the reconciler loop: follow each app's branch, apply (when automated) and verify",
@@ -18,17 +19,27 @@ ConfigMap per app in the config's stateNamespace (default pinbot-system),
 and each synced commit gets the Gitea commit status pinbot/<app>.
 
 Logs go to stderr. Bad configuration stops the command; unreachable Git or
-cluster are retried with backoff.`,
+cluster are retried with backoff.
+
+With --listen ADDR it also serves, on ADDR: /webhook/gitea, Gitea push
+webhooks (signed with the secret of --webhook-secret-file or
+$PINBOT_WEBHOOK_SECRET) that trigger a pass of the apps following the
+pushed branch at once; /metrics, Prometheus metrics; and /healthz.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			secret, err := sf.secret()
+			if err != nil {
+				return err
+			}
 			r, _, err := f.open()
 			if err != nil {
 				return err
 			}
 			defer r.Close()
-			return r.Run(cmd.Context())
+			return sf.runWithServer(cmd.Context(), r, secret)
 		},
 	}
 	f.bind(cmd)
+	sf.bind(cmd)
 	return cmd
 }

@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/reconciler"
+)
+
+// webhookSecretEnv holds the webhook secret when --webhook-secret-file is
+// not given.
+const webhookSecretEnv = "PINBOT_WEBHOOK_SECRET"
+
+// serveFlags are reconcile's HTTP endpoint flags.
+type serveFlags struct {
+	listen     string
+	secretFile string
+}
+
+func (f *serveFlags) bind(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.listen, "listen", "",
+		`serve /webhook/gitea, /metrics and /healthz on this address, e.g. ":8080" (default: no HTTP endpoint)`)
+	cmd.Flags().StringVar(&f.secretFile, "webhook-secret-file", "",
+		"file holding the Gitea webhook secret, required with --listen (default $"+webhookSecretEnv+")")
+}
+
+// secret validates the flags and returns the webhook secret, nil when
+// --listen is off. Without a secret the webhook would trigger on anyone's
+// request, so it is a usage error.
+func (f *serveFlags) secret() ([]byte, error) {
+	if f.listen == "" {
+		return nil, nil
+	}
+	var secret []byte
+	if f.secretFile != "" {
+		b, err := os.ReadFile(f.secretFile)
+		if err != nil {
+			return nil, usageErrorf("flag --webhook-secret-file: %w", err)
+		}
+		secret = bytes.TrimSpace(b)
+		if len(secret) == 0 {
+			return nil, usageErrorf("flag --webhook-secret-file: %s is empty", f.secretFile)
+		}
+	} else {
+		secret = bytes.TrimSpace([]byte(os.Getenv(webhookSecretEnv)))
+	}
+	if len(secret) == 0 {
+		return nil, usageErrorf("flag --webhook-secret-file (or $%s): required with --listen", webhookSecretEnv)
+	}
+	redact.Register(string(secret))
+	return secret, nil
+}
+
+// reconcilerMux routes the reconciler's HTTP endpoints.
+func reconcilerMux(r *reconciler.Reconciler, secret []byte) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/webhook/gitea", r.WebhookHandler(secret))
+	mux.Handle("GET /metrics", r.Metrics())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}
+
+// serve serves h on ln until ctx ends, then shuts down, giving open
+// requests a few seconds. It returns an error only if serving fails.
+func serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving on %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		return fmt.Errorf("shutting down the server on %s: %w", ln.Addr(), err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving on %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
+
+// runWithServer runs the reconciler loop and, when f.listen is set, its
+// HTTP endpoint beside it; both stop when ctx ends or either fails.
+func (f *serveFlags) runWithServer(ctx context.Context, r *reconciler.Reconciler, secret []byte) error {
+	if f.listen == "" {
+		return r.Run(ctx)
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("flag --listen: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	logctx.From(ctx).Info("serving", "addr", ln.Addr().String(), "paths", "/webhook/gitea /metrics /healthz")
+	served := make(chan error, 1)
+	go func() {
+		err := serve(ctx, ln, reconcilerMux(r, secret))
+		cancel() // a failed server stops the loop too
+		served <- err
+	}()
+	runErr := r.Run(ctx)
+	cancel()
+	return errors.Join(runErr, <-served)
+}
