@@ -224,6 +224,15 @@ func (a *Applier) Live(ctx context.Context, app string, desired []*unstructured.
 			}
 		}
 	}
+	if err := a.getMissing(ctx, want, live); err != nil {
+		return nil, err
+	}
+	return live, nil
+}
+
+// getMissing GETs each wanted object that live lacks and adds those that
+// exist. Objects of kinds not served (a CRD not applied yet) stay missing.
+func (a *Applier) getMissing(ctx context.Context, want, live map[ObjectRef]*unstructured.Unstructured) error {
 	for ref, d := range want {
 		if live[ref] != nil {
 			continue
@@ -236,12 +245,12 @@ func (a *Applier) Live(ctx context.Context, app string, desired []*unstructured.
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return nil, fmt.Errorf("reading %s: %w", ref, err)
+			return fmt.Errorf("reading %s: %w", ref, err)
 		default:
 			live[ref] = got
 		}
 	}
-	return live, nil
+	return nil
 }
 
 // isTransient reports whether a Kubernetes API error is worth retrying with

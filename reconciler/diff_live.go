@@ -268,22 +268,8 @@ func (r *Reconciler) live(ctx context.Context, app *App, desired []*unstructured
 			}
 		}
 	}
-	for ref, d := range want {
-		if live[ref] != nil {
-			continue
-		}
-		ri, err := r.applier.resource(d)
-		if err != nil {
-			continue
-		}
-		got, err := ri.Get(ctx, d.GetName(), metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return nil, fmt.Errorf("reading %s: %w", ref, err)
-		default:
-			live[ref] = got
-		}
+	if err := r.applier.getMissing(ctx, want, live); err != nil {
+		return nil, err
 	}
 	return live, nil
 }

@@ -197,23 +197,10 @@ func withoutIgnored(drift []Drift, rules []IgnoreRule) []Drift {
 func sortDrift(d []Drift) {
 	sort.SliceStable(d, func(i, j int) bool {
 		if d[i].Object != d[j].Object {
-			return refLessDrift(d[i].Object, d[j].Object)
+			return refLess(d[i].Object, d[j].Object)
 		}
 		return d[i].Path < d[j].Path
 	})
-}
-
-// refLessDrift orders references as sortRefs does.
-func refLessDrift(a, b ObjectRef) bool {
-	switch {
-	case a.Group != b.Group:
-		return a.Group < b.Group
-	case a.Kind != b.Kind:
-		return a.Kind < b.Kind
-	case a.Namespace != b.Namespace:
-		return a.Namespace < b.Namespace
-	}
-	return a.Name < b.Name
 }
 
 // applyDryRun returns what a server-side apply of o (stamped for app, field

@@ -90,19 +90,20 @@ func stamp(u *unstructured.Unstructured, app string) (*unstructured.Unstructured
 	return c, nil
 }
 
-// sortRefs orders references by kind, namespace and name.
+// sortRefs orders references by group, kind, namespace and name.
 func sortRefs(refs []ObjectRef) {
-	sort.Slice(refs, func(i, j int) bool {
-		a, b := refs[i], refs[j]
-		if a.Group != b.Group {
-			return a.Group < b.Group
-		}
-		if a.Kind != b.Kind {
-			return a.Kind < b.Kind
-		}
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		return a.Name < b.Name
-	})
+	sort.Slice(refs, func(i, j int) bool { return refLess(refs[i], refs[j]) })
+}
+
+// refLess orders references by group, kind, namespace and name.
+func refLess(a, b ObjectRef) bool {
+	switch {
+	case a.Group != b.Group:
+		return a.Group < b.Group
+	case a.Kind != b.Kind:
+		return a.Kind < b.Kind
+	case a.Namespace != b.Namespace:
+		return a.Namespace < b.Namespace
+	}
+	return a.Name < b.Name
 }

@@ -148,19 +148,6 @@ func controlled(u *unstructured.Unstructured) bool {
 	return false
 }
 
-// refLess orders references as sortRefs does.
-func refLess(a, b ObjectRef) bool {
-	switch {
-	case a.Group != b.Group:
-		return a.Group < b.Group
-	case a.Kind != b.Kind:
-		return a.Kind < b.Kind
-	case a.Namespace != b.Namespace:
-		return a.Namespace < b.Namespace
-	}
-	return a.Name < b.Name
-}
-
 // degradeEmpty marks s Degraded when err refused an empty render (with
 // allowEmpty off): the app's objects stay as they are, but Git now says
 // to delete them all, which a person must look at. The refusal is the
