@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -116,39 +117,32 @@ func (r *Reconciler) driftOf(ctx context.Context, app *App, st *appState, desire
 	var (
 		mu   sync.Mutex
 		errs []error
-		wg   sync.WaitGroup
+		g    errgroup.Group
 	)
-	work := make(chan job)
-	for range min(diffWorkers, len(jobs)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range work {
-				ref := RefOf(j.desired)
-				dry, err := r.applier.applyDryRun(ctx, app.Name, j.desired)
-				var drift []Drift
-				if err == nil {
-					drift, err = DriftOf(dry, j.live, nil)
-				}
-				mu.Lock()
-				if err != nil {
-					errs = append(errs, fmt.Errorf("diffing %s: %w", ref, err))
-				} else {
-					ds.store(ref, j.live, j.hash, drift)
-					raw = append(raw, drift...)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
+	g.SetLimit(diffWorkers)
 	for _, j := range jobs {
-		select {
-		case work <- j:
-		case <-ctx.Done():
+		if ctx.Err() != nil {
+			break
 		}
+		g.Go(func() error {
+			ref := RefOf(j.desired)
+			dry, err := r.applier.applyDryRun(ctx, app.Name, j.desired)
+			var drift []Drift
+			if err == nil {
+				drift, err = DriftOf(dry, j.live, nil)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("diffing %s: %w", ref, err))
+				return nil // every failure is reported, joined
+			}
+			ds.store(ref, j.live, j.hash, drift)
+			raw = append(raw, drift...)
+			return nil
+		})
 	}
-	close(work)
-	wg.Wait()
+	_ = g.Wait() // the functions report through errs
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -93,50 +94,38 @@ func (a *Applier) inventory(ctx context.Context, app string, namespaces []string
 	var (
 		mu   sync.Mutex
 		out  []*unstructured.Unstructured
-		errs []error
 		seen = map[string]bool{} // by UID: a kind served by two groups
 	)
-	work := make(chan job)
-	var wg sync.WaitGroup
-	for range inventoryWorkers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range work {
-				list, err := j.ri.List(ctx, metav1.ListOptions{LabelSelector: LabelApp + "=" + app})
-				switch {
-				case apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err):
-					continue
-				case err != nil:
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("listing %s of app %s: %w", j.k.gvr.GroupResource(), app, err))
-					mu.Unlock()
-					continue
-				}
-				mu.Lock()
-				for i := range list.Items {
-					item := &list.Items[i]
-					if seen[string(item.GetUID())] || !inInventory(item, app) {
-						continue
-					}
-					seen[string(item.GetUID())] = true
-					item.SetGroupVersionKind(j.k.gvk)
-					out = append(out, item)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
+	var g errgroup.Group
+	g.SetLimit(inventoryWorkers)
 	for _, j := range jobs {
-		select {
-		case work <- j:
-		case <-ctx.Done():
+		if ctx.Err() != nil {
+			break
 		}
+		g.Go(func() error {
+			list, err := j.ri.List(ctx, metav1.ListOptions{LabelSelector: LabelApp + "=" + app})
+			switch {
+			case apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err):
+				return nil // a kind this app may not or cannot list
+			case err != nil:
+				return fmt.Errorf("listing %s of app %s: %w", j.k.gvr.GroupResource(), app, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for i := range list.Items {
+				item := &list.Items[i]
+				if seen[string(item.GetUID())] || !inInventory(item, app) {
+					continue
+				}
+				seen[string(item.GetUID())] = true
+				item.SetGroupVersionKind(j.k.gvk)
+				out = append(out, item)
+			}
+			return nil
+		})
 	}
-	close(work)
-	wg.Wait()
-	if len(errs) > 0 {
-		return nil, errs[0]
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("listing the inventory of %s: %w", app, err)
