@@ -132,44 +132,34 @@ func (g *Gitea) CreatePull(ctx context.Context, repo Repo, p Pull) (*Pull, error
 	if p.Head == "" || p.Base == "" || p.Title == "" {
 		return nil, fmt.Errorf("creating pull request in %s: head, base and title are required", repo)
 	}
-	var out Pull
 	op := fmt.Sprintf("creating pull request %s -> %s in %s", p.Head, p.Base, repo)
-	err := g.call(ctx, op, func(c *sdk.Client) (*sdk.Response, error) {
-		pr, resp, err := c.CreatePullRequest(repo.Owner, repo.Name, sdk.CreatePullRequestOption{
+	return g.pullCall(ctx, op, func(c *sdk.Client) (*sdk.PullRequest, *sdk.Response, error) {
+		return c.CreatePullRequest(repo.Owner, repo.Name, sdk.CreatePullRequestOption{
 			Head: p.Head, Base: p.Base, Title: p.Title, Body: p.Body,
 		})
-		if err == nil {
-			out = toPull(pr)
-		}
-		return resp, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &out, nil
 }
 
 // EditPull sets the title and body of pull request number.
 func (g *Gitea) EditPull(ctx context.Context, repo Repo, number int64, title, body string) (*Pull, error) {
-	var out Pull
-	err := g.call(ctx, fmt.Sprintf("editing pull request %s#%d", repo, number), func(c *sdk.Client) (*sdk.Response, error) {
-		pr, resp, err := c.EditPullRequest(repo.Owner, repo.Name, number, sdk.EditPullRequestOption{Title: title, Body: &body})
-		if err == nil {
-			out = toPull(pr)
-		}
-		return resp, err
+	return g.pullCall(ctx, fmt.Sprintf("editing pull request %s#%d", repo, number), func(c *sdk.Client) (*sdk.PullRequest, *sdk.Response, error) {
+		return c.EditPullRequest(repo.Owner, repo.Name, number, sdk.EditPullRequestOption{Title: title, Body: &body})
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &out, nil
 }
 
 // GetPull returns pull request number.
 func (g *Gitea) GetPull(ctx context.Context, repo Repo, number int64) (*Pull, error) {
+	return g.pullCall(ctx, fmt.Sprintf("reading pull request %s#%d", repo, number), func(c *sdk.Client) (*sdk.PullRequest, *sdk.Response, error) {
+		return c.GetPullRequest(repo.Owner, repo.Name, number)
+	})
+}
+
+// pullCall runs one SDK call that answers with a pull request, as g.call
+// does, and converts the answer.
+func (g *Gitea) pullCall(ctx context.Context, op string, f func(*sdk.Client) (*sdk.PullRequest, *sdk.Response, error)) (*Pull, error) {
 	var out Pull
-	err := g.call(ctx, fmt.Sprintf("reading pull request %s#%d", repo, number), func(c *sdk.Client) (*sdk.Response, error) {
-		pr, resp, err := c.GetPullRequest(repo.Owner, repo.Name, number)
+	err := g.call(ctx, op, func(c *sdk.Client) (*sdk.Response, error) {
+		pr, resp, err := f(c)
 		if err == nil {
 			out = toPull(pr)
 		}
