@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -23,6 +24,10 @@ var forbidden = map[string][]string{
 	"reconciler": {module + "/promote"},
 	"deploy":     {"k8s.io/", module + "/"},
 }
+
+// stdlibOnly are packages that may import nothing but the standard library
+// (and themselves), so that every other package can share them.
+var stdlibOnly = []string{"internal/imageref"}
 
 // testSupport are packages only tests, the demo and the benchmarks may use.
 var testSupport = []string{module + "/internal/testenv", module + "/internal/kubeletsim", "testing"}
@@ -62,6 +67,9 @@ func TestLayering(t *testing.T) {
 					t.Errorf("%s imports %s; %s must not depend on %s", p.ImportPath, dep, top, bad)
 				}
 			}
+			if slices.Contains(stdlibOnly, rel) && !isStdlib(dep) {
+				t.Errorf("%s imports %s; it may use only the standard library", p.ImportPath, dep)
+			}
 			if strings.HasPrefix(dep, module+"/cmd") && top != "cmd" {
 				t.Errorf("%s imports %s; nothing may import the CLI", p.ImportPath, dep)
 			}
@@ -74,6 +82,13 @@ func TestLayering(t *testing.T) {
 			}
 		}
 	}
+}
+
+// isStdlib reports whether an import path belongs to the standard library,
+// whose first element, unlike a module path's, holds no dot.
+func isStdlib(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
 }
 
 // isProduct reports whether a package ships in the pinbot binary.
