@@ -17,11 +17,12 @@ const module = "pinbot.dev/pinbot"
 // forbidden maps a package (and its subpackages) to import prefixes it must
 // not depend on, directly or transitively.
 var forbidden = map[string][]string{
-	"pins":       {"github.com/go-git/", "code.gitea.io/", "k8s.io/", "sigs.k8s.io/", "net/http", module + "/registry", module + "/gitforge"},
+	"pins":       {"github.com/go-git/", "code.gitea.io/", "k8s.io/", "sigs.k8s.io/", "net/http", module + "/registry", module + "/gitforge", module + "/render"},
 	"registry":   {"github.com/go-git/", "code.gitea.io/", "k8s.io/", "sigs.k8s.io/", module + "/pins", module + "/gitforge"},
 	"gitforge":   {"k8s.io/", "sigs.k8s.io/", module + "/promote", module + "/reconciler", module + "/pins"},
 	"promote":    {"k8s.io/", "sigs.k8s.io/", module + "/reconciler"},
 	"reconciler": {module + "/promote"},
+	"render":     {"github.com/go-git/", "code.gitea.io/", module + "/"},
 	"deploy":     {"k8s.io/", module + "/"},
 }
 

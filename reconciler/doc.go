@@ -27,7 +27,7 @@
 // reachable source. Errors
 // are sorted at the loop: Git unreachable (*SourceError) and Kubernetes API
 // hiccups are retried with backoff, and nothing is applied meanwhile;
-// problems in Git (*RenderError, *GuardError, *ApplyError) are recorded,
+// problems in Git (*render.Error, *GuardError, *ApplyError) are recorded,
 // reported on the commit, and retried only at the next interval.
 //
 // A sync applies in waves (PlanWaves: ascending pinbot.dev/sync-wave, or

@@ -16,11 +16,22 @@ import (
 // Literal objects for the pure-core tests.
 
 const (
+	digestA   = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	digestB   = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 	digestC   = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
 	digestD   = "sha256:dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd"
 	digestCfg = "sha256:ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
 	repo      = "127.0.0.1:3000/org/app"
 )
+
+// names lists "Kind ns/name" for each object, in order.
+func names(objs []*unstructured.Unstructured) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, RefOf(o).String())
+	}
+	return out
+}
 
 var amd64 = registry.Platform{OS: "linux", Architecture: "amd64"}
 

@@ -10,6 +10,7 @@ import (
 
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/render"
 )
 
 // passMode says what a pass may do besides computing the status.
@@ -126,12 +127,12 @@ func (r *Reconciler) load(ctx context.Context, app *App, st *appState) (string, 
 	if err == nil {
 		err = r.source.With(ctx, app, auth, func(rev Revision) error {
 			commit = rev.Commit
-			objs, err := Render(rev.Dir, app.Path)
+			objs, err := render.Dir(rev.Dir, app.Path)
 			if err != nil {
 				return err
 			}
 			if len(objs) == 0 && !app.SyncPolicy.AllowEmpty {
-				return &RenderError{File: app.Path, Err: errEmpty}
+				return &render.Error{File: app.Path, Err: errEmpty}
 			}
 			desired, err = Place(app, objs, r.applier.Scope)
 			return err

@@ -17,6 +17,7 @@ import (
 
 	"pinbot.dev/pinbot/internal/kubeletsim"
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/render"
 )
 
 // Scenarios for prune, allowEmpty and sync waves (issue 5: 5, 6, 7, 9).
@@ -218,9 +219,9 @@ func TestEmptyRenderIsRefused(t *testing.T) {
 	}
 	commit := s.push(map[string]string{"app/settings.yaml": "# moved to another repository\n"}, "A bad rebase empties the app")
 	st, _, err := s.r.Sync(testCtx, s.name, 0)
-	var re *reconciler.RenderError
+	var re *render.Error
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), "the render holds no objects") {
-		t.Fatalf("Sync error = %v, want a *RenderError for the empty render", err)
+		t.Fatalf("Sync error = %v, want a *render.Error for the empty render", err)
 	}
 	if diff := cmp.Diff([]string{"ConfigMap/other", "ConfigMap/settings"}, s.inventory()); diff != "" {
 		t.Errorf("inventory after the refusal (-want +got):\n%s", diff)

@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"pinbot.dev/pinbot/render"
 )
 
 // owned makes u look as pinbot applied it for app "web": the inventory
@@ -142,9 +144,9 @@ func TestDegradeEmpty(t *testing.T) {
 		wantHealth Health
 		wantReason string
 	}{
-		{"an empty render", &RenderError{File: "app", Err: errEmpty}, Degraded, "render: app: " + errEmpty.Error()},
+		{"an empty render", &render.Error{File: "app", Err: errEmpty}, Degraded, "render: app: " + errEmpty.Error()},
 		{"a refused prune", fmt.Errorf("refusing to delete 2 objects of the app: %w", errEmpty), Degraded, "refusing to delete 2 objects of the app: " + errEmpty.Error()},
-		{"another refusal", &RenderError{File: "app/x.yaml", Line: 3, Err: errors.New("bad")}, HealthUnknown, ""},
+		{"another refusal", &render.Error{File: "app/x.yaml", Line: 3, Err: errors.New("bad")}, HealthUnknown, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &AppStatus{Health: HealthUnknown}

@@ -19,6 +19,7 @@ import (
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/kubeletsim"
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/render"
 )
 
 const rollout = 90 * time.Second // bound on a rollout on the simulated node
@@ -280,7 +281,7 @@ func TestRefusedSyncAppliesNothing(t *testing.T) {
 		want   string
 	}{
 		{"render error", map[string]string{"app/a-settings.yaml": cm, "app/deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web\n"},
-			new(*reconciler.RenderError), "render: app/deploy.yaml:"},
+			new(*render.Error), "render: app/deploy.yaml:"},
 		{"forbidden namespace", map[string]string{"app/a-settings.yaml": cm, "app/deploy.yaml": deployment(1, img.ref()),
 			"app/evil.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: evil, namespace: kube-system}\n"},
 			new(*reconciler.GuardError), `ConfigMap kube-system/evil refused: namespace "kube-system" is not in allowNamespaces [refused]`},

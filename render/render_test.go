@@ -1,4 +1,4 @@
-package reconciler
+package render
 
 import (
 	"errors"
@@ -31,15 +31,21 @@ func writeTree(t *testing.T, files map[string]string) string {
 func names(objs []*unstructured.Unstructured) []string {
 	var out []string
 	for _, o := range objs {
-		out = append(out, RefOf(o).String())
+		ref := o.GetName()
+		if ns := o.GetNamespace(); ns != "" {
+			ref = ns + "/" + ref
+		}
+		out = append(out, o.GetKind()+" "+ref)
 	}
 	return out
 }
 
-const digestA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-const digestB = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+const (
+	digestA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	digestB = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+)
 
-func TestRenderPlain(t *testing.T) {
+func TestDirPlain(t *testing.T) {
 	root := writeTree(t, map[string]string{
 		"envs/prod/a.yaml":         "# leading comment\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: one}\ndata: {n: '1'}\n---\n---\n# only a comment\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: two, namespace: other}\n",
 		"envs/prod/sub/b.yml":      "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 3\n  template:\n    spec:\n      containers: [{name: app, image: 'r.example/app@" + digestA + "'}]\n",
@@ -49,7 +55,7 @@ func TestRenderPlain(t *testing.T) {
 		"envs/prod/empty.yaml":     "",
 		"envs/dev/d.yaml":          "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dev}\n",
 	})
-	got, err := Render(root, "envs/prod")
+	got, err := Dir(root, "envs/prod")
 	if err != nil {
 		t.Fatalf("Render: %s", err)
 	}
@@ -61,13 +67,13 @@ func TestRenderPlain(t *testing.T) {
 	if n, found, err := unstructured.NestedInt64(got[3].Object, "spec", "replicas"); err != nil || !found || n != 3 {
 		t.Errorf("spec.replicas = %d, %t, %v; want 3", n, found, err)
 	}
-	all, err := Render(root, ".")
+	all, err := Dir(root, ".")
 	if err != nil || len(all) != 5 {
-		t.Errorf("Render(root) = %d objects, %v; want 5", len(all), err)
+		t.Errorf("Dir(root) = %d objects, %v; want 5", len(all), err)
 	}
 }
 
-func TestRenderErrors(t *testing.T) {
+func TestDirErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		files map[string]string
@@ -91,42 +97,42 @@ func TestRenderErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := writeTree(t, tc.files)
-			_, err := Render(root, tc.path)
-			var re *RenderError
+			_, err := Dir(root, tc.path)
+			var re *Error
 			if !errors.As(err, &re) {
-				t.Fatalf("Render error = %v, want a *RenderError", err)
+				t.Fatalf("Dir error = %v, want a *Error", err)
 			}
 			if !strings.Contains(err.Error(), tc.want) || re.File != tc.file || (tc.line != 0 && re.Line != tc.line) {
-				t.Errorf("Render error = %q (file %q line %d), want it to contain %q, file %q line %d", err, re.File, re.Line, tc.want, tc.file, tc.line)
+				t.Errorf("Dir error = %q (file %q line %d), want it to contain %q, file %q line %d", err, re.File, re.Line, tc.want, tc.file, tc.line)
 			}
 		})
 	}
 }
 
-func TestRenderKustomize(t *testing.T) {
+func TestDirKustomize(t *testing.T) {
 	root := writeTree(t, map[string]string{
 		"base/kustomization.yaml":      "resources: [deploy.yaml]\n",
 		"base/deploy.yaml":             "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      containers: [{name: app, image: 'r.example/app:v1'}]\n",
 		"envs/prod/kustomization.yaml": "namespace: prod\nresources: [../../base, cm.yaml]\nimages:\n- name: r.example/app\n  digest: " + digestB + "\n",
 		"envs/prod/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n",
 	})
-	got, err := Render(root, "envs/prod")
+	got, err := Dir(root, "envs/prod")
 	if err != nil {
 		t.Fatalf("Render: %s", err)
 	}
 	if diff := cmp.Diff([]string{"Deployment prod/web", "ConfigMap prod/settings"}, names(got)); diff != "" {
 		t.Errorf("objects (-want +got):\n%s", diff)
 	}
-	images := desiredImages(got[0])
-	if len(images.containers) != 1 {
-		t.Fatalf("containers = %+v, want one", images.containers)
+	containers, _, _ := unstructured.NestedSlice(got[0].Object, "spec", "template", "spec", "containers")
+	if len(containers) != 1 {
+		t.Fatalf("containers = %+v, want one", containers)
 	}
-	if repo, d, ok := pinnedImage(images.containers[0].image); !ok || repo != "r.example/app" || d != digestB {
-		t.Errorf("image %q pins %q %q, want r.example/app %s", images.containers[0].image, repo, d, digestB)
+	if image := containers[0].(map[string]any)["image"]; image != "r.example/app@"+digestB {
+		t.Errorf("image = %q, want r.example/app@%s", image, digestB)
 	}
 }
 
-func TestRenderKustomizeRefusals(t *testing.T) {
+func TestDirKustomizeRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		files map[string]string
@@ -150,22 +156,22 @@ func TestRenderKustomizeRefusals(t *testing.T) {
 			"render: app/kustomization.yaml: kustomize build:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Render(writeTree(t, tc.files), "app")
+			_, err := Dir(writeTree(t, tc.files), "app")
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("Render error = %v, want it to contain %q", err, tc.want)
+				t.Errorf("Dir error = %v, want it to contain %q", err, tc.want)
 			}
 		})
 	}
 }
 
-func TestRenderKustomizeSymlinkOutOfRepo(t *testing.T) {
+func TestDirKustomizeSymlinkOutOfRepo(t *testing.T) {
 	outside := writeTree(t, map[string]string{"secret.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stolen}\n"})
 	root := writeTree(t, map[string]string{"app/kustomization.yaml": "resources: [link.yaml]\n"})
 	if err := os.Symlink(filepath.Join(outside, "secret.yaml"), filepath.Join(root, "app", "link.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Render(root, "app")
+	_, err := Dir(root, "app")
 	if err == nil || !strings.Contains(err.Error(), "outside the repository") {
-		t.Errorf("Render error = %v, want a refusal of the file outside the repository", err)
+		t.Errorf("Dir error = %v, want a refusal of the file outside the repository", err)
 	}
 }

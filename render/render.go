@@ -1,4 +1,10 @@
-package reconciler
+// Package render turns a directory of a Git checkout into the Kubernetes
+// objects it declares: plain YAML or JSON manifests, a kustomization (built
+// with kustomize, remote bases refused) or a Helm chart (rendered in process
+// with the Helm SDK, dependencies only from the chart's charts/ directory).
+// Rendering reads only the checkout; it never fetches anything. Errors are
+// *Error naming the file, and the line or template, at fault.
+package render
 
 import (
 	"bytes"
@@ -10,6 +16,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -18,16 +25,16 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
-// RenderError stops a sync before anything is applied. File is the slash
-// path, relative to the repository root, of the file at fault.
-type RenderError struct {
+// Error stops a sync before anything is applied. File is the slash path,
+// relative to the repository root, of the file at fault.
+type Error struct {
 	File string
 	Line int // 0 when unknown
 	Err  error
 }
 
 // Error names the object or file and the cause.
-func (e *RenderError) Error() string {
+func (e *Error) Error() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("render: %s:%d: %s", e.File, e.Line, e.Err)
 	}
@@ -35,7 +42,7 @@ func (e *RenderError) Error() string {
 }
 
 // Unwrap returns the cause.
-func (e *RenderError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
 // manifestExts are the file name suffixes a plain directory render reads.
 var manifestExts = []string{".yaml", ".yml", ".json"}
@@ -43,25 +50,25 @@ var manifestExts = []string{".yaml", ".yml", ".json"}
 // kustomizationNames are the files that make a directory a kustomization.
 var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
 
-// Render returns the objects the manifests at rel (slash path) inside the
+// Dir returns the objects the manifests at rel (slash path) inside the
 // repository checked out at root declare. A directory holding a
 // kustomization file is built with kustomize (remote bases refused, files
 // outside root unreadable); any other directory is read recursively, every
 // *.yaml, *.yml and *.json file, every document, skipping empty documents
 // and directories whose name starts with a dot. Objects come back in file
-// order. Errors are *RenderError.
-func Render(root, rel string) ([]*unstructured.Unstructured, error) {
+// order. Errors are *Error.
+func Dir(root, rel string) ([]*unstructured.Unstructured, error) {
 	rel = path.Clean(rel)
 	if path.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") {
-		return nil, &RenderError{File: rel, Err: errors.New("path escapes the repository")}
+		return nil, &Error{File: rel, Err: errors.New("path escapes the repository")}
 	}
 	dir := filepath.Join(root, filepath.FromSlash(rel))
 	st, err := os.Stat(dir)
 	if err != nil {
-		return nil, &RenderError{File: rel, Err: errors.New("no such directory in the repository")}
+		return nil, &Error{File: rel, Err: errors.New("no such directory in the repository")}
 	}
 	if !st.IsDir() {
-		return nil, &RenderError{File: rel, Err: errors.New("not a directory")}
+		return nil, &Error{File: rel, Err: errors.New("not a directory")}
 	}
 	for _, name := range kustomizationNames {
 		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
@@ -94,7 +101,7 @@ func renderDir(root, rel string) ([]*unstructured.Unstructured, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, &RenderError{File: rel, Err: fmt.Errorf("walking: %w", err)}
+		return nil, &Error{File: rel, Err: fmt.Errorf("walking: %w", err)}
 	}
 	sort.Strings(files)
 	var objs []*unstructured.Unstructured
@@ -102,7 +109,7 @@ func renderDir(root, rel string) ([]*unstructured.Unstructured, error) {
 		name := filepath.ToSlash(mustRel(root, f))
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return nil, &RenderError{File: name, Err: fmt.Errorf("reading: %w", err)}
+			return nil, &Error{File: name, Err: fmt.Errorf("reading: %w", err)}
 		}
 		got, err := Decode(name, b)
 		if err != nil {
@@ -123,8 +130,8 @@ func mustRel(root, p string) string {
 
 // Decode parses every document of one manifest file (YAML, multi-document,
 // or JSON). Empty documents are skipped; a List's items are expanded. Every
-// object needs apiVersion, kind and metadata.name. Errors are *RenderError
-// naming file and line.
+// object needs apiVersion, kind and metadata.name. Errors are *Error naming
+// file and line.
 func Decode(file string, data []byte) ([]*unstructured.Unstructured, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var objs []*unstructured.Unstructured
@@ -136,7 +143,7 @@ func Decode(file string, data []byte) ([]*unstructured.Unstructured, error) {
 		}
 		if err != nil {
 			line, msg := splitYAMLLine(err)
-			return nil, &RenderError{File: file, Line: line, Err: errors.New(msg)}
+			return nil, &Error{File: file, Line: line, Err: errors.New(msg)}
 		}
 		if empty(&doc) {
 			continue
@@ -146,19 +153,19 @@ func Decode(file string, data []byte) ([]*unstructured.Unstructured, error) {
 			line = doc.Content[0].Line
 		}
 		if doc.Content[0].Kind != yaml.MappingNode {
-			return nil, &RenderError{File: file, Line: line, Err: errors.New("document is not a mapping")}
+			return nil, &Error{File: file, Line: line, Err: errors.New("document is not a mapping")}
 		}
 		y, err := yaml.Marshal(&doc)
 		if err != nil {
-			return nil, &RenderError{File: file, Line: line, Err: fmt.Errorf("re-encoding: %w", err)}
+			return nil, &Error{File: file, Line: line, Err: fmt.Errorf("re-encoding: %w", err)}
 		}
 		j, err := sigsyaml.YAMLToJSON(y)
 		if err != nil {
-			return nil, &RenderError{File: file, Line: line, Err: fmt.Errorf("converting to JSON: %w", err)}
+			return nil, &Error{File: file, Line: line, Err: fmt.Errorf("converting to JSON: %w", err)}
 		}
 		got, err := objectsFromJSON(j)
 		if err != nil {
-			return nil, &RenderError{File: file, Line: line, Err: err}
+			return nil, &Error{File: file, Line: line, Err: err}
 		}
 		objs = append(objs, got...)
 	}
@@ -173,6 +180,9 @@ func empty(doc *yaml.Node) bool {
 	n := doc.Content[0]
 	return n.Kind == yaml.ScalarNode && n.Tag == "!!null"
 }
+
+// yamlLine matches yaml.v3's "line N: msg" errors.
+var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 
 // splitYAMLLine pulls the line out of a yaml.v3 syntax error.
 func splitYAMLLine(err error) (int, string) {

@@ -1,4 +1,4 @@
-package reconciler
+package render
 
 import (
 	"errors"
@@ -22,10 +22,10 @@ import (
 func renderKustomize(root, rel, file string) ([]*unstructured.Unstructured, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
-		return nil, &RenderError{File: rel, Err: fmt.Errorf("locating the repository: %w", err)}
+		return nil, &Error{File: rel, Err: fmt.Errorf("locating the repository: %w", err)}
 	}
 	if abs, err = filepath.EvalSymlinks(abs); err != nil {
-		return nil, &RenderError{File: rel, Err: fmt.Errorf("locating the repository: %w", err)}
+		return nil, &Error{File: rel, Err: fmt.Errorf("locating the repository: %w", err)}
 	}
 	if err := checkKustomization(abs, rel, map[string]bool{}); err != nil {
 		return nil, err
@@ -34,17 +34,17 @@ func renderKustomize(root, rel, file string) ([]*unstructured.Unstructured, erro
 	opts := krusty.MakeDefaultOptions()
 	m, err := krusty.MakeKustomizer(opts).Run(fsys, filepath.Join(abs, filepath.FromSlash(rel)))
 	if err != nil {
-		return nil, &RenderError{File: path.Join(rel, file), Err: fmt.Errorf("kustomize build: %w", err)}
+		return nil, &Error{File: path.Join(rel, file), Err: fmt.Errorf("kustomize build: %w", err)}
 	}
 	var objs []*unstructured.Unstructured
 	for _, r := range m.Resources() {
 		j, err := r.MarshalJSON()
 		if err != nil {
-			return nil, &RenderError{File: path.Join(rel, file), Err: fmt.Errorf("encoding %s: %w", r.CurId(), err)}
+			return nil, &Error{File: path.Join(rel, file), Err: fmt.Errorf("encoding %s: %w", r.CurId(), err)}
 		}
 		got, err := objectsFromJSON(j)
 		if err != nil {
-			return nil, &RenderError{File: path.Join(rel, file), Err: err}
+			return nil, &Error{File: path.Join(rel, file), Err: err}
 		}
 		objs = append(objs, got...)
 	}
@@ -78,7 +78,7 @@ func checkKustomization(root, dir string, seen map[string]bool) error {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		line, msg := splitYAMLLine(err)
-		return &RenderError{File: file, Line: line, Err: errors.New(msg)}
+		return &Error{File: file, Line: line, Err: errors.New(msg)}
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil // empty or malformed; kustomize reports it
@@ -91,15 +91,15 @@ func checkKustomization(root, dir string, seen map[string]bool) error {
 		for _, item := range m.Content[i+1].Content {
 			ref := item.Value
 			if remoteRef(ref) {
-				return &RenderError{File: file, Line: item.Line, Err: fmt.Errorf("remote %s %q refused: pinbot renders only what the repository holds", m.Content[i].Value, ref)}
+				return &Error{File: file, Line: item.Line, Err: fmt.Errorf("remote %s %q refused: pinbot renders only what the repository holds", m.Content[i].Value, ref)}
 			}
 			target := path.Clean(path.Join(dir, ref))
 			if path.IsAbs(ref) || target == ".." || strings.HasPrefix(target, "../") {
-				return &RenderError{File: file, Line: item.Line, Err: fmt.Errorf("%q is outside the repository", ref)}
+				return &Error{File: file, Line: item.Line, Err: fmt.Errorf("%q is outside the repository", ref)}
 			}
 			st, err := os.Stat(filepath.Join(root, filepath.FromSlash(target)))
 			if err != nil {
-				return &RenderError{File: file, Line: item.Line, Err: fmt.Errorf("%q not found in the repository", ref)}
+				return &Error{File: file, Line: item.Line, Err: fmt.Errorf("%q not found in the repository", ref)}
 			}
 			if st.IsDir() {
 				if err := checkKustomization(root, target, seen); err != nil {
