@@ -5,8 +5,9 @@
 // reviewer would make, and the reconciler proving on a real kube-apiserver
 // that the running Pods use the merged digest.
 //
-// It stops everything it started on exit. `make demo` builds the peers into
-// bin/ first.
+// It stops everything it started on exit. `make demo` builds Gitea into bin/
+// first and the control plane in the background; the cluster half waits for
+// that build (see waitForControlPlane).
 package main
 
 import (

@@ -27,6 +27,9 @@ func (d *demo) mergeAndReconcile(ctx context.Context) error {
 	}
 	fmt.Printf("merged pull request #%d as %.12s\n", d.pr, sha)
 
+	if err := waitForControlPlane(ctx); err != nil {
+		return err
+	}
 	banner("Starting etcd, kube-apiserver and kube-controller-manager, and a simulated node")
 	cluster, err := kube.Start(ctx, kube.Options{})
 	if err != nil {
