@@ -79,6 +79,18 @@ type Change struct {
 // lowercase hex digits.
 var ErrInvalidDigest = errors.New("invalid digest: want sha256: and 64 lowercase hex digits")
 
+// ErrInvalidTag reports a tag that is not a valid OCI tag: 1 to 128
+// letters, digits, '_', '.' and '-', not starting with '.' or '-'.
+var ErrInvalidTag = errors.New("invalid tag: want 1 to 128 letters, digits, '_', '.' and '-', not starting with '.' or '-'")
+
+// Validate checks u as Plan and Set do before they read any file: the
+// digest (unless DigestFor chooses it), the tag and the repository. Its
+// errors wrap ErrInvalidDigest or ErrInvalidTag where those apply.
+func (u Update) Validate() error {
+	_, err := prepare(u)
+	return err
+}
+
 // SyntaxError reports a file pins cannot read or rewrite safely, such as
 // malformed YAML, naming the file and line.
 type SyntaxError struct {

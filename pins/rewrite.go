@@ -91,7 +91,7 @@ func prepare(u Update) (*update, error) {
 		}
 	}
 	if u.Tag != "" && !validTag(u.Tag) {
-		return nil, fmt.Errorf("invalid tag %q", u.Tag)
+		return nil, fmt.Errorf("tag %q: %w", u.Tag, ErrInvalidTag)
 	}
 	repo, err := updateRepo(u.Image)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/pins"
 )
@@ -75,9 +76,6 @@ skipped with a warning. --dry-run prints the changes and writes nothing.`,
 				run = pins.Plan
 			}
 			changes, err := run(o.dir, u, pinsWarnings(logctx.From(cmd.Context())))
-			if errors.Is(err, pins.ErrInvalidDigest) {
-				return fmt.Errorf("argument %q: %w", args[0], err)
-			}
 			if err != nil {
 				return err
 			}
@@ -103,20 +101,36 @@ skipped with a warning. --dry-run prints the changes and writes nothing.`,
 }
 
 // update builds the pins.Update for the IMAGE@sha256:DIGEST argument.
+// Every error is a usage error: the command line is wrong, and no file has
+// been read.
 func (o *pinsSetOptions) update(arg string) (pins.Update, error) {
+	shown := clip.Quote(arg)
 	image, digest, ok := strings.Cut(arg, "@")
 	if !ok || image == "" {
-		return pins.Update{}, fmt.Errorf("argument %q: want IMAGE@sha256:DIGEST", arg)
+		return pins.Update{}, usageErrorf("argument %s: want IMAGE@sha256:DIGEST", shown)
+	}
+	if o.tag != "" {
+		if err := (pins.Update{Image: image, Digest: digest, Tag: o.tag}).Validate(); errors.Is(err, pins.ErrInvalidTag) {
+			return pins.Update{}, usageErrorf("flag --tag %s: %w", clip.Quote(o.tag), pins.ErrInvalidTag)
+		}
 	}
 	tag := o.tag
 	if c := strings.LastIndexByte(image, ':'); c >= 0 && !strings.Contains(image[c+1:], "/") {
 		argTag := image[c+1:]
 		if tag != "" && tag != argTag {
-			return pins.Update{}, usageErrorf("flag --tag %q conflicts with tag %q in argument %q", tag, argTag, arg)
+			return pins.Update{}, usageErrorf("flag --tag %s conflicts with tag %s in argument %s", clip.Quote(tag), clip.Quote(argTag), shown)
 		}
 		tag = argTag
 	}
-	return pins.Update{Image: image, Digest: digest, Tag: tag, PinTags: o.pinTags}, nil
+	u := pins.Update{Image: image, Digest: digest, Tag: tag, PinTags: o.pinTags}
+	if err := u.Validate(); err != nil {
+		if errors.Is(err, pins.ErrInvalidDigest) {
+			// The digest alone, not the whole (maybe huge) value.
+			err = fmt.Errorf("digest %s: %w", clip.Quote(digest), pins.ErrInvalidDigest)
+		}
+		return pins.Update{}, usageErrorf("argument %s: %w", shown, err)
+	}
+	return u, nil
 }
 
 // writeChanges prints each changed line as a -/+ pair, then a summary.
