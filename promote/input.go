@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"pinbot.dev/pinbot/internal/clip"
 )
 
 // Source says where a promoted digest came from. It is shown in the pull
@@ -127,10 +128,15 @@ func ParseDigestFile(file string, data []byte) (string, error) {
 	if d == "" {
 		return "", fmt.Errorf("%s: empty digest file", file)
 	}
-	if !ValidDigest(d) {
-		return "", fmt.Errorf("%s: %q: %w", file, firstLine(d), ErrInvalidDigest)
+	first, rest, more := strings.Cut(d, "\n")
+	first = strings.TrimSpace(first)
+	if !ValidDigest(first) {
+		return "", fmt.Errorf("%s:1: %s: %w", file, clip.Quote(first), ErrInvalidDigest)
 	}
-	return d, nil
+	if more {
+		return "", fmt.Errorf("%s:2: a digest file holds one digest, but a second line follows: %s", file, clip.Quote(firstLine(rest)))
+	}
+	return first, nil
 }
 
 // ParseImageNameWithDigest reads a Kaniko --image-name-with-digest-file:
@@ -145,12 +151,15 @@ func ParseImageNameWithDigest(file string, data []byte) ([]Input, error) {
 		if line == "" {
 			continue
 		}
+		if err := checkRefLen(line); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", file, i+1, err)
+		}
 		repo, tag, digest, err := ParseRef(line)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", file, i+1, err)
 		}
 		if digest == "" {
-			return nil, fmt.Errorf("%s:%d: %q has no @sha256:... digest", file, i+1, line)
+			return nil, fmt.Errorf("%s:%d: %s has no @sha256:... digest", file, i+1, clip.Quote(line))
 		}
 		if len(ins) > 0 && ins[0].Digest != digest {
 			return nil, fmt.Errorf("%s:%d: digest %s differs from %s on an earlier line", file, i+1, digest, ins[0].Digest)
@@ -191,9 +200,10 @@ const (
 func ParseMetadata(file string, data []byte) ([]Input, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
-		return nil, fmt.Errorf("%s: parsing buildx metadata JSON: %w", file, err)
+		return nil, jsonError(file, data, "parsing buildx metadata JSON", err)
 	}
-	if _, ok := top[metaDigestKey]; ok {
+	_, hasDigest := top[metaDigestKey]
+	if _, hasName := top[metaNameKey]; hasDigest || hasName {
 		return parseMetadataObject(file, "", top)
 	}
 	// bake: {"target": {...}, ...}
@@ -204,12 +214,16 @@ func ParseMetadata(file string, data []byte) ([]Input, error) {
 	sort.Strings(targets)
 	var ins []Input
 	for _, t := range targets {
+		if strings.HasPrefix(t, "buildx.") {
+			continue // buildx's own keys, such as buildx.build.warnings
+		}
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(top[t], &obj); err != nil {
-			continue // not a target object (bake adds other keys)
+			return nil, fmt.Errorf("%s: bake target %s: want an object with %q and %q: %w", file, clip.Quote(t), metaDigestKey, metaNameKey, err)
 		}
-		if _, ok := obj[metaDigestKey]; !ok {
-			continue
+		_, hasDigest := obj[metaDigestKey]
+		if _, hasName := obj[metaNameKey]; !hasDigest && !hasName {
+			continue // a target that pushed no image, such as a test stage
 		}
 		got, err := parseMetadataObject(file, t+".", obj)
 		if err != nil {
@@ -225,11 +239,14 @@ func ParseMetadata(file string, data []byte) ([]Input, error) {
 
 func parseMetadataObject(file, prefix string, obj map[string]json.RawMessage) ([]Input, error) {
 	var digest, names string
+	if _, ok := obj[metaDigestKey]; !ok {
+		return nil, fmt.Errorf("%s: no %q key: is this a buildx --metadata-file?", file, prefix+metaDigestKey)
+	}
 	if err := json.Unmarshal(obj[metaDigestKey], &digest); err != nil {
 		return nil, fmt.Errorf("%s: key %q: want a string: %w", file, prefix+metaDigestKey, err)
 	}
 	if !ValidDigest(digest) {
-		return nil, fmt.Errorf("%s: key %q: %q: %w", file, prefix+metaDigestKey, digest, ErrInvalidDigest)
+		return nil, fmt.Errorf("%s: key %q: %s: %w", file, prefix+metaDigestKey, clip.Quote(digest), ErrInvalidDigest)
 	}
 	raw, ok := obj[metaNameKey]
 	if !ok {
@@ -245,12 +262,15 @@ func parseMetadataObject(file, prefix string, obj map[string]json.RawMessage) ([
 		if n == "" {
 			continue
 		}
+		if err := checkRefLen(n); err != nil {
+			return nil, fmt.Errorf("%s: key %q: %w", file, prefix+metaNameKey, err)
+		}
 		repo, tag, d, err := ParseRef(n)
 		if err != nil {
 			return nil, fmt.Errorf("%s: key %q: %w", file, prefix+metaNameKey, err)
 		}
 		if d != "" && d != digest {
-			return nil, fmt.Errorf("%s: key %q: %q names digest %s, but %q is %s", file, prefix+metaNameKey, n, d, prefix+metaDigestKey, digest)
+			return nil, fmt.Errorf("%s: key %q: %s names digest %s, but %q is %s", file, prefix+metaNameKey, clip.Quote(n), d, prefix+metaDigestKey, digest)
 		}
 		ins = addInput(ins, byRepo, Input{Image: repo, Digest: digest, Source: SourceBuildxMetadata, File: file}, tag)
 	}
@@ -318,10 +338,11 @@ func (s InputSpec) Validate() error {
 
 // Read turns the flags into Inputs, reading the file the spec names with
 // read (os.ReadFile when nil). Call Validate first.
+//
+// Each file is refused above its size limit (MaxDigestFile,
+// MaxImageNameFile, MaxMetadataFile); read from disk, no more than the
+// limit is ever read.
 func (s InputSpec) Read(read func(string) ([]byte, error)) ([]Input, error) {
-	if read == nil {
-		read = os.ReadFile
-	}
 	var repo, tag, digest string
 	if s.Image != "" {
 		var err error
@@ -339,9 +360,9 @@ func (s InputSpec) Read(read func(string) ([]byte, error)) ([]Input, error) {
 	case s.Digest != "":
 		return []Input{withTag(Input{Image: repo, Digest: s.Digest, Source: SourceFlag})}, nil
 	case s.DigestFile != "":
-		data, err := read(s.DigestFile)
+		data, err := readInput(read, s.DigestFile, "digest file", MaxDigestFile)
 		if err != nil {
-			return nil, fmt.Errorf("reading digest file: %w", err)
+			return nil, err
 		}
 		d, err := ParseDigestFile(s.DigestFile, data)
 		if err != nil {
@@ -349,13 +370,13 @@ func (s InputSpec) Read(read func(string) ([]byte, error)) ([]Input, error) {
 		}
 		return []Input{withTag(Input{Image: repo, Digest: d, Source: SourceDigestFile, File: s.DigestFile})}, nil
 	case s.ImageNameFile != "", s.MetadataFile != "":
-		file, parse := s.ImageNameFile, ParseImageNameWithDigest
+		file, parse, what, limit := s.ImageNameFile, ParseImageNameWithDigest, "image-name-with-digest file", MaxImageNameFile
 		if s.MetadataFile != "" {
-			file, parse = s.MetadataFile, ParseMetadata
+			file, parse, what, limit = s.MetadataFile, ParseMetadata, "buildx metadata file", MaxMetadataFile
 		}
-		data, err := read(file)
+		data, err := readInput(read, file, what, limit)
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", file, err)
+			return nil, err
 		}
 		ins, err := parse(file, data)
 		if err != nil {

@@ -63,7 +63,9 @@ func TestParseDigestFile(t *testing.T) {
 		{name: "no newline", data: d2, want: d2},
 		{name: "crlf", data: d2 + "\r\n", want: d2},
 		{name: "empty", data: "\n", wantErr: "digest.txt: empty digest file"},
-		{name: "upper case", data: strings.ToUpper(d2), wantErr: "digest.txt: "},
+		{name: "upper case", data: strings.ToUpper(d2), wantErr: "digest.txt:1: "},
+		{name: "two lines", data: d2 + "\n" + d3 + "\n", wantErr: "digest.txt:2: a digest file holds one digest, but a second line follows: \"" + d3 + "\""},
+		{name: "huge line is clipped", data: "sha256:" + strings.Repeat("0", 5<<20), wantErr: "(5242887 bytes): invalid digest"},
 		{name: "image name instead", data: "app@" + d2, wantErr: "invalid digest"},
 	}
 	for _, tc := range tests {
@@ -156,7 +158,11 @@ func TestParseMetadata(t *testing.T) {
 				{Image: "registry.example/org/web", Tags: []string{"main"}, Digest: d4, Source: SourceBuildxMetadata, File: "buildx-bake-metadata.json"},
 			},
 		},
-		{name: "not JSON", data: "sha256:abc", wantErr: "meta.json: parsing buildx metadata JSON"},
+		{name: "not JSON", data: "sha256:abc", wantErr: "meta.json:1: parsing buildx metadata JSON"},
+		{name: "not JSON on line 3", data: "{\n  \"containerimage.digest\": \"" + d2 + "\",\n  \"image.name\": oops\n}", wantErr: "meta.json:3: parsing buildx metadata JSON"},
+		{name: "bake target not an object", data: `{"web": "x", "api": {"containerimage.digest":"` + d2 + `","image.name":"r.example/api"}}`, wantErr: `meta.json: bake target "web": want an object`},
+		{name: "bake target without digest", data: `{"web": {"image.name":"r.example/web"}, "api": {"containerimage.digest":"` + d2 + `","image.name":"r.example/api"}}`, wantErr: `meta.json: no "web.containerimage.digest" key`},
+		{name: "huge image.name is clipped", data: `{"containerimage.digest":"` + d2 + `","image.name":"r.example/` + strings.Repeat("a", 1<<20) + `"}`, wantErr: `key "image.name": image reference "r.example/aaaaaaaa`},
 		{name: "no digest key", data: `{"image.name":"r.example/app:1"}`, wantErr: `meta.json: no "containerimage.digest" key`},
 		{name: "no name key", data: `{"containerimage.digest":"` + d2 + `"}`, wantErr: `meta.json: no key "image.name"`},
 		{name: "bad digest", data: `{"containerimage.digest":"sha256:12","image.name":"r.example/app"}`, wantErr: `meta.json: key "containerimage.digest": "sha256:12": invalid digest`},
@@ -201,6 +207,9 @@ func TestInputSpec(t *testing.T) {
 	read := func(name string) ([]byte, error) {
 		if f, ok := files[name]; ok {
 			return os.ReadFile(f)
+		}
+		if name == "huge" {
+			return []byte(strings.Repeat("x", MaxMetadataFile+1)), nil
 		}
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	}
@@ -252,7 +261,10 @@ func TestInputSpec(t *testing.T) {
 		},
 		{name: "metadata without the image", spec: InputSpec{MetadataFile: "metadata", Image: "registry.example/org/other"}, readErr: "metadata names no image registry.example/org/other"},
 		{name: "metadata with another digest", spec: InputSpec{MetadataFile: "metadata", Image: app + "@" + d1}, readErr: "metadata names digest " + d2},
-		{name: "missing file", spec: InputSpec{Image: app, DigestFile: "nope"}, readErr: "reading digest file: open nope"},
+		{name: "missing file", spec: InputSpec{Image: app, DigestFile: "nope"}, readErr: "reading digest file nope: open nope"},
+		{name: "digest file too large", spec: InputSpec{Image: app, DigestFile: "huge"}, readErr: "huge: too large: a digest file is at most 4096 bytes"},
+		{name: "image-name file too large", spec: InputSpec{ImageNameFile: "huge"}, readErr: "huge: too large: a image-name-with-digest file is at most 65536 bytes"},
+		{name: "metadata file too large", spec: InputSpec{MetadataFile: "huge"}, readErr: "huge: too large: a buildx metadata file is at most 4194304 bytes"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -295,5 +307,40 @@ func TestShortDigestAndRef(t *testing.T) {
 	}
 	if !errors.Is(func() error { _, err := ParseDigestFile("f", []byte("x")); return err }(), ErrInvalidDigest) {
 		t.Error("ParseDigestFile error does not wrap ErrInvalidDigest")
+	}
+}
+
+// TestReadBoundsFileSize reads oversized CI files from disk: each is
+// refused, and the error is short.
+func TestReadBoundsFileSize(t *testing.T) {
+	huge := filepath.Join(t.TempDir(), "huge")
+	line := "registry.example/org/app@" + d2 + strings.Repeat("x", 5<<20) + "\n"
+	if err := os.WriteFile(huge, []byte(strings.Repeat(line, 2)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []InputSpec{
+		{Image: "registry.example/org/app", DigestFile: huge},
+		{ImageNameFile: huge},
+		{MetadataFile: huge},
+	} {
+		_, err := spec.Read(nil)
+		if !errors.Is(err, ErrInputTooLarge) {
+			t.Errorf("Read(%+v) = %v, want ErrInputTooLarge", spec, err)
+		} else if len(err.Error()) > 300 {
+			t.Errorf("error is %d bytes long", len(err.Error()))
+		}
+	}
+}
+
+// TestLongLineIsEchoedClipped is the 5 MB line in an image-name file: the
+// error names file and line, and quotes the value once, clipped.
+func TestLongLineIsEchoedClipped(t *testing.T) {
+	line := "registry.example/org/" + strings.Repeat("a", 60<<10) + "@" + d2
+	_, err := ParseImageNameWithDigest("names", []byte(line+"\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "names:1: image reference \"registry.example/org/aaaa") {
+		t.Fatalf("error = %.300v", err)
+	}
+	if len(err.Error()) > 300 {
+		t.Errorf("error is %d bytes long", len(err.Error()))
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -102,15 +103,21 @@ func (f *forgeFlags) Validate() error {
 // is registered with redact so it never shows in output.
 func (f *forgeFlags) token() (string, error) {
 	if f.tokenFile != "" {
-		raw, err := os.ReadFile(f.tokenFile)
+		raw, err := readAtMost(f.tokenFile, maxTokenFile+1)
 		if err != nil {
 			return "", fmt.Errorf("reading --token-file: %w", err)
+		}
+		if len(raw) > maxTokenFile {
+			return "", fmt.Errorf("--token-file %s: larger than %d bytes: is it a token?", f.tokenFile, maxTokenFile)
 		}
 		tok := strings.TrimSpace(string(raw))
 		if tok == "" {
 			return "", fmt.Errorf("--token-file %s is empty", f.tokenFile)
 		}
 		redact.Register(tok)
+		if err := checkToken(tok); err != nil {
+			return "", fmt.Errorf("--token-file %s: %w", f.tokenFile, err)
+		}
 		return tok, nil
 	}
 	tok := strings.TrimSpace(os.Getenv(tokenEnv))
@@ -118,7 +125,33 @@ func (f *forgeFlags) token() (string, error) {
 		return "", usageErrorf("no Gitea token: pass --token-file FILE or set $%s", tokenEnv)
 	}
 	redact.Register(tok)
+	if err := checkToken(tok); err != nil {
+		return "", fmt.Errorf("$%s: %w", tokenEnv, err)
+	}
 	return tok, nil
+}
+
+// maxTokenFile bounds a token file; Gitea's tokens are 40 hex digits.
+const maxTokenFile = 4 << 10
+
+// checkToken refuses a token that cannot go in an HTTP header, such as
+// two lines, before a request fails with an error naming neither the
+// file nor the cause. The token itself is never quoted.
+func checkToken(tok string) error {
+	if i := strings.IndexFunc(tok, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
+		return fmt.Errorf("the token holds a line break, a space or a control character (at byte %d): a token is one word on one line", i)
+	}
+	return nil
+}
+
+// readAtMost reads up to n bytes of file.
+func readAtMost(file string, n int64) ([]byte, error) {
+	fh, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	return io.ReadAll(io.LimitReader(fh, n))
 }
 
 // env resolves the flags and the environment into a promote.Env. Registry

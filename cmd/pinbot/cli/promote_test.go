@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,6 +19,10 @@ func TestPromoteDriftUsage(t *testing.T) {
 		d     = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
 	)
 	missing := filepath.Join(t.TempDir(), "missing")
+	twoLines := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(twoLines, []byte("secret1\nsecret2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -34,6 +39,7 @@ func TestPromoteDriftUsage(t *testing.T) {
 		{name: "bad platform", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--platform=linux"}, code: 2, want: "flag --platform"},
 		{name: "no token", args: []string{"promote", forge, repo, "--image=r.example/app:v1"}, code: 2, want: "no Gitea token: pass --token-file FILE or set $PINBOT_GITEA_TOKEN"},
 		{name: "missing token file", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token-file=" + missing}, code: 1, want: "reading --token-file"},
+		{name: "token file of two lines", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token-file=" + twoLines}, code: 1, want: "--token-file " + twoLines + ": the token holds a line break"},
 		{name: "missing digest file", args: []string{"promote", forge, repo, "--image=r.example/app", "--digest-file=" + missing}, code: 1, want: "reading digest file"},
 		{name: "token as a flag value", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token=abc"}, code: 2, want: "unknown flag: --token"},
 		{name: "drift bad group", args: []string{"drift", forge, repo, "--group=repo"}, code: 2, want: `flag --group "repo"`},
