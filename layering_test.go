@@ -15,7 +15,9 @@ import (
 const module = "pinbot.dev/pinbot"
 
 // forbidden maps a package (and its subpackages) to import prefixes it must
-// not depend on, directly or transitively.
+// not depend on, directly or transitively. Keys are paths below the module:
+// a top-level package or a subpackage ("reconciler/ssa"); a package obeys
+// the rules of every key it lies under.
 var forbidden = map[string][]string{
 	"pins":       {"github.com/go-git/", "code.gitea.io/", "k8s.io/", "sigs.k8s.io/", "net/http", module + "/registry", module + "/gitforge", module + "/render"},
 	"registry":   {"github.com/go-git/", "code.gitea.io/", "k8s.io/", "sigs.k8s.io/", module + "/pins", module + "/gitforge"},
@@ -24,6 +26,8 @@ var forbidden = map[string][]string{
 	"reconciler": {module + "/promote"},
 	"render":     {"github.com/go-git/", "code.gitea.io/", module + "/"},
 	"deploy":     {"k8s.io/", module + "/"},
+	// The Applier is a leaf: it applies what the reconciler decides.
+	"reconciler/ssa": {module + "/"},
 }
 
 // stdlibOnly are packages that may import nothing but the standard library
@@ -63,9 +67,14 @@ func TestLayering(t *testing.T) {
 		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
 		top, _, _ := strings.Cut(rel, "/")
 		for _, dep := range p.Deps {
-			for _, bad := range forbidden[top] {
-				if strings.HasPrefix(dep, bad) && !strings.HasPrefix(dep, module+"/"+top) {
-					t.Errorf("%s imports %s; %s must not depend on %s", p.ImportPath, dep, top, bad)
+			for key, bads := range forbidden {
+				if !within(rel, key) {
+					continue
+				}
+				for _, bad := range bads {
+					if strings.HasPrefix(dep, bad) && !within(strings.TrimPrefix(dep, module+"/"), key) {
+						t.Errorf("%s imports %s; %s must not depend on %s", p.ImportPath, dep, key, bad)
+					}
 				}
 			}
 			if slices.Contains(stdlibOnly, rel) && !isStdlib(dep) {
@@ -90,6 +99,12 @@ func TestLayering(t *testing.T) {
 func isStdlib(path string) bool {
 	first, _, _ := strings.Cut(path, "/")
 	return !strings.Contains(first, ".")
+}
+
+// within reports whether the package at rel (a path below the module) is
+// key or one of its subpackages.
+func within(rel, key string) bool {
+	return rel == key || strings.HasPrefix(rel, key+"/")
 }
 
 // isProduct reports whether a package ships in the pinbot binary.

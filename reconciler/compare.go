@@ -2,6 +2,8 @@ package reconciler
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"pinbot.dev/pinbot/reconciler/ssa"
 )
 
 // SyncState answers "does the cluster hold what Git declares?".
@@ -34,7 +36,7 @@ func Compare(app string, desired []*unstructured.Unstructured, live map[ObjectRe
 			out = append(out, ref)
 			continue
 		}
-		h, err := configHash(d)
+		h, err := ssa.ConfigHash(d)
 		if err != nil {
 			return SyncUnknown, nil, err
 		}

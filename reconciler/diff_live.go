@@ -240,7 +240,7 @@ func (r *Reconciler) live(ctx context.Context, app *App, desired []*unstructured
 	want := make(map[ObjectRef]*unstructured.Unstructured, len(desired))
 	specs := map[watchSpec]bool{}
 	for _, d := range desired {
-		m, err := r.applier.mapping(d.GroupVersionKind())
+		m, err := r.applier.Mapping(d.GroupVersionKind())
 		switch {
 		case meta.IsNoMatchError(err):
 			continue // kind not served: missing
@@ -268,7 +268,7 @@ func (r *Reconciler) live(ctx context.Context, app *App, desired []*unstructured
 			}
 		}
 	}
-	if err := r.applier.getMissing(ctx, want, live); err != nil {
+	if err := r.applier.GetMissing(ctx, want, live); err != nil {
 		return nil, err
 	}
 	return live, nil

@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"pinbot.dev/pinbot/reconciler/ssa"
 )
 
 // diffWorkers bounds the concurrent server-side dry runs of one pass; the
@@ -104,7 +105,7 @@ func (r *Reconciler) driftOf(ctx context.Context, app *App, st *appState, desire
 		if l == nil {
 			continue
 		}
-		h, err := configHash(d)
+		h, err := ssa.ConfigHash(d)
 		if err != nil {
 			return nil, err
 		}
@@ -126,7 +127,7 @@ func (r *Reconciler) driftOf(ctx context.Context, app *App, st *appState, desire
 		}
 		g.Go(func() error {
 			ref := RefOf(j.desired)
-			dry, err := r.applier.applyDryRun(ctx, app.Name, j.desired)
+			dry, err := r.applier.ApplyObject(ctx, app.Name, j.desired, ssa.DryRun())
 			var drift []Drift
 			if err == nil {
 				drift, err = DriftOf(dry, j.live, nil)
@@ -134,8 +135,8 @@ func (r *Reconciler) driftOf(ctx context.Context, app *App, st *appState, desire
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				errs = append(errs, fmt.Errorf("diffing %s: %w", ref, err))
-				return nil // every failure is reported, joined
+				errs = append(errs, err) // every failure is reported, joined
+				return nil
 			}
 			ds.store(ref, j.live, j.hash, drift)
 			raw = append(raw, drift...)
@@ -197,24 +198,6 @@ func sortDrift(d []Drift) {
 	})
 }
 
-// applyDryRun returns what a server-side apply of o (stamped for app, field
-// manager "pinbot", forced) would make of the object, persisting nothing.
-func (a *Applier) applyDryRun(ctx context.Context, app string, o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	s, err := stamp(o, app)
-	if err != nil {
-		return nil, err
-	}
-	ri, err := a.resource(s)
-	if err != nil {
-		return nil, err
-	}
-	got, err := ri.Apply(ctx, s.GetName(), s, metav1.ApplyOptions{FieldManager: FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}})
-	if err != nil {
-		return nil, fmt.Errorf("dry-run apply: %w", err)
-	}
-	return got, nil
-}
-
 // orphans lists the objects of app's inventory that desired no longer
 // declares, from the watch caches. The first call lists the whole
 // inventory once (every kind, in app's allowed namespaces) to learn its
@@ -226,7 +209,7 @@ func (r *Reconciler) orphans(ctx context.Context, app *App, st *appState, desire
 	ds.mu.Unlock()
 	var found []*unstructured.Unstructured
 	if !listed {
-		inv, err := r.applier.inventory(ctx, app.Name, app.AllowNamespaces)
+		inv, err := r.applier.InventoryIn(ctx, app.Name, app.AllowNamespaces)
 		if err != nil {
 			return nil, err
 		}
@@ -247,7 +230,7 @@ func (r *Reconciler) orphans(ctx context.Context, app *App, st *appState, desire
 	}
 	var specs []watchSpec
 	for gvk := range ds.kinds {
-		if m, err := r.applier.mapping(gvk); err == nil {
+		if m, err := r.applier.Mapping(gvk); err == nil {
 			specs = append(specs, specsOf(app, gvk, m)...)
 		}
 	}
@@ -271,7 +254,7 @@ func (r *Reconciler) orphans(ctx context.Context, app *App, st *appState, desire
 			ref := RefOf(o)
 			// An object being deleted (a prune's foreground deletion in
 			// progress) is on its way out, not orphaned.
-			if !declared[ref] && !seen[ref] && o.GetDeletionTimestamp() == nil && inInventory(o, app.Name) {
+			if !declared[ref] && !seen[ref] && o.GetDeletionTimestamp() == nil && ssa.InInventory(o, app.Name) {
 				seen[ref] = true
 				out = append(out, ref)
 			}

@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"pinbot.dev/pinbot/reconciler/ssa"
 )
 
 // Scope reports whether objects of a kind live in a namespace. The
@@ -104,7 +106,7 @@ func clusterScopedAllowed(app *App, allowNS map[string]bool, o *unstructured.Uns
 func declaredScopes(objs []*unstructured.Unstructured) map[schema.GroupKind]bool {
 	m := map[schema.GroupKind]bool{}
 	for _, o := range objs {
-		if !isCRD(o) {
+		if !ssa.IsCRD(o) {
 			continue
 		}
 		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
@@ -115,14 +117,4 @@ func declaredScopes(objs []*unstructured.Unstructured) map[schema.GroupKind]bool
 		}
 	}
 	return m
-}
-
-func isCRD(o *unstructured.Unstructured) bool {
-	gvk := o.GroupVersionKind()
-	return gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition"
-}
-
-func isNamespace(o *unstructured.Unstructured) bool {
-	gvk := o.GroupVersionKind()
-	return gvk.Group == "" && gvk.Kind == "Namespace"
 }

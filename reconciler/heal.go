@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/reconciler/ssa"
 )
 
 // TriggerHeal is the history trigger of a self-heal: pinbot re-applied
@@ -156,7 +156,7 @@ func (r *Reconciler) heal(ctx context.Context, app *App, st *appState, commit st
 	out := map[ObjectRef]*unstructured.Unstructured{}
 	e := Entry{Commit: commit, Time: now, Trigger: TriggerHeal, Result: Applied, Healed: healed}
 	for _, o := range targets {
-		got, err := r.applier.applyHeal(ctx, app, o, live[RefOf(o)])
+		got, err := r.applier.ApplyObject(ctx, app.Name, o, keepingIgnored(app, live[RefOf(o)]))
 		if err != nil {
 			if isTransient(err) {
 				return out, err
@@ -191,26 +191,15 @@ func (r *Reconciler) heal(ctx context.Context, app *App, st *appState, commit st
 	return out, fmt.Errorf("healing app %s: %s", app.Name, e.Reason)
 }
 
-// applyHeal server-side applies Git's version of o for app, forced, with
-// the fields the app's ignore rules name set to their live values (or
-// left out when live lacks them), so a heal never touches them.
-func (a *Applier) applyHeal(ctx context.Context, app *App, o, live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	s, err := stamp(o, app.Name)
-	if err != nil {
-		return nil, &ApplyError{Object: RefOf(o), Err: err}
-	}
-	if live != nil {
-		keepIgnored(s.Object, live.Object, app.Ignore, RefOf(o))
-	}
-	ri, err := a.resource(s)
-	if err != nil {
-		return nil, &ApplyError{Object: RefOf(o), Err: err}
-	}
-	got, err := ri.Apply(ctx, s.GetName(), s, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
-	if err != nil {
-		return nil, &ApplyError{Object: RefOf(o), Err: err}
-	}
-	return got, nil
+// keepingIgnored has a heal's apply set the fields the app's ignore rules
+// name to their live values (or leave them out when live lacks them), so
+// a heal never touches them.
+func keepingIgnored(app *App, live *unstructured.Unstructured) ssa.ApplyOption {
+	return ssa.Edit(func(s *unstructured.Unstructured) {
+		if live != nil {
+			keepIgnored(s.Object, live.Object, app.Ignore, RefOf(s))
+		}
+	})
 }
 
 // keepIgnored sets, in obj (what pinbot is about to apply for ref), every

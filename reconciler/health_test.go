@@ -8,6 +8,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"pinbot.dev/pinbot/reconciler/ssa"
 )
 
 // deploymentStatus is a live Deployment with the given replica counts and
@@ -65,7 +67,7 @@ func TestCompare(t *testing.T) {
 	a := obj("v1", "ConfigMap", "web", "a", map[string]any{"data": map[string]any{"k": "v1"}})
 	b := obj("v1", "ConfigMap", "web", "b", nil)
 	stamped := func(u *unstructured.Unstructured) *unstructured.Unstructured {
-		s, err := stamp(u, "web")
+		s, err := ssa.Stamp(u, "web")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,94 +1,38 @@
 package reconciler
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"pinbot.dev/pinbot/reconciler/ssa"
 )
 
-// Names pinbot writes on every object it applies.
+// Names pinbot writes on every object it applies (see package ssa).
 const (
 	// LabelApp is the inventory label: the name of the app that applied the
-	// object. Prune (issue 5) deletes only objects carrying it.
-	LabelApp = "pinbot.dev/app"
+	// object. Prune deletes only objects carrying it.
+	LabelApp = ssa.LabelApp
 	// AnnotationHash holds a hash of the object as rendered from Git, so a
 	// pass can tell that Git moved without a dry run per object.
-	AnnotationHash = "pinbot.dev/config-hash"
+	AnnotationHash = ssa.AnnotationHash
 	// FieldManager is the server-side apply field manager.
-	FieldManager = "pinbot"
+	FieldManager = ssa.FieldManager
 )
 
 // ObjectRef names one Kubernetes object.
-type ObjectRef struct {
-	Group     string `json:"group,omitempty"`
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
-}
+type ObjectRef = ssa.ObjectRef
+
+// ApplyError stops a sync: it names the object whose apply failed and
+// carries the API server's error.
+type ApplyError = ssa.ApplyError
+
+// PruneError stops a prune: it names the object whose deletion failed and
+// carries the API server's error.
+type PruneError = ssa.PruneError
 
 // RefOf returns the reference of u.
-func RefOf(u *unstructured.Unstructured) ObjectRef {
-	gvk := u.GroupVersionKind()
-	return ObjectRef{Group: gvk.Group, Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName()}
-}
-
-// String reads "Deployment web/api", "Widget.example.com web/w1" or
-// "ClusterRole view".
-func (r ObjectRef) String() string {
-	kind := r.Kind
-	if r.Group != "" && r.Group != "apps" && r.Group != "batch" {
-		kind += "." + r.Group
-	}
-	if r.Namespace == "" {
-		return kind + " " + r.Name
-	}
-	return kind + " " + r.Namespace + "/" + r.Name
-}
-
-// configHash is the hex sha256 of u's JSON without the inventory metadata
-// pinbot adds. JSON object keys are sorted, so the hash is stable.
-func configHash(u *unstructured.Unstructured) (string, error) {
-	c := u.DeepCopy()
-	labels := c.GetLabels()
-	delete(labels, LabelApp)
-	c.SetLabels(labels)
-	ann := c.GetAnnotations()
-	delete(ann, AnnotationHash)
-	c.SetAnnotations(ann)
-	b, err := json.Marshal(c.Object)
-	if err != nil {
-		return "", fmt.Errorf("hashing %s: %w", RefOf(u), err)
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:16]), nil
-}
-
-// stamp returns a copy of u carrying the inventory label for app and the
-// config hash annotation.
-func stamp(u *unstructured.Unstructured, app string) (*unstructured.Unstructured, error) {
-	h, err := configHash(u)
-	if err != nil {
-		return nil, err
-	}
-	c := u.DeepCopy()
-	labels := c.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[LabelApp] = app
-	c.SetLabels(labels)
-	ann := c.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann[AnnotationHash] = h
-	c.SetAnnotations(ann)
-	return c, nil
-}
+func RefOf(u *unstructured.Unstructured) ObjectRef { return ssa.RefOf(u) }
 
 // sortRefs orders references by group, kind, namespace and name.
 func sortRefs(refs []ObjectRef) {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/ssa"
 )
 
 // The scenarios of issue 5 that concern drift: self-heal on and off, a
@@ -153,7 +154,7 @@ func TestLabelGitNeverSetIsNotDrift(t *testing.T) {
 	if diff := cmp.Diff(want2, d); diff != "" {
 		t.Errorf("diff after Git dropped settings (-want +got):\n%s", diff)
 	}
-	a := reconciler.NewApplier(dynamic.NewForConfigOrDie(env.cluster.Config()), env.kube.Discovery())
+	a := ssa.New(dynamic.NewForConfigOrDie(env.cluster.Config()), env.kube.Discovery())
 	inv, err := a.Inventory(testCtx, s.name)
 	if err != nil {
 		t.Fatal(err)

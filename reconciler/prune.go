@@ -7,6 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"pinbot.dev/pinbot/reconciler/ssa"
 )
 
 // AnnotationPrune set to "false" on an object keeps prune from deleting
@@ -101,9 +103,9 @@ func PlanPrune(app *App, desired, inventory []*unstructured.Unstructured) (Prune
 			reason = keepDeleting
 		case o.GetNamespace() != "" && !allowNS[o.GetNamespace()]:
 			reason = fmt.Sprintf("namespace %q is not in allowNamespaces %v", o.GetNamespace(), app.AllowNamespaces)
-		case isNamespace(o):
+		case ssa.IsNamespace(o):
 			reason = keepNamespace
-		case isCRD(o):
+		case ssa.IsCRD(o):
 			reason = keepCRD
 		case o.GetNamespace() == "" && !clusterScopedAllowed(app, allowNS, o):
 			reason = keepCluster

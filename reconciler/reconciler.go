@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/reconciler/ssa"
 	"pinbot.dev/pinbot/registry"
 )
 
@@ -20,7 +21,7 @@ import (
 type Reconciler struct {
 	cfg     *Config
 	kube    kubernetes.Interface
-	applier *Applier
+	applier *ssa.Applier
 	watcher *Watcher
 	lives   *liveCache // watches of each app's inventory (diff_live.go)
 	source  *Source
@@ -115,7 +116,7 @@ func New(cfg *Config, rc *rest.Config, opts ...Option) (*Reconciler, error) {
 	r := &Reconciler{
 		cfg:     cfg,
 		kube:    kube,
-		applier: NewApplier(dyn, kube.Discovery()),
+		applier: ssa.New(dyn, kube.Discovery()),
 		source:  NewSource(o.cacheDir),
 		lookups: newLookupCache(o.registry),
 		history: NewHistory(kube, cfg.StateNamespace),

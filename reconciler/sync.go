@@ -54,6 +54,9 @@ func (r *Reconciler) sync(ctx context.Context, app *App, st *appState, mode pass
 	st.mu.Lock()
 	st.awaiting = true
 	st.mu.Unlock()
+	// A direct read, not the watch caches: they may not have seen the
+	// apply yet, and an object cached from before it (the old config
+	// hash) would call the app OutOfSync right after syncing it.
 	return r.applier.Live(ctx, app.Name, desired)
 }
 

@@ -2,12 +2,14 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"pinbot.dev/pinbot/reconciler/ssa"
 )
 
 // SyncPlan is what a sync of an app's current commit would do, wave by
@@ -98,7 +100,7 @@ func (r *Reconciler) DryRun(ctx context.Context, name string, opts ...SyncOption
 		for _, o := range w.Objects {
 			po := PlannedObject{Object: RefOf(o), Action: ActionCreate}
 			if l := live[po.Object]; l != nil {
-				h, err := configHash(o)
+				h, err := ssa.ConfigHash(o)
 				if err != nil {
 					return nil, err
 				}
@@ -107,7 +109,7 @@ func (r *Reconciler) DryRun(ctx context.Context, name string, opts ...SyncOption
 					po.Action = ActionUpdate
 				}
 			}
-			po.Error, po.Note = r.applier.check(ctx, app.Name, o, comes)
+			po.Error, po.Note = check(ctx, r.applier, app.Name, o, comes)
 			pw.Objects = append(pw.Objects, po)
 		}
 		plan.Waves = append(plan.Waves, pw)
@@ -136,7 +138,7 @@ type created struct {
 func comesWith(objs []*unstructured.Unstructured) created {
 	c := created{namespaces: map[string]bool{}, kinds: map[schema.GroupKind]bool{}}
 	for _, o := range objs {
-		if isNamespace(o) {
+		if ssa.IsNamespace(o) {
 			c.namespaces[o.GetName()] = true
 		}
 	}
@@ -149,24 +151,19 @@ func comesWith(objs []*unstructured.Unstructured) created {
 // check asks the API server for a server-side apply dry run of o for app.
 // It returns the server's refusal, or a note when o cannot be checked yet
 // because its Namespace or CRD comes with the same sync.
-func (a *Applier) check(ctx context.Context, app string, o *unstructured.Unstructured, comes created) (refusal, note string) {
+func check(ctx context.Context, a *ssa.Applier, app string, o *unstructured.Unstructured, comes created) (refusal, note string) {
 	if comes.kinds[o.GroupVersionKind().GroupKind()] {
 		return "", "not checked: its CRD is applied by the same sync"
 	}
-	s, err := stamp(o, app)
-	if err != nil {
-		return err.Error(), ""
-	}
-	ri, err := a.resource(s)
-	if err != nil {
-		return err.Error(), ""
-	}
-	_, err = ri.Apply(ctx, s.GetName(), s, metav1.ApplyOptions{FieldManager: FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}})
+	_, err := a.ApplyObject(ctx, app, o, ssa.DryRun())
+	var ae *ssa.ApplyError
 	switch {
 	case err == nil:
 		return "", ""
 	case apierrors.IsNotFound(err) && comes.namespaces[o.GetNamespace()]:
 		return "", "not checked: its Namespace is created by the same sync"
+	case errors.As(err, &ae):
+		return ae.Err.Error(), "" // the API server's words; the plan names the object
 	}
 	return err.Error(), ""
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"pinbot.dev/pinbot/reconciler/ssa"
 )
 
 // Sync-wave annotations. A sync applies its objects wave by wave in
@@ -71,7 +73,7 @@ func PlanWaves(objs []*unstructured.Unstructured) ([]Wave, error) {
 			errs = append(errs, err)
 			continue
 		}
-		if isNamespace(o) || isCRD(o) {
+		if ssa.IsNamespace(o) || ssa.IsCRD(o) {
 			first = append(first, o)
 			continue
 		}

@@ -93,10 +93,10 @@ func jobCompleted(u *unstructured.Unstructured) bool {
 // waits until the wave is ready (waveProgress) or app's waveTimeout
 // passes. The last wave is not awaited: the rollout and its verification
 // follow the sync as before. The first failure stops the sync: an
-// *ApplyError, a *WaveError, or ctx's error. It returns the references
+// *ApplyError, a *WaveError, or ctx's error. It returns the objects as
 // applied.
-func (r *Reconciler) applyWaves(ctx context.Context, app *App, waves []Wave) ([]ObjectRef, error) {
-	var applied []ObjectRef
+func (r *Reconciler) applyWaves(ctx context.Context, app *App, waves []Wave) ([]*unstructured.Unstructured, error) {
+	var applied []*unstructured.Unstructured
 	for i, w := range waves {
 		done, err := r.applier.Apply(ctx, app.Name, w.Objects)
 		applied = append(applied, done...)
@@ -133,6 +133,9 @@ func (r *Reconciler) awaitWave(ctx context.Context, app *App, w Wave) error {
 	tick := time.NewTicker(wavePoll)
 	defer tick.Stop()
 	for {
+		// A direct read, not the watch caches: they may not have seen the
+		// apply yet, and an object cached from before it (its old
+		// generation observed, so Current) would end the wave too early.
 		live, err := r.applier.Live(wctx, app.Name, w.Objects)
 		if err == nil {
 			snap := &Snapshot{Desired: w.Objects, Live: live}

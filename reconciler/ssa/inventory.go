@@ -1,4 +1,4 @@
-package reconciler
+package ssa
 
 import (
 	"context"
@@ -30,7 +30,7 @@ const inventoryWorkers = 8
 // It costs one discovery and one LIST per kind; the reconcile loop runs it
 // once per app and then follows the inventory's kinds with watches.
 func (a *Applier) Inventory(ctx context.Context, app string) ([]*unstructured.Unstructured, error) {
-	return a.inventory(ctx, app, nil)
+	return a.InventoryIn(ctx, app, nil)
 }
 
 // kindScope is a listable kind and whether it is namespaced.
@@ -44,7 +44,7 @@ type kindScope struct {
 // listed and watched, at their preferred versions. A group whose discovery
 // fails is skipped.
 func (a *Applier) listableKinds() ([]kindScope, error) {
-	lists, err := discovery.ServerPreferredResources(a.discovery())
+	lists, err := discovery.ServerPreferredResources(a.disc)
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
 		return nil, fmt.Errorf("discovering the served kinds: %w", err)
 	}
@@ -68,9 +68,9 @@ func (a *Applier) listableKinds() ([]kindScope, error) {
 	return out, nil
 }
 
-// inventory is Inventory limited to namespaces for namespaced kinds (all
+// InventoryIn is Inventory limited to namespaces for namespaced kinds (all
 // namespaces when nil); cluster-scoped kinds are listed cluster-wide.
-func (a *Applier) inventory(ctx context.Context, app string, namespaces []string) ([]*unstructured.Unstructured, error) {
+func (a *Applier) InventoryIn(ctx context.Context, app string, namespaces []string) ([]*unstructured.Unstructured, error) {
 	kinds, err := a.listableKinds()
 	if err != nil {
 		return nil, err
@@ -114,7 +114,7 @@ func (a *Applier) inventory(ctx context.Context, app string, namespaces []string
 			defer mu.Unlock()
 			for i := range list.Items {
 				item := &list.Items[i]
-				if seen[string(item.GetUID())] || !inInventory(item, app) {
+				if seen[string(item.GetUID())] || !InInventory(item, app) {
 					continue
 				}
 				seen[string(item.GetUID())] = true
@@ -133,9 +133,9 @@ func (a *Applier) inventory(ctx context.Context, app string, namespaces []string
 	return out, nil
 }
 
-// inInventory reports whether u belongs to app's inventory: labelled for
+// InInventory reports whether u belongs to app's inventory: labelled for
 // app, applied by pinbot, and not created by a controller.
-func inInventory(u *unstructured.Unstructured, app string) bool {
+func InInventory(u *unstructured.Unstructured, app string) bool {
 	if u.GetLabels()[LabelApp] != app {
 		return false
 	}
