@@ -55,7 +55,7 @@
 // # Matching and rewriting
 //
 // An [Update] names a repository in any form; pins match it after
-// normalising both sides with go-containerregistry's name package, so
+// normalising both sides to go-containerregistry's form (internal/imageref), so
 // "nginx", "docker.io/nginx" and "index.docker.io/library/nginx" are the
 // same repository while host and port always matter.
 //
@@ -83,7 +83,7 @@
 // # Bad input
 //
 // A digest that is not "sha256:" and 64 lowercase hex digits is refused with
-// [ErrInvalidDigest] before any file is read. A malformed YAML file that
+// imageref.ErrInvalidDigest (of pinbot's internal/imageref) before any file is read. A malformed YAML file that
 // mentions the repository being set fails the whole [Set] with a
 // [*SyntaxError] naming file and line, and nothing is written; one that does
 // not mention it is reported to the [WithWarnings] callback and skipped.

@@ -294,3 +294,6 @@ func anchorName(v []byte) ([]byte, int) {
 	}
 	return v[1:i], i
 }
+
+// isAlnum reports a lowercase letter or a digit.
+func isAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }

@@ -33,7 +33,7 @@ type Pin struct {
 type Update struct {
 	// Image is the repository to set, in any form ("nginx",
 	// "127.0.0.1:5000/org/app"); a tag or digest on it is ignored. It is
-	// normalised with go-containerregistry's name package.
+	// normalised to go-containerregistry's form by internal/imageref.
 	Image string
 	// Digest is the new "sha256:<64 hex>" digest. It is validated before
 	// any file is read, and may be empty only when DigestFor is set.
@@ -75,17 +75,13 @@ type Change struct {
 	Before, After string // the full text of the line, without its line ending
 }
 
-// ErrInvalidDigest reports a digest that is not "sha256:" followed by 64
-// lowercase hex digits.
-var ErrInvalidDigest = errors.New("invalid digest: want sha256: and 64 lowercase hex digits")
-
 // ErrInvalidTag reports a tag that is not a valid OCI tag: 1 to 128
 // letters, digits, '_', '.' and '-', not starting with '.' or '-'.
 var ErrInvalidTag = errors.New("invalid tag: want 1 to 128 letters, digits, '_', '.' and '-', not starting with '.' or '-'")
 
 // Validate checks u as Plan and Set do before they read any file: the
 // digest (unless DigestFor chooses it), the tag and the repository. Its
-// errors wrap ErrInvalidDigest or ErrInvalidTag where those apply.
+// errors wrap imageref.ErrInvalidDigest or ErrInvalidTag where those apply.
 func (u Update) Validate() error {
 	_, err := prepare(u)
 	return err

@@ -5,51 +5,18 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/name"
+	"pinbot.dev/pinbot/internal/imageref"
 )
 
-// digestLen is len("sha256:") + 64.
-const digestLen = 71
-
 // validDigest reports whether d is "sha256:" and 64 lowercase hex digits.
-func validDigest(d string) bool {
-	if len(d) != digestLen || d[:7] != "sha256:" {
-		return false
-	}
-	ok := true
-	for i := 7; i < len(d); i++ {
-		ok = ok && lowerHex[d[i]]
-	}
-	return ok
-}
+func validDigest(d string) bool { return imageref.ValidDigest(d) }
 
-var lowerHex = [256]bool{'0': true, '1': true, '2': true, '3': true, '4': true, '5': true, '6': true, '7': true,
-	'8': true, '9': true, 'a': true, 'b': true, 'c': true, 'd': true, 'e': true, 'f': true}
-
-// checkDigest returns ErrInvalidDigest, naming d, unless d is valid.
-func checkDigest(d string) error {
-	if !validDigest(d) {
-		return fmt.Errorf("digest %q: %w", d, ErrInvalidDigest)
-	}
-	return nil
-}
+// checkDigest returns imageref.ErrInvalidDigest, naming d, unless d is
+// valid.
+func checkDigest(d string) error { return imageref.CheckDigest(d) }
 
 // validTag reports whether t is a valid OCI tag.
-func validTag(t string) bool {
-	if len(t) == 0 || len(t) > 128 {
-		return false
-	}
-	for i := 0; i < len(t); i++ {
-		c := t[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_':
-		case (c == '.' || c == '-') && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+func validTag(t string) bool { return imageref.ValidTag(t) }
 
 // ref is an image reference split into its parts. Offsets index the string
 // it was parsed from; they are -1 for a missing part.
@@ -104,27 +71,11 @@ func parseRepo(s string, c repoCache) (string, bool) {
 	return r.repo, true
 }
 
-// normaliseRepo validates a repository (registry host optional) with the
-// distribution grammar and returns go-containerregistry's full name for it.
+// normaliseRepo validates a repository (registry host optional) and
+// returns its normalised name.
 func normaliseRepo(s string) (string, bool) {
-	host, path := "", s
-	if i := strings.IndexByte(s, '/'); i >= 0 {
-		first := s[:i]
-		if first == "localhost" || strings.ContainsAny(first, ".:[") {
-			host, path = first, s[i+1:]
-		}
-	}
-	if host != "" && !validHost(host) {
-		return "", false
-	}
-	if !validPath(path) {
-		return "", false
-	}
-	repo, err := name.NewRepository(s, name.WeakValidation)
-	if err != nil {
-		return "", false
-	}
-	return repo.Name(), true
+	repo, err := imageref.ParseRepository(s)
+	return repo, err == nil
 }
 
 // repoCache remembers normalised repository names ("" for invalid ones):
@@ -144,89 +95,6 @@ func (c repoCache) normalise(s string) (string, bool) {
 	}
 	return n, ok
 }
-
-// validHost checks a registry host: DNS labels or a bracketed IPv6
-// address, with an optional port.
-func validHost(h string) bool {
-	if strings.HasPrefix(h, "[") {
-		end := strings.IndexByte(h, ']')
-		if end < 2 {
-			return false
-		}
-		for _, c := range h[1:end] {
-			if !(c == ':' || c == '.' || '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-				return false
-			}
-		}
-		return validPort(h[end+1:])
-	}
-	if c := strings.IndexByte(h, ':'); c >= 0 {
-		if !validPort(h[c:]) {
-			return false
-		}
-		h = h[:c]
-	}
-	for _, label := range strings.Split(h, ".") {
-		if label == "" || label[0] == '-' || label[len(label)-1] == '-' {
-			return false
-		}
-		for i := 0; i < len(label); i++ {
-			c := label[i]
-			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-') {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// validPort checks "" or ":" followed by 1 to 5 digits.
-func validPort(p string) bool {
-	if p == "" {
-		return true
-	}
-	if p[0] != ':' || len(p) < 2 || len(p) > 6 {
-		return false
-	}
-	for i := 1; i < len(p); i++ {
-		if p[i] < '0' || p[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// validPath checks slash-separated components of lowercase alphanumerics
-// joined by ".", "_", "__" or runs of "-".
-func validPath(p string) bool {
-	if p == "" || len(p) > 255 {
-		return false
-	}
-	for _, comp := range strings.Split(p, "/") {
-		if comp == "" || !isAlnum(comp[0]) || !isAlnum(comp[len(comp)-1]) {
-			return false
-		}
-		for i := 1; i < len(comp); i++ {
-			c := comp[i]
-			switch {
-			case isAlnum(c), c == '-':
-			case c == '.':
-				if !isAlnum(comp[i-1]) {
-					return false
-				}
-			case c == '_':
-				if !isAlnum(comp[i-1]) && !(comp[i-1] == '_' && i >= 2 && isAlnum(comp[i-2])) {
-					return false
-				}
-			default:
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func isAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
 
 // updateRepo normalises Update.Image, which may carry a tag or a digest of
 // any algorithm.
@@ -252,13 +120,13 @@ func updateRepo(image string) (string, error) {
 type mentions struct{ forms [][]byte }
 
 func newMentions(repo string) mentions {
-	r, err := name.NewRepository(repo, name.WeakValidation)
+	r, err := imageref.Parse(repo)
 	if err != nil {
 		return mentions{forms: [][]byte{[]byte(repo)}}
 	}
-	path := r.RepositoryStr()
+	path := r.Path()
 	forms := [][]byte{[]byte(path)}
-	if r.RegistryStr() == name.DefaultRegistry {
+	if r.Registry() == imageref.DefaultRegistry {
 		if short, ok := strings.CutPrefix(path, "library/"); ok {
 			forms = [][]byte{[]byte(short)} // "library/x" contains "x" after a slash
 		}

@@ -7,6 +7,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"pinbot.dev/pinbot/internal/imageref"
 )
 
 // fileType is how a file is read, chosen by its name.
@@ -180,7 +182,7 @@ func rewrite(file string, src []byte, u *update) ([]byte, []Change, error) {
 		sc := siteChange{s: s, digest: d, tag: tag, first: len(edits)}
 		switch {
 		case pinned && d != s.digest:
-			edits = append(edits, edit{off: s.digOff, n: digestLen, text: d})
+			edits = append(edits, edit{off: s.digOff, n: imageref.DigestLen, text: d})
 		case !pinned:
 			edits = append(edits, edit{off: s.pinOff, n: s.pinLen, text: s.pinPrefix + d, newLine: s.pinLine})
 			if s.pinLine {

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"pinbot.dev/pinbot/internal/imageref"
 )
 
 var (
@@ -125,13 +127,13 @@ func TestInvalidDigest(t *testing.T) {
 			u := Update{Image: "nginx", Digest: d}
 			// A missing directory proves the digest is refused before
 			// any file is read.
-			if _, err := Set(missing, u); !errors.Is(err, ErrInvalidDigest) {
+			if _, err := Set(missing, u); !errors.Is(err, imageref.ErrInvalidDigest) {
 				t.Errorf("Set: %v, want ErrInvalidDigest", err)
 			}
-			if _, err := Plan(missing, u); !errors.Is(err, ErrInvalidDigest) {
+			if _, err := Plan(missing, u); !errors.Is(err, imageref.ErrInvalidDigest) {
 				t.Errorf("Plan: %v, want ErrInvalidDigest", err)
 			}
-			if _, _, err := Rewrite("a.yaml", []byte("image: nginx@"+digestA), u); !errors.Is(err, ErrInvalidDigest) {
+			if _, _, err := Rewrite("a.yaml", []byte("image: nginx@"+digestA), u); !errors.Is(err, imageref.ErrInvalidDigest) {
 				t.Errorf("Rewrite: %v, want ErrInvalidDigest", err)
 			}
 		})

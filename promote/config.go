@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"pinbot.dev/pinbot/internal/imageref"
 )
 
 // ConfigFile is the name of pinbot's optional configuration file at the root
@@ -190,10 +192,11 @@ func (c *Config) validate(file string, root *yaml.Node) error {
 		}
 	}
 	for i, tr := range c.Track {
-		if _, _, d, err := ParseRef(tr.Image); err != nil || d != "" || tr.Image == "" {
+		ref, err := imageref.Parse(strings.TrimSpace(tr.Image))
+		if err != nil || ref.Digest != "" {
 			return fmt.Errorf("%s: track image %q: want a repository without tag or digest", at("track", i, "image"), tr.Image)
 		}
-		if _, tag, _, _ := ParseRef(tr.Image); tag != "" {
+		if ref.Tag != "" {
 			return fmt.Errorf("%s: track image %q: put the tag in the tag field", at("track", i, "image"), tr.Image)
 		}
 		if tr.Tag == "" {
@@ -236,7 +239,9 @@ func (c *Config) defaults() {
 		c.Drift.Group = GroupImage
 	}
 	for i := range c.Track {
-		c.Track[i].Image, _, _, _ = ParseRef(c.Track[i].Image)
+		if ref, err := imageref.Parse(strings.TrimSpace(c.Track[i].Image)); err == nil {
+			c.Track[i].Image = ref.Repository
+		}
 	}
 }
 

@@ -4,13 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/name"
-
 	"pinbot.dev/pinbot/internal/clip"
+	"pinbot.dev/pinbot/internal/imageref"
 )
 
 // Source says where a promoted digest came from. It is shown in the pull
@@ -69,58 +67,6 @@ type Input struct {
 	File string
 }
 
-// ErrInvalidDigest means a digest is not "sha256:" followed by 64 lowercase
-// hex digits.
-var ErrInvalidDigest = errors.New(`invalid digest: want "sha256:" and 64 lowercase hex digits`)
-
-var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-
-// ValidDigest reports whether d is "sha256:<64 lowercase hex>".
-func ValidDigest(d string) bool { return digestRE.MatchString(d) }
-
-// ShortDigest returns the first 12 hex digits of a digest ("abcdef123456"),
-// or d itself when it is too short to shorten.
-func ShortDigest(d string) string {
-	hex := strings.TrimPrefix(d, "sha256:")
-	if len(hex) < 12 {
-		return d
-	}
-	return hex[:12]
-}
-
-// ParseRef splits an image reference into its normalised repository, tag
-// and digest: "app:1.2@sha256:..." gives ("index.docker.io/library/app",
-// "1.2", "sha256:..."). Tag and digest are "" when absent.
-func ParseRef(ref string) (repo, tag, digest string, err error) {
-	ref = strings.TrimSpace(ref)
-	if ref == "" {
-		return "", "", "", errors.New("empty image reference")
-	}
-	base := ref
-	if i := strings.Index(ref, "@"); i >= 0 {
-		base, digest = ref[:i], ref[i+1:]
-		if !ValidDigest(digest) {
-			return "", "", "", fmt.Errorf("image reference %q: %w", ref, ErrInvalidDigest)
-		}
-	}
-	if i := strings.LastIndex(base, ":"); i > strings.LastIndex(base, "/") {
-		base, tag = base[:i], base[i+1:]
-		if tag == "" {
-			return "", "", "", fmt.Errorf("image reference %q: empty tag after the colon", ref)
-		}
-	}
-	r, err := name.NewRepository(base)
-	if err != nil {
-		return "", "", "", fmt.Errorf("image reference %q: %w", ref, err)
-	}
-	if tag != "" {
-		if _, err := name.NewTag(base + ":" + tag); err != nil {
-			return "", "", "", fmt.Errorf("image reference %q: %w", ref, err)
-		}
-	}
-	return r.Name(), tag, digest, nil
-}
-
 // ParseDigestFile reads a Kaniko --digest-file: one "sha256:..." with
 // optional surrounding white space. file names the file in errors.
 func ParseDigestFile(file string, data []byte) (string, error) {
@@ -130,8 +76,8 @@ func ParseDigestFile(file string, data []byte) (string, error) {
 	}
 	first, rest, more := strings.Cut(d, "\n")
 	first = strings.TrimSpace(first)
-	if !ValidDigest(first) {
-		return "", fmt.Errorf("%s:1: %s: %w", file, clip.Quote(first), ErrInvalidDigest)
+	if !imageref.ValidDigest(first) {
+		return "", fmt.Errorf("%s:1: %s: %w", file, clip.Quote(first), imageref.ErrInvalidDigest)
 	}
 	if more {
 		return "", fmt.Errorf("%s:2: a digest file holds one digest, but a second line follows: %s", file, clip.Quote(firstLine(rest)))
@@ -154,10 +100,11 @@ func ParseImageNameWithDigest(file string, data []byte) ([]Input, error) {
 		if err := checkRefLen(line); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", file, i+1, err)
 		}
-		repo, tag, digest, err := ParseRef(line)
+		ref, err := imageref.Parse(line)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", file, i+1, err)
 		}
+		repo, tag, digest := ref.Repository, ref.Tag, ref.Digest
 		if digest == "" {
 			return nil, fmt.Errorf("%s:%d: %s has no @sha256:... digest", file, i+1, clip.Quote(line))
 		}
@@ -245,8 +192,8 @@ func parseMetadataObject(file, prefix string, obj map[string]json.RawMessage) ([
 	if err := json.Unmarshal(obj[metaDigestKey], &digest); err != nil {
 		return nil, fmt.Errorf("%s: key %q: want a string: %w", file, prefix+metaDigestKey, err)
 	}
-	if !ValidDigest(digest) {
-		return nil, fmt.Errorf("%s: key %q: %s: %w", file, prefix+metaDigestKey, clip.Quote(digest), ErrInvalidDigest)
+	if !imageref.ValidDigest(digest) {
+		return nil, fmt.Errorf("%s: key %q: %s: %w", file, prefix+metaDigestKey, clip.Quote(digest), imageref.ErrInvalidDigest)
 	}
 	raw, ok := obj[metaNameKey]
 	if !ok {
@@ -265,10 +212,11 @@ func parseMetadataObject(file, prefix string, obj map[string]json.RawMessage) ([
 		if err := checkRefLen(n); err != nil {
 			return nil, fmt.Errorf("%s: key %q: %w", file, prefix+metaNameKey, err)
 		}
-		repo, tag, d, err := ParseRef(n)
+		ref, err := imageref.Parse(n)
 		if err != nil {
 			return nil, fmt.Errorf("%s: key %q: %w", file, prefix+metaNameKey, err)
 		}
+		repo, tag, d := ref.Repository, ref.Tag, ref.Digest
 		if d != "" && d != digest {
 			return nil, fmt.Errorf("%s: key %q: %s names digest %s, but %q is %s", file, prefix+metaNameKey, clip.Quote(n), d, prefix+metaDigestKey, digest)
 		}
@@ -310,13 +258,14 @@ func (s InputSpec) Validate() error {
 			n++
 		}
 	}
-	var imgDigest, imgTag string
+	var img imageref.Ref
 	if s.Image != "" {
 		var err error
-		if _, imgTag, imgDigest, err = ParseRef(s.Image); err != nil {
+		if img, err = imageref.Parse(strings.TrimSpace(s.Image)); err != nil {
 			return fmt.Errorf("flag --image: %w", err)
 		}
 	}
+	imgTag, imgDigest := img.Tag, img.Digest
 	switch {
 	case n > 1:
 		return errors.New(inputFlags)
@@ -326,8 +275,8 @@ func (s InputSpec) Validate() error {
 		return fmt.Errorf("flag --image %s: name a tag to resolve (REF:TAG), or add --digest", s.Image)
 	case s.Digest != "" && s.Image == "":
 		return errors.New("flag --digest needs --image REF")
-	case s.Digest != "" && !ValidDigest(s.Digest):
-		return fmt.Errorf("flag --digest %q: %w", s.Digest, ErrInvalidDigest)
+	case s.Digest != "" && !imageref.ValidDigest(s.Digest):
+		return fmt.Errorf("flag --digest %q: %w", s.Digest, imageref.ErrInvalidDigest)
 	case s.DigestFile != "" && s.Image == "":
 		return errors.New("flag --digest-file needs --image REF: a Kaniko digest file holds no image name")
 	case imgDigest != "" && (s.Digest != "" || s.DigestFile != ""):
@@ -343,13 +292,14 @@ func (s InputSpec) Validate() error {
 // MaxImageNameFile, MaxMetadataFile); read from disk, no more than the
 // limit is ever read.
 func (s InputSpec) Read(read func(string) ([]byte, error)) ([]Input, error) {
-	var repo, tag, digest string
+	var img imageref.Ref
 	if s.Image != "" {
 		var err error
-		if repo, tag, digest, err = ParseRef(s.Image); err != nil {
+		if img, err = imageref.Parse(strings.TrimSpace(s.Image)); err != nil {
 			return nil, fmt.Errorf("flag --image: %w", err)
 		}
 	}
+	repo, tag, digest := img.Repository, img.Tag, img.Digest
 	withTag := func(in Input) Input {
 		if tag != "" {
 			in.Tags = []string{tag}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"pinbot.dev/pinbot/internal/imageref"
 )
 
 const (
@@ -17,43 +19,6 @@ const (
 	d3 = "sha256:3333333333333333333333333333333333333333333333333333333333333333"
 	d4 = "sha256:4444444444444444444444444444444444444444444444444444444444444444"
 )
-
-func TestParseRef(t *testing.T) {
-	tests := []struct {
-		ref               string
-		repo, tag, digest string
-		wantErr           string
-	}{
-		{ref: "nginx", repo: "index.docker.io/library/nginx"},
-		{ref: "nginx:1.27", repo: "index.docker.io/library/nginx", tag: "1.27"},
-		{ref: "127.0.0.1:3000/org/app", repo: "127.0.0.1:3000/org/app"},
-		{ref: "127.0.0.1:3000/org/app:v2@" + d2, repo: "127.0.0.1:3000/org/app", tag: "v2", digest: d2},
-		{ref: "registry.example/org/app@" + d1, repo: "registry.example/org/app", digest: d1},
-		{ref: " registry.example/org/app:v1 ", repo: "registry.example/org/app", tag: "v1"},
-		{ref: "", wantErr: "empty image reference"},
-		{ref: "app@sha256:abc", wantErr: "invalid digest"},
-		{ref: "app:", wantErr: "empty tag"},
-		{ref: "UPPER/app", wantErr: "UPPER/app"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.ref, func(t *testing.T) {
-			repo, tag, digest, err := ParseRef(tc.ref)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("ParseRef(%q) error = %v, want it to contain %q", tc.ref, err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("ParseRef(%q): %s", tc.ref, err)
-			}
-			got := []string{repo, tag, digest}
-			if diff := cmp.Diff([]string{tc.repo, tc.tag, tc.digest}, got); diff != "" {
-				t.Errorf("ParseRef(%q) (-want +got):\n%s", tc.ref, diff)
-			}
-		})
-	}
-}
 
 func TestParseDigestFile(t *testing.T) {
 	tests := []struct {
@@ -295,17 +260,14 @@ func TestInputSpec(t *testing.T) {
 	}
 }
 
-func TestShortDigestAndRef(t *testing.T) {
-	if got := ShortDigest(d2); got != "222222222222" {
-		t.Errorf("ShortDigest = %q", got)
-	}
+func TestRefAndDigestErrors(t *testing.T) {
 	if got := Ref("v2", d2); got != "v2@sha256:222222222222" {
 		t.Errorf("Ref = %q", got)
 	}
 	if got := Ref("", d2); got != "sha256:222222222222" {
 		t.Errorf("Ref without tag = %q", got)
 	}
-	if !errors.Is(func() error { _, err := ParseDigestFile("f", []byte("x")); return err }(), ErrInvalidDigest) {
+	if !errors.Is(func() error { _, err := ParseDigestFile("f", []byte("x")); return err }(), imageref.ErrInvalidDigest) {
 		t.Error("ParseDigestFile error does not wrap ErrInvalidDigest")
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"pinbot.dev/pinbot/internal/imageref"
 )
 
 // Slug turns a normalised repository into a branch name segment: lowercase,
@@ -49,7 +51,7 @@ func GroupBranch(prefix, target string) string {
 // Ref formats a promoted digest for people: "v2@sha256:abcdef123456", or
 // "sha256:abcdef123456" without a tag.
 func Ref(tag, digest string) string {
-	short := "sha256:" + ShortDigest(digest)
+	short := imageref.Short(digest)
 	if tag == "" {
 		return short
 	}

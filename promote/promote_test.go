@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"pinbot.dev/pinbot/internal/imageref"
 )
 
 // appRepo is a manifest repository with an index pin (with tag) and a
@@ -89,7 +91,7 @@ func TestPromoteLifecycle(t *testing.T) {
 	if meta.Head != first.Pull.HeadSHA || meta.Images[0].Digest != v2.Digest || meta.Images[0].Source != SourceDigestFile {
 		t.Errorf("hidden block = %+v; want head %s, digest %s from the digest file", meta, first.Pull.HeadSHA, v2.Digest)
 	}
-	if want := "Promote " + app + " to v2@sha256:" + ShortDigest(v2.Digest) + " (default)"; first.Pull.Title != want {
+	if want := "Promote " + app + " to v2@" + imageref.Short(v2.Digest) + " (default)"; first.Pull.Title != want {
 		t.Errorf("title = %q, want %q", first.Pull.Title, want)
 	}
 	for _, want := range []string{"envs/prod/app.yaml:10", "envs/prod/values.yaml:4", "linux/amd64, linux/arm64", "`c0ffee`", "Kaniko digest file `digest.txt`"} {
@@ -141,7 +143,7 @@ func TestPromoteLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(comments) != 1 || !strings.Contains(comments[0], "already pins "+app+" v3@sha256:"+ShortDigest(v3.Digest)) {
+	if len(comments) != 1 || !strings.Contains(comments[0], "already pins "+app+" v3@"+imageref.Short(v3.Digest)) {
 		t.Errorf("close comments = %q", comments)
 	}
 }

@@ -1,31 +1,21 @@
 package reconciler
 
 import (
-	"regexp"
 	"strings"
+
+	"pinbot.dev/pinbot/internal/imageref"
 )
 
-var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-
 // pinnedImage splits an image reference from a manifest into its repository
-// and the digest it pins. ok is false when the reference pins no digest.
-// "registry:5000/org/app:v1@sha256:..." gives ("registry:5000/org/app",
-// "sha256:...").
+// (as written, not normalised) and the digest it pins. ok is false when the
+// reference pins no digest. "registry:5000/org/app:v1@sha256:..." gives
+// ("registry:5000/org/app", "sha256:...").
 func pinnedImage(image string) (repo, digest string, ok bool) {
-	name, d, found := strings.Cut(image, "@")
-	if !found || !digestRE.MatchString(d) {
+	name, _, d := imageref.Split(image)
+	if !imageref.ValidDigest(d) {
 		return "", "", false
 	}
-	return stripTag(name), d, true
-}
-
-// stripTag removes a ":tag" suffix (a colon after the last slash).
-func stripTag(name string) string {
-	slash := strings.LastIndex(name, "/")
-	if colon := strings.LastIndex(name, ":"); colon > slash {
-		return name[:colon]
-	}
-	return name
+	return name, d, true
 }
 
 // imageIDForm is how a container runtime reported the image it runs.
@@ -44,19 +34,20 @@ func parseImageID(id string) (string, imageIDForm) {
 	for _, p := range []string{"docker-pullable://", "docker://"} {
 		id = strings.TrimPrefix(id, p)
 	}
-	if digestRE.MatchString(id) {
+	if imageref.ValidDigest(id) {
 		return id, formConfig
 	}
-	if _, d, ok := strings.Cut(id, "@"); ok && digestRE.MatchString(d) {
+	if _, d, ok := strings.Cut(id, "@"); ok && imageref.ValidDigest(d) {
 		return d, formManifest
 	}
 	return "", formInvalid
 }
 
-// shortDigest abbreviates "sha256:<64 hex>" to "sha256:<12 hex>…".
+// shortDigest abbreviates "sha256:<64 hex>" to [imageref.Short]'s form
+// with an ellipsis, "sha256:<12 hex>…", for commit statuses and reports.
 func shortDigest(d string) string {
-	if len(d) > len("sha256:")+12 {
-		return d[:len("sha256:")+12] + "…"
+	if s := imageref.Short(d); s != d {
+		return s + "…"
 	}
 	return d
 }

@@ -2,7 +2,6 @@ package registry
 
 import (
 	"fmt"
-	"regexp"
 
 	"github.com/google/go-containerregistry/pkg/name"
 )
@@ -17,15 +16,4 @@ func Normalize(repo string) (string, error) {
 		return "", fmt.Errorf("normalising %q: %w", repo, err)
 	}
 	return r.Context().Name(), nil
-}
-
-var sha256Digest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-
-// ParseDigest checks that s is "sha256:" followed by 64 lower-case hex
-// digits, and returns it.
-func ParseDigest(s string) (string, error) {
-	if !sha256Digest.MatchString(s) {
-		return "", fmt.Errorf("digest %q: want sha256: and 64 lower-case hex digits", s)
-	}
-	return s, nil
 }

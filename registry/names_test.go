@@ -33,31 +33,3 @@ func TestNormalize(t *testing.T) {
 		})
 	}
 }
-
-func TestParseDigest(t *testing.T) {
-	good := "sha256:" + strings.Repeat("0123456789abcdef", 4)
-	for _, tc := range []struct {
-		in      string
-		wantErr bool
-	}{
-		{good, false},
-		{strings.ToUpper(good[:7]) + good[7:], true},
-		{"sha256:" + strings.Repeat("0123456789ABCDEF", 4), true},
-		{"sha256:" + strings.Repeat("a", 63), true},
-		{"sha256:" + strings.Repeat("a", 65), true},
-		{"sha512:" + strings.Repeat("a", 128), true},
-		{strings.Repeat("a", 64), true},
-		{"", true},
-		{good + "\n", true},
-	} {
-		t.Run(tc.in, func(t *testing.T) {
-			got, err := ParseDigest(tc.in)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("ParseDigest(%q) error = %v, want error %t", tc.in, err, tc.wantErr)
-			}
-			if err == nil && got != tc.in {
-				t.Errorf("ParseDigest(%q) = %q", tc.in, got)
-			}
-		})
-	}
-}

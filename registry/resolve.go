@@ -3,11 +3,11 @@ package registry
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/retry"
 )
 
@@ -78,12 +78,8 @@ func tagOf(r name.Reference) string {
 	case name.Tag:
 		return r.TagStr()
 	case name.Digest:
-		base, _, _ := strings.Cut(r.String(), "@")
-		if i := strings.LastIndex(base, ":"); i > strings.LastIndex(base, "/") {
-			if t, err := name.NewTag(base); err == nil {
-				return t.TagStr()
-			}
-		}
+		_, tag, _ := imageref.Split(r.String())
+		return tag
 	}
 	return ""
 }

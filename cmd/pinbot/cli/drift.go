@@ -13,6 +13,8 @@ import (
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
+
+	"pinbot.dev/pinbot/internal/imageref"
 )
 
 // driftOptions are the flags of `pinbot drift`.
@@ -223,7 +225,7 @@ func writeDriftText(w io.Writer, rep promote.DriftReport) error {
 		if h.AgeKnown {
 			age = h.Age.Round(time.Second).String() + " old"
 		}
-		if _, err := fmt.Fprintf(w, "%-14s %s:%s -> %s (%s)\n", "held", h.Image, h.Tag, promote.ShortDigest(h.Digest), age); err != nil {
+		if _, err := fmt.Fprintf(w, "%-14s %s:%s -> %s (%s)\n", "held", h.Image, h.Tag, imageref.Short(h.Digest), age); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/pins"
 )
@@ -163,7 +164,7 @@ func writePins(w *bufio.Writer, found []pins.Pin) error {
 		cell(string(p.Kind), width[1])
 		cell(p.Image, width[2])
 		cell(tag, width[3])
-		w.WriteString(shortDigest(p.Digest))
+		w.WriteString(imageref.Short(p.Digest))
 		if p.Ignored {
 			w.WriteString("  (ignored)")
 		}
@@ -179,14 +180,6 @@ func digits(n int) int {
 	d := 1
 	for ; n >= 10; n /= 10 {
 		d++
-	}
-	return d
-}
-
-// shortDigest abbreviates "sha256:<64 hex>" to its first 12 hex digits.
-func shortDigest(d string) string {
-	if len(d) > len("sha256:")+12 {
-		return d[:len("sha256:")+12]
 	}
 	return d
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"pinbot.dev/pinbot/internal/clip"
+	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/pins"
 )
@@ -105,8 +106,8 @@ skipped with a warning. --dry-run prints the changes and writes nothing.`,
 // been read.
 func (o *pinsSetOptions) update(arg string) (pins.Update, error) {
 	shown := clip.Quote(arg)
-	image, digest, ok := strings.Cut(arg, "@")
-	if !ok || image == "" {
+	image, argTag, digest := imageref.Split(arg)
+	if !strings.Contains(arg, "@") || image == "" {
 		return pins.Update{}, usageErrorf("argument %s: want IMAGE@sha256:DIGEST", shown)
 	}
 	if o.tag != "" {
@@ -115,8 +116,7 @@ func (o *pinsSetOptions) update(arg string) (pins.Update, error) {
 		}
 	}
 	tag := o.tag
-	if c := strings.LastIndexByte(image, ':'); c >= 0 && !strings.Contains(image[c+1:], "/") {
-		argTag := image[c+1:]
+	if argTag != "" {
 		if tag != "" && tag != argTag {
 			return pins.Update{}, usageErrorf("flag --tag %s conflicts with tag %s in argument %s", clip.Quote(tag), clip.Quote(argTag), shown)
 		}
@@ -124,9 +124,9 @@ func (o *pinsSetOptions) update(arg string) (pins.Update, error) {
 	}
 	u := pins.Update{Image: image, Digest: digest, Tag: tag, PinTags: o.pinTags}
 	if err := u.Validate(); err != nil {
-		if errors.Is(err, pins.ErrInvalidDigest) {
+		if errors.Is(err, imageref.ErrInvalidDigest) {
 			// The digest alone, not the whole (maybe huge) value.
-			err = fmt.Errorf("digest %s: %w", clip.Quote(digest), pins.ErrInvalidDigest)
+			err = fmt.Errorf("digest %s: %w", clip.Quote(digest), imageref.ErrInvalidDigest)
 		}
 		return pins.Update{}, usageErrorf("argument %s: %w", shown, err)
 	}
