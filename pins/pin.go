@@ -106,7 +106,9 @@ func (e *SyntaxError) Unwrap() error { return e.Err }
 type Option func(*options)
 
 type options struct {
-	warn func(file string, err error)
+	warn     func(file string, err error)
+	hook     func(Phase)
+	vendored bool
 }
 
 // WithWarnings receives each file that was skipped and why: a malformed file
@@ -118,8 +120,20 @@ func WithWarnings(fn func(file string, err error)) Option {
 	return func(o *options) { o.warn = fn }
 }
 
+// WithVendored also reads node_modules and vendor directories, which are
+// skipped by default: they hold third-party files, not the tree's own.
+func WithVendored() Option {
+	return func(o *options) { o.vendored = true }
+}
+
+// WithPhaseHook calls fn at each Phase of Set, from the calling goroutine,
+// before Set goes on: a test can stop or kill the process at a known step.
+func WithPhaseHook(fn func(Phase)) Option {
+	return func(o *options) { o.hook = fn }
+}
+
 func makeOptions(opts []Option) options {
-	var o options
+	o := options{hook: func(Phase) {}}
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -90,10 +90,13 @@ func (d dirHandle) withFile(name string, buf []byte, fn func(src []byte, stat fu
 	}
 	buf = buf[:0]
 	for {
+		if len(buf) > MaxFileSize {
+			return buf, ErrTooLarge
+		}
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}
-		n, err := rawRead(syscall.SYS_READ, fd, buf[len(buf):cap(buf)])
+		n, err := rawRead(syscall.SYS_READ, fd, buf[len(buf):min(cap(buf), MaxFileSize+1)])
 		if err != nil {
 			return buf, &fs.PathError{Op: "read", Path: p, Err: err}
 		}
@@ -117,7 +120,7 @@ func (d dirHandle) withFile(name string, buf []byte, fn func(src []byte, stat fu
 		if st.Mode&syscall.S_ISVTX != 0 {
 			mode |= fs.ModeSticky
 		}
-		return fileStat{mode: mode, size: st.Size, mtime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec)}, nil
+		return fileStat{mode: mode, size: st.Size, mtime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec), uid: int(st.Uid), gid: int(st.Gid)}, nil
 	})
 }
 

@@ -33,10 +33,13 @@ func (d dirHandle) withFile(name string, buf []byte, fn func(src []byte, stat fu
 	defer f.Close()
 	buf = buf[:0]
 	for {
+		if len(buf) > MaxFileSize {
+			return buf, ErrTooLarge
+		}
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}
-		n, err := f.Read(buf[len(buf):cap(buf)])
+		n, err := f.Read(buf[len(buf):min(cap(buf), MaxFileSize+1)])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
 			break
@@ -50,7 +53,7 @@ func (d dirHandle) withFile(name string, buf []byte, fn func(src []byte, stat fu
 		if err != nil {
 			return fileStat{}, err
 		}
-		return fileStat{mode: fi.Mode() & modeBits, size: fi.Size(), mtime: fi.ModTime()}, nil
+		return fileStat{mode: fi.Mode() & modeBits, size: fi.Size(), mtime: fi.ModTime(), uid: -1, gid: -1}, nil
 	})
 }
 

@@ -1,6 +1,7 @@
 package pins
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"sync"
@@ -10,7 +11,9 @@ import (
 // column, including ignored ones. Files without "sha256:" are not parsed.
 // Malformed files are skipped with a warning (see WithWarnings); a pin whose
 // value cannot be rewritten in place (an escaped or multi-line scalar) is
-// listed at its scalar's position and warned about.
+// listed at its scalar's position and warned about. A file that cannot be
+// read, or is larger than MaxFileSize, is skipped with a warning too. A Set
+// of the tree that was killed after its commit point is finished first.
 func Scan(dir string, opts ...Option) ([]Pin, error) {
 	o := makeOptions(opts)
 	var (
@@ -19,7 +22,17 @@ func Scan(dir string, opts ...Option) ([]Pin, error) {
 		total int
 		warn  warnings
 	)
-	err := forEachFile(dir, nil, func(f treeFile, src []byte, _ func() (fileStat, error)) error {
+	t, err := openTree(dir)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := prepareTree(context.Background(), t, false, &warn)
+	if err != nil {
+		warn.deliver(o.warn)
+		return nil, err
+	}
+	defer unlock()
+	err = forEachFile(t, walkOptions{warn: &warn, lenient: true, vendored: o.vendored}, func(f treeFile, src []byte, _ func() (fileStat, error)) error {
 		if !containsDigest(src) {
 			return nil
 		}

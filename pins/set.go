@@ -1,33 +1,40 @@
 package pins
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 )
 
-// Plan returns the changes Set would make, and writes nothing.
+// Plan returns the changes Set would make, and writes nothing of its own.
+// (It does finish a Set that was killed after its commit point; see Set.)
 func Plan(dir string, u Update, opts ...Option) ([]Change, error) {
-	return set(dir, u, false, opts)
+	return set(context.Background(), dir, u, false, opts)
 }
 
-// Set rewrites every pin of u.Image under dir (limited by u.Include) and
-// returns the changed lines, sorted by file and line. Setting the digest a
-// pin already holds changes nothing.
-//
-// Set is all-or-nothing: it writes each new file to a temporary file beside
-// the original, with the original's mode; only when every file succeeded,
-// and none changed on disk meanwhile, does it rename them over the
-// originals. On any error nothing is replaced and the temporary files are
-// removed. (A rename failing in that last step, which takes a file system
-// error such as EIO, leaves the files renamed before it replaced; the error
-// says how many.)
+// Set is SetContext without a context.
 func Set(dir string, u Update, opts ...Option) ([]Change, error) {
-	return set(dir, u, true, opts)
+	return set(context.Background(), dir, u, true, opts)
+}
+
+// SetContext rewrites every pin of u.Image under dir (limited by u.Include)
+// and returns the changed lines, sorted by file and line. Setting the
+// digest a pin already holds changes nothing.
+//
+// SetContext is all-or-nothing across the tree, even if the process is
+// killed: it stages each new file beside its original, with the original's
+// mode and owner; only when every file succeeded, none changed on disk
+// meanwhile, and ctx is not done does it commit them through a journal (see
+// JournalName). On any error before that, and when ctx ends (a signal),
+// nothing is replaced and the staged files are removed; ctx's error is
+// returned. A Set killed part way is finished or undone by the next Scan,
+// Plan or Set of the tree, and the next Set removes the temporary files a
+// killed one left. Sets of one tree take turns (a lock on its root).
+func SetContext(ctx context.Context, dir string, u Update, opts ...Option) ([]Change, error) {
+	return set(ctx, dir, u, true, opts)
 }
 
 // rewritten is one file Set will replace.
@@ -37,18 +44,33 @@ type rewritten struct {
 	changes       []Change
 }
 
-func set(dir string, u Update, write bool, opts []Option) ([]Change, error) {
+func set(ctx context.Context, dir string, u Update, write bool, opts []Option) ([]Change, error) {
 	up, err := prepare(u)
 	if err != nil {
 		return nil, err
 	}
 	o := makeOptions(opts)
+	t, err := openTree(dir)
+	if err != nil {
+		return nil, err
+	}
 	var (
-		mu   sync.Mutex
-		done []rewritten
-		warn warnings
+		mu    sync.Mutex
+		done  []rewritten
+		warn  warnings
+		temps tempList
 	)
-	err = forEachFile(dir, u.Include, func(f treeFile, src []byte, stat func() (fileStat, error)) error {
+	unlock, err := prepareTree(ctx, t, write, &warn)
+	if err != nil {
+		warn.deliver(o.warn)
+		return nil, err
+	}
+	defer unlock()
+	wo := walkOptions{include: u.Include, warn: &warn, vendored: o.vendored}
+	if write {
+		wo.temps = &temps
+	}
+	err = forEachFile(t, wo, func(f treeFile, src []byte, stat func() (fileStat, error)) error {
 		if !up.mentions.in(src) {
 			// It cannot hold a pin of this repository. If it could hold
 			// one of another and is malformed, say so.
@@ -72,7 +94,7 @@ func set(dir string, u Update, write bool, opts []Option) ([]Change, error) {
 		}
 		r := rewritten{rel: f.rel, abs: f.abs(), st: st, changes: changes}
 		if write {
-			if r.tmp, err = writeTemp(r.abs, out, st.mode); err != nil {
+			if r.tmp, err = writeTemp(r.abs, out, st); err != nil {
 				return fmt.Errorf("writing %s: %w", f.rel, err)
 			}
 		}
@@ -81,9 +103,17 @@ func set(dir string, u Update, write bool, opts []Option) ([]Change, error) {
 		mu.Unlock()
 		return nil
 	})
+	if write {
+		removeTemps(t.root, &temps, warn.add)
+	}
 	warn.deliver(o.warn)
-	if err == nil && write {
-		err = replace(done)
+	if err == nil && write && len(done) > 0 {
+		o.hook(PhaseStaged)
+		if err = context.Cause(ctx); err != nil {
+			err = fmt.Errorf("stopped before replacing any file: %w", err)
+		} else {
+			err = commit(t.root, done, o.hook)
+		}
 	}
 	if err != nil {
 		for _, r := range done {
@@ -106,49 +136,25 @@ func set(dir string, u Update, write bool, opts []Option) ([]Change, error) {
 	return all, nil
 }
 
-// writeTemp writes content to a new temporary file beside path, with the
-// given mode, and returns its name.
-func writeTemp(path string, content []byte, mode fs.FileMode) (string, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".pinbot-*")
-	if err != nil {
-		return "", err
-	}
-	_, err = f.Write(content)
-	if err == nil {
-		err = f.Chmod(mode & modeBits)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return "", err
-	}
-	return f.Name(), nil
-}
-
 // errChanged reports a file that changed on disk while Set was rewriting it.
 var errChanged = errors.New("changed on disk while pinbot was rewriting it; nothing was written")
 
-// replace renames every temporary file over its original, after checking
-// that no original changed since it was read. Renamed files are marked so
-// the caller does not remove them.
-func replace(done []rewritten) error {
-	sort.Slice(done, func(i, j int) bool { return done[i].abs < done[j].abs })
-	for _, r := range done {
-		fi, err := os.Lstat(r.abs)
-		if err != nil {
-			return fmt.Errorf("checking %s: %w", r.rel, err)
-		}
-		if !fi.Mode().IsRegular() || fi.Size() != r.st.size || !fi.ModTime().Equal(r.st.mtime) || fi.Mode()&modeBits != r.st.mode {
-			return fmt.Errorf("%s: %w", r.rel, errChanged)
+// prepareTree locks t for a Set (write) and finishes a Set that was killed
+// after its commit point. Without write, it locks only when there is a
+// journal to finish.
+func prepareTree(ctx context.Context, t tree, write bool, warn *warnings) (unlock func(), err error) {
+	if !write {
+		if _, err := os.Lstat(t.root + string(os.PathSeparator) + JournalName); err != nil {
+			return func() {}, nil
 		}
 	}
-	for i := range done {
-		if err := os.Rename(done[i].tmp, done[i].abs); err != nil {
-			return fmt.Errorf("replacing %s (%d of %d files already replaced): %w", done[i].rel, i, len(done), err)
-		}
-		done[i].tmp = ""
+	unlock, err = lockTree(ctx, t.root)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	if err := recoverTree(t.root, warn.add); err != nil {
+		unlock()
+		return nil, err
+	}
+	return unlock, nil
 }

@@ -58,12 +58,20 @@ func (w *warnings) add(file string, err error) {
 	w.mu.Unlock()
 }
 
+// deliver calls fn for each warning in file order, once per distinct
+// message: two pins on one line can raise the same warning twice.
 func (w *warnings) deliver(fn func(string, error)) {
 	if fn == nil {
 		return
 	}
 	sort.SliceStable(w.list, func(i, j int) bool { return w.list[i].file < w.list[j].file })
+	seen := map[string]bool{}
 	for _, e := range w.list {
+		key := e.file + "\x00" + e.err.Error()
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
 		fn(e.file, e.err)
 	}
 }
@@ -72,27 +80,69 @@ func (w *warnings) deliver(fn func(string, error)) {
 // processor, since reading from the page cache does not block for long.
 func workerCount() int { return runtime.GOMAXPROCS(0) }
 
-// forEachFile walks dir and calls work for every file of a known type that
-// include (if set) admits, from several goroutines. src is only valid
+// MaxFileSize is the largest file pins reads. A larger file is skipped
+// with a warning (see WithWarnings) without being read whole: parsing a
+// 200 MB YAML file took gigabytes, and no manifest is that large.
+const MaxFileSize = 10 << 20
+
+// ErrTooLarge reports a file above MaxFileSize, which was skipped.
+var ErrTooLarge = fmt.Errorf("larger than %d MiB: skipped", MaxFileSize>>20)
+
+// vendoredDirs are directories of third-party code, skipped unless
+// WithVendored is given: their manifests are not the repository's own.
+var vendoredDirs = map[string]bool{"node_modules": true, "vendor": true}
+
+// tree is a directory to walk: dir as the caller named it (for messages)
+// and root, its absolute path with symbolic links resolved.
+type tree struct{ dir, root string }
+
+// openTree resolves dir. A dir that is itself a symbolic link is refused,
+// as pins follows no link: a link to / would walk the whole system. So is
+// the file system's root.
+func openTree(dir string) (tree, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return tree{}, fmt.Errorf("reading directory %s: %w", dir, err)
+	}
+	if fi, err := os.Lstat(abs); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		target, _ := os.Readlink(abs)
+		return tree{}, fmt.Errorf("reading directory %s: it is a symbolic link (to %s); pins follows no link: name the directory itself", dir, target)
+	}
+	root, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return tree{}, fmt.Errorf("reading directory %s: %w", dir, err)
+	}
+	if fi, err := os.Stat(root); err != nil {
+		return tree{}, fmt.Errorf("reading directory %s: %w", dir, err)
+	} else if !fi.IsDir() {
+		return tree{}, fmt.Errorf("reading directory %s: not a directory", dir)
+	}
+	if filepath.Dir(root) == root {
+		return tree{}, fmt.Errorf("reading directory %s: refusing to walk the whole file system (%s)", dir, root)
+	}
+	return tree{dir: dir, root: root}, nil
+}
+
+// walkOptions says what a walk visits and how it reports trouble.
+type walkOptions struct {
+	include  func(string) bool // files to read; nil for all
+	warn     *warnings         // where skipped files are reported
+	lenient  bool              // an unreadable file is a warning, not an error
+	vendored bool              // walk node_modules and vendor too
+	temps    *tempList         // where temporary files of Set are collected, or nil
+}
+
+// forEachFile walks t and calls work for every file of a known type that
+// o.include (if set) admits, from several goroutines. src is only valid
 // during the call; stat describes the file as read. Errors from work are
 // collected, not fatal to the walk; they come back joined in file order.
+// A file above MaxFileSize is a warning.
 //
 // The goroutines share the walk too: each takes a directory, reads it,
 // queues its subdirectories and processes its files itself, so no file is
 // handed from one goroutine to another.
-func forEachFile(dir string, include func(string) bool, work func(f treeFile, src []byte, stat func() (fileStat, error)) error) error {
-	root, err := filepath.Abs(dir)
-	if err == nil {
-		root, err = filepath.EvalSymlinks(root)
-	}
-	if err != nil {
-		return fmt.Errorf("reading directory %s: %w", dir, err)
-	}
-	if fi, err := os.Stat(root); err != nil {
-		return fmt.Errorf("reading directory %s: %w", dir, err)
-	} else if !fi.IsDir() {
-		return fmt.Errorf("reading directory %s: not a directory", dir)
-	}
+func forEachFile(t tree, o walkOptions, work func(f treeFile, src []byte, stat func() (fileStat, error)) error) error {
+	dir, root, include := t.dir, t.root, o.include
 
 	type queued struct{ abs, rel string }
 	var (
@@ -142,7 +192,12 @@ func forEachFile(dir string, include func(string) bool, work func(f treeFile, sr
 					entries, err = dh.entries(entries, &dirBuf)
 				}
 				if err != nil {
-					fail(d.rel, fmt.Errorf("reading directory %s: %w", path.Join(dir, d.rel), err))
+					err = fmt.Errorf("reading directory %s: %w", path.Join(dir, d.rel), err)
+					if o.lenient {
+						o.warn.add(d.rel, err)
+					} else {
+						fail(d.rel, err)
+					}
 				}
 				var subdirs []queued
 				for _, e := range entries {
@@ -155,10 +210,14 @@ func forEachFile(dir string, include func(string) bool, work func(f treeFile, sr
 					case fs.ModeSymlink:
 						// Never followed; see the package documentation.
 					case fs.ModeDir:
-						if abs := d.abs + string(filepath.Separator) + name; !skipDir(abs, name) {
+						if abs := d.abs + string(filepath.Separator) + name; !skipDir(abs, name, o.vendored) {
 							subdirs = append(subdirs, queued{abs: abs, rel: rel})
 						}
 					case 0: // a regular file
+						if o.temps != nil && isTempName(name) {
+							o.temps.add(d.abs + string(filepath.Separator) + name)
+							continue
+						}
 						ft := classify(name)
 						if ft == ftNone || include != nil && !include(rel) {
 							continue
@@ -169,9 +228,14 @@ func forEachFile(dir string, include func(string) bool, work func(f treeFile, sr
 							werr = work(f, src, stat)
 							return nil
 						})
-						if err != nil {
+						switch {
+						case errors.Is(err, ErrTooLarge):
+							o.warn.add(rel, fmt.Errorf("%s: %w", rel, ErrTooLarge))
+						case err != nil && o.lenient:
+							o.warn.add(rel, fmt.Errorf("reading %s: %w", rel, err))
+						case err != nil:
 							fail(rel, fmt.Errorf("reading %s: %w", rel, err))
-						} else if werr != nil {
+						case werr != nil:
 							fail(rel, werr)
 						}
 					}
@@ -197,9 +261,13 @@ func forEachFile(dir string, include func(string) bool, work func(f treeFile, sr
 	return sortedErrors(errs)
 }
 
-// skipDir reports directories whose files are not manifests: .git, and the
-// templates directory of a Helm chart.
-func skipDir(p, name string) bool {
+// skipDir reports directories whose files are not manifests: .git, the
+// templates directory of a Helm chart, and (unless vendored) node_modules
+// and vendor.
+func skipDir(p, name string, vendored bool) bool {
+	if !vendored && vendoredDirs[name] {
+		return true
+	}
 	switch name {
 	case ".git":
 		return true
@@ -210,11 +278,13 @@ func skipDir(p, name string) bool {
 	return false
 }
 
-// fileStat is what Set checks to find a file changed while it worked.
+// fileStat is what Set checks to find a file changed while it worked, and
+// what it keeps: mode and owner.
 type fileStat struct {
-	mode  fs.FileMode
-	size  int64
-	mtime time.Time
+	mode     fs.FileMode
+	size     int64
+	mtime    time.Time
+	uid, gid int // -1 where the system does not say
 }
 
 // modeBits are the mode bits Set preserves.

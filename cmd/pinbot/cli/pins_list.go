@@ -15,7 +15,8 @@ import (
 
 // pinsListOptions are the flags of `pinbot pins list`.
 type pinsListOptions struct {
-	dir string
+	dir      string
+	vendored bool
 }
 
 // Validate checks the flags.
@@ -46,14 +47,20 @@ func newPinsListCommand(g *globals) *cobra.Command {
 		Long: `List every digest pin under DIR (default: the current directory), sorted by
 file, line and column. Files are named relative to DIR; line and column are
 those of the digest itself. Pins frozen with a "# pinbot: ignore" comment are
-listed as ignored. Malformed files are skipped with a warning on stderr.`,
+listed as ignored. Malformed and unreadable files, and files over 10 MiB, are
+skipped with a warning on stderr. node_modules/ and vendor/ are skipped
+unless --include-vendored.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
 				return err
 			}
 			defer batchGC()()
-			found, err := pins.Scan(o.dir, pinsWarnings(logctx.From(cmd.Context())))
+			opts := []pins.Option{pinsWarnings(logctx.From(cmd.Context()))}
+			if o.vendored {
+				opts = append(opts, pins.WithVendored())
+			}
+			found, err := pins.Scan(o.dir, opts...)
 			if err != nil {
 				return err
 			}
@@ -70,6 +77,7 @@ listed as ignored. Malformed files are skipped with a warning on stderr.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.dir, "dir", ".", "directory to scan")
+	cmd.Flags().BoolVar(&o.vendored, "include-vendored", false, "also list files under node_modules/ and vendor/, skipped by default")
 	return cmd
 }
 

@@ -17,10 +17,11 @@ import (
 
 // pinsSetOptions are the flags of `pinbot pins set`.
 type pinsSetOptions struct {
-	dir     string
-	tag     string
-	pinTags bool
-	dryRun  bool
+	dir      string
+	tag      string
+	pinTags  bool
+	dryRun   bool
+	vendored bool
 }
 
 // Validate checks the flags.
@@ -59,9 +60,13 @@ Pins that carry a tag keep it, unless --tag gives a new one or IMAGE carries
 one (repo:tag@sha256:...). --pin-tags also pins references that carry a tag
 but no digest. Pins with a "# pinbot: ignore" comment are left alone.
 
-The rewrite is all-or-nothing across files. A malformed YAML file that
-mentions IMAGE stops it with the file and line; other malformed files are
-skipped with a warning. --dry-run prints the changes and writes nothing.`,
+The rewrite is all-or-nothing across files, even if pinbot is killed: every
+file is staged first and committed through a journal (.pinbot-journal) that
+the next run finishes. SIGINT or SIGTERM before the commit stops it with
+nothing changed and exit code 1. A malformed YAML file that mentions IMAGE
+stops it with the file and line; other malformed files, and files over
+10 MiB, are skipped with a warning. node_modules/ and vendor/ are skipped
+unless --include-vendored. --dry-run prints the changes and writes nothing.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Validate(); err != nil {
@@ -72,11 +77,17 @@ skipped with a warning. --dry-run prints the changes and writes nothing.`,
 			if err != nil {
 				return err
 			}
-			run := pins.Set
-			if o.dryRun {
-				run = pins.Plan
+			ctx := cmd.Context()
+			opts := []pins.Option{pinsWarnings(logctx.From(ctx)), pauseHook(ctx, cmd.ErrOrStderr())}
+			if o.vendored {
+				opts = append(opts, pins.WithVendored())
 			}
-			changes, err := run(o.dir, u, pinsWarnings(logctx.From(cmd.Context())))
+			var changes []pins.Change
+			if o.dryRun {
+				changes, err = pins.Plan(o.dir, u, opts...)
+			} else {
+				changes, err = pins.SetContext(ctx, o.dir, u, opts...)
+			}
 			if err != nil {
 				return err
 			}
@@ -98,6 +109,7 @@ skipped with a warning. --dry-run prints the changes and writes nothing.`,
 	cmd.Flags().StringVar(&o.tag, "tag", "", "new tag to write where a pin carries one")
 	cmd.Flags().BoolVar(&o.pinTags, "pin-tags", false, "also pin references that carry a tag but no digest")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the changes without writing them")
+	cmd.Flags().BoolVar(&o.vendored, "include-vendored", false, "also rewrite files under node_modules/ and vendor/, skipped by default")
 	return cmd
 }
 
