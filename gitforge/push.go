@@ -47,6 +47,20 @@ func (w *Worktree) commit(msg string, author Signature) (string, error) {
 	if author.Name == "" || author.Email == "" {
 		return "", errors.New("committing: the author needs a name and an email")
 	}
+	when := author.When
+	if when.IsZero() {
+		when = time.Now()
+	}
+	sig := &object.Signature{Name: author.Name, Email: author.Email, When: when}
+	if h, ok, err := w.quickCommit(msg, sig); ok {
+		if err != nil {
+			if errors.Is(err, ErrNoChanges) {
+				return "", err
+			}
+			return "", fmt.Errorf("committing in %s: %w", w.dir, err)
+		}
+		return h.String(), nil
+	}
 	wt, err := w.repo.Worktree()
 	if err != nil {
 		return "", fmt.Errorf("committing in %s: %w", w.dir, err)
@@ -54,11 +68,6 @@ func (w *Worktree) commit(msg string, author Signature) (string, error) {
 	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
 		return "", fmt.Errorf("staging changes in %s: %w", w.dir, err)
 	}
-	when := author.When
-	if when.IsZero() {
-		when = time.Now()
-	}
-	sig := &object.Signature{Name: author.Name, Email: author.Email, When: when}
 	h, err := wt.Commit(msg, &git.CommitOptions{Author: sig, Committer: sig})
 	if errors.Is(err, git.ErrEmptyCommit) {
 		return "", ErrNoChanges
@@ -145,6 +154,12 @@ func (w *Worktree) fetch(ctx context.Context) (string, error) {
 	ref, err := w.repo.Reference(remoteRef, true)
 	if err != nil {
 		return "", fmt.Errorf("fetching %s from %s: %w", w.branch, redact.URL(w.url), classify(err))
+	}
+	if ok, err := w.quickReset(ref.Hash()); ok {
+		if err != nil {
+			return "", fmt.Errorf("resetting %s to %s: %w", w.dir, ref.Hash(), err)
+		}
+		return w.head.String(), nil
 	}
 	wt, err := w.repo.Worktree()
 	if err != nil {
