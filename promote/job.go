@@ -133,6 +133,9 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 		if err := s.scan(ctx); err != nil {
 			return res, err
 		}
+		// The pull request is looked up while the pins are rewritten and
+		// the commit is built: neither depends on the other.
+		lookup := s.lookupPull(ctx, j, attempt)
 		start := time.Now()
 		changes, notes, err := s.apply(ctx, j)
 		if err != nil {
@@ -143,11 +146,13 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 		meta := j.meta()
 		meta.Base, meta.Changes = s.w.Head(), changes
 		res.Meta, res.Notes = meta, notes
+		var commit func() (string, error)
+		if len(changes) > 0 && !dryRun {
+			commit = s.commitOnce(ctx, meta)
+		}
 
-		var open *gitforge.Pull
-		if j.listed != nil && attempt == 1 {
-			open = j.listed.pull
-		} else if open, err = s.env.Forge.OpenPull(ctx, s.env.Repo, j.branch); err != nil {
+		open, err := lookup()
+		if err != nil {
 			s.dirty = true
 			return res, fmt.Errorf("finding the open pull request of %s: %w", j.branch, err)
 		}
@@ -191,15 +196,13 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 			return res, nil
 		}
 
-		author := gitforge.Signature{Name: s.cfg.Author.Name, Email: s.cfg.Author.Email, When: s.env.Now()}
-		start = time.Now()
-		head, err := s.w.Commit(CommitMessage(meta), author)
-		if err != nil {
-			s.dirty = true
-			return res, fmt.Errorf("committing on %s: %w", s.base, err)
+		if commit == nil {
+			commit = s.commitOnce(ctx, meta)
 		}
-		took(ctx, "committed", start, "commit", head)
-		s.dirty = true // the next job (or attempt) starts from the base again
+		head, err := commit()
+		if err != nil {
+			return res, err
+		}
 		start = time.Now()
 		pushErr := s.w.Push(ctx, j.branch, true)
 		took(ctx, "pushed", start, "branch", j.branch)
@@ -228,6 +231,41 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 		took(ctx, "published", start, "status", string(res.Status))
 		return res, err
 	}
+}
+
+// lookupPull starts looking up the open pull request of the job's branch
+// (on the first attempt, the one listed at the start of the run stands)
+// and returns a function that waits for the answer.
+func (s *session) lookupPull(ctx context.Context, j job, attempt int) func() (*gitforge.Pull, error) {
+	if j.listed != nil && attempt == 1 {
+		return func() (*gitforge.Pull, error) { return j.listed.pull, nil }
+	}
+	type answer struct {
+		pull *gitforge.Pull
+		err  error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		p, err := s.env.Forge.OpenPull(ctx, s.env.Repo, j.branch)
+		ch <- answer{p, err}
+	}()
+	return func() (*gitforge.Pull, error) { a := <-ch; return a.pull, a.err }
+}
+
+// commitOnce commits the rewritten pins of meta now and returns a function
+// that gives the commit (or the error). A commit made before the plan
+// needs it is local only; the next job or attempt resets it away.
+func (s *session) commitOnce(ctx context.Context, meta Meta) func() (string, error) {
+	author := gitforge.Signature{Name: s.cfg.Author.Name, Email: s.cfg.Author.Email, When: s.env.Now()}
+	start := time.Now()
+	head, err := s.w.Commit(CommitMessage(meta), author)
+	s.dirty = true // the next job (or attempt) starts from the base again
+	if err != nil {
+		err = fmt.Errorf("committing on %s: %w", s.base, err)
+	} else {
+		took(ctx, "committed", start, "commit", head)
+	}
+	return func() (string, error) { return head, err }
 }
 
 // resetIfDirty puts the working copy back on the current base head after
