@@ -22,7 +22,7 @@ var forbidden = map[string][]string{
 	"pins":       {"github.com/go-git/", "code.gitea.io/", "k8s.io/", "sigs.k8s.io/", "net/http", module + "/registry", module + "/gitforge", module + "/render"},
 	"registry":   {"github.com/go-git/", "code.gitea.io/", "k8s.io/", "sigs.k8s.io/", module + "/pins", module + "/gitforge"},
 	"gitforge":   {"k8s.io/", "sigs.k8s.io/", module + "/promote", module + "/reconciler", module + "/pins"},
-	"promote":    {"k8s.io/", "sigs.k8s.io/", module + "/reconciler"},
+	"promote":    {module + "/reconciler"},
 	"reconciler": {module + "/promote"},
 	"render":     {"github.com/go-git/", "code.gitea.io/", module + "/"},
 	"deploy":     {"k8s.io/", module + "/"},
@@ -34,17 +34,29 @@ var forbidden = map[string][]string{
 // (and themselves), so that every other package can share them.
 var stdlibOnly = []string{"internal/imageref"}
 
+// forbiddenDirect maps a package (and its subpackages) to import prefixes
+// it must not import itself, though it may reach them through an allowed
+// package: promote talks to no cluster, yet renders charts through render,
+// which pulls Kubernetes types in.
+var forbiddenDirect = map[string][]string{
+	"promote": {"k8s.io/", "sigs.k8s.io/", "helm.sh/"},
+}
+
 // testSupport are packages only tests, the demo and the benchmarks may use.
-var testSupport = []string{module + "/internal/testenv", module + "/internal/kubeletsim", "testing"}
+// The product must not import "testing" itself either; that one is checked
+// on direct imports only, because the Helm SDK's chart/common imports it
+// (for testing.Testing()).
+var testSupport = []string{module + "/internal/testenv", module + "/internal/kubeletsim"}
 
 type pkg struct {
 	ImportPath string
+	Imports    []string
 	Deps       []string
 }
 
 func listDeps(t *testing.T) []pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-deps=false", "-json=ImportPath,Deps", "./...")
+	cmd := exec.Command("go", "list", "-deps=false", "-json=ImportPath,Imports,Deps", "./...")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -66,6 +78,16 @@ func TestLayering(t *testing.T) {
 	for _, p := range listDeps(t) {
 		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
 		top, _, _ := strings.Cut(rel, "/")
+		for _, imp := range p.Imports {
+			if imp == "testing" && isProduct(rel) {
+				t.Errorf("%s imports testing", p.ImportPath)
+			}
+			for _, bad := range forbiddenDirect[top] {
+				if strings.HasPrefix(imp, bad) {
+					t.Errorf("%s imports %s; %s must not import %s itself", p.ImportPath, imp, top, bad)
+				}
+			}
+		}
 		for _, dep := range p.Deps {
 			for key, bads := range forbidden {
 				if !within(rel, key) {

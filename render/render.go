@@ -51,13 +51,22 @@ var manifestExts = []string{".yaml", ".yml", ".json"}
 var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
 
 // Dir returns the objects the manifests at rel (slash path) inside the
-// repository checked out at root declare. A directory holding a
-// kustomization file is built with kustomize (remote bases refused, files
-// outside root unreadable); any other directory is read recursively, every
-// *.yaml, *.yml and *.json file, every document, skipping empty documents
-// and directories whose name starts with a dot. Objects come back in file
-// order. Errors are *Error.
-func Dir(root, rel string) ([]*unstructured.Unstructured, error) {
+// repository checked out at root declare:
+//   - a directory holding a Chart.yaml is rendered as a Helm chart (see
+//     WithHelm and WithCapabilities; dependencies only from its charts/,
+//     lookup empty, test hooks left out);
+//   - a directory holding a kustomization file is built with kustomize
+//     (remote bases refused, files outside root unreadable);
+//   - any other directory is read recursively, every *.yaml, *.yml and
+//     *.json file, every document, skipping empty documents and
+//     directories whose name starts with a dot.
+//
+// Objects come back in file order. Errors are *Error.
+func Dir(root, rel string, opts ...Option) ([]*unstructured.Unstructured, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	rel = path.Clean(rel)
 	if path.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") {
 		return nil, &Error{File: rel, Err: errors.New("path escapes the repository")}
@@ -69,6 +78,12 @@ func Dir(root, rel string) ([]*unstructured.Unstructured, error) {
 	}
 	if !st.IsDir() {
 		return nil, &Error{File: rel, Err: errors.New("not a directory")}
+	}
+	if _, err := os.Stat(filepath.Join(dir, chartFile)); err == nil {
+		return renderChart(root, rel, o)
+	}
+	if o.helm != nil {
+		return nil, &Error{File: rel, Err: errors.New("helm settings given, but the directory holds no Chart.yaml")}
 	}
 	for _, name := range kustomizationNames {
 		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
