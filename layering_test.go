@@ -28,6 +28,9 @@ var forbidden = map[string][]string{
 	"deploy":     {"k8s.io/", module + "/"},
 	// The Applier is a leaf: it applies what the reconciler decides.
 	"reconciler/ssa": {module + "/"},
+	// The deployer reader is a leaf too: pure decisions over Argo CD's and
+	// Flux's objects, with no Kubernetes client of its own.
+	"reconciler/deployer": {module + "/", "k8s.io/client-go/"},
 }
 
 // stdlibOnly are packages that may import nothing but the standard library

@@ -1,0 +1,119 @@
+package deployer
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrNotDeployed says the deployer has not deployed any revision yet: no
+// successful Argo CD sync, no Flux apply.
+var ErrNotDeployed = errors.New("nothing deployed yet")
+
+// Revision is the commit a deployer last deployed.
+type Revision struct {
+	// Commit is the full commit id, lowercase hex.
+	Commit string
+	// Ref is the reference Flux names with it ("main",
+	// "refs/heads/main"); "" for Argo CD and for a Flux commit-only
+	// revision.
+	Ref string
+}
+
+// AtHead reports whether r is the head commit (a full id).
+func (r Revision) AtHead(head string) bool {
+	return r.Commit != "" && strings.EqualFold(r.Commit, head)
+}
+
+// Deployed is the revision of Argo CD's last successful sync of the
+// source s (from Application.Source):
+// status.operationState.syncResult.revision when the operation's phase is
+// Succeeded, else the newest entry of status.history, which records only
+// successful syncs. ErrNotDeployed (wrapped) when there is neither; a
+// revision that is not a commit id is a *FieldError.
+func (a *Application) Deployed(s Source) (Revision, error) {
+	if op := a.Status.OperationState; op != nil && op.Phase == PhaseSucceeded && op.SyncResult != nil {
+		rev, field := pick(op.SyncResult.Revision, op.SyncResult.Revisions, s.Index, "status.operationState.syncResult")
+		if rev != "" {
+			return a.commit(field, rev)
+		}
+	}
+	newest := -1
+	for i, h := range a.Status.History {
+		if newest < 0 || h.ID >= a.Status.History[newest].ID {
+			newest = i
+		}
+	}
+	if newest >= 0 {
+		h := a.Status.History[newest]
+		rev, field := pick(h.Revision, h.Revisions, s.Index, fmt.Sprintf("status.history[%d]", newest))
+		if rev != "" {
+			return a.commit(field, rev)
+		}
+	}
+	return Revision{}, fmt.Errorf("%s: no successful sync: %w", a.Name(), ErrNotDeployed)
+}
+
+// pick returns the revision of the followed source: the single one, or
+// the index-th of a multi-source Application's list.
+func pick(single string, list []string, index int, field string) (string, string) {
+	if index < 0 {
+		return single, field + ".revision"
+	}
+	if index < len(list) {
+		return list[index], fmt.Sprintf("%s.revisions[%d]", field, index)
+	}
+	return "", ""
+}
+
+func (a *Application) commit(field, rev string) (Revision, error) {
+	c := strings.ToLower(rev)
+	if !hexCommit.MatchString(c) {
+		return Revision{}, &FieldError{Object: a.Name(), Field: field, Reason: fmt.Sprintf("%q is not a commit id", rev)}
+	}
+	return Revision{Commit: c}, nil
+}
+
+// Deployed is the revision Flux last applied, from
+// status.lastAppliedRevision. ErrNotDeployed (wrapped) when it is empty;
+// a malformed one is a *FieldError.
+func (k *Kustomization) Deployed() (Revision, error) {
+	raw := k.Status.LastAppliedRevision
+	if raw == "" {
+		return Revision{}, fmt.Errorf("%s: no revision applied: %w", k.Name(), ErrNotDeployed)
+	}
+	r, err := ParseFluxRevision(raw)
+	if err != nil {
+		return Revision{}, &FieldError{Object: k.Name(), Field: "status.lastAppliedRevision", Reason: err.Error()}
+	}
+	return r, nil
+}
+
+// ParseFluxRevision reads a Flux source revision: "main@sha1:<commit>",
+// "refs/heads/main@sha1:<commit>", "sha1:<commit>" (a commit checkout),
+// "sha256:<commit>" for SHA-256 repositories, or the legacy
+// "main/<commit>" of Flux before v2.0.
+func ParseFluxRevision(s string) (Revision, error) {
+	ref, digest := "", s
+	if i := strings.LastIndex(s, "@"); i >= 0 {
+		ref, digest = s[:i], s[i+1:]
+		if ref == "" {
+			return Revision{}, fmt.Errorf("%q: empty reference before @", s)
+		}
+	}
+	if algo, hex, ok := strings.Cut(digest, ":"); ok {
+		hex = strings.ToLower(hex)
+		switch {
+		case algo == "sha1" && len(hex) == 40 && hexCommit.MatchString(hex),
+			algo == "sha256" && len(hex) == 64 && hexCommit.MatchString(hex):
+			return Revision{Commit: hex, Ref: ref}, nil
+		}
+		return Revision{}, fmt.Errorf("%q: want <ref>@sha1:<40 hex digits>", s)
+	}
+	if ref == "" {
+		if i := strings.LastIndex(s, "/"); i > 0 && hexCommit.MatchString(strings.ToLower(s[i+1:])) {
+			return Revision{Commit: strings.ToLower(s[i+1:]), Ref: s[:i]}, nil
+		}
+	}
+	return Revision{}, fmt.Errorf("%q: want <ref>@sha1:<40 hex digits>", s)
+}

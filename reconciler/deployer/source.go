@@ -1,0 +1,376 @@
+package deployer
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+// Kind names who deploys an app: the value of `source` in `verify -o
+// json`.
+type Kind string
+
+// Deployers.
+const (
+	ArgoCD Kind = "argocd"
+	Flux   Kind = "flux"
+	// Pinbot is an app pinbot applies itself; this package decides nothing
+	// for it.
+	Pinbot Kind = "pinbot"
+)
+
+// Title is the deployer's name in prose: "Argo CD", "Flux" or "pinbot".
+func (k Kind) Title() string {
+	switch k {
+	case ArgoCD:
+		return "Argo CD"
+	case Flux:
+		return "Flux"
+	}
+	return string(k)
+}
+
+// Source is what an app deployed by Argo CD or Flux follows, read from the
+// deployer's object: pinbot renders it at the head to learn what the Pods
+// should run.
+type Source struct {
+	// Kind is the deployer.
+	Kind Kind
+	// Object names the deployer's object ("Application argocd/guestbook").
+	Object string
+	// RepoURL is the Git repository, as the deployer has it.
+	RepoURL string
+	// Path is the directory in the repository, slash-separated and
+	// cleaned; "" is the root.
+	Path string
+	// Ref is what the deployer tracks.
+	Ref GitRef
+	// Helm is how Argo CD renders the path when it holds a Helm chart:
+	// spec.source.helm, or its defaults (the Application's name as the
+	// release, the destination namespace) when there is none. Nil for
+	// Flux, which renders charts through a HelmRelease, not a
+	// Kustomization.
+	Helm *Helm
+	// Namespace is the destination namespace: Argo CD's
+	// spec.destination.namespace, Flux's spec.targetNamespace; "" when
+	// the deployer sets none.
+	Namespace string
+	// Index is the position of the followed source in an Application's
+	// spec.sources, whose revisions are lists in the same order; -1 for
+	// spec.source and for Flux.
+	Index int
+}
+
+// GitRef is the reference a deployer tracks. At most one of Branch, Tag,
+// Name and Commit is set, except Revision alone for Argo CD.
+type GitRef struct {
+	// Branch is a branch name (Flux's spec.ref.branch, "master" when the
+	// GitRepository names no reference).
+	Branch string
+	// Tag is a tag name (Flux's spec.ref.tag).
+	Tag string
+	// Name is a full reference such as "refs/heads/main" (Flux's
+	// spec.ref.name).
+	Name string
+	// Commit pins one commit: Flux's spec.ref.commit, or an Argo CD
+	// targetRevision of 40 or 64 hex digits.
+	Commit string
+	// Revision is Argo CD's targetRevision when it names a branch or a
+	// tag, resolved against the repository as Argo CD does; "HEAD" (also
+	// for an empty targetRevision) is the remote's default branch.
+	Revision string
+}
+
+// String reads "branch main", "tag v1", "commit 3f2a…", "ref refs/heads/x"
+// or "revision HEAD".
+func (r GitRef) String() string {
+	switch {
+	case r.Commit != "":
+		return "commit " + r.Commit
+	case r.Name != "":
+		return "ref " + r.Name
+	case r.Tag != "":
+		return "tag " + r.Tag
+	case r.Branch != "":
+		return "branch " + r.Branch
+	}
+	return "revision " + r.Revision
+}
+
+// Helm is how Argo CD renders a chart, from spec.source.helm, in the terms
+// of pinbot's renderer (render.Helm).
+type Helm struct {
+	// ReleaseName is .Release.Name: helm.releaseName, else the
+	// Application's name.
+	ReleaseName string
+	// Namespace is .Release.Namespace: helm.namespace, else the
+	// destination namespace.
+	Namespace string
+	// ValueFiles are relative to the chart directory; later ones win.
+	ValueFiles []string
+	// Values override the value files: helm.valuesObject when set, else
+	// helm.values parsed (Argo CD uses one or the other, never both).
+	Values map[string]any
+	// Parameters override everything else: the --set ones first, then the
+	// --set-string ones (forceString), as Helm applies them, each name once
+	// with its last value, as Argo CD keeps them in a map.
+	Parameters []HelmParameter
+	// IgnoreMissingValueFiles skips value files that do not exist.
+	IgnoreMissingValueFiles bool
+	// SkipCRDs leaves out the chart's crds/ directory.
+	SkipCRDs bool
+	// KubeVersion and APIVersions, when set, replace what the cluster's
+	// discovery says.
+	KubeVersion string
+	APIVersions []string
+}
+
+var hexCommit = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
+
+// Source returns what the Application follows: spec.source, or the one
+// source of spec.sources that has a path (the others may only lend value
+// files through ref, which pinbot does not follow). Sources pinbot cannot
+// render as Argo CD does are a *FieldError naming the field: a chart from
+// a Helm repository, a config management plugin, kustomize overrides, Helm
+// file parameters or value files of another source, a source hydrator, a
+// destination cluster other than Argo CD's own.
+func (a *Application) Source() (Source, error) {
+	obj := a.Name()
+	fail := func(field, format string, args ...any) (Source, error) {
+		return Source{}, &FieldError{Object: obj, Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	if a.Spec.SourceHydrator != nil {
+		return fail("spec.sourceHydrator", "Argo CD deploys the branch it hydrates; pinbot does not follow it")
+	}
+	if d := a.Spec.Destination; !d.InCluster() {
+		return fail("spec.destination", "server %q name %q is another cluster than Argo CD's own (%s), whose Pods pinbot does not read", d.Server, d.Name, argoInClusterURL)
+	}
+	src, field, index := a.Spec.Source, "spec.source", -1
+	if len(a.Spec.Sources) > 0 {
+		var withPath []int
+		for i, s := range a.Spec.Sources {
+			if s.Path != "" || s.Chart != "" || s.Ref == "" {
+				withPath = append(withPath, i)
+			}
+		}
+		if len(withPath) != 1 {
+			return fail("spec.sources", "pinbot follows one source with a path; found %d", len(withPath))
+		}
+		index = withPath[0]
+		src, field = &a.Spec.Sources[index], fmt.Sprintf("spec.sources[%d]", index)
+	}
+	if src == nil {
+		return fail("spec.source", "the Application has no source")
+	}
+	switch {
+	case src.Chart != "":
+		return fail(field+".chart", "chart %q comes from a Helm repository; pinbot follows Git sources only", src.Chart)
+	case src.RepoURL == "":
+		return fail(field+".repoURL", "empty")
+	case src.Plugin != nil:
+		return fail(field+".plugin", "pinbot cannot render a config management plugin")
+	case len(src.Kustomize) > 0:
+		return fail(field+".kustomize", "pinbot does not render Argo CD's kustomize overrides (images, namePrefix, patches…); put them in the repository's kustomization.yaml")
+	case src.Directory != nil && src.Directory["jsonnet"] != nil:
+		return fail(field+".directory.jsonnet", "pinbot cannot render Jsonnet")
+	}
+	p, err := cleanPath(src.Path)
+	if err != nil {
+		return fail(field+".path", "%s", err)
+	}
+	out := Source{
+		Kind:      ArgoCD,
+		Object:    obj,
+		RepoURL:   src.RepoURL,
+		Path:      p,
+		Ref:       argoRef(src.TargetRevision),
+		Namespace: a.Spec.Destination.Namespace,
+		Index:     index,
+	}
+	h := src.Helm
+	if h == nil {
+		h = &ApplicationSourceHelm{}
+	}
+	if out.Helm, err = a.helm(h, field+".helm"); err != nil {
+		return Source{}, err
+	}
+	return out, nil
+}
+
+// argoRef classifies a targetRevision.
+func argoRef(rev string) GitRef {
+	switch {
+	case rev == "" || rev == "HEAD":
+		return GitRef{Revision: "HEAD"}
+	case hexCommit.MatchString(rev):
+		return GitRef{Commit: rev}
+	}
+	return GitRef{Revision: rev}
+}
+
+// helm turns spec.source.helm into the renderer's terms.
+func (a *Application) helm(h *ApplicationSourceHelm, field string) (*Helm, error) {
+	obj := a.Name()
+	fail := func(f, format string, args ...any) (*Helm, error) {
+		return nil, &FieldError{Object: obj, Field: field + f, Reason: fmt.Sprintf(format, args...)}
+	}
+	if len(h.FileParameters) > 0 {
+		return fail(".fileParameters", "pinbot does not render Helm file parameters (--set-file)")
+	}
+	for i, f := range h.ValueFiles {
+		switch {
+		case strings.HasPrefix(f, "$"):
+			return fail(fmt.Sprintf(".valueFiles[%d]", i), "%q comes from another source; pinbot renders the files of the app's repository only", f)
+		case strings.Contains(f, "://"):
+			return fail(fmt.Sprintf(".valueFiles[%d]", i), "%q is a URL; pinbot fetches nothing while rendering", f)
+		}
+	}
+	out := &Helm{
+		ReleaseName:             h.ReleaseName,
+		Namespace:               h.Namespace,
+		ValueFiles:              append([]string(nil), h.ValueFiles...),
+		IgnoreMissingValueFiles: h.IgnoreMissingValueFiles,
+		SkipCRDs:                h.SkipCrds,
+		KubeVersion:             h.KubeVersion,
+		APIVersions:             append([]string(nil), h.APIVersions...),
+	}
+	if out.ReleaseName == "" {
+		out.ReleaseName = a.Metadata.Name
+	}
+	if out.Namespace == "" {
+		out.Namespace = a.Spec.Destination.Namespace
+	}
+	switch {
+	case h.ValuesObject != nil:
+		out.Values = h.ValuesObject
+	case strings.TrimSpace(h.Values) != "":
+		v := map[string]any{}
+		if err := sigsyaml.Unmarshal([]byte(h.Values), &v); err != nil {
+			return fail(".values", "parsing YAML: %s", err)
+		}
+		out.Values = v
+	}
+	out.Parameters = helmParameters(h.Parameters)
+	return out, nil
+}
+
+// helmParameters orders parameters as Argo CD passes them to Helm: one
+// --set per name with its last value, then one --set-string per name.
+func helmParameters(ps []HelmParameter) []HelmParameter {
+	var out []HelmParameter
+	for _, force := range []bool{false, true} {
+		at := map[string]int{}
+		for _, p := range ps {
+			if p.ForceString != force {
+				continue
+			}
+			if i, ok := at[p.Name]; ok {
+				out[i].Value = p.Value
+				continue
+			}
+			at[p.Name] = len(out)
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Source returns what the Kustomization follows, given the GitRepository
+// it names (see Kustomization.GitRepository). Sources pinbot cannot render
+// as Flux does are a *FieldError: image overrides, patches, post-build
+// substitutions, name prefixes and suffixes, components, a remote cluster,
+// included repositories, a semver range.
+func (k *Kustomization) Source(repo *GitRepository) (Source, error) {
+	obj := k.Name()
+	fail := func(o, field, format string, args ...any) (Source, error) {
+		return Source{}, &FieldError{Object: o, Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	ns, name, err := k.GitRepository()
+	if err != nil {
+		return Source{}, err
+	}
+	if repo == nil || repo.Metadata.Name != name || repo.Metadata.Namespace != ns {
+		got := "none"
+		if repo != nil {
+			got = repo.Name()
+		}
+		return fail(obj, "spec.sourceRef", "names GitRepository %s/%s, given %s", ns, name, got)
+	}
+	s := k.Spec
+	switch {
+	case len(s.Images) > 0:
+		return fail(obj, "spec.images", "Flux overrides the images Git pins; pinbot verifies what Git pins (put the images in the repository's kustomization.yaml)")
+	case len(s.Patches) > 0:
+		return fail(obj, "spec.patches", "pinbot does not render the Kustomization's patches; put them in the repository's kustomization.yaml")
+	case s.PostBuild != nil:
+		return fail(obj, "spec.postBuild", "pinbot does not render Flux's post-build substitutions")
+	case s.NamePrefix != "" || s.NameSuffix != "":
+		return fail(obj, "spec.namePrefix", "pinbot does not render Flux's name prefixes and suffixes")
+	case len(s.Components) > 0:
+		return fail(obj, "spec.components", "pinbot does not render the Kustomization's components")
+	case s.KubeConfig != nil:
+		return fail(obj, "spec.kubeConfig", "Flux applies to another cluster, whose Pods pinbot does not read")
+	case len(repo.Spec.Include) > 0:
+		return fail(repo.Name(), "spec.include", "pinbot does not follow included repositories")
+	case repo.Spec.URL == "":
+		return fail(repo.Name(), "spec.url", "empty")
+	}
+	p, err := cleanPath(s.Path)
+	if err != nil {
+		return fail(obj, "spec.path", "%s", err)
+	}
+	ref, err := fluxRef(repo)
+	if err != nil {
+		return Source{}, err
+	}
+	return Source{
+		Kind:      Flux,
+		Object:    obj,
+		RepoURL:   repo.Spec.URL,
+		Path:      p,
+		Ref:       ref,
+		Namespace: s.TargetNamespace,
+		Index:     -1,
+	}, nil
+}
+
+// fluxRef applies source-controller's precedence: commit, name, semver,
+// tag, branch, and "master" when none is set.
+func fluxRef(repo *GitRepository) (GitRef, error) {
+	r := repo.Spec.Ref
+	switch {
+	case r == nil:
+		return GitRef{Branch: "master"}, nil
+	case r.Commit != "":
+		if !hexCommit.MatchString(r.Commit) {
+			return GitRef{}, &FieldError{Object: repo.Name(), Field: "spec.ref.commit", Reason: fmt.Sprintf("%q: want a full commit id", r.Commit)}
+		}
+		return GitRef{Commit: r.Commit}, nil
+	case r.Name != "":
+		return GitRef{Name: r.Name}, nil
+	case r.SemVer != "":
+		return GitRef{}, &FieldError{Object: repo.Name(), Field: "spec.ref.semver", Reason: "pinbot follows a branch, tag or commit, not a semver range"}
+	case r.Tag != "":
+		return GitRef{Tag: r.Tag}, nil
+	case r.Branch != "":
+		return GitRef{Branch: r.Branch}, nil
+	}
+	return GitRef{Branch: "master"}, nil
+}
+
+// cleanPath turns a deployer's path ("./apps/web", "/", ".") into a
+// cleaned relative one ("apps/web", "" for the root), refusing one that
+// leaves the repository.
+func cleanPath(p string) (string, error) {
+	if strings.Contains(p, "\\") {
+		return "", fmt.Errorf("%q: want a slash-separated path", p)
+	}
+	c := path.Clean("/" + p)
+	if strings.HasPrefix(path.Clean(p), "../") || path.Clean(p) == ".." {
+		return "", fmt.Errorf("%q leaves the repository", p)
+	}
+	return strings.TrimPrefix(c, "/"), nil
+}
