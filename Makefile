@@ -18,9 +18,14 @@ KUBE_LDFLAGS  := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
                  -X k8s.io/component-base/version.gitTreeState=clean \
                  -X k8s.io/component-base/version.buildDate=2026-01-01T00:00:00Z
 
+# The deployers whose real CRDs the tests install (make crds).
+ARGOCD_VERSION               := v3.6.1
+KUSTOMIZE_CONTROLLER_VERSION := v1.10.1
+SOURCE_CONTROLLER_VERSION    := v1.10.1
+
 export PINBOT_BIN_DIR := $(BIN)
 
-.PHONY: all build test unit lint bench demo tools gitea kube clean
+.PHONY: all build test unit lint bench demo tools gitea kube crds clean
 
 all: build
 
@@ -31,7 +36,7 @@ build:
 ## the control plane build side by side: they share no packages, and each
 ## build leaves a core idle while it downloads modules and links.
 tools:
-	@$(MAKE) --no-print-directory -j2 gitea kube
+	@$(MAKE) --no-print-directory -j2 gitea kube crds
 
 gitea: $(BIN)/gitea
 $(BIN)/gitea: hack/tools/gitea/go.mod hack/tools/gitea/go.sum
@@ -57,6 +62,20 @@ $(KUBE_BINS) &: hack/tools/kube/go.mod hack/tools/kube/go.sum
 	mv $(BIN)/.kube/server $(BIN)/etcd
 	mv $(BIN)/.kube/kube-apiserver $(BIN)/.kube/kube-controller-manager $(BIN)/
 	@rmdir $(BIN)/.kube
+
+## crds: the real CustomResourceDefinitions of Argo CD's Application and
+## Flux's Kustomization and GitRepository, copied out of the modules'
+## source (through go mod download, nothing added to go.mod) into
+## bin/crds, for the tests to install in the control plane.
+CRDS := \
+	github.com/argoproj/argo-cd/v3@$(ARGOCD_VERSION)=manifests/crds/application-crd.yaml \
+	github.com/fluxcd/kustomize-controller@$(KUSTOMIZE_CONTROLLER_VERSION)=config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml \
+	github.com/fluxcd/source-controller@$(SOURCE_CONTROLLER_VERSION)=config/crd/bases/source.toolkit.fluxcd.io_gitrepositories.yaml
+
+crds: $(BIN)/crds/VERSIONS
+$(BIN)/crds/VERSIONS: Makefile hack/crds/main.go
+	@echo ">> copying the Argo CD and Flux CRDs into bin/crds"
+	GO=$(GO) $(GO) run ./hack/crds -o $(BIN)/crds $(CRDS)
 
 ## test: every test, including those on a real Gitea and a real control plane.
 test: tools
