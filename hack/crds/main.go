@@ -112,7 +112,9 @@ func download(modVersion string) (string, error) {
 	}
 	cmd := exec.Command(goCmd, "mod", "download", "-json", modVersion)
 	cmd.Dir = os.TempDir()
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GO111MODULE=on")
+	// GOTOOLCHAIN=local: a module that wants a newer Go must not make the
+	// go command fetch that toolchain; the zip is all this needs.
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GO111MODULE=on", "GOTOOLCHAIN=local")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, runErr := cmd.Output()
