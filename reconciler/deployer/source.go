@@ -75,8 +75,8 @@ type GitRef struct {
 	// Name is a full reference such as "refs/heads/main" (Flux's
 	// spec.ref.name).
 	Name string
-	// Commit pins one commit: Flux's spec.ref.commit, or an Argo CD
-	// targetRevision of 40 or 64 hex digits.
+	// Commit pins one commit, lowercase: Flux's spec.ref.commit, or an
+	// Argo CD targetRevision of 40 or 64 hex digits.
 	Commit string
 	// Revision is Argo CD's targetRevision when it names a branch or a
 	// tag, resolved against the repository as Argo CD does; "HEAD" (also
@@ -205,8 +205,8 @@ func argoRef(rev string) GitRef {
 	switch {
 	case rev == "" || rev == "HEAD":
 		return GitRef{Revision: "HEAD"}
-	case hexCommit.MatchString(rev):
-		return GitRef{Commit: rev}
+	case hexCommit.MatchString(strings.ToLower(rev)):
+		return GitRef{Commit: strings.ToLower(rev)}
 	}
 	return GitRef{Revision: rev}
 }
@@ -345,10 +345,11 @@ func fluxRef(repo *GitRepository) (GitRef, error) {
 	case r == nil:
 		return GitRef{Branch: "master"}, nil
 	case r.Commit != "":
-		if !hexCommit.MatchString(r.Commit) {
+		c := strings.ToLower(r.Commit)
+		if !hexCommit.MatchString(c) {
 			return GitRef{}, &FieldError{Object: repo.Name(), Field: "spec.ref.commit", Reason: fmt.Sprintf("%q: want a full commit id", r.Commit)}
 		}
-		return GitRef{Commit: r.Commit}, nil
+		return GitRef{Commit: c}, nil
 	case r.Name != "":
 		return GitRef{Name: r.Name}, nil
 	case r.SemVer != "":

@@ -51,7 +51,7 @@ spec:
   destination: {server: "https://kubernetes.default.svc"}`,
 			want: Source{
 				Kind: ArgoCD, Object: "Application argocd/guestbook", RepoURL: "https://git.example/x.git", Path: "web",
-				Ref: GitRef{Revision: "0123456789ABCDEF0123456789abcdef01234567"}, Index: -1,
+				Ref: GitRef{Commit: "0123456789abcdef0123456789abcdef01234567"}, Index: -1,
 				Helm: &Helm{ReleaseName: "guestbook"},
 			},
 		},
@@ -142,8 +142,8 @@ spec:
 	}
 }
 
-// TestArgoRefCommit checks a lowercase full id is a commit, and the
-// uppercase one above is left to the resolver as a name.
+// TestArgoRefCommit checks that a full id, in either case, is a commit,
+// as Argo CD's own check is, and anything else a name to resolve.
 func TestArgoRefCommit(t *testing.T) {
 	for rev, want := range map[string]GitRef{
 		"":        {Revision: "HEAD"},
@@ -151,6 +151,7 @@ func TestArgoRefCommit(t *testing.T) {
 		"main":    {Revision: "main"},
 		"v1.0":    {Revision: "v1.0"},
 		"abc1234": {Revision: "abc1234"},
+		"0123456789ABCDEF0123456789ABCDEF01234567":                         {Commit: "0123456789abcdef0123456789abcdef01234567"},
 		"0123456789abcdef0123456789abcdef01234567":                         {Commit: "0123456789abcdef0123456789abcdef01234567"},
 		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef": {Commit: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"},
 	} {
