@@ -274,8 +274,8 @@ conditions:
 		outcome{deployed: commitB, health: ready, verdict: deployer.Judgement{Verdict: deployer.Mismatch, Reason: "running " + digestA + ", Git " + digestB}})
 }
 
-// deployed is what Application and Kustomization have in common.
-type deployed interface {
+// healthReporter is what Application and Kustomization have in common.
+type healthReporter interface {
 	Health() deployer.Health
 }
 
@@ -289,7 +289,7 @@ type outcome struct {
 // check runs the decisions for one container that the head pins at
 // headDigest, the deployed revision at A's or B's digest, and that runs
 // running.
-func check(t *testing.T, name string, kind deployer.Kind, src deployer.Source, obj deployed, head, headDigest, running string, want outcome) {
+func check(t *testing.T, name string, kind deployer.Kind, src deployer.Source, obj healthReporter, head, headDigest, running string, want outcome) {
 	t.Helper()
 	var rev deployer.Revision
 	var err error

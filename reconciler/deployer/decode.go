@@ -100,9 +100,9 @@ func decode(data []byte, group, kind string, meta *Meta, out any) error {
 		return decodeError(obj, err)
 	}
 	obj := meta.Name()
-	gotGroup, _, _ := strings.Cut(meta.APIVersion, "/")
-	if !strings.Contains(meta.APIVersion, "/") {
-		gotGroup = ""
+	gotGroup := "" // a bare "v1" is the core group
+	if g, _, ok := strings.Cut(meta.APIVersion, "/"); ok {
+		gotGroup = g
 	}
 	if meta.Kind != kind || gotGroup != group {
 		return &DecodeError{Object: obj, Err: fmt.Errorf("want kind %s of group %s, got apiVersion %q kind %q", kind, group, meta.APIVersion, meta.Kind)}
