@@ -48,6 +48,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if err := o.resolve(ctx); err != nil {
 		return err
 	}
+	// Checked again when the index is built; here it fails before the
+	// minutes of compiling.
+	if _, err := os.Stat(o.caBundle); err != nil {
+		return fmt.Errorf("reading the CA bundle %s: %w", o.caBundle, err)
+	}
 	if o.pinWith != "" {
 		if err := checkPin(ctx, o); err != nil {
 			return err

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -69,5 +72,29 @@ func TestParseErrors(t *testing.T) {
 				t.Fatalf("error %v, want a usage error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestRunStopsBeforeCompiling checks that run fails fast, before any
+// compile, on a missing CA bundle and on a pin directory that does not pin
+// the image.
+func TestRunStopsBeforeCompiling(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "ca.crt")
+	args := []string{"--image", "127.0.0.1:1/platform/pinbot:v1", "--dir", "../..", "--source", "https://gitea.example/platform/pinbot",
+		"--go", "/nonexistent/go"}
+	err := run(context.Background(), append(args, "--ca-bundle", missing), io.Discard, io.Discard, func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), "reading the CA bundle "+missing) {
+		t.Errorf("missing CA bundle: error %v, want one naming %s", err, missing)
+	}
+	// A fake pinbot that lists one pin of another repository.
+	pinbot := filepath.Join(t.TempDir(), "pinbot")
+	script := "#!/bin/sh\necho '[{\"file\":\"kustomization.yaml\",\"line\":20,\"image\":\"gitea.example/platform/pinbot\"}]'\n"
+	if err := os.WriteFile(pinbot, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err = run(context.Background(), append(args, "--pin-with", pinbot, "--pin-dir", "deploy"), io.Discard, io.Discard, func(string) string { return "" })
+	want := "deploy pins no image of 127.0.0.1:1/platform/pinbot, only gitea.example/platform/pinbot (kustomization.yaml:20): set newName in deploy/kustomization.yaml's images: to 127.0.0.1:1/platform/pinbot"
+	if !errors.Is(err, errNoPin) || !strings.Contains(err.Error(), want) {
+		t.Errorf("unpinned repository: error %v, want errNoPin containing %q", err, want)
 	}
 }
