@@ -14,6 +14,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"pinbot.dev/pinbot/hack/image/imagebuild"
+	"pinbot.dev/pinbot/internal/redact"
 )
 
 // options are the command line, checked.
@@ -124,6 +125,8 @@ func (o *options) resolve(ctx context.Context) error {
 	if o.source == "" {
 		o.source = facts.Source
 	}
+	// make image passes the origin's URL, which may carry a token.
+	o.source = redact.URL(o.source)
 	if o.source == "" {
 		return usagef("no git remote origin to take the source label from: pass --source URL (make image SOURCE=URL)")
 	}

@@ -98,3 +98,17 @@ func TestRunStopsBeforeCompiling(t *testing.T) {
 		t.Errorf("unpinned repository: error %v, want errNoPin containing %q", err, want)
 	}
 }
+
+func TestResolveRedactsTheSource(t *testing.T) {
+	o, err := parse([]string{"--image", "127.0.0.1:1/p:v1", "--dir", "../..", "--version", "v1",
+		"--source", "https://bot:s3cret-token@gitea.example/platform/pinbot.git"}, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.resolve(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if want := "https://gitea.example/platform/pinbot.git"; o.source != want {
+		t.Errorf("source label %q, want %q", o.source, want)
+	}
+}
