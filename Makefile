@@ -25,12 +25,32 @@ SOURCE_CONTROLLER_VERSION    := v1.10.1
 
 export PINBOT_BIN_DIR := $(BIN)
 
-.PHONY: all build test unit lint bench demo tools gitea kube crds clean
+.PHONY: all build image test unit lint bench demo tools gitea kube crds clean
 
 all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/pinbot ./cmd/pinbot
+
+## image: pinbot's own image, without Docker (hack/image): a static pinbot
+## for linux/amd64 and linux/arm64 on an empty base, pushed as one OCI index
+## to IMAGE (registry/repo:tag) with the docker config's credentials; prints
+## registry/repo@sha256:... and then pins deploy/kustomization.yaml to it with
+## the freshly built bin/pinbot's `pins set`. SOURCE_DATE_EPOCH defaults to
+## the commit's time, so one commit always gives one digest. PIN_REPO names
+## the repository deploy/ pins when it differs from IMAGE's (say, the
+## registry's name inside the cluster); SOURCE, the source label, defaults to
+## the git remote origin.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+SOURCE            ?= $(shell git remote get-url origin 2>/dev/null)
+PIN_REPO          ?=
+
+image:
+	@test -n "$(IMAGE)" || { echo "usage: make image IMAGE=registry/repo:tag" >&2; exit 2; }
+	@$(MAKE) --no-print-directory build >&2
+	@SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)' $(GO) run ./hack/image --image '$(IMAGE)' --go '$(GO)' \
+		--version '$(VERSION)' --ldflags '$(LDFLAGS)' --source '$(SOURCE)' \
+		--pin-with $(BIN)/pinbot --pin-dir deploy $(if $(PIN_REPO),--pin-repo '$(PIN_REPO)')
 
 ## tools: the real peers the end-to-end tests start on loopback. Gitea and
 ## the control plane build side by side: they share no packages, and each

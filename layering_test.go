@@ -45,11 +45,12 @@ var forbiddenDirect = map[string][]string{
 	"promote": {"k8s.io/", "sigs.k8s.io/", "helm.sh/"},
 }
 
-// testSupport are packages only tests, the demo and the benchmarks may use.
+// testSupport are packages only tests, the demo, the benchmarks and the
+// build tooling under hack/ (such as hack/image's image builder) may use.
 // The product must not import "testing" itself either; that one is checked
 // on direct imports only, because the Helm SDK's chart/common imports it
 // (for testing.Testing()).
-var testSupport = []string{module + "/internal/testenv", module + "/internal/kubeletsim"}
+var testSupport = []string{module + "/internal/testenv", module + "/internal/kubeletsim", module + "/hack"}
 
 type pkg struct {
 	ImportPath string

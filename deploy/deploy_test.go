@@ -5,10 +5,14 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
 type object struct {
@@ -87,17 +91,66 @@ func TestKustomizationListsEveryManifest(t *testing.T) {
 	}
 }
 
-// TestImagesArePinnedByDigest holds pinbot to its own rule.
+// TestImagesArePinnedByDigest holds pinbot to its own rule: the manifests
+// name pinbot's image "pinbot", kustomization.yaml's images: entry pins it by
+// digest, and every container of `kustomize build deploy` runs an image
+// pinned by a real (not all-zero) digest.
 func TestImagesArePinnedByDigest(t *testing.T) {
-	for _, path := range []string{"reconciler.yaml", "drift-cronjob.yaml"} {
+	fsys := filesys.MakeFsInMemory()
+	err := fs.WalkDir(Manifests, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
 		b, err := Manifests.ReadFile(path)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		for i, line := range strings.Split(string(b), "\n") {
-			if s := strings.TrimSpace(line); strings.HasPrefix(s, "image:") && !strings.Contains(s, "@sha256:") {
-				t.Errorf("%s:%d: image not pinned by digest: %s", path, i+1, s)
+		return fsys.WriteFile("/deploy/"+path, b)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fsys, "/deploy")
+	if err != nil {
+		t.Fatalf("kustomize build deploy: %s", err)
+	}
+	pinned := regexp.MustCompile(`^[^@\s]+@sha256:[0-9a-f]{64}$`)
+	containers := 0
+	for _, r := range m.Resources() {
+		obj, err := r.Map()
+		if err != nil {
+			t.Fatalf("%s/%s: %s", r.GetKind(), r.GetName(), err)
+		}
+		for _, path := range [][]string{
+			{"spec", "template", "spec"},
+			{"spec", "jobTemplate", "spec", "template", "spec"},
+		} {
+			for _, field := range []string{"initContainers", "containers"} {
+				for _, c := range nestedList(obj, append(slices.Clone(path), field)) {
+					containers++
+					image, _ := c.(map[string]any)["image"].(string)
+					if !pinned.MatchString(image) || strings.HasSuffix(image, strings.Repeat("0", 64)) {
+						t.Errorf("%s/%s: image not pinned by a real digest: %q", r.GetKind(), r.GetName(), image)
+					}
+				}
 			}
 		}
 	}
+	if containers == 0 {
+		t.Fatal("kustomize build deploy holds no containers")
+	}
+}
+
+// nestedList returns the list at path in obj, or nil.
+func nestedList(obj map[string]any, path []string) []any {
+	var v any = obj
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	list, _ := v.([]any)
+	return list
 }
