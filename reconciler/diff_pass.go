@@ -14,9 +14,9 @@ import (
 // inspect adds the app's drift and orphans to s, and heals when mayHeal
 // says so. A pass that just synced has no drift (it applied Git); a
 // follow-up pass (no Git fetch) reports the last pass's findings. It
-// returns live and rec as a heal left them.
-func (r *Reconciler) inspect(ctx context.Context, app *App, st *appState, mode passMode, s *AppStatus, rec *Record, commit string,
-	desired []*unstructured.Unstructured, live map[ObjectRef]*unstructured.Unstructured, synced bool) (map[ObjectRef]*unstructured.Unstructured, *Record, error) {
+// returns live as a heal left it; a heal is recorded in txn.
+func (r *Reconciler) inspect(ctx context.Context, app *App, st *appState, mode passMode, s *AppStatus, txn *recordTxn, commit string,
+	desired []*unstructured.Unstructured, live map[ObjectRef]*unstructured.Unstructured, synced bool) (map[ObjectRef]*unstructured.Unstructured, error) {
 	ds := &st.drift
 	var drift []Drift
 	var orphans []ObjectRef
@@ -32,16 +32,13 @@ func (r *Reconciler) inspect(ctx context.Context, app *App, st *appState, mode p
 		var oerr error
 		orphans, oerr = r.orphans(ctx, app, st, desired)
 		err = errors.Join(err, oerr)
-		if err == nil && (len(drift) > 0 || len(s.OutOfSync) > 0) && r.mayHeal(app, st, mode, rec, commit) {
-			healed, herr := r.heal(ctx, app, st, commit, desired, live, drift, s.OutOfSync)
+		if err == nil && (len(drift) > 0 || len(s.OutOfSync) > 0) && r.mayHeal(app, st, mode, txn.rec, commit) {
+			healed, herr := r.heal(ctx, app, st, txn, commit, desired, live, drift, s.OutOfSync)
 			if len(healed) > 0 {
 				live, drift = withHealed(live, drift, healed)
 				var cerr error
 				if s.Sync, s.OutOfSync, cerr = Compare(app.Name, desired, live); cerr != nil {
 					herr = errors.Join(herr, cerr)
-				}
-				if got, gerr := r.history.Get(ctx, app.Name); gerr == nil {
-					rec = got
 				}
 			}
 			err = herr
@@ -55,7 +52,7 @@ func (r *Reconciler) inspect(ctx context.Context, app *App, st *appState, mode p
 	if len(s.OutOfSync) > 0 {
 		s.Sync = OutOfSync
 	}
-	return live, rec, err
+	return live, err
 }
 
 // withHealed returns live with the healed objects replaced, and drift
@@ -114,7 +111,7 @@ func (r *Reconciler) frozenDrift(ctx context.Context, app *App, st *appState, s 
 		s.Drift, err = r.driftOf(ctx, app, st, desired, live)
 	}
 	if err != nil {
-		logctx.From(ctx).Debug("diffing the last commit while the source is unreachable", "app", app.Name, "err", err)
+		logctx.From(ctx).Debug("diffing the last commit while the source is unreachable", "app", app.Name, "error", err)
 		return
 	}
 	s.Commit = commit

@@ -121,7 +121,7 @@ func (st *appState) sourceVerified(commit string) bool {
 // Fields under an ignore rule keep their live values. It records one
 // history entry with trigger "heal" naming the objects and fields, and
 // returns the objects as applied. A transient fault stops it unrecorded.
-func (r *Reconciler) heal(ctx context.Context, app *App, st *appState, commit string, desired []*unstructured.Unstructured,
+func (r *Reconciler) heal(ctx context.Context, app *App, st *appState, txn *recordTxn, commit string, desired []*unstructured.Unstructured,
 	live map[ObjectRef]*unstructured.Unstructured, drift []Drift, stale []ObjectRef) (map[ObjectRef]*unstructured.Unstructured, error) {
 	byRef := map[ObjectRef][]Drift{}
 	for _, d := range drift {
@@ -169,7 +169,7 @@ func (r *Reconciler) heal(ctx context.Context, app *App, st *appState, commit st
 	}
 	log.Info("healed drift", "objects", e.Applied, "fields", len(healed), "result", e.Result)
 	r.metrics.countHeal(app.Name)
-	err := r.history.Update(ctx, app.Name, func(rec *Record) bool {
+	txn.change(func(rec *Record) bool {
 		if l := rec.latest(); l != nil && l.Commit == commit {
 			e.Reported, e.Commented = l.Reported, true // the commit's status and comment stand
 			if l.Result == Applied && !l.Final {
@@ -179,9 +179,6 @@ func (r *Reconciler) heal(ctx context.Context, app *App, st *appState, commit st
 		rec.add(e)
 		return true
 	})
-	if err != nil {
-		return out, err
-	}
 	if e.Result == Applied {
 		st.mu.Lock()
 		st.awaiting = true // the heal's rollout is verified like a sync's

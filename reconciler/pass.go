@@ -66,41 +66,59 @@ func (r *Reconciler) passOnce(ctx context.Context, app *App, st *appState, mode 
 	if err != nil {
 		return r.clusterFault(st, s, "reading the cluster", err)
 	}
-	rec, err := r.history.Get(ctx, app.Name)
+	// The pass reads the app's record once and writes it once, at its
+	// end, whatever it synced, healed or settled.
+	txn, err := r.history.begin(ctx, app.Name)
 	if err != nil {
 		if mode.records() {
 			return r.clusterFault(st, s, "", err)
 		}
-		logctx.From(ctx).Debug("no history", "app", app.Name, "err", err)
-		rec = &Record{}
+		logctx.From(ctx).Debug("no history", "app", app.Name, "error", err)
+		txn = r.history.emptyTxn(app.Name)
 	}
 	st.drift.clusterUp()
-	synced := false
-	if r.shouldApply(app, mode, rec, commit) {
-		if live, err = r.sync(ctx, app, st, mode, commit, desired); err != nil {
-			s.Error = err.Error()
-			r.persist(ctx, app, s)
-			return s, nil, err
+	v, err := r.passWith(ctx, app, st, mode, s, txn, commit, desired, live)
+	if mode.records() {
+		if cerr := txn.commit(ctx); cerr != nil && err == nil {
+			err = cerr
+		} else if cerr != nil {
+			logctx.From(ctx).Warn("recording the pass", "app", app.Name, "error", cerr)
 		}
-		if rec, err = r.history.Get(ctx, app.Name); err != nil {
-			return s, nil, err
+	}
+	return s, v, err
+}
+
+// passWith is the part of a pass after Git and the cluster were read:
+// sync, compare, diff and heal, verify, and settle. It changes the app's
+// record in txn only; the caller writes it.
+func (r *Reconciler) passWith(ctx context.Context, app *App, st *appState, mode passMode, s *AppStatus, txn *recordTxn,
+	commit string, desired []*unstructured.Unstructured, live map[ObjectRef]*unstructured.Unstructured) (*Verification, error) {
+	synced := false
+	if r.shouldApply(app, mode, txn.rec, commit) {
+		var err error
+		if live, err = r.sync(ctx, app, st, mode, txn, commit, desired); err != nil {
+			s.Error = err.Error()
+			txn.setStatus(s)
+			return nil, err
 		}
 		synced = true
 	}
+	var err error
 	s.Sync, s.OutOfSync, err = Compare(app.Name, desired, live)
 	if err != nil {
-		return s, nil, err
+		return nil, err
 	}
-	live, rec, derr := r.inspect(ctx, app, st, mode, s, rec, commit, desired, live, synced)
+	live, derr := r.inspect(ctx, app, st, mode, s, txn, commit, desired, live, synced)
 	if derr != nil && isTransient(derr) {
-		return r.clusterFault(st, s, "diffing", derr)
+		_, _, err := r.clusterFault(st, s, "diffing", derr)
+		return nil, err
 	}
-	s.SyncedCommit = syncedCommit(rec)
+	s.SyncedCommit = syncedCommit(txn.rec)
 
 	v, h, err := r.observe(ctx, app, commit, desired, live)
 	if err != nil {
 		s.Error = err.Error()
-		return s, nil, err
+		return nil, err
 	}
 	s.Health, s.HealthReason, s.Objects = h.Health, h.Reason, h.Objects
 	if war := st.drift.war(); war != "" {
@@ -111,11 +129,9 @@ func (r *Reconciler) passOnce(ctx context.Context, app *App, st *appState, mode 
 		s.Error = derr.Error()
 	}
 	if mode.records() {
-		if err := r.conclude(ctx, app, st, s, v, h, rec); err != nil {
-			return s, v, err
-		}
+		r.conclude(ctx, app, st, s, v, h, txn)
 	}
-	return s, v, derr
+	return v, derr
 }
 
 // load fetches app's branch, renders it and places the objects. On
@@ -183,23 +199,24 @@ func (r *Reconciler) stopped(ctx context.Context, app *App, st *appState, mode p
 	if !mode.records() {
 		return s, nil, err
 	}
-	rec, herr := r.history.Get(ctx, app.Name)
+	txn, herr := r.history.begin(ctx, app.Name)
 	if herr != nil {
 		return s, nil, err
 	}
-	s.SyncedCommit = syncedCommit(rec)
-	if mode == modeSync || r.shouldApply(app, mode, rec, commit) {
+	s.SyncedCommit = syncedCommit(txn.rec)
+	if mode == modeSync || r.shouldApply(app, mode, txn.rec, commit) {
 		e := Entry{Commit: commit, Time: r.now(), Trigger: trigger(mode), Result: Refused, Reason: s.Error, Final: true}
-		if l := rec.latest(); l != nil && l.Commit == commit && l.Result == Refused && l.Reason == e.Reason {
+		if l := txn.rec.latest(); l != nil && l.Commit == commit && l.Result == Refused && l.Reason == e.Reason {
 			e = *l // already recorded and reported
-		} else if rerr := r.report.status(ctx, app, commit, stateFailure, "refused: "+s.Error); rerr != nil {
-			logctx.From(ctx).Warn("reporting the refusal", "app", app.Name, "err", rerr)
 		} else {
-			e.Reported = stateFailure
+			r.post(ctx, app, &e, stateFailure, "refused: "+s.Error, "the refusal")
 		}
-		r.record(ctx, app, e)
+		txn.record(e)
 	}
-	r.persist(ctx, app, s)
+	txn.setStatus(s)
+	if cerr := txn.commit(ctx); cerr != nil {
+		return s, nil, errors.Join(err, cerr)
+	}
 	return s, nil, err
 }
 
