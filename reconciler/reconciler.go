@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -190,7 +191,7 @@ func (r *Reconciler) Trigger(name string) error {
 func (r *Reconciler) changed(namespace string) {
 	for i := range r.cfg.Apps {
 		a := &r.cfg.Apps[i]
-		if !contains(a.AllowNamespaces, namespace) {
+		if !slices.Contains(a.AllowNamespaces, namespace) {
 			continue
 		}
 		st := r.apps[a.Name]
