@@ -283,6 +283,13 @@ func (r *Reconciler) Diff(ctx context.Context, name string) (*Diff, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the cluster: %w", err)
 	}
+	return r.diff(ctx, a, st, commit, desired, live)
+}
+
+// diff compares desired, app's placed render of commit, with live, the
+// cluster's copies of those objects, and lists app's orphans: Diff's
+// answer, for a render and a cluster read the caller already has.
+func (r *Reconciler) diff(ctx context.Context, a *App, st *appState, commit string, desired []*unstructured.Unstructured, live map[ObjectRef]*unstructured.Unstructured) (*Diff, error) {
 	d := &Diff{App: a.Name, Commit: commit, Drift: []Drift{}, Missing: []ObjectRef{}, Orphaned: []ObjectRef{}}
 	drift, err := r.driftOf(ctx, a, st, desired, live)
 	if err != nil {
