@@ -105,16 +105,6 @@ func (r *Reconciler) mayHeal(app *App, st *appState, mode passMode, rec *Record,
 	return mode == modeLoop && app.SyncPolicy.SelfHeal && syncedCommit(rec) == commit && st.sourceVerified(commit)
 }
 
-// sourceVerified reports whether commit is what the app's latest fetch of
-// Git returned, with the source reachable since: the condition for acting
-// on commit (apply, heal, prune). While Git cannot be fetched or read, it
-// is false, and pinbot changes nothing.
-func (st *appState) sourceVerified(commit string) bool {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.sourceDown.IsZero() && commit != "" && st.commit == commit
-}
-
 // heal re-applies Git's version of each desired object that drifted
 // (drift), is missing from live, or is stale (its inventory label or
 // config hash changed), unless the drift-war guard stopped healing it.
@@ -135,20 +125,20 @@ func (r *Reconciler) heal(ctx context.Context, app *App, st *appState, txn *reco
 	var targets []*unstructured.Unstructured
 	var healed []Drift
 	now := r.now()
-	st.drift.mu.Lock()
+	st.mu.Lock()
 	for _, o := range desired {
 		ref := RefOf(o)
 		fields := byRef[ref]
 		if live[ref] == nil {
 			fields = []Drift{{Object: ref, LiveAbsent: true}}
 		}
-		if len(fields) == 0 || !st.drift.guard.allow(fields[0], now, app.DriftWar.Limit, time.Duration(app.DriftWar.Window)) {
+		if len(fields) == 0 || !st.guard.allow(fields[0], now, app.DriftWar.Limit, time.Duration(app.DriftWar.Window)) {
 			continue
 		}
 		targets = append(targets, o)
 		healed = append(healed, fields...)
 	}
-	st.drift.mu.Unlock()
+	st.mu.Unlock()
 	if len(targets) == 0 {
 		return nil, nil
 	}

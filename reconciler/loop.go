@@ -100,7 +100,7 @@ func (r *Reconciler) idle(ctx context.Context, app *App, st *appState, wait time
 	defer timer.Stop()
 	var drifted chan struct{} // nil (never ready) unless the app heals
 	if app.SyncPolicy.SelfHeal {
-		drifted = st.drift.wakeup()
+		drifted = st.wakeup()
 	}
 	for {
 		select {
@@ -157,7 +157,7 @@ func (r *Reconciler) inventoryChanged(app string) {
 		return
 	}
 	select {
-	case st.drift.wakeup() <- struct{}{}:
+	case st.wakeup() <- struct{}{}:
 	default:
 	}
 }

@@ -76,7 +76,7 @@ func (r *Reconciler) passOnce(ctx context.Context, app *App, st *appState, mode 
 		logctx.From(ctx).Debug("no history", "app", app.Name, "error", err)
 		txn = r.history.emptyTxn(app.Name)
 	}
-	st.drift.clusterUp()
+	st.clusterUp()
 	v, err := r.passWith(ctx, app, st, mode, s, txn, commit, desired, live)
 	if mode.records() {
 		if cerr := txn.commit(ctx); cerr != nil && err == nil {
@@ -121,7 +121,7 @@ func (r *Reconciler) passWith(ctx context.Context, app *App, st *appState, mode 
 		return nil, err
 	}
 	s.Health, s.HealthReason, s.Objects = h.Health, h.Reason, h.Objects
-	if war := st.drift.war(); war != "" {
+	if war := st.war(); war != "" {
 		s.Health, s.HealthReason = Degraded, war
 	}
 	s.Verified, s.Verification = v.Verified, v.Summary()
@@ -250,4 +250,21 @@ func syncedCommit(rec *Record) string {
 		}
 	}
 	return ""
+}
+
+// clusterFault stops a pass on a Kubernetes API error. A transient one
+// (the API unreachable, overloaded or timing out) is dated: the status
+// says since when, and the loop backs off and retries.
+func (r *Reconciler) clusterFault(st *appState, s *AppStatus, what string, err error) (*AppStatus, *Verification, error) {
+	msg := err.Error()
+	if what != "" {
+		msg = what + ": " + msg
+	}
+	if isTransient(err) {
+		down := st.clusterDownSince(r.now())
+		s.ClusterUnreachableSince = &down
+		msg = fmt.Sprintf("kubernetes API unreachable since %s: %s", since(down), msg)
+	}
+	s.Error = msg
+	return s, nil, err
 }

@@ -3,8 +3,6 @@ package reconciler
 import (
 	"context"
 	"errors"
-	"fmt"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -17,14 +15,13 @@ import (
 // returns live as a heal left it; a heal is recorded in txn.
 func (r *Reconciler) inspect(ctx context.Context, app *App, st *appState, mode passMode, s *AppStatus, txn *recordTxn, commit string,
 	desired []*unstructured.Unstructured, live map[ObjectRef]*unstructured.Unstructured, synced bool) (map[ObjectRef]*unstructured.Unstructured, error) {
-	ds := &st.drift
 	var drift []Drift
 	var orphans []ObjectRef
 	var err error
 	if mode == modeFollow {
-		ds.mu.Lock()
-		drift, orphans = ds.last, ds.lastOrphans
-		ds.mu.Unlock()
+		st.mu.Lock()
+		drift, orphans = st.lastDrift, st.lastOrphans
+		st.mu.Unlock()
 	} else {
 		if !synced {
 			drift, err = r.driftOf(ctx, app, st, desired, live)
@@ -43,9 +40,9 @@ func (r *Reconciler) inspect(ctx context.Context, app *App, st *appState, mode p
 			}
 			err = herr
 		}
-		ds.mu.Lock()
-		ds.last, ds.lastOrphans = drift, orphans
-		ds.mu.Unlock()
+		st.mu.Lock()
+		st.lastDrift, st.lastOrphans = drift, orphans
+		st.mu.Unlock()
 	}
 	s.Drift, s.Orphaned = drift, orphans
 	s.OutOfSync = appendRefs(s.OutOfSync, drift, orphans)
@@ -115,46 +112,4 @@ func (r *Reconciler) frozenDrift(ctx context.Context, app *App, st *appState, s 
 		return
 	}
 	s.Commit = commit
-}
-
-// clusterFault stops a pass on a Kubernetes API error. A transient one
-// (the API unreachable, overloaded or timing out) is dated: the status
-// says since when, and the loop backs off and retries.
-func (r *Reconciler) clusterFault(st *appState, s *AppStatus, what string, err error) (*AppStatus, *Verification, error) {
-	msg := err.Error()
-	if what != "" {
-		msg = what + ": " + msg
-	}
-	if isTransient(err) {
-		down := st.drift.clusterDownSince(r.now())
-		s.ClusterUnreachableSince = &down
-		msg = fmt.Sprintf("kubernetes API unreachable since %s: %s", since(down), msg)
-	}
-	s.Error = msg
-	return s, nil, err
-}
-
-// clusterDownSince records that the API stopped answering at now, unless
-// it already had, and returns since when.
-func (ds *driftState) clusterDownSince(now time.Time) time.Time {
-	ds.mu.Lock()
-	defer ds.mu.Unlock()
-	if ds.clusterDown.IsZero() {
-		ds.clusterDown = now
-	}
-	return ds.clusterDown
-}
-
-// clusterUp records that the API answers.
-func (ds *driftState) clusterUp() {
-	ds.mu.Lock()
-	ds.clusterDown = time.Time{}
-	ds.mu.Unlock()
-}
-
-// war returns the drift-war message of the app, or "".
-func (ds *driftState) war() string {
-	ds.mu.Lock()
-	defer ds.mu.Unlock()
-	return ds.guard.war()
 }
