@@ -9,11 +9,12 @@ import (
 	"pinbot.dev/pinbot/internal/logctx"
 )
 
-// inspect adds the app's drift and orphans to s, and heals when mayHeal
+// inspect notes the app's drift and orphans in o, and heals when mayHeal
 // says so. A pass that just synced has no drift (it applied Git); a
 // follow-up pass (no Git fetch) reports the last pass's findings. It
-// returns live as a heal left it; a heal is recorded in txn.
-func (r *Reconciler) inspect(ctx context.Context, app *App, st *appState, mode passMode, s *AppStatus, txn *recordTxn, commit string,
+// returns live as a heal left it (o then holds the comparison after the
+// heal); a heal is recorded in txn.
+func (r *Reconciler) inspect(ctx context.Context, app *App, st *appState, mode passMode, o *observation, txn *recordTxn,
 	desired []*unstructured.Unstructured, live map[ObjectRef]*unstructured.Unstructured, synced bool) (map[ObjectRef]*unstructured.Unstructured, error) {
 	var drift []Drift
 	var orphans []ObjectRef
@@ -29,12 +30,12 @@ func (r *Reconciler) inspect(ctx context.Context, app *App, st *appState, mode p
 		var oerr error
 		orphans, oerr = r.orphans(ctx, app, st, desired)
 		err = errors.Join(err, oerr)
-		if err == nil && (len(drift) > 0 || len(s.OutOfSync) > 0) && r.mayHeal(app, st, mode, txn.rec, commit) {
-			healed, herr := r.heal(ctx, app, st, txn, commit, desired, live, drift, s.OutOfSync)
+		if err == nil && (len(drift) > 0 || len(o.outOfSync) > 0) && r.mayHeal(app, st, mode, txn.rec, o.commit) {
+			healed, herr := r.heal(ctx, app, st, txn, o.commit, desired, live, drift, o.outOfSync)
 			if len(healed) > 0 {
 				live, drift = withHealed(live, drift, healed)
 				var cerr error
-				if s.Sync, s.OutOfSync, cerr = Compare(app.Name, desired, live); cerr != nil {
+				if o.sync, o.outOfSync, cerr = Compare(app.Name, desired, live); cerr != nil {
 					herr = errors.Join(herr, cerr)
 				}
 			}
@@ -44,11 +45,7 @@ func (r *Reconciler) inspect(ctx context.Context, app *App, st *appState, mode p
 		st.lastDrift, st.lastOrphans = drift, orphans
 		st.mu.Unlock()
 	}
-	s.Drift, s.Orphaned = drift, orphans
-	s.OutOfSync = appendRefs(s.OutOfSync, drift, orphans)
-	if len(s.OutOfSync) > 0 {
-		s.Sync = OutOfSync
-	}
+	o.drift, o.orphans = drift, orphans
 	return live, err
 }
 
@@ -92,11 +89,11 @@ func appendRefs(refs []ObjectRef, drift []Drift, orphans []ObjectRef) []ObjectRe
 	return refs
 }
 
-// frozenDrift fills s, a pass stopped because the source is unreachable,
-// with the drift from the last commit fetched. It only reads and dry-runs:
+// frozenDrift notes in o, a pass stopped because the source is
+// unreachable, the drift from the last commit fetched. It only reads and dry-runs:
 // pinbot applies, heals and prunes nothing on state it cannot verify, but
 // a person should still see that the cluster moved.
-func (r *Reconciler) frozenDrift(ctx context.Context, app *App, st *appState, s *AppStatus) {
+func (r *Reconciler) frozenDrift(ctx context.Context, app *App, st *appState, o *observation) {
 	st.mu.Lock()
 	commit, desired := st.commit, st.desired
 	st.mu.Unlock()
@@ -105,11 +102,11 @@ func (r *Reconciler) frozenDrift(ctx context.Context, app *App, st *appState, s 
 	}
 	live, err := r.live(ctx, app, desired)
 	if err == nil {
-		s.Drift, err = r.driftOf(ctx, app, st, desired, live)
+		o.drift, err = r.driftOf(ctx, app, st, desired, live)
 	}
 	if err != nil {
 		logctx.From(ctx).Debug("diffing the last commit while the source is unreachable", "app", app.Name, "error", err)
 		return
 	}
-	s.Commit = commit
+	o.commit = commit
 }
