@@ -9,7 +9,9 @@
 // render.Dir and Place decide what would be applied, AssessHealth
 // aggregates kstatus results, and Verify turns a Snapshot of Pods, ReplicaSets,
 // ControllerRevisions and Nodes into per-container verdicts, like kstatus's
-// status.Compute. The Reconciler wraps them with I/O: a cached go-git clone
+// status.Compute. Verify, AssessHealth and Snapshot live in the leaf
+// package reconciler/verdict, which the layering test keeps free of API
+// clients; the names here are aliases. The Reconciler wraps them with I/O: a cached go-git clone
 // (Source), a dynamic client and REST mapper (Applier), informer caches
 // (Watcher), the registry for config-digest and index-child lookups
 // (Registry), a ConfigMap per app holding its status and last syncs
