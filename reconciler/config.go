@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -296,7 +297,7 @@ func (a *App) problems() []string {
 	if !dnsLabel(a.Namespace) {
 		p = append(p, fmt.Sprintf("namespace %q: want a namespace name", a.Namespace))
 	}
-	if len(a.AllowNamespaces) > 0 && !contains(a.AllowNamespaces, a.Namespace) {
+	if len(a.AllowNamespaces) > 0 && !slices.Contains(a.AllowNamespaces, a.Namespace) {
 		p = append(p, fmt.Sprintf("namespace %q is not in allowNamespaces %v", a.Namespace, a.AllowNamespaces))
 	}
 	for _, ns := range a.AllowNamespaces {
@@ -400,12 +401,3 @@ func (c *Config) App(name string) (*App, error) {
 func (c *Config) File() string { return c.file }
 
 func dnsLabel(s string) bool { return len(validation.IsDNS1123Label(s)) == 0 }
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}

@@ -6,17 +6,21 @@
 // image digest Git pins, comparing the Pods' status imageIDs.
 //
 // The decisions are pure functions over values, tested from literals:
-// Render and Guard decide what would be applied, Health aggregates kstatus
-// results, and Verify turns a Snapshot of Pods, ReplicaSets,
+// render.Dir and Place decide what would be applied, AssessHealth
+// aggregates kstatus results, and Verify turns a Snapshot of Pods, ReplicaSets,
 // ControllerRevisions and Nodes into per-container verdicts, like kstatus's
-// status.Compute. The Reconciler wraps them with I/O: a cached go-git clone
+// status.Compute. Verify, AssessHealth and Snapshot live in the leaf
+// package reconciler/verdict, which the layering test keeps free of API
+// clients; the names here are aliases. The Reconciler wraps them with I/O: a cached go-git clone
 // (Source), a dynamic client and REST mapper (Applier), informer caches
 // (Watcher), the registry for config-digest and index-child lookups
 // (Registry), a ConfigMap per app holding its status and last syncs
 // (History), and Gitea commit statuses and pull-request comments (Forge).
 //
 // Policy defaults are the safe ones: detection only (a person runs
-// `pinbot sync`), no self-heal, no prune, an empty render refused. Drift
+// `pinbot sync`), no self-heal, no prune, an empty render refused. In
+// this package drift means a field of a live object that differs from
+// Git (promote's drift is a tag that moved off its pinned digest). Drift
 // is what a server-side apply dry run of Git's manifest would change on
 // the fields that manifest sets (DriftOf), never a field Git does not
 // set; live state comes from watches of each app's inventory, and an

@@ -105,23 +105,13 @@ func (r *Reconciler) mayHeal(app *App, st *appState, mode passMode, rec *Record,
 	return mode == modeLoop && app.SyncPolicy.SelfHeal && syncedCommit(rec) == commit && st.sourceVerified(commit)
 }
 
-// sourceVerified reports whether commit is what the app's latest fetch of
-// Git returned, with the source reachable since: the condition for acting
-// on commit (apply, heal, prune). While Git cannot be fetched or read, it
-// is false, and pinbot changes nothing.
-func (st *appState) sourceVerified(commit string) bool {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.sourceDown.IsZero() && commit != "" && st.commit == commit
-}
-
 // heal re-applies Git's version of each desired object that drifted
 // (drift), is missing from live, or is stale (its inventory label or
 // config hash changed), unless the drift-war guard stopped healing it.
 // Fields under an ignore rule keep their live values. It records one
 // history entry with trigger "heal" naming the objects and fields, and
 // returns the objects as applied. A transient fault stops it unrecorded.
-func (r *Reconciler) heal(ctx context.Context, app *App, st *appState, commit string, desired []*unstructured.Unstructured,
+func (r *Reconciler) heal(ctx context.Context, app *App, st *appState, txn *recordTxn, commit string, desired []*unstructured.Unstructured,
 	live map[ObjectRef]*unstructured.Unstructured, drift []Drift, stale []ObjectRef) (map[ObjectRef]*unstructured.Unstructured, error) {
 	byRef := map[ObjectRef][]Drift{}
 	for _, d := range drift {
@@ -135,20 +125,20 @@ func (r *Reconciler) heal(ctx context.Context, app *App, st *appState, commit st
 	var targets []*unstructured.Unstructured
 	var healed []Drift
 	now := r.now()
-	st.drift.mu.Lock()
+	st.mu.Lock()
 	for _, o := range desired {
 		ref := RefOf(o)
 		fields := byRef[ref]
 		if live[ref] == nil {
 			fields = []Drift{{Object: ref, LiveAbsent: true}}
 		}
-		if len(fields) == 0 || !st.drift.guard.allow(fields[0], now, app.DriftWar.Limit, time.Duration(app.DriftWar.Window)) {
+		if len(fields) == 0 || !st.guard.allow(fields[0], now, app.DriftWar.Limit, time.Duration(app.DriftWar.Window)) {
 			continue
 		}
 		targets = append(targets, o)
 		healed = append(healed, fields...)
 	}
-	st.drift.mu.Unlock()
+	st.mu.Unlock()
 	if len(targets) == 0 {
 		return nil, nil
 	}
@@ -169,7 +159,7 @@ func (r *Reconciler) heal(ctx context.Context, app *App, st *appState, commit st
 	}
 	log.Info("healed drift", "objects", e.Applied, "fields", len(healed), "result", e.Result)
 	r.metrics.countHeal(app.Name)
-	err := r.history.Update(ctx, app.Name, func(rec *Record) bool {
+	txn.change(func(rec *Record) bool {
 		if l := rec.latest(); l != nil && l.Commit == commit {
 			e.Reported, e.Commented = l.Reported, true // the commit's status and comment stand
 			if l.Result == Applied && !l.Final {
@@ -179,9 +169,6 @@ func (r *Reconciler) heal(ctx context.Context, app *App, st *appState, commit st
 		rec.add(e)
 		return true
 	})
-	if err != nil {
-		return out, err
-	}
 	if e.Result == Applied {
 		st.mu.Lock()
 		st.awaiting = true // the heal's rollout is verified like a sync's

@@ -43,7 +43,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		if !isTransient(err) || ctx.Err() != nil {
 			return err
 		}
-		logctx.From(ctx).Warn("kubernetes API unreachable; retrying", "in", backoff, "err", err)
+		logctx.From(ctx).Warn("kubernetes API unreachable; retrying", "in", backoff, "error", err)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -81,10 +81,10 @@ func (r *Reconciler) runApp(ctx context.Context, app *App) {
 		case retryable(err):
 			wait = min(backoff, interval)
 			backoff *= 2
-			log.Warn("pass failed; retrying", "in", wait, "err", err)
+			log.Warn("pass failed; retrying", "in", wait, "error", err)
 		default:
 			backoff = minBackoff
-			log.Error("pass stopped", "err", err)
+			log.Error("pass stopped", "error", err)
 		}
 		if !r.idle(ctx, app, st, wait) {
 			return
@@ -100,7 +100,7 @@ func (r *Reconciler) idle(ctx context.Context, app *App, st *appState, wait time
 	defer timer.Stop()
 	var drifted chan struct{} // nil (never ready) unless the app heals
 	if app.SyncPolicy.SelfHeal {
-		drifted = st.drift.wakeup()
+		drifted = st.wakeup()
 	}
 	for {
 		select {
@@ -135,7 +135,7 @@ func (r *Reconciler) idle(ctx context.Context, app *App, st *appState, wait time
 			default:
 			}
 			if _, _, err := r.pass(ctx, app, st, modeFollow); err != nil && ctx.Err() == nil {
-				logctx.From(ctx).Debug("follow-up pass failed", "app", app.Name, "err", err)
+				logctx.From(ctx).Debug("follow-up pass failed", "app", app.Name, "error", err)
 			}
 		}
 	}
@@ -157,7 +157,7 @@ func (r *Reconciler) inventoryChanged(app string) {
 		return
 	}
 	select {
-	case st.drift.wakeup() <- struct{}{}:
+	case st.wakeup() <- struct{}{}:
 	default:
 	}
 }

@@ -3,7 +3,6 @@ package reconciler
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -46,10 +45,7 @@ func (r *Reconciler) pass(ctx context.Context, app *App, st *appState, mode pass
 }
 
 func (r *Reconciler) passOnce(ctx context.Context, app *App, st *appState, mode passMode) (*AppStatus, *Verification, error) {
-	s := &AppStatus{
-		App: app.Name, Repo: redact.URL(app.Repo), Branch: app.Branch, Path: app.Path,
-		Automated: app.SyncPolicy.Automated, ObservedAt: r.now(), Sync: SyncUnknown, Health: HealthUnknown,
-	}
+	o := observation{app: app, at: r.now()}
 	st.mu.Lock()
 	commit, desired := st.commit, st.desired
 	st.mu.Unlock()
@@ -57,65 +53,77 @@ func (r *Reconciler) passOnce(ctx context.Context, app *App, st *appState, mode 
 		var err error
 		commit, desired, err = r.load(ctx, app, st)
 		if err != nil {
-			return r.stopped(ctx, app, st, mode, s, commit, err)
+			return r.stopped(ctx, app, st, mode, &o, commit, err)
 		}
 	}
-	s.Commit = commit
+	o.commit = commit
 
 	live, err := r.live(ctx, app, desired)
 	if err != nil {
-		return r.clusterFault(st, s, "reading the cluster", err)
+		return r.clusterFault(st, &o, "reading the cluster", err)
 	}
-	rec, err := r.history.Get(ctx, app.Name)
+	// The pass reads the app's record once and writes it once, at its
+	// end, whatever it synced, healed or settled.
+	txn, err := r.history.begin(ctx, app.Name)
 	if err != nil {
 		if mode.records() {
-			return r.clusterFault(st, s, "", err)
+			return r.clusterFault(st, &o, "", err)
 		}
-		logctx.From(ctx).Debug("no history", "app", app.Name, "err", err)
-		rec = &Record{}
+		logctx.From(ctx).Debug("no history", "app", app.Name, "error", err)
+		txn = r.history.emptyTxn(app.Name)
 	}
-	st.drift.clusterUp()
-	synced := false
-	if r.shouldApply(app, mode, rec, commit) {
-		if live, err = r.sync(ctx, app, st, mode, commit, desired); err != nil {
-			s.Error = err.Error()
-			r.persist(ctx, app, s)
-			return s, nil, err
+	st.clusterUp()
+	v, err := r.passWith(ctx, app, st, mode, &o, txn, desired, live)
+	if mode.records() {
+		if cerr := txn.commit(ctx); cerr != nil && err == nil {
+			err = cerr
+		} else if cerr != nil {
+			logctx.From(ctx).Warn("recording the pass", "app", app.Name, "error", cerr)
 		}
-		if rec, err = r.history.Get(ctx, app.Name); err != nil {
-			return s, nil, err
+	}
+	return statusOf(o), v, err
+}
+
+// passWith is the part of a pass after Git and the cluster were read:
+// sync, compare, diff and heal, verify, and settle. It notes what it finds
+// in o, and changes the app's record in txn only; the caller writes it.
+func (r *Reconciler) passWith(ctx context.Context, app *App, st *appState, mode passMode, o *observation, txn *recordTxn,
+	desired []*unstructured.Unstructured, live map[ObjectRef]*unstructured.Unstructured) (*Verification, error) {
+	commit := o.commit
+	synced := false
+	if r.shouldApply(app, mode, txn.rec, commit) {
+		var err error
+		if live, err = r.sync(ctx, app, st, mode, txn, commit, desired); err != nil {
+			o.err = err
+			txn.setStatus(statusOf(*o))
+			return nil, err
 		}
 		synced = true
 	}
-	s.Sync, s.OutOfSync, err = Compare(app.Name, desired, live)
-	if err != nil {
-		return s, nil, err
+	var err error
+	if o.sync, o.outOfSync, err = Compare(app.Name, desired, live); err != nil {
+		o.err = err
+		return nil, err
 	}
-	live, rec, derr := r.inspect(ctx, app, st, mode, s, rec, commit, desired, live, synced)
+	o.compared = true
+	live, derr := r.inspect(ctx, app, st, mode, o, txn, desired, live, synced)
 	if derr != nil && isTransient(derr) {
-		return r.clusterFault(st, s, "diffing", derr)
+		_, _, err := r.clusterFault(st, o, "diffing", derr)
+		return nil, err
 	}
-	s.SyncedCommit = syncedCommit(rec)
+	o.err = derr
+	o.syncedCommit = syncedCommit(txn.rec)
 
 	v, h, err := r.observe(ctx, app, commit, desired, live)
 	if err != nil {
-		s.Error = err.Error()
-		return s, nil, err
+		o.err = err
+		return nil, err
 	}
-	s.Health, s.HealthReason, s.Objects = h.Health, h.Reason, h.Objects
-	if war := st.drift.war(); war != "" {
-		s.Health, s.HealthReason = Degraded, war
-	}
-	s.Verified, s.Verification = v.Verified, v.Summary()
-	if derr != nil {
-		s.Error = derr.Error()
-	}
+	o.health, o.war, o.verification = &h, st.war(), v
 	if mode.records() {
-		if err := r.conclude(ctx, app, st, s, v, h, rec); err != nil {
-			return s, v, err
-		}
+		r.conclude(ctx, app, st, statusOf(*o), v, h, txn)
 	}
-	return s, v, derr
+	return v, derr
 }
 
 // load fetches app's branch, renders it and places the objects. On
@@ -160,46 +168,45 @@ func (r *Reconciler) load(ctx context.Context, app *App, st *appState) (string, 
 // stopped finishes a pass that could not render: it says why in the status
 // and, for a refused commit the loop or a person tried to sync, records the
 // refusal and reports it on the commit.
-func (r *Reconciler) stopped(ctx context.Context, app *App, st *appState, mode passMode, s *AppStatus, commit string, err error) (*AppStatus, *Verification, error) {
-	s.Commit = commit
+func (r *Reconciler) stopped(ctx context.Context, app *App, st *appState, mode passMode, o *observation, commit string, err error) (*AppStatus, *Verification, error) {
+	o.commit, o.err = commit, err
 	var se *SourceError
 	if errors.As(err, &se) {
 		st.mu.Lock()
-		down := st.sourceDown
+		o.sourceDown = st.sourceDown
 		st.mu.Unlock()
-		s.SourceUnreachableSince = &down
-		s.Error = fmt.Sprintf("source unreachable since %s: %s", since(down), err)
-		r.frozenDrift(ctx, app, st, s)
+		r.frozenDrift(ctx, app, st, o)
+		s := statusOf(*o)
 		if mode.records() {
 			r.persist(ctx, app, s)
 		}
 		return s, nil, err
 	}
 	if isTransient(err) {
-		return r.clusterFault(st, s, "", err)
+		return r.clusterFault(st, o, "", err)
 	}
-	s.Error = err.Error()
-	degradeEmpty(s, err) // an empty render is refused and makes the app Degraded
 	if !mode.records() {
-		return s, nil, err
+		return statusOf(*o), nil, err
 	}
-	rec, herr := r.history.Get(ctx, app.Name)
+	txn, herr := r.history.begin(ctx, app.Name)
 	if herr != nil {
-		return s, nil, err
+		return statusOf(*o), nil, err
 	}
-	s.SyncedCommit = syncedCommit(rec)
-	if mode == modeSync || r.shouldApply(app, mode, rec, commit) {
+	o.syncedCommit = syncedCommit(txn.rec)
+	s := statusOf(*o)
+	if mode == modeSync || r.shouldApply(app, mode, txn.rec, commit) {
 		e := Entry{Commit: commit, Time: r.now(), Trigger: trigger(mode), Result: Refused, Reason: s.Error, Final: true}
-		if l := rec.latest(); l != nil && l.Commit == commit && l.Result == Refused && l.Reason == e.Reason {
+		if l := txn.rec.latest(); l != nil && l.Commit == commit && l.Result == Refused && l.Reason == e.Reason {
 			e = *l // already recorded and reported
-		} else if rerr := r.report.status(ctx, app, commit, stateFailure, "refused: "+s.Error); rerr != nil {
-			logctx.From(ctx).Warn("reporting the refusal", "app", app.Name, "err", rerr)
 		} else {
-			e.Reported = stateFailure
+			r.post(ctx, app, &e, stateFailure, "refused: "+s.Error, "the refusal")
 		}
-		r.record(ctx, app, e)
+		txn.record(e)
 	}
-	r.persist(ctx, app, s)
+	txn.setStatus(s)
+	if cerr := txn.commit(ctx); cerr != nil {
+		return s, nil, errors.Join(err, cerr)
+	}
 	return s, nil, err
 }
 
@@ -233,4 +240,16 @@ func syncedCommit(rec *Record) string {
 		}
 	}
 	return ""
+}
+
+// clusterFault stops a pass on a Kubernetes API error in stage (or "" when
+// err names it). A transient one (the API unreachable, overloaded or
+// timing out) is dated: the status says since when, and the loop backs off
+// and retries.
+func (r *Reconciler) clusterFault(st *appState, o *observation, stage string, err error) (*AppStatus, *Verification, error) {
+	o.err, o.stage = err, stage
+	if isTransient(err) {
+		o.clusterDown = st.clusterDownSince(r.now())
+	}
+	return statusOf(*o), nil, err
 }

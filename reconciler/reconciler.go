@@ -3,10 +3,10 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -34,22 +34,6 @@ type Reconciler struct {
 
 	mu   sync.Mutex
 	apps map[string]*appState
-}
-
-// appState is what the Reconciler remembers about an app between passes.
-type appState struct {
-	trigger chan struct{} // a full pass on demand
-	observe chan struct{} // the app's Pods changed
-
-	mu          sync.Mutex
-	commit      string
-	desired     []*unstructured.Unstructured // placed render of commit
-	awaiting    bool                         // the latest sync waits for its verification
-	sourceDown  time.Time                    // zero while the source is reachable
-	lastPersist *AppStatus
-	last        *AppStatus // the last pass's status, for the metrics
-
-	drift driftState // drift diff cache, drift-war guard (diff_run.go, heal.go)
 }
 
 type options struct {
@@ -190,7 +174,7 @@ func (r *Reconciler) Trigger(name string) error {
 func (r *Reconciler) changed(namespace string) {
 	for i := range r.cfg.Apps {
 		a := &r.cfg.Apps[i]
-		if !contains(a.AllowNamespaces, namespace) {
+		if !slices.Contains(a.AllowNamespaces, namespace) {
 			continue
 		}
 		st := r.apps[a.Name]
@@ -260,12 +244,6 @@ func (r *Reconciler) Sync(ctx context.Context, name string, wait time.Duration, 
 		s, v = s2, v2
 	}
 	return s, v, nil
-}
-
-func (st *appState) isAwaiting() bool {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.awaiting
 }
 
 // History returns app's recorded status and syncs, newest first.

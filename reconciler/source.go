@@ -156,5 +156,8 @@ func sameHost(a, b string) bool {
 	return err1 == nil && err2 == nil && ua.Host != "" && strings.EqualFold(ua.Host, ub.Host)
 }
 
-// since formats how long ago t was, for "source unreachable since" reasons.
+// since formats t, when a peer stopped answering, for the "source
+// unreachable since <t>" and "kubernetes API unreachable since <t>"
+// reasons: a moment (RFC 3339, UTC) rather than a duration, so the reason,
+// and the status that carries it, stay the same while the outage lasts.
 func since(t time.Time) string { return t.UTC().Format(time.RFC3339) }

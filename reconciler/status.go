@@ -2,7 +2,11 @@ package reconciler
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"time"
+
+	"pinbot.dev/pinbot/internal/redact"
 )
 
 // AppStatus is what pinbot knows about an app after a pass: sync status
@@ -61,4 +65,90 @@ func (s *AppStatus) sameAs(o *AppStatus) bool {
 		return string(b)
 	}
 	return key(*s) == key(*o)
+}
+
+// observation is what one pass found out, step by step; statusOf turns it
+// into the app's AppStatus. A step the pass did not reach leaves its
+// fields zero.
+type observation struct {
+	app *App
+	at  time.Time
+	// commit is the head the pass compared against (while the source is
+	// unreachable, the last one fetched).
+	commit string
+	// err is why the pass stopped early, or the diff's error; stage names
+	// the step that failed when err does not say it ("reading the
+	// cluster", "diffing").
+	err   error
+	stage string
+	// sourceDown is when Git stopped answering, set when the pass stopped
+	// at the fetch; clusterDown when the Kubernetes API stopped answering,
+	// set when the pass stopped on a transient API error.
+	sourceDown  time.Time
+	clusterDown time.Time
+	// compared says the render was compared with the cluster: sync and
+	// outOfSync are Compare's answer (after a heal, if any).
+	compared  bool
+	sync      SyncState
+	outOfSync []ObjectRef
+	// drift and orphans are what the diff found (see inspect).
+	drift   []Drift
+	orphans []ObjectRef
+	// syncedCommit is the record's last commit applied in full.
+	syncedCommit string
+	// health is the health assessed, nil when the pass stopped before;
+	// war is the drift-war message, which overrides it.
+	health *HealthReport
+	war    string
+	// verification is the verification computed, nil when the pass
+	// stopped before.
+	verification *Verification
+}
+
+// statusOf computes the status a pass reports from what it observed.
+// Pure, like kstatus's Compute: the same observation gives the same
+// status.
+func statusOf(o observation) *AppStatus {
+	a := o.app
+	s := &AppStatus{
+		App: a.Name, Repo: redact.URL(a.Repo), Branch: a.Branch, Path: a.Path, Automated: a.SyncPolicy.Automated,
+		ObservedAt: o.at, Commit: o.commit, Sync: SyncUnknown, Health: HealthUnknown,
+		SyncedCommit: o.syncedCommit, Drift: o.drift, Orphaned: o.orphans,
+	}
+	if o.compared {
+		s.Sync = o.sync
+		s.OutOfSync = appendRefs(slices.Clone(o.outOfSync), o.drift, o.orphans)
+		if len(s.OutOfSync) > 0 {
+			s.Sync = OutOfSync
+		}
+	}
+	if h := o.health; h != nil {
+		s.Health, s.HealthReason, s.Objects = h.Health, h.Reason, h.Objects
+		if o.war != "" {
+			s.Health, s.HealthReason = Degraded, o.war
+		}
+	}
+	if v := o.verification; v != nil {
+		s.Verified, s.Verification = v.Verified, v.Summary()
+	}
+	if o.err == nil {
+		return s
+	}
+	msg := o.err.Error()
+	if o.stage != "" {
+		msg = o.stage + ": " + msg
+	}
+	switch {
+	case !o.sourceDown.IsZero():
+		down := o.sourceDown
+		s.SourceUnreachableSince = &down
+		msg = fmt.Sprintf("source unreachable since %s: %s", since(down), msg)
+	case !o.clusterDown.IsZero():
+		down := o.clusterDown
+		s.ClusterUnreachableSince = &down
+		msg = fmt.Sprintf("kubernetes API unreachable since %s: %s", since(down), msg)
+	}
+	s.Error = msg
+	degradeEmpty(s, o.err) // an empty render is refused and makes the app Degraded
+	return s
 }

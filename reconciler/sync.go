@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,21 +16,17 @@ import (
 // annotation refuses the sync before anything is applied. On success the
 // app awaits its verification, and sync returns the live objects as
 // applied.
-func (r *Reconciler) sync(ctx context.Context, app *App, st *appState, mode passMode, commit string, desired []*unstructured.Unstructured) (map[ObjectRef]*unstructured.Unstructured, error) {
+func (r *Reconciler) sync(ctx context.Context, app *App, st *appState, mode passMode, txn *recordTxn, commit string, desired []*unstructured.Unstructured) (map[ObjectRef]*unstructured.Unstructured, error) {
 	log := logctx.From(ctx).With("app", app.Name, "commit", shortSHA(commit))
 	e := Entry{Commit: commit, Time: r.now(), Trigger: trigger(mode), Result: Applied}
 	waves, err := PlanWaves(desired)
 	if err != nil {
 		e.Result, e.Reason, e.Final = Refused, err.Error(), true
-		r.fail(ctx, app, &e, "refused: ")
+		r.fail(ctx, app, txn, &e, "refused: ")
 		return nil, err
 	}
-	if err := r.report.status(ctx, app, commit, statePending, "syncing "+shortSHA(commit)); err != nil {
-		log.Warn("reporting the sync", "err", err)
-	} else if r.report != nil {
-		e.Reported = statePending
-	}
-	r.supersede(ctx, app, commit)
+	r.post(ctx, app, &e, statePending, "syncing "+shortSHA(commit), "the sync")
+	r.supersede(ctx, app, txn, commit)
 	applied, err := r.applyWaves(ctx, app, waves)
 	e.Applied = len(applied)
 	if err == nil && r.mayPrune(ctx, app, st, mode, commit) {
@@ -43,14 +38,12 @@ func (r *Reconciler) sync(ctx context.Context, app *App, st *appState, mode pass
 	}
 	if err != nil {
 		e.Result, e.Reason, e.Final = Failed, err.Error(), true
-		r.fail(ctx, app, &e, "sync failed: ")
+		r.fail(ctx, app, txn, &e, "sync failed: ")
 		return nil, err
 	}
 	log.Info("applied", "objects", len(applied), "waves", len(waves))
 	r.metrics.countSync(app.Name, Applied)
-	if err := r.record(ctx, app, e); err != nil {
-		return nil, err
-	}
+	txn.record(e)
 	st.mu.Lock()
 	st.awaiting = true
 	st.mu.Unlock()
@@ -62,15 +55,23 @@ func (r *Reconciler) sync(ctx context.Context, app *App, st *appState, mode pass
 
 // fail reports e, a sync that failed or was refused, as a failure on its
 // commit (the description starts with prefix) and records it.
-func (r *Reconciler) fail(ctx context.Context, app *App, e *Entry, prefix string) {
+func (r *Reconciler) fail(ctx context.Context, app *App, txn *recordTxn, e *Entry, prefix string) {
 	r.metrics.countSync(app.Name, e.Result)
-	if err := r.report.status(ctx, app, e.Commit, stateFailure, prefix+e.Reason); err != nil {
-		logctx.From(ctx).Warn("reporting the failed sync", "app", app.Name, "err", err)
-	} else if r.report != nil {
-		e.Reported = stateFailure
+	r.post(ctx, app, e, stateFailure, prefix+e.Reason, "the failed sync")
+	txn.record(*e)
+}
+
+// post sets the commit status state (described by desc) on e's commit
+// and, once it is posted, says so in e.Reported. A failure is logged as
+// "reporting <what>" and the pass goes on: the next state posted replaces
+// it.
+func (r *Reconciler) post(ctx context.Context, app *App, e *Entry, state, desc, what string) {
+	if err := r.report.status(ctx, app, e.Commit, state, desc); err != nil {
+		logctx.From(ctx).Warn("reporting "+what, "app", app.Name, "error", err)
+		return
 	}
-	if err := r.record(ctx, app, *e); err != nil {
-		logctx.From(ctx).Warn("recording the failed sync", "app", app.Name, "err", err)
+	if r.report != nil {
+		e.Reported = state
 	}
 }
 
@@ -121,49 +122,19 @@ func syncOptionsFrom(ctx context.Context) syncOptions {
 	return o
 }
 
-// supersede settles the previous sync if it still awaits verification and
-// is of another commit: a new sync replaces it before it was verified. Its
+// supersede settles the latest sync if it still awaits verification and
+// is of another commit than by: by replaced it before it was verified (a
+// new sync, or a new head of a branch the app does not sync itself). Its
 // commit status turns to error.
-func (r *Reconciler) supersede(ctx context.Context, app *App, commit string) {
-	rec, err := r.history.Get(ctx, app.Name)
-	if err != nil {
-		return
-	}
-	l := rec.latest()
-	if l == nil || l.Result != Applied || l.Final || l.Commit == commit {
+func (r *Reconciler) supersede(ctx context.Context, app *App, txn *recordTxn, by string) {
+	l := txn.rec.latest()
+	if l == nil || l.Result != Applied || l.Final || l.Commit == by {
 		return
 	}
 	e := *l
-	e.Final, e.Summary = true, "superseded by "+shortSHA(commit)+" before it was verified"
-	if err := r.report.status(ctx, app, e.Commit, "error", e.Summary); err != nil {
-		logctx.From(ctx).Warn("reporting the superseded sync", "app", app.Name, "err", err)
-	} else if r.report != nil {
-		e.Reported = "error"
-	}
-	if err := r.history.Update(ctx, app.Name, func(cur *Record) bool {
-		c := cur.latest()
-		if c == nil || c.Commit != e.Commit || !c.Time.Equal(e.Time) {
-			return false
-		}
-		cur.Entries[0] = e
-		return true
-	}); err != nil {
-		logctx.From(ctx).Warn("recording the superseded sync", "app", app.Name, "err", err)
-	}
-}
-
-// record adds e to app's history. A failed or refused entry for the same
-// commit is replaced rather than repeated, so a retried sync does not push
-// the other syncs out.
-func (r *Reconciler) record(ctx context.Context, app *App, e Entry) error {
-	return r.history.Update(ctx, app.Name, func(rec *Record) bool {
-		if l := rec.latest(); l != nil && l.Commit == e.Commit && l.Result != Applied {
-			rec.Entries[0] = e
-			return true
-		}
-		rec.add(e)
-		return true
-	})
+	e.Final, e.Summary = true, "superseded by "+shortSHA(by)+" before it was verified"
+	r.post(ctx, app, &e, "error", e.Summary, "the superseded sync")
+	txn.replaceLatest(e)
 }
 
 // observe computes health and verification of desired from the informer
@@ -179,37 +150,27 @@ func (r *Reconciler) observe(ctx context.Context, app *App, commit string, desir
 }
 
 // conclude settles the sync awaiting verification, if it is for the commit
-// just verified, reports the outcome to the forge, and persists the entry
-// and the status. A sync of an older commit that never settled is marked
-// superseded.
-func (r *Reconciler) conclude(ctx context.Context, app *App, st *appState, s *AppStatus, v *Verification, h HealthReport, rec *Record) error {
+// just verified, reports the outcome to the forge, and records the entry
+// and the status in txn. A sync of an older commit that never settled is
+// marked superseded.
+func (r *Reconciler) conclude(ctx context.Context, app *App, st *appState, s *AppStatus, v *Verification, h HealthReport, txn *recordTxn) {
 	log := logctx.From(ctx).With("app", app.Name)
-	l := rec.latest()
-	var update *Entry
+	l := txn.rec.latest()
 	awaiting := false
 	switch {
 	case l == nil || l.Result != Applied || l.Final:
 	case l.Commit != s.Commit:
-		e := *l
-		e.Final, e.Summary = true, "superseded by "+shortSHA(s.Commit)+" before it was verified"
-		if err := r.report.status(ctx, app, e.Commit, "error", e.Summary); err != nil {
-			log.Warn("reporting the superseded sync", "err", err)
-		}
-		update = &e
+		r.supersede(ctx, app, txn, s.Commit)
 	default:
 		se := settle(*l, v, h, r.now(), time.Duration(app.VerifyTimeout))
 		e := se.entry
 		if se.state != "" {
-			if err := r.report.status(ctx, app, e.Commit, se.state, se.desc); err != nil {
-				log.Warn("reporting the verification", "err", err)
-			} else if r.report != nil {
-				e.Reported = se.state
-			}
+			r.post(ctx, app, &e, se.state, se.desc, "the verification")
 		}
 		if se.comment {
 			ok, err := r.report.comment(ctx, app, e.Commit, v)
 			if err != nil {
-				log.Warn("commenting the verification", "err", err)
+				log.Warn("commenting the verification", "error", err)
 			}
 			e.Commented = ok || err == nil // nothing to comment on counts as done
 		}
@@ -217,48 +178,23 @@ func (r *Reconciler) conclude(ctx context.Context, app *App, st *appState, s *Ap
 			log.Info("verified", "commit", shortSHA(e.Commit), "summary", e.Summary)
 		}
 		awaiting = !e.Final
-		update = &e
+		txn.replaceLatest(e)
 	}
 	st.mu.Lock()
 	st.awaiting = awaiting
 	st.mu.Unlock()
-	return r.history.Update(ctx, app.Name, func(cur *Record) bool {
-		changed := false
-		if c := cur.latest(); update != nil && c != nil && c.Commit == update.Commit && c.Time.Equal(update.Time) && !sameEntry(*c, *update) {
-			cur.Entries[0] = *update
-			changed = true
-		}
-		if !s.sameAs(cur.Status) {
-			cur.Status = withoutObjects(s)
-			changed = true
-		}
-		return changed
-	})
+	txn.setStatus(s)
 }
 
-// persist stores s as app's status when it changed. Failures are logged:
-// the status is also returned to the caller.
+// persist stores s as app's status when it changed, in a write of its
+// own. Failures are logged: the status is also returned to the caller.
 func (r *Reconciler) persist(ctx context.Context, app *App, s *AppStatus) {
-	err := r.history.Update(ctx, app.Name, func(cur *Record) bool {
-		if s.sameAs(cur.Status) {
-			return false
-		}
-		cur.Status = withoutObjects(s)
-		return true
-	})
-	if err != nil {
-		logctx.From(ctx).Warn("persisting the status", "app", app.Name, "err", err)
+	txn, err := r.history.begin(ctx, app.Name)
+	if err == nil {
+		txn.setStatus(s)
+		err = txn.commit(ctx)
 	}
-}
-
-func withoutObjects(s *AppStatus) *AppStatus {
-	c := *s
-	c.Objects = nil
-	return &c
-}
-
-func sameEntry(a, b Entry) bool {
-	ja, _ := json.Marshal(a)
-	jb, _ := json.Marshal(b)
-	return string(ja) == string(jb)
+	if err != nil {
+		logctx.From(ctx).Warn("persisting the status", "app", app.Name, "error", err)
+	}
 }

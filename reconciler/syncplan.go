@@ -71,11 +71,11 @@ func (p *SyncPlan) Failed() bool {
 }
 
 // DryRun computes what Sync would do with app's current commit: it
-// fetches and renders Git with the same guards (a refusal is the same
-// error), plans the waves, asks the API server for a server-side apply dry
-// run of each object, lists the drift the sync would heal (Diff), and
-// plans the prune (opts: SyncPrune). It applies, records and reports
-// nothing.
+// fetches and renders Git once, with the same guards (a refusal is the
+// same error), plans the waves, asks the API server for a server-side
+// apply dry run of each object, lists the drift the sync would heal (as
+// Diff does, on the same render and cluster read), and plans the prune
+// (opts: SyncPrune). It applies, records and reports nothing.
 func (r *Reconciler) DryRun(ctx context.Context, name string, opts ...SyncOption) (*SyncPlan, error) {
 	app, st, err := r.app(name)
 	if err != nil {
@@ -89,6 +89,10 @@ func (r *Reconciler) DryRun(ctx context.Context, name string, opts ...SyncOption
 	if err != nil {
 		return nil, err
 	}
+	// A direct read, not the watch caches: a dry run is asked for right
+	// after a change (a sync, a person's edit) and must show it, and the
+	// caches may not have seen it yet. The plan and its heal list share
+	// this one read.
 	live, err := r.applier.Live(ctx, app.Name, desired)
 	if err != nil {
 		return nil, fmt.Errorf("reading the cluster: %w", err)
@@ -114,7 +118,7 @@ func (r *Reconciler) DryRun(ctx context.Context, name string, opts ...SyncOption
 		}
 		plan.Waves = append(plan.Waves, pw)
 	}
-	d, err := r.Diff(ctx, name)
+	d, err := r.diff(ctx, app, st, commit, desired, live)
 	if err != nil {
 		return nil, err
 	}

@@ -273,6 +273,7 @@ type apiRequest struct {
 	at       time.Time
 	verb     string // LIST, GET, WATCH, CREATE, UPDATE, PATCH, DELETE or DISCOVERY
 	resource string // e.g. "configmaps", "deployments.apps", or the path for DISCOVERY
+	path     string // the URL path
 }
 
 // apiCounter records the requests passing through the proxy.
@@ -328,6 +329,13 @@ func (b *recBench) countingProxy() (*httptest.Server, *apiCounter, error) {
 	return srv, counter, nil
 }
 
+// proxyConfig is a client configuration for the proxy, trusting its
+// certificate; the token is a placeholder the proxy drops.
+func proxyConfig(srv *httptest.Server) *rest.Config {
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	return &rest.Config{Host: srv.URL, BearerToken: "counted-by-the-proxy", TLSClientConfig: rest.TLSClientConfig{CAData: ca}}
+}
+
 // proxyKubeconfig writes a kubeconfig pointing at the proxy, trusting its
 // certificate; the token in it is a placeholder the proxy drops.
 func (b *recBench) proxyKubeconfig(srv *httptest.Server) (string, error) {
@@ -347,7 +355,7 @@ func (b *recBench) proxyKubeconfig(srv *httptest.Server) (string, error) {
 // classify names a request's verb and resource from its method and path,
 // as the API server's request info does.
 func classify(req *http.Request) apiRequest {
-	r := apiRequest{at: time.Now(), verb: "DISCOVERY", resource: req.URL.Path}
+	r := apiRequest{at: time.Now(), verb: "DISCOVERY", resource: req.URL.Path, path: req.URL.Path}
 	segs := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
 	var group string
 	switch {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"pinbot.dev/pinbot/reconciler/object"
 )
 
 // Names pinbot writes on every object it applies.
@@ -22,31 +24,10 @@ const (
 )
 
 // ObjectRef names one Kubernetes object.
-type ObjectRef struct {
-	Group     string `json:"group,omitempty"`
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
-}
+type ObjectRef = object.Ref
 
 // RefOf returns the reference of u.
-func RefOf(u *unstructured.Unstructured) ObjectRef {
-	gvk := u.GroupVersionKind()
-	return ObjectRef{Group: gvk.Group, Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName()}
-}
-
-// String reads "Deployment web/api", "Widget.example.com web/w1" or
-// "ClusterRole view".
-func (r ObjectRef) String() string {
-	kind := r.Kind
-	if r.Group != "" && r.Group != "apps" && r.Group != "batch" {
-		kind += "." + r.Group
-	}
-	if r.Namespace == "" {
-		return kind + " " + r.Name
-	}
-	return kind + " " + r.Namespace + "/" + r.Name
-}
+func RefOf(u *unstructured.Unstructured) ObjectRef { return object.RefOf(u) }
 
 // ConfigHash is the hex sha256 of u's JSON without the inventory metadata
 // pinbot adds. JSON object keys are sorted, so the hash is stable.

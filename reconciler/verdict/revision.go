@@ -1,4 +1,4 @@
-package reconciler
+package verdict
 
 import (
 	"fmt"
@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+
+	"pinbot.dev/pinbot/reconciler/object"
 )
 
 // Snapshot is the state that health and verification are computed from:
@@ -22,7 +24,7 @@ type Snapshot struct {
 	// Desired are the placed objects rendered from Git.
 	Desired []*unstructured.Unstructured
 	// Live holds the cluster's copy of each desired object that exists.
-	Live map[ObjectRef]*unstructured.Unstructured
+	Live map[object.Ref]*unstructured.Unstructured
 	// Pods, ReplicaSets, Revisions (ControllerRevisions) and Nodes from
 	// the app's namespaces.
 	Pods        []*corev1.Pod
@@ -75,7 +77,7 @@ func newIndex(s *Snapshot) *index {
 
 // rollout is one workload's Pods, split by revision.
 type rollout struct {
-	workload ObjectRef
+	workload object.Ref
 	revision string         // the current revision's hash, when known
 	current  []*corev1.Pod  // Pods of the current revision, not terminating
 	old      []*corev1.Pod  // other revisions, and terminating Pods
@@ -127,7 +129,7 @@ func desiredImages(u *unstructured.Unstructured) *podSpecImages {
 
 // rolloutOf finds the Pods of desired's current revision in the snapshot.
 func (ix *index) rolloutOf(desired, live *unstructured.Unstructured) rollout {
-	r := rollout{workload: RefOf(desired), spec: desiredImages(desired), desired: 1}
+	r := rollout{workload: object.RefOf(desired), spec: desiredImages(desired), desired: 1}
 	if live == nil {
 		r.missing = true
 		r.notes = append(r.notes, fmt.Sprintf("%s is not in the cluster", r.workload))

@@ -1,10 +1,12 @@
-package reconciler
+package verdict
 
 import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	"pinbot.dev/pinbot/reconciler/object"
 )
 
 // Health is an app's aggregate health: are its workloads working? It is a
@@ -24,9 +26,9 @@ const (
 
 // ObjectHealth is one object's kstatus status.
 type ObjectHealth struct {
-	Object  ObjectRef `json:"object"`
-	Status  string    `json:"status"` // kstatus: Current, InProgress, Failed, NotFound, Terminating, Unknown
-	Message string    `json:"message,omitempty"`
+	Object  object.Ref `json:"object"`
+	Status  string     `json:"status"` // kstatus: Current, InProgress, Failed, NotFound, Terminating, Unknown
+	Message string     `json:"message,omitempty"`
 }
 
 // HealthReport is the health of every desired object and the aggregate.
@@ -54,7 +56,7 @@ func AssessHealth(s *Snapshot) HealthReport {
 	rep := HealthReport{Health: Healthy}
 	worst := -1
 	for _, d := range s.Desired {
-		ref := RefOf(d)
+		ref := object.RefOf(d)
 		oh := ObjectHealth{Object: ref}
 		live := s.Live[ref]
 		switch {

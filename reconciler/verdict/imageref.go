@@ -1,4 +1,4 @@
-package reconciler
+package verdict
 
 import (
 	"strings"
@@ -43,9 +43,9 @@ func parseImageID(id string) (string, imageIDForm) {
 	return "", formInvalid
 }
 
-// shortDigest abbreviates "sha256:<64 hex>" to [imageref.Short]'s form
+// ShortDigest abbreviates "sha256:<64 hex>" to [imageref.Short]'s form
 // with an ellipsis, "sha256:<12 hex>…", for commit statuses and reports.
-func shortDigest(d string) string {
+func ShortDigest(d string) string {
 	if s := imageref.Short(d); s != d {
 		return s + "…"
 	}

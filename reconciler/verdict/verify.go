@@ -1,4 +1,4 @@
-package reconciler
+package verdict
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/registry"
 )
 
@@ -101,7 +102,7 @@ func walk(s *Snapshot, need func(Lookup), v *Verification) {
 		if !isWorkload(d) {
 			continue
 		}
-		r := ix.rolloutOf(d, s.Live[RefOf(d)])
+		r := ix.rolloutOf(d, s.Live[object.RefOf(d)])
 		v.Reasons = append(v.Reasons, r.notes...)
 		for _, p := range r.current {
 			v.Containers = append(v.Containers, judgePod(ix, s.Lookups, need, &r, p)...)
@@ -237,7 +238,7 @@ func (v *Verification) Summary() string {
 		}
 		if c.GitDigest != "" && !seen[c.GitDigest] {
 			seen[c.GitDigest] = true
-			digests = append(digests, shortDigest(c.GitDigest))
+			digests = append(digests, ShortDigest(c.GitDigest))
 		}
 	}
 	sort.Strings(digests)
@@ -246,7 +247,7 @@ func (v *Verification) Summary() string {
 	}
 	switch {
 	case firstBad != nil && firstBad.Verdict == Mismatch:
-		return fmt.Sprintf("%s: pod %s container %s runs %s, Git pins %s", firstBad.Verdict, firstBad.Pod, firstBad.Container, shortDigest(firstBad.RunningDigest), shortDigest(firstBad.GitDigest))
+		return fmt.Sprintf("%s: pod %s container %s runs %s, Git pins %s", firstBad.Verdict, firstBad.Pod, firstBad.Container, ShortDigest(firstBad.RunningDigest), ShortDigest(firstBad.GitDigest))
 	case len(v.Reasons) > 0:
 		return v.Reasons[0]
 	case firstBad != nil:
