@@ -42,6 +42,9 @@ type Config struct {
 	Forge *ForgeConfig `yaml:"forge"`
 	// Apps are reconciled independently of each other.
 	Apps []App `yaml:"apps"`
+	// Promote lists the manifest repositories `pinbot serve` promotes into
+	// on its own (drift schedules and pushed images).
+	Promote []PromoteTarget `yaml:"promote"`
 
 	file string // where the config was read from, for error messages
 }
@@ -189,9 +192,14 @@ func Parse(file string, data []byte) (*Config, error) {
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, yamlError(file, err)
 	}
-	for i, n := range appNodes(&root) {
+	for i, n := range listNodes(&root, "apps") {
 		if i < len(c.Apps) {
 			c.Apps[i].line = n.Line
+		}
+	}
+	for i, n := range listNodes(&root, "promote") {
+		if i < len(c.Promote) {
+			c.Promote[i].line = n.Line
 		}
 	}
 	if err := c.Validate(); err != nil {
@@ -199,20 +207,6 @@ func Parse(file string, data []byte) (*Config, error) {
 	}
 	c.setDefaults()
 	return c, nil
-}
-
-// appNodes returns the YAML nodes of the apps list items, for line numbers.
-func appNodes(root *yaml.Node) []*yaml.Node {
-	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
-		return nil
-	}
-	m := root.Content[0]
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == "apps" && m.Content[i+1].Kind == yaml.SequenceNode {
-			return m.Content[i+1].Content
-		}
-	}
-	return nil
 }
 
 var (
@@ -278,6 +272,12 @@ func (c *Config) Validate() error {
 			add(a.line, "app %q: defined twice", a.Name)
 		}
 		seen[a.Name] = true
+	}
+	for i := range c.Promote {
+		p := &c.Promote[i]
+		for _, msg := range p.problems() {
+			add(p.line, "promote %q: %s", p.Repo, msg)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -48,6 +48,22 @@ func TestParse(t *testing.T) {
 	}
 }
 
+func TestParsePromote(t *testing.T) {
+	config := issueExample + `promote:
+  - repo: platform/manifests
+    drift: "0 */6 * * *"
+    images: [gitea.example/platform/web]
+`
+	got, err := Parse("pinbot.yaml", []byte(config))
+	if err != nil {
+		t.Fatalf("Parse: %s", err)
+	}
+	want := []PromoteTarget{{Repo: "platform/manifests", Drift: "0 */6 * * *", Images: []string{"gitea.example/platform/web"}, line: 13}}
+	if diff := cmp.Diff(want, got.Promote, cmp.AllowUnexported(PromoteTarget{})); diff != "" {
+		t.Errorf("Promote (-want +got):\n%s", diff)
+	}
+}
+
 func TestParseDefaults(t *testing.T) {
 	got, err := Parse("c.yaml", []byte("apps:\n- {name: a, repo: 'http://127.0.0.1:3000/o/r.git', namespace: a}\n"))
 	if err != nil {
@@ -89,6 +105,13 @@ func TestParseErrors(t *testing.T) {
 		{"bad cluster-scoped", "apps:\n  - {name: web, repo: 'https://g.example/o/r.git', namespace: web, allowClusterScoped: [a/b/c]}\n",
 			[]string{`allowClusterScoped: "a/b/c"`}},
 		{"bad forge", "forge: {url: gitea.example}\napps:\n" + app, []string{`forge.url "gitea.example": want an http(s) URL`}},
+		{"bad promote", "apps:\n" + app + "promote:\n  - {repo: manifests, drift: 'every day', images: ['Web:v1']}\n  - {repo: o/r}\n", []string{
+			`c.yaml:4: promote "manifests": repo "manifests": want OWNER/NAME`,
+			`c.yaml:4: promote "manifests": drift "every day":`,
+			`c.yaml:4: promote "manifests": images: repository "Web:v1"`,
+			`c.yaml:5: promote "o/r": want drift, images or both`,
+		}},
+		{"unknown promote field", "apps:\n" + app + "promote:\n  - repo: o/r\n    drfit: '@hourly'\n", []string{`c.yaml:5: unknown field "drfit"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("c.yaml", []byte(tc.config))
