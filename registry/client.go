@@ -14,6 +14,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -42,7 +43,6 @@ const userAgent = "pinbot"
 // docker config are seen by a new Client.
 type Client struct {
 	puller     *remote.Puller
-	err        error // from building the puller; returned by every call
 	insecure   map[string]bool
 	maxElapsed time.Duration
 	seen       *seenCredentials
@@ -111,8 +111,8 @@ func WithTransport(rt http.RoundTripper) Option {
 	return func(o *options) { o.transport = rt }
 }
 
-// New returns a Client.
-func New(opts ...Option) *Client {
+// New returns a Client, or an error naming the option that is invalid.
+func New(opts ...Option) (*Client, error) {
 	o := options{
 		keychain:    authn.DefaultKeychain,
 		concurrency: DefaultConcurrency,
@@ -121,8 +121,8 @@ func New(opts ...Option) *Client {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.concurrency < 1 {
-		o.concurrency = 1
+	if err := o.validate(); err != nil {
+		return nil, fmt.Errorf("configuring the registry client: %w", err)
 	}
 	if o.transport == nil {
 		o.transport = remote.DefaultTransport
@@ -142,7 +142,7 @@ func New(opts ...Option) *Client {
 	var rt http.RoundTripper = newHostTransport(o.transport, c.plainHTTPAllowed, o.concurrency, c.seen)
 	rt = retry.New(rt, o.maxElapsed)
 	rt = &verifyTransport{base: rt}
-	c.puller, c.err = remote.NewPuller(
+	p, err := remote.NewPuller(
 		remote.WithTransport(rt),
 		remote.WithAuthFromKeychain(redactingKeychain{kc}),
 		// Retries happen below, in internal/retry, which honours
@@ -151,7 +151,34 @@ func New(opts ...Option) *Client {
 		remote.WithRetryStatusCodes(),
 		remote.WithUserAgent(userAgent),
 	)
-	return c
+	if err != nil {
+		return nil, fmt.Errorf("configuring the registry client: %w", err)
+	}
+	c.puller = p
+	return c, nil
+}
+
+// validate checks the options New was given.
+func (o *options) validate() error {
+	var errs []error
+	if o.concurrency < 1 {
+		errs = append(errs, fmt.Errorf("WithConcurrency(%d): want at least 1", o.concurrency))
+	}
+	if o.maxElapsed < 0 {
+		errs = append(errs, fmt.Errorf("WithRetry(%v): want zero or more", o.maxElapsed))
+	}
+	if o.keychain == nil {
+		errs = append(errs, errors.New("WithKeychain(nil): want a keychain"))
+	}
+	if _, ok := o.basic[""]; ok {
+		errs = append(errs, errors.New("WithBasicAuth: empty registry host"))
+	}
+	for _, h := range o.insecure {
+		if _, err := name.NewRegistry(canonicalHost(h)); err != nil || canonicalHost(h) == "" || strings.ContainsAny(h, "/@") {
+			errs = append(errs, fmt.Errorf("WithInsecure(%q): want a host or host:port", h))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // parse parses ref, marking its registry insecure (plain HTTP allowed) only

@@ -196,9 +196,6 @@ func (c *Client) ChildFor(ctx context.Context, indexRef string, p Platform) (Chi
 }
 
 func (c *Client) childFor(ctx context.Context, r name.Reference, p Platform) (Child, error) {
-	if c.err != nil {
-		return Child{}, c.err
-	}
 	rd, err := c.puller.Get(ctx, r)
 	if err != nil {
 		return Child{}, err
@@ -272,9 +269,6 @@ func (c *Client) ConfigDigest(ctx context.Context, ref string, p Platform) (stri
 }
 
 func (c *Client) configDigest(ctx context.Context, r name.Reference, p Platform) (string, error) {
-	if c.err != nil {
-		return "", c.err
-	}
 	rd, err := c.puller.Get(ctx, r)
 	if err != nil {
 		return "", err

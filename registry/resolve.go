@@ -40,9 +40,6 @@ func (c *Client) Resolve(ctx context.Context, ref string) (Descriptor, error) {
 
 // resolve is Resolve on a parsed reference.
 func (c *Client) resolve(ctx context.Context, r name.Reference) (Descriptor, error) {
-	if c.err != nil {
-		return Descriptor{}, c.err
-	}
 	desc, err := c.puller.Head(ctx, r)
 	if err != nil {
 		if !headFallsBack(err) {
