@@ -220,10 +220,3 @@ func (b *promoteBench) headAll(ctx context.Context) (time.Duration, int, error) 
 	}
 	return took, 1 + len(b.images), nil
 }
-
-// renovateRow reports the Renovate head-to-head of issue 12, which this
-// bench does not run yet, and why.
-func renovateRow(r *report) {
-	fmt.Println("   drift against Renovate: skipped: the bench does not install or run Renovate yet (it needs a TLS Gitea and https registries)")
-	r.check("drift against Renovate", "not measured", ">= 10x faster", false)
-}

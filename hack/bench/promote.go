@@ -54,6 +54,7 @@ func benchPromote(ctx context.Context, r *report) error {
 		return fmt.Errorf("pinbot version: %w", err)
 	}
 	fmt.Printf("   pinbot built static; pinbot version alone peaks at %s RSS\n", mb(floor))
+	printIdleRSS(ctx, bin)
 	fmt.Println("   starting Gitea")
 	srv, err := gitea.Start(ctx, gitea.Options{})
 	if err != nil {
@@ -92,11 +93,7 @@ func benchPromote(ctx context.Context, r *report) error {
 	if err := b.drift(ctx, r, clone, 1); err != nil {
 		return err
 	}
-	if err := b.drift(ctx, r, clone, 20); err != nil {
-		return err
-	}
-	renovateRow(r)
-	return nil
+	return b.drift(ctx, r, clone, 20)
 }
 
 type promoteBench struct {
@@ -110,7 +107,9 @@ type promoteBench struct {
 	cpu         time.Duration // CPU time of the last run
 	stderr      string        // of the last run
 	hand        *handFloor
-	warmFloor   time.Duration // p50 of the warm hand promotions
+	warmFloor   time.Duration   // p50 of the warm hand promotions
+	forgeArgs   []string        // more pinbot flags (--ca-file)
+	pushOpts    []remote.Option // more options for pushing test images
 }
 
 func (b *promoteBench) image(i int) string {
@@ -127,7 +126,8 @@ func (b *promoteBench) push(ref string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := remote.Write(r, img, remote.WithAuth(&authn.Basic{Username: b.srv.AdminUser, Password: b.srv.Token})); err != nil {
+	opts := append([]remote.Option{remote.WithAuth(&authn.Basic{Username: b.srv.AdminUser, Password: b.srv.Token})}, b.pushOpts...)
+	if err := remote.Write(r, img, opts...); err != nil {
 		return "", fmt.Errorf("pushing %s: %w", ref, err)
 	}
 	d, err := img.Digest()
@@ -219,6 +219,7 @@ func (b *promoteBench) cloneBaseline(ctx context.Context) (time.Duration, error)
 // b.cpu: what pinbot itself spent, apart from waiting on Gitea.
 func (b *promoteBench) run(ctx context.Context, args ...string) ([]byte, time.Duration, int64, error) {
 	args = append(args, "--forge-url", b.srv.URL, "--repo", b.owner+"/"+b.repo, "-o", "json")
+	args = append(args, b.forgeArgs...)
 	cmd := exec.CommandContext(ctx, b.bin, args...)
 	cmd.Env = b.env
 	var out, errOut bytes.Buffer
