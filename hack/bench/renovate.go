@@ -124,8 +124,8 @@ func benchRenovate(ctx context.Context, r *report) error {
 		if prs, err = ren.pulls(ctx); err != nil {
 			return err
 		}
-		fmt.Printf("   round %d, svc%03d moved: pinbot drift %v, peak RSS %s (%s); Renovate %v, peak RSS %s, %d open pull request(s) of its own\n",
-			round, round, promoteRound(took), mb(rss), rep.Summary, promoteRound(renTook), mb(rss2), prs)
+		fmt.Printf("   round %d, svc%03d moved: pinbot drift %v (its own CPU %v), peak RSS %s (%s); Renovate %v, peak RSS %s, %d open pull request(s) of its own\n",
+			round, round, promoteRound(took), promoteRound(b.cpu), mb(rss), rep.Summary, promoteRound(renTook), mb(rss2), prs)
 		pinbotTimes, renTimes = append(pinbotTimes, took), append(renTimes, renTook)
 		pinbotRSS, renRSS = max(pinbotRSS, rss), max(renRSS, rss2)
 	}
