@@ -245,3 +245,31 @@ func TestDescribeCachedByDigest(t *testing.T) {
 		t.Errorf("Describe by tag (-want +got):\n%s", diff)
 	}
 }
+
+// TestFailedHandshakeIsNotKept checks that a registry that could not be
+// pinged once is pinged again by the next call, not failed for good.
+func TestFailedHandshakeIsNotKept(t *testing.T) {
+	isolateDockerConfig(t, "")
+	var pings atomic.Int32
+	reg, _ := newLoggedRegistry(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/v2/" && pings.Add(1) == 1 {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	want := reg.push(t, "app:v1", buildImage(t, imageSpec{})).String()
+	c := newClient(t, WithRetry(0))
+	if _, err := c.Resolve(t.Context(), reg.host+"/app:v1"); err == nil {
+		t.Fatalf("Resolve succeeded through a failed ping")
+	}
+	got, err := c.Resolve(t.Context(), reg.host+"/app:v1")
+	if err != nil || got.Digest != want {
+		t.Fatalf("Resolve after the registry recovered = %+v, %v; want %s", got, err, want)
+	}
+	if n := pings.Load(); n != 2 {
+		t.Errorf("pings = %d, want 2", n)
+	}
+}
