@@ -84,10 +84,14 @@ func writeFile(t *testing.T, path, content string) {
 }
 
 func (f *fixture) registry(opts ...registry.Option) *registry.Client {
-	return registry.New(append([]registry.Option{
+	c, err := registry.New(append([]registry.Option{
 		registry.WithBasicAuth(f.srv.RegistryHost, f.srv.AdminUser, f.srv.Token),
 		registry.WithRetry(5 * time.Second),
 	}, opts...)...)
+	if err != nil {
+		f.t.Fatalf("registry.New: %s", err)
+	}
+	return c
 }
 
 func (f *fixture) env() Env {

@@ -112,7 +112,9 @@ func startPeers(ctx context.Context) (*peers, func(), error) {
 	if p.forge, err = gitforge.NewGitea(g.URL, g.Token); err != nil {
 		return nil, stop, err
 	}
-	p.reg = registry.New(registry.WithBasicAuth(g.RegistryHost, g.AdminUser, g.Token))
+	if p.reg, err = registry.New(registry.WithBasicAuth(g.RegistryHost, g.AdminUser, g.Token)); err != nil {
+		return nil, stop, err
+	}
 	return p, stop, nil
 }
 

@@ -81,7 +81,11 @@ func New(cfg *Config, rc *rest.Config, opts ...Option) (*Reconciler, error) {
 		o.cacheDir = d
 	}
 	if o.registry == nil {
-		o.registry = registry.New()
+		reg, err := registry.New()
+		if err != nil {
+			return nil, err
+		}
+		o.registry = reg
 	}
 	rc = rest.CopyConfig(rc)
 	if rc.QPS == 0 {

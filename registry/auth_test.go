@@ -170,8 +170,8 @@ func TestTokenAuth(t *testing.T) {
 			if img.Digest != want || len(img.Children) != 2 {
 				t.Errorf("Describe = %s with %d children, want %s with 2", img.Digest, len(img.Children), want)
 			}
-			// The Client keeps the handshake per repository: one token for
-			// a Describe that made many requests, none for the next call.
+			// The Client keeps the handshake per registry: one token for a
+			// Describe that made many requests, none for the next call.
 			if n := tokens.Load() - before; n != 1 {
 				t.Errorf("tokens issued = %d, want 1", n)
 			}

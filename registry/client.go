@@ -10,10 +10,19 @@
 // budget set by WithRetry; at most WithConcurrency requests are in flight per
 // registry host. Errors are *Error values naming the reference and the
 // registry's HTTP status code, with credentials redacted.
+//
+// A Client makes one handshake (ping and token) per registry host, not per
+// repository, and keeps its connections alive, so resolving 100 tags of a
+// registry costs about 102 requests; what Describe learns of a digest is
+// kept, since a digest's content never changes. No call can hang on a
+// registry that accepts the connection and never answers: connecting, the
+// TLS handshake and the wait for response headers are each bounded
+// (WithStallTimeout), and so is the whole call (WithCallTimeout).
 package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -23,6 +32,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/internal/retry"
@@ -30,22 +40,29 @@ import (
 
 // Defaults for the options of New.
 const (
-	DefaultConcurrency = 8
-	DefaultRetry       = 30 * time.Second
+	DefaultConcurrency  = 8
+	DefaultRetry        = 30 * time.Second
+	DefaultStallTimeout = 30 * time.Second
+	DefaultCallTimeout  = 2 * time.Minute
 )
 
 // userAgent is what pinbot calls itself to registries.
 const userAgent = "pinbot"
 
-// Client reads from registries. It is safe for concurrent use. It caches the
-// authentication handshake per repository, so credentials changed in the
-// docker config are seen by a new Client.
+// Client reads from registries. It is safe for concurrent use. It keeps one
+// authenticated session per registry host (one ping, one token exchange,
+// shared by every repository of that registry while the token serves), one
+// keep-alive connection pool, and what Describe learnt about each digest.
+// Credentials changed in the docker config are seen by a new Client.
 type Client struct {
-	puller     *remote.Puller
-	err        error // from building the puller; returned by every call
-	insecure   map[string]bool
-	maxElapsed time.Duration
-	seen       *seenCredentials
+	rt          http.RoundTripper // user agent → verify → retry → host guard → base
+	keychain    authn.Keychain
+	insecure    map[string]bool
+	maxElapsed  time.Duration
+	callTimeout time.Duration
+	seen        *seenCredentials
+	sessions    sessions
+	described   *imageCache
 }
 
 type options struct {
@@ -54,6 +71,8 @@ type options struct {
 	insecure    []string
 	concurrency int
 	maxElapsed  time.Duration
+	stall       time.Duration
+	call        time.Duration
 	transport   http.RoundTripper
 }
 
@@ -62,7 +81,8 @@ type Option func(*options)
 
 // WithKeychain sets where credentials come from. Default
 // authn.DefaultKeychain: the docker config file ($DOCKER_CONFIG/config.json
-// or ~/.docker/config.json, including credential helpers).
+// or ~/.docker/config.json, including credential helpers). Credentials are
+// resolved once per registry host.
 func WithKeychain(kc authn.Keychain) Option {
 	return func(o *options) { o.keychain = kc }
 }
@@ -103,55 +123,119 @@ func WithRetry(maxElapsed time.Duration) Option {
 	return func(o *options) { o.maxElapsed = maxElapsed }
 }
 
+// WithStallTimeout bounds each phase of a request in which a stalled
+// registry would otherwise hold pinbot forever: connecting, the TLS
+// handshake, and waiting for the response headers. Default 30s. It applies
+// to the default transport; one set with WithTransport keeps its own.
+func WithStallTimeout(d time.Duration) Option {
+	return func(o *options) { o.stall = d }
+}
+
+// WithCallTimeout bounds one whole call (Resolve, Describe, ChildFor,
+// ConfigDigest), every request and retry in it, handshake included. Default
+// 2m.
+func WithCallTimeout(d time.Duration) Option {
+	return func(o *options) { o.call = d }
+}
+
 // WithTransport sets the base HTTP transport (proxies, TLS roots). Default a
-// clone of go-containerregistry's remote.DefaultTransport. The Client wraps
-// it with its plain-HTTP guard, concurrency limit, retries and manifest
-// verification.
+// clone of go-containerregistry's remote.DefaultTransport, keeping as many
+// idle connections per host as WithConcurrency allows requests, with the
+// timeouts of WithStallTimeout. The Client wraps it with its plain-HTTP
+// guard, concurrency limit, retries and manifest verification.
 func WithTransport(rt http.RoundTripper) Option {
 	return func(o *options) { o.transport = rt }
 }
 
-// New returns a Client.
-func New(opts ...Option) *Client {
+// New returns a Client, or an error naming the option that is invalid.
+func New(opts ...Option) (*Client, error) {
 	o := options{
 		keychain:    authn.DefaultKeychain,
 		concurrency: DefaultConcurrency,
 		maxElapsed:  DefaultRetry,
+		stall:       DefaultStallTimeout,
+		call:        DefaultCallTimeout,
 	}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.concurrency < 1 {
-		o.concurrency = 1
+	if err := o.validate(); err != nil {
+		return nil, fmt.Errorf("configuring the registry client: %w", err)
 	}
 	if o.transport == nil {
-		o.transport = remote.DefaultTransport
-		if t, ok := o.transport.(*http.Transport); ok {
-			o.transport = t.Clone() // its own connection pool
-		}
+		o.transport = defaultTransport(o.concurrency, o.stall)
 	}
-	c := &Client{insecure: map[string]bool{}, maxElapsed: o.maxElapsed, seen: &seenCredentials{}}
+	c := &Client{
+		keychain:    redactingKeychain{o.keychain},
+		insecure:    map[string]bool{},
+		maxElapsed:  o.maxElapsed,
+		callTimeout: o.call,
+		seen:        &seenCredentials{},
+		sessions:    sessions{byHost: map[string]*session{}},
+		described:   newImageCache(describeCacheSize),
+	}
 	for _, h := range o.insecure {
 		c.insecure[canonicalHost(h)] = true
 	}
-
-	kc := o.keychain
 	if len(o.basic) > 0 {
-		kc = authn.NewMultiKeychain(explicitKeychain(o.basic), kc)
+		c.keychain = redactingKeychain{authn.NewMultiKeychain(explicitKeychain(o.basic), o.keychain)}
 	}
 	var rt http.RoundTripper = newHostTransport(o.transport, c.plainHTTPAllowed, o.concurrency, c.seen)
 	rt = retry.New(rt, o.maxElapsed)
 	rt = &verifyTransport{base: rt}
-	c.puller, c.err = remote.NewPuller(
-		remote.WithTransport(rt),
-		remote.WithAuthFromKeychain(redactingKeychain{kc}),
-		// Retries happen below, in internal/retry, which honours
-		// Retry-After and the caller's context; ggcr's own are off.
-		remote.WithRetryPredicate(func(error) bool { return false }),
-		remote.WithRetryStatusCodes(),
-		remote.WithUserAgent(userAgent),
-	)
-	return c
+	c.rt = transport.NewUserAgent(rt, userAgent)
+	return c, nil
+}
+
+// validate checks the options New was given.
+func (o *options) validate() error {
+	var errs []error
+	if o.concurrency < 1 {
+		errs = append(errs, fmt.Errorf("WithConcurrency(%d): want at least 1", o.concurrency))
+	}
+	if o.maxElapsed < 0 {
+		errs = append(errs, fmt.Errorf("WithRetry(%v): want zero or more", o.maxElapsed))
+	}
+	if o.stall <= 0 {
+		errs = append(errs, fmt.Errorf("WithStallTimeout(%v): want more than zero", o.stall))
+	}
+	if o.call <= 0 {
+		errs = append(errs, fmt.Errorf("WithCallTimeout(%v): want more than zero", o.call))
+	}
+	if o.keychain == nil {
+		errs = append(errs, errors.New("WithKeychain(nil): want a keychain"))
+	}
+	if _, ok := o.basic[""]; ok {
+		errs = append(errs, errors.New("WithBasicAuth: empty registry host"))
+	}
+	for _, h := range o.insecure {
+		if _, err := name.NewRegistry(canonicalHost(h)); err != nil || canonicalHost(h) == "" || strings.ContainsAny(h, "/@") {
+			errs = append(errs, fmt.Errorf("WithInsecure(%q): want a host or host:port", h))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// defaultTransport is a clone of go-containerregistry's default transport,
+// with its own keep-alive pool sized for limit requests per host, and every
+// phase a stalled peer could hold bounded by stall.
+func defaultTransport(limit int, stall time.Duration) http.RoundTripper {
+	t, ok := remote.DefaultTransport.(*http.Transport)
+	if !ok {
+		return remote.DefaultTransport
+	}
+	t = t.Clone()
+	t.DialContext = (&net.Dialer{Timeout: stall, KeepAlive: 30 * time.Second}).DialContext
+	t.TLSHandshakeTimeout = stall
+	t.ResponseHeaderTimeout = stall
+	t.MaxIdleConnsPerHost = max(limit, t.MaxIdleConnsPerHost)
+	return t
+}
+
+// call starts one public call: the retry budget and the overall timeout.
+func (c *Client) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx = retry.WithBudget(ctx, c.maxElapsed)
+	return context.WithTimeout(ctx, c.callTimeout)
 }
 
 // parse parses ref, marking its registry insecure (plain HTTP allowed) only

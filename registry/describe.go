@@ -12,8 +12,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
-
-	"pinbot.dev/pinbot/internal/retry"
 )
 
 // OCI annotation and label keys Describe reads.
@@ -79,7 +77,8 @@ type Image struct {
 // manifest it reads is checked against its digest.
 func (c *Client) Describe(ctx context.Context, ref string) (Image, error) {
 	const op = "describing"
-	ctx = retry.WithBudget(ctx, c.maxElapsed)
+	ctx, cancel := c.call(ctx)
+	defer cancel()
 	r, err := c.parse(ref)
 	if err != nil {
 		return Image{}, c.fail(op, ref, "", fmt.Errorf("parsing reference: %w", err))
@@ -91,22 +90,40 @@ func (c *Client) Describe(ctx context.Context, ref string) (Image, error) {
 	return img, nil
 }
 
+// describe reads what r names. What a digest holds never changes, so it
+// is read once per Client: a digest reference already described costs no
+// request, a tag one HEAD.
 func (c *Client) describe(ctx context.Context, r name.Reference) (Image, error) {
-	d, err := c.resolve(ctx, r)
+	repo := r.Context()
+	digest := ""
+	if dr, ok := r.(name.Digest); ok {
+		digest = dr.DigestStr()
+	} else {
+		d, err := c.resolve(ctx, r)
+		if err != nil {
+			return Image{}, err
+		}
+		digest = d.Digest
+	}
+	if img, ok := c.described.get(repo.Name(), digest); ok {
+		img.Reference, img.Tag = normalisedRef(r), tagOf(r)
+		return img, nil
+	}
+	puller, err := c.pullerFor(ctx, repo)
 	if err != nil {
 		return Image{}, err
 	}
 	// Fetch by digest even when asked by tag: the tag may move meanwhile,
 	// and a digest fetch is verified against what was resolved.
-	rd, err := c.puller.Get(ctx, r.Context().Digest(d.Digest))
+	rd, err := puller.Get(ctx, repo.Digest(digest))
 	if err != nil {
 		return Image{}, err
 	}
 	img := Image{
-		Reference:  d.Reference,
-		Repository: d.Repository,
+		Reference:  normalisedRef(r),
+		Repository: repo.Name(),
 		Tag:        tagOf(r),
-		Digest:     d.Digest,
+		Digest:     digest,
 		MediaType:  string(rd.MediaType),
 		Children:   []Child{},
 	}
@@ -114,7 +131,7 @@ func (c *Client) describe(ctx context.Context, r name.Reference) (Image, error) 
 	switch {
 	case rd.MediaType.IsIndex():
 		img.Index = true
-		img.Children, f, err = c.describeIndex(ctx, r.Context(), rd)
+		img.Children, f, err = describeIndex(ctx, puller, repo, rd)
 	case rd.MediaType.IsSchema1():
 		f = facts{manifests: int64(len(rd.Manifest))}
 	default:
@@ -134,6 +151,7 @@ func (c *Client) describe(ctx context.Context, r name.Reference) (Image, error) 
 			img.Created = t
 		}
 	}
+	c.described.put(img)
 	return img, nil
 }
 
@@ -201,7 +219,7 @@ func describeManifest(rd *remote.Descriptor) (facts, error) {
 
 // describeIndex reads an index and, concurrently (within the per-host
 // limit), each of its platform images.
-func (c *Client) describeIndex(ctx context.Context, repo name.Repository, rd *remote.Descriptor) ([]Child, facts, error) {
+func describeIndex(ctx context.Context, puller *remote.Puller, repo name.Repository, rd *remote.Descriptor) ([]Child, facts, error) {
 	im, err := v1.ParseIndexManifest(bytes.NewReader(rd.Manifest))
 	if err != nil {
 		return nil, facts{}, fmt.Errorf("parsing index %s: %w", rd.Digest, err)
@@ -224,7 +242,7 @@ func (c *Client) describeIndex(ctx context.Context, repo name.Repository, rd *re
 			continue // a nested index or an artifact: counted, not read
 		}
 		wg.Go(func() {
-			cd, err := c.puller.Get(ctx, repo.Digest(d.Digest.String()))
+			cd, err := puller.Get(ctx, repo.Digest(d.Digest.String()))
 			if err != nil {
 				res.err = fmt.Errorf("fetching child %s: %w", d.Digest, err)
 				return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -42,8 +43,11 @@ type Error struct {
 // Error implements error.
 func (e *Error) Error() string {
 	msg := fmt.Sprintf("%s %q", e.Op, e.Reference)
-	if e.StatusCode != 0 {
+	switch {
+	case e.StatusCode != 0:
 		msg += fmt.Sprintf(": registry %s answered HTTP %d %s", e.Registry, e.StatusCode, http.StatusText(e.StatusCode))
+	case e.Registry != "" && isTimeout(e.Err):
+		msg += fmt.Sprintf(": registry %s did not answer in time", e.Registry)
 	}
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
@@ -57,6 +61,16 @@ func (e *Error) Unwrap() error { return e.Err }
 // Is makes a 404 answer match ErrNotFound.
 func (e *Error) Is(target error) bool {
 	return target == ErrNotFound && e.StatusCode == http.StatusNotFound
+}
+
+// isTimeout reports whether err is a deadline: the call's, or one of the
+// transport's stall timeouts (connect, TLS handshake, response headers).
+func isTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // fail wraps err into an *Error for op on ref at registry, scrubbing the

@@ -67,7 +67,11 @@ func isolateDockerConfig(t *testing.T, configJSON string) {
 // retry budget unless the test sets one.
 func newClient(t *testing.T, opts ...Option) *Client {
 	t.Helper()
-	return New(append([]Option{WithRetry(5 * time.Second)}, opts...)...)
+	c, err := New(append([]Option{WithRetry(5 * time.Second)}, opts...)...)
+	if err != nil {
+		t.Fatalf("New: %s", err)
+	}
+	return c
 }
 
 // imageSpec describes a random image to build.

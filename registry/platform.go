@@ -10,8 +10,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-
-	"pinbot.dev/pinbot/internal/retry"
 )
 
 // Platform is an OS, architecture and optional variant. It reads and writes
@@ -183,7 +181,8 @@ func variantRank(want, got Platform, anyVariant bool) (int, bool) {
 // single manifest and ErrNoPlatform when no child fits.
 func (c *Client) ChildFor(ctx context.Context, indexRef string, p Platform) (Child, error) {
 	const op = "finding the platform child of"
-	ctx = retry.WithBudget(ctx, c.maxElapsed)
+	ctx, cancel := c.call(ctx)
+	defer cancel()
 	r, err := c.parse(indexRef)
 	if err != nil {
 		return Child{}, c.fail(op, indexRef, "", fmt.Errorf("parsing reference: %w", err))
@@ -196,10 +195,11 @@ func (c *Client) ChildFor(ctx context.Context, indexRef string, p Platform) (Chi
 }
 
 func (c *Client) childFor(ctx context.Context, r name.Reference, p Platform) (Child, error) {
-	if c.err != nil {
-		return Child{}, c.err
+	puller, err := c.pullerFor(ctx, r.Context())
+	if err != nil {
+		return Child{}, err
 	}
-	rd, err := c.puller.Get(ctx, r)
+	rd, err := puller.Get(ctx, r)
 	if err != nil {
 		return Child{}, err
 	}
@@ -259,7 +259,8 @@ func childOf(d v1.Descriptor) Child {
 // single manifest p is not consulted.
 func (c *Client) ConfigDigest(ctx context.Context, ref string, p Platform) (string, error) {
 	const op = "finding the config digest of"
-	ctx = retry.WithBudget(ctx, c.maxElapsed)
+	ctx, cancel := c.call(ctx)
+	defer cancel()
 	r, err := c.parse(ref)
 	if err != nil {
 		return "", c.fail(op, ref, "", fmt.Errorf("parsing reference: %w", err))
@@ -272,10 +273,11 @@ func (c *Client) ConfigDigest(ctx context.Context, ref string, p Platform) (stri
 }
 
 func (c *Client) configDigest(ctx context.Context, r name.Reference, p Platform) (string, error) {
-	if c.err != nil {
-		return "", c.err
+	puller, err := c.pullerFor(ctx, r.Context())
+	if err != nil {
+		return "", err
 	}
-	rd, err := c.puller.Get(ctx, r)
+	rd, err := puller.Get(ctx, r)
 	if err != nil {
 		return "", err
 	}
@@ -285,7 +287,7 @@ func (c *Client) configDigest(ctx context.Context, r name.Reference, p Platform)
 		if err != nil {
 			return "", err
 		}
-		cd, err := c.puller.Get(ctx, r.Context().Digest(child.Digest))
+		cd, err := puller.Get(ctx, r.Context().Digest(child.Digest))
 		if err != nil {
 			return "", err
 		}

@@ -8,7 +8,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"pinbot.dev/pinbot/internal/imageref"
-	"pinbot.dev/pinbot/internal/retry"
 )
 
 // Descriptor is what a reference resolves to.
@@ -26,7 +25,8 @@ type Descriptor struct {
 // anything but 401, 403, 404 or 429, or answers without a digest. A manifest
 // fetched by GET is checked against its digest.
 func (c *Client) Resolve(ctx context.Context, ref string) (Descriptor, error) {
-	ctx = retry.WithBudget(ctx, c.maxElapsed)
+	ctx, cancel := c.call(ctx)
+	defer cancel()
 	r, err := c.parse(ref)
 	if err != nil {
 		return Descriptor{}, c.fail("resolving", ref, "", fmt.Errorf("parsing reference: %w", err))
@@ -40,15 +40,16 @@ func (c *Client) Resolve(ctx context.Context, ref string) (Descriptor, error) {
 
 // resolve is Resolve on a parsed reference.
 func (c *Client) resolve(ctx context.Context, r name.Reference) (Descriptor, error) {
-	if c.err != nil {
-		return Descriptor{}, c.err
+	puller, err := c.pullerFor(ctx, r.Context())
+	if err != nil {
+		return Descriptor{}, err
 	}
-	desc, err := c.puller.Head(ctx, r)
+	desc, err := puller.Head(ctx, r)
 	if err != nil {
 		if !headFallsBack(err) {
 			return Descriptor{}, err
 		}
-		got, gerr := c.puller.Get(ctx, r)
+		got, gerr := puller.Get(ctx, r)
 		if gerr != nil {
 			return Descriptor{}, gerr
 		}

@@ -194,7 +194,7 @@ func (h headerDropper) WriteHeader(code int) {
 }
 
 func TestResolveBadReference(t *testing.T) {
-	_, err := New().Resolve(t.Context(), "Not A Reference!")
+	_, err := newClient(t).Resolve(t.Context(), "Not A Reference!")
 	var e *Error
 	if !errors.As(err, &e) || e.StatusCode != 0 || !strings.Contains(err.Error(), "Not A Reference!") {
 		t.Errorf("Resolve(bad) = %v, want an *Error naming the reference", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
 )
 
@@ -49,6 +50,7 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if a := req.Header.Get("Authorization"); a != "" {
 		t.seen.note(a)
 	}
+	logctx.From(req.Context()).Debug("registry request", "method", req.Method, "host", host, "path", req.URL.Path)
 	slots := t.slotsFor(host)
 	select {
 	case slots <- struct{}{}:

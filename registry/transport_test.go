@@ -63,7 +63,7 @@ func TestRetry(t *testing.T) {
 			want := reg.push(t, "app:v1", buildImage(t, imageSpec{})).String()
 			ref := reg.host + "/app:v1"
 			began := time.Now()
-			got, err := New(WithRetry(tc.budget)).Resolve(t.Context(), ref)
+			got, err := newClient(t, WithRetry(tc.budget)).Resolve(t.Context(), ref)
 			elapsed := time.Since(began)
 			if tc.wantStatus == 0 {
 				if err != nil {
@@ -218,7 +218,7 @@ func TestPlainHTTPOnlyWhereAllowed(t *testing.T) {
 			base := &http.Transport{DialContext: dialAll}
 			defer base.CloseIdleConnections()
 			before := plain.Load()
-			_, err := New(WithTransport(base), WithInsecure(tc.insecure...), WithRetry(0)).Resolve(t.Context(), tc.host+"/app:v1")
+			_, err := newClient(t, WithTransport(base), WithInsecure(tc.insecure...), WithRetry(0)).Resolve(t.Context(), tc.host+"/app:v1")
 			gotPlain := plain.Load() > before
 			if gotPlain != tc.wantPlain {
 				t.Errorf("spoke plain HTTP to %s: %t, want %t (err: %v)", tc.host, gotPlain, tc.wantPlain, err)
@@ -231,7 +231,7 @@ func TestPlainHTTPOnlyWhereAllowed(t *testing.T) {
 }
 
 func TestPlainHTTPAllowed(t *testing.T) {
-	c := New(WithInsecure("reg.internal", "other.internal:5000", "[fd00::1]:5000"))
+	c := newClient(t, WithInsecure("reg.internal", "other.internal:5000", "[fd00::1]:5000"))
 	for host, want := range map[string]bool{
 		"127.0.0.1:5000":      true,
 		"127.9.9.9":           true,
@@ -263,7 +263,7 @@ func TestPlainHTTPAllowed(t *testing.T) {
 // says "http" on its own; the hostTransport refuses those requests, as
 // TestPlainHTTPOnlyWhereAllowed shows.)
 func TestParseScheme(t *testing.T) {
-	c := New(WithInsecure("registry.internal:5000"))
+	c := newClient(t, WithInsecure("registry.internal:5000"))
 	for ref, want := range map[string]string{
 		"nginx":                                "https",
 		"registry.example/app:v1":              "https",
@@ -319,7 +319,7 @@ func TestTLSRegistry(t *testing.T) {
 		return d.DialContext(ctx, network, strings.TrimPrefix(srv.URL, "https://"))
 	}
 	base.TLSClientConfig.ServerName = "example.com" // httptest's certificate names example.com
-	got, err := New(WithTransport(base)).Resolve(t.Context(), "registry.example:"+port+"/app:v1")
+	got, err := newClient(t, WithTransport(base)).Resolve(t.Context(), "registry.example:"+port+"/app:v1")
 	if err != nil {
 		t.Fatalf("Resolve over TLS: %s", err)
 	}

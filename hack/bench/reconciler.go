@@ -114,7 +114,9 @@ func (b *recBench) start(ctx context.Context) (func(), error) {
 	if err := os.WriteFile(b.token, []byte(st.Gitea.Token+"\n"), 0o600); err != nil {
 		return st.Stop, err
 	}
-	b.reg = registry.New(registry.WithBasicAuth(st.Gitea.RegistryHost, st.Gitea.AdminUser, st.Gitea.Token))
+	if b.reg, err = registry.New(registry.WithBasicAuth(st.Gitea.RegistryHost, st.Gitea.AdminUser, st.Gitea.Token)); err != nil {
+		return st.Stop, err
+	}
 	return st.Stop, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -121,3 +122,61 @@ func buildPinbot(ctx context.Context, out string) error {
 
 // mb formats bytes as MB.
 func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/(1<<20)) }
+
+// idleRSS starts bin resolving an image on a loopback registry that
+// accepts the connection and never answers, and once pinbot has connected
+// (it is then initialised and waiting) reads its resident memory: anonymous
+// (heap, stacks) and file-backed (the executable's pages).
+func idleRSS(ctx context.Context, bin string) (anon, file int64, err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer ln.Close()
+	cmd := exec.CommandContext(ctx, bin, "resolve", ln.Addr().String()+"/idle/app:v1")
+	if err := cmd.Start(); err != nil {
+		return 0, 0, err
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	ln.(*net.TCPListener).SetDeadline(time.Now().Add(30 * time.Second))
+	conn, err := ln.Accept()
+	if err != nil {
+		return 0, 0, fmt.Errorf("waiting for pinbot to connect: %w", err)
+	}
+	defer conn.Close()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		var kb int64
+		if rest, ok := strings.CutPrefix(line, "RssAnon:"); ok {
+			fmt.Sscanf(strings.TrimSpace(rest), "%d", &kb)
+			anon = kb * 1024
+		}
+		if rest, ok := strings.CutPrefix(line, "RssFile:"); ok {
+			fmt.Sscanf(strings.TrimSpace(rest), "%d", &kb)
+			file = kb * 1024
+		}
+	}
+	return anon, file, nil
+}
+
+// printIdleRSS prints idleRSS and the executable's size: the measured
+// floor under every peak RSS figure.
+func printIdleRSS(ctx context.Context, bin string) {
+	anon, file, err := idleRSS(ctx, bin)
+	if err != nil {
+		fmt.Printf("   pinbot's idle RSS: not measured: %s\n", err)
+		return
+	}
+	size := int64(0)
+	if fi, err := os.Stat(bin); err == nil {
+		size = fi.Size()
+	}
+	fmt.Printf("   pinbot initialised and idle: %s RSS, of which %s file-backed (pages of its %s executable) and %s anonymous\n",
+		mb(anon+file), mb(file), mb(size), mb(anon))
+}

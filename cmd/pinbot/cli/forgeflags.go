@@ -174,9 +174,13 @@ func (f *forgeFlags) env() (promote.Env, error) {
 	if err != nil {
 		return promote.Env{}, err
 	}
+	reg, err := registry.New(registry.WithInsecure(f.insecure...))
+	if err != nil {
+		return promote.Env{}, usageErrorf("--insecure-registry: %w", err)
+	}
 	return promote.Env{
 		Forge:    forge,
-		Registry: registry.New(registry.WithInsecure(f.insecure...)),
+		Registry: reg,
 		Repo:     repo,
 		CloneURL: strings.TrimSuffix(f.forgeURL, "/") + "/" + repo.Owner + "/" + repo.Name + ".git",
 		Auth:     gitforge.Auth{Token: tok, CAFile: f.caFile},

@@ -50,7 +50,10 @@ those named with --insecure-registry.`,
 			if _, err := registry.Normalize(args[0]); err != nil {
 				return usageErrorf("argument REF: %w", err)
 			}
-			c := registry.New(registry.WithInsecure(o.insecure...))
+			c, err := registry.New(registry.WithInsecure(o.insecure...))
+			if err != nil {
+				return usageErrorf("--insecure-registry: %w", err)
+			}
 			img, err := c.Describe(cmd.Context(), args[0])
 			if err != nil {
 				return err
