@@ -84,9 +84,10 @@ func (r Repo) String() string { return r.Owner + "/" + r.Name }
 
 // Gitea is a client of one Gitea server's API, safe for concurrent use.
 type Gitea struct {
-	url   string
-	token string
-	hc    *http.Client
+	url     string   // the base URL without a trailing slash, for the SDK
+	baseURL *url.URL // the base URL as given, parsed
+	token   string
+	hc      *http.Client
 
 	mu      sync.Mutex
 	version string // the server's, probed once on first use
@@ -116,12 +117,9 @@ func WithHTTPClient(hc *http.Client) GiteaOption {
 // https://gitea.example.com) authenticating with token. It makes no request:
 // the server's version is read on first use.
 func NewGitea(baseURL, token string, opts ...GiteaOption) (*Gitea, error) {
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("gitea URL %q: want http(s)://host[:port][/path]", redact.URL(baseURL))
-	}
-	if u.User != nil {
-		return nil, fmt.Errorf("gitea URL %q: credentials belong in the token, not the URL", redact.URL(baseURL))
+	u, err := parseBaseURL(baseURL)
+	if err != nil {
+		return nil, err
 	}
 	redact.Register(token)
 	var o giteaOptions
@@ -144,7 +142,7 @@ func NewGitea(baseURL, token string, opts ...GiteaOption) (*Gitea, error) {
 	} else if o.caFile != "" {
 		return nil, errors.New("gitea client: WithCAFile and WithHTTPClient exclude each other; put the CA in the client's transport")
 	}
-	return &Gitea{url: strings.TrimSuffix(u.String(), "/"), token: token, hc: hc}, nil
+	return &Gitea{url: strings.TrimSuffix(u.String(), "/"), baseURL: u, token: token, hc: hc}, nil
 }
 
 // caPool returns the system roots plus the certificates in caFile.

@@ -178,7 +178,7 @@ func (f *forgeFlags) env() (promote.Env, error) {
 		Forge:    forge,
 		Registry: registry.New(registry.WithInsecure(f.insecure...)),
 		Repo:     repo,
-		CloneURL: strings.TrimSuffix(f.forgeURL, "/") + "/" + repo.Owner + "/" + repo.Name + ".git",
+		CloneURL: forge.CloneURL(repo),
 		Auth:     gitforge.Auth{Token: tok, CAFile: f.caFile},
 		Base:     f.base,
 		CacheDir: f.cache(),
