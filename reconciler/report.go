@@ -19,11 +19,12 @@ type Forge interface {
 // StatusContext is the commit status context pinbot sets for app.
 func StatusContext(app string) string { return "pinbot/" + app }
 
-// Commit status states.
+// Commit status states: gitforge's, under short local names.
 const (
-	statePending = "pending"
-	stateSuccess = "success"
-	stateFailure = "failure"
+	statePending = gitforge.StatusPending
+	stateSuccess = gitforge.StatusSuccess
+	stateFailure = gitforge.StatusFailure
+	stateError   = gitforge.StatusError
 )
 
 // maxDescription bounds a commit status description; Gitea truncates

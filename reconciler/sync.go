@@ -135,10 +135,10 @@ func (r *Reconciler) supersede(ctx context.Context, app *App, commit string) {
 	}
 	e := *l
 	e.Final, e.Summary = true, "superseded by "+shortSHA(commit)+" before it was verified"
-	if err := r.report.status(ctx, app, e.Commit, "error", e.Summary); err != nil {
+	if err := r.report.status(ctx, app, e.Commit, stateError, e.Summary); err != nil {
 		logctx.From(ctx).Warn("reporting the superseded sync", "app", app.Name, "err", err)
 	} else if r.report != nil {
-		e.Reported = "error"
+		e.Reported = stateError
 	}
 	if err := r.history.Update(ctx, app.Name, func(cur *Record) bool {
 		c := cur.latest()
@@ -192,7 +192,7 @@ func (r *Reconciler) conclude(ctx context.Context, app *App, st *appState, s *Ap
 	case l.Commit != s.Commit:
 		e := *l
 		e.Final, e.Summary = true, "superseded by "+shortSHA(s.Commit)+" before it was verified"
-		if err := r.report.status(ctx, app, e.Commit, "error", e.Summary); err != nil {
+		if err := r.report.status(ctx, app, e.Commit, stateError, e.Summary); err != nil {
 			log.Warn("reporting the superseded sync", "err", err)
 		}
 		update = &e
