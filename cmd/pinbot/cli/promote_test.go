@@ -11,7 +11,7 @@ import (
 
 // TestPromoteDriftUsage checks the flag combinations that are bad usage
 // (exit 2, naming the flag) before anything touches the network. The
-// commands themselves run against a real Gitea in package promote.
+// commands themselves run against a real Gitea in TestPromoteDriftCommands.
 func TestPromoteDriftUsage(t *testing.T) {
 	const (
 		forge = "--forge-url=http://127.0.0.1:1"
