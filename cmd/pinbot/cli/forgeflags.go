@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/registry"
@@ -30,6 +32,7 @@ type forgeFlags struct {
 	base      string
 	tokenFile string
 	caFile    string
+	plainOK   bool
 	insecure  []string
 	platform  string
 	kindOK    bool
@@ -45,6 +48,8 @@ func (f *forgeFlags) bind(cmd *cobra.Command) {
 	fl.StringVar(&f.base, "base", "", "base branch of the pull requests (default: the repository's default branch)")
 	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the Gitea token (default: $"+tokenEnv+")")
 	fl.StringVar(&f.caFile, "ca-file", "", "PEM bundle to trust for the forge, besides the system roots")
+	fl.BoolVar(&f.plainOK, "insecure-forge", false,
+		"allow a plain-HTTP --forge-url that is not loopback (the token then crosses the network in clear)")
 	fl.StringArrayVar(&f.insecure, "insecure-registry", nil,
 		"allow plain HTTP to this registry host or host:port (repeatable); loopback is always allowed")
 	fl.StringVar(&f.platform, "platform", "",
@@ -80,6 +85,8 @@ func (f *forgeFlags) Validate() error {
 		return usageErrorf("flag --forge-url %q: want http(s)://host[:port][/path]", redact.URL(f.forgeURL))
 	case u.User != nil:
 		return usageErrorf("flag --forge-url: put no credentials in the URL; use --token-file or $%s", tokenEnv)
+	case gitforge.Cleartext(u) && !f.plainOK:
+		return usageErrorf("flag --forge-url %s: plain HTTP to a host that is not loopback would send the token in clear; use https, or pass --insecure-forge to allow it", redact.URL(f.forgeURL))
 	case f.repo == "":
 		return usageErrorf("flag --repo: required (OWNER/NAME)")
 	}
@@ -156,10 +163,14 @@ func readAtMost(file string, n int64) ([]byte, error) {
 
 // env resolves the flags and the environment into a promote.Env. Registry
 // credentials come from the docker config ($DOCKER_CONFIG/config.json or
-// ~/.docker/config.json).
-func (f *forgeFlags) env() (promote.Env, error) {
+// ~/.docker/config.json). It warns, through ctx's logger, when
+// --insecure-forge lets the token go in clear.
+func (f *forgeFlags) env(ctx context.Context) (promote.Env, error) {
 	if err := f.Validate(); err != nil {
 		return promote.Env{}, err
+	}
+	if u, _ := url.Parse(f.forgeURL); gitforge.Cleartext(u) {
+		logctx.From(ctx).Warn("--insecure-forge: the Gitea token goes over plain HTTP, readable on the network", "forge", redact.URL(f.forgeURL))
 	}
 	tok, err := f.token()
 	if err != nil {

@@ -102,6 +102,9 @@ func testCLIPromote(t *testing.T, srv *gitea.Server) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
+	if strings.Contains(stderr, "insecure-forge") {
+		t.Errorf("plain HTTP to the loopback Gitea was warned about: %s", stderr)
+	}
 	var got struct {
 		PRNumber int64  `json:"pr_number"`
 		PRURL    string `json:"pr_url"`
