@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -107,23 +106,16 @@ func (f *forgeFlags) Validate() error {
 }
 
 // token reads the Gitea token: --token-file, else $PINBOT_GITEA_TOKEN. It
-// is registered with redact so it never shows in output.
+// is registered with redact so it never shows in output, and refused when
+// it could not go in an HTTP header (see gitforge.CheckToken).
 func (f *forgeFlags) token() (string, error) {
 	if f.tokenFile != "" {
-		raw, err := readAtMost(f.tokenFile, maxTokenFile+1)
+		tok, err := gitforge.ReadToken(f.tokenFile)
 		if err != nil {
-			return "", fmt.Errorf("reading --token-file: %w", err)
+			return "", fmt.Errorf("flag --token-file: %w", err)
 		}
-		if len(raw) > maxTokenFile {
-			return "", fmt.Errorf("--token-file %s: larger than %d bytes: is it a token?", f.tokenFile, maxTokenFile)
-		}
-		tok := strings.TrimSpace(string(raw))
 		if tok == "" {
-			return "", fmt.Errorf("--token-file %s is empty", f.tokenFile)
-		}
-		redact.Register(tok)
-		if err := checkToken(tok); err != nil {
-			return "", fmt.Errorf("--token-file %s: %w", f.tokenFile, err)
+			return "", fmt.Errorf("flag --token-file: %s is empty", f.tokenFile)
 		}
 		return tok, nil
 	}
@@ -132,33 +124,10 @@ func (f *forgeFlags) token() (string, error) {
 		return "", usageErrorf("no Gitea token: pass --token-file FILE or set $%s", tokenEnv)
 	}
 	redact.Register(tok)
-	if err := checkToken(tok); err != nil {
+	if err := gitforge.CheckToken(tok); err != nil {
 		return "", fmt.Errorf("$%s: %w", tokenEnv, err)
 	}
 	return tok, nil
-}
-
-// maxTokenFile bounds a token file; Gitea's tokens are 40 hex digits.
-const maxTokenFile = 4 << 10
-
-// checkToken refuses a token that cannot go in an HTTP header, such as
-// two lines, before a request fails with an error naming neither the
-// file nor the cause. The token itself is never quoted.
-func checkToken(tok string) error {
-	if i := strings.IndexFunc(tok, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
-		return fmt.Errorf("the token holds a line break, a space or a control character (at byte %d): a token is one word on one line", i)
-	}
-	return nil
-}
-
-// readAtMost reads up to n bytes of file.
-func readAtMost(file string, n int64) ([]byte, error) {
-	fh, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	return io.ReadAll(io.LimitReader(fh, n))
 }
 
 // env resolves the flags and the environment into a promote.Env. Registry

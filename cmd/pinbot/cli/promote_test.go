@@ -19,6 +19,10 @@ func TestPromoteDriftUsage(t *testing.T) {
 		d     = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
 	)
 	missing := filepath.Join(t.TempDir(), "missing")
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	twoLines := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(twoLines, []byte("secret1\nsecret2\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -43,8 +47,9 @@ func TestPromoteDriftUsage(t *testing.T) {
 		{name: "bad repo", args: []string{"promote", forge, "--repo=manifests", "--image=r.example/app:v1"}, code: 2, want: "flag --repo"},
 		{name: "bad platform", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--platform=linux"}, code: 2, want: "flag --platform"},
 		{name: "no token", args: []string{"promote", forge, repo, "--image=r.example/app:v1"}, code: 2, want: "no Gitea token: pass --token-file FILE or set $PINBOT_GITEA_TOKEN"},
-		{name: "missing token file", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token-file=" + missing}, code: 1, want: "reading --token-file"},
-		{name: "token file of two lines", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token-file=" + twoLines}, code: 1, want: "--token-file " + twoLines + ": the token holds a line break"},
+		{name: "missing token file", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token-file=" + missing}, code: 1, want: "flag --token-file: reading token file: open " + missing},
+		{name: "token file of two lines", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token-file=" + twoLines}, code: 1, want: "flag --token-file: token file " + twoLines + ": the token holds a line break"},
+		{name: "empty token file", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token-file=" + empty}, code: 1, want: "flag --token-file: " + empty + " is empty"},
 		{name: "missing digest file", args: []string{"promote", forge, repo, "--image=r.example/app", "--digest-file=" + missing}, code: 1, want: "reading digest file"},
 		{name: "token as a flag value", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token=abc"}, code: 2, want: "unknown flag: --token"},
 		{name: "drift bad group", args: []string{"drift", forge, repo, "--group=repo"}, code: 2, want: `flag --group "repo"`},
