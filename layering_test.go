@@ -55,9 +55,10 @@ var stdlibOnly = []string{"internal/imageref"}
 // forbiddenDirect maps a package (and its subpackages) to import prefixes
 // it must not import itself, though it may reach them through an allowed
 // package: promote talks to no cluster, yet renders charts through render,
-// which pulls Kubernetes types in.
+// which pulls Kubernetes types in; and it speaks no Git protocol itself,
+// but works through gitforge, which holds go-git.
 var forbiddenDirect = map[string][]string{
-	"promote": {"k8s.io/", "sigs.k8s.io/", "helm.sh/"},
+	"promote": {"k8s.io/", "sigs.k8s.io/", "helm.sh/", "github.com/go-git/"},
 }
 
 // testSupport are packages only tests, the demo, the benchmarks and the

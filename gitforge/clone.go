@@ -55,6 +55,18 @@ func (a Auth) method() transport.AuthMethod {
 	return &githttp.BasicAuth{Username: user, Password: a.Token}
 }
 
+// caBundle reads the PEM bundle CAFile names; nil when it names none.
+func (a Auth) caBundle() ([]byte, error) {
+	if a.CAFile == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(a.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading CA bundle: %w", err)
+	}
+	return pem, nil
+}
+
 // Worktree is a shallow, single-branch working copy of one branch of a
 // remote repository. Its methods are not safe for concurrent use.
 type Worktree struct {
@@ -91,12 +103,9 @@ func clone(ctx context.Context, url, branch, dir string, auth Auth) (*Worktree, 
 	}
 	redact.Register(auth.Token)
 	w := &Worktree{dir: dir, url: url, branch: branch, auth: auth}
-	if auth.CAFile != "" {
-		pem, err := os.ReadFile(auth.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("reading CA bundle: %w", err)
-		}
-		w.caBundle = pem
+	var err error
+	if w.caBundle, err = auth.caBundle(); err != nil {
+		return nil, err
 	}
 
 	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {

@@ -6,6 +6,10 @@
 //
 // Tokens travel as HTTP basic auth for Git and as an API token for Gitea.
 // Both are registered with internal/redact, so no error this package returns
-// carries them. The package exports concrete types; consumers declare the
+// carries them, and neither follows a redirect to another origin (scheme,
+// host and port). The package also owns the rest of what pinbot knows about
+// a forge: the clone URL of a repository and its inverse (CloneURL,
+// RepoOf), reading a token file (ReadToken), and which URLs would carry a
+// token in clear (Cleartext). The package exports concrete types; consumers declare the
 // small interfaces they need where they use them.
 package gitforge

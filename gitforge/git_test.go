@@ -324,6 +324,14 @@ func TestTLS(t *testing.T) {
 		t.Errorf("Clone without the CA bundle = %v, want a certificate error", err)
 	}
 
+	if head, err := gitforge.RemoteHead(ctx, url, "pinbot/tls", gitforge.Auth{Token: srv.Token, CAFile: srv.CAFile}); err != nil || head != w.Head() {
+		t.Errorf("RemoteHead with the CA bundle = %s, %v; want %s", head, err, w.Head())
+	}
+	if _, err := gitforge.RemoteHead(ctx, url, "main", gitforge.Auth{Token: srv.Token}); err == nil ||
+		!strings.Contains(err.Error(), "certificate") {
+		t.Errorf("RemoteHead without the CA bundle = %v, want a certificate error", err)
+	}
+
 	g, err := gitforge.NewGitea(srv.URL, srv.Token, gitforge.WithCAFile(srv.CAFile))
 	if err != nil {
 		t.Fatal(err)

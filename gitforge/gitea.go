@@ -84,9 +84,9 @@ func (r Repo) String() string { return r.Owner + "/" + r.Name }
 
 // Gitea is a client of one Gitea server's API, safe for concurrent use.
 type Gitea struct {
-	url   string
-	token string
-	hc    *http.Client
+	url     string   // the base URL without a trailing slash, for the SDK
+	baseURL *url.URL // the base URL as given, parsed
+	hc      *http.Client
 
 	mu      sync.Mutex
 	version string // the server's, probed once on first use
@@ -108,6 +108,8 @@ func WithCAFile(path string) GiteaOption {
 
 // WithHTTPClient sends every request through hc. Default: a client with
 // the default transport (plus WithCAFile) and a 60 s timeout per request.
+// Either way the token goes only to the requests for baseURL's origin
+// (scheme, host and port), not to a redirect elsewhere.
 func WithHTTPClient(hc *http.Client) GiteaOption {
 	return func(o *giteaOptions) error { o.hc = hc; return nil }
 }
@@ -116,12 +118,9 @@ func WithHTTPClient(hc *http.Client) GiteaOption {
 // https://gitea.example.com) authenticating with token. It makes no request:
 // the server's version is read on first use.
 func NewGitea(baseURL, token string, opts ...GiteaOption) (*Gitea, error) {
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("gitea URL %q: want http(s)://host[:port][/path]", redact.URL(baseURL))
-	}
-	if u.User != nil {
-		return nil, fmt.Errorf("gitea URL %q: credentials belong in the token, not the URL", redact.URL(baseURL))
+	u, err := parseBaseURL(baseURL)
+	if err != nil {
+		return nil, err
 	}
 	redact.Register(token)
 	var o giteaOptions
@@ -144,7 +143,7 @@ func NewGitea(baseURL, token string, opts ...GiteaOption) (*Gitea, error) {
 	} else if o.caFile != "" {
 		return nil, errors.New("gitea client: WithCAFile and WithHTTPClient exclude each other; put the CA in the client's transport")
 	}
-	return &Gitea{url: strings.TrimSuffix(u.String(), "/"), token: token, hc: hc}, nil
+	return &Gitea{url: strings.TrimSuffix(u.String(), "/"), baseURL: u, hc: withToken(hc, u, token)}, nil
 }
 
 // caPool returns the system roots plus the certificates in caFile.
@@ -181,7 +180,6 @@ func (g *Gitea) client(ctx context.Context) (*sdk.Client, *sdk.Response, error) 
 func (g *Gitea) base(ctx context.Context, version string) []sdk.ClientOption {
 	return []sdk.ClientOption{
 		sdk.SetHTTPClient(g.hc),
-		sdk.SetToken(g.token),
 		sdk.SetContext(ctx),
 		sdk.SetUserAgent("pinbot"),
 		sdk.SetGiteaVersion(version), // "" skips the SDK's version checks

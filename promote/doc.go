@@ -43,6 +43,15 @@
 // clone serves every branch of a run; after each branch it is reset to the
 // base head again.
 //
+// # Drift
+//
+// In this package "drift" means a tracked tag that moved to a new digest:
+// a pin that follows a tag (repo:tag@digest, a Helm tag or kustomize newTag
+// beside the digest, or a track entry of .pinbot.yaml) whose tag now
+// resolves to another digest in the registry (see Drift). It never means a
+// difference between Git and a cluster's objects, which is what the word
+// means in package reconciler.
+//
 // # Stabilisation window
 //
 // Drift holds back a digest younger than the minimum age. Age is measured

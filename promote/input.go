@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -127,7 +128,7 @@ func addInput(ins []Input, byRepo map[string]int, in Input, tag string) []Input 
 		byRepo[in.Image] = i
 		ins = append(ins, in)
 	}
-	if tag != "" && !contains(ins[i].Tags, tag) {
+	if tag != "" && !slices.Contains(ins[i].Tags, tag) {
 		ins[i].Tags = append(ins[i].Tags, tag)
 	}
 	return ins
@@ -353,21 +354,12 @@ func selectInput(file string, ins []Input, repo, tag, digest string) ([]Input, e
 		if digest != "" && digest != in.Digest {
 			return nil, fmt.Errorf("%s names digest %s for %s, but --image says %s", file, in.Digest, repo, digest)
 		}
-		if tag != "" && !contains(in.Tags, tag) {
+		if tag != "" && !slices.Contains(in.Tags, tag) {
 			in.Tags = append([]string{tag}, in.Tags...)
 		}
 		return []Input{in}, nil
 	}
 	return nil, fmt.Errorf("%s names no image %s (it names %s)", file, repo, strings.Join(names, ", "))
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func firstLine(s string) string {

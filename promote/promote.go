@@ -167,11 +167,11 @@ func Run(ctx context.Context, env Env, req Request) ([]Result, error) {
 	var results []Result
 	var errs []error
 	for _, p := range proms {
-		if !s.hasPins(p.Image, "", nil) {
+		if !s.hasPins(p.Image, "") {
 			logctx.From(ctx).Warn("no pins of the image in any target; nothing to promote", "image", p.Image)
 		}
 		for _, target := range s.cfg.Targets {
-			if !s.hasPins(p.Image, target.Name, nil) {
+			if !s.hasPins(p.Image, target.Name) {
 				continue
 			}
 			j := s.promoteJob(p, target.Name, req.Choose)
@@ -312,13 +312,13 @@ func took(ctx context.Context, step string, since time.Time, args ...any) {
 }
 
 // hasPins reports whether the base has pins of image in target ("" for
-// any target) that match (every pin when match is nil).
-func (s *session) hasPins(image, target string, match func(pins.Pin) bool) bool {
+// any target).
+func (s *session) hasPins(image, target string) bool {
 	for _, p := range s.pins {
 		if p.Image != image || p.Ignored {
 			continue
 		}
-		if t := s.cfg.TargetOf(p.File); t != "" && (target == "" || t == target) && (match == nil || match(p)) {
+		if t := s.cfg.TargetOf(p.File); t != "" && (target == "" || t == target) {
 			return true
 		}
 	}

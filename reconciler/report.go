@@ -3,7 +3,6 @@ package reconciler
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strings"
 
 	"pinbot.dev/pinbot/gitforge"
@@ -20,11 +19,12 @@ type Forge interface {
 // StatusContext is the commit status context pinbot sets for app.
 func StatusContext(app string) string { return "pinbot/" + app }
 
-// Commit status states.
+// Commit status states: gitforge's, under short local names.
 const (
-	statePending = "pending"
-	stateSuccess = "success"
-	stateFailure = "failure"
+	statePending = gitforge.StatusPending
+	stateSuccess = gitforge.StatusSuccess
+	stateFailure = gitforge.StatusFailure
+	stateError   = gitforge.StatusError
 )
 
 // maxDescription bounds a commit status description; Gitea truncates
@@ -38,26 +38,13 @@ type reporter struct {
 	forgeURL string
 }
 
-// repoOf finds app's repository on the forge: the repo URL must share the
-// forge's scheme-less host and path prefix.
+// repoOf finds app's repository on the forge (see gitforge.RepoOf).
 func (r *reporter) repoOf(app *App) (gitforge.Repo, bool) {
 	if r == nil || r.forge == nil {
 		return gitforge.Repo{}, false
 	}
-	f, err1 := url.Parse(r.forgeURL)
-	u, err2 := url.Parse(app.Repo)
-	if err1 != nil || err2 != nil || !strings.EqualFold(f.Host, u.Host) {
-		return gitforge.Repo{}, false
-	}
-	rest, ok := strings.CutPrefix(u.Path, strings.TrimSuffix(f.Path, "/")+"/")
-	if !ok {
-		return gitforge.Repo{}, false
-	}
-	repo, err := gitforge.ParseRepo(strings.TrimSuffix(rest, "/"))
-	if err != nil {
-		return gitforge.Repo{}, false
-	}
-	return repo, true
+	repo, err := gitforge.RepoOf(r.forgeURL, app.Repo)
+	return repo, err == nil
 }
 
 // status sets pinbot/<app> on sha. An app outside the forge is skipped.

@@ -141,13 +141,7 @@ func readToken(file string) (string, error) {
 	if file == "" {
 		return "", nil
 	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", fmt.Errorf("reading token file: %w", err)
-	}
-	tok := strings.TrimSpace(string(b))
-	redact.Register(tok)
-	return tok, nil
+	return gitforge.ReadToken(file)
 }
 
 func sameHost(a, b string) bool {

@@ -133,7 +133,7 @@ func (r *Reconciler) supersede(ctx context.Context, app *App, txn *recordTxn, by
 	}
 	e := *l
 	e.Final, e.Summary = true, "superseded by "+shortSHA(by)+" before it was verified"
-	r.post(ctx, app, &e, "error", e.Summary, "the superseded sync")
+	r.post(ctx, app, &e, stateError, e.Summary, "the superseded sync")
 	txn.replaceLatest(e)
 }
 

@@ -91,7 +91,7 @@ overlapping runs, and logs a one-line summary per run.`,
 
 func (o *driftOptions) run(cmd *cobra.Command, g *globals) error {
 	ctx := cmd.Context()
-	env, err := o.forge.env()
+	env, err := o.forge.env(ctx)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,8 @@
 package cli
 
 import (
+	"context"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/registry"
@@ -30,6 +31,7 @@ type forgeFlags struct {
 	base      string
 	tokenFile string
 	caFile    string
+	plainOK   bool
 	insecure  []string
 	platform  string
 	kindOK    bool
@@ -45,6 +47,8 @@ func (f *forgeFlags) bind(cmd *cobra.Command) {
 	fl.StringVar(&f.base, "base", "", "base branch of the pull requests (default: the repository's default branch)")
 	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the Gitea token (default: $"+tokenEnv+")")
 	fl.StringVar(&f.caFile, "ca-file", "", "PEM bundle to trust for the forge, besides the system roots")
+	fl.BoolVar(&f.plainOK, "insecure-forge", false,
+		"allow a plain-HTTP --forge-url that is not loopback (the token then crosses the network in clear)")
 	fl.StringArrayVar(&f.insecure, "insecure-registry", nil,
 		"allow plain HTTP to this registry host or host:port (repeatable); loopback is always allowed")
 	fl.StringVar(&f.platform, "platform", "",
@@ -80,6 +84,8 @@ func (f *forgeFlags) Validate() error {
 		return usageErrorf("flag --forge-url %q: want http(s)://host[:port][/path]", redact.URL(f.forgeURL))
 	case u.User != nil:
 		return usageErrorf("flag --forge-url: put no credentials in the URL; use --token-file or $%s", tokenEnv)
+	case gitforge.Cleartext(u) && !f.plainOK:
+		return usageErrorf("flag --forge-url %s: plain HTTP to a host that is not loopback would send the token in clear; use https, or pass --insecure-forge to allow it", redact.URL(f.forgeURL))
 	case f.repo == "":
 		return usageErrorf("flag --repo: required (OWNER/NAME)")
 	}
@@ -100,23 +106,16 @@ func (f *forgeFlags) Validate() error {
 }
 
 // token reads the Gitea token: --token-file, else $PINBOT_GITEA_TOKEN. It
-// is registered with redact so it never shows in output.
+// is registered with redact so it never shows in output, and refused when
+// it could not go in an HTTP header (see gitforge.CheckToken).
 func (f *forgeFlags) token() (string, error) {
 	if f.tokenFile != "" {
-		raw, err := readAtMost(f.tokenFile, maxTokenFile+1)
+		tok, err := gitforge.ReadToken(f.tokenFile)
 		if err != nil {
-			return "", fmt.Errorf("reading --token-file: %w", err)
+			return "", fmt.Errorf("flag --token-file: %w", err)
 		}
-		if len(raw) > maxTokenFile {
-			return "", fmt.Errorf("--token-file %s: larger than %d bytes: is it a token?", f.tokenFile, maxTokenFile)
-		}
-		tok := strings.TrimSpace(string(raw))
 		if tok == "" {
-			return "", fmt.Errorf("--token-file %s is empty", f.tokenFile)
-		}
-		redact.Register(tok)
-		if err := checkToken(tok); err != nil {
-			return "", fmt.Errorf("--token-file %s: %w", f.tokenFile, err)
+			return "", fmt.Errorf("flag --token-file: %s is empty", f.tokenFile)
 		}
 		return tok, nil
 	}
@@ -125,41 +124,22 @@ func (f *forgeFlags) token() (string, error) {
 		return "", usageErrorf("no Gitea token: pass --token-file FILE or set $%s", tokenEnv)
 	}
 	redact.Register(tok)
-	if err := checkToken(tok); err != nil {
+	if err := gitforge.CheckToken(tok); err != nil {
 		return "", fmt.Errorf("$%s: %w", tokenEnv, err)
 	}
 	return tok, nil
 }
 
-// maxTokenFile bounds a token file; Gitea's tokens are 40 hex digits.
-const maxTokenFile = 4 << 10
-
-// checkToken refuses a token that cannot go in an HTTP header, such as
-// two lines, before a request fails with an error naming neither the
-// file nor the cause. The token itself is never quoted.
-func checkToken(tok string) error {
-	if i := strings.IndexFunc(tok, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
-		return fmt.Errorf("the token holds a line break, a space or a control character (at byte %d): a token is one word on one line", i)
-	}
-	return nil
-}
-
-// readAtMost reads up to n bytes of file.
-func readAtMost(file string, n int64) ([]byte, error) {
-	fh, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	return io.ReadAll(io.LimitReader(fh, n))
-}
-
 // env resolves the flags and the environment into a promote.Env. Registry
 // credentials come from the docker config ($DOCKER_CONFIG/config.json or
-// ~/.docker/config.json).
-func (f *forgeFlags) env() (promote.Env, error) {
+// ~/.docker/config.json). It warns, through ctx's logger, when
+// --insecure-forge lets the token go in clear.
+func (f *forgeFlags) env(ctx context.Context) (promote.Env, error) {
 	if err := f.Validate(); err != nil {
 		return promote.Env{}, err
+	}
+	if u, _ := url.Parse(f.forgeURL); gitforge.Cleartext(u) {
+		logctx.From(ctx).Warn("--insecure-forge: the Gitea token goes over plain HTTP, readable on the network", "forge", redact.URL(f.forgeURL))
 	}
 	tok, err := f.token()
 	if err != nil {
@@ -182,7 +162,7 @@ func (f *forgeFlags) env() (promote.Env, error) {
 		Forge:    forge,
 		Registry: reg,
 		Repo:     repo,
-		CloneURL: strings.TrimSuffix(f.forgeURL, "/") + "/" + repo.Owner + "/" + repo.Name + ".git",
+		CloneURL: forge.CloneURL(repo),
 		Auth:     gitforge.Auth{Token: tok, CAFile: f.caFile},
 		Base:     f.base,
 		CacheDir: f.cache(),

@@ -79,7 +79,7 @@ func (o *promoteOptions) run(cmd *cobra.Command, g *globals) error {
 	if err != nil {
 		return err
 	}
-	env, err := o.forge.env()
+	env, err := o.forge.env(ctx)
 	if err != nil {
 		return err
 	}

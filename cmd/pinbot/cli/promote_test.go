@@ -11,7 +11,7 @@ import (
 
 // TestPromoteDriftUsage checks the flag combinations that are bad usage
 // (exit 2, naming the flag) before anything touches the network. The
-// commands themselves run against a real Gitea in package promote.
+// commands themselves run against a real Gitea in TestPromoteDriftCommands.
 func TestPromoteDriftUsage(t *testing.T) {
 	const (
 		forge = "--forge-url=http://127.0.0.1:1"
@@ -19,6 +19,10 @@ func TestPromoteDriftUsage(t *testing.T) {
 		d     = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
 	)
 	missing := filepath.Join(t.TempDir(), "missing")
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	twoLines := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(twoLines, []byte("secret1\nsecret2\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -35,11 +39,17 @@ func TestPromoteDriftUsage(t *testing.T) {
 		{name: "bad digest", args: []string{"promote", forge, repo, "--image=r.example/app", "--digest=sha256:12"}, code: 2, want: "flag --digest"},
 		{name: "no forge", args: []string{"promote", repo, "--image=r.example/app:v1"}, code: 2, want: "flag --forge-url: required"},
 		{name: "credentials in the forge URL", args: []string{"promote", "--forge-url=https://u:secret@gitea.example", repo, "--image=r.example/app:v1"}, code: 2, want: "put no credentials in the URL"},
+		{name: "plain HTTP to a remote forge", args: []string{"promote", "--forge-url=http://192.0.2.2:5611", repo, "--image=r.example/app:v1"}, code: 2,
+			want: "flag --forge-url http://192.0.2.2:5611: plain HTTP to a host that is not loopback would send the token in clear; use https, or pass --insecure-forge"},
+		{name: "drift plain HTTP to a remote forge", args: []string{"drift", "--forge-url=http://gitea.example", repo}, code: 2, want: "pass --insecure-forge"},
+		{name: "plain HTTP to a remote forge allowed", args: []string{"promote", "--forge-url=http://192.0.2.2:5611", "--insecure-forge", repo, "--image=r.example/app:v1", "--token-file=" + missing}, code: 1,
+			want: `level=WARN msg="--insecure-forge: the Gitea token goes over plain HTTP, readable on the network" forge=http://192.0.2.2:5611`},
 		{name: "bad repo", args: []string{"promote", forge, "--repo=manifests", "--image=r.example/app:v1"}, code: 2, want: "flag --repo"},
 		{name: "bad platform", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--platform=linux"}, code: 2, want: "flag --platform"},
 		{name: "no token", args: []string{"promote", forge, repo, "--image=r.example/app:v1"}, code: 2, want: "no Gitea token: pass --token-file FILE or set $PINBOT_GITEA_TOKEN"},
-		{name: "missing token file", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token-file=" + missing}, code: 1, want: "reading --token-file"},
-		{name: "token file of two lines", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token-file=" + twoLines}, code: 1, want: "--token-file " + twoLines + ": the token holds a line break"},
+		{name: "missing token file", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token-file=" + missing}, code: 1, want: "flag --token-file: reading token file: open " + missing},
+		{name: "token file of two lines", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token-file=" + twoLines}, code: 1, want: "flag --token-file: token file " + twoLines + ": the token holds a line break"},
+		{name: "empty token file", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token-file=" + empty}, code: 1, want: "flag --token-file: " + empty + " is empty"},
 		{name: "missing digest file", args: []string{"promote", forge, repo, "--image=r.example/app", "--digest-file=" + missing}, code: 1, want: "reading digest file"},
 		{name: "token as a flag value", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token=abc"}, code: 2, want: "unknown flag: --token"},
 		{name: "drift bad group", args: []string{"drift", forge, repo, "--group=repo"}, code: 2, want: `flag --group "repo"`},

@@ -1,7 +1,6 @@
-package promote_test
+package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,15 +14,23 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"pinbot.dev/pinbot/cmd/pinbot/cli"
 	"pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
 )
 
-// These tests run `pinbot promote` and `pinbot drift` as a user would,
-// against the package's Gitea (started by TestMain in package promote).
+// TestPromoteDriftCommands runs `pinbot promote` and `pinbot drift` as a
+// user would, against one real Gitea (Git, API and registry) that its
+// subtests share.
+func TestPromoteDriftCommands(t *testing.T) {
+	srv := giteatest.Start(t, gitea.Options{})
+	t.Run("promote", func(t *testing.T) { testCLIPromote(t, srv) })
+	t.Run("invalid token", func(t *testing.T) { testCLIInvalidToken(t, srv) })
+	t.Run("drift", func(t *testing.T) { testCLIDrift(t, srv) })
+}
 
-type cliRepo struct {
+// forgeRepo is a manifest repository on the Gitea pinning one image of
+// its registry at v1.
+type forgeRepo struct {
 	srv   *gitea.Server
 	owner string
 	name  string
@@ -31,14 +38,13 @@ type cliRepo struct {
 	v1    string
 }
 
-func newCLIRepo(t *testing.T) *cliRepo {
+func newForgeRepo(t *testing.T, srv *gitea.Server) *forgeRepo {
 	t.Helper()
-	srv := giteatest.Server(t)
-	r := &cliRepo{srv: srv, owner: srv.AdminUser, name: giteatest.Name(t)}
+	r := &forgeRepo{srv: srv, owner: srv.AdminUser, name: giteatest.Name(t)}
 	r.app = fmt.Sprintf("%s/%s/%s-app", srv.RegistryHost, r.owner, r.name)
 	r.v1 = r.push(t, "v1")
 	dir := t.TempDir()
-	write(t, filepath.Join(dir, "deploy", "app.yaml"), "spec:\n  containers:\n    - image: "+r.app+":v1@"+r.v1+"\n")
+	writeTestFile(t, filepath.Join(dir, "deploy", "app.yaml"), "spec:\n  containers:\n    - image: "+r.app+":v1@"+r.v1+"\n")
 	if _, err := srv.CreateRepoFromDir(context.Background(), r.owner, r.name, "main", dir); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +57,8 @@ func newCLIRepo(t *testing.T) *cliRepo {
 	return r
 }
 
-func (r *cliRepo) push(t *testing.T, tag string) string {
+// push pushes a random image as tag and returns its digest.
+func (r *forgeRepo) push(t *testing.T, tag string) string {
 	t.Helper()
 	img, err := random.Image(128, 1)
 	if err != nil {
@@ -68,7 +75,13 @@ func (r *cliRepo) push(t *testing.T, tag string) string {
 	return d.String()
 }
 
-func write(t *testing.T, path, content string) {
+// pinbot runs the CLI with args and the repository's --forge-url and --repo.
+func (r *forgeRepo) pinbot(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	return run(t, append(args, "--forge-url", r.srv.URL, "--repo", r.owner+"/"+r.name)...)
+}
+
+func writeTestFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -78,24 +91,19 @@ func write(t *testing.T, path, content string) {
 	}
 }
 
-func (r *cliRepo) pinbot(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	args = append(args, "--forge-url", r.srv.URL, "--repo", r.owner+"/"+r.name)
-	code = cli.Execute(context.Background(), args, &out, &errOut)
-	return code, out.String(), errOut.String()
-}
-
-func TestCLIPromote(t *testing.T) {
-	r := newCLIRepo(t)
-	t.Setenv("PINBOT_GITEA_TOKEN", r.srv.Token)
+func testCLIPromote(t *testing.T, srv *gitea.Server) {
+	r := newForgeRepo(t, srv)
+	t.Setenv(tokenEnv, r.srv.Token)
 	v2 := r.push(t, "v2")
 	digestFile := filepath.Join(t.TempDir(), "digest")
-	write(t, digestFile, v2+"\n") // as Kaniko --digest-file writes it
+	writeTestFile(t, digestFile, v2+"\n") // as Kaniko --digest-file writes it
 
 	code, stdout, stderr := r.pinbot(t, "promote", "--digest-file", digestFile, "--image", r.app+":v2", "-o", "json")
-	if code != 0 {
+	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if strings.Contains(stderr, "insecure-forge") {
+		t.Errorf("plain HTTP to the loopback Gitea was warned about: %s", stderr)
 	}
 	var got struct {
 		PRNumber int64  `json:"pr_number"`
@@ -127,7 +135,7 @@ func TestCLIPromote(t *testing.T) {
 
 	// Text output is the pull request URL; running again changes nothing.
 	code, stdout, stderr = r.pinbot(t, "promote", "--digest-file", digestFile, "--image", r.app+":v2")
-	if code != 0 || stdout != got.PRURL+"\n" {
+	if code != exitOK || stdout != got.PRURL+"\n" {
 		t.Errorf("second run: exit %d, stdout %q, stderr %s", code, stdout, stderr)
 	}
 	if !strings.Contains(stderr, "status=unchanged") {
@@ -135,12 +143,12 @@ func TestCLIPromote(t *testing.T) {
 	}
 }
 
-func TestCLIInvalidToken(t *testing.T) {
-	r := newCLIRepo(t)
+func testCLIInvalidToken(t *testing.T, srv *gitea.Server) {
+	r := newForgeRepo(t, srv)
 	v2 := r.push(t, "v2")
 	const bogus = "6f0c9a7e2b41d8853a1e0c7d92b5f3a4e8c1d0b7"
 	tokenFile := filepath.Join(t.TempDir(), "token")
-	write(t, tokenFile, bogus+"\n")
+	writeTestFile(t, tokenFile, bogus+"\n")
 
 	tests := []struct {
 		name string
@@ -153,14 +161,15 @@ func TestCLIInvalidToken(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(tokenEnv, "")
 			if tc.env {
-				t.Setenv("PINBOT_GITEA_TOKEN", bogus)
+				t.Setenv(tokenEnv, bogus)
 			}
 			args := append([]string{"promote", "--image", r.app, "--digest", v2}, tc.args...)
 			code, stdout, stderr := r.pinbot(t, args...)
 			t.Logf("exit %d, stderr: %s", code, stderr)
-			if code != 1 {
-				t.Errorf("exit %d, want 1", code)
+			if code != exitError {
+				t.Errorf("exit %d, want %d", code, exitError)
 			}
 			if !strings.Contains(stderr, "401") && !strings.Contains(stderr, "rejected the token") && !strings.Contains(stderr, "authentication") {
 				t.Errorf("stderr does not say the token was rejected: %s", stderr)
@@ -172,16 +181,16 @@ func TestCLIInvalidToken(t *testing.T) {
 	}
 }
 
-func TestCLIDrift(t *testing.T) {
-	r := newCLIRepo(t)
-	t.Setenv("PINBOT_GITEA_TOKEN", r.srv.Token)
+func testCLIDrift(t *testing.T, srv *gitea.Server) {
+	r := newForgeRepo(t, srv)
+	t.Setenv(tokenEnv, r.srv.Token)
 	code, stdout, stderr := r.pinbot(t, "drift")
-	if code != 0 || !strings.Contains(stdout, "checked 1 tag, 0 moved") {
+	if code != exitOK || !strings.Contains(stdout, "checked 1 tag, 0 moved") {
 		t.Fatalf("unmoved: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 	r.push(t, "v1") // the tracked tag moves
 	code, stdout, stderr = r.pinbot(t, "drift")
-	if code != 0 || !strings.Contains(stdout, "1 moved") || !strings.Contains(stdout, "1 opened") {
+	if code != exitOK || !strings.Contains(stdout, "1 moved") || !strings.Contains(stdout, "1 opened") {
 		t.Fatalf("moved: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 	t.Log(stdout)

@@ -1,0 +1,68 @@
+package gitforge_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
+)
+
+// TestRemoteHead reads a branch's head on the real Gitea before and after
+// another clone moves it, and checks the errors callers branch on.
+func TestRemoteHead(t *testing.T) {
+	srv := giteatest.Server(t)
+	ctx := context.Background()
+	repo, sha := newRepo(t, srv, map[string]string{"f.yaml": "v: 0\n"})
+	url := srv.RepoURL(repo.Owner, repo.Name)
+	auth := gitforge.Auth{Token: srv.Token}
+
+	if got, err := gitforge.RemoteHead(ctx, url, "main", auth); err != nil || got != sha {
+		t.Fatalf("RemoteHead = %s, %v; want %s", got, err, sha)
+	}
+	w := clone(t, srv, repo, "main")
+	writeFile(t, filepath.Join(w.Dir(), "f.yaml"), "v: 1\n")
+	moved, err := w.Commit("move", author)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Push(ctx, "main", false); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := gitforge.RemoteHead(ctx, url, "main", auth); err != nil || got != moved {
+		t.Errorf("RemoteHead after the push = %s, %v; want %s", got, err, moved)
+	}
+
+	const badToken = "bad0token0that0must0not0leak"
+	for _, tc := range []struct {
+		name   string
+		branch string
+		auth   gitforge.Auth
+		is     error
+		want   string
+	}{
+		{name: "missing branch", branch: "nope", auth: auth, is: gitforge.ErrBranchNotFound, want: "nope"},
+		{name: "invalid token", branch: "main", auth: gitforge.Auth{Token: badToken}, is: gitforge.ErrUnauthorized, want: "listing the branches"},
+		{name: "missing CA file", branch: "main", auth: gitforge.Auth{Token: srv.Token, CAFile: filepath.Join(t.TempDir(), "ca.pem")}, want: "reading CA bundle"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := gitforge.RemoteHead(ctx, url, tc.branch, tc.auth)
+			if err == nil {
+				t.Fatal("RemoteHead succeeded, want an error")
+			}
+			t.Logf("RemoteHead: %s", err)
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("RemoteHead = %v, want errors.Is %v", err, tc.is)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("RemoteHead = %q, want it to mention %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), badToken) || strings.Contains(err.Error(), srv.Token) {
+				t.Errorf("error leaks the token: %s", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,51 @@
+package gitforge
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"pinbot.dev/pinbot/internal/redact"
+)
+
+// MaxTokenFile bounds the size of a token file ReadToken accepts; Gitea's
+// tokens are 40 hex digits.
+const MaxTokenFile = 4 << 10
+
+// ReadToken reads the token held in file, trimmed of surrounding blank
+// space, and registers it with internal/redact. A file of blank space
+// gives "" and no error. Errors name the file but never quote its
+// content: it cannot be read, it is larger than MaxTokenFile, or the token
+// fails CheckToken (two lines, say), which would otherwise surface later as
+// an HTTP header error naming neither.
+func ReadToken(file string) (string, error) {
+	fh, err := os.Open(file)
+	if err != nil {
+		return "", fmt.Errorf("reading token file: %w", err)
+	}
+	defer fh.Close()
+	raw, err := io.ReadAll(io.LimitReader(fh, MaxTokenFile+1))
+	if err != nil {
+		return "", fmt.Errorf("reading token file: %w", err)
+	}
+	if len(raw) > MaxTokenFile {
+		return "", fmt.Errorf("token file %s: larger than %d bytes: is it a token?", file, MaxTokenFile)
+	}
+	tok := strings.TrimSpace(string(raw))
+	redact.Register(tok)
+	if err := CheckToken(tok); err != nil {
+		return "", fmt.Errorf("token file %s: %w", file, err)
+	}
+	return tok, nil
+}
+
+// CheckToken refuses a token that cannot go in an HTTP header: one that
+// holds a line break, a space or a control character. The error says where
+// but does not quote the token.
+func CheckToken(tok string) error {
+	if i := strings.IndexFunc(tok, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
+		return fmt.Errorf("the token holds a line break, a space or a control character (at byte %d): a token is one word on one line", i)
+	}
+	return nil
+}

@@ -1,0 +1,55 @@
+package gitforge_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"pinbot.dev/pinbot/gitforge"
+)
+
+func TestReadToken(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name    string
+		content string // "" with noFile: no file at all
+		noFile  bool
+		want    string
+		err     string // substring after the file name; "" for success
+	}{
+		{name: "token and newline", content: "0123abcd\n", want: "0123abcd"},
+		{name: "CRLF and spaces", content: "  0123abcd\r\n", want: "0123abcd"},
+		{name: "blank", content: " \n", want: ""},
+		{name: "two lines", content: "secret1\nsecret2\n", err: ": the token holds a line break, a space or a control character (at byte 7)"},
+		{name: "a space inside", content: "secret1 secret2", err: ": the token holds a line break"},
+		{name: "a NUL inside", content: "secret1\x00secret2", err: "(at byte 7)"},
+		{name: "too large", content: strings.Repeat("s", gitforge.MaxTokenFile+1), err: ": larger than 4096 bytes"},
+		{name: "missing", noFile: true, err: "no such file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+			if !tc.noFile {
+				if err := os.WriteFile(file, []byte(tc.content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := gitforge.ReadToken(file)
+			if tc.err == "" {
+				if err != nil || got != tc.want {
+					t.Fatalf("ReadToken = %q, %v; want %q", got, err, tc.want)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("ReadToken = %q, want an error", got)
+			}
+			if msg := err.Error(); !strings.Contains(msg, file) || !strings.Contains(msg, tc.err) {
+				t.Errorf("ReadToken error = %q, want it to name %s and say %q", msg, file, tc.err)
+			}
+			if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "sss") {
+				t.Errorf("error quotes the token: %s", err)
+			}
+		})
+	}
+}
