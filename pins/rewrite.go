@@ -87,9 +87,14 @@ type update struct {
 }
 
 func prepare(u Update) (*update, error) {
-	if u.Digest != "" || u.DigestFor == nil {
+	if u.Digest != "" || u.Digests == nil {
 		if err := checkDigest(u.Digest); err != nil {
 			return nil, err
+		}
+	}
+	for k, d := range u.Digests {
+		if err := checkDigest(d); err != nil {
+			return nil, fmt.Errorf("digest for %s:%d: %w", k.File, k.Line, err)
 		}
 	}
 	if u.Tag != "" && !validTag(u.Tag) {
@@ -102,18 +107,16 @@ func prepare(u Update) (*update, error) {
 	return &update{Update: u, repo: repo, mentions: newMentions(repo)}, nil
 }
 
-func (u *update) digestFor(p Pin) (string, error) {
-	if u.DigestFor == nil {
-		return u.Digest, nil
+// digestFor returns the digest a site of the update's repository gets, or
+// "" when it is to be left alone.
+func (u *update) digestFor(file string, s *site) string {
+	if u.Digests == nil || s.digest == "" {
+		return u.Digest
 	}
-	d, err := u.DigestFor(p)
-	if err != nil {
-		return "", fmt.Errorf("choosing a digest for %s:%d: %w", p.File, p.Line, err)
+	if d, ok := u.Digests[PinKey{File: file, Line: s.line, Digest: s.digest}]; ok {
+		return d
 	}
-	if err := checkDigest(d); err != nil {
-		return "", fmt.Errorf("choosing a digest for %s:%d: %w", p.File, p.Line, err)
-	}
-	return d, nil
+	return s.digest
 }
 
 // Rewrite sets the pins of u.Image in one file's content and returns the
@@ -168,9 +171,9 @@ func rewrite(file string, src []byte, u *update) ([]byte, []Change, error) {
 		if !pinned && (!u.PinTags || s.pinOff < 0) {
 			continue
 		}
-		d, err := u.digestFor(Pin{File: file, Line: s.line, Column: s.col, Kind: s.kind, Image: s.image, Tag: s.tag, Digest: s.digest})
-		if err != nil {
-			return nil, nil, err
+		d := u.digestFor(file, &s)
+		if d == "" {
+			continue // a tag reference, and no digest to pin it to
 		}
 		tag := s.tag
 		if u.Tag != "" && s.tagOff >= 0 {

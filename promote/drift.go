@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -394,7 +395,9 @@ func driftOnly(m Meta) bool {
 func sourcesOf(m Meta) string {
 	var out []string
 	for _, im := range m.Images {
-		out = appendUnique(out, im.Source.Describe())
+		if d := im.Source.Describe(); !slices.Contains(out, d) {
+			out = append(out, d)
+		}
 	}
 	return strings.Join(out, ", ")
 }
