@@ -65,8 +65,20 @@
 // comments, indentation, quoting, line endings and a missing final newline
 // survive byte for byte.
 //
-// With [Update.PinTags], references that carry a tag but no digest are
-// pinned as well: "repo:tag" becomes "repo:tag@sha256:..." in manifests and
+// # Tag variants
+//
+// A digest belongs to one tag variant, the suffix after the version as
+// Renovate's docker versioning reads it (see [Variant]): "3.14.6-slim" and
+// "3.14.6-alpine" differ, "v1" and "v2" share the empty one. When
+// [Update.Tag] names the digest's tag, only pins of its variant (and
+// digest-only pins) are in scope; when it names none, pins of several
+// variants are refused with [ErrMixedVariants] unless [Update.AnyVariant].
+// Pins of the repository left out of scope are reported ([WithSkipped]).
+// [Decide] is the rule as a pure function over a list of pins.
+//
+// With [Update.PinTags], references that carry the named tag but no digest
+// are pinned as well (a tag reference is never pinned to another tag's
+// digest, and its tag never changes): "repo:tag" becomes "repo:tag@sha256:..." in manifests and
 // Dockerfiles; in kustomize, helm and pins file mappings an empty digest
 // value (empty quotes or null) is filled, and a block-style mapping with a tag
 // but no digest key gains a "digest:" line after its tag line, indented like

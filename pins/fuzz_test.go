@@ -170,6 +170,9 @@ func FuzzRewrite(f *testing.F) {
 			for _, s := range sites {
 				if s.err == nil {
 					u.Image = s.image
+					if pinTags && !newTag && validTag(s.tag) {
+						u.Tag = s.tag // a tag reference is pinned only to its own tag
+					}
 					break
 				}
 			}

@@ -50,12 +50,17 @@ type Update struct {
 	// Digest is the new "sha256:<64 hex>" digest. It is validated before
 	// any file is read, and may be empty only when Digests is set.
 	Digest string
-	// Tag, when set, replaces the tag of every changed pin that carries one.
-	// Pins without a tag do not gain one.
+	// Tag, when set, names the tag the digest was taken from: only pins of
+	// its variant are in scope (see Decide), and it replaces the tag of
+	// every changed pin that carries one. Pins without a tag do not gain
+	// one.
 	Tag string
 	// PinTags also pins references of the repository that carry a tag but
-	// no digest.
+	// no digest, when that tag is Tag (see Decide).
 	PinTags bool
+	// AnyVariant lets a set that names no Tag change pins of several tag
+	// variants, which it otherwise refuses (see Decide).
+	AnyVariant bool
 	// Digests, when not nil, chooses the digest of each pin of Image
 	// instead of Digest: a pin listed by its Key gets the listed digest,
 	// and a pin not listed keeps its own (promote uses it to keep an index
@@ -120,6 +125,7 @@ type Option func(*options)
 
 type options struct {
 	warn     func(file string, err error)
+	skipped  func(Skip)
 	hook     func(Phase)
 	vendored bool
 }
@@ -131,6 +137,14 @@ type options struct {
 // silently.
 func WithWarnings(fn func(file string, err error)) Option {
 	return func(o *options) { o.warn = fn }
+}
+
+// WithSkipped receives each pin of the repository that Plan or Set left
+// alone because its tag is outside the set's scope (see Decide), in file
+// and line order, from the calling goroutine, before a successful Plan or
+// Set returns.
+func WithSkipped(fn func(Skip)) Option {
+	return func(o *options) { o.skipped = fn }
 }
 
 // WithVendored also reads node_modules and vendor directories, which are

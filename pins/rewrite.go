@@ -125,13 +125,35 @@ func (u *update) digestFor(file string, s *site) string {
 // ignores u.Include. With nothing to change it returns src itself and no
 // changes. Malformed YAML is a *SyntaxError whether or not it mentions the
 // image; Set decides which of those to skip.
+//
+// It decides each pin's scope as Decide does; the pins it leaves out of
+// scope are not reported, and a file whose pins in scope carry several
+// variants (when u names no tag) is refused with ErrMixedVariants.
 func Rewrite(file string, src []byte, u Update) ([]byte, []Change, error) {
 	up, err := prepare(u)
 	if err != nil {
 		return nil, nil, err
 	}
-	return rewrite(file, src, up)
+	out, changes, fs, err := rewrite(file, src, up)
+	if err != nil {
+		return nil, nil, err
+	}
+	if up.checkVariants() {
+		if err := mixedVariants(up.repo, fs.tagged); err != nil {
+			return nil, nil, err
+		}
+	}
+	return out, changes, nil
 }
+
+// fileScope is what rewrite decided about the scope of one file's pins.
+type fileScope struct {
+	skipped []Skip
+	tagged  []Pin // pins in scope that carry a tag, for the variant check
+}
+
+// checkVariants says whether the pins in scope must share one variant.
+func (u *update) checkVariants() bool { return u.Tag == "" && !u.AnyVariant }
 
 type edit struct {
 	off, n  int
@@ -147,16 +169,17 @@ type siteChange struct {
 	insertedAtLine int // original line after which a line was added, or 0
 }
 
-func rewrite(file string, src []byte, u *update) ([]byte, []Change, error) {
+func rewrite(file string, src []byte, u *update) ([]byte, []Change, fileScope, error) {
+	var fs fileScope
 	ft := classify(file)
 	if ft == ftNone {
-		return src, nil, nil
+		return src, nil, fs, nil
 	}
 	a := getArena()
 	defer putArena(a)
 	sites, lt, err := fileSites(file, ft, src, a)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fs, err
 	}
 	var edits []edit
 	var scs []siteChange
@@ -164,12 +187,22 @@ func rewrite(file string, src []byte, u *update) ([]byte, []Change, error) {
 		if s.image != u.repo || s.ignored {
 			continue
 		}
-		if s.err != nil {
-			return nil, nil, &SyntaxError{File: file, Line: s.line, Err: s.err}
-		}
 		pinned := s.digest != ""
-		if !pinned && (!u.PinTags || s.pinOff < 0) {
+		if !pinned && !u.PinTags {
 			continue
+		}
+		if ok, reason := scope(u.Tag, s.tag, pinned); !ok {
+			fs.skipped = append(fs.skipped, Skip{File: file, Line: s.line, Tag: s.tag, Reason: reason})
+			continue
+		}
+		if s.err != nil {
+			return nil, nil, fs, &SyntaxError{File: file, Line: s.line, Err: s.err}
+		}
+		if !pinned && s.pinOff < 0 {
+			continue
+		}
+		if pinned && s.tag != "" {
+			fs.tagged = append(fs.tagged, Pin{File: file, Line: s.line, Column: s.col, Kind: s.kind, Image: s.image, Tag: s.tag, Digest: s.digest})
 		}
 		d := u.digestFor(file, &s)
 		if d == "" {
@@ -199,13 +232,13 @@ func rewrite(file string, src []byte, u *update) ([]byte, []Change, error) {
 		scs = append(scs, sc)
 	}
 	if len(edits) == 0 {
-		return src, nil, nil
+		return src, nil, fs, nil
 	}
 	out, err := apply(src, edits)
 	if err != nil {
-		return nil, nil, fmt.Errorf("rewriting %s: %w", file, err)
+		return nil, nil, fs, fmt.Errorf("rewriting %s: %w", file, err)
 	}
-	return out, changes(file, lt, newLineTable(out), edits, scs), nil
+	return out, changes(file, lt, newLineTable(out), edits, scs), fs, nil
 }
 
 // tagText returns a new tag as written in place of the old one. A tag that

@@ -365,7 +365,10 @@ func (s *session) driftPromotion(t *tracking, target string, opts ChooseOptions)
 	k := t.key
 	return jobPromotion{
 		Promotion: t.promo,
-		key:       k,
+		// The tag names the digest's variant; the pins matched carry it
+		// already (or none), so no tag in a file changes.
+		tag: k.tag,
+		key: k,
 		match: func(p pins.Pin) bool {
 			tgt := s.cfg.TargetOf(p.File)
 			return p.Image == k.image && s.tagOf(p) == k.tag && tgt != "" && (target == "" || tgt == target) && p.Digest != ""

@@ -76,16 +76,31 @@ func (s *session) apply(ctx context.Context, j job) ([]ChangeRecord, []string, e
 		if len(chosen) == 0 {
 			continue
 		}
+		// A digest belongs to one tag variant: pins of another are left
+		// alone, and said so; no tag and several variants is refused.
+		chosen, skipped, err := pins.Decide(pins.Update{Image: p.Image, Digest: p.Digest, Tag: p.tag, AnyVariant: p.choose.AnyVariant}, chosen)
+		if err != nil {
+			return nil, nil, err
+		}
+		notes = append(notes, skipNotes(skipped)...)
+		if len(chosen) == 0 {
+			continue
+		}
+		clear(files)
+		for _, pin := range chosen {
+			files[pin.File] = true
+		}
 		table, pnotes, err := s.chooseDigests(ctx, chosen, p)
 		if err != nil {
 			return nil, nil, fmt.Errorf("choosing digests for the pins of %s: %w", p.Image, err)
 		}
 		notes = append(notes, pnotes...)
 		u := pins.Update{
-			Image:   p.Image,
-			Tag:     p.tag,
-			Include: func(file string) bool { return files[file] },
-			Digests: table,
+			Image:      p.Image,
+			Tag:        p.tag,
+			AnyVariant: p.choose.AnyVariant,
+			Include:    func(file string) bool { return files[file] },
+			Digests:    table,
 		}
 		got, err := pins.Set(s.dir, u)
 		if err != nil {
@@ -107,6 +122,20 @@ func (s *session) apply(ctx context.Context, j job) ([]ChangeRecord, []string, e
 	})
 	slices.Sort(notes)
 	return changes, slices.Compact(notes), nil
+}
+
+// skipNotes describes, a line each, the pins a promotion left alone for
+// their tag.
+func skipNotes(skipped []pins.Skip) []string {
+	out := make([]string, len(skipped))
+	for i, sk := range skipped {
+		tag := sk.Tag
+		if tag == "" {
+			tag = "-"
+		}
+		out[i] = fmt.Sprintf("skipped %s:%d (tag %s): %s", sk.File, sk.Line, tag, sk.Reason)
+	}
+	return out
 }
 
 // chooseDigests asks the registry, at most DefaultConcurrency pins at

@@ -106,7 +106,7 @@ func TestPinsSetJSON(t *testing.T) {
 
 	// Setting it again changes nothing, and says so with an empty list.
 	code, out, _ = runPins(t, "pins", "set", "nginx@"+pinsDigestB, "--dir", dir, "-o", "json")
-	if code != 0 || strings.TrimSpace(out) != `{"changes":[]}` {
+	if code != 0 || strings.TrimSpace(out) != `{"changes":[],"skipped":[]}` {
 		t.Errorf("second set: exit %d, output %q", code, out)
 	}
 }
@@ -179,18 +179,77 @@ func TestPinsSetTagAndPinTags(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A tag reference is pinned only to its own tag: 1.27 is not 1.28.
 	code, out, errOut := runPins(t, "pins", "set", "nginx:1.28@"+pinsDigestB, "--pin-tags", "--dir", dir)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	want := "pod.yaml:1  - image: nginx:1.27\n" +
-		"pod.yaml:1  + image: nginx:1.28@" + pinsDigestB + "\n" +
-		"values.yaml:3  - " + `  tag: "1.27"` + "\n" +
-		"values.yaml:3  + " + `  tag: "1.28"` + "\n" +
-		"values.yaml:4  +   digest: " + pinsDigestB + "\n" +
-		"changed 3 lines in 2 files\n"
+	want := "nothing to change: no pin of nginx differs from " + pinsDigestB + "\n" +
+		"skipped pod.yaml:1 (tag 1.27): a tag reference is pinned only to its own tag's digest, and the set's tag is 1.28\n" +
+		"skipped values.yaml:4 (tag 1.27): a tag reference is pinned only to its own tag's digest, and the set's tag is 1.28\n"
 	if diff := cmp.Diff(want, out); diff != "" {
 		t.Errorf("output (-want +got):\n%s", diff)
+	}
+	code, out, errOut = runPins(t, "pins", "set", "nginx:1.27@"+pinsDigestB, "--pin-tags", "--dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want = "pod.yaml:1  - image: nginx:1.27\n" +
+		"pod.yaml:1  + image: nginx:1.27@" + pinsDigestB + "\n" +
+		"values.yaml:4  +   digest: " + pinsDigestB + "\n" +
+		"changed 2 lines in 2 files\n"
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
+	}
+}
+
+func TestPinsSetVariants(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"Dockerfile": "FROM python:3.14.6-slim@" + pinsDigestA + "\nFROM python:3.14.6-alpine@" + pinsDigestA + "\n",
+	}
+	for p, c := range files {
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// No tag named and two variants: refused, nothing written.
+	code, out, errOut := runPins(t, "pins", "set", "python@"+pinsDigestB, "--dir", dir)
+	if code != 1 || !strings.Contains(errOut, "-slim at Dockerfile:1; -alpine at Dockerfile:2") || !strings.Contains(errOut, "--any-variant") {
+		t.Errorf("exit %d, stderr %q; want 1 naming both variants and --any-variant", code, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "Dockerfile")); string(b) != files["Dockerfile"] {
+		t.Errorf("refused set wrote:\n%s", b)
+	}
+	// A named tag keeps to its variant, and JSON lists the skipped pin.
+	code, out, errOut = runPins(t, "pins", "set", "python:3.14.7-alpine@"+pinsDigestB, "--dir", dir, "--dry-run", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got struct {
+		Changes []struct {
+			File   string
+			Line   int
+			NewTag string `json:"new_tag"`
+		}
+		Skipped []struct {
+			File, Tag, Reason string
+			Line              int
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	if len(got.Changes) != 1 || got.Changes[0].Line != 2 || got.Changes[0].NewTag != "3.14.7-alpine" {
+		t.Errorf("changes = %+v, want line 2 only, tagged 3.14.7-alpine", got.Changes)
+	}
+	if len(got.Skipped) != 1 || got.Skipped[0].File != "Dockerfile" || got.Skipped[0].Line != 1 || got.Skipped[0].Tag != "3.14.6-slim" || got.Skipped[0].Reason == "" {
+		t.Errorf("skipped = %+v, want Dockerfile:1 3.14.6-slim with a reason", got.Skipped)
+	}
+	// --any-variant sets both.
+	code, out, errOut = runPins(t, "pins", "set", "python@"+pinsDigestB, "--dir", dir, "--any-variant")
+	if code != 0 || !strings.Contains(out, "changed 2 lines in 1 files") {
+		t.Errorf("exit %d, out %q, stderr %q; want both lines changed", code, out, errOut)
 	}
 }
 
