@@ -43,10 +43,12 @@ func classify(file string) fileType {
 	return ftNone
 }
 
-// fileSites reads the sites of one file. Malformed YAML is a *SyntaxError.
-// The sites and line table may use memory from a (if not nil), so they are
+// fileSites reads the sites of one file. The documents of a YAML file
+// that do not parse come back as broken parts (the whole file, when it is
+// one document or none parses), and the sites of the others are read. The
+// sites and line table may use memory from a (if not nil), so they are
 // valid until a is reset.
-func fileSites(file string, ft fileType, src []byte, a *arena) ([]site, *lineTable, error) {
+func fileSites(file string, ft fileType, src []byte, a *arena) ([]site, *lineTable, []brokenPart) {
 	if a == nil {
 		a = &arena{}
 	}
@@ -68,15 +70,16 @@ func fileSites(file string, ft fileType, src []byte, a *arena) ([]site, *lineTab
 		keys = pinsFileKeys
 	}
 	roots, lt, line, err := parseYAML(src, keys, a)
+	var broken []brokenPart
 	if err != nil {
-		return nil, newLineTable(src), &SyntaxError{File: file, Line: line, Err: err}
+		roots, broken = parseParts(src, line, err)
 	}
 	if lt == nil {
 		lt = newLineTable(src)
 	}
 	sites := yamlSites(ft, src, lt, roots, a.sites[:0], a.repos)
 	a.sites = sites[:0]
-	return sites, lt, nil
+	return sites, lt, broken
 }
 
 // update is a validated Update.
@@ -123,8 +126,10 @@ func (u *update) digestFor(file string, s *site) string {
 // new content and the changed lines; file (a slash path) chooses the format
 // by its name and names the file in errors and changes. It does no I/O and
 // ignores u.Include. With nothing to change it returns src itself and no
-// changes. Malformed YAML is a *SyntaxError whether or not it mentions the
-// image; Set decides which of those to skip.
+// changes. A YAML document that does not parse is a *SyntaxError naming
+// the line of what looks like a pin of u.Image in it; one that holds none
+// is left as it is, and the file's other documents are rewritten (a
+// file no part of which parses is a *SyntaxError at its error's line). Set warns about those instead.
 //
 // It decides each pin's scope as Decide does; the pins it leaves out of
 // scope are not reported, and a file whose pins in scope carry several
@@ -138,6 +143,9 @@ func Rewrite(file string, src []byte, u Update) ([]byte, []Change, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if fs.unreadable {
+		return nil, nil, fs.broken[0]
+	}
 	if up.checkVariants() {
 		if err := mixedVariants(up.repo, fs.tagged); err != nil {
 			return nil, nil, err
@@ -148,8 +156,10 @@ func Rewrite(file string, src []byte, u Update) ([]byte, []Change, error) {
 
 // fileScope is what rewrite decided about the scope of one file's pins.
 type fileScope struct {
-	skipped []Skip
-	tagged  []Pin // pins in scope that carry a tag, for the variant check
+	broken     []*SyntaxError // parts that do not parse and hold no pin of the repository
+	unreadable bool           // no part of the file parses
+	skipped    []Skip
+	tagged     []Pin // pins in scope that carry a tag, for the variant check
 }
 
 // checkVariants says whether the pins in scope must share one variant.
@@ -177,9 +187,17 @@ func rewrite(file string, src []byte, u *update) ([]byte, []Change, fileScope, e
 	}
 	a := getArena()
 	defer putArena(a)
-	sites, lt, err := fileSites(file, ft, src, a)
-	if err != nil {
-		return nil, nil, fs, err
+	sites, lt, broken := fileSites(file, ft, src, a)
+	for _, b := range broken {
+		// A part that does not parse blocks the rewrite only when it holds
+		// what looks like a pin of the repository; otherwise the file is
+		// warned about, and its other documents are rewritten.
+		if line, ref, ok := pinLike(src, lt, b.start, b.end, u.repo, a.repos); ok {
+			return nil, nil, fs, &SyntaxError{File: file, Line: line,
+				Err: fmt.Errorf("%s looks like a pin of %s, in a part that does not parse (line %d: %s)", ref, u.repo, b.line, b.err.Error())}
+		}
+		fs.broken = append(fs.broken, b.syntaxError(file))
+		fs.unreadable = fs.unreadable || b.start == 0 && b.end == len(src)
 	}
 	var edits []edit
 	var scs []siteChange

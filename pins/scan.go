@@ -38,10 +38,9 @@ func Scan(dir string, opts ...Option) ([]Pin, error) {
 		}
 		a := getArena()
 		defer putArena(a)
-		sites, _, err := fileSites(f.rel, f.ft, src, a)
-		if err != nil {
-			warn.add(f.rel, err)
-			return nil
+		sites, _, broken := fileSites(f.rel, f.ft, src, a)
+		for _, b := range broken {
+			warn.add(f.rel, b.syntaxError(f.rel))
 		}
 		pins := make([]Pin, 0, len(sites))
 		for _, s := range sites {

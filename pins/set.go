@@ -105,6 +105,9 @@ func set(ctx context.Context, dir string, u Update, write bool, opts []Option) (
 		if err != nil {
 			return err
 		}
+		for _, b := range fs.broken {
+			warn.add(f.rel, b)
+		}
 		if len(fs.skipped) > 0 || len(fs.tagged) > 0 {
 			mu.Lock()
 			skipped = append(skipped, fs.skipped...)

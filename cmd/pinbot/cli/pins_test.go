@@ -151,7 +151,7 @@ func TestPinsExitCodes(t *testing.T) {
 		{"bad tag in the argument", []string{"pins", "set", "nginx:-x@" + pinsDigestB, "--dir", dir}, 2, `argument "nginx:-x@`},
 		{"huge invalid digest is clipped", []string{"pins", "set", "nginx@sha256:" + strings.Repeat("z", 1<<20), "--dir", dir}, 2, "(1048589 bytes)"},
 		{"tag conflict", []string{"pins", "set", "nginx:1@" + pinsDigestB, "--tag", "2", "--dir", dir}, 2, "conflicts"},
-		{"malformed file mentioning the image", []string{"pins", "set", "redis@" + pinsDigestB, "--dir", dir}, 1, "bad.yaml:2:"},
+		{"malformed file mentioning the image", []string{"pins", "set", "redis@" + pinsDigestB, "--dir", dir}, 1, "bad.yaml:1: redis@" + pinsDigestA + " looks like a pin"},
 		{"malformed file not mentioning the image", []string{"pins", "set", "nginx@" + pinsDigestB, "--dir", dir}, 0, "bad.yaml"},
 		{"nothing to change", []string{"pins", "set", "busybox@" + pinsDigestB, "--dir", dir}, 0, ""},
 		{"missing directory", []string{"pins", "list", "--dir", filepath.Join(dir, "nope")}, 1, "nope"},
