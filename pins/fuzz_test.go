@@ -94,8 +94,12 @@ func prune(n *yaml.Node, keys keySet) *yaml.Node {
 }
 
 // keptValue reports a pruned value kept where its key does not keep it:
-// a block collection, or a flow collection with content.
+// a block collection, a flow collection with content, or a plain or
+// quoted scalar holding "@sha256:".
 func keptValue(v *yaml.Node) bool {
+	if v.Kind == yaml.ScalarNode {
+		return v.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 && strings.Contains(v.Value, "@sha256:")
+	}
 	return (v.Kind == yaml.MappingNode || v.Kind == yaml.SequenceNode) && (v.Style&yaml.FlowStyle == 0 || len(v.Content) > 0)
 }
 
@@ -112,7 +116,7 @@ func pruneAll(roots []*yaml.Node, keys keySet) []*yaml.Node {
 func checkFast(t *testing.T, src []byte) bool {
 	t.Helper()
 	accepted := false
-	for _, keys := range []keySet{allKeys, manifestKeys, kustomizeKeys} {
+	for _, keys := range []keySet{allKeys, manifestKeys, kustomizeKeys, fluxKeys} {
 		fast, starts, err := parseFast(src, keys, nil)
 		if err != nil {
 			continue
@@ -307,10 +311,20 @@ func sameScalar(a, b string, u Update) bool {
 	if b == u.Tag || b == u.Digest && (a == "" || isNullWord(a) || validDigest(a)) {
 		return true
 	}
+	// A tag that carries the digest: "1.27@sha256:...".
+	if at := strings.IndexByte(a, '@'); at > 0 && validDigest(a[at+1:]) && validTag(a[:at]) {
+		if bt, bd, ok := strings.Cut(b, "@"); ok && bd == u.Digest && (bt == a[:at] || bt == u.Tag) {
+			return true
+		}
+	}
 	ra, oka := parseRef(a, nil)
 	rb, okb := parseRef(b, nil)
 	if !oka || !okb || ra.repo != rb.repo {
 		return false
+	}
+	// kustomize's "name: repo:tag" with the digest beside it: the tag only.
+	if ra.digest == "" && rb.digest == "" && rb.tag == u.Tag && strings.Replace(b, ":"+rb.tag, ":"+ra.tag, 1) == a {
+		return true
 	}
 	if rb.digest != u.Digest || ra.tag != rb.tag && rb.tag != u.Tag {
 		return false

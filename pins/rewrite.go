@@ -68,6 +68,10 @@ func fileSites(file string, ft fileType, src []byte, a *arena) ([]site, *lineTab
 		keys = kustomizeKeys
 	case ftPins:
 		keys = pinsFileKeys
+	case ftYAML:
+		if bytes.Contains(src, []byte("kustomize.toolkit.fluxcd.io/")) {
+			keys = fluxKeys
+		}
 	}
 	roots, lt, line, err := parseYAML(src, keys, a)
 	var broken []brokenPart

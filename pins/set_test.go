@@ -321,3 +321,35 @@ func TestRewriteChanges(t *testing.T) {
 		t.Errorf("changes (-want +got):\n%s", diff)
 	}
 }
+
+// TestScanDigestForms lists the digest forms real repositories use: a
+// Dockerfile ARG feeding FROM, a whole reference under any key, kustomize's
+// name:tag, newTag tag@digest and newName ref@digest, a Flux
+// Kustomization's images, and Bitnami-style Helm tags.
+func TestScanDigestForms(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"Dockerfile": "ARG BASE=golang:1.26@" + digestA + "\nARG UNUSED=golang@" + digestA + "\nFROM ${BASE} AS build\nFROM $BASE\n",
+		"task.yaml":  "spec:\n  params:\n  - name: b\n    default: nginx:1.27@" + digestA + "\n  - name: s\n    default: run nginx@" + digestA + "\n",
+		"kustomization.yaml": "images:\n- name: nginx:1.27\n  digest: " + digestA + "\n- name: web\n  newTag: v1@" + digestB +
+			"\n- name: p\n  newName: ghcr.io/o/p:2@" + digestC + "\n",
+		"flux.yaml":   "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nspec:\n  images:\n  - name: ghcr.io/o/web\n    newTag: v3\n    digest: " + digestB + "\n",
+		"values.yaml": "image:\n  registry: docker.io\n  repository: bitnami/redis\n  tag: 7.4.2-debian-12-r0@" + digestC + "\n",
+	})
+	got, err := Scan(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nginx, golang := "index.docker.io/library/nginx", "index.docker.io/library/golang"
+	want := []Pin{
+		{File: "Dockerfile", Line: 1, Column: 22, Kind: KindDockerfile, Image: golang, Tag: "1.26", Digest: digestA},
+		{File: "flux.yaml", Line: 7, Column: 13, Kind: KindKustomize, Image: "ghcr.io/o/web", Tag: "v3", Digest: digestB},
+		{File: "kustomization.yaml", Line: 3, Column: 11, Kind: KindKustomize, Image: nginx, Tag: "1.27", Digest: digestA},
+		{File: "kustomization.yaml", Line: 5, Column: 14, Kind: KindKustomize, Image: "index.docker.io/library/web", Tag: "v1", Digest: digestB},
+		{File: "kustomization.yaml", Line: 7, Column: 26, Kind: KindKustomize, Image: "ghcr.io/o/p", Tag: "2", Digest: digestC},
+		{File: "task.yaml", Line: 4, Column: 25, Kind: KindManifest, Image: nginx, Tag: "1.27", Digest: digestA},
+		{File: "values.yaml", Line: 4, Column: 27, Kind: KindHelm, Image: "index.docker.io/bitnami/redis", Tag: "7.4.2-debian-12-r0", Digest: digestC},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Scan (-want +got):\n%s", diff)
+	}
+}
