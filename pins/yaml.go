@@ -249,3 +249,14 @@ func pinLike(src []byte, lt *lineTable, start, end int, repo string, repos repoC
 	}
 	return 0, "", false
 }
+
+// malformed returns the parts of a YAML file that do not parse, reading it
+// no further than that.
+func malformed(src []byte, a *arena) []brokenPart {
+	_, _, line, err := parseYAML(src, noKeys, a)
+	if err == nil {
+		return nil
+	}
+	_, broken := parseParts(src, line, err)
+	return broken
+}

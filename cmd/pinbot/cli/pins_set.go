@@ -83,52 +83,7 @@ stops it with the file and line; other malformed files, and files over
 unless --include-vendored. --dry-run prints the changes and writes nothing.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			defer batchGC()()
-			u, err := o.update(args[0])
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			opts := []pins.Option{pinsWarnings(logctx.From(ctx)), pauseHook(ctx, cmd.ErrOrStderr())}
-			if o.vendored {
-				opts = append(opts, pins.WithVendored())
-			}
-			var skipped []pins.Skip
-			opts = append(opts, pins.WithSkipped(func(s pins.Skip) { skipped = append(skipped, s) }))
-			var changes []pins.Change
-			if o.dryRun {
-				changes, err = pins.Plan(o.dir, u, opts...)
-			} else {
-				changes, err = pins.SetContext(ctx, o.dir, u, opts...)
-			}
-			if errors.Is(err, pins.ErrMixedVariants) {
-				return fmt.Errorf("%w (name the tag as IMAGE:TAG@DIGEST or with --tag, or pass --any-variant)", err)
-			}
-			if err != nil {
-				return err
-			}
-			if g.json() {
-				out := struct {
-					Changes []changeJSON `json:"changes"`
-					Skipped []skipJSON   `json:"skipped"`
-				}{Changes: make([]changeJSON, len(changes)), Skipped: make([]skipJSON, len(skipped))}
-				for i, s := range skipped {
-					out.Skipped[i] = skipJSON{File: s.File, Line: s.Line, Tag: s.Tag, Reason: s.Reason}
-				}
-				for i, c := range changes {
-					out.Changes[i] = changeJSON{File: c.File, Line: c.Line, Kind: c.Kind, Image: c.Image,
-						OldDigest: c.OldDigest, NewDigest: c.NewDigest, OldTag: c.OldTag, NewTag: c.NewTag,
-						Before: c.Before, After: c.After}
-				}
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
-			}
-			if err := writeChanges(cmd.OutOrStdout(), changes, u, o.dryRun); err != nil {
-				return err
-			}
-			return writeSkipped(cmd.OutOrStdout(), skipped)
+			return jsonFailure(g, cmd, o.run(cmd, g, args[0]))
 		},
 	}
 	cmd.Flags().StringVar(&o.dir, "dir", ".", "directory holding the manifests")
@@ -208,4 +163,54 @@ func writeSkipped(w io.Writer, skipped []pins.Skip) error {
 		}
 	}
 	return nil
+}
+
+// run sets the pins and prints what changed.
+func (o *pinsSetOptions) run(cmd *cobra.Command, g *globals, arg string) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	defer batchGC()()
+	u, err := o.update(arg)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	opts := []pins.Option{pinsWarnings(logctx.From(ctx)), pauseHook(ctx, cmd.ErrOrStderr())}
+	if o.vendored {
+		opts = append(opts, pins.WithVendored())
+	}
+	var skipped []pins.Skip
+	opts = append(opts, pins.WithSkipped(func(s pins.Skip) { skipped = append(skipped, s) }))
+	var changes []pins.Change
+	if o.dryRun {
+		changes, err = pins.Plan(o.dir, u, opts...)
+	} else {
+		changes, err = pins.SetContext(ctx, o.dir, u, opts...)
+	}
+	if errors.Is(err, pins.ErrMixedVariants) {
+		return fmt.Errorf("%w (name the tag as IMAGE:TAG@DIGEST or with --tag, or pass --any-variant)", err)
+	}
+	if err != nil {
+		return err
+	}
+	if g.json() {
+		out := struct {
+			Changes []changeJSON `json:"changes"`
+			Skipped []skipJSON   `json:"skipped"`
+		}{Changes: make([]changeJSON, len(changes)), Skipped: make([]skipJSON, len(skipped))}
+		for i, s := range skipped {
+			out.Skipped[i] = skipJSON{File: s.File, Line: s.Line, Tag: s.Tag, Reason: s.Reason}
+		}
+		for i, c := range changes {
+			out.Changes[i] = changeJSON{File: c.File, Line: c.Line, Kind: c.Kind, Image: c.Image,
+				OldDigest: c.OldDigest, NewDigest: c.NewDigest, OldTag: c.OldTag, NewTag: c.NewTag,
+				Before: c.Before, After: c.After}
+		}
+		return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
+	}
+	if err := writeChanges(cmd.OutOrStdout(), changes, u, o.dryRun); err != nil {
+		return err
+	}
+	return writeSkipped(cmd.OutOrStdout(), skipped)
 }

@@ -271,3 +271,64 @@ func TestPinsListJSONEscapes(t *testing.T) {
 		t.Errorf("files = %+v, want %q", got, name)
 	}
 }
+
+// TestPinsListWarnsMalformed: every malformed YAML file is named on
+// stderr at the offending line, whether or not it holds a digest.
+func TestPinsListWarnsMalformed(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"ok.yaml":       "image: nginx@" + pinsDigestA + "\n",
+		"nodigest.yaml": "a: 1\nb:\n  c: 2\n  d: 3\n  e: 4\n  f: @bad\n",
+		"flow.yaml":     "a: 1\nb: [x, y\nc: 3\n",
+		"partial.yaml":  "image: redis@" + pinsDigestB + "\n---\n{{- if .Values.x }}\nkind: A\n{{- end }}\n",
+	}
+	for p, c := range files {
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := runPins(t, "pins", "list", "--dir", dir, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"nodigest.yaml:6:", "flow.yaml:2:", "partial.yaml:3:"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks a warning %q:\n%s", want, errOut)
+		}
+	}
+	var got []struct{ File string }
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	if len(got) != 2 || got[0].File != "ok.yaml" || got[1].File != "partial.yaml" {
+		t.Errorf("listed %+v, want ok.yaml and the document of partial.yaml that parses", got)
+	}
+}
+
+// TestPinsJSONFailure: with -o json a failure is also one JSON object on
+// stdout, and the exit code is unchanged.
+func TestPinsJSONFailure(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("kind: Pod\nspec:\n  containers:\n  - image: nginx:1.27@"+pinsDigestA+"\n    args: [unclosed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runPins(t, "pins", "set", "nginx:1.27@"+pinsDigestB, "--dir", dir, "-o", "json")
+	if code != 1 {
+		t.Errorf("exit %d, want 1; stderr %s", code, errOut)
+	}
+	var got struct {
+		Error string
+		File  string
+		Line  int
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, out)
+	}
+	if got.File != "bad.yaml" || got.Line != 4 || !strings.Contains(got.Error, "looks like a pin") {
+		t.Errorf("JSON failure = %+v, want bad.yaml line 4", got)
+	}
+	code, out, _ = runPins(t, "pins", "set", "nginx@sha256:bad", "--dir", dir, "-o", "json")
+	if code != 2 || !strings.Contains(out, `"error":`) || !strings.Contains(out, `"line":0`) {
+		t.Errorf("usage error: exit %d, stdout %q; want 2 and a JSON object", code, out)
+	}
+}
