@@ -69,10 +69,38 @@ type Update struct {
 	// validated before any file is read. References without a digest are
 	// pinned to Digest under PinTags, and left alone when it is empty.
 	Digests map[PinKey]string
+	// Helm, when set, says per values file (slash path) how a Helm mapping
+	// with a tag but no digest is pinned under PinTags: a chart whose
+	// templates never read the digest key would not run the pinned digest
+	// (promote.HelmForms finds out by rendering the chart). Files not in it
+	// get a digest key.
+	Helm map[string]HelmChoice
 	// Include, when set, limits Plan and Set to files for which it returns
 	// true; other files are not read. It receives the slash path relative
 	// to the directory, and is called from several goroutines at once.
 	Include func(file string) bool
+}
+
+// HelmForm is how a Helm values mapping is pinned under PinTags.
+type HelmForm int
+
+// The forms of a Helm pin.
+const (
+	// HelmDigestKey fills or adds a "digest:" key beside the tag, for
+	// charts whose templates read it (the default).
+	HelmDigestKey HelmForm = iota
+	// HelmTagDigest writes the digest into the tag ("tag: v5@sha256:..."),
+	// for charts that render "repository:tag".
+	HelmTagDigest
+	// HelmLeave pins nothing: the chart renders no digest. The mapping is
+	// reported as skipped, with the choice's Reason.
+	HelmLeave
+)
+
+// HelmChoice is the form of the Helm pins of one values file, and why.
+type HelmChoice struct {
+	Form   HelmForm
+	Reason string // for HelmLeave: the skip's reason
 }
 
 // Change is one changed line of one file.

@@ -220,6 +220,19 @@ func rewrite(file string, src []byte, u *update) ([]byte, []Change, fileScope, e
 		if s.err != nil {
 			return nil, nil, fs, &SyntaxError{File: file, Line: s.line, Err: s.err}
 		}
+		if !pinned && s.kind == KindHelm {
+			switch hc := u.Helm[file]; hc.Form {
+			case HelmLeave:
+				fs.skipped = append(fs.skipped, Skip{File: file, Line: s.line, Tag: s.tag, Reason: hc.Reason})
+				continue
+			case HelmTagDigest:
+				if s.tagOff < 0 {
+					continue
+				}
+				s.pinOff, s.pinLen, s.pinPrefix, s.pinLine = s.tagOff+s.tagLen, 0, "@", false
+				s.line, s.col = lt.position(s.pinOff)
+			}
+		}
 		if !pinned && s.pinOff < 0 {
 			continue
 		}

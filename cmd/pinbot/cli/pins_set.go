@@ -13,6 +13,7 @@ import (
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/pins"
+	"pinbot.dev/pinbot/promote"
 )
 
 // pinsSetOptions are the flags of `pinbot pins set`.
@@ -71,7 +72,13 @@ after the version: 3.14.6-slim and 3.14.6-alpine differ, v1 and v2 do not):
 when a tag is named, pins of other variants are skipped; when none is, pins
 of several variants are refused (exit 1, nothing written) unless
 --any-variant. --pin-tags also pins references that carry the named tag but
-no digest; their tag never changes. Skipped pins are listed, one line each.
+no digest; their tag never changes. In Helm values of a chart in the tree
+(a Chart.yaml at or above the file), the chart is rendered with a probe
+digest to learn the form that takes effect: a digest: key when the templates
+read it, else tag: TAG@DIGEST when they render repository:tag, else none
+("not pinned: chart X does not render a digest"). Values no chart in the
+tree renders get a digest: key and are reported as unverified. Skipped pins
+are listed, one line each.
 Pins with a "# pinbot: ignore" comment are left alone.
 
 The rewrite is all-or-nothing across files, even if pinbot is killed: every
@@ -180,6 +187,25 @@ func (o *pinsSetOptions) run(cmd *cobra.Command, g *globals, arg string) error {
 	if o.vendored {
 		opts = append(opts, pins.WithVendored())
 	}
+	// A Helm pin must change what the chart renders: render it to learn
+	// the form that does.
+	var unverified []string
+	if u.PinTags {
+		var probeOpts []pins.Option
+		if o.vendored {
+			probeOpts = append(probeOpts, pins.WithVendored())
+		}
+		choices, checks, err := promote.HelmForms(ctx, o.dir, u, probeOpts...)
+		if err != nil {
+			return err
+		}
+		u.Helm = choices
+		for _, c := range checks {
+			if c.Unverified {
+				unverified = append(unverified, c.Note())
+			}
+		}
+	}
 	var skipped []pins.Skip
 	opts = append(opts, pins.WithSkipped(func(s pins.Skip) { skipped = append(skipped, s) }))
 	var changes []pins.Change
@@ -196,9 +222,10 @@ func (o *pinsSetOptions) run(cmd *cobra.Command, g *globals, arg string) error {
 	}
 	if g.json() {
 		out := struct {
-			Changes []changeJSON `json:"changes"`
-			Skipped []skipJSON   `json:"skipped"`
-		}{Changes: make([]changeJSON, len(changes)), Skipped: make([]skipJSON, len(skipped))}
+			Changes    []changeJSON `json:"changes"`
+			Skipped    []skipJSON   `json:"skipped"`
+			Unverified []string     `json:"unverified,omitempty"`
+		}{Changes: make([]changeJSON, len(changes)), Skipped: make([]skipJSON, len(skipped)), Unverified: unverified}
 		for i, s := range skipped {
 			out.Skipped[i] = skipJSON{File: s.File, Line: s.Line, Tag: s.Tag, Reason: s.Reason}
 		}
@@ -211,6 +238,11 @@ func (o *pinsSetOptions) run(cmd *cobra.Command, g *globals, arg string) error {
 	}
 	if err := writeChanges(cmd.OutOrStdout(), changes, u, o.dryRun); err != nil {
 		return err
+	}
+	for _, n := range unverified {
+		if _, err := fmt.Fprintln(cmd.OutOrStdout(), n); err != nil {
+			return err
+		}
 	}
 	return writeSkipped(cmd.OutOrStdout(), skipped)
 }

@@ -197,7 +197,8 @@ func TestPinsSetTagAndPinTags(t *testing.T) {
 	want = "pod.yaml:1  - image: nginx:1.27\n" +
 		"pod.yaml:1  + image: nginx:1.27@" + pinsDigestB + "\n" +
 		"values.yaml:4  +   digest: " + pinsDigestB + "\n" +
-		"changed 2 lines in 2 files\n"
+		"changed 2 lines in 2 files\n" +
+		"unverified: values.yaml is not rendered by a chart in the repository, so pinbot cannot check that its digest: takes effect\n"
 	if diff := cmp.Diff(want, out); diff != "" {
 		t.Errorf("output (-want +got):\n%s", diff)
 	}
@@ -330,5 +331,35 @@ func TestPinsJSONFailure(t *testing.T) {
 	code, out, _ = runPins(t, "pins", "set", "nginx@sha256:bad", "--dir", dir, "-o", "json")
 	if code != 2 || !strings.Contains(out, `"error":`) || !strings.Contains(out, `"line":0`) {
 		t.Errorf("usage error: exit %d, stdout %q; want 2 and a JSON object", code, out)
+	}
+}
+
+// TestPinsSetHelmChart: --pin-tags renders a chart in the tree and pins its
+// values in the form its templates read: here repository:tag.
+func TestPinsSetHelmChart(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"chart/Chart.yaml":            "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"chart/values.yaml":           "image:\n  repository: nginx\n  tag: \"1.27\"\n",
+		"chart/templates/deploy.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: web\n    image: \"{{ .Values.image.repository }}:{{ .Values.image.tag }}\"\n",
+	}
+	for p, c := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := runPins(t, "pins", "set", "nginx:1.27@"+pinsDigestB, "--pin-tags", "--dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want := "chart/values.yaml:3  - " + `  tag: "1.27"` + "\n" +
+		"chart/values.yaml:3  + " + `  tag: "1.27@` + pinsDigestB + `"` + "\n" +
+		"changed 1 lines in 1 files\n"
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
 	}
 }
