@@ -1,6 +1,7 @@
 package promote
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -81,6 +82,7 @@ func HelmForms(ctx context.Context, dir string, u pins.Update, opts ...pins.Opti
 	sort.Strings(names)
 	choices := map[string]pins.HelmChoice{}
 	var checks []HelmCheck
+	var cfg *Config
 	for _, f := range names {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
@@ -89,10 +91,83 @@ func HelmForms(ctx context.Context, dir string, u pins.Update, opts ...pins.Opti
 		if err != nil {
 			return nil, nil, err
 		}
+		if c.Unverified {
+			if cfg == nil {
+				loaded, err := LoadConfig(dir)
+				if err != nil {
+					return nil, nil, err
+				}
+				cfg = &loaded
+			}
+			declared(cfg, dir, &c)
+		}
 		choices[f] = c.Choice
 		checks = append(checks, c)
 	}
 	return choices, checks, nil
+}
+
+// declared applies what .pinbot.yaml declares for the chart a values file
+// feeds, which pinbot cannot render: the chart a Flux HelmRelease or an
+// Argo CD Application in the file names.
+func declared(cfg *Config, dir string, c *HelmCheck) {
+	src, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(c.File)))
+	if err != nil {
+		return
+	}
+	chart := releasedChart(src)
+	form, ok := cfg.HelmFormOf(chart)
+	if chart == "" || !ok {
+		return
+	}
+	c.Chart, c.Unverified = chart, false
+	c.Choice = pins.HelmChoice{Form: form}
+	if form == pins.HelmLeave {
+		c.Choice.Reason = fmt.Sprintf("not pinned: chart %s does not render a digest, as %s declares", chart, ConfigFile)
+	}
+}
+
+// releasedChart returns the chart the first Flux HelmRelease
+// (spec.chart.spec.chart) or Argo CD Application (spec.source.chart, or
+// the first of spec.sources[].chart) of a file names, or "".
+func releasedChart(src []byte) string {
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	for {
+		var doc struct {
+			Kind string `yaml:"kind"`
+			Spec struct {
+				Chart struct {
+					Spec struct {
+						Chart string `yaml:"chart"`
+					} `yaml:"spec"`
+				} `yaml:"chart"`
+				Source struct {
+					Chart string `yaml:"chart"`
+				} `yaml:"source"`
+				Sources []struct {
+					Chart string `yaml:"chart"`
+				} `yaml:"sources"`
+			} `yaml:"spec"`
+		}
+		if err := dec.Decode(&doc); err != nil {
+			return ""
+		}
+		switch doc.Kind {
+		case "HelmRelease":
+			if doc.Spec.Chart.Spec.Chart != "" {
+				return doc.Spec.Chart.Spec.Chart
+			}
+		case "Application":
+			if doc.Spec.Source.Chart != "" {
+				return doc.Spec.Source.Chart
+			}
+			for _, s := range doc.Spec.Sources {
+				if s.Chart != "" {
+					return s.Chart
+				}
+			}
+		}
+	}
 }
 
 // probeHelm renders the chart of one values file in each form.

@@ -31,6 +31,7 @@ func TestHelmFormsGolden(t *testing.T) {
 		{"renders-tag", pins.HelmTagDigest, "", 1},
 		{"renders-neither", pins.HelmLeave, "not pinned: chart chart does not render a digest", 0},
 		{"unverified", pins.HelmDigestKey, "unverified: apps/release.yaml is not rendered by a chart", 1},
+		{"declared", pins.HelmTagDigest, "", 1}, // .pinbot.yaml says chart web renders repository:tag
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,4 +100,22 @@ func readDir(t *testing.T, dir string) map[string]string {
 		t.Fatal(err)
 	}
 	return files
+}
+
+func TestHelmFormOf(t *testing.T) {
+	cfg, err := ParseConfig(ConfigFile, []byte("helm:\n  - {chart: a, digest: key}\n  - {chart: b, digest: tag}\n  - {chart: c, digest: none}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for chart, want := range map[string]pins.HelmForm{"a": pins.HelmDigestKey, "b": pins.HelmTagDigest, "c": pins.HelmLeave} {
+		if got, ok := cfg.HelmFormOf(chart); !ok || got != want {
+			t.Errorf("HelmFormOf(%s) = %v, %v; want %v", chart, got, ok, want)
+		}
+	}
+	if _, ok := cfg.HelmFormOf("d"); ok {
+		t.Error("HelmFormOf(d) found a declaration that is not there")
+	}
+	if got := releasedChart([]byte("kind: ConfigMap\n---\napiVersion: argoproj.io/v1alpha1\nkind: Application\nspec:\n  sources:\n  - repoURL: x\n  - chart: podinfo\n")); got != "podinfo" {
+		t.Errorf("releasedChart of an Application = %q, want podinfo", got)
+	}
 }
