@@ -29,7 +29,9 @@ var (
 	manifestKeys  = newKeySet("image", "registry", "repository", "tag", "digest")
 	kustomizeKeys = newKeySet("image", "registry", "repository", "tag", "digest", "images", "name", "newName", "newTag")
 	pinsFileKeys  = newKeySet("pins", "image", "tag", "digest")
-	noKeys        = newKeySet()
+	// fluxKeys are for YAML files that may hold a Flux Kustomization.
+	fluxKeys = newKeySet("image", "registry", "repository", "tag", "digest", "apiVersion", "kind", "spec", "images", "name", "newName", "newTag")
+	noKeys   = newKeySet()
 )
 
 func (k keySet) has(key string) bool {

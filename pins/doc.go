@@ -9,7 +9,7 @@
 // # Formats
 //
 // A pin is a place in a file where an image digest ("sha256:" and 64
-// lowercase hex digits) is written down for a repository. pins reads five
+// lowercase hex digits) is written down for a repository. pins reads these
 // shapes of them:
 //
 //   - manifest: any YAML scalar under a key named "image" whose whole value is
@@ -17,19 +17,28 @@
 //     Kubernetes workloads (containers, init and ephemeral containers) and
 //     custom resources that embed pod templates, in any style YAML allows:
 //     multiple documents, comments, anchors, plain, quoted and flow styles.
-//     Aliases are not pins: the anchored value they point to is.
+//     Aliases are not pins: the anchored value they point to is. Under any
+//     other key too, a mapping value whose whole value is a reference with a
+//     digest is a pin (Tekton params[].default, env[].value, other tools'
+//     custom resources): the digest makes it unambiguous. Sequence items
+//     are not (a list of strings is most often a command line).
 //   - kustomize: the top-level "images" list of kustomization.yaml,
-//     kustomization.yml and Kustomization files, with the keys name, newName,
-//     newTag and digest. The repository is newName, or name without it.
+//     kustomization.yml and Kustomization files, and the spec.images of a
+//     Flux Kustomization (kustomize.toolkit.fluxcd.io) in any YAML file, with
+//     the keys name, newName, newTag and digest. The repository is newName,
+//     or name without it. Also: name "repo:tag" with a digest; newTag
+//     "tag@sha256:..."; newName "repo[:tag]@sha256:...".
 //   - helm: any YAML mapping with a "repository" key, an optional "registry"
 //     (prefixed to the repository), an optional "tag" and a "digest", as in
 //     Helm values files: image: {repository: nginx, tag: "1.27", digest:
-//     sha256:...}. A digest without a tag is a pin too.
+//     sha256:...}. A digest without a tag is a pin too, and so is a tag that
+//     carries the digest, Bitnami style: tag: "1.27.3-debian-12-r5@sha256:...".
 //   - dockerfile: FROM instructions of Dockerfile, Containerfile, *.Dockerfile,
 //     *.Containerfile, Dockerfile.* and Containerfile.* files, with optional
 //     flags such as --platform and an optional "AS name". A FROM that names an
 //     earlier stage, scratch, or a reference holding a build argument is not a
-//     pin.
+//     pin, except FROM $NAME or ${NAME}: the default of "ARG NAME=ref" is
+//     then the pin (once, however many stages start from it).
 //   - pinsfile: a pins file, described below.
 //
 // A YAML file is one whose name ends in .yaml or .yml (any case), or is
@@ -65,8 +74,20 @@
 // comments, indentation, quoting, line endings and a missing final newline
 // survive byte for byte.
 //
-// With [Update.PinTags], references that carry a tag but no digest are
-// pinned as well: "repo:tag" becomes "repo:tag@sha256:..." in manifests and
+// # Tag variants
+//
+// A digest belongs to one tag variant, the suffix after the version as
+// Renovate's docker versioning reads it (see [Variant]): "3.14.6-slim" and
+// "3.14.6-alpine" differ, "v1" and "v2" share the empty one. When
+// [Update.Tag] names the digest's tag, only pins of its variant (and
+// digest-only pins) are in scope; when it names none, pins of several
+// variants are refused with [ErrMixedVariants] unless [Update.AnyVariant].
+// Pins of the repository left out of scope are reported ([WithSkipped]).
+// [Decide] is the rule as a pure function over a list of pins.
+//
+// With [Update.PinTags], references that carry the named tag but no digest
+// are pinned as well (a tag reference is never pinned to another tag's
+// digest, and its tag never changes): "repo:tag" becomes "repo:tag@sha256:..." in manifests and
 // Dockerfiles; in kustomize, helm and pins file mappings an empty digest
 // value (empty quotes or null) is filled, and a block-style mapping with a tag
 // but no digest key gains a "digest:" line after its tag line, indented like
@@ -83,10 +104,15 @@
 // # Bad input
 //
 // A digest that is not "sha256:" and 64 lowercase hex digits is refused with
-// imageref.ErrInvalidDigest (of pinbot's internal/imageref) before any file is read. A malformed YAML file that
-// mentions the repository being set fails the whole [Set] with a
-// [*SyntaxError] naming file and line, and nothing is written; one that does
-// not mention it is reported to the [WithWarnings] callback and skipped.
+// imageref.ErrInvalidDigest (of pinbot's internal/imageref) before any
+// file is read. A YAML document that does not parse fails the whole [Set]
+// with a [*SyntaxError], and nothing is written, only when it holds what
+// looks like a pin of the repository being set (a reference to it with a
+// digest as a mapping value, or with a tag under "image"); the error names
+// that reference's line. Otherwise it is reported to the [WithWarnings]
+// callback with the line of its error, and the file's other documents are
+// read and rewritten: a mention such as "app: nginx" in a Go template does
+// not block a set.
 // Files under a Helm chart's templates directory (a "templates" directory
 // beside a Chart.yaml) are Go templates and are skipped. Symbolic links are
 // never followed: a link to a file inside the tree would count its pins

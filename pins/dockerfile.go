@@ -37,6 +37,14 @@ func dockerfileSites(src []byte, lt *lineTable, sites []site, repos repoCache) [
 	}
 
 	stages := map[string]bool{}
+	// Build arguments with a default, which a FROM may name: "ARG
+	// BASE=golang:1.26@sha256:..." then "FROM ${BASE}".
+	type buildArg struct {
+		tok     dockerToken // the value, quotes stripped
+		ignored bool
+		used    bool
+	}
+	buildArgs := map[string]*buildArg{}
 	ignoreAbove := false // the comment lines just above the next instruction hold an ignore comment
 	for i < nlines {
 		l := bytes.TrimLeft(line(i), " \t")
@@ -79,6 +87,20 @@ func dockerfileSites(src []byte, lt *lineTable, sites []site, repos repoCache) [
 			}
 		}
 		i = skipHeredocs(toks, line, i, nlines)
+		if len(toks) >= 2 && strings.EqualFold(toks[0].text, "ARG") {
+			for _, t := range toks[1:] {
+				name, value, ok := strings.Cut(t.text, "=")
+				if !ok || name == "" {
+					continue
+				}
+				off := t.off + len(name) + 1
+				if len(value) >= 2 && (value[0] == '"' || value[0] == '\'') && value[len(value)-1] == value[0] {
+					value, off = value[1:len(value)-1], off+1
+				}
+				buildArgs[name] = &buildArg{tok: dockerToken{text: value, off: off}, ignored: ignored}
+			}
+			continue
+		}
 		if len(toks) < 2 || !strings.EqualFold(toks[0].text, "FROM") {
 			continue
 		}
@@ -100,8 +122,18 @@ func dockerfileSites(src []byte, lt *lineTable, sites []site, repos repoCache) [
 		if stage != "" {
 			stages[stage] = true
 		}
-		if isStage || lower == "scratch" || strings.Contains(img.text, "$") {
+		if isStage || lower == "scratch" {
 			continue
+		}
+		if strings.Contains(img.text, "$") {
+			// FROM $NAME or ${NAME}: the pin is the argument's default,
+			// once however many stages start from it.
+			a := buildArgs[argName(img.text)]
+			if a == nil || a.used {
+				continue
+			}
+			a.used = true
+			img, ignored = a.tok, a.ignored
 		}
 		r, ok := parseRef(img.text, repos)
 		if !ok || r.digOff < 0 && r.tagOff < 0 {
@@ -179,4 +211,24 @@ func isHeredocWord(w string) bool {
 		}
 	}
 	return true
+}
+
+// argName returns NAME for a reference that is exactly "$NAME" or
+// "${NAME}", and "" otherwise.
+func argName(ref string) string {
+	name, ok := strings.CutPrefix(ref, "$")
+	if !ok {
+		return ""
+	}
+	if inner, ok := strings.CutPrefix(name, "{"); ok {
+		if name, ok = strings.CutSuffix(inner, "}"); !ok {
+			return ""
+		}
+	}
+	for i := 0; i < len(name); i++ {
+		if !isWordByte(name[i]) || name[i] == '-' {
+			return ""
+		}
+	}
+	return name
 }

@@ -1,14 +1,25 @@
 package pins
 
 import (
+	"strings"
+
 	"gopkg.in/yaml.v3"
 )
 
 // keepValue reports whether a scalar or flow collection is kept where its
-// key (if any) does not keep it: only a flow collection with content is.
+// key (if any) does not keep it: a flow collection with content, and a
+// plain or quoted scalar holding "@sha256:", which may be a whole image
+// reference with a digest (a pin whatever its key).
 func (p *fastParser) keepValue(v *yaml.Node) bool {
-	return p.keys.all || v.Kind != yaml.ScalarNode && len(v.Content) > 0
+	if v.Kind == yaml.ScalarNode {
+		return p.keys.all || v.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 && hasDigestRef(v.Value)
+	}
+	return p.keys.all || len(v.Content) > 0
 }
+
+// hasDigestRef is the cheap test for a scalar that may be an image
+// reference with a digest.
+func hasDigestRef[T string | []byte](v T) bool { return strings.Contains(string(v), "@sha256:") }
 
 // dropped stands for a scalar the parse does not keep; it is never added to
 // a tree.
@@ -89,7 +100,7 @@ func (p *fastParser) value(v []byte, col, parent, n int, want bool) (*yaml.Node,
 		if !ok || !trailer(v[e:]) {
 			return nil, errFallback
 		}
-		if !want {
+		if !want && !hasDigestRef(v[1:e-1]) {
 			return dropped, nil
 		}
 		style := yaml.DoubleQuotedStyle
@@ -113,7 +124,7 @@ func (p *fastParser) value(v []byte, col, parent, n int, want bool) (*yaml.Node,
 	for end > 0 && v[end-1] == ' ' {
 		end--
 	}
-	if !want {
+	if !want && !hasDigestRef(v[:end]) {
 		return dropped, nil
 	}
 	return p.scalar(string(v[:end]), 0, n, col), nil
@@ -131,7 +142,7 @@ func (p *fastParser) flowNode(v []byte, i, col0, n, depth int, want bool) (*yaml
 		if err != nil {
 			return nil, 0, err
 		}
-		if !want {
+		if !want && !hasDigestRef(v[start:end]) {
 			return dropped, next, nil
 		}
 		return p.scalar(string(v[start:end]), style, n, col0+i), next, nil

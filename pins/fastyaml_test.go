@@ -14,7 +14,7 @@ import (
 // than byte mutation does. FuzzParse covers arbitrary bytes.
 func TestParseFastRandom(t *testing.T) {
 	good := []string{
-		"key: value", "image: nginx@sha256:" + strings.Repeat("a", 64), "key:", "- item", "-", "- key: v", "- - x",
+		"key: value", "image: nginx@sha256:" + strings.Repeat("a", 64), "ref: 'nginx:1@sha256:" + strings.Repeat("a", 64) + "'", "- nginx@sha256:" + strings.Repeat("b", 64), "k: [x@sha256:" + strings.Repeat("c", 64) + ", y]", "key:", "- item", "-", "- key: v", "- - x",
 		"key: |", "key: >-", "- |+", "text line", "text: 'q'", `text: "dq"`, "k: [a, b]", "k: {a: 1, b: [c]}",
 		"k: []", "- {}", "# comment", "", "---", "k: a # c", "k: a#b", "k:  ", "  ", "k: [\"a\", 'b', c:d]",
 		"k: {\"a\": b}", "k: v # pinbot: ignore", "k: &a v", "k: *a", "image: *a", "- &b [x]", "- *b", "image: &c 'q'", "k: a,b", "k: [a,]", "k: {a: b,}", "k: | # c", "- k:", "k: -x",

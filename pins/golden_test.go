@@ -2,6 +2,7 @@ package pins
 
 import (
 	"bytes"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -19,7 +20,16 @@ type goldenUpdate struct {
 	Digest      string `yaml:"digest"`
 	Tag         string `yaml:"tag"`
 	PinTags     bool   `yaml:"pin_tags"`
+	AnyVariant  bool   `yaml:"any_variant"`
 	WantChanges int    `yaml:"want_changes"`
+	// WantSkipped lists the pins left out of scope as "file:line tag".
+	WantSkipped []string `yaml:"want_skipped"`
+	// WantWarnings lists the files Plan and Set warn about, as
+	// "file:line".
+	WantWarnings []string `yaml:"want_warnings"`
+	// WantError, when set, is part of the error Plan and Set must return;
+	// expected must then equal original.
+	WantError string `yaml:"want_error"`
 }
 
 // TestGolden runs Set over a copy of each testdata/<case>/original tree
@@ -45,17 +55,50 @@ func TestGolden(t *testing.T) {
 			}
 			work := t.TempDir()
 			copyTree(t, filepath.Join(dir, "original"), work)
-			u := Update{Image: gu.Image, Digest: gu.Digest, Tag: gu.Tag, PinTags: gu.PinTags}
+			u := Update{Image: gu.Image, Digest: gu.Digest, Tag: gu.Tag, PinTags: gu.PinTags, AnyVariant: gu.AnyVariant}
+			var skipped, warned []string
+			record := WithSkipped(func(s Skip) { skipped = append(skipped, s.File+":"+strconv.Itoa(s.Line)+" "+s.Tag) })
+			warn := WithWarnings(func(file string, err error) {
+				var se *SyntaxError
+				if !errors.As(err, &se) {
+					t.Errorf("warning about %s is %v, want a *SyntaxError", file, err)
+					return
+				}
+				warned = append(warned, se.File+":"+strconv.Itoa(se.Line))
+			})
 
-			planned, err := Plan(work, u)
+			planned, err := Plan(work, u, record, warn)
+			assertTree(t, filepath.Join(dir, "original"), work) // Plan writes nothing
+			if gu.WantError != "" {
+				if err == nil || !strings.Contains(err.Error(), gu.WantError) {
+					t.Fatalf("Plan: %v, want an error containing %q", err, gu.WantError)
+				}
+				if _, err := Set(work, u); err == nil || !strings.Contains(err.Error(), gu.WantError) {
+					t.Fatalf("Set: %v, want an error containing %q", err, gu.WantError)
+				}
+				assertTree(t, filepath.Join(dir, "expected"), work)
+				return
+			}
 			if err != nil {
 				t.Fatalf("Plan: %v", err)
 			}
-			assertTree(t, filepath.Join(dir, "original"), work) // Plan writes nothing
+			if diff := cmp.Diff(gu.WantSkipped, skipped); diff != "" {
+				t.Errorf("Plan skipped (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(gu.WantWarnings, warned); diff != "" {
+				t.Errorf("Plan warned (-want +got):\n%s", diff)
+			}
+			skipped, warned = nil, nil
 
-			changes, err := Set(work, u)
+			changes, err := Set(work, u, record, warn)
 			if err != nil {
 				t.Fatalf("Set: %v", err)
+			}
+			if diff := cmp.Diff(gu.WantSkipped, skipped); diff != "" {
+				t.Errorf("Set skipped (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(gu.WantWarnings, warned); diff != "" {
+				t.Errorf("Set warned (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(planned, changes); diff != "" {
 				t.Errorf("Plan and Set disagree (-plan +set):\n%s", diff)

@@ -25,8 +25,20 @@ type Pin struct {
 	Kind    Kind
 	Image   string // normalised repository, e.g. index.docker.io/library/nginx
 	Tag     string // tag tracked by this pin, "" if none
-	Digest  string // "sha256:<64 hex>"; "" only for a tag reference offered to Update.DigestFor under PinTags
+	Digest  string // "sha256:<64 hex>"
 	Ignored bool   // the pin carries a "# pinbot: ignore" comment
+}
+
+// Key names the pin in an Update's Digests table.
+func (p Pin) Key() PinKey { return PinKey{File: p.File, Line: p.Line, Digest: p.Digest} }
+
+// PinKey names a pin in an Update's Digests table: its file, the line of
+// its digest and the digest it holds, as Scan lists them. Unlike a column,
+// these stay put when another pin on the same line gets a longer tag.
+type PinKey struct {
+	File   string // slash path relative to the directory
+	Line   int
+	Digest string
 }
 
 // Update describes one repository's new digest.
@@ -36,25 +48,59 @@ type Update struct {
 	// normalised to go-containerregistry's form by internal/imageref.
 	Image string
 	// Digest is the new "sha256:<64 hex>" digest. It is validated before
-	// any file is read, and may be empty only when DigestFor is set.
+	// any file is read, and may be empty only when Digests is set.
 	Digest string
-	// Tag, when set, replaces the tag of every changed pin that carries one.
-	// Pins without a tag do not gain one.
+	// Tag, when set, names the tag the digest was taken from: only pins of
+	// its variant are in scope (see Decide), and it replaces the tag of
+	// every changed pin that carries one. Pins without a tag do not gain
+	// one.
 	Tag string
 	// PinTags also pins references of the repository that carry a tag but
-	// no digest.
+	// no digest, when that tag is Tag (see Decide).
 	PinTags bool
-	// DigestFor, when set, chooses the digest for each pin of Image that is
-	// not ignored (promote uses it to keep an index pinned as an index and
-	// a platform manifest as a platform manifest). The pin's Digest is ""
-	// for an unpinned tag under PinTags. Returning the pin's own digest
-	// leaves the digest unchanged; an error fails the whole Plan or Set.
-	// Set calls it from several goroutines at once.
-	DigestFor func(Pin) (string, error)
+	// AnyVariant lets a set that names no Tag change pins of several tag
+	// variants, which it otherwise refuses (see Decide).
+	AnyVariant bool
+	// Digests, when not nil, chooses the digest of each pin of Image
+	// instead of Digest: a pin listed by its Key gets the listed digest,
+	// and a pin not listed keeps its own (promote uses it to keep an index
+	// pinned as an index and a platform manifest as a platform manifest,
+	// having asked the registry beforehand). Every listed digest is
+	// validated before any file is read. References without a digest are
+	// pinned to Digest under PinTags, and left alone when it is empty.
+	Digests map[PinKey]string
+	// Helm, when set, says per values file (slash path) how a Helm mapping
+	// with a tag but no digest is pinned under PinTags: a chart whose
+	// templates never read the digest key would not run the pinned digest
+	// (promote.HelmForms finds out by rendering the chart). Files not in it
+	// get a digest key.
+	Helm map[string]HelmChoice
 	// Include, when set, limits Plan and Set to files for which it returns
 	// true; other files are not read. It receives the slash path relative
 	// to the directory, and is called from several goroutines at once.
 	Include func(file string) bool
+}
+
+// HelmForm is how a Helm values mapping is pinned under PinTags.
+type HelmForm int
+
+// The forms of a Helm pin.
+const (
+	// HelmDigestKey fills or adds a "digest:" key beside the tag, for
+	// charts whose templates read it (the default).
+	HelmDigestKey HelmForm = iota
+	// HelmTagDigest writes the digest into the tag ("tag: v5@sha256:..."),
+	// for charts that render "repository:tag".
+	HelmTagDigest
+	// HelmLeave pins nothing: the chart renders no digest. The mapping is
+	// reported as skipped, with the choice's Reason.
+	HelmLeave
+)
+
+// HelmChoice is the form of the Helm pins of one values file, and why.
+type HelmChoice struct {
+	Form   HelmForm
+	Reason string // for HelmLeave: the skip's reason
 }
 
 // Change is one changed line of one file.
@@ -80,7 +126,7 @@ type Change struct {
 var ErrInvalidTag = errors.New("invalid tag: want 1 to 128 letters, digits, '_', '.' and '-', not starting with '.' or '-'")
 
 // Validate checks u as Plan and Set do before they read any file: the
-// digest (unless DigestFor chooses it), the tag and the repository. Its
+// digest (or, with Digests, every digest listed), the tag and the repository. Its
 // errors wrap imageref.ErrInvalidDigest or ErrInvalidTag where those apply.
 func (u Update) Validate() error {
 	_, err := prepare(u)
@@ -107,6 +153,7 @@ type Option func(*options)
 
 type options struct {
 	warn     func(file string, err error)
+	skipped  func(Skip)
 	hook     func(Phase)
 	vendored bool
 }
@@ -118,6 +165,14 @@ type options struct {
 // silently.
 func WithWarnings(fn func(file string, err error)) Option {
 	return func(o *options) { o.warn = fn }
+}
+
+// WithSkipped receives each pin of the repository that Plan or Set left
+// alone because its tag is outside the set's scope (see Decide), in file
+// and line order, from the calling goroutine, before a successful Plan or
+// Set returns.
+func WithSkipped(fn func(Skip)) Option {
+	return func(o *options) { o.skipped = fn }
 }
 
 // WithVendored also reads node_modules and vendor directories, which are

@@ -43,10 +43,12 @@ func classify(file string) fileType {
 	return ftNone
 }
 
-// fileSites reads the sites of one file. Malformed YAML is a *SyntaxError.
-// The sites and line table may use memory from a (if not nil), so they are
+// fileSites reads the sites of one file. The documents of a YAML file
+// that do not parse come back as broken parts (the whole file, when it is
+// one document or none parses), and the sites of the others are read. The
+// sites and line table may use memory from a (if not nil), so they are
 // valid until a is reset.
-func fileSites(file string, ft fileType, src []byte, a *arena) ([]site, *lineTable, error) {
+func fileSites(file string, ft fileType, src []byte, a *arena) ([]site, *lineTable, []brokenPart) {
 	if a == nil {
 		a = &arena{}
 	}
@@ -66,17 +68,22 @@ func fileSites(file string, ft fileType, src []byte, a *arena) ([]site, *lineTab
 		keys = kustomizeKeys
 	case ftPins:
 		keys = pinsFileKeys
+	case ftYAML:
+		if bytes.Contains(src, []byte("kustomize.toolkit.fluxcd.io/")) {
+			keys = fluxKeys
+		}
 	}
 	roots, lt, line, err := parseYAML(src, keys, a)
+	var broken []brokenPart
 	if err != nil {
-		return nil, newLineTable(src), &SyntaxError{File: file, Line: line, Err: err}
+		roots, broken = parseParts(src, line, err)
 	}
 	if lt == nil {
 		lt = newLineTable(src)
 	}
 	sites := yamlSites(ft, src, lt, roots, a.sites[:0], a.repos)
 	a.sites = sites[:0]
-	return sites, lt, nil
+	return sites, lt, broken
 }
 
 // update is a validated Update.
@@ -87,9 +94,14 @@ type update struct {
 }
 
 func prepare(u Update) (*update, error) {
-	if u.Digest != "" || u.DigestFor == nil {
+	if u.Digest != "" || u.Digests == nil {
 		if err := checkDigest(u.Digest); err != nil {
 			return nil, err
+		}
+	}
+	for k, d := range u.Digests {
+		if err := checkDigest(d); err != nil {
+			return nil, fmt.Errorf("digest for %s:%d: %w", k.File, k.Line, err)
 		}
 	}
 	if u.Tag != "" && !validTag(u.Tag) {
@@ -102,33 +114,60 @@ func prepare(u Update) (*update, error) {
 	return &update{Update: u, repo: repo, mentions: newMentions(repo)}, nil
 }
 
-func (u *update) digestFor(p Pin) (string, error) {
-	if u.DigestFor == nil {
-		return u.Digest, nil
+// digestFor returns the digest a site of the update's repository gets, or
+// "" when it is to be left alone.
+func (u *update) digestFor(file string, s *site) string {
+	if u.Digests == nil || s.digest == "" {
+		return u.Digest
 	}
-	d, err := u.DigestFor(p)
-	if err != nil {
-		return "", fmt.Errorf("choosing a digest for %s:%d: %w", p.File, p.Line, err)
+	if d, ok := u.Digests[PinKey{File: file, Line: s.line, Digest: s.digest}]; ok {
+		return d
 	}
-	if err := checkDigest(d); err != nil {
-		return "", fmt.Errorf("choosing a digest for %s:%d: %w", p.File, p.Line, err)
-	}
-	return d, nil
+	return s.digest
 }
 
 // Rewrite sets the pins of u.Image in one file's content and returns the
 // new content and the changed lines; file (a slash path) chooses the format
 // by its name and names the file in errors and changes. It does no I/O and
 // ignores u.Include. With nothing to change it returns src itself and no
-// changes. Malformed YAML is a *SyntaxError whether or not it mentions the
-// image; Set decides which of those to skip.
+// changes. A YAML document that does not parse is a *SyntaxError naming
+// the line of what looks like a pin of u.Image in it; one that holds none
+// is left as it is, and the file's other documents are rewritten (a
+// file no part of which parses is a *SyntaxError at its error's line). Set warns about those instead.
+//
+// It decides each pin's scope as Decide does; the pins it leaves out of
+// scope are not reported, and a file whose pins in scope carry several
+// variants (when u names no tag) is refused with ErrMixedVariants.
 func Rewrite(file string, src []byte, u Update) ([]byte, []Change, error) {
 	up, err := prepare(u)
 	if err != nil {
 		return nil, nil, err
 	}
-	return rewrite(file, src, up)
+	out, changes, fs, err := rewrite(file, src, up)
+	if err != nil {
+		return nil, nil, err
+	}
+	if fs.unreadable {
+		return nil, nil, fs.broken[0]
+	}
+	if up.checkVariants() {
+		if err := mixedVariants(up.repo, fs.tagged); err != nil {
+			return nil, nil, err
+		}
+	}
+	return out, changes, nil
 }
+
+// fileScope is what rewrite decided about the scope of one file's pins.
+type fileScope struct {
+	broken     []*SyntaxError // parts that do not parse and hold no pin of the repository
+	unreadable bool           // no part of the file parses
+	skipped    []Skip
+	tagged     []Pin // pins in scope that carry a tag, for the variant check
+}
+
+// checkVariants says whether the pins in scope must share one variant.
+func (u *update) checkVariants() bool { return u.Tag == "" && !u.AnyVariant }
 
 type edit struct {
 	off, n  int
@@ -144,16 +183,25 @@ type siteChange struct {
 	insertedAtLine int // original line after which a line was added, or 0
 }
 
-func rewrite(file string, src []byte, u *update) ([]byte, []Change, error) {
+func rewrite(file string, src []byte, u *update) ([]byte, []Change, fileScope, error) {
+	var fs fileScope
 	ft := classify(file)
 	if ft == ftNone {
-		return src, nil, nil
+		return src, nil, fs, nil
 	}
 	a := getArena()
 	defer putArena(a)
-	sites, lt, err := fileSites(file, ft, src, a)
-	if err != nil {
-		return nil, nil, err
+	sites, lt, broken := fileSites(file, ft, src, a)
+	for _, b := range broken {
+		// A part that does not parse blocks the rewrite only when it holds
+		// what looks like a pin of the repository; otherwise the file is
+		// warned about, and its other documents are rewritten.
+		if line, ref, ok := pinLike(src, lt, b.start, b.end, u.repo, a.repos); ok {
+			return nil, nil, fs, &SyntaxError{File: file, Line: line,
+				Err: fmt.Errorf("%s looks like a pin of %s, in a part that does not parse (line %d: %s)", ref, u.repo, b.line, b.err.Error())}
+		}
+		fs.broken = append(fs.broken, b.syntaxError(file))
+		fs.unreadable = fs.unreadable || b.start == 0 && b.end == len(src)
 	}
 	var edits []edit
 	var scs []siteChange
@@ -161,16 +209,39 @@ func rewrite(file string, src []byte, u *update) ([]byte, []Change, error) {
 		if s.image != u.repo || s.ignored {
 			continue
 		}
-		if s.err != nil {
-			return nil, nil, &SyntaxError{File: file, Line: s.line, Err: s.err}
-		}
 		pinned := s.digest != ""
-		if !pinned && (!u.PinTags || s.pinOff < 0) {
+		if !pinned && !u.PinTags {
 			continue
 		}
-		d, err := u.digestFor(Pin{File: file, Line: s.line, Column: s.col, Kind: s.kind, Image: s.image, Tag: s.tag, Digest: s.digest})
-		if err != nil {
-			return nil, nil, err
+		if ok, reason := scope(u.Tag, s.tag, pinned); !ok {
+			fs.skipped = append(fs.skipped, Skip{File: file, Line: s.line, Tag: s.tag, Reason: reason})
+			continue
+		}
+		if s.err != nil {
+			return nil, nil, fs, &SyntaxError{File: file, Line: s.line, Err: s.err}
+		}
+		if !pinned && s.kind == KindHelm {
+			switch hc := u.Helm[file]; hc.Form {
+			case HelmLeave:
+				fs.skipped = append(fs.skipped, Skip{File: file, Line: s.line, Tag: s.tag, Reason: hc.Reason})
+				continue
+			case HelmTagDigest:
+				if s.tagOff < 0 {
+					continue
+				}
+				s.pinOff, s.pinLen, s.pinPrefix, s.pinLine = s.tagOff+s.tagLen, 0, "@", false
+				s.line, s.col = lt.position(s.pinOff)
+			}
+		}
+		if !pinned && s.pinOff < 0 {
+			continue
+		}
+		if pinned && s.tag != "" {
+			fs.tagged = append(fs.tagged, Pin{File: file, Line: s.line, Column: s.col, Kind: s.kind, Image: s.image, Tag: s.tag, Digest: s.digest})
+		}
+		d := u.digestFor(file, &s)
+		if d == "" {
+			continue // a tag reference, and no digest to pin it to
 		}
 		tag := s.tag
 		if u.Tag != "" && s.tagOff >= 0 {
@@ -196,13 +267,13 @@ func rewrite(file string, src []byte, u *update) ([]byte, []Change, error) {
 		scs = append(scs, sc)
 	}
 	if len(edits) == 0 {
-		return src, nil, nil
+		return src, nil, fs, nil
 	}
 	out, err := apply(src, edits)
 	if err != nil {
-		return nil, nil, fmt.Errorf("rewriting %s: %w", file, err)
+		return nil, nil, fs, fmt.Errorf("rewriting %s: %w", file, err)
 	}
-	return out, changes(file, lt, newLineTable(out), edits, scs), nil
+	return out, changes(file, lt, newLineTable(out), edits, scs), fs, nil
 }
 
 // tagText returns a new tag as written in place of the old one. A tag that

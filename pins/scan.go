@@ -9,7 +9,9 @@ import (
 
 // Scan returns every digest pin under dir, sorted by file, line and
 // column, including ignored ones. Files without "sha256:" are not parsed.
-// Malformed files are skipped with a warning (see WithWarnings); a pin whose
+// A malformed YAML file is warned about (see WithWarnings) with the line of
+// its error, whether or not it holds a digest, and the pins of its
+// documents that parse are listed; a pin whose
 // value cannot be rewritten in place (an escaped or multi-line scalar) is
 // listed at its scalar's position and warned about. A file that cannot be
 // read, or is larger than MaxFileSize, is skipped with a warning too. A Set
@@ -33,15 +35,20 @@ func Scan(dir string, opts ...Option) ([]Pin, error) {
 	}
 	defer unlock()
 	err = forEachFile(t, walkOptions{warn: &warn, lenient: true, vendored: o.vendored}, func(f treeFile, src []byte, _ func() (fileStat, error)) error {
-		if !containsDigest(src) {
-			return nil
-		}
 		a := getArena()
 		defer putArena(a)
-		sites, _, err := fileSites(f.rel, f.ft, src, a)
-		if err != nil {
-			warn.add(f.rel, err)
+		if !containsDigest(src) {
+			// No pin, but a malformed file is worth a warning.
+			if o.warn != nil && f.ft != ftDockerfile {
+				for _, b := range malformed(src, a) {
+					warn.add(f.rel, b.syntaxError(f.rel))
+				}
+			}
 			return nil
+		}
+		sites, _, broken := fileSites(f.rel, f.ft, src, a)
+		for _, b := range broken {
+			warn.add(f.rel, b.syntaxError(f.rel))
 		}
 		pins := make([]Pin, 0, len(sites))
 		for _, s := range sites {

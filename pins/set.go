@@ -5,9 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 )
+
+// sortPins sorts pins by file, line and column.
+func sortPins(ps []Pin) {
+	slices.SortFunc(ps, func(a, b Pin) int {
+		if c := strings.Compare(a.File, b.File); c != 0 {
+			return c
+		}
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		return a.Column - b.Column
+	})
+}
 
 // Plan returns the changes Set would make, and writes nothing of its own.
 // (It does finish a Set that was killed after its commit point; see Set.)
@@ -55,10 +70,12 @@ func set(ctx context.Context, dir string, u Update, write bool, opts []Option) (
 		return nil, err
 	}
 	var (
-		mu    sync.Mutex
-		done  []rewritten
-		warn  warnings
-		temps tempList
+		mu      sync.Mutex
+		done    []rewritten
+		skipped []Skip
+		tagged  []Pin
+		warn    warnings
+		temps   tempList
 	)
 	unlock, err := prepareTree(ctx, t, write, &warn)
 	if err != nil {
@@ -84,9 +101,21 @@ func set(ctx context.Context, dir string, u Update, write bool, opts []Option) (
 			}
 			return nil
 		}
-		out, changes, err := rewrite(f.rel, src, up)
-		if err != nil || len(changes) == 0 {
+		out, changes, fs, err := rewrite(f.rel, src, up)
+		if err != nil {
 			return err
+		}
+		for _, b := range fs.broken {
+			warn.add(f.rel, b)
+		}
+		if len(fs.skipped) > 0 || len(fs.tagged) > 0 {
+			mu.Lock()
+			skipped = append(skipped, fs.skipped...)
+			tagged = append(tagged, fs.tagged...)
+			mu.Unlock()
+		}
+		if len(changes) == 0 {
+			return nil
 		}
 		st, err := stat()
 		if err != nil {
@@ -107,6 +136,10 @@ func set(ctx context.Context, dir string, u Update, write bool, opts []Option) (
 		removeTemps(t.root, &temps, warn.add)
 	}
 	warn.deliver(o.warn)
+	if err == nil && up.checkVariants() {
+		sortPins(tagged)
+		err = mixedVariants(up.repo, tagged)
+	}
 	if err == nil && write && len(done) > 0 {
 		o.hook(PhaseStaged)
 		if err = context.Cause(ctx); err != nil {
@@ -122,6 +155,17 @@ func set(ctx context.Context, dir string, u Update, write bool, opts []Option) (
 			}
 		}
 		return nil, err
+	}
+	if o.skipped != nil {
+		slices.SortFunc(skipped, func(a, b Skip) int {
+			if c := strings.Compare(a.File, b.File); c != 0 {
+				return c
+			}
+			return a.Line - b.Line
+		})
+		for _, sk := range skipped {
+			o.skipped(sk)
+		}
 	}
 	var all []Change
 	for _, r := range done {

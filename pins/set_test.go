@@ -225,43 +225,37 @@ func TestSetAllOrNothing(t *testing.T) {
 	dir := writeTree(t, map[string]string{
 		"a.yaml": "image: nginx@" + digestA + "\n",
 		"b.yaml": "image: nginx@" + digestA + "\n",
-		"z.yaml": "image: nginx:fail@" + digestA + "\n",
+		"z.yaml": "image: nginx:1@" + digestA + "\nargs: [unclosed\n",
 	})
 	before := readTree(t, dir)
-	boom := errors.New("boom")
-	_, err := Set(dir, Update{Image: "nginx", DigestFor: func(p Pin) (string, error) {
-		if p.Tag == "fail" {
-			return "", boom
-		}
-		return digestB, nil
-	}})
-	if !errors.Is(err, boom) {
-		t.Fatalf("Set: %v, want boom", err)
-	}
-	if !strings.Contains(err.Error(), "z.yaml:1") {
-		t.Errorf("error %q does not name z.yaml:1", err)
+	_, err := Set(dir, Update{Image: "nginx", Digest: digestB})
+	var se *SyntaxError
+	if !errors.As(err, &se) || se.File != "z.yaml" {
+		t.Fatalf("Set: %v, want a *SyntaxError in z.yaml", err)
 	}
 	if diff := cmp.Diff(before, readTree(t, dir)); diff != "" {
 		t.Errorf("Set wrote despite the error (-before +after):\n%s", diff)
 	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 3 {
+		t.Errorf("directory holds %d entries after a failed Set, want 3 (no temporary files)", len(entries))
+	}
 }
 
-func TestDigestForAndInclude(t *testing.T) {
+func TestDigestsTableAndInclude(t *testing.T) {
 	dir := writeTree(t, map[string]string{
 		"prod/pod.yaml":   "image: nginx@" + digestA + "\n",
 		"prod/Dockerfile": "FROM nginx@" + digestA + "\n",
+		"prod/other.yaml": "image: nginx:1@" + digestC + "\n",
 		"dev/pod.yaml":    "image: nginx@" + digestA + "\n",
 	})
-	var seen []Pin
 	changes, err := Set(dir, Update{
 		Image:   "docker.io/library/nginx:ignored-tag",
 		Include: func(f string) bool { return strings.HasPrefix(f, "prod/") },
-		DigestFor: func(p Pin) (string, error) {
-			seen = append(seen, p)
-			if p.Kind == KindDockerfile {
-				return digestC, nil
-			}
-			return digestB, nil
+		Digests: map[PinKey]string{
+			{File: "prod/pod.yaml", Line: 1, Digest: digestA}:   digestB,
+			{File: "prod/Dockerfile", Line: 1, Digest: digestA}: digestC,
+			{File: "dev/pod.yaml", Line: 1, Digest: digestA}:    digestB, // not included
 		},
 	})
 	if err != nil {
@@ -274,17 +268,21 @@ func TestDigestForAndInclude(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"prod/pod.yaml": digestB, "prod/Dockerfile": digestC}, got); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
 	}
-	if len(seen) != 2 {
-		t.Errorf("DigestFor saw %d pins, want 2", len(seen))
-	}
-	for _, p := range seen {
-		if p.Digest != digestA || p.Image != "index.docker.io/library/nginx" || p.Line != 1 {
-			t.Errorf("DigestFor got %+v", p)
-		}
-	}
 	b, _ := os.ReadFile(filepath.Join(dir, "dev/pod.yaml"))
 	if !strings.Contains(string(b), digestA) {
 		t.Errorf("Include did not keep dev/pod.yaml: %s", b)
+	}
+	b, _ = os.ReadFile(filepath.Join(dir, "prod/other.yaml"))
+	if !strings.Contains(string(b), digestC) {
+		t.Errorf("a pin missing from Digests changed: %s", b)
+	}
+}
+
+func TestDigestsTableValidated(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "does-not-exist")
+	_, err := Set(missing, Update{Image: "nginx", Digests: map[PinKey]string{{File: "a.yaml", Line: 3, Digest: digestA}: "sha256:abc"}})
+	if !errors.Is(err, imageref.ErrInvalidDigest) || !strings.Contains(err.Error(), "a.yaml:3") {
+		t.Fatalf("Set: %v, want ErrInvalidDigest naming a.yaml:3 before reading the tree", err)
 	}
 }
 
@@ -321,5 +319,37 @@ func TestRewriteChanges(t *testing.T) {
 	c5.Before, c5.After = "other: {image: nginx:1.27@"+digestA+"}", "other: {image: nginx:1.28@"+digestB+"}"
 	if diff := cmp.Diff([]Change{c3, c4, c5}, changes); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+}
+
+// TestScanDigestForms lists the digest forms real repositories use: a
+// Dockerfile ARG feeding FROM, a whole reference under any key, kustomize's
+// name:tag, newTag tag@digest and newName ref@digest, a Flux
+// Kustomization's images, and Bitnami-style Helm tags.
+func TestScanDigestForms(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"Dockerfile": "ARG BASE=golang:1.26@" + digestA + "\nARG UNUSED=golang@" + digestA + "\nFROM ${BASE} AS build\nFROM $BASE\n",
+		"task.yaml":  "spec:\n  params:\n  - name: b\n    default: nginx:1.27@" + digestA + "\n  - name: s\n    default: run nginx@" + digestA + "\n",
+		"kustomization.yaml": "images:\n- name: nginx:1.27\n  digest: " + digestA + "\n- name: web\n  newTag: v1@" + digestB +
+			"\n- name: p\n  newName: ghcr.io/o/p:2@" + digestC + "\n",
+		"flux.yaml":   "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nspec:\n  images:\n  - name: ghcr.io/o/web\n    newTag: v3\n    digest: " + digestB + "\n",
+		"values.yaml": "image:\n  registry: docker.io\n  repository: bitnami/redis\n  tag: 7.4.2-debian-12-r0@" + digestC + "\n",
+	})
+	got, err := Scan(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nginx, golang := "index.docker.io/library/nginx", "index.docker.io/library/golang"
+	want := []Pin{
+		{File: "Dockerfile", Line: 1, Column: 22, Kind: KindDockerfile, Image: golang, Tag: "1.26", Digest: digestA},
+		{File: "flux.yaml", Line: 7, Column: 13, Kind: KindKustomize, Image: "ghcr.io/o/web", Tag: "v3", Digest: digestB},
+		{File: "kustomization.yaml", Line: 3, Column: 11, Kind: KindKustomize, Image: nginx, Tag: "1.27", Digest: digestA},
+		{File: "kustomization.yaml", Line: 5, Column: 14, Kind: KindKustomize, Image: "index.docker.io/library/web", Tag: "v1", Digest: digestB},
+		{File: "kustomization.yaml", Line: 7, Column: 26, Kind: KindKustomize, Image: "ghcr.io/o/p", Tag: "2", Digest: digestC},
+		{File: "task.yaml", Line: 4, Column: 25, Kind: KindManifest, Image: nginx, Tag: "1.27", Digest: digestA},
+		{File: "values.yaml", Line: 4, Column: 27, Kind: KindHelm, Image: "index.docker.io/bitnami/redis", Tag: "7.4.2-debian-12-r0", Digest: digestC},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Scan (-want +got):\n%s", diff)
 	}
 }

@@ -48,6 +48,7 @@ func yamlSites(ft fileType, src []byte, lt *lineTable, roots []*yaml.Node, sites
 			w.kustomization(root)
 			w.walk(root, nil, 0)
 		default:
+			w.fluxKustomization(root)
 			w.walk(root, nil, 0)
 		}
 	}
@@ -75,8 +76,13 @@ func (w *yamlWalker) walk(n *yaml.Node, key *yaml.Node, depth int) {
 		w.helm(n, key)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			if k.Kind == yaml.ScalarNode && k.Value == "image" && v.Kind == yaml.ScalarNode {
+			switch {
+			case v.Kind != yaml.ScalarNode:
+			case k.Kind == yaml.ScalarNode && k.Value == "image":
 				w.imageScalar(v)
+			case k.Kind == yaml.ScalarNode && notRefKeys[k.Value]:
+			case hasDigestRef(v.Value):
+				w.digestScalar(v)
 			}
 			w.walk(v, k, depth+1)
 		}
@@ -87,17 +93,44 @@ func (w *yamlWalker) walk(n *yaml.Node, key *yaml.Node, depth int) {
 	}
 }
 
+// notRefKeys are keys whose value is part of a pin, not a whole reference:
+// a Helm or kustomize tag may carry the digest ("1.27@sha256:...").
+var notRefKeys = map[string]bool{"tag": true, "newTag": true, "digest": true}
+
+// digestScalar records a manifest site for a mapping value, under any key,
+// whose whole value is an image reference with a digest, unless a more
+// specific site (kustomize's newName) has it already. Sequence items are
+// left alone: a list of strings is most often a command line.
+func (w *yamlWalker) digestScalar(v *yaml.Node) {
+	n := len(w.sites)
+	w.refScalar(KindManifest, v, true)
+	if len(w.sites) == n+1 {
+		last := w.sites[n]
+		for _, s := range w.sites[:n] {
+			if s.digOff == last.digOff && s.digOff >= 0 {
+				w.sites = w.sites[:n]
+				return
+			}
+		}
+	}
+}
+
 // imageScalar records a manifest site for a scalar holding a whole image
 // reference.
-func (w *yamlWalker) imageScalar(v *yaml.Node) {
+func (w *yamlWalker) imageScalar(v *yaml.Node) { w.refScalar(KindManifest, v, false, 0) }
+
+// refScalar records a site of the given kind for a scalar holding a whole
+// image reference (with a digest, when needDigest). extra is another line
+// where an ignore comment counts, or 0.
+func (w *yamlWalker) refScalar(kind Kind, v *yaml.Node, needDigest bool, extra ...int) {
 	if v.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
 		return
 	}
 	r, ok := parseRef(v.Value, w.repos)
-	if !ok || r.digOff < 0 && r.tagOff < 0 {
+	if !ok || r.digOff < 0 && (r.tagOff < 0 || needDigest) {
 		return
 	}
-	s := newSite(KindManifest, r.repo)
+	s := newSite(kind, r.repo)
 	s.tag, s.digest = r.tag, r.digest
 	off, ok := w.locate(v)
 	if !ok {
@@ -115,6 +148,9 @@ func (w *yamlWalker) imageScalar(v *yaml.Node) {
 		s.tagOff, s.tagLen = off+r.tagOff, len(r.tag)
 	}
 	s.ignored = w.ignoredAt(s.line)
+	for _, l := range extra {
+		s.ignored = s.ignored || w.ignoredAt(l)
+	}
 	w.sites = append(w.sites, s)
 }
 
@@ -149,7 +185,26 @@ func (w *yamlWalker) helm(m *yaml.Node, key *yaml.Node) {
 
 // kustomization records a site for each entry of a kustomization's images.
 func (w *yamlWalker) kustomization(root *yaml.Node) {
-	images := rootField(root, "images")
+	w.kustomizeImages(rootField(root, "images"))
+}
+
+// fluxKustomization records a site for each entry of the spec.images of a
+// Flux Kustomization, which have kustomize's shape.
+func (w *yamlWalker) fluxKustomization(root *yaml.Node) {
+	f := fields(root, "apiVersion", "kind", "spec")
+	api, kind := f.get("apiVersion"), f.get("kind")
+	if api == nil || kind == nil || kind.Value != "Kustomization" || !strings.HasPrefix(api.Value, "kustomize.toolkit.fluxcd.io/") {
+		return
+	}
+	if spec := f.get("spec"); spec != nil {
+		w.kustomizeImages(rootField(spec, "images"))
+	}
+}
+
+// kustomizeImages records a site for each entry of a kustomize images
+// list: name (or newName) with newTag and digest; newTag "tag@sha256:...";
+// newName "repo[:tag]@sha256:..."; name "repo:tag" with digest.
+func (w *yamlWalker) kustomizeImages(images *yaml.Node) {
 	if images == nil || images.Kind != yaml.SequenceNode {
 		return
 	}
@@ -161,6 +216,10 @@ func (w *yamlWalker) kustomization(root *yaml.Node) {
 		if !f.scalars() {
 			continue
 		}
+		if nn := f.get("newName"); nn != nil && hasDigestRef(nn.Value) {
+			w.refScalar(KindKustomize, nn, true, e.Line)
+			continue
+		}
 		n := f.get("newName")
 		if n == nil || n.Value == "" {
 			n = f.get("name")
@@ -168,11 +227,22 @@ func (w *yamlWalker) kustomization(root *yaml.Node) {
 		if n == nil {
 			continue
 		}
-		image, ok := parseRepo(n.Value, w.repos)
+		if image, ok := parseRepo(n.Value, w.repos); ok {
+			w.mappingSite(newSite(KindKustomize, image), e, &f, "newTag", "digest", []int{e.Line})
+			continue
+		}
+		// name: repo:tag, with the digest under digest.
+		r, ok := parseRef(n.Value, w.repos)
+		if !ok || r.digOff >= 0 || r.tagOff < 0 || f.get("newTag") != nil {
+			continue
+		}
+		off, ok := w.locate(n)
 		if !ok {
 			continue
 		}
-		w.mappingSite(newSite(KindKustomize, image), e, &f, "newTag", "digest", []int{e.Line})
+		s := newSite(KindKustomize, r.repo)
+		s.tag, s.tagOff, s.tagLen = r.tag, off+r.tagOff, len(r.tag)
+		w.mappingSite(s, e, &f, "newTag", "digest", []int{e.Line})
 	}
 }
 
@@ -286,6 +356,26 @@ func (w *yamlWalker) mappingSite(s site, m *yaml.Node, f *mapFields, tagName, di
 	digKey, digVal := f.getKey(digName), f.get(digName)
 	lines := extra
 	if tagVal != nil && !isNull(tagVal) {
+		// A tag that carries the digest: "1.27@sha256:..." (kustomize's
+		// newTag, Bitnami's Helm values).
+		if at := strings.IndexByte(tagVal.Value, '@'); at > 0 && validTag(tagVal.Value[:at]) && validDigest(tagVal.Value[at+1:]) {
+			off, ok := w.locate(tagVal)
+			if !ok {
+				w.unlocatable(s, tagVal)
+				return
+			}
+			s.tag, s.tagOff, s.tagLen = tagVal.Value[:at], off, at
+			s.digest, s.digOff = tagVal.Value[at+1:], off+at+1
+			s.line, s.col = w.lt.position(s.digOff)
+			s.ignored = w.ignoredAt(s.line) || w.ignoredAt(tagVal.Line)
+			for _, l := range lines {
+				s.ignored = s.ignored || w.ignoredAt(l)
+			}
+			w.sites = append(w.sites, s)
+			return
+		}
+	}
+	if tagVal != nil && !isNull(tagVal) {
 		s.tag = tagVal.Value
 		if validTag(s.tag) {
 			off, ok := w.locate(tagVal)
@@ -330,7 +420,7 @@ func (w *yamlWalker) mappingSite(s site, m *yaml.Node, f *mapFields, tagName, di
 		}
 		s.pinOff, s.pinPrefix = off+len(digKey.Value)+1, " "
 	default: // no digest key: add a line after the tag's, in a block mapping
-		if m.Style&yaml.FlowStyle != 0 || tagVal.Line != tagKey.Line {
+		if tagVal == nil || m.Style&yaml.FlowStyle != 0 || tagVal.Line != tagKey.Line {
 			return
 		}
 		keyOff := w.lt.offset(tagKey.Line, tagKey.Column)

@@ -21,6 +21,9 @@ type ChooseOptions struct {
 	// AllowKindChange lets an index pin take a single-platform manifest (or
 	// a platform pin another platform), with a note in the pull request.
 	AllowKindChange bool
+	// AnyVariant lets a promotion without a tag change pins of several tag
+	// variants, which is refused otherwise (see pins.Decide).
+	AnyVariant bool
 }
 
 // Choice says which digest a pin gets.

@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/pins"
 )
 
 // ConfigFile is the name of pinbot's optional configuration file at the root
@@ -51,6 +52,9 @@ const (
 //	drift:
 //	  minAge: 30m         # hold back a digest younger than this (see Drift)
 //	  group: image        # image (default) | target | all: what one drift pull request holds
+//	helm:                 # how charts not in the repository take a digest (see HelmForms)
+//	  - chart: podinfo    # a Flux HelmRelease's spec.chart.spec.chart, an Argo CD source's chart
+//	    digest: tag       # key (a digest: beside the tag) | tag (tag: v5@sha256:...) | none
 //
 // With no file there is one target, "default", covering every file.
 type Config struct {
@@ -61,6 +65,30 @@ type Config struct {
 	Author       Author      `yaml:"author"`
 	Track        []Track     `yaml:"track"`
 	Drift        DriftConfig `yaml:"drift"`
+	Helm         []HelmChart `yaml:"helm"`
+}
+
+// HelmChart declares how a chart that is not in the repository reads an
+// image digest from its values, which pinbot cannot render to find out.
+type HelmChart struct {
+	Chart  string `yaml:"chart"`
+	Digest string `yaml:"digest"` // "key", "tag" or "none"
+}
+
+// HelmFormOf returns the form .pinbot.yaml declares for a chart, if any.
+func (c Config) HelmFormOf(chart string) (pins.HelmForm, bool) {
+	for _, h := range c.Helm {
+		if h.Chart == chart {
+			switch h.Digest {
+			case "tag":
+				return pins.HelmTagDigest, true
+			case "none":
+				return pins.HelmLeave, true
+			}
+			return pins.HelmDigestKey, true
+		}
+	}
+	return 0, false
 }
 
 // Target is a named set of files promoted together, such as one
@@ -221,6 +249,16 @@ func (c *Config) validate(file string, root *yaml.Node) error {
 	}
 	if c.Drift.MinAge < 0 {
 		return fmt.Errorf("%s: drift minAge must not be negative", at("drift", "minAge"))
+	}
+	for i, h := range c.Helm {
+		if h.Chart == "" {
+			return fmt.Errorf("%s: helm entry has no chart", at("helm", i))
+		}
+		switch h.Digest {
+		case "key", "tag", "none":
+		default:
+			return fmt.Errorf("%s: helm chart %s: digest %q: want key, tag or none", at("helm", i, "digest"), h.Chart, h.Digest)
+		}
 	}
 	return nil
 }

@@ -71,6 +71,8 @@ drift:
 		{name: "unknown field", data: "targets: []\nlabel: [x]\n", wantErr: ".pinbot.yaml:2: field label not found"},
 		{name: "unknown nested field", data: "targets:\n  - name: a\n    path: [x]\n", wantErr: ".pinbot.yaml:3: field path not found"},
 		{name: "bad yaml", data: "targets: [\n", wantErr: ".pinbot.yaml:"},
+		{name: "bad helm form", data: "helm:\n  - chart: web\n    digest: label\n", wantErr: `.pinbot.yaml:3: helm chart web: digest "label": want key, tag or none`},
+		{name: "helm entry without chart", data: "helm:\n  - digest: tag\n", wantErr: ".pinbot.yaml:2: helm entry has no chart"},
 		{name: "bad target name", data: "targets:\n  - name: Prod\n    paths: [x]\n", wantErr: `.pinbot.yaml:2: target name "Prod"`},
 		{name: "duplicate target", data: "targets:\n  - {name: a, paths: [x]}\n  - {name: a, paths: [y]}\n", wantErr: `.pinbot.yaml:3: target "a" defined twice`},
 		{name: "target without paths", data: "targets:\n  - name: a\n", wantErr: `.pinbot.yaml:2: target "a" has no paths`},

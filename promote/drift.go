@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -364,7 +365,10 @@ func (s *session) driftPromotion(t *tracking, target string, opts ChooseOptions)
 	k := t.key
 	return jobPromotion{
 		Promotion: t.promo,
-		key:       k,
+		// The tag names the digest's variant; the pins matched carry it
+		// already (or none), so no tag in a file changes.
+		tag: k.tag,
+		key: k,
 		match: func(p pins.Pin) bool {
 			tgt := s.cfg.TargetOf(p.File)
 			return p.Image == k.image && s.tagOf(p) == k.tag && tgt != "" && (target == "" || tgt == target) && p.Digest != ""
@@ -394,7 +398,9 @@ func driftOnly(m Meta) bool {
 func sourcesOf(m Meta) string {
 	var out []string
 	for _, im := range m.Images {
-		out = appendUnique(out, im.Source.Describe())
+		if d := im.Source.Describe(); !slices.Contains(out, d) {
+			out = append(out, d)
+		}
 	}
 	return strings.Join(out, ", ")
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/logctx"
@@ -56,38 +59,48 @@ func (j job) meta() Meta {
 }
 
 // apply rewrites the job's pins in the working copy and returns the changes
-// and notes for reviewers.
+// and notes for reviewers. Every pin's digest is chosen first (see
+// chooseDigests); pins then rewrites from that table and does no I/O.
 func (s *session) apply(ctx context.Context, j job) ([]ChangeRecord, []string, error) {
 	var changes []ChangeRecord
 	var notes []string
-	var mu sync.Mutex // pins calls DigestFor from several goroutines
 	for _, p := range j.proms {
+		var chosen []pins.Pin
 		files := map[string]bool{}
 		for _, pin := range s.pins {
-			if pin.Image == p.Image && p.match(pin) {
+			if pin.Image == p.Image && !pin.Ignored && p.match(pin) {
+				chosen = append(chosen, pin)
 				files[pin.File] = true
 			}
 		}
-		if len(files) == 0 {
+		if len(chosen) == 0 {
 			continue
 		}
+		// A digest belongs to one tag variant: pins of another are left
+		// alone, and said so; no tag and several variants is refused.
+		chosen, skipped, err := pins.Decide(pins.Update{Image: p.Image, Digest: p.Digest, Tag: p.tag, AnyVariant: p.choose.AnyVariant}, chosen)
+		if err != nil {
+			return nil, nil, err
+		}
+		notes = append(notes, skipNotes(skipped)...)
+		if len(chosen) == 0 {
+			continue
+		}
+		clear(files)
+		for _, pin := range chosen {
+			files[pin.File] = true
+		}
+		table, pnotes, err := s.chooseDigests(ctx, chosen, p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("choosing digests for the pins of %s: %w", p.Image, err)
+		}
+		notes = append(notes, pnotes...)
 		u := pins.Update{
-			Image:   p.Image,
-			Digest:  p.Digest,
-			Tag:     p.tag,
-			Include: func(file string) bool { return files[file] },
-			DigestFor: func(pin pins.Pin) (string, error) {
-				if !p.match(pin) {
-					return pin.Digest, nil
-				}
-				d, note, err := s.chooser.digestFor(ctx, pin, p.Promotion, p.choose)
-				if note != "" {
-					mu.Lock()
-					notes = appendUnique(notes, note)
-					mu.Unlock()
-				}
-				return d, err
-			},
+			Image:      p.Image,
+			Tag:        p.tag,
+			AnyVariant: p.choose.AnyVariant,
+			Include:    func(file string) bool { return files[file] },
+			Digests:    table,
 		}
 		got, err := pins.Set(s.dir, u)
 		if err != nil {
@@ -107,17 +120,52 @@ func (s *session) apply(ctx context.Context, j job) ([]ChangeRecord, []string, e
 		}
 		return changes[a].Line < changes[b].Line
 	})
-	sort.Strings(notes)
-	return changes, notes, nil
+	slices.Sort(notes)
+	return changes, slices.Compact(notes), nil
 }
 
-func appendUnique(list []string, s string) []string {
-	for _, v := range list {
-		if v == s {
-			return list
+// skipNotes describes, a line each, the pins a promotion left alone for
+// their tag.
+func skipNotes(skipped []pins.Skip) []string {
+	out := make([]string, len(skipped))
+	for i, sk := range skipped {
+		tag := sk.Tag
+		if tag == "" {
+			tag = "-"
+		}
+		out[i] = fmt.Sprintf("skipped %s:%d (tag %s): %s", sk.File, sk.Line, tag, sk.Reason)
+	}
+	return out
+}
+
+// chooseDigests asks the registry, at most DefaultConcurrency pins at
+// once, which digest each pin gets when p is promoted (see Choose), and
+// returns them as the lookup table pins.Set takes, with the notes for
+// reviewers. The first error stops the others.
+func (s *session) chooseDigests(ctx context.Context, chosen []pins.Pin, p jobPromotion) (map[pins.PinKey]string, []string, error) {
+	digests := make([]string, len(chosen))
+	notes := make([]string, len(chosen))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(DefaultConcurrency)
+	for i, pin := range chosen {
+		g.Go(func() error {
+			d, note, err := s.chooser.digestFor(gctx, pin, p.Promotion, p.choose)
+			digests[i], notes[i] = d, note
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	table := make(map[pins.PinKey]string, len(chosen))
+	var out []string
+	for i, pin := range chosen {
+		table[pin.Key()] = digests[i]
+		if notes[i] != "" {
+			out = append(out, notes[i])
 		}
 	}
-	return append(list, s)
+	return table, out, nil
 }
 
 // runJob brings one branch and its pull request to what the job proposes

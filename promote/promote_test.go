@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/pins"
 )
 
 // appRepo is a manifest repository with an index pin (with tag) and a
@@ -336,5 +338,45 @@ func TestPromoteDryRun(t *testing.T) {
 	}
 	if len(f.openPulls()) != 0 {
 		t.Error("a dry run opened a pull request")
+	}
+}
+
+// TestPromoteVariants: a promoted tag moves only pins of its variant and
+// the body names the others; a digest without a tag is refused when the
+// pins carry several variants, unless AnyVariant.
+func TestPromoteVariants(t *testing.T) {
+	f := newFixture(t)
+	app := f.image("app")
+	slim := f.pushImage(app, "1.0-slim", time.Time{})
+	alpine := f.pushImage(app, "1.0-alpine", time.Time{})
+	f.createRepo(map[string]string{
+		"app.yaml":   "image: " + app + ":1.0-slim@" + slim + "\n",
+		"Dockerfile": "FROM " + app + ":1.0-alpine@" + alpine + "\n",
+	})
+	next := f.pushImage(app, "1.1-slim", time.Time{})
+	env := f.env()
+	res, err := Run(context.Background(), env, Request{DryRun: true, Inputs: []Input{{Image: app, Tags: []string{"1.1-slim"}, Digest: next, Source: SourceFlag}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("--- a/app.yaml\n+++ b/app.yaml\n@@ -1 +1 @@\n-image: %s:1.0-slim@%s\n+image: %s:1.1-slim@%s\n", app, slim, app, next)
+	if diff := cmp.Diff(want, res[0].Diff); diff != "" {
+		t.Errorf("diff (-want +got):\n%s", diff)
+	}
+	skip := "skipped Dockerfile:1 (tag 1.0-alpine): variant -alpine differs from the set's tag 1.1-slim (variant -slim)"
+	if !strings.Contains(res[0].Body, skip) || !slices.Contains(res[0].Notes, skip) {
+		t.Errorf("body and notes lack %q:\n%s\nnotes %q", skip, res[0].Body, res[0].Notes)
+	}
+
+	_, err = Run(context.Background(), env, Request{DryRun: true, Inputs: []Input{{Image: app, Digest: next, Source: SourceFlag}}})
+	if !errors.Is(err, pins.ErrMixedVariants) {
+		t.Errorf("promoting without a tag: %v, want ErrMixedVariants", err)
+	}
+	res, err = Run(context.Background(), env, Request{DryRun: true, Choose: ChooseOptions{AnyVariant: true}, Inputs: []Input{{Image: app, Digest: next, Source: SourceFlag}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(res[0].Meta.Changes); n != 2 {
+		t.Errorf("AnyVariant changed %d pins, want 2", n)
 	}
 }

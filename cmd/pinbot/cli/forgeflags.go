@@ -35,6 +35,7 @@ type forgeFlags struct {
 	insecure  []string
 	platform  string
 	kindOK    bool
+	anyVar    bool
 	dryRun    bool
 	cacheDir  string
 	cacheFlag *pflag.Flag
@@ -55,6 +56,8 @@ func (f *forgeFlags) bind(cmd *cobra.Command) {
 		"os/arch[/variant] child to pin where a pin's old digest is gone from the registry and an index is promoted (default: keep the index)")
 	fl.BoolVar(&f.kindOK, "allow-kind-change", false,
 		"let an index pin take a single-platform manifest (or a platform pin another platform), noted in the pull request")
+	fl.BoolVar(&f.anyVar, "any-variant", false,
+		"promote a digest without a tag into pins of several tag variants (-slim, -alpine, ...), which is refused otherwise")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "clone and resolve, print the diff and the pull request body, push nothing")
 	fl.StringVar(&f.cacheDir, "cache-dir", "",
 		`keep the clone of the base branch here between runs (default $XDG_CACHE_HOME/pinbot; --cache-dir="" clones afresh each run)`)
@@ -171,7 +174,7 @@ func (f *forgeFlags) env(ctx context.Context) (promote.Env, error) {
 
 // choose returns the digest choice options.
 func (f *forgeFlags) choose() promote.ChooseOptions {
-	o := promote.ChooseOptions{AllowKindChange: f.kindOK}
+	o := promote.ChooseOptions{AllowKindChange: f.kindOK, AnyVariant: f.anyVar}
 	if f.platform != "" {
 		o.Platform, _ = registry.ParsePlatform(f.platform)
 	}

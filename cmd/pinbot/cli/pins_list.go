@@ -47,38 +47,45 @@ func newPinsListCommand(g *globals) *cobra.Command {
 		Long: `List every digest pin under DIR (default: the current directory), sorted by
 file, line and column. Files are named relative to DIR; line and column are
 those of the digest itself. Pins frozen with a "# pinbot: ignore" comment are
-listed as ignored. Malformed and unreadable files, and files over 10 MiB, are
-skipped with a warning on stderr. node_modules/ and vendor/ are skipped
+listed as ignored. Every malformed YAML file is named in a warning on stderr
+with the line of its error (the documents of it that parse are listed), and
+unreadable files and files over 10 MiB are skipped with a warning. With -o
+json, a failure also prints {"error": ..., "file": ..., "line": N} on stdout. node_modules/ and vendor/ are skipped
 unless --include-vendored.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			defer batchGC()()
-			opts := []pins.Option{pinsWarnings(logctx.From(cmd.Context()))}
-			if o.vendored {
-				opts = append(opts, pins.WithVendored())
-			}
-			found, err := pins.Scan(o.dir, opts...)
-			if err != nil {
-				return err
-			}
-			w := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
-			if g.json() {
-				err = writePinsJSON(w, found)
-			} else {
-				err = writePins(w, found)
-			}
-			if err != nil {
-				return err
-			}
-			return w.Flush()
+			return jsonFailure(g, cmd, o.run(cmd, g))
 		},
 	}
 	cmd.Flags().StringVar(&o.dir, "dir", ".", "directory to scan")
 	cmd.Flags().BoolVar(&o.vendored, "include-vendored", false, "also list files under node_modules/ and vendor/, skipped by default")
 	return cmd
+}
+
+// run lists the pins.
+func (o *pinsListOptions) run(cmd *cobra.Command, g *globals) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	defer batchGC()()
+	opts := []pins.Option{pinsWarnings(logctx.From(cmd.Context()))}
+	if o.vendored {
+		opts = append(opts, pins.WithVendored())
+	}
+	found, err := pins.Scan(o.dir, opts...)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
+	if g.json() {
+		err = writePinsJSON(w, found)
+	} else {
+		err = writePins(w, found)
+	}
+	if err != nil {
+		return err
+	}
+	return w.Flush()
 }
 
 // writePinsJSON streams pins as a JSON array, one object at a time, so a

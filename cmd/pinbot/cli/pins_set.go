@@ -13,6 +13,7 @@ import (
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/pins"
+	"pinbot.dev/pinbot/promote"
 )
 
 // pinsSetOptions are the flags of `pinbot pins set`.
@@ -20,6 +21,7 @@ type pinsSetOptions struct {
 	dir      string
 	tag      string
 	pinTags  bool
+	anyVar   bool
 	dryRun   bool
 	vendored bool
 }
@@ -30,6 +32,14 @@ func (o *pinsSetOptions) Validate() error {
 		return usageErrorf("flag --dir: want a directory, got an empty string")
 	}
 	return nil
+}
+
+// skipJSON is one pin left out of scope in `pins set -o json`.
+type skipJSON struct {
+	File   string `json:"file"`
+	Line   int    `json:"line"`
+	Tag    string `json:"tag"`
+	Reason string `json:"reason"`
 }
 
 // changeJSON is one changed line in `pins set -o json`.
@@ -57,8 +67,19 @@ matched after normalising, so nginx, docker.io/nginx and
 index.docker.io/library/nginx are one repository; host and port matter.
 
 Pins that carry a tag keep it, unless --tag gives a new one or IMAGE carries
-one (repo:tag@sha256:...). --pin-tags also pins references that carry a tag
-but no digest. Pins with a "# pinbot: ignore" comment are left alone.
+one (repo:tag@sha256:...). A digest belongs to one tag variant (the suffix
+after the version: 3.14.6-slim and 3.14.6-alpine differ, v1 and v2 do not):
+when a tag is named, pins of other variants are skipped; when none is, pins
+of several variants are refused (exit 1, nothing written) unless
+--any-variant. --pin-tags also pins references that carry the named tag but
+no digest; their tag never changes. In Helm values of a chart in the tree
+(a Chart.yaml at or above the file), the chart is rendered with a probe
+digest to learn the form that takes effect: a digest: key when the templates
+read it, else tag: TAG@DIGEST when they render repository:tag, else none
+("not pinned: chart X does not render a digest"). Values no chart in the
+tree renders get a digest: key and are reported as unverified. Skipped pins
+are listed, one line each.
+Pins with a "# pinbot: ignore" comment are left alone.
 
 The rewrite is all-or-nothing across files, even if pinbot is killed: every
 file is staged first and committed through a journal (.pinbot-journal) that
@@ -69,45 +90,13 @@ stops it with the file and line; other malformed files, and files over
 unless --include-vendored. --dry-run prints the changes and writes nothing.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			defer batchGC()()
-			u, err := o.update(args[0])
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			opts := []pins.Option{pinsWarnings(logctx.From(ctx)), pauseHook(ctx, cmd.ErrOrStderr())}
-			if o.vendored {
-				opts = append(opts, pins.WithVendored())
-			}
-			var changes []pins.Change
-			if o.dryRun {
-				changes, err = pins.Plan(o.dir, u, opts...)
-			} else {
-				changes, err = pins.SetContext(ctx, o.dir, u, opts...)
-			}
-			if err != nil {
-				return err
-			}
-			if g.json() {
-				out := struct {
-					Changes []changeJSON `json:"changes"`
-				}{Changes: make([]changeJSON, len(changes))}
-				for i, c := range changes {
-					out.Changes[i] = changeJSON{File: c.File, Line: c.Line, Kind: c.Kind, Image: c.Image,
-						OldDigest: c.OldDigest, NewDigest: c.NewDigest, OldTag: c.OldTag, NewTag: c.NewTag,
-						Before: c.Before, After: c.After}
-				}
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
-			}
-			return writeChanges(cmd.OutOrStdout(), changes, u, o.dryRun)
+			return jsonFailure(g, cmd, o.run(cmd, g, args[0]))
 		},
 	}
 	cmd.Flags().StringVar(&o.dir, "dir", ".", "directory holding the manifests")
 	cmd.Flags().StringVar(&o.tag, "tag", "", "new tag to write where a pin carries one")
 	cmd.Flags().BoolVar(&o.pinTags, "pin-tags", false, "also pin references that carry a tag but no digest")
+	cmd.Flags().BoolVar(&o.anyVar, "any-variant", false, "with no tag named, set pins of every tag variant at once")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the changes without writing them")
 	cmd.Flags().BoolVar(&o.vendored, "include-vendored", false, "also rewrite files under node_modules/ and vendor/, skipped by default")
 	return cmd
@@ -134,7 +123,7 @@ func (o *pinsSetOptions) update(arg string) (pins.Update, error) {
 		}
 		tag = argTag
 	}
-	u := pins.Update{Image: image, Digest: digest, Tag: tag, PinTags: o.pinTags}
+	u := pins.Update{Image: image, Digest: digest, Tag: tag, PinTags: o.pinTags, AnyVariant: o.anyVar}
 	if err := u.Validate(); err != nil {
 		if errors.Is(err, imageref.ErrInvalidDigest) {
 			// The digest alone, not the whole (maybe huge) value.
@@ -167,4 +156,93 @@ func writeChanges(w io.Writer, changes []pins.Change, u pins.Update, dryRun bool
 	}
 	_, err := fmt.Fprintf(w, "%s %d lines in %d files\n", verb, len(changes), len(files))
 	return err
+}
+
+// writeSkipped prints a line per pin left out of the set's scope.
+func writeSkipped(w io.Writer, skipped []pins.Skip) error {
+	for _, s := range skipped {
+		tag := s.Tag
+		if tag == "" {
+			tag = "-"
+		}
+		if _, err := fmt.Fprintf(w, "skipped %s:%d (tag %s): %s\n", s.File, s.Line, tag, s.Reason); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// run sets the pins and prints what changed.
+func (o *pinsSetOptions) run(cmd *cobra.Command, g *globals, arg string) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	defer batchGC()()
+	u, err := o.update(arg)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	opts := []pins.Option{pinsWarnings(logctx.From(ctx)), pauseHook(ctx, cmd.ErrOrStderr())}
+	if o.vendored {
+		opts = append(opts, pins.WithVendored())
+	}
+	// A Helm pin must change what the chart renders: render it to learn
+	// the form that does.
+	var unverified []string
+	if u.PinTags {
+		var probeOpts []pins.Option
+		if o.vendored {
+			probeOpts = append(probeOpts, pins.WithVendored())
+		}
+		choices, checks, err := promote.HelmForms(ctx, o.dir, u, probeOpts...)
+		if err != nil {
+			return err
+		}
+		u.Helm = choices
+		for _, c := range checks {
+			if c.Unverified {
+				unverified = append(unverified, c.Note())
+			}
+		}
+	}
+	var skipped []pins.Skip
+	opts = append(opts, pins.WithSkipped(func(s pins.Skip) { skipped = append(skipped, s) }))
+	var changes []pins.Change
+	if o.dryRun {
+		changes, err = pins.Plan(o.dir, u, opts...)
+	} else {
+		changes, err = pins.SetContext(ctx, o.dir, u, opts...)
+	}
+	if errors.Is(err, pins.ErrMixedVariants) {
+		return fmt.Errorf("%w (name the tag as IMAGE:TAG@DIGEST or with --tag, or pass --any-variant)", err)
+	}
+	if err != nil {
+		return err
+	}
+	if g.json() {
+		out := struct {
+			Changes    []changeJSON `json:"changes"`
+			Skipped    []skipJSON   `json:"skipped"`
+			Unverified []string     `json:"unverified,omitempty"`
+		}{Changes: make([]changeJSON, len(changes)), Skipped: make([]skipJSON, len(skipped)), Unverified: unverified}
+		for i, s := range skipped {
+			out.Skipped[i] = skipJSON{File: s.File, Line: s.Line, Tag: s.Tag, Reason: s.Reason}
+		}
+		for i, c := range changes {
+			out.Changes[i] = changeJSON{File: c.File, Line: c.Line, Kind: c.Kind, Image: c.Image,
+				OldDigest: c.OldDigest, NewDigest: c.NewDigest, OldTag: c.OldTag, NewTag: c.NewTag,
+				Before: c.Before, After: c.After}
+		}
+		return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
+	}
+	if err := writeChanges(cmd.OutOrStdout(), changes, u, o.dryRun); err != nil {
+		return err
+	}
+	for _, n := range unverified {
+		if _, err := fmt.Fprintln(cmd.OutOrStdout(), n); err != nil {
+			return err
+		}
+	}
+	return writeSkipped(cmd.OutOrStdout(), skipped)
 }

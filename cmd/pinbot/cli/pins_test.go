@@ -106,7 +106,7 @@ func TestPinsSetJSON(t *testing.T) {
 
 	// Setting it again changes nothing, and says so with an empty list.
 	code, out, _ = runPins(t, "pins", "set", "nginx@"+pinsDigestB, "--dir", dir, "-o", "json")
-	if code != 0 || strings.TrimSpace(out) != `{"changes":[]}` {
+	if code != 0 || strings.TrimSpace(out) != `{"changes":[],"skipped":[]}` {
 		t.Errorf("second set: exit %d, output %q", code, out)
 	}
 }
@@ -151,7 +151,7 @@ func TestPinsExitCodes(t *testing.T) {
 		{"bad tag in the argument", []string{"pins", "set", "nginx:-x@" + pinsDigestB, "--dir", dir}, 2, `argument "nginx:-x@`},
 		{"huge invalid digest is clipped", []string{"pins", "set", "nginx@sha256:" + strings.Repeat("z", 1<<20), "--dir", dir}, 2, "(1048589 bytes)"},
 		{"tag conflict", []string{"pins", "set", "nginx:1@" + pinsDigestB, "--tag", "2", "--dir", dir}, 2, "conflicts"},
-		{"malformed file mentioning the image", []string{"pins", "set", "redis@" + pinsDigestB, "--dir", dir}, 1, "bad.yaml:2:"},
+		{"malformed file mentioning the image", []string{"pins", "set", "redis@" + pinsDigestB, "--dir", dir}, 1, "bad.yaml:1: redis@" + pinsDigestA + " looks like a pin"},
 		{"malformed file not mentioning the image", []string{"pins", "set", "nginx@" + pinsDigestB, "--dir", dir}, 0, "bad.yaml"},
 		{"nothing to change", []string{"pins", "set", "busybox@" + pinsDigestB, "--dir", dir}, 0, ""},
 		{"missing directory", []string{"pins", "list", "--dir", filepath.Join(dir, "nope")}, 1, "nope"},
@@ -179,18 +179,78 @@ func TestPinsSetTagAndPinTags(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A tag reference is pinned only to its own tag: 1.27 is not 1.28.
 	code, out, errOut := runPins(t, "pins", "set", "nginx:1.28@"+pinsDigestB, "--pin-tags", "--dir", dir)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	want := "pod.yaml:1  - image: nginx:1.27\n" +
-		"pod.yaml:1  + image: nginx:1.28@" + pinsDigestB + "\n" +
-		"values.yaml:3  - " + `  tag: "1.27"` + "\n" +
-		"values.yaml:3  + " + `  tag: "1.28"` + "\n" +
-		"values.yaml:4  +   digest: " + pinsDigestB + "\n" +
-		"changed 3 lines in 2 files\n"
+	want := "nothing to change: no pin of nginx differs from " + pinsDigestB + "\n" +
+		"skipped pod.yaml:1 (tag 1.27): a tag reference is pinned only to its own tag's digest, and the set's tag is 1.28\n" +
+		"skipped values.yaml:4 (tag 1.27): a tag reference is pinned only to its own tag's digest, and the set's tag is 1.28\n"
 	if diff := cmp.Diff(want, out); diff != "" {
 		t.Errorf("output (-want +got):\n%s", diff)
+	}
+	code, out, errOut = runPins(t, "pins", "set", "nginx:1.27@"+pinsDigestB, "--pin-tags", "--dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want = "pod.yaml:1  - image: nginx:1.27\n" +
+		"pod.yaml:1  + image: nginx:1.27@" + pinsDigestB + "\n" +
+		"values.yaml:4  +   digest: " + pinsDigestB + "\n" +
+		"changed 2 lines in 2 files\n" +
+		"unverified: values.yaml is not rendered by a chart in the repository, so pinbot cannot check that its digest: takes effect\n"
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
+	}
+}
+
+func TestPinsSetVariants(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"Dockerfile": "FROM python:3.14.6-slim@" + pinsDigestA + "\nFROM python:3.14.6-alpine@" + pinsDigestA + "\n",
+	}
+	for p, c := range files {
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// No tag named and two variants: refused, nothing written.
+	code, out, errOut := runPins(t, "pins", "set", "python@"+pinsDigestB, "--dir", dir)
+	if code != 1 || !strings.Contains(errOut, "-slim at Dockerfile:1; -alpine at Dockerfile:2") || !strings.Contains(errOut, "--any-variant") {
+		t.Errorf("exit %d, stderr %q; want 1 naming both variants and --any-variant", code, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "Dockerfile")); string(b) != files["Dockerfile"] {
+		t.Errorf("refused set wrote:\n%s", b)
+	}
+	// A named tag keeps to its variant, and JSON lists the skipped pin.
+	code, out, errOut = runPins(t, "pins", "set", "python:3.14.7-alpine@"+pinsDigestB, "--dir", dir, "--dry-run", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got struct {
+		Changes []struct {
+			File   string
+			Line   int
+			NewTag string `json:"new_tag"`
+		}
+		Skipped []struct {
+			File, Tag, Reason string
+			Line              int
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	if len(got.Changes) != 1 || got.Changes[0].Line != 2 || got.Changes[0].NewTag != "3.14.7-alpine" {
+		t.Errorf("changes = %+v, want line 2 only, tagged 3.14.7-alpine", got.Changes)
+	}
+	if len(got.Skipped) != 1 || got.Skipped[0].File != "Dockerfile" || got.Skipped[0].Line != 1 || got.Skipped[0].Tag != "3.14.6-slim" || got.Skipped[0].Reason == "" {
+		t.Errorf("skipped = %+v, want Dockerfile:1 3.14.6-slim with a reason", got.Skipped)
+	}
+	// --any-variant sets both.
+	code, out, errOut = runPins(t, "pins", "set", "python@"+pinsDigestB, "--dir", dir, "--any-variant")
+	if code != 0 || !strings.Contains(out, "changed 2 lines in 1 files") {
+		t.Errorf("exit %d, out %q, stderr %q; want both lines changed", code, out, errOut)
 	}
 }
 
@@ -210,5 +270,96 @@ func TestPinsListJSONEscapes(t *testing.T) {
 	}
 	if len(got) != 1 || got[0].File != name {
 		t.Errorf("files = %+v, want %q", got, name)
+	}
+}
+
+// TestPinsListWarnsMalformed: every malformed YAML file is named on
+// stderr at the offending line, whether or not it holds a digest.
+func TestPinsListWarnsMalformed(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"ok.yaml":       "image: nginx@" + pinsDigestA + "\n",
+		"nodigest.yaml": "a: 1\nb:\n  c: 2\n  d: 3\n  e: 4\n  f: @bad\n",
+		"flow.yaml":     "a: 1\nb: [x, y\nc: 3\n",
+		"partial.yaml":  "image: redis@" + pinsDigestB + "\n---\n{{- if .Values.x }}\nkind: A\n{{- end }}\n",
+	}
+	for p, c := range files {
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := runPins(t, "pins", "list", "--dir", dir, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"nodigest.yaml:6:", "flow.yaml:2:", "partial.yaml:3:"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks a warning %q:\n%s", want, errOut)
+		}
+	}
+	var got []struct{ File string }
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	if len(got) != 2 || got[0].File != "ok.yaml" || got[1].File != "partial.yaml" {
+		t.Errorf("listed %+v, want ok.yaml and the document of partial.yaml that parses", got)
+	}
+}
+
+// TestPinsJSONFailure: with -o json a failure is also one JSON object on
+// stdout, and the exit code is unchanged.
+func TestPinsJSONFailure(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("kind: Pod\nspec:\n  containers:\n  - image: nginx:1.27@"+pinsDigestA+"\n    args: [unclosed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runPins(t, "pins", "set", "nginx:1.27@"+pinsDigestB, "--dir", dir, "-o", "json")
+	if code != 1 {
+		t.Errorf("exit %d, want 1; stderr %s", code, errOut)
+	}
+	var got struct {
+		Error string
+		File  string
+		Line  int
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, out)
+	}
+	if got.File != "bad.yaml" || got.Line != 4 || !strings.Contains(got.Error, "looks like a pin") {
+		t.Errorf("JSON failure = %+v, want bad.yaml line 4", got)
+	}
+	code, out, _ = runPins(t, "pins", "set", "nginx@sha256:bad", "--dir", dir, "-o", "json")
+	if code != 2 || !strings.Contains(out, `"error":`) || !strings.Contains(out, `"line":0`) {
+		t.Errorf("usage error: exit %d, stdout %q; want 2 and a JSON object", code, out)
+	}
+}
+
+// TestPinsSetHelmChart: --pin-tags renders a chart in the tree and pins its
+// values in the form its templates read: here repository:tag.
+func TestPinsSetHelmChart(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"chart/Chart.yaml":            "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"chart/values.yaml":           "image:\n  repository: nginx\n  tag: \"1.27\"\n",
+		"chart/templates/deploy.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: web\n    image: \"{{ .Values.image.repository }}:{{ .Values.image.tag }}\"\n",
+	}
+	for p, c := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := runPins(t, "pins", "set", "nginx:1.27@"+pinsDigestB, "--pin-tags", "--dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want := "chart/values.yaml:3  - " + `  tag: "1.27"` + "\n" +
+		"chart/values.yaml:3  + " + `  tag: "1.27@` + pinsDigestB + `"` + "\n" +
+		"changed 1 lines in 1 files\n"
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
 	}
 }

@@ -1,0 +1,251 @@
+package promote
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"pinbot.dev/pinbot/pins"
+	"pinbot.dev/pinbot/render"
+)
+
+// probeDigest is the digest HelmForms renders charts with: one no real
+// image has, so finding it in the output proves the values reached it.
+var probeDigest = func() string {
+	sum := sha256.Sum256([]byte("pinbot helm probe"))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}()
+
+// HelmCheck is what HelmForms found for one values file.
+type HelmCheck struct {
+	// File is the values file, a slash path relative to the directory.
+	File string
+	// Chart is the chart directory the file was rendered with, "" when
+	// none is at or above it.
+	Chart string
+	// Choice is how the file's Helm pins are written (see pins.Update).
+	Choice pins.HelmChoice
+	// Unverified is set when no chart in the tree renders the file (the
+	// values of a chart elsewhere, such as a Flux HelmRelease's): the pin
+	// gets a digest key, which nothing here can prove takes effect.
+	Unverified bool
+}
+
+// Note says, for people, what a check means for the pins of its file; ""
+// when the pins take effect as written.
+func (c HelmCheck) Note() string {
+	switch {
+	case c.Unverified:
+		return fmt.Sprintf("unverified: %s is not rendered by a chart in the repository, so pinbot cannot check that its digest: takes effect", c.File)
+	case c.Choice.Form == pins.HelmLeave:
+		return c.File + ": " + c.Choice.Reason
+	}
+	return ""
+}
+
+// HelmForms finds out, for each values file under dir in which u (under
+// PinTags) would pin a Helm mapping that carries a tag but no digest, in
+// which form the pin takes effect. When a Chart.yaml is at or above the
+// file, the chart is rendered with the file's values pinned to a probe
+// digest: first as a "digest:" key, then as "tag: v5@sha256:...". The
+// first form whose probe digest appears in the rendered objects is chosen;
+// when neither does, the file's pins are left alone ("not pinned: chart X
+// does not render a digest"). A file no chart renders is unverified. The
+// result goes into u.Helm; see HelmCheck.Note for what to tell people.
+func HelmForms(ctx context.Context, dir string, u pins.Update, opts ...pins.Option) (map[string]pins.HelmChoice, []HelmCheck, error) {
+	if !u.PinTags {
+		return nil, nil, nil
+	}
+	planned, err := pins.Plan(dir, u, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	files := map[string]bool{}
+	for _, c := range planned {
+		if c.Kind == pins.KindHelm && c.OldDigest == "" {
+			files[c.File] = true
+		}
+	}
+	names := make([]string, 0, len(files))
+	for f := range files {
+		names = append(names, f)
+	}
+	sort.Strings(names)
+	choices := map[string]pins.HelmChoice{}
+	var checks []HelmCheck
+	var cfg *Config
+	for _, f := range names {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		c, err := probeHelm(dir, f, u)
+		if err != nil {
+			return nil, nil, err
+		}
+		if c.Unverified {
+			if cfg == nil {
+				loaded, err := LoadConfig(dir)
+				if err != nil {
+					return nil, nil, err
+				}
+				cfg = &loaded
+			}
+			declared(cfg, dir, &c)
+		}
+		choices[f] = c.Choice
+		checks = append(checks, c)
+	}
+	return choices, checks, nil
+}
+
+// declared applies what .pinbot.yaml declares for the chart a values file
+// feeds, which pinbot cannot render: the chart a Flux HelmRelease or an
+// Argo CD Application in the file names.
+func declared(cfg *Config, dir string, c *HelmCheck) {
+	src, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(c.File)))
+	if err != nil {
+		return
+	}
+	chart := releasedChart(src)
+	form, ok := cfg.HelmFormOf(chart)
+	if chart == "" || !ok {
+		return
+	}
+	c.Chart, c.Unverified = chart, false
+	c.Choice = pins.HelmChoice{Form: form}
+	if form == pins.HelmLeave {
+		c.Choice.Reason = fmt.Sprintf("not pinned: chart %s does not render a digest, as %s declares", chart, ConfigFile)
+	}
+}
+
+// releasedChart returns the chart the first Flux HelmRelease
+// (spec.chart.spec.chart) or Argo CD Application (spec.source.chart, or
+// the first of spec.sources[].chart) of a file names, or "".
+func releasedChart(src []byte) string {
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	for {
+		var doc struct {
+			Kind string `yaml:"kind"`
+			Spec struct {
+				Chart struct {
+					Spec struct {
+						Chart string `yaml:"chart"`
+					} `yaml:"spec"`
+				} `yaml:"chart"`
+				Source struct {
+					Chart string `yaml:"chart"`
+				} `yaml:"source"`
+				Sources []struct {
+					Chart string `yaml:"chart"`
+				} `yaml:"sources"`
+			} `yaml:"spec"`
+		}
+		if err := dec.Decode(&doc); err != nil {
+			return ""
+		}
+		switch doc.Kind {
+		case "HelmRelease":
+			if doc.Spec.Chart.Spec.Chart != "" {
+				return doc.Spec.Chart.Spec.Chart
+			}
+		case "Application":
+			if doc.Spec.Source.Chart != "" {
+				return doc.Spec.Source.Chart
+			}
+			for _, s := range doc.Spec.Sources {
+				if s.Chart != "" {
+					return s.Chart
+				}
+			}
+		}
+	}
+}
+
+// probeHelm renders the chart of one values file in each form.
+func probeHelm(dir, file string, u pins.Update) (HelmCheck, error) {
+	check := HelmCheck{File: file}
+	chart, ok := chartOf(dir, file)
+	if !ok {
+		check.Unverified = true
+		return check, nil
+	}
+	check.Chart = chart
+	src, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(file)))
+	if err != nil {
+		return check, fmt.Errorf("reading %s: %w", file, err)
+	}
+	var why []string
+	for _, form := range []pins.HelmForm{pins.HelmDigestKey, pins.HelmTagDigest} {
+		probe := u
+		probe.Digest, probe.Digests, probe.Include = probeDigest, nil, nil
+		probe.Helm = map[string]pins.HelmChoice{file: {Form: form}}
+		out, _, err := pins.Rewrite(file, src, probe)
+		if err != nil {
+			return check, fmt.Errorf("probing the chart of %s: %w", file, err)
+		}
+		var values map[string]any
+		if err := yaml.Unmarshal(out, &values); err != nil {
+			return check, fmt.Errorf("probing the chart of %s: reading the values: %w", file, err)
+		}
+		objs, err := render.Dir(dir, chart, render.WithHelm(render.Helm{Values: values}))
+		if err != nil {
+			why = append(why, err.Error())
+			continue
+		}
+		for _, o := range objs {
+			if containsString(o.Object, probeDigest) {
+				check.Choice = pins.HelmChoice{Form: form}
+				return check, nil
+			}
+		}
+	}
+	reason := fmt.Sprintf("not pinned: chart %s does not render a digest", chart)
+	if len(why) > 0 {
+		reason = fmt.Sprintf("not pinned: chart %s does not render (%s)", chart, why[0])
+	}
+	check.Choice = pins.HelmChoice{Form: pins.HelmLeave, Reason: reason}
+	return check, nil
+}
+
+// chartOf returns the directory of the nearest Chart.yaml at or above a
+// values file, inside dir.
+func chartOf(dir, file string) (string, bool) {
+	for d := path.Dir(file); ; d = path.Dir(d) {
+		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(d), "Chart.yaml")); err == nil {
+			return d, true
+		}
+		if d == "." || d == "/" {
+			return "", false
+		}
+	}
+}
+
+// containsString reports whether any string in a decoded object holds s.
+func containsString(v any, s string) bool {
+	switch v := v.(type) {
+	case string:
+		return strings.Contains(v, s)
+	case map[string]any:
+		for _, e := range v {
+			if containsString(e, s) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if containsString(e, s) {
+				return true
+			}
+		}
+	}
+	return false
+}
