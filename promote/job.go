@@ -262,7 +262,7 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 			return res, pushErr
 		}
 		start = time.Now()
-		newBase, err := remoteHead(ctx, s.env.CloneURL, s.base, s.env.Auth) // has the base moved?
+		newBase, err := gitforge.RemoteHead(ctx, s.env.CloneURL, s.base, s.env.Auth) // has the base moved?
 		if err != nil {
 			return res, fmt.Errorf("reading the base branch %s after pushing %s: %w", s.base, j.branch, err)
 		}
