@@ -37,7 +37,7 @@ import (
 // (minutes on a loaded machine; the go build cache makes a second compile
 // of the same source a relink at most).
 const (
-	testVersion = "v9.9.9-imagetest"
+	testVersion = "v9.9.9"
 	testSource  = "https://gitea.example/platform/pinbot"
 	moduleDir   = "../.."
 )
@@ -160,6 +160,16 @@ func TestMakeImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkIndex(t, idx, digest, o)
+
+	// An image tagged in another variant than deploy/ pins is not pinned
+	// by pins set; make image must say so rather than leave deploy/ behind.
+	other := *o
+	if other.image, err = name.NewTag(host + "/platform/pinbot:" + testVersion + "-rc1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := pin(ctx, &other, digest, io.Discard); err == nil || !strings.Contains(err.Error(), "kustomization.yaml:") || !strings.Contains(err.Error(), "was left alone") {
+		t.Errorf("pin of a -rc1 tag: error %v, want one naming kustomization.yaml:LINE as left alone", err)
+	}
 
 	// The same source gives the same digest: compile again into another
 	// directory and assemble again.

@@ -107,11 +107,30 @@ func checkPin(ctx context.Context, o *options) error {
 func pin(ctx context.Context, o *options, digest string, stderr io.Writer) error {
 	arg := o.pinRepo.Tag(o.image.TagStr()).String() + "@" + digest
 	fmt.Fprintf(stderr, ">> pinning %s under %s\n", arg, o.pinDir)
-	cmd := exec.CommandContext(ctx, o.pinWith, "pins", "set", arg, "--dir", o.pinDir)
-	cmd.Stdout = stderr
+	cmd := exec.CommandContext(ctx, o.pinWith, "pins", "set", arg, "--dir", o.pinDir, "-o", "json")
+	var out bytes.Buffer
+	cmd.Stdout = &out
 	cmd.Stderr = stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("pinning %s under %s: %w", arg, o.pinDir, err)
 	}
+	// A pin of another tag variant is left alone by pins set and reported
+	// as skipped; pinbot's own deploy/ must move whole, so that is an error.
+	var report struct {
+		Skipped []struct {
+			File   string `json:"file"`
+			Line   int    `json:"line"`
+			Reason string `json:"reason"`
+		} `json:"skipped"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
+		return fmt.Errorf("reading `%s pins set -o json`: %w", o.pinWith, err)
+	}
+	if len(report.Skipped) > 0 {
+		s := report.Skipped[0]
+		return fmt.Errorf("pinning %s under %s: %s:%d was left alone (%s); tag the image in the variant deploy/ pins, or edit its newTag first",
+			arg, o.pinDir, s.File, s.Line, s.Reason)
+	}
+	fmt.Fprint(stderr, out.String())
 	return nil
 }
