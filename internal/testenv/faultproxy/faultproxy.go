@@ -3,16 +3,20 @@
 // through, answers every HTTP request with 503, or stalls: accepts the
 // connection, reads what the client sends and never answers.
 //
-// It works below TLS, so it fronts HTTPS peers as they are: a client that
-// trusts the peer's certificate for 127.0.0.1 trusts the proxy too. Fail
-// speaks plain HTTP and suits plain HTTP peers only; against TLS the client
-// sees a handshake error instead.
+// Start works below TLS, so it fronts HTTPS peers as they are: a client
+// that trusts the peer's certificate for 127.0.0.1 trusts the proxy too;
+// but stalling there stalls the TLS handshake, which clients bound on their
+// own. StartTLS terminates TLS with the peer's own certificate, so Stall
+// stalls after the handshake, where only a bound on the answer helps. Fail
+// speaks HTTP/1.1 and suits plain HTTP peers (and TLS clients without
+// HTTP/2).
 //
 // Changing the mode closes every open connection, so clients that keep
 // connections alive reconnect and meet the new mode.
 package faultproxy
 
 import (
+	"crypto/tls"
 	"io"
 	"net"
 	"sync"
@@ -52,6 +56,7 @@ func (m Mode) String() string {
 type Proxy struct {
 	target string
 	ln     net.Listener
+	tls    *tls.Config // nil: pass bytes below TLS
 
 	mu    sync.Mutex
 	mode  Mode
@@ -70,6 +75,30 @@ func Start(tb testing.TB, target string, mode Mode) *Proxy {
 		tb.Fatalf("faultproxy: listening: %s", err)
 	}
 	p := &Proxy{target: target, ln: ln, mode: mode, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.serve()
+	tb.Cleanup(p.Close)
+	return p
+}
+
+// StartTLS is Start for a TLS peer, terminating TLS at the proxy with the
+// certificate and key in certFile and keyFile (the peer's own serving
+// pair, so clients trust the proxy as they trust the peer). Pass opens a
+// new TLS connection to the peer with the protocol the client negotiated
+// (h2 or http/1.1), not verifying the peer: it is test support on
+// loopback.
+func StartTLS(tb testing.TB, target string, mode Mode, certFile, keyFile string) *Proxy {
+	tb.Helper()
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		tb.Fatalf("faultproxy: loading the serving pair: %s", err)
+	}
+	conf := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("faultproxy: listening: %s", err)
+	}
+	p := &Proxy{target: target, ln: ln, tls: conf, mode: mode, conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.serve()
 	tb.Cleanup(p.Close)
@@ -130,6 +159,15 @@ func (p *Proxy) forget(c net.Conn) {
 }
 
 func (p *Proxy) handle(c net.Conn, mode Mode) {
+	proto := ""
+	if p.tls != nil {
+		tc := tls.Server(c, p.tls)
+		if err := tc.Handshake(); err != nil {
+			return
+		}
+		proto = tc.ConnectionState().NegotiatedProtocol
+		c = tc
+	}
 	switch mode {
 	case Stall:
 		io.Copy(io.Discard, c) // until the client or SetMode closes it
@@ -138,7 +176,7 @@ func (p *Proxy) handle(c net.Conn, mode Mode) {
 		c.Read(buf) // the start of the request; the answer does not depend on it
 		io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 22\r\nConnection: close\r\n\r\nfaultproxy: failing.\r\n")
 	default:
-		up, err := net.Dial("tcp", p.target)
+		up, err := p.dial(proto)
 		if err != nil {
 			return
 		}
@@ -149,8 +187,8 @@ func (p *Proxy) handle(c net.Conn, mode Mode) {
 		done := make(chan error, 2)
 		pipe := func(dst, src net.Conn) {
 			_, err := io.Copy(dst, src)
-			if tc, ok := dst.(*net.TCPConn); ok && err == nil {
-				tc.CloseWrite() // pass the half-close on
+			if cw, ok := dst.(interface{ CloseWrite() error }); ok && err == nil {
+				cw.CloseWrite() // pass the half-close on
 			}
 			done <- err
 		}
@@ -162,4 +200,16 @@ func (p *Proxy) handle(c net.Conn, mode Mode) {
 		}
 		<-done
 	}
+}
+
+// dial connects to the peer: plain TCP, or TLS speaking proto.
+func (p *Proxy) dial(proto string) (net.Conn, error) {
+	if p.tls == nil {
+		return net.Dial("tcp", p.target)
+	}
+	conf := &tls.Config{InsecureSkipVerify: true} // loopback test peer; see StartTLS
+	if proto != "" {
+		conf.NextProtos = []string{proto}
+	}
+	return tls.Dial("tcp", p.target, conf)
 }
