@@ -139,6 +139,7 @@ func NewGitea(baseURL, token string, opts ...GiteaOption) (*Gitea, error) {
 			}
 			t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 		}
+		t.ResponseHeaderTimeout = ResponseTimeout
 		hc = &http.Client{Transport: t, Timeout: 60 * time.Second}
 	} else if o.caFile != "" {
 		return nil, errors.New("gitea client: WithCAFile and WithHTTPClient exclude each other; put the CA in the client's transport")

@@ -32,6 +32,9 @@ type job struct {
 	// from a listing made at the start of the run: the first attempt uses
 	// it instead of asking again.
 	listed *listedPull
+	// checkOrder holds back a promotion older than what the base pins or
+	// the open pull request proposes (see Superseded).
+	checkOrder bool
 }
 
 // listedPull is a pull request lookup done ahead of time.
@@ -211,6 +214,24 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 			}
 		}
 
+		if j.checkOrder && len(changes) > 0 {
+			var number int64
+			if open != nil {
+				number = open.Number
+			}
+			note, older, err := s.superseded(ctx, j, openMeta, number)
+			if err != nil {
+				s.dirty = true
+				return res, err
+			}
+			if older {
+				s.dirty = true
+				res.Status, res.Pull, res.Notes = StatusSuperseded, open, append(notes, note)
+				res.Meta.Changes = nil
+				log.Info("a newer build is pinned or proposed; nothing written", "reason", note)
+				return res, nil
+			}
+		}
 		obsolete := func(m *Meta) bool { ok, _ := j.obsolete(m); return ok }
 		switch Plan(meta, open, openMeta, obsolete) {
 		case ActionNone:
@@ -251,6 +272,7 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 		if err != nil {
 			return res, err
 		}
+		s.env.reached(PhaseCommitted)
 		start = time.Now()
 		pushErr := s.w.Push(ctx, j.branch, true)
 		took(ctx, "pushed", start, "branch", j.branch)
@@ -261,6 +283,7 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 		if pushErr != nil {
 			return res, pushErr
 		}
+		s.env.reached(PhasePushed)
 		start = time.Now()
 		newBase, err := gitforge.RemoteHead(ctx, s.env.CloneURL, s.base, s.env.Auth) // has the base moved?
 		if err != nil {
@@ -411,6 +434,7 @@ func (s *session) publish(ctx context.Context, j job, known *gitforge.Pull, head
 			}
 			status = StatusOpened
 			log.Info("opened pull request", "number", pr.Number)
+			s.env.reached(PhasePullOpened)
 			if len(s.cfg.Reviewers) > 0 {
 				if err := s.env.Forge.RequestReviewers(ctx, repo, pr.Number, s.cfg.Reviewers); err != nil {
 					return pr, status, fmt.Errorf("requesting reviewers on #%d: %w", pr.Number, err)

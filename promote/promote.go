@@ -62,6 +62,9 @@ type Env struct {
 	Now func() time.Time
 	// Attempts bounds regenerations per branch; default DefaultAttempts.
 	Attempts int
+	// OnPhase, when set, is told each Phase a promotion reaches (the
+	// CLI's test hook; see Phase).
+	OnPhase func(Phase)
 }
 
 func (e *Env) defaults() {
@@ -81,6 +84,9 @@ type Request struct {
 	// AllowTagMoved promotes a digest even when its known tag now points
 	// elsewhere.
 	AllowTagMoved bool
+	// AllowOlder promotes a digest even when the base pins, or the open
+	// pull request proposes, a newer build of the image (see Superseded).
+	AllowOlder bool
 	// Choose tunes how each pin's digest is chosen.
 	Choose ChooseOptions
 	// DryRun clones, resolves and renders, but pushes and edits nothing.
@@ -101,9 +107,11 @@ const (
 	// StatusAlreadyPinned: the base already pins the digest; an open pull
 	// request on the branch, if any, was closed as obsolete.
 	StatusAlreadyPinned Status = "already-pinned"
-	// StatusSuperseded: the branch was pushed, but a later promotion
-	// replaced it before the pull request was written; that one owns the
-	// pull request's text.
+	// StatusSuperseded: a newer build of the image is pinned in the base
+	// or proposed by the open pull request, and nothing was written (see
+	// Superseded and Result.Notes); or the branch was pushed, but a later
+	// promotion replaced it before the pull request was written, and that
+	// one owns the pull request's text.
 	StatusSuperseded Status = "superseded"
 	// StatusDryRun: nothing was pushed; Diff and Body show the proposal.
 	StatusDryRun Status = "dry-run"
@@ -175,6 +183,7 @@ func Run(ctx context.Context, env Env, req Request) ([]Result, error) {
 				continue
 			}
 			j := s.promoteJob(p, target.Name, req.Choose)
+			j.checkOrder = !req.AllowOlder
 			res, err := s.runJob(ctx, j, req.DryRun)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("promoting %s in target %s: %w", p.Image, target.Name, err))
@@ -278,6 +287,7 @@ func open(ctx context.Context, env *Env) (*session, error) {
 		s.close()
 		return nil, err
 	}
+	env.reached(PhaseCloned)
 	return s, nil
 }
 

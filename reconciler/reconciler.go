@@ -42,10 +42,15 @@ type options struct {
 	forge    Forge
 	token    string
 	now      func() time.Time
+	answer   time.Duration
 }
 
 // Option configures New.
 type Option func(*options)
+
+// WithAPIResponseTimeout sets how long a Kubernetes API request waits for
+// the server to start answering. Default APIResponseTimeout.
+func WithAPIResponseTimeout(d time.Duration) Option { return func(o *options) { o.answer = d } }
 
 // WithCacheDir sets where Git clones are cached. Default DefaultCacheDir().
 func WithCacheDir(dir string) Option { return func(o *options) { o.cacheDir = dir } }
@@ -69,7 +74,7 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.now = 
 // New returns a Reconciler for cfg on the cluster rc points at. It makes
 // no request.
 func New(cfg *Config, rc *rest.Config, opts ...Option) (*Reconciler, error) {
-	o := options{now: time.Now}
+	o := options{now: time.Now, answer: APIResponseTimeout}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -88,6 +93,7 @@ func New(cfg *Config, rc *rest.Config, opts ...Option) (*Reconciler, error) {
 		o.registry = reg
 	}
 	rc = rest.CopyConfig(rc)
+	rc.WrapTransport = boundResponses(rc.WrapTransport, o.answer)
 	if rc.QPS == 0 {
 		// client-go's default (5 QPS) would make a 500-object sync take
 		// minutes; the API server's own priority and fairness still applies.

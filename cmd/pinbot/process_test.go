@@ -33,7 +33,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	pinbotBin = filepath.Join(dir, "pinbot")
-	build := exec.Command("go", "build", "-o", pinbotBin, ".")
+	// -tags pinbotdebug: the pause points these tests use exist only in
+	// that build.
+	build := exec.Command("go", "build", "-tags", "pinbotdebug", "-o", pinbotBin, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		os.RemoveAll(dir)

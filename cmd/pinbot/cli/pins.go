@@ -73,18 +73,8 @@ func batchGC() (restore func()) {
 	return func() { debug.SetGCPercent(prev) }
 }
 
-// pauseEnv names a phase of pins.Set (staged, journaled, renaming) at which
-// `pins set` says so on stderr and waits for a signal. Tests use it to
-// signal or kill the process at a known step, with no sleeps.
-const pauseEnv = "PINBOT_DEBUG_PAUSE_AT"
-
-// pauseHook returns the phase hook pauseEnv asks for.
+// pauseHook returns the phase hook that pauses where a test asks (see
+// pauseAt).
 func pauseHook(ctx context.Context, stderr io.Writer) pins.Option {
-	at := os.Getenv(pauseEnv)
-	return pins.WithPhaseHook(func(p pins.Phase) {
-		if at != "" && string(p) == at {
-			fmt.Fprintf(stderr, "pinbot: paused at %s\n", p)
-			<-ctx.Done()
-		}
-	})
+	return pins.WithPhaseHook(func(p pins.Phase) { pauseAt(ctx, stderr, string(p)) })
 }

@@ -17,6 +17,7 @@ type promoteOptions struct {
 	forge      forgeFlags
 	input      promote.InputSpec
 	tagMovedOK bool
+	olderOK    bool
 }
 
 // Validate checks the flags; its errors are usage errors.
@@ -50,6 +51,12 @@ Each pin keeps its kind: a pinned platform manifest gets the platform child
 of a promoted index. Promoting what the base already pins changes nothing
 and closes the branch's now obsolete pull request.
 
+A build older than the one the base pins, or the open pull request
+proposes, changes nothing: status "superseded", exit 0 (--allow-older
+promotes it anyway). Builds are ordered by their tags where both are
+versions (v1.2.3, 1.4, 42), else by the image's created time, else by
+revision labels that are build numbers.
+
 Prints the pull request URL (one line per target), or with -o json one
 object per target: {"pr_number","pr_url","branch","changes","digest","image",...}.
 The token comes from --token-file or $PINBOT_GITEA_TOKEN; registry
@@ -69,6 +76,7 @@ credentials from the docker config.`,
 	fl.StringVar(&o.input.ImageNameFile, "image-name-with-digest-file", "", "Kaniko --image-name-with-digest-file output")
 	fl.StringVar(&o.input.MetadataFile, "metadata-file", "", "buildx --metadata-file output")
 	fl.BoolVar(&o.tagMovedOK, "allow-tag-moved", false, "promote the digest even if the tag the build named points elsewhere now")
+	fl.BoolVar(&o.olderOK, "allow-older", false, "promote the digest even if the base pins, or the open pull request proposes, a newer build")
 	o.forge.bind(cmd)
 	return cmd
 }
@@ -83,9 +91,11 @@ func (o *promoteOptions) run(cmd *cobra.Command, g *globals) error {
 	if err != nil {
 		return err
 	}
+	env.OnPhase = func(p promote.Phase) { pauseAt(ctx, cmd.ErrOrStderr(), string(p)) }
 	results, runErr := promote.Run(ctx, env, promote.Request{
 		Inputs:        ins,
 		AllowTagMoved: o.tagMovedOK,
+		AllowOlder:    o.olderOK,
 		Choose:        o.forge.choose(),
 		DryRun:        o.forge.dryRun,
 	})

@@ -231,6 +231,12 @@ func (c *Cluster) Config() *rest.Config {
 	return c.restConfig(c.pki.adminToken)
 }
 
+// ServingPair returns the files of the API server's serving certificate
+// and key (valid for 127.0.0.1), for a proxy that poses as the API server.
+func (c *Cluster) ServingPair() (certFile, keyFile string) {
+	return c.pki.certFile, c.pki.keyFile
+}
+
 // UserConfig returns the client configuration of a user from
 // Options.Users.
 func (c *Cluster) UserConfig(name string) (*rest.Config, error) {

@@ -1,0 +1,27 @@
+package promote
+
+// Phase names a step of a promotion, reported to Env.OnPhase as it is
+// reached. Tests kill pinbot at each one to prove that a rerun converges.
+type Phase string
+
+// The phases of a promotion, in order.
+const (
+	// PhaseCloned: the base is cloned (or the cached clone brought up to
+	// date) and its pins read; nothing is written anywhere yet.
+	PhaseCloned Phase = "cloned"
+	// PhaseCommitted: the branch's commit exists in the local clone only.
+	PhaseCommitted Phase = "committed"
+	// PhasePushed: the branch is pushed; its pull request is not yet
+	// created or edited.
+	PhasePushed Phase = "pushed"
+	// PhasePullOpened: a new pull request was created; labels, reviewers
+	// and the final check of its text are still to come.
+	PhasePullOpened Phase = "pull-opened"
+)
+
+// reached reports phase p to env.OnPhase, if set.
+func (e *Env) reached(p Phase) {
+	if e.OnPhase != nil {
+		e.OnPhase(p)
+	}
+}
