@@ -1,0 +1,292 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"pinbot.dev/pinbot/internal/testenv/stack"
+	"pinbot.dev/pinbot/reconciler"
+)
+
+// replica is one `pinbot serve --leader-elect` child process.
+type replica struct {
+	id   string
+	addr string
+	cmd  *exec.Cmd
+	log  *bytes.Buffer
+	done chan error
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestServeHighlyAvailable runs two replicas of the real binary against a
+// real control plane and Gitea: one leader is elected, a webhook sent to
+// the follower syncs within 2 s, SIGTERM of the leader exits 0 and hands
+// over within the lease timings, SIGKILL hands over after the lease
+// expires, and no commit is synced twice.
+func TestServeHighlyAvailable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped under testing.Short: needs bin/ peers (make tools)")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	peers, err := stack.Start(ctx, stack.Options{Namespaces: []string{"pinbot-system", "web"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(peers.Stop)
+	g, c, kube := peers.Gitea, peers.Cluster, peers.Kube
+	dockerDir, err := g.DockerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(g.RegistryHost + "/" + g.AdminUser + "/web:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img, remote.WithAuth(&authn.Basic{Username: g.AdminUser, Password: g.Token})); err != nil {
+		t.Fatal(err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := func(replicas int) string {
+		return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: %d
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: app, image: %q}]
+`, replicas, ref.Context().String()+":v1@"+digest.String())
+	}
+	writeApp := func(replicas int) string {
+		dir := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(dir, "app"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "app", "web.yaml"), []byte(manifest(replicas)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	first, err := g.CreateRepoFromDir(ctx, g.AdminUser, "manifests", "main", writeApp(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "pinbot.yaml")
+	config := fmt.Sprintf(`interval: 10m
+forge: {url: %q}
+apps:
+  - name: web
+    repo: %s
+    branch: main
+    path: app
+    namespace: web
+    allowNamespaces: [web]
+    syncPolicy: {automated: true}
+`, g.URL, g.RepoURL(g.AdminUser, "manifests"))
+	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "serve-ha-s3cret"
+	secretFile := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secretFile, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	start := func(id string) *replica {
+		t.Helper()
+		r := &replica{id: id, addr: freeAddr(t), log: &bytes.Buffer{}, done: make(chan error, 1)}
+		r.cmd = exec.Command(pinbotBin, "serve", "--config", cfg, "--kubeconfig", c.Kubeconfig,
+			"--cache-dir", t.TempDir(), "--listen", r.addr, "--webhook-secret-file", secretFile,
+			"--leader-elect", "--id", id, "--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "1s",
+			"--shutdown-timeout", "10s", "-v")
+		r.cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+dockerDir, "PINBOT_GITEA_TOKEN="+g.Token)
+		r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
+		if err := r.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { r.done <- r.cmd.Wait() }()
+		t.Cleanup(func() {
+			if r.cmd.ProcessState == nil {
+				_ = r.cmd.Process.Kill()
+				<-r.done
+			}
+			if t.Failed() {
+				t.Logf("log of %s:\n%s", id, r.log.String())
+			}
+		})
+		return r
+	}
+	holder := func() string {
+		l, err := kube.CoordinationV1().Leases("pinbot-system").Get(ctx, "pinbot", metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	entries := func() []reconciler.Entry {
+		cm, err := kube.CoreV1().ConfigMaps("pinbot-system").Get(ctx, "pinbot-app-web", metav1.GetOptions{})
+		if err != nil {
+			return nil
+		}
+		var es []reconciler.Entry
+		_ = json.Unmarshal([]byte(cm.Data["history.json"]), &es)
+		return es
+	}
+	synced := func(commit string) int {
+		n := 0
+		for _, e := range entries() {
+			if e.Commit == commit && e.Trigger != reconciler.TriggerHeal {
+				n++
+			}
+		}
+		return n
+	}
+	poll := func(timeout time.Duration, what string, cond func() bool) time.Duration {
+		t.Helper()
+		begin := time.Now()
+		for deadline := begin.Add(timeout); !cond(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within %s (lease holder %q, history %+v)", what, timeout, holder(), entries())
+			}
+		}
+		return time.Since(begin)
+	}
+	ready := func(r *replica) bool {
+		resp, err := http.Get("http://" + r.addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+
+	a, b := start("replica-a"), start("replica-b")
+	byID := map[string]*replica{a.id: a, b.id: b}
+	poll(60*time.Second, "a leader elected", func() bool { return byID[holder()] != nil })
+	leader := byID[holder()]
+	follower := a
+	if leader == a {
+		follower = b
+	}
+	poll(60*time.Second, "the first commit synced", func() bool { return synced(first) == 1 })
+	poll(30*time.Second, "both replicas ready", func() bool { return ready(a) && ready(b) })
+	for _, r := range []*replica{a, b} {
+		resp, err := http.Get("http://" + r.addr + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("dashboard of %s: %s", r.id, resp.Status)
+		}
+	}
+
+	// A push, announced to the follower only: the leader syncs it.
+	second, err := g.PushDir(ctx, g.AdminUser, "manifests", "main", writeApp(2), "Two replicas")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := func(r *replica, after string) int {
+		t.Helper()
+		body := fmt.Sprintf(`{"ref":"refs/heads/main","after":%q,"repository":{"clone_url":%q}}`, after, g.RepoURL(g.AdminUser, "manifests"))
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write([]byte(body))
+		req, err := http.NewRequest(http.MethodPost, "http://"+r.addr+"/webhook/gitea", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Gitea-Event", "push")
+		req.Header.Set("X-Gitea-Signature", hex.EncodeToString(mac.Sum(nil)))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := hook(follower, second); code != http.StatusAccepted {
+		t.Fatalf("webhook to the follower: %d, want 202", code)
+	}
+	took := poll(2*time.Second, "the webhook to the follower syncs", func() bool { return synced(second) == 1 })
+	t.Logf("webhook to the follower: synced after %s", took)
+
+	// SIGTERM of the leader: exit 0, the Lease released, the follower
+	// leads within the lease timings.
+	if err := leader.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-leader.done:
+		if err != nil {
+			t.Fatalf("leader after SIGTERM: %v, want exit 0", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("leader did not exit within 30s of SIGTERM")
+	}
+	took = poll(6*time.Second, "the follower leads after SIGTERM", func() bool { return holder() == follower.id })
+	t.Logf("failover after SIGTERM: %s", took)
+
+	// SIGKILL of the new leader: the restarted replica leads once the
+	// lease expires.
+	again := start(leader.id)
+	poll(30*time.Second, "the restarted replica ready", func() bool { return ready(again) })
+	if err := follower.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-follower.done
+	took = poll(15*time.Second, "the restarted replica leads after SIGKILL", func() bool { return holder() == again.id })
+	t.Logf("failover after SIGKILL: %s", took)
+	third, err := g.PushDir(ctx, g.AdminUser, "manifests", "main", writeApp(3), "Three replicas")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := hook(again, third); code != http.StatusAccepted {
+		t.Fatalf("webhook to the new leader: %d, want 202", code)
+	}
+	poll(10*time.Second, "the new leader syncs", func() bool { return synced(third) == 1 })
+	for _, commit := range []string{first, second, third} {
+		if n := synced(commit); n != 1 {
+			t.Errorf("commit %s synced %d times, want once", commit[:8], n)
+		}
+	}
+}
