@@ -30,6 +30,7 @@ type daemon struct {
 	elect           bool
 	lease           leaseOptions
 	shutdownTimeout time.Duration
+	drift           []driftJob // the config's promote: entries with a schedule
 
 	ready    atomic.Bool // /readyz: checks passed and, electing, the elector runs
 	leading  atomic.Bool
@@ -102,7 +103,7 @@ func (d *daemon) run(ctx context.Context, r *reconciler.Reconciler, kube kuberne
 	if !d.elect {
 		d.leading.Store(true)
 		d.ready.Store(true)
-		go func() { loopDone <- r.Run(loopCtx) }()
+		go func() { loopDone <- d.loops(loopCtx, r) }()
 	} else {
 		le, err := d.lease.elector(kube, d.ns, leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lctx context.Context) {
@@ -121,7 +122,7 @@ func (d *daemon) run(ctx context.Context, r *reconciler.Reconciler, kube kuberne
 					loopDone <- err
 					return
 				}
-				loopDone <- r.Run(lctx)
+				loopDone <- d.loops(lctx, r)
 			},
 			OnStoppedLeading: func() {
 				if d.leading.Swap(false) && ctx.Err() == nil {
@@ -140,6 +141,18 @@ func (d *daemon) run(ctx context.Context, r *reconciler.Reconciler, kube kuberne
 		return d.wait(ctx, loopDone, lost, served, stopElect, electDone, stopWork)
 	}
 	return d.wait(ctx, loopDone, lost, served, func() {}, nil, stopWork)
+}
+
+// loops runs what only the leader does until ctx ends: the reconcile
+// loops and the drift schedules.
+func (d *daemon) loops(ctx context.Context, r *reconciler.Reconciler) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	drifted := make(chan error, 1)
+	go func() { drifted <- runDrift(ctx, d.drift) }()
+	err := r.Run(ctx)
+	cancel() // the drift schedules stop with the loops
+	return errors.Join(err, <-drifted)
 }
 
 // wait blocks until ctx ends, the loops fail, the lease is lost or the

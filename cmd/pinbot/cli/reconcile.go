@@ -49,11 +49,14 @@ func runDaemon(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, d *daemon
 		return err
 	}
 	d.secret = secret
-	r, _, err := f.open()
+	r, cfg, err := f.open()
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	if d.drift, err = driftJobs(cfg, f.cacheDir); err != nil {
+		return err
+	}
 	rc, err := restConfig(f.kubeconfig)
 	if err != nil {
 		return err
