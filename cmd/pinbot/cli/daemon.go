@@ -88,41 +88,26 @@ func (d *daemon) run(ctx context.Context, r *reconciler.Reconciler, kube kuberne
 		served <- nil
 	}
 
-	loopCtx, stopLoop := context.WithCancel(work)
-	defer stopLoop()
-	go func() { // SIGTERM stops the loops first
-		select {
-		case <-ctx.Done():
-			d.draining.Store(true)
-			stopLoop()
-		case <-work.Done():
-		}
-	}()
+	// SIGTERM (ctx's end) stops the loops from starting passes; work,
+	// ended after --shutdown-timeout, bounds the pass in flight.
+	loopCtx := work
+	stop := ctx.Done()
 	loopDone := make(chan error, 1)
 	lost := make(chan struct{})
 	if !d.elect {
 		d.leading.Store(true)
 		d.ready.Store(true)
-		go func() { loopDone <- d.loops(loopCtx, r) }()
+		go func() { loopDone <- d.loops(loopCtx, stop, r) }()
 	} else {
 		le, err := d.lease.elector(kube, d.ns, leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lctx context.Context) {
 				log.Info("leading", "lease", d.ns+"/"+leaseName, "id", d.lease.id)
 				d.leading.Store(true)
-				lctx, cancel := context.WithCancel(lctx)
-				defer cancel()
-				go func() {
-					select {
-					case <-loopCtx.Done():
-						cancel()
-					case <-lctx.Done():
-					}
-				}()
 				if err := watchTriggers(lctx, kube, d.ns, func(app string) { _ = r.Trigger(app) }); err != nil && lctx.Err() == nil {
 					loopDone <- err
 					return
 				}
-				loopDone <- d.loops(lctx, r)
+				loopDone <- d.loops(lctx, stop, r)
 			},
 			OnStoppedLeading: func() {
 				if d.leading.Swap(false) && ctx.Err() == nil {
@@ -145,12 +130,20 @@ func (d *daemon) run(ctx context.Context, r *reconciler.Reconciler, kube kuberne
 
 // loops runs what only the leader does until ctx ends: the reconcile
 // loops and the drift schedules.
-func (d *daemon) loops(ctx context.Context, r *reconciler.Reconciler) error {
-	ctx, cancel := context.WithCancel(ctx)
+// Closing stop ends the loops after the pass in flight (bounded by ctx).
+func (d *daemon) loops(ctx context.Context, stop <-chan struct{}, r *reconciler.Reconciler) error {
+	driftCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-driftCtx.Done():
+		}
+	}()
 	drifted := make(chan error, 1)
-	go func() { drifted <- runDrift(ctx, d.drift) }()
-	err := r.Run(ctx)
+	go func() { drifted <- runDrift(driftCtx, d.drift) }()
+	err := r.RunUntil(ctx, stop)
 	cancel() // the drift schedules stop with the loops
 	return errors.Join(err, <-drifted)
 }
