@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"pinbot.dev/pinbot/internal/kubeletsim"
 	"pinbot.dev/pinbot/internal/testenv/stack"
 	"pinbot.dev/pinbot/reconciler"
 )
@@ -289,4 +290,174 @@ apps:
 			t.Errorf("commit %s synced %d times, want once", commit[:8], n)
 		}
 	}
+}
+
+// TestServeSIGTERMMidSync sends SIGTERM to the leader while a sync waits
+// for its first wave (a Job that runs 5 s): the leader finishes the sync
+// (the second wave is applied), records it once, exits 0 and releases the
+// Lease to the follower.
+func TestServeSIGTERMMidSync(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped under testing.Short: needs bin/ peers (make tools)")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	peers, err := stack.Start(ctx, stack.Options{Namespaces: []string{"pinbot-system", "web"},
+		Node: []kubeletsim.Option{kubeletsim.WithRunDuration(5 * time.Second)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(peers.Stop)
+	g, c, kube := peers.Gitea, peers.Cluster, peers.Kube
+	dockerDir, err := g.DockerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(g.RegistryHost + "/" + g.AdminUser + "/migrate:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img, remote.WithAuth(&authn.Basic{Username: g.AdminUser, Password: g.Token})); err != nil {
+		t.Fatal(err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(src, "app"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	job := fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate, annotations: {pinbot.dev/sync-wave: "-1"}}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: migrate, image: %q}]
+`, ref.Context().String()+":v1@"+digest.String())
+	late := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: late}\ndata: {k: v}\n"
+	for f, body := range map[string]string{"app/job.yaml": job, "app/late.yaml": late} {
+		if err := os.WriteFile(filepath.Join(src, f), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit, err := g.CreateRepoFromDir(ctx, g.AdminUser, "manifests", "main", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "pinbot.yaml")
+	config := fmt.Sprintf(`interval: 10m
+forge: {url: %q}
+apps:
+  - name: web
+    repo: %s
+    branch: main
+    path: app
+    namespace: web
+    allowNamespaces: [web]
+    syncPolicy: {automated: true}
+`, g.URL, g.RepoURL(g.AdminUser, "manifests"))
+	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secretFile := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secretFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	type child struct {
+		cmd  *exec.Cmd
+		log  *bytes.Buffer
+		done chan error
+	}
+	start := func(id string) *child {
+		ch := &child{log: &bytes.Buffer{}, done: make(chan error, 1)}
+		ch.cmd = exec.Command(pinbotBin, "serve", "--config", cfg, "--kubeconfig", c.Kubeconfig,
+			"--cache-dir", t.TempDir(), "--listen", freeAddr(t), "--webhook-secret-file", secretFile,
+			"--leader-elect", "--id", id, "--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "1s",
+			"--shutdown-timeout", "20s")
+		ch.cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+dockerDir, "PINBOT_GITEA_TOKEN="+g.Token)
+		ch.cmd.Stdout, ch.cmd.Stderr = ch.log, ch.log
+		if err := ch.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { ch.done <- ch.cmd.Wait() }()
+		t.Cleanup(func() {
+			if ch.cmd.ProcessState == nil {
+				_ = ch.cmd.Process.Kill()
+				<-ch.done
+			}
+			if t.Failed() {
+				t.Logf("log of %s:\n%s", id, ch.log.String())
+			}
+		})
+		return ch
+	}
+	holder := func() string {
+		l, err := kube.CoordinationV1().Leases("pinbot-system").Get(ctx, "pinbot", metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	poll := func(timeout time.Duration, what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(timeout); !cond(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within %s (lease holder %q)", what, timeout, holder())
+			}
+		}
+	}
+	a := start("mid-a")
+	poll(60*time.Second, "mid-a leads", func() bool { return holder() == "mid-a" })
+	b := start("mid-b")
+	poll(60*time.Second, "the Job applied", func() bool {
+		_, err := kube.BatchV1().Jobs("web").Get(ctx, "migrate", metav1.GetOptions{})
+		return err == nil
+	})
+	if _, err := kube.CoreV1().ConfigMaps("web").Get(ctx, "late", metav1.GetOptions{}); err == nil {
+		t.Fatal("the second wave was applied before the Job completed")
+	}
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-a.done:
+		if err != nil {
+			t.Fatalf("leader after SIGTERM: %v, want exit 0", err)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatal("leader did not exit within 40s of SIGTERM")
+	}
+	if _, err := kube.CoreV1().ConfigMaps("web").Get(ctx, "late", metav1.GetOptions{}); err != nil {
+		t.Errorf("the sync in flight was not finished: the second wave is missing: %v", err)
+	}
+	cm, err := kube.CoreV1().ConfigMaps("pinbot-system").Get(ctx, "pinbot-app-web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var es []reconciler.Entry
+	if err := json.Unmarshal([]byte(cm.Data["history.json"]), &es); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range es {
+		if e.Commit == commit {
+			n++
+			if e.Result != reconciler.Applied {
+				t.Errorf("the sync of %s: result %s (%s), want %s", commit[:8], e.Result, e.Reason, reconciler.Applied)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("the history holds %d syncs of %s, want 1: %+v", n, commit[:8], es)
+	}
+	poll(6*time.Second, "mid-b leads after the release", func() bool { return holder() == "mid-b" })
+	_ = b
 }
