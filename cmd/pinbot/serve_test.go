@@ -461,3 +461,55 @@ apps:
 	poll(6*time.Second, "mid-b leads after the release", func() bool { return holder() == "mid-b" })
 	_ = b
 }
+
+// TestServeWithoutStateNamespace: serve stops first, naming the fix, when
+// the state namespace is missing; nothing is applied and no Lease taken.
+func TestServeWithoutStateNamespace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped under testing.Short: needs bin/ peers (make tools)")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	peers, err := stack.Start(ctx, stack.Options{Namespaces: []string{"web"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(peers.Stop)
+	g, c, kube := peers.Gitea, peers.Cluster, peers.Kube
+	src := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(src, "app"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "app", "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {k: v}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.CreateRepoFromDir(ctx, g.AdminUser, "manifests", "main", src); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "pinbot.yaml")
+	config := fmt.Sprintf("forge: {url: %q}\napps:\n  - {name: web, repo: %s, branch: main, path: app, namespace: web, allowNamespaces: [web], syncPolicy: {automated: true}}\n",
+		g.URL, g.RepoURL(g.AdminUser, "manifests"))
+	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secretFile := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secretFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(pinbotBin, "serve", "--config", cfg, "--kubeconfig", c.Kubeconfig, "--cache-dir", t.TempDir(),
+		"--listen", freeAddr(t), "--webhook-secret-file", secretFile, "--leader-elect", "--id", "a")
+	cmd.Env = append(os.Environ(), "PINBOT_GITEA_TOKEN="+g.Token)
+	out, err := cmd.CombinedOutput()
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 1 {
+		t.Fatalf("serve: %v, want exit 1; output:\n%s", err, out)
+	}
+	for _, want := range []string{`"pinbot-system" does not exist`, "kubectl apply -k deploy/"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output does not say %q:\n%s", want, out)
+		}
+	}
+	if _, err := kube.CoreV1().ConfigMaps("web").Get(ctx, "settings", metav1.GetOptions{}); err == nil {
+		t.Error("serve applied the app before stopping on the missing state namespace")
+	}
+}
