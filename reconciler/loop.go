@@ -34,7 +34,13 @@ const (
 // (source or cluster unreachable) are retried with exponential backoff up
 // to the interval, and problems in Git (render errors, forbidden objects,
 // failed applies) are recorded and retried only at the interval.
-func (r *Reconciler) Run(ctx context.Context) error {
+func (r *Reconciler) Run(ctx context.Context) error { return r.RunUntil(ctx, ctx.Done()) }
+
+// RunUntil is Run that stops starting passes once stop is closed, while
+// ctx bounds the pass in flight: a graceful shutdown closes stop at
+// SIGTERM and ends ctx after its timeout, so a sync under way is finished
+// and recorded rather than cut off.
+func (r *Reconciler) RunUntil(ctx context.Context, stop <-chan struct{}) error {
 	for backoff := minBackoff; ; backoff = min(2*backoff, time.Duration(r.cfg.Interval)) {
 		err := r.Check(ctx)
 		if err == nil {
@@ -47,6 +53,8 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-stop:
+			return nil
 		case <-time.After(backoff):
 		}
 	}
@@ -56,21 +64,24 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.runApp(ctx, app)
+			r.runApp(ctx, stop, app)
 		}()
 	}
 	wg.Wait()
 	return nil
 }
 
-func (r *Reconciler) runApp(ctx context.Context, app *App) {
+func (r *Reconciler) runApp(ctx context.Context, stop <-chan struct{}, app *App) {
 	log := logctx.From(ctx).With("app", app.Name)
 	st := r.apps[app.Name]
 	interval := time.Duration(r.cfg.Interval)
 	backoff := minBackoff
 	for {
+		if stopped(stop) {
+			return
+		}
 		s, _, err := r.pass(ctx, app, st, modeLoop)
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || stopped(stop) {
 			return
 		}
 		wait := interval
@@ -86,7 +97,7 @@ func (r *Reconciler) runApp(ctx context.Context, app *App) {
 			backoff = minBackoff
 			log.Error("pass stopped", "error", err)
 		}
-		if !r.idle(ctx, app, st, wait) {
+		if !r.idle(ctx, stop, app, st, wait) {
 			return
 		}
 	}
@@ -95,7 +106,7 @@ func (r *Reconciler) runApp(ctx context.Context, app *App) {
 // idle waits wait (or a trigger) before the next full pass, running
 // follow-up passes on Pod events while a sync awaits verification. It
 // returns false when ctx ends.
-func (r *Reconciler) idle(ctx context.Context, app *App, st *appState, wait time.Duration) bool {
+func (r *Reconciler) idle(ctx context.Context, stop <-chan struct{}, app *App, st *appState, wait time.Duration) bool {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	var drifted chan struct{} // nil (never ready) unless the app heals
@@ -105,6 +116,8 @@ func (r *Reconciler) idle(ctx context.Context, app *App, st *appState, wait time
 	for {
 		select {
 		case <-ctx.Done():
+			return false
+		case <-stop:
 			return false
 		case <-timer.C:
 			return true
@@ -138,6 +151,16 @@ func (r *Reconciler) idle(ctx context.Context, app *App, st *appState, wait time
 				logctx.From(ctx).Debug("follow-up pass failed", "app", app.Name, "error", err)
 			}
 		}
+	}
+}
+
+// stopped reports whether stop is closed.
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -227,6 +227,9 @@ func (r *Reconciler) Sync(ctx context.Context, name string, wait time.Duration, 
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := r.Check(ctx); err != nil { // before anything is applied
+		return nil, nil, err
+	}
 	s, v, err := r.pass(withSyncOptions(ctx, opts), a, st, modeSync)
 	if err != nil || wait <= 0 || !st.isAwaiting() {
 		return s, v, err

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -108,12 +109,17 @@ const (
 
 func configMapName(app string) string { return "pinbot-app-" + app }
 
-// Check fails when the history namespace does not exist.
+// ErrNoStateNamespace is what Check returns (wrapped) when the state
+// namespace is missing: nothing can be recorded, so nothing is applied.
+var ErrNoStateNamespace = errors.New("state namespace missing")
+
+// Check fails with ErrNoStateNamespace when the history namespace does not
+// exist.
 func (h *History) Check(ctx context.Context) error {
 	_, err := h.client.CoreV1().Namespaces().Get(ctx, h.namespace, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return fmt.Errorf("history namespace %q does not exist: create it (deploy/namespace.yaml) or set stateNamespace", h.namespace)
+		return fmt.Errorf("%w: %q does not exist: create it (kubectl create namespace %s), apply deploy/ (kubectl apply -k deploy/) or set stateNamespace", ErrNoStateNamespace, h.namespace, h.namespace)
 	case err != nil && !apierrors.IsForbidden(err):
 		return fmt.Errorf("checking history namespace %q: %w", h.namespace, err)
 	}

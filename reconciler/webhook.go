@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -126,8 +127,18 @@ type webhookResponse struct {
 // MaxWebhookBody, 401 to a missing or bad signature (with an empty secret
 // every request is refused) and 400 to a payload it cannot parse. The
 // secret is never logged or echoed.
-func (r *Reconciler) WebhookHandler(secret []byte) http.Handler {
+//
+// By default the apps are triggered in this process; WebhookTrigger
+// replaces that (a follower of `pinbot serve --leader-elect` forwards the
+// request to the leader).
+func (r *Reconciler) WebhookHandler(secret []byte, opts ...WebhookOption) http.Handler {
 	secret = append([]byte(nil), secret...)
+	trigger := func(_ context.Context, name string) error { return r.Trigger(name) }
+	for _, o := range opts {
+		if o.trigger != nil {
+			trigger = o.trigger
+		}
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method != http.MethodPost {
 			r.metrics.countWebhook(webhookMethodNotAllowed)
@@ -165,9 +176,11 @@ func (r *Reconciler) WebhookHandler(secret []byte) http.Handler {
 		}
 		var triggered []string
 		for _, name := range MatchApps(r.cfg.Apps, p) {
-			if err := r.Trigger(name); err == nil {
-				triggered = append(triggered, name)
+			if err := trigger(req.Context(), name); err != nil {
+				logctx.From(req.Context()).Warn("webhook: triggering failed", "app", name, "error", err)
+				continue
 			}
+			triggered = append(triggered, name)
 		}
 		logctx.From(req.Context()).Debug("webhook push", "repo", p.Repository.FullName, "ref", p.Ref,
 			"after", shortSHA(p.After), "triggered", triggered)
@@ -179,6 +192,17 @@ func (r *Reconciler) WebhookHandler(secret []byte) http.Handler {
 		r.metrics.countWebhook(webhookTriggered)
 		writeWebhookResponse(w, http.StatusAccepted, triggered)
 	})
+}
+
+// WebhookOption changes what WebhookHandler does with a matched push.
+type WebhookOption struct {
+	trigger func(ctx context.Context, app string) error
+}
+
+// WebhookTrigger makes the handler call f for each app a push matches,
+// instead of Trigger; an app f fails for is left out of the answer.
+func WebhookTrigger(f func(ctx context.Context, app string) error) WebhookOption {
+	return WebhookOption{trigger: f}
 }
 
 func writeWebhookResponse(w http.ResponseWriter, code int, triggered []string) {

@@ -81,6 +81,7 @@ func NewRootCommand() *cobra.Command {
 		newPromoteCommand(g),
 		newDriftCommand(g),
 		newReconcileCommand(g),
+		newServeCommand(g),
 		newSyncCommand(g),
 		newVerifyCommand(g),
 		newStatusCommand(g),

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/dashboard"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler"
 )
@@ -61,10 +61,23 @@ func (f *serveFlags) secret() ([]byte, error) {
 	return secret, nil
 }
 
-// reconcilerMux routes the reconciler's HTTP endpoints.
-func reconcilerMux(r *reconciler.Reconciler, secret []byte) http.Handler {
+// reconcilerMux routes the reconciler's HTTP endpoints; d adds serve's.
+func reconcilerMux(r *reconciler.Reconciler, secret []byte, d *daemon) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/webhook/gitea", r.WebhookHandler(secret))
+	var webhook http.Handler = r.WebhookHandler(secret)
+	if d != nil {
+		webhook = d.webhook(r, secret)
+		mux.Handle("/", dashboard.Handler(dashboardSource{r}, dashboard.DefaultRefresh))
+		mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			if !d.ready.Load() || d.draining.Load() {
+				http.Error(w, "not ready", http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprintln(w, "ok")
+		})
+	}
+	mux.Handle("/webhook/gitea", webhook)
 	mux.Handle("GET /metrics", r.Metrics())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -100,28 +113,4 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 		return fmt.Errorf("serving on %s: %w", ln.Addr(), err)
 	}
 	return nil
-}
-
-// runWithServer runs the reconciler loop and, when f.listen is set, its
-// HTTP endpoint beside it; both stop when ctx ends or either fails.
-func (f *serveFlags) runWithServer(ctx context.Context, r *reconciler.Reconciler, secret []byte) error {
-	if f.listen == "" {
-		return r.Run(ctx)
-	}
-	ln, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		return fmt.Errorf("flag --listen: %w", err)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	logctx.From(ctx).Info("serving", "addr", ln.Addr().String(), "paths", "/webhook/gitea /metrics /healthz")
-	served := make(chan error, 1)
-	go func() {
-		err := serve(ctx, ln, reconcilerMux(r, secret))
-		cancel() // a failed server stops the loop too
-		served <- err
-	}()
-	runErr := r.Run(ctx)
-	cancel()
-	return errors.Join(runErr, <-served)
 }

@@ -63,7 +63,7 @@ func TestReconcileWebhookAndMetricsEndpoints(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- serve(ctx, ln, reconcilerMux(r, []byte(secret))) }()
+	go func() { served <- serve(ctx, ln, reconcilerMux(r, []byte(secret), nil)) }()
 	base := "http://" + ln.Addr().String()
 
 	get := func(method, path, body, sig string) (int, string) {
@@ -129,7 +129,7 @@ func TestReconcilerMuxRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	mux := reconcilerMux(r, []byte("x"))
+	mux := reconcilerMux(r, []byte("x"), nil)
 	for _, tc := range []struct {
 		method, path string
 		want         int

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// defaultShutdownTimeout bounds the shutdown: shorter than a Pod's default
+// 30 s grace period.
+const defaultShutdownTimeout = 25 * time.Second
+
+func newServeCommand(_ *globals) *cobra.Command {
+	f := &reconcilerFlags{}
+	sf := &serveFlags{}
+	d := &daemon{}
+	cmd := &cobra.Command{
+		Use:   "serve --config FILE --listen ADDR [--leader-elect] [--id NAME]",
+		Short: "Run pinbot as a service: the reconcile loops, webhooks, the dashboard and metrics, highly available",
+		Long: `Serve runs the reconcile loops of every app of the config (as "pinbot
+reconcile" does) and serves, on --listen: / (the dashboard), /healthz,
+/readyz, /metrics and /webhook/gitea (Gitea push webhooks, signed with the
+secret of --webhook-secret-file or $PINBOT_WEBHOOK_SECRET).
+
+The config's stateNamespace must exist (kubectl apply -k deploy/ creates
+it); serve stops at once when it does not.
+
+With --leader-elect the replicas elect a leader through the Lease "pinbot"
+in the state namespace (holder --id, default the hostname). Only the
+leader writes: syncs, heals, prunes, commit statuses and comments. Every
+replica serves the dashboard, /metrics and /readyz; a webhook that reaches
+a follower is forwarded to the leader by annotating the ConfigMap
+pinbot-trigger in the state namespace, which the leader watches. A replica
+that loses the Lease exits 1, to be restarted as a follower.
+
+On SIGTERM, webhooks answer 503, the loops get --shutdown-timeout to
+stop, the Lease is released and serve exits 0.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if sf.listen == "" {
+				return usageErrorf("flag --listen: required")
+			}
+			if d.lease.id == "" {
+				d.lease.id = hostname()
+			}
+			if d.elect {
+				if err := d.lease.Validate(); err != nil {
+					return err
+				}
+			}
+			if d.shutdownTimeout <= 0 {
+				return usageErrorf("flag --shutdown-timeout: want a positive duration, got %s", d.shutdownTimeout)
+			}
+			d.listen, d.dashboard = sf.listen, true
+			return runDaemon(cmd, f, sf, d)
+		},
+	}
+	f.bind(cmd)
+	sf.bind(cmd)
+	fl := cmd.Flags()
+	fl.BoolVar(&d.elect, "leader-elect", false, "elect a leader through the Lease pinbot in the state namespace; only the leader writes")
+	fl.StringVar(&d.lease.id, "id", "", "this replica's holderIdentity in the Lease (default the hostname)")
+	fl.DurationVar(&d.lease.leaseDuration, "lease-duration", 35*time.Second, "how long followers wait before taking a Lease that was not renewed")
+	fl.DurationVar(&d.lease.renewDeadline, "renew-deadline", 30*time.Second, "how long the leader tries to renew before giving up leadership")
+	fl.DurationVar(&d.lease.retryPer, "retry-period", 5*time.Second, "how often replicas try to acquire or renew the Lease")
+	fl.DurationVar(&d.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGTERM, how long the sync in flight may take before pinbot exits")
+	return cmd
+}

@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"pinbot.dev/pinbot/internal/logctx"
+)
+
+// The objects `pinbot serve --leader-elect` keeps in the state namespace.
+const (
+	// leaseName is the Lease the replicas elect a leader through.
+	leaseName = "pinbot"
+	// triggerName is the ConfigMap a follower annotates to forward a
+	// webhook to the leader.
+	triggerName = "pinbot-trigger"
+	// annotationRequestedAt holds the time of the newest forwarded request.
+	annotationRequestedAt = "pinbot.dev/requested-at"
+	// triggerAppPrefix prefixes one annotation per app, holding the time
+	// that app was last asked for; one key per app, so concurrent
+	// forwards of different apps never overwrite each other.
+	triggerAppPrefix = "apps.pinbot.dev/"
+)
+
+// forwardTrigger asks the leader for a pass of app: it stamps app's
+// annotation on the trigger ConfigMap (creating it when missing), which
+// the leader watches (watchTriggers).
+func forwardTrigger(ctx context.Context, kube kubernetes.Interface, ns, app string) error {
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	ann := map[string]string{annotationRequestedAt: now, triggerAppPrefix + app: now}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	if err != nil {
+		return fmt.Errorf("encoding the trigger patch: %w", err)
+	}
+	cms := kube.CoreV1().ConfigMaps(ns)
+	_, err = cms.Patch(ctx, triggerName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "pinbot"})
+	if apierrors.IsNotFound(err) {
+		_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: triggerName, Namespace: ns, Annotations: ann}},
+			metav1.CreateOptions{FieldManager: "pinbot"})
+		if apierrors.IsAlreadyExists(err) { // another follower created it meanwhile
+			_, err = cms.Patch(ctx, triggerName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "pinbot"})
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("annotating %s/%s for app %s: %w", ns, triggerName, app, err)
+	}
+	return nil
+}
+
+// requestedApps lists the apps whose annotation differs between old and
+// cur: the requests forwarded since old was seen.
+func requestedApps(old, cur map[string]string) []string {
+	var apps []string
+	for k, v := range cur {
+		app, ok := strings.CutPrefix(k, triggerAppPrefix)
+		if ok && app != "" && old[k] != v {
+			apps = append(apps, app)
+		}
+	}
+	return apps
+}
+
+// watchTriggers watches the trigger ConfigMap until ctx ends and calls
+// trigger for each app a follower asked for after the watch started. It
+// returns once the watch's cache has synced.
+func watchTriggers(ctx context.Context, kube kubernetes.Interface, ns string, trigger func(app string)) error {
+	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", triggerName).String()
+		}))
+	inf := f.Core().V1().ConfigMaps().Informer()
+	var synced bool
+	fire := func(old, cur map[string]string) {
+		for _, app := range requestedApps(old, cur) {
+			logctx.From(ctx).Debug("forwarded trigger", "app", app)
+			trigger(app)
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if cm, ok := obj.(*corev1.ConfigMap); ok && synced {
+				fire(nil, cm.Annotations)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*corev1.ConfigMap)
+			n, ok2 := newObj.(*corev1.ConfigMap)
+			if ok1 && ok2 {
+				fire(o.Annotations, n.Annotations)
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("watching %s/%s: %w", ns, triggerName, err)
+	}
+	f.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return fmt.Errorf("watching %s/%s: %w", ns, triggerName, context.Cause(ctx))
+	}
+	synced = true
+	return nil
+}
+
+// leaseOptions are the leader election flags.
+type leaseOptions struct {
+	id                                     string
+	leaseDuration, renewDeadline, retryPer time.Duration
+}
+
+// Validate checks the timings as client-go's elector does, naming the flag.
+func (o *leaseOptions) Validate() error {
+	switch {
+	case o.retryPer <= 0:
+		return usageErrorf("flag --retry-period: want a positive duration, got %s", o.retryPer)
+	case o.renewDeadline <= o.retryPer:
+		return usageErrorf("flag --renew-deadline: want more than --retry-period (%s), got %s", o.retryPer, o.renewDeadline)
+	case o.leaseDuration <= o.renewDeadline:
+		return usageErrorf("flag --lease-duration: want more than --renew-deadline (%s), got %s", o.renewDeadline, o.leaseDuration)
+	}
+	return nil
+}
+
+// elector returns the leader elector for the Lease pinbot in ns.
+func (o *leaseOptions) elector(kube kubernetes.Interface, ns string, cb leaderelection.LeaderCallbacks) (*leaderelection.LeaderElector, error) {
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: leaseName, Namespace: ns},
+		Client:     kube.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: o.id},
+	}
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   o.leaseDuration,
+		RenewDeadline:   o.renewDeadline,
+		RetryPeriod:     o.retryPer,
+		ReleaseOnCancel: true,
+		Name:            leaseName,
+		Callbacks:       cb,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("setting up leader election on %s/%s: %w", ns, leaseName, err)
+	}
+	return le, nil
+}

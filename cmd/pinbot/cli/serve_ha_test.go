@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/rest"
+
+	"pinbot.dev/pinbot/reconciler"
+)
+
+func TestRequestedApps(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		old, cur map[string]string
+		want     []string
+	}{
+		{"first request", nil, map[string]string{annotationRequestedAt: "t1", triggerAppPrefix + "web": "t1"}, []string{"web"}},
+		{"unchanged", map[string]string{triggerAppPrefix + "web": "t1"}, map[string]string{triggerAppPrefix + "web": "t1"}, nil},
+		{"one of two moved", map[string]string{triggerAppPrefix + "web": "t1", triggerAppPrefix + "api": "t1"},
+			map[string]string{triggerAppPrefix + "web": "t1", triggerAppPrefix + "api": "t2"}, []string{"api"}},
+		{"other annotations", nil, map[string]string{"example.com/x": "1", triggerAppPrefix: "t"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := requestedApps(tc.old, tc.cur)
+			slices.Sort(got)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("requestedApps (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLeaseOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		o    leaseOptions
+		want string
+	}{
+		{leaseOptions{leaseDuration: 35 * time.Second, renewDeadline: 30 * time.Second, retryPer: 5 * time.Second}, ""},
+		{leaseOptions{leaseDuration: 35 * time.Second, renewDeadline: 30 * time.Second}, "flag --retry-period"},
+		{leaseOptions{leaseDuration: 35 * time.Second, renewDeadline: 5 * time.Second, retryPer: 5 * time.Second}, "flag --renew-deadline"},
+		{leaseOptions{leaseDuration: 30 * time.Second, renewDeadline: 30 * time.Second, retryPer: 5 * time.Second}, "flag --lease-duration"},
+	} {
+		err := tc.o.Validate()
+		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%+v: got %v, want an error naming %q", tc.o, err, tc.want)
+		}
+	}
+}
+
+func TestServeMuxReadyAndDraining(t *testing.T) {
+	cfg := &reconciler.Config{StateNamespace: "pinbot-system", Apps: []reconciler.App{{Name: "web", Repo: "http://gitea:3000/org/app.git", Branch: "main"}}}
+	r, err := reconciler.New(cfg, &rest.Config{Host: "http://127.0.0.1:1"}, reconciler.WithCacheDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	d := &daemon{}
+	mux := reconcilerMux(r, []byte("s"), d)
+	code := func(method, path string) int {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader("{}")))
+		return rec.Code
+	}
+	type answers struct{ Readyz, Healthz, Webhook int }
+	got := []answers{{code("GET", "/readyz"), code("GET", "/healthz"), code("POST", "/webhook/gitea")}}
+	d.ready.Store(true)
+	got = append(got, answers{code("GET", "/readyz"), code("GET", "/healthz"), code("POST", "/webhook/gitea")})
+	d.draining.Store(true)
+	got = append(got, answers{code("GET", "/readyz"), code("GET", "/healthz"), code("POST", "/webhook/gitea")})
+	want := []answers{
+		{http.StatusServiceUnavailable, http.StatusOK, http.StatusUnauthorized}, // not ready; unsigned webhook
+		{http.StatusOK, http.StatusOK, http.StatusUnauthorized},
+		{http.StatusServiceUnavailable, http.StatusOK, http.StatusServiceUnavailable}, // draining
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("answers before ready, ready, draining (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"pinbot.dev/pinbot/reconciler"
+)
+
+func init() { register("serve", benchServe) }
+
+// The serve measurements: two `pinbot serve --leader-elect` replicas on 20
+// apps, with short lease timings.
+const (
+	serveApps     = 20
+	serveRounds   = 10
+	serveSettle   = 20 * time.Second
+	serveSecret   = "bench-serve-secret"
+	serveLeaseArg = "4s"
+)
+
+type serveChild struct {
+	id, addr string
+	cmd      *exec.Cmd
+	exited   chan struct{}
+}
+
+// benchServe measures webhook to sync start through a follower, the
+// leader's idle RSS with 20 apps, and the failover after SIGTERM.
+func benchServe(ctx context.Context, r *report) error {
+	tmp, err := os.MkdirTemp("", "pinbot-bench-serve-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	b := &recBench{tmp: tmp, bin: filepath.Join(tmp, "pinbot")}
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+	built := make(chan error, 1)
+	go func() { built <- buildPinbot(ctx, b.bin) }()
+	stop, err := b.start(ctx)
+	defer stop()
+	if err = errors.Join(err, <-built); err != nil {
+		return err
+	}
+	var apps []recApp
+	for i := range serveApps {
+		name := fmt.Sprintf("serve-%02d", i)
+		if err := b.namespaces(ctx, name); err != nil {
+			return err
+		}
+		if err := b.gitea.CreateRepo(ctx, b.owner, name, "main"); err != nil {
+			return err
+		}
+		if _, err := b.push(ctx, name, map[string]string{"app/cm.yaml": recConfigMap("settings", 0)}); err != nil {
+			return err
+		}
+		apps = append(apps, recApp{name: name, automated: true})
+	}
+	cfg, err := b.config("serve.yaml", 10*time.Minute, apps...)
+	if err != nil {
+		return err
+	}
+	secretFile := filepath.Join(tmp, "secret")
+	if err := os.WriteFile(secretFile, []byte(serveSecret), 0o600); err != nil {
+		return err
+	}
+	start := func(id string) (*serveChild, error) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		c := &serveChild{id: id, addr: addr, exited: make(chan struct{})}
+		logFile, err := os.Create(filepath.Join(tmp, "serve-"+id+".log"))
+		if err != nil {
+			return nil, err
+		}
+		c.cmd = exec.Command(b.bin, "serve", "--config", cfg, "--kubeconfig", b.cluster.Kubeconfig,
+			"--cache-dir", filepath.Join(tmp, "cache-"+id), "--listen", addr, "--webhook-secret-file", secretFile,
+			"--leader-elect", "--id", id, "--lease-duration", serveLeaseArg, "--renew-deadline", "3s", "--retry-period", "1s")
+		c.cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+b.docker)
+		c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
+		if err := c.cmd.Start(); err != nil {
+			logFile.Close()
+			return nil, err
+		}
+		go func() { _ = c.cmd.Wait(); logFile.Close(); close(c.exited) }()
+		return c, nil
+	}
+	stopChild := func(c *serveChild) {
+		select {
+		case <-c.exited:
+			return
+		default:
+		}
+		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-c.exited:
+		case <-time.After(30 * time.Second):
+			_ = c.cmd.Process.Kill()
+			<-c.exited
+		}
+	}
+	a, err := start("bench-a")
+	if err != nil {
+		return err
+	}
+	defer stopChild(a)
+	bb, err := start("bench-b")
+	if err != nil {
+		return err
+	}
+	defer stopChild(bb)
+	holder := func() string {
+		l, err := b.kube.CoordinationV1().Leases("pinbot-system").Get(ctx, "pinbot", metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	synced := func(app, commit string) bool {
+		cm, err := b.kube.CoreV1().ConfigMaps("pinbot-system").Get(ctx, "pinbot-app-"+app, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		var es []reconciler.Entry
+		_ = json.Unmarshal([]byte(cm.Data["history.json"]), &es)
+		for _, e := range es {
+			if e.Commit == commit {
+				return true
+			}
+		}
+		return false
+	}
+	poll := func(timeout time.Duration, what string, cond func() bool) (time.Duration, error) {
+		begin := time.Now()
+		for deadline := begin.Add(timeout); !cond(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				return 0, fmt.Errorf("%s: not within %s", what, timeout)
+			}
+		}
+		return time.Since(begin), nil
+	}
+	if _, err := poll(2*time.Minute, "a leader", func() bool { return holder() == a.id || holder() == bb.id }); err != nil {
+		return err
+	}
+	leader, follower := a, bb
+	if holder() == bb.id {
+		leader, follower = bb, a
+	}
+	if err := recSleepPlain(ctx, serveSettle); err != nil {
+		return err
+	}
+	rss, _, err := procMemory(leader.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	r.check(fmt.Sprintf("serve: idle RSS of the leader, %d apps", serveApps), mb(rss), "≤ 80 MB", rss <= 80<<20)
+
+	var lat []time.Duration
+	app := apps[0].name
+	for i := range serveRounds {
+		commit, err := b.push(ctx, app, map[string]string{"app/cm.yaml": recConfigMap("settings", i+1)})
+		if err != nil {
+			return err
+		}
+		body := fmt.Sprintf(`{"ref":"refs/heads/main","after":%q,"repository":{"clone_url":%q}}`, commit, b.gitea.RepoURL(b.owner, app))
+		mac := hmac.New(sha256.New, []byte(serveSecret))
+		mac.Write([]byte(body))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+follower.addr+"/webhook/gitea", strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("X-Gitea-Event", "push")
+		req.Header.Set("X-Gitea-Signature", hex.EncodeToString(mac.Sum(nil)))
+		sent := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			return fmt.Errorf("webhook to the follower: %s", resp.Status)
+		}
+		if _, err := poll(30*time.Second, "the sync of "+commit[:8], func() bool { return synced(app, commit) }); err != nil {
+			return err
+		}
+		lat = append(lat, time.Since(sent))
+	}
+	p50 := recMedian(lat)
+	r.check("serve: webhook to a follower to sync recorded, p50", recRound(p50).String()+" ("+recDurations(lat)+")", "≤ 100 ms", p50 <= 100*time.Millisecond)
+
+	sigterm := time.Now()
+	_ = leader.cmd.Process.Signal(syscall.SIGTERM)
+	if _, err := poll(30*time.Second, "failover after SIGTERM", func() bool { return holder() == follower.id }); err != nil {
+		return err
+	}
+	took := time.Since(sigterm)
+	r.check("serve: failover after SIGTERM of the leader (lease "+serveLeaseArg+")", recRound(took).String(), "≤ 4s", took <= 4*time.Second)
+	return nil
+}
+
+// recSleepPlain waits d unless ctx ends.
+func recSleepPlain(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
