@@ -64,7 +64,7 @@ func (f *serveFlags) secret() ([]byte, error) {
 // reconcilerMux routes the reconciler's HTTP endpoints.
 func reconcilerMux(r *reconciler.Reconciler, secret []byte) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/webhook/gitea", r.WebhookHandler(secret))
+	mux.Handle("/webhook/gitea", r.WebhookHandler(secret, webhookOptions(r.Config())...))
 	mux.Handle("GET /metrics", r.Metrics())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
