@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/lru"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/reconciler/ssa"
@@ -140,7 +141,7 @@ func New(cfg *Config, rc *rest.Config, opts ...Option) (*Reconciler, error) {
 		o.forge = g
 	}
 	if cfg.Forge != nil {
-		r.report = &reporter{forge: o.forge, forgeURL: cfg.Forge.URL}
+		r.report = &reporter{forge: o.forge, forgeURL: cfg.Forge.URL, merged: lru.New(maxMerged)}
 	}
 	for i := range cfg.Apps {
 		r.apps[cfg.Apps[i].Name] = &appState{trigger: make(chan struct{}, 1), observe: make(chan struct{}, 1)}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/utils/lru"
+
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/redact"
 )
@@ -36,6 +38,27 @@ const maxDescription = 250
 type reporter struct {
 	forge    Forge
 	forgeURL string
+	merged   *lru.Cache // merge commit SHA -> *gitforge.Pull, from pull_request webhooks
+}
+
+// remember keeps pr, a pinbot pull request a webhook said was merged, so
+// that the proof comment for its merge commit needs no search.
+func (r *reporter) remember(pr *gitforge.Pull) {
+	if r == nil || r.merged == nil || pr == nil || pr.MergeCommit == "" || pr.Number == 0 {
+		return
+	}
+	r.merged.Add(pr.MergeCommit, pr)
+}
+
+// pullFor is the pull request sha merged: the remembered one, or the
+// forge's answer.
+func (r *reporter) pullFor(ctx context.Context, repo gitforge.Repo, sha string) (*gitforge.Pull, error) {
+	if r.merged != nil {
+		if v, ok := r.merged.Get(sha); ok {
+			return v.(*gitforge.Pull), nil
+		}
+	}
+	return r.forge.PullByMergeCommit(ctx, repo, sha)
 }
 
 // repoOf finds app's repository on the forge (see gitforge.RepoOf).
@@ -67,7 +90,7 @@ func (r *reporter) comment(ctx context.Context, app *App, sha string, v *Verific
 	if !ok || sha == "" {
 		return false, nil
 	}
-	pr, err := r.forge.PullByMergeCommit(ctx, repo, sha)
+	pr, err := r.pullFor(ctx, repo, sha)
 	if err != nil || pr == nil || !IsPinbotPull(pr) {
 		return false, err
 	}

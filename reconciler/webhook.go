@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"pinbot.dev/pinbot/internal/logctx"
 )
@@ -116,29 +117,61 @@ func repoKey(u string) string {
 // webhookResponse is the body WebhookHandler answers a push with.
 type webhookResponse struct {
 	Triggered []string `json:"triggered"`
+	// Promoting names the promote repositories a package event started a
+	// promotion into.
+	Promoting []string `json:"promoting,omitempty"`
 }
 
-// WebhookHandler serves Gitea push webhooks: a POST whose
-// X-Gitea-Signature is the hex HMAC-SHA256 of its body with secret
-// triggers a full pass (see Trigger) of each app following the pushed
-// branch (see MatchApps), and answers 202 with {"triggered":[names]}, or
-// 200 with an empty list when no app follows it or the event is not a
-// push. It answers 405 to other methods, 413 to a body over
-// MaxWebhookBody, 401 to a missing or bad signature (with an empty secret
-// every request is refused) and 400 to a payload it cannot parse. The
-// secret is never logged or echoed.
+// promoteTimeout bounds one webhook-started promotion.
+const promoteTimeout = 5 * time.Minute
+
+// WebhookOption configures WebhookHandler.
+type WebhookOption func(*webhookOptions)
+
+type webhookOptions struct {
+	promoter ImagePromoter
+	trigger  func(ctx context.Context, app string) error
+}
+
+// WithPromoter hands WebhookHandler what promotes the images of package
+// events (see ImagePromoter). Without one, package events are ignored.
+func WithPromoter(p ImagePromoter) WebhookOption {
+	return func(o *webhookOptions) { o.promoter = p }
+}
+
+// WebhookTrigger makes the handler call f for each app a push matches,
+// instead of Trigger; an app f fails for is left out of the answer (a
+// follower of `pinbot serve --leader-elect` forwards it to the leader).
+func WebhookTrigger(f func(ctx context.Context, app string) error) WebhookOption {
+	return func(o *webhookOptions) { o.trigger = f }
+}
+
+// WebhookHandler serves Gitea webhooks. A POST whose X-Gitea-Signature is
+// the hex HMAC-SHA256 of its body with secret is routed on its event type
+// (see EventType):
+//   - push triggers a full pass (see Trigger) of each app following the
+//     pushed branch (see MatchApps);
+//   - pull_request closed with merged true does the same for its base
+//     branch, and remembers a pinbot pull request for the proof comment
+//     on its merge commit;
+//   - package, for a tagged container image a promote entry lists, starts
+//     a promotion of that tag into each such entry's repository through
+//     the ImagePromoter (see WithPromoter), in the background.
 //
-// By default the apps are triggered in this process; WebhookTrigger
-// replaces that (a follower of `pinbot serve --leader-elect` forwards the
-// request to the leader).
+// It answers 202 with {"triggered":[names],"promoting":[repos]} when it
+// started something, 200 with empty lists when not (no app follows the
+// branch, another event, an untagged digest, or an X-Gitea-Delivery it has
+// already seen: deliveries are deduplicated over the last 1024). It answers
+// 405 to other methods, 413 to a body over MaxWebhookBody, 401 to a missing
+// or bad signature (with an empty secret every request is refused) and 400
+// to a payload it cannot parse. The secret is never logged or echoed.
 func (r *Reconciler) WebhookHandler(secret []byte, opts ...WebhookOption) http.Handler {
 	secret = append([]byte(nil), secret...)
-	trigger := func(_ context.Context, name string) error { return r.Trigger(name) }
-	for _, o := range opts {
-		if o.trigger != nil {
-			trigger = o.trigger
-		}
+	o := webhookOptions{trigger: func(_ context.Context, name string) error { return r.Trigger(name) }}
+	for _, opt := range opts {
+		opt(&o)
 	}
+	seen := newDeliveries(maxDeliveries)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method != http.MethodPost {
 			r.metrics.countWebhook(webhookMethodNotAllowed)
@@ -163,53 +196,102 @@ func (r *Reconciler) WebhookHandler(secret []byte, opts ...WebhookOption) http.H
 			http.Error(w, "missing or bad X-Gitea-Signature", http.StatusUnauthorized)
 			return
 		}
-		if ev := req.Header.Get("X-Gitea-Event"); ev != "" && ev != "push" {
-			r.metrics.countWebhook(webhookIgnored)
-			writeWebhookResponse(w, http.StatusOK, nil)
-			return
-		}
-		p, err := ParsePush(body)
-		if err != nil {
-			r.metrics.countWebhook(webhookBadRequest)
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		var triggered []string
-		for _, name := range MatchApps(r.cfg.Apps, p) {
-			if err := trigger(req.Context(), name); err != nil {
-				logctx.From(req.Context()).Warn("webhook: triggering failed", "app", name, "error", err)
-				continue
+		ev := EventType(req.Header.Get("X-Gitea-Event-Type"), req.Header.Get("X-Gitea-Event"), body)
+		var resp webhookResponse
+		switch ev {
+		case EventPush:
+			p, err := ParsePush(body)
+			if err != nil {
+				r.metrics.countWebhook(webhookBadRequest)
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
 			}
-			triggered = append(triggered, name)
+			if !seen.first(req.Header.Get("X-Gitea-Delivery")) {
+				break
+			}
+			resp.Triggered = r.triggerPush(req.Context(), o.trigger, p)
+		case EventPullRequest:
+			pr, err := ParsePullRequest(body)
+			if err != nil {
+				r.metrics.countWebhook(webhookBadRequest)
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			p, ok := pr.MergedPush()
+			if !ok || !seen.first(req.Header.Get("X-Gitea-Delivery")) {
+				break
+			}
+			if pull := pr.Pull(); IsPinbotPull(pull) {
+				r.report.remember(pull)
+			}
+			resp.Triggered = r.triggerPush(req.Context(), o.trigger, p)
+		case EventPackage:
+			pe, err := ParsePackage(body)
+			if err != nil {
+				r.metrics.countWebhook(webhookBadRequest)
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			image, tag, ok := pe.Image()
+			if !ok || o.promoter == nil || !seen.first(req.Header.Get("X-Gitea-Delivery")) {
+				break
+			}
+			resp.Promoting = r.promotePackage(req.Context(), o.promoter, image, tag)
 		}
-		logctx.From(req.Context()).Debug("webhook push", "repo", p.Repository.FullName, "ref", p.Ref,
-			"after", shortSHA(p.After), "triggered", triggered)
-		if len(triggered) == 0 {
+		if len(resp.Triggered) == 0 && len(resp.Promoting) == 0 {
 			r.metrics.countWebhook(webhookIgnored)
-			writeWebhookResponse(w, http.StatusOK, nil)
+			writeWebhookResponse(w, http.StatusOK, resp)
 			return
 		}
 		r.metrics.countWebhook(webhookTriggered)
-		writeWebhookResponse(w, http.StatusAccepted, triggered)
+		writeWebhookResponse(w, http.StatusAccepted, resp)
 	})
 }
 
-// WebhookOption changes what WebhookHandler does with a matched push.
-type WebhookOption struct {
-	trigger func(ctx context.Context, app string) error
+// triggerPush triggers the apps following p's branch and returns their
+// names.
+func (r *Reconciler) triggerPush(ctx context.Context, trigger func(context.Context, string) error, p PushEvent) []string {
+	var triggered []string
+	for _, name := range MatchApps(r.cfg.Apps, p) {
+		if err := trigger(ctx, name); err != nil {
+			logctx.From(ctx).Warn("webhook: triggering failed", "app", name, "error", err)
+			continue
+		}
+		triggered = append(triggered, name)
+	}
+	logctx.From(ctx).Debug("webhook push", "repo", p.Repository.FullName, "ref", p.Ref,
+		"after", shortSHA(p.After), "triggered", triggered)
+	return triggered
 }
 
-// WebhookTrigger makes the handler call f for each app a push matches,
-// instead of Trigger; an app f fails for is left out of the answer.
-func WebhookTrigger(f func(ctx context.Context, app string) error) WebhookOption {
-	return WebhookOption{trigger: f}
+// promotePackage starts, in the background, a promotion of image:tag into
+// each promote entry that lists image, and returns those repositories. The
+// promotion outlives the request (Gitea waits a few seconds at most) but
+// not promoteTimeout; its outcome is logged.
+func (r *Reconciler) promotePackage(ctx context.Context, p ImagePromoter, image, tag string) []string {
+	var repos []string
+	log := logctx.From(ctx)
+	for _, t := range PromoteTargets(r.cfg.Promote, image) {
+		repos = append(repos, t.Repo)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), promoteTimeout)
+			defer cancel()
+			res, err := p.PromoteImage(ctx, t, image, tag)
+			if err != nil {
+				log.Error("promoting a pushed image", "image", image, "tag", tag, "repo", t.Repo, "error", err)
+				return
+			}
+			log.Info("promoted a pushed image", "image", image, "tag", tag, "repo", t.Repo, "result", res)
+		}()
+	}
+	return repos
 }
 
-func writeWebhookResponse(w http.ResponseWriter, code int, triggered []string) {
-	if triggered == nil {
-		triggered = []string{}
+func writeWebhookResponse(w http.ResponseWriter, code int, resp webhookResponse) {
+	if resp.Triggered == nil {
+		resp.Triggered = []string{}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(webhookResponse{Triggered: triggered})
+	_ = json.NewEncoder(w).Encode(resp)
 }

@@ -43,12 +43,16 @@ type daemon struct {
 // follower, a matched app is forwarded to the leader through the trigger
 // ConfigMap.
 func (d *daemon) webhook(r *reconciler.Reconciler, secret []byte) http.Handler {
-	h := r.WebhookHandler(secret, reconciler.WebhookTrigger(func(ctx context.Context, app string) error {
+	// A package event promotes on whichever replica Gitea reached: a
+	// promotion is idempotent and a push on a moved base is rejected, so a
+	// follower's promotion is safe, and Gitea delivers each event once.
+	opts := append(webhookOptions(r.Config()), reconciler.WebhookTrigger(func(ctx context.Context, app string) error {
 		if !d.elect || d.leading.Load() {
 			return r.Trigger(app)
 		}
 		return forwardTrigger(ctx, d.kube, d.ns, app)
 	}))
+	h := r.WebhookHandler(secret, opts...)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if d.draining.Load() {
 			http.Error(w, "shutting down", http.StatusServiceUnavailable)

@@ -64,7 +64,7 @@ func (f *serveFlags) secret() ([]byte, error) {
 // reconcilerMux routes the reconciler's HTTP endpoints; d adds serve's.
 func reconcilerMux(r *reconciler.Reconciler, secret []byte, d *daemon) http.Handler {
 	mux := http.NewServeMux()
-	var webhook http.Handler = r.WebhookHandler(secret)
+	var webhook http.Handler = r.WebhookHandler(secret, webhookOptions(r.Config())...)
 	if d != nil {
 		webhook = d.webhook(r, secret)
 		mux.Handle("/", dashboard.Handler(dashboardSource{r}, dashboard.DefaultRefresh))
