@@ -16,6 +16,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"pinbot.dev/pinbot/gitforge"
 )
 
 // Defaults applied by Load to fields the config leaves empty.
@@ -54,6 +56,9 @@ type ForgeConfig struct {
 	URL       string `yaml:"url"`
 	TokenFile string `yaml:"tokenFile"`
 	CAFile    string `yaml:"caFile"`
+	// Insecure allows a plain-HTTP URL to a host that is not loopback,
+	// which sends the token in clear (as --insecure-forge does).
+	Insecure bool `yaml:"insecure"`
 }
 
 // Auth holds the credentials for one app's Git repository. Paths relative to
@@ -258,6 +263,8 @@ func (c *Config) Validate() error {
 	if c.Forge != nil {
 		if u, err := url.Parse(c.Forge.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			add(0, "forge.url %q: want an http(s) URL", c.Forge.URL)
+		} else if gitforge.Cleartext(u) && !c.Forge.Insecure {
+			add(0, "forge.url %q: plain HTTP to a host that is not loopback would send the token in clear; use https, or set forge.insecure: true", c.Forge.URL)
 		}
 	}
 	if len(c.Apps) == 0 {

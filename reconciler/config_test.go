@@ -64,6 +64,20 @@ func TestParsePromote(t *testing.T) {
 	}
 }
 
+func TestParseForgePlainHTTP(t *testing.T) {
+	app := "apps:\n  - {name: web, repo: 'https://g.example/o/r.git', namespace: web}\n"
+	for _, forge := range []string{
+		"forge: {url: 'http://127.0.0.1:3000'}\n",
+		"forge: {url: 'http://localhost:3000'}\n",
+		"forge: {url: 'https://gitea.example'}\n",
+		"forge: {url: 'http://gitea.example', insecure: true}\n",
+	} {
+		if _, err := Parse("c.yaml", []byte(forge+app)); err != nil {
+			t.Errorf("Parse of %q: %s", forge, err)
+		}
+	}
+}
+
 func TestParseDefaults(t *testing.T) {
 	got, err := Parse("c.yaml", []byte("apps:\n- {name: a, repo: 'http://127.0.0.1:3000/o/r.git', namespace: a}\n"))
 	if err != nil {
@@ -105,6 +119,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad cluster-scoped", "apps:\n  - {name: web, repo: 'https://g.example/o/r.git', namespace: web, allowClusterScoped: [a/b/c]}\n",
 			[]string{`allowClusterScoped: "a/b/c"`}},
 		{"bad forge", "forge: {url: gitea.example}\napps:\n" + app, []string{`forge.url "gitea.example": want an http(s) URL`}},
+		{"cleartext forge", "forge: {url: 'http://192.0.2.2:3000'}\napps:\n" + app, []string{`forge.url "http://192.0.2.2:3000": plain HTTP to a host that is not loopback would send the token in clear`}},
 		{"bad promote", "apps:\n" + app + "promote:\n  - {repo: manifests, drift: 'every day', images: ['Web:v1']}\n  - {repo: o/r}\n", []string{
 			`c.yaml:4: promote "manifests": repo "manifests": want OWNER/NAME`,
 			`c.yaml:4: promote "manifests": drift "every day":`,
