@@ -32,7 +32,7 @@ func (s literalSource) App(_ context.Context, name string) (App, error) {
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("starts chromium; skipped with -short")
+		t.Skip("starts chromium; skipped under testing.Short (-short)")
 	}
 	bin, err := exec.LookPath("chromium")
 	if err != nil {

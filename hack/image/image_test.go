@@ -83,7 +83,7 @@ func testOptions(t *testing.T, image string) *options {
 func binaries(t *testing.T, o *options) []imagebuild.Binary {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("compiles pinbot for two platforms; skipped with -short")
+		t.Skip("compiles pinbot for two platforms; skipped under testing.Short (-short)")
 	}
 	buildOnce.Do(func() {
 		if buildDir, buildErr = os.MkdirTemp("", "pinbot-imagetest-"); buildErr != nil {
@@ -191,7 +191,7 @@ func TestMakeImage(t *testing.T) {
 // pulls it back.
 func TestPushToGitea(t *testing.T) {
 	if testing.Short() {
-		t.Skip("needs a real Gitea and compiles pinbot; skipped with -short")
+		t.Skip("needs a real Gitea and compiles pinbot; skipped under testing.Short (-short)")
 	}
 	srv := giteatest.Start(t, gitea.Options{})
 	o := testOptions(t, srv.RegistryHost+"/"+srv.AdminUser+"/pinbot:"+testVersion)
