@@ -441,6 +441,13 @@ func (s *session) publish(ctx context.Context, j job, known *gitforge.Pull, head
 				}
 			}
 		case open.HeadSHA != head:
+			stale, err := s.staleHead(ctx, j, head, round)
+			if err != nil {
+				return nil, "", err
+			}
+			if stale {
+				continue
+			}
 			log.Info("a later promotion replaced the branch; leaving the text to it", "number", open.Number, "head", open.HeadSHA)
 			return open, StatusSuperseded, nil
 		case open.Title != title || open.Body != body:
@@ -466,12 +473,45 @@ func (s *session) publish(ctx context.Context, j job, known *gitforge.Pull, head
 		case now.State != gitforge.StateOpen:
 			return now, status, nil // merged or closed meanwhile: nothing left to fix
 		case now.HeadSHA != head:
+			stale, err := s.staleHead(ctx, j, head, round)
+			if err != nil {
+				return now, status, err
+			}
+			if stale {
+				continue
+			}
 			return now, StatusSuperseded, nil
 		case now.Title != title || now.Body != body:
 			log.Debug("pull request text was overwritten by an earlier promotion; writing it again", "number", now.Number)
 			continue
 		}
 		return now, status, nil
+	}
+}
+
+// staleHead reports whether the branch, as Git has it now, is still at
+// head although the pull request shows another head: Gitea records a
+// pushed head in its pull request asynchronously, so a promotion that
+// pushed last can read the head of the one before. Then it waits a little
+// (longer each round) for Gitea to catch up, and the caller looks again.
+// Only Git's answer tells a stale view from a later promotion.
+func (s *session) staleHead(ctx context.Context, j job, head string, round int) (bool, error) {
+	if round >= 5 {
+		return false, nil // the last round: take Gitea's view, as before
+	}
+	now, err := gitforge.RemoteHead(ctx, s.env.CloneURL, j.branch, s.env.Auth)
+	if err != nil {
+		return false, fmt.Errorf("reading the head of %s: %w", j.branch, err)
+	}
+	if now != head {
+		return false, nil
+	}
+	logctx.From(ctx).Debug("the pull request does not show the pushed head yet; looking again", "branch", j.branch, "head", head)
+	select {
+	case <-time.After(time.Duration(round) * 250 * time.Millisecond):
+		return true, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
 	}
 }
 

@@ -145,7 +145,7 @@ func TestParseErrors(t *testing.T) {
 func TestLoadResolvesRelativePaths(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "pinbot.yaml")
-	cfg := "forge: {url: 'http://g.example', tokenFile: token}\napps:\n  - {name: web, repo: 'https://g.example/o/r.git', namespace: web, auth: {tokenFile: app-token, caFile: /abs/ca.pem}}\n"
+	cfg := "forge: {url: 'https://g.example', tokenFile: token}\napps:\n  - {name: web, repo: 'https://g.example/o/r.git', namespace: web, auth: {tokenFile: app-token, caFile: /abs/ca.pem}}\n"
 	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
