@@ -18,10 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pinbot.dev/pinbot/internal/kubeletsim"
@@ -69,18 +65,8 @@ func TestServeHighlyAvailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := random.Image(256, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := name.ParseReference(g.RegistryHost + "/" + g.AdminUser + "/web:v1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(ref, img, remote.WithAuth(&authn.Basic{Username: g.AdminUser, Password: g.Token})); err != nil {
-		t.Fatal(err)
-	}
-	digest, err := img.Digest()
+	repo := g.RegistryHost + "/" + g.AdminUser + "/web"
+	digest, err := g.PushRandomImage(repo + ":v1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +81,7 @@ spec:
     metadata: {labels: {app: web}}
     spec:
       containers: [{name: app, image: %q}]
-`, replicas, ref.Context().String()+":v1@"+digest.String())
+`, replicas, repo+":v1@"+digest)
 	}
 	writeApp := func(replicas int) string {
 		dir := t.TempDir()
@@ -313,18 +299,8 @@ func TestServeSIGTERMMidSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := random.Image(256, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := name.ParseReference(g.RegistryHost + "/" + g.AdminUser + "/migrate:v1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(ref, img, remote.WithAuth(&authn.Basic{Username: g.AdminUser, Password: g.Token})); err != nil {
-		t.Fatal(err)
-	}
-	digest, err := img.Digest()
+	repo := g.RegistryHost + "/" + g.AdminUser + "/migrate"
+	digest, err := g.PushRandomImage(repo + ":v1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +316,7 @@ spec:
     spec:
       restartPolicy: Never
       containers: [{name: migrate, image: %q}]
-`, ref.Context().String()+":v1@"+digest.String())
+`, repo+":v1@"+digest)
 	late := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: late}\ndata: {k: v}\n"
 	for f, body := range map[string]string{"app/job.yaml": job, "app/late.yaml": late} {
 		if err := os.WriteFile(filepath.Join(src, f), []byte(body), 0o644); err != nil {

@@ -9,11 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-
 	"pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
 )
@@ -60,19 +55,11 @@ func newForgeRepo(t *testing.T, srv *gitea.Server) *forgeRepo {
 // push pushes a random image as tag and returns its digest.
 func (r *forgeRepo) push(t *testing.T, tag string) string {
 	t.Helper()
-	img, err := random.Image(128, 1)
+	d, err := r.srv.PushRandomImage(r.app + ":" + tag)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := name.ParseReference(r.app+":"+tag, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(ref, img, remote.WithAuth(&authn.Basic{Username: r.srv.AdminUser, Password: r.srv.Token})); err != nil {
-		t.Fatal(err)
-	}
-	d, _ := img.Digest()
-	return d.String()
+	return d
 }
 
 // pinbot runs the CLI with args and the repository's --forge-url and --repo.

@@ -9,11 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-
 	"pinbot.dev/pinbot/internal/testenv/stack"
 )
 
@@ -79,22 +74,12 @@ func TestReconcilerCommands(t *testing.T) {
 	}
 	t.Setenv("DOCKER_CONFIG", dockerDir)
 	t.Setenv("PINBOT_GITEA_TOKEN", g.Token)
-	img, err := random.Image(256, 1)
+	repo := g.RegistryHost + "/" + g.AdminUser + "/web"
+	digest, err := g.PushRandomImage(repo + ":v1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := name.ParseReference(g.RegistryHost + "/" + g.AdminUser + "/web:v1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(ref, img, remote.WithAuth(&authn.Basic{Username: g.AdminUser, Password: g.Token})); err != nil {
-		t.Fatal(err)
-	}
-	digest, err := img.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pinned := ref.Context().String() + ":v1@" + digest.String()
+	pinned := repo + ":v1@" + digest
 
 	src := t.TempDir()
 	manifest := fmt.Sprintf(`apiVersion: apps/v1
@@ -169,7 +154,7 @@ apps:
 		t.Fatalf("verify -o json = %s", out)
 	}
 	for _, ct := range v.Containers {
-		want := map[string]string{"namespace": "web", "container": "app", "git_digest": digest.String(), "running_digest": digest.String(), "verdict": "Verified"}
+		want := map[string]string{"namespace": "web", "container": "app", "git_digest": digest, "running_digest": digest, "verdict": "Verified"}
 		for k, w := range want {
 			if ct[k] != w {
 				t.Errorf("container %s = %q, want %q", k, ct[k], w)
@@ -181,7 +166,7 @@ apps:
 	}
 
 	code, out, _ = pinbot("verify", "web")
-	if code != exitOK || !strings.Contains(out, "web at "+commit[:12]+": VERIFIED: 2/2 Pods run "+digest.String()[:19]) {
+	if code != exitOK || !strings.Contains(out, "web at "+commit[:12]+": VERIFIED: 2/2 Pods run "+digest[:19]) {
 		t.Errorf("verify table: exit %d\n%s", code, out)
 	}
 	code, out, _ = pinbot("history", "web", "-o", "json")
