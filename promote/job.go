@@ -441,7 +441,7 @@ func (s *session) publish(ctx context.Context, j job, known *gitforge.Pull, head
 				}
 			}
 		case open.HeadSHA != head:
-			stale, err := s.staleHead(ctx, j, head, round)
+			stale, err := s.staleHead(ctx, j, open.Number, head)
 			if err != nil {
 				return nil, "", err
 			}
@@ -473,7 +473,7 @@ func (s *session) publish(ctx context.Context, j job, known *gitforge.Pull, head
 		case now.State != gitforge.StateOpen:
 			return now, status, nil // merged or closed meanwhile: nothing left to fix
 		case now.HeadSHA != head:
-			stale, err := s.staleHead(ctx, j, head, round)
+			stale, err := s.staleHead(ctx, j, now.Number, head)
 			if err != nil {
 				return now, status, err
 			}
@@ -489,29 +489,39 @@ func (s *session) publish(ctx context.Context, j job, known *gitforge.Pull, head
 	}
 }
 
-// staleHead reports whether the branch, as Git has it now, is still at
-// head although the pull request shows another head: Gitea records a
-// pushed head in its pull request asynchronously, so a promotion that
-// pushed last can read the head of the one before. Then it waits a little
-// (longer each round) for Gitea to catch up, and the caller looks again.
-// Only Git's answer tells a stale view from a later promotion.
-func (s *session) staleHead(ctx context.Context, j job, head string, round int) (bool, error) {
-	if round >= 5 {
-		return false, nil // the last round: take Gitea's view, as before
-	}
-	now, err := gitforge.RemoteHead(ctx, s.env.CloneURL, j.branch, s.env.Auth)
-	if err != nil {
-		return false, fmt.Errorf("reading the head of %s: %w", j.branch, err)
-	}
-	if now != head {
-		return false, nil
-	}
-	logctx.From(ctx).Debug("the pull request does not show the pushed head yet; looking again", "branch", j.branch, "head", head)
-	select {
-	case <-time.After(time.Duration(round) * 250 * time.Millisecond):
-		return true, nil
-	case <-ctx.Done():
-		return false, ctx.Err()
+// staleHead reports whether the pull request number only shows an older
+// head than the one this promotion pushed: Gitea records a pushed head in
+// its pull request asynchronously, and later under load. While Git says
+// the branch is still at head, it waits (up to 30 s) for the pull request
+// to show it, and reports true once it does, so the caller looks again. It
+// reports false when Git has a later head: another promotion replaced the
+// branch. Only Git's answer tells a stale view from a later promotion.
+func (s *session) staleHead(ctx context.Context, j job, number int64, head string) (bool, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		now, err := gitforge.RemoteHead(ctx, s.env.CloneURL, j.branch, s.env.Auth)
+		if err != nil {
+			return false, fmt.Errorf("reading the head of %s: %w", j.branch, err)
+		}
+		if now != head {
+			return false, nil
+		}
+		pr, err := s.env.Forge.GetPull(ctx, s.env.Repo, number)
+		if err != nil {
+			return false, fmt.Errorf("re-reading pull request #%d: %w", number, err)
+		}
+		if pr.HeadSHA == head {
+			return true, nil
+		}
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		logctx.From(ctx).Debug("the pull request does not show the pushed head yet; waiting", "branch", j.branch, "head", head)
+		select {
+		case <-time.After(250 * time.Millisecond):
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
 	}
 }
 
