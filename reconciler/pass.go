@@ -135,7 +135,7 @@ func (r *Reconciler) load(ctx context.Context, app *App, st *appState) (string, 
 	if err == nil {
 		err = r.source.With(ctx, app, auth, func(rev Revision) error {
 			commit = rev.Commit
-			objs, err := render.Dir(rev.Dir, app.Path)
+			objs, err := r.render(rev.Dir, app.Path)
 			if err != nil {
 				return err
 			}

@@ -32,6 +32,7 @@ type Reconciler struct {
 	token   string
 	now     func() time.Time
 	metrics *metrics
+	caps    *capabilities // the cluster's, for Helm renders (render.go)
 
 	mu   sync.Mutex
 	apps map[string]*appState
@@ -117,6 +118,7 @@ func New(cfg *Config, rc *rest.Config, opts ...Option) (*Reconciler, error) {
 		history: NewHistory(kube, cfg.StateNamespace),
 		token:   o.token,
 		now:     o.now,
+		caps:    newCapabilities(kube.Discovery(), o.now),
 		apps:    map[string]*appState{},
 	}
 	r.metrics = newMetrics(r)

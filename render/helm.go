@@ -66,8 +66,9 @@ type Capabilities struct {
 type Option func(*options)
 
 type options struct {
-	helm *Helm
-	caps *Capabilities
+	helm     *Helm
+	caps     *Capabilities
+	discover func() (Capabilities, error)
 }
 
 // WithHelm renders a chart directory with h. Without it a chart renders
@@ -79,6 +80,14 @@ func WithHelm(h Helm) Option { return func(o *options) { o.helm = &h } }
 // binary was built with (v1.20 under `go test`) and the built-in API
 // versions, so charts reading .Capabilities should get the cluster's.
 func WithCapabilities(c Capabilities) Option { return func(o *options) { o.caps = &c } }
+
+// WithDiscovery is WithCapabilities for a caller that learns them from the
+// cluster: discover is called only when the directory is a chart, so
+// rendering plain YAML or a kustomization never waits on discovery. Its
+// error stops the render.
+func WithDiscovery(discover func() (Capabilities, error)) Option {
+	return func(o *options) { o.discover = discover }
+}
 
 // chartFile marks a directory as a Helm chart.
 const chartFile = "Chart.yaml"
@@ -125,6 +134,13 @@ func renderChart(root, rel string, o options) ([]*unstructured.Unstructured, err
 	vals, err := values(root, rel, h)
 	if err != nil {
 		return nil, err
+	}
+	if o.caps == nil && o.discover != nil {
+		c, err := o.discover()
+		if err != nil {
+			return nil, fail(err)
+		}
+		o.caps = &c
 	}
 	caps, err := capabilities(o.caps)
 	if err != nil {

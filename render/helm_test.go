@@ -261,3 +261,35 @@ func TestDirHelmSettingsWithoutChart(t *testing.T) {
 		t.Errorf("Dir error = %v, want a refusal of helm settings on a plain directory", err)
 	}
 }
+
+func TestDirWithDiscovery(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"plain/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+	})
+	calls := 0
+	discover := func() (Capabilities, error) { calls++; return cluster, nil }
+	if _, err := Dir(root, "plain", WithDiscovery(discover)); err != nil {
+		t.Fatalf("Dir(plain): %s", err)
+	}
+	if calls != 0 {
+		t.Errorf("discovery called %d times for a plain directory, want 0", calls)
+	}
+
+	root = writeTree(t, webChart())
+	got, err := Dir(root, "charts/web", WithDiscovery(discover))
+	if err != nil {
+		t.Fatalf("Dir(chart): %s", err)
+	}
+	if calls != 1 {
+		t.Errorf("discovery called %d times for a chart, want 1", calls)
+	}
+	if kv := byName(got)["Deployment web"].GetAnnotations()["kube-version"]; kv != "v1.34.2" {
+		t.Errorf("kube-version = %q, want the discovered v1.34.2", kv)
+	}
+
+	down := errors.New("the API server is not answering")
+	_, err = Dir(root, "charts/web", WithDiscovery(func() (Capabilities, error) { return Capabilities{}, down }))
+	if !errors.Is(err, down) || !strings.Contains(err.Error(), `helm chart "web"`) {
+		t.Errorf("Dir with failing discovery = %v, want the discovery error naming the chart", err)
+	}
+}

@@ -1,0 +1,57 @@
+package reconciler
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery"
+
+	"pinbot.dev/pinbot/render"
+)
+
+// capabilitiesTTL is how long the cluster's discovered version and API
+// versions serve Helm renders before they are read again: long enough that
+// a busy loop does not list the API on every pass, short enough that a CRD
+// installed by hand counts within minutes.
+const capabilitiesTTL = 10 * time.Minute
+
+// capabilities caches what the cluster tells a Helm chart through
+// .Capabilities (render.Discover). A failed read is not cached.
+type capabilities struct {
+	dc  discovery.DiscoveryInterface
+	now func() time.Time
+
+	mu   sync.Mutex
+	caps render.Capabilities
+	at   time.Time
+}
+
+func newCapabilities(dc discovery.DiscoveryInterface, now func() time.Time) *capabilities {
+	return &capabilities{dc: dc, now: now}
+}
+
+// get returns the cached capabilities, reading them when older than
+// capabilitiesTTL.
+func (c *capabilities) get() (render.Capabilities, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && c.now().Sub(c.at) < capabilitiesTTL {
+		return c.caps, nil
+	}
+	caps, err := render.Discover(c.dc)
+	if err != nil {
+		return render.Capabilities{}, err
+	}
+	c.caps, c.at = caps, c.now()
+	return caps, nil
+}
+
+// render renders the manifests at rel of the checkout at root. A Helm
+// chart is rendered for this cluster: its KubeVersion and APIVersions come
+// from discovery (Helm's own defaults, v1.20 under go test, would fail
+// charts with a kubeVersion constraint). opts add the Helm settings.
+func (r *Reconciler) render(root, rel string, opts ...render.Option) ([]*unstructured.Unstructured, error) {
+	opts = append([]render.Option{render.WithDiscovery(r.caps.get)}, opts...)
+	return render.Dir(root, rel, opts...)
+}
