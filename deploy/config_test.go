@@ -33,14 +33,21 @@ func TestShippedConfigParses(t *testing.T) {
 	if a := cfg.Apps[0]; a.SyncPolicy.Automated || a.SyncPolicy.SelfHeal || a.SyncPolicy.Prune {
 		t.Errorf("the shipped config must keep the safe defaults, got %+v", a.SyncPolicy)
 	}
+	// The Lease, the trigger and the history live in the state namespace:
+	// the namespace deploy/ creates and grants them in.
+	if cfg.StateNamespace != stateNamespace {
+		t.Errorf("stateNamespace %q, want %q, the namespace deploy/ creates", cfg.StateNamespace, stateNamespace)
+	}
+	if len(cfg.Promote) == 0 || cfg.Promote[0].Drift == "" || len(cfg.Promote[0].Images) == 0 {
+		t.Errorf("the shipped config shows no promote: entry with drift and images, got %+v", cfg.Promote)
+	}
 }
 
 // TestShippedArgsAreCommands checks that the container args in the
 // manifests name real pinbot commands and flags.
 func TestShippedArgsAreCommands(t *testing.T) {
-	for _, tc := range []struct{ file, container string }{
-		{"reconciler.yaml", "reconciler"},
-		{"drift-cronjob.yaml", "drift"},
+	for _, tc := range []struct{ file, container, command string }{
+		{"serve.yaml", "pinbot", "serve"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			args := containerArgs(t, tc.file, tc.container)
@@ -48,6 +55,9 @@ func TestShippedArgsAreCommands(t *testing.T) {
 			cmd, rest, err := root.Find(args)
 			if err != nil || cmd == root {
 				t.Fatalf("args %q name no pinbot command: %v", args, err)
+			}
+			if cmd.Name() != tc.command {
+				t.Fatalf("args %q run pinbot %s, want pinbot %s", args, cmd.Name(), tc.command)
 			}
 			if err := cmd.ParseFlags(rest); err != nil {
 				t.Errorf("args %q: %s", args, err)

@@ -3,6 +3,7 @@ package deploy
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -69,6 +71,10 @@ func TestManifestsAreWellFormed(t *testing.T) {
 	}
 }
 
+// optional are the manifests kustomization.yaml must not list: grants a
+// user adds when they need them (see the file's comment).
+var optional = map[string]bool{"rbac-deployers.yaml": true}
+
 func TestKustomizationListsEveryManifest(t *testing.T) {
 	b, err := Manifests.ReadFile("kustomization.yaml")
 	if err != nil {
@@ -84,18 +90,24 @@ func TestKustomizationListsEveryManifest(t *testing.T) {
 	for _, r := range k.Resources {
 		listed[r] = true
 	}
-	for path := range objects(t) {
-		if !listed[path] {
-			t.Errorf("kustomization.yaml does not list %s", path)
+	files := objects(t)
+	for path := range files {
+		if listed[path] == optional[path] {
+			t.Errorf("kustomization.yaml lists %s: %v, want %v (optional files stay out)", path, listed[path], !optional[path])
+		}
+	}
+	for path := range optional {
+		if files[path] == nil {
+			t.Errorf("optional manifest %s is missing", path)
 		}
 	}
 }
 
-// TestImagesArePinnedByDigest holds pinbot to its own rule: the manifests
-// name pinbot's image "pinbot", kustomization.yaml's images: entry pins it by
-// digest, and every container of `kustomize build deploy` runs an image
-// pinned by a real (not all-zero) digest.
-func TestImagesArePinnedByDigest(t *testing.T) {
+// build runs `kustomize build deploy` in process on the embedded files,
+// with the optional manifests named in with added to its resources as a
+// user would add them.
+func build(t *testing.T, with ...string) resmap.ResMap {
+	t.Helper()
 	fsys := filesys.MakeFsInMemory()
 	err := fs.WalkDir(Manifests, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -104,6 +116,14 @@ func TestImagesArePinnedByDigest(t *testing.T) {
 		b, err := Manifests.ReadFile(path)
 		if err != nil {
 			return err
+		}
+		if path == "kustomization.yaml" {
+			for _, o := range with {
+				if !optional[o] {
+					return fmt.Errorf("%s is not an optional manifest", o)
+				}
+				b = bytes.Replace(b, []byte("resources:\n"), []byte("resources:\n  - "+o+"\n"), 1)
+			}
 		}
 		return fsys.WriteFile("/deploy/"+path, b)
 	})
@@ -114,9 +134,17 @@ func TestImagesArePinnedByDigest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kustomize build deploy: %s", err)
 	}
+	return m
+}
+
+// TestImagesArePinnedByDigest holds pinbot to its own rule: the manifests
+// name pinbot's image "pinbot", kustomization.yaml's images: entry pins it by
+// digest, and every container of `kustomize build deploy` runs an image
+// pinned by a real (not all-zero) digest.
+func TestImagesArePinnedByDigest(t *testing.T) {
 	pinned := regexp.MustCompile(`^[^@\s]+@sha256:[0-9a-f]{64}$`)
 	containers := 0
-	for _, r := range m.Resources() {
+	for _, r := range build(t).Resources() {
 		obj, err := r.Map()
 		if err != nil {
 			t.Fatalf("%s/%s: %s", r.GetKind(), r.GetName(), err)
