@@ -1,0 +1,474 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"sigs.k8s.io/kustomize/api/resmap"
+
+	"pinbot.dev/pinbot/internal/testenv/kube"
+	"pinbot.dev/pinbot/reconciler"
+)
+
+// The ServiceAccount deploy/ runs pinbot as, as the API server
+// authenticates its token.
+const saUser = "system:serviceaccount:" + stateNamespace + ":pinbot"
+
+var saGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + stateNamespace, "system:authenticated"}
+
+// access is one request of the ServiceAccount, as a SubjectAccessReview
+// asks about it. A list or watch with a name is one with a metadata.name
+// field selector, as an informer of one object makes it.
+type access struct {
+	verb, group, resource, subresource, namespace, name string
+	why                                                 string
+}
+
+func (a access) String() string {
+	r := a.resource
+	if a.group != "" {
+		r += "." + a.group
+	}
+	if a.subresource != "" {
+		r += "/" + a.subresource
+	}
+	where := "cluster-wide"
+	if a.namespace != "" {
+		where = "in " + a.namespace
+	}
+	if a.name != "" {
+		r += " " + a.name
+	}
+	return fmt.Sprintf("%s %s %s (%s)", a.verb, r, where, a.why)
+}
+
+// What pinbot does, each from the code that does it (see rbac.yaml).
+var allowed = []access{
+	{"get", "", "namespaces", "", "", stateNamespace, "History.Check: the state namespace exists before anything is applied"},
+	{"get", "coordination.k8s.io", "leases", "", stateNamespace, "pinbot", "leader election reads the Lease"},
+	{"create", "coordination.k8s.io", "leases", "", stateNamespace, "pinbot", "leader election creates the Lease"},
+	{"update", "coordination.k8s.io", "leases", "", stateNamespace, "pinbot", "leader election renews, takes and releases the Lease"},
+	{"get", "", "configmaps", "", stateNamespace, "pinbot-app-web", "the history is read at each pass"},
+	{"create", "", "configmaps", "", stateNamespace, "pinbot-app-web", "the first sync creates the history"},
+	{"update", "", "configmaps", "", stateNamespace, "pinbot-app-web", "the history is written with its resourceVersion"},
+	{"create", "", "configmaps", "", stateNamespace, "pinbot-trigger", "a follower creates the trigger"},
+	{"patch", "", "configmaps", "", stateNamespace, "pinbot-trigger", "a follower forwards a webhook by a merge patch"},
+	{"list", "", "configmaps", "", stateNamespace, "pinbot-trigger", "the leader lists the trigger by name"},
+	{"watch", "", "configmaps", "", stateNamespace, "pinbot-trigger", "the leader watches the trigger by name"},
+	{"list", "", "nodes", "", "", "", "verification caches the Nodes' platforms"},
+	{"watch", "", "nodes", "", "", "", "verification caches the Nodes' platforms"},
+	{"list", "", "pods", "", "web", "", "verification caches the Pods of app namespaces"},
+	{"watch", "", "pods", "", "web", "", "verification caches the Pods of app namespaces"},
+	{"watch", "apps", "replicasets", "", "web", "", "verification finds a Deployment's current revision"},
+	{"watch", "apps", "controllerrevisions", "", "web", "", "verification finds a StatefulSet's or DaemonSet's current revision"},
+	{"list", "", "pods", "", "guestbook", "", "verify-only apps run in namespaces pinbot does not write"},
+	{"get", "apps", "deployments", "", "guestbook", "", "verify-only apps' workloads"},
+	{"list", "apps", "statefulsets", "", "guestbook", "", "verify-only apps' workloads"},
+	{"watch", "apps", "daemonsets", "", "guestbook", "", "verify-only apps' workloads"},
+	{"list", "batch", "jobs", "", "guestbook", "", "verify-only apps' workloads"},
+	{"create", "apps", "deployments", "", "web", "", "server-side apply creates an app's objects"},
+	{"patch", "apps", "deployments", "", "web", "api", "server-side apply and heals patch them"},
+	{"get", "apps", "deployments", "", "web", "api", "the live object of a sync and its health"},
+	{"list", "apps", "deployments", "", "web", "", "the app's inventory, by label"},
+	{"watch", "apps", "deployments", "", "web", "", "the live caches of drift detection"},
+	{"delete", "apps", "deployments", "", "web", "api", "prune, when the app sets prune: true"},
+	{"patch", "", "services", "", "web", "api", "server-side apply"},
+	{"patch", "", "configmaps", "", "web", "settings", "server-side apply"},
+	{"patch", "", "secrets", "", "web", "api", "server-side apply of an app's Secret (say, from a secretGenerator)"},
+	{"patch", "batch", "cronjobs", "", "web", "report", "server-side apply"},
+	{"patch", "networking.k8s.io", "ingresses", "", "web", "api", "server-side apply"},
+	{"patch", "policy", "poddisruptionbudgets", "", "web", "api", "server-side apply"},
+	{"patch", "autoscaling", "horizontalpodautoscalers", "", "web", "api", "server-side apply"},
+}
+
+// What the README says pinbot cannot do.
+var denied = []access{
+	{"list", "", "secrets", "", "", "", "read Secrets cluster-wide"},
+	{"get", "", "secrets", "", stateNamespace, "pinbot-gitea", "read its own token through the API (it is mounted)"},
+	{"list", "", "secrets", "", "kube-system", "", "read Secrets outside app namespaces"},
+	{"create", "apps", "deployments", "", "default", "", "write outside app namespaces"},
+	{"patch", "apps", "deployments", "", "kube-system", "coredns", "write outside app namespaces"},
+	{"create", "", "configmaps", "", "default", "", "write outside app namespaces"},
+	{"delete", "", "pods", "", "default", "x", "write outside app namespaces"},
+	{"patch", "apps", "deployments", "", stateNamespace, "pinbot", "change its own Deployment"},
+	{"delete", "coordination.k8s.io", "leases", "", stateNamespace, "pinbot", "delete the Lease"},
+	{"patch", "coordination.k8s.io", "leases", "", stateNamespace, "pinbot", "patch the Lease (client-go updates it)"},
+	{"get", "coordination.k8s.io", "leases", "", stateNamespace, "other", "read another Lease"},
+	{"update", "coordination.k8s.io", "leases", "", "kube-system", "kube-controller-manager", "take another component's Lease"},
+	{"delete", "", "configmaps", "", stateNamespace, "pinbot-app-web", "delete a history"},
+	{"patch", "", "configmaps", "", stateNamespace, "pinbot-config", "patch a ConfigMap but the trigger"},
+	{"list", "", "configmaps", "", stateNamespace, "", "list the state namespace's ConfigMaps"},
+	{"get", "", "namespaces", "", "", "kube-system", "read other Namespaces"},
+	{"create", "", "namespaces", "", "", "", "create Namespaces"},
+	{"delete", "", "namespaces", "", "", stateNamespace, "delete Namespaces"},
+	{"patch", "", "nodes", "", "", "node-1", "write Nodes"},
+	{"create", "", "pods", "exec", "web", "api-0", "exec into Pods, even in app namespaces"},
+	{"create", "", "pods", "portforward", "web", "api-0", "port-forward to Pods"},
+	{"create", "", "serviceaccounts", "token", "web", "default", "mint ServiceAccount tokens"},
+	{"update", "apps", "deployments", "", "web", "api", "update (pinbot patches, through server-side apply)"},
+	{"create", "rbac.authorization.k8s.io", "clusterroles", "", "", "", "create RBAC"},
+	{"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "", "", "create RBAC"},
+	{"create", "rbac.authorization.k8s.io", "rolebindings", "", "web", "", "create RBAC, even in app namespaces"},
+	{"escalate", "rbac.authorization.k8s.io", "clusterroles", "", "", "pinbot-apply", "escalate RBAC"},
+	{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", "cluster-admin", "bind RBAC"},
+	{"impersonate", "", "users", "", "", "admin", "impersonate"},
+	{"create", "apiextensions.k8s.io", "customresourcedefinitions", "", "", "", "install CRDs"},
+	{"list", "", "events", "", "web", "", "read Events (pinbot neither reads nor writes them)"},
+}
+
+// With rbac-deployers.yaml applied (and denied before).
+var deployerReads = []access{
+	{"get", "argoproj.io", "applications", "", "argocd", "guestbook", "a verify-only app reads its Application"},
+	{"list", "argoproj.io", "applications", "", "argocd", "", "a verify-only app reads its Application"},
+	{"watch", "argoproj.io", "applications", "", "argocd", "", "a verify-only app reads its Application"},
+	{"get", "kustomize.toolkit.fluxcd.io", "kustomizations", "", "flux-system", "podinfo", "a verify-only app reads its Kustomization"},
+	{"watch", "kustomize.toolkit.fluxcd.io", "kustomizations", "", "flux-system", "", "a verify-only app reads its Kustomization"},
+	{"get", "source.toolkit.fluxcd.io", "gitrepositories", "", "flux-system", "podinfo", "and its GitRepository"},
+	{"list", "source.toolkit.fluxcd.io", "gitrepositories", "", "flux-system", "", "and its GitRepository"},
+}
+
+// What rbac-deployers.yaml must not grant: pinbot never writes a
+// deployer's objects, nor reads more of them.
+var deployerDenied = []access{
+	{"patch", "argoproj.io", "applications", "", "argocd", "guestbook", "write an Application (a sync or refresh)"},
+	{"update", "argoproj.io", "applications", "", "argocd", "guestbook", "write an Application"},
+	{"delete", "argoproj.io", "applications", "", "argocd", "guestbook", "delete an Application"},
+	{"create", "argoproj.io", "applications", "", "argocd", "", "create an Application"},
+	{"patch", "kustomize.toolkit.fluxcd.io", "kustomizations", "", "flux-system", "podinfo", "annotate a Kustomization (reconcile.fluxcd.io/requestedAt)"},
+	{"patch", "source.toolkit.fluxcd.io", "gitrepositories", "", "flux-system", "podinfo", "write a GitRepository"},
+	{"list", "argoproj.io", "appprojects", "", "argocd", "", "read Argo CD's AppProjects"},
+	{"list", "", "secrets", "", "argocd", "", "read Argo CD's repository credentials"},
+}
+
+// TestDeployOnControlPlane applies `kustomize build deploy` to a real
+// control plane and asks the API server, with SubjectAccessReviews, what
+// the ServiceAccount pinbot may do: each thing pinbot does is allowed,
+// each thing the README says it cannot do is denied; and so for the
+// optional rbac-deployers.yaml. The history, the trigger and the Lease are
+// then driven for real under the ServiceAccount's identity.
+func TestDeployOnControlPlane(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped under testing.Short: needs the control plane binaries in bin/ (make kube)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cluster, err := kube.Start(ctx, kube.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("control plane logs:\n%s", cluster.Tail(30))
+		}
+		if err := cluster.Stop(); err != nil {
+			t.Errorf("stopping the control plane: %s", err)
+		}
+	})
+	var crds []string
+	for _, name := range []string{kube.ApplicationCRD, kube.KustomizationCRD, kube.GitRepositoryCRD} {
+		f, err := kube.CRDFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crds = append(crds, f)
+	}
+	if err := cluster.InstallCRDs(ctx, crds...); err != nil {
+		t.Fatal(err)
+	}
+	admin := kubernetes.NewForConfigOrDie(cluster.Config())
+	a := &applier{
+		dyn:    dynamic.NewForConfigOrDie(cluster.Config()),
+		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(admin.Discovery())),
+	}
+
+	// The app's namespace is the app's: it exists before pinbot is
+	// deployed, and deploy/ binds pinbot-apply in it.
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	objs := resources(t, build(t))
+	// The Namespace first, for real: every other object lives in it. Then
+	// everything with a server-side dry run, which validates and admits
+	// each object as a real apply would, persisting nothing.
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" {
+			a.apply(ctx, t, o, false)
+		}
+	}
+	for _, o := range objs {
+		a.apply(ctx, t, o, true)
+	}
+	if _, err := admin.AppsV1().Deployments(stateNamespace).Get(ctx, "pinbot", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("after the dry run, Deployment pinbot: %v, want NotFound", err)
+	}
+	// The ServiceAccount and its RBAC for real, so the reviews below
+	// evaluate them.
+	applyAccess(ctx, t, a, objs)
+
+	ask := reviewer(admin)
+	waitAllowed(ctx, t, ask, allowed[1])
+	t.Run("allowed", func(t *testing.T) {
+		for _, q := range allowed {
+			if ok, reason := ask(ctx, t, q); !ok {
+				t.Errorf("denied: %s: %s", q, reason)
+			}
+		}
+	})
+	t.Run("denied", func(t *testing.T) {
+		for _, q := range slices.Concat(denied, deployerReads, deployerDenied) {
+			if ok, reason := ask(ctx, t, q); ok {
+				t.Errorf("allowed: %s: %s", q, reason)
+			}
+		}
+	})
+
+	sa := rest.CopyConfig(cluster.Config())
+	sa.Impersonate = rest.ImpersonationConfig{UserName: saUser, Groups: saGroups}
+	saKube := kubernetes.NewForConfigOrDie(sa)
+	t.Run("history", func(t *testing.T) { testHistory(ctx, t, saKube) })
+	t.Run("trigger", func(t *testing.T) { testTrigger(ctx, t, saKube) })
+	t.Run("lease", func(t *testing.T) { testLease(ctx, t, saKube, admin) })
+
+	t.Run("deployers", func(t *testing.T) {
+		apps := dynamic.NewForConfigOrDie(sa).Resource(schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}).Namespace("argocd")
+		if _, err := apps.List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			t.Fatalf("listing Applications without rbac-deployers.yaml: %v, want Forbidden", err)
+		}
+		applyAccess(ctx, t, a, resources(t, build(t, "rbac-deployers.yaml")))
+		waitAllowed(ctx, t, ask, deployerReads[0])
+		for _, q := range deployerReads {
+			if ok, reason := ask(ctx, t, q); !ok {
+				t.Errorf("denied: %s: %s", q, reason)
+			}
+		}
+		// It grants the reads and nothing else.
+		for _, q := range slices.Concat(deployerDenied, denied) {
+			if ok, reason := ask(ctx, t, q); ok {
+				t.Errorf("allowed: %s: %s", q, reason)
+			}
+		}
+		// The real Application CRD serves what the review allowed.
+		if _, err := apps.List(ctx, metav1.ListOptions{}); err != nil {
+			t.Errorf("listing Applications with rbac-deployers.yaml: %v", err)
+		}
+	})
+}
+
+// applier applies objects as `kubectl apply --server-side` does.
+type applier struct {
+	dyn    dynamic.Interface
+	mapper *restmapper.DeferredDiscoveryRESTMapper
+}
+
+func (a *applier) apply(ctx context.Context, t *testing.T, o *unstructured.Unstructured, dryRun bool) {
+	t.Helper()
+	gvk := o.GroupVersionKind()
+	m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		t.Fatalf("mapping %s %s: %s", gvk.Kind, o.GetName(), err)
+	}
+	var ri dynamic.ResourceInterface = a.dyn.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		ri = a.dyn.Resource(m.Resource).Namespace(o.GetNamespace())
+	}
+	opts := metav1.ApplyOptions{FieldManager: "kubectl", Force: true}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	if _, err := ri.Apply(ctx, o.GetName(), o, opts); err != nil {
+		t.Fatalf("applying %s %s (dry run: %v): %s", gvk.Kind, o.GetName(), dryRun, err)
+	}
+}
+
+// applyAccess applies the ServiceAccount and the RBAC objects of objs for
+// real.
+func applyAccess(ctx context.Context, t *testing.T, a *applier, objs []*unstructured.Unstructured) {
+	t.Helper()
+	n := 0
+	for _, o := range objs {
+		if o.GetKind() == "ServiceAccount" || o.GroupVersionKind().Group == "rbac.authorization.k8s.io" {
+			a.apply(ctx, t, o, false)
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("kustomize build deploy holds no ServiceAccount or RBAC")
+	}
+}
+
+// resources returns the objects of m.
+func resources(t *testing.T, m resmap.ResMap) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	for _, r := range m.Resources() {
+		obj, err := r.Map()
+		if err != nil {
+			t.Fatalf("%s %s: %s", r.GetKind(), r.GetName(), err)
+		}
+		out = append(out, &unstructured.Unstructured{Object: obj})
+	}
+	return out
+}
+
+// reviewer asks the API server whether the ServiceAccount may do q.
+func reviewer(admin kubernetes.Interface) func(context.Context, *testing.T, access) (bool, string) {
+	return func(ctx context.Context, t *testing.T, q access) (bool, string) {
+		t.Helper()
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: saUser, Groups: saGroups,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: q.verb, Group: q.group, Resource: q.resource, Subresource: q.subresource, Namespace: q.namespace, Name: q.name,
+			},
+		}}
+		got, err := admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("reviewing %s: %s", q, err)
+		}
+		return got.Status.Allowed, got.Status.Reason + got.Status.EvaluationError
+	}
+}
+
+// waitAllowed polls until q is allowed: the RBAC authorizer sees new
+// grants through its informers, a moment after they are written.
+func waitAllowed(ctx context.Context, t *testing.T, ask func(context.Context, *testing.T, access) (bool, string), q access) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		ok, _ := ask(ctx, t, q)
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for the new RBAC to allow %s: %s", q, err)
+	}
+}
+
+// testHistory writes an app's history twice (create, then update) and
+// reads it back, with the reconciler's own History, as the ServiceAccount.
+func testHistory(ctx context.Context, t *testing.T, saKube kubernetes.Interface) {
+	if _, err := saKube.CoreV1().Namespaces().Get(ctx, stateNamespace, metav1.GetOptions{}); err != nil {
+		t.Fatalf("reading the state namespace: %s", err)
+	}
+	h := reconciler.NewHistory(saKube, stateNamespace)
+	if err := h.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, commit := range []string{"c1", "c2"} {
+		err := h.Update(ctx, "web", func(r *reconciler.Record) bool {
+			r.Status = &reconciler.AppStatus{App: "web", Commit: commit}
+			return true
+		})
+		if err != nil {
+			t.Fatalf("writing the history (commit %s): %s", commit, err)
+		}
+	}
+	rec, err := h.Get(ctx, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status == nil || rec.Status.Commit != "c2" {
+		t.Errorf("the history reads back %+v, want commit c2", rec.Status)
+	}
+}
+
+// testTrigger forwards a webhook as a follower does (create, then merge
+// patch pinbot-trigger) and reads it as the leader's informer does (list
+// and watch by a metadata.name field selector); a list of every ConfigMap
+// is refused.
+func testTrigger(ctx context.Context, t *testing.T, saKube kubernetes.Interface) {
+	cms := saKube.CoreV1().ConfigMaps(stateNamespace)
+	trigger := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pinbot-trigger", Annotations: map[string]string{"apps.pinbot.dev/web": "1"}}}
+	if _, err := cms.Create(ctx, trigger, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the trigger: %s", err)
+	}
+	patch := []byte(`{"metadata":{"annotations":{"apps.pinbot.dev/web":"2"}}}`)
+	if _, err := cms.Patch(ctx, "pinbot-trigger", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patching the trigger: %s", err)
+	}
+	byName := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", "pinbot-trigger").String()}
+	list, err := cms.List(ctx, byName)
+	if err != nil {
+		t.Fatalf("listing the trigger by name: %s", err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Annotations["apps.pinbot.dev/web"] != "2" {
+		t.Errorf("listing the trigger by name: %+v, want it with the patched annotation", list.Items)
+	}
+	byName.ResourceVersion = list.ResourceVersion
+	w, err := cms.Watch(ctx, byName)
+	if err != nil {
+		t.Fatalf("watching the trigger by name: %s", err)
+	}
+	w.Stop()
+	if _, err := cms.List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("listing every ConfigMap of %s: %v, want Forbidden", stateNamespace, err)
+	}
+}
+
+// testLease runs client-go's leader election on the Lease pinbot as serve
+// does, as the ServiceAccount: it creates the Lease, leads, and on cancel
+// releases it.
+func testLease(ctx context.Context, t *testing.T, saKube, admin kubernetes.Interface) {
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: "pinbot", Namespace: stateNamespace},
+		Client:     saKube.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: "pinbot-0"},
+	}
+	led := make(chan struct{})
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: lock, LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond,
+		ReleaseOnCancel: true, Name: "pinbot",
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(context.Context) { close(led) },
+			OnStoppedLeading: func() {},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); le.Run(lctx) }()
+	select {
+	case <-led:
+	case <-time.After(30 * time.Second):
+		stop()
+		<-done
+		t.Fatal("the ServiceAccount did not take the Lease within 30 s")
+	}
+	holder := func() string {
+		l, err := admin.CoordinationV1().Leases(stateNamespace).Get(ctx, "pinbot", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	if h := holder(); h != "pinbot-0" {
+		t.Errorf("Lease holder %q while leading, want pinbot-0", h)
+	}
+	stop()
+	<-done
+	if h := holder(); h != "" {
+		t.Errorf("Lease holder %q after the release, want none", h)
+	}
+}
