@@ -2,8 +2,10 @@ package deploy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -370,6 +372,12 @@ func testHistory(ctx context.Context, t *testing.T, saKube kubernetes.Interface)
 	h := reconciler.NewHistory(saKube, stateNamespace)
 	if err := h.Check(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// Another state namespace than deploy/'s: the ServiceAccount may not
+	// read it, and the check must still stop rather than pass silently.
+	err := reconciler.NewHistory(saKube, "pinbot-elsewhere").Check(ctx)
+	if !errors.Is(err, reconciler.ErrNoStateNamespace) || !strings.Contains(err.Error(), `"pinbot-elsewhere"`) {
+		t.Errorf("History.Check of a namespace the ServiceAccount cannot see = %v, want ErrNoStateNamespace naming it", err)
 	}
 	for _, commit := range []string{"c1", "c2"} {
 		err := h.Update(ctx, "web", func(r *reconciler.Record) bool {

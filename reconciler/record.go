@@ -117,10 +117,20 @@ var ErrNoStateNamespace = errors.New("state namespace missing")
 // exist.
 func (h *History) Check(ctx context.Context) error {
 	_, err := h.client.CoreV1().Namespaces().Get(ctx, h.namespace, metav1.GetOptions{})
+	if apierrors.IsForbidden(err) {
+		// A ServiceAccount may read only its own namespace (deploy/ grants
+		// get on pinbot-system alone): ask through the verb pinbot needs
+		// anyway, a dry-run create of a ConfigMap there, which fails
+		// NotFound when the namespace is missing.
+		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "pinbot-check-"}}
+		_, err = h.client.CoreV1().ConfigMaps(h.namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		return fmt.Errorf("%w: %q does not exist: create it (kubectl create namespace %s), apply deploy/ (kubectl apply -k deploy/) or set stateNamespace", ErrNoStateNamespace, h.namespace, h.namespace)
-	case err != nil && !apierrors.IsForbidden(err):
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("%w: pinbot may not write ConfigMaps in %q (missing, or not granted): create it and bind the pinbot-state Role there (deploy/rbac.yaml), or set stateNamespace: %w", ErrNoStateNamespace, h.namespace, err)
+	case err != nil:
 		return fmt.Errorf("checking history namespace %q: %w", h.namespace, err)
 	}
 	return nil
