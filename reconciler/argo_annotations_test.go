@@ -1,11 +1,14 @@
 package reconciler_test
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pinbot.dev/pinbot/reconciler"
@@ -114,5 +117,46 @@ func TestArgoCDAnnotations(t *testing.T) {
 	// gone), and it completed.
 	if seed, err = env.kube.BatchV1().Jobs(s.name).Get(testCtx, "seed", metav1.GetOptions{}); err != nil || seed.Status.CompletionTime == nil {
 		t.Errorf("hook Job after the second sync: %v, %v; want it run again and completed", seed.Status, err)
+	}
+}
+
+// A failed pre-install hook fails its wave: the sync stops before the
+// Deployment, naming the phase and the Job. `pinbot sync` then runs the
+// hook again (a new Job replaces the failed one) and the sync goes on.
+func TestFailedHookRunsAgainOnManualSync(t *testing.T) {
+	s := newScenario(t, "hookfail", "{}", "allowNamespaces: [hookfail]", "waveTimeout: 30s")
+	node := wavesNode(t, "hookfail", 0)
+	node.FailJob(func(p *corev1.Pod) bool { return p.Namespace == s.name })
+	img := pushImage(t, "hookfail-app", "v1")
+	s.push(map[string]string{
+		"app/web.yaml":     webOn("hookfail", img.ref(), ""),
+		"app/migrate.yaml": migrationJob("migrate", "hookfail", img.ref(), `helm.sh/hook: pre-install`),
+	}, "A failing hook")
+	_, _, err := s.r.Sync(testCtx, s.name, 0)
+	var we *reconciler.WaveError
+	if !errors.As(err, &we) || we.Phase != reconciler.PhasePreSync || we.Object.Name != "migrate" || !strings.HasPrefix(err.Error(), "PreSync wave 0: Job hookfail/migrate failed: ") {
+		t.Fatalf("sync error = %v, want a PreSync *WaveError naming Job migrate", err)
+	}
+	if s.deploymentExists("web") {
+		t.Fatal("the Deployment was applied after its pre-install hook failed")
+	}
+	failed, err := env.kube.BatchV1().Jobs(s.name).Get(testCtx, "migrate", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	node.FailJob(nil)
+	if _, _, err := s.r.Sync(testCtx, s.name, 0); err != nil {
+		t.Fatalf("sync after the fix: %s", err)
+	}
+	job, err := env.kube.BatchV1().Jobs(s.name).Get(testCtx, "migrate", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.UID == failed.UID || job.Status.CompletionTime == nil {
+		t.Errorf("hook Job: uid %s (failed run %s), completed %v; want a new, completed run", job.UID, failed.UID, job.Status.CompletionTime)
+	}
+	if !s.deploymentExists("web") {
+		t.Error("the Deployment was not applied after the hook succeeded")
 	}
 }
