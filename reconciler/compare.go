@@ -23,6 +23,10 @@ const (
 // labelled for app, and carrying the same AnnotationHash. It lists the
 // objects that are not. Pure.
 //
+// Hooks (see HookOf) are left out: a sync runs them, once per rendered
+// content, and between syncs the cluster may hold them completed, deleted
+// by their own TTL, or not at all.
+//
 // This catches every change Git makes. Changes made on the cluster to
 // fields Git owns are drift, which DriftOf detects from a server-side
 // apply dry run (see Reconciler.Diff); Compare deliberately does not read
@@ -30,6 +34,9 @@ const (
 func Compare(app string, desired []*unstructured.Unstructured, live map[ObjectRef]*unstructured.Unstructured) (SyncState, []ObjectRef, error) {
 	var out []ObjectRef
 	for _, d := range desired {
+		if isHook(d) {
+			continue
+		}
 		ref := RefOf(d)
 		l := live[ref]
 		if l == nil {

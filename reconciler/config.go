@@ -124,6 +124,9 @@ type App struct {
 	// DriftWar is the self-heal guard: an object healed more than Limit
 	// times within Window is no longer healed, and the app is Degraded.
 	DriftWar DriftWar `yaml:"driftWar"`
+	// Helm renders Path, a Helm chart, with these settings (see
+	// HelmConfig); a chart renders without them too.
+	Helm *HelmConfig `yaml:"helm"`
 
 	line int // line of the app in the config file
 }
@@ -326,6 +329,7 @@ func (a *App) problems() []string {
 	if a.DriftWar.Limit < 0 || a.DriftWar.Window < 0 {
 		p = append(p, "driftWar: want a positive limit and window")
 	}
+	p = append(p, a.Helm.problems()...)
 	for i, r := range a.Ignore {
 		if parts := strings.Split(r.Object, "/"); r.Object == "" || len(parts) < 2 || len(parts) > 3 {
 			p = append(p, fmt.Sprintf("ignore[%d].object: want group/Kind/name or Kind/name, got %q", i, r.Object))

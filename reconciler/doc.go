@@ -35,12 +35,15 @@
 // reported on the commit, and retried only at the next interval.
 //
 // A sync applies in waves (PlanWaves: ascending pinbot.dev/sync-wave, or
-// Argo CD's annotation; Namespaces and CRDs head the first wave) and waits
-// for each wave but the last to be ready, a Job until it has completed; a
+// Argo CD's annotation; Namespaces and CRDs head the first wave; Helm's and
+// Argo CD's pre-sync hooks come before every other wave and post-sync
+// hooks after, each hook run once per rendered content, see HookOf and
+// hookAction) and waits for each wave but the last to be ready, a Job
+// until it has completed; a
 // failed or timed-out wave stops the sync with a *WaveError naming the
 // object. With prune on, a sync then deletes the app's orphans as PlanPrune
 // decides (foreground, so what they own goes first); objects annotated
-// pinbot.dev/prune: "false", Namespaces, CRDs and objects outside the
+// pinbot.dev/prune: "false" (or Argo CD's Prune=false), Namespaces, CRDs and objects outside the
 // allow-lists are kept, and an empty render deletes nothing unless
 // allowEmpty.
 //

@@ -51,7 +51,7 @@ func (r *Reconciler) diff(ctx context.Context, a *App, st *appState, commit stri
 	}
 	d.Orphaned = append(d.Orphaned, orphans...)
 	for _, o := range desired {
-		if live[RefOf(o)] == nil {
+		if live[RefOf(o)] == nil && !isHook(o) {
 			d.Missing = append(d.Missing, RefOf(o))
 		}
 	}
@@ -82,8 +82,8 @@ func (r *Reconciler) driftOf(ctx context.Context, app *App, st *appState, desire
 	var jobs []job
 	for _, d := range desired {
 		l := live[RefOf(d)]
-		if l == nil {
-			continue
+		if l == nil || isHook(d) {
+			continue // hooks are never drift: a sync runs them
 		}
 		h, err := ssa.ConfigHash(d)
 		if err != nil {

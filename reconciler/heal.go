@@ -127,6 +127,9 @@ func (r *Reconciler) heal(ctx context.Context, app *App, st *appState, txn *reco
 	now := r.now()
 	st.mu.Lock()
 	for _, o := range desired {
+		if isHook(o) {
+			continue // a sync runs hooks; a heal never re-runs one
+		}
 		ref := RefOf(o)
 		fields := byRef[ref]
 		if live[ref] == nil {

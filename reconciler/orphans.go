@@ -10,7 +10,8 @@ import (
 )
 
 // orphans lists the objects of app's inventory that desired no longer
-// declares, from the watch caches. The first call lists the whole
+// declares, from the watch caches, except those annotated
+// argocd.argoproj.io/compare-options: IgnoreExtraneous. The first call lists the whole
 // inventory once (every kind, in app's allowed namespaces) to learn its
 // kinds; later calls watch those kinds and every kind desired holds.
 func (r *Reconciler) orphans(ctx context.Context, app *App, st *appState, desired []*unstructured.Unstructured) ([]ObjectRef, error) {
@@ -64,7 +65,9 @@ func (r *Reconciler) orphans(ctx context.Context, app *App, st *appState, desire
 			ref := RefOf(o)
 			// An object being deleted (a prune's foreground deletion in
 			// progress) is on its way out, not orphaned.
-			if !declared[ref] && !seen[ref] && o.GetDeletionTimestamp() == nil && ssa.InInventory(o, app.Name) {
+			// Argo CD's IgnoreExtraneous keeps it out of the report (a
+			// prune still deletes it, as Argo CD's does).
+			if !declared[ref] && !seen[ref] && o.GetDeletionTimestamp() == nil && ssa.InInventory(o, app.Name) && !ignoreExtraneous(o) {
 				seen[ref] = true
 				out = append(out, ref)
 			}

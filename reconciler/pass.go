@@ -135,10 +135,11 @@ func (r *Reconciler) load(ctx context.Context, app *App, st *appState) (string, 
 	if err == nil {
 		err = r.source.With(ctx, app, auth, func(rev Revision) error {
 			commit = rev.Commit
-			objs, err := r.render(rev.Dir, app.Path)
+			objs, err := r.render(rev.Dir, app.Path, app.renderOptions()...)
 			if err != nil {
 				return err
 			}
+			objs = applicable(objs)
 			if len(objs) == 0 && !app.SyncPolicy.AllowEmpty {
 				return &render.Error{File: app.Path, Err: errEmpty}
 			}

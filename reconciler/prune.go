@@ -46,6 +46,7 @@ func (p PrunePlan) Orphans() []ObjectRef {
 // Reasons an orphan is kept.
 const (
 	keepAnnotated = `annotation ` + AnnotationPrune + `: "false"`
+	keepArgo      = `annotation ` + AnnotationArgoSyncOptions + `: Prune=false`
 	keepDeleting  = "already being deleted"
 	keepNamespace = "a Namespace is never pruned: deleting it would delete everything in it"
 	keepCRD       = "a CustomResourceDefinition is never pruned: deleting it would delete every object of its kind"
@@ -61,7 +62,8 @@ const (
 // operation Apply: controllers copy labels, as the endpoints controller
 // copies a Service's onto its Endpoints), and no controller owns it (its
 // owner's deletion cascades to it). An orphan is kept when
-//   - it is annotated pinbot.dev/prune: "false";
+//   - it is annotated pinbot.dev/prune: "false", or carries Argo CD's
+//     argocd.argoproj.io/sync-options: Prune=false;
 //   - it is already being deleted;
 //   - its namespace is not in app's allowNamespaces, or it is of a
 //     cluster-scoped kind outside allowClusterScoped: an app never deletes
@@ -99,6 +101,8 @@ func PlanPrune(app *App, desired, inventory []*unstructured.Unstructured) (Prune
 		switch {
 		case o.GetAnnotations()[AnnotationPrune] == "false":
 			reason = keepAnnotated
+		case argoNoPrune(o):
+			reason = keepArgo
 		case o.GetDeletionTimestamp() != nil:
 			reason = keepDeleting
 		case o.GetNamespace() != "" && !allowNS[o.GetNamespace()]:

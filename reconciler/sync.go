@@ -27,7 +27,7 @@ func (r *Reconciler) sync(ctx context.Context, app *App, st *appState, mode pass
 	}
 	r.post(ctx, app, &e, statePending, "syncing "+shortSHA(commit), "the sync")
 	r.supersede(ctx, app, txn, commit)
-	applied, err := r.applyWaves(ctx, app, waves)
+	applied, err := r.applyWaves(ctx, app, waves, mode == modeSync)
 	e.Applied = len(applied)
 	if err == nil && r.mayPrune(ctx, app, st, mode, commit) {
 		var plan PrunePlan
@@ -138,12 +138,14 @@ func (r *Reconciler) supersede(ctx context.Context, app *App, txn *recordTxn, by
 }
 
 // observe computes health and verification of desired from the informer
-// caches of app's namespaces and the live objects.
+// caches of app's namespaces and the live objects. Hooks are left out:
+// they count in the sync that runs them (their wave must complete), not
+// afterwards, when a completed hook Job may have been deleted by its TTL.
 func (r *Reconciler) observe(ctx context.Context, app *App, commit string, desired []*unstructured.Unstructured, live map[ObjectRef]*unstructured.Unstructured) (*Verification, HealthReport, error) {
 	if err := r.watcher.Watch(ctx, app.AllowNamespaces); err != nil {
 		return nil, HealthReport{}, err
 	}
-	snap := &Snapshot{Desired: desired, Live: live}
+	snap := &Snapshot{Desired: withoutHooks(desired), Live: live}
 	r.watcher.Fill(snap, app.AllowNamespaces)
 	snap.Lookups = r.lookups.answer(ctx, Needs(snap))
 	return Verify(app.Name, commit, snap), AssessHealth(snap), nil

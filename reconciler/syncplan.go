@@ -35,6 +35,8 @@ type SyncPlan struct {
 
 // PlannedWave is one wave of a SyncPlan.
 type PlannedWave struct {
+	// Phase is "PreSync" or "PostSync" for a wave of hooks, else empty.
+	Phase   string          `json:"phase,omitempty"`
 	Wave    int             `json:"wave"`
 	Objects []PlannedObject `json:"objects"`
 }
@@ -44,6 +46,9 @@ const (
 	ActionCreate    = "create"    // not in the cluster
 	ActionUpdate    = "update"    // Git changed it since pinbot applied it
 	ActionUnchanged = "unchanged" // as pinbot last applied it
+	// ActionReplace: a run-once hook (Job, Pod) that Git changed, deleted
+	// and then created again.
+	ActionReplace = "replace"
 )
 
 // PlannedObject is one object a sync would apply.
@@ -101,8 +106,22 @@ func (r *Reconciler) DryRun(ctx context.Context, name string, opts ...SyncOption
 	comes := comesWith(desired)
 	for _, w := range waves {
 		pw := PlannedWave{Wave: w.Number}
+		if w.Phase != PhaseSync {
+			pw.Phase = w.Phase.String()
+		}
 		for _, o := range w.Objects {
 			po := PlannedObject{Object: RefOf(o), Action: ActionCreate}
+			if isHook(o) && live[po.Object] != nil {
+				step, err := hookAction(app.Name, o, live[po.Object], true)
+				if err != nil {
+					return nil, err
+				}
+				if step == hookReplace {
+					po.Action, po.Note = ActionReplace, "not checked: the hook's previous run is deleted first"
+					pw.Objects = append(pw.Objects, po)
+					continue
+				}
+			}
 			if l := live[po.Object]; l != nil {
 				h, err := ssa.ConfigHash(o)
 				if err != nil {

@@ -27,8 +27,22 @@ const (
 // Wave is one step of a sync: objects applied together and then awaited
 // (see waveProgress) before the next wave starts.
 type Wave struct {
+	// Phase is PhasePreSync or PhasePostSync for a wave of hooks, else
+	// PhaseSync.
+	Phase   Phase
 	Number  int
 	Objects []*unstructured.Unstructured
+}
+
+// String names the wave in messages: "wave 2", or "PreSync wave 0" for
+// a wave of hooks.
+func (w Wave) String() string { return waveName(w.Phase, w.Number) }
+
+func waveName(p Phase, n int) string {
+	if p == PhaseSync {
+		return fmt.Sprintf("wave %d", n)
+	}
+	return fmt.Sprintf("%s wave %d", p, n)
 }
 
 // WaveOf returns u's sync wave: AnnotationSyncWave, else
@@ -51,51 +65,88 @@ func WaveOf(u *unstructured.Unstructured) (int, error) {
 	return 0, nil
 }
 
-// PlanWaves groups objs (a placed render) into waves in ascending order
-// of WaveOf; within a wave objects keep their given order. Pure.
+// PlanWaves groups objs (a placed render) into waves: first the PreSync
+// hooks, then the sync's own objects, then the PostSync hooks (see
+// HookOf), each phase in ascending order of its waves; within a wave
+// objects keep their given order. An ordinary object's wave is WaveOf; a
+// hook's is WaveOf when it declares a sync wave, else its
+// helm.sh/hook-weight, as in Argo CD. Objects HookOf skips are left out.
+// Pure.
 //
 // Namespaces and CustomResourceDefinitions go at the head of the first
-// wave, whatever wave they declare: any later object may live in them or
-// be of their kind, and they have no rollout to wait for. (Argo CD keeps
-// them in their own wave and orders by kind only within it, so a CRD in
-// wave 1 fails its custom resources in wave -1; pinbot does not.) The
-// Applier then applies each wave's Namespaces, then its CRDs, then the
+// wave, whatever wave or phase they declare: any later object may live in
+// them or be of their kind, and they have no rollout to wait for. (Argo
+// CD keeps them in their own wave and orders by kind only within it, so a
+// CRD in wave 1 fails its custom resources in wave -1; pinbot does not.)
+// So the CRDs of a chart's crds/ directory precede its pre-install hooks.
+// The Applier then applies each wave's Namespaces, then its CRDs, then the
 // rest (see batches).
 //
-// Every bad wave annotation is reported, joined, and no plan is returned.
+// Every bad wave or hook annotation is reported, joined, and no plan is
+// returned.
 func PlanWaves(objs []*unstructured.Unstructured) ([]Wave, error) {
+	type key struct {
+		phase Phase
+		n     int
+	}
 	var errs []error
 	var first []*unstructured.Unstructured // Namespaces and CRDs
-	byWave := map[int][]*unstructured.Unstructured{}
+	byWave := map[key][]*unstructured.Unstructured{}
 	for _, o := range objs {
-		n, err := WaveOf(o)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
 		if ssa.IsNamespace(o) || ssa.IsCRD(o) {
 			first = append(first, o)
 			continue
 		}
-		byWave[n] = append(byWave[n], o)
+		h, err := HookOf(o)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n, err := hookWave(o, h)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if h.Phase == PhaseSkip {
+			continue
+		}
+		k := key{h.Phase, n}
+		byWave[k] = append(byWave[k], o)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	numbers := make([]int, 0, len(byWave))
-	for n := range byWave {
-		numbers = append(numbers, n)
+	keys := make([]key, 0, len(byWave))
+	for k := range byWave {
+		keys = append(keys, k)
 	}
-	sort.Ints(numbers)
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].phase != keys[j].phase {
+			return keys[i].phase < keys[j].phase
+		}
+		return keys[i].n < keys[j].n
+	})
 	var waves []Wave
-	for _, n := range numbers {
-		waves = append(waves, Wave{Number: n, Objects: byWave[n]})
+	for _, k := range keys {
+		waves = append(waves, Wave{Phase: k.phase, Number: k.n, Objects: byWave[k]})
 	}
 	if len(first) > 0 {
 		if len(waves) == 0 {
-			waves = []Wave{{Number: 0}}
+			waves = []Wave{{Phase: PhaseSync, Number: 0}}
 		}
 		waves[0].Objects = append(first, waves[0].Objects...)
 	}
 	return waves, nil
+}
+
+// hookWave is o's wave within its phase: WaveOf, or for a hook that
+// declares no sync wave its helm.sh/hook-weight.
+func hookWave(o *unstructured.Unstructured, h Hook) (int, error) {
+	ann := o.GetAnnotations()
+	_, pinbot := ann[AnnotationSyncWave]
+	_, argo := ann[AnnotationArgoSyncWave]
+	if h.IsHook && !pinbot && !argo {
+		return hookWeight(o)
+	}
+	return WaveOf(o)
 }

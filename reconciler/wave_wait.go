@@ -15,6 +15,8 @@ const wavePoll = 500 * time.Millisecond
 // WaveError stops a sync: an object of a wave failed, or the wave was not
 // ready within the app's waveTimeout. Later waves are not applied.
 type WaveError struct {
+	// Phase is the wave's phase: PhasePreSync or PhasePostSync for hooks.
+	Phase  Phase
 	Wave   int
 	Object ObjectRef
 	// Status is the object's kstatus status: Failed, or what it was when
@@ -28,9 +30,9 @@ type WaveError struct {
 // Error names the wave, the object and the cause.
 func (e *WaveError) Error() string {
 	if e.Timeout > 0 {
-		return fmt.Sprintf("wave %d: %s not ready after %s: %s: %s", e.Wave, e.Object, e.Timeout, e.Status, e.Message)
+		return fmt.Sprintf("%s: %s not ready after %s: %s: %s", waveName(e.Phase, e.Wave), e.Object, e.Timeout, e.Status, e.Message)
 	}
-	return fmt.Sprintf("wave %d: %s failed: %s", e.Wave, e.Object, e.Message)
+	return fmt.Sprintf("%s: %s failed: %s", waveName(e.Phase, e.Wave), e.Object, e.Message)
 }
 
 // waveState is where one wave stands.
@@ -91,20 +93,26 @@ func jobCompleted(u *unstructured.Unstructured) bool {
 
 // applyWaves applies waves in order and, after each wave but the last,
 // waits until the wave is ready (waveProgress) or app's waveTimeout
-// passes. The last wave is not awaited: the rollout and its verification
-// follow the sync as before. The first failure stops the sync: an
-// *ApplyError, a *WaveError, or ctx's error. It returns the objects as
-// applied.
-func (r *Reconciler) applyWaves(ctx context.Context, app *App, waves []Wave) ([]*unstructured.Unstructured, error) {
+// passes. The last wave is not awaited, unless it holds PostSync hooks:
+// the rollout and its verification follow the sync as before. Hooks run once per rendered content (see
+// hookAction; rerunFailed runs a failed one again): one the cluster
+// already holds is not applied, but still awaited. The first failure
+// stops the sync: an *ApplyError, a *WaveError, or ctx's error. It returns
+// the objects as applied.
+func (r *Reconciler) applyWaves(ctx context.Context, app *App, waves []Wave, rerunFailed bool) ([]*unstructured.Unstructured, error) {
 	var applied []*unstructured.Unstructured
 	for i, w := range waves {
-		done, err := r.applier.Apply(ctx, app.Name, w.Objects)
+		objs, err := r.prepareWave(ctx, app, w, rerunFailed)
+		if err != nil {
+			return applied, err
+		}
+		done, err := r.applier.Apply(ctx, app.Name, objs)
 		applied = append(applied, done...)
 		if err != nil {
 			return applied, err
 		}
-		if i == len(waves)-1 {
-			break
+		if i == len(waves)-1 && w.Phase != PhasePostSync {
+			break // a wave of PostSync hooks is awaited: its failure fails the sync
 		}
 		if err := r.awaitWave(ctx, app, w); err != nil {
 			return applied, err
@@ -125,7 +133,7 @@ func (r *Reconciler) awaitWave(ctx context.Context, app *App, w Wave) error {
 		timeout = DefaultWaveTimeout
 	}
 	if err := r.watcher.Watch(ctx, app.AllowNamespaces); err != nil {
-		return fmt.Errorf("watching for wave %d: %w", w.Number, err)
+		return fmt.Errorf("watching for %s: %w", w, err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -145,7 +153,7 @@ func (r *Reconciler) awaitWave(ctx context.Context, app *App, w Wave) error {
 			case waveReady:
 				return nil
 			case waveFailed:
-				return &WaveError{Wave: w.Number, Object: oh.Object, Status: oh.Status, Message: oh.Message}
+				return &WaveError{Phase: w.Phase, Wave: w.Number, Object: oh.Object, Status: oh.Status, Message: oh.Message}
 			}
 			last = oh
 		} else if wctx.Err() == nil {
@@ -154,11 +162,11 @@ func (r *Reconciler) awaitWave(ctx context.Context, app *App, w Wave) error {
 		select {
 		case <-wctx.Done():
 			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("waiting for wave %d: %w", w.Number, err)
+				return fmt.Errorf("waiting for %s: %w", w, err)
 			}
 			// Not wrapped: a timed-out wave is a verdict on the manifests,
 			// not a transient fault to retry at once.
-			return &WaveError{Wave: w.Number, Object: last.Object, Status: last.Status, Message: last.Message, Timeout: timeout}
+			return &WaveError{Phase: w.Phase, Wave: w.Number, Object: last.Object, Status: last.Status, Message: last.Message, Timeout: timeout}
 		case <-tick.C:
 		}
 	}

@@ -67,6 +67,7 @@ type Option func(*options)
 
 type options struct {
 	helm     *Helm
+	release  Helm // ReleaseName and Namespace only; see WithRelease
 	caps     *Capabilities
 	discover func() (Capabilities, error)
 }
@@ -74,6 +75,14 @@ type options struct {
 // WithHelm renders a chart directory with h. Without it a chart renders
 // with its defaults.
 func WithHelm(h Helm) Option { return func(o *options) { o.helm = &h } }
+
+// WithRelease names a chart's release and its namespace when the
+// directory turns out to be a chart, and is ignored otherwise: the
+// defaults of a caller that does not know what the directory holds.
+// WithHelm's ReleaseName and Namespace, when set, win.
+func WithRelease(name, namespace string) Option {
+	return func(o *options) { o.release = Helm{ReleaseName: name, Namespace: namespace} }
+}
 
 // WithCapabilities tells a chart what cluster it renders for. Without it
 // Helm's defaults hold: the Kubernetes version of the client library the
@@ -121,6 +130,12 @@ func renderChart(root, rel string, o options) ([]*unstructured.Unstructured, err
 	h := Helm{}
 	if o.helm != nil {
 		h = *o.helm
+	}
+	if h.ReleaseName == "" {
+		h.ReleaseName = o.release.ReleaseName
+	}
+	if h.Namespace == "" {
+		h.Namespace = o.release.Namespace
 	}
 	if h.ReleaseName == "" {
 		h.ReleaseName = path.Base(path.Clean("/" + rel))

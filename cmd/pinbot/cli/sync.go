@@ -152,6 +152,9 @@ func writePlan(w io.Writer, g *globals, p *reconciler.SyncPlan) error {
 	}
 	fmt.Fprintf(&b, "%s at %s: dry run, nothing changed\n", p.App, abbrev(p.Commit, 12))
 	for _, wave := range p.Waves {
+		if wave.Phase != "" {
+			b.WriteString(wave.Phase + " ")
+		}
 		fmt.Fprintf(&b, "wave %d\n", wave.Wave)
 		for _, o := range wave.Objects {
 			detail := o.Note

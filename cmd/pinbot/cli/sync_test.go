@@ -47,6 +47,7 @@ func TestWritePlan(t *testing.T) {
 	plan := &reconciler.SyncPlan{
 		App: "web", Commit: "0123456789abcdef",
 		Waves: []reconciler.PlannedWave{
+			{Phase: "PreSync", Wave: 0, Objects: []reconciler.PlannedObject{{Object: ref("Job", "seed"), Action: reconciler.ActionReplace, Note: "not checked: the hook's previous run is deleted first"}}},
 			{Wave: -1, Objects: []reconciler.PlannedObject{{Object: ref("Job", "migrate"), Action: reconciler.ActionCreate}}},
 			{Wave: 0, Objects: []reconciler.PlannedObject{
 				{Object: ref("ConfigMap", "settings"), Action: reconciler.ActionUnchanged},
@@ -64,6 +65,8 @@ func TestWritePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `web at 0123456789ab: dry run, nothing changed
+PreSync wave 0
+  replace   Job web/seed: not checked: the hook's previous run is deleted first
 wave -1
   create    Job web/migrate
 wave 0
