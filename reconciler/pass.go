@@ -40,7 +40,7 @@ var errEmpty = errors.New("the render holds no objects (set syncPolicy.allowEmpt
 // the status says it too.
 func (r *Reconciler) pass(ctx context.Context, app *App, st *appState, mode passMode) (*AppStatus, *Verification, error) {
 	s, v, err := r.passOnce(ctx, app, st, mode)
-	st.remember(s)
+	st.remember(s, v)
 	return s, v, err
 }
 

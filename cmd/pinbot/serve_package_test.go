@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -188,6 +190,20 @@ promote:
 	}
 	if l := follower.log.String(); !strings.Contains(l, "forwarded to the leader") || strings.Contains(l, "opened") {
 		t.Errorf("the follower did not forward the package event, or promoted itself:\n%s", l)
+	}
+	// Every replica's dashboard lists the open promotion pull request on
+	// the app's page.
+	pr := openPulls()[0]
+	for _, ch := range []*child{leader, follower} {
+		resp, err := http.Get("http://" + ch.addr + "/apps/web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), `href="`+pr.HTMLURL+`"`) {
+			t.Errorf("the dashboard of %s (%s) does not link %s:\n%s", ch.id, resp.Status, pr.HTMLURL, page)
+		}
 	}
 	trig, err := kube.CoreV1().ConfigMaps("pinbot-system").Get(ctx, "pinbot-trigger", metav1.GetOptions{})
 	if err != nil {

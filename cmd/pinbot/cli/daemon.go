@@ -243,6 +243,7 @@ func (l leaderPromoter) PromoteImage(ctx context.Context, t reconciler.PromoteTa
 	if err := forwardPromotion(ctx, l.d.kube, l.d.ns, t.Repo, image, tag); err != nil {
 		return "", err
 	}
+	logctx.From(ctx).Info("forwarded a package event to the leader", "image", image, "tag", tag, "repo", t.Repo)
 	return "forwarded to the leader", nil
 }
 
@@ -282,14 +283,17 @@ func hostname() string {
 	return h
 }
 
-// dashboardSource reads the dashboard's apps from the reconciler's history.
+// dashboardSource reads the dashboard's apps from the reconciler: the
+// last pass of this replica (status and per-container verification), the
+// persisted history (every replica reads the leader's), and on an app's
+// page the open promotion pull requests from the forge.
 type dashboardSource struct{ r *reconciler.Reconciler }
 
 // Apps implements dashboard.Source.
 func (s dashboardSource) Apps(ctx context.Context) ([]dashboard.App, error) {
 	var out []dashboard.App
 	for _, a := range s.r.Config().Apps {
-		app, err := s.App(ctx, a.Name)
+		app, err := s.app(ctx, a.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -300,12 +304,33 @@ func (s dashboardSource) Apps(ctx context.Context) ([]dashboard.App, error) {
 
 // App implements dashboard.Source.
 func (s dashboardSource) App(ctx context.Context, name string) (dashboard.App, error) {
-	if _, err := s.r.Config().App(name); err != nil {
+	app, err := s.app(ctx, name)
+	if err != nil {
+		return app, err
+	}
+	if app.Pulls, err = s.r.OpenPulls(ctx, name); err != nil {
+		return dashboard.App{}, err
+	}
+	return app, nil
+}
+
+func (s dashboardSource) app(ctx context.Context, name string) (dashboard.App, error) {
+	last, v, err := s.r.Last(name)
+	if err != nil {
 		return dashboard.App{}, fmt.Errorf("%w: %s", dashboard.ErrNoApp, name)
 	}
 	rec, err := s.r.History(ctx, name)
 	if err != nil {
 		return dashboard.App{}, fmt.Errorf("reading the history of %s: %w", name, err)
 	}
-	return dashboard.App{Name: name, Source: dashboard.SourcePinbot, Status: rec.Status, Record: rec}, nil
+	st := rec.Status // a follower runs no passes: the leader's persisted status
+	if last != nil && (st == nil || !last.ObservedAt.Before(st.ObservedAt)) {
+		st = last
+	}
+	return dashboard.App{Name: name, Source: appSource(st), Status: st, Verification: v, Record: rec}, nil
 }
+
+// appSource is who deploys the app, for the dashboard's source column.
+// Every app is pinbot's own until AppStatus says otherwise (verify-only
+// Argo CD and Flux apps): then return its source here.
+func appSource(*reconciler.AppStatus) string { return dashboard.SourcePinbot }
