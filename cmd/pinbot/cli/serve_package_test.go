@@ -6,11 +6,20 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	sdk "code.gitea.io/sdk/gitea"
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"k8s.io/client-go/rest"
 
 	"pinbot.dev/pinbot/internal/testenv/gitea"
@@ -26,6 +35,7 @@ func TestGiteaPackageEvents(t *testing.T) {
 	srv := giteatest.Start(t, gitea.Options{})
 	t.Logf("Gitea %s", srv.Version)
 	t.Run("what Gitea sends", func(t *testing.T) { testPackageEventShape(t, srv) })
+	t.Run("multi-arch push", func(t *testing.T) { testPackageEventsMultiArch(t, srv) })
 	t.Run("a pushed image opens the promotion pull request", func(t *testing.T) { testPackageEventPromotes(t, srv) })
 }
 
@@ -176,4 +186,71 @@ func testPackageEventPromotes(t *testing.T, srv *gitea.Server) {
 		t.Errorf("the pull request's deploy/app.yaml does not pin %s@%s:\n%s", r.app, v2, raw)
 	}
 	t.Logf("package webhook from a push of %s:v2 opened %s", r.app, pulls[0].HTMLURL)
+}
+
+// testPackageEventsMultiArch pushes an index of two platform images: Gitea
+// sends one event per manifest, the untagged children's (version = their
+// digest) and the tag's, and only the tag's event is one pinbot promotes.
+func testPackageEventsMultiArch(t *testing.T, srv *gitea.Server) {
+	const secret = "package-index-s3cret"
+	got := make(chan delivery, 16)
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		got <- delivery{header: req.Header.Clone(), body: b}
+	}))
+	defer rcv.Close()
+	userPackageHook(t, srv, rcv.URL, secret)
+
+	image := srv.RegistryHost + "/" + srv.AdminUser + "/" + giteatest.Name(t)
+	var adds []mutate.IndexAddendum
+	for _, arch := range []string{"amd64", "arm64"} {
+		img, err := random.Image(256, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
+	}
+	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
+	ref, err := name.ParseReference(image+":multi", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.WriteIndex(ref, idx, remote.WithAuth(&authn.Basic{Username: srv.AdminUser, Password: srv.Token})); err != nil {
+		t.Fatal(err)
+	}
+	var versions []string
+	promotable := 0
+	for len(versions) < 3 {
+		select {
+		case d := <-got:
+			pe, err := reconciler.ParsePackage(d.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			versions = append(versions, pe.Package.Version)
+			if _, tag, ok := pe.Image(); ok {
+				promotable++
+				if tag != "multi" {
+					t.Errorf("event of version %q promotes tag %q, want only the tag multi", pe.Package.Version, tag)
+				}
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("Gitea sent %d package webhooks within 30 s of a two-platform index push, want 3: %q", len(versions), versions)
+		}
+	}
+	t.Logf("a two-platform index push sent package events of versions %q", versions)
+	if promotable != 1 {
+		t.Errorf("%d of the events promote, want 1 (the tag's): %q", promotable, versions)
+	}
+	// The children are pushed before the index that names them, but
+	// Gitea's delivery queue does not promise order: count, not order.
+	digests := 0
+	for _, v := range versions {
+		if strings.HasPrefix(v, "sha256:") {
+			digests++
+		}
+	}
+	if digests != 2 || !slices.Contains(versions, "multi") {
+		t.Errorf("versions %q: want the two untagged children (digests) and the tag", versions)
+	}
 }
