@@ -106,14 +106,17 @@ func (r *Reconciler) lastStatuses() []AppStatus {
 	return out
 }
 
-// remember keeps s as app's last status, for the metrics.
-func (st *appState) remember(s *AppStatus) {
-	if s == nil {
-		return
-	}
+// remember keeps s as app's last status, for the metrics, and v, when
+// the pass verified, as its last verification.
+func (st *appState) remember(s *AppStatus, v *Verification) {
 	st.mu.Lock()
-	st.last = s
-	st.mu.Unlock()
+	defer st.mu.Unlock()
+	if s != nil {
+		st.last = s
+	}
+	if v != nil {
+		st.lastV = v
+	}
 }
 
 // countSync counts a sync of app with result; nil-safe for Reconcilers

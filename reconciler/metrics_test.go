@@ -21,9 +21,9 @@ func TestMetricsStatusGauges(t *testing.T) {
 		App{Name: "api", Repo: "http://gitea:3000/org/api.git", Branch: "main"},
 		App{Name: "fresh", Repo: "http://gitea:3000/org/fresh.git", Branch: "main"},
 	)
-	r.apps["web"].remember(&AppStatus{App: "web", Sync: Synced, Health: Healthy, Verified: true})
-	r.apps["api"].remember(&AppStatus{App: "api", Sync: OutOfSync, Health: Degraded})
-	r.apps["api"].remember(nil) // a pass without a status keeps the last one
+	r.apps["web"].remember(&AppStatus{App: "web", Sync: Synced, Health: Healthy, Verified: true}, nil)
+	r.apps["api"].remember(&AppStatus{App: "api", Sync: OutOfSync, Health: Degraded}, nil)
+	r.apps["api"].remember(nil, nil) // a pass without a status keeps the last one
 	r.metrics.countSync("web", Applied)
 	r.metrics.countSync("web", Applied)
 	r.metrics.countSync("api", Refused)
@@ -56,7 +56,7 @@ pinbot_sync_total{app="web",result="Applied"} 2
 	}
 
 	// The gauges follow the latest status, with no bookkeeping.
-	r.apps["api"].remember(&AppStatus{App: "api", Sync: Synced, Health: Healthy, Verified: true})
+	r.apps["api"].remember(&AppStatus{App: "api", Sync: Synced, Health: Healthy, Verified: true}, nil)
 	if err := testutil.CollectAndCompare(statusCollector{r}, strings.NewReader(`
 # HELP pinbot_app_verified 1 if every current Pod of the app runs the digests Git pins, else 0.
 # TYPE pinbot_app_verified gauge
@@ -69,7 +69,7 @@ pinbot_app_verified{app="web"} 1
 
 func TestMetricsHandler(t *testing.T) {
 	r := newOfflineReconciler(t, App{Name: "web", Repo: "http://gitea:3000/org/app.git", Branch: "main"})
-	r.apps["web"].remember(&AppStatus{App: "web", Sync: Synced, Health: Healthy})
+	r.apps["web"].remember(&AppStatus{App: "web", Sync: Synced, Health: Healthy}, nil)
 	r.metrics.countWebhook(webhookTriggered)
 	rec := httptest.NewRecorder()
 	r.Metrics().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))

@@ -40,7 +40,7 @@ var errEmpty = errors.New("the render holds no objects (set syncPolicy.allowEmpt
 // the status says it too.
 func (r *Reconciler) pass(ctx context.Context, app *App, st *appState, mode passMode) (*AppStatus, *Verification, error) {
 	s, v, err := r.passOnce(ctx, app, st, mode)
-	st.remember(s)
+	st.remember(s, v)
 	return s, v, err
 }
 
@@ -75,7 +75,9 @@ func (r *Reconciler) passOnce(ctx context.Context, app *App, st *appState, mode 
 	st.clusterUp()
 	v, err := r.passWith(ctx, app, st, mode, &o, txn, desired, live)
 	if mode.records() {
-		if cerr := txn.commit(ctx); cerr != nil && err == nil {
+		rctx, cancel := recordContext(ctx)
+		defer cancel()
+		if cerr := txn.commit(rctx); cerr != nil && err == nil {
 			err = cerr
 		} else if cerr != nil {
 			logctx.From(ctx).Warn("recording the pass", "app", app.Name, "error", cerr)

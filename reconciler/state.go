@@ -26,8 +26,10 @@ type appState struct {
 	// stopped answering (zero while they answer).
 	sourceDown  time.Time
 	clusterDown time.Time
-	// last is the last pass's status, for the metrics.
-	last *AppStatus
+	// last is the last pass's status, for the metrics; lastV the last
+	// verification a pass made, for the dashboard.
+	last  *AppStatus
+	lastV *Verification
 
 	// diffs holds each object's last dry-run diff, valid while the live
 	// object (uid, resourceVersion) and Git's rendering of it (config

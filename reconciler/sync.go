@@ -38,6 +38,15 @@ func (r *Reconciler) sync(ctx context.Context, app *App, st *appState, mode pass
 	}
 	if err != nil {
 		e.Result, e.Reason, e.Final = Failed, err.Error(), true
+		if ctx.Err() != nil {
+			// Cut off (a shutdown's timeout): say so on the commit and in
+			// the history; a Failed entry is applied again by the next
+			// pass, on whichever replica leads then.
+			e.Reason = "interrupted before the sync finished (pinbot shut down): " + e.Reason
+			rctx, cancel := recordContext(ctx)
+			defer cancel()
+			ctx = rctx
+		}
 		r.fail(ctx, app, txn, &e, "sync failed: ")
 		return nil, err
 	}
@@ -199,4 +208,17 @@ func (r *Reconciler) persist(ctx context.Context, app *App, s *AppStatus) {
 	if err != nil {
 		logctx.From(ctx).Warn("persisting the status", "app", app.Name, "error", err)
 	}
+}
+
+// recordTimeout bounds recording a pass whose context ended.
+const recordTimeout = 10 * time.Second
+
+// recordContext is ctx for writing what a pass did: once ctx has ended (a
+// shutdown cut the pass off), a context of its own bounded by
+// recordTimeout, so the history still says what happened.
+func recordContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Err() == nil {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -207,6 +208,20 @@ apps:
 			t.Errorf("dashboard of %s: %s", r.id, resp.Status)
 		}
 	}
+
+	// The leader's dashboard shows, next to the digest Git pins, the one
+	// its Pod runs.
+	poll(30*time.Second, "the leader's dashboard shows the running Pod's digest", func() bool {
+		resp, err := http.Get("http://" + leader.addr + "/")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		page, _ := io.ReadAll(resp.Body)
+		short := digest[:len("sha256:")+12]
+		return strings.Contains(string(page), `<code class="git">`+short+`</code>`) &&
+			strings.Contains(string(page), `<code class="running">`+short+`</code>`)
+	})
 
 	// A push, announced to the follower only: the leader syncs it.
 	second, err := g.PushDir(ctx, g.AdminUser, "manifests", "main", writeApp(2), "Two replicas")

@@ -28,6 +28,10 @@ type demo struct {
 	images  map[string]pushed
 	pr      int64
 	closers []func()
+
+	// reconcilerConfig and kubeconfig are set once the cluster half
+	// runs; the serve step reuses them.
+	reconcilerConfig, kubeconfig string
 }
 
 func newDemo(ctx context.Context) (*demo, error) {

@@ -5,7 +5,9 @@
 // reviewer would make, and the reconciler proving on a real kube-apiserver
 // that the running Pods use the merged digest.
 //
-// It stops everything it started on exit. `make demo` builds Gitea into bin/
+// It ends with `pinbot serve` running and its dashboard's URL printed,
+// until Ctrl-C (PINBOT_DEMO_SERVE=0 or --no-serve ends the demo there
+// instead, for scripts and CI). It stops everything it started on exit. `make demo` builds Gitea into bin/
 // first and the control plane in the background; the cluster half waits for
 // that build (see waitForControlPlane).
 package main
@@ -39,6 +41,7 @@ func run(ctx context.Context) error {
 		d.promote,
 		d.drift,
 		d.mergeAndReconcile,
+		d.serve, // last: it runs until Ctrl-C
 	} {
 		if err := step(ctx); err != nil {
 			return err

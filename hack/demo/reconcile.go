@@ -70,6 +70,7 @@ apps:
 	}
 	fmt.Printf("\nreconciler config (%s):\n%s", config, body)
 	common := []string{"--config", config, "--kubeconfig", cluster.Kubeconfig, "--cache-dir", filepath.Join(d.dir, "cache")}
+	d.reconcilerConfig, d.kubeconfig = config, cluster.Kubeconfig
 
 	banner("pinbot syncs the merged commit, follows the rollout and verifies the running Pods")
 	if _, err := d.run(ctx, append([]string{"sync", "web"}, common...)...); err != nil {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"pinbot.dev/pinbot/dashboard"
 	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler"
 )
 
@@ -37,21 +39,48 @@ type daemon struct {
 	draining atomic.Bool // SIGTERM: webhooks answer 503
 	kube     kubernetes.Interface
 	ns       string
+
+	cutMu sync.Mutex
+	cut   context.CancelFunc // ends the loops' context: the pass in flight is cut off
+}
+
+// recordGrace is how long a pass cut off at --shutdown-timeout gets to
+// record that it was interrupted, before the Lease is released.
+const recordGrace = 10 * time.Second
+
+// loopContext is ctx for the loops, which cutLoops ends.
+func (d *daemon) loopContext(ctx context.Context) context.Context {
+	ctx, cancel := context.WithCancel(ctx)
+	d.cutMu.Lock()
+	d.cut = cancel
+	d.cutMu.Unlock()
+	return ctx
+}
+
+// cutLoops ends the loops' context (see loopContext).
+func (d *daemon) cutLoops() {
+	d.cutMu.Lock()
+	defer d.cutMu.Unlock()
+	if d.cut != nil {
+		d.cut()
+	}
 }
 
 // webhook is the Gitea webhook handler: 503 while draining; on a
 // follower, a matched app is forwarded to the leader through the trigger
 // ConfigMap.
 func (d *daemon) webhook(r *reconciler.Reconciler, secret []byte) http.Handler {
-	// A package event promotes on whichever replica Gitea reached: a
-	// promotion is idempotent and a push on a moved base is rejected, so a
-	// follower's promotion is safe, and Gitea delivers each event once.
-	opts := append(webhookOptions(r.Config()), reconciler.WebhookTrigger(func(ctx context.Context, app string) error {
+	// Only the leader writes: a follower forwards a package event's
+	// promotion to the leader as it forwards a push.
+	opts := []reconciler.WebhookOption{reconciler.WebhookTrigger(func(ctx context.Context, app string) error {
 		if !d.elect || d.leading.Load() {
 			return r.Trigger(app)
 		}
 		return forwardTrigger(ctx, d.kube, d.ns, app)
-	}))
+	})}
+	if p := newImagePromoter(r.Config()); p != nil {
+		opts = append(opts, reconciler.WithPromoter(leaderPromoter{d: d, p: p}))
+	}
 	h := r.WebhookHandler(secret, opts...)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if d.draining.Load() {
@@ -94,24 +123,26 @@ func (d *daemon) run(ctx context.Context, r *reconciler.Reconciler, kube kuberne
 
 	// SIGTERM (ctx's end) stops the loops from starting passes; work,
 	// ended after --shutdown-timeout, bounds the pass in flight.
-	loopCtx := work
 	stop := ctx.Done()
 	loopDone := make(chan error, 1)
 	lost := make(chan struct{})
 	if !d.elect {
 		d.leading.Store(true)
 		d.ready.Store(true)
+		loopCtx := d.loopContext(work)
 		go func() { loopDone <- d.loops(loopCtx, stop, r) }()
 	} else {
 		le, err := d.lease.elector(kube, d.ns, leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lctx context.Context) {
 				log.Info("leading", "lease", d.ns+"/"+leaseName, "id", d.lease.id)
 				d.leading.Store(true)
-				if err := watchTriggers(lctx, kube, d.ns, func(app string) { _ = r.Trigger(app) }); err != nil && lctx.Err() == nil {
+				trigger := func(app string) { _ = r.Trigger(app) }
+				promote := func(p promoteRequest) { go promoteForwarded(lctx, r.Config(), p) }
+				if err := watchTriggers(lctx, kube, d.ns, trigger, promote); err != nil && lctx.Err() == nil {
 					loopDone <- err
 					return
 				}
-				loopDone <- d.loops(lctx, stop, r)
+				loopDone <- d.loops(d.loopContext(lctx), stop, r)
 			},
 			OnStoppedLeading: func() {
 				if d.leading.Swap(false) && ctx.Err() == nil {
@@ -166,7 +197,16 @@ func (d *daemon) wait(ctx context.Context, loopDone <-chan error, lost <-chan st
 			select {
 			case err = <-loopDone:
 			case <-time.After(d.shutdownTimeout):
-				log.Warn("the loops did not stop within --shutdown-timeout")
+				// Cut the pass off, and let it record that before the
+				// Lease goes: the next leader's first pass applies a
+				// commit whose sync is not recorded as Applied.
+				log.Warn("the loops did not stop within --shutdown-timeout; interrupting the pass in flight")
+				d.cutLoops()
+				select {
+				case <-loopDone:
+				case <-time.After(recordGrace):
+					log.Warn("the interrupted pass did not record within the grace period", "grace", recordGrace)
+				}
 			}
 		}
 	case err = <-loopDone:
@@ -188,6 +228,52 @@ func (d *daemon) wait(ctx context.Context, loopDone <-chan error, lost <-chan st
 	return errors.Join(err, <-served)
 }
 
+// leaderPromoter promotes a package event's image on the leader (or
+// without leader election) and forwards it to the leader on a follower.
+type leaderPromoter struct {
+	d *daemon
+	p reconciler.ImagePromoter
+}
+
+// PromoteImage implements reconciler.ImagePromoter.
+func (l leaderPromoter) PromoteImage(ctx context.Context, t reconciler.PromoteTarget, image, tag string) (string, error) {
+	if !l.d.elect || l.d.leading.Load() {
+		return l.p.PromoteImage(ctx, t, image, tag)
+	}
+	if err := forwardPromotion(ctx, l.d.kube, l.d.ns, t.Repo, image, tag); err != nil {
+		return "", err
+	}
+	logctx.From(ctx).Info("forwarded a package event to the leader", "image", image, "tag", tag, "repo", t.Repo)
+	return "forwarded to the leader", nil
+}
+
+// promoteForwarded promotes, on the leader, a package event a follower
+// forwarded, into the promote entry it names (if the config still lists
+// the image there), bounded by leadership and promoteTimeout.
+func promoteForwarded(ctx context.Context, cfg *reconciler.Config, req promoteRequest) {
+	log := logctx.From(ctx).With("image", req.Image, "tag", req.Tag, "repo", req.Repo, "forwarded", true)
+	p := newImagePromoter(cfg)
+	var target *reconciler.PromoteTarget
+	for _, t := range reconciler.PromoteTargets(cfg.Promote, req.Image) {
+		if t.Repo == req.Repo {
+			target = &t
+			break
+		}
+	}
+	if p == nil || target == nil {
+		log.Warn("ignoring a forwarded promotion: no promote entry lists the image for the repository")
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, promoteTimeout)
+	defer cancel()
+	res, err := p.PromoteImage(ctx, *target, req.Image, req.Tag)
+	if err != nil {
+		log.Error("promoting a pushed image", "error", redact.String(err.Error()))
+		return
+	}
+	log.Info("promoted a pushed image", "result", res)
+}
+
 // hostname is --id's default.
 func hostname() string {
 	h, err := os.Hostname()
@@ -197,14 +283,17 @@ func hostname() string {
 	return h
 }
 
-// dashboardSource reads the dashboard's apps from the reconciler's history.
+// dashboardSource reads the dashboard's apps from the reconciler: the
+// last pass of this replica (status and per-container verification), the
+// persisted history (every replica reads the leader's), and on an app's
+// page the open promotion pull requests from the forge.
 type dashboardSource struct{ r *reconciler.Reconciler }
 
 // Apps implements dashboard.Source.
 func (s dashboardSource) Apps(ctx context.Context) ([]dashboard.App, error) {
 	var out []dashboard.App
 	for _, a := range s.r.Config().Apps {
-		app, err := s.App(ctx, a.Name)
+		app, err := s.app(ctx, a.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -215,12 +304,33 @@ func (s dashboardSource) Apps(ctx context.Context) ([]dashboard.App, error) {
 
 // App implements dashboard.Source.
 func (s dashboardSource) App(ctx context.Context, name string) (dashboard.App, error) {
-	if _, err := s.r.Config().App(name); err != nil {
+	app, err := s.app(ctx, name)
+	if err != nil {
+		return app, err
+	}
+	if app.Pulls, err = s.r.OpenPulls(ctx, name); err != nil {
+		return dashboard.App{}, err
+	}
+	return app, nil
+}
+
+func (s dashboardSource) app(ctx context.Context, name string) (dashboard.App, error) {
+	last, v, err := s.r.Last(name)
+	if err != nil {
 		return dashboard.App{}, fmt.Errorf("%w: %s", dashboard.ErrNoApp, name)
 	}
 	rec, err := s.r.History(ctx, name)
 	if err != nil {
 		return dashboard.App{}, fmt.Errorf("reading the history of %s: %w", name, err)
 	}
-	return dashboard.App{Name: name, Source: dashboard.SourcePinbot, Status: rec.Status, Record: rec}, nil
+	st := rec.Status // a follower runs no passes: the leader's persisted status
+	if last != nil && (st == nil || !last.ObservedAt.Before(st.ObservedAt)) {
+		st = last
+	}
+	return dashboard.App{Name: name, Source: appSource(st), Status: st, Verification: v, Record: rec}, nil
 }
+
+// appSource is who deploys the app, for the dashboard's source column.
+// Every app is pinbot's own until AppStatus says otherwise (verify-only
+// Argo CD and Flux apps): then return its source here.
+func appSource(*reconciler.AppStatus) string { return dashboard.SourcePinbot }

@@ -96,6 +96,9 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
+		// Requests carry ctx's values (the logger), not its end: the
+		// shutdown below ends them.
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

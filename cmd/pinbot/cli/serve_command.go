@@ -19,22 +19,27 @@ func newServeCommand(_ *globals) *cobra.Command {
 		Short: "Run pinbot as a service: the reconcile loops, webhooks, the dashboard and metrics, highly available",
 		Long: `Serve runs the reconcile loops of every app of the config (as "pinbot
 reconcile" does) and serves, on --listen: / (the dashboard), /healthz,
-/readyz, /metrics and /webhook/gitea (Gitea push webhooks, signed with the
-secret of --webhook-secret-file or $PINBOT_WEBHOOK_SECRET).
+/readyz, /metrics and /webhook/gitea (Gitea push, pull request and package
+webhooks, signed with the secret of --webhook-secret-file or
+$PINBOT_WEBHOOK_SECRET). A package event for an image of the config's
+promote: entries opens or updates the promotion pull request.
 
 The config's stateNamespace must exist (kubectl apply -k deploy/ creates
 it); serve stops at once when it does not.
 
 With --leader-elect the replicas elect a leader through the Lease "pinbot"
 in the state namespace (holder --id, default the hostname). Only the
-leader writes: syncs, heals, prunes, commit statuses and comments. Every
-replica serves the dashboard, /metrics and /readyz; a webhook that reaches
-a follower is forwarded to the leader by annotating the ConfigMap
-pinbot-trigger in the state namespace, which the leader watches. A replica
+leader writes: syncs, heals, prunes, commit statuses, comments and
+promotions. Every replica serves the dashboard, /metrics and /readyz; a
+webhook (push or package) that reaches a follower is forwarded to the
+leader by annotating the ConfigMap pinbot-trigger in the state namespace,
+which the leader watches. A replica
 that loses the Lease exits 1, to be restarted as a follower.
 
 On SIGTERM, webhooks answer 503, the loops get --shutdown-timeout to
-stop, the Lease is released and serve exits 0.`,
+stop (a sync still running then is cut off and recorded as interrupted,
+so the next leader applies it again), the Lease is released and serve
+exits 0.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if sf.listen == "" {

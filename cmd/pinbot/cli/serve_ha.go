@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -34,14 +36,71 @@ const (
 	// that app was last asked for; one key per app, so concurrent
 	// forwards of different apps never overwrite each other.
 	triggerAppPrefix = "apps.pinbot.dev/"
+	// triggerPromotePrefix prefixes one annotation per promote repository
+	// and image, holding a forwarded package event (promoteRequest as
+	// JSON): the newest pushed tag of that image wins.
+	triggerPromotePrefix = "promote.pinbot.dev/"
 )
+
+// promoteRequest is a package event a follower forwards to the leader:
+// promote Image:Tag into Repo (a promote entry of the config).
+type promoteRequest struct {
+	Repo  string `json:"repo"`
+	Image string `json:"image"`
+	Tag   string `json:"tag"`
+	// At tells two requests of the same tag apart, so a repeated push is
+	// forwarded again.
+	At string `json:"at"`
+}
+
+// key is the request's annotation key: one per repository and image,
+// named by a hash since both hold characters a key may not.
+func (p promoteRequest) key() string {
+	h := sha256.Sum256([]byte(p.Repo + " " + p.Image))
+	return triggerPromotePrefix + hex.EncodeToString(h[:8])
+}
+
+// forwardPromotion asks the leader to promote image:tag into repo, as a
+// follower does with a package event: it stamps the request on the
+// trigger ConfigMap, which the leader watches (watchTriggers).
+func forwardPromotion(ctx context.Context, kube kubernetes.Interface, ns, repo, image, tag string) error {
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	req := promoteRequest{Repo: repo, Image: image, Tag: tag, At: now}
+	v, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("encoding the promote request: %w", err)
+	}
+	return annotateTrigger(ctx, kube, ns, map[string]string{annotationRequestedAt: now, req.key(): string(v)}, "promotion of "+image+":"+tag)
+}
+
+// requestedPromotions lists the promote requests whose annotation differs
+// between old and cur. A value that does not decode is skipped: it was not
+// written by pinbot.
+func requestedPromotions(old, cur map[string]string) []promoteRequest {
+	var out []promoteRequest
+	for k, v := range cur {
+		if !strings.HasPrefix(k, triggerPromotePrefix) || old[k] == v {
+			continue
+		}
+		var p promoteRequest
+		if json.Unmarshal([]byte(v), &p) == nil && p.Repo != "" && p.Image != "" && p.Tag != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // forwardTrigger asks the leader for a pass of app: it stamps app's
 // annotation on the trigger ConfigMap (creating it when missing), which
 // the leader watches (watchTriggers).
 func forwardTrigger(ctx context.Context, kube kubernetes.Interface, ns, app string) error {
 	now := time.Now().UTC().Format(time.RFC3339Nano)
-	ann := map[string]string{annotationRequestedAt: now, triggerAppPrefix + app: now}
+	return annotateTrigger(ctx, kube, ns, map[string]string{annotationRequestedAt: now, triggerAppPrefix + app: now}, "app "+app)
+}
+
+// annotateTrigger merges ann into the trigger ConfigMap's annotations,
+// creating it when missing; what names the request in the error.
+func annotateTrigger(ctx context.Context, kube kubernetes.Interface, ns string, ann map[string]string, what string) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
 	if err != nil {
 		return fmt.Errorf("encoding the trigger patch: %w", err)
@@ -56,7 +115,7 @@ func forwardTrigger(ctx context.Context, kube kubernetes.Interface, ns, app stri
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("annotating %s/%s for app %s: %w", ns, triggerName, app, err)
+		return fmt.Errorf("annotating %s/%s for %s: %w", ns, triggerName, what, err)
 	}
 	return nil
 }
@@ -75,9 +134,10 @@ func requestedApps(old, cur map[string]string) []string {
 }
 
 // watchTriggers watches the trigger ConfigMap until ctx ends and calls
-// trigger for each app a follower asked for after the watch started. It
-// returns once the watch's cache has synced.
-func watchTriggers(ctx context.Context, kube kubernetes.Interface, ns string, trigger func(app string)) error {
+// trigger for each app, and promote for each package event, a follower
+// forwarded after the watch started. It returns once the watch's cache
+// has synced.
+func watchTriggers(ctx context.Context, kube kubernetes.Interface, ns string, trigger func(app string), promote func(promoteRequest)) error {
 	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", triggerName).String()
@@ -88,6 +148,10 @@ func watchTriggers(ctx context.Context, kube kubernetes.Interface, ns string, tr
 		for _, app := range requestedApps(old, cur) {
 			logctx.From(ctx).Debug("forwarded trigger", "app", app)
 			trigger(app)
+		}
+		for _, p := range requestedPromotions(old, cur) {
+			logctx.From(ctx).Debug("forwarded promotion", "repo", p.Repo, "image", p.Image, "tag", p.Tag)
+			promote(p)
 		}
 	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -80,5 +81,48 @@ func TestServeMuxReadyAndDraining(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("answers before ready, ready, draining (-want +got):\n%s", diff)
+	}
+}
+
+func TestRequestedPromotions(t *testing.T) {
+	web := promoteRequest{Repo: "platform/manifests", Image: "gitea.example/platform/web", Tag: "v2", At: "t1"}
+	api := promoteRequest{Repo: "platform/manifests", Image: "gitea.example/platform/api", Tag: "v1", At: "t1"}
+	ann := func(ps ...promoteRequest) map[string]string {
+		m := map[string]string{annotationRequestedAt: "t"}
+		for _, p := range ps {
+			b, err := json.Marshal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m[p.key()] = string(b)
+		}
+		return m
+	}
+	web2 := web
+	web2.Tag, web2.At = "v3", "t2"
+	again := web
+	again.At = "t3"
+	for _, tc := range []struct {
+		name     string
+		old, cur map[string]string
+		want     []promoteRequest
+	}{
+		{"first request", nil, ann(web), []promoteRequest{web}},
+		{"unchanged", ann(web, api), ann(web, api), nil},
+		{"a newer tag of one image", ann(web, api), ann(web2, api), []promoteRequest{web2}},
+		{"the same tag pushed again", ann(web), ann(again), []promoteRequest{again}},
+		{"not pinbot's", nil, map[string]string{triggerPromotePrefix + "x": "{not json", triggerPromotePrefix + "y": `{"repo":"o/r"}`}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, requestedPromotions(tc.old, tc.cur)); diff != "" {
+				t.Errorf("requestedPromotions (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if web.key() == api.key() || web.key() != web2.key() {
+		t.Errorf("keys: web %s, api %s, web v3 %s: want one per repository and image", web.key(), api.key(), web2.key())
+	}
+	if len(web.key()) > 253 || len(strings.TrimPrefix(web.key(), triggerPromotePrefix)) > 63 {
+		t.Errorf("key %q is not a valid annotation key", web.key())
 	}
 }

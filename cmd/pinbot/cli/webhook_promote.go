@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/registry"
@@ -16,10 +18,24 @@ import (
 // webhookOptions are the reconciler webhook's options from cfg: with a
 // forge and promote entries, package events promote through promote.Run.
 func webhookOptions(cfg *reconciler.Config) []reconciler.WebhookOption {
+	p := newImagePromoter(cfg)
+	if p == nil {
+		return nil
+	}
+	return []reconciler.WebhookOption{reconciler.WithPromoter(p)}
+}
+
+// promoteTimeout bounds one promotion a follower forwarded, as the
+// reconciler bounds a webhook's.
+const promoteTimeout = 5 * time.Minute
+
+// newImagePromoter is the promoter of cfg's promote entries on its forge,
+// nil when cfg has no forge or no promote entries.
+func newImagePromoter(cfg *reconciler.Config) reconciler.ImagePromoter {
 	if cfg == nil || cfg.Forge == nil || len(cfg.Promote) == 0 {
 		return nil
 	}
-	return []reconciler.WebhookOption{reconciler.WithPromoter(&imagePromoter{forge: *cfg.Forge})}
+	return &imagePromoter{forge: *cfg.Forge}
 }
 
 // imagePromoter is reconciler.ImagePromoter on promote.Run: the tag is
@@ -29,17 +45,24 @@ type imagePromoter struct {
 	forge reconciler.ForgeConfig
 }
 
-// PromoteImage promotes image:tag into t.Repo. The token is read on each
-// call, so a rotated Secret takes effect without a restart.
+// PromoteImage promotes image:tag into t.Repo. The token (the forge's
+// tokenFile, else $PINBOT_GITEA_TOKEN) is read on each call, so a rotated
+// Secret takes effect without a restart.
 func (p *imagePromoter) PromoteImage(ctx context.Context, t reconciler.PromoteTarget, image, tag string) (string, error) {
 	repo, err := gitforge.ParseRepo(t.Repo)
 	if err != nil {
 		return "", fmt.Errorf("promote entry %q: %w", t.Repo, err)
 	}
-	tok, err := gitforge.ReadToken(p.forge.TokenFile)
-	if err != nil {
-		return "", err
+	tok := strings.TrimSpace(os.Getenv(tokenEnv)) // as drift: tokenFile, else the environment
+	if p.forge.TokenFile != "" {
+		if tok, err = gitforge.ReadToken(p.forge.TokenFile); err != nil {
+			return "", err
+		}
 	}
+	if tok == "" {
+		return "", fmt.Errorf("promote entry %q: no Gitea token: set forge.tokenFile or $%s", t.Repo, tokenEnv)
+	}
+	redact.Register(tok)
 	var opts []gitforge.GiteaOption
 	if p.forge.CAFile != "" {
 		opts = append(opts, gitforge.WithCAFile(p.forge.CAFile))

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"pinbot.dev/pinbot/internal/kubeletsim"
+	"pinbot.dev/pinbot/internal/testenv/stack"
+	"pinbot.dev/pinbot/reconciler"
+)
+
+// TestServeSIGTERMCutsOffSync sends SIGTERM to the leader while a sync
+// waits for its first wave (a Job that runs 20 s), with a shutdown timeout
+// of 1 s: the leader cuts the sync off, records it as interrupted (Failed,
+// so not Applied), exits 0 and releases the Lease; the new leader's first
+// pass applies the commit and finishes it. The commit ends with one
+// Applied entry, and the Job is not created twice.
+func TestServeSIGTERMCutsOffSync(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped under testing.Short: needs bin/ peers (make tools)")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	peers, err := stack.Start(ctx, stack.Options{Namespaces: []string{"pinbot-system", "web"},
+		Node: []kubeletsim.Option{kubeletsim.WithRunDuration(20 * time.Second)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(peers.Stop)
+	g, c, kube := peers.Gitea, peers.Cluster, peers.Kube
+	dockerDir, err := g.DockerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := g.RegistryHost + "/" + g.AdminUser + "/migrate"
+	digest, err := g.PushRandomImage(repo + ":v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(src, "app"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	job := fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate, annotations: {pinbot.dev/sync-wave: "-1"}}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: migrate, image: %q}]
+`, repo+":v1@"+digest)
+	late := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: late}\ndata: {k: v}\n"
+	for f, body := range map[string]string{"app/job.yaml": job, "app/late.yaml": late} {
+		if err := os.WriteFile(filepath.Join(src, f), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit, err := g.CreateRepoFromDir(ctx, g.AdminUser, "manifests", "main", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "pinbot.yaml")
+	config := fmt.Sprintf(`interval: 10m
+forge: {url: %q}
+apps:
+  - {name: web, repo: %s, branch: main, path: app, namespace: web, allowNamespaces: [web], syncPolicy: {automated: true}}
+`, g.URL, g.RepoURL(g.AdminUser, "manifests"))
+	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secretFile := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secretFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	type child struct {
+		cmd  *exec.Cmd
+		log  *syncBuffer
+		done chan error
+	}
+	start := func(id string) *child {
+		ch := &child{log: &syncBuffer{}, done: make(chan error, 1)}
+		ch.cmd = exec.Command(pinbotBin, "serve", "--config", cfg, "--kubeconfig", c.Kubeconfig,
+			"--cache-dir", t.TempDir(), "--listen", freeAddr(t), "--webhook-secret-file", secretFile,
+			"--leader-elect", "--id", id, "--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "1s",
+			"--shutdown-timeout", "1s")
+		ch.cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+dockerDir, "PINBOT_GITEA_TOKEN="+g.Token)
+		ch.cmd.Stdout, ch.cmd.Stderr = ch.log, ch.log
+		if err := ch.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { ch.done <- ch.cmd.Wait() }()
+		t.Cleanup(func() {
+			if ch.cmd.ProcessState == nil {
+				_ = ch.cmd.Process.Kill()
+				<-ch.done
+			}
+			if t.Failed() {
+				t.Logf("log of %s:\n%s", id, ch.log.String())
+			}
+		})
+		return ch
+	}
+	holder := func() string {
+		l, err := kube.CoordinationV1().Leases("pinbot-system").Get(ctx, "pinbot", metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	entries := func() []reconciler.Entry {
+		cm, err := kube.CoreV1().ConfigMaps("pinbot-system").Get(ctx, "pinbot-app-web", metav1.GetOptions{})
+		if err != nil {
+			return nil
+		}
+		var es []reconciler.Entry
+		_ = json.Unmarshal([]byte(cm.Data["history.json"]), &es)
+		return es
+	}
+	ofCommit := func() []reconciler.Entry {
+		var out []reconciler.Entry
+		for _, e := range entries() {
+			if e.Commit == commit {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	lateApplied := func() bool {
+		_, err := kube.CoreV1().ConfigMaps("web").Get(ctx, "late", metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	poll := func(timeout time.Duration, what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(timeout); !cond(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within %s (lease holder %q, history %+v)", what, timeout, holder(), entries())
+			}
+		}
+	}
+
+	a := start("cut-a")
+	poll(60*time.Second, "cut-a leads", func() bool { return holder() == "cut-a" })
+	b := start("cut-b")
+	var jobUID string
+	poll(60*time.Second, "the Job applied", func() bool {
+		j, err := kube.BatchV1().Jobs("web").Get(ctx, "migrate", metav1.GetOptions{})
+		if err == nil {
+			jobUID = string(j.UID)
+		}
+		return err == nil
+	})
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-a.done:
+		if err != nil {
+			t.Fatalf("leader after SIGTERM: %v, want exit 0", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("leader did not exit within 30s of SIGTERM")
+	}
+	// The Job runs 20 s: the new leader cannot have finished the sync yet.
+	if lateApplied() {
+		t.Fatal("the second wave was applied although the sync was cut off")
+	}
+	es := ofCommit()
+	if len(es) != 1 || es[0].Result != reconciler.Failed || !strings.Contains(es[0].Reason, "interrupted") {
+		t.Fatalf("history of %s after the cut-off sync: %+v, want one Failed entry saying interrupted", commit[:8], es)
+	}
+	t.Logf("recorded by the stopped leader: %s: %s", es[0].Result, es[0].Reason)
+
+	poll(10*time.Second, "cut-b leads after the release", func() bool { return holder() == "cut-b" })
+	poll(90*time.Second, "the new leader finishes the sync", func() bool {
+		es := ofCommit()
+		return len(es) == 1 && es[0].Result == reconciler.Applied && lateApplied()
+	})
+	j, err := kube.BatchV1().Jobs("web").Get(ctx, "migrate", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(j.UID) != jobUID {
+		t.Errorf("the Job was created again (uid %s, was %s)", j.UID, jobUID)
+	}
+	if es := ofCommit(); len(es) != 1 {
+		t.Errorf("the history holds %d entries of %s, want 1: %+v", len(es), commit[:8], es)
+	}
+	_ = b
+}

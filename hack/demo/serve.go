@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// serveEnv set to "0" (or the flag noServeFlag) skips the serve step, so
+// that a script or CI run of the demo ends instead of waiting for Ctrl-C.
+const (
+	serveEnv    = "PINBOT_DEMO_SERVE"
+	noServeFlag = "--no-serve"
+)
+
+// skipServe reports whether the serve step is off, by env or by args.
+func skipServe(env string, args []string) bool {
+	return env == "0" || slices.Contains(args, noServeFlag)
+}
+
+// serve runs `pinbot serve` on the demo's cluster and Gitea, prints the
+// dashboard's URL, and waits for Ctrl-C; then it stops serve by its PID
+// (SIGTERM, then SIGKILL after 30 s).
+func (d *demo) serve(ctx context.Context) error {
+	if skipServe(os.Getenv(serveEnv), os.Args[1:]) {
+		fmt.Printf("\n(%s=0 or %s: not starting pinbot serve)\n", serveEnv, noServeFlag)
+		return nil
+	}
+	if d.reconcilerConfig == "" {
+		return errors.New("the serve step needs the cluster half to have run")
+	}
+	banner("pinbot serve: the reconcile loop, webhooks and the dashboard, in one process")
+	secret := filepath.Join(d.dir, "webhook-secret")
+	if err := os.WriteFile(secret, []byte(fmt.Sprintf("demo-%d\n", time.Now().UnixNano())), 0o600); err != nil {
+		return err
+	}
+	addr, err := freeLoopback()
+	if err != nil {
+		return err
+	}
+	logFile := filepath.Join(d.dir, "serve.log")
+	log, err := os.Create(logFile)
+	if err != nil {
+		return err
+	}
+	d.closers = append(d.closers, func() { _ = log.Close() })
+	args := []string{"serve", "--config", d.reconcilerConfig, "--kubeconfig", d.kubeconfig,
+		"--cache-dir", filepath.Join(d.dir, "serve-cache"), "--listen", addr, "--webhook-secret-file", secret}
+	fmt.Printf("\n$ pinbot %s\n", strings.Join(args, " "))
+	cmd := exec.Command(d.pinbot, args...)
+	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+d.dockerConfig())
+	cmd.Stdout, cmd.Stderr = log, log
+	// A process group of its own: Ctrl-C reaches the demo only, which
+	// stops serve in order, before the cluster and Gitea.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting pinbot serve: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	d.closers = append(d.closers, func() { stopByPID(cmd.Process, exited) })
+
+	base := "http://" + addr
+	if err := waitReady(ctx, base+"/readyz", exited); err != nil {
+		return fmt.Errorf("%w (log: %s)", err, logFile)
+	}
+	fmt.Printf("\npinbot serve is running (PID %d, log %s).\n", cmd.Process.Pid, logFile)
+	fmt.Printf("Dashboard: %s/\n", base)
+	fmt.Printf("Open it:   xdg-open %s/    (or: curl -s %s/apps/web)\n", base, base)
+	fmt.Println("Press Ctrl-C to stop pinbot serve, the cluster and Gitea.")
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-exited:
+		exited <- err // for the closer
+		return fmt.Errorf("pinbot serve exited: %v (log: %s)", err, logFile)
+	}
+}
+
+// freeLoopback is a free 127.0.0.1 address.
+func freeLoopback() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("finding a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// waitReady polls url until it answers 200, the process exits, or 60 s
+// pass.
+func waitReady(ctx context.Context, url string, exited chan error) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pinbot serve not ready at %s: %w", url, ctx.Err())
+		case err := <-exited:
+			exited <- err
+			return fmt.Errorf("pinbot serve exited before it was ready: %v", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// stopByPID sends SIGTERM to p and waits for it to exit, killing it after
+// 30 s.
+func stopByPID(p *os.Process, exited chan error) {
+	_ = p.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		_ = p.Kill()
+		<-exited
+	}
+}

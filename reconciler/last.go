@@ -1,0 +1,59 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+
+	"pinbot.dev/pinbot/gitforge"
+)
+
+// Last returns app's status and verification from the last pass of this
+// process (nil before the first), for views such as the dashboard; the
+// error is for an unknown app.
+func (r *Reconciler) Last(name string) (*AppStatus, *Verification, error) {
+	_, st, err := r.app(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.last, st.lastV, nil
+}
+
+// PullLister is the part of a Forge that lists pull requests
+// (*gitforge.Gitea is one).
+type PullLister interface {
+	ListPulls(ctx context.Context, repo gitforge.Repo, state string) ([]gitforge.Pull, error)
+}
+
+// OpenPulls lists the open pinbot promotion pull requests (see
+// IsPinbotPull) into app's repository, lowest number first. An app whose
+// repository is not on the forge, or a forge that cannot list, has none.
+func (r *Reconciler) OpenPulls(ctx context.Context, name string) ([]gitforge.Pull, error) {
+	app, _, err := r.app(name)
+	if err != nil {
+		return nil, err
+	}
+	if r.report == nil {
+		return nil, nil
+	}
+	lister, ok := r.report.forge.(PullLister)
+	if !ok {
+		return nil, nil
+	}
+	repo, ok := r.report.repoOf(app)
+	if !ok {
+		return nil, nil
+	}
+	all, err := lister.ListPulls(ctx, repo, gitforge.StateOpen)
+	if err != nil {
+		return nil, fmt.Errorf("listing the pull requests of %s: %w", repo, err)
+	}
+	var out []gitforge.Pull
+	for i := range all {
+		if IsPinbotPull(&all[i]) {
+			out = append(out, all[i])
+		}
+	}
+	return out, nil
+}
