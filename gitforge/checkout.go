@@ -123,7 +123,9 @@ func defaultBranch(ctx context.Context, url string, auth Auth) (string, error) {
 		return head.Target().Short(), nil
 	}
 	names := byHash[head.Hash()]
-	sort.Slice(names, func(i, j int) bool { return rank(names[i]) < rank(names[j]) || rank(names[i]) == rank(names[j]) && names[i] < names[j] })
+	sort.Slice(names, func(i, j int) bool {
+		return rank(names[i]) < rank(names[j]) || rank(names[i]) == rank(names[j]) && names[i] < names[j]
+	})
 	if len(names) == 0 {
 		return "", fmt.Errorf("listing the branches of %s: %w: no branch is at HEAD", redact.URL(url), ErrBranchNotFound)
 	}
