@@ -215,12 +215,13 @@ func (s dashboardSource) Apps(ctx context.Context) ([]dashboard.App, error) {
 
 // App implements dashboard.Source.
 func (s dashboardSource) App(ctx context.Context, name string) (dashboard.App, error) {
-	if _, err := s.r.Config().App(name); err != nil {
+	a, err := s.r.Config().App(name)
+	if err != nil {
 		return dashboard.App{}, fmt.Errorf("%w: %s", dashboard.ErrNoApp, name)
 	}
 	rec, err := s.r.History(ctx, name)
 	if err != nil {
 		return dashboard.App{}, fmt.Errorf("reading the history of %s: %w", name, err)
 	}
-	return dashboard.App{Name: name, Source: dashboard.SourcePinbot, Status: rec.Status, Record: rec}, nil
+	return dashboard.App{Name: name, Source: string(a.Deployer()), Status: rec.Status, Record: rec}, nil
 }
