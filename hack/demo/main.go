@@ -39,6 +39,7 @@ func run(ctx context.Context) error {
 		d.promote,
 		d.drift,
 		d.mergeAndReconcile,
+		d.argoCD, // argocd.go
 	} {
 		if err := step(ctx); err != nil {
 			return err

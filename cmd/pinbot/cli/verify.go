@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/deployer"
 )
 
 func newVerifyCommand(g *globals) *cobra.Command {
@@ -104,7 +105,7 @@ func writeVerification(w io.Writer, s *reconciler.AppStatus, v *reconciler.Verif
 	}
 	fmt.Fprintf(w, "%s at %s: %s: %s\n", v.App, abbrev(v.Commit, 12), verdict, v.Summary())
 	if s.Source != "" && s.Source != "pinbot" {
-		fmt.Fprintf(w, "  deployed by %s at %s (sync %s, health %s)\n", s.Source, orDash(abbrev(s.DeployedCommit, 12)), s.Sync, s.Health)
+		fmt.Fprintf(w, "  deployed by %s at %s (sync %s, health %s)\n", deployer.Kind(s.Source).Title(), orDash(abbrev(s.DeployedCommit, 12)), s.Sync, s.Health)
 	}
 	for _, r := range v.Reasons {
 		fmt.Fprintf(w, "  %s\n", r)
