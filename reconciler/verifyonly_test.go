@@ -458,7 +458,7 @@ func TestArgoCDAppIsVerified(t *testing.T) {
 // posted twice.
 func TestFluxAppIsVerifiedByTheLoop(t *testing.T) {
 	s := newDeployerScenario(t, "vo-flux", "flux", "interval: 10m")
-	v1, v2 := pushImage(t, "vo-flux-app", "v1"), pushImage(t, "vo-flux-app", "v2")
+	v1, v2, v3 := pushImage(t, "vo-flux-app", "v1"), pushImage(t, "vo-flux-app", "v2"), pushImage(t, "vo-flux-app", "v3")
 	first := s.push(map[string]string{"deploy/web.yaml": deployment(2, v1.repo+":v1@"+v1.digest)}, "Initial")
 	s.apply(deployment(2, v1.repo+":v1@"+v1.digest))
 	s.createKustomization("deploy")
@@ -538,6 +538,22 @@ func TestFluxAppIsVerifiedByTheLoop(t *testing.T) {
 	if len(comments) != 1 {
 		t.Errorf("pull request comments = %q, want one", comments)
 	}
+
+	// Flux applies v3 on a node that kept v2: the loop posts failure.
+	if err := env.node.StaleImage(v3.repo, v2.digest); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.node.StaleImage(v3.repo, "") })
+	third := s.push(map[string]string{"deploy/web.yaml": deployment(2, v3.repo+":v3@"+v3.digest)}, "v3")
+	s.apply(deployment(2, v3.repo+":v3@"+v3.digest))
+	s.fluxApplied(third)
+	if err := s.r.Trigger(s.name); err != nil {
+		t.Fatal(err)
+	}
+	until(t, rollout, "failure on the stale node", func() (bool, string) {
+		got := s.commitStatus(third)
+		return got != nil && got.State == "failure" && strings.Contains(got.Description, "Mismatch"), indentStatus(got)
+	})
 }
 
 // TestArgoCDHelmAppIsVerified: an Application whose source is a chart,
