@@ -108,7 +108,9 @@ func writeVerification(w io.Writer, s *reconciler.AppStatus, v *reconciler.Verif
 		fmt.Fprintf(w, "  deployed by %s at %s (sync %s, health %s)\n", deployer.Kind(s.Source).Title(), orDash(abbrev(s.DeployedCommit, 12)), s.Sync, s.Health)
 	}
 	for _, r := range v.Reasons {
-		fmt.Fprintf(w, "  %s\n", r)
+		if r != v.Summary() { // the verdict line says it already
+			fmt.Fprintf(w, "  %s\n", r)
+		}
 	}
 	if len(v.Containers) > 0 {
 		fmt.Fprintln(w)
