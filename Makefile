@@ -116,7 +116,7 @@ bench: tools build
 ## and the demo starts as soon as it is built; the control plane builds in
 ## the background at a lower priority (log: bin/kube-build.log), and the
 ## demo's cluster half waits for it.
-demo: build
+demo: build crds
 	@mkdir -p $(BIN) && rm -f $(BIN)/kube-build.status
 	@( nice -n 10 $(MAKE) --no-print-directory kube > $(BIN)/kube-build.log 2>&1; echo $$? > $(BIN)/kube-build.status ) &
 	@$(MAKE) --no-print-directory gitea

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/reconciler/deployer"
 )
 
 // Defaults applied by Load to fields the config leaves empty.
@@ -128,7 +129,14 @@ type App struct {
 	// HelmConfig); a chart renders without them too.
 	Helm *HelmConfig `yaml:"helm"`
 
-	line int // line of the app in the config file
+	// ArgoCD or Flux, when set, makes the app verify-only: the deployer's
+	// object names the repository, path and revision, and pinbot never
+	// applies, heals or prunes it (config_deployer.go).
+	ArgoCD *deployer.ArgoCDApp `yaml:"argocd"`
+	Flux   *deployer.FluxApp   `yaml:"flux"`
+
+	line int        // line of the app in the config file
+	node *yaml.Node // the app's mapping, for the lines of its keys
 }
 
 // IgnoreRule names fields of matching objects that are never drift.
@@ -202,7 +210,7 @@ func Parse(file string, data []byte) (*Config, error) {
 	}
 	for i, n := range listNodes(&root, "apps") {
 		if i < len(c.Apps) {
-			c.Apps[i].line = n.Line
+			c.Apps[i].line, c.Apps[i].node = n.Line, n
 		}
 	}
 	for i, n := range listNodes(&root, "promote") {
@@ -278,6 +286,9 @@ func (c *Config) Validate() error {
 		for _, msg := range a.problems() {
 			add(a.line, "app %q: %s", a.Name, msg)
 		}
+		for _, p := range a.deployerProblems() {
+			add(p.line, "app %q: %s", a.Name, p.msg)
+		}
 		if seen[a.Name] {
 			add(a.line, "app %q: defined twice", a.Name)
 		}
@@ -297,6 +308,9 @@ func (a *App) problems() []string {
 	var p []string
 	if !dnsLabel(a.Name) {
 		p = append(p, "name: want a DNS-1123 label (lowercase letters, digits, '-')")
+	}
+	if a.VerifyOnly() {
+		return p // the deployer's object names the rest (deployerProblems)
 	}
 	if u, err := url.Parse(a.Repo); a.Repo == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "file") {
 		p = append(p, fmt.Sprintf("repo %q: want an http, https or file URL", a.Repo))
@@ -355,6 +369,9 @@ func (c *Config) setDefaults() {
 	}
 	for i := range c.Apps {
 		a := &c.Apps[i]
+		if a.VerifyOnly() {
+			continue // the deployer's object says where and what (verifyonly.go)
+		}
 		if a.Branch == "" {
 			a.Branch = DefaultBranch
 		}

@@ -26,6 +26,9 @@ const (
 	// modeFollow recomputes health and verification from the last render
 	// without fetching Git: the app's Pods changed during a rollout.
 	modeFollow
+	// modeReport is pinbot verify --report of a verify-only app: compute,
+	// record and report, apply nothing.
+	modeReport
 )
 
 func (m passMode) records() bool { return m != modeObserve }
@@ -45,6 +48,9 @@ func (r *Reconciler) pass(ctx context.Context, app *App, st *appState, mode pass
 }
 
 func (r *Reconciler) passOnce(ctx context.Context, app *App, st *appState, mode passMode) (*AppStatus, *Verification, error) {
+	if app.VerifyOnly() {
+		return r.passVerifyOnly(ctx, app, st, mode)
+	}
 	o := observation{app: app, at: r.now()}
 	st.mu.Lock()
 	commit, desired := st.commit, st.desired
@@ -131,6 +137,9 @@ func (r *Reconciler) passWith(ctx context.Context, app *App, st *appState, mode 
 // load fetches app's branch, renders it and places the objects. On
 // success it remembers the render for follow-up passes.
 func (r *Reconciler) load(ctx context.Context, app *App, st *appState) (string, []*unstructured.Unstructured, error) {
+	if app.VerifyOnly() {
+		return "", nil, verifyOnlyError(app)
+	}
 	var commit string
 	var desired []*unstructured.Unstructured
 	auth, err := r.auth(app)

@@ -22,6 +22,7 @@ import (
 type Reconciler struct {
 	cfg     *Config
 	kube    kubernetes.Interface
+	dyn     dynamic.Interface // reads Argo CD's and Flux's objects (verifyonly.go)
 	applier *ssa.Applier
 	watcher *Watcher
 	lives   *liveCache // watches of each app's inventory (diff_live.go)
@@ -112,6 +113,7 @@ func New(cfg *Config, rc *rest.Config, opts ...Option) (*Reconciler, error) {
 	r := &Reconciler{
 		cfg:     cfg,
 		kube:    kube,
+		dyn:     dyn,
 		applier: ssa.New(dyn, kube.Discovery()),
 		source:  NewSource(o.cacheDir),
 		lookups: newLookupCache(o.registry),
@@ -187,10 +189,10 @@ func (r *Reconciler) Trigger(name string) error {
 func (r *Reconciler) changed(namespace string) {
 	for i := range r.cfg.Apps {
 		a := &r.cfg.Apps[i]
-		if !slices.Contains(a.AllowNamespaces, namespace) {
+		st := r.apps[a.Name]
+		if !slices.Contains(a.AllowNamespaces, namespace) && !st.watches(namespace) {
 			continue
 		}
-		st := r.apps[a.Name]
 		st.mu.Lock()
 		awaiting := st.awaiting
 		st.mu.Unlock()

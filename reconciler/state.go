@@ -47,6 +47,8 @@ type appState struct {
 	lastOrphans []ObjectRef
 	// wake is signalled when an inventory object's content changes.
 	wake chan struct{}
+	// vo is a verify-only app's state (verifyonly.go).
+	vo verifyOnlyState
 }
 
 // diffEntry is one object's cached diff.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/reconciler/deployer"
 )
 
 // AppStatus is what pinbot knows about an app after a pass: sync status
@@ -50,6 +51,15 @@ type AppStatus struct {
 	ObservedAt              time.Time  `json:"observed_at"`
 	// Objects are each desired object's health (not persisted).
 	Objects []ObjectHealth `json:"objects,omitempty"`
+	// Source is who deploys the app: "pinbot", "argocd" or "flux".
+	Source string `json:"source"`
+	// DeployedCommit is what the deployer last deployed: the synced commit
+	// for pinbot's own apps, Argo CD's last successful sync or Flux's last
+	// applied revision for verify-only apps.
+	DeployedCommit string `json:"deployed_commit,omitempty"`
+	// HeadCommit is the head of the tracked branch, which the Pods are
+	// verified against (Commit says the same).
+	HeadCommit string `json:"head_commit,omitempty"`
 }
 
 // sameAs reports whether s and o say the same thing, ignoring when they
@@ -103,6 +113,9 @@ type observation struct {
 	// verification is the verification computed, nil when the pass
 	// stopped before.
 	verification *Verification
+	// deployed is what a verify-only app's deployer says; nil for
+	// pinbot's own apps.
+	deployed *deployedApp
 }
 
 // statusOf computes the status a pass reports from what it observed.
@@ -115,6 +128,8 @@ func statusOf(o observation) *AppStatus {
 		ObservedAt: o.at, Commit: o.commit, Sync: SyncUnknown, Health: HealthUnknown,
 		SyncedCommit: o.syncedCommit, Drift: o.drift, Orphaned: o.orphans,
 	}
+	s.Source, s.HeadCommit, s.DeployedCommit = string(deployer.Pinbot), o.commit, o.syncedCommit
+	o.deployed.describe(s) // a verify-only app's deployer (verifyonly.go)
 	if o.compared {
 		s.Sync = o.sync
 		s.OutOfSync = appendRefs(slices.Clone(o.outOfSync), o.drift, o.orphans)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"pinbot.dev/pinbot/reconciler/deployer"
 	"pinbot.dev/pinbot/render"
 )
 
@@ -28,6 +29,9 @@ func TestStatusOf(t *testing.T) {
 		s := &AppStatus{App: "shop", Repo: "https://git.example/team/shop.git", Branch: "main", Path: "app", Automated: true,
 			ObservedAt: at, Sync: SyncUnknown, Health: HealthUnknown}
 		f(s)
+		if s.Source == "" { // pinbot's own app: it deployed the synced commit
+			s.Source, s.HeadCommit, s.DeployedCommit = "pinbot", s.Commit, s.SyncedCommit
+		}
 		return s
 	}
 	sourceErr := &SourceError{Repo: "https://git.example/team/shop.git", Err: errors.New("connection refused")}
@@ -84,6 +88,15 @@ func TestStatusOf(t *testing.T) {
 			base(func(s *AppStatus) {
 				s.Commit, s.Sync, s.Health, s.Objects, s.Error = "c1", Synced, Healthy, healthy.Objects, "dry run of web: invalid"
 				s.Verified, s.Verification = true, verified.Summary()
+			})},
+		{"a verify-only app says who deployed what",
+			observation{commit: "c2", compared: true, sync: OutOfSync, health: &HealthReport{Health: HealthUnknown, Reason: "Argo CD's operation is still Running"},
+				deployed: &deployedApp{source: deployer.Source{Kind: deployer.ArgoCD, RepoURL: "https://pinbot:s3cret@git.example/team/guestbook.git", Path: "deploy"},
+					branch: "main", revision: deployer.Revision{Commit: "c1"}}},
+			base(func(s *AppStatus) {
+				s.Repo, s.Path, s.Automated = "https://git.example/team/guestbook.git", "deploy", false
+				s.Commit, s.HeadCommit, s.DeployedCommit, s.Source, s.Sync = "c2", "c2", "c1", "argocd", OutOfSync
+				s.HealthReason = "Argo CD's operation is still Running"
 			})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"pinbot.dev/pinbot/internal/testenv/gitea"
+	"pinbot.dev/pinbot/internal/testenv/kube"
 )
 
 const (
@@ -27,6 +28,7 @@ type demo struct {
 	token   string // file holding the Gitea token
 	images  map[string]pushed
 	pr      int64
+	cluster *kube.Cluster // started by mergeAndReconcile, for the Argo CD step
 	closers []func()
 
 	// reconcilerConfig and kubeconfig are set once the cluster half

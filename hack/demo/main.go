@@ -41,6 +41,7 @@ func run(ctx context.Context) error {
 		d.promote,
 		d.drift,
 		d.mergeAndReconcile,
+		d.argoCD, // argocd.go
 		d.serve, // last: it runs until Ctrl-C
 	} {
 		if err := step(ctx); err != nil {

@@ -36,6 +36,7 @@ func (d *demo) mergeAndReconcile(ctx context.Context) error {
 		return err
 	}
 	d.closers = append(d.closers, func() { _ = cluster.Stop() })
+	d.cluster = cluster
 	fmt.Printf("control plane at %s, up in %s\n", cluster.Host, cluster.StartupTime.Round(time.Millisecond))
 	node := kubeletsim.New(cluster.Config(), kubeletsim.WithNodeName("demo-node"),
 		kubeletsim.WithBasicAuth(d.gitea.RegistryHost, d.gitea.AdminUser, d.gitea.Token))

@@ -327,10 +327,11 @@ func (s dashboardSource) app(ctx context.Context, name string) (dashboard.App, e
 	if last != nil && (st == nil || !last.ObservedAt.Before(st.ObservedAt)) {
 		st = last
 	}
-	return dashboard.App{Name: name, Source: appSource(st), Status: st, Verification: v, Record: rec}, nil
+	a, err := s.r.Config().App(name)
+	if err != nil {
+		return dashboard.App{}, fmt.Errorf("%w: %s", dashboard.ErrNoApp, name)
+	}
+	// Who deploys the app (pinbot, argocd or flux) is the config's answer,
+	// known before the first pass.
+	return dashboard.App{Name: name, Source: string(a.Deployer()), Status: st, Verification: v, Record: rec}, nil
 }
-
-// appSource is who deploys the app, for the dashboard's source column.
-// Every app is pinbot's own until AppStatus says otherwise (verify-only
-// Argo CD and Flux apps): then return its source here.
-func appSource(*reconciler.AppStatus) string { return dashboard.SourcePinbot }

@@ -146,11 +146,14 @@ apps:
 		Commit     string              `json:"commit"`
 		Verified   bool                `json:"verified"`
 		Containers []map[string]string `json:"containers"`
+		Source     string              `json:"source"`
+		Deployed   string              `json:"deployed_commit"`
+		Head       string              `json:"head_commit"`
 	}
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatal(err)
 	}
-	if v.App != "web" || v.Commit != commit || !v.Verified || len(v.Containers) != 2 {
+	if v.App != "web" || v.Commit != commit || !v.Verified || len(v.Containers) != 2 || v.Source != "pinbot" || v.Deployed != commit || v.Head != commit {
 		t.Fatalf("verify -o json = %s", out)
 	}
 	for _, ct := range v.Containers {

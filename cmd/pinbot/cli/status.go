@@ -102,10 +102,10 @@ func printStatuses(w io.Writer, g *globals, statuses []*reconciler.AppStatus, on
 // Synced, Healthy and Verified.
 func writeStatuses(w io.Writer, statuses []*reconciler.AppStatus) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "APP\tCOMMIT\tSYNC\tHEALTH\tVERIFIED\tSYNCED COMMIT\tAUTOMATED")
+	fmt.Fprintln(tw, "APP\tSOURCE\tCOMMIT\tSYNC\tHEALTH\tVERIFIED\tDEPLOYED COMMIT\tAUTOMATED")
 	for _, s := range statuses {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\t%s\t%t\n", s.App, orDash(abbrev(s.Commit, 12)), s.Sync, s.Health,
-			s.Verified, orDash(abbrev(s.SyncedCommit, 12)), s.Automated)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%t\n", s.App, orDash(s.Source), orDash(abbrev(s.Commit, 12)), s.Sync, s.Health,
+			s.Verified, orDash(abbrev(s.DeployedCommit, 12)), s.Automated)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

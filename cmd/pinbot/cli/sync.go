@@ -131,7 +131,7 @@ func writeSync(cmd *cobra.Command, g *globals, s *reconciler.AppStatus, v *recon
 	}
 	if v != nil {
 		fmt.Fprintln(w)
-		return writeVerification(w, v)
+		return writeVerification(w, s, v)
 	}
 	return nil
 }

@@ -9,12 +9,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/deployer"
 )
 
 func newVerifyCommand(g *globals) *cobra.Command {
 	f := &reconcilerFlags{}
+	var report bool
 	cmd := &cobra.Command{
-		Use:   "verify APP --config FILE",
+		Use:   "verify APP --config FILE [--report]",
 		Short: "Prove that APP's running Pods run the image digests Git pins; exit 1 unless they all do",
 		Long: `Verify fetches APP's branch, renders its manifests and compares, for every
 container of every Pod of each workload's current revision (init containers
@@ -28,8 +30,25 @@ of older revisions (still terminating, or kept by a stuck rollout) are listed
 apart and do not count. The command exits 1 unless every current Pod is
 Verified and each workload has all its Pods.
 
+A verify-only app (argocd: or flux: in the config) is deployed by Argo CD
+or Flux: pinbot reads the Application or Kustomization (read-only), renders
+the head of the branch it tracks, and verifies the workloads the deployer
+applied against the head's digests. While the deployer has not reached the
+head, a container that runs the deployed revision's digest is Pending
+("Argo CD has not synced <head> yet", "Flux has not applied <head> yet"),
+one that runs neither is Mismatch, and the app is not verified.
+
+--report (verify-only apps) posts the result once on the head commit: the
+Gitea commit status pinbot/APP, pending while the deployer is behind,
+success when verified, failure on a mismatch; on success, the per-Pod proof
+as a comment on the merged promotion pull request. A state already posted
+is not posted again.
+
 -o json prints {"app","commit","verified","containers":[{"namespace","pod",
-"container","git_digest","running_digest","verdict",...}],...}.`,
+"container","git_digest","running_digest","verdict",...}],...,"source",
+"deployed_commit","head_commit"}: commit is the head verified against,
+source is pinbot, argocd or flux, and deployed_commit what the deployer
+last deployed (for pinbot's own apps, the last commit pinbot synced).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, _, err := f.open(args[0])
@@ -37,15 +56,25 @@ Verified and each workload has all its Pods.
 				return err
 			}
 			defer r.Close()
-			v, err := r.Verify(cmd.Context(), args[0])
+			var s *reconciler.AppStatus
+			var v *reconciler.Verification
+			if report {
+				s, v, err = r.Report(cmd.Context(), args[0])
+			} else {
+				s, v, err = r.Status(cmd.Context(), args[0])
+			}
+			if err == nil && v == nil {
+				err = fmt.Errorf("%s: nothing verified: %s", args[0], s.Error)
+			}
 			if err != nil {
 				return err
 			}
 			if g.json() {
-				if err := json.NewEncoder(cmd.OutOrStdout()).Encode(v); err != nil {
+				out := verifyOutput{Verification: v, Source: s.Source, DeployedCommit: s.DeployedCommit, HeadCommit: s.HeadCommit}
+				if err := json.NewEncoder(cmd.OutOrStdout()).Encode(out); err != nil {
 					return err
 				}
-			} else if err := writeVerification(cmd.OutOrStdout(), v); err != nil {
+			} else if err := writeVerification(cmd.OutOrStdout(), s, v); err != nil {
 				return err
 			}
 			if !v.Verified {
@@ -55,18 +84,33 @@ Verified and each workload has all its Pods.
 		},
 	}
 	f.bind(cmd)
+	cmd.Flags().BoolVar(&report, "report", false, "post the result on the head commit (verify-only apps): commit status pinbot/APP and, once verified, the proof on the promotion pull request")
 	return cmd
 }
 
+// verifyOutput is verify -o json: the verification's keys, and who
+// deployed what.
+type verifyOutput struct {
+	*reconciler.Verification
+	Source         string `json:"source"`
+	DeployedCommit string `json:"deployed_commit"`
+	HeadCommit     string `json:"head_commit"`
+}
+
 // writeVerification prints the verdict line and per-container tables.
-func writeVerification(w io.Writer, v *reconciler.Verification) error {
+func writeVerification(w io.Writer, s *reconciler.AppStatus, v *reconciler.Verification) error {
 	verdict := "NOT VERIFIED"
 	if v.Verified {
 		verdict = "VERIFIED"
 	}
 	fmt.Fprintf(w, "%s at %s: %s: %s\n", v.App, abbrev(v.Commit, 12), verdict, v.Summary())
+	if s.Source != "" && s.Source != "pinbot" {
+		fmt.Fprintf(w, "  deployed by %s at %s (sync %s, health %s)\n", deployer.Kind(s.Source).Title(), orDash(abbrev(s.DeployedCommit, 12)), s.Sync, s.Health)
+	}
 	for _, r := range v.Reasons {
-		fmt.Fprintf(w, "  %s\n", r)
+		if r != v.Summary() { // the verdict line says it already
+			fmt.Fprintf(w, "  %s\n", r)
+		}
 	}
 	if len(v.Containers) > 0 {
 		fmt.Fprintln(w)
