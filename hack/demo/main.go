@@ -42,7 +42,7 @@ func run(ctx context.Context) error {
 		d.drift,
 		d.mergeAndReconcile,
 		d.argoCD, // argocd.go
-		d.serve, // last: it runs until Ctrl-C
+		d.serve,  // last: it runs until Ctrl-C
 	} {
 		if err := step(ctx); err != nil {
 			return err
