@@ -64,6 +64,9 @@ type verifyOnlyState struct {
 	renders map[string][]*unstructured.Unstructured
 	// head is the head commit last fetched, for follow-up passes.
 	head string
+	// tracked is the repository and branch the deployer's object named at
+	// the last pass, for push webhooks (trackedApps).
+	tracked App
 }
 
 // watches reports whether a verify-only app's workloads live in ns.
@@ -71,6 +74,27 @@ func (st *appState) watches(ns string) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return slices.Contains(st.vo.namespaces, ns)
+}
+
+// trackedApps returns the verify-only apps as the repository and branch
+// their deployer's object named at their last pass, so that a push to that
+// branch triggers them as it triggers pinbot's own apps (MatchApps). An
+// app not passed yet is left out: its first pass comes at start-up.
+func (r *Reconciler) trackedApps() []App {
+	var out []App
+	for i := range r.cfg.Apps {
+		a := &r.cfg.Apps[i]
+		if !a.VerifyOnly() {
+			continue
+		}
+		st := r.apps[a.Name]
+		st.mu.Lock()
+		if t := st.vo.tracked; t.Repo != "" {
+			out = append(out, t)
+		}
+		st.mu.Unlock()
+	}
+	return out
 }
 
 // deployedApp is what one read of the deployer's object says.
@@ -324,7 +348,7 @@ func (r *Reconciler) headRender(ctx context.Context, tracked *App, st *appState,
 		return head, nil, err
 	}
 	st.mu.Lock()
-	st.vo.head = head
+	st.vo.head, st.vo.tracked = head, App{Name: tracked.Name, Repo: tracked.Repo, Branch: tracked.Branch}
 	st.vo.renders = keepRenders(st.vo.renders, head, d.revision.Commit)
 	st.vo.renders[head] = objs
 	st.mu.Unlock()

@@ -1,8 +1,13 @@
 package reconciler_test
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -477,11 +482,12 @@ func TestFluxAppIsVerifiedByTheLoop(t *testing.T) {
 		return got != nil && got.State == "success", indentStatus(got)
 	})
 
-	// A merge Flux has not applied yet: the loop, triggered as a webhook
-	// would, posts pending.
+	// A merge Flux has not applied yet: Gitea's push webhook names the
+	// repository the Kustomization's GitRepository follows (the app has no
+	// repo of its own), and the loop, woken by it, posts pending.
 	merge, pr := s.promote(map[string]string{"deploy/web.yaml": deployment(2, v2.repo+":v2@"+v2.digest)}, "Promote vo-flux-app to v2")
-	if err := s.r.Trigger(s.name); err != nil {
-		t.Fatal(err)
+	if got := pushWebhook(t, s.r, env.gitea.RepoURL(org, s.name), "main", merge); got != `{"triggered":["vo-flux"]}` {
+		t.Errorf("push webhook answered %s, want the verify-only app triggered", got)
 	}
 	until(t, 30*time.Second, "pending on the merge", func() (bool, string) {
 		got := s.commitStatus(merge)
@@ -621,4 +627,21 @@ spec:
 func namedDeployment(name string, replicas int, image string) string {
 	return strings.NewReplacer("{{ .Release.Name }}", name, "{{ .Values.replicaCount }}", fmt.Sprint(replicas),
 		`"{{ .Values.image.repository }}@{{ .Values.image.digest }}"`, image).Replace(helmDeployment)
+}
+
+// pushWebhook sends r's webhook handler a signed Gitea push of commit to
+// branch of the repository at cloneURL, and returns the answer's body.
+func pushWebhook(t *testing.T, r *reconciler.Reconciler, cloneURL, branch, commit string) string {
+	t.Helper()
+	const secret = "vo-webhook-secret"
+	body := fmt.Sprintf(`{"ref":"refs/heads/%s","after":%q,"repository":{"clone_url":%q}}`, branch, commit, cloneURL)
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(body))
+	req := httptest.NewRequest(http.MethodPost, "/webhook/gitea", strings.NewReader(body))
+	req.Header.Set("X-Gitea-Event-Type", "push")
+	req.Header.Set("X-Gitea-Delivery", commit)
+	req.Header.Set("X-Gitea-Signature", hex.EncodeToString(mac.Sum(nil)))
+	rec := httptest.NewRecorder()
+	r.WebhookHandler([]byte(secret)).ServeHTTP(rec, req)
+	return strings.TrimSpace(rec.Body.String())
 }

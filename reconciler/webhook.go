@@ -252,7 +252,10 @@ func (r *Reconciler) WebhookHandler(secret []byte, opts ...WebhookOption) http.H
 // names.
 func (r *Reconciler) triggerPush(ctx context.Context, trigger func(context.Context, string) error, p PushEvent) []string {
 	var triggered []string
-	for _, name := range MatchApps(r.cfg.Apps, p) {
+	// A verify-only app has no repo of its own: it follows the one its
+	// Argo CD Application or Flux Kustomization named at its last pass.
+	names := append(MatchApps(r.cfg.Apps, p), MatchApps(r.trackedApps(), p)...)
+	for _, name := range names {
 		if err := trigger(ctx, name); err != nil {
 			logctx.From(ctx).Warn("webhook: triggering failed", "app", name, "error", err)
 			continue
