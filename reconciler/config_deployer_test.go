@@ -66,7 +66,9 @@ func TestParseVerifyOnlyErrors(t *testing.T) {
 			[]string{`c.yaml:5: app "web": argocd.namespace: "Argo_CD": want a namespace name`}},
 		{"sync policy that applies", "apps:\n  - name: web\n    argocd: {application: web}\n    syncPolicy: {automated: true}\n",
 			[]string{`c.yaml:4: app "web": syncPolicy: an app next to argocd: is verify-only`}},
-		{"namespace next to argocd", "apps:\n  - name: web\n    argocd: {application: web}\n    namespace: web\n",
+		{"helm next to flux", "apps:\n  - name: web\n    flux: {kustomization: web}\n    helm: {releaseName: web}\n",
+			[]string{`c.yaml:4: app "web": helm: not allowed next to flux:`}},
+				{"namespace next to argocd", "apps:\n  - name: web\n    argocd: {application: web}\n    namespace: web\n",
 			[]string{`c.yaml:4: app "web": namespace: not allowed next to argocd:`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
