@@ -98,8 +98,10 @@ $(BIN)/crds/VERSIONS: Makefile hack/crds/main.go
 	GO=$(GO) $(GO) run ./hack/crds -o $(BIN)/crds $(CRDS)
 
 ## test: every test, including those on a real Gitea and a real control plane.
+## go test's default 10-minute limit per package binary is too short for
+## hack/image on a cold build cache: it cross-compiles pinbot for arm64.
 test: tools
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 30m ./...
 
 ## unit: the tests that need no peer binaries.
 unit:
