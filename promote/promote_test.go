@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/pins"
 )
@@ -230,7 +231,18 @@ func TestPromoteConcurrent(t *testing.T) {
 			t.Fatalf("round %d: %d open pull requests, want exactly 1", round, len(prs))
 		}
 		pr := prs[0]
-		content := f.file(branch, "envs/prod/app.yaml")
+		// Git is the authority on what the branch holds. Gitea records a
+		// pushed head in its pull request asynchronously and, when two
+		// pushes race, not always in order, so pr.HeadSHA may name a
+		// commit Git no longer holds; the text must describe Git's head.
+		head, err := gitforge.RemoteHead(ctx, f.srv.RepoURL(f.owner, f.name), branch, gitforge.Auth{Token: f.srv.Token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pr.HeadSHA != head {
+			t.Logf("round %d: Gitea's pull request #%d shows head %s, Git holds %s", round, pr.Number, pr.HeadSHA, head)
+		}
+		content := f.file(head, "envs/prod/app.yaml")
 		var onBranch string
 		for _, d := range []string{a.Digest, b.Digest} {
 			if strings.Contains(content, d) {
@@ -244,9 +256,9 @@ func TestPromoteConcurrent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if meta.Images[0].Digest != onBranch || meta.Head != pr.HeadSHA {
+		if meta.Images[0].Digest != onBranch || meta.Head != head {
 			t.Errorf("round %d: pull request #%d describes %s at %s, but its branch holds %s at %s",
-				round, pr.Number, meta.Images[0].Digest, meta.Head, onBranch, pr.HeadSHA)
+				round, pr.Number, meta.Images[0].Digest, meta.Head, onBranch, head)
 		}
 	}
 }
