@@ -68,7 +68,7 @@ func TestParseVerifyOnlyErrors(t *testing.T) {
 			[]string{`c.yaml:4: app "web": syncPolicy: an app next to argocd: is verify-only`}},
 		{"helm next to flux", "apps:\n  - name: web\n    flux: {kustomization: web}\n    helm: {releaseName: web}\n",
 			[]string{`c.yaml:4: app "web": helm: not allowed next to flux:`}},
-				{"namespace next to argocd", "apps:\n  - name: web\n    argocd: {application: web}\n    namespace: web\n",
+		{"namespace next to argocd", "apps:\n  - name: web\n    argocd: {application: web}\n    namespace: web\n",
 			[]string{`c.yaml:4: app "web": namespace: not allowed next to argocd:`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
