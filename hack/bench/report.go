@@ -33,6 +33,11 @@ func (r *report) check(name, got, target string, ok bool) {
 	fmt.Printf("   %-52s %-28s target %-14s %s\n", name, got, target, mark)
 }
 
+// info prints a measurement that has no target of its own.
+func (r *report) info(name, got string) {
+	fmt.Printf("   %-52s %s\n", name, got)
+}
+
 func (r *report) summary(w io.Writer) {
 	met := 0
 	for _, row := range r.rows {
