@@ -21,7 +21,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"pinbot.dev/pinbot/internal/kubeletsim"
 	"pinbot.dev/pinbot/internal/testenv/stack"
 	"pinbot.dev/pinbot/reconciler"
 )
@@ -303,93 +302,9 @@ func TestServeSIGTERMMidSync(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	peers, err := stack.Start(ctx, stack.Options{Namespaces: []string{"pinbot-system", "web"},
-		Node: []kubeletsim.Option{kubeletsim.WithRunDuration(5 * time.Second)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(peers.Stop)
-	g, c, kube := peers.Gitea, peers.Cluster, peers.Kube
-	dockerDir, err := g.DockerConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo := g.RegistryHost + "/" + g.AdminUser + "/migrate"
-	digest, err := g.PushRandomImage(repo + ":v1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(src, "app"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	job := fmt.Sprintf(`apiVersion: batch/v1
-kind: Job
-metadata: {name: migrate, annotations: {pinbot.dev/sync-wave: "-1"}}
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers: [{name: migrate, image: %q}]
-`, repo+":v1@"+digest)
-	late := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: late}\ndata: {k: v}\n"
-	for f, body := range map[string]string{"app/job.yaml": job, "app/late.yaml": late} {
-		if err := os.WriteFile(filepath.Join(src, f), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	commit, err := g.CreateRepoFromDir(ctx, g.AdminUser, "manifests", "main", src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "pinbot.yaml")
-	config := fmt.Sprintf(`interval: 10m
-forge: {url: %q}
-apps:
-  - name: web
-    repo: %s
-    branch: main
-    path: app
-    namespace: web
-    allowNamespaces: [web]
-    syncPolicy: {automated: true}
-`, g.URL, g.RepoURL(g.AdminUser, "manifests"))
-	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	secretFile := filepath.Join(dir, "secret")
-	if err := os.WriteFile(secretFile, []byte("s3cret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	type child struct {
-		cmd  *exec.Cmd
-		log  *bytes.Buffer
-		done chan error
-	}
-	start := func(id string) *child {
-		ch := &child{log: &bytes.Buffer{}, done: make(chan error, 1)}
-		ch.cmd = exec.Command(pinbotBin, "serve", "--config", cfg, "--kubeconfig", c.Kubeconfig,
-			"--cache-dir", t.TempDir(), "--listen", freeAddr(t), "--webhook-secret-file", secretFile,
-			"--leader-elect", "--id", id, "--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "1s",
-			"--shutdown-timeout", "20s")
-		ch.cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+dockerDir, "PINBOT_GITEA_TOKEN="+g.Token)
-		ch.cmd.Stdout, ch.cmd.Stderr = ch.log, ch.log
-		if err := ch.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { ch.done <- ch.cmd.Wait() }()
-		t.Cleanup(func() {
-			if ch.cmd.ProcessState == nil {
-				_ = ch.cmd.Process.Kill()
-				<-ch.done
-			}
-			if t.Failed() {
-				t.Logf("log of %s:\n%s", id, ch.log.String())
-			}
-		})
-		return ch
-	}
+	rig := newWaveRig(ctx, t, 5*time.Second)
+	kube, commit := rig.peers.Kube, rig.commit
+	start := func(id string) *waveReplica { return rig.serve(t, id, "20s") }
 	holder := func() string {
 		l, err := kube.CoordinationV1().Leases("pinbot-system").Get(ctx, "pinbot", metav1.GetOptions{})
 		if err != nil || l.Spec.HolderIdentity == nil {
