@@ -66,7 +66,7 @@ var forbiddenDirect = map[string][]string{
 // The product must not import "testing" itself either; that one is checked
 // on direct imports only, because the Helm SDK's chart/common imports it
 // (for testing.Testing()).
-var testSupport = []string{module + "/internal/testenv", module + "/internal/kubeletsim", module + "/hack"}
+var testSupport = []string{module + "/internal/testenv", module + "/hack"}
 
 type pkg struct {
 	ImportPath string
@@ -162,5 +162,5 @@ func within(rel, key string) bool {
 // isProduct reports whether a package ships in the pinbot binary.
 func isProduct(rel string) bool {
 	return !strings.HasPrefix(rel, "hack/") && !strings.HasPrefix(rel, "internal/testenv") &&
-		!strings.HasPrefix(rel, "internal/kubeletsim") && rel != ""
+		rel != ""
 }

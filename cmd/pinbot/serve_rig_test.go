@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"pinbot.dev/pinbot/internal/kubeletsim"
+	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/internal/testenv/stack"
 )
 

@@ -28,7 +28,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"pinbot.dev/pinbot/hack/image/imagebuild"
+	"pinbot.dev/pinbot/internal/imagebuild"
 	"pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
 )

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"pinbot.dev/pinbot/hack/image/imagebuild"
+	"pinbot.dev/pinbot/internal/imagebuild"
 	"pinbot.dev/pinbot/internal/redact"
 )
 

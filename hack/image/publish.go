@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"pinbot.dev/pinbot/hack/image/imagebuild"
+	"pinbot.dev/pinbot/internal/imagebuild"
 )
 
 // compile builds the binaries into dir.

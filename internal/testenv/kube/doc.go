@@ -2,7 +2,7 @@
 // tests, `make demo` and `make bench`: etcd, kube-apiserver and
 // kube-controller-manager, built from source into bin/ by `make kube`.
 //
-// There is no kubelet and no scheduler; pinbot.dev/pinbot/internal/kubeletsim
+// There is no kubelet and no scheduler; pinbot.dev/pinbot/internal/testenv/kubeletsim
 // plays the node. Start returns once the API server is ready and the
 // controller manager has created the default ServiceAccount, so Pods can be
 // created straight away.

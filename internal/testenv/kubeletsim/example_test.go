@@ -4,7 +4,7 @@ import (
 	"context"
 	"log"
 
-	"pinbot.dev/pinbot/internal/kubeletsim"
+	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/internal/testenv/kube"
 )
 
