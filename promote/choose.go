@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/registry"
 )
 
@@ -17,7 +18,7 @@ type ChooseOptions struct {
 	// Platform is the platform child to pin when a pin's old digest is gone
 	// from the registry (so its kind cannot be read) and the promoted
 	// digest is an index. Zero keeps the index.
-	Platform registry.Platform
+	Platform imageref.Platform
 	// AllowKindChange lets an index pin take a single-platform manifest (or
 	// a platform pin another platform), with a note in the pull request.
 	AllowKindChange bool
@@ -30,7 +31,7 @@ type ChooseOptions struct {
 type Choice struct {
 	// Child is set when the pin gets the promoted index's child for this
 	// platform; otherwise it gets the promoted digest itself.
-	Child *registry.Platform
+	Child *imageref.Platform
 	// Note is a remark for reviewers ("" when the choice is plain).
 	Note string
 }
@@ -96,6 +97,6 @@ func kindOf(img registry.Image) string {
 
 // SamePlatform compares platforms the way containerd does: case-insensitive,
 // with architecture aliases and default variants (arm64 is v8, arm is v7).
-func SamePlatform(a, b registry.Platform) bool {
+func SamePlatform(a, b imageref.Platform) bool {
 	return a.Normalized() == b.Normalized()
 }

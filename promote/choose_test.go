@@ -7,15 +7,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/registry"
 )
 
 func TestChoose(t *testing.T) {
-	amd64 := registry.Platform{OS: "linux", Architecture: "amd64"}
-	arm64 := registry.Platform{OS: "linux", Architecture: "arm64"}
-	arm64v8 := registry.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}
+	amd64 := imageref.Platform{OS: "linux", Architecture: "amd64"}
+	arm64 := imageref.Platform{OS: "linux", Architecture: "arm64"}
+	arm64v8 := imageref.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}
 	index := func(d string) *registry.Image { return &registry.Image{Digest: d, Index: true} }
-	manifest := func(d string, p registry.Platform) *registry.Image { return &registry.Image{Digest: d, Platform: &p} }
+	manifest := func(d string, p imageref.Platform) *registry.Image { return &registry.Image{Digest: d, Platform: &p} }
 
 	tests := []struct {
 		name     string

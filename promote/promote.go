@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/pins"
 	"pinbot.dev/pinbot/registry"
@@ -30,7 +31,7 @@ type Forge interface {
 type Registry interface {
 	Resolve(ctx context.Context, ref string) (registry.Descriptor, error)
 	Describe(ctx context.Context, ref string) (registry.Image, error)
-	ChildFor(ctx context.Context, indexRef string, p registry.Platform) (registry.Child, error)
+	ChildFor(ctx context.Context, indexRef string, p imageref.Platform) (registry.Child, error)
 }
 
 // DefaultAttempts bounds how often one branch is regenerated from a fresh

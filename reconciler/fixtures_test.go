@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	"pinbot.dev/pinbot/registry"
+	"pinbot.dev/pinbot/internal/imageref"
 )
 
 // Literal objects for the pure-core tests.
@@ -33,7 +33,7 @@ func names(objs []*unstructured.Unstructured) []string {
 	return out
 }
 
-var amd64 = registry.Platform{OS: "linux", Architecture: "amd64"}
+var amd64 = imageref.Platform{OS: "linux", Architecture: "amd64"}
 
 // obj builds an unstructured object from YAML-ish nested maps.
 func obj(apiVersion, kind, ns, name string, fields map[string]any) *unstructured.Unstructured {
@@ -134,7 +134,7 @@ func pod(name, ownerKind, owner string, labels map[string]string, statuses ...st
 	return p
 }
 
-func node(name string, p registry.Platform) *corev1.Node {
+func node(name string, p imageref.Platform) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{OperatingSystem: p.OS, Architecture: p.Architecture}}}
 }

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"sync"
 
+	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/registry"
 )
 
 // Registry is the part of *registry.Client verification uses.
 type Registry interface {
-	ChildFor(ctx context.Context, indexRef string, p registry.Platform) (registry.Child, error)
-	ConfigDigest(ctx context.Context, ref string, p registry.Platform) (string, error)
+	ChildFor(ctx context.Context, indexRef string, p imageref.Platform) (registry.Child, error)
+	ConfigDigest(ctx context.Context, ref string, p imageref.Platform) (string, error)
 }
 
 // lookupCache answers Lookups through a Registry, remembering definite

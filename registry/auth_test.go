@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"pinbot.dev/pinbot/internal/imageref"
 )
 
 const (
@@ -209,7 +211,7 @@ func TestErrorsCarryNoCredentials(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newClient(t, WithBasicAuth(tokenReg.host, testUser, testPass), WithBasicAuth(basicReg.host, testUser, testPass))
 			// ConfigDigest GETs the manifest: a HEAD answer has no body to echo.
-			_, err := c.ConfigDigest(t.Context(), tc.ref, Platform{OS: "linux", Architecture: "amd64"})
+			_, err := c.ConfigDigest(t.Context(), tc.ref, imageref.Platform{OS: "linux", Architecture: "amd64"})
 			var e *Error
 			if !errors.As(err, &e) || e.StatusCode != http.StatusForbidden {
 				t.Fatalf("ConfigDigest = %v, want an *Error with status 403", err)

@@ -12,6 +12,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"pinbot.dev/pinbot/internal/imageref"
 )
 
 // OCI annotation and label keys Describe reads.
@@ -24,10 +26,10 @@ const (
 
 // Child is the image an index holds for one platform.
 type Child struct {
-	Platform  Platform `json:"platform"`
-	Digest    string   `json:"digest"`
-	MediaType string   `json:"media_type"`
-	Size      int64    `json:"size"` // bytes of the child's manifest, as the index records it
+	Platform  imageref.Platform `json:"platform"`
+	Digest    string            `json:"digest"`
+	MediaType string            `json:"media_type"`
+	Size      int64             `json:"size"` // bytes of the child's manifest, as the index records it
 }
 
 // Image is what Describe learns about a reference.
@@ -47,7 +49,7 @@ type Image struct {
 
 	// Platform is the os/architecture/variant of a single image's config;
 	// nil for an index.
-	Platform *Platform `json:"platform"`
+	Platform *imageref.Platform `json:"platform"`
 
 	// Created is the config's created time; for an index, the
 	// org.opencontainers.image.created annotation or else the newest child.
@@ -165,7 +167,7 @@ func (img Image) oci(key string) string {
 
 // facts are what one manifest (or an index's children together) tell.
 type facts struct {
-	platform    *Platform
+	platform    *imageref.Platform
 	created     time.Time
 	labels      map[string]string
 	annotations map[string]string
@@ -210,7 +212,7 @@ func describeManifest(rd *remote.Descriptor) (facts, error) {
 		return facts{}, fmt.Errorf("reading config %s of %s: %w", m.Config.Digest, rd.Digest, err)
 	}
 	if cf.OS != "" || cf.Architecture != "" {
-		f.platform = &Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}
+		f.platform = &imageref.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}
 	}
 	f.created = cf.Created.Time
 	f.labels = cf.Config.Labels
@@ -260,7 +262,7 @@ func describeIndex(ctx context.Context, puller *remote.Puller, repo name.Reposit
 		if res.err != nil {
 			return nil, facts{}, res.err
 		}
-		if res.child.Platform == (Platform{}) && res.facts.platform != nil {
+		if res.child.Platform == (imageref.Platform{}) && res.facts.platform != nil {
 			res.child.Platform = *res.facts.platform
 		}
 		children = append(children, res.child)

@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"pinbot.dev/pinbot/internal/imageref"
 )
 
 func TestDescribe(t *testing.T) {
@@ -57,7 +59,7 @@ func TestDescribe(t *testing.T) {
 		idxSize += imageSize(t, img, idxBlobs)
 		p := specs[i].platform
 		wantChildren = append(wantChildren, Child{
-			Platform:  Platform{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant},
+			Platform:  imageref.Platform{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant},
 			Digest:    digestOf(t, img).String(),
 			MediaType: string(types.OCIManifestSchema1),
 			Size:      rawSize(t, img),
@@ -94,7 +96,7 @@ func TestDescribe(t *testing.T) {
 			Digest:     singleDigest,
 			MediaType:  string(types.OCIManifestSchema1),
 			Children:   []Child{},
-			Platform:   &Platform{OS: "linux", Architecture: "arm64", Variant: "v8"},
+			Platform:   &imageref.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"},
 			Created:    created,
 			Labels: map[string]string{
 				"org.opencontainers.image.revision": "label-rev",
@@ -138,7 +140,7 @@ func TestDescribe(t *testing.T) {
 			MediaType:  string(types.OCIImageIndex),
 			Index:      true,
 			Children: []Child{
-				{Platform: Platform{OS: "linux", Architecture: "s390x"}, Digest: digestOf(t, bare).String(), MediaType: string(types.OCIManifestSchema1), Size: rawSize(t, bare)},
+				{Platform: imageref.Platform{OS: "linux", Architecture: "s390x"}, Digest: digestOf(t, bare).String(), MediaType: string(types.OCIManifestSchema1), Size: rawSize(t, bare)},
 				{Digest: digestOf(t, nested).String(), MediaType: string(types.OCIImageIndex), Size: rawSize(t, nested)},
 			},
 			Labels:      map[string]string{"a": "b"},
@@ -163,7 +165,7 @@ func TestImageJSON(t *testing.T) {
 	img := Image{
 		Reference: "r", Repository: "repo", Tag: "t", Digest: "d", MediaType: "m", Index: true,
 		Children: []Child{
-			{Platform: Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}, Digest: "c", MediaType: "cm", Size: 3},
+			{Platform: imageref.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}, Digest: "c", MediaType: "cm", Size: 3},
 			{Digest: "n", MediaType: "nested"},
 		},
 		Created: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),

@@ -10,101 +10,16 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"pinbot.dev/pinbot/internal/imageref"
 )
 
-// Platform is an OS, architecture and optional variant. It reads and writes
-// as text in the form of String, also in JSON.
-type Platform struct{ OS, Architecture, Variant string }
-
-// String returns "os/arch" or "os/arch/variant", e.g. "linux/arm64/v8".
-func (p Platform) String() string {
-	s := p.OS + "/" + p.Architecture
-	if p.Variant != "" {
-		s += "/" + p.Variant
-	}
-	return s
-}
-
-// MarshalText implements encoding.TextMarshaler. The zero Platform (an
-// index entry that names none) is empty text.
-func (p Platform) MarshalText() ([]byte, error) {
-	if p == (Platform{}) {
-		return []byte{}, nil
-	}
-	return []byte(p.String()), nil
-}
-
-// UnmarshalText implements encoding.TextUnmarshaler.
-func (p *Platform) UnmarshalText(b []byte) error {
-	if len(b) == 0 {
-		*p = Platform{}
-		return nil
-	}
-	q, err := ParsePlatform(string(b))
-	if err != nil {
-		return err
-	}
-	*p = q
-	return nil
-}
-
-// ParsePlatform parses "os/arch" or "os/arch/variant".
-func ParsePlatform(s string) (Platform, error) {
-	parts := strings.Split(s, "/")
-	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || parts[1] == "" {
-		return Platform{}, fmt.Errorf("platform %q: want os/arch or os/arch/variant", s)
-	}
-	p := Platform{OS: parts[0], Architecture: parts[1]}
-	if len(parts) == 3 {
-		p.Variant = parts[2]
-	}
-	return p, nil
-}
-
 // platformOf converts a go-containerregistry platform; nil stays zero.
-func platformOf(p *v1.Platform) Platform {
+func platformOf(p *v1.Platform) imageref.Platform {
 	if p == nil {
-		return Platform{}
+		return imageref.Platform{}
 	}
-	return Platform{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant}
-}
-
-// Normalized returns p in canonical spelling: lower case, architecture
-// aliases resolved (x86_64 is amd64, aarch64 is arm64), and the default
-// variant filled in (arm64 is v8, arm is v7, amd64 is v1), as containerd
-// normalises platforms.
-func (p Platform) Normalized() Platform {
-	p.OS = strings.ToLower(p.OS)
-	p.Architecture = strings.ToLower(p.Architecture)
-	p.Variant = strings.ToLower(p.Variant)
-	switch p.Architecture {
-	case "x86_64", "x86-64":
-		p.Architecture = "amd64"
-	case "aarch64":
-		p.Architecture = "arm64"
-	case "armhf":
-		p.Architecture, p.Variant = "arm", "v7"
-	case "armel":
-		p.Architecture, p.Variant = "arm", "v6"
-	case "i386", "i686":
-		p.Architecture = "386"
-	}
-	if p.Variant != "" && p.Variant[0] != 'v' {
-		if _, err := strconv.Atoi(p.Variant); err == nil {
-			p.Variant = "v" + p.Variant
-		}
-	}
-	if p.Variant == "" {
-		switch p.Architecture {
-		case "arm64":
-			p.Variant = "v8"
-		case "arm":
-			p.Variant = "v7"
-		case "amd64":
-			p.Variant = "v1"
-		}
-	}
-	return p
+	return imageref.Platform{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant}
 }
 
 // isAttestation reports whether an index entry is an attestation manifest
@@ -127,7 +42,7 @@ func isAttestation(d v1.Descriptor) bool {
 //     architecture, the first in index order.
 //
 // Attestation manifests and entries without a platform never match.
-func pick(manifests []v1.Descriptor, want Platform) (v1.Descriptor, bool) {
+func pick(manifests []v1.Descriptor, want imageref.Platform) (v1.Descriptor, bool) {
 	w := want.Normalized()
 	best, bestRank := -1, 0
 	for i, d := range manifests {
@@ -153,7 +68,7 @@ func pick(manifests []v1.Descriptor, want Platform) (v1.Descriptor, bool) {
 }
 
 // variantRank ranks how well got's variant serves want's; lower is better.
-func variantRank(want, got Platform, anyVariant bool) (int, bool) {
+func variantRank(want, got imageref.Platform, anyVariant bool) (int, bool) {
 	if got.Variant == want.Variant {
 		return 0, true
 	}
@@ -179,7 +94,7 @@ func variantRank(want, got Platform, anyVariant bool) (int, bool) {
 // names no variant, any variant of the architecture serves, the first in
 // index order. An empty p.OS means linux. It returns ErrNotIndex for a
 // single manifest and ErrNoPlatform when no child fits.
-func (c *Client) ChildFor(ctx context.Context, indexRef string, p Platform) (Child, error) {
+func (c *Client) ChildFor(ctx context.Context, indexRef string, p imageref.Platform) (Child, error) {
 	const op = "finding the platform child of"
 	ctx, cancel := c.call(ctx)
 	defer cancel()
@@ -194,7 +109,7 @@ func (c *Client) ChildFor(ctx context.Context, indexRef string, p Platform) (Chi
 	return child, nil
 }
 
-func (c *Client) childFor(ctx context.Context, r name.Reference, p Platform) (Child, error) {
+func (c *Client) childFor(ctx context.Context, r name.Reference, p imageref.Platform) (Child, error) {
 	puller, err := c.pullerFor(ctx, r.Context())
 	if err != nil {
 		return Child{}, err
@@ -211,7 +126,7 @@ func (c *Client) childFor(ctx context.Context, r name.Reference, p Platform) (Ch
 
 // childIn picks the child for p from the raw index manifest with the given
 // digest.
-func childIn(manifest []byte, digest string, p Platform) (Child, error) {
+func childIn(manifest []byte, digest string, p imageref.Platform) (Child, error) {
 	if p.OS == "" {
 		p.OS = "linux"
 	}
@@ -257,7 +172,7 @@ func childOf(d v1.Descriptor) Child {
 // comparing with the bare "sha256:<config>" imageID containerd reports. For
 // an index it first picks the child for platform p as ChildFor does; for a
 // single manifest p is not consulted.
-func (c *Client) ConfigDigest(ctx context.Context, ref string, p Platform) (string, error) {
+func (c *Client) ConfigDigest(ctx context.Context, ref string, p imageref.Platform) (string, error) {
 	const op = "finding the config digest of"
 	ctx, cancel := c.call(ctx)
 	defer cancel()
@@ -272,7 +187,7 @@ func (c *Client) ConfigDigest(ctx context.Context, ref string, p Platform) (stri
 	return dgst, nil
 }
 
-func (c *Client) configDigest(ctx context.Context, r name.Reference, p Platform) (string, error) {
+func (c *Client) configDigest(ctx context.Context, r name.Reference, p imageref.Platform) (string, error) {
 	puller, err := c.pullerFor(ctx, r.Context())
 	if err != nil {
 		return "", err

@@ -8,6 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"pinbot.dev/pinbot/internal/imageref"
 )
 
 // entry is an index entry for pick tests; its digest encodes its position.
@@ -33,39 +35,39 @@ func TestPick(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		manifests []v1.Descriptor
-		want      Platform
+		want      imageref.Platform
 		wantIndex int // -1: no match
 	}{
-		{"amd64", buildx, Platform{"linux", "amd64", ""}, 1},
-		{"amd64 alias x86_64", buildx, Platform{"linux", "x86_64", ""}, 1},
-		{"amd64/v1 is amd64", buildx, Platform{"linux", "amd64", "v1"}, 1},
-		{"arm64 without variant takes v8", buildx, Platform{"linux", "arm64", ""}, 2},
-		{"arm64/v8", buildx, Platform{"linux", "arm64", "v8"}, 2},
-		{"aarch64 alias", buildx, Platform{"linux", "aarch64", ""}, 2},
+		{"amd64", buildx, imageref.Platform{OS: "linux", Architecture: "amd64"}, 1},
+		{"amd64 alias x86_64", buildx, imageref.Platform{OS: "linux", Architecture: "x86_64"}, 1},
+		{"amd64/v1 is amd64", buildx, imageref.Platform{OS: "linux", Architecture: "amd64", Variant: "v1"}, 1},
+		{"arm64 without variant takes v8", buildx, imageref.Platform{OS: "linux", Architecture: "arm64"}, 2},
+		{"arm64/v8", buildx, imageref.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}, 2},
+		{"aarch64 alias", buildx, imageref.Platform{OS: "linux", Architecture: "aarch64"}, 2},
 		{"arm64 v8 requested, entry without variant",
 			[]v1.Descriptor{entry(0, "linux", "amd64", "", nil), entry(1, "linux", "arm64", "", nil)},
-			Platform{"linux", "arm64", "v8"}, 1},
-		{"arm64/v9 requested, only v8: no match", buildx, Platform{"linux", "arm64", "v9"}, -1},
-		{"arm/v7", buildx, Platform{"linux", "arm", "v7"}, 3},
-		{"arm without variant means v7", buildx, Platform{"linux", "arm", ""}, 3},
-		{"arm/v6", buildx, Platform{"linux", "arm", "v6"}, 4},
-		{"arm/v8 falls back to the nearest lower variant", buildx, Platform{"linux", "arm", "v8"}, 3},
-		{"arm/v5 has no lower variant", buildx, Platform{"linux", "arm", "v5"}, -1},
-		{"windows", buildx, Platform{"windows", "amd64", ""}, 5},
-		{"OS must match", buildx, Platform{"darwin", "amd64", ""}, -1},
-		{"s390x absent", buildx, Platform{"linux", "s390x", ""}, -1},
-		{"attestation is never picked", buildx, Platform{"unknown", "unknown", ""}, -1},
+			imageref.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}, 1},
+		{"arm64/v9 requested, only v8: no match", buildx, imageref.Platform{OS: "linux", Architecture: "arm64", Variant: "v9"}, -1},
+		{"arm/v7", buildx, imageref.Platform{OS: "linux", Architecture: "arm", Variant: "v7"}, 3},
+		{"arm without variant means v7", buildx, imageref.Platform{OS: "linux", Architecture: "arm"}, 3},
+		{"arm/v6", buildx, imageref.Platform{OS: "linux", Architecture: "arm", Variant: "v6"}, 4},
+		{"arm/v8 falls back to the nearest lower variant", buildx, imageref.Platform{OS: "linux", Architecture: "arm", Variant: "v8"}, 3},
+		{"arm/v5 has no lower variant", buildx, imageref.Platform{OS: "linux", Architecture: "arm", Variant: "v5"}, -1},
+		{"windows", buildx, imageref.Platform{OS: "windows", Architecture: "amd64"}, 5},
+		{"OS must match", buildx, imageref.Platform{OS: "darwin", Architecture: "amd64"}, -1},
+		{"s390x absent", buildx, imageref.Platform{OS: "linux", Architecture: "s390x"}, -1},
+		{"attestation is never picked", buildx, imageref.Platform{OS: "unknown", Architecture: "unknown"}, -1},
 		{"unknown/unknown without annotation is an attestation too",
-			[]v1.Descriptor{entry(0, "unknown", "unknown", "", nil)}, Platform{"unknown", "unknown", ""}, -1},
+			[]v1.Descriptor{entry(0, "unknown", "unknown", "", nil)}, imageref.Platform{OS: "unknown", Architecture: "unknown"}, -1},
 		{"no variant requested: any variant of the arch, in index order",
 			[]v1.Descriptor{entry(0, "linux", "amd64", "", nil), entry(1, "linux", "arm64", "v9", nil), entry(2, "linux", "arm64", "v8.2", nil)},
-			Platform{"linux", "arm64", ""}, 1},
+			imageref.Platform{OS: "linux", Architecture: "arm64"}, 1},
 		{"the first entry is not taken on faith",
-			[]v1.Descriptor{entry(0, "linux", "amd64", "", nil)}, Platform{"linux", "arm64", ""}, -1},
+			[]v1.Descriptor{entry(0, "linux", "amd64", "", nil)}, imageref.Platform{OS: "linux", Architecture: "arm64"}, -1},
 		{"entries without a platform never match",
 			[]v1.Descriptor{{MediaType: types.OCIManifestSchema1, Digest: v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("0", 64)}}},
-			Platform{"linux", "amd64", ""}, -1},
-		{"case does not matter", buildx, Platform{"Linux", "AMD64", ""}, 1},
+			imageref.Platform{OS: "linux", Architecture: "amd64"}, -1},
+		{"case does not matter", buildx, imageref.Platform{OS: "Linux", Architecture: "AMD64"}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := pick(tc.manifests, tc.want)
@@ -84,34 +86,6 @@ func TestPick(t *testing.T) {
 	}
 }
 
-func TestParsePlatform(t *testing.T) {
-	for _, tc := range []struct {
-		in      string
-		want    Platform
-		wantErr bool
-	}{
-		{"linux/amd64", Platform{"linux", "amd64", ""}, false},
-		{"linux/arm64/v8", Platform{"linux", "arm64", "v8"}, false},
-		{"linux", Platform{}, true},
-		{"linux/", Platform{}, true},
-		{"/amd64", Platform{}, true},
-		{"linux/arm/v7/extra", Platform{}, true},
-	} {
-		t.Run(tc.in, func(t *testing.T) {
-			got, err := ParsePlatform(tc.in)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("ParsePlatform(%q) error = %v, want error %t", tc.in, err, tc.wantErr)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("ParsePlatform(%q) (-want +got):\n%s", tc.in, diff)
-			}
-			if err == nil && got.String() != tc.in {
-				t.Errorf("String() = %q, want %q", got.String(), tc.in)
-			}
-		})
-	}
-}
-
 func TestChildForAndConfigDigest(t *testing.T) {
 	isolateDockerConfig(t, "")
 	reg := newTestRegistry(t, nil)
@@ -123,23 +97,23 @@ func TestChildForAndConfigDigest(t *testing.T) {
 	idxDigest := reg.push(t, "multi:latest", idx)
 	single := buildImage(t, imageSpec{platform: v1.Platform{OS: "linux", Architecture: "amd64"}})
 	reg.push(t, "single:latest", single)
-	amd64 := Child{Platform: Platform{"linux", "amd64", ""}, Digest: digestOf(t, imgs[0]).String(), MediaType: string(types.OCIManifestSchema1), Size: rawSize(t, imgs[0])}
-	arm64 := Child{Platform: Platform{"linux", "arm64", "v8"}, Digest: digestOf(t, imgs[1]).String(), MediaType: string(types.OCIManifestSchema1), Size: rawSize(t, imgs[1])}
+	amd64 := Child{Platform: imageref.Platform{OS: "linux", Architecture: "amd64"}, Digest: digestOf(t, imgs[0]).String(), MediaType: string(types.OCIManifestSchema1), Size: rawSize(t, imgs[0])}
+	arm64 := Child{Platform: imageref.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}, Digest: digestOf(t, imgs[1]).String(), MediaType: string(types.OCIManifestSchema1), Size: rawSize(t, imgs[1])}
 
 	c := newClient(t)
 	for _, tc := range []struct {
 		name       string
 		ref        string
-		platform   Platform
+		platform   imageref.Platform
 		want       Child
 		wantConfig string
 		wantErr    error // for ChildFor
 	}{
-		{"index tag, amd64", reg.host + "/multi:latest", Platform{"linux", "amd64", ""}, amd64, configDigestOf(t, imgs[0]), nil},
-		{"index digest, arm64 without variant", reg.host + "/multi@" + idxDigest.String(), Platform{"linux", "arm64", ""}, arm64, configDigestOf(t, imgs[1]), nil},
-		{"empty OS means linux", reg.host + "/multi:latest", Platform{"", "arm64", "v8"}, arm64, configDigestOf(t, imgs[1]), nil},
-		{"missing platform", reg.host + "/multi:latest", Platform{"linux", "s390x", ""}, Child{}, "", ErrNoPlatform},
-		{"single manifest", reg.host + "/single:latest", Platform{"linux", "amd64", ""}, Child{}, configDigestOf(t, single), ErrNotIndex},
+		{"index tag, amd64", reg.host + "/multi:latest", imageref.Platform{OS: "linux", Architecture: "amd64"}, amd64, configDigestOf(t, imgs[0]), nil},
+		{"index digest, arm64 without variant", reg.host + "/multi@" + idxDigest.String(), imageref.Platform{OS: "linux", Architecture: "arm64"}, arm64, configDigestOf(t, imgs[1]), nil},
+		{"empty OS means linux", reg.host + "/multi:latest", imageref.Platform{OS: "", Architecture: "arm64", Variant: "v8"}, arm64, configDigestOf(t, imgs[1]), nil},
+		{"missing platform", reg.host + "/multi:latest", imageref.Platform{OS: "linux", Architecture: "s390x"}, Child{}, "", ErrNoPlatform},
+		{"single manifest", reg.host + "/single:latest", imageref.Platform{OS: "linux", Architecture: "amd64"}, Child{}, configDigestOf(t, single), ErrNotIndex},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := c.ChildFor(t.Context(), tc.ref, tc.platform)

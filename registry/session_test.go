@@ -19,6 +19,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	"golang.org/x/sync/errgroup"
+
+	"pinbot.dev/pinbot/internal/imageref"
 )
 
 // requestLog records every request a server got, as "METHOD path", and
@@ -105,7 +107,7 @@ func TestDriftOf100TagsRequests(t *testing.T) {
 		t.Fatalf("digests (-want +got):\n%s", diff)
 	}
 	img, err := c.Describe(t.Context(), fmt.Sprintf("%s/team/svc007@%s", reg.host, digests[7]))
-	if err != nil || img.Platform == nil || *img.Platform != (Platform{OS: "linux", Architecture: "amd64"}) {
+	if err != nil || img.Platform == nil || *img.Platform != (imageref.Platform{OS: "linux", Architecture: "amd64"}) {
 		t.Fatalf("Describe = %+v, %v", img, err)
 	}
 

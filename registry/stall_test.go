@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"pinbot.dev/pinbot/internal/imageref"
 )
 
 // stalledListener accepts connections on loopback and never reads from or
@@ -52,7 +54,7 @@ func TestStalledRegistry(t *testing.T) {
 	isolateDockerConfig(t, "")
 	host := stalledListener(t)
 	ref := host + "/team/app:v1"
-	amd64 := Platform{OS: "linux", Architecture: "amd64"}
+	amd64 := imageref.Platform{OS: "linux", Architecture: "amd64"}
 	calls := map[string]func(c *Client) error{
 		"Resolve":  func(c *Client) error { _, err := c.Resolve(t.Context(), ref); return err },
 		"Describe": func(c *Client) error { _, err := c.Describe(t.Context(), ref); return err },

@@ -8,6 +8,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"pinbot.dev/pinbot/internal/imageref"
 )
 
 // TestDigestMismatch serves every manifest GET with one byte added, keeping
@@ -31,7 +33,7 @@ func TestDigestMismatch(t *testing.T) {
 	regNoHEAD.push(t, "app:v1", idx)
 
 	c := newClient(t)
-	amd64 := Platform{OS: "linux", Architecture: "amd64"}
+	amd64 := imageref.Platform{OS: "linux", Architecture: "amd64"}
 	for _, tc := range []struct {
 		name string
 		call func() error

@@ -3,7 +3,9 @@
 // reference into repository, tag and digest ([Split], [Parse]), normalises a
 // repository to go-containerregistry's form ("nginx" is
 // "index.docker.io/library/nginx", a registry host keeps its port) and
-// shortens a digest for people to read ([Short]).
+// shortens a digest for people to read ([Short]). It also names a platform
+// (an OS, architecture and variant: [Platform], [ParsePlatform]), which the
+// registry client and the verdict core share.
 //
 // The grammar is the OCI distribution one: a registry host is DNS labels or
 // a bracketed IPv6 address with an optional port, a repository path is

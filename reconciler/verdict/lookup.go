@@ -1,6 +1,6 @@
 package verdict
 
-import "pinbot.dev/pinbot/registry"
+import "pinbot.dev/pinbot/internal/imageref"
 
 // LookupKind says which registry answer a comparison needs.
 type LookupKind string
@@ -20,7 +20,7 @@ const (
 type Lookup struct {
 	Kind     LookupKind
 	Ref      string // repo@sha256:... as pinned in Git
-	Platform registry.Platform
+	Platform imageref.Platform
 }
 
 // Answer is the registry's reply to a Lookup.

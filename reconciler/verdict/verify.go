@@ -7,8 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/reconciler/object"
-	"pinbot.dev/pinbot/registry"
 )
 
 // Verdict is the answer for one container: does it run the digest Git
@@ -168,7 +168,7 @@ func waitingReason(w *corev1.ContainerStateWaiting) string {
 }
 
 // compare judges one reported imageID against the digest Git pins.
-func compare(repo, gitDigest, imageID string, p registry.Platform, platformErr error, lookups Lookups, need func(Lookup)) (Verdict, string) {
+func compare(repo, gitDigest, imageID string, p imageref.Platform, platformErr error, lookups Lookups, need func(Lookup)) (Verdict, string) {
 	running, form := parseImageID(imageID)
 	if form == formInvalid {
 		return Unknown, fmt.Sprintf("unrecognised imageID %q", imageID)
@@ -204,19 +204,19 @@ func compare(repo, gitDigest, imageID string, p registry.Platform, platformErr e
 }
 
 // platform is the OS and architecture of the Node p runs on.
-func (ix *index) platform(p *corev1.Pod) (registry.Platform, error) {
+func (ix *index) platform(p *corev1.Pod) (imageref.Platform, error) {
 	if p.Spec.NodeName == "" {
-		return registry.Platform{}, fmt.Errorf("pod %s is not on a node", p.Name)
+		return imageref.Platform{}, fmt.Errorf("pod %s is not on a node", p.Name)
 	}
 	n := ix.nodes[p.Spec.NodeName]
 	if n == nil {
-		return registry.Platform{}, fmt.Errorf("node %s of pod %s unknown", p.Spec.NodeName, p.Name)
+		return imageref.Platform{}, fmt.Errorf("node %s of pod %s unknown", p.Spec.NodeName, p.Name)
 	}
 	info := n.Status.NodeInfo
 	if info.OperatingSystem == "" || info.Architecture == "" {
-		return registry.Platform{}, fmt.Errorf("node %s reports no os/arch", n.Name)
+		return imageref.Platform{}, fmt.Errorf("node %s reports no os/arch", n.Name)
 	}
-	return registry.Platform{OS: info.OperatingSystem, Architecture: info.Architecture}, nil
+	return imageref.Platform{OS: info.OperatingSystem, Architecture: info.Architecture}, nil
 }
 
 // Summary is one line for a commit status: "3/3 Pods run sha256:abcd…" or

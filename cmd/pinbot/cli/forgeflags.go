@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
@@ -96,7 +97,7 @@ func (f *forgeFlags) Validate() error {
 		return usageErrorf("flag --repo: %w", err)
 	}
 	if f.platform != "" {
-		if _, err := registry.ParsePlatform(f.platform); err != nil {
+		if _, err := imageref.ParsePlatform(f.platform); err != nil {
 			return usageErrorf("flag --platform: %w", err)
 		}
 	}
@@ -176,7 +177,7 @@ func (f *forgeFlags) env(ctx context.Context) (promote.Env, error) {
 func (f *forgeFlags) choose() promote.ChooseOptions {
 	o := promote.ChooseOptions{AllowKindChange: f.kindOK, AnyVariant: f.anyVar}
 	if f.platform != "" {
-		o.Platform, _ = registry.ParsePlatform(f.platform)
+		o.Platform, _ = imageref.ParsePlatform(f.platform)
 	}
 	return o
 }
