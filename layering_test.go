@@ -1,6 +1,6 @@
 // Package pinbot_test holds the module-wide layering test, after
-// go-containerregistry's depcheck: the folder names promise an architecture,
-// and this test keeps the imports honest to it.
+// go-containerregistry's depcheck: the folder names promise an
+// architecture, and this test keeps the imports honest to it.
 package pinbot_test
 
 import (
@@ -14,59 +14,98 @@ import (
 
 const module = "pinbot.dev/pinbot"
 
-// forbidden maps a package (and its subpackages) to import prefixes it must
-// not depend on, directly or transitively. Keys are paths below the module:
-// a top-level package or a subpackage ("reconciler/ssa"); a package obeys
-// the rules of every key it lies under.
-var forbidden = map[string][]string{
-	"pins":       {"github.com/go-git/", "code.gitea.io/", "k8s.io/", "sigs.k8s.io/", "net/http", module + "/registry", module + "/gitforge", module + "/render"},
-	"registry":   {"github.com/go-git/", "code.gitea.io/", "k8s.io/", "sigs.k8s.io/", module + "/pins", module + "/gitforge"},
-	"gitforge":   {"k8s.io/", "sigs.k8s.io/", module + "/promote", module + "/reconciler", module + "/pins"},
-	"promote":    {module + "/reconciler"},
-	"reconciler": {module + "/promote"},
-	"render":     {"github.com/go-git/", "code.gitea.io/", module + "/"},
-	"deploy":     {"k8s.io/", module + "/"},
-	// The Applier is a leaf: it applies what the reconciler decides. It
-	// shares only the object reference type (see allowed).
-	"reconciler/ssa": {module + "/"},
-	// The deployer reader is a leaf too: pure decisions over Argo CD's and
-	// Flux's objects, with no Kubernetes client of its own.
-	"reconciler/deployer": {module + "/", "k8s.io/client-go/"},
-	// The verdict core is pure: it reads a Snapshot and talks to no API
-	// server, and it knows nothing of the rest of the reconciler.
-	"reconciler/verdict": {"k8s.io/client-go/rest", "k8s.io/client-go/dynamic", "k8s.io/client-go/kubernetes",
-		module + "/reconciler", module + "/gitforge", module + "/promote"},
-	// The object reference is a leaf every reconciler package shares.
-	"reconciler/object": {module + "/", "k8s.io/client-go/"},
-}
+// The leaves every package may share: one job each, stdlib or a narrow
+// dependency, none of them I/O of their own.
+var leaves = []string{"internal/imageref", "internal/redact", "internal/logctx", "internal/clip", "internal/loopback", "internal/httpbound", "internal/retry"}
 
-// allowed are exceptions to forbidden: a package under the key may depend
-// on these packages (and their subpackages) although a rule of the key
-// forbids them.
+// pure are the reconciler's decisions: their module dependencies are
+// pure too (the leaves, render's error type excepted).
+var pure = []string{"reconciler/object", "reconciler/ignore", "reconciler/verdict", "reconciler/deployer", "reconciler/config",
+	"reconciler/guard", "reconciler/hook", "reconciler/wave", "reconciler/prune", "reconciler/diff", "reconciler/heal",
+	"reconciler/status", "reconciler/history", "reconciler/settle"}
+
+// allowed is the allow-list of each package (a path below the module;
+// "x/..." is x and its subpackages): the module packages it may depend
+// on, directly or not. A package missing from it fails the test, so a new
+// package must say where it sits.
 var allowed = map[string][]string{
-	"reconciler/ssa":     {module + "/reconciler/object"},
-	"reconciler/verdict": {module + "/reconciler/object", module + "/registry", module + "/internal/imageref"},
+	"internal/imageref":   {},
+	"internal/redact":     {},
+	"internal/logctx":     {},
+	"internal/clip":       {},
+	"internal/loopback":   {},
+	"internal/httpbound":  {},
+	"internal/retry":      {"internal/logctx", "internal/redact"},
+	"internal/imagebuild": {"internal/redact"},
+
+	"pins":     {"internal/imageref"},
+	"registry": leaves,
+	"gitforge": leaves,
+	"render":   {},
+	"promote":  append([]string{"pins", "registry", "gitforge", "render"}, leaves...),
+
+	// The reconciler's leaves and decisions, bottom up.
+	"reconciler/object":   {},
+	"reconciler/ssa":      {"reconciler/object"},
+	"reconciler/ignore":   {"reconciler/object"},
+	"reconciler/verdict":  {"reconciler/object", "internal/imageref"},
+	"reconciler/deployer": {"reconciler/object", "reconciler/verdict", "internal/imageref"},
+	"reconciler/config":   {"reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "internal/imageref", "internal/loopback"},
+	"reconciler/guard":    {"reconciler/config", "reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "internal/imageref", "internal/loopback"},
+	"reconciler/hook":     {"reconciler/guard", "reconciler/config", "reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "internal/imageref", "internal/loopback"},
+	"reconciler/wave":     {"reconciler/hook", "reconciler/guard", "reconciler/config", "reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "internal/imageref", "internal/loopback"},
+	"reconciler/prune":    {"reconciler/wave", "reconciler/hook", "reconciler/guard", "reconciler/config", "reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "internal/imageref", "internal/loopback"},
+	"reconciler/diff":     {"reconciler/hook", "reconciler/guard", "reconciler/config", "reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "internal/imageref", "internal/loopback"},
+	"reconciler/heal":     {"reconciler/diff", "reconciler/hook", "reconciler/guard", "reconciler/config", "reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "internal/imageref", "internal/loopback"},
+	"reconciler/status":   {"reconciler/diff", "reconciler/hook", "reconciler/guard", "reconciler/config", "reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "internal/imageref", "internal/loopback", "internal/redact"},
+	"reconciler/history":  {"reconciler/status", "reconciler/diff", "reconciler/hook", "reconciler/guard", "reconciler/config", "reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "internal/imageref", "internal/loopback", "internal/redact"},
+	"reconciler/settle":   {"reconciler/history", "reconciler/status", "reconciler/diff", "reconciler/hook", "reconciler/guard", "reconciler/config", "reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "internal/imageref", "internal/loopback", "internal/redact"},
+	"reconciler/store":    {"reconciler/history", "reconciler/status", "reconciler/diff", "reconciler/hook", "reconciler/guard", "reconciler/config", "reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "internal/imageref", "internal/loopback", "internal/redact"},
+	// The reconciler orchestrates them; it knows nothing of promotion.
+	"reconciler": append([]string{"reconciler/...", "gitforge", "registry", "render"}, leaves...),
+
+	"dashboard": append([]string{"gitforge", "reconciler/..."}, leaves...),
+	// serve drives the reconciler and promote; nothing imports it but cmd.
+	"serve":                   append([]string{"reconciler", "reconciler/...", "promote", "pins", "registry", "gitforge", "render", "dashboard"}, leaves...),
+	"deploy":                  {},
+	"cmd/...":                 {"*"},
+	"hack/...":                {"*"},
+	"":                        {"*"}, // the module root: this test
+	"internal/testenv/...":    {"*"},
+	"reconciler/internal/...": {"reconciler/object", "reconciler/verdict", "internal/imageref"},
+	"pins/pinstest":           {},
 }
 
-// stdlibOnly are packages that may import nothing but the standard library
-// (and themselves), so that every other package can share them.
-var stdlibOnly = []string{"internal/imageref"}
+// forbidden are libraries a package (key as in allowed) must not depend
+// on at all: the pure core speaks no protocol, and pins reads files only.
+var forbidden = map[string][]string{
+	"pins":   {"net/http", "github.com/go-git/", "code.gitea.io/", "k8s.io/", "sigs.k8s.io/", "helm.sh/"},
+	"render": {"github.com/go-git/", "code.gitea.io/"},
+	"deploy": {"k8s.io/"},
+}
 
-// forbiddenDirect maps a package (and its subpackages) to import prefixes
-// it must not import itself, though it may reach them through an allowed
-// package: promote talks to no cluster, yet renders charts through render,
-// which pulls Kubernetes types in; and it speaks no Git protocol itself,
-// but works through gitforge, which holds go-git.
+// clients are the I/O libraries no pure package may reach.
+var clients = []string{"k8s.io/client-go/rest", "k8s.io/client-go/dynamic", "k8s.io/client-go/kubernetes", "k8s.io/client-go/informers",
+	"github.com/go-git/", "code.gitea.io/", "github.com/google/go-containerregistry/pkg/v1/remote", "helm.sh/"}
+
+// forbiddenDirect maps a package to imports it must not make itself,
+// though it may reach them through an allowed package: promote talks to
+// no cluster, yet renders charts through render, which pulls Kubernetes
+// types in; and it speaks no Git protocol itself, but works through
+// gitforge, which holds go-git.
 var forbiddenDirect = map[string][]string{
 	"promote": {"k8s.io/", "sigs.k8s.io/", "helm.sh/", "github.com/go-git/"},
 }
 
+// stdlibOnly are packages that may import nothing but the standard library
+// (and themselves), so that every other package can share them.
+var stdlibOnly = []string{"internal/imageref", "internal/loopback"}
+
 // testSupport are packages only tests, the demo, the benchmarks and the
-// build tooling under hack/ (such as hack/image's image builder) may use.
-// The product must not import "testing" itself either; that one is checked
-// on direct imports only, because the Helm SDK's chart/common imports it
-// (for testing.Testing()).
-var testSupport = []string{module + "/internal/testenv", module + "/hack"}
+// build tooling may use. The product must not import "testing" itself
+// either; that one is checked on direct imports only, because the Helm
+// SDK's chart/common imports it (for testing.Testing()).
+var testSupport = []string{"internal/testenv", "hack", "reconciler/internal/fixture", "pins/pinstest"}
 
 type pkg struct {
 	ImportPath string
@@ -96,54 +135,102 @@ func listDeps(t *testing.T) []pkg {
 
 func TestLayering(t *testing.T) {
 	for _, p := range listDeps(t) {
-		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
-		top, _, _ := strings.Cut(rel, "/")
+		rel := below(p.ImportPath)
+		allow, ok := allowList(rel)
+		if !ok {
+			t.Errorf("%s has no allow-list in layering_test.go: say which module packages it may use", p.ImportPath)
+			continue
+		}
 		for _, imp := range p.Imports {
 			if imp == "testing" && isProduct(rel) {
 				t.Errorf("%s imports testing", p.ImportPath)
 			}
-			for _, bad := range forbiddenDirect[top] {
+			for _, bad := range forbiddenDirect[rel] {
 				if strings.HasPrefix(imp, bad) {
-					t.Errorf("%s imports %s; %s must not import %s itself", p.ImportPath, imp, top, bad)
+					t.Errorf("%s imports %s; %s must not import %s itself", p.ImportPath, imp, rel, bad)
 				}
 			}
 		}
 		for _, dep := range p.Deps {
+			if strings.HasPrefix(dep, module+"/") {
+				d := below(dep)
+				if !matches(allow, d) {
+					t.Errorf("%s depends on %s, which its allow-list does not name", p.ImportPath, dep)
+				}
+				if isProduct(rel) && matchesAny(testSupport, d) {
+					t.Errorf("%s imports test support %s", p.ImportPath, dep)
+				}
+				continue
+			}
 			for key, bads := range forbidden {
-				if !within(rel, key) {
-					continue
+				if within(rel, key) && hasPrefix(dep, bads) {
+					t.Errorf("%s depends on %s; %s must not", p.ImportPath, dep, key)
 				}
-				for _, bad := range bads {
-					if strings.HasPrefix(dep, bad) && !within(strings.TrimPrefix(dep, module+"/"), key) && !isAllowed(key, dep) {
-						t.Errorf("%s imports %s; %s must not depend on %s", p.ImportPath, dep, key, bad)
-					}
-				}
+			}
+			if slices.Contains(pure, rel) && hasPrefix(dep, clients) {
+				t.Errorf("%s depends on %s; a decision package talks to no peer", p.ImportPath, dep)
 			}
 			if slices.Contains(stdlibOnly, rel) && !isStdlib(dep) {
 				t.Errorf("%s imports %s; it may use only the standard library", p.ImportPath, dep)
-			}
-			if strings.HasPrefix(dep, module+"/cmd") && top != "cmd" {
-				t.Errorf("%s imports %s; nothing may import the CLI", p.ImportPath, dep)
-			}
-			if isProduct(rel) {
-				for _, ts := range testSupport {
-					if dep == ts || strings.HasPrefix(dep, ts+"/") {
-						t.Errorf("%s imports test support %s", p.ImportPath, dep)
-					}
-				}
 			}
 		}
 	}
 }
 
-// isAllowed reports whether dep is an exception to key's rules (allowed).
-func isAllowed(key, dep string) bool {
-	for _, a := range allowed[key] {
-		if dep == a || strings.HasPrefix(dep, a+"/") {
+// allowList is rel's allow-list: its own key, else the nearest "x/..."
+// key it lies under.
+func allowList(rel string) ([]string, bool) {
+	if a, ok := allowed[rel]; ok {
+		return a, true
+	}
+	for p := rel; p != "" && p != "."; {
+		i := strings.LastIndex(p, "/")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+		if a, ok := allowed[p+"/..."]; ok {
+			return a, true
+		}
+	}
+	return nil, false
+}
+
+// matches reports whether dep is named by allow: "*", the package
+// itself, or "x/..." covering it.
+func matches(allow []string, dep string) bool {
+	for _, a := range allow {
+		if a == "*" || a == dep {
+			return true
+		}
+		if base, ok := strings.CutSuffix(a, "/..."); ok && within(dep, base) {
 			return true
 		}
 	}
 	return false
+}
+
+func matchesAny(keys []string, rel string) bool {
+	for _, k := range keys {
+		if within(rel, k) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// below is an import path of the module relative to it ("" for the root).
+func below(path string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(path, module), "/")
 }
 
 // isStdlib reports whether an import path belongs to the standard library,
@@ -161,6 +248,5 @@ func within(rel, key string) bool {
 
 // isProduct reports whether a package ships in the pinbot binary.
 func isProduct(rel string) bool {
-	return !strings.HasPrefix(rel, "hack/") && !strings.HasPrefix(rel, "internal/testenv") &&
-		rel != ""
+	return rel != "" && !matchesAny(testSupport, rel)
 }

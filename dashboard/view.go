@@ -17,7 +17,10 @@ import (
 	"time"
 
 	"pinbot.dev/pinbot/gitforge"
-	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/reconciler/history"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 // Sources of an app.
@@ -34,11 +37,11 @@ type App struct {
 	// Source says who syncs it: SourcePinbot, SourceArgoCD or SourceFlux.
 	Source string
 	// Status is the last pass's status; nil before the first pass.
-	Status *reconciler.AppStatus
+	Status *status.App
 	// Verification is the last pass's verification; nil when none ran.
-	Verification *reconciler.Verification
+	Verification *verdict.Verification
 	// Record is the persisted status and sync history; nil when none.
-	Record *reconciler.Record
+	Record *history.Record
 	// Pulls are the open promotion pull requests into the app's repository
 	// (only asked for on the app's page).
 	Pulls []gitforge.Pull
@@ -192,7 +195,7 @@ func changed(a App) time.Time {
 
 // workloads groups container verdicts by workload and container, in
 // order of first appearance, each Pod next to the digest Git pins.
-func workloads(cs []reconciler.ContainerVerdict) []WorkloadView {
+func workloads(cs []verdict.ContainerVerdict) []WorkloadView {
 	var out []WorkloadView
 	idx := map[[2]string]int{}
 	for _, c := range cs {
@@ -201,25 +204,22 @@ func workloads(cs []reconciler.ContainerVerdict) []WorkloadView {
 		if !ok {
 			i = len(out)
 			idx[k] = i
-			out = append(out, WorkloadView{Workload: c.Workload, Container: c.Container, Git: shortDigest(c.GitDigest)})
+			out = append(out, WorkloadView{Workload: c.Workload, Container: c.Container, Git: digestCell(c.GitDigest)})
 		}
 		out[i].Pods = append(out[i].Pods, PodView{
-			Pod: c.Pod, Running: shortDigest(c.RunningDigest), Verdict: string(c.Verdict),
-			Mismatch: c.Verdict == reconciler.Mismatch,
+			Pod: c.Pod, Running: digestCell(c.RunningDigest), Verdict: string(c.Verdict),
+			Mismatch: c.Verdict == verdict.Mismatch,
 		})
 	}
 	return out
 }
 
-// shortDigest keeps "sha256:" and 12 hex digits; "" reads "-".
-func shortDigest(d string) string {
+// digestCell is a digest as a table cell shows it: short, or "-" for none.
+func digestCell(d string) string {
 	if d == "" {
 		return "-"
 	}
-	if i := strings.LastIndex(d, "sha256:"); i >= 0 && len(d) >= i+7+12 {
-		return d[i : i+7+12]
-	}
-	return d
+	return imageref.Short(d)
 }
 
 // commitLink links sha to its page on the forge: Gitea (like GitHub)
@@ -249,28 +249,28 @@ func safeURL(s string) string {
 	return s
 }
 
-func syncClass(s reconciler.SyncState) string {
+func syncClass(s status.SyncState) string {
 	switch s {
-	case reconciler.Synced:
+	case status.Synced:
 		return "ok"
-	case reconciler.OutOfSync:
+	case status.OutOfSync:
 		return "warn"
 	}
 	return "bad"
 }
 
-func healthClass(h reconciler.Health) string {
+func healthClass(h verdict.Health) string {
 	switch h {
-	case reconciler.Healthy:
+	case verdict.Healthy:
 		return "ok"
-	case reconciler.Progressing:
+	case verdict.Progressing:
 		return "warn"
 	}
 	return "bad"
 }
 
-func resultClass(r reconciler.Result) string {
-	if r == reconciler.Applied {
+func resultClass(r history.Result) string {
+	if r == history.Applied {
 		return "ok"
 	}
 	return "bad"

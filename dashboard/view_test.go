@@ -7,7 +7,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"pinbot.dev/pinbot/gitforge"
-	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/history"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 const (
@@ -28,16 +30,16 @@ func fixtureApps() []App {
 	return []App{
 		{
 			Name: "web", Source: SourcePinbot,
-			Status: &reconciler.AppStatus{App: "web", Repo: "http://gitea.test/platform/manifests.git", Commit: commit1,
-				Sync: reconciler.OutOfSync, Health: reconciler.Degraded, HealthReason: "Deployment/web: 1 of 2 updated",
+			Status: &status.App{App: "web", Repo: "http://gitea.test/platform/manifests.git", Commit: commit1,
+				Sync: status.OutOfSync, Health: verdict.Degraded, HealthReason: "Deployment/web: 1 of 2 updated",
 				Verification: "1 of 2 Pods run what Git pins"},
-			Verification: &reconciler.Verification{Containers: []reconciler.ContainerVerdict{
-				{Workload: "Deployment/web", Container: "web", Pod: "web-1", GitDigest: "gitea.test/p/web@" + digestA, RunningDigest: "gitea.test/p/web@" + digestA, Verdict: reconciler.Verified},
-				{Workload: "Deployment/web", Container: "web", Pod: "web-2", GitDigest: "gitea.test/p/web@" + digestA, RunningDigest: "gitea.test/p/web@" + digestB, Verdict: reconciler.Mismatch},
+			Verification: &verdict.Verification{Containers: []verdict.ContainerVerdict{
+				{Workload: "Deployment/web", Container: "web", Pod: "web-1", GitDigest: "gitea.test/p/web@" + digestA, RunningDigest: "gitea.test/p/web@" + digestA, Verdict: verdict.Verified},
+				{Workload: "Deployment/web", Container: "web", Pod: "web-2", GitDigest: "gitea.test/p/web@" + digestA, RunningDigest: "gitea.test/p/web@" + digestB, Verdict: verdict.Mismatch},
 			}},
-			Record: &reconciler.Record{
-				Status: &reconciler.AppStatus{ObservedAt: checked},
-				Entries: []reconciler.Entry{{Commit: commit1, Time: synced, Trigger: "auto", Result: reconciler.Applied,
+			Record: &history.Record{
+				Status: &status.App{ObservedAt: checked},
+				Entries: []history.Entry{{Commit: commit1, Time: synced, Trigger: "auto", Result: history.Applied,
 					Verified: false, Summary: "1 of 2 Pods run what Git pins"}},
 			},
 			Pulls: []gitforge.Pull{{Number: 7, Title: "promote web", URL: "http://gitea.test/platform/manifests/pulls/7"}},
@@ -45,9 +47,9 @@ func fixtureApps() []App {
 		{Name: "billing", Source: SourceArgoCD},
 		{
 			Name: "api",
-			Status: &reconciler.AppStatus{Repo: "file:///srv/git/api", Commit: commit1, Sync: reconciler.Synced,
-				Health: reconciler.Healthy, Verified: true, Verification: "2 of 2 Pods verified"},
-			Record: &reconciler.Record{Entries: []reconciler.Entry{{Commit: commit1, Time: synced}}},
+			Status: &status.App{Repo: "file:///srv/git/api", Commit: commit1, Sync: status.Synced,
+				Health: verdict.Healthy, Verified: true, Verification: "2 of 2 Pods verified"},
+			Record: &history.Record{Entries: []history.Entry{{Commit: commit1, Time: synced}}},
 		},
 	}
 }

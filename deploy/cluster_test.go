@@ -29,7 +29,9 @@ import (
 	"sigs.k8s.io/kustomize/api/resmap"
 
 	"pinbot.dev/pinbot/internal/testenv/kube"
-	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/history"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/store"
 )
 
 // The ServiceAccount deploy/ runs pinbot as, as the API server
@@ -369,19 +371,19 @@ func testHistory(ctx context.Context, t *testing.T, saKube kubernetes.Interface)
 	if _, err := saKube.CoreV1().Namespaces().Get(ctx, stateNamespace, metav1.GetOptions{}); err != nil {
 		t.Fatalf("reading the state namespace: %s", err)
 	}
-	h := reconciler.NewHistory(saKube, stateNamespace)
+	h := store.New(saKube, stateNamespace)
 	if err := h.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// Another state namespace than deploy/'s: the ServiceAccount may not
 	// read it, and the check must still stop rather than pass silently.
-	err := reconciler.NewHistory(saKube, "pinbot-elsewhere").Check(ctx)
-	if !errors.Is(err, reconciler.ErrNoStateNamespace) || !strings.Contains(err.Error(), `"pinbot-elsewhere"`) {
+	err := store.New(saKube, "pinbot-elsewhere").Check(ctx)
+	if !errors.Is(err, store.ErrNoStateNamespace) || !strings.Contains(err.Error(), `"pinbot-elsewhere"`) {
 		t.Errorf("History.Check of a namespace the ServiceAccount cannot see = %v, want ErrNoStateNamespace naming it", err)
 	}
 	for _, commit := range []string{"c1", "c2"} {
-		err := h.Update(ctx, "web", func(r *reconciler.Record) bool {
-			r.Status = &reconciler.AppStatus{App: "web", Commit: commit}
+		err := h.Update(ctx, "web", func(r *history.Record) bool {
+			r.Status = &status.App{App: "web", Commit: commit}
 			return true
 		})
 		if err != nil {

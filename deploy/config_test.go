@@ -6,7 +6,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"pinbot.dev/pinbot/cmd/pinbot/cli"
-	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/serve"
 )
 
 // TestShippedConfigParses holds config.yaml's reconciler config to the
@@ -26,7 +26,7 @@ func TestShippedConfigParses(t *testing.T) {
 	if !ok {
 		t.Fatal("config.yaml has no data key reconciler.yaml")
 	}
-	cfg, err := reconciler.Parse("deploy/config.yaml:reconciler.yaml", []byte(body))
+	cfg, err := serve.Parse("deploy/config.yaml:reconciler.yaml", []byte(body))
 	if err != nil {
 		t.Fatalf("the shipped reconciler config does not parse: %s", err)
 	}

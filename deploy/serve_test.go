@@ -17,7 +17,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"pinbot.dev/pinbot/cmd/pinbot/cli"
-	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/serve"
 )
 
 // stateNamespace is the namespace deploy/ creates: pinbot runs there and
@@ -143,7 +143,7 @@ func TestServeDeployment(t *testing.T) {
 	if cfgVol == nil || cfgVol.ConfigMap == nil || cfgVol.ConfigMap.Name != cm.Name || cm.Data[path.Base(cfgPath)] == "" {
 		t.Fatalf("--config %s is not the key %s of ConfigMap %s", cfgPath, path.Base(cfgPath), cm.Name)
 	}
-	cfg, err := reconciler.Parse(cfgPath, []byte(cm.Data[path.Base(cfgPath)]))
+	cfg, err := serve.Parse(cfgPath, []byte(cm.Data[path.Base(cfgPath)]))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,6 +87,7 @@ type Gitea struct {
 	url     string   // the base URL without a trailing slash, for the SDK
 	baseURL *url.URL // the base URL as given, parsed
 	hc      *http.Client
+	auth    Auth // for Git over HTTP: the same token and CA
 
 	mu      sync.Mutex
 	version string // the server's, probed once on first use
@@ -144,7 +145,7 @@ func NewGitea(baseURL, token string, opts ...GiteaOption) (*Gitea, error) {
 	} else if o.caFile != "" {
 		return nil, errors.New("gitea client: WithCAFile and WithHTTPClient exclude each other; put the CA in the client's transport")
 	}
-	return &Gitea{url: strings.TrimSuffix(u.String(), "/"), baseURL: u, hc: withToken(hc, u, token)}, nil
+	return &Gitea{url: strings.TrimSuffix(u.String(), "/"), baseURL: u, hc: withToken(hc, u, token), auth: Auth{Token: token, CAFile: o.caFile}}, nil
 }
 
 // caPool returns the system roots plus the certificates in caFile.

@@ -9,6 +9,27 @@ import (
 	"pinbot.dev/pinbot/internal/redact"
 )
 
+// TokenEnv is the environment variable that holds the Gitea token when no
+// token file is named. A token is never a flag value: flags show in
+// process listings and shell history.
+const TokenEnv = "PINBOT_GITEA_TOKEN"
+
+// ResolveToken is the one place pinbot finds a Gitea token: the token file
+// when one is named (see ReadToken), else $PINBOT_GITEA_TOKEN, trimmed. The
+// token is registered with internal/redact and checked (CheckToken). It
+// is "" when neither holds one.
+func ResolveToken(file string) (string, error) {
+	if file != "" {
+		return ReadToken(file)
+	}
+	tok := strings.TrimSpace(strings.TrimPrefix(os.Getenv(TokenEnv), "\ufeff"))
+	redact.Register(tok)
+	if err := CheckToken(tok); err != nil {
+		return "", fmt.Errorf("$%s: %w", TokenEnv, err)
+	}
+	return tok, nil
+}
+
 // MaxTokenFile bounds the size of a token file ReadToken accepts; Gitea's
 // tokens are 40 hex digits.
 const MaxTokenFile = 4 << 10
@@ -32,7 +53,7 @@ func ReadToken(file string) (string, error) {
 	if len(raw) > MaxTokenFile {
 		return "", fmt.Errorf("token file %s: larger than %d bytes: is it a token?", file, MaxTokenFile)
 	}
-	tok := strings.TrimSpace(string(raw))
+	tok := strings.TrimSpace(strings.TrimPrefix(string(raw), "\ufeff"))
 	redact.Register(tok)
 	if err := CheckToken(tok); err != nil {
 		return "", fmt.Errorf("token file %s: %w", file, err)
@@ -48,4 +69,21 @@ func CheckToken(tok string) error {
 		return fmt.Errorf("the token holds a line break, a space or a control character (at byte %d): a token is one word on one line", i)
 	}
 	return nil
+}
+
+// Dial returns the client of the Gitea at baseURL that trusts caFile (when
+// named) besides the system roots, with token, or when that is "" the
+// token ResolveToken finds for tokenFile.
+func Dial(baseURL, tokenFile, caFile, token string) (*Gitea, error) {
+	if token == "" {
+		var err error
+		if token, err = ResolveToken(tokenFile); err != nil {
+			return nil, err
+		}
+	}
+	var opts []GiteaOption
+	if caFile != "" {
+		opts = append(opts, WithCAFile(caFile))
+	}
+	return NewGitea(baseURL, token, opts...)
 }

@@ -1,30 +1,10 @@
 package gitforge
 
 import (
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 )
-
-// Cleartext reports whether requests to u cross the network in clear, so
-// that a token sent with them could be read on the way: plain HTTP to a
-// host that is not loopback (localhost, 127.0.0.0/8 or ::1). HTTPS, and
-// plain HTTP that never leaves the machine, are not cleartext.
-func Cleartext(u *url.URL) bool {
-	return strings.EqualFold(u.Scheme, "http") && !isLoopback(u.Hostname())
-}
-
-// isLoopback reports whether hostname (without port or brackets) is
-// localhost or a loopback address. Any other name, even one that resolves
-// to loopback, counts as remote: what a name resolves to can change.
-func isLoopback(hostname string) bool {
-	if strings.EqualFold(hostname, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(hostname)
-	return ip != nil && ip.IsLoopback()
-}
 
 // origin is what a credential is issued for: scheme, host and port.
 type origin struct{ scheme, host, port string }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/loopback"
 )
 
 func TestCleartext(t *testing.T) {
@@ -43,7 +44,7 @@ func TestCleartext(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := gitforge.Cleartext(u); got != tc.want {
+			if got := loopback.Cleartext(u); got != tc.want {
 				t.Errorf("Cleartext(%s) = %t, want %t", tc.url, got, tc.want)
 			}
 		})

@@ -43,6 +43,9 @@ func cloneURL(base *url.URL, repo Repo) string {
 // package function CloneURL.
 func (g *Gitea) CloneURL(repo Repo) string { return cloneURL(g.baseURL, repo) }
 
+// GitAuth is how Git authenticates to this Gitea: its token and CA.
+func (g *Gitea) GitAuth() Auth { return g.auth }
+
 // RepoOf returns the repository that cloneURL names on the Gitea at
 // baseURL; it is the inverse of CloneURL. The host and port must be
 // baseURL's (in any case) and the path must lie under baseURL's path; the
@@ -71,4 +74,26 @@ func RepoOf(baseURL, cloneURL string) (Repo, error) {
 		return Repo{}, fmt.Errorf("repository URL %s: want %sOWNER/NAME[.git]", redact.URL(cloneURL), prefix)
 	}
 	return repo, nil
+}
+
+// RepoKey is a repository URL reduced to scheme://host/path for comparing
+// two URLs of one repository: no credentials, host in lower case, no
+// trailing "/" or ".git". It is "" when u is not an absolute URL.
+func RepoKey(u string) string {
+	p, err := url.Parse(strings.TrimSpace(u))
+	if err != nil || p.Scheme == "" || p.Host == "" {
+		return ""
+	}
+	path := strings.TrimRight(p.Path, "/")
+	path = strings.TrimSuffix(path, ".git")
+	path = strings.TrimRight(path, "/")
+	return strings.ToLower(p.Scheme) + "://" + strings.ToLower(p.Host) + path
+}
+
+// Short is a commit id as people read it: its first 12 hex digits.
+func Short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
 }

@@ -68,6 +68,13 @@ type Env struct {
 	OnPhase func(Phase)
 }
 
+// NewEnv is the Env of promotions into repo on forge, with the registry
+// reg: Git goes to the forge's clone URL of repo, with the forge's token
+// and CA. Base, CacheDir and the rest keep their defaults.
+func NewEnv(forge *gitforge.Gitea, reg Registry, repo gitforge.Repo) Env {
+	return Env{Forge: forge, Registry: reg, Repo: repo, CloneURL: forge.CloneURL(repo), Auth: forge.GitAuth()}
+}
+
 func (e *Env) defaults() {
 	if e.Now == nil {
 		e.Now = time.Now

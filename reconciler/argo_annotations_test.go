@@ -12,6 +12,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/history"
+	"pinbot.dev/pinbot/reconciler/hook"
+	"pinbot.dev/pinbot/reconciler/prune"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/verdict"
+	"pinbot.dev/pinbot/reconciler/wave"
 )
 
 // Manifests written for Argo CD keep their meaning (issue 10, part 3):
@@ -57,7 +63,7 @@ func TestArgoCDAnnotations(t *testing.T) {
 	if s.configMapExists(s.name, "skipped") {
 		t.Error("the Skip object was applied")
 	}
-	if e := s.latest(); e.Commit != commit || e.Result != reconciler.Applied || e.Applied != 6 {
+	if e := s.latest(); e.Commit != commit || e.Result != history.Applied || e.Applied != 6 {
 		t.Errorf("history entry %+v, want 6 objects applied", e)
 	}
 
@@ -71,8 +77,8 @@ func TestArgoCDAnnotations(t *testing.T) {
 		_, err := env.kube.BatchV1().Jobs(s.name).Get(testCtx, "seed", metav1.GetOptions{})
 		return err != nil, fmt.Sprint(err)
 	})
-	st, _ := s.waitStatus(time.Minute, "verified", func(st *reconciler.AppStatus, v *reconciler.Verification) bool { return st.Verified })
-	if st.Sync != reconciler.Synced || len(st.OutOfSync) != 0 {
+	st, _ := s.waitStatus(time.Minute, "verified", func(st *status.App, v *verdict.Verification) bool { return st.Verified })
+	if st.Sync != status.Synced || len(st.OutOfSync) != 0 {
 		t.Errorf("status without the hook Job: %s, out of sync %v", describe(st, nil), st.OutOfSync)
 	}
 	d, err := s.r.Diff(testCtx, s.name)
@@ -96,9 +102,9 @@ func TestArgoCDAnnotations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantPlan := reconciler.PrunePlan{
+	wantPlan := prune.Orphans{
 		Delete: refs("ConfigMap/argoann/extra", "ConfigMap/argoann/old"),
-		Keep:   []reconciler.KeptObject{{Object: refs("ConfigMap/argoann/keep")[0], Reason: "annotation argocd.argoproj.io/sync-options: Prune=false"}},
+		Keep:   []prune.Kept{{Object: refs("ConfigMap/argoann/keep")[0], Reason: "annotation argocd.argoproj.io/sync-options: Prune=false"}},
 	}
 	if diff := cmp.Diff(wantPlan, plan.Orphans); diff != "" {
 		t.Errorf("prune plan (-want +got):\n%s", diff)
@@ -133,8 +139,8 @@ func TestFailedHookRunsAgainOnManualSync(t *testing.T) {
 		"app/migrate.yaml": migrationJob("migrate", "hookfail", img.ref(), `helm.sh/hook: pre-install`),
 	}, "A failing hook")
 	_, _, err := s.r.Sync(testCtx, s.name, 0)
-	var we *reconciler.WaveError
-	if !errors.As(err, &we) || we.Phase != reconciler.PhasePreSync || we.Object.Name != "migrate" || !strings.HasPrefix(err.Error(), "PreSync wave 0: Job hookfail/migrate failed: ") {
+	var we *wave.Error
+	if !errors.As(err, &we) || we.Phase != hook.PreSync || we.Object.Name != "migrate" || !strings.HasPrefix(err.Error(), "PreSync wave 0: Job hookfail/migrate failed: ") {
 		t.Fatalf("sync error = %v, want a PreSync *WaveError naming Job migrate", err)
 	}
 	if s.deploymentExists("web") {

@@ -1,264 +1,183 @@
 package reconciler
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
+	"errors"
 	"fmt"
-	"reflect"
-	"strconv"
-	"strings"
+	"sync"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"pinbot.dev/pinbot/reconciler/diff"
+	"pinbot.dev/pinbot/reconciler/hook"
+	"pinbot.dev/pinbot/reconciler/object"
+	"pinbot.dev/pinbot/reconciler/ssa"
+	"pinbot.dev/pinbot/reconciler/status"
 )
-
-// Drift is one field Git sets whose value on the cluster differs from
-// Git's: someone or something changed the cluster.
-type Drift struct {
-	Object ObjectRef `json:"object"`
-	// Path reads "spec.replicas" or
-	// "spec.template.spec.containers[name=app].image".
-	Path string `json:"path"`
-	// Pointer is the field's RFC 6901 JSON pointer in the live object
-	// ("/spec/template/spec/containers/0/image"), what ignore rules match.
-	Pointer string `json:"pointer"`
-	// Git is the value a server-side apply of Git's manifest would set;
-	// Live the cluster's, nil when the field is absent. Secret data reads
-	// "<redacted>".
-	Git  any `json:"git"`
-	Live any `json:"live"`
-	// LiveAbsent says the cluster does not have the field at all.
-	LiveAbsent bool `json:"live_absent,omitempty"`
-}
-
-// String reads "Deployment web/web: spec.replicas git=3 live=1", or
-// "Deployment web/web: missing from the cluster" for a whole object.
-func (d Drift) String() string {
-	if d.Path == "" {
-		return fmt.Sprintf("%s: missing from the cluster", d.Object)
-	}
-	return fmt.Sprintf("%s: %s git=%s live=%s", d.Object, d.Path, formatValue(d.Git, true), formatValue(d.Live, !d.LiveAbsent))
-}
 
 // Diff is what `pinbot diff` reports for an app: every drifted field, the
 // objects Git declares that the cluster lacks (Missing) and the objects
 // carrying the app's inventory label that Git no longer renders
 // (Orphaned), compared against Commit.
 type Diff struct {
-	App    string    `json:"app"`
-	Commit string    `json:"commit"`
-	Sync   SyncState `json:"sync"`
+	App    string           `json:"app"`
+	Commit string           `json:"commit"`
+	Sync   status.SyncState `json:"sync"`
 	// Drift lists drifted fields, by object then path.
-	Drift    []Drift     `json:"drift"`
-	Missing  []ObjectRef `json:"missing"`
-	Orphaned []ObjectRef `json:"orphaned"`
+	Drift    []diff.Field `json:"drift"`
+	Missing  []object.Ref `json:"missing"`
+	Orphaned []object.Ref `json:"orphaned"`
 }
 
 // InSync reports whether the diff found nothing.
 func (d *Diff) InSync() bool { return len(d.Drift)+len(d.Missing)+len(d.Orphaned) == 0 }
 
-// redacted replaces Secret values in drift reports.
-const redacted = "<redacted>"
-
-// stampPointers are the fields pinbot adds to every object it applies:
-// their drift is not Git's content (Compare checks them).
-var stampPointers = map[string]bool{
-	"/metadata/labels/" + escapePointer(LabelApp):            true,
-	"/metadata/annotations/" + escapePointer(AnnotationHash): true,
-}
-
-// DriftOf compares dryRun, the object a server-side apply of Git's
-// manifest would produce (a dry run with field manager "pinbot" and forced
-// conflicts), with live, the object in the cluster, on exactly the fields
-// the dry run's managed-fields entry of manager "pinbot" (operation Apply)
-// lists: the fields Git's manifest sets. A field Git does not set is never
-// drift, whoever changed it. Fields under an ignore rule are skipped. Pure.
-func DriftOf(dryRun, live *unstructured.Unstructured, ignore []IgnoreRule) ([]Drift, error) {
-	ref := RefOf(dryRun)
-	owned, err := ownedFields(dryRun)
+// Diff compares app's current Git commit with the cluster and applies
+// nothing, as `pinbot diff` does: drift per field Git sets (server-side
+// apply dry runs), objects Git declares that the cluster lacks (Missing),
+// and objects of the app's inventory Git no longer declares (Orphaned).
+// Fields under the app's ignore rules are left out. When Git cannot be
+// fetched the error is a *SourceError and there is no Diff.
+func (r *Reconciler) Diff(ctx context.Context, name string) (*Diff, error) {
+	app, st, err := r.app(name)
 	if err != nil {
-		return nil, fmt.Errorf("reading the fields pinbot manages on %s: %w", ref, err)
+		return nil, err
 	}
-	secret := ref.Group == "" && ref.Kind == "Secret"
-	var out []Drift
-	owned.Leaves().Iterate(func(p fieldpath.Path) {
-		gv, gptr, ok := locate(dryRun.Object, p)
-		if !ok {
-			return // owned but unset: nothing Git asks for
-		}
-		lv, lptr, lok := locate(live.Object, p)
-		if lok && sameValue(gv, lv) {
-			return
-		}
-		ptr := gptr
-		if lok {
-			ptr = lptr
-		}
-		if stampPointers[gptr] || Ignored(ignore, ref, gptr) || Ignored(ignore, ref, ptr) {
-			return
-		}
-		d := Drift{Object: ref, Path: pathString(p), Pointer: ptr, Git: gv, Live: lv, LiveAbsent: !lok}
-		if secret && (strings.HasPrefix(ptr, "/data/") || strings.HasPrefix(ptr, "/stringData/")) {
-			d.Git = redacted
-			if lok {
-				d.Live = redacted
-			}
-		}
-		out = append(out, d)
-	})
-	return out, nil
+	st.passMu.Lock()
+	defer st.passMu.Unlock()
+	p := r.newPass(ctx, app, st, modeObserve, nil)
+	if err := p.load(ctx); err != nil {
+		return nil, err
+	}
+	if p.live, err = r.live(ctx, app, p.desired); err != nil {
+		return nil, fmt.Errorf("reading the cluster: %w", err)
+	}
+	return p.diff(ctx)
 }
 
-// ownedFields parses the fieldsV1 of u's managed-fields entry for manager
-// "pinbot", operation Apply, on the main resource.
-func ownedFields(u *unstructured.Unstructured) (*fieldpath.Set, error) {
-	for _, e := range u.GetManagedFields() {
-		if e.Manager != FieldManager || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "" {
+// diff is Diff's answer for the pass's render and cluster read.
+func (p *pass) diff(ctx context.Context) (*Diff, error) {
+	d := &Diff{App: p.app.Name, Commit: p.o.Commit, Drift: []diff.Field{}, Missing: []object.Ref{}, Orphaned: []object.Ref{}}
+	fields, err := p.fieldDiffs(ctx, p.desired, p.live)
+	if err != nil {
+		return nil, err
+	}
+	d.Drift = append(d.Drift, fields...)
+	orphans, err := p.orphans(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d.Orphaned = append(d.Orphaned, orphans...)
+	for _, o := range p.desired {
+		if p.live[object.RefOf(o)] == nil && !hook.Is(o) {
+			d.Missing = append(d.Missing, object.RefOf(o))
+		}
+	}
+	object.Sort(d.Missing)
+	d.Sync = status.Synced
+	if !d.InSync() {
+		d.Sync = status.OutOfSync
+	}
+	return d, nil
+}
+
+// diffWorkers bounds the concurrent server-side dry runs of one pass; the
+// client's rate limit (100 requests/s) bounds them further.
+const diffWorkers = 16
+
+// fieldDiffs diffs every desired object present in live: a server-side
+// apply dry run of Git's version (field manager "pinbot", forced) compared
+// with the live object on the fields the dry run says pinbot owns
+// (diff.Fields). Objects unchanged since their last diff, on the cluster
+// and in Git, reuse it. The app's ignore rules are applied last. An object
+// found clean ends its drift war.
+func (p *pass) fieldDiffs(ctx context.Context, desired []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) ([]diff.Field, error) {
+	type job struct {
+		desired, live *unstructured.Unstructured
+		hash          string
+	}
+	st := p.st
+	var raw []diff.Field
+	var jobs []job
+	for _, d := range desired {
+		l := live[object.RefOf(d)]
+		if l == nil || hook.Is(d) {
+			continue // hooks are never drift: a sync runs them
+		}
+		h, err := object.ConfigHash(d)
+		if err != nil {
+			return nil, err
+		}
+		if c, ok := st.diffs[object.RefOf(d)]; ok && c.uid == l.GetUID() && c.rv == l.GetResourceVersion() && c.hash == h {
+			raw = append(raw, c.fields...)
 			continue
 		}
-		if e.FieldsV1 == nil {
-			return &fieldpath.Set{}, nil
-		}
-		s := &fieldpath.Set{}
-		if err := s.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
-			return nil, fmt.Errorf("parsing fieldsV1: %w", err)
-		}
-		return s, nil
+		jobs = append(jobs, job{desired: d, live: l, hash: h})
 	}
-	return nil, fmt.Errorf("no managed-fields entry of manager %q", FieldManager)
-}
-
-// locate finds the value at p in obj and its JSON pointer, resolving
-// associative-list keys and set values to the matching item's index.
-func locate(obj map[string]any, p fieldpath.Path) (any, string, bool) {
-	var cur any = obj
-	var ptr strings.Builder
-	for _, pe := range p {
-		switch {
-		case pe.FieldName != nil:
-			m, ok := cur.(map[string]any)
-			if !ok {
-				return nil, "", false
-			}
-			v, ok := m[*pe.FieldName]
-			if !ok {
-				return nil, "", false
-			}
-			ptr.WriteString("/" + escapePointer(*pe.FieldName))
-			cur = v
-		case pe.Key != nil, pe.Value != nil, pe.Index != nil:
-			l, ok := cur.([]any)
-			if !ok {
-				return nil, "", false
-			}
-			i := itemIndex(l, pe)
-			if i < 0 {
-				return nil, "", false
-			}
-			ptr.WriteString("/" + strconv.Itoa(i))
-			cur = l[i]
-		default:
-			return nil, "", false
+	var (
+		mu    sync.Mutex
+		errs  []error
+		fresh = map[object.Ref]cachedDiff{}
+		g     errgroup.Group
+	)
+	g.SetLimit(diffWorkers)
+	for _, j := range jobs {
+		if ctx.Err() != nil {
+			break
 		}
+		g.Go(func() error {
+			dry, err := p.r.applier.ApplyObject(ctx, p.app.Name, j.desired, ssa.DryRun())
+			var fields []diff.Field
+			if err == nil {
+				fields, err = diff.Fields(dry, j.live, nil)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err) // every failure is reported, joined
+				return nil
+			}
+			fresh[object.RefOf(j.desired)] = cachedDiff{uid: j.live.GetUID(), rv: j.live.GetResourceVersion(), hash: j.hash, fields: fields}
+			raw = append(raw, fields...)
+			return nil
+		})
 	}
-	return cur, ptr.String(), true
-}
-
-// itemIndex finds the list item pe selects, or -1.
-func itemIndex(l []any, pe fieldpath.PathElement) int {
-	switch {
-	case pe.Index != nil:
-		if *pe.Index >= 0 && *pe.Index < len(l) {
-			return *pe.Index
+	_ = g.Wait() // the functions report through errs
+	if st.diffs == nil {
+		st.diffs = map[object.Ref]cachedDiff{}
+	}
+	for ref, c := range fresh {
+		if prev, ok := st.diffs[ref]; ok && prev.hash != c.hash {
+			st.guard.Reset(ref) // a person changed the manifest: the war count starts over
 		}
-	case pe.Value != nil:
-		want := (*pe.Value).Unstructured()
-		for i, item := range l {
-			if sameValue(item, want) {
-				return i
-			}
-		}
-	case pe.Key != nil:
-	items:
-		for i, item := range l {
-			m, ok := item.(map[string]any)
-			if !ok {
-				continue
-			}
-			for _, f := range *pe.Key {
-				if v, ok := m[f.Name]; !ok || !sameValue(v, f.Value.Unstructured()) {
-					continue items
-				}
-			}
-			return i
+		st.diffs[ref] = c
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("diffing app %s: %w", p.app.Name, err)
+	}
+	out := diff.Without(raw, p.app.Ignore)
+	diff.Sort(out)
+	drifted := map[object.Ref]bool{}
+	for _, d := range out {
+		drifted[d.Object] = true
+	}
+	declared := make(map[object.Ref]bool, len(desired))
+	for _, d := range desired {
+		declared[object.RefOf(d)] = true
+	}
+	for ref := range live {
+		if !drifted[ref] {
+			st.guard.Settle(ref)
 		}
 	}
-	return -1
-}
-
-// sameValue compares two decoded JSON values; numbers compare by value
-// whatever their Go type.
-func sameValue(a, b any) bool {
-	if reflect.DeepEqual(a, b) {
-		return true
-	}
-	ja, err1 := json.Marshal(a)
-	jb, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
-}
-
-// pathString renders p for people: "spec.replicas",
-// "spec.template.spec.containers[name=app].image",
-// `metadata.labels["app.kubernetes.io/name"]`, "metadata.finalizers[=x]".
-func pathString(p fieldpath.Path) string {
-	var b strings.Builder
-	for _, pe := range p {
-		switch {
-		case pe.FieldName != nil:
-			n := *pe.FieldName
-			if n == "" || strings.ContainsAny(n, ".[]\"/ ") {
-				b.WriteString("[" + strconv.Quote(n) + "]")
-				continue
-			}
-			if b.Len() > 0 {
-				b.WriteByte('.')
-			}
-			b.WriteString(n)
-		case pe.Key != nil:
-			var kv []string
-			for _, f := range *pe.Key {
-				kv = append(kv, f.Name+"="+formatValue(f.Value.Unstructured(), true))
-			}
-			b.WriteString("[" + strings.Join(kv, ",") + "]")
-		case pe.Value != nil:
-			b.WriteString("[=" + formatValue((*pe.Value).Unstructured(), true) + "]")
-		case pe.Index != nil:
-			b.WriteString("[" + strconv.Itoa(*pe.Index) + "]")
+	for ref := range st.diffs {
+		if !declared[ref] {
+			delete(st.diffs, ref) // Git no longer declares it
 		}
 	}
-	return b.String()
-}
-
-// formatValue prints a value compactly: scalars as they are (strings
-// unquoted unless empty or spaced), maps and lists as JSON, an absent
-// value as "<absent>".
-func formatValue(v any, present bool) string {
-	if !present {
-		return "<absent>"
-	}
-	switch x := v.(type) {
-	case string:
-		if x == "" || strings.ContainsAny(x, " \t\n\"") {
-			return strconv.Quote(x)
-		}
-		return x
-	case nil:
-		return "null"
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
+	return out, nil
 }

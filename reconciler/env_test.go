@@ -22,10 +22,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"pinbot.dev/pinbot/gitforge"
-	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/internal/testenv/kube"
+	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/internal/testenv/stack"
 	"pinbot.dev/pinbot/registry"
 )

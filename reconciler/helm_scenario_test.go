@@ -11,7 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/history"
+	"pinbot.dev/pinbot/reconciler/object"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 // helmChart is the files of a chart at app/: a Deployment and a
@@ -173,13 +176,13 @@ func TestHelmChartApp(t *testing.T) {
 		t.Errorf("the helm test Pod: %v, want it never applied", err)
 	}
 	first := s.latest()
-	if first.Commit != commit || first.Result != reconciler.Applied || first.Applied != 4 {
+	if first.Commit != commit || first.Result != history.Applied || first.Applied != 4 {
 		t.Errorf("history entry %+v, want 4 objects applied at %s", first, commit)
 	}
-	st, _ := s.waitStatus(2*time.Minute, "verified", func(st *reconciler.AppStatus, v *reconciler.Verification) bool {
-		return st.Verified && st.Sync == reconciler.Synced && v != nil && len(v.Containers) == 2
+	st, _ := s.waitStatus(2*time.Minute, "verified", func(st *status.App, v *verdict.Verification) bool {
+		return st.Verified && st.Sync == status.Synced && v != nil && len(v.Containers) == 2
 	})
-	if st.Health != reconciler.Healthy || st.Commit != commit {
+	if st.Health != verdict.Healthy || st.Commit != commit {
 		t.Errorf("status: %s at %s", describe(st, nil), st.Commit)
 	}
 
@@ -192,7 +195,7 @@ func TestHelmChartApp(t *testing.T) {
 	if diff := cmp.Diff(before, snapshot(t, s.name)); diff != "" {
 		t.Errorf("the second sync of the same commit changed the cluster (-before +after):\n%s", diff)
 	}
-	if e := s.latest(); e.Commit != commit || e.Result != reconciler.Applied || e.Applied != 3 {
+	if e := s.latest(); e.Commit != commit || e.Result != history.Applied || e.Applied != 3 {
 		t.Errorf("second sync's history entry %+v, want 3 objects applied (the hook kept)", e)
 	}
 	d, err := s.r.Diff(testCtx, s.name)
@@ -226,7 +229,7 @@ func TestHelmChartApp(t *testing.T) {
 	if applied := appliedAt(web2.ManagedFields); web2.Spec.Template.Spec.Containers[0].Image != img2.ref() || applied.Before(job2.Status.CompletionTime.Time.Truncate(time.Second)) {
 		t.Errorf("Deployment image %s applied at %s, hook Job completed at %s: want %s after the hook", web2.Spec.Template.Spec.Containers[0].Image, applied, job2.Status.CompletionTime, img2.ref())
 	}
-	s.waitStatus(2*time.Minute, "verified on the new digest", func(st *reconciler.AppStatus, v *reconciler.Verification) bool {
+	s.waitStatus(2*time.Minute, "verified on the new digest", func(st *status.App, v *verdict.Verification) bool {
 		return st.Verified && v != nil && len(v.Containers) == 2 && v.Containers[0].GitDigest == img2.digest
 	})
 }
@@ -237,7 +240,7 @@ func TestHelmChartApp(t *testing.T) {
 func snapshot(t *testing.T, ns string) []string {
 	t.Helper()
 	var out []string
-	cms, err := env.kube.CoreV1().ConfigMaps(ns).List(testCtx, metav1.ListOptions{LabelSelector: reconciler.LabelApp + "=" + ns})
+	cms, err := env.kube.CoreV1().ConfigMaps(ns).List(testCtx, metav1.ListOptions{LabelSelector: object.LabelApp + "=" + ns})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +274,7 @@ func snapshot(t *testing.T, ns string) []string {
 // appliedAt is when field manager pinbot last applied the object.
 func appliedAt(mfs []metav1.ManagedFieldsEntry) time.Time {
 	for _, mf := range mfs {
-		if mf.Manager == reconciler.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Time != nil {
+		if mf.Manager == object.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Time != nil {
 			return mf.Time.Time
 		}
 	}

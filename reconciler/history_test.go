@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/history"
 )
 
 // historyCounter counts the requests a Reconciler makes for one app's
@@ -57,7 +59,7 @@ func (c *historyCounter) take() map[string]int {
 // verification and the status.
 func TestSyncPassReadsHistoryOnce(t *testing.T) {
 	s := newScenario(t, "history-once", "{}")
-	cfg, err := reconciler.Load(s.cfg)
+	cfg, err := config.Load(s.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +135,7 @@ func TestSupersededByNewHead(t *testing.T) {
 	}
 	head := s.push(map[string]string{"app/deploy.yaml": deployment(1, img.ref())}, "Pin the image that is there")
 	s.run()
-	var got reconciler.Entry
+	var got history.Entry
 	until(t, rollout, "the loop settles the old sync as superseded", func() (bool, string) {
 		rec, err := s.r.History(testCtx, s.name)
 		if err != nil || len(rec.Entries) == 0 {

@@ -3,64 +3,51 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"maps"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/reconciler/diff"
+	"pinbot.dev/pinbot/reconciler/object"
 )
 
-// inspect notes the app's drift and orphans in o, and heals when mayHeal
-// says so. A pass that just synced has no drift (it applied Git); a
-// follow-up pass (no Git fetch) reports the last pass's findings. It
-// returns live as a heal left it (o then holds the comparison after the
-// heal); a heal is recorded in txn.
-func (r *Reconciler) inspect(ctx context.Context, app *App, st *appState, mode passMode, o *observation, txn *recordTxn,
-	desired []*unstructured.Unstructured, live map[ObjectRef]*unstructured.Unstructured, synced bool) (map[ObjectRef]*unstructured.Unstructured, error) {
-	var drift []Drift
-	var orphans []ObjectRef
-	var err error
-	if mode == modeFollow {
-		st.mu.Lock()
-		drift, orphans = st.lastDrift, st.lastOrphans
-		st.mu.Unlock()
-	} else {
-		if !synced {
-			drift, err = r.driftOf(ctx, app, st, desired, live)
-		}
-		var oerr error
-		orphans, oerr = r.orphans(ctx, app, st, desired)
-		err = errors.Join(err, oerr)
-		if err == nil && (len(drift) > 0 || len(o.outOfSync) > 0) && r.mayHeal(app, st, mode, txn.rec, o.commit) {
-			healed, herr := r.heal(ctx, app, st, txn, o.commit, desired, live, drift, o.outOfSync)
-			if len(healed) > 0 {
-				live, drift = withHealed(live, drift, healed)
-				var cerr error
-				if o.sync, o.outOfSync, cerr = Compare(app.Name, desired, live); cerr != nil {
-					herr = errors.Join(herr, cerr)
-				}
-			}
-			err = herr
-		}
-		st.mu.Lock()
-		st.lastDrift, st.lastOrphans = drift, orphans
-		st.mu.Unlock()
+// inspect notes the app's drift and orphans in p.o, and heals when
+// mayHeal says so. A pass that just synced has no drift (it applied Git);
+// a follow-up pass (no Git fetch) reports the last pass's findings. After
+// a heal, p.live holds the healed objects and p.o the comparison after
+// the heal; the heal is recorded in p.txn.
+func (p *pass) inspect(ctx context.Context) error {
+	if p.mode == modeFollow {
+		p.o.Drift, p.o.Orphans = p.st.lastDrift, p.st.lastOrphans
+		return nil
 	}
-	o.drift, o.orphans = drift, orphans
-	return live, err
+	var fields []diff.Field
+	var err error
+	if !p.synced {
+		fields, err = p.fieldDiffs(ctx, p.desired, p.live)
+	}
+	orphans, oerr := p.orphans(ctx)
+	err = errors.Join(err, oerr)
+	if err == nil && (len(fields) > 0 || len(p.o.OutOfSync) > 0) && p.mayHeal() {
+		healed, herr := p.heal(ctx, fields)
+		if len(healed) > 0 {
+			p.live, fields = withHealed(p.live, fields, healed)
+			herr = errors.Join(herr, p.compare())
+		}
+		err = herr
+	}
+	p.st.lastDrift, p.st.lastOrphans = fields, orphans
+	p.o.Drift, p.o.Orphans = fields, orphans
+	return err
 }
 
-// withHealed returns live with the healed objects replaced, and drift
+// withHealed returns live with the healed objects replaced, and fields
 // without theirs.
-func withHealed(live map[ObjectRef]*unstructured.Unstructured, drift []Drift, healed map[ObjectRef]*unstructured.Unstructured) (map[ObjectRef]*unstructured.Unstructured, []Drift) {
-	out := make(map[ObjectRef]*unstructured.Unstructured, len(live)+len(healed))
-	for ref, o := range live {
-		out[ref] = o
-	}
-	for ref, o := range healed {
-		out[ref] = o
-	}
-	var left []Drift
-	for _, d := range drift {
+func withHealed(live map[object.Ref]*unstructured.Unstructured, fields []diff.Field, healed map[object.Ref]*unstructured.Unstructured) (map[object.Ref]*unstructured.Unstructured, []diff.Field) {
+	out := maps.Clone(live)
+	maps.Copy(out, healed)
+	var left []diff.Field
+	for _, d := range fields {
 		if healed[d.Object] == nil {
 			left = append(left, d)
 		}
@@ -68,45 +55,22 @@ func withHealed(live map[ObjectRef]*unstructured.Unstructured, drift []Drift, he
 	return out, left
 }
 
-// appendRefs adds the objects of drift and orphans to refs, once each.
-func appendRefs(refs []ObjectRef, drift []Drift, orphans []ObjectRef) []ObjectRef {
-	seen := map[ObjectRef]bool{}
-	for _, r := range refs {
-		seen[r] = true
-	}
-	add := func(r ObjectRef) {
-		if !seen[r] {
-			seen[r] = true
-			refs = append(refs, r)
-		}
-	}
-	for _, d := range drift {
-		add(d.Object)
-	}
-	for _, o := range orphans {
-		add(o)
-	}
-	return refs
-}
-
-// frozenDrift notes in o, a pass stopped because the source is
-// unreachable, the drift from the last commit fetched. It only reads and dry-runs:
-// pinbot applies, heals and prunes nothing on state it cannot verify, but
-// a person should still see that the cluster moved.
-func (r *Reconciler) frozenDrift(ctx context.Context, app *App, st *appState, o *observation) {
-	st.mu.Lock()
-	commit, desired := st.commit, st.desired
-	st.mu.Unlock()
-	if desired == nil {
+// frozenDrift notes in p.o, a pass stopped because the source is
+// unreachable, the drift from the last commit fetched. It only reads and
+// dry-runs: pinbot applies, heals and prunes nothing on state it cannot
+// verify, but a person should still see that the cluster moved.
+func (p *pass) frozenDrift(ctx context.Context) {
+	if p.st.desired == nil {
 		return
 	}
-	live, err := r.live(ctx, app, desired)
+	live, err := p.r.live(ctx, p.app, p.st.desired)
+	var fields []diff.Field
 	if err == nil {
-		o.drift, err = r.driftOf(ctx, app, st, desired, live)
+		fields, err = p.fieldDiffs(ctx, p.st.desired, live)
 	}
 	if err != nil {
-		logctx.From(ctx).Debug("diffing the last commit while the source is unreachable", "app", app.Name, "error", err)
+		p.log.Debug("diffing the last commit while the source is unreachable", "error", err)
 		return
 	}
-	o.commit = commit
+	p.o.Drift, p.o.Commit = fields, p.st.commit
 }

@@ -13,7 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/object"
 )
 
 var (
@@ -73,7 +73,7 @@ func TestKillDuringSync(t *testing.T) {
 	}
 	// Kill it as soon as the first new object is live: the sync is then
 	// midway through its applies.
-	sel := metav1.ListOptions{LabelSelector: reconciler.LabelApp + "=" + s.name}
+	sel := metav1.ListOptions{LabelSelector: object.LabelApp + "=" + s.name}
 	applied := 0
 	until(t, 3*time.Minute, "the sync starts applying", func() (bool, string) {
 		cms, err := env.kube.CoreV1().ConfigMaps(s.name).List(testCtx, sel)

@@ -5,19 +5,20 @@ import (
 	"fmt"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 // Last returns app's status and verification from the last pass of this
 // process (nil before the first), for views such as the dashboard; the
 // error is for an unknown app.
-func (r *Reconciler) Last(name string) (*AppStatus, *Verification, error) {
+func (r *Reconciler) Last(name string) (*status.App, *verdict.Verification, error) {
 	_, st, err := r.app(name)
 	if err != nil {
 		return nil, nil, err
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.last, st.lastV, nil
+	s, v := st.lastPass()
+	return s, v, nil
 }
 
 // PullLister is the part of a Forge that lists pull requests
@@ -41,7 +42,7 @@ func (r *Reconciler) OpenPulls(ctx context.Context, name string) ([]gitforge.Pul
 	if !ok {
 		return nil, nil
 	}
-	repo, ok := r.report.repoOf(app)
+	repo, ok := r.report.repoOf(app.Repo)
 	if !ok {
 		return nil, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/reconciler/verdict"
 	"pinbot.dev/pinbot/registry"
 )
 
@@ -20,16 +21,16 @@ type Registry interface {
 type lookupCache struct {
 	reg Registry
 	mu  sync.Mutex
-	m   map[Lookup]Answer
+	m   map[verdict.Lookup]verdict.Answer
 }
 
 func newLookupCache(reg Registry) *lookupCache {
-	return &lookupCache{reg: reg, m: map[Lookup]Answer{}}
+	return &lookupCache{reg: reg, m: map[verdict.Lookup]verdict.Answer{}}
 }
 
 // answer resolves every lookup in needs and returns them all.
-func (c *lookupCache) answer(ctx context.Context, needs []Lookup) Lookups {
-	out := Lookups{}
+func (c *lookupCache) answer(ctx context.Context, needs []verdict.Lookup) verdict.Lookups {
+	out := verdict.Lookups{}
 	for _, l := range needs {
 		c.mu.Lock()
 		a, ok := c.m[l]
@@ -39,7 +40,7 @@ func (c *lookupCache) answer(ctx context.Context, needs []Lookup) Lookups {
 			if a.Err == "" {
 				c.mu.Lock()
 				if len(c.m) > 10000 {
-					c.m = map[Lookup]Answer{} // bound memory; answers are cheap to refetch
+					c.m = map[verdict.Lookup]verdict.Answer{} // bound memory; answers are cheap to refetch
 				}
 				c.m[l] = a
 				c.mu.Unlock()
@@ -50,28 +51,28 @@ func (c *lookupCache) answer(ctx context.Context, needs []Lookup) Lookups {
 	return out
 }
 
-func (c *lookupCache) ask(ctx context.Context, l Lookup) Answer {
+func (c *lookupCache) ask(ctx context.Context, l verdict.Lookup) verdict.Answer {
 	if c.reg == nil {
-		return Answer{Err: "no registry client"}
+		return verdict.Answer{Err: "no registry client"}
 	}
 	switch l.Kind {
-	case LookupConfig:
+	case verdict.LookupConfig:
 		d, err := c.reg.ConfigDigest(ctx, l.Ref, l.Platform)
 		if errors.Is(err, registry.ErrNoPlatform) {
-			return Answer{}
+			return verdict.Answer{}
 		}
 		if err != nil {
-			return Answer{Err: err.Error()}
+			return verdict.Answer{Err: err.Error()}
 		}
-		return Answer{Digest: d}
+		return verdict.Answer{Digest: d}
 	default:
 		ch, err := c.reg.ChildFor(ctx, l.Ref, l.Platform)
 		if errors.Is(err, registry.ErrNotIndex) || errors.Is(err, registry.ErrNoPlatform) {
-			return Answer{}
+			return verdict.Answer{}
 		}
 		if err != nil {
-			return Answer{Err: err.Error()}
+			return verdict.Answer{Err: err.Error()}
 		}
-		return Answer{Digest: ch.Digest}
+		return verdict.Answer{Digest: ch.Digest}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/reconciler/config"
 )
 
 // Backoff bounds for transient faults (source or cluster unreachable).
@@ -71,7 +72,7 @@ func (r *Reconciler) RunUntil(ctx context.Context, stop <-chan struct{}) error {
 	return nil
 }
 
-func (r *Reconciler) runApp(ctx context.Context, stop <-chan struct{}, app *App) {
+func (r *Reconciler) runApp(ctx context.Context, stop <-chan struct{}, app *config.App) {
 	log := logctx.From(ctx).With("app", app.Name)
 	st := r.apps[app.Name]
 	interval := time.Duration(r.cfg.Interval)
@@ -80,7 +81,7 @@ func (r *Reconciler) runApp(ctx context.Context, stop <-chan struct{}, app *App)
 		if stopped(stop) {
 			return
 		}
-		s, _, err := r.pass(ctx, app, st, modeLoop)
+		s, _, err := r.pass(ctx, app, st, modeLoop, nil)
 		if ctx.Err() != nil || stopped(stop) {
 			return
 		}
@@ -106,12 +107,12 @@ func (r *Reconciler) runApp(ctx context.Context, stop <-chan struct{}, app *App)
 // idle waits wait (or a trigger) before the next full pass, running
 // follow-up passes on Pod events while a sync awaits verification. It
 // returns false when ctx ends.
-func (r *Reconciler) idle(ctx context.Context, stop <-chan struct{}, app *App, st *appState, wait time.Duration) bool {
+func (r *Reconciler) idle(ctx context.Context, stop <-chan struct{}, app *config.App, st *appState, wait time.Duration) bool {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	var drifted chan struct{} // nil (never ready) unless the app heals
 	if app.SyncPolicy.SelfHeal {
-		drifted = st.wakeup()
+		drifted = st.wake
 	}
 	for {
 		select {
@@ -135,7 +136,7 @@ func (r *Reconciler) idle(ctx context.Context, stop <-chan struct{}, app *App, s
 			}
 			return true
 		case <-st.observe:
-			if !st.isAwaiting() {
+			if !st.awaiting.Load() {
 				continue
 			}
 			select {
@@ -147,7 +148,7 @@ func (r *Reconciler) idle(ctx context.Context, stop <-chan struct{}, app *App, s
 			case <-st.observe:
 			default:
 			}
-			if _, _, err := r.pass(ctx, app, st, modeFollow); err != nil && ctx.Err() == nil {
+			if _, _, err := r.pass(ctx, app, st, modeFollow, nil); err != nil && ctx.Err() == nil {
 				logctx.From(ctx).Debug("follow-up pass failed", "app", app.Name, "error", err)
 			}
 		}
@@ -169,18 +170,4 @@ func stopped(stop <-chan struct{}) bool {
 func retryable(err error) bool {
 	var se *SourceError
 	return errors.As(err, &se) || isTransient(err)
-}
-
-// inventoryChanged is the live cache's callback: an object of app's
-// inventory changed its content (or appeared, or went away). It wakes a
-// self-healing app's loop; it never blocks.
-func (r *Reconciler) inventoryChanged(app string) {
-	st := r.apps[app]
-	if st == nil {
-		return
-	}
-	select {
-	case st.wakeup() <- struct{}{}:
-	default:
-	}
 }

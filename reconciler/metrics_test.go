@@ -1,13 +1,17 @@
 package reconciler
 
 import (
-	"io"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/client-go/rest"
+
+	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/history"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 func counterValue(t *testing.T, c prometheus.Collector) float64 {
@@ -17,16 +21,16 @@ func counterValue(t *testing.T, c prometheus.Collector) float64 {
 
 func TestMetricsStatusGauges(t *testing.T) {
 	r := newOfflineReconciler(t,
-		App{Name: "web", Repo: "http://gitea:3000/org/app.git", Branch: "main"},
-		App{Name: "api", Repo: "http://gitea:3000/org/api.git", Branch: "main"},
-		App{Name: "fresh", Repo: "http://gitea:3000/org/fresh.git", Branch: "main"},
+		config.App{Name: "web", Repo: "http://gitea:3000/org/app.git", Branch: "main"},
+		config.App{Name: "api", Repo: "http://gitea:3000/org/api.git", Branch: "main"},
+		config.App{Name: "fresh", Repo: "http://gitea:3000/org/fresh.git", Branch: "main"},
 	)
-	r.apps["web"].remember(&AppStatus{App: "web", Sync: Synced, Health: Healthy, Verified: true}, nil)
-	r.apps["api"].remember(&AppStatus{App: "api", Sync: OutOfSync, Health: Degraded}, nil)
+	r.apps["web"].remember(&status.App{App: "web", Sync: status.Synced, Health: verdict.Healthy, Verified: true}, nil)
+	r.apps["api"].remember(&status.App{App: "api", Sync: status.OutOfSync, Health: verdict.Degraded}, nil)
 	r.apps["api"].remember(nil, nil) // a pass without a status keeps the last one
-	r.metrics.countSync("web", Applied)
-	r.metrics.countSync("web", Applied)
-	r.metrics.countSync("api", Refused)
+	r.metrics.countSync("web", history.Applied)
+	r.metrics.countSync("web", history.Applied)
+	r.metrics.countSync("api", history.Refused)
 	r.metrics.countHeal("web")
 
 	want := `
@@ -50,13 +54,17 @@ pinbot_heal_total{app="web"} 1
 pinbot_sync_total{app="api",result="Refused"} 1
 pinbot_sync_total{app="web",result="Applied"} 2
 `
-	if err := testutil.GatherAndCompare(r.metrics.registry, strings.NewReader(want),
+	reg := prometheus.NewRegistry()
+	if err := r.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
 		"pinbot_app_synced", "pinbot_app_healthy", "pinbot_app_verified", "pinbot_sync_total", "pinbot_heal_total"); err != nil {
 		t.Error(err)
 	}
 
 	// The gauges follow the latest status, with no bookkeeping.
-	r.apps["api"].remember(&AppStatus{App: "api", Sync: Synced, Health: Healthy, Verified: true}, nil)
+	r.apps["api"].remember(&status.App{App: "api", Sync: status.Synced, Health: verdict.Healthy, Verified: true}, nil)
 	if err := testutil.CollectAndCompare(statusCollector{r}, strings.NewReader(`
 # HELP pinbot_app_verified 1 if every current Pod of the app runs the digests Git pins, else 0.
 # TYPE pinbot_app_verified gauge
@@ -67,20 +75,14 @@ pinbot_app_verified{app="web"} 1
 	}
 }
 
-func TestMetricsHandler(t *testing.T) {
-	r := newOfflineReconciler(t, App{Name: "web", Repo: "http://gitea:3000/org/app.git", Branch: "main"})
-	r.apps["web"].remember(&AppStatus{App: "web", Sync: Synced, Health: Healthy}, nil)
-	r.metrics.countWebhook(webhookTriggered)
-	rec := httptest.NewRecorder()
-	r.Metrics().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	b, _ := io.ReadAll(rec.Body)
-	for _, line := range []string{
-		`pinbot_app_synced{app="web"} 1`,
-		`pinbot_app_verified{app="web"} 0`,
-		`pinbot_webhook_requests_total{result="triggered"} 1`,
-	} {
-		if !strings.Contains(string(b), line) {
-			t.Errorf("/metrics lacks %q:\n%s", line, b)
-		}
+// newOfflineReconciler is a Reconciler of apps on a cluster that is never
+// reached.
+func newOfflineReconciler(t *testing.T, apps ...config.App) *Reconciler {
+	t.Helper()
+	r, err := New(&config.Config{Apps: apps}, &rest.Config{Host: "http://127.0.0.1:1"}, WithCacheDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(r.Close)
+	return r
 }

@@ -6,28 +6,27 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"pinbot.dev/pinbot/reconciler/ssa"
+	"pinbot.dev/pinbot/reconciler/hook"
+	"pinbot.dev/pinbot/reconciler/object"
+	"pinbot.dev/pinbot/reconciler/prune"
 )
 
-// orphans lists the objects of app's inventory that desired no longer
-// declares, from the watch caches, except those annotated
-// argocd.argoproj.io/compare-options: IgnoreExtraneous. The first call lists the whole
-// inventory once (every kind, in app's allowed namespaces) to learn its
-// kinds; later calls watch those kinds and every kind desired holds.
-func (r *Reconciler) orphans(ctx context.Context, app *App, st *appState, desired []*unstructured.Unstructured) ([]ObjectRef, error) {
-	st.mu.Lock()
-	listed := st.listed
-	st.mu.Unlock()
+// orphans lists the objects of the app's inventory that the pass's
+// desired objects no longer declare, from the watch caches, except those
+// annotated argocd.argoproj.io/compare-options: IgnoreExtraneous. The
+// first call lists the whole inventory once (every kind, in the app's
+// allowed namespaces) to learn its kinds; later calls watch those kinds
+// and every kind desired holds.
+func (p *pass) orphans(ctx context.Context) ([]object.Ref, error) {
+	st := p.st
 	var found []*unstructured.Unstructured
-	if !listed {
-		inv, err := r.applier.InventoryIn(ctx, app.Name, app.AllowNamespaces)
+	if !st.listed {
+		inv, err := p.r.applier.InventoryIn(ctx, p.app.Name, p.app.AllowNamespaces)
 		if err != nil {
 			return nil, err
 		}
 		found = inv
 	}
-	declared := make(map[ObjectRef]bool, len(desired))
-	st.mu.Lock()
 	if st.kinds == nil {
 		st.kinds = map[schema.GroupVersionKind]bool{}
 	}
@@ -35,24 +34,24 @@ func (r *Reconciler) orphans(ctx context.Context, app *App, st *appState, desire
 		st.kinds[o.GroupVersionKind()] = true
 	}
 	st.listed = true
-	for _, d := range desired {
-		declared[RefOf(d)] = true
+	declared := make(map[object.Ref]bool, len(p.desired))
+	for _, d := range p.desired {
+		declared[object.RefOf(d)] = true
 		st.kinds[d.GroupVersionKind()] = true
 	}
 	var specs []watchSpec
 	for gvk := range st.kinds {
-		if m, err := r.applier.Mapping(gvk); err == nil {
-			specs = append(specs, specsOf(app, gvk, m)...)
+		if m, err := p.r.applier.Mapping(gvk); err == nil {
+			specs = append(specs, specsOf(p.app, gvk, m)...)
 		}
 	}
-	st.mu.Unlock()
-	if err := r.lives.ensure(ctx, app.Name, specs); err != nil {
+	if err := p.r.lives.ensure(ctx, p.app.Name, specs); err != nil {
 		return nil, err
 	}
-	seen := map[ObjectRef]bool{}
-	var out []ObjectRef
+	seen := map[object.Ref]bool{}
+	var out []object.Ref
 	for _, s := range specs {
-		objs, ok := r.lives.objects(app.Name, s)
+		objs, ok := p.r.lives.objects(p.app.Name, s)
 		if !ok {
 			objs = nil
 			for _, o := range found { // a kind we may list once but not watch
@@ -62,17 +61,53 @@ func (r *Reconciler) orphans(ctx context.Context, app *App, st *appState, desire
 			}
 		}
 		for _, o := range objs {
-			ref := RefOf(o)
+			ref := object.RefOf(o)
 			// An object being deleted (a prune's foreground deletion in
 			// progress) is on its way out, not orphaned.
 			// Argo CD's IgnoreExtraneous keeps it out of the report (a
 			// prune still deletes it, as Argo CD's does).
-			if !declared[ref] && !seen[ref] && o.GetDeletionTimestamp() == nil && ssa.InInventory(o, app.Name) && !ignoreExtraneous(o) {
+			if !declared[ref] && !seen[ref] && o.GetDeletionTimestamp() == nil && object.InInventory(o, p.app.Name) && !hook.IgnoreExtraneous(o) {
 				seen[ref] = true
 				out = append(out, ref)
 			}
 		}
 	}
-	sortRefs(out)
+	object.Sort(out)
 	return out, nil
+}
+
+// pruneOrphans deletes the app's orphans as prune.Plan decides, given
+// the desired objects just applied, with foreground propagation so that
+// what they own goes first. It returns the plan and the objects deleted.
+// The first failed deletion stops it with an *ssa.PruneError.
+//
+// The caller decides whether to prune at all (mayPrune): only a sync of
+// a freshly fetched commit whose waves all applied, with prune on (the
+// app's policy or `pinbot sync --prune`).
+func (p *pass) pruneOrphans(ctx context.Context) (prune.Orphans, []object.Ref, error) {
+	// Namespaced kinds in the app's allowNamespaces only (an app never
+	// deletes what it may not write), cluster-scoped kinds cluster-wide.
+	inv, err := p.r.applier.InventoryIn(ctx, p.app.Name, p.app.AllowNamespaces)
+	if err != nil {
+		return prune.Orphans{}, nil, err
+	}
+	plan, err := prune.Plan(p.app, p.desired, inv)
+	if err != nil {
+		return prune.Orphans{}, nil, err
+	}
+	live := map[object.Ref]*unstructured.Unstructured{}
+	for _, o := range inv {
+		live[object.RefOf(o)] = o
+	}
+	var deleted []object.Ref
+	for _, ref := range plan.Delete {
+		ok, err := p.r.applier.DeleteForeground(ctx, live[ref])
+		if err != nil {
+			return plan, deleted, err
+		}
+		if ok {
+			deleted = append(deleted, ref)
+		}
+	}
+	return plan, deleted, nil
 }

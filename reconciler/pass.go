@@ -3,23 +3,29 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"pinbot.dev/pinbot/internal/logctx"
-	"pinbot.dev/pinbot/internal/redact"
-	"pinbot.dev/pinbot/render"
+	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/diff"
+	"pinbot.dev/pinbot/reconciler/history"
+	"pinbot.dev/pinbot/reconciler/object"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/store"
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
-// passMode says what a pass may do besides computing the status.
-type passMode int
+// mode says what a pass may do besides computing the status.
+type mode int
 
 const (
 	// modeObserve computes only: pinbot status and pinbot verify.
-	modeObserve passMode = iota
+	modeObserve mode = iota
 	// modeLoop is the loop's pass: it applies a new commit when the app is
-	// automated, records and reports.
+	// automated, heals when it self-heals, records and reports.
 	modeLoop
 	// modeSync is pinbot sync: apply the current commit now, record, report.
 	modeSync
@@ -31,223 +37,222 @@ const (
 	modeReport
 )
 
-func (m passMode) records() bool { return m != modeObserve }
+func (m mode) records() bool { return m != modeObserve }
 
-// errEmpty refuses a render without objects.
-var errEmpty = errors.New("the render holds no objects (set syncPolicy.allowEmpty to accept that)")
+func (m mode) trigger() string {
+	if m == modeSync {
+		return history.TriggerManual
+	}
+	return history.TriggerAuto
+}
 
-// pass is one reconciliation of app: fetch and render Git (except when
-// following a rollout), compare with the cluster, apply when mode and
-// policy say so, then compute health and verification, and (except when
-// observing) record and report. The error says why the pass stopped early;
-// the status says it too.
-func (r *Reconciler) pass(ctx context.Context, app *App, st *appState, mode passMode) (*AppStatus, *Verification, error) {
-	s, v, err := r.passOnce(ctx, app, st, mode)
+// pass is one reconciliation of one app, built once (Reconciler.pass) and
+// handed down as one value, as gitops-engine hands down its syncContext:
+// the app and its state, what the pass may do (mode, prune), what it read
+// (Git's desired objects, the cluster's live ones, the app's record) and
+// what it found out (o), which status.Of turns into the app's status.
+// The pass holds st.passMu throughout.
+type pass struct {
+	r    *Reconciler
+	app  *config.App
+	st   *appState
+	mode mode
+	// prune is `pinbot sync --prune`: prune though the policy has it off.
+	prune bool
+	log   *slog.Logger
+
+	o       status.Observation
+	txn     *store.Txn
+	desired []*unstructured.Unstructured
+	live    map[object.Ref]*unstructured.Unstructured
+	// synced says this pass applied the commit.
+	synced bool
+	// tracked is a verify-only app as its deployer's object names it (the
+	// repository and branch it follows), nil for pinbot's own apps.
+	tracked *config.App
+}
+
+// pass runs one pass of app in mode m (with sync options, for modeSync)
+// and remembers its status for the metrics and the dashboard.
+func (r *Reconciler) pass(ctx context.Context, app *config.App, st *appState, m mode, so *syncOptions) (*status.App, *verdict.Verification, error) {
+	st.passMu.Lock()
+	defer st.passMu.Unlock()
+	p := r.newPass(ctx, app, st, m, so)
+	var s *status.App
+	var v *verdict.Verification
+	var err error
+	if app.VerifyOnly() {
+		s, v, err = r.observer.pass(ctx, p)
+	} else {
+		s, v, err = p.run(ctx)
+	}
 	st.remember(s, v)
 	return s, v, err
 }
 
-func (r *Reconciler) passOnce(ctx context.Context, app *App, st *appState, mode passMode) (*AppStatus, *Verification, error) {
-	if app.VerifyOnly() {
-		return r.passVerifyOnly(ctx, app, st, mode)
+// newPass builds the pass value of one pass of app. The caller holds
+// st.passMu until the pass ends.
+func (r *Reconciler) newPass(ctx context.Context, app *config.App, st *appState, m mode, so *syncOptions) *pass {
+	p := &pass{r: r, app: app, st: st, mode: m, log: logctx.From(ctx).With("app", app.Name)}
+	p.o = status.Observation{App: app, At: r.now()}
+	if so != nil {
+		p.prune = so.prune
 	}
-	o := observation{app: app, at: r.now()}
-	st.mu.Lock()
-	commit, desired := st.commit, st.desired
-	st.mu.Unlock()
-	if mode != modeFollow || desired == nil {
-		var err error
-		commit, desired, err = r.load(ctx, app, st)
-		if err != nil {
-			return r.stopped(ctx, app, st, mode, &o, commit, err)
-		}
-	}
-	o.commit = commit
+	return p
+}
 
-	live, err := r.live(ctx, app, desired)
-	if err != nil {
-		return r.clusterFault(st, &o, "reading the cluster", err)
+// run is one reconciliation of one of pinbot's own apps: fetch and render
+// Git (except when following a rollout), compare with the cluster, apply
+// when mode and policy say so, heal, then compute health and
+// verification, and (except when observing) record and report. The error
+// says why the pass stopped early; the status says it too.
+func (p *pass) run(ctx context.Context) (*status.App, *verdict.Verification, error) {
+	if p.mode != modeFollow || p.st.desired == nil {
+		if err := p.load(ctx); err != nil {
+			return p.stopped(ctx, err)
+		}
+	} else {
+		p.o.Commit, p.desired = p.st.commit, p.st.desired
+	}
+	var err error
+	if p.live, err = p.r.live(ctx, p.app, p.desired); err != nil {
+		return p.clusterFault("reading the cluster", err)
 	}
 	// The pass reads the app's record once and writes it once, at its
 	// end, whatever it synced, healed or settled.
-	txn, err := r.history.begin(ctx, app.Name)
-	if err != nil {
-		if mode.records() {
-			return r.clusterFault(st, &o, "", err)
+	if p.txn, err = p.r.history.Begin(ctx, p.app.Name); err != nil {
+		if p.mode.records() {
+			return p.clusterFault("", err)
 		}
-		logctx.From(ctx).Debug("no history", "app", app.Name, "error", err)
-		txn = r.history.emptyTxn(app.Name)
+		p.log.Debug("no history", "error", err)
+		p.txn = p.r.history.Empty(p.app.Name)
 	}
-	st.clusterUp()
-	v, err := r.passWith(ctx, app, st, mode, &o, txn, desired, live)
-	if mode.records() {
+	p.st.clusterDown = time.Time{} // the API answers
+	v, err := p.reconcile(ctx)
+	if p.mode.records() {
 		rctx, cancel := recordContext(ctx)
 		defer cancel()
-		if cerr := txn.commit(rctx); cerr != nil && err == nil {
+		if cerr := p.txn.Commit(rctx); cerr != nil && err == nil {
 			err = cerr
 		} else if cerr != nil {
-			logctx.From(ctx).Warn("recording the pass", "app", app.Name, "error", cerr)
+			p.log.Warn("recording the pass", "error", cerr)
 		}
 	}
-	return statusOf(o), v, err
+	return status.Of(p.o), v, err
 }
 
-// passWith is the part of a pass after Git and the cluster were read:
+// reconcile is the part of a pass after Git and the cluster were read:
 // sync, compare, diff and heal, verify, and settle. It notes what it finds
-// in o, and changes the app's record in txn only; the caller writes it.
-func (r *Reconciler) passWith(ctx context.Context, app *App, st *appState, mode passMode, o *observation, txn *recordTxn,
-	desired []*unstructured.Unstructured, live map[ObjectRef]*unstructured.Unstructured) (*Verification, error) {
-	commit := o.commit
-	synced := false
-	if r.shouldApply(app, mode, txn.rec, commit) {
-		var err error
-		if live, err = r.sync(ctx, app, st, mode, txn, commit, desired); err != nil {
-			o.err = err
-			txn.setStatus(statusOf(*o))
+// in p.o, and changes the app's record in p.txn only; run writes it.
+func (p *pass) reconcile(ctx context.Context) (*verdict.Verification, error) {
+	if p.shouldApply() {
+		if err := p.sync(ctx); err != nil {
+			p.o.Err = err
+			p.txn.SetStatus(status.Of(p.o))
 			return nil, err
 		}
-		synced = true
 	}
-	var err error
-	if o.sync, o.outOfSync, err = Compare(app.Name, desired, live); err != nil {
-		o.err = err
+	if err := p.compare(); err != nil {
+		p.o.Err = err
 		return nil, err
 	}
-	o.compared = true
-	live, derr := r.inspect(ctx, app, st, mode, o, txn, desired, live, synced)
+	derr := p.inspect(ctx)
 	if derr != nil && isTransient(derr) {
-		_, _, err := r.clusterFault(st, o, "diffing", derr)
+		_, _, err := p.clusterFault("diffing", derr)
 		return nil, err
 	}
-	o.err = derr
-	o.syncedCommit = syncedCommit(txn.rec)
+	p.o.Err = derr
+	p.o.SyncedCommit = syncedCommit(p.txn.Current())
 
-	v, h, err := r.observe(ctx, app, commit, desired, live)
+	v, h, err := p.observe(ctx)
 	if err != nil {
-		o.err = err
+		p.o.Err = err
 		return nil, err
 	}
-	o.health, o.war, o.verification = &h, st.war(), v
-	if mode.records() {
-		r.conclude(ctx, app, st, statusOf(*o), v, h, txn)
+	p.o.Health, p.o.War, p.o.Verification = &h, p.st.guard.War(), v
+	if p.mode.records() {
+		p.conclude(ctx, v, h)
 	}
 	return v, derr
 }
 
-// load fetches app's branch, renders it and places the objects. On
-// success it remembers the render for follow-up passes.
-func (r *Reconciler) load(ctx context.Context, app *App, st *appState) (string, []*unstructured.Unstructured, error) {
-	if app.VerifyOnly() {
-		return "", nil, verifyOnlyError(app)
-	}
-	var commit string
-	var desired []*unstructured.Unstructured
-	auth, err := r.auth(app)
-	if err == nil {
-		err = r.source.With(ctx, app, auth, func(rev Revision) error {
-			commit = rev.Commit
-			objs, err := r.render(rev.Dir, app.Path, app.renderOptions()...)
-			if err != nil {
-				return err
-			}
-			objs = applicable(objs)
-			if len(objs) == 0 && !app.SyncPolicy.AllowEmpty {
-				return &render.Error{File: app.Path, Err: errEmpty}
-			}
-			desired, err = Place(app, objs, r.applier.Scope)
-			return err
-		})
-	} else {
-		err = &SourceError{Repo: redact.URL(app.Repo), Err: err}
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	var se *SourceError
-	if errors.As(err, &se) {
-		if st.sourceDown.IsZero() {
-			st.sourceDown = r.now()
-		}
-		return commit, nil, err
-	}
-	st.sourceDown = time.Time{}
+// compare notes in p.o whether the cluster holds what the commit declares
+// (diff.Compare).
+func (p *pass) compare() error {
+	out, err := diff.Compare(p.app.Name, p.desired, p.live)
 	if err != nil {
-		return commit, nil, err
+		return err
 	}
-	st.commit, st.desired = commit, desired
-	return commit, desired, nil
+	p.o.Compared, p.o.Sync, p.o.OutOfSync = true, status.Synced, out
+	if len(out) > 0 {
+		p.o.Sync = status.OutOfSync
+	}
+	return nil
 }
 
 // stopped finishes a pass that could not render: it says why in the status
 // and, for a refused commit the loop or a person tried to sync, records the
 // refusal and reports it on the commit.
-func (r *Reconciler) stopped(ctx context.Context, app *App, st *appState, mode passMode, o *observation, commit string, err error) (*AppStatus, *Verification, error) {
-	o.commit, o.err = commit, err
+func (p *pass) stopped(ctx context.Context, err error) (*status.App, *verdict.Verification, error) {
+	p.o.Err = err
 	var se *SourceError
 	if errors.As(err, &se) {
-		st.mu.Lock()
-		o.sourceDown = st.sourceDown
-		st.mu.Unlock()
-		r.frozenDrift(ctx, app, st, o)
-		s := statusOf(*o)
-		if mode.records() {
-			r.persist(ctx, app, s)
+		p.o.SourceDown = p.st.sourceDown
+		p.frozenDrift(ctx)
+		s := status.Of(p.o)
+		if p.mode.records() {
+			p.r.persist(ctx, p.app.Name, s)
 		}
 		return s, nil, err
 	}
 	if isTransient(err) {
-		return r.clusterFault(st, o, "", err)
+		return p.clusterFault("", err)
 	}
-	if !mode.records() {
-		return statusOf(*o), nil, err
+	if !p.mode.records() {
+		return status.Of(p.o), nil, err
 	}
-	txn, herr := r.history.begin(ctx, app.Name)
+	txn, herr := p.r.history.Begin(ctx, p.app.Name)
 	if herr != nil {
-		return statusOf(*o), nil, err
+		return status.Of(p.o), nil, err
 	}
-	o.syncedCommit = syncedCommit(txn.rec)
-	s := statusOf(*o)
-	if mode == modeSync || r.shouldApply(app, mode, txn.rec, commit) {
-		e := Entry{Commit: commit, Time: r.now(), Trigger: trigger(mode), Result: Refused, Reason: s.Error, Final: true}
-		if l := txn.rec.latest(); l != nil && l.Commit == commit && l.Result == Refused && l.Reason == e.Reason {
+	p.txn = txn
+	p.o.SyncedCommit = syncedCommit(txn.Current())
+	s := status.Of(p.o)
+	if p.mode == modeSync || p.shouldApply() {
+		e := history.Entry{Commit: p.o.Commit, Time: p.r.now(), Trigger: p.mode.trigger(), Result: history.Refused, Reason: s.Error, Final: true}
+		if l := txn.Current().Latest(); l != nil && l.Commit == e.Commit && l.Result == history.Refused && l.Reason == e.Reason {
 			e = *l // already recorded and reported
 		} else {
-			r.post(ctx, app, &e, stateFailure, "refused: "+s.Error, "the refusal")
+			p.post(ctx, &e, stateFailure, "refused: "+s.Error, "the refusal")
 		}
-		txn.record(e)
+		txn.Add(e)
 	}
-	txn.setStatus(s)
-	if cerr := txn.commit(ctx); cerr != nil {
+	txn.SetStatus(s)
+	if cerr := txn.Commit(ctx); cerr != nil {
 		return s, nil, errors.Join(err, cerr)
 	}
 	return s, nil, err
 }
 
-// shouldApply decides whether this pass applies commit: pinbot sync always
-// does; the loop does for an automated app when commit has no sync yet or
-// its last sync failed. Drift on a synced commit is healed object by object
-// instead (see mayHeal and inspect).
-func (r *Reconciler) shouldApply(app *App, mode passMode, rec *Record, commit string) bool {
+// shouldApply decides whether this pass applies its commit: pinbot sync
+// always does; the loop does for an automated app when the commit has no
+// sync yet or its last sync failed. Drift on a synced commit is healed
+// object by object instead (see mayHeal and inspect).
+func (p *pass) shouldApply() bool {
 	switch {
-	case mode == modeSync:
+	case p.mode == modeSync:
 		return true
-	case mode != modeLoop || !app.SyncPolicy.Automated:
+	case p.mode != modeLoop || !p.app.SyncPolicy.Automated:
 		return false
 	}
-	l := rec.latest()
-	return l == nil || l.Commit != commit || l.Result == Failed
-}
-
-func trigger(mode passMode) string {
-	if mode == modeSync {
-		return "manual"
-	}
-	return "auto"
+	l := p.txn.Current().Latest()
+	return l == nil || l.Commit != p.o.Commit || l.Result == history.Failed
 }
 
 // syncedCommit is the commit of the newest sync that applied everything.
-func syncedCommit(rec *Record) string {
+func syncedCommit(rec *history.Record) string {
 	for _, e := range rec.Entries {
-		if e.Result == Applied {
+		if e.Result == history.Applied {
 			return e.Commit
 		}
 	}
@@ -258,10 +263,13 @@ func syncedCommit(rec *Record) string {
 // err names it). A transient one (the API unreachable, overloaded or
 // timing out) is dated: the status says since when, and the loop backs off
 // and retries.
-func (r *Reconciler) clusterFault(st *appState, o *observation, stage string, err error) (*AppStatus, *Verification, error) {
-	o.err, o.stage = err, stage
+func (p *pass) clusterFault(stage string, err error) (*status.App, *verdict.Verification, error) {
+	p.o.Err, p.o.Stage = err, stage
 	if isTransient(err) {
-		o.clusterDown = st.clusterDownSince(r.now())
+		if p.st.clusterDown.IsZero() {
+			p.st.clusterDown = p.r.now()
+		}
+		p.o.ClusterDown = p.st.clusterDown
 	}
-	return statusOf(*o), nil, err
+	return status.Of(p.o), nil, err
 }

@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/status"
 )
 
 // requestLog counts the API requests of a Reconciler by class: "list",
@@ -90,7 +92,7 @@ func TestDriftManyObjects(t *testing.T) {
 	log := &requestLog{}
 	rc := rest.CopyConfig(env.cluster.Config())
 	rc.Wrap(log.wrap)
-	cfg, err := reconciler.Load(s.cfg)
+	cfg, err := config.Load(s.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,12 +125,12 @@ func TestDriftManyObjects(t *testing.T) {
 
 	// The first status pass starts the Pod watches verification reads;
 	// the second is the steady state.
-	if st, _, err := r.Status(testCtx, s.name); err != nil || st.Sync != reconciler.Synced {
+	if st, _, err := r.Status(testCtx, s.name); err != nil || st.Sync != status.Synced {
 		t.Fatalf("status: %v; %s", err, jsonOf(st))
 	}
 	log.take()
 	began = time.Now()
-	if st, _, err := r.Status(testCtx, s.name); err != nil || st.Sync != reconciler.Synced {
+	if st, _, err := r.Status(testCtx, s.name); err != nil || st.Sync != status.Synced {
 		t.Fatalf("status: %v; %s", err, jsonOf(st))
 	}
 	idle, reqs := log.take()

@@ -20,6 +20,10 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/diff"
+	"pinbot.dev/pinbot/reconciler/history"
+	"pinbot.dev/pinbot/reconciler/status"
 )
 
 // driftApp is the config of a drift scenario's app.
@@ -58,15 +62,15 @@ func (s *scenario) configure(app driftApp) {
 	if app.interval == "" {
 		app.interval = "2s"
 	}
-	config := fmt.Sprintf("interval: %s\nforge: {url: %q, tokenFile: %q}\napps:\n  - name: %s\n    repo: %s\n    branch: main\n    path: app\n    namespace: %s\n    syncPolicy: %s\n",
+	cfgText := fmt.Sprintf("interval: %s\nforge: {url: %q, tokenFile: %q}\napps:\n  - name: %s\n    repo: %s\n    branch: main\n    path: app\n    namespace: %s\n    syncPolicy: %s\n",
 		app.interval, env.gitea.URL, env.token, s.name, repo, s.name, app.policy)
 	for _, e := range app.extra {
-		config += "    " + e + "\n"
+		cfgText += "    " + e + "\n"
 	}
-	if err := os.WriteFile(s.cfg, []byte(config), 0o600); err != nil {
+	if err := os.WriteFile(s.cfg, []byte(cfgText), 0o600); err != nil {
 		s.t.Fatal(err)
 	}
-	cfg, err := reconciler.Load(s.cfg)
+	cfg, err := config.Load(s.cfg)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -99,9 +103,9 @@ func (s *scenario) runLoop() (stop func()) {
 }
 
 // waitStoredStatus polls the status the loop stored until cond holds.
-func (s *scenario) waitStoredStatus(what string, cond func(*reconciler.AppStatus) bool) *reconciler.AppStatus {
+func (s *scenario) waitStoredStatus(what string, cond func(*status.App) bool) *status.App {
 	s.t.Helper()
-	var st *reconciler.AppStatus
+	var st *status.App
 	until(s.t, rollout, what, func() (bool, string) {
 		rec, err := s.r.History(testCtx, s.name)
 		if err != nil || rec.Status == nil {
@@ -113,7 +117,7 @@ func (s *scenario) waitStoredStatus(what string, cond func(*reconciler.AppStatus
 	return st
 }
 
-func (s *scenario) historyNow() *reconciler.Record {
+func (s *scenario) historyNow() *history.Record {
 	s.t.Helper()
 	rec, err := s.r.History(testCtx, s.name)
 	if err != nil {
@@ -123,9 +127,9 @@ func (s *scenario) historyNow() *reconciler.Record {
 }
 
 // entries are history entries, newest first.
-type entries []reconciler.Entry
+type entries []history.Entry
 
-func (e entries) latest() *reconciler.Entry {
+func (e entries) latest() *history.Entry {
 	if len(e) == 0 {
 		return nil
 	}
@@ -137,7 +141,7 @@ func (s *scenario) healEntries() entries {
 	s.t.Helper()
 	var out entries
 	for _, e := range s.historyNow().Entries {
-		if e.Trigger == reconciler.TriggerHeal {
+		if e.Trigger == history.TriggerHeal {
 			out = append(out, e)
 		}
 	}
@@ -301,7 +305,7 @@ func jsonOf(v any) string {
 	return string(b)
 }
 
-func driftStrings(ds []reconciler.Drift) []string {
+func driftStrings(ds []diff.Field) []string {
 	var out []string
 	for _, d := range ds {
 		out = append(out, d.String())

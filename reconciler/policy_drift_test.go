@@ -14,7 +14,13 @@ import (
 	"k8s.io/client-go/rest"
 
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/diff"
+	"pinbot.dev/pinbot/reconciler/history"
+	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/ssa"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 // The scenarios of issue 5 that concern drift: self-heal on and off, a
@@ -31,18 +37,18 @@ func TestSelfHealRestoresReplicas(t *testing.T) {
 	s.waitEntry(commit, "the first sync verified")
 
 	scaleWeb(t, s.name, 1)
-	var heal *reconciler.Entry
+	var heal *history.Entry
 	until(t, rollout, "replicas restored to 3 and the heal recorded", func() (bool, string) {
 		heal = s.healEntries().latest()
 		n := webReplicas(t, s.name)
 		return n == 3 && heal != nil, fmt.Sprintf("replicas %d, heal %+v", n, heal)
 	})
 	want := fmt.Sprintf("Deployment %s/web: spec.replicas git=3 live=1", s.name)
-	if heal.Commit != commit || heal.Result != reconciler.Applied || heal.Applied != 1 || len(heal.Healed) != 1 || heal.Healed[0].String() != want {
+	if heal.Commit != commit || heal.Result != history.Applied || heal.Applied != 1 || len(heal.Healed) != 1 || heal.Healed[0].String() != want {
 		t.Errorf("heal entry %s, want one object healed at %s: %s", jsonOf(heal), commit[:7], want)
 	}
-	st := s.waitStoredStatus("Synced and Healthy after the heal", func(st *reconciler.AppStatus) bool {
-		return st.Sync == reconciler.Synced && st.Health == reconciler.Healthy && st.Verified
+	st := s.waitStoredStatus("Synced and Healthy after the heal", func(st *status.App) bool {
+		return st.Sync == status.Synced && st.Health == verdict.Healthy && st.Verified
 	})
 	if len(st.Drift) != 0 || st.Commit != commit {
 		t.Errorf("stored status after the heal: %s", jsonOf(st))
@@ -60,11 +66,11 @@ func TestDriftReportedWithoutSelfHeal(t *testing.T) {
 
 	scaleWeb(t, s.name, 1)
 	want := fmt.Sprintf("Deployment %s/web: spec.replicas git=3 live=1", s.name)
-	st := s.waitStoredStatus("the loop reports the drift", func(st *reconciler.AppStatus) bool {
+	st := s.waitStoredStatus("the loop reports the drift", func(st *status.App) bool {
 		return len(st.Drift) == 1 && st.Drift[0].String() == want
 	})
-	web := reconciler.ObjectRef{Group: "apps", Kind: "Deployment", Namespace: s.name, Name: "web"}
-	if st.Sync != reconciler.OutOfSync || st.Commit != commit || !cmp.Equal(st.OutOfSync, []reconciler.ObjectRef{web}) {
+	web := object.Ref{Group: "apps", Kind: "Deployment", Namespace: s.name, Name: "web"}
+	if st.Sync != status.OutOfSync || st.Commit != commit || !cmp.Equal(st.OutOfSync, []object.Ref{web}) {
 		t.Errorf("stored status: %s", jsonOf(st))
 	}
 	if n := webReplicas(t, s.name); n != 1 {
@@ -78,9 +84,9 @@ func TestDriftReportedWithoutSelfHeal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantDiff := &reconciler.Diff{App: s.name, Commit: commit, Sync: reconciler.OutOfSync,
-		Drift:   []reconciler.Drift{{Object: web, Path: "spec.replicas", Pointer: "/spec/replicas", Git: int64(3), Live: int64(1)}},
-		Missing: []reconciler.ObjectRef{}, Orphaned: []reconciler.ObjectRef{}}
+	wantDiff := &reconciler.Diff{App: s.name, Commit: commit, Sync: status.OutOfSync,
+		Drift:   []diff.Field{{Object: web, Path: "spec.replicas", Pointer: "/spec/replicas", Git: int64(3), Live: int64(1)}},
+		Missing: []object.Ref{}, Orphaned: []object.Ref{}}
 	if diff := cmp.Diff(wantDiff, d); diff != "" {
 		t.Errorf("Diff (-want +got):\n%s", diff)
 	}
@@ -131,14 +137,14 @@ func TestLabelGitNeverSetIsNotDrift(t *testing.T) {
 		if d, err = s.r.Diff(testCtx, s.name); err != nil {
 			return false, err.Error()
 		}
-		return d.InSync() && d.Sync == reconciler.Synced, jsonOf(d)
+		return d.InSync() && d.Sync == status.Synced, jsonOf(d)
 	})
 	cm, err := env.kube.CoreV1().ConfigMaps(s.name).Get(testCtx, "settings", metav1.GetOptions{})
 	if err != nil || cm.Labels["owner"] != "bob" {
 		t.Fatalf("the owner label is gone (%v): the in-sync diff proves nothing", err)
 	}
 	st, _, err := s.r.Status(testCtx, s.name)
-	if err != nil || st.Sync != reconciler.Synced || len(st.Drift) != 0 {
+	if err != nil || st.Sync != status.Synced || len(st.Drift) != 0 {
 		t.Errorf("status: %v; %s", err, jsonOf(st))
 	}
 
@@ -148,9 +154,9 @@ func TestLabelGitNeverSetIsNotDrift(t *testing.T) {
 	if d, err = s.r.Diff(testCtx, s.name); err != nil {
 		t.Fatal(err)
 	}
-	settings := reconciler.ObjectRef{Kind: "ConfigMap", Namespace: s.name, Name: "settings"}
-	want2 := &reconciler.Diff{App: s.name, Commit: commit, Sync: reconciler.OutOfSync, Drift: []reconciler.Drift{},
-		Missing: []reconciler.ObjectRef{{Kind: "ConfigMap", Namespace: s.name, Name: "other"}}, Orphaned: []reconciler.ObjectRef{settings}}
+	settings := object.Ref{Kind: "ConfigMap", Namespace: s.name, Name: "settings"}
+	want2 := &reconciler.Diff{App: s.name, Commit: commit, Sync: status.OutOfSync, Drift: []diff.Field{},
+		Missing: []object.Ref{{Kind: "ConfigMap", Namespace: s.name, Name: "other"}}, Orphaned: []object.Ref{settings}}
 	if diff := cmp.Diff(want2, d); diff != "" {
 		t.Errorf("diff after Git dropped settings (-want +got):\n%s", diff)
 	}
@@ -159,11 +165,11 @@ func TestLabelGitNeverSetIsNotDrift(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []reconciler.ObjectRef
+	var got []object.Ref
 	for _, o := range inv {
-		got = append(got, reconciler.RefOf(o))
+		got = append(got, object.RefOf(o))
 	}
-	if diff := cmp.Diff([]reconciler.ObjectRef{settings}, got); diff != "" {
+	if diff := cmp.Diff([]object.Ref{settings}, got); diff != "" {
 		t.Errorf("Inventory (-want +got):\n%s", diff)
 	}
 }
@@ -180,8 +186,8 @@ func TestDriftWarThenIgnoreRule(t *testing.T) {
 
 	fight(t, s.name, 1) // another controller wants 1 replica
 	want := fmt.Sprintf("drift war on Deployment %s/web field spec.replicas: another controller keeps changing it", s.name)
-	st := s.waitStoredStatus("the drift-war guard trips", func(st *reconciler.AppStatus) bool {
-		return st.Health == reconciler.Degraded && strings.HasPrefix(st.HealthReason, want)
+	st := s.waitStoredStatus("the drift-war guard trips", func(st *status.App) bool {
+		return st.Health == verdict.Degraded && strings.HasPrefix(st.HealthReason, want)
 	})
 	if !strings.Contains(st.HealthReason, "add an ignore rule {object: apps/Deployment/web, pointers: [/spec/replicas]}") {
 		t.Errorf("health reason %q does not say how to end the war", st.HealthReason)
@@ -195,8 +201,8 @@ func TestDriftWarThenIgnoreRule(t *testing.T) {
 	app.extra = append(app.extra, "ignore: [{object: apps/Deployment/web, pointers: [/spec/replicas]}]")
 	s.configure(app)
 	s.runLoop()
-	st = s.waitStoredStatus("settled with the ignore rule", func(st *reconciler.AppStatus) bool {
-		return st.Sync == reconciler.Synced && st.Health == reconciler.Healthy && st.Verified
+	st = s.waitStoredStatus("settled with the ignore rule", func(st *status.App) bool {
+		return st.Sync == status.Synced && st.Health == verdict.Healthy && st.Verified
 	})
 	heals := len(s.healEntries())
 	if len(st.Drift) != 0 || webReplicas(t, s.name) != 1 {
@@ -209,7 +215,7 @@ func TestDriftWarThenIgnoreRule(t *testing.T) {
 	if _, err := env.kube.AppsV1().Deployments(s.name).Patch(testCtx, "web", types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
 		t.Fatal(err)
 	}
-	var heal *reconciler.Entry
+	var heal *history.Entry
 	until(t, rollout, "maxSurge healed", func() (bool, string) {
 		h := s.healEntries()
 		heal = h.latest()
@@ -241,16 +247,16 @@ func TestFrozenWhileSourceUnreachable(t *testing.T) {
 	s.waitEntry(commit, "the first sync verified")
 
 	proxy.cut()
-	s.waitStoredStatus("Unknown: source unreachable", func(st *reconciler.AppStatus) bool {
-		return st.Sync == reconciler.SyncUnknown && st.SourceUnreachableSince != nil && strings.HasPrefix(st.Error, "source unreachable since ")
+	s.waitStoredStatus("Unknown: source unreachable", func(st *status.App) bool {
+		return st.Sync == status.SyncUnknown && st.SourceUnreachableSince != nil && strings.HasPrefix(st.Error, "source unreachable since ")
 	})
 	entries := len(s.historyNow().Entries)
 	scaleWeb(t, s.name, 1)
 	want := fmt.Sprintf("Deployment %s/web: spec.replicas git=3 live=1", s.name)
-	st := s.waitStoredStatus("the drift seen while frozen", func(st *reconciler.AppStatus) bool {
+	st := s.waitStoredStatus("the drift seen while frozen", func(st *status.App) bool {
 		return len(st.Drift) == 1 && st.Drift[0].String() == want
 	})
-	if st.Sync != reconciler.SyncUnknown || st.Health != reconciler.HealthUnknown || st.Commit != commit {
+	if st.Sync != status.SyncUnknown || st.Health != verdict.HealthUnknown || st.Commit != commit {
 		t.Errorf("frozen status: %s", jsonOf(st))
 	}
 	if n := webReplicas(t, s.name); n != 1 {
@@ -261,7 +267,7 @@ func TestFrozenWhileSourceUnreachable(t *testing.T) {
 	}
 
 	proxy.restore()
-	var heal *reconciler.Entry
+	var heal *history.Entry
 	until(t, rollout, "caught up: healed once the source is back", func() (bool, string) {
 		heal = s.healEntries().latest()
 		n := webReplicas(t, s.name)
@@ -270,8 +276,8 @@ func TestFrozenWhileSourceUnreachable(t *testing.T) {
 	if heal.Commit != commit || len(heal.Healed) != 1 || heal.Healed[0].String() != want {
 		t.Errorf("heal entry %s", jsonOf(heal))
 	}
-	st = s.waitStoredStatus("Synced and Healthy again", func(st *reconciler.AppStatus) bool {
-		return st.Sync == reconciler.Synced && st.Health == reconciler.Healthy && st.SourceUnreachableSince == nil
+	st = s.waitStoredStatus("Synced and Healthy again", func(st *status.App) bool {
+		return st.Sync == status.Synced && st.Health == verdict.Healthy && st.SourceUnreachableSince == nil
 	})
 	if st.Error != "" {
 		t.Errorf("status error %q after catching up", st.Error)
@@ -284,7 +290,7 @@ func TestFrozenWhileSourceUnreachable(t *testing.T) {
 func TestClusterUnreachable(t *testing.T) {
 	s := newDriftScenario(t, "apidown", driftApp{policy: "{automated: true, selfHeal: true}"})
 	s.push(map[string]string{"app/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: fast}\n"}, "Settings")
-	cfg, err := reconciler.Load(s.cfg)
+	cfg, err := config.Load(s.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +302,7 @@ func TestClusterUnreachable(t *testing.T) {
 	}
 	defer r.Close()
 	st, _, err := r.Status(testCtx, s.name)
-	if err == nil || st.ClusterUnreachableSince == nil || !strings.HasPrefix(st.Error, "kubernetes API unreachable since ") || st.Sync != reconciler.SyncUnknown {
+	if err == nil || st.ClusterUnreachableSince == nil || !strings.HasPrefix(st.Error, "kubernetes API unreachable since ") || st.Sync != status.SyncUnknown {
 		t.Fatalf("status with the API down: %v; %s", err, jsonOf(st))
 	}
 	again, _, err := r.Status(testCtx, s.name)

@@ -17,6 +17,13 @@ import (
 
 	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/guard"
+	"pinbot.dev/pinbot/reconciler/history"
+	"pinbot.dev/pinbot/reconciler/object"
+	"pinbot.dev/pinbot/reconciler/prune"
+	"pinbot.dev/pinbot/reconciler/verdict"
+	"pinbot.dev/pinbot/reconciler/wave"
 	"pinbot.dev/pinbot/render"
 )
 
@@ -45,7 +52,7 @@ func (s *scenario) reconfigure(policy string) {
 	if err := os.WriteFile(s.cfg, []byte(out), 0o600); err != nil {
 		s.t.Fatal(err)
 	}
-	cfg, err := reconciler.Load(s.cfg)
+	cfg, err := config.Load(s.cfg)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -83,7 +90,7 @@ func (s *scenario) deploymentExists(name string) bool {
 	})
 }
 
-func (s *scenario) latest() reconciler.Entry {
+func (s *scenario) latest() history.Entry {
 	s.t.Helper()
 	rec, err := s.r.History(testCtx, s.name)
 	if err != nil {
@@ -97,8 +104,8 @@ func (s *scenario) latest() reconciler.Entry {
 
 // refs builds references from "Kind/namespace/name" (Deployments in
 // group apps, the rest in the core group).
-func refs(kindNames ...string) []reconciler.ObjectRef {
-	var out []reconciler.ObjectRef
+func refs(kindNames ...string) []object.Ref {
+	var out []object.Ref
 	for _, kn := range kindNames {
 		parts := strings.SplitN(kn, "/", 3) // Kind/namespace/name
 		kind, ns, name := parts[0], parts[1], parts[2]
@@ -106,7 +113,7 @@ func refs(kindNames ...string) []reconciler.ObjectRef {
 		if kind == "Deployment" {
 			group = "apps"
 		}
-		out = append(out, reconciler.ObjectRef{Group: group, Kind: kind, Namespace: ns, Name: name})
+		out = append(out, object.Ref{Group: group, Kind: kind, Namespace: ns, Name: name})
 	}
 	return out
 }
@@ -132,8 +139,8 @@ func TestPruneRemovedManifest(t *testing.T) {
 	if _, err := env.kube.CoreV1().Namespaces().Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "prune-foreign"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	foreign := corev1ac.ConfigMap("foreign", "prune-foreign").WithLabels(map[string]string{reconciler.LabelApp: s.name}).WithData(map[string]string{"k": "v"})
-	if _, err := env.kube.CoreV1().ConfigMaps("prune-foreign").Apply(testCtx, foreign, metav1.ApplyOptions{FieldManager: reconciler.FieldManager, Force: true}); err != nil {
+	foreign := corev1ac.ConfigMap("foreign", "prune-foreign").WithLabels(map[string]string{object.LabelApp: s.name}).WithData(map[string]string{"k": "v"})
+	if _, err := env.kube.CoreV1().ConfigMaps("prune-foreign").Apply(testCtx, foreign, metav1.ApplyOptions{FieldManager: object.FieldManager, Force: true}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -145,7 +152,7 @@ func TestPruneRemovedManifest(t *testing.T) {
 	if !s.deploymentExists("web") || !s.configMapExists(s.name, "old") || !s.configMapExists(s.name, "keep") {
 		t.Fatal("prune off deleted an object")
 	}
-	if e := s.latest(); len(e.Pruned) != 0 || e.Result != reconciler.Applied {
+	if e := s.latest(); len(e.Pruned) != 0 || e.Result != history.Applied {
 		t.Errorf("history entry %+v, want applied with nothing pruned", e)
 	}
 	orphans := refs("ConfigMap/prune/keep", "ConfigMap/prune/old", "Deployment/prune/web")
@@ -156,9 +163,9 @@ func TestPruneRemovedManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantPlan := reconciler.PrunePlan{
+	wantPlan := prune.Orphans{
 		Delete: refs("ConfigMap/prune/old", "Deployment/prune/web"),
-		Keep:   []reconciler.KeptObject{{Object: refs("ConfigMap/prune/keep")[0], Reason: `annotation pinbot.dev/prune: "false"`}},
+		Keep:   []prune.Kept{{Object: refs("ConfigMap/prune/keep")[0], Reason: `annotation pinbot.dev/prune: "false"`}},
 	}
 	if diff := cmp.Diff(wantPlan, plan.Orphans); diff != "" || plan.Prune {
 		t.Errorf("dry run with prune off: prune %t, orphans (-want +got):\n%s", plan.Prune, diff)
@@ -226,10 +233,10 @@ func TestEmptyRenderIsRefused(t *testing.T) {
 	if diff := cmp.Diff([]string{"ConfigMap/other", "ConfigMap/settings"}, s.inventory()); diff != "" {
 		t.Errorf("inventory after the refusal (-want +got):\n%s", diff)
 	}
-	if st.Health != reconciler.Degraded || !strings.Contains(st.HealthReason, "the render holds no objects (set syncPolicy.allowEmpty") || st.Commit != commit {
+	if st.Health != verdict.Degraded || !strings.Contains(st.HealthReason, "the render holds no objects (set syncPolicy.allowEmpty") || st.Commit != commit {
 		t.Errorf("status: %s at %s, want Degraded naming the empty render at %s", describe(st, nil), st.Commit, commit)
 	}
-	if e := s.latest(); e.Commit != commit || e.Result != reconciler.Refused || len(e.Pruned) != 0 {
+	if e := s.latest(); e.Commit != commit || e.Result != history.Refused || len(e.Pruned) != 0 {
 		t.Errorf("history entry %+v, want the refusal", e)
 	}
 	if _, err := s.r.DryRun(testCtx, s.name, reconciler.SyncPrune()); !errors.As(err, &re) {
@@ -344,7 +351,7 @@ func TestWavesWaitForTheMigration(t *testing.T) {
 	if webCreated.Sub(created) < run {
 		t.Errorf("Deployment created %s after the Job, want at least the Job's run time %s", webCreated.Sub(created), run)
 	}
-	if e := s.latest(); e.Result != reconciler.Applied || e.Applied != 3 {
+	if e := s.latest(); e.Result != history.Applied || e.Applied != 3 {
 		t.Errorf("history entry %+v", e)
 	}
 
@@ -386,7 +393,7 @@ func TestFailedWaveStopsTheSync(t *testing.T) {
 		"app/migrate.yaml": migrationJob("migrate", "wavefail", img.ref(), `pinbot.dev/sync-wave: "-1"`),
 	}, "A migration that fails")
 	st, _, err := s.r.Sync(testCtx, s.name, 0)
-	var we *reconciler.WaveError
+	var we *wave.Error
 	if !errors.As(err, &we) || we.Object.Kind != "Job" || we.Object.Name != "migrate" || we.Wave != -1 || we.Timeout != 0 {
 		t.Fatalf("Sync error = %v, want a *WaveError naming Job migrate", err)
 	}
@@ -397,7 +404,7 @@ func TestFailedWaveStopsTheSync(t *testing.T) {
 	if s.deploymentExists("web") {
 		t.Error("the Deployment of wave 0 was created after its wave -1 failed")
 	}
-	if e := s.latest(); e.Commit != commit || e.Result != reconciler.Failed || !strings.Contains(e.Reason, want) {
+	if e := s.latest(); e.Commit != commit || e.Result != history.Failed || !strings.Contains(e.Reason, want) {
 		t.Errorf("history entry %+v", e)
 	}
 	until(t, 10*time.Second, "commit status failure", func() (bool, string) {
@@ -442,7 +449,7 @@ func TestForbiddenNamespaceAppliesNoWave(t *testing.T) {
 		"app/c-evil.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: evil, namespace: kube-public, annotations: {pinbot.dev/sync-wave: \"5\"}}\n",
 	}, "Write to kube-public in a late wave")
 	st, _, err := s.r.Sync(testCtx, s.name, 0)
-	var ge *reconciler.GuardError
+	var ge *guard.Error
 	if !errors.As(err, &ge) {
 		t.Fatalf("Sync error = %v, want a *GuardError", err)
 	}
@@ -459,7 +466,7 @@ func TestForbiddenNamespaceAppliesNoWave(t *testing.T) {
 	if s.configMapExists("kube-public", "evil") {
 		t.Error("the forbidden object was applied")
 	}
-	if e := s.latest(); e.Commit != commit || e.Result != reconciler.Refused || !strings.Contains(e.Reason, want) {
+	if e := s.latest(); e.Commit != commit || e.Result != history.Refused || !strings.Contains(e.Reason, want) {
 		t.Errorf("history entry %+v", e)
 	}
 }

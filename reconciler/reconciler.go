@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"k8s.io/client-go/dynamic"
@@ -13,30 +12,35 @@ import (
 	"k8s.io/utils/lru"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/httpbound"
+	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/ssa"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/store"
+	"pinbot.dev/pinbot/reconciler/verdict"
 	"pinbot.dev/pinbot/registry"
 )
 
 // Reconciler runs the apps of one Config against one cluster. Its methods
-// are safe for concurrent use; Close releases its watches.
+// are safe for concurrent use; passes of one app take turns. Close
+// releases its watches.
 type Reconciler struct {
-	cfg     *Config
-	kube    kubernetes.Interface
-	dyn     dynamic.Interface // reads Argo CD's and Flux's objects (verifyonly.go)
-	applier *ssa.Applier
-	watcher *Watcher
-	lives   *liveCache // watches of each app's inventory (diff_live.go)
-	source  *Source
-	lookups *lookupCache
-	history *History
-	report  *reporter
-	token   string
-	now     func() time.Time
-	metrics *metrics
-	caps    *capabilities // the cluster's, for Helm renders (render.go)
-
-	mu   sync.Mutex
-	apps map[string]*appState
+	cfg      *config.Config
+	kube     kubernetes.Interface
+	applier  *ssa.Applier
+	watcher  *watcher
+	lives    *liveCache // watches of each app's inventory (live.go)
+	source   *Source
+	lookups  *lookupCache
+	history  *store.History
+	report   *reporter
+	observer *observer // verify-only apps (observer.go)
+	token    string
+	now      func() time.Time
+	metrics  *metrics
+	caps     *capabilities // the cluster's, for Helm renders (render.go)
+	apps     map[string]*appState
 }
 
 type options struct {
@@ -68,15 +72,28 @@ func WithRegistry(r Registry) Option { return func(o *options) { o.registry = r 
 func WithForge(f Forge) Option { return func(o *options) { o.forge = f } }
 
 // WithForgeToken is the forge token used when the config's forge section
-// names no tokenFile (the CLI passes $PINBOT_GITEA_TOKEN).
+// names no tokenFile. Default $PINBOT_GITEA_TOKEN.
 func WithForgeToken(token string) Option { return func(o *options) { o.token = token } }
 
 // WithClock replaces time.Now, for tests of timeouts.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
+// APIResponseTimeout bounds how long one request to the Kubernetes API
+// waits for the server to start answering. An API server that accepts the
+// connection and never answers fails the request after it (a transient
+// fault, retried with backoff) instead of hanging the app's pass. Watches
+// are not cut: their headers come at once, and the stream may then stay
+// quiet for as long as nothing changes.
+//
+// It stays under client-go's HTTP/2 health check (a ping after 30s of
+// silence, the connection dropped 15s later): client-go retries a GET
+// whose connection was dropped up to ten times, so without this bound a
+// stalled server held each GET for eight minutes.
+const APIResponseTimeout = 40 * time.Second
+
 // New returns a Reconciler for cfg on the cluster rc points at. It makes
 // no request.
-func New(cfg *Config, rc *rest.Config, opts ...Option) (*Reconciler, error) {
+func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, error) {
 	o := options{now: time.Now, answer: APIResponseTimeout}
 	for _, opt := range opts {
 		opt(&o)
@@ -96,7 +113,7 @@ func New(cfg *Config, rc *rest.Config, opts ...Option) (*Reconciler, error) {
 		o.registry = reg
 	}
 	rc = rest.CopyConfig(rc)
-	rc.WrapTransport = boundResponses(rc.WrapTransport, o.answer)
+	rc.WrapTransport = httpbound.WrapAfter(rc.WrapTransport, o.answer)
 	if rc.QPS == 0 {
 		// client-go's default (5 QPS) would make a 500-object sync take
 		// minutes; the API server's own priority and fairness still applies.
@@ -113,32 +130,21 @@ func New(cfg *Config, rc *rest.Config, opts ...Option) (*Reconciler, error) {
 	r := &Reconciler{
 		cfg:     cfg,
 		kube:    kube,
-		dyn:     dyn,
 		applier: ssa.New(dyn, kube.Discovery()),
 		source:  NewSource(o.cacheDir),
 		lookups: newLookupCache(o.registry),
-		history: NewHistory(kube, cfg.StateNamespace),
+		history: store.New(kube, cfg.StateNamespace),
 		token:   o.token,
 		now:     o.now,
 		caps:    newCapabilities(kube.Discovery(), o.now),
 		apps:    map[string]*appState{},
 	}
 	r.metrics = newMetrics(r)
-	r.watcher = NewWatcher(kube, r.changed)
+	r.watcher = newWatcher(kube, r.changed)
 	r.lives = newLiveCache(dyn, r.inventoryChanged)
+	r.observer = &observer{r: r, dyn: dyn}
 	if o.forge == nil && cfg.Forge != nil {
-		tok, err := readToken(cfg.Forge.TokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("forge: %w", err)
-		}
-		if tok == "" {
-			tok = o.token
-		}
-		var gopts []gitforge.GiteaOption
-		if cfg.Forge.CAFile != "" {
-			gopts = append(gopts, gitforge.WithCAFile(cfg.Forge.CAFile))
-		}
-		g, err := gitforge.NewGitea(cfg.Forge.URL, tok, gopts...)
+		g, err := gitforge.Dial(cfg.Forge.URL, cfg.Forge.TokenFile, cfg.Forge.CAFile, o.token)
 		if err != nil {
 			return nil, err
 		}
@@ -148,21 +154,21 @@ func New(cfg *Config, rc *rest.Config, opts ...Option) (*Reconciler, error) {
 		r.report = &reporter{forge: o.forge, forgeURL: cfg.Forge.URL, merged: lru.New(maxMerged)}
 	}
 	for i := range cfg.Apps {
-		r.apps[cfg.Apps[i].Name] = &appState{trigger: make(chan struct{}, 1), observe: make(chan struct{}, 1)}
+		r.apps[cfg.Apps[i].Name] = newAppState()
 	}
 	return r, nil
 }
 
 // Close stops the Reconciler's watches.
 func (r *Reconciler) Close() {
-	r.watcher.Close()
+	r.watcher.close()
 	r.lives.close()
 }
 
 // Config returns the Reconciler's configuration.
-func (r *Reconciler) Config() *Config { return r.cfg }
+func (r *Reconciler) Config() *config.Config { return r.cfg }
 
-func (r *Reconciler) app(name string) (*App, *appState, error) {
+func (r *Reconciler) app(name string) (*config.App, *appState, error) {
 	a, err := r.cfg.App(name)
 	if err != nil {
 		return nil, nil, err
@@ -177,49 +183,67 @@ func (r *Reconciler) Trigger(name string) error {
 	if err != nil {
 		return err
 	}
-	select {
-	case st.trigger <- struct{}{}:
-	default:
-	}
+	signal(st.trigger)
 	return nil
 }
 
-// changed is the Watcher's callback: wake the apps writing to namespace
+// changed is the watcher's callback: wake the apps writing to namespace
 // that wait for a verification.
 func (r *Reconciler) changed(namespace string) {
 	for i := range r.cfg.Apps {
 		a := &r.cfg.Apps[i]
 		st := r.apps[a.Name]
-		if !slices.Contains(a.AllowNamespaces, namespace) && !st.watches(namespace) {
-			continue
+		if (slices.Contains(a.AllowNamespaces, namespace) || st.watches(namespace)) && st.awaiting.Load() {
+			signal(st.observe)
 		}
-		st.mu.Lock()
-		awaiting := st.awaiting
-		st.mu.Unlock()
-		if awaiting {
-			select {
-			case st.observe <- struct{}{}:
-			default:
-			}
-		}
+	}
+}
+
+// inventoryChanged is the live cache's callback: an object of app's
+// inventory changed its content (or appeared, or went away). It wakes a
+// self-healing app's loop; it never blocks.
+func (r *Reconciler) inventoryChanged(app string) {
+	if st := r.apps[app]; st != nil {
+		signal(st.wake)
 	}
 }
 
 // Status computes app's status now, without applying, recording or
 // reporting anything: it fetches Git, renders, compares with the cluster
 // and verifies the Pods.
-func (r *Reconciler) Status(ctx context.Context, name string) (*AppStatus, *Verification, error) {
+func (r *Reconciler) Status(ctx context.Context, name string) (*status.App, *verdict.Verification, error) {
 	a, st, err := r.app(name)
 	if err != nil {
 		return nil, nil, err
 	}
-	return r.pass(ctx, a, st, modeObserve)
+	return r.pass(ctx, a, st, modeObserve, nil)
 }
 
 // Verify is Status's verification.
-func (r *Reconciler) Verify(ctx context.Context, name string) (*Verification, error) {
+func (r *Reconciler) Verify(ctx context.Context, name string) (*verdict.Verification, error) {
 	_, v, err := r.Status(ctx, name)
 	return v, err
+}
+
+// SyncOption changes one call of Reconciler.Sync or Reconciler.DryRun.
+type SyncOption func(*syncOptions)
+
+// syncOptions are one Sync call's options: they belong to this request
+// only, and a concurrent loop pass of the same app does not see them.
+type syncOptions struct {
+	prune bool
+}
+
+// SyncPrune prunes in this sync even when the app's policy has prune off,
+// as `pinbot sync --prune` does. The guards still hold (see prune.Plan).
+func SyncPrune() SyncOption { return func(o *syncOptions) { o.prune = true } }
+
+func syncOptionsOf(opts []SyncOption) syncOptions {
+	var o syncOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
 }
 
 // Sync applies app's current commit once, as `pinbot sync` does, records
@@ -227,7 +251,7 @@ func (r *Reconciler) Verify(ctx context.Context, name string) (*Verification, er
 // rollout until the verification settles (verified, failed, or timed out
 // after the app's verifyTimeout) or wait passes. opts apply to this sync
 // only (SyncPrune).
-func (r *Reconciler) Sync(ctx context.Context, name string, wait time.Duration, opts ...SyncOption) (*AppStatus, *Verification, error) {
+func (r *Reconciler) Sync(ctx context.Context, name string, wait time.Duration, opts ...SyncOption) (*status.App, *verdict.Verification, error) {
 	a, st, err := r.app(name)
 	if err != nil {
 		return nil, nil, err
@@ -235,22 +259,23 @@ func (r *Reconciler) Sync(ctx context.Context, name string, wait time.Duration, 
 	if err := r.Check(ctx); err != nil { // before anything is applied
 		return nil, nil, err
 	}
-	s, v, err := r.pass(withSyncOptions(ctx, opts), a, st, modeSync)
-	if err != nil || wait <= 0 || !st.isAwaiting() {
+	so := syncOptionsOf(opts)
+	s, v, err := r.pass(ctx, a, st, modeSync, &so)
+	if err != nil || wait <= 0 || !st.awaiting.Load() {
 		return s, v, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	for st.isAwaiting() {
+	for st.awaiting.Load() {
 		select {
 		case <-ctx.Done():
 			return s, v, nil
 		case <-st.observe:
 		case <-tick.C:
 		}
-		s2, v2, err := r.pass(ctx, a, st, modeFollow)
+		s2, v2, err := r.pass(ctx, a, st, modeFollow, nil)
 		switch {
 		case ctx.Err() != nil:
 			return s, v, nil
@@ -265,7 +290,7 @@ func (r *Reconciler) Sync(ctx context.Context, name string, wait time.Duration, 
 }
 
 // History returns app's recorded status and syncs, newest first.
-func (r *Reconciler) History(ctx context.Context, name string) (*Record, error) {
+func (r *Reconciler) History(ctx context.Context, name string) (*history.Record, error) {
 	if _, _, err := r.app(name); err != nil {
 		return nil, err
 	}
@@ -275,8 +300,3 @@ func (r *Reconciler) History(ctx context.Context, name string) (*Record, error) 
 // Check verifies what must hold before the loop starts: the history
 // namespace exists.
 func (r *Reconciler) Check(ctx context.Context) error { return r.history.Check(ctx) }
-
-// auth returns app's Git credentials.
-func (r *Reconciler) auth(app *App) (gitforge.Auth, error) {
-	return credentials(r.cfg, app, r.token)
-}

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
 
+	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/render"
 )
 
@@ -54,4 +55,21 @@ func (c *capabilities) get() (render.Capabilities, error) {
 func (r *Reconciler) render(root, rel string, opts ...render.Option) ([]*unstructured.Unstructured, error) {
 	opts = append([]render.Option{render.WithDiscovery(r.caps.get)}, opts...)
 	return render.Dir(root, rel, opts...)
+}
+
+// renderOptions are the render options of app's path: a chart is
+// rendered as the release named after the app (or helm.releaseName) in
+// the app's namespace, with the helm block's values. With a helm block,
+// a path that is not a chart is a render error.
+func renderOptions(a *config.App) []render.Option {
+	opts := []render.Option{render.WithRelease(a.Name, a.Namespace)}
+	if a.Helm == nil {
+		return opts
+	}
+	h := render.Helm{ReleaseName: a.Helm.ReleaseName, Namespace: a.Namespace, ValueFiles: a.Helm.ValueFiles}
+	h.Values, _ = config.JSONValues(a.Helm.Values) // problems checked it
+	for _, p := range a.Helm.Parameters {
+		h.Parameters = append(h.Parameters, render.Parameter{Name: p.Name, Value: p.Value, ForceString: p.ForceString})
+	}
+	return append(opts, render.WithHelm(h))
 }

@@ -8,7 +8,9 @@ import (
 	"k8s.io/utils/lru"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 // Forge is the part of *gitforge.Gitea the reconciler reports through.
@@ -20,14 +22,6 @@ type Forge interface {
 
 // StatusContext is the commit status context pinbot sets for app.
 func StatusContext(app string) string { return "pinbot/" + app }
-
-// Commit status states: gitforge's, under short local names.
-const (
-	statePending = gitforge.StatusPending
-	stateSuccess = gitforge.StatusSuccess
-	stateFailure = gitforge.StatusFailure
-	stateError   = gitforge.StatusError
-)
 
 // maxDescription bounds a commit status description; Gitea truncates
 // longer ones anyway.
@@ -61,18 +55,20 @@ func (r *reporter) pullFor(ctx context.Context, repo gitforge.Repo, sha string) 
 	return r.forge.PullByMergeCommit(ctx, repo, sha)
 }
 
-// repoOf finds app's repository on the forge (see gitforge.RepoOf).
-func (r *reporter) repoOf(app *App) (gitforge.Repo, bool) {
+// repoOf finds the repository at repoURL on the forge (see
+// gitforge.RepoOf).
+func (r *reporter) repoOf(repoURL string) (gitforge.Repo, bool) {
 	if r == nil || r.forge == nil {
 		return gitforge.Repo{}, false
 	}
-	repo, err := gitforge.RepoOf(r.forgeURL, app.Repo)
+	repo, err := gitforge.RepoOf(r.forgeURL, repoURL)
 	return repo, err == nil
 }
 
-// status sets pinbot/<app> on sha. An app outside the forge is skipped.
-func (r *reporter) status(ctx context.Context, app *App, sha, state, desc string) error {
-	repo, ok := r.repoOf(app)
+// status sets pinbot/<app> on sha in the repository at repoURL. A
+// repository outside the forge is skipped.
+func (r *reporter) status(ctx context.Context, app, repoURL, sha, state, desc string) error {
+	repo, ok := r.repoOf(repoURL)
 	if !ok || sha == "" {
 		return nil
 	}
@@ -80,13 +76,14 @@ func (r *reporter) status(ctx context.Context, app *App, sha, state, desc string
 	if len(desc) > maxDescription {
 		desc = desc[:maxDescription-len("…")] + "…"
 	}
-	return r.forge.SetStatus(ctx, repo, sha, gitforge.Status{Context: StatusContext(app.Name), State: state, Description: desc})
+	return r.forge.SetStatus(ctx, repo, sha, gitforge.Status{Context: StatusContext(app), State: state, Description: desc})
 }
 
-// comment posts v on the pinbot promotion pull request that sha merged,
-// if there is one. It reports whether it commented.
-func (r *reporter) comment(ctx context.Context, app *App, sha string, v *Verification) (bool, error) {
-	repo, ok := r.repoOf(app)
+// comment posts v on the pinbot promotion pull request that sha merged
+// in the repository at repoURL, if there is one. It reports whether it
+// commented.
+func (r *reporter) comment(ctx context.Context, repoURL, sha string, v *verdict.Verification) (bool, error) {
+	repo, ok := r.repoOf(repoURL)
 	if !ok || sha == "" {
 		return false, nil
 	}
@@ -107,12 +104,16 @@ func IsPinbotPull(p *gitforge.Pull) bool {
 	return strings.HasPrefix(p.Head, "pinbot/") || strings.Contains(p.Body, "<!-- pinbot:")
 }
 
+// maxMerged bounds the merged pull requests remembered for the proof
+// comment.
+const maxMerged = 256
+
 // maxCommentRows bounds the per-container table of a comment.
 const maxCommentRows = 50
 
 // CommentBody renders a verification as a pull-request comment: a verdict
 // line and a table of the current Pods' containers.
-func CommentBody(v *Verification) string {
+func CommentBody(v *verdict.Verification) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "<!-- pinbot:verification app=%s commit=%s -->\n", v.App, v.Commit)
 	if v.Verified {
@@ -127,7 +128,7 @@ func CommentBody(v *Verification) string {
 				fmt.Fprintf(&b, "\n…and %d more containers.\n", len(v.Containers)-maxCommentRows)
 				break
 			}
-			fmt.Fprintf(&b, "| %s/%s | %s | `%s` | `%s` | %s |\n", c.Namespace, c.Pod, c.Container, shortDigest(c.GitDigest), shortDigest(c.RunningDigest), c.Verdict)
+			fmt.Fprintf(&b, "| %s/%s | %s | `%s` | `%s` | %s |\n", c.Namespace, c.Pod, c.Container, imageref.Abbrev(c.GitDigest), imageref.Abbrev(c.RunningDigest), c.Verdict)
 		}
 	}
 	if n := len(v.OldRevisions); n > 0 {
@@ -136,9 +137,11 @@ func CommentBody(v *Verification) string {
 	return b.String()
 }
 
-func shortSHA(s string) string {
-	if len(s) > 12 {
-		return s[:12]
+// Merged tells the Reconciler that pr, a pinbot promotion pull request,
+// was merged (a pull_request webhook said so), so that the proof comment
+// for its merge commit needs no search.
+func (r *Reconciler) Merged(pr *gitforge.Pull) {
+	if IsPinbotPull(pr) {
+		r.report.remember(pr)
 	}
-	return s
 }

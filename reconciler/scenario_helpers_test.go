@@ -13,6 +13,10 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/object"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 // scenario is one app: a namespace, a Gitea repository holding its
@@ -40,7 +44,7 @@ func newScenario(t *testing.T, name, syncPolicy string, extra ...string) *scenar
 		t.Fatal(err)
 	}
 	s.cfg = filepath.Join(t.TempDir(), "pinbot.yaml")
-	config := fmt.Sprintf(`interval: 60s
+	cfgText := fmt.Sprintf(`interval: 60s
 forge: {url: %q, tokenFile: %q}
 apps:
   - name: %s
@@ -54,12 +58,12 @@ apps:
 		extra = []string{"allowNamespaces: [" + name + "]"}
 	}
 	for _, e := range extra {
-		config += "    " + e + "\n"
+		cfgText += "    " + e + "\n"
 	}
-	if err := os.WriteFile(s.cfg, []byte(config), 0o600); err != nil {
+	if err := os.WriteFile(s.cfg, []byte(cfgText), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := reconciler.Load(s.cfg)
+	cfg, err := config.Load(s.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,10 +131,10 @@ spec:
 }
 
 // status polls the app's live status until cond holds.
-func (s *scenario) waitStatus(timeout time.Duration, what string, cond func(*reconciler.AppStatus, *reconciler.Verification) bool) (*reconciler.AppStatus, *reconciler.Verification) {
+func (s *scenario) waitStatus(timeout time.Duration, what string, cond func(*status.App, *verdict.Verification) bool) (*status.App, *verdict.Verification) {
 	s.t.Helper()
-	var st *reconciler.AppStatus
-	var v *reconciler.Verification
+	var st *status.App
+	var v *verdict.Verification
 	until(s.t, timeout, what, func() (bool, string) {
 		var err error
 		st, v, err = s.r.Status(testCtx, s.name)
@@ -142,7 +146,7 @@ func (s *scenario) waitStatus(timeout time.Duration, what string, cond func(*rec
 	return st, v
 }
 
-func describe(st *reconciler.AppStatus, v *reconciler.Verification) string {
+func describe(st *status.App, v *verdict.Verification) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "sync %s health %s (%s) verified %t: %s; error %q", st.Sync, st.Health, st.HealthReason, st.Verified, st.Verification, st.Error)
 	if v != nil {
@@ -157,7 +161,7 @@ func describe(st *reconciler.AppStatus, v *reconciler.Verification) string {
 // inventory label, as "Kind/name".
 func (s *scenario) inventory() []string {
 	s.t.Helper()
-	sel := metav1.ListOptions{LabelSelector: reconciler.LabelApp + "=" + s.name}
+	sel := metav1.ListOptions{LabelSelector: object.LabelApp + "=" + s.name}
 	var out []string
 	cms, err := env.kube.CoreV1().ConfigMaps(s.name).List(testCtx, sel)
 	if err != nil {

@@ -19,6 +19,11 @@ import (
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/guard"
+	"pinbot.dev/pinbot/reconciler/history"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/verdict"
 	"pinbot.dev/pinbot/render"
 )
 
@@ -63,10 +68,10 @@ func TestMergedDigestIsVerified(t *testing.T) {
 	rec := s.waitEntry(merge, "the merged promotion verified")
 
 	e := rec.Entries[0]
-	if diff := cmp.Diff([]reconciler.DigestCount{{Digest: v2.digest, Pods: 2}}, e.Digests); diff != "" {
+	if diff := cmp.Diff([]history.DigestCount{{Digest: v2.digest, Pods: 2}}, e.Digests); diff != "" {
 		t.Errorf("verified digests (-want +got):\n%s", diff)
 	}
-	if e.Result != reconciler.Applied || e.Trigger != "auto" || e.Health != reconciler.Healthy || len(rec.Entries) != 2 || rec.Entries[1].Commit != first {
+	if e.Result != history.Applied || e.Trigger != "auto" || e.Health != verdict.Healthy || len(rec.Entries) != 2 || rec.Entries[1].Commit != first {
 		t.Errorf("history = %+v", rec.Entries)
 	}
 	want := "2/2 Pods run " + v2.digest[:len("sha256:")+12] + "…"
@@ -81,7 +86,7 @@ func TestMergedDigestIsVerified(t *testing.T) {
 	if len(comments) != 1 || !strings.Contains(comments[0], "**pinbot verified `merged`**") || !strings.Contains(comments[0], want) {
 		t.Errorf("pull request comments = %q, want one verification", comments)
 	}
-	if rec.Status == nil || !rec.Status.Verified || rec.Status.Sync != reconciler.Synced || rec.Status.SyncedCommit != merge {
+	if rec.Status == nil || !rec.Status.Verified || rec.Status.Sync != status.Synced || rec.Status.SyncedCommit != merge {
 		t.Errorf("persisted status = %+v", rec.Status)
 	}
 
@@ -93,7 +98,7 @@ func TestMergedDigestIsVerified(t *testing.T) {
 		t.Fatalf("verification = %+v", v)
 	}
 	for _, c := range v.Containers {
-		if c.GitDigest != v2.digest || c.RunningDigest != v2.digest || c.Verdict != reconciler.Verified || c.Namespace != s.name {
+		if c.GitDigest != v2.digest || c.RunningDigest != v2.digest || c.Verdict != verdict.Verified || c.Namespace != s.name {
 			t.Errorf("container %+v, want %s verified", c, v2.digest)
 		}
 	}
@@ -131,11 +136,11 @@ func TestBadReleaseThenRevert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Sync != reconciler.OutOfSync || st.Health != reconciler.Missing || len(s.inventory()) != 0 {
+	if st.Sync != status.OutOfSync || st.Health != verdict.Missing || len(s.inventory()) != 0 {
 		t.Fatalf("detect-only app before a sync: %s; inventory %q", describe(st, nil), s.inventory())
 	}
 	st, v, err := s.r.Sync(testCtx, s.name, rollout)
-	if err != nil || !st.Verified || st.Health != reconciler.Healthy || st.Sync != reconciler.Synced {
+	if err != nil || !st.Verified || st.Health != verdict.Healthy || st.Sync != status.Synced {
 		t.Fatalf("syncing the good release: %v; %s", err, describe(st, v))
 	}
 
@@ -143,8 +148,8 @@ func TestBadReleaseThenRevert(t *testing.T) {
 	if _, _, err := s.r.Sync(testCtx, s.name, 0); err != nil {
 		t.Fatal(err)
 	}
-	st, v = s.waitStatus(rollout, "the bad Pod running but not ready", func(st *reconciler.AppStatus, v *reconciler.Verification) bool {
-		return st.Sync == reconciler.Synced && st.Health == reconciler.Progressing && len(v.Containers) == 1 && v.Containers[0].Verdict == reconciler.Verified
+	st, v = s.waitStatus(rollout, "the bad Pod running but not ready", func(st *status.App, v *verdict.Verification) bool {
+		return st.Sync == status.Synced && st.Health == verdict.Progressing && len(v.Containers) == 1 && v.Containers[0].Verdict == verdict.Verified
 	})
 	if st.Verified || st.Commit != badCommit {
 		t.Errorf("bad release verified: %s", describe(st, v))
@@ -158,7 +163,7 @@ func TestBadReleaseThenRevert(t *testing.T) {
 
 	revert := s.push(map[string]string{"app/deploy.yaml": deployment(2, good.ref())}, "Revert the bad release")
 	st, v, err = s.r.Sync(testCtx, s.name, rollout)
-	if err != nil || !st.Verified || st.Health != reconciler.Healthy || st.Commit != revert {
+	if err != nil || !st.Verified || st.Health != verdict.Healthy || st.Commit != revert {
 		t.Fatalf("syncing the revert: %v; %s", err, describe(st, v))
 	}
 	rec, err := s.r.History(testCtx, s.name)
@@ -192,7 +197,7 @@ func TestMissingImageIsDegraded(t *testing.T) {
 		if err != nil || rec.Status == nil {
 			return false, fmt.Sprint(err)
 		}
-		return rec.Status.Health == reconciler.Degraded, describe(rec.Status, nil)
+		return rec.Status.Health == verdict.Degraded, describe(rec.Status, nil)
 	})
 	st, v, err := s.r.Status(testCtx, s.name)
 	if err != nil {
@@ -202,7 +207,7 @@ func TestMissingImageIsDegraded(t *testing.T) {
 		!strings.Contains(st.HealthReason, "ErrImagePull") && !strings.Contains(st.HealthReason, "ImagePullBackOff") {
 		t.Errorf("health reason %q, want the Pod's pull error", st.HealthReason)
 	}
-	if st.Verified || len(v.Containers) != 1 || v.Containers[0].Verdict != reconciler.Pending {
+	if st.Verified || len(v.Containers) != 1 || v.Containers[0].Verdict != verdict.Pending {
 		t.Errorf("verification: %s", describe(st, v))
 	}
 	until(t, 10*time.Second, "commit status failure", func() (bool, string) {
@@ -224,8 +229,8 @@ func TestStaleNodeImageIsMismatch(t *testing.T) {
 	if _, _, err := s.r.Sync(testCtx, s.name, 0); err != nil {
 		t.Fatal(err)
 	}
-	st, v := s.waitStatus(rollout, "both Pods judged", func(_ *reconciler.AppStatus, v *reconciler.Verification) bool {
-		return len(v.Containers) == 2 && v.Containers[0].Verdict == reconciler.Mismatch && v.Containers[1].Verdict == reconciler.Mismatch
+	st, v := s.waitStatus(rollout, "both Pods judged", func(_ *status.App, v *verdict.Verification) bool {
+		return len(v.Containers) == 2 && v.Containers[0].Verdict == verdict.Mismatch && v.Containers[1].Verdict == verdict.Mismatch
 	})
 	for _, c := range v.Containers {
 		if !strings.HasPrefix(c.Pod, "web-") || c.RunningDigest != old.digest || c.GitDigest != cur.digest ||
@@ -255,12 +260,12 @@ func TestConfigDigestAgainstIndex(t *testing.T) {
 		t.Fatalf("sync: %v; %s", err, describe(st, v))
 	}
 	for _, c := range v.Containers {
-		if c.RunningDigest != idx.configs["arm64"] || c.GitDigest != idx.digest || c.Verdict != reconciler.Verified || !strings.Contains(c.Reason, "config digest") {
+		if c.RunningDigest != idx.configs["arm64"] || c.GitDigest != idx.digest || c.Verdict != verdict.Verified || !strings.Contains(c.Reason, "config digest") {
 			t.Errorf("container %+v, want the arm64 config digest %s verified", c, idx.configs["arm64"])
 		}
 	}
 	arm.SetImageIDForm(kubeletsim.PlatformDigest)
-	_, v = s.waitStatus(rollout, "verified through the arm64 child", func(st *reconciler.AppStatus, v *reconciler.Verification) bool {
+	_, v = s.waitStatus(rollout, "verified through the arm64 child", func(st *status.App, v *verdict.Verification) bool {
 		return st.Verified && len(v.Containers) == 2 && v.Containers[0].RunningDigest == idx.children["arm64"]
 	})
 	if !strings.Contains(v.Containers[0].Reason, "linux/arm64 child of the pinned index") {
@@ -284,7 +289,7 @@ func TestRefusedSyncAppliesNothing(t *testing.T) {
 			new(*render.Error), "render: app/deploy.yaml:"},
 		{"forbidden namespace", map[string]string{"app/a-settings.yaml": cm, "app/deploy.yaml": deployment(1, img.ref()),
 			"app/evil.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: evil, namespace: kube-system}\n"},
-			new(*reconciler.GuardError), `ConfigMap kube-system/evil refused: namespace "kube-system" is not in allowNamespaces [refused]`},
+			new(*guard.Error), `ConfigMap kube-system/evil refused: namespace "kube-system" is not in allowNamespaces [refused]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			commit := s.push(tc.files, tc.name)
@@ -302,7 +307,7 @@ func TestRefusedSyncAppliesNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if e := rec.Entries[0]; e.Commit != commit || e.Result != reconciler.Refused || !strings.Contains(e.Reason, tc.want) {
+			if e := rec.Entries[0]; e.Commit != commit || e.Result != history.Refused || !strings.Contains(e.Reason, tc.want) {
 				t.Errorf("history entry %+v", e)
 			}
 			if rec.Status == nil || !strings.Contains(rec.Status.Error, tc.want) {
@@ -328,9 +333,9 @@ func (s *scenario) run() {
 	})
 }
 
-func (s *scenario) waitEntry(commit, what string) *reconciler.Record {
+func (s *scenario) waitEntry(commit, what string) *history.Record {
 	s.t.Helper()
-	var rec *reconciler.Record
+	var rec *history.Record
 	until(s.t, rollout, what, func() (bool, string) {
 		var err error
 		rec, err = s.r.History(testCtx, s.name)
@@ -376,11 +381,11 @@ func TestSyncManyObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("sync of 500 objects: %s", time.Since(began).Round(time.Millisecond))
-	if st.Sync != reconciler.Synced || st.Health != reconciler.Healthy || len(s.inventory()) != 500 {
+	if st.Sync != status.Synced || st.Health != verdict.Healthy || len(s.inventory()) != 500 {
 		t.Errorf("after the sync: %s; %d objects in the inventory", describe(st, nil), len(s.inventory()))
 	}
 	began = time.Now()
-	if st, _, err = s.r.Status(testCtx, s.name); err != nil || st.Sync != reconciler.Synced {
+	if st, _, err = s.r.Status(testCtx, s.name); err != nil || st.Sync != status.Synced {
 		t.Errorf("status: %v, %s", err, describe(st, nil))
 	}
 	t.Logf("status pass over 500 objects: %s", time.Since(began).Round(time.Millisecond))
@@ -416,7 +421,7 @@ spec:
 	if err != nil {
 		t.Fatalf("sync: %s", err)
 	}
-	if st.Sync != reconciler.Synced || st.Health != reconciler.Healthy {
+	if st.Sync != status.Synced || st.Health != verdict.Healthy {
 		t.Errorf("after the sync: %s", describe(st, nil))
 	}
 	if _, err := env.kube.CoreV1().ConfigMaps("crds-extra").Get(testCtx, "settings", metav1.GetOptions{}); err != nil {
@@ -429,11 +434,11 @@ spec:
 func TestSourceUnreachable(t *testing.T) {
 	needPeers(t)
 	cfgFile := filepath.Join(t.TempDir(), "pinbot.yaml")
-	config := "apps:\n  - {name: gone, repo: 'http://127.0.0.1:1/team/gone.git', namespace: gone, syncPolicy: {automated: true}}\n"
-	if err := os.WriteFile(cfgFile, []byte(config), 0o600); err != nil {
+	cfgText := "apps:\n  - {name: gone, repo: 'http://127.0.0.1:1/team/gone.git', namespace: gone, syncPolicy: {automated: true}}\n"
+	if err := os.WriteFile(cfgFile, []byte(cfgText), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := reconciler.Load(cfgFile)
+	cfg, err := config.Load(cfgFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,7 +452,7 @@ func TestSourceUnreachable(t *testing.T) {
 	if !errors.As(err, &se) {
 		t.Fatalf("Sync error = %v, want a *SourceError", err)
 	}
-	if st.Sync != reconciler.SyncUnknown || st.Health != reconciler.HealthUnknown || st.SourceUnreachableSince == nil ||
+	if st.Sync != status.SyncUnknown || st.Health != verdict.HealthUnknown || st.SourceUnreachableSince == nil ||
 		!strings.HasPrefix(st.Error, "source unreachable since ") {
 		t.Errorf("status: %s", describe(st, nil))
 	}
@@ -455,7 +460,7 @@ func TestSourceUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rec.Entries) != 0 || rec.Status == nil || rec.Status.Sync != reconciler.SyncUnknown {
+	if len(rec.Entries) != 0 || rec.Status == nil || rec.Status.Sync != status.SyncUnknown {
 		t.Errorf("history %+v, status %+v: want no sync and the Unknown status stored", rec.Entries, rec.Status)
 	}
 }

@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/reconciler/config"
 )
 
 // SourceError means Git could not be fetched or read. The Reconciler then
@@ -63,7 +63,7 @@ func DefaultCacheDir() (string, error) {
 // With fetches app's branch into its cached clone and calls fn with the
 // checked-out revision, holding the app's lock so the working copy does not
 // change under fn. Fetch failures are *SourceError.
-func (s *Source) With(ctx context.Context, app *App, auth gitforge.Auth, fn func(Revision) error) error {
+func (s *Source) With(ctx context.Context, app *config.App, auth gitforge.Auth, fn func(Revision) error) error {
 	lock := s.lock(app.Name)
 	lock.Lock()
 	defer lock.Unlock()
@@ -86,7 +86,7 @@ func (s *Source) lock(app string) *sync.Mutex {
 // fetch brings the cached clone up to date, cloning it the first time. The
 // directory name hashes the URL and branch, so a changed config never reuses
 // another repository's clone.
-func (s *Source) fetch(ctx context.Context, app *App, auth gitforge.Auth) (Revision, error) {
+func (s *Source) fetch(ctx context.Context, app *config.App, auth gitforge.Auth) (Revision, error) {
 	s.mu.Lock()
 	w := s.trees[app.Name]
 	s.mu.Unlock()
@@ -112,36 +112,33 @@ func (s *Source) fetch(ctx context.Context, app *App, auth gitforge.Auth) (Revis
 	return Revision{Commit: w.Head(), Dir: w.Dir()}, nil
 }
 
-// credentials returns the Git credentials of app: its own auth, or the
-// forge's when the repo lives on the forge's host, or fallbackToken for the
-// forge's host when no token file is named. Token files are read on every
-// call, so a rotated token is picked up.
-func credentials(cfg *Config, app *App, fallbackToken string) (gitforge.Auth, error) {
+// auth returns the Git credentials of app: its own auth, or the forge's
+// when the repo lives on the forge's host (its tokenFile, else the token
+// of WithForgeToken, else $PINBOT_GITEA_TOKEN). Token files are read on
+// every call, so a rotated token is picked up.
+func (r *Reconciler) auth(app *config.App) (gitforge.Auth, error) {
 	if app.Auth != nil {
-		tok, err := readToken(app.Auth.TokenFile)
-		if err != nil {
-			return gitforge.Auth{}, fmt.Errorf("app %s: %w", app.Name, err)
+		tok := ""
+		if app.Auth.TokenFile != "" {
+			var err error
+			if tok, err = gitforge.ReadToken(app.Auth.TokenFile); err != nil {
+				return gitforge.Auth{}, fmt.Errorf("app %s: %w", app.Name, err)
+			}
 		}
 		return gitforge.Auth{Token: tok, CAFile: app.Auth.CAFile}, nil
 	}
-	if cfg.Forge == nil || !sameHost(cfg.Forge.URL, app.Repo) {
+	f := r.cfg.Forge
+	if f == nil || !sameHost(f.URL, app.Repo) {
 		return gitforge.Auth{}, nil
 	}
-	tok, err := readToken(cfg.Forge.TokenFile)
-	if err != nil {
-		return gitforge.Auth{}, fmt.Errorf("forge: %w", err)
+	tok := r.token
+	if f.TokenFile != "" || tok == "" {
+		var err error
+		if tok, err = gitforge.ResolveToken(f.TokenFile); err != nil {
+			return gitforge.Auth{}, fmt.Errorf("forge: %w", err)
+		}
 	}
-	if tok == "" {
-		tok = fallbackToken
-	}
-	return gitforge.Auth{Token: tok, CAFile: cfg.Forge.CAFile}, nil
-}
-
-func readToken(file string) (string, error) {
-	if file == "" {
-		return "", nil
-	}
-	return gitforge.ReadToken(file)
+	return gitforge.Auth{Token: tok, CAFile: f.CAFile}, nil
 }
 
 func sameHost(a, b string) bool {
@@ -149,9 +146,3 @@ func sameHost(a, b string) bool {
 	ub, err2 := url.Parse(b)
 	return err1 == nil && err2 == nil && ua.Host != "" && strings.EqualFold(ua.Host, ub.Host)
 }
-
-// since formats t, when a peer stopped answering, for the "source
-// unreachable since <t>" and "kubernetes API unreachable since <t>"
-// reasons: a moment (RFC 3339, UTC) rather than a duration, so the reason,
-// and the status that carries it, stay the same while the outage lasts.
-func since(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -17,6 +17,8 @@ import (
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/testenv/faultproxy"
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/status"
 )
 
 // TestStalledAPIServer: a kube-apiserver that accepts connections and
@@ -93,7 +95,7 @@ func TestStalledSourceDoesNotHoldUpOthers(t *testing.T) {
 			t.Errorf("Run: %s", err)
 		}
 	}()
-	stored := func(app string) *reconciler.AppStatus {
+	stored := func(app string) *status.App {
 		rec, err := r.History(testCtx, app)
 		if err != nil || rec.Status == nil {
 			return nil
@@ -103,7 +105,7 @@ func TestStalledSourceDoesNotHoldUpOthers(t *testing.T) {
 	good, slow := "stall-src-good", "stall-src-slow"
 	until(t, 5*time.Minute, "the healthy app syncs", func() (bool, string) {
 		st := stored(good)
-		return st != nil && st.Sync == reconciler.Synced, fmt.Sprintf("%+v", st)
+		return st != nil && st.Sync == status.Synced, fmt.Sprintf("%+v", st)
 	})
 	// The stalled app's fetch is still waiting: the healthy app did not
 	// wait for it to fail.
@@ -122,9 +124,9 @@ func TestStalledSourceDoesNotHoldUpOthers(t *testing.T) {
 // twoApps makes the namespaces and repositories of apps <prefix>-good and
 // <prefix>-slow, each holding one ConfigMap, and returns their config.
 // The slow app reaches Gitea through slowBase ("" for directly).
-func twoApps(t *testing.T, prefix, slowBase string) *reconciler.Config {
+func twoApps(t *testing.T, prefix, slowBase string) *config.Config {
 	t.Helper()
-	config := fmt.Sprintf("interval: 60s\nforge: {url: %q, tokenFile: %q}\napps:\n", env.gitea.URL, env.token)
+	cfgText := fmt.Sprintf("interval: 60s\nforge: {url: %q, tokenFile: %q}\napps:\n", env.gitea.URL, env.token)
 	for _, name := range []string{prefix + "-good", prefix + "-slow"} {
 		if _, err := env.kube.CoreV1().Namespaces().Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating namespace %s: %s", name, err)
@@ -141,13 +143,13 @@ func twoApps(t *testing.T, prefix, slowBase string) *reconciler.Config {
 		if strings.HasSuffix(name, "-slow") && slowBase != "" {
 			repo = strings.Replace(repo, env.gitea.URL, slowBase, 1)
 		}
-		config += fmt.Sprintf("  - name: %s\n    repo: %s\n    branch: main\n    path: app\n    namespace: %s\n    syncPolicy: {automated: true}\n    allowNamespaces: [%s]\n", name, repo, name, name)
+		cfgText += fmt.Sprintf("  - name: %s\n    repo: %s\n    branch: main\n    path: app\n    namespace: %s\n    syncPolicy: {automated: true}\n    allowNamespaces: [%s]\n", name, repo, name, name)
 	}
 	path := filepath.Join(t.TempDir(), "pinbot.yaml")
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(cfgText), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := reconciler.Load(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/store"
 )
 
 // A sync against a cluster without the state namespace stops before
@@ -25,7 +27,7 @@ func TestSyncWithoutStateNamespaceAppliesNothing(t *testing.T) {
 	if err := os.WriteFile(s.cfg, append([]byte("stateNamespace: nostate-missing\n"), b...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := reconciler.Load(s.cfg)
+	cfg, err := config.Load(s.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +38,7 @@ func TestSyncWithoutStateNamespaceAppliesNothing(t *testing.T) {
 	defer r.Close()
 
 	_, _, err = r.Sync(testCtx, s.name, 0)
-	if !errors.Is(err, reconciler.ErrNoStateNamespace) {
+	if !errors.Is(err, store.ErrNoStateNamespace) {
 		t.Fatalf("sync: got error %v, want ErrNoStateNamespace", err)
 	}
 	for _, want := range []string{`"nostate-missing"`, "kubectl create namespace nostate-missing", "kubectl apply -k deploy/"} {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"pinbot.dev/pinbot/reconciler/config"
 )
 
 // TestCredentialsRefuseABadTokenFile checks that a token file of two lines,
@@ -19,19 +21,19 @@ func TestCredentialsRefuseABadTokenFile(t *testing.T) {
 	const repo = "https://git.example/org/manifests.git"
 	for _, tc := range []struct {
 		name string
-		cfg  *Config
-		app  *App
+		cfg  *config.Config
+		app  *config.App
 		want string
 	}{
-		{name: "forge token file", cfg: &Config{Forge: &ForgeConfig{URL: "https://git.example", TokenFile: bad}}, app: &App{Name: "web", Repo: repo},
+		{name: "forge token file", cfg: &config.Config{Forge: &config.ForgeConfig{URL: "https://git.example", TokenFile: bad}}, app: &config.App{Name: "web", Repo: repo},
 			want: "forge: token file " + bad + ": the token holds a line break"},
-		{name: "app token file", cfg: &Config{}, app: &App{Name: "web", Repo: repo, Auth: &Auth{TokenFile: bad}},
+		{name: "app token file", cfg: &config.Config{}, app: &config.App{Name: "web", Repo: repo, Auth: &config.Auth{TokenFile: bad}},
 			want: "app web: token file " + bad + ": the token holds a line break"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := credentials(tc.cfg, tc.app, "")
+			_, err := (&Reconciler{cfg: tc.cfg}).auth(tc.app)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("credentials = %v, want %q", err, tc.want)
+				t.Fatalf("auth = %v, want %q", err, tc.want)
 			}
 			if strings.Contains(err.Error(), "secret") {
 				t.Errorf("error quotes the token: %s", err)

@@ -7,12 +7,14 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+
+	"pinbot.dev/pinbot/reconciler/ssa"
 )
 
 // isTransient reports whether a Kubernetes API error is worth retrying with
 // backoff rather than reporting as a verdict on the manifests.
 func isTransient(err error) bool {
-	var ae *ApplyError
+	var ae *ssa.ApplyError
 	if errors.As(err, &ae) {
 		err = ae.Err
 	}

@@ -1,12 +1,7 @@
 package reconciler_test
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -27,6 +22,8 @@ import (
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/testenv/kube"
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 // The verify-only scenarios: the test plays Argo CD or Flux. It installs
@@ -84,17 +81,17 @@ func newDeployerScenario(t *testing.T, name, kind string, extra ...string) *depl
 	if kind == "flux" {
 		block = fmt.Sprintf("flux: {kustomization: %s}", name)
 	}
-	config := strings.Join(extra, "\n") + fmt.Sprintf(`
+	cfgText := strings.Join(extra, "\n") + fmt.Sprintf(`
 forge: {url: %q, tokenFile: %q}
 apps:
   - name: %s
     %s
 `, env.gitea.URL, env.token, name, block)
 	s.cfg = filepath.Join(t.TempDir(), "pinbot.yaml")
-	if err := os.WriteFile(s.cfg, []byte(config), 0o600); err != nil {
+	if err := os.WriteFile(s.cfg, []byte(cfgText), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := reconciler.Load(s.cfg)
+	cfg, err := config.Load(s.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,15 +305,15 @@ func (s *deployerScenario) postedStates(sha string) []string {
 }
 
 // verdictsOf lists each current container's verdict.
-func verdictsOf(v *reconciler.Verification) []reconciler.Verdict {
-	var out []reconciler.Verdict
+func verdictsOf(v *verdict.Verification) []verdict.Verdict {
+	var out []verdict.Verdict
 	for _, c := range v.Containers {
 		out = append(out, c.Verdict)
 	}
 	return out
 }
 
-func allAre(v *reconciler.Verification, want reconciler.Verdict, n int) bool {
+func allAre(v *verdict.Verification, want verdict.Verdict, n int) bool {
 	vs := verdictsOf(v)
 	if len(vs) != n {
 		return false
@@ -335,19 +332,16 @@ func namedDeployment(name string, replicas int, image string) string {
 		`"{{ .Values.image.repository }}@{{ .Values.image.digest }}"`, image).Replace(helmDeployment)
 }
 
-// pushWebhook sends r's webhook handler a signed Gitea push of commit to
-// branch of the repository at cloneURL, and returns the answer's body.
-func pushWebhook(t *testing.T, r *reconciler.Reconciler, cloneURL, branch, commit string) string {
+// pushed does for a push of branch of the repository at cloneURL what
+// serve's webhook does: it triggers the apps following that branch, and
+// returns their names.
+func pushed(t *testing.T, r *reconciler.Reconciler, cloneURL, branch string) []string {
 	t.Helper()
-	const secret = "vo-webhook-secret"
-	body := fmt.Sprintf(`{"ref":"refs/heads/%s","after":%q,"repository":{"clone_url":%q}}`, branch, commit, cloneURL)
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(body))
-	req := httptest.NewRequest(http.MethodPost, "/webhook/gitea", strings.NewReader(body))
-	req.Header.Set("X-Gitea-Event-Type", "push")
-	req.Header.Set("X-Gitea-Delivery", commit)
-	req.Header.Set("X-Gitea-Signature", hex.EncodeToString(mac.Sum(nil)))
-	rec := httptest.NewRecorder()
-	r.WebhookHandler([]byte(secret)).ServeHTTP(rec, req)
-	return strings.TrimSpace(rec.Body.String())
+	names := r.Following(branch, cloneURL)
+	for _, n := range names {
+		if err := r.Trigger(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return names
 }

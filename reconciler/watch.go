@@ -12,14 +12,16 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
-// Watcher keeps list/watch caches of what verification reads: Pods,
+// watcher keeps list/watch caches of what verification reads: Pods,
 // ReplicaSets and ControllerRevisions in the namespaces apps write to (one
 // shared informer factory per namespace), and Nodes. Cached objects are
 // trimmed to the fields verification uses, to keep an idle reconciler
 // small. Snapshots read the caches; no pass GETs a Pod.
-type Watcher struct {
+type watcher struct {
 	client   kubernetes.Interface
 	onChange func(namespace string)
 	stop     chan struct{}
@@ -34,16 +36,16 @@ type nsCache struct {
 	pods, replicaSets, revisions cache.SharedIndexInformer
 }
 
-// NewWatcher returns a Watcher. onChange, when not nil, is called (from an
+// newWatcher returns a watcher. onChange, when not nil, is called (from an
 // informer goroutine; it must not block) after a Pod or ReplicaSet in a
 // watched namespace changes.
-func NewWatcher(client kubernetes.Interface, onChange func(namespace string)) *Watcher {
-	return &Watcher{client: client, onChange: onChange, stop: make(chan struct{}), spaces: map[string]*nsCache{}}
+func newWatcher(client kubernetes.Interface, onChange func(namespace string)) *watcher {
+	return &watcher{client: client, onChange: onChange, stop: make(chan struct{}), spaces: map[string]*nsCache{}}
 }
 
-// Watch starts the caches for namespaces (and Nodes) not yet watched and
+// watch starts the caches for namespaces (and Nodes) not yet watched and
 // waits until they have synced or ctx ends.
-func (w *Watcher) Watch(ctx context.Context, namespaces []string) error {
+func (w *watcher) watch(ctx context.Context, namespaces []string) error {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -89,9 +91,9 @@ func (w *Watcher) Watch(ctx context.Context, namespaces []string) error {
 	return nil
 }
 
-// Fill copies the cached Pods, ReplicaSets and ControllerRevisions of
+// fill copies the cached Pods, ReplicaSets and ControllerRevisions of
 // namespaces, and all Nodes, into s. Watch them first.
-func (w *Watcher) Fill(s *Snapshot, namespaces []string) {
+func (w *watcher) fill(s *verdict.Snapshot, namespaces []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	s.Pods, s.ReplicaSets, s.Revisions, s.Nodes = nil, nil, nil, nil
@@ -120,8 +122,8 @@ func (w *Watcher) Fill(s *Snapshot, namespaces []string) {
 	})
 }
 
-// Close stops every informer.
-func (w *Watcher) Close() {
+// close stops every informer.
+func (w *watcher) close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.closed {

@@ -34,6 +34,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"pinbot.dev/pinbot/internal/loopback"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/internal/retry"
 )
@@ -263,17 +264,7 @@ func (c *Client) plainHTTPAllowed(host string) bool {
 	if c.insecure[host] || c.insecure[hostname] {
 		return true
 	}
-	return isLoopback(hostname)
-}
-
-// isLoopback reports whether hostname (no port, no brackets) is localhost
-// or a loopback IP address.
-func isLoopback(hostname string) bool {
-	if hostname == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(hostname)
-	return ip != nil && ip.IsLoopback()
+	return loopback.Host(hostname)
 }
 
 // canonicalHost lower-cases a registry host and maps docker.io to the name

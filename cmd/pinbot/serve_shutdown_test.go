@@ -11,7 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/history"
 )
 
 // TestServeSIGTERMCutsOffSync sends SIGTERM to the leader while a sync
@@ -36,17 +36,17 @@ func TestServeSIGTERMCutsOffSync(t *testing.T) {
 		}
 		return *l.Spec.HolderIdentity
 	}
-	entries := func() []reconciler.Entry {
+	entries := func() []history.Entry {
 		cm, err := kube.CoreV1().ConfigMaps("pinbot-system").Get(ctx, "pinbot-app-web", metav1.GetOptions{})
 		if err != nil {
 			return nil
 		}
-		var es []reconciler.Entry
+		var es []history.Entry
 		_ = json.Unmarshal([]byte(cm.Data["history.json"]), &es)
 		return es
 	}
-	ofCommit := func() []reconciler.Entry {
-		var out []reconciler.Entry
+	ofCommit := func() []history.Entry {
+		var out []history.Entry
 		for _, e := range entries() {
 			if e.Commit == commit {
 				out = append(out, e)
@@ -97,7 +97,7 @@ func TestServeSIGTERMCutsOffSync(t *testing.T) {
 		t.Fatal("the second wave was applied although the sync was cut off")
 	}
 	es := ofCommit()
-	if len(es) != 1 || es[0].Result != reconciler.Failed || !strings.Contains(es[0].Reason, "interrupted") {
+	if len(es) != 1 || es[0].Result != history.Failed || !strings.Contains(es[0].Reason, "interrupted") {
 		t.Fatalf("history of %s after the cut-off sync: %+v, want one Failed entry saying interrupted", commit[:8], es)
 	}
 	t.Logf("recorded by the stopped leader: %s: %s", es[0].Result, es[0].Reason)
@@ -105,7 +105,7 @@ func TestServeSIGTERMCutsOffSync(t *testing.T) {
 	poll(10*time.Second, "cut-b leads after the release", func() bool { return holder() == "cut-b" })
 	poll(90*time.Second, "the new leader finishes the sync", func() bool {
 		es := ofCommit()
-		return len(es) == 1 && es[0].Result == reconciler.Applied && lateApplied()
+		return len(es) == 1 && es[0].Result == history.Applied && lateApplied()
 	})
 	j, err := kube.BatchV1().Jobs("web").Get(ctx, "migrate", metav1.GetOptions{})
 	if err != nil {

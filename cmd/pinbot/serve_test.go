@@ -22,7 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pinbot.dev/pinbot/internal/testenv/stack"
-	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/history"
 )
 
 // replica is one `pinbot serve --leader-elect` child process.
@@ -150,19 +150,19 @@ apps:
 		}
 		return *l.Spec.HolderIdentity
 	}
-	entries := func() []reconciler.Entry {
+	entries := func() []history.Entry {
 		cm, err := kube.CoreV1().ConfigMaps("pinbot-system").Get(ctx, "pinbot-app-web", metav1.GetOptions{})
 		if err != nil {
 			return nil
 		}
-		var es []reconciler.Entry
+		var es []history.Entry
 		_ = json.Unmarshal([]byte(cm.Data["history.json"]), &es)
 		return es
 	}
 	synced := func(commit string) int {
 		n := 0
 		for _, e := range entries() {
-			if e.Commit == commit && e.Trigger != reconciler.TriggerHeal {
+			if e.Commit == commit && e.Trigger != history.TriggerHeal {
 				n++
 			}
 		}
@@ -348,7 +348,7 @@ func TestServeSIGTERMMidSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var es []reconciler.Entry
+	var es []history.Entry
 	if err := json.Unmarshal([]byte(cm.Data["history.json"]), &es); err != nil {
 		t.Fatal(err)
 	}
@@ -356,8 +356,8 @@ func TestServeSIGTERMMidSync(t *testing.T) {
 	for _, e := range es {
 		if e.Commit == commit {
 			n++
-			if e.Result != reconciler.Applied {
-				t.Errorf("the sync of %s: result %s (%s), want %s", commit[:8], e.Result, e.Reason, reconciler.Applied)
+			if e.Result != history.Applied {
+				t.Errorf("the sync of %s: result %s (%s), want %s", commit[:8], e.Result, e.Reason, history.Applied)
 			}
 		}
 	}

@@ -22,11 +22,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/internal/testenv/kube"
+	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/internal/testenv/stack"
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/registry"
 )
 
@@ -202,7 +203,7 @@ func (b *recBench) reconciler(file string) (*reconciler.Reconciler, error) {
 // reconcilerCache is reconciler with the clone cache called cache, which
 // Reconcilers used one after the other may share.
 func (b *recBench) reconcilerCache(file, cache string) (*reconciler.Reconciler, error) {
-	cfg, err := reconciler.Load(file)
+	cfg, err := config.Load(file)
 	if err != nil {
 		return nil, err
 	}

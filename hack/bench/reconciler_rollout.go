@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/history"
 )
 
 // The merge-to-Verified measurement: an app of one Deployment of
@@ -155,7 +155,7 @@ func (b *recBench) pinbotRun(ctx context.Context, image string, kick func() erro
 	var want atomic.Pointer[string]
 	var last atomic.Pointer[string]
 	hist, err := recUntil(ctx, b.configMaps("pinbot-system"), "pinbot-app-"+rolloutApp, func(o runtime.Object, at time.Time) bool {
-		var es []reconciler.Entry
+		var es []history.Entry
 		if err := json.Unmarshal([]byte(o.(*corev1.ConfigMap).Data["history.json"]), &es); err != nil || len(es) == 0 {
 			return false
 		}

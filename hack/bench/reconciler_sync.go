@@ -18,6 +18,9 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/object"
+	"pinbot.dev/pinbot/reconciler/status"
 )
 
 // The 500-object app: ConfigMaps and a few one-replica Deployments.
@@ -81,7 +84,7 @@ func (b *recBench) manyObjects(ctx context.Context, r *report) error {
 		if err != nil {
 			return took, err
 		}
-		if st.Sync != reconciler.Synced {
+		if st.Sync != status.Synced {
 			return took, fmt.Errorf("after the sync: %s %v %s", st.Sync, st.OutOfSync, st.Error)
 		}
 		return took, nil
@@ -102,7 +105,7 @@ func (b *recBench) manyObjects(ctx context.Context, r *report) error {
 	if err != nil {
 		return err
 	}
-	inv, err := b.kube.CoreV1().ConfigMaps(manyApp).List(ctx, metav1.ListOptions{LabelSelector: reconciler.LabelApp + "=" + manyApp})
+	inv, err := b.kube.CoreV1().ConfigMaps(manyApp).List(ctx, metav1.ListOptions{LabelSelector: object.LabelApp + "=" + manyApp})
 	if err != nil {
 		return err
 	}
@@ -132,7 +135,7 @@ func (b *recBench) historyPerSync(ctx context.Context, r *report, file string) e
 		return err
 	}
 	defer proxy.Close()
-	cfg, err := reconciler.Load(file)
+	cfg, err := config.Load(file)
 	if err != nil {
 		return err
 	}
@@ -145,7 +148,7 @@ func (b *recBench) historyPerSync(ctx context.Context, r *report, file string) e
 	if err != nil {
 		return fmt.Errorf("sync through the counting proxy: %w", err)
 	}
-	if st.Sync != reconciler.Synced {
+	if st.Sync != status.Synced {
 		return fmt.Errorf("after the sync through the counting proxy: %s %v %s", st.Sync, st.OutOfSync, st.Error)
 	}
 	dir := "/api/v1/namespaces/" + cfg.StateNamespace + "/configmaps"

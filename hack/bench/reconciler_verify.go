@@ -11,7 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/object"
+	"pinbot.dev/pinbot/reconciler/verdict"
 	"pinbot.dev/pinbot/registry"
 )
 
@@ -98,8 +99,8 @@ func (b *recBench) verify(ctx context.Context, r *report) error {
 	var pure, naive []time.Duration
 	for range pureRuns {
 		began := time.Now()
-		_ = reconciler.Needs(snap)
-		v := reconciler.Verify(fleetApp, "bench", snap)
+		_ = verdict.Needs(snap)
+		v := verdict.Verify(fleetApp, "bench", snap)
 		pure = append(pure, time.Since(began))
 		if !v.Verified || len(v.Containers) != fleetPods {
 			return fmt.Errorf("pure verify: verified %t with %d containers, want %d: %v", v.Verified, len(v.Containers), fleetPods, v.Reasons)
@@ -129,7 +130,7 @@ func (b *recBench) verify(ctx context.Context, r *report) error {
 // Git's Deployment, the live Deployment, ReplicaSets, Pods and Nodes as
 // the API returns them, and the registry answers verification needs. It
 // returns the pinned digest too.
-func (b *recBench) snapshot(ctx context.Context, files map[string]string) (*reconciler.Snapshot, string, error) {
+func (b *recBench) snapshot(ctx context.Context, files map[string]string) (*verdict.Snapshot, string, error) {
 	desired, err := recDecode(files, fleetApp)
 	if err != nil {
 		return nil, "", err
@@ -139,7 +140,7 @@ func (b *recBench) snapshot(ctx context.Context, files map[string]string) (*reco
 	if err != nil {
 		return nil, "", err
 	}
-	s := &reconciler.Snapshot{Desired: desired, Live: map[reconciler.ObjectRef]*unstructured.Unstructured{reconciler.RefOf(live): live}}
+	s := &verdict.Snapshot{Desired: desired, Live: map[object.Ref]*unstructured.Unstructured{object.RefOf(live): live}}
 	rss, err := b.kube.AppsV1().ReplicaSets(fleetApp).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, "", err
@@ -164,8 +165,8 @@ func (b *recBench) snapshot(ctx context.Context, files map[string]string) (*reco
 	for i := range pods.Items {
 		s.Pods = append(s.Pods, &pods.Items[i])
 	}
-	s.Lookups = reconciler.Lookups{}
-	for _, l := range reconciler.Needs(s) {
+	s.Lookups = verdict.Lookups{}
+	for _, l := range verdict.Needs(s) {
 		s.Lookups[l] = b.lookup(ctx, l)
 	}
 	image := pods.Items[0].Spec.Containers[0].Image
@@ -177,10 +178,10 @@ func (b *recBench) snapshot(ctx context.Context, files map[string]string) (*reco
 }
 
 // lookup answers one registry question verification needs.
-func (b *recBench) lookup(ctx context.Context, l reconciler.Lookup) reconciler.Answer {
+func (b *recBench) lookup(ctx context.Context, l verdict.Lookup) verdict.Answer {
 	var d string
 	var err error
-	if l.Kind == reconciler.LookupConfig {
+	if l.Kind == verdict.LookupConfig {
 		d, err = b.reg.ConfigDigest(ctx, l.Ref, l.Platform)
 	} else {
 		var c registry.Child
@@ -189,9 +190,9 @@ func (b *recBench) lookup(ctx context.Context, l reconciler.Lookup) reconciler.A
 	}
 	switch {
 	case errors.Is(err, registry.ErrNoPlatform), errors.Is(err, registry.ErrNotIndex):
-		return reconciler.Answer{}
+		return verdict.Answer{}
 	case err != nil:
-		return reconciler.Answer{Err: err.Error()}
+		return verdict.Answer{Err: err.Error()}
 	}
-	return reconciler.Answer{Digest: d}
+	return verdict.Answer{Digest: d}
 }

@@ -21,7 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/history"
 )
 
 func init() { register("serve", benchServe) }
@@ -145,7 +145,7 @@ func benchServe(ctx context.Context, r *report) error {
 		if err != nil {
 			return time.Time{}
 		}
-		var es []reconciler.Entry
+		var es []history.Entry
 		_ = json.Unmarshal([]byte(cm.Data["history.json"]), &es)
 		for _, e := range es {
 			if e.Commit == commit {

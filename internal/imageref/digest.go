@@ -3,6 +3,7 @@ package imageref
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // DigestLen is the length of a valid digest: len("sha256:") + 64.
@@ -40,12 +41,24 @@ func CheckDigest(d string) error {
 // shortHex is how many hex digits [Short] keeps.
 const shortHex = 12
 
-// Short abbreviates "sha256:<64 hex>" to "sha256:" and its first 12 hex
-// digits, the form pinbot shows people (titles, tables, logs). Anything
-// that is not longer than that is returned as is.
+// Short abbreviates a digest to "sha256:" and its first 12 hex digits,
+// the form pinbot shows people (titles, tables, logs). A reference or an
+// image ID that ends in a digest ("repo@sha256:…",
+// "docker-pullable://repo@sha256:…") is shortened to its digest. Anything
+// no longer than that is returned as is.
 func Short(d string) string {
-	if len(d) > len("sha256:")+shortHex {
-		return d[:len("sha256:")+shortHex]
+	i := strings.LastIndex(d, "sha256:")
+	if i < 0 || len(d) <= i+len("sha256:")+shortHex {
+		return d
+	}
+	return d[i : i+len("sha256:")+shortHex]
+}
+
+// Abbrev is Short with an ellipsis that says the digest was cut:
+// "sha256:<12 hex>…", for commit statuses and one-line summaries.
+func Abbrev(d string) string {
+	if s := Short(d); s != d {
+		return s + "…"
 	}
 	return d
 }

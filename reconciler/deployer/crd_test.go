@@ -19,6 +19,8 @@ import (
 
 	"pinbot.dev/pinbot/internal/testenv/kube"
 	"pinbot.dev/pinbot/reconciler/deployer"
+	"pinbot.dev/pinbot/reconciler/object"
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 var (
@@ -136,13 +138,13 @@ status:
 	if diff := cmp.Diff(wantSrc, src); diff != "" {
 		t.Errorf("Source (-want +got):\n%s", diff)
 	}
-	wantWorkloads := []deployer.Ref{{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "web", Name: "guestbook"}}
+	wantWorkloads := []object.Ref{{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "guestbook"}}
 	if diff := cmp.Diff(wantWorkloads, app.Workloads()); diff != "" {
 		t.Errorf("Workloads (-want +got):\n%s", diff)
 	}
 	check(t, "synced at the head", deployer.ArgoCD, src, app, commitA, digestA, digestA,
 		outcome{deployed: commitA, health: deployer.Health{Status: "Healthy", Counts: true, Healthy: true},
-			verdict: deployer.Judgement{Verdict: deployer.Verified}, verified: true})
+			verdict: deployer.Judgement{Verdict: verdict.Verified}, verified: true})
 
 	// A merge moved the head to B; Argo CD started a sync that still runs.
 	patch(ctx, t, apps, "guestbook", `
@@ -158,7 +160,7 @@ status:
 	app = readApp(ctx, t, apps)
 	check(t, "a sync still running", deployer.ArgoCD, src, app, commitB, digestB, digestA,
 		outcome{deployed: commitA, health: deployer.Health{Status: "Healthy", Reason: "Argo CD's operation is still Running"},
-			verdict: deployer.Judgement{Verdict: deployer.Pending, Reason: "Argo CD has not synced " + commitB + " yet"}})
+			verdict: deployer.Judgement{Verdict: verdict.Pending, Reason: "Argo CD has not synced " + commitB + " yet"}})
 
 	// The sync succeeded, but Argo CD has not assessed health since.
 	patch(ctx, t, apps, "guestbook", `
@@ -174,18 +176,18 @@ status:
 	app = readApp(ctx, t, apps)
 	check(t, "synced, health not reassessed", deployer.ArgoCD, src, app, commitB, digestB, digestB,
 		outcome{deployed: commitB, health: deployer.Health{Status: "Healthy", Reason: "Argo CD has not reconciled the app since its last operation finished"},
-			verdict: deployer.Judgement{Verdict: deployer.Verified}, verified: true})
+			verdict: deployer.Judgement{Verdict: verdict.Verified}, verified: true})
 
 	// A stale node still runs A's digest at the head.
 	check(t, "a stale node", deployer.ArgoCD, src, app, commitB, digestB, digestA,
 		outcome{deployed: commitB, health: deployer.Health{Status: "Healthy", Reason: "Argo CD has not reconciled the app since its last operation finished"},
-			verdict: deployer.Judgement{Verdict: deployer.Mismatch, Reason: "running " + digestA + ", Git " + digestB}})
+			verdict: deployer.Judgement{Verdict: verdict.Mismatch, Reason: "running " + digestA + ", Git " + digestB}})
 
 	patch(ctx, t, apps, "guestbook", `status: {reconciledAt: "2026-01-02T11:00:10Z"}`)
 	app = readApp(ctx, t, apps)
 	check(t, "reconciled after the sync", deployer.ArgoCD, src, app, commitB, digestB, digestB,
 		outcome{deployed: commitB, health: deployer.Health{Status: "Healthy", Counts: true, Healthy: true},
-			verdict: deployer.Judgement{Verdict: deployer.Verified}, verified: true})
+			verdict: deployer.Judgement{Verdict: verdict.Verified}, verified: true})
 }
 
 func testFlux(ctx context.Context, t *testing.T, client dynamic.Interface) {
@@ -247,16 +249,16 @@ conditions:
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantWorkloads := []deployer.Ref{{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "web", Name: "podinfo"}}
+	wantWorkloads := []object.Ref{{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "podinfo"}}
 	if diff := cmp.Diff(wantWorkloads, workloads); diff != "" {
 		t.Errorf("Workloads (-want +got):\n%s", diff)
 	}
 	ready := deployer.Health{Status: "Ready", Counts: true, Healthy: true}
 	check(t, "applied at the head", deployer.Flux, src, ks, commitA, digestA, digestA,
-		outcome{deployed: commitA, health: ready, verdict: deployer.Judgement{Verdict: deployer.Verified}, verified: true})
+		outcome{deployed: commitA, health: ready, verdict: deployer.Judgement{Verdict: verdict.Verified}, verified: true})
 	check(t, "a merge Flux has not applied", deployer.Flux, src, ks, commitB, digestB, digestA,
 		outcome{deployed: commitA, health: ready,
-			verdict: deployer.Judgement{Verdict: deployer.Pending, Reason: "Flux has not applied " + commitB + " yet"}})
+			verdict: deployer.Judgement{Verdict: verdict.Pending, Reason: "Flux has not applied " + commitB + " yet"}})
 
 	updateStatus(ctx, t, kss, "podinfo", `
 lastAppliedRevision: main@sha1:`+commitB+`
@@ -269,9 +271,9 @@ conditions:
 `)
 	ks = readKustomization(ctx, t, kss)
 	check(t, "applied the new head", deployer.Flux, src, ks, commitB, digestB, digestB,
-		outcome{deployed: commitB, health: ready, verdict: deployer.Judgement{Verdict: deployer.Verified}, verified: true})
+		outcome{deployed: commitB, health: ready, verdict: deployer.Judgement{Verdict: verdict.Verified}, verified: true})
 	check(t, "a stale node", deployer.Flux, src, ks, commitB, digestB, digestA,
-		outcome{deployed: commitB, health: ready, verdict: deployer.Judgement{Verdict: deployer.Mismatch, Reason: "running " + digestA + ", Git " + digestB}})
+		outcome{deployed: commitB, health: ready, verdict: deployer.Judgement{Verdict: verdict.Mismatch, Reason: "running " + digestA + ", Git " + digestB}})
 }
 
 // healthReporter is what Application and Kustomization have in common.
@@ -304,12 +306,12 @@ func check(t *testing.T, name string, kind deployer.Kind, src deployer.Source, o
 	}
 	deployedDigest := map[string]string{commitA: digestA, commitB: digestB}[rev.Commit]
 	atHead := rev.AtHead(head)
-	verdict := deployer.Judge(kind, head, atHead, deployer.Container{Head: headDigest, Deployed: deployedDigest, Running: running})
+	judged := deployer.Judge(kind, head, atHead, deployer.Container{Head: headDigest, Deployed: deployedDigest, Running: running})
 	got := outcome{
 		deployed: rev.Commit,
 		health:   obj.Health(),
-		verdict:  verdict,
-		verified: deployer.IsVerified(atHead, []deployer.Verdict{verdict.Verdict}),
+		verdict:  judged,
+		verified: deployer.IsVerified(atHead, []verdict.Verdict{judged.Verdict}),
 	}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(outcome{})); diff != "" {
 		t.Errorf("%s (-want +got):\n%s", name, diff)

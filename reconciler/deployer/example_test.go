@@ -5,6 +5,7 @@ import (
 	"log"
 
 	"pinbot.dev/pinbot/reconciler/deployer"
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 // The flow the reconciler follows for a verify-only Argo CD app: what the
@@ -49,7 +50,7 @@ func Example() {
 	fmt.Println("deployed", rev.Commit[:7], "at head:", atHead, "health counts:", app.Health().Counts)
 	fmt.Println("workloads:", app.Workloads())
 	fmt.Println(j.Verdict+":", j.Reason)
-	fmt.Println("verified:", deployer.IsVerified(atHead, []deployer.Verdict{j.Verdict}))
+	fmt.Println("verified:", deployer.IsVerified(atHead, []verdict.Verdict{j.Verdict}))
 	// Output:
 	// https://git.example/team/guestbook.git deploy revision main web
 	// deployed aaaaaaa at head: false health counts: true

@@ -1,23 +1,14 @@
 package deployer
 
-import "fmt"
+import (
+	"fmt"
 
-// Verdict is the answer for one container. The values are those of the
-// reconciler's Verdict (reconciler/verify.go), which this leaf package
-// cannot import: convert with reconciler.Verdict(v).
-type Verdict string
-
-// Verdicts, as the reconciler names them.
-const (
-	Verified Verdict = "Verified"
-	Mismatch Verdict = "Mismatch"
-	Pending  Verdict = "Pending"
-	Unknown  Verdict = "Unknown"
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 // Judgement is a verdict and why.
 type Judgement struct {
-	Verdict Verdict
+	Verdict verdict.Verdict
 	Reason  string
 }
 
@@ -53,19 +44,19 @@ func Behind(k Kind, head string) string {
 func Judge(k Kind, head string, atHead bool, c Container) Judgement {
 	switch {
 	case c.Head == "":
-		return Judgement{Unknown, "the head does not pin the image by digest"}
+		return Judgement{verdict.Unknown, "the head does not pin the image by digest"}
 	case c.Running == "":
-		return Judgement{Pending, "not started yet"}
+		return Judgement{verdict.Pending, "not started yet"}
 	case c.Running == c.Head:
-		return Judgement{Verified, ""}
+		return Judgement{verdict.Verified, ""}
 	}
-	vsHead := Judgement{Mismatch, fmt.Sprintf("running %s, Git %s", c.Running, c.Head)}
-	vsDeployed := Mismatch
+	vsHead := Judgement{verdict.Mismatch, fmt.Sprintf("running %s, Git %s", c.Running, c.Head)}
+	vsDeployed := verdict.Mismatch
 	if c.Deployed != "" && c.Running == c.Deployed {
-		vsDeployed = Verified
+		vsDeployed = verdict.Verified
 	}
 	j := Relate(k, head, atHead, vsHead, vsDeployed)
-	if j.Verdict == Mismatch && !atHead && c.Deployed != "" && c.Deployed != c.Head {
+	if j.Verdict == verdict.Mismatch && !atHead && c.Deployed != "" && c.Deployed != c.Head {
 		j.Reason = fmt.Sprintf("running %s, the head pins %s and the deployed revision %s", c.Running, c.Head, c.Deployed)
 	}
 	return j
@@ -78,9 +69,9 @@ func Judge(k Kind, head string, atHead bool, c Container) Judgement {
 // the reason Behind gives, when the deployer is behind the head and the
 // container runs what the deployed revision pins. Every other judgement
 // stands.
-func Relate(k Kind, head string, atHead bool, vsHead Judgement, vsDeployed Verdict) Judgement {
-	if vsHead.Verdict == Mismatch && !atHead && vsDeployed == Verified {
-		return Judgement{Pending, Behind(k, head)}
+func Relate(k Kind, head string, atHead bool, vsHead Judgement, vsDeployed verdict.Verdict) Judgement {
+	if vsHead.Verdict == verdict.Mismatch && !atHead && vsDeployed == verdict.Verified {
+		return Judgement{verdict.Pending, Behind(k, head)}
 	}
 	return vsHead
 }
@@ -88,12 +79,12 @@ func Relate(k Kind, head string, atHead bool, vsHead Judgement, vsDeployed Verdi
 // IsVerified reports whether an app deployed by Argo CD or Flux is
 // verified: the deployer is at the head, there is at least one container,
 // and every container is Verified.
-func IsVerified(atHead bool, verdicts []Verdict) bool {
+func IsVerified(atHead bool, verdicts []verdict.Verdict) bool {
 	if !atHead || len(verdicts) == 0 {
 		return false
 	}
 	for _, v := range verdicts {
-		if v != Verified {
+		if v != verdict.Verified {
 			return false
 		}
 	}

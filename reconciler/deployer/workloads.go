@@ -2,31 +2,10 @@ package deployer
 
 import (
 	"fmt"
-	"sort"
 	"strings"
+
+	"pinbot.dev/pinbot/reconciler/object"
 )
-
-// Ref names one object a deployer applied. Its group, kind, namespace and
-// name are those of the reconciler's ObjectRef.
-type Ref struct {
-	Group     string `json:"group,omitempty"`
-	Version   string `json:"version,omitempty"`
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
-}
-
-// String reads "Deployment web/api", as the reconciler's ObjectRef does.
-func (r Ref) String() string {
-	kind := r.Kind
-	if r.Group != "" && r.Group != "apps" && r.Group != "batch" {
-		kind += "." + r.Group
-	}
-	if r.Namespace == "" {
-		return kind + " " + r.Name
-	}
-	return kind + " " + r.Namespace + "/" + r.Name
-}
 
 // IsWorkload reports whether pinbot verifies the Pods of objects of this
 // group and kind: Deployments, StatefulSets, DaemonSets, Jobs and bare
@@ -42,45 +21,44 @@ func IsWorkload(group, kind string) bool {
 // Resources lists the objects the Application manages, from
 // status.resources, sorted: hooks (which Argo CD runs and deletes per
 // sync) and objects Argo CD would prune (no longer in Git) left out.
-func (a *Application) Resources() []Ref {
-	var out []Ref
+func (a *Application) Resources() []object.Ref {
+	var out []object.Ref
 	for _, r := range a.Status.Resources {
 		if r.Hook || r.RequiresPruning {
 			continue
 		}
-		out = append(out, Ref{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name})
+		out = append(out, object.Ref{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name})
 	}
-	sortRefs(out)
+	object.Sort(out)
 	return out
 }
 
 // Workloads lists the Application's workloads to verify: the Resources
 // that are workloads (IsWorkload).
-func (a *Application) Workloads() []Ref { return workloads(a.Resources()) }
+func (a *Application) Workloads() []object.Ref { return workloads(a.Resources()) }
 
 // Resources lists the objects the Kustomization applied, from
 // status.inventory.entries, sorted. A malformed entry is a *FieldError
 // naming it.
-func (k *Kustomization) Resources() ([]Ref, error) {
+func (k *Kustomization) Resources() ([]object.Ref, error) {
 	if k.Status.Inventory == nil {
 		return nil, nil
 	}
-	out := make([]Ref, 0, len(k.Status.Inventory.Entries))
+	out := make([]object.Ref, 0, len(k.Status.Inventory.Entries))
 	for i, e := range k.Status.Inventory.Entries {
 		r, err := ParseInventoryID(e.ID)
 		if err != nil {
 			return nil, &FieldError{Object: k.Name(), Field: fmt.Sprintf("status.inventory.entries[%d].id", i), Reason: err.Error()}
 		}
-		r.Version = e.Version
 		out = append(out, r)
 	}
-	sortRefs(out)
+	object.Sort(out)
 	return out, nil
 }
 
 // Workloads lists the Kustomization's workloads to verify: the Resources
 // that are workloads (IsWorkload).
-func (k *Kustomization) Workloads() ([]Ref, error) {
+func (k *Kustomization) Workloads() ([]object.Ref, error) {
 	refs, err := k.Resources()
 	return workloads(refs), err
 }
@@ -90,51 +68,36 @@ func (k *Kustomization) Workloads() ([]Ref, error) {
 // the namespace and group may be empty, and a colon in a name (RBAC
 // objects) is written "__". (cli-utils' own parser is not used: its
 // package pulls in cli-runtime and client-go's REST clients.)
-func ParseInventoryID(id string) (Ref, error) {
+func ParseInventoryID(id string) (object.Ref, error) {
 	ns, rest, ok := strings.Cut(id, "_")
 	if !ok {
-		return Ref{}, fmt.Errorf("%q: want <namespace>_<name>_<group>_<kind>", id)
+		return object.Ref{}, fmt.Errorf("%q: want <namespace>_<name>_<group>_<kind>", id)
 	}
 	i := strings.LastIndex(rest, "_")
 	if i < 0 {
-		return Ref{}, fmt.Errorf("%q: want <namespace>_<name>_<group>_<kind>", id)
+		return object.Ref{}, fmt.Errorf("%q: want <namespace>_<name>_<group>_<kind>", id)
 	}
 	kind, rest := rest[i+1:], rest[:i]
 	i = strings.LastIndex(rest, "_")
 	if i < 0 {
-		return Ref{}, fmt.Errorf("%q: want <namespace>_<name>_<group>_<kind>", id)
+		return object.Ref{}, fmt.Errorf("%q: want <namespace>_<name>_<group>_<kind>", id)
 	}
 	group, name := rest[i+1:], strings.ReplaceAll(rest[:i], "__", ":")
 	switch {
 	case strings.Contains(name, "_"):
-		return Ref{}, fmt.Errorf("%q: too many fields", id)
+		return object.Ref{}, fmt.Errorf("%q: too many fields", id)
 	case name == "" || kind == "":
-		return Ref{}, fmt.Errorf("%q: empty name or kind", id)
+		return object.Ref{}, fmt.Errorf("%q: empty name or kind", id)
 	}
-	return Ref{Group: group, Kind: kind, Namespace: ns, Name: name}, nil
+	return object.Ref{Group: group, Kind: kind, Namespace: ns, Name: name}, nil
 }
 
-func workloads(refs []Ref) []Ref {
-	var out []Ref
+func workloads(refs []object.Ref) []object.Ref {
+	var out []object.Ref
 	for _, r := range refs {
 		if IsWorkload(r.Group, r.Kind) {
 			out = append(out, r)
 		}
 	}
 	return out
-}
-
-func sortRefs(refs []Ref) {
-	sort.Slice(refs, func(i, j int) bool {
-		a, b := refs[i], refs[j]
-		switch {
-		case a.Group != b.Group:
-			return a.Group < b.Group
-		case a.Kind != b.Kind:
-			return a.Kind < b.Kind
-		case a.Namespace != b.Namespace:
-			return a.Namespace < b.Namespace
-		}
-		return a.Name < b.Name
-	})
 }

@@ -5,19 +5,21 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"pinbot.dev/pinbot/reconciler/object"
 )
 
 func TestParseInventoryID(t *testing.T) {
 	tests := []struct {
 		id   string
-		want Ref
+		want object.Ref
 		err  bool
 	}{
-		{id: "web_api_apps_Deployment", want: Ref{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "api"}},
-		{id: "web_api__Service", want: Ref{Kind: "Service", Namespace: "web", Name: "api"}},
-		{id: "_web__Namespace", want: Ref{Kind: "Namespace", Name: "web"}},
-		{id: "_system__controller__view_rbac.authorization.k8s.io_ClusterRole", want: Ref{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "system:controller:view"}},
-		{id: "_widgets.example.com_apiextensions.k8s.io_CustomResourceDefinition", want: Ref{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: "widgets.example.com"}},
+		{id: "web_api_apps_Deployment", want: object.Ref{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "api"}},
+		{id: "web_api__Service", want: object.Ref{Kind: "Service", Namespace: "web", Name: "api"}},
+		{id: "_web__Namespace", want: object.Ref{Kind: "Namespace", Name: "web"}},
+		{id: "_system__controller__view_rbac.authorization.k8s.io_ClusterRole", want: object.Ref{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "system:controller:view"}},
+		{id: "_widgets.example.com_apiextensions.k8s.io_CustomResourceDefinition", want: object.Ref{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: "widgets.example.com"}},
 		{id: "web_api_apps", err: true},
 		{id: "web", err: true},
 		{id: "web_a_b_apps_Deployment", err: true},
@@ -53,21 +55,21 @@ func TestApplicationWorkloads(t *testing.T) {
   - {group: batch, version: v1, kind: Job, namespace: web, name: seed}
   - {version: v1, kind: Pod, namespace: web, name: debug}
 `)
-	wantAll := []Ref{
-		{Version: "v1", Kind: "Pod", Namespace: "web", Name: "debug"},
-		{Version: "v1", Kind: "Service", Namespace: "web", Name: "api"},
-		{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "web", Name: "api"},
-		{Group: "apps", Version: "v1", Kind: "StatefulSet", Namespace: "web", Name: "db"},
-		{Group: "batch", Version: "v1", Kind: "Job", Namespace: "web", Name: "seed"},
+	wantAll := []object.Ref{
+		{Kind: "Pod", Namespace: "web", Name: "debug"},
+		{Kind: "Service", Namespace: "web", Name: "api"},
+		{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "api"},
+		{Group: "apps", Kind: "StatefulSet", Namespace: "web", Name: "db"},
+		{Group: "batch", Kind: "Job", Namespace: "web", Name: "seed"},
 	}
 	if diff := cmp.Diff(wantAll, a.Resources()); diff != "" {
 		t.Errorf("Resources (-want +got):\n%s", diff)
 	}
-	want := []Ref{
-		{Version: "v1", Kind: "Pod", Namespace: "web", Name: "debug"},
-		{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "web", Name: "api"},
-		{Group: "apps", Version: "v1", Kind: "StatefulSet", Namespace: "web", Name: "db"},
-		{Group: "batch", Version: "v1", Kind: "Job", Namespace: "web", Name: "seed"},
+	want := []object.Ref{
+		{Kind: "Pod", Namespace: "web", Name: "debug"},
+		{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "api"},
+		{Group: "apps", Kind: "StatefulSet", Namespace: "web", Name: "db"},
+		{Group: "batch", Kind: "Job", Namespace: "web", Name: "seed"},
 	}
 	if diff := cmp.Diff(want, a.Workloads()); diff != "" {
 		t.Errorf("Workloads (-want +got):\n%s", diff)
@@ -83,9 +85,9 @@ func TestKustomizationWorkloads(t *testing.T) {
     - {id: web_podinfo__Service, v: v1}
     - {id: web_agent_apps_DaemonSet, v: v1}
 `)
-	want := []Ref{
-		{Group: "apps", Version: "v1", Kind: "DaemonSet", Namespace: "web", Name: "agent"},
-		{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "web", Name: "podinfo"},
+	want := []object.Ref{
+		{Group: "apps", Kind: "DaemonSet", Namespace: "web", Name: "agent"},
+		{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "podinfo"},
 	}
 	got, err := k.Workloads()
 	if err != nil {
@@ -110,12 +112,12 @@ func TestKustomizationWorkloads(t *testing.T) {
 
 func TestRefString(t *testing.T) {
 	for _, tc := range []struct {
-		ref  Ref
+		ref  object.Ref
 		want string
 	}{
-		{Ref{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "api"}, "Deployment web/api"},
-		{Ref{Group: "example.com", Kind: "Widget", Namespace: "web", Name: "w"}, "Widget.example.com web/w"},
-		{Ref{Kind: "Namespace", Name: "web"}, "Namespace web"},
+		{object.Ref{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "api"}, "Deployment web/api"},
+		{object.Ref{Group: "example.com", Kind: "Widget", Namespace: "web", Name: "w"}, "Widget.example.com web/w"},
+		{object.Ref{Kind: "Namespace", Name: "web"}, "Namespace web"},
 	} {
 		if got := tc.ref.String(); got != tc.want {
 			t.Errorf("String() = %q, want %q", got, tc.want)

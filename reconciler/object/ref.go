@@ -1,10 +1,15 @@
-// Package object names Kubernetes objects: the one reference type the
-// Applier (reconciler/ssa), the verdict core (reconciler/verdict) and the
-// reconciler share. It depends on nothing but apimachinery's unstructured
-// objects.
+// Package object names Kubernetes objects and reads the marks pinbot
+// leaves on those it applies: the one reference type (Ref) every
+// reconciler package shares, the inventory label and config hash (Stamp,
+// ConfigHash, AsApplied, InInventory), and the kinds a sync treats apart
+// (Namespaces, CRDs, Jobs). It depends on nothing but apimachinery.
 package object
 
-import "k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+import (
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
 
 // Ref names one Kubernetes object.
 type Ref struct {
@@ -32,3 +37,19 @@ func (r Ref) String() string {
 	}
 	return kind + " " + r.Namespace + "/" + r.Name
 }
+
+// Less orders references by group, kind, namespace and name.
+func Less(a, b Ref) bool {
+	switch {
+	case a.Group != b.Group:
+		return a.Group < b.Group
+	case a.Kind != b.Kind:
+		return a.Kind < b.Kind
+	case a.Namespace != b.Namespace:
+		return a.Namespace < b.Namespace
+	}
+	return a.Name < b.Name
+}
+
+// Sort orders refs by group, kind, namespace and name.
+func Sort(refs []Ref) { sort.Slice(refs, func(i, j int) bool { return Less(refs[i], refs[j]) }) }

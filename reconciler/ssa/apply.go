@@ -23,12 +23,14 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
+
+	"pinbot.dev/pinbot/reconciler/object"
 )
 
 // ApplyError stops a sync: it names the object whose apply (or dry run)
 // failed and carries the API server's error.
 type ApplyError struct {
-	Object ObjectRef
+	Object object.Ref
 	Err    error
 	// DryRun says the failed apply was a dry run.
 	DryRun bool
@@ -133,8 +135,8 @@ func (a *Applier) ApplyObject(ctx context.Context, app string, o *unstructured.U
 	for _, opt := range opts {
 		opt(&ao)
 	}
-	fail := func(err error) error { return &ApplyError{Object: RefOf(o), Err: err, DryRun: ao.dryRun} }
-	s, err := Stamp(o, app)
+	fail := func(err error) error { return &ApplyError{Object: object.RefOf(o), Err: err, DryRun: ao.dryRun} }
+	s, err := object.Stamp(o, app)
 	if err != nil {
 		return nil, fail(err)
 	}
@@ -145,7 +147,7 @@ func (a *Applier) ApplyObject(ctx context.Context, app string, o *unstructured.U
 	if err != nil {
 		return nil, fail(err)
 	}
-	po := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+	po := metav1.ApplyOptions{FieldManager: object.FieldManager, Force: true}
 	if ao.dryRun {
 		po.DryRun = []string{metav1.DryRunAll}
 	}
@@ -171,7 +173,7 @@ func (a *Applier) Apply(ctx context.Context, app string, objs []*unstructured.Un
 				return done, err
 			}
 			done = append(done, got)
-			if IsCRD(o) {
+			if object.IsCRD(o) {
 				crds = append(crds, o)
 			}
 		}
@@ -191,9 +193,9 @@ func batches(objs []*unstructured.Unstructured) [][]*unstructured.Unstructured {
 	var ns, crds, rest []*unstructured.Unstructured
 	for _, o := range objs {
 		switch {
-		case IsNamespace(o):
+		case object.IsNamespace(o):
 			ns = append(ns, o)
-		case IsCRD(o):
+		case object.IsCRD(o):
 			crds = append(crds, o)
 		default:
 			rest = append(rest, o)
@@ -227,7 +229,7 @@ func (a *Applier) waitEstablished(ctx context.Context, crds []*unstructured.Unst
 			return false, nil
 		})
 		if err != nil {
-			return &ApplyError{Object: RefOf(c), Err: fmt.Errorf("waiting for the CRD to be established: %w", err)}
+			return &ApplyError{Object: object.RefOf(c), Err: fmt.Errorf("waiting for the CRD to be established: %w", err)}
 		}
 	}
 	return nil

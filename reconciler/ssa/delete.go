@@ -7,12 +7,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"pinbot.dev/pinbot/reconciler/object"
 )
 
 // PruneError stops a prune: it names the object whose deletion failed and
 // carries the API server's error.
 type PruneError struct {
-	Object ObjectRef
+	Object object.Ref
 	Err    error
 }
 
@@ -29,7 +31,7 @@ func (e *PruneError) Unwrap() error { return e.Err }
 // is not an error. It reports whether it deleted u; a failure is a
 // *PruneError.
 func (a *Applier) DeleteForeground(ctx context.Context, u *unstructured.Unstructured) (bool, error) {
-	ref := RefOf(u)
+	ref := object.RefOf(u)
 	ri, err := a.resource(u)
 	if err != nil {
 		return false, &PruneError{Object: ref, Err: err}

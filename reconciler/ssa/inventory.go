@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+
+	"pinbot.dev/pinbot/reconciler/object"
 )
 
 // inventoryWorkers bounds the concurrent LISTs of an inventory.
@@ -103,7 +105,7 @@ func (a *Applier) InventoryIn(ctx context.Context, app string, namespaces []stri
 			break
 		}
 		g.Go(func() error {
-			list, err := j.ri.List(ctx, metav1.ListOptions{LabelSelector: LabelApp + "=" + app})
+			list, err := j.ri.List(ctx, metav1.ListOptions{LabelSelector: object.LabelApp + "=" + app})
 			switch {
 			case apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err):
 				return nil // a kind this app may not or cannot list
@@ -114,7 +116,7 @@ func (a *Applier) InventoryIn(ctx context.Context, app string, namespaces []stri
 			defer mu.Unlock()
 			for i := range list.Items {
 				item := &list.Items[i]
-				if seen[string(item.GetUID())] || !InInventory(item, app) {
+				if seen[string(item.GetUID())] || !object.InInventory(item, app) {
 					continue
 				}
 				seen[string(item.GetUID())] = true
@@ -131,26 +133,4 @@ func (a *Applier) InventoryIn(ctx context.Context, app string, namespaces []stri
 		return nil, fmt.Errorf("listing the inventory of %s: %w", app, err)
 	}
 	return out, nil
-}
-
-// InInventory reports whether u belongs to app's inventory: labelled for
-// app, applied by pinbot, and not created by a controller.
-func InInventory(u *unstructured.Unstructured, app string) bool {
-	if u.GetLabels()[LabelApp] != app {
-		return false
-	}
-	for _, ref := range u.GetOwnerReferences() {
-		if ref.Controller != nil && *ref.Controller {
-			return false
-		}
-	}
-	if _, ok := u.GetAnnotations()[AnnotationHash]; ok {
-		return true
-	}
-	for _, mf := range u.GetManagedFields() {
-		if mf.Manager == FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply {
-			return true
-		}
-	}
-	return false
 }

@@ -42,12 +42,3 @@ func parseImageID(id string) (string, imageIDForm) {
 	}
 	return "", formInvalid
 }
-
-// ShortDigest abbreviates "sha256:<64 hex>" to [imageref.Short]'s form
-// with an ellipsis, "sha256:<12 hex>…", for commit statuses and reports.
-func ShortDigest(d string) string {
-	if s := imageref.Short(d); s != d {
-		return s + "…"
-	}
-	return d
-}

@@ -238,7 +238,7 @@ func (v *Verification) Summary() string {
 		}
 		if c.GitDigest != "" && !seen[c.GitDigest] {
 			seen[c.GitDigest] = true
-			digests = append(digests, ShortDigest(c.GitDigest))
+			digests = append(digests, imageref.Abbrev(c.GitDigest))
 		}
 	}
 	sort.Strings(digests)
@@ -247,7 +247,7 @@ func (v *Verification) Summary() string {
 	}
 	switch {
 	case firstBad != nil && firstBad.Verdict == Mismatch:
-		return fmt.Sprintf("%s: pod %s container %s runs %s, Git pins %s", firstBad.Verdict, firstBad.Pod, firstBad.Container, ShortDigest(firstBad.RunningDigest), ShortDigest(firstBad.GitDigest))
+		return fmt.Sprintf("%s: pod %s container %s runs %s, Git pins %s", firstBad.Verdict, firstBad.Pod, firstBad.Container, imageref.Abbrev(firstBad.RunningDigest), imageref.Abbrev(firstBad.GitDigest))
 	case len(v.Reasons) > 0:
 		return v.Reasons[0]
 	case firstBad != nil:

@@ -16,21 +16,24 @@ import (
 
 	"pinbot.dev/pinbot/internal/testenv/stack"
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/diff"
+	"pinbot.dev/pinbot/reconciler/object"
+	"pinbot.dev/pinbot/reconciler/status"
 )
 
 func TestWriteDiff(t *testing.T) {
-	web := reconciler.ObjectRef{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web"}
+	web := object.Ref{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web"}
 	for _, tc := range []struct {
 		name string
 		d    reconciler.Diff
 		want string
 	}{
-		{"in sync", reconciler.Diff{App: "shop", Commit: "0123456789abcdef", Sync: reconciler.Synced},
+		{"in sync", reconciler.Diff{App: "shop", Commit: "0123456789abcdef", Sync: status.Synced},
 			"shop at 0123456789ab: Synced: no drift\n"},
-		{"drift, missing and orphaned", reconciler.Diff{App: "shop", Commit: "0123456789abcdef", Sync: reconciler.OutOfSync,
-			Drift:    []reconciler.Drift{{Object: web, Path: "spec.replicas", Git: int64(3), Live: int64(1)}},
-			Missing:  []reconciler.ObjectRef{{Kind: "ConfigMap", Namespace: "shop", Name: "new"}},
-			Orphaned: []reconciler.ObjectRef{{Kind: "ConfigMap", Namespace: "shop", Name: "old"}}},
+		{"drift, missing and orphaned", reconciler.Diff{App: "shop", Commit: "0123456789abcdef", Sync: status.OutOfSync,
+			Drift:    []diff.Field{{Object: web, Path: "spec.replicas", Git: int64(3), Live: int64(1)}},
+			Missing:  []object.Ref{{Kind: "ConfigMap", Namespace: "shop", Name: "new"}},
+			Orphaned: []object.Ref{{Kind: "ConfigMap", Namespace: "shop", Name: "old"}}},
 			"shop at 0123456789ab: OutOfSync: 1 drifted field, 1 missing, 1 orphaned\n" +
 				"Deployment shop/web: spec.replicas git=3 live=1\n" +
 				"ConfigMap shop/new: missing (in Git, not in the cluster)\n" +

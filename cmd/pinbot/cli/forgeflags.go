@@ -14,6 +14,7 @@ import (
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/internal/loopback"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/registry"
@@ -88,7 +89,7 @@ func (f *forgeFlags) Validate() error {
 		return usageErrorf("flag --forge-url %q: want http(s)://host[:port][/path]", redact.URL(f.forgeURL))
 	case u.User != nil:
 		return usageErrorf("flag --forge-url: put no credentials in the URL; use --token-file or $%s", tokenEnv)
-	case gitforge.Cleartext(u) && !f.plainOK:
+	case loopback.Cleartext(u) && !f.plainOK:
 		return usageErrorf("flag --forge-url %s: plain HTTP to a host that is not loopback would send the token in clear; use https, or pass --insecure-forge to allow it", redact.URL(f.forgeURL))
 	case f.repo == "":
 		return usageErrorf("flag --repo: required (OWNER/NAME)")
@@ -142,7 +143,7 @@ func (f *forgeFlags) env(ctx context.Context) (promote.Env, error) {
 	if err := f.Validate(); err != nil {
 		return promote.Env{}, err
 	}
-	if u, _ := url.Parse(f.forgeURL); gitforge.Cleartext(u) {
+	if u, _ := url.Parse(f.forgeURL); loopback.Cleartext(u) {
 		logctx.From(ctx).Warn("--insecure-forge: the Gitea token goes over plain HTTP, readable on the network", "forge", redact.URL(f.forgeURL))
 	}
 	tok, err := f.token()

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/history"
 )
 
 func newHistoryCommand(g *globals) *cobra.Command {
@@ -35,7 +35,7 @@ digests the Pods run. -o json prints {"status":{...},"entries":[...]}.`,
 			}
 			if g.json() {
 				if rec.Entries == nil {
-					rec.Entries = []reconciler.Entry{}
+					rec.Entries = []history.Entry{}
 				}
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(rec)
 			}
@@ -46,7 +46,7 @@ digests the Pods run. -o json prints {"status":{...},"entries":[...]}.`,
 	return cmd
 }
 
-func writeHistory(w io.Writer, app string, rec *reconciler.Record) error {
+func writeHistory(w io.Writer, app string, rec *history.Record) error {
 	if len(rec.Entries) == 0 {
 		_, err := fmt.Fprintf(w, "%s has no syncs recorded\n", app)
 		return err

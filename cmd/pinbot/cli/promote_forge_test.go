@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,8 +22,9 @@ func TestPromoteDriftCommands(t *testing.T) {
 }
 
 // forgeRepo is a manifest repository on the Gitea pinning one image of
-// its registry at v1.
+// its registry at v1, which the CLI promotes into.
 type forgeRepo struct {
+	*giteatest.ManifestRepo
 	srv   *gitea.Server
 	owner string
 	name  string
@@ -35,32 +34,12 @@ type forgeRepo struct {
 
 func newForgeRepo(t *testing.T, srv *gitea.Server) *forgeRepo {
 	t.Helper()
-	r := &forgeRepo{srv: srv, owner: srv.AdminUser, name: giteatest.Name(t)}
-	r.app = fmt.Sprintf("%s/%s/%s-app", srv.RegistryHost, r.owner, r.name)
-	r.v1 = r.push(t, "v1")
-	dir := t.TempDir()
-	writeTestFile(t, filepath.Join(dir, "deploy", "app.yaml"), "spec:\n  containers:\n    - image: "+r.app+":v1@"+r.v1+"\n")
-	if _, err := srv.CreateRepoFromDir(context.Background(), r.owner, r.name, "main", dir); err != nil {
-		t.Fatal(err)
-	}
-	docker, err := srv.DockerConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("DOCKER_CONFIG", docker)
-	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // the clone cache
-	return r
+	m := giteatest.NewManifestRepo(t, srv)
+	return &forgeRepo{ManifestRepo: m, srv: srv, owner: m.Owner, name: m.Name, app: m.App, v1: m.V1}
 }
 
 // push pushes a random image as tag and returns its digest.
-func (r *forgeRepo) push(t *testing.T, tag string) string {
-	t.Helper()
-	d, err := r.srv.PushRandomImage(r.app + ":" + tag)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
+func (r *forgeRepo) push(t *testing.T, tag string) string { return r.Push(t, tag) }
 
 // pinbot runs the CLI with args and the repository's --forge-url and --repo.
 func (r *forgeRepo) pinbot(t *testing.T, args ...string) (code int, stdout, stderr string) {

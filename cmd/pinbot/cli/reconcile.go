@@ -1,10 +1,9 @@
 package cli
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
+
+	"pinbot.dev/pinbot/serve"
 )
 
 func newReconcileCommand(_ *globals) *cobra.Command {
@@ -32,38 +31,10 @@ pushed branch at once; /metrics, Prometheus metrics; and /healthz.
 reconcile is "pinbot serve" without leader election and the dashboard.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d := &daemon{listen: sf.listen, shutdownTimeout: defaultShutdownTimeout}
-			return runDaemon(cmd, f, sf, d)
+			return runServe(cmd, f, sf, serve.Options{ShutdownTimeout: serve.DefaultShutdownTimeout})
 		},
 	}
 	f.bind(cmd)
 	sf.bind(cmd)
 	return cmd
-}
-
-// runDaemon opens the reconciler and runs d: reconcile's and serve's
-// shared RunE.
-func runDaemon(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, d *daemon) error {
-	secret, err := sf.secret()
-	if err != nil {
-		return err
-	}
-	d.secret = secret
-	r, cfg, err := f.open()
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	if d.drift, err = driftJobs(cfg, f.cacheDir); err != nil {
-		return err
-	}
-	rc, err := restConfig(f.kubeconfig)
-	if err != nil {
-		return err
-	}
-	kube, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return fmt.Errorf("creating the Kubernetes client: %w", err)
-	}
-	return d.run(cmd.Context(), r, kube)
 }

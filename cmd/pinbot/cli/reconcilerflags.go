@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/serve"
 )
 
 // reconcilerFlags are the flags every reconciler command shares: reconcile,
@@ -35,20 +36,22 @@ func (f *reconcilerFlags) Validate() error {
 	return nil
 }
 
-// load reads the config file.
-func (f *reconcilerFlags) load() (*reconciler.Config, error) {
+// load reads the config file: the reconciler's config with serve's
+// promote section, one file for every reconciler command.
+func (f *reconcilerFlags) load() (*serve.Config, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	return reconciler.Load(f.config)
+	return serve.Load(f.config)
 }
 
 // open loads the config and returns a Reconciler on the cluster, and the
 // config. An app named in apps must be in the config (else bad usage).
 // Environment defaults are resolved here: KUBECONFIG, the in-cluster
-// config, PINBOT_GITEA_TOKEN for a forge without tokenFile, and the
-// registry credentials of the docker config (DOCKER_CONFIG).
-func (f *reconcilerFlags) open(apps ...string) (*reconciler.Reconciler, *reconciler.Config, error) {
+// config, and the registry credentials of the docker config
+// (DOCKER_CONFIG); the reconciler reads PINBOT_GITEA_TOKEN for a forge
+// without tokenFile itself.
+func (f *reconcilerFlags) open(apps ...string) (*reconciler.Reconciler, *serve.Config, error) {
 	cfg, err := f.load()
 	if err != nil {
 		return nil, nil, err
@@ -62,11 +65,11 @@ func (f *reconcilerFlags) open(apps ...string) (*reconciler.Reconciler, *reconci
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := []reconciler.Option{reconciler.WithForgeToken(os.Getenv("PINBOT_GITEA_TOKEN"))}
+	var opts []reconciler.Option
 	if f.cacheDir != "" {
 		opts = append(opts, reconciler.WithCacheDir(f.cacheDir))
 	}
-	r, err := reconciler.New(cfg, rc, opts...)
+	r, err := reconciler.New(&cfg.Config, rc, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,16 +4,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-)
 
-// defaultShutdownTimeout bounds the shutdown: shorter than a Pod's default
-// 30 s grace period.
-const defaultShutdownTimeout = 25 * time.Second
+	"pinbot.dev/pinbot/serve"
+)
 
 func newServeCommand(_ *globals) *cobra.Command {
 	f := &reconcilerFlags{}
 	sf := &serveFlags{}
-	d := &daemon{}
+	o := serve.Options{Dashboard: true}
 	cmd := &cobra.Command{
 		Use:   "serve --config FILE --listen ADDR [--leader-elect] [--id NAME]",
 		Short: "Run pinbot as a service: the reconcile loops, webhooks, the dashboard and metrics, highly available",
@@ -45,29 +43,25 @@ exits 0.`,
 			if sf.listen == "" {
 				return usageErrorf("flag --listen: required")
 			}
-			if d.lease.id == "" {
-				d.lease.id = hostname()
-			}
-			if d.elect {
-				if err := d.lease.Validate(); err != nil {
-					return err
+			if o.Elect {
+				if err := o.Lease.Validate(); err != nil {
+					return &usageError{err: err}
 				}
 			}
-			if d.shutdownTimeout <= 0 {
-				return usageErrorf("flag --shutdown-timeout: want a positive duration, got %s", d.shutdownTimeout)
+			if o.ShutdownTimeout <= 0 {
+				return usageErrorf("flag --shutdown-timeout: want a positive duration, got %s", o.ShutdownTimeout)
 			}
-			d.listen, d.dashboard = sf.listen, true
-			return runDaemon(cmd, f, sf, d)
+			return runServe(cmd, f, sf, o)
 		},
 	}
 	f.bind(cmd)
 	sf.bind(cmd)
 	fl := cmd.Flags()
-	fl.BoolVar(&d.elect, "leader-elect", false, "elect a leader through the Lease pinbot in the state namespace; only the leader writes")
-	fl.StringVar(&d.lease.id, "id", "", "this replica's holderIdentity in the Lease (default the hostname)")
-	fl.DurationVar(&d.lease.leaseDuration, "lease-duration", 35*time.Second, "how long followers wait before taking a Lease that was not renewed")
-	fl.DurationVar(&d.lease.renewDeadline, "renew-deadline", 30*time.Second, "how long the leader tries to renew before giving up leadership")
-	fl.DurationVar(&d.lease.retryPer, "retry-period", 5*time.Second, "how often replicas try to acquire or renew the Lease")
-	fl.DurationVar(&d.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGTERM, how long the sync in flight may take before pinbot exits")
+	fl.BoolVar(&o.Elect, "leader-elect", false, "elect a leader through the Lease pinbot in the state namespace; only the leader writes")
+	fl.StringVar(&o.Lease.ID, "id", "", "this replica's holderIdentity in the Lease (default the hostname)")
+	fl.DurationVar(&o.Lease.Duration, "lease-duration", 35*time.Second, "how long followers wait before taking a Lease that was not renewed")
+	fl.DurationVar(&o.Lease.RenewDeadline, "renew-deadline", 30*time.Second, "how long the leader tries to renew before giving up leadership")
+	fl.DurationVar(&o.Lease.RetryPeriod, "retry-period", 5*time.Second, "how often replicas try to acquire or renew the Lease")
+	fl.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", serve.DefaultShutdownTimeout, "on SIGTERM, how long the sync in flight may take before pinbot exits")
 	return cmd
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/status"
 )
 
 // statusOptions are the flags of `pinbot status` besides the shared ones.
@@ -47,7 +48,7 @@ when a status could not be computed (Git, render or cluster failing).`,
 					names = append(names, a.Name)
 				}
 			}
-			var statuses []*reconciler.AppStatus
+			var statuses []*status.App
 			var errs []error
 			for _, n := range names {
 				s, err := appStatus(cmd, r, n, o.cached)
@@ -69,7 +70,7 @@ when a status could not be computed (Git, render or cluster failing).`,
 	return cmd
 }
 
-func appStatus(cmd *cobra.Command, r *reconciler.Reconciler, name string, cached bool) (*reconciler.AppStatus, error) {
+func appStatus(cmd *cobra.Command, r *reconciler.Reconciler, name string, cached bool) (*status.App, error) {
 	if !cached {
 		s, _, err := r.Status(cmd.Context(), name)
 		return s, err
@@ -84,14 +85,14 @@ func appStatus(cmd *cobra.Command, r *reconciler.Reconciler, name string, cached
 	return rec.Status, nil
 }
 
-func printStatuses(w io.Writer, g *globals, statuses []*reconciler.AppStatus, one bool) error {
+func printStatuses(w io.Writer, g *globals, statuses []*status.App, one bool) error {
 	if g.json() {
 		enc := json.NewEncoder(w)
 		if one && len(statuses) == 1 {
 			return enc.Encode(statuses[0])
 		}
 		if statuses == nil {
-			statuses = []*reconciler.AppStatus{}
+			statuses = []*status.App{}
 		}
 		return enc.Encode(statuses)
 	}
@@ -100,7 +101,7 @@ func printStatuses(w io.Writer, g *globals, statuses []*reconciler.AppStatus, on
 
 // writeStatuses prints one line per app and, under it, why it is not
 // Synced, Healthy and Verified.
-func writeStatuses(w io.Writer, statuses []*reconciler.AppStatus) error {
+func writeStatuses(w io.Writer, statuses []*status.App) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "APP\tSOURCE\tCOMMIT\tSYNC\tHEALTH\tVERIFIED\tDEPLOYED COMMIT\tAUTOMATED")
 	for _, s := range statuses {

@@ -6,21 +6,24 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/diff"
+	"pinbot.dev/pinbot/reconciler/object"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 func TestWriteStatusesNamesDriftAndOrphans(t *testing.T) {
-	web := reconciler.ObjectRef{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web"}
-	st := &reconciler.AppStatus{
+	web := object.Ref{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web"}
+	st := &status.App{
 		App:      "web",
 		Commit:   "0123456789abcdef",
-		Sync:     reconciler.OutOfSync,
-		Health:   reconciler.Healthy,
-		Drift:    []reconciler.Drift{{Object: web, Path: "spec.replicas", Pointer: "/spec/replicas", Git: 3, Live: 1}},
-		Orphaned: []reconciler.ObjectRef{{Kind: "ConfigMap", Namespace: "web", Name: "old"}},
+		Sync:     status.OutOfSync,
+		Health:   verdict.Healthy,
+		Drift:    []diff.Field{{Object: web, Path: "spec.replicas", Pointer: "/spec/replicas", Git: 3, Live: 1}},
+		Orphaned: []object.Ref{{Kind: "ConfigMap", Namespace: "web", Name: "old"}},
 	}
 	var b strings.Builder
-	if err := writeStatuses(&b, []*reconciler.AppStatus{st}); err != nil {
+	if err := writeStatuses(&b, []*status.App{st}); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")[2:] // after the table

@@ -11,6 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/object"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 // syncOptions are the flags of `pinbot sync` besides the shared ones.
@@ -118,15 +121,15 @@ unless verified. --wait 0 returns right after applying.`,
 	return cmd
 }
 
-func writeSync(cmd *cobra.Command, g *globals, s *reconciler.AppStatus, v *reconciler.Verification) error {
+func writeSync(cmd *cobra.Command, g *globals, s *status.App, v *verdict.Verification) error {
 	w := cmd.OutOrStdout()
 	if g.json() {
 		return json.NewEncoder(w).Encode(struct {
-			Status       *reconciler.AppStatus    `json:"status"`
-			Verification *reconciler.Verification `json:"verification"`
+			Status       *status.App           `json:"status"`
+			Verification *verdict.Verification `json:"verification"`
 		}{s, v})
 	}
-	if err := writeStatuses(w, []*reconciler.AppStatus{s}); err != nil {
+	if err := writeStatuses(w, []*status.App{s}); err != nil {
 		return err
 	}
 	if v != nil {
@@ -143,7 +146,7 @@ func writePlan(w io.Writer, g *globals, p *reconciler.SyncPlan) error {
 		return json.NewEncoder(w).Encode(p)
 	}
 	var b strings.Builder
-	line := func(action string, ref reconciler.ObjectRef, detail string) {
+	line := func(action string, ref object.Ref, detail string) {
 		fmt.Fprintf(&b, "  %-9s %s", action, ref)
 		if detail != "" {
 			b.WriteString(": " + detail)

@@ -10,6 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/diff"
+	"pinbot.dev/pinbot/reconciler/object"
+	"pinbot.dev/pinbot/reconciler/prune"
 )
 
 func TestSyncFlagErrors(t *testing.T) {
@@ -34,7 +37,7 @@ func TestSyncFlagErrors(t *testing.T) {
 }
 
 func TestWritePlan(t *testing.T) {
-	ref := func(kind, name string) reconciler.ObjectRef {
+	ref := func(kind, name string) object.Ref {
 		group := ""
 		switch kind {
 		case "Job":
@@ -42,7 +45,7 @@ func TestWritePlan(t *testing.T) {
 		case "Deployment":
 			group = "apps"
 		}
-		return reconciler.ObjectRef{Group: group, Kind: kind, Namespace: "web", Name: name}
+		return object.Ref{Group: group, Kind: kind, Namespace: "web", Name: name}
 	}
 	plan := &reconciler.SyncPlan{
 		App: "web", Commit: "0123456789abcdef",
@@ -54,10 +57,10 @@ func TestWritePlan(t *testing.T) {
 				{Object: ref("ConfigMap", "bad"), Action: reconciler.ActionUpdate, Error: "ConfigMap \"bad\" is invalid"},
 			}},
 		},
-		Heal: []reconciler.Drift{{Object: ref("Deployment", "web"), Path: "spec.replicas", Git: 3, Live: 1}},
-		Orphans: reconciler.PrunePlan{
-			Delete: []reconciler.ObjectRef{ref("ConfigMap", "old")},
-			Keep:   []reconciler.KeptObject{{Object: ref("ConfigMap", "keep"), Reason: `annotation pinbot.dev/prune: "false"`}},
+		Heal: []diff.Field{{Object: ref("Deployment", "web"), Path: "spec.replicas", Git: 3, Live: 1}},
+		Orphans: prune.Orphans{
+			Delete: []object.Ref{ref("ConfigMap", "old")},
+			Keep:   []prune.Kept{{Object: ref("ConfigMap", "keep"), Reason: `annotation pinbot.dev/prune: "false"`}},
 		},
 	}
 	var b bytes.Buffer

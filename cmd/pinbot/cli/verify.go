@@ -8,8 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/deployer"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 func newVerifyCommand(g *globals) *cobra.Command {
@@ -56,8 +57,8 @@ last deployed (for pinbot's own apps, the last commit pinbot synced).`,
 				return err
 			}
 			defer r.Close()
-			var s *reconciler.AppStatus
-			var v *reconciler.Verification
+			var s *status.App
+			var v *verdict.Verification
 			if report {
 				s, v, err = r.Report(cmd.Context(), args[0])
 			} else {
@@ -91,14 +92,14 @@ last deployed (for pinbot's own apps, the last commit pinbot synced).`,
 // verifyOutput is verify -o json: the verification's keys, and who
 // deployed what.
 type verifyOutput struct {
-	*reconciler.Verification
+	*verdict.Verification
 	Source         string `json:"source"`
 	DeployedCommit string `json:"deployed_commit"`
 	HeadCommit     string `json:"head_commit"`
 }
 
 // writeVerification prints the verdict line and per-container tables.
-func writeVerification(w io.Writer, s *reconciler.AppStatus, v *reconciler.Verification) error {
+func writeVerification(w io.Writer, s *status.App, v *verdict.Verification) error {
 	verdict := "NOT VERIFIED"
 	if v.Verified {
 		verdict = "VERIFIED"
@@ -125,7 +126,7 @@ func writeVerification(w io.Writer, s *reconciler.AppStatus, v *reconciler.Verif
 	return nil
 }
 
-func writeContainers(w io.Writer, cs []reconciler.ContainerVerdict) error {
+func writeContainers(w io.Writer, cs []verdict.ContainerVerdict) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAMESPACE\tPOD\tCONTAINER\tGIT DIGEST\tRUNNING DIGEST\tVERDICT\tREASON")
 	for _, c := range cs {

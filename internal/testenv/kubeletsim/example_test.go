@@ -4,8 +4,8 @@ import (
 	"context"
 	"log"
 
-	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/internal/testenv/kube"
+	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 )
 
 // A reconciler scenario test runs a control plane, one simulated node that

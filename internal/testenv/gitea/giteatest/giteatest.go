@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -119,4 +120,52 @@ func Name(tb testing.TB) string {
 		name = name[len(name)-30:]
 	}
 	return fmt.Sprintf("%s-%d", strings.Trim(name, "-"), seq.Add(1))
+}
+
+// ManifestRepo is a manifest repository on a test's Gitea whose
+// deploy/app.yaml pins one image of Gitea's registry at v1.
+type ManifestRepo struct {
+	Srv   *gitea.Server
+	Owner string
+	Name  string
+	App   string // the image repository in Gitea's registry
+	V1    string // the digest pinned
+}
+
+// NewManifestRepo pushes a random image as App:v1, creates the repository
+// pinning it, and points DOCKER_CONFIG at the registry's credentials and
+// XDG_CACHE_HOME (the clone cache) at a directory of the test's.
+func NewManifestRepo(tb testing.TB, srv *gitea.Server) *ManifestRepo {
+	tb.Helper()
+	r := &ManifestRepo{Srv: srv, Owner: srv.AdminUser, Name: Name(tb)}
+	r.App = fmt.Sprintf("%s/%s/%s-app", srv.RegistryHost, r.Owner, r.Name)
+	r.V1 = r.Push(tb, "v1")
+	dir := tb.TempDir()
+	file := filepath.Join(dir, "deploy", "app.yaml")
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("spec:\n  containers:\n    - image: "+r.App+":v1@"+r.V1+"\n"), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := srv.CreateRepoFromDir(context.Background(), r.Owner, r.Name, "main", dir); err != nil {
+		tb.Fatal(err)
+	}
+	docker, err := srv.DockerConfig()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Setenv("DOCKER_CONFIG", docker)
+	tb.Setenv("XDG_CACHE_HOME", tb.TempDir())
+	return r
+}
+
+// Push pushes a random image as App:tag and returns its digest.
+func (r *ManifestRepo) Push(tb testing.TB, tag string) string {
+	tb.Helper()
+	d, err := r.Srv.PushRandomImage(r.App + ":" + tag)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d
 }

@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+
+	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/serve"
+)
+
+// webhookSecretEnv holds the webhook secret when --webhook-secret-file is
+// not given.
+const webhookSecretEnv = "PINBOT_WEBHOOK_SECRET"
+
+// serveFlags are the HTTP endpoint flags of serve and reconcile.
+type serveFlags struct {
+	listen     string
+	secretFile string
+}
+
+func (f *serveFlags) bind(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.listen, "listen", "",
+		`serve /webhook/gitea, /metrics and /healthz on this address, e.g. ":8080" (default: no HTTP endpoint)`)
+	cmd.Flags().StringVar(&f.secretFile, "webhook-secret-file", "",
+		"file holding the Gitea webhook secret, required with --listen (default $"+webhookSecretEnv+")")
+}
+
+// secret validates the flags and returns the webhook secret, nil when
+// --listen is off. Without a secret the webhook would trigger on anyone's
+// request, so it is a usage error.
+func (f *serveFlags) secret() ([]byte, error) {
+	if f.listen == "" {
+		return nil, nil
+	}
+	var secret []byte
+	if f.secretFile != "" {
+		b, err := os.ReadFile(f.secretFile)
+		if err != nil {
+			return nil, usageErrorf("flag --webhook-secret-file: %w", err)
+		}
+		secret = bytes.TrimSpace(b)
+		if len(secret) == 0 {
+			return nil, usageErrorf("flag --webhook-secret-file: %s is empty", f.secretFile)
+		}
+	} else {
+		secret = bytes.TrimSpace([]byte(os.Getenv(webhookSecretEnv)))
+	}
+	if len(secret) == 0 {
+		return nil, usageErrorf("flag --webhook-secret-file (or $%s): required with --listen", webhookSecretEnv)
+	}
+	redact.Register(string(secret))
+	return secret, nil
+}
+
+// runServe opens the reconciler and runs serve with o: serve's and
+// reconcile's shared RunE.
+func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Options) error {
+	secret, err := sf.secret()
+	if err != nil {
+		return err
+	}
+	o.Listen, o.Secret = sf.listen, secret
+	r, cfg, err := f.open()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	o.CacheDir = f.cacheDir
+	if o.CacheDir == "" {
+		if o.CacheDir, err = reconciler.DefaultCacheDir(); err != nil {
+			return err
+		}
+	}
+	rc, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	return serve.Run(cmd.Context(), cfg, r, kube, o)
+}

@@ -1,0 +1,428 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"pinbot.dev/pinbot/internal/loopback"
+	"pinbot.dev/pinbot/reconciler/deployer"
+	"pinbot.dev/pinbot/reconciler/ignore"
+)
+
+// Defaults applied by Load to fields the config leaves empty.
+const (
+	DefaultInterval       = 60 * time.Second
+	DefaultBranch         = "main"
+	DefaultStateNamespace = "pinbot-system"
+	DefaultVerifyTimeout  = 10 * time.Minute
+	DefaultWaveTimeout    = 5 * time.Minute
+	DefaultDriftWarLimit  = 5
+	DefaultDriftWarWindow = 10 * time.Minute
+)
+
+// Config is the reconciler's configuration file. See the README section
+// "Reconciler config" for a commented example.
+type Config struct {
+	// Interval between two polls of each app's branch. Default 60s.
+	Interval Duration `yaml:"interval"`
+	// StateNamespace holds pinbot's history and status ConfigMaps. It must
+	// exist (deploy/namespace.yaml creates it). Default "pinbot-system".
+	StateNamespace string `yaml:"stateNamespace"`
+	// Forge, when set, is the Gitea that receives commit statuses and
+	// pull-request comments for apps whose repo lives on it.
+	Forge *ForgeConfig `yaml:"forge"`
+	// Apps are reconciled independently of each other.
+	Apps []App  `yaml:"apps"`
+	file string // where the config was read from, for error messages
+}
+
+// ForgeConfig locates the Gitea API and its credentials.
+type ForgeConfig struct {
+	URL       string `yaml:"url"`
+	TokenFile string `yaml:"tokenFile"`
+	CAFile    string `yaml:"caFile"`
+	// Insecure allows a plain-HTTP URL to a host that is not loopback,
+	// which sends the token in clear (as --insecure-forge does).
+	Insecure bool `yaml:"insecure"`
+}
+
+// Auth holds the credentials for one app's Git repository. Paths relative to
+// the config file are resolved against its directory.
+type Auth struct {
+	TokenFile string `yaml:"tokenFile"`
+	CAFile    string `yaml:"caFile"`
+}
+
+// SyncPolicy says what pinbot may do on its own. Every field defaults to
+// false: detection only, with a person running `pinbot sync`.
+type SyncPolicy struct {
+	// Automated applies each new commit of the branch.
+	Automated bool `yaml:"automated"`
+	// SelfHeal re-applies Git's version when the cluster drifts (issue 5).
+	SelfHeal bool `yaml:"selfHeal"`
+	// Prune deletes inventory objects no longer rendered from Git (issue 5).
+	Prune bool `yaml:"prune"`
+	// AllowEmpty accepts a render that yields no objects. Off, an empty
+	// render stops the sync: a wrong path or a bad rebase must not look
+	// like "nothing to run".
+	AllowEmpty bool `yaml:"allowEmpty"`
+}
+
+// App is one directory of one branch that pinbot keeps applied to the
+// cluster.
+type App struct {
+	// Name identifies the app in commands, labels and ConfigMap names; a
+	// DNS-1123 label.
+	Name string `yaml:"name"`
+	// Repo is the Git URL (http, https or file).
+	Repo string `yaml:"repo"`
+	// Branch to follow. Default "main".
+	Branch string `yaml:"branch"`
+	// Path of the manifests inside the repository, slash-separated; "" or
+	// "." is the root.
+	Path string `yaml:"path"`
+	// Namespace is the default namespace of namespaced objects that name
+	// none.
+	Namespace string `yaml:"namespace"`
+	// AllowNamespaces lists the namespaces the app may write to. Empty
+	// means just Namespace; when set it must include Namespace.
+	AllowNamespaces []string `yaml:"allowNamespaces"`
+	// AllowClusterScoped lists the cluster-scoped kinds the app may apply,
+	// as "Kind" (core group) or "group/Kind", or "*" for any. A Namespace
+	// object whose name is in AllowNamespaces is always allowed.
+	AllowClusterScoped []string `yaml:"allowClusterScoped"`
+	// Auth for the repository; when nil and Forge's URL shares the repo's
+	// host, Forge's credentials are used.
+	Auth *Auth `yaml:"auth"`
+	// SyncPolicy, all false by default.
+	SyncPolicy SyncPolicy `yaml:"syncPolicy"`
+	// VerifyTimeout is how long after a sync the rollout may take before
+	// the commit status turns to failure. Default 10m.
+	VerifyTimeout Duration `yaml:"verifyTimeout"`
+
+	// WaveTimeout bounds how long one sync wave may take to become healthy
+	// before the sync stops and names the object. Default 5m.
+	WaveTimeout Duration `yaml:"waveTimeout"`
+	// Ignore lists fields that are never diffed or healed: the one-line
+	// declaration for a field another controller owns.
+	Ignore []ignore.Rule `yaml:"ignore"`
+	// DriftWar is the self-heal guard: an object healed more than Limit
+	// times within Window is no longer healed, and the app is Degraded.
+	DriftWar DriftWar `yaml:"driftWar"`
+	// Helm renders Path, a Helm chart, with these settings (see
+	// HelmConfig); a chart renders without them too.
+	Helm *HelmConfig `yaml:"helm"`
+
+	// ArgoCD or Flux, when set, makes the app verify-only: the deployer's
+	// object names the repository, path and revision, and pinbot never
+	// applies, heals or prunes it (config_deployer.go).
+	ArgoCD *deployer.ArgoCDApp `yaml:"argocd"`
+	Flux   *deployer.FluxApp   `yaml:"flux"`
+
+	line int        // line of the app in the config file
+	node *yaml.Node // the app's mapping, for the lines of its keys
+}
+
+// DriftWar configures the self-heal guard.
+type DriftWar struct {
+	// Limit is how many heals of one object Window allows. Default 5.
+	Limit int `yaml:"limit"`
+	// Window is the sliding window. Default 10m.
+	Window Duration `yaml:"window"`
+}
+
+// Duration is a time.Duration written as "60s" or "5m" in YAML.
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!int" {
+		return fmt.Errorf("line %d: want a duration such as 60s, got %q", n.Line, n.Value)
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: want a duration such as 60s, got %q", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText writes the duration in Go's notation.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// Load reads, strictly decodes, validates and defaults the config at file.
+// Errors name file:line.
+func Load(file string) (*Config, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	c, err := Parse(file, b)
+	if err != nil {
+		return nil, err
+	}
+	c.ResolvePaths(filepath.Dir(file))
+	return c, nil
+}
+
+// Parse decodes, validates and defaults a config held in memory; file only
+// names it in errors. Relative credential paths are left as they are.
+func Parse(file string, data []byte) (*Config, error) {
+	c := &Config{}
+	root, err := Decode(file, data, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Complete(file, root); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Decode strictly decodes data into v (a *Config, or a struct that
+// inlines one): an unknown key anywhere is an error naming file:line. It
+// returns the document's node tree, for the lines of its keys.
+func Decode(file string, data []byte, v any) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: empty config", file)
+		}
+		return nil, yamlError(file, err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, yamlError(file, err)
+	}
+	return &root, nil
+}
+
+// Complete finishes a config Decode filled from file: it notes each app's
+// line (from root, the document Decode returned), validates and sets the
+// defaults.
+func (c *Config) Complete(file string, root *yaml.Node) error {
+	c.file = file
+	for i, n := range ListNodes(root, "apps") {
+		if i < len(c.Apps) {
+			c.Apps[i].line, c.Apps[i].node = n.Line, n
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	c.setDefaults()
+	return nil
+}
+
+var (
+	yamlLine     = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+	unknownField = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+)
+
+// yamlError turns yaml.v3's "line N: msg" errors into "file:N: msg".
+func yamlError(file string, err error) error {
+	var lines []string
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		lines = te.Errors
+	} else {
+		lines = []string{err.Error()}
+	}
+	var errs []error
+	for _, l := range lines {
+		m := yamlLine.FindStringSubmatch(l)
+		if m == nil {
+			errs = append(errs, fmt.Errorf("%s: %s", file, l))
+			continue
+		}
+		msg := m[2]
+		if f := unknownField.FindStringSubmatch(msg); f != nil {
+			msg = fmt.Sprintf("unknown field %q", f[1])
+		}
+		errs = append(errs, fmt.Errorf("%s:%s: %s", file, m[1], msg))
+	}
+	return errors.Join(errs...)
+}
+
+// Validate reports every problem in the config, each naming file:line.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(line int, format string, args ...any) {
+		where := c.file
+		if line > 0 {
+			where = fmt.Sprintf("%s:%d", c.file, line)
+		}
+		errs = append(errs, fmt.Errorf("%s: %s", where, fmt.Sprintf(format, args...)))
+	}
+	if c.Interval != 0 && time.Duration(c.Interval) < time.Second {
+		add(0, "interval %s: want at least 1s", time.Duration(c.Interval))
+	}
+	if c.StateNamespace != "" && !dnsLabel(c.StateNamespace) {
+		add(0, "stateNamespace %q: not a valid namespace name", c.StateNamespace)
+	}
+	if c.Forge != nil {
+		if u, err := url.Parse(c.Forge.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add(0, "forge.url %q: want an http(s) URL", c.Forge.URL)
+		} else if loopback.Cleartext(u) && !c.Forge.Insecure {
+			add(0, "forge.url %q: plain HTTP to a host that is not loopback would send the token in clear; use https, or set forge.insecure: true", c.Forge.URL)
+		}
+	}
+	if len(c.Apps) == 0 {
+		add(0, "no apps")
+	}
+	seen := map[string]bool{}
+	for _, a := range c.Apps {
+		for _, msg := range a.problems() {
+			add(a.line, "app %q: %s", a.Name, msg)
+		}
+		for _, p := range a.deployerProblems() {
+			add(p.line, "app %q: %s", a.Name, p.msg)
+		}
+		if seen[a.Name] {
+			add(a.line, "app %q: defined twice", a.Name)
+		}
+		seen[a.Name] = true
+	}
+	return errors.Join(errs...)
+}
+
+// problems lists what is wrong with one app.
+func (a *App) problems() []string {
+	var p []string
+	if !dnsLabel(a.Name) {
+		p = append(p, "name: want a DNS-1123 label (lowercase letters, digits, '-')")
+	}
+	if a.VerifyOnly() {
+		return p // the deployer's object names the rest (deployerProblems)
+	}
+	if u, err := url.Parse(a.Repo); a.Repo == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "file") {
+		p = append(p, fmt.Sprintf("repo %q: want an http, https or file URL", a.Repo))
+	}
+	if clean := path.Clean(a.Path); path.IsAbs(a.Path) || clean == ".." || strings.HasPrefix(clean, "../") || strings.Contains(a.Path, "\\") {
+		p = append(p, fmt.Sprintf("path %q: want a relative path inside the repository", a.Path))
+	}
+	if !dnsLabel(a.Namespace) {
+		p = append(p, fmt.Sprintf("namespace %q: want a namespace name", a.Namespace))
+	}
+	if len(a.AllowNamespaces) > 0 && !slices.Contains(a.AllowNamespaces, a.Namespace) {
+		p = append(p, fmt.Sprintf("namespace %q is not in allowNamespaces %v", a.Namespace, a.AllowNamespaces))
+	}
+	for _, ns := range a.AllowNamespaces {
+		if !dnsLabel(ns) {
+			p = append(p, fmt.Sprintf("allowNamespaces: %q is not a namespace name", ns))
+		}
+	}
+	for _, k := range a.AllowClusterScoped {
+		if k != "*" && (k == "" || strings.Count(k, "/") > 1 || strings.HasSuffix(k, "/")) {
+			p = append(p, fmt.Sprintf("allowClusterScoped: %q: want Kind, group/Kind or *", k))
+		}
+	}
+	if a.VerifyTimeout < 0 {
+		p = append(p, "verifyTimeout: want a positive duration")
+	}
+	if a.WaveTimeout < 0 {
+		p = append(p, "waveTimeout: want a positive duration")
+	}
+	if a.DriftWar.Limit < 0 || a.DriftWar.Window < 0 {
+		p = append(p, "driftWar: want a positive limit and window")
+	}
+	p = append(p, a.Helm.problems()...)
+	for i, r := range a.Ignore {
+		if parts := strings.Split(r.Object, "/"); r.Object == "" || len(parts) < 2 || len(parts) > 3 {
+			p = append(p, fmt.Sprintf("ignore[%d].object: want group/Kind/name or Kind/name, got %q", i, r.Object))
+		}
+		if len(r.Pointers) == 0 {
+			p = append(p, fmt.Sprintf("ignore[%d].pointers: want at least one JSON pointer such as /spec/replicas", i))
+		}
+		for _, ptr := range r.Pointers {
+			if !strings.HasPrefix(ptr, "/") {
+				p = append(p, fmt.Sprintf("ignore[%d].pointers: %q is not a JSON pointer (it starts with /)", i, ptr))
+			}
+		}
+	}
+	return p
+}
+
+func (c *Config) setDefaults() {
+	if c.Interval == 0 {
+		c.Interval = Duration(DefaultInterval)
+	}
+	if c.StateNamespace == "" {
+		c.StateNamespace = DefaultStateNamespace
+	}
+	for i := range c.Apps {
+		a := &c.Apps[i]
+		if a.VerifyOnly() {
+			continue // the deployer's object says where and what (verifyonly.go)
+		}
+		if a.Branch == "" {
+			a.Branch = DefaultBranch
+		}
+		a.Path = path.Clean(a.Path) // "" becomes "."
+		if len(a.AllowNamespaces) == 0 {
+			a.AllowNamespaces = []string{a.Namespace}
+		}
+		if a.VerifyTimeout == 0 {
+			a.VerifyTimeout = Duration(DefaultVerifyTimeout)
+		}
+		if a.WaveTimeout == 0 {
+			a.WaveTimeout = Duration(DefaultWaveTimeout)
+		}
+		if a.DriftWar.Limit == 0 {
+			a.DriftWar.Limit = DefaultDriftWarLimit
+		}
+		if a.DriftWar.Window == 0 {
+			a.DriftWar.Window = Duration(DefaultDriftWarWindow)
+		}
+	}
+}
+
+// ResolvePaths makes credential paths relative to the config file absolute.
+func (c *Config) ResolvePaths(dir string) {
+	abs := func(p *string) {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+	if c.Forge != nil {
+		abs(&c.Forge.TokenFile)
+		abs(&c.Forge.CAFile)
+	}
+	for i := range c.Apps {
+		if a := c.Apps[i].Auth; a != nil {
+			abs(&a.TokenFile)
+			abs(&a.CAFile)
+		}
+	}
+}
+
+// App returns the app called name.
+func (c *Config) App(name string) (*App, error) {
+	var names []string
+	for i := range c.Apps {
+		if c.Apps[i].Name == name {
+			return &c.Apps[i], nil
+		}
+		names = append(names, c.Apps[i].Name)
+	}
+	return nil, fmt.Errorf("%s: no app %q (apps: %s)", c.file, name, strings.Join(names, ", "))
+}
+
+// File is the path the config was read from.
+func (c *Config) File() string { return c.file }
+
+func dnsLabel(s string) bool { return len(validation.IsDNS1123Label(s)) == 0 }

@@ -1,0 +1,290 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/object"
+)
+
+// cacheSyncTimeout bounds the first LIST of a new watch: an API server
+// that does not answer is a transient fault, not a hang.
+const cacheSyncTimeout = 30 * time.Second
+
+// liveCache follows the objects of each app's inventory with watches: one
+// dynamic informer per app, kind and namespace (cluster-scoped kinds:
+// cluster-wide), selecting on the inventory label. A pass reads live state
+// from these caches instead of LISTing every interval, so an idle, in-sync
+// app costs the API server its open watches and nothing per pass. Cached
+// objects keep their content (the drift diff compares it) but lose their
+// managed fields except a bare marker of pinbot's apply entry.
+type liveCache struct {
+	dyn      dynamic.Interface
+	onChange func(app string) // an inventory object changed; must not block
+	stop     chan struct{}
+
+	startMu sync.Mutex // serialises starting watches
+	mu      sync.Mutex
+	closed  bool
+	infs    map[liveKey]*liveInformer
+}
+
+// liveKey names one watch.
+type liveKey struct {
+	app string
+	gvr schema.GroupVersionResource
+	ns  string // "" for cluster-scoped kinds
+}
+
+type liveInformer struct {
+	gvk       schema.GroupVersionKind
+	inf       cache.SharedIndexInformer // nil when listing is forbidden
+	forbidden bool
+}
+
+func newLiveCache(dyn dynamic.Interface, onChange func(app string)) *liveCache {
+	return &liveCache{dyn: dyn, onChange: onChange, stop: make(chan struct{}), infs: map[liveKey]*liveInformer{}}
+}
+
+// close stops every watch.
+func (c *liveCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.closed = true
+		close(c.stop)
+	}
+}
+
+// watchSpec is one kind in one namespace to follow.
+type watchSpec struct {
+	gvk schema.GroupVersionKind
+	gvr schema.GroupVersionResource
+	ns  string
+}
+
+// ensure starts the watches of specs not yet followed for app and waits
+// until their caches hold a first LIST. A kind the API server will not
+// let pinbot list is remembered as forbidden; its objects are then read
+// one by one (see Reconciler.live).
+func (c *liveCache) ensure(ctx context.Context, app string, specs []watchSpec) error {
+	var syncs []cache.InformerSynced
+	c.startMu.Lock()
+	for _, s := range specs {
+		key := liveKey{app: app, gvr: s.gvr, ns: s.ns}
+		c.mu.Lock()
+		li, closed := c.infs[key], c.closed
+		c.mu.Unlock()
+		if closed {
+			c.startMu.Unlock()
+			return fmt.Errorf("live cache closed")
+		}
+		if li == nil {
+			var err error
+			if li, err = c.start(ctx, key, s.gvk); err != nil {
+				c.startMu.Unlock()
+				return err
+			}
+		}
+		if li.inf != nil {
+			syncs = append(syncs, li.inf.HasSynced)
+		}
+	}
+	c.startMu.Unlock()
+	if len(syncs) == 0 {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, cacheSyncTimeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(wctx.Done(), syncs...) {
+		return fmt.Errorf("waiting for the watches of app %s: %w", app, context.Cause(wctx))
+	}
+	return nil
+}
+
+// start probes that key's kind may be listed, then starts its informer.
+func (c *liveCache) start(ctx context.Context, key liveKey, gvk schema.GroupVersionKind) (*liveInformer, error) {
+	sel := object.LabelApp + "=" + key.app
+	var ri dynamic.ResourceInterface = c.dyn.Resource(key.gvr)
+	if key.ns != "" {
+		ri = c.dyn.Resource(key.gvr).Namespace(key.ns)
+	}
+	li := &liveInformer{gvk: gvk}
+	_, err := ri.List(ctx, metav1.ListOptions{LabelSelector: sel, Limit: 1})
+	switch {
+	case apierrors.IsForbidden(err):
+		li.forbidden = true
+	case err != nil:
+		return nil, fmt.Errorf("listing %s in %q: %w", key.gvr.GroupResource(), key.ns, err)
+	default:
+		gi := dynamicinformer.NewFilteredDynamicInformer(c.dyn, key.gvr, key.ns, 0, cache.Indexers{},
+			func(o *metav1.ListOptions) { o.LabelSelector = sel })
+		inf := gi.Informer()
+		if err := inf.SetTransform(trimLive(gvk)); err != nil {
+			return nil, fmt.Errorf("watching %s: %w", key.gvr.GroupResource(), err)
+		}
+		app := key.app
+		_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(any) {
+				if inf.HasSynced() {
+					c.onChange(app)
+				}
+			},
+			UpdateFunc: func(o, n any) {
+				ou, ok1 := o.(*unstructured.Unstructured)
+				nu, ok2 := n.(*unstructured.Unstructured)
+				if !ok1 || !ok2 || contentChanged(ou, nu) {
+					c.onChange(app)
+				}
+			},
+			DeleteFunc: func(any) { c.onChange(app) },
+		})
+		if err != nil {
+			return nil, fmt.Errorf("watching %s: %w", key.gvr.GroupResource(), err)
+		}
+		li.inf = inf
+		go inf.Run(c.stop)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.infs[key] = li
+	return li, nil
+}
+
+// objects returns the cached objects of app for spec, and false when the
+// kind is forbidden (not cached). The objects are shared: do not modify.
+func (c *liveCache) objects(app string, s watchSpec) ([]*unstructured.Unstructured, bool) {
+	c.mu.Lock()
+	li := c.infs[liveKey{app: app, gvr: s.gvr, ns: s.ns}]
+	c.mu.Unlock()
+	if li == nil || li.inf == nil {
+		return nil, false
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range li.inf.GetStore().List() {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			out = append(out, u)
+		}
+	}
+	return out, true
+}
+
+// trimLive sets the object's kind (watch events may lack it) and drops its
+// managed fields, keeping only a bare marker that pinbot applied it.
+func trimLive(gvk schema.GroupVersionKind) cache.TransformFunc {
+	return func(obj any) (any, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return obj, nil
+		}
+		u.SetGroupVersionKind(gvk)
+		var keep []metav1.ManagedFieldsEntry
+		for _, mf := range u.GetManagedFields() {
+			if mf.Manager == object.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply {
+				keep = append(keep, metav1.ManagedFieldsEntry{Manager: mf.Manager, Operation: mf.Operation})
+				break
+			}
+		}
+		if keep == nil {
+			unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
+		} else {
+			u.SetManagedFields(keep)
+		}
+		return u, nil
+	}
+}
+
+// contentChanged reports whether an update changed more than status and
+// bookkeeping (resourceVersion, generation, managed fields): only such a
+// change can be drift. A rollout's status updates wake nobody.
+func contentChanged(a, b *unstructured.Unstructured) bool {
+	strip := func(u *unstructured.Unstructured) map[string]any {
+		out := make(map[string]any, len(u.Object))
+		for k, v := range u.Object {
+			if k != "status" && k != "metadata" {
+				out[k] = v
+			}
+		}
+		if m, ok := u.Object["metadata"].(map[string]any); ok {
+			mm := make(map[string]any, len(m))
+			for k, v := range m {
+				if k != "resourceVersion" && k != "generation" && k != "managedFields" {
+					mm[k] = v
+				}
+			}
+			out["metadata"] = mm
+		}
+		return out
+	}
+	return !reflect.DeepEqual(strip(a), strip(b))
+}
+
+// live returns the cluster's copy of each desired object that exists,
+// read from the watch caches of app's inventory (started on first use):
+// desired kinds in app's allowed namespaces, cluster-scoped kinds
+// cluster-wide. Desired objects the caches lack (not yet labelled for the
+// app, or of a kind pinbot may not list) are read with a GET. Kinds not
+// served yet (a CRD not applied) leave their objects missing. The objects
+// are shared with the caches: do not modify them.
+func (r *Reconciler) live(ctx context.Context, app *config.App, desired []*unstructured.Unstructured) (map[object.Ref]*unstructured.Unstructured, error) {
+	want := make(map[object.Ref]*unstructured.Unstructured, len(desired))
+	specs := map[watchSpec]bool{}
+	for _, d := range desired {
+		m, err := r.applier.Mapping(d.GroupVersionKind())
+		switch {
+		case meta.IsNoMatchError(err):
+			continue // kind not served: missing
+		case err != nil:
+			return nil, err // discovery failed: the API is not answering
+		}
+		want[object.RefOf(d)] = d
+		for _, s := range specsOf(app, d.GroupVersionKind(), m) {
+			specs[s] = true
+		}
+	}
+	list := make([]watchSpec, 0, len(specs))
+	for s := range specs {
+		list = append(list, s)
+	}
+	if err := r.lives.ensure(ctx, app.Name, list); err != nil {
+		return nil, err
+	}
+	live := make(map[object.Ref]*unstructured.Unstructured, len(want))
+	for _, s := range list {
+		objs, _ := r.lives.objects(app.Name, s)
+		for _, o := range objs {
+			if ref := object.RefOf(o); want[ref] != nil {
+				live[ref] = o
+			}
+		}
+	}
+	if err := r.applier.GetMissing(ctx, want, live); err != nil {
+		return nil, err
+	}
+	return live, nil
+}
+
+// specsOf lists the watches that cover kind gvk for app.
+func specsOf(app *config.App, gvk schema.GroupVersionKind, m *meta.RESTMapping) []watchSpec {
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		return []watchSpec{{gvk: gvk, gvr: m.Resource}}
+	}
+	out := make([]watchSpec, 0, len(app.AllowNamespaces))
+	for _, ns := range app.AllowNamespaces {
+		out = append(out, watchSpec{gvk: gvk, gvr: m.Resource, ns: ns})
+	}
+	return out
+}

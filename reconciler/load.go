@@ -1,0 +1,57 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/reconciler/guard"
+	"pinbot.dev/pinbot/reconciler/hook"
+	"pinbot.dev/pinbot/render"
+)
+
+// load fetches the app's branch, renders it and places the objects (see
+// guard.Place). On success the render is the pass's desired objects and
+// is remembered for follow-up passes. A fetch failure is a *SourceError,
+// and dates the outage.
+func (p *pass) load(ctx context.Context) error {
+	if p.app.VerifyOnly() {
+		return verifyOnlyError(p.app)
+	}
+	var desired []*unstructured.Unstructured
+	auth, err := p.r.auth(p.app)
+	if err == nil {
+		err = p.r.source.With(ctx, p.app, auth, func(rev Revision) error {
+			p.o.Commit = rev.Commit
+			objs, err := p.r.render(rev.Dir, p.app.Path, renderOptions(p.app)...)
+			if err != nil {
+				return err
+			}
+			objs = hook.Applicable(objs)
+			if len(objs) == 0 && !p.app.SyncPolicy.AllowEmpty {
+				return &render.Error{File: p.app.Path, Err: guard.ErrEmpty}
+			}
+			desired, err = guard.Place(p.app, objs, p.r.applier.Scope)
+			return err
+		})
+	} else {
+		err = &SourceError{Repo: redact.URL(p.app.Repo), Err: err}
+	}
+	var se *SourceError
+	if errors.As(err, &se) {
+		if p.st.sourceDown.IsZero() {
+			p.st.sourceDown = p.r.now()
+		}
+		return err
+	}
+	p.st.sourceDown = time.Time{}
+	if err != nil {
+		return err
+	}
+	p.st.commit, p.st.desired = p.o.Commit, desired
+	p.desired = desired
+	return nil
+}

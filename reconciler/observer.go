@@ -1,0 +1,293 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/deployer"
+	"pinbot.dev/pinbot/reconciler/history"
+	"pinbot.dev/pinbot/reconciler/object"
+	"pinbot.dev/pinbot/reconciler/settle"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/verdict"
+)
+
+// observer passes the verify-only apps: those that Argo CD or Flux
+// deploys (an `argocd:` or `flux:` block in the config). Its pass reads
+// the deployer's object (read only), fetches the head of the branch it
+// tracks, renders the head at the source path as the deployer would,
+// takes the workloads the deployer applied, and verifies their Pods
+// against the head's digests, relating them to the digests of the
+// revision the deployer deployed (deployer.RelateVerifications). pinbot
+// never applies, heals or prunes such an app.
+type observer struct {
+	r   *Reconciler
+	dyn dynamic.Interface // reads Argo CD's and Flux's objects
+}
+
+// observed is what a verify-only app's passes keep between them (owned
+// by the pass, see appState).
+type observed struct {
+	// renders are the placed workloads of the head and of the deployed
+	// revision, by commit.
+	renders map[string][]*unstructured.Unstructured
+	// head is the head commit last fetched, for follow-up passes.
+	head string
+}
+
+// ErrVerifyOnly refuses to apply, heal, prune or diff a verify-only app.
+var ErrVerifyOnly = errors.New("it is verify-only: pinbot never applies, heals or prunes it")
+
+func verifyOnlyError(app *config.App) error {
+	return fmt.Errorf("app %s: %s deploys it; %w", app.Name, app.Deployer().Title(), ErrVerifyOnly)
+}
+
+// deployedApp is what one read of the deployer's object says.
+type deployedApp struct {
+	source deployer.Source
+	// branch is the branch source.Ref names, resolved.
+	branch string
+	// revision is what the deployer deployed; zero when nothing yet.
+	revision  deployer.Revision
+	health    deployer.Health
+	workloads []object.Ref
+}
+
+func (d *deployedApp) path() string {
+	if d.source.Path == "" {
+		return "."
+	}
+	return d.source.Path
+}
+
+// namespace is where the deployer puts namespaced objects that name none.
+func (d *deployedApp) namespace() string {
+	if d.source.Namespace == "" {
+		return "default"
+	}
+	return d.source.Namespace
+}
+
+// tracked is app as pinbot's Git source and forge reporter see it: the
+// repository, branch and path the deployer follows.
+func (d *deployedApp) tracked(app *config.App) *config.App {
+	return &config.App{
+		Name: app.Name, Repo: d.source.RepoURL, Branch: d.branch, Path: d.path(), Namespace: d.namespace(),
+		Auth: app.Auth, VerifyTimeout: app.VerifyTimeout,
+	}
+}
+
+// Following returns the apps, in config order, that follow branch of the
+// repository at any of repoURLs (its clone and web URLs): pinbot's own apps by their config, verify-only
+// apps by what their deployer's object named at their last pass (one not
+// passed yet is left out: its first pass comes at start-up). URLs compare
+// by scheme, host (case-insensitive) and path, without a trailing "/" or
+// ".git" and without credentials.
+func (r *Reconciler) Following(branch string, repoURLs ...string) []string {
+	want := map[string]bool{}
+	for _, u := range repoURLs {
+		if k := gitforge.RepoKey(u); k != "" {
+			want[k] = true
+		}
+	}
+	if len(want) == 0 || branch == "" {
+		return nil
+	}
+	var names []string
+	for i := range r.cfg.Apps {
+		a := r.cfg.Apps[i]
+		if a.VerifyOnly() {
+			st := r.apps[a.Name]
+			st.mu.Lock()
+			a = st.tracked
+			st.mu.Unlock()
+		}
+		if a.Branch == branch && want[gitforge.RepoKey(a.Repo)] {
+			names = append(names, r.cfg.Apps[i].Name)
+		}
+	}
+	return names
+}
+
+// pass is the pass of a verify-only app. It computes the status and the
+// verification in every mode; modeLoop, modeFollow and modeReport also
+// record them and report them on the head commit (report).
+func (ob *observer) pass(ctx context.Context, p *pass) (*status.App, *verdict.Verification, error) {
+	r, st := ob.r, p.st
+	if p.mode == modeSync {
+		p.o.Err = verifyOnlyError(p.app)
+		return status.Of(p.o), nil, p.o.Err
+	}
+	fail := func(err error) (*status.App, *verdict.Verification, error) {
+		p.o.Err = err
+		var se *SourceError
+		switch {
+		case errors.As(err, &se):
+			if st.sourceDown.IsZero() {
+				st.sourceDown = r.now()
+			}
+			p.o.SourceDown = st.sourceDown
+		case isTransient(err):
+			if st.clusterDown.IsZero() {
+				st.clusterDown = r.now()
+			}
+			p.o.ClusterDown = st.clusterDown
+		}
+		s := status.Of(p.o)
+		if p.mode.records() {
+			r.persist(ctx, p.app.Name, s)
+		}
+		return s, nil, err
+	}
+	d, err := ob.read(ctx, p.app)
+	if err != nil {
+		return fail(err)
+	}
+	st.clusterDown = time.Time{}
+	p.o.Deployed = &status.Deployed{Source: string(d.source.Kind), Repo: d.source.RepoURL, Path: d.path(), Commit: d.revision.Commit}
+	p.tracked = d.tracked(p.app)
+	auth, err := r.auth(p.tracked)
+	if err != nil {
+		return fail(&SourceError{Repo: redact.URL(p.tracked.Repo), Err: err})
+	}
+	if d.branch, err = trackedBranch(ctx, d.source, auth); err != nil {
+		return fail(err)
+	}
+	p.tracked.Branch, p.o.Deployed.Branch = d.branch, d.branch
+	head, heads, err := ob.headRender(ctx, p, d, auth)
+	p.o.Commit = head
+	if err != nil {
+		return fail(err)
+	}
+	st.sourceDown = time.Time{}
+	atHead := d.revision.AtHead(head)
+
+	desired := selectWorkloads(heads, d.workloads)
+	v, err := ob.verify(ctx, p, d, auth, atHead, desired)
+	if err != nil {
+		return fail(err)
+	}
+	h := d.health.Report()
+	p.o.Compared, p.o.Sync = true, status.OutOfSync
+	if atHead {
+		p.o.Sync = status.Synced
+	}
+	p.o.Health, p.o.Verification = &h, v
+	s := status.Of(p.o)
+	if !p.mode.records() {
+		return s, v, nil
+	}
+	if p.txn, err = r.history.Begin(ctx, p.app.Name); err != nil {
+		return s, v, err
+	}
+	ob.report(ctx, p, v)
+	p.txn.SetStatus(s)
+	st.awaiting.Store(!v.Verified)
+	return s, v, p.txn.Commit(ctx)
+}
+
+// verify verifies the Pods of desired (the head's workloads that the
+// deployer applied) against the head, and, while the deployer is behind,
+// against the revision it deployed (deployer.RelateVerifications).
+func (ob *observer) verify(ctx context.Context, p *pass, d *deployedApp, auth gitforge.Auth, atHead bool, desired []*unstructured.Unstructured) (*verdict.Verification, error) {
+	r, head := ob.r, p.o.Commit
+	want := make(map[object.Ref]*unstructured.Unstructured, len(desired))
+	nsSet := map[string]bool{}
+	for _, o := range desired {
+		want[object.RefOf(o)] = o
+		nsSet[o.GetNamespace()] = true
+	}
+	namespaces := make([]string, 0, len(nsSet))
+	for ns := range nsSet {
+		namespaces = append(namespaces, ns)
+	}
+	sort.Strings(namespaces)
+	p.st.mu.Lock()
+	p.st.namespaces = namespaces
+	p.st.mu.Unlock()
+	live := map[object.Ref]*unstructured.Unstructured{}
+	if err := r.applier.GetMissing(ctx, want, live); err != nil {
+		return nil, err
+	}
+	snap, err := r.snapshot(ctx, namespaces, desired, live)
+	if err != nil {
+		return nil, err
+	}
+	vHead := r.verify(ctx, p.app.Name, head, snap)
+	if atHead || d.revision.Commit == "" {
+		return deployer.RelateVerifications(d.source.Kind, head, atHead, vHead, nil), nil
+	}
+	old, err := ob.deployedRender(ctx, p, d, auth)
+	var se *SourceError
+	switch {
+	case errors.As(err, &se):
+		return nil, err
+	case err != nil:
+		p.log.Warn("rendering the deployed revision", "commit", shortSHA(d.revision.Commit), "error", err)
+		v := deployer.RelateVerifications(d.source.Kind, head, atHead, vHead, nil)
+		v.Reasons = append(v.Reasons, fmt.Sprintf("the deployed revision %s could not be rendered: %s", shortSHA(d.revision.Commit), err))
+		return v, nil
+	}
+	snapOld := *snap
+	snapOld.Desired = slices.DeleteFunc(slices.Clone(old), func(o *unstructured.Unstructured) bool { return want[object.RefOf(o)] == nil })
+	return deployer.RelateVerifications(d.source.Kind, head, atHead, vHead, r.verify(ctx, p.app.Name, d.revision.Commit, &snapOld)), nil
+}
+
+// report records v as the entry of its head commit and posts what it
+// means there (settle.Observed), once per change of state.
+func (ob *observer) report(ctx context.Context, p *pass, v *verdict.Verification) {
+	trig := history.TriggerAuto
+	if p.mode == modeReport {
+		trig = history.TriggerVerify
+	}
+	now := ob.r.now()
+	e := history.Entry{Commit: v.Commit, Time: now, Trigger: trig, Result: history.Observed}
+	existing := false
+	if l := p.txn.Current().Latest(); l != nil && l.Commit == v.Commit && l.Result == history.Observed {
+		e, existing = *l, true
+	}
+	out := settle.Observed(e, v, now)
+	e = out.Entry
+	if out.State != "" {
+		p.post(ctx, &e, out.State, out.Desc, "the verification")
+	}
+	if out.Comment {
+		e.Commented = p.comment(ctx, e.Commit, v)
+	}
+	if existing {
+		p.txn.Replace(e)
+	} else {
+		p.txn.Add(e)
+	}
+}
+
+// Report verifies a verify-only app as Status does, records the result and
+// reports it on the head commit: the commit status pinbot/<app> pending
+// while the deployer is behind, success when verified (with the per-Pod
+// proof on the merged promotion pull request), failure on a mismatch.
+// What was already posted for the head is not posted again.
+func (r *Reconciler) Report(ctx context.Context, name string) (*status.App, *verdict.Verification, error) {
+	a, st, err := r.app(name)
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case !a.VerifyOnly():
+		return nil, nil, fmt.Errorf("app %s: pinbot reports its own apps as it syncs them; --report is for apps Argo CD or Flux deploy", name)
+	case r.report == nil:
+		return nil, nil, fmt.Errorf("%s: reporting needs the forge section (forge.url)", r.cfg.File())
+	}
+	if err := r.Check(ctx); err != nil {
+		return nil, nil, err
+	}
+	return r.pass(ctx, a, st, modeReport, nil)
+}

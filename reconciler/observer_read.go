@@ -1,0 +1,122 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/deployer"
+)
+
+// The deployers' resources pinbot reads.
+var (
+	applicationsGVR    = schema.GroupVersionResource{Group: deployer.ArgoCDGroup, Version: "v1alpha1", Resource: "applications"}
+	kustomizationsGVR  = schema.GroupVersionResource{Group: deployer.KustomizeGroup, Version: "v1", Resource: "kustomizations"}
+	gitRepositoriesGVR = schema.GroupVersionResource{Group: deployer.SourceGroup, Version: "v1", Resource: "gitrepositories"}
+)
+
+// read reads the app's Application, or its Kustomization and
+// GitRepository, and what they say.
+func (ob *observer) read(ctx context.Context, app *config.App) (*deployedApp, error) {
+	d := &deployedApp{}
+	switch {
+	case app.ArgoCD != nil:
+		ns, name := app.ArgoCD.Object()
+		u, err := ob.readObject(ctx, applicationsGVR, deployer.ApplicationKind, ns, name)
+		if err != nil {
+			return nil, err
+		}
+		a, err := deployer.ApplicationFrom(u)
+		if err != nil {
+			return nil, err
+		}
+		if d.source, err = a.Source(); err != nil {
+			return nil, err
+		}
+		if d.revision, err = a.Deployed(d.source); err != nil && !errors.Is(err, deployer.ErrNotDeployed) {
+			return nil, err
+		}
+		d.health, d.workloads = a.Health(), a.Workloads()
+	case app.Flux != nil:
+		ns, name := app.Flux.Object()
+		u, err := ob.readObject(ctx, kustomizationsGVR, deployer.KustomizationKind, ns, name)
+		if err != nil {
+			return nil, err
+		}
+		k, err := deployer.KustomizationFrom(u)
+		if err != nil {
+			return nil, err
+		}
+		rns, rname, err := k.GitRepository()
+		if err != nil {
+			return nil, err
+		}
+		ru, err := ob.readObject(ctx, gitRepositoriesGVR, deployer.GitRepositoryKind, rns, rname)
+		if err != nil {
+			return nil, err
+		}
+		repo, err := deployer.GitRepositoryFrom(ru)
+		if err != nil {
+			return nil, err
+		}
+		if d.source, err = k.Source(repo); err != nil {
+			return nil, err
+		}
+		if d.revision, err = k.Deployed(); err != nil && !errors.Is(err, deployer.ErrNotDeployed) {
+			return nil, err
+		}
+		if d.workloads, err = k.Workloads(); err != nil {
+			return nil, err
+		}
+		d.health = k.Health()
+	default:
+		return nil, fmt.Errorf("app %s names no deployer", app.Name)
+	}
+	return d, nil
+}
+
+// readObject GETs one deployer object. A missing or unreadable one says
+// what to check.
+func (ob *observer) readObject(ctx context.Context, gvr schema.GroupVersionResource, kind, ns, name string) (*unstructured.Unstructured, error) {
+	u, err := ob.dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("%s %s/%s (%s) not found: check the name and namespace in the config, and that the CRD is installed", kind, ns, name, gvr.GroupVersion())
+	case apierrors.IsForbidden(err):
+		return nil, fmt.Errorf("reading %s %s/%s: %w (grant pinbot read access with deploy/rbac-deployers.yaml)", kind, ns, name, err)
+	case err != nil:
+		return nil, fmt.Errorf("reading %s %s/%s: %w", kind, ns, name, err)
+	}
+	return u, nil
+}
+
+// trackedBranch resolves what the deployer tracks to a branch: Argo CD's
+// HEAD is the remote's default branch, another targetRevision a branch
+// name. A tag or a pinned commit has no head to verify against.
+func trackedBranch(ctx context.Context, src deployer.Source, auth gitforge.Auth) (string, error) {
+	ref := src.Ref
+	switch {
+	case ref.Branch != "":
+		return ref.Branch, nil
+	case strings.HasPrefix(ref.Name, "refs/heads/"):
+		return strings.TrimPrefix(ref.Name, "refs/heads/"), nil
+	case ref.Revision == "HEAD":
+		b, err := gitforge.DefaultBranch(ctx, src.RepoURL, auth)
+		if err != nil {
+			return "", &SourceError{Repo: redact.URL(src.RepoURL), Err: err}
+		}
+		return b, nil
+	case ref.Revision != "":
+		return ref.Revision, nil
+	}
+	return "", fmt.Errorf("%s tracks %s: pinbot follows a branch, and verifies against its head", src.Object, ref)
+}

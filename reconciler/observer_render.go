@@ -1,0 +1,182 @@
+package reconciler
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/deployer"
+	"pinbot.dev/pinbot/reconciler/object"
+	"pinbot.dev/pinbot/render"
+)
+
+// headRender fetches the head of the tracked branch and renders it, or
+// (following a rollout, with a render at hand) reuses the last one.
+func (ob *observer) headRender(ctx context.Context, p *pass, d *deployedApp, auth gitforge.Auth) (string, []*unstructured.Unstructured, error) {
+	st := p.st
+	head, cached := st.vo.head, st.vo.renders[st.vo.head]
+	if p.mode == modeFollow && cached != nil {
+		return head, cached, nil
+	}
+	var objs []*unstructured.Unstructured
+	err := ob.r.source.With(ctx, p.tracked, auth, func(rev Revision) error {
+		head = rev.Commit
+		if objs = st.vo.renders[head]; objs != nil {
+			return nil
+		}
+		var err error
+		objs, err = ob.render(rev.Dir, d)
+		return err
+	})
+	if err != nil {
+		return head, nil, err
+	}
+	st.mu.Lock()
+	st.tracked = config.App{Name: p.tracked.Name, Repo: p.tracked.Repo, Branch: p.tracked.Branch}
+	st.mu.Unlock()
+	st.vo.head = head
+	st.vo.renders = keepRenders(st.vo.renders, head, d.revision.Commit)
+	st.vo.renders[head] = objs
+	return head, objs, nil
+}
+
+// deployedRender renders the revision the deployer deployed, from a clone
+// that holds the branch's history.
+func (ob *observer) deployedRender(ctx context.Context, p *pass, d *deployedApp, auth gitforge.Auth) ([]*unstructured.Unstructured, error) {
+	commit := d.revision.Commit
+	if objs := p.st.vo.renders[commit]; objs != nil {
+		return objs, nil
+	}
+	var objs []*unstructured.Unstructured
+	err := ob.r.source.withCommit(ctx, p.tracked, commit, auth, func(rev Revision) error {
+		var err error
+		objs, err = ob.render(rev.Dir, d)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if p.st.vo.renders == nil {
+		p.st.vo.renders = map[string][]*unstructured.Unstructured{}
+	}
+	p.st.vo.renders[commit] = objs
+	return objs, nil
+}
+
+// keepRenders drops the renders of commits other than head and deployed.
+func keepRenders(m map[string][]*unstructured.Unstructured, head, deployed string) map[string][]*unstructured.Unstructured {
+	out := map[string][]*unstructured.Unstructured{}
+	for c, objs := range m {
+		if c == head || c == deployed {
+			out[c] = objs
+		}
+	}
+	return out
+}
+
+// render renders the checkout at root as the deployer does: the
+// source path, a chart with the Application's Helm settings, namespaced
+// objects that name no namespace in the destination namespace. It returns
+// the workloads only: the rest is the deployer's business.
+func (ob *observer) render(root string, d *deployedApp) ([]*unstructured.Unstructured, error) {
+	rel := d.path()
+	var opts []render.Option
+	if h := d.source.Helm; h != nil && isChart(filepath.Join(root, filepath.FromSlash(rel))) {
+		hr := render.Helm{ReleaseName: h.ReleaseName, Namespace: h.Namespace, Values: h.Values}
+		for _, f := range h.ValueFiles {
+			if h.IgnoreMissingValueFiles && !fileExists(filepath.Join(root, filepath.FromSlash(rel), filepath.FromSlash(f))) {
+				continue
+			}
+			hr.ValueFiles = append(hr.ValueFiles, f)
+		}
+		for _, p := range h.Parameters {
+			hr.Parameters = append(hr.Parameters, render.Parameter{Name: p.Name, Value: p.Value, ForceString: p.ForceString})
+		}
+		if hr.Namespace == "" {
+			hr.Namespace = d.namespace()
+		}
+		opts = append(opts, render.WithHelm(hr))
+		if h.KubeVersion != "" || len(h.APIVersions) > 0 {
+			caps, err := ob.r.caps.get()
+			if err != nil {
+				return nil, err
+			}
+			if h.KubeVersion != "" {
+				caps.KubeVersion = h.KubeVersion
+			}
+			if len(h.APIVersions) > 0 {
+				caps.APIVersions = h.APIVersions
+			}
+			opts = append(opts, render.WithCapabilities(caps))
+		}
+	}
+	objs, err := ob.r.render(root, rel, opts...)
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		if !deployer.IsWorkload(gvk.Group, gvk.Kind) {
+			continue
+		}
+		o = o.DeepCopy()
+		if o.GetNamespace() == "" {
+			o.SetNamespace(d.namespace())
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+func isChart(dir string) bool { return fileExists(filepath.Join(dir, "Chart.yaml")) }
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// selectWorkloads keeps the rendered workloads the deployer applied.
+func selectWorkloads(objs []*unstructured.Unstructured, applied []object.Ref) []*unstructured.Unstructured {
+	want := map[object.Ref]bool{}
+	for _, w := range applied {
+		want[w] = true
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if want[object.RefOf(o)] {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// withCommit checks out commit of app's branch, from a clone with the
+// branch's history kept next to the shallow one With uses, and calls fn
+// with it, holding a lock of its own.
+func (s *Source) withCommit(ctx context.Context, app *config.App, commit string, auth gitforge.Auth, fn func(Revision) error) error {
+	lock := s.lock(app.Name + "@history")
+	lock.Lock()
+	defer lock.Unlock()
+	sum := sha256.Sum256([]byte(app.Repo + "\x00" + app.Branch))
+	dir := filepath.Join(s.dir, "git-history", app.Name+"-"+hex.EncodeToString(sum[:6]))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating the clone cache: %w", err)
+	}
+	if err := gitforge.CheckoutCommit(ctx, app.Repo, app.Branch, commit, dir, auth); err != nil {
+		if errors.Is(err, gitforge.ErrCommitNotFound) {
+			return err
+		}
+		return &SourceError{Repo: redact.URL(app.Repo), Err: err}
+	}
+	return fn(Revision{Commit: commit, Dir: dir})
+}

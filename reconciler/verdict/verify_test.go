@@ -1,0 +1,204 @@
+package verdict_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"pinbot.dev/pinbot/reconciler/internal/fixture"
+	"pinbot.dev/pinbot/reconciler/verdict"
+)
+
+func TestVerify(t *testing.T) {
+	childLookup := verdict.Lookup{Kind: verdict.LookupChild, Ref: fixture.Repo + "@" + fixture.DigestB, Platform: fixture.AMD64}
+	configLookup := verdict.Lookup{Kind: verdict.LookupConfig, Ref: fixture.Repo + "@" + fixture.DigestB, Platform: fixture.AMD64}
+	for _, tc := range []struct {
+		name     string
+		snap     *verdict.Snapshot
+		verified bool
+		want     []string // current-revision verdicts
+		reason   string   // substring of the first non-Verified container's reason, or of Reasons[0]
+		needs    []verdict.Lookup
+	}{
+		{name: "manifest digest", snap: fixture.RolledOut(fixture.Repo+"@"+fixture.DigestB, "docker-pullable://"+fixture.Repo+"@"+fixture.DigestB),
+			verified: true, want: []string{"web-new-1/app=Verified", "web-new-2/app=Verified"}},
+		{name: "stale node image without registry answer is Unknown", snap: fixture.RolledOut(fixture.Repo+"@"+fixture.DigestB, fixture.Repo+"@"+fixture.DigestA),
+			want: []string{"web-new-1/app=Verified", "web-new-2/app=Unknown"}, reason: "registry lookup of child for linux/amd64 not made",
+			needs: []verdict.Lookup{childLookup}},
+		{name: "stale node image, Git pins a single manifest", snap: withLookups(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestB, fixture.Repo+"@"+fixture.DigestA), verdict.Lookups{childLookup: {}}),
+			want: []string{"web-new-1/app=Verified", "web-new-2/app=Mismatch"}, reason: "running " + fixture.DigestA + ", Git " + fixture.DigestB,
+			needs: []verdict.Lookup{childLookup}},
+		{name: "platform child of the pinned index", snap: withLookups(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestC, fixture.Repo+"@"+fixture.DigestC), verdict.Lookups{childLookup: {Digest: fixture.DigestC}}),
+			verified: true, want: []string{"web-new-1/app=Verified", "web-new-2/app=Verified"}},
+		{name: "another platform's child is a mismatch", snap: withLookups(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestD), verdict.Lookups{childLookup: {Digest: fixture.DigestC}}),
+			want: []string{"web-new-1/app=Mismatch"}, reason: "running " + fixture.DigestD},
+		{name: "registry unreachable is Unknown", snap: withLookups(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestD), verdict.Lookups{childLookup: {Err: "connection refused"}}),
+			want: []string{"web-new-1/app=Unknown"}, reason: "registry unreachable for " + fixture.Repo + "@" + fixture.DigestB + ": connection refused"},
+		{name: "config digest form", snap: withLookups(fixture.RolledOut(fixture.DigestCfg, "docker://"+fixture.DigestCfg), verdict.Lookups{configLookup: {Digest: fixture.DigestCfg}}),
+			verified: true, want: []string{"web-new-1/app=Verified", "web-new-2/app=Verified"}, needs: []verdict.Lookup{childLookup, configLookup}}, // the child for the old Pod
+		{name: "config digest of another image", snap: withLookups(fixture.RolledOut(fixture.DigestC), verdict.Lookups{configLookup: {Digest: fixture.DigestCfg}}),
+			want: []string{"web-new-1/app=Mismatch"}, reason: "running config " + fixture.DigestC},
+		{name: "config digest, registry down", snap: withLookups(fixture.RolledOut(fixture.DigestCfg), verdict.Lookups{configLookup: {Err: "timeout"}}),
+			want: []string{"web-new-1/app=Unknown"}, reason: "timeout"},
+		{name: "not started", snap: fixture.RolledOut("wait:ContainerCreating:", "wait:ErrImagePull:pull failed"),
+			want: []string{"web-new-1/app=Pending", "web-new-2/app=Pending"}, reason: "not started yet: ContainerCreating"},
+		{name: "running without imageID", snap: fixture.RolledOut("", fixture.Repo+"@"+fixture.DigestB),
+			want: []string{"web-new-1/app=Unknown", "web-new-2/app=Verified"}, reason: "the runtime reports no imageID"},
+		{name: "unrecognised imageID", snap: fixture.RolledOut("garbage", fixture.Repo+"@"+fixture.DigestB),
+			want: []string{"web-new-1/app=Unknown", "web-new-2/app=Verified"}, reason: `unrecognised imageID "garbage"`},
+		{name: "fewer Pods than replicas", snap: fixture.RolledOut(fixture.Repo + "@" + fixture.DigestB),
+			want: []string{"web-new-1/app=Verified"}, reason: "Deployment web/web: 1/2 Pods of the current revision"},
+		{name: "no Pods at all", snap: fixture.RolledOut(),
+			want: []string{}, reason: "0/2 Pods"},
+		{name: "rollout not observed", snap: withLive(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestB, fixture.Repo+"@"+fixture.DigestB), fixture.LiveWorkload("apps/v1", "Deployment", "web", 2, 3, 2, nil)),
+			want: []string{"web-new-1/app=Verified", "web-new-2/app=Verified"}, reason: "generation 3 not yet observed"},
+		{name: "workload not applied", snap: withLive(fixture.RolledOut(), nil),
+			want: []string{}, reason: "Deployment web/web is not in the cluster"},
+		{name: "unpinned image in Git", snap: withDesired(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestB, fixture.Repo+"@"+fixture.DigestB), fixture.GitDeployment("web", fixture.Repo+":v2")),
+			want: []string{"web-new-1/app=Unknown", "web-new-2/app=Unknown"}, reason: `image "` + fixture.Repo + `:v2" is not pinned by digest`},
+		{name: "pod on an unknown node needs a platform", snap: withNodes(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestA), nil),
+			want: []string{"web-new-1/app=Unknown"}, reason: "node n1 of pod web-new-1 unknown"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := verdict.Verify("web", "abc123", tc.snap)
+			if diff := cmp.Diff(tc.want, fixture.Verdicts(v.Containers)); diff != "" {
+				t.Errorf("verdicts (-want +got):\n%s", diff)
+			}
+			if v.Verified != tc.verified {
+				t.Errorf("Verified = %t, want %t (reasons %q, summary %q)", v.Verified, tc.verified, v.Reasons, v.Summary())
+			}
+			if len(tc.snap.Live) > 0 && (len(v.OldRevisions) != 1 || v.OldRevisions[0].Pod != "web-old-1") {
+				t.Errorf("old revisions = %q, want the terminating web-old-1 alone", fixture.Verdicts(v.OldRevisions))
+			}
+			if tc.reason != "" && !strings.Contains(firstReason(v), tc.reason) {
+				t.Errorf("reason %q does not contain %q", firstReason(v), tc.reason)
+			}
+			if tc.needs != nil {
+				if diff := cmp.Diff(tc.needs, verdict.Needs(tc.snap)); diff != "" {
+					t.Errorf("Needs (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+func firstReason(v *verdict.Verification) string {
+	for _, c := range v.Containers {
+		if c.Verdict != verdict.Verified {
+			return c.Reason
+		}
+	}
+	if len(v.Reasons) > 0 {
+		return v.Reasons[0]
+	}
+	return ""
+}
+
+func withLookups(s *verdict.Snapshot, l verdict.Lookups) *verdict.Snapshot { s.Lookups = l; return s }
+func withNodes(s *verdict.Snapshot, n []*corev1.Node) *verdict.Snapshot {
+	s.Nodes = n
+	return s
+}
+func withDesired(s *verdict.Snapshot, d ...*unstructured.Unstructured) *verdict.Snapshot {
+	s.Desired = d
+	return s
+}
+func withLive(s *verdict.Snapshot, live *unstructured.Unstructured) *verdict.Snapshot {
+	s.Live = fixture.LiveMap()
+	if live != nil {
+		s.Live = fixture.LiveMap(live)
+	}
+	return s
+}
+
+func TestVerifyOldPodsListedApart(t *testing.T) {
+	s := fixture.RolledOut(fixture.Repo+"@"+fixture.DigestB, fixture.Repo+"@"+fixture.DigestB)
+	// An old Pod still running and ready (a stuck rollout keeps it serving).
+	s.Pods = append(s.Pods, fixture.Pod("web-old-2", "ReplicaSet", "web-old", nil, "app="+fixture.Repo+"@"+fixture.DigestA))
+	v := verdict.Verify("web", "abc123", s)
+	if !v.Verified {
+		t.Errorf("not verified: %q", v.Summary())
+	}
+	if diff := cmp.Diff([]string{"web-old-1/app=Unknown", "web-old-2/app=Unknown"}, fixture.Verdicts(v.OldRevisions)); diff != "" {
+		t.Errorf("old revisions (-want +got):\n%s", diff)
+	}
+	if got, want := v.Summary(), "2/2 Pods run sha256:bbbbbbbbbbbb…"; got != want {
+		t.Errorf("Summary = %q, want %q", got, want)
+	}
+}
+
+func TestVerifyMismatchSummary(t *testing.T) {
+	v := verdict.Verify("web", "abc", withLookups(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestB, fixture.Repo+"@"+fixture.DigestA), verdict.Lookups{{Kind: verdict.LookupChild, Ref: fixture.Repo + "@" + fixture.DigestB, Platform: fixture.AMD64}: {}}))
+	want := "Mismatch: pod web-new-2 container app runs sha256:aaaaaaaaaaaa…, Git pins sha256:bbbbbbbbbbbb…"
+	if got := v.Summary(); got != want {
+		t.Errorf("Summary = %q, want %q", got, want)
+	}
+	c := v.Containers[1]
+	if c.Namespace != "web" || c.Pod != "web-new-2" || c.RunningDigest != fixture.DigestA || c.GitDigest != fixture.DigestB || c.Workload != "Deployment web/web" || c.Revision != "new" {
+		t.Errorf("container verdict = %+v", c)
+	}
+}
+
+func TestVerifyWorkloadKinds(t *testing.T) {
+	pinned := fixture.Repo + "@" + fixture.DigestB
+	running := "app=" + pinned
+	sts := fixture.LiveWorkload("apps/v1", "StatefulSet", "db", 2, 1, 1, map[string]any{"updateRevision": "db-2"})
+	ds := fixture.LiveWorkload("apps/v1", "DaemonSet", "agent", 0, 1, 1, map[string]any{"desiredNumberScheduled": int64(1)})
+	job := fixture.LiveWorkload("batch/v1", "Job", "migrate", 0, 1, 1, nil)
+	bare := fixture.Obj("v1", "Pod", "web", "debug", nil)
+	cr := func(name, hash string, rev int64) *appsv1.ControllerRevision {
+		return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "web",
+			Labels: map[string]string{"controller-revision-hash": hash}, OwnerReferences: fixture.ControllerRef("DaemonSet", "agent")}, Revision: rev}
+	}
+	finished := fixture.Pod("migrate-x", "Job", "migrate", nil, running, "init:init="+pinned)
+	finished.Status.Phase = corev1.PodSucceeded
+	debug := fixture.Pod("debug", "", "", nil, running)
+	debug.OwnerReferences = nil
+	s := &verdict.Snapshot{
+		Desired: []*unstructured.Unstructured{
+			fixture.Obj("apps/v1", "StatefulSet", "web", "db", map[string]any{"spec": map[string]any{"template": map[string]any{"spec": fixture.Template([]string{pinned})}}}),
+			fixture.Obj("apps/v1", "DaemonSet", "web", "agent", map[string]any{"spec": map[string]any{"template": map[string]any{"spec": fixture.Template([]string{pinned})}}}),
+			fixture.Obj("batch/v1", "Job", "web", "migrate", map[string]any{"spec": map[string]any{"template": map[string]any{"spec": fixture.Template([]string{pinned}, pinned)}}}),
+			fixture.Obj("v1", "Pod", "web", "debug", map[string]any{"spec": fixture.Template([]string{pinned})}),
+			fixture.Obj("v1", "ConfigMap", "web", "settings", nil),
+		},
+		Live:      fixture.LiveMap(sts, ds, job, bare),
+		Revisions: []*appsv1.ControllerRevision{cr("agent-1", "h1", 1), cr("agent-2", "h2", 2)},
+		Pods: []*corev1.Pod{
+			fixture.Pod("db-0", "StatefulSet", "db", map[string]string{"controller-revision-hash": "db-2"}, running),
+			fixture.Pod("db-1", "StatefulSet", "db", map[string]string{"controller-revision-hash": "db-1"}, "app="+fixture.Repo+"@"+fixture.DigestA),
+			fixture.Pod("db-1x", "StatefulSet", "db", map[string]string{"controller-revision-hash": "db-2"}, running),
+			fixture.Pod("agent-a", "DaemonSet", "agent", map[string]string{"controller-revision-hash": "h2"}, running),
+			fixture.Pod("agent-old", "DaemonSet", "agent", map[string]string{"controller-revision-hash": "h1"}, running),
+			finished,
+			debug,
+		},
+		Nodes: []*corev1.Node{fixture.Node("n1", fixture.AMD64)},
+	}
+	v := verdict.Verify("web", "abc", s)
+	want := []string{"db-0/app=Verified", "db-1x/app=Verified", "agent-a/app=Verified", "migrate-x/init=Verified", "migrate-x/app=Verified", "debug/app=Verified"}
+	if diff := cmp.Diff(want, fixture.Verdicts(v.Containers)); diff != "" {
+		t.Errorf("verdicts (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"db-1/app=Unknown", "agent-old/app=Verified"}, fixture.Verdicts(v.OldRevisions)); diff != "" {
+		t.Errorf("old revisions (-want +got):\n%s", diff)
+	}
+	if !v.Verified {
+		t.Errorf("not verified: %q", v.Reasons)
+	}
+	if !v.Containers[3].Init {
+		t.Errorf("init container not marked: %+v", v.Containers[3])
+	}
+}
+
+func TestVerifyNothingToVerify(t *testing.T) {
+	v := verdict.Verify("web", "abc", &verdict.Snapshot{Desired: []*unstructured.Unstructured{fixture.Obj("v1", "ConfigMap", "web", "x", nil)}})
+	if v.Verified || v.Summary() != "no Pods to verify" {
+		t.Errorf("Verified = %t, summary %q; want false, no Pods to verify", v.Verified, v.Summary())
+	}
+}

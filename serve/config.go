@@ -1,0 +1,132 @@
+package serve
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/robfig/cron/v3"
+
+	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/reconciler/config"
+)
+
+// Config is the file `pinbot serve` runs from: the reconciler's config
+// (interval, state namespace, forge, apps) and serve's own promote
+// section. Every reconciler command reads the same file.
+type Config struct {
+	config.Config `yaml:",inline"`
+	// Promote lists the manifest repositories serve promotes into on its
+	// own: on a drift schedule, and when Gitea says an image was pushed.
+	Promote []Target `yaml:"promote"`
+}
+
+// Target is one manifest repository that serve promotes into on its own:
+// on a drift schedule, and when Gitea says one of Images was pushed.
+type Target struct {
+	// Repo is the manifest repository on the forge, as OWNER/NAME.
+	Repo string `yaml:"repo"`
+	// Drift is a cron schedule (five fields, or a descriptor such as
+	// @hourly) on which the repository's tracked tags are checked for a
+	// new digest; empty for none.
+	Drift string `yaml:"drift"`
+	// Images are repositories (no tag or digest) whose pushes are promoted
+	// into Repo.
+	Images []string `yaml:"images"`
+
+	line int // line of the entry in the config file
+}
+
+// Line is the entry's line in the config file, 0 when unknown.
+func (t *Target) Line() int { return t.line }
+
+// Load reads, strictly decodes, validates and defaults the config at file
+// (see config.Load). Errors name file:line.
+func Load(file string) (*Config, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	c, err := Parse(file, b)
+	if err != nil {
+		return nil, err
+	}
+	c.ResolvePaths(filepath.Dir(file))
+	return c, nil
+}
+
+// Parse decodes, validates and defaults a config held in memory; file only
+// names it in errors.
+func Parse(file string, data []byte) (*Config, error) {
+	c := &Config{}
+	root, err := config.Decode(file, data, c)
+	if err != nil {
+		return nil, err
+	}
+	for i, n := range config.ListNodes(root, "promote") {
+		if i < len(c.Promote) {
+			c.Promote[i].line = n.Line
+		}
+	}
+	var problems []string
+	for i := range c.Promote {
+		t := &c.Promote[i]
+		for _, msg := range t.problems() {
+			problems = append(problems, fmt.Sprintf("%s:%d: promote %q: %s", file, t.line, t.Repo, msg))
+		}
+	}
+	err = c.Complete(file, root)
+	if len(problems) > 0 {
+		if err != nil {
+			problems = append([]string{err.Error()}, problems...)
+		}
+		return nil, fmt.Errorf("%s", strings.Join(problems, "\n"))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// problems lists what is wrong with one promote entry.
+func (t *Target) problems() []string {
+	var out []string
+	if owner, name, ok := strings.Cut(t.Repo, "/"); !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		out = append(out, fmt.Sprintf("repo %q: want OWNER/NAME of a repository on the forge", t.Repo))
+	}
+	if t.Drift != "" {
+		if _, err := cron.ParseStandard(t.Drift); err != nil {
+			out = append(out, fmt.Sprintf("drift %q: %s", t.Drift, err))
+		}
+	}
+	for _, img := range t.Images {
+		if _, err := imageref.ParseRepository(img); err != nil {
+			out = append(out, fmt.Sprintf("images: %s", err))
+		}
+	}
+	if t.Drift == "" && len(t.Images) == 0 {
+		out = append(out, "want drift, images or both")
+	}
+	return out
+}
+
+// Targets returns the promote entries, in config order, whose images list
+// names image (compared normalised, case-insensitively).
+func (c *Config) Targets(image string) []Target {
+	want, err := imageref.ParseRepository(image)
+	if err != nil {
+		return nil
+	}
+	want = strings.ToLower(want)
+	var out []Target
+	for _, t := range c.Promote {
+		for _, img := range t.Images {
+			if got, err := imageref.ParseRepository(img); err == nil && strings.ToLower(got) == want {
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	return out
+}

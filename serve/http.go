@@ -1,0 +1,105 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"pinbot.dev/pinbot/dashboard"
+)
+
+// registerMetrics gathers the reconciler's metrics and serve's own in
+// d.metrics, which /metrics serves.
+func (d *daemon) registerMetrics() error {
+	if err := d.r.Register(d.metrics); err != nil {
+		return err
+	}
+	return d.metrics.Register(d.requests)
+}
+
+// mux routes serve's HTTP endpoints: /webhook/gitea, /metrics and
+// /healthz; with the dashboard also / and /readyz.
+func (d *daemon) mux() http.Handler {
+	mux := http.NewServeMux()
+	if d.o.Dashboard {
+		mux.Handle("/", dashboard.Handler(dashboardSource{d.r}, dashboard.DefaultRefresh))
+		mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			if !d.ready.Load() || d.draining.Load() {
+				http.Error(w, "not ready", http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprintln(w, "ok")
+		})
+	}
+	hook := d.webhook()
+	mux.Handle("/webhook/gitea", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if d.draining.Load() {
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		hook.ServeHTTP(w, req)
+	}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(d.metrics, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}
+
+// webhook is the Gitea webhook endpoint of d: a push triggers the apps
+// following it (forwarded to the leader on a follower), a package event
+// promotes on the leader (forwarded too).
+func (d *daemon) webhook() *webhook {
+	h := &webhook{
+		secret:   d.o.Secret,
+		follow:   d.r.Following,
+		trigger:  d.trigger,
+		merged:   d.r.Merged,
+		targets:  d.cfg.Targets,
+		requests: d.requests,
+		seen:     newDeliveries(maxDeliveries),
+	}
+	if d.promote != nil {
+		h.promote = d.promotePushed
+	}
+	return h
+}
+
+// serveHTTP serves h on ln until ctx ends, then shuts down, giving open
+// requests a few seconds. It returns an error only if serving fails.
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		// Requests carry ctx's values (the logger), not its end: the
+		// shutdown below ends them.
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving on %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		return fmt.Errorf("shutting down the server on %s: %w", ln.Addr(), err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving on %s: %w", ln.Addr(), err)
+	}
+	return nil
+}

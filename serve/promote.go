@@ -1,0 +1,127 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/promote"
+	"pinbot.dev/pinbot/registry"
+)
+
+// promoter promotes into the config's promote entries on the forge: the
+// drift schedules and the pushed images. It holds one registry client for
+// all of them, and promotions clone into the cache directory.
+type promoter struct {
+	cfg      *Config
+	reg      *registry.Client
+	cacheDir string
+}
+
+// newPromoter is the promoter of cfg, nil when cfg has no forge or no
+// promote entries.
+func newPromoter(cfg *Config, cacheDir string) (*promoter, error) {
+	if cfg.Forge == nil || len(cfg.Promote) == 0 {
+		return nil, nil
+	}
+	reg, err := registry.New()
+	if err != nil {
+		return nil, fmt.Errorf("registry client: %w", err)
+	}
+	return &promoter{cfg: cfg, reg: reg, cacheDir: cacheDir}, nil
+}
+
+// env is the promote.Env of target t. The token (the forge's tokenFile,
+// else $PINBOT_GITEA_TOKEN) is read on each call, so a rotated Secret
+// takes effect without a restart.
+func (p *promoter) env(t *Target) (promote.Env, error) {
+	repo, err := gitforge.ParseRepo(t.Repo)
+	if err != nil {
+		return promote.Env{}, fmt.Errorf("config promote entry %s (line %d): %w", t.Repo, t.Line(), err)
+	}
+	f := p.cfg.Forge
+	tok, err := gitforge.ResolveToken(f.TokenFile)
+	if err != nil {
+		return promote.Env{}, fmt.Errorf("forge: %w", err)
+	}
+	if tok == "" {
+		return promote.Env{}, fmt.Errorf("config promote entry %s (line %d): no Gitea token: set forge.tokenFile or $%s", t.Repo, t.Line(), gitforge.TokenEnv)
+	}
+	forge, err := gitforge.Dial(f.URL, "", f.CAFile, tok)
+	if err != nil {
+		return promote.Env{}, err
+	}
+	env := promote.NewEnv(forge, p.reg, repo)
+	env.CacheDir = p.cacheDir
+	return env, nil
+}
+
+// promoteImage promotes the pushed tag image:tag into t.Repo as `pinbot
+// promote --image image:tag` would: the tag is resolved now (a HEAD), and
+// promote's moved-tag check and already-pinned no-op apply. It returns a
+// short account of what it did.
+func (p *promoter) promoteImage(ctx context.Context, t Target, image, tag string) (string, error) {
+	env, err := p.env(&t)
+	if err != nil {
+		return "", err
+	}
+	ins, err := promote.InputSpec{Image: image + ":" + tag}.Read(nil)
+	if err != nil {
+		return "", err
+	}
+	results, err := promote.Run(ctx, env, promote.Request{Inputs: ins})
+	if err != nil {
+		return "", fmt.Errorf("promoting %s:%s into %s: %w", image, tag, t.Repo, err)
+	}
+	var out []string
+	for _, r := range results {
+		s := string(r.Status) + " " + r.Branch
+		if r.Pull != nil {
+			s += " " + r.Pull.URL
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, "; "), nil
+}
+
+// promotePushed promotes a package event's image on the leader (or
+// without leader election) and forwards it to the leader on a follower.
+func (d *daemon) promotePushed(ctx context.Context, t Target, image, tag string) (string, error) {
+	if d.leads() {
+		return d.promote.promoteImage(ctx, t, image, tag)
+	}
+	if err := forwardPromotion(ctx, d.kube, d.ns, t.Repo, image, tag); err != nil {
+		return "", err
+	}
+	logctx.From(ctx).Info("forwarded a package event to the leader", "image", image, "tag", tag, "repo", t.Repo)
+	return "forwarded to the leader", nil
+}
+
+// promoteForwarded promotes, on the leader, a package event a follower
+// forwarded, into the promote entry it names (if the config still lists
+// the image there), bounded by leadership and promoteTimeout.
+func (d *daemon) promoteForwarded(ctx context.Context, req promoteRequest) {
+	log := logctx.From(ctx).With("image", req.Image, "tag", req.Tag, "repo", req.Repo, "forwarded", true)
+	var target *Target
+	for _, t := range d.cfg.Targets(req.Image) {
+		if t.Repo == req.Repo {
+			target = &t
+			break
+		}
+	}
+	if d.promote == nil || target == nil {
+		log.Warn("ignoring a forwarded promotion: no promote entry lists the image for the repository")
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, promoteTimeout)
+	defer cancel()
+	res, err := d.promote.promoteImage(ctx, *target, req.Image, req.Tag)
+	if err != nil {
+		log.Error("promoting a pushed image", "error", redact.String(err.Error()))
+		return
+	}
+	log.Info("promoted a pushed image", "result", res)
+}

@@ -1,0 +1,282 @@
+// Package serve is pinbot's long-running process: the reconcile loops of
+// every app, Gitea's webhooks (routing, HMAC signatures, delivery
+// deduplication), the drift schedules and promotion on push, the HTTP
+// endpoints and the dashboard, and leader election among replicas with a
+// trigger protocol through which followers forward what reaches them.
+//
+// Control goes one way: cmd wires serve, and serve drives the reconciler
+// and promote; neither knows about serve.
+//
+// Only the leader writes: syncs, heals, prunes, commit statuses, comments
+// and promotions. A follower forwards a push or a package event to the
+// leader by annotating the ConfigMap pinbot-trigger in the state
+// namespace, which the leader watches (trigger.go).
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+
+	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/store"
+)
+
+// DefaultShutdownTimeout bounds the shutdown: shorter than a Pod's default
+// 30 s grace period.
+const DefaultShutdownTimeout = 25 * time.Second
+
+// Options say how Run runs; the flags of `pinbot serve` fill them.
+type Options struct {
+	// Listen is the HTTP address; "" serves no HTTP endpoint.
+	Listen string
+	// Secret is the webhook secret; required with Listen.
+	Secret []byte
+	// Dashboard serves / (the dashboard) and /readyz.
+	Dashboard bool
+	// Elect elects a leader through the Lease "pinbot" in the state
+	// namespace (Lease); without it this process leads alone.
+	Elect bool
+	Lease Lease
+	// ShutdownTimeout bounds the pass in flight at SIGTERM. Default
+	// DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// CacheDir caches the promotions' clones; "" clones afresh.
+	CacheDir string
+}
+
+// recordGrace is how long a pass cut off at the shutdown timeout gets to
+// record that it was interrupted, before the Lease is released.
+const recordGrace = 10 * time.Second
+
+// daemon is one running serve.
+type daemon struct {
+	o       Options
+	cfg     *Config
+	r       *reconciler.Reconciler
+	kube    kubernetes.Interface
+	ns      string
+	promote *promoter // nil without a forge or promote entries
+	drift   []driftJob
+
+	metrics  *prometheus.Registry
+	requests *prometheus.CounterVec // pinbot_webhook_requests_total
+	ready    atomic.Bool            // /readyz: checks passed and, electing, the elector runs
+	leading  atomic.Bool
+	draining atomic.Bool // SIGTERM: webhooks answer 503
+
+	cutMu sync.Mutex
+	cut   context.CancelFunc // ends the loops' context: the pass in flight is cut off
+}
+
+// Run runs serve until ctx ends (SIGTERM, SIGINT), then shuts down:
+// webhooks answer 503, the loops get up to the shutdown timeout to stop,
+// the Lease is released and the server closes. A missing state namespace
+// stops it before anything else.
+func Run(ctx context.Context, cfg *Config, r *reconciler.Reconciler, kube kubernetes.Interface, o Options) error {
+	d, err := newDaemon(cfg, r, kube, o)
+	if err != nil {
+		return err
+	}
+	return d.run(ctx)
+}
+
+// newDaemon sets serve up: the promoter, the drift jobs and the metrics.
+func newDaemon(cfg *Config, r *reconciler.Reconciler, kube kubernetes.Interface, o Options) (*daemon, error) {
+	if o.Listen != "" && len(o.Secret) == 0 {
+		return nil, errors.New("serving webhooks needs a secret")
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if o.Lease.ID == "" {
+		o.Lease.ID = hostname()
+	}
+	d := &daemon{o: o, cfg: cfg, r: r, kube: kube, ns: cfg.StateNamespace, metrics: prometheus.NewRegistry(), requests: newWebhookCounter()}
+	var err error
+	if d.promote, err = newPromoter(cfg, o.CacheDir); err != nil {
+		return nil, err
+	}
+	if d.drift, err = d.promote.driftJobs(cfg); err != nil {
+		return nil, err
+	}
+	if err := d.registerMetrics(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// loopContext is ctx for the loops, which cutLoops ends.
+func (d *daemon) loopContext(ctx context.Context) context.Context {
+	ctx, cancel := context.WithCancel(ctx)
+	d.cutMu.Lock()
+	d.cut = cancel
+	d.cutMu.Unlock()
+	return ctx
+}
+
+// cutLoops ends the loops' context (see loopContext).
+func (d *daemon) cutLoops() {
+	d.cutMu.Lock()
+	defer d.cutMu.Unlock()
+	if d.cut != nil {
+		d.cut()
+	}
+}
+
+// leads reports whether this process writes: it leads, or does not elect.
+func (d *daemon) leads() bool { return !d.o.Elect || d.leading.Load() }
+
+// trigger asks for a pass of app: at once on the leader, through the
+// trigger ConfigMap on a follower.
+func (d *daemon) trigger(ctx context.Context, app string) error {
+	if d.leads() {
+		return d.r.Trigger(app)
+	}
+	return forwardTrigger(ctx, d.kube, d.ns, app)
+}
+
+func (d *daemon) run(ctx context.Context) error {
+	log := logctx.From(ctx)
+	if err := d.r.Check(ctx); errors.Is(err, store.ErrNoStateNamespace) {
+		return err
+	}
+	// The shutdown runs on a context of its own: ctx's end starts it.
+	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+
+	served := make(chan error, 1)
+	if d.o.Listen != "" {
+		ln, err := net.Listen("tcp", d.o.Listen)
+		if err != nil {
+			return fmt.Errorf("flag --listen: %w", err)
+		}
+		log.Info("serving", "addr", ln.Addr().String())
+		go func() { served <- serveHTTP(work, ln, d.mux()) }()
+	} else {
+		served <- nil
+	}
+
+	// SIGTERM (ctx's end) stops the loops from starting passes; work,
+	// ended after the shutdown timeout, bounds the pass in flight.
+	stop := ctx.Done()
+	loopDone := make(chan error, 1)
+	lost := make(chan struct{})
+	if !d.o.Elect {
+		d.ready.Store(true)
+		loopCtx := d.loopContext(work)
+		go func() { loopDone <- d.loops(loopCtx, stop) }()
+		return d.wait(ctx, loopDone, lost, served, func() {}, nil, stopWork)
+	}
+	le, err := d.o.Lease.elector(d.kube, d.ns, leaderelection.LeaderCallbacks{
+		OnStartedLeading: func(lctx context.Context) {
+			log.Info("leading", "lease", d.ns+"/"+leaseName, "id", d.o.Lease.ID)
+			d.leading.Store(true)
+			trigger := func(app string) { _ = d.r.Trigger(app) }
+			promote := func(p promoteRequest) { go d.promoteForwarded(lctx, p) }
+			if err := watchTriggers(lctx, d.kube, d.ns, trigger, promote); err != nil && lctx.Err() == nil {
+				loopDone <- err
+				return
+			}
+			loopDone <- d.loops(d.loopContext(lctx), stop)
+		},
+		OnStoppedLeading: func() {
+			if d.leading.Swap(false) && ctx.Err() == nil {
+				close(lost)
+			}
+		},
+		OnNewLeader: func(id string) { log.Info("leader", "id", id) },
+	})
+	if err != nil {
+		return err
+	}
+	electDone := make(chan struct{})
+	electCtx, stopElect := context.WithCancel(work)
+	go func() { defer close(electDone); le.Run(electCtx) }()
+	d.ready.Store(true)
+	return d.wait(ctx, loopDone, lost, served, stopElect, electDone, stopWork)
+}
+
+// loops runs what only the leader does until ctx ends: the reconcile
+// loops and the drift schedules. Closing stop ends the loops after the
+// pass in flight (bounded by ctx).
+func (d *daemon) loops(ctx context.Context, stop <-chan struct{}) error {
+	driftCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-driftCtx.Done():
+		}
+	}()
+	drifted := make(chan error, 1)
+	go func() { drifted <- runDrift(driftCtx, d.drift) }()
+	err := d.r.RunUntil(ctx, stop)
+	cancel() // the drift schedules stop with the loops
+	return errors.Join(err, <-drifted)
+}
+
+// wait blocks until ctx ends, the loops fail, the lease is lost or the
+// server fails, and then shuts down in order.
+func (d *daemon) wait(ctx context.Context, loopDone <-chan error, lost <-chan struct{}, served <-chan error,
+	stopElect func(), electDone <-chan struct{}, stopWork func()) error {
+	log := logctx.From(ctx)
+	var err error
+	select {
+	case <-ctx.Done():
+		d.draining.Store(true)
+		log.Info("shutting down", "timeout", d.o.ShutdownTimeout)
+		if d.leads() {
+			select {
+			case err = <-loopDone:
+			case <-time.After(d.o.ShutdownTimeout):
+				// Cut the pass off, and let it record that before the
+				// Lease goes: the next leader's first pass applies a
+				// commit whose sync is not recorded as Applied.
+				log.Warn("the loops did not stop within --shutdown-timeout; interrupting the pass in flight")
+				d.cutLoops()
+				select {
+				case <-loopDone:
+				case <-time.After(recordGrace):
+					log.Warn("the interrupted pass did not record within the grace period", "grace", recordGrace)
+				}
+			}
+		}
+	case err = <-loopDone:
+		if err == nil && ctx.Err() == nil && d.o.Elect {
+			err = errors.New("the reconcile loops stopped")
+		}
+	case <-lost:
+		err = errors.New("lost the leader lease " + d.ns + "/" + leaseName)
+	case err = <-served:
+		if err == nil {
+			err = errors.New("the HTTP server stopped")
+		}
+	}
+	stopElect() // releases the Lease (ReleaseOnCancel)
+	if electDone != nil {
+		<-electDone
+	}
+	stopWork()
+	return errors.Join(err, <-served)
+}
+
+// hostname is the Lease holder's default identity.
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "pinbot"
+	}
+	return h
+}
