@@ -16,7 +16,7 @@ const module = "pinbot.dev/pinbot"
 
 // The leaves every package may share: one job each, stdlib or a narrow
 // dependency, none of them I/O of their own.
-var leaves = []string{"internal/imageref", "internal/redact", "internal/logctx", "internal/clip", "internal/loopback", "internal/httpbound", "internal/retry"}
+var leaves = []string{"internal/imageref", "internal/redact", "internal/logctx", "internal/clip", "internal/loopback", "internal/httpbound", "internal/retry", "internal/filelock"}
 
 // pure are the reconciler's decisions: their module dependencies are
 // pure too (the leaves, render's error type excepted).
@@ -35,10 +35,11 @@ var allowed = map[string][]string{
 	"internal/clip":       {},
 	"internal/loopback":   {},
 	"internal/httpbound":  {},
+	"internal/filelock":   {},
 	"internal/retry":      {"internal/logctx", "internal/redact"},
 	"internal/imagebuild": {"internal/redact"},
 
-	"pins":     {"internal/imageref"},
+	"pins":     {"internal/imageref", "internal/filelock"},
 	"registry": leaves,
 	"gitforge": leaves,
 	"render":   {},

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 )
 
 // How Set makes a rewrite of many files all-or-nothing, even when the
@@ -262,6 +261,3 @@ func removeTemps(root string, l *tempList, warn func(string, error)) {
 		}
 	}
 }
-
-// lockWait is how often a lock held by another process is tried again.
-const lockWait = 20 * time.Millisecond

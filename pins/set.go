@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"pinbot.dev/pinbot/internal/filelock"
 )
 
 // sortPins sorts pins by file, line and column.
@@ -192,7 +194,7 @@ func prepareTree(ctx context.Context, t tree, write bool, warn *warnings) (unloc
 			return func() {}, nil
 		}
 	}
-	unlock, err = lockTree(ctx, t.root)
+	unlock, err = filelock.Lock(ctx, t.root)
 	if err != nil {
 		return nil, err
 	}

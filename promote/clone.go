@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/filelock"
 	"pinbot.dev/pinbot/internal/logctx"
 )
 
@@ -98,7 +99,7 @@ func (s *session) lockCache(ctx context.Context) (func(), error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return nil, fmt.Errorf("making the clone cache: %w", err)
 	}
-	unlock, err := lockFile(ctx, dir+".lock")
+	unlock, err := filelock.Lock(ctx, dir+".lock")
 	if err != nil {
 		return nil, fmt.Errorf("locking the cached clone %s: %w", dir, err)
 	}

@@ -4,11 +4,8 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,107 +13,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/testenv/faultproxy"
 	"pinbot.dev/pinbot/registry"
 )
-
-// cutProxy is a reverse proxy in front of Gitea that can go away like a
-// stopped server: once cut, open connections are dropped and new ones
-// refused, until it is started again on the same address.
-type cutProxy struct {
-	t      *testing.T
-	target *url.URL
-	addr   string
-
-	mu      sync.Mutex
-	ln      net.Listener
-	srv     *http.Server
-	cut     bool
-	onPush  bool   // cut once a git push has been served
-	hook    func() // run once after the first git push was served
-	pushed  atomic.Int32
-	proxied atomic.Int32
-}
-
-func newCutProxy(t *testing.T, target string) *cutProxy {
-	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{t: t, target: u}
-	p.start("127.0.0.1:0")
-	t.Cleanup(p.stop)
-	return p
-}
-
-func (p *cutProxy) URL() string { return "http://" + p.addr }
-
-func (p *cutProxy) start(addr string) {
-	p.t.Helper()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		p.t.Fatalf("proxy listening on %s: %s", addr, err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(p.target)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.mu.Lock()
-		cut := p.cut
-		p.mu.Unlock()
-		if cut {
-			if hj, ok := w.(http.Hijacker); ok {
-				if conn, _, err := hj.Hijack(); err == nil {
-					conn.Close()
-				}
-			}
-			return
-		}
-		p.proxied.Add(1)
-		rp.ServeHTTP(w, r)
-		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
-			p.pushed.Add(1)
-			p.mu.Lock()
-			hook := p.hook
-			p.hook = nil
-			p.mu.Unlock()
-			if hook != nil {
-				hook()
-			}
-			p.mu.Lock()
-			if p.onPush {
-				p.cut = true
-				p.ln.Close() // new connections are refused from now on
-			}
-			p.mu.Unlock()
-		}
-	})}
-	p.mu.Lock()
-	p.ln, p.srv, p.addr, p.cut = ln, srv, ln.Addr().String(), false
-	p.mu.Unlock()
-	go srv.Serve(ln)
-}
-
-// cutOnPush makes the proxy go away once a git push has been served.
-func (p *cutProxy) cutOnPush() {
-	p.mu.Lock()
-	p.onPush = true
-	p.mu.Unlock()
-}
-
-// restart brings the proxy back on its address.
-func (p *cutProxy) restart() {
-	p.stop()
-	p.mu.Lock()
-	p.onPush = false
-	p.mu.Unlock()
-	p.start(p.addr)
-}
-
-func (p *cutProxy) stop() {
-	p.mu.Lock()
-	srv := p.srv
-	p.mu.Unlock()
-	_ = srv.Close()
-}
 
 // TestPromoteForgeGone stops the forge after the branch was pushed and
 // before the pull request was written: the promotion fails with an error
@@ -129,7 +28,15 @@ func TestPromoteForgeGone(t *testing.T) {
 	f.createRepo(map[string]string{"app.yaml": "image: " + app + ":v1@" + v1 + "\n"})
 	v2 := f.pushImage(app, "v2", time.Time{})
 
-	proxy := newCutProxy(t, f.srv.URL)
+	// The forge goes away once the branch is pushed, and comes back on
+	// the same address.
+	proxy := faultproxy.StartHTTP(t, f.srv.URL)
+	var pushed atomic.Int32
+	proxy.After = func(r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack") && pushed.Add(1) == 1 {
+			proxy.SetMode(faultproxy.Refuse)
+		}
+	}
 	forge, err := gitforge.NewGitea(proxy.URL(), f.srv.Token)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +45,6 @@ func TestPromoteForgeGone(t *testing.T) {
 	env.Forge, env.CloneURL = forge, proxy.URL()+"/"+f.owner+"/"+f.name+".git"
 	req := Request{Inputs: []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: SourceDigestFile}}}
 
-	proxy.cutOnPush()
 	_, err = Run(ctx, env, req)
 	if err == nil {
 		t.Fatal("promotion succeeded with the forge gone")
@@ -152,11 +58,11 @@ func TestPromoteForgeGone(t *testing.T) {
 	if strings.Contains(err.Error(), f.srv.Token) {
 		t.Error("the error holds the token")
 	}
-	if proxy.pushed.Load() != 1 || len(f.openPulls()) != 0 {
-		t.Fatalf("pushes %d, open pull requests %d: the forge went away at the wrong moment", proxy.pushed.Load(), len(f.openPulls()))
+	if pushed.Load() != 1 || len(f.openPulls()) != 0 {
+		t.Fatalf("pushes %d, open pull requests %d: the forge went away at the wrong moment", pushed.Load(), len(f.openPulls()))
 	}
 
-	proxy.restart()
+	proxy.SetMode(faultproxy.Pass)
 	res, err := Run(ctx, env, req)
 	if err != nil {
 		t.Fatalf("re-run: %s", err)
@@ -188,36 +94,26 @@ func TestPromoteRegistry5xx(t *testing.T) {
 	f.createRepo(map[string]string{"app.yaml": "image: " + app + ":v1@" + v1 + "\n"})
 	v2 := f.pushImage(app, "v2", time.Time{})
 
-	target, err := url.Parse(f.srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(target)
+	proxy := faultproxy.StartHTTP(t, f.srv.URL)
 	var failed atomic.Int32
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	proxy.Filter = func(r *http.Request) int {
 		if strings.Contains(r.URL.Path, "/manifests/") {
 			failed.Add(1)
-			http.Error(w, "upstream unavailable", http.StatusServiceUnavailable)
-			return
+			return http.StatusServiceUnavailable
 		}
-		rp.ServeHTTP(w, r)
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+		return 0
+	}
 	// Every registry connection goes to the proxy, whatever the host.
 	dialer := &net.Dialer{}
+	addr := strings.TrimPrefix(proxy.URL(), "http://")
 	tr := &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		return dialer.DialContext(ctx, network, ln.Addr().String())
+		return dialer.DialContext(ctx, network, addr)
 	}}
 
 	env := f.env()
 	env.Registry = f.registry(registry.WithTransport(tr), registry.WithRetry(2*time.Second))
 	started := time.Now()
-	_, err = Run(context.Background(), env, Request{Inputs: []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: SourceDigestFile}}})
+	_, err := Run(context.Background(), env, Request{Inputs: []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: SourceDigestFile}}})
 	if err == nil {
 		t.Fatal("promotion succeeded through a failing registry")
 	}
@@ -246,10 +142,14 @@ func TestPromoteBaseMoves(t *testing.T) {
 	f.createRepo(files)
 	v2 := f.pushImage(app, "v2", time.Time{})
 
-	proxy := newCutProxy(t, f.srv.URL)
+	// Someone moves the base right after pinbot's first push.
+	proxy := faultproxy.StartHTTP(t, f.srv.URL)
+	var pushed atomic.Int32
 	var moved string
-	proxy.mu.Lock()
-	proxy.hook = func() {
+	proxy.After = func(r *http.Request) {
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/git-receive-pack") || pushed.Add(1) != 1 {
+			return
+		}
 		dir := t.TempDir()
 		writeFile(t, filepath.Join(dir, "app.yaml"), files["app.yaml"])
 		writeFile(t, filepath.Join(dir, "README.md"), "someone merged something else\n")
@@ -259,15 +159,14 @@ func TestPromoteBaseMoves(t *testing.T) {
 		}
 		moved = sha
 	}
-	proxy.mu.Unlock()
 	env := f.env()
 	env.CloneURL = proxy.URL() + "/" + f.owner + "/" + f.name + ".git"
 	res, err := Run(ctx, env, Request{Inputs: []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: SourceFlag}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if proxy.pushed.Load() != 2 {
-		t.Errorf("%d pushes, want 2 (the second regenerated on the moved base)", proxy.pushed.Load())
+	if pushed.Load() != 2 {
+		t.Errorf("%d pushes, want 2 (the second regenerated on the moved base)", pushed.Load())
 	}
 	if res[0].Meta.Base != moved || res[0].Status != StatusOpened {
 		t.Errorf("result built on %s (%s), want the moved base %s", res[0].Meta.Base, res[0].Status, moved)

@@ -25,6 +25,7 @@ import (
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
+	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/registry"
 )
 
@@ -271,21 +272,14 @@ func (f *fixture) pullDiffLines(number int64) (removed, added []string) {
 // which gitea.Server.MergePull does not retry).
 func (f *fixture) merge(number int64) {
 	f.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Until(f.t, 30*time.Second, fmt.Sprintf("merging #%d", number), func() (bool, string) {
 		ok, resp, err := f.sdk().MergePullRequest(f.owner, f.name, number, sdk.MergePullRequestOption{Style: sdk.MergeStyleMerge})
-		if err == nil && ok {
-			return
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
 		}
-		if time.Now().After(deadline) {
-			status := 0
-			if resp != nil {
-				status = resp.StatusCode
-			}
-			f.t.Fatalf("merging #%d: status %d, error %v", number, status, err)
-		}
-		time.Sleep(50 * time.Millisecond) // polling Gitea's asynchronous mergeability check
-	}
+		return err == nil && ok, fmt.Sprintf("status %d, error %v", status, err)
+	})
 }
 
 // tag adds tag to digest in repo.

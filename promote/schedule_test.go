@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/internal/testenv/poll"
 )
 
 type syncBuffer struct {
@@ -50,14 +51,14 @@ func TestScheduleNeverOverlaps(t *testing.T) {
 			}
 			switch runs.Add(1) {
 			case 1:
-				waitFor(t, 10*time.Second, func() bool { return strings.Contains(logs.String(), "cron: skip") })
+				poll.True(t, 10*time.Second, "the schedule to run", func() bool { return strings.Contains(logs.String(), "cron: skip") })
 			case 2:
 				cancel()
 				<-finished // Schedule must wait for this run
 			}
 		})
 	}()
-	waitFor(t, 15*time.Second, func() bool { return runs.Load() >= 2 })
+	poll.True(t, 15*time.Second, "the schedule to run", func() bool { return runs.Load() >= 2 })
 	select {
 	case err := <-done:
 		t.Fatalf("Schedule returned (%v) while a run was in progress", err)
@@ -75,18 +76,5 @@ func TestScheduleNeverOverlaps(t *testing.T) {
 func TestScheduleBadSpec(t *testing.T) {
 	if err := Schedule(context.Background(), "now and then", func(context.Context) {}); err == nil || !strings.Contains(err.Error(), `schedule "now and then"`) {
 		t.Errorf("error = %v", err)
-	}
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Errorf("condition not met within %s", d)
-			return
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval
 	}
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/hook"
@@ -73,7 +74,7 @@ func TestArgoCDAnnotations(t *testing.T) {
 	if err := env.kube.BatchV1().Jobs(s.name).Delete(testCtx, "seed", metav1.DeleteOptions{PropagationPolicy: &background}); err != nil {
 		t.Fatal(err)
 	}
-	until(t, 30*time.Second, "the Job gone", func() (bool, string) {
+	poll.Until(t, 30*time.Second, "the Job gone", func() (bool, string) {
 		_, err := env.kube.BatchV1().Jobs(s.name).Get(testCtx, "seed", metav1.GetOptions{})
 		return err != nil, fmt.Sprint(err)
 	})
@@ -112,7 +113,7 @@ func TestArgoCDAnnotations(t *testing.T) {
 	if _, _, err := s.r.Sync(testCtx, s.name, 0, reconciler.SyncPrune()); err != nil {
 		t.Fatalf("sync --prune: %s", err)
 	}
-	until(t, 30*time.Second, "prune done", func() (bool, string) {
+	poll.Until(t, 30*time.Second, "prune done", func() (bool, string) {
 		return !s.configMapExists(s.name, "old") && !s.configMapExists(s.name, "extra"),
 			fmt.Sprintf("old %t, extra %t", s.configMapExists(s.name, "old"), s.configMapExists(s.name, "extra"))
 	})

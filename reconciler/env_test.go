@@ -220,28 +220,5 @@ func randomImage(t *testing.T, arch, variant string) (v1.Image, string) {
 	return img, cd.String()
 }
 
-// until polls cond every 100ms until it returns true or timeout passes,
-// then fails with what last returned.
-func until(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %s; last: %s", what, timeout, last)
-		}
-		select {
-		case <-testCtx.Done():
-			t.Fatal(testCtx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
 // indent prefixes each line of s, for multi-line failure messages.
 func indent(s string) string { return "  " + strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n  ") }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/history"
@@ -136,7 +137,7 @@ func TestSupersededByNewHead(t *testing.T) {
 	head := s.push(map[string]string{"app/deploy.yaml": deployment(1, img.ref())}, "Pin the image that is there")
 	s.run()
 	var got history.Entry
-	until(t, rollout, "the loop settles the old sync as superseded", func() (bool, string) {
+	poll.Until(t, rollout, "the loop settles the old sync as superseded", func() (bool, string) {
 		rec, err := s.r.History(testCtx, s.name)
 		if err != nil || len(rec.Entries) == 0 {
 			return false, fmt.Sprint(err)

@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler/object"
 )
 
@@ -75,7 +76,7 @@ func TestKillDuringSync(t *testing.T) {
 	// midway through its applies.
 	sel := metav1.ListOptions{LabelSelector: object.LabelApp + "=" + s.name}
 	applied := 0
-	until(t, 3*time.Minute, "the sync starts applying", func() (bool, string) {
+	poll.Until(t, 3*time.Minute, "the sync starts applying", func() (bool, string) {
 		cms, err := env.kube.CoreV1().ConfigMaps(s.name).List(testCtx, sel)
 		if err != nil {
 			return false, err.Error()

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
+	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/status"
@@ -146,7 +147,7 @@ func TestDriftManyObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	began = time.Now()
-	until(t, 30*time.Second, "the edit seen as drift", func() (bool, string) {
+	poll.Until(t, 30*time.Second, "the edit seen as drift", func() (bool, string) {
 		d, err = r.Diff(testCtx, s.name)
 		if err != nil {
 			return false, err.Error()

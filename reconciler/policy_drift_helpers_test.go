@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -19,6 +16,8 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/testenv/faultproxy"
+	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/diff"
@@ -28,10 +27,10 @@ import (
 
 // driftApp is the config of a drift scenario's app.
 type driftApp struct {
-	policy   string    // syncPolicy, a YAML flow mapping
-	extra    []string  // more "key: value" lines of the app
-	viaProxy *tcpProxy // when set, the repo URL goes through it
-	interval string    // default 2s
+	policy   string            // syncPolicy, a YAML flow mapping
+	extra    []string          // more "key: value" lines of the app
+	viaProxy *faultproxy.Proxy // when set, the repo URL goes through it
+	interval string            // default 2s
 }
 
 // newDriftScenario is newScenario for the policy tests: the loop polls
@@ -57,7 +56,7 @@ func (s *scenario) configure(app driftApp) {
 	s.t.Helper()
 	repo := env.gitea.RepoURL(org, s.name)
 	if app.viaProxy != nil {
-		repo = app.viaProxy.url() + "/" + org + "/" + s.name + ".git"
+		repo = "http://" + app.viaProxy.Addr() + "/" + org + "/" + s.name + ".git"
 	}
 	if app.interval == "" {
 		app.interval = "2s"
@@ -106,7 +105,7 @@ func (s *scenario) runLoop() (stop func()) {
 func (s *scenario) waitStoredStatus(what string, cond func(*status.App) bool) *status.App {
 	s.t.Helper()
 	var st *status.App
-	until(s.t, rollout, what, func() (bool, string) {
+	poll.Until(s.t, rollout, what, func() (bool, string) {
 		rec, err := s.r.History(testCtx, s.name)
 		if err != nil || rec.Status == nil {
 			return false, fmt.Sprint("no status stored: ", err)
@@ -204,97 +203,6 @@ func fight(t *testing.T, ns string, n int32) {
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-}
-
-// tcpProxy forwards loopback TCP connections to a target, and can be cut
-// (every connection refused by closing it at once) and restored: a Git
-// server that goes away and comes back, without stopping the shared Gitea.
-type tcpProxy struct {
-	ln     net.Listener
-	target string
-
-	mu    sync.Mutex
-	down  bool
-	conns map[net.Conn]bool
-}
-
-// startProxy forwards to the host of targetURL until the test ends.
-func startProxy(t *testing.T, targetURL string) *tcpProxy {
-	t.Helper()
-	u, err := url.Parse(targetURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &tcpProxy{ln: ln, target: u.Host, conns: map[net.Conn]bool{}}
-	go p.serve()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		p.cut()
-	})
-	return p
-}
-
-func (p *tcpProxy) url() string { return "http://" + p.ln.Addr().String() }
-
-func (p *tcpProxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		down := p.down
-		p.mu.Unlock()
-		if down {
-			_ = c.Close()
-			continue
-		}
-		go p.forward(c)
-	}
-}
-
-func (p *tcpProxy) forward(c net.Conn) {
-	up, err := net.Dial("tcp", p.target)
-	if err != nil {
-		_ = c.Close()
-		return
-	}
-	p.mu.Lock()
-	p.conns[c], p.conns[up] = true, true
-	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		delete(p.conns, c)
-		delete(p.conns, up)
-		p.mu.Unlock()
-		_ = c.Close()
-		_ = up.Close()
-	}()
-	go func() {
-		_, _ = io.Copy(up, c)
-		_ = up.Close()
-	}()
-	_, _ = io.Copy(c, up)
-}
-
-// cut closes every connection and refuses new ones until restore.
-func (p *tcpProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = true
-	for c := range p.conns {
-		_ = c.Close()
-	}
-}
-
-func (p *tcpProxy) restore() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = false
 }
 
 func jsonOf(v any) string {

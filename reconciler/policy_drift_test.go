@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"pinbot.dev/pinbot/internal/testenv/faultproxy"
+	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/diff"
@@ -38,7 +40,7 @@ func TestSelfHealRestoresReplicas(t *testing.T) {
 
 	scaleWeb(t, s.name, 1)
 	var heal *history.Entry
-	until(t, rollout, "replicas restored to 3 and the heal recorded", func() (bool, string) {
+	poll.Until(t, rollout, "replicas restored to 3 and the heal recorded", func() (bool, string) {
 		heal = s.healEntries().latest()
 		n := webReplicas(t, s.name)
 		return n == 3 && heal != nil, fmt.Sprintf("replicas %d, heal %+v", n, heal)
@@ -119,7 +121,7 @@ func TestLabelGitNeverSetIsNotDrift(t *testing.T) {
 	}
 	label(`{"owner":"bob","tier":"db"}`)
 	var d *reconciler.Diff
-	until(t, 30*time.Second, "the edited label Git sets shows as drift", func() (bool, string) {
+	poll.Until(t, 30*time.Second, "the edited label Git sets shows as drift", func() (bool, string) {
 		var err error
 		if d, err = s.r.Diff(testCtx, s.name); err != nil {
 			return false, err.Error()
@@ -132,7 +134,7 @@ func TestLabelGitNeverSetIsNotDrift(t *testing.T) {
 	}
 
 	label(`{"tier":"web"}`) // owner stays bob
-	until(t, 30*time.Second, "in sync again with owner=bob still set", func() (bool, string) {
+	poll.Until(t, 30*time.Second, "in sync again with owner=bob still set", func() (bool, string) {
 		var err error
 		if d, err = s.r.Diff(testCtx, s.name); err != nil {
 			return false, err.Error()
@@ -216,7 +218,7 @@ func TestDriftWarThenIgnoreRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	var heal *history.Entry
-	until(t, rollout, "maxSurge healed", func() (bool, string) {
+	poll.Until(t, rollout, "maxSurge healed", func() (bool, string) {
 		h := s.healEntries()
 		heal = h.latest()
 		return len(h) > heals, jsonOf(h)
@@ -238,7 +240,7 @@ func TestDriftWarThenIgnoreRule(t *testing.T) {
 // returns, the loop catches up (heals) with no manual step.
 func TestFrozenWhileSourceUnreachable(t *testing.T) {
 	needPeers(t)
-	proxy := startProxy(t, env.gitea.URL)
+	proxy := faultproxy.Start(t, strings.TrimPrefix(env.gitea.URL, "http://"), faultproxy.Pass)
 	s := newDriftScenario(t, "frozen", driftApp{policy: "{automated: true, selfHeal: true}", viaProxy: proxy,
 		extra: []string{fmt.Sprintf("auth: {tokenFile: %q}", env.token)}})
 	img := pushImage(t, "frozen-app", "v1")
@@ -246,7 +248,7 @@ func TestFrozenWhileSourceUnreachable(t *testing.T) {
 	s.runLoop()
 	s.waitEntry(commit, "the first sync verified")
 
-	proxy.cut()
+	proxy.SetMode(faultproxy.Refuse)
 	s.waitStoredStatus("Unknown: source unreachable", func(st *status.App) bool {
 		return st.Sync == status.SyncUnknown && st.SourceUnreachableSince != nil && strings.HasPrefix(st.Error, "source unreachable since ")
 	})
@@ -266,9 +268,9 @@ func TestFrozenWhileSourceUnreachable(t *testing.T) {
 		t.Errorf("history grew while frozen: %s", jsonOf(rec.Entries))
 	}
 
-	proxy.restore()
+	proxy.SetMode(faultproxy.Pass)
 	var heal *history.Entry
-	until(t, rollout, "caught up: healed once the source is back", func() (bool, string) {
+	poll.Until(t, rollout, "caught up: healed once the source is back", func() (bool, string) {
 		heal = s.healEntries().latest()
 		n := webReplicas(t, s.name)
 		return n == 3 && heal != nil, fmt.Sprintf("replicas %d, heal %+v", n, heal)

@@ -16,6 +16,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
+	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/guard"
@@ -178,7 +179,7 @@ func TestPruneRemovedManifest(t *testing.T) {
 	if diff := cmp.Diff(wantPlan.Delete, s.latest().Pruned); diff != "" {
 		t.Errorf("pruned (-want +got):\n%s", diff)
 	}
-	until(t, rollout, "the Deployment, its ReplicaSets and Pods deleted", func() (bool, string) {
+	poll.Until(t, rollout, "the Deployment, its ReplicaSets and Pods deleted", func() (bool, string) {
 		rs, err := env.kube.AppsV1().ReplicaSets(s.name).List(testCtx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -407,7 +408,7 @@ func TestFailedWaveStopsTheSync(t *testing.T) {
 	if e := s.latest(); e.Commit != commit || e.Result != history.Failed || !strings.Contains(e.Reason, want) {
 		t.Errorf("history entry %+v", e)
 	}
-	until(t, 10*time.Second, "commit status failure", func() (bool, string) {
+	poll.Until(t, 10*time.Second, "commit status failure", func() (bool, string) {
 		cs := s.commitStatus(commit)
 		return cs != nil && cs.State == "failure" && strings.Contains(cs.Description, want), indentStatus(cs)
 	})

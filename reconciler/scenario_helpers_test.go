@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/object"
@@ -135,7 +136,7 @@ func (s *scenario) waitStatus(timeout time.Duration, what string, cond func(*sta
 	s.t.Helper()
 	var st *status.App
 	var v *verdict.Verification
-	until(s.t, timeout, what, func() (bool, string) {
+	poll.Until(s.t, timeout, what, func() (bool, string) {
 		var err error
 		st, v, err = s.r.Status(testCtx, s.name)
 		if err != nil {

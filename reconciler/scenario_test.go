@@ -18,6 +18,7 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
+	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/guard"
@@ -75,7 +76,7 @@ func TestMergedDigestIsVerified(t *testing.T) {
 		t.Errorf("history = %+v", rec.Entries)
 	}
 	want := "2/2 Pods run " + v2.digest[:len("sha256:")+12] + "…"
-	until(t, 10*time.Second, "commit status success", func() (bool, string) {
+	poll.Until(t, 10*time.Second, "commit status success", func() (bool, string) {
 		st := s.commitStatus(merge)
 		return st != nil && st.State == "success" && st.Description == want, indentStatus(st)
 	})
@@ -192,7 +193,7 @@ func TestMissingImageIsDegraded(t *testing.T) {
 	ghost := img.repo + "@sha256:" + hex.EncodeToString(sum[:])
 	commit := s.push(map[string]string{"app/deploy.yaml": deployment(1, ghost)}, "Pin an image that is not there")
 	s.run()
-	until(t, rollout, "the loop stores Degraded", func() (bool, string) {
+	poll.Until(t, rollout, "the loop stores Degraded", func() (bool, string) {
 		rec, err := s.r.History(testCtx, s.name)
 		if err != nil || rec.Status == nil {
 			return false, fmt.Sprint(err)
@@ -210,7 +211,7 @@ func TestMissingImageIsDegraded(t *testing.T) {
 	if st.Verified || len(v.Containers) != 1 || v.Containers[0].Verdict != verdict.Pending {
 		t.Errorf("verification: %s", describe(st, v))
 	}
-	until(t, 10*time.Second, "commit status failure", func() (bool, string) {
+	poll.Until(t, 10*time.Second, "commit status failure", func() (bool, string) {
 		cs := s.commitStatus(commit)
 		return cs != nil && cs.State == "failure" && strings.HasPrefix(cs.Description, "Degraded: Deployment missing/web: pod web-"), indentStatus(cs)
 	})
@@ -336,7 +337,7 @@ func (s *scenario) run() {
 func (s *scenario) waitEntry(commit, what string) *history.Record {
 	s.t.Helper()
 	var rec *history.Record
-	until(s.t, rollout, what, func() (bool, string) {
+	poll.Until(s.t, rollout, what, func() (bool, string) {
 		var err error
 		rec, err = s.r.History(testCtx, s.name)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/testenv/faultproxy"
+	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/status"
@@ -64,7 +65,7 @@ func TestStalledAPIServer(t *testing.T) {
 	// Through the passing proxy the same client works again (its first
 	// request may meet the stalled connection being closed).
 	px.SetMode(faultproxy.Pass)
-	until(t, time.Minute, "Check through the passing proxy", func() (bool, string) {
+	poll.Until(t, time.Minute, "Check through the passing proxy", func() (bool, string) {
 		err := r.Check(ctx)
 		return err == nil, fmt.Sprint(err)
 	})
@@ -103,7 +104,7 @@ func TestStalledSourceDoesNotHoldUpOthers(t *testing.T) {
 		return rec.Status
 	}
 	good, slow := "stall-src-good", "stall-src-slow"
-	until(t, 5*time.Minute, "the healthy app syncs", func() (bool, string) {
+	poll.Until(t, 5*time.Minute, "the healthy app syncs", func() (bool, string) {
 		st := stored(good)
 		return st != nil && st.Sync == status.Synced, fmt.Sprintf("%+v", st)
 	})
@@ -112,7 +113,7 @@ func TestStalledSourceDoesNotHoldUpOthers(t *testing.T) {
 	if st := stored(slow); st != nil && st.Error != "" {
 		t.Errorf("the stalled app failed before the healthy app synced: the loop waited on it: %q", st.Error)
 	}
-	until(t, 2*gitforge.ResponseTimeout+2*time.Minute, "the stalled app's pass fails", func() (bool, string) {
+	poll.Until(t, 2*gitforge.ResponseTimeout+2*time.Minute, "the stalled app's pass fails", func() (bool, string) {
 		st := stored(slow)
 		return st != nil && st.Error != "", fmt.Sprintf("%+v", st)
 	})

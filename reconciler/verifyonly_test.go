@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/status"
@@ -161,7 +162,7 @@ func TestFluxAppIsVerifiedByTheLoop(t *testing.T) {
 	}
 
 	s.run()
-	until(t, rollout, "the loop reports success on the first commit", func() (bool, string) {
+	poll.Until(t, rollout, "the loop reports success on the first commit", func() (bool, string) {
 		got := s.commitStatus(first)
 		return got != nil && got.State == "success", indentStatus(got)
 	})
@@ -173,7 +174,7 @@ func TestFluxAppIsVerifiedByTheLoop(t *testing.T) {
 	if got := pushed(t, s.r, env.gitea.RepoURL(org, s.name), "main"); !slices.Equal(got, []string{"vo-flux"}) {
 		t.Errorf("push webhook answered %s, want the verify-only app triggered", got)
 	}
-	until(t, 30*time.Second, "pending on the merge", func() (bool, string) {
+	poll.Until(t, 30*time.Second, "pending on the merge", func() (bool, string) {
 		got := s.commitStatus(merge)
 		return got != nil && got.State == "pending" && strings.Contains(got.Description, "Flux has not applied "+merge+" yet"), indentStatus(got)
 	})
@@ -187,7 +188,7 @@ func TestFluxAppIsVerifiedByTheLoop(t *testing.T) {
 	// Flux applies the merge; the rollout's Pod events wake the loop.
 	s.apply(deployment(2, v2.repo+":v2@"+v2.digest))
 	s.fluxApplied(merge)
-	until(t, rollout, "success on the merge", func() (bool, string) {
+	poll.Until(t, rollout, "success on the merge", func() (bool, string) {
 		got := s.commitStatus(merge)
 		return got != nil && got.State == "success", indentStatus(got)
 	})
@@ -195,7 +196,7 @@ func TestFluxAppIsVerifiedByTheLoop(t *testing.T) {
 	if got := s.commitStatus(merge); got.Description != want {
 		t.Errorf("commit status %s, want success: %s", indentStatus(got), want)
 	}
-	until(t, 10*time.Second, "the proof comment", func() (bool, string) {
+	poll.Until(t, 10*time.Second, "the proof comment", func() (bool, string) {
 		comments, err := env.forge.Comments(testCtx, s.repo, pr)
 		if err != nil {
 			return false, err.Error()
@@ -240,7 +241,7 @@ func TestFluxAppIsVerifiedByTheLoop(t *testing.T) {
 	if err := s.r.Trigger(s.name); err != nil {
 		t.Fatal(err)
 	}
-	until(t, rollout, "failure on the stale node", func() (bool, string) {
+	poll.Until(t, rollout, "failure on the stale node", func() (bool, string) {
 		got := s.commitStatus(third)
 		return got != nil && got.State == "failure" && strings.Contains(got.Description, "Mismatch"), indentStatus(got)
 	})

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"pinbot.dev/pinbot/internal/testenv/poll"
 )
 
 // failing answers the first n manifest requests with status (and
@@ -142,13 +144,13 @@ func TestConcurrencyLimit(t *testing.T) {
 			errs <- err
 		})
 	}
-	waitFor(t, "the first requests to arrive", func() bool { return inFlight.Load() >= limit })
+	poll.True(t, 10*time.Second, "the first requests to arrive", func() bool { return inFlight.Load() >= limit })
 	if _, err := c.Resolve(t.Context(), free.host+"/app:v1"); err != nil {
 		t.Errorf("another host was held up: %s", err)
 	}
 	for released := 0; released < callers; released++ {
 		want := int32(min(limit, callers-released))
-		waitFor(t, "requests in flight", func() bool { return inFlight.Load() >= want })
+		poll.True(t, 10*time.Second, "requests in flight", func() bool { return inFlight.Load() >= want })
 		release <- struct{}{}
 	}
 	wg.Wait()
@@ -160,18 +162,6 @@ func TestConcurrencyLimit(t *testing.T) {
 	}
 	if got := peak.Load(); got != limit {
 		t.Errorf("peak requests in flight = %d, want %d", got, limit)
-	}
-}
-
-// waitFor polls cond until it holds or 10s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler/config"
 )
 
@@ -162,10 +164,9 @@ func TestWebhookHandlerRoutes(t *testing.T) {
 		})
 	}
 	want := []string{"platform/manifests gitea:3000/platform/web:v1.2.3", "platform/manifests gitea:3000/platform/web:v1.2.4"}
-	deadline := time.Now().Add(30 * time.Second)
-	for len(rc.promotions()) < len(want) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, 30*time.Second, "both promotions started", func() (bool, string) {
+		return len(rc.promotions()) == len(want), fmt.Sprint(rc.promotions())
+	})
 	got := rc.promotions()
 	if len(got) == 2 && got[0] > got[1] {
 		got[0], got[1] = got[1], got[0]

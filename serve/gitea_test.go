@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +25,7 @@ import (
 
 	"pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
+	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler/config"
 )
 
@@ -160,18 +162,13 @@ func testPackageEventPromotes(t *testing.T, srv *gitea.Server) {
 		t.Fatal(err)
 	}
 	var pulls []*sdk.PullRequest
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+	poll.Until(t, 2*time.Minute, "the promotion pull request of "+v2, func() (bool, string) {
 		pulls, _, err = c.ListRepoPullRequests(r.Owner, r.Name, sdk.ListPullRequestsOptions{State: sdk.StateOpen})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(pulls) > 0 && strings.Contains(pulls[0].Body, v2) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no promotion pull request for %s within 2 min: %d open", v2, len(pulls))
-		}
-	}
+		return len(pulls) > 0 && strings.Contains(pulls[0].Body, v2), fmt.Sprintf("%d open", len(pulls))
+	})
 	if len(pulls) != 1 || !strings.HasPrefix(pulls[0].Head.Ref, "pinbot/") {
 		t.Fatalf("open pull requests: %d, first head %q; want one pinbot/ branch", len(pulls), pulls[0].Head.Ref)
 	}

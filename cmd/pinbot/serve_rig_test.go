@@ -2,50 +2,193 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/internal/testenv/stack"
+	"pinbot.dev/pinbot/reconciler/history"
 )
 
-// waveRig is the setup of the shutdown tests: the peers, a manifest
-// repository whose app holds a Job in wave -1, which runs for jobRun on the
-// simulated node, and a ConfigMap applied after it, and serve's config
-// (one automated app, web) and webhook secret.
-type waveRig struct {
-	peers                     *stack.Stack
-	commit                    string // the repository's only commit
-	cfg, secret, dockerConfig string
+// serveRig is what every test of `pinbot serve` processes sets up: the
+// peers (Gitea with its registry, a control plane with the simulated node),
+// a manifest repository, serve's config and webhook secret, and replicas
+// of the real binary.
+type serveRig struct {
+	t      *testing.T
+	ctx    context.Context
+	peers  *stack.Stack
+	docker string // DOCKER_CONFIG with the registry's credentials
+	dir    string
+	cfg    string // serve's config file
+	secret string // the webhook secret's file
+	commit string // the manifest repository's first commit
 }
 
-func newWaveRig(ctx context.Context, t *testing.T, jobRun time.Duration) *waveRig {
+// newServeRig starts the peers with opts and creates the repository
+// "manifests" from files (path to content), with webhook secret
+// secretValue.
+func newServeRig(ctx context.Context, t *testing.T, opts stack.Options, files map[string]string, secretValue string) *serveRig {
 	t.Helper()
-	peers, err := stack.Start(ctx, stack.Options{Namespaces: []string{"pinbot-system", "web"},
-		Node: []kubeletsim.Option{kubeletsim.WithRunDuration(jobRun)}})
+	if testing.Short() {
+		t.Skip("skipped under testing.Short: needs bin/ peers (make tools)")
+	}
+	peers, err := stack.Start(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(peers.Stop)
-	g := peers.Gitea
-	w := &waveRig{peers: peers}
-	if w.dockerConfig, err = g.DockerConfig(); err != nil {
+	r := &serveRig{t: t, ctx: ctx, peers: peers, dir: t.TempDir()}
+	if r.docker, err = peers.Gitea.DockerConfig(); err != nil {
 		t.Fatal(err)
 	}
-	repo := g.RegistryHost + "/" + g.AdminUser + "/migrate"
-	digest, err := g.PushRandomImage(repo + ":v1")
+	if files != nil {
+		r.commit = r.createRepo("manifests", files)
+	}
+	r.secret = r.write("secret", secretValue+"\n")
+	return r
+}
+
+// image pushes a random image as name:tag to Gitea's registry and
+// returns its repository and digest.
+func (r *serveRig) image(name, tag string) (repo, digest string) {
+	r.t.Helper()
+	g := r.peers.Gitea
+	repo = g.RegistryHost + "/" + g.AdminUser + "/" + name
+	digest, err := g.PushRandomImage(repo + ":" + tag)
 	if err != nil {
-		t.Fatal(err)
+		r.t.Fatal(err)
 	}
-	src := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(src, "app"), 0o755); err != nil {
-		t.Fatal(err)
+	return repo, digest
+}
+
+// createRepo creates the repository name from files and returns its
+// commit.
+func (r *serveRig) createRepo(name string, files map[string]string) string {
+	r.t.Helper()
+	g := r.peers.Gitea
+	commit, err := g.CreateRepoFromDir(r.ctx, g.AdminUser, name, "main", writeTree(r.t, files))
+	if err != nil {
+		r.t.Fatal(err)
 	}
-	job := fmt.Sprintf(`apiVersion: batch/v1
+	return commit
+}
+
+// write writes a file of the rig's and returns its path.
+func (r *serveRig) write(name, body string) string {
+	r.t.Helper()
+	p := filepath.Join(r.dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		r.t.Fatal(err)
+	}
+	return p
+}
+
+// config writes serve's config: the forge, one automated app web on the
+// repository's app directory, and extra (more top-level sections).
+func (r *serveRig) config(forge, extra string) {
+	g := r.peers.Gitea
+	r.cfg = r.write("pinbot.yaml", fmt.Sprintf(`interval: 10m
+forge: %s
+apps:
+  - {name: web, repo: %s, branch: main, path: app, namespace: web, allowNamespaces: [web], syncPolicy: {automated: true}}
+%s`, forge, g.RepoURL(g.AdminUser, "manifests"), extra))
+}
+
+// replica is one `pinbot serve --leader-elect` process of a rig.
+type replica struct {
+	id   string
+	addr string
+	cmd  *exec.Cmd
+	log  *syncBuffer
+	done chan error
+}
+
+// serve starts replica id with leader election on test timings (lease
+// 4s/3s/1s) and args. It is killed when the test ends, and its log
+// printed if the test failed.
+func (r *serveRig) serve(id string, args ...string) *replica {
+	r.t.Helper()
+	rep := &replica{id: id, addr: freeAddr(r.t), log: &syncBuffer{}, done: make(chan error, 1)}
+	rep.cmd = exec.Command(pinbotBin, append([]string{"serve", "--config", r.cfg, "--kubeconfig", r.peers.Cluster.Kubeconfig,
+		"--cache-dir", r.t.TempDir(), "--listen", rep.addr, "--webhook-secret-file", r.secret,
+		"--leader-elect", "--id", id, "--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "1s"}, args...)...)
+	rep.cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+r.docker, "PINBOT_GITEA_TOKEN="+r.peers.Gitea.Token,
+		"XDG_CACHE_HOME="+r.t.TempDir(), "TMPDIR="+r.t.TempDir())
+	rep.cmd.Stdout, rep.cmd.Stderr = rep.log, rep.log
+	if err := rep.cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	go func() { rep.done <- rep.cmd.Wait() }()
+	r.t.Cleanup(func() {
+		if rep.cmd.ProcessState == nil {
+			_ = rep.cmd.Process.Kill()
+			<-rep.done
+		}
+		if r.t.Failed() {
+			r.t.Logf("log of %s:\n%s", id, rep.log.String())
+		}
+	})
+	return rep
+}
+
+// holder is the Lease's holder, "" when none.
+func (r *serveRig) holder() string {
+	l, err := r.peers.Kube.CoordinationV1().Leases("pinbot-system").Get(r.ctx, "pinbot", metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// entries is app web's history, newest first.
+func (r *serveRig) entries() []history.Entry {
+	cm, err := r.peers.Kube.CoreV1().ConfigMaps("pinbot-system").Get(r.ctx, "pinbot-app-web", metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	var es []history.Entry
+	_ = json.Unmarshal([]byte(cm.Data["history.json"]), &es)
+	return es
+}
+
+// syncBuffer is a bytes.Buffer safe for a child's output and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b = append(s.b, p...)
+	return len(p), nil
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.b)
+}
+
+// newWaveRig is the rig of the shutdown tests: the repository's app holds
+// a Job in wave -1, which runs for jobRun on the simulated node, and a
+// ConfigMap applied after it.
+func newWaveRig(ctx context.Context, t *testing.T, jobRun time.Duration) *serveRig {
+	t.Helper()
+	r := newServeRig(ctx, t, stack.Options{Namespaces: []string{"pinbot-system", "web"},
+		Node: []kubeletsim.Option{kubeletsim.WithRunDuration(jobRun)}}, nil, "s3cret")
+	repo, digest := r.image("migrate", "v1")
+	r.commit = r.createRepo("manifests", map[string]string{
+		"app/job.yaml": fmt.Sprintf(`apiVersion: batch/v1
 kind: Job
 metadata: {name: migrate, annotations: {pinbot.dev/sync-wave: "-1"}}
 spec:
@@ -53,64 +196,9 @@ spec:
     spec:
       restartPolicy: Never
       containers: [{name: migrate, image: %q}]
-`, repo+":v1@"+digest)
-	late := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: late}\ndata: {k: v}\n"
-	for f, body := range map[string]string{"app/job.yaml": job, "app/late.yaml": late} {
-		if err := os.WriteFile(filepath.Join(src, f), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if w.commit, err = g.CreateRepoFromDir(ctx, g.AdminUser, "manifests", "main", src); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	w.cfg = filepath.Join(dir, "pinbot.yaml")
-	config := fmt.Sprintf(`interval: 10m
-forge: {url: %q}
-apps:
-  - {name: web, repo: %s, branch: main, path: app, namespace: web, allowNamespaces: [web], syncPolicy: {automated: true}}
-`, g.URL, g.RepoURL(g.AdminUser, "manifests"))
-	if err := os.WriteFile(w.cfg, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	w.secret = filepath.Join(dir, "secret")
-	if err := os.WriteFile(w.secret, []byte("s3cret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return w
-}
-
-// waveReplica is one `pinbot serve` process of a rig.
-type waveReplica struct {
-	cmd  *exec.Cmd
-	log  *syncBuffer
-	done chan error
-}
-
-// serve starts replica id with leader election on test timings (lease
-// 4s/3s/1s) and the given --shutdown-timeout. It is killed when the test
-// ends, and its log printed if the test failed.
-func (w *waveRig) serve(t *testing.T, id, shutdownTimeout string) *waveReplica {
-	t.Helper()
-	r := &waveReplica{log: &syncBuffer{}, done: make(chan error, 1)}
-	r.cmd = exec.Command(pinbotBin, "serve", "--config", w.cfg, "--kubeconfig", w.peers.Cluster.Kubeconfig,
-		"--cache-dir", t.TempDir(), "--listen", freeAddr(t), "--webhook-secret-file", w.secret,
-		"--leader-elect", "--id", id, "--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "1s",
-		"--shutdown-timeout", shutdownTimeout)
-	r.cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+w.dockerConfig, "PINBOT_GITEA_TOKEN="+w.peers.Gitea.Token)
-	r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { r.done <- r.cmd.Wait() }()
-	t.Cleanup(func() {
-		if r.cmd.ProcessState == nil {
-			_ = r.cmd.Process.Kill()
-			<-r.done
-		}
-		if t.Failed() {
-			t.Logf("log of %s:\n%s", id, r.log.String())
-		}
+`, repo+":v1@"+digest),
+		"app/late.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: late}\ndata: {k: v}\n",
 	})
+	r.config(fmt.Sprintf("{url: %q}", r.peers.Gitea.URL), "")
 	return r
 }

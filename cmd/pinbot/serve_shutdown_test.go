@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler/history"
 )
 
@@ -28,23 +29,8 @@ func TestServeSIGTERMCutsOffSync(t *testing.T) {
 	defer cancel()
 	rig := newWaveRig(ctx, t, 20*time.Second)
 	kube, commit := rig.peers.Kube, rig.commit
-	start := func(id string) *waveReplica { return rig.serve(t, id, "1s") }
-	holder := func() string {
-		l, err := kube.CoordinationV1().Leases("pinbot-system").Get(ctx, "pinbot", metav1.GetOptions{})
-		if err != nil || l.Spec.HolderIdentity == nil {
-			return ""
-		}
-		return *l.Spec.HolderIdentity
-	}
-	entries := func() []history.Entry {
-		cm, err := kube.CoreV1().ConfigMaps("pinbot-system").Get(ctx, "pinbot-app-web", metav1.GetOptions{})
-		if err != nil {
-			return nil
-		}
-		var es []history.Entry
-		_ = json.Unmarshal([]byte(cm.Data["history.json"]), &es)
-		return es
-	}
+	start := func(id string) *replica { return rig.serve(id, "--shutdown-timeout", "1s") }
+	holder, entries := rig.holder, rig.entries
 	ofCommit := func() []history.Entry {
 		var out []history.Entry
 		for _, e := range entries() {
@@ -61,20 +47,16 @@ func TestServeSIGTERMCutsOffSync(t *testing.T) {
 		}
 		return err == nil
 	}
-	poll := func(timeout time.Duration, what string, cond func() bool) {
+	waitFor := func(timeout time.Duration, what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(timeout); !cond(); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within %s (lease holder %q, history %+v)", what, timeout, holder(), entries())
-			}
-		}
+		poll.Until(t, timeout, what, func() (bool, string) { return cond(), fmt.Sprintf("lease holder %q, history %+v", holder(), entries()) })
 	}
 
 	a := start("cut-a")
-	poll(60*time.Second, "cut-a leads", func() bool { return holder() == "cut-a" })
+	waitFor(60*time.Second, "cut-a leads", func() bool { return holder() == "cut-a" })
 	b := start("cut-b")
 	var jobUID string
-	poll(60*time.Second, "the Job applied", func() bool {
+	waitFor(60*time.Second, "the Job applied", func() bool {
 		j, err := kube.BatchV1().Jobs("web").Get(ctx, "migrate", metav1.GetOptions{})
 		if err == nil {
 			jobUID = string(j.UID)
@@ -102,8 +84,8 @@ func TestServeSIGTERMCutsOffSync(t *testing.T) {
 	}
 	t.Logf("recorded by the stopped leader: %s: %s", es[0].Result, es[0].Reason)
 
-	poll(10*time.Second, "cut-b leads after the release", func() bool { return holder() == "cut-b" })
-	poll(90*time.Second, "the new leader finishes the sync", func() bool {
+	waitFor(10*time.Second, "cut-b leads after the release", func() bool { return holder() == "cut-b" })
+	waitFor(90*time.Second, "the new leader finishes the sync", func() bool {
 		es := ofCommit()
 		return len(es) == 1 && es[0].Result == history.Applied && lateApplied()
 	})

@@ -1,19 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,18 +18,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/internal/testenv/stack"
 	"pinbot.dev/pinbot/reconciler/history"
 )
-
-// replica is one `pinbot serve --leader-elect` child process.
-type replica struct {
-	id   string
-	addr string
-	cmd  *exec.Cmd
-	log  *bytes.Buffer
-	done chan error
-}
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -55,23 +44,10 @@ func TestServeHighlyAvailable(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	peers, err := stack.Start(ctx, stack.Options{Namespaces: []string{"pinbot-system", "web"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(peers.Stop)
-	g, c, kube := peers.Gitea, peers.Cluster, peers.Kube
-	dockerDir, err := g.DockerConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo := g.RegistryHost + "/" + g.AdminUser + "/web"
-	digest, err := g.PushRandomImage(repo + ":v1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	manifest := func(replicas int) string {
-		return fmt.Sprintf(`apiVersion: apps/v1
+	const secret = "serve-ha-s3cret"
+	var repo, digest string
+	manifest := func(replicas int) map[string]string {
+		return map[string]string{"app/web.yaml": fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
 spec:
@@ -81,84 +57,16 @@ spec:
     metadata: {labels: {app: web}}
     spec:
       containers: [{name: app, image: %q}]
-`, replicas, repo+":v1@"+digest)
+`, replicas, repo+":v1@"+digest)}
 	}
-	writeApp := func(replicas int) string {
-		dir := t.TempDir()
-		if err := os.MkdirAll(filepath.Join(dir, "app"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "app", "web.yaml"), []byte(manifest(replicas)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return dir
-	}
-	first, err := g.CreateRepoFromDir(ctx, g.AdminUser, "manifests", "main", writeApp(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "pinbot.yaml")
-	config := fmt.Sprintf(`interval: 10m
-forge: {url: %q}
-apps:
-  - name: web
-    repo: %s
-    branch: main
-    path: app
-    namespace: web
-    allowNamespaces: [web]
-    syncPolicy: {automated: true}
-`, g.URL, g.RepoURL(g.AdminUser, "manifests"))
-	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	const secret = "serve-ha-s3cret"
-	secretFile := filepath.Join(dir, "secret")
-	if err := os.WriteFile(secretFile, []byte(secret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-
-	start := func(id string) *replica {
-		t.Helper()
-		r := &replica{id: id, addr: freeAddr(t), log: &bytes.Buffer{}, done: make(chan error, 1)}
-		r.cmd = exec.Command(pinbotBin, "serve", "--config", cfg, "--kubeconfig", c.Kubeconfig,
-			"--cache-dir", t.TempDir(), "--listen", r.addr, "--webhook-secret-file", secretFile,
-			"--leader-elect", "--id", id, "--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "1s",
-			"--shutdown-timeout", "10s", "-v")
-		r.cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+dockerDir, "PINBOT_GITEA_TOKEN="+g.Token)
-		r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
-		if err := r.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { r.done <- r.cmd.Wait() }()
-		t.Cleanup(func() {
-			if r.cmd.ProcessState == nil {
-				_ = r.cmd.Process.Kill()
-				<-r.done
-			}
-			if t.Failed() {
-				t.Logf("log of %s:\n%s", id, r.log.String())
-			}
-		})
-		return r
-	}
-	holder := func() string {
-		l, err := kube.CoordinationV1().Leases("pinbot-system").Get(ctx, "pinbot", metav1.GetOptions{})
-		if err != nil || l.Spec.HolderIdentity == nil {
-			return ""
-		}
-		return *l.Spec.HolderIdentity
-	}
-	entries := func() []history.Entry {
-		cm, err := kube.CoreV1().ConfigMaps("pinbot-system").Get(ctx, "pinbot-app-web", metav1.GetOptions{})
-		if err != nil {
-			return nil
-		}
-		var es []history.Entry
-		_ = json.Unmarshal([]byte(cm.Data["history.json"]), &es)
-		return es
-	}
+	rig := newServeRig(ctx, t, stack.Options{Namespaces: []string{"pinbot-system", "web"}}, nil, secret)
+	g := rig.peers.Gitea
+	repo, digest = rig.image("web", "v1")
+	first := rig.createRepo("manifests", manifest(1))
+	rig.config(fmt.Sprintf("{url: %q}", g.URL), "")
+	writeApp := func(replicas int) string { return writeTree(t, manifest(replicas)) }
+	start := func(id string) *replica { return rig.serve(id, "--shutdown-timeout", "10s", "-v") }
+	holder, entries := rig.holder, rig.entries
 	synced := func(commit string) int {
 		n := 0
 		for _, e := range entries() {
@@ -168,14 +76,12 @@ apps:
 		}
 		return n
 	}
-	poll := func(timeout time.Duration, what string, cond func() bool) time.Duration {
+	waitFor := func(timeout time.Duration, what string, cond func() bool) time.Duration {
 		t.Helper()
 		begin := time.Now()
-		for deadline := begin.Add(timeout); !cond(); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within %s (lease holder %q, history %+v)", what, timeout, holder(), entries())
-			}
-		}
+		poll.Until(t, timeout, what, func() (bool, string) {
+			return cond(), fmt.Sprintf("lease holder %q, history %+v", holder(), entries())
+		})
 		return time.Since(begin)
 	}
 	ready := func(r *replica) bool {
@@ -189,14 +95,14 @@ apps:
 
 	a, b := start("replica-a"), start("replica-b")
 	byID := map[string]*replica{a.id: a, b.id: b}
-	poll(60*time.Second, "a leader elected", func() bool { return byID[holder()] != nil })
+	waitFor(60*time.Second, "a leader elected", func() bool { return byID[holder()] != nil })
 	leader := byID[holder()]
 	follower := a
 	if leader == a {
 		follower = b
 	}
-	poll(60*time.Second, "the first commit synced", func() bool { return synced(first) == 1 })
-	poll(30*time.Second, "both replicas ready", func() bool { return ready(a) && ready(b) })
+	waitFor(60*time.Second, "the first commit synced", func() bool { return synced(first) == 1 })
+	waitFor(30*time.Second, "both replicas ready", func() bool { return ready(a) && ready(b) })
 	for _, r := range []*replica{a, b} {
 		resp, err := http.Get("http://" + r.addr + "/")
 		if err != nil {
@@ -210,7 +116,7 @@ apps:
 
 	// The leader's dashboard shows, next to the digest Git pins, the one
 	// its Pod runs.
-	poll(30*time.Second, "the leader's dashboard shows the running Pod's digest", func() bool {
+	waitFor(30*time.Second, "the leader's dashboard shows the running Pod's digest", func() bool {
 		resp, err := http.Get("http://" + leader.addr + "/")
 		if err != nil {
 			return false
@@ -248,7 +154,9 @@ apps:
 	if code := hook(follower, second); code != http.StatusAccepted {
 		t.Fatalf("webhook to the follower: %d, want 202", code)
 	}
-	took := poll(2*time.Second, "the webhook to the follower syncs", func() bool { return synced(second) == 1 })
+	// The bench measures how soon (serve: webhook to the follower); here a
+	// loaded machine gets a generous deadline.
+	took := waitFor(30*time.Second, "the webhook to the follower syncs", func() bool { return synced(second) == 1 })
 	t.Logf("webhook to the follower: synced after %s", took)
 
 	// SIGTERM of the leader: exit 0, the Lease released, the follower
@@ -264,18 +172,18 @@ apps:
 	case <-time.After(30 * time.Second):
 		t.Fatal("leader did not exit within 30s of SIGTERM")
 	}
-	took = poll(6*time.Second, "the follower leads after SIGTERM", func() bool { return holder() == follower.id })
+	took = waitFor(30*time.Second, "the follower leads after SIGTERM", func() bool { return holder() == follower.id })
 	t.Logf("failover after SIGTERM: %s", took)
 
 	// SIGKILL of the new leader: the restarted replica leads once the
 	// lease expires.
 	again := start(leader.id)
-	poll(30*time.Second, "the restarted replica ready", func() bool { return ready(again) })
+	waitFor(30*time.Second, "the restarted replica ready", func() bool { return ready(again) })
 	if err := follower.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	<-follower.done
-	took = poll(15*time.Second, "the restarted replica leads after SIGKILL", func() bool { return holder() == again.id })
+	took = waitFor(60*time.Second, "the restarted replica leads after SIGKILL", func() bool { return holder() == again.id })
 	t.Logf("failover after SIGKILL: %s", took)
 	third, err := g.PushDir(ctx, g.AdminUser, "manifests", "main", writeApp(3), "Three replicas")
 	if err != nil {
@@ -284,7 +192,7 @@ apps:
 	if code := hook(again, third); code != http.StatusAccepted {
 		t.Fatalf("webhook to the new leader: %d, want 202", code)
 	}
-	poll(10*time.Second, "the new leader syncs", func() bool { return synced(third) == 1 })
+	waitFor(30*time.Second, "the new leader syncs", func() bool { return synced(third) == 1 })
 	for _, commit := range []string{first, second, third} {
 		if n := synced(commit); n != 1 {
 			t.Errorf("commit %s synced %d times, want once", commit[:8], n)
@@ -304,26 +212,16 @@ func TestServeSIGTERMMidSync(t *testing.T) {
 	defer cancel()
 	rig := newWaveRig(ctx, t, 5*time.Second)
 	kube, commit := rig.peers.Kube, rig.commit
-	start := func(id string) *waveReplica { return rig.serve(t, id, "20s") }
-	holder := func() string {
-		l, err := kube.CoordinationV1().Leases("pinbot-system").Get(ctx, "pinbot", metav1.GetOptions{})
-		if err != nil || l.Spec.HolderIdentity == nil {
-			return ""
-		}
-		return *l.Spec.HolderIdentity
-	}
-	poll := func(timeout time.Duration, what string, cond func() bool) {
+	start := func(id string) *replica { return rig.serve(id, "--shutdown-timeout", "20s") }
+	holder := rig.holder
+	waitFor := func(timeout time.Duration, what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(timeout); !cond(); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within %s (lease holder %q)", what, timeout, holder())
-			}
-		}
+		poll.Until(t, timeout, what, func() (bool, string) { return cond(), fmt.Sprintf("lease holder %q", holder()) })
 	}
 	a := start("mid-a")
-	poll(60*time.Second, "mid-a leads", func() bool { return holder() == "mid-a" })
+	waitFor(60*time.Second, "mid-a leads", func() bool { return holder() == "mid-a" })
 	b := start("mid-b")
-	poll(60*time.Second, "the Job applied", func() bool {
+	waitFor(60*time.Second, "the Job applied", func() bool {
 		_, err := kube.BatchV1().Jobs("web").Get(ctx, "migrate", metav1.GetOptions{})
 		return err == nil
 	})
@@ -344,14 +242,7 @@ func TestServeSIGTERMMidSync(t *testing.T) {
 	if _, err := kube.CoreV1().ConfigMaps("web").Get(ctx, "late", metav1.GetOptions{}); err != nil {
 		t.Errorf("the sync in flight was not finished: the second wave is missing: %v", err)
 	}
-	cm, err := kube.CoreV1().ConfigMaps("pinbot-system").Get(ctx, "pinbot-app-web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var es []history.Entry
-	if err := json.Unmarshal([]byte(cm.Data["history.json"]), &es); err != nil {
-		t.Fatal(err)
-	}
+	es := rig.entries()
 	n := 0
 	for _, e := range es {
 		if e.Commit == commit {
@@ -364,7 +255,7 @@ func TestServeSIGTERMMidSync(t *testing.T) {
 	if n != 1 {
 		t.Errorf("the history holds %d syncs of %s, want 1: %+v", n, commit[:8], es)
 	}
-	poll(6*time.Second, "mid-b leads after the release", func() bool { return holder() == "mid-b" })
+	waitFor(30*time.Second, "mid-b leads after the release", func() bool { return holder() == "mid-b" })
 	_ = b
 }
 
@@ -376,33 +267,11 @@ func TestServeWithoutStateNamespace(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	peers, err := stack.Start(ctx, stack.Options{Namespaces: []string{"web"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(peers.Stop)
-	g, c, kube := peers.Gitea, peers.Cluster, peers.Kube
-	src := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(src, "app"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(src, "app", "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {k: v}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := g.CreateRepoFromDir(ctx, g.AdminUser, "manifests", "main", src); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "pinbot.yaml")
-	config := fmt.Sprintf("forge: {url: %q}\napps:\n  - {name: web, repo: %s, branch: main, path: app, namespace: web, allowNamespaces: [web], syncPolicy: {automated: true}}\n",
-		g.URL, g.RepoURL(g.AdminUser, "manifests"))
-	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	secretFile := filepath.Join(dir, "secret")
-	if err := os.WriteFile(secretFile, []byte("s3cret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	rig := newServeRig(ctx, t, stack.Options{Namespaces: []string{"web"}},
+		map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {k: v}\n"}, "s3cret")
+	g, c, kube := rig.peers.Gitea, rig.peers.Cluster, rig.peers.Kube
+	rig.config(fmt.Sprintf("{url: %q}", g.URL), "")
+	cfg, secretFile := rig.cfg, rig.secret
 	cmd := exec.Command(pinbotBin, "serve", "--config", cfg, "--kubeconfig", c.Kubeconfig, "--cache-dir", t.TempDir(),
 		"--listen", freeAddr(t), "--webhook-secret-file", secretFile, "--leader-elect", "--id", "a")
 	cmd.Env = append(os.Environ(), "PINBOT_GITEA_TOKEN="+g.Token)

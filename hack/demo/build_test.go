@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"os"
 	"path/filepath"
@@ -24,13 +25,27 @@ func TestWaitForControlPlane(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Setenv("PINBOT_KUBE_BUILD", build)
+			// The build ends while the demo waits: the status is written
+			// once the demo has said it waits (its first look found none).
+			out, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stdout := os.Stdout
+			os.Stdout = w
+			defer func() { os.Stdout = stdout }()
 			go func() {
-				time.Sleep(1500 * time.Millisecond) // the build ends while the demo waits
-				_ = os.WriteFile(build+".status", []byte(tc.status), 0o644)
+				sc := bufio.NewScanner(out)
+				for sc.Scan() {
+					if strings.Contains(sc.Text(), "Waiting for the control plane build") {
+						_ = os.WriteFile(build+".status", []byte(tc.status), 0o644)
+					}
+				}
 			}()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			err := waitForControlPlane(ctx)
+			err = waitForControlPlane(ctx)
+			w.Close()
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("waitForControlPlane: %s", err)

@@ -19,6 +19,7 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/testenv/kube"
+	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/internal/testenv/stack"
 )
 
@@ -137,20 +138,16 @@ apps:
 				Deployed string `json:"deployed_commit"`
 				Head     string `json:"head_commit"`
 			}
-			deadline := time.Now().Add(90 * time.Second)
-			for {
+			poll.Until(t, 90*time.Second, "verify --report", func() (bool, string) {
 				code, stdout, stderr := run(t, append([]string{"verify", app, "--report", "-o", "json"}, common...)...)
-				if code == exitOK {
-					if err := json.Unmarshal([]byte(stdout), &out); err != nil {
-						t.Fatalf("verify -o json: %s\n%s", err, stdout)
-					}
-					break
+				if code != exitOK {
+					return false, fmt.Sprintf("exit %d\n%s\n%s", code, stdout, stderr)
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("verify --report: exit %d\n%s\n%s", code, stdout, stderr)
+				if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+					t.Fatalf("verify -o json: %s\n%s", err, stdout)
 				}
-				time.Sleep(500 * time.Millisecond) // polling the rollout with a deadline
-			}
+				return true, ""
+			})
 			wantSource := map[string]string{"guestbook": "argocd", "podinfo": "flux"}[app]
 			if out.App != app || out.Commit != merge || !out.Verified || out.Source != wantSource || out.Deployed != merge || out.Head != merge {
 				t.Errorf("verify -o json = %+v, want %s verified at %s", out, wantSource, merge)

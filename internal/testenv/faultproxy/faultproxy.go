@@ -37,6 +37,8 @@ const (
 	// Stall accepts the connection, reads and discards what the client
 	// sends, and never writes a byte.
 	Stall
+	// Refuse closes each connection at once: a peer that went away.
+	Refuse
 )
 
 // String names the mode.
@@ -48,6 +50,8 @@ func (m Mode) String() string {
 		return "fail"
 	case Stall:
 		return "stall"
+	case Refuse:
+		return "refuse"
 	}
 	return "mode(?)"
 }
@@ -159,6 +163,9 @@ func (p *Proxy) forget(c net.Conn) {
 }
 
 func (p *Proxy) handle(c net.Conn, mode Mode) {
+	if mode == Refuse {
+		return // forget closes it
+	}
 	proto := ""
 	if p.tls != nil {
 		tc := tls.Server(c, p.tls)

@@ -25,12 +25,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/testenv/kube"
+	"pinbot.dev/pinbot/internal/testenv/poll"
 )
 
 // The shared peers of this package's tests; nil under -short. Tests do not
@@ -237,15 +237,13 @@ func setImage(t *testing.T, ns, name, image string) {
 // explanation at the deadline.
 func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, string, error)) {
 	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, testWait, true, func(ctx context.Context) (bool, error) {
-		ok, why, err := cond(ctx)
-		last = why
-		return ok, err
+	poll.Until(t, testWait, what, func() (bool, string) {
+		ok, why, err := cond(context.Background())
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		return ok, why
 	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v; last state: %s", what, err, last)
-	}
 }
 
 // podsOf lists the Pods with label app=name.
