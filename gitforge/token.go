@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 
 	"pinbot.dev/pinbot/internal/redact"
 )
@@ -41,11 +42,18 @@ const MaxTokenFile = 4 << 10
 // fails CheckToken (two lines, say), which would otherwise surface later as
 // an HTTP header error naming neither.
 func ReadToken(file string) (string, error) {
-	fh, err := os.Open(file)
+	// O_NONBLOCK: a FIFO given as the token file must not block the open
+	// (and with it a SIGTERM) until someone writes to it.
+	fh, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return "", fmt.Errorf("reading token file: %w", err)
 	}
 	defer fh.Close()
+	if fi, err := fh.Stat(); err != nil {
+		return "", fmt.Errorf("reading token file: %w", err)
+	} else if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("token file %s: not a regular file (%s): a token file is a file", file, fi.Mode().Type())
+	}
 	raw, err := io.ReadAll(io.LimitReader(fh, MaxTokenFile+1))
 	if err != nil {
 		return "", fmt.Errorf("reading token file: %w", err)

@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"pinbot.dev/pinbot/gitforge"
 )
@@ -26,6 +28,7 @@ func TestReadToken(t *testing.T) {
 		{name: "a NUL inside", content: "secret1\x00secret2", err: "(at byte 7)"},
 		{name: "too large", content: strings.Repeat("s", gitforge.MaxTokenFile+1), err: ": larger than 4096 bytes"},
 		{name: "missing", noFile: true, err: "no such file"},
+		{name: "a BOM", content: "\ufeff0123abcd\n", want: "0123abcd"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
@@ -51,5 +54,24 @@ func TestReadToken(t *testing.T) {
 				t.Errorf("error quotes the token: %s", err)
 			}
 		})
+	}
+}
+
+// TestReadTokenFIFO: a FIFO named as the token file is refused at once,
+// not waited on.
+func TestReadTokenFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "token")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := gitforge.ReadToken(fifo); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("ReadToken(FIFO) = %v, want it refused as not a regular file", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("ReadToken blocked on a FIFO")
 	}
 }

@@ -133,8 +133,10 @@ func (w *watcher) close() {
 }
 
 // trim keeps only what verification reads, before an object enters a
-// cache: metadata without managed fields, and for Pods the node name,
-// phase and container statuses; ControllerRevisions lose their data.
+// cache: metadata without managed fields, and for Pods the node name, the
+// containers' names (a container Git declares and the Pod lacks is a
+// mismatch), phase and container statuses; ControllerRevisions lose
+// their data.
 func trim(obj any) (any, error) {
 	meta := func(m *metav1.ObjectMeta) metav1.ObjectMeta {
 		return metav1.ObjectMeta{
@@ -145,9 +147,16 @@ func trim(obj any) (any, error) {
 	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
+		names := func(cs []corev1.Container) []corev1.Container {
+			out := make([]corev1.Container, len(cs))
+			for i, c := range cs {
+				out[i].Name = c.Name
+			}
+			return out
+		}
 		return &corev1.Pod{
 			ObjectMeta: meta(&o.ObjectMeta),
-			Spec:       corev1.PodSpec{NodeName: o.Spec.NodeName},
+			Spec:       corev1.PodSpec{NodeName: o.Spec.NodeName, Containers: names(o.Spec.Containers), InitContainers: names(o.Spec.InitContainers)},
 			Status: corev1.PodStatus{Phase: o.Status.Phase, ContainerStatuses: o.Status.ContainerStatuses,
 				InitContainerStatuses: o.Status.InitContainerStatuses},
 		}, nil

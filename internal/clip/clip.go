@@ -6,6 +6,7 @@ package clip
 import (
 	"fmt"
 	"strconv"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -24,4 +25,28 @@ func Quote(s string) string {
 		cut--
 	}
 	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(s[:cut]), len(s))
+}
+
+// Name returns a file name as it is safe to print on a terminal: as it is
+// when it holds only printable characters other than quotes and
+// backslashes, else quoted as %q would, so that a repository's file named
+// with a line break or an escape sequence cannot forge or hide output.
+func Name(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f || c == '"' || c == '\\' || c >= 0x80 {
+			if c < 0x80 || !utf8.ValidString(s) || !printable(s) {
+				return strconv.Quote(s)
+			}
+		}
+	}
+	return s
+}
+
+func printable(s string) bool {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
 }

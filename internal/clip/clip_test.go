@@ -24,3 +24,19 @@ func TestQuote(t *testing.T) {
 		})
 	}
 }
+
+func TestName(t *testing.T) {
+	for in, want := range map[string]string{
+		"deploy/app.yaml":      "deploy/app.yaml",
+		"déploiement/app.yaml": "déploiement/app.yaml",
+		"a\nb.yaml":            `"a\nb.yaml"`,
+		"\x1b[2Jclear.yaml":    `"\x1b[2Jclear.yaml"`,
+		"quote\".yaml":         `"quote\".yaml"`,
+		"bad\xffutf8.yaml":     `"bad\xffutf8.yaml"`,
+		"zero\u200bwidth.yaml": `"zero\u200bwidth.yaml"`,
+	} {
+		if got := Name(in); got != want {
+			t.Errorf("Name(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -21,10 +21,11 @@ var userinfo = regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*://)[^/@\s:]+(:[^/@\s]*
 var bearer = regexp.MustCompile(`(?i)((?:bearer|token|basic)\s+|(?:access_token|token|password)=)[A-Za-z0-9._~+/=-]{6,}`)
 
 // Register adds a literal secret (a token or password) that String must
-// remove wherever it appears. Empty and very short values are ignored: they
-// would redact ordinary words.
+// remove. A secret of any length counts; one shorter than shortSecret is
+// removed only where it stands as a word of its own, so that a short
+// password does not redact every word it is part of.
 func Register(secret string) {
-	if len(secret) < 4 {
+	if secret == "" {
 		return
 	}
 	mu.Lock()
@@ -42,17 +43,60 @@ func Register(secret string) {
 func String(s string) string {
 	mu.RLock()
 	for _, secret := range secrets {
-		s = strings.ReplaceAll(s, secret, "REDACTED")
+		if len(secret) >= shortSecret {
+			s = strings.ReplaceAll(s, secret, "REDACTED")
+		} else {
+			s = replaceWord(s, secret)
+		}
 	}
 	mu.RUnlock()
 	s = userinfo.ReplaceAllString(s, "${1}REDACTED@")
 	return bearer.ReplaceAllString(s, "${1}REDACTED")
 }
 
-// URL returns u as a string with any user information removed.
+// shortSecret is the length below which a secret is redacted as a word
+// only.
+const shortSecret = 8
+
+// replaceWord replaces each occurrence of secret in s that no letter or
+// digit touches.
+func replaceWord(s, secret string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, secret)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		j := i + len(secret)
+		if (i == 0 || !isWordByte(s[i-1])) && (j == len(s) || !isWordByte(s[j])) {
+			b.WriteString(s[:i])
+			b.WriteString("REDACTED")
+		} else {
+			b.WriteString(s[:j])
+		}
+		s = s[j:]
+	}
+}
+
+func isWordByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c >= 0x80
+}
+
+// URL returns u as a string with any user information removed. A URL that
+// does not parse loses everything between "://" and its last "@": its
+// credentials cannot be told apart, so none are printed.
 func URL(u string) string {
 	parsed, err := url.Parse(u)
-	if err != nil || parsed.User == nil {
+	if err != nil {
+		if i := strings.Index(u, "://"); i >= 0 {
+			if at := strings.LastIndex(u[i+3:], "@"); at >= 0 {
+				return u[:i+3] + "REDACTED@" + String(u[i+3+at+1:])
+			}
+		}
+		return String(u)
+	}
+	if parsed.User == nil {
 		return String(u)
 	}
 	parsed.User = nil

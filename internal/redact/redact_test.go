@@ -37,7 +37,22 @@ func TestError(t *testing.T) {
 }
 
 func TestURL(t *testing.T) {
-	if got, want := URL("https://u:p@h.example/o/r.git"), "https://h.example/o/r.git"; got != want {
-		t.Errorf("URL = %q, want %q", got, want)
+	for in, want := range map[string]string{
+		"https://u:p@h.example/o/r.git":        "https://h.example/o/r.git",
+		"https://u:pa ss%zz@h.example:99999/x": "https://REDACTED@h.example:99999/x", // does not parse
+		"https://h.example/o/r.git":            "https://h.example/o/r.git",
+	} {
+		if got := URL(in); got != want {
+			t.Errorf("URL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestShortSecret: a secret of any length is redacted, a short one where
+// it stands as a word, not inside other words.
+func TestShortSecret(t *testing.T) {
+	Register("q7")
+	if got, want := String("token q7 rejected; q7x and xq7 stay"), "token REDACTED rejected; q7x and xq7 stay"; got != want {
+		t.Errorf("String = %q, want %q", got, want)
 	}
 }

@@ -17,7 +17,9 @@ import (
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/loopback"
+	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler/deployer"
 	"pinbot.dev/pinbot/reconciler/ignore"
 )
@@ -45,8 +47,9 @@ type Config struct {
 	// pull-request comments for apps whose repo lives on it.
 	Forge *ForgeConfig `yaml:"forge"`
 	// Apps are reconciled independently of each other.
-	Apps []App  `yaml:"apps"`
-	file string // where the config was read from, for error messages
+	Apps []App      `yaml:"apps"`
+	file string     // where the config was read from, for error messages
+	root *yaml.Node // its document, for the lines of its keys
 }
 
 // ForgeConfig locates the Gitea API and its credentials.
@@ -215,7 +218,7 @@ func Decode(file string, data []byte, v any) (*yaml.Node, error) {
 // line (from root, the document Decode returned), validates and sets the
 // defaults.
 func (c *Config) Complete(file string, root *yaml.Node) error {
-	c.file = file
+	c.file, c.root = file, root
 	for i, n := range ListNodes(root, "apps") {
 		if i < len(c.Apps) {
 			c.Apps[i].line, c.Apps[i].node = n.Line, n
@@ -269,16 +272,24 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("%s: %s", where, fmt.Sprintf(format, args...)))
 	}
 	if c.Interval != 0 && time.Duration(c.Interval) < time.Second {
-		add(0, "interval %s: want at least 1s", time.Duration(c.Interval))
+		add(KeyLine(c.root, "interval"), "interval %s: want at least 1s", time.Duration(c.Interval))
 	}
 	if c.StateNamespace != "" && !dnsLabel(c.StateNamespace) {
-		add(0, "stateNamespace %q: not a valid namespace name", c.StateNamespace)
+		add(KeyLine(c.root, "stateNamespace"), "stateNamespace %s: not a valid namespace name", clip.Quote(c.StateNamespace))
 	}
 	if c.Forge != nil {
-		if u, err := url.Parse(c.Forge.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			add(0, "forge.url %q: want an http(s) URL", c.Forge.URL)
-		} else if loopback.Cleartext(u) && !c.Forge.Insecure {
-			add(0, "forge.url %q: plain HTTP to a host that is not loopback would send the token in clear; use https, or set forge.insecure: true", c.Forge.URL)
+		line := KeyLine(c.root, "forge", "url")
+		if line == 0 {
+			line = KeyLine(c.root, "forge")
+		}
+		u, err := url.Parse(c.Forge.URL)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			add(line, "forge.url %s: want an http(s) URL", clip.Quote(redact.URL(c.Forge.URL)))
+		case u.User != nil:
+			add(line, "forge.url %s: put no credentials in the URL; use forge.tokenFile", clip.Quote(redact.URL(c.Forge.URL)))
+		case loopback.Cleartext(u) && !c.Forge.Insecure:
+			add(line, "forge.url %s: plain HTTP to a host that is not loopback would send the token in clear; use https, or set forge.insecure: true", clip.Quote(c.Forge.URL))
 		}
 	}
 	if len(c.Apps) == 0 {

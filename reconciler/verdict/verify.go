@@ -3,6 +3,7 @@ package verdict
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -137,6 +138,8 @@ func judgePod(ix *index, lookups Lookups, need func(Lookup), r *rollout, p *core
 		switch {
 		case !pinned:
 			cv.Verdict, cv.Reason = Unknown, fmt.Sprintf("image %q is not pinned by digest in Git", c.image)
+		case st == nil && !hasContainer(p, c.name, init):
+			cv.Verdict, cv.Reason = Mismatch, missingContainer(p, c.name, init)
 		case st == nil:
 			cv.Verdict, cv.Reason = Pending, "not started yet"
 		case st.ImageID == "" && st.State.Waiting != nil:
@@ -155,6 +158,39 @@ func judgePod(ix *index, lookups Lookups, need func(Lookup), r *rollout, p *core
 		judge(c, p.Status.ContainerStatuses, false)
 	}
 	return out
+}
+
+// hasContainer reports whether p's spec has a container (an init
+// container, with init) of that name.
+func hasContainer(p *corev1.Pod, name string, init bool) bool {
+	cs := p.Spec.Containers
+	if init {
+		cs = p.Spec.InitContainers
+	}
+	for _, c := range cs {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// missingContainer says that Git declares a container the running Pod
+// lacks, naming the Pod's.
+func missingContainer(p *corev1.Pod, name string, init bool) string {
+	kind, cs := "container", p.Spec.Containers
+	if init {
+		kind, cs = "init container", p.Spec.InitContainers
+	}
+	var names []string
+	for _, c := range cs {
+		names = append(names, strconv.Quote(c.Name))
+	}
+	running := "none"
+	if len(names) > 0 {
+		running = strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("Git declares %s %q, which the running Pod lacks (its %ss: %s)", kind, name, kind, running)
 }
 
 func waitingReason(w *corev1.ContainerStateWaiting) string {

@@ -61,6 +61,8 @@ func TestVerify(t *testing.T) {
 			want: []string{}, reason: "Deployment web/web is not in the cluster"},
 		{name: "unpinned image in Git", snap: withDesired(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestB, fixture.Repo+"@"+fixture.DigestB), fixture.GitDeployment("web", fixture.Repo+":v2")),
 			want: []string{"web-new-1/app=Unknown", "web-new-2/app=Unknown"}, reason: `image "` + fixture.Repo + `:v2" is not pinned by digest`},
+		{name: "a container Git declares and the Pod lacks", snap: renamed(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestB), "main"),
+			want: []string{"web-new-1/app=Mismatch"}, reason: `Git declares container "app", which the running Pod lacks (its containers: "main")`},
 		{name: "pod on an unknown node needs a platform", snap: withNodes(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestA), nil),
 			want: []string{"web-new-1/app=Unknown"}, reason: "node n1 of pod web-new-1 unknown"},
 	} {
@@ -97,6 +99,20 @@ func firstReason(v *verdict.Verification) string {
 		return v.Reasons[0]
 	}
 	return ""
+}
+
+// renamed renames the containers of the snapshot's current Pods, as a
+// template applied with another container name runs them.
+func renamed(s *verdict.Snapshot, name string) *verdict.Snapshot {
+	for _, p := range s.Pods {
+		if strings.HasPrefix(p.Name, "web-new") {
+			for i := range p.Spec.Containers {
+				p.Spec.Containers[i].Name = name
+				p.Status.ContainerStatuses[i].Name = name
+			}
+		}
+	}
+	return s
 }
 
 func withLookups(s *verdict.Snapshot, l verdict.Lookups) *verdict.Snapshot { s.Lookups = l; return s }
