@@ -16,13 +16,22 @@ const module = "pinbot.dev/pinbot"
 
 // The leaves every package may share: one job each, stdlib or a narrow
 // dependency, none of them I/O of their own.
-var leaves = []string{"internal/imageref", "internal/redact", "internal/logctx", "internal/clip", "internal/loopback", "internal/httpbound", "internal/retry", "internal/filelock"}
+var leaves = []string{"internal/imageref", "internal/redact", "internal/logctx", "internal/clip", "internal/loopback", "internal/httpbound", "internal/retry", "internal/filelock",
+	"internal/private", "internal/confined"}
 
 // pure are the reconciler's decisions: their module dependencies are
 // pure too (the leaves, render's error type excepted).
 var pure = []string{"reconciler/object", "reconciler/ignore", "reconciler/verdict", "reconciler/deployer", "reconciler/config",
 	"reconciler/guard", "reconciler/hook", "reconciler/wave", "reconciler/prune", "reconciler/diff", "reconciler/heal",
 	"reconciler/status", "reconciler/history", "reconciler/settle"}
+
+// core is what the reconciler's config, and every decision above it, may
+// build on: the objects, the verdict core and the leaves they need.
+var core = []string{"reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict",
+	"internal/imageref", "internal/loopback", "internal/clip", "internal/redact"}
+
+// above is core and the decisions a package sits above.
+func above(core []string, pkgs ...string) []string { return append(slices.Clone(core), pkgs...) }
 
 // allowed is the allow-list of each package (a path below the module;
 // "x/..." is x and its subpackages): the module packages it may depend
@@ -36,10 +45,12 @@ var allowed = map[string][]string{
 	"internal/loopback":   {},
 	"internal/httpbound":  {},
 	"internal/filelock":   {},
+	"internal/private":    {},
+	"internal/confined":   {},
 	"internal/retry":      {"internal/logctx", "internal/redact"},
 	"internal/imagebuild": {"internal/redact"},
 
-	"pins":     {"internal/imageref", "internal/filelock"},
+	"pins":     {"internal/imageref", "internal/filelock", "internal/private", "internal/confined", "internal/clip"},
 	"registry": leaves,
 	"gitforge": leaves,
 	"render":   {},
@@ -51,17 +62,17 @@ var allowed = map[string][]string{
 	"reconciler/ignore":   {"reconciler/object"},
 	"reconciler/verdict":  {"reconciler/object", "internal/imageref"},
 	"reconciler/deployer": {"reconciler/object", "reconciler/verdict", "internal/imageref"},
-	"reconciler/config":   {"reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "internal/imageref", "internal/loopback"},
-	"reconciler/guard":    {"reconciler/config", "reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "internal/imageref", "internal/loopback"},
-	"reconciler/hook":     {"reconciler/guard", "reconciler/config", "reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "internal/imageref", "internal/loopback"},
-	"reconciler/wave":     {"reconciler/hook", "reconciler/guard", "reconciler/config", "reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "internal/imageref", "internal/loopback"},
-	"reconciler/prune":    {"reconciler/wave", "reconciler/hook", "reconciler/guard", "reconciler/config", "reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "internal/imageref", "internal/loopback"},
-	"reconciler/diff":     {"reconciler/hook", "reconciler/guard", "reconciler/config", "reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "internal/imageref", "internal/loopback"},
-	"reconciler/heal":     {"reconciler/diff", "reconciler/hook", "reconciler/guard", "reconciler/config", "reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "internal/imageref", "internal/loopback"},
-	"reconciler/status":   {"reconciler/diff", "reconciler/hook", "reconciler/guard", "reconciler/config", "reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "internal/imageref", "internal/loopback", "internal/redact"},
-	"reconciler/history":  {"reconciler/status", "reconciler/diff", "reconciler/hook", "reconciler/guard", "reconciler/config", "reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "internal/imageref", "internal/loopback", "internal/redact"},
-	"reconciler/settle":   {"reconciler/history", "reconciler/status", "reconciler/diff", "reconciler/hook", "reconciler/guard", "reconciler/config", "reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "internal/imageref", "internal/loopback", "internal/redact"},
-	"reconciler/store":    {"reconciler/history", "reconciler/status", "reconciler/diff", "reconciler/hook", "reconciler/guard", "reconciler/config", "reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "internal/imageref", "internal/loopback", "internal/redact"},
+	"reconciler/config":   core,
+	"reconciler/guard":    above(core, "reconciler/config"),
+	"reconciler/hook":     above(core, "reconciler/config", "reconciler/guard"),
+	"reconciler/wave":     above(core, "reconciler/config", "reconciler/guard", "reconciler/hook"),
+	"reconciler/prune":    above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/wave"),
+	"reconciler/diff":     above(core, "reconciler/config", "reconciler/guard", "reconciler/hook"),
+	"reconciler/heal":     above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff"),
+	"reconciler/status":   above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff"),
+	"reconciler/history":  above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status"),
+	"reconciler/settle":   above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status", "reconciler/history"),
+	"reconciler/store":    above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status", "reconciler/history"),
 	// The reconciler orchestrates them; it knows nothing of promotion.
 	"reconciler": append([]string{"reconciler/...", "gitforge", "registry", "render"}, leaves...),
 

@@ -3,12 +3,13 @@ package gitforge_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
-	"time"
+	"testing/fstest"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -37,225 +38,219 @@ func newRepo(t *testing.T, srv *gitea.Server, files map[string]string) (gitforge
 	return repo, sha
 }
 
-func clone(t *testing.T, srv *gitea.Server, repo gitforge.Repo, branch string) *gitforge.Worktree {
+// fetch fetches branch of url into a cache (in memory when dir is "").
+func fetch(t *testing.T, dir, url, branch string, auth gitforge.Auth) *gitforge.Snapshot {
 	t.Helper()
-	w, err := gitforge.Clone(context.Background(), srv.RepoURL(repo.Owner, repo.Name), branch, t.TempDir(), gitforge.Auth{Token: srv.Token})
+	c, err := gitforge.NewCache(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return w
+	r, err := c.Repository(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := r.Fetch(context.Background(), branch, auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
-func TestCloneCommitPush(t *testing.T) {
+func edit(t *testing.T, s *gitforge.Snapshot, files map[string]string, msg string) *gitforge.Snapshot {
+	t.Helper()
+	changes := map[string][]byte{}
+	for p, c := range files {
+		changes[p] = []byte(c)
+	}
+	e, err := s.Edit(changes, msg, author)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestFetchEditPush reads a branch from the real Gitea, commits a change
+// and an added file on top of it without a checkout, pushes that to a new
+// branch, and reads it back through a fresh cache.
+func TestFetchEditPush(t *testing.T) {
 	srv := giteatest.Server(t)
 	ctx := context.Background()
-	repo, base := newRepo(t, srv, map[string]string{
-		"keep.yaml":       "a: 1\n",
-		"change.yaml":     "image: app@sha256:old\n",
-		"gone/drop.yaml":  "b: 2\n",
-		"deep/er/x.yaml":  "c: 3\n",
-		"deep/er/y.yaml":  "d: 4\n",
-		"deep/other.yaml": "e: 5\n",
+	repo, sha := newRepo(t, srv, map[string]string{"f.yaml": "v: 0\n", "dir/g.yaml": "g: 0\n", "dir/sub/h.yaml": "h: 0\n"})
+	url := srv.RepoURL(repo.Owner, repo.Name)
+	auth := gitforge.Auth{Token: srv.Token}
+
+	s := fetch(t, "", url, "main", auth)
+	if s.Commit() != sha {
+		t.Fatalf("Commit = %s, want %s", s.Commit(), sha)
+	}
+	if err := fstest.TestFS(s.FS(), "f.yaml", "dir/g.yaml", "dir/sub/h.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	e := edit(t, s, map[string]string{"dir/sub/h.yaml": "h: 1\n", "new/deep/n.yaml": "n: 1\n"}, "change h, add n\n")
+	if err := e.Push(ctx, "pinbot/test", false, auth); err != nil {
+		t.Fatal(err)
+	}
+	if got := branchSHA(t, srv, repo, "pinbot/test"); got != e.Commit() {
+		t.Fatalf("branch = %s, want the pushed %s", got, e.Commit())
+	}
+	back := fetch(t, "", url, "pinbot/test", auth)
+	got := map[string]string{}
+	fs.WalkDir(back.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			b, _ := fs.ReadFile(back.FS(), p)
+			got[p] = string(b)
+		}
+		return err
 	})
-	w := clone(t, srv, repo, "main")
-	if w.Head() != base {
-		t.Errorf("Head = %s, want %s", w.Head(), base)
-	}
-	if _, err := os.Stat(filepath.Join(w.Dir(), ".git", "shallow")); err != nil {
-		t.Errorf("clone is not shallow: %s", err)
-	}
-
-	writeFile(t, filepath.Join(w.Dir(), "change.yaml"), "image: app@sha256:new\n")
-	writeFile(t, filepath.Join(w.Dir(), "added/new.yaml"), "f: 6\n")
-	if err := os.RemoveAll(filepath.Join(w.Dir(), "gone")); err != nil {
-		t.Fatal(err)
-	}
-	when := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	sha, err := w.Commit("Promote app\n\nPinbot-Digest: sha256:new\n", gitforge.Signature{Name: "pinbot", Email: "pinbot@example.com", When: when})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w.Head() != sha {
-		t.Errorf("Head after Commit = %s, want %s", w.Head(), sha)
-	}
-	if _, err := w.Commit("again", author); !errors.Is(err, gitforge.ErrNoChanges) {
-		t.Errorf("Commit with a clean tree = %v, want ErrNoChanges", err)
-	}
-	if err := w.Push(ctx, "pinbot/app", false); err != nil {
-		t.Fatal(err)
-	}
-	// Pushing the same commit again is not an error.
-	if err := w.Push(ctx, "pinbot/app", false); err != nil {
-		t.Errorf("second identical Push: %s", err)
-	}
-
-	c, err := srv.Client(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	commit, _, err := c.GetSingleCommit(repo.Owner, repo.Name, "pinbot/app")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := []any{commit.SHA, commit.RepoCommit.Message, commit.RepoCommit.Author.Name, commit.RepoCommit.Author.Date, len(commit.Parents)}
-	want := []any{sha, "Promote app\n\nPinbot-Digest: sha256:new\n", "pinbot", "2026-01-02T03:04:05Z", 1}
+	want := map[string]string{"f.yaml": "v: 0\n", "dir/g.yaml": "g: 0\n", "dir/sub/h.yaml": "h: 1\n", "new/deep/n.yaml": "n: 1\n"}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("pushed commit (-want +got):\n%s", diff)
+		t.Errorf("files of the pushed branch (-want +got):\n%s", diff)
 	}
-	var files []string
-	for _, f := range commit.Files {
-		files = append(files, f.Filename)
+	// Pushing it again is no error; an edit that changes nothing is.
+	if err := e.Push(ctx, "pinbot/test", false, auth); err != nil {
+		t.Errorf("pushing the same commit again: %v", err)
 	}
-	sort.Strings(files)
-	if diff := cmp.Diff([]string{"added/new.yaml", "change.yaml", "gone/drop.yaml"}, files); diff != "" {
-		t.Errorf("files changed by the commit (-want +got):\n%s", diff)
-	}
-	if _, _, err := c.GetFile(repo.Owner, repo.Name, "pinbot/app", "gone/drop.yaml"); err == nil {
-		t.Error("deleted file still on the pushed branch")
+	if _, err := s.Edit(map[string][]byte{"f.yaml": []byte("v: 0\n")}, "nothing", author); !errors.Is(err, gitforge.ErrNoChanges) {
+		t.Errorf("Edit that changes nothing = %v, want ErrNoChanges", err)
 	}
 }
 
-// TestPushRejected checks that a non-forced push that is not a
-// fast-forward fails with ErrPushRejected (so callers retry), that a forced
-// push replaces the branch, and that a fast-forward push to the base
-// branch works from a shallow clone.
+// TestPushRejected: a push that is not a fast-forward of what the branch
+// holds is ErrPushRejected, unless forced.
 func TestPushRejected(t *testing.T) {
-	srv := giteatest.Server(t)
-	ctx := context.Background()
-	repo, _ := newRepo(t, srv, map[string]string{"f.yaml": "v: 0\n"})
-
-	first := clone(t, srv, repo, "main")
-	writeFile(t, filepath.Join(first.Dir(), "f.yaml"), "v: 1\n")
-	if _, err := first.Commit("one", author); err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Push(ctx, "pinbot/f", true); err != nil {
-		t.Fatal(err)
-	}
-
-	second := clone(t, srv, repo, "main")
-	writeFile(t, filepath.Join(second.Dir(), "f.yaml"), "v: 2\n")
-	sha2, err := second.Commit("two", author)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = second.Push(ctx, "pinbot/f", false)
-	if !errors.Is(err, gitforge.ErrPushRejected) {
-		t.Fatalf("non-fast-forward Push = %v, want ErrPushRejected", err)
-	}
-	t.Logf("non-fast-forward push: %s", err)
-	if err := second.Push(ctx, "pinbot/f", true); err != nil {
-		t.Fatalf("forced Push: %s", err)
-	}
-	if got := branchSHA(t, srv, repo, "pinbot/f"); got != sha2 {
-		t.Errorf("pinbot/f = %s after the forced push, want %s", got, sha2)
-	}
-
-	// Fast-forward of the base branch, from the shallow clone.
-	if err := second.Push(ctx, "main", false); err != nil {
-		t.Fatalf("fast-forward Push to main: %s", err)
-	}
-	if got := branchSHA(t, srv, repo, "main"); got != sha2 {
-		t.Errorf("main = %s, want %s", got, sha2)
-	}
-	// The first clone's base is now stale: its push to main must be refused.
-	if err := first.Push(ctx, "main", false); !errors.Is(err, gitforge.ErrPushRejected) {
-		t.Errorf("stale Push to main = %v, want ErrPushRejected", err)
-	} else {
-		t.Logf("stale push: %s", err)
-	}
-}
-
-func TestFetch(t *testing.T) {
-	srv := giteatest.Server(t)
-	ctx := context.Background()
-	repo, _ := newRepo(t, srv, map[string]string{"f.yaml": "v: 0\n"})
-	w := clone(t, srv, repo, "main")
-
-	// The remote moves on; locally there is a commit and an untracked file.
-	other := clone(t, srv, repo, "main")
-	writeFile(t, filepath.Join(other.Dir(), "f.yaml"), "v: remote\n")
-	remote, err := other.Commit("remote", author)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := other.Push(ctx, "main", false); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(w.Dir(), "f.yaml"), "v: local\n")
-	if _, err := w.Commit("local", author); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(w.Dir(), "untracked.txt"), "x\n")
-
-	got, err := w.Fetch(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != remote || w.Head() != remote {
-		t.Errorf("Fetch = %s, Head = %s, want %s", got, w.Head(), remote)
-	}
-	if diff := cmp.Diff("v: remote\n", readFile(t, filepath.Join(w.Dir(), "f.yaml"))); diff != "" {
-		t.Errorf("f.yaml after Fetch (-want +got):\n%s", diff)
-	}
-	if _, err := os.Stat(filepath.Join(w.Dir(), "untracked.txt")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("untracked file survived Fetch: %v", err)
-	}
-	// Fetch with nothing new is fine and keeps the head.
-	if got, err := w.Fetch(ctx); err != nil || got != remote {
-		t.Errorf("second Fetch = %s, %v; want %s", got, err, remote)
-	}
-}
-
-// TestCloneCache checks that Clone into a directory that already holds the
-// clone updates it in place (the reconciler keeps one on disk).
-func TestCloneCache(t *testing.T) {
 	srv := giteatest.Server(t)
 	ctx := context.Background()
 	repo, _ := newRepo(t, srv, map[string]string{"f.yaml": "v: 0\n"})
 	url := srv.RepoURL(repo.Owner, repo.Name)
 	auth := gitforge.Auth{Token: srv.Token}
-	dir := t.TempDir()
-	if _, err := gitforge.Clone(ctx, url, "main", dir, auth); err != nil {
+	base := fetch(t, "", url, "main", auth)
+	first := edit(t, base, map[string]string{"f.yaml": "v: 1\n"}, "first")
+	second := edit(t, base, map[string]string{"f.yaml": "v: 2\n"}, "second")
+	if err := first.Push(ctx, "main", false, auth); err != nil {
 		t.Fatal(err)
 	}
-	other := clone(t, srv, repo, "main")
-	writeFile(t, filepath.Join(other.Dir(), "f.yaml"), "v: 1\n")
-	moved, err := other.Commit("move", author)
-	if err != nil {
-		t.Fatal(err)
+	if err := second.Push(ctx, "main", false, auth); !errors.Is(err, gitforge.ErrPushRejected) {
+		t.Fatalf("second Push = %v, want ErrPushRejected", err)
 	}
-	if err := other.Push(ctx, "main", false); err != nil {
-		t.Fatal(err)
+	if got := branchSHA(t, srv, repo, "main"); got != first.Commit() {
+		t.Errorf("main = %s after the rejected push, want %s", got, first.Commit())
 	}
-	writeFile(t, filepath.Join(dir, "f.yaml"), "dirty\n")
-
-	w, err := gitforge.Clone(ctx, url, "main", dir, auth)
-	if err != nil {
-		t.Fatalf("Clone into the cached clone: %s", err)
+	if err := second.Push(ctx, "main", true, auth); err != nil {
+		t.Fatalf("forced Push: %v", err)
 	}
-	if w.Head() != moved {
-		t.Errorf("Head = %s, want the moved main %s", w.Head(), moved)
-	}
-	if diff := cmp.Diff("v: 1\n", readFile(t, filepath.Join(dir, "f.yaml"))); diff != "" {
-		t.Errorf("f.yaml (-want +got):\n%s", diff)
-	}
-
-	for _, tc := range []struct{ name, url, dir string }{
-		{"another remote in the cache", srv.RepoURL(repo.Owner, "other"), dir},
-		{"a non-empty dir without a clone", url, nonEmptyDir(t)},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, err := gitforge.Clone(ctx, tc.url, "main", tc.dir, auth); err == nil {
-				t.Error("Clone succeeded, want an error")
-			}
-		})
+	if got := branchSHA(t, srv, repo, "main"); got != second.Commit() {
+		t.Errorf("main = %s after the forced push, want %s", got, second.Commit())
 	}
 }
 
-func TestCloneErrors(t *testing.T) {
+// TestWarmFetchIsIncremental: a cache on disk, reopened as a new process
+// would, fetches only the objects of what changed since its head: one
+// commit, the trees on the changed path and the changed blob, not the
+// other 200 files; and nothing when nothing changed.
+func TestWarmFetchIsIncremental(t *testing.T) {
 	srv := giteatest.Server(t)
 	ctx := context.Background()
+	files := map[string]string{}
+	for i := range 200 {
+		files[filepath.Join("apps", string(rune('a'+i%20)), strings.Repeat("x", i%7+1)+".yaml")] = strings.Repeat("line\n", i)
+	}
+	files["apps/a/x.yaml"] = "image: app@sha256:old\n"
+	repo, _ := newRepo(t, srv, files)
+	url := srv.RepoURL(repo.Owner, repo.Name)
+	auth := gitforge.Auth{Token: srv.Token}
+	cache := t.TempDir()
+	fetch(t, cache, url, "main", auth)
+	moved, err := srv.Commit(ctx, repo.Owner, repo.Name, "main", "main", map[string]string{"apps/a/x.yaml": "image: app@sha256:new\n"}, "move")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := storeObjects(t, cache)
+	s := fetch(t, cache, url, "main", auth)
+	if s.Commit() != moved {
+		t.Fatalf("warm Fetch = %s, want %s", s.Commit(), moved)
+	}
+	if b, _ := s.ReadFile("apps/a/x.yaml"); string(b) != "image: app@sha256:new\n" {
+		t.Errorf("apps/a/x.yaml = %q", b)
+	}
+	// The commit, the root, apps and apps/a trees, the blob.
+	if got := storeObjects(t, cache) - before; got == 0 || got > 5 {
+		t.Errorf("the warm fetch stored %d objects, want at most 5", got)
+	}
+	after := storeObjects(t, cache)
+	fetch(t, cache, url, "main", auth)
+	if got := storeObjects(t, cache) - after; got != 0 {
+		t.Errorf("a fetch with nothing new stored %d objects", got)
+	}
+}
+
+// storeObjects counts the objects of the cache's stores, loose and packed,
+// with the git CLI's help for the packs.
+func storeObjects(t *testing.T, cache string) int {
+	t.Helper()
+	loose, _ := filepath.Glob(filepath.Join(cache, "git", "*.git", "objects", "[0-9a-f][0-9a-f]", "*"))
+	packs, _ := filepath.Glob(filepath.Join(cache, "git", "*.git", "objects", "pack", "*.pack"))
+	n := len(loose)
+	for _, p := range packs {
+		n += packObjects(t, p)
+	}
+	return n
+}
+
+// packObjects counts the objects of a pack with the git CLI.
+func packObjects(t *testing.T, pack string) int {
+	t.Helper()
+	out, err := exec.Command("git", "verify-pack", "-v", strings.TrimSuffix(pack, ".pack")+".idx").CombinedOutput()
+	if err != nil {
+		t.Fatalf("git verify-pack: %v\n%s", err, out)
+	}
+	n := 0
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) >= 3 && len(f[0]) == 40 {
+			n++
+		}
+	}
+	return n
+}
+
+// TestFetchCommit reads an older commit of a branch after a shallow fetch
+// of its head, deepening as needed; a commit not in the history is
+// ErrCommitNotFound.
+func TestFetchCommit(t *testing.T) {
+	srv := giteatest.Server(t)
+	ctx := context.Background()
+	repo, first := newRepo(t, srv, map[string]string{"f.yaml": "v: 0\n"})
+	url := srv.RepoURL(repo.Owner, repo.Name)
+	auth := gitforge.Auth{Token: srv.Token}
+	for i := 1; i <= 3; i++ {
+		if _, err := srv.Commit(ctx, repo.Owner, repo.Name, "main", "main", map[string]string{"f.yaml": "v: " + string(rune('0'+i)) + "\n"}, "move"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := gitforge.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Repository(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Fetch(ctx, "main", auth); err != nil {
+		t.Fatal(err)
+	}
+	s, err := r.FetchCommit(ctx, "main", first, auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := s.ReadFile("f.yaml"); err != nil || string(b) != "v: 0\n" {
+		t.Errorf("f.yaml at the first commit = %q, %v", b, err)
+	}
+	if _, err := r.FetchCommit(ctx, "main", strings.Repeat("ab", 20), auth); !errors.Is(err, gitforge.ErrCommitNotFound) {
+		t.Errorf("FetchCommit of an unknown commit = %v, want ErrCommitNotFound", err)
+	}
+}
+
+func TestFetchErrors(t *testing.T) {
+	srv := giteatest.Server(t)
 	repo, _ := newRepo(t, srv, map[string]string{"f.yaml": "v: 0\n"})
 	url := srv.RepoURL(repo.Owner, repo.Name)
 	const badToken = "bad0token0that0must0not0leak"
@@ -272,30 +267,44 @@ func TestCloneErrors(t *testing.T) {
 		{name: "missing repository", url: srv.RepoURL(repo.Owner, "missing"), branch: "main", auth: gitforge.Auth{Token: srv.Token}, want: "not found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			_, err := gitforge.Clone(ctx, tc.url, tc.branch, dir, tc.auth)
-			if err == nil {
-				t.Fatal("Clone succeeded, want an error")
+			c, _ := gitforge.NewCache("")
+			r, err := c.Repository(tc.url)
+			if err != nil {
+				t.Fatal(err)
 			}
-			t.Logf("Clone: %s", err)
+			_, err = r.Fetch(context.Background(), tc.branch, tc.auth)
+			if err == nil {
+				t.Fatal("Fetch succeeded, want an error")
+			}
+			t.Logf("Fetch: %s", err)
 			if tc.is != nil && !errors.Is(err, tc.is) {
-				t.Errorf("Clone = %v, want errors.Is %v", err, tc.is)
+				t.Errorf("Fetch = %v, want errors.Is %v", err, tc.is)
 			}
 			if !strings.Contains(strings.ToLower(err.Error()), tc.want) {
-				t.Errorf("Clone = %q, want it to mention %q", err, tc.want)
+				t.Errorf("Fetch = %q, want it to mention %q", err, tc.want)
 			}
 			if strings.Contains(err.Error(), badToken) || strings.Contains(err.Error(), srv.Token) {
 				t.Errorf("error leaks the token: %s", err)
-			}
-			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
-				t.Errorf("failed Clone left %d entries in %s", len(entries), dir)
 			}
 		})
 	}
 }
 
-// TestTLS clones and calls the API over HTTPS with Gitea's self-signed
-// certificate trusted through a CA bundle, and fails without it.
+// TestCacheIsPrivate: a cache directory another user may write to is
+// refused.
+func TestCacheIsPrivate(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gitforge.NewCache(dir); err == nil || !strings.Contains(err.Error(), dir) {
+		t.Errorf("NewCache of a world-writable directory = %v, want an error naming it", err)
+	}
+}
+
+// TestTLS fetches, pushes and calls the API over HTTPS with Gitea's
+// self-signed certificate trusted through a CA bundle, and fails without
+// it.
 func TestTLS(t *testing.T) {
 	srv := giteatest.Start(t, gitea.Options{TLS: true})
 	ctx := context.Background()
@@ -304,28 +313,22 @@ func TestTLS(t *testing.T) {
 	if !strings.HasPrefix(url, "https://") {
 		t.Fatalf("repo URL %s is not https", url)
 	}
-
-	w, err := gitforge.Clone(ctx, url, "main", t.TempDir(), gitforge.Auth{Token: srv.Token, CAFile: srv.CAFile})
-	if err != nil {
-		t.Fatalf("Clone with the CA bundle: %s", err)
+	auth := gitforge.Auth{Token: srv.Token, CAFile: srv.CAFile}
+	s := fetch(t, "", url, "main", auth)
+	if s.Commit() != sha {
+		t.Errorf("Commit = %s, want %s", s.Commit(), sha)
 	}
-	if w.Head() != sha {
-		t.Errorf("Head = %s, want %s", w.Head(), sha)
-	}
-	writeFile(t, filepath.Join(w.Dir(), "f.yaml"), "v: 1\n")
-	if _, err := w.Commit("tls", author); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Push(ctx, "pinbot/tls", false); err != nil {
+	e := edit(t, s, map[string]string{"f.yaml": "v: 1\n"}, "tls")
+	if err := e.Push(ctx, "pinbot/tls", false, auth); err != nil {
 		t.Fatalf("Push over TLS: %s", err)
 	}
-	if _, err := gitforge.Clone(ctx, url, "main", t.TempDir(), gitforge.Auth{Token: srv.Token}); err == nil ||
-		!strings.Contains(err.Error(), "certificate") {
-		t.Errorf("Clone without the CA bundle = %v, want a certificate error", err)
+	c, _ := gitforge.NewCache("")
+	r, _ := c.Repository(url)
+	if _, err := r.Fetch(ctx, "main", gitforge.Auth{Token: srv.Token}); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("Fetch without the CA bundle = %v, want a certificate error", err)
 	}
-
-	if head, err := gitforge.RemoteHead(ctx, url, "pinbot/tls", gitforge.Auth{Token: srv.Token, CAFile: srv.CAFile}); err != nil || head != w.Head() {
-		t.Errorf("RemoteHead with the CA bundle = %s, %v; want %s", head, err, w.Head())
+	if head, err := gitforge.RemoteHead(ctx, url, "pinbot/tls", auth); err != nil || head != e.Commit() {
+		t.Errorf("RemoteHead with the CA bundle = %s, %v; want %s", head, err, e.Commit())
 	}
 	if _, err := gitforge.RemoteHead(ctx, url, "main", gitforge.Auth{Token: srv.Token}); err == nil ||
 		!strings.Contains(err.Error(), "certificate") {
@@ -361,12 +364,6 @@ func branchSHA(t *testing.T, srv *gitea.Server, repo gitforge.Repo, branch strin
 	return b.Commit.ID
 }
 
-func nonEmptyDir(t *testing.T) string {
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "precious.txt"), "keep me\n")
-	return dir
-}
-
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -375,13 +372,4 @@ func writeFile(t *testing.T, path, content string) {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(raw)
 }

@@ -3,7 +3,6 @@ package gitforge_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,13 +29,8 @@ func newGitea(t *testing.T, srv *gitea.Server) *gitforge.Gitea {
 // pushBranch pushes a commit on top of main to branch, changing f.yaml.
 func pushBranch(t *testing.T, srv *gitea.Server, repo gitforge.Repo, branch, content string) string {
 	t.Helper()
-	w := clone(t, srv, repo, "main")
-	writeFile(t, filepath.Join(w.Dir(), "f.yaml"), content)
-	sha, err := w.Commit("change f", author)
+	sha, err := srv.Commit(context.Background(), repo.Owner, repo.Name, "main", branch, map[string]string{"f.yaml": content}, "change f")
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Push(context.Background(), branch, true); err != nil {
 		t.Fatal(err)
 	}
 	return sha
@@ -267,9 +261,11 @@ func TestInvalidToken(t *testing.T) {
 		t.Errorf("error = %q, want a 401 message without the token", msg)
 	}
 
-	_, err = gitforge.Clone(ctx, srv.RepoURL(repo.Owner, repo.Name), "main", t.TempDir(), gitforge.Auth{Token: bad})
+	c, _ := gitforge.NewCache("")
+	r, _ := c.Repository(srv.RepoURL(repo.Owner, repo.Name))
+	_, err = r.Fetch(ctx, "main", gitforge.Auth{Token: bad})
 	if err == nil || strings.Contains(err.Error(), bad) || !errors.Is(err, gitforge.ErrUnauthorized) {
-		t.Errorf("Clone with a bad token = %v, want ErrUnauthorized without the token", err)
+		t.Errorf("Fetch with a bad token = %v, want ErrUnauthorized without the token", err)
 	}
 }
 

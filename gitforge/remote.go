@@ -2,41 +2,154 @@ package gitforge
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"net/http"
+	"sort"
 
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/storage/memory"
-
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/file"
+	"pinbot.dev/pinbot/internal/httpbound"
 	"pinbot.dev/pinbot/internal/redact"
 )
 
+// gitTransport is the Git transport of url with auth: smart HTTP over a
+// client of its own (the CA bundle, response headers bounded by
+// ResponseTimeout), or go-git's local transport for file:// URLs. Nothing
+// process-wide is changed.
+func gitTransport(url string, auth Auth) (transport.Transport, *transport.Endpoint, error) {
+	ep, err := transport.NewEndpoint(url)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", redact.URL(url), err)
+	}
+	switch ep.Protocol {
+	case "http", "https":
+		t := httpbound.Transport(ResponseTimeout)
+		pem, err := auth.caBundle()
+		if err != nil {
+			return nil, nil, err
+		}
+		if pem != nil {
+			pool, err := x509.SystemCertPool()
+			if err != nil || pool == nil {
+				pool = x509.NewCertPool()
+			}
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, nil, fmt.Errorf("reading CA bundle %s: no PEM certificate in it", auth.CAFile)
+			}
+			t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		}
+		return githttp.NewClientWithOptions(&http.Client{Transport: t}, nil), ep, nil
+	case "file":
+		return file.DefaultClient, ep, nil
+	}
+	return nil, nil, fmt.Errorf("%s: Git over %s is not supported (use https)", redact.URL(url), ep.Protocol)
+}
+
+// advertised asks the remote which references it has.
+func advertised(ctx context.Context, url string, auth Auth) (transport.UploadPackSession, *packp.AdvRefs, error) {
+	redact.Register(auth.Token)
+	tr, ep, err := gitTransport(url, auth)
+	if err != nil {
+		return nil, nil, err
+	}
+	sess, err := tr.NewUploadPackSession(ep, auth.method())
+	if err != nil {
+		return nil, nil, classify(err)
+	}
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		sess.Close()
+		return nil, nil, classify(err)
+	}
+	return sess, ar, nil
+}
+
 // RemoteHead returns the commit branch points at on the remote at url now,
-// as `git ls-remote` does: one request, and no working copy is touched.
-// (Worktree.Fetch answers this too, but also resets and cleans the whole
-// working copy.) A branch the remote lacks is ErrBranchNotFound.
+// as `git ls-remote` does: one request. A branch the remote lacks is
+// ErrBranchNotFound.
 func RemoteHead(ctx context.Context, url, branch string, auth Auth) (string, error) {
 	head, err := remoteHead(ctx, url, branch, auth)
 	return head, redact.Error(err)
 }
 
 func remoteHead(ctx context.Context, url, branch string, auth Auth) (string, error) {
-	redact.Register(auth.Token)
-	pem, err := auth.caBundle()
+	sess, ar, err := advertised(ctx, url, auth)
+	if err != nil {
+		return "", fmt.Errorf("listing the branches of %s: %w", redact.URL(url), err)
+	}
+	defer sess.Close()
+	refs, err := ar.AllReferences()
+	if err != nil {
+		return "", fmt.Errorf("listing the branches of %s: %w", redact.URL(url), err)
+	}
+	ref, err := refs.Reference(plumbing.NewBranchReferenceName(branch))
+	if err != nil {
+		return "", fmt.Errorf("listing the branches of %s: %w: %s", redact.URL(url), ErrBranchNotFound, branch)
+	}
+	return ref.Hash().String(), nil
+}
+
+// DefaultBranch returns the branch the remote's HEAD names, as `git
+// ls-remote --symref url HEAD` does: what Argo CD follows for a
+// targetRevision of HEAD. A remote that advertises no symbolic HEAD is
+// answered by the branch whose commit HEAD is ("main" or "master" first).
+func DefaultBranch(ctx context.Context, url string, auth Auth) (string, error) {
+	b, err := defaultBranch(ctx, url, auth)
+	return b, redact.Error(err)
+}
+
+func defaultBranch(ctx context.Context, url string, auth Auth) (string, error) {
+	sess, ar, err := advertised(ctx, url, auth)
+	if err != nil {
+		return "", fmt.Errorf("listing the branches of %s: %w", redact.URL(url), err)
+	}
+	defer sess.Close()
+	all, err := ar.AllReferences()
+	if err != nil {
+		return "", fmt.Errorf("listing the branches of %s: %w", redact.URL(url), err)
+	}
+	refs, err := all.IterReferences()
 	if err != nil {
 		return "", err
 	}
-	r := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{url}})
-	refs, err := r.ListContext(ctx, &git.ListOptions{Auth: auth.method(), CABundle: pem})
-	if err != nil {
-		return "", fmt.Errorf("listing the branches of %s: %w", redact.URL(url), classify(err))
-	}
-	want := plumbing.NewBranchReferenceName(branch)
-	for _, ref := range refs {
-		if ref.Name() == want {
-			return ref.Hash().String(), nil
+	var head *plumbing.Reference
+	byHash := map[plumbing.Hash][]string{}
+	for ref, err := refs.Next(); err == nil; ref, err = refs.Next() {
+		switch {
+		case ref.Name() == plumbing.HEAD:
+			head = ref
+		case ref.Name().IsBranch() && ref.Type() == plumbing.HashReference:
+			byHash[ref.Hash()] = append(byHash[ref.Hash()], ref.Name().Short())
 		}
 	}
-	return "", fmt.Errorf("listing the branches of %s: %w: %s", redact.URL(url), ErrBranchNotFound, branch)
+	switch {
+	case head == nil:
+		return "", fmt.Errorf("listing the branches of %s: %w: the remote has no HEAD", redact.URL(url), ErrBranchNotFound)
+	case head.Type() == plumbing.SymbolicReference && head.Target().IsBranch():
+		return head.Target().Short(), nil
+	}
+	names := byHash[head.Hash()]
+	sort.Slice(names, func(i, j int) bool {
+		return rank(names[i]) < rank(names[j]) || rank(names[i]) == rank(names[j]) && names[i] < names[j]
+	})
+	if len(names) == 0 {
+		return "", fmt.Errorf("listing the branches of %s: %w: no branch is at HEAD", redact.URL(url), ErrBranchNotFound)
+	}
+	return names[0], nil
+}
+
+func rank(branch string) int {
+	switch branch {
+	case "main":
+		return 0
+	case "master":
+		return 1
+	}
+	return 2
 }

@@ -23,13 +23,8 @@ func TestRemoteHead(t *testing.T) {
 	if got, err := gitforge.RemoteHead(ctx, url, "main", auth); err != nil || got != sha {
 		t.Fatalf("RemoteHead = %s, %v; want %s", got, err, sha)
 	}
-	w := clone(t, srv, repo, "main")
-	writeFile(t, filepath.Join(w.Dir(), "f.yaml"), "v: 1\n")
-	moved, err := w.Commit("move", author)
+	moved, err := srv.Commit(ctx, repo.Owner, repo.Name, "main", "main", map[string]string{"f.yaml": "v: 1\n"}, "move")
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Push(ctx, "main", false); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := gitforge.RemoteHead(ctx, url, "main", auth); err != nil || got != moved {
@@ -64,5 +59,25 @@ func TestRemoteHead(t *testing.T) {
 				t.Errorf("error leaks the token: %s", err)
 			}
 		})
+	}
+}
+
+// TestDefaultBranch reads the branch the remote's HEAD names, which is not
+// always main.
+func TestDefaultBranch(t *testing.T) {
+	srv := giteatest.Server(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "f.yaml"), "v: 0\n")
+	repo := gitforge.Repo{Owner: srv.AdminUser, Name: giteatest.Name(t)}
+	if _, err := srv.CreateRepoFromDir(ctx, repo.Owner, repo.Name, "trunk", dir); err != nil {
+		t.Fatal(err)
+	}
+	auth := gitforge.Auth{Token: srv.Token}
+	if got, err := gitforge.DefaultBranch(ctx, srv.RepoURL(repo.Owner, repo.Name), auth); err != nil || got != "trunk" {
+		t.Errorf("DefaultBranch = %q, %v; want trunk", got, err)
+	}
+	if _, err := gitforge.DefaultBranch(ctx, srv.RepoURL(repo.Owner, repo.Name), gitforge.Auth{Token: "bad0token"}); !errors.Is(err, gitforge.ErrUnauthorized) {
+		t.Errorf("DefaultBranch with a bad token = %v, want ErrUnauthorized", err)
 	}
 }

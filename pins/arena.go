@@ -26,11 +26,11 @@ func newKeySet(names ...string) keySet {
 // The keys each file type needs; see yamlSites.
 var (
 	allKeys       = keySet{all: true}
-	manifestKeys  = newKeySet("image", "registry", "repository", "tag", "digest")
-	kustomizeKeys = newKeySet("image", "registry", "repository", "tag", "digest", "images", "name", "newName", "newTag")
+	manifestKeys  = newKeySet("image", "registry", "repository", "tag", "digest", "sha", "sha256", "imageRegistry", "global")
+	kustomizeKeys = newKeySet("image", "registry", "repository", "tag", "digest", "sha", "sha256", "imageRegistry", "global", "images", "name", "newName", "newTag")
 	pinsFileKeys  = newKeySet("pins", "image", "tag", "digest")
 	// fluxKeys are for YAML files that may hold a Flux Kustomization.
-	fluxKeys = newKeySet("image", "registry", "repository", "tag", "digest", "apiVersion", "kind", "spec", "images", "name", "newName", "newTag")
+	fluxKeys = newKeySet("image", "registry", "repository", "tag", "digest", "sha", "sha256", "imageRegistry", "global", "apiVersion", "kind", "spec", "images", "name", "newName", "newTag")
 	noKeys   = newKeySet()
 )
 

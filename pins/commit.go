@@ -1,100 +1,223 @@
 package pins
 
 import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
-	"sort"
-	"strings"
-	"sync"
 	"syscall"
+
+	"pinbot.dev/pinbot/internal/filelock"
+	"pinbot.dev/pinbot/internal/private"
 )
 
 // How Set makes a rewrite of many files all-or-nothing, even when the
-// process is killed (kill -9) part way:
+// process is killed (kill -9) part way or a file cannot be replaced:
 //
-//  1. Stage: each new file goes to a temporary file beside its original,
-//     named ".<name>.pinbot-<digits>", with the original's mode and owner.
-//  2. Journal: a list of (temporary file, original) pairs is written to
-//     JournalName at the tree's root, through a temporary file and a
-//     rename. That rename is the commit point.
-//  3. Rename every temporary file over its original, then remove the
-//     journal.
+//  1. Journal: a list of the files to replace, with a random token, is
+//     written to a journal file outside the tree (see WithJournalDir), in
+//     a directory of pinbot's own.
+//  2. Stage: each new file goes to ".<name>.pinbot-<token>" beside its
+//     original, and a copy of the original to ".<name>.pinbot-<token>.old",
+//     with the original's mode and owner. Only files so named for this
+//     very token are ever removed: a tracked file that looks like one is
+//     the repository's.
+//  3. Commit point: the journal says "committing".
+//  4. Rename every staged file over its original. Should one fail, the
+//     copies of the originals already replaced go back: the tree ends as
+//     it was. Then the copies and the journal are removed.
 //
-// A run killed before step 2 leaves only temporary files: the tree is
-// unchanged, and the next Set removes them. A run killed in step 3 leaves
-// the journal: the next Scan, Plan or Set finishes the renames first (rolls
-// forward), unless an original changed since it was staged, in which case
-// the journal is dropped and its temporary files removed (rolled back: the
-// tree moved on, as after a git reset). A lock on the tree's root directory
-// keeps two Sets, or a Set and a recovery, from interleaving.
+// A run killed before step 3 leaves staged files and a journal that says
+// so: the next Scan, Plan or Set removes them. A run killed in step 4
+// leaves the journal: the next run finishes the renames (rolls forward),
+// unless an original changed since it was staged or cannot be replaced,
+// in which case it puts the replaced files back (rolls back). Either way
+// the tree ends wholly old or wholly new. A lock on the tree's root keeps
+// two Sets, or a Set and a recovery, from interleaving. Every write goes
+// through os.Root, so nothing outside the tree is touched, whatever the
+// journal or the tree says.
 //
 // The guarantee is against the process dying, not the machine: files are
 // not synced to disk.
-
-// JournalName is the file at the root of a tree that records a Set between
-// its commit point and its last rename.
-const JournalName = ".pinbot-journal"
 
 // Phase names a step of Set, reported to a WithPhaseHook.
 type Phase string
 
 // The phases of Set, in order.
 const (
-	// PhaseStaged: every new file is written beside its original; nothing
-	// is replaced yet. Set stops here, changing nothing, if its context is
+	// PhaseStaged: every new file and a copy of every original are
+	// staged beside the originals; none is replaced. Set stops here,
+	// changing nothing and removing what it staged, if its context is
 	// done.
 	PhaseStaged Phase = "staged"
-	// PhaseJournaled: the journal is written; Set will complete.
+	// PhaseJournaled: the files are staged and the journal committed; Set
+	// will complete, or be completed by the next run.
 	PhaseJournaled Phase = "journaled"
 	// PhaseRenaming: the first file is replaced, the others are not yet.
 	PhaseRenaming Phase = "renaming"
 )
 
-// tempMarker is what names a temporary file of Set: "." + name + marker +
-// digits.
-const tempMarker = ".pinbot-"
+// Journal phases.
+const (
+	journalStaging    = "staging"
+	journalCommitting = "committing"
+)
 
-// isTempName reports a file name Set gives its temporary files.
-func isTempName(name string) bool {
-	if !strings.HasPrefix(name, ".") {
-		return false
+// journal is what a Set records outside the tree.
+type journal struct {
+	Version int            `json:"version"`
+	Root    string         `json:"root"`
+	Token   string         `json:"token"`
+	Phase   string         `json:"phase"`
+	Files   []journalEntry `json:"files"`
+}
+
+// journalEntry is one file to replace (slash path relative to the root),
+// and the original's size, modification time and mode when it was staged.
+type journalEntry struct {
+	File  string      `json:"file"`
+	Size  int64       `json:"size"`
+	MTime int64       `json:"mtime_ns"`
+	Mode  fs.FileMode `json:"mode"`
+}
+
+// staged and backup are the names of an entry's new content and of its
+// original's copy.
+func (j journal) staged(e journalEntry) string { return tempName(e.File, j.Token) }
+func (j journal) backup(e journalEntry) string { return tempName(e.File, j.Token) + ".old" }
+
+func tempName(file, token string) string {
+	return path.Join(path.Dir(file), "."+path.Base(file)+".pinbot-"+token)
+}
+
+// maxJournal bounds a journal's size when read.
+const maxJournal = 16 << 20
+
+// journalFile is where Set keeps the journal of t: a file of the journal
+// directory named by a hash of the tree's root.
+func journalFile(o options, t tree) (string, error) {
+	dir := o.journalDir
+	if dir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("finding the journal directory: %w (set one with WithJournalDir)", err)
+		}
+		dir = filepath.Join(cache, "pinbot", "journal")
 	}
-	i := strings.LastIndex(name, tempMarker)
-	if i <= 0 || i+len(tempMarker) == len(name) {
-		return false
+	sum := sha256.Sum256([]byte(t.root))
+	return filepath.Join(dir, hex.EncodeToString(sum[:12])+".json"), nil
+}
+
+// WithJournalDir keeps Set's journals in dir, a directory of pinbot's own
+// (made 0700; one another user owns or may write to is refused). Default
+// $XDG_CACHE_HOME/pinbot/journal.
+func WithJournalDir(dir string) Option { return func(o *options) { o.journalDir = dir } }
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+func lockTree(ctx context.Context, root string) (func(), error) { return filelock.Lock(ctx, root) }
+
+// writeJournal writes j to jf through a temporary file and a rename.
+func writeJournal(jf string, j journal) error {
+	if err := private.Dir(filepath.Dir(jf)); err != nil {
+		return err
 	}
-	for _, c := range name[i+len(tempMarker):] {
-		if c < '0' || c > '9' {
-			return false
+	data, err := json.Marshal(j)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(jf), ".journal-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), jf)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("writing the journal %s: %w", jf, err)
+	}
+	return nil
+}
+
+// commit stages, journals and replaces the files of done; see the top of
+// this file.
+func commit(ctx context.Context, t tree, o options, done []rewritten) error {
+	jf, err := journalFile(o, t)
+	if err != nil {
+		return err
+	}
+	token := make([]byte, 12)
+	if _, err := rand.Read(token); err != nil {
+		return err
+	}
+	j := journal{Version: 2, Root: t.root, Token: hex.EncodeToString(token), Phase: journalStaging}
+	for _, r := range done {
+		j.Files = append(j.Files, journalEntry{File: r.rel, Size: r.st.size, MTime: r.st.mtime.UnixNano(), Mode: r.st.mode})
+	}
+	if err := writeJournal(jf, j); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(t.root)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", t.dir, err)
+	}
+	defer root.Close()
+	drop := func(cause error) error {
+		removeStaged(root, j)
+		if err := os.Remove(jf); err != nil {
+			return errors.Join(cause, fmt.Errorf("removing the journal %s: %w", jf, err))
+		}
+		return cause
+	}
+	for i, r := range done {
+		e := j.Files[i]
+		if err := writeStaged(root, j.staged(e), r.out, r.st); err != nil {
+			return drop(fmt.Errorf("writing %s: %w", r.rel, err))
+		}
+		if err := writeStaged(root, j.backup(e), r.old, r.st); err != nil {
+			return drop(fmt.Errorf("writing %s: %w", r.rel, err))
 		}
 	}
-	return true
+	o.hook(PhaseStaged)
+	if err := context.Cause(ctx); err != nil {
+		return drop(fmt.Errorf("stopped before replacing any file: %w", err))
+	}
+	for _, e := range j.Files {
+		if !unchanged(root, e) {
+			return drop(fmt.Errorf("%s: %w", e.File, errChanged))
+		}
+	}
+	j.Phase = journalCommitting
+	if err := writeJournal(jf, j); err != nil {
+		return drop(err)
+	}
+	o.hook(PhaseJournaled)
+	return finish(root, jf, j, o.hook)
 }
 
-// tempList collects temporary files found by a walk.
-type tempList struct {
-	mu    sync.Mutex
-	paths []string
-}
-
-func (l *tempList) add(p string) {
-	l.mu.Lock()
-	l.paths = append(l.paths, p)
-	l.mu.Unlock()
-}
-
-// writeTemp writes content to a new temporary file beside path, with the
-// mode and, where it can, the owner of st, and returns its name. Only root
-// may give a file away; another user keeps at least the group where it
-// belongs to it.
-func writeTemp(path string, content []byte, st fileStat) (string, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+tempMarker+"*")
+// writeStaged writes content to the new file name (relative to root),
+// with the mode and, where it can, the owner of st. Only root may give a
+// file away; another user keeps at least the group where it belongs to it.
+func writeStaged(root *os.Root, name string, content []byte, st fileStat) error {
+	f, err := root.OpenFile(filepath.FromSlash(name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return "", err
+		return err
 	}
 	_, err = f.Write(content)
 	if err == nil && st.uid >= 0 {
@@ -112,79 +235,38 @@ func writeTemp(path string, content []byte, st fileStat) (string, error) {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(f.Name())
-		return "", err
+		root.Remove(filepath.FromSlash(name))
 	}
-	return f.Name(), nil
+	return err
 }
 
-// journal is the content of JournalName.
-type journal struct {
-	Version int            `json:"version"`
-	Files   []journalEntry `json:"files"`
+// unchanged reports whether e's original is still the regular file it was
+// when staged.
+func unchanged(root *os.Root, e journalEntry) bool {
+	fi, err := root.Lstat(filepath.FromSlash(e.File))
+	return err == nil && fi.Mode().IsRegular() && fi.Size() == e.Size && fi.ModTime().UnixNano() == e.MTime && fi.Mode()&modeBits == e.Mode&modeBits
 }
 
-// journalEntry is one file to replace: Temp over File (both relative to
-// the root, slash-separated), and the original's size and modification
-// time when it was staged.
-type journalEntry struct {
-	File  string `json:"file"`
-	Temp  string `json:"temp"`
-	Size  int64  `json:"size"`
-	MTime int64  `json:"mtime_ns"`
-}
-
-// commit runs steps 2 and 3 for the staged files.
-func commit(root string, done []rewritten, hook func(Phase)) error {
-	sort.Slice(done, func(i, j int) bool { return done[i].abs < done[j].abs })
-	for _, r := range done {
-		fi, err := os.Lstat(r.abs)
-		if err != nil {
-			return fmt.Errorf("checking %s: %w", r.rel, err)
-		}
-		if !fi.Mode().IsRegular() || fi.Size() != r.st.size || !fi.ModTime().Equal(r.st.mtime) || fi.Mode()&modeBits != r.st.mode {
-			return fmt.Errorf("%s: %w", r.rel, errChanged)
-		}
-	}
-	j := journal{Version: 1, Files: make([]journalEntry, len(done))}
-	for i, r := range done {
-		tmp, err := filepath.Rel(root, r.tmp)
-		if err != nil {
-			return fmt.Errorf("journaling %s: %w", r.rel, err)
-		}
-		j.Files[i] = journalEntry{File: r.rel, Temp: filepath.ToSlash(tmp), Size: r.st.size, MTime: r.st.mtime.UnixNano()}
-	}
-	data, err := json.Marshal(j)
-	if err != nil {
-		return fmt.Errorf("journaling: %w", err)
-	}
-	jpath := filepath.Join(root, JournalName)
-	tmp, err := writeTemp(jpath, data, fileStat{mode: 0o644, uid: -1})
-	if err != nil {
-		return fmt.Errorf("writing the journal %s: %w", JournalName, err)
-	}
-	if err := os.Rename(tmp, jpath); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing the journal %s: %w", JournalName, err)
-	}
-	// Committed: from here on, a failure is finished by the next run.
-	for i := range done {
-		done[i].tmp = ""
-	}
-	hook(PhaseJournaled)
-	if err := rollForward(root, j, hook); err != nil {
-		return fmt.Errorf("%w (the journal %s is kept: the next pinbot run on this tree finishes it)", err, JournalName)
-	}
-	return nil
-}
-
-// rollForward renames every staged file of j still present over its
-// original, then removes the journal.
-func rollForward(root string, j journal, hooks ...func(Phase)) error {
+// finish replaces each original of j, in order, by its staged file; when
+// one cannot be, it puts the copies of those already replaced back. It
+// removes the copies and the journal once the tree is wholly new or wholly
+// old, and keeps them, for the next run, when neither could be reached.
+func finish(root *os.Root, jf string, j journal, hooks ...func(Phase)) error {
 	for i, e := range j.Files {
-		err := os.Rename(filepath.Join(root, filepath.FromSlash(e.Temp)), filepath.Join(root, filepath.FromSlash(e.File)))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("replacing %s (%d of %d files already replaced): %w", e.File, i, len(j.Files), err)
+		if !exists(filepath.Join(root.Name(), filepath.FromSlash(j.staged(e)))) {
+			continue // replaced by a run that was killed
+		}
+		err := root.Rename(filepath.FromSlash(j.staged(e)), filepath.FromSlash(e.File))
+		if err != nil {
+			if rerr := rollBack(root, j); rerr != nil {
+				return fmt.Errorf("replacing %s (%d of %d files replaced): %w; putting the replaced files back failed too: %w (the journal %s is kept: the next pinbot run on this tree finishes it)",
+					e.File, i, len(j.Files), err, rerr, jf)
+			}
+			removeStaged(root, j)
+			if err := os.Remove(jf); err != nil {
+				return fmt.Errorf("removing the journal %s: %w", jf, err)
+			}
+			return fmt.Errorf("replacing %s: %w; the files replaced before it were put back, so nothing changed", e.File, err)
 		}
 		if i == 0 {
 			for _, h := range hooks {
@@ -192,72 +274,128 @@ func rollForward(root string, j journal, hooks ...func(Phase)) error {
 			}
 		}
 	}
-	if err := os.Remove(filepath.Join(root, JournalName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("removing the journal %s: %w", JournalName, err)
+	removeStaged(root, j)
+	if err := os.Remove(jf); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing the journal %s: %w", jf, err)
 	}
 	return nil
 }
 
-// recoverTree finishes or drops the journal a killed Set left in root, if
-// any, and reports what it did to warn. It must hold the tree's lock.
-func recoverTree(root string, warn func(string, error)) error {
-	data, err := os.ReadFile(filepath.Join(root, JournalName))
+// rollBack puts the copy of each original already replaced (its staged
+// file gone) back.
+func rollBack(root *os.Root, j journal) error {
+	var errs []error
+	for _, e := range j.Files {
+		if exists(filepath.Join(root.Name(), filepath.FromSlash(j.staged(e)))) {
+			continue // not replaced
+		}
+		if err := root.Rename(filepath.FromSlash(j.backup(e)), filepath.FromSlash(e.File)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("putting %s back: %w", e.File, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeStaged removes what j staged that is still there: only the files
+// named for its token.
+func removeStaged(root *os.Root, j journal) {
+	for _, e := range j.Files {
+		for _, p := range []string{j.staged(e), j.backup(e)} {
+			if fi, err := root.Lstat(filepath.FromSlash(p)); err == nil && fi.Mode().IsRegular() {
+				root.Remove(filepath.FromSlash(p))
+			}
+		}
+	}
+}
+
+// recoverTree finishes or undoes the Set whose journal jf a killed run
+// left for t, if any, and reports what it did to warn. It must hold the
+// tree's lock. A journal pinbot did not write for this tree is refused,
+// naming it, and nothing is done.
+func recoverTree(t tree, jf string, warn func(string, error)) error {
+	j, err := readJournal(jf)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading the journal %s: %w", JournalName, err)
-	}
-	var j journal
-	if err := json.Unmarshal(data, &j); err != nil || j.Version != 1 {
-		return fmt.Errorf("%s: not a journal pinbot can read (%v); remove it and the .*.pinbot-* files beside the files it names", JournalName, err)
-	}
-	// Only paths inside the tree, as the journal wrote them.
-	for _, e := range j.Files {
-		for _, p := range []string{e.File, e.Temp} {
-			if !filepath.IsLocal(filepath.FromSlash(p)) {
-				return fmt.Errorf("%s: path %q leaves the tree", JournalName, p)
-			}
-		}
-	}
-	// Roll back if an original still waiting for its new content changed
-	// since it was staged.
-	moved := ""
-	for _, e := range j.Files {
-		tmp := filepath.Join(root, filepath.FromSlash(e.Temp))
-		if _, err := os.Lstat(tmp); err != nil {
-			continue // already renamed
-		}
-		fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(e.File)))
-		if err != nil || !fi.Mode().IsRegular() || fi.Size() != e.Size || fi.ModTime().UnixNano() != e.MTime {
-			moved = e.File
-			break
-		}
-	}
-	if moved != "" {
-		for _, e := range j.Files {
-			os.Remove(filepath.Join(root, filepath.FromSlash(e.Temp)))
-		}
-		if err := os.Remove(filepath.Join(root, JournalName)); err != nil {
-			return fmt.Errorf("removing the journal %s: %w", JournalName, err)
-		}
-		warn(JournalName, fmt.Errorf("an interrupted pins set was dropped: %s changed since it was staged", moved))
-		return nil
-	}
-	if err := rollForward(root, j); err != nil {
 		return err
 	}
-	warn(JournalName, fmt.Errorf("finished an interrupted pins set: %d files", len(j.Files)))
+	if j.Root != t.root {
+		return fmt.Errorf("the journal %s is of %s, not of %s: not a journal pinbot wrote for this tree; remove it", jf, j.Root, t.root)
+	}
+	root, err := os.OpenRoot(t.root)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", t.dir, err)
+	}
+	defer root.Close()
+	if j.Phase == journalStaging {
+		removeStaged(root, j)
+		if err := os.Remove(jf); err != nil {
+			return fmt.Errorf("removing the journal %s: %w", jf, err)
+		}
+		warn(".", errors.New("removed the files an interrupted pins set had staged; the tree is as it was"))
+		return nil
+	}
+	// Committed: roll forward, unless an original waiting for its new
+	// content changed since it was staged.
+	for _, e := range j.Files {
+		if exists(filepath.Join(root.Name(), filepath.FromSlash(j.staged(e)))) && !unchanged(root, e) {
+			if err := rollBack(root, j); err != nil {
+				return fmt.Errorf("undoing an interrupted pins set: %w (the journal %s is kept)", err, jf)
+			}
+			removeStaged(root, j)
+			if err := os.Remove(jf); err != nil {
+				return fmt.Errorf("removing the journal %s: %w", jf, err)
+			}
+			warn(e.File, errors.New("an interrupted pins set was undone: the file changed since it was staged"))
+			return nil
+		}
+	}
+	if err := finish(root, jf, j); err != nil {
+		return err
+	}
+	warn(".", fmt.Errorf("finished an interrupted pins set: %d files", len(j.Files)))
 	return nil
 }
 
-// removeTemps removes the temporary files a walk found, left by a Set that
-// was killed before its commit point. It must hold the tree's lock.
-func removeTemps(root string, l *tempList, warn func(string, error)) {
-	for _, p := range l.paths {
-		if err := os.Remove(p); err == nil {
-			rel, _ := filepath.Rel(root, p)
-			warn(filepath.ToSlash(rel), errors.New("removed a temporary file left by an interrupted pins set"))
+// readJournal reads and checks a journal: a regular file of bounded size
+// that pinbot could have written (its version, a token, local paths).
+func readJournal(jf string) (journal, error) {
+	f, err := os.OpenFile(jf, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return journal{}, err
+		}
+		if errors.Is(err, syscall.ELOOP) {
+			return journal{}, fmt.Errorf("the journal %s is a symbolic link, not a regular file: not a journal pinbot wrote; remove it", jf)
+		}
+		return journal{}, fmt.Errorf("reading the journal %s: %w", jf, err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return journal{}, fmt.Errorf("the journal %s is not a regular file: not a journal pinbot wrote; remove it", jf)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxJournal+1))
+	if err != nil {
+		return journal{}, fmt.Errorf("reading the journal %s: %w", jf, err)
+	}
+	var j journal
+	bad := func(why string) (journal, error) {
+		return journal{}, fmt.Errorf("the journal %s %s: not a journal pinbot wrote; remove it", jf, why)
+	}
+	if len(data) > maxJournal || json.Unmarshal(data, &j) != nil || j.Version != 2 {
+		return bad("does not parse")
+	}
+	if len(j.Token) != 24 || (j.Phase != journalStaging && j.Phase != journalCommitting) {
+		return bad("has no token or phase")
+	}
+	if _, err := hex.DecodeString(j.Token); err != nil {
+		return bad("has no token")
+	}
+	for _, e := range j.Files {
+		if !filepath.IsLocal(filepath.FromSlash(e.File)) {
+			return bad(fmt.Sprintf("names %q, outside the tree", e.File))
 		}
 	}
+	return j, nil
 }

@@ -3,9 +3,12 @@ package pins
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"os"
+	"os/exec"
+	"path"
 	"path/filepath"
+	"runtime"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,44 +17,53 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// crashImage copies the tree at dir, with modification times, as a killed
-// process would leave it on disk.
-func crashImage(t *testing.T, dir string) string {
+// killedAt runs Set on dir and stops it dead at phase, as kill -9 would:
+// the goroutine exits inside the phase hook, so none of Set's own clean-up
+// runs (only its deferred closes and unlock, which a killed process's
+// kernel does too). It fails the test unless Set reached phase.
+func killedAt(t *testing.T, dir string, u Update, phase Phase, opts ...Option) {
 	t.Helper()
-	to := t.TempDir()
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		dst := filepath.Join(to, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(dst, b, info.Mode().Perm()); err != nil {
-			return err
-		}
-		return os.Chtimes(dst, info.ModTime(), info.ModTime())
-	})
-	if err != nil {
-		t.Fatal(err)
+	reached := make(chan bool, 1)
+	go func() {
+		defer close(reached)
+		Set(dir, u, append(opts, WithPhaseHook(func(p Phase) {
+			if p == phase {
+				reached <- true
+				runtime.Goexit()
+			}
+		}))...)
+	}()
+	if !<-reached {
+		t.Fatalf("Set finished without reaching phase %s", phase)
 	}
-	return to
 }
 
-// TestSetCrashAtEachPhase takes the image a kill -9 would leave at each
-// phase of a Set over many files, and checks that the next run converges:
-// before the commit point to the old tree, after it to the new one, with no
-// temporary file left either way. (cmd/pinbot kills the real process.)
-func TestSetCrashAtEachPhase(t *testing.T) {
+// leftovers lists what a Set left behind under dir: files named for a
+// staged file or a copy of an original.
+func leftovers(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	for p := range readTree(t, dir) {
+		if strings.Contains(path.Base(p), ".pinbot-") {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// journalIn returns the journal files of the journal directory jd.
+func journalIn(t *testing.T, jd string) []string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(jd, "*.json"))
+	return m
+}
+
+// TestSetKilledAtEachPhase kills a Set over many files at each phase and
+// checks that the next run converges: before the commit point to the old
+// tree, after it to the new one, with nothing staged and no journal left
+// either way. (cmd/pinbot kills the real process.)
+func TestSetKilledAtEachPhase(t *testing.T) {
 	files := map[string]string{}
 	for _, d := range []string{"a", "b", "c"} {
 		for _, f := range []string{"1.yaml", "2.yaml", "Dockerfile"} {
@@ -62,128 +74,231 @@ func TestSetCrashAtEachPhase(t *testing.T) {
 			}
 		}
 	}
-	oldTree := writeTree(t, files)
-	newTree := writeTree(t, files)
-	if _, err := Set(newTree, Update{Image: "nginx", Digest: digestB}); err != nil {
-		t.Fatal(err)
-	}
-	scan := func(dir string) error { _, err := Scan(dir); return err }
-	set := func(dir string) error {
-		_, err := Set(dir, Update{Image: "nginx", Digest: digestC})
-		return err
-	}
-	// What a later Set to digest C makes of the new tree.
-	newerTree := crashImage(t, newTree)
-	if _, err := Set(newerTree, Update{Image: "nginx", Digest: digestC}); err != nil {
-		t.Fatal(err)
+	after := func(digests ...string) map[string]string {
+		dir := writeTree(t, files)
+		for _, d := range digests {
+			if _, err := Set(dir, Update{Image: "nginx", Digest: d}, WithJournalDir(t.TempDir())); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return readTree(t, dir)
 	}
 	for _, tc := range []struct {
 		phase Phase
 		next  string
-		want  string // the tree after the next run
+		want  map[string]string // the tree after the next run
 	}{
-		{PhaseStaged, "scan", oldTree},
-		{PhaseStaged, "set", ""}, // old tree set to C: compared below
-		{PhaseJournaled, "scan", newTree},
-		{PhaseJournaled, "set", newerTree},
-		{PhaseRenaming, "scan", newTree},
-		{PhaseRenaming, "set", newerTree},
+		{PhaseStaged, "scan", files},
+		{PhaseStaged, "set", after(digestC)},
+		{PhaseJournaled, "scan", after(digestB)},
+		{PhaseJournaled, "set", after(digestB, digestC)},
+		{PhaseRenaming, "scan", after(digestB)},
+		{PhaseRenaming, "set", after(digestB, digestC)},
 	} {
 		t.Run(string(tc.phase)+"/then "+tc.next, func(t *testing.T) {
-			then := scan
-			if tc.next == "set" {
-				then = set
+			dir, jd := writeTree(t, files), t.TempDir()
+			killedAt(t, dir, Update{Image: "nginx", Digest: digestB}, tc.phase, WithJournalDir(jd))
+			if len(leftovers(t, dir)) == 0 || len(journalIn(t, jd)) != 1 {
+				t.Fatalf("the kill left %d staged files and %d journals: the test did not stop Set mid-way", len(leftovers(t, dir)), len(journalIn(t, jd)))
 			}
-			dir := writeTree(t, files)
-			var image string
-			_, err := Set(dir, Update{Image: "nginx", Digest: digestB}, WithPhaseHook(func(p Phase) {
-				if p == tc.phase {
-					image = crashImage(t, dir)
-				}
-			}))
-			if err != nil || image == "" {
-				t.Fatalf("Set: %v; crash image taken: %v", err, image != "")
+			var err error
+			if tc.next == "scan" {
+				_, err = Scan(dir, WithJournalDir(jd))
+			} else {
+				_, err = Set(dir, Update{Image: "nginx", Digest: digestC}, WithJournalDir(jd))
 			}
-			if tc.phase == PhaseStaged {
-				if temps := tempFiles(t, image); len(temps) != len(files) {
-					t.Errorf("crash image holds %d temporary files, want %d", len(temps), len(files))
-				}
-			}
-			if err := then(image); err != nil {
+			if err != nil {
 				t.Fatal(err)
 			}
-			got := readTree(t, image)
-			if tc.next == "scan" {
-				// Scan removes nothing; the temporary files wait for Set.
-				for _, p := range tempFiles(t, image) {
-					delete(got, p)
-				}
-			}
-			want := tc.want
-			if want == "" {
-				want = crashImage(t, oldTree)
-				if _, err := Set(want, Update{Image: "nginx", Digest: digestC}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if tc.next == "set" {
-				if temps := tempFiles(t, image); len(temps) != 0 {
-					t.Errorf("temporary files left after the next Set: %q", temps)
-				}
-			}
-			if diff := cmp.Diff(readTree(t, want), got); diff != "" {
+			if diff := cmp.Diff(tc.want, readTree(t, dir)); diff != "" {
 				t.Errorf("tree after the next run (-want +got):\n%s", diff)
+			}
+			if j := journalIn(t, jd); len(j) != 0 {
+				t.Errorf("journal left after the next run: %q", j)
 			}
 		})
 	}
 }
 
-// tempFiles lists the temporary files of Set under dir.
-func tempFiles(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && (isTempName(d.Name()) || d.Name() == JournalName) {
-			rel, _ := filepath.Rel(dir, p)
-			out = append(out, filepath.ToSlash(rel))
-		}
-		return err
-	})
-	return out
-}
-
 // TestJournalRollsBackAMovedTree: a journal whose originals changed since
-// they were staged (a git reset, another edit) is dropped, not replayed
+// they were staged (a git reset, another edit) is undone, not replayed
 // over the newer content.
 func TestJournalRollsBackAMovedTree(t *testing.T) {
-	dir := writeTree(t, map[string]string{
+	dir, jd := writeTree(t, map[string]string{
 		"a.yaml": "image: nginx@" + digestA + "\n",
 		"b.yaml": "image: nginx@" + digestA + "\n",
-	})
-	var image string
-	if _, err := Set(dir, Update{Image: "nginx", Digest: digestB}, WithPhaseHook(func(p Phase) {
-		if p == PhaseJournaled {
-			image = crashImage(t, dir)
-		}
-	})); err != nil {
-		t.Fatal(err)
-	}
+	}), t.TempDir()
+	killedAt(t, dir, Update{Image: "nginx", Digest: digestB}, PhaseJournaled, WithJournalDir(jd))
 	moved := "image: nginx@" + digestC + "\n# moved on\n"
 	for _, f := range []string{"a.yaml", "b.yaml"} {
-		if err := os.WriteFile(filepath.Join(image, f), []byte(moved), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(moved), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var warned []string
-	if _, err := Scan(image, WithWarnings(func(_ string, err error) { warned = append(warned, err.Error()) })); err != nil {
+	if _, err := Scan(dir, WithJournalDir(jd), WithWarnings(func(_ string, err error) { warned = append(warned, err.Error()) })); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{"a.yaml": moved, "b.yaml": moved}
-	if diff := cmp.Diff(want, readTree(t, image)); diff != "" {
+	if diff := cmp.Diff(want, readTree(t, dir)); diff != "" {
 		t.Errorf("tree (-want +got):\n%s", diff)
 	}
-	if len(warned) != 1 || !strings.Contains(warned[0], "dropped") {
-		t.Errorf("warnings = %q, want one saying the interrupted set was dropped", warned)
+	if len(warned) != 1 || !strings.Contains(warned[0], "undone") {
+		t.Errorf("warnings = %q, want one saying the interrupted set was undone", warned)
+	}
+}
+
+// TestSetRollsBackWhenAReplaceFails: when one original cannot be replaced
+// after others were, those go back: the tree ends as it was, with nothing
+// staged and no journal, and the error says so. The failure is a file
+// that became a directory mid-set, and, where the file system and the
+// user allow it, a file made immutable (chattr +i), which defeats even
+// root.
+func TestSetRollsBackWhenAReplaceFails(t *testing.T) {
+	files := map[string]string{
+		"a.yaml": "image: nginx@" + digestA + "\n",
+		"b.yaml": "image: nginx@" + digestA + "\n",
+		"c.yaml": "image: nginx@" + digestA + "\n",
+	}
+	check := func(t *testing.T, dir, jd string, err error, wantTree map[string]string) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), "b.yaml") || !strings.Contains(err.Error(), "put back") {
+			t.Errorf("Set = %v, want an error naming b.yaml and saying the replaced files were put back", err)
+		}
+		got := readTree(t, dir)
+		if diff := cmp.Diff(wantTree, got); diff != "" {
+			t.Errorf("tree (-want +got):\n%s", diff)
+		}
+		if j := journalIn(t, jd); len(j) != 0 {
+			t.Errorf("journal left: %q", j)
+		}
+	}
+	t.Run("a file became a directory", func(t *testing.T) {
+		dir, jd := writeTree(t, files), t.TempDir()
+		_, err := Set(dir, Update{Image: "nginx", Digest: digestB}, WithJournalDir(jd), WithPhaseHook(func(p Phase) {
+			if p == PhaseRenaming { // a.yaml is replaced; b.yaml goes
+				os.Remove(filepath.Join(dir, "b.yaml"))
+				os.MkdirAll(filepath.Join(dir, "b.yaml", "x"), 0o755)
+				os.WriteFile(filepath.Join(dir, "b.yaml", "x", "keep"), []byte("k"), 0o644)
+			}
+		}))
+		want := map[string]string{"a.yaml": files["a.yaml"], "b.yaml/x/keep": "k", "c.yaml": files["c.yaml"]}
+		check(t, dir, jd, err, want)
+	})
+	t.Run("an immutable file", func(t *testing.T) {
+		dir, jd := writeTree(t, files), t.TempDir()
+		b := filepath.Join(dir, "b.yaml")
+		chattr, err := exec.LookPath("chattr")
+		if err == nil {
+			err = exec.Command(chattr, "+i", b).Run()
+		}
+		if err != nil {
+			t.Skipf("this file system or user cannot make a file immutable (%v); the directory case above covers the rollback", err)
+		}
+		t.Cleanup(func() { exec.Command(chattr, "-i", b).Run() })
+		_, err = Set(dir, Update{Image: "nginx", Digest: digestB}, WithJournalDir(jd))
+		check(t, dir, jd, err, files)
+	})
+}
+
+// TestHostileJournal: a journal pinbot did not write for the tree (planted
+// by whoever can write to the journal directory, or left by another tree)
+// is refused, naming it, and nothing in or outside the tree changes.
+func TestHostileJournal(t *testing.T) {
+	files := map[string]string{"a.yaml": "image: nginx@" + digestA + "\n"}
+	outside := t.TempDir()
+	victim := filepath.Join(outside, "victim")
+	os.WriteFile(victim, []byte("precious"), 0o644)
+	for name, tc := range map[string]struct {
+		journal func(root string) journal
+		link    bool
+		want    string
+	}{
+		"a path outside the tree": {
+			journal: func(root string) journal {
+				rel, _ := filepath.Rel(root, victim)
+				return journal{Version: 2, Root: root, Token: strings.Repeat("ab", 12), Phase: journalCommitting, Files: []journalEntry{{File: filepath.ToSlash(rel)}}}
+			},
+			want: "outside the tree",
+		},
+		"another tree's journal": {
+			journal: func(string) journal {
+				return journal{Version: 2, Root: outside, Token: strings.Repeat("ab", 12), Phase: journalCommitting}
+			},
+			want: "not of",
+		},
+		"no token": {
+			journal: func(root string) journal { return journal{Version: 2, Root: root, Phase: journalCommitting} },
+			want:    "no token",
+		},
+		"a link": {link: true, want: "not a regular file"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir, jd := writeTree(t, files), t.TempDir()
+			tr, err := openTree(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			jf, err := journalFile(options{journalDir: jd}, tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.link {
+				err = os.Symlink(victim, jf)
+			} else {
+				err = writeJournal(jf, tc.journal(tr.root))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Set(dir, Update{Image: "nginx", Digest: digestB}, WithJournalDir(jd))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), jf) {
+				t.Errorf("Set = %v, want an error naming %s and saying %q", err, jf, tc.want)
+			}
+			if diff := cmp.Diff(files, readTree(t, dir)); diff != "" {
+				t.Errorf("tree (-want +got):\n%s", diff)
+			}
+			if b, _ := os.ReadFile(victim); string(b) != "precious" {
+				t.Errorf("the file outside the tree was changed: %q", b)
+			}
+		})
+	}
+}
+
+// TestJournalDirNotPrivate: a journal directory another user may write to
+// is refused: whoever can write there could plant a journal.
+func TestJournalDirNotPrivate(t *testing.T) {
+	dir, jd := writeTree(t, map[string]string{"a.yaml": "image: nginx@" + digestA + "\n"}), t.TempDir()
+	if err := os.Chmod(jd, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Set(dir, Update{Image: "nginx", Digest: digestB}, WithJournalDir(jd))
+	if err == nil || !strings.Contains(err.Error(), jd) {
+		t.Errorf("Set = %v, want an error naming the journal directory %s", err, jd)
+	}
+	if got := readTree(t, dir)["a.yaml"]; !strings.Contains(got, digestA) {
+		t.Errorf("a.yaml was changed: %q", got)
+	}
+}
+
+// TestStagedLookalikeIsTheRepositorys: a tracked file named like a staged
+// file of Set (".a.yaml.pinbot-…") is the repository's: Set neither
+// removes nor rewrites it.
+func TestStagedLookalikeIsTheRepositorys(t *testing.T) {
+	files := map[string]string{
+		"a.yaml": "image: nginx@" + digestA + "\n",
+		".a.yaml.pinbot-" + strings.Repeat("0", 24):          "notes\n",
+		".a.yaml.pinbot-" + strings.Repeat("0", 24) + ".old": "older notes\n",
+	}
+	dir := writeTree(t, files)
+	if _, err := Set(dir, Update{Image: "nginx", Digest: digestB}, WithJournalDir(t.TempDir())); err != nil {
+		t.Fatal(err)
+	}
+	got := readTree(t, dir)
+	for f, want := range files {
+		if f != "a.yaml" && got[f] != want {
+			t.Errorf("%s = %q, want %q", f, got[f], want)
+		}
 	}
 }
 
@@ -335,22 +450,5 @@ func TestWarningsOnce(t *testing.T) {
 	}
 	if len(got) != 1 {
 		t.Errorf("warnings = %q, want one", got)
-	}
-}
-
-func TestIsTempName(t *testing.T) {
-	for name, want := range map[string]bool{
-		".pod.yaml.pinbot-123456":       true,
-		".pinbot-journal.pinbot-1":      true,
-		".pinbot-journal":               false,
-		"pod.yaml.pinbot-123":           false,
-		".pod.yaml.pinbot-":             false,
-		".pod.yaml.pinbot-12a":          false,
-		".notes.pinbot-draft":           false,
-		".Dockerfile.pinbot-9876543210": true,
-	} {
-		if got := isTempName(name); got != want {
-			t.Errorf("isTempName(%q) = %v, want %v", name, got, want)
-		}
 	}
 }

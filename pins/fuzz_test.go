@@ -279,7 +279,7 @@ func sameTree(a, b *yaml.Node, u Update) string {
 	if a.Kind == yaml.MappingNode && len(bc) == len(ac)+2 {
 		// An added "digest: <digest>" pair.
 		for i := 0; i+1 < len(bc); i += 2 {
-			if (bc[i].Value == "digest") && bc[i+1].Value == u.Digest && !hasKey(ac, "digest") {
+			if (bc[i].Value == "digest") && bc[i+1].Value == u.Digest && !hasKey(ac, "digest") && !hasKey(ac, "sha") && !hasKey(ac, "sha256") {
 				bc = append(append([]*yaml.Node(nil), bc[:i]...), bc[i+2:]...)
 				break
 			}
@@ -309,6 +309,10 @@ func hasKey(content []*yaml.Node, key string) bool {
 // gaining a digest.
 func sameScalar(a, b string, u Update) bool {
 	if b == u.Tag || b == u.Digest && (a == "" || isNullWord(a) || validDigest(a)) {
+		return true
+	}
+	// A Helm "sha" key's bare hex.
+	if bare := strings.TrimPrefix(u.Digest, "sha256:"); b == bare && (a == "" || isNullWord(a) || validDigest("sha256:"+a)) {
 		return true
 	}
 	// A tag that carries the digest: "1.27@sha256:...".

@@ -3,6 +3,7 @@ package pins
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Kind names the syntax a pin is written in.
@@ -27,7 +28,14 @@ type Pin struct {
 	Tag     string // tag tracked by this pin, "" if none
 	Digest  string // "sha256:<64 hex>"
 	Ignored bool   // the pin carries a "# pinbot: ignore" comment
+	// Also lists other images the pin may render as: a Helm mapping under
+	// a global registry, which charts read differently.
+	Also []string `json:",omitempty"`
 }
+
+// Of reports whether the pin is a pin of image (its Image, or one of
+// Also).
+func (p Pin) Of(image string) bool { return p.Image == image || slices.Contains(p.Also, image) }
 
 // Key names the pin in an Update's Digests table.
 func (p Pin) Key() PinKey { return PinKey{File: p.File, Line: p.Line, Digest: p.Digest} }
@@ -152,10 +160,11 @@ func (e *SyntaxError) Unwrap() error { return e.Err }
 type Option func(*options)
 
 type options struct {
-	warn     func(file string, err error)
-	skipped  func(Skip)
-	hook     func(Phase)
-	vendored bool
+	warn       func(file string, err error)
+	skipped    func(Skip)
+	hook       func(Phase)
+	vendored   bool
+	journalDir string
 }
 
 // WithWarnings receives each file that was skipped and why: a malformed file

@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"pinbot.dev/pinbot/internal/confined"
 )
 
 // The tree walk makes its system calls directly, with the file relative to
@@ -77,6 +79,17 @@ func openDir(p string) (dirHandle, error) {
 
 func (d dirHandle) close() { rawClose(d.fd) }
 
+// openSub opens the directory rel below d, the walk's root, refusing a
+// path through a link (one swapped in since the listing) and any path
+// out of the root (see internal/confined).
+func (d dirHandle) openSub(rel, abs string) (dirHandle, error) {
+	fd, err := confined.OpenBeneath(d.fd, rel, syscall.O_RDONLY|syscall.O_DIRECTORY)
+	if err != nil {
+		return dirHandle{}, &fs.PathError{Op: "open", Path: abs, Err: err}
+	}
+	return dirHandle{fd: fd, path: abs}, nil
+}
+
 const _AT_FDCWD = -100
 
 // withFile reads the file name in d into buf (grown as needed) and calls fn
@@ -84,11 +97,19 @@ const _AT_FDCWD = -100
 // symbolic link put in the file's place since the directory was read.
 func (d dirHandle) withFile(name string, buf []byte, fn func(src []byte, stat func() (fileStat, error)) error) ([]byte, error) {
 	p := d.path + "/" + name
-	fd, err := rawOpenat(d.fd, name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW)
+	// O_NONBLOCK: a FIFO put in the file's place must not block the open.
+	fd, err := rawOpenat(d.fd, name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK)
 	if err != nil {
 		return buf, &fs.PathError{Op: "open", Path: p, Err: err}
 	}
 	defer rawClose(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return buf, &fs.PathError{Op: "stat", Path: p, Err: err}
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return buf, &fs.PathError{Op: "open", Path: p, Err: confined.ErrNotRegular}
+	}
 	if cap(buf) < 64<<10 {
 		buf = make([]byte, 0, 64<<10)
 	}
@@ -110,7 +131,6 @@ func (d dirHandle) withFile(name string, buf []byte, fn func(src []byte, stat fu
 		buf = buf[:len(buf)+n]
 	}
 	return buf, fn(buf, func() (fileStat, error) {
-		var st syscall.Stat_t
 		if err := syscall.Fstat(fd, &st); err != nil {
 			return fileStat{}, &fs.PathError{Op: "stat", Path: p, Err: err}
 		}

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"pinbot.dev/pinbot/internal/confined"
 )
 
 // dirHandle is a directory being walked.
@@ -16,6 +18,19 @@ type dirHandle struct{ path string }
 func openDir(p string) (dirHandle, error) { return dirHandle{path: p}, nil }
 
 func (d dirHandle) close() {}
+
+// openSub checks that the directory rel below d, the walk's root, is no
+// link (see internal/confined).
+func (d dirHandle) openSub(rel, abs string) (dirHandle, error) {
+	fi, err := os.Lstat(abs)
+	if err != nil {
+		return dirHandle{}, err
+	}
+	if !fi.IsDir() {
+		return dirHandle{}, &fs.PathError{Op: "open", Path: abs, Err: confined.ErrLink}
+	}
+	return dirHandle{path: abs}, nil
+}
 
 // withFile reads the file name in d into buf (grown as needed) and calls fn
 // with its content and a stat of the open file.

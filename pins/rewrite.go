@@ -206,10 +206,15 @@ func rewrite(file string, src []byte, u *update) ([]byte, []Change, fileScope, e
 	var edits []edit
 	var scs []siteChange
 	for _, s := range sites {
-		if s.image != u.repo || s.ignored {
+		if !s.names(u.repo) || s.ignored {
 			continue
 		}
+		s.image = u.repo // the name it is promoted under, of its names
 		pinned := s.digest != ""
+		if s.unplaced != "" {
+			fs.skipped = append(fs.skipped, Skip{File: file, Line: s.line, Tag: s.tag, Reason: "not pinned: " + s.unplaced})
+			continue
+		}
 		if !pinned && !u.PinTags {
 			continue
 		}
@@ -229,7 +234,7 @@ func rewrite(file string, src []byte, u *update) ([]byte, []Change, fileScope, e
 				if s.tagOff < 0 {
 					continue
 				}
-				s.pinOff, s.pinLen, s.pinPrefix, s.pinLine = s.tagOff+s.tagLen, 0, "@", false
+				s.pinOff, s.pinLen, s.pinPrefix, s.pinLine, s.digBare = s.tagOff+s.tagLen, 0, "@", false, false
 				s.line, s.col = lt.position(s.pinOff)
 			}
 		}
@@ -252,8 +257,12 @@ func rewrite(file string, src []byte, u *update) ([]byte, []Change, fileScope, e
 		}
 		sc := siteChange{s: s, digest: d, tag: tag, first: len(edits)}
 		switch {
+		case pinned && d != s.digest && s.digBare:
+			edits = append(edits, edit{off: s.digOff, n: imageref.DigestLen - len("sha256:"), text: strings.TrimPrefix(d, "sha256:")})
 		case pinned && d != s.digest:
 			edits = append(edits, edit{off: s.digOff, n: imageref.DigestLen, text: d})
+		case !pinned && s.digBare:
+			edits = append(edits, edit{off: s.pinOff, n: s.pinLen, text: s.pinPrefix + strings.TrimPrefix(d, "sha256:"), newLine: s.pinLine})
 		case !pinned:
 			edits = append(edits, edit{off: s.pinOff, n: s.pinLen, text: s.pinPrefix + d, newLine: s.pinLine})
 			if s.pinLine {
@@ -359,4 +368,6 @@ func changes(file string, old, neu *lineTable, edits []edit, scs []siteChange) [
 }
 
 // containsDigest is the cheap test for a file that may hold a pin.
-func containsDigest(src []byte) bool { return bytes.Contains(src, []byte("sha256:")) }
+func containsDigest(src []byte) bool {
+	return bytes.Contains(src, []byte("sha256:")) || bytes.Contains(src, []byte("sha:"))
+}

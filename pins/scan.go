@@ -18,23 +18,30 @@ import (
 // of the tree that was killed after its commit point is finished first.
 func Scan(dir string, opts ...Option) ([]Pin, error) {
 	o := makeOptions(opts)
-	var (
-		mu    sync.Mutex
-		found [][]Pin
-		total int
-		warn  warnings
-	)
 	t, err := openTree(dir)
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := prepareTree(context.Background(), t, false, &warn)
+	var warn warnings
+	unlock, err := prepareTree(context.Background(), t, false, o, &warn)
 	if err != nil {
 		warn.deliver(o.warn)
 		return nil, err
 	}
 	defer unlock()
-	err = forEachFile(t, walkOptions{warn: &warn, lenient: true, vendored: o.vendored}, func(f treeFile, src []byte, _ func() (fileStat, error)) error {
+	pins, err := scan(t, o, &warn)
+	warn.deliver(o.warn)
+	return pins, err
+}
+
+// scan lists the pins of files; see Scan. Warnings go to warn.
+func scan(files files, o options, warn *warnings) ([]Pin, error) {
+	var (
+		mu    sync.Mutex
+		found [][]Pin
+		total int
+	)
+	err := files.forEach(walkOptions{warn: warn, lenient: true, vendored: o.vendored}, func(f treeFile, src []byte, _ func() (fileStat, error)) error {
 		a := getArena()
 		defer putArena(a)
 		if !containsDigest(src) {
@@ -52,14 +59,14 @@ func Scan(dir string, opts ...Option) ([]Pin, error) {
 		}
 		pins := make([]Pin, 0, len(sites))
 		for _, s := range sites {
-			if s.digest == "" {
+			if s.digest == "" || s.unplaced != "" {
 				continue
 			}
 			if s.err != nil {
 				warn.add(f.rel, &SyntaxError{File: f.rel, Line: s.line, Err: s.err})
 			}
 			pins = append(pins, Pin{File: f.rel, Line: s.line, Column: s.col, Kind: s.kind,
-				Image: s.image, Tag: s.tag, Digest: s.digest, Ignored: s.ignored})
+				Image: s.image, Tag: s.tag, Digest: s.digest, Ignored: s.ignored, Also: s.alts})
 		}
 		if len(pins) > 0 {
 			mu.Lock()
@@ -69,7 +76,6 @@ func Scan(dir string, opts ...Option) ([]Pin, error) {
 		}
 		return nil
 	})
-	warn.deliver(o.warn)
 	if err != nil {
 		return nil, err
 	}

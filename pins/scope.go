@@ -164,7 +164,7 @@ func Decide(u Update, found []Pin) (in []Pin, skipped []Skip, err error) {
 		return nil, nil, err
 	}
 	for _, p := range found {
-		if p.Image != up.repo || p.Ignored || p.Digest == "" && !u.PinTags {
+		if !p.Of(up.repo) || p.Ignored || p.Digest == "" && !u.PinTags {
 			continue
 		}
 		if ok, reason := scope(u.Tag, p.Tag, p.Digest != ""); !ok {

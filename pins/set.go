@@ -1,16 +1,14 @@
 package pins
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
-
-	"pinbot.dev/pinbot/internal/filelock"
 )
 
 // sortPins sorts pins by file, line and column.
@@ -42,23 +40,63 @@ func Set(dir string, u Update, opts ...Option) ([]Change, error) {
 // digest a pin already holds changes nothing.
 //
 // SetContext is all-or-nothing across the tree, even if the process is
-// killed: it stages each new file beside its original, with the original's
-// mode and owner; only when every file succeeded, none changed on disk
-// meanwhile, and ctx is not done does it commit them through a journal (see
-// JournalName). On any error before that, and when ctx ends (a signal),
-// nothing is replaced and the staged files are removed; ctx's error is
-// returned. A Set killed part way is finished or undone by the next Scan,
-// Plan or Set of the tree, and the next Set removes the temporary files a
-// killed one left. Sets of one tree take turns (a lock on its root).
+// killed or a file cannot be replaced: it stages each new file beside its
+// original, and replaces the originals only when every file was staged,
+// none changed on disk meanwhile, and ctx is not done; a replacement that
+// fails puts back the files already replaced. A journal kept outside the
+// tree (see WithJournalDir) lets the next Scan, Plan or Set of the tree
+// finish or undo a Set that was killed. When ctx ends (a signal) before
+// the commit point, nothing is replaced, the staged files are removed, and
+// ctx's error is returned. Sets of one tree take turns (a lock on its
+// root).
 func SetContext(ctx context.Context, dir string, u Update, opts ...Option) ([]Change, error) {
 	return set(ctx, dir, u, true, opts)
 }
 
-// rewritten is one file Set will replace.
+// rewritten is one file a Set replaces: its old and new content.
 type rewritten struct {
-	rel, abs, tmp string
-	st            fileStat
-	changes       []Change
+	rel      string
+	st       fileStat
+	old, out []byte
+	changes  []Change
+}
+
+// planned is what a walk found for an Update.
+type planned struct {
+	done    []rewritten
+	skipped []Skip
+}
+
+// changes are the changed lines of every file, sorted by file and line.
+func (p planned) changes() []Change {
+	var all []Change
+	for _, r := range p.done {
+		all = append(all, r.changes...)
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].File != all[j].File {
+			return all[i].File < all[j].File
+		}
+		return all[i].Line < all[j].Line
+	})
+	return all
+}
+
+// report hands the skipped pins to o's WithSkipped, in file and line
+// order.
+func (p planned) report(o options) {
+	if o.skipped == nil {
+		return
+	}
+	slices.SortFunc(p.skipped, func(a, b Skip) int {
+		if c := strings.Compare(a.File, b.File); c != 0 {
+			return c
+		}
+		return a.Line - b.Line
+	})
+	for _, sk := range p.skipped {
+		o.skipped(sk)
+	}
 }
 
 func set(ctx context.Context, dir string, u Update, write bool, opts []Option) ([]Change, error) {
@@ -71,25 +109,39 @@ func set(ctx context.Context, dir string, u Update, write bool, opts []Option) (
 	if err != nil {
 		return nil, err
 	}
-	var (
-		mu      sync.Mutex
-		done    []rewritten
-		skipped []Skip
-		tagged  []Pin
-		warn    warnings
-		temps   tempList
-	)
-	unlock, err := prepareTree(ctx, t, write, &warn)
+	var warn warnings
+	unlock, err := prepareTree(ctx, t, write, o, &warn)
 	if err != nil {
 		warn.deliver(o.warn)
 		return nil, err
 	}
 	defer unlock()
-	wo := walkOptions{include: u.Include, warn: &warn, vendored: o.vendored}
-	if write {
-		wo.temps = &temps
+	res, err := plan(ctx, t, up, o, walkOptions{include: u.Include, warn: &warn, vendored: o.vendored}, write)
+	warn.deliver(o.warn)
+	if err == nil && write && len(res.done) > 0 {
+		err = commit(ctx, t, o, res.done)
 	}
-	err = forEachFile(t, wo, func(f treeFile, src []byte, stat func() (fileStat, error)) error {
+	if err != nil {
+		return nil, err
+	}
+	res.report(o)
+	return res.changes(), nil
+}
+
+// plan walks files and computes each rewrite u asks for, keeping the old
+// content of a file when keep is set (Set writes it back should a
+// replacement fail; Edit returns the new).
+func plan(ctx context.Context, files files, up *update, o options, wo walkOptions, keep bool) (planned, error) {
+	var (
+		mu     sync.Mutex
+		res    planned
+		tagged []Pin
+		warn   = wo.warn
+	)
+	err := files.forEach(wo, func(f treeFile, src []byte, stat func() (fileStat, error)) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if !up.mentions.in(src) {
 			// It cannot hold a pin of this repository. If it could hold
 			// one of another and is malformed, say so.
@@ -112,7 +164,7 @@ func set(ctx context.Context, dir string, u Update, write bool, opts []Option) (
 		}
 		if len(fs.skipped) > 0 || len(fs.tagged) > 0 {
 			mu.Lock()
-			skipped = append(skipped, fs.skipped...)
+			res.skipped = append(res.skipped, fs.skipped...)
 			tagged = append(tagged, fs.tagged...)
 			mu.Unlock()
 		}
@@ -123,82 +175,45 @@ func set(ctx context.Context, dir string, u Update, write bool, opts []Option) (
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", f.rel, err)
 		}
-		r := rewritten{rel: f.rel, abs: f.abs(), st: st, changes: changes}
-		if write {
-			if r.tmp, err = writeTemp(r.abs, out, st); err != nil {
-				return fmt.Errorf("writing %s: %w", f.rel, err)
-			}
+		r := rewritten{rel: f.rel, st: st, out: out, changes: changes}
+		if keep {
+			r.old = bytes.Clone(src) // src is the walk's buffer
 		}
 		mu.Lock()
-		done = append(done, r)
+		res.done = append(res.done, r)
 		mu.Unlock()
 		return nil
 	})
-	if write {
-		removeTemps(t.root, &temps, warn.add)
-	}
-	warn.deliver(o.warn)
 	if err == nil && up.checkVariants() {
 		sortPins(tagged)
 		err = mixedVariants(up.repo, tagged)
 	}
-	if err == nil && write && len(done) > 0 {
-		o.hook(PhaseStaged)
-		if err = context.Cause(ctx); err != nil {
-			err = fmt.Errorf("stopped before replacing any file: %w", err)
-		} else {
-			err = commit(t.root, done, o.hook)
-		}
-	}
 	if err != nil {
-		for _, r := range done {
-			if r.tmp != "" {
-				os.Remove(r.tmp)
-			}
-		}
-		return nil, err
+		return planned{}, err
 	}
-	if o.skipped != nil {
-		slices.SortFunc(skipped, func(a, b Skip) int {
-			if c := strings.Compare(a.File, b.File); c != 0 {
-				return c
-			}
-			return a.Line - b.Line
-		})
-		for _, sk := range skipped {
-			o.skipped(sk)
-		}
-	}
-	var all []Change
-	for _, r := range done {
-		all = append(all, r.changes...)
-	}
-	sort.SliceStable(all, func(i, j int) bool {
-		if all[i].File != all[j].File {
-			return all[i].File < all[j].File
-		}
-		return all[i].Line < all[j].Line
-	})
-	return all, nil
+	sort.Slice(res.done, func(i, j int) bool { return res.done[i].rel < res.done[j].rel })
+	return res, nil
 }
 
 // errChanged reports a file that changed on disk while Set was rewriting it.
 var errChanged = errors.New("changed on disk while pinbot was rewriting it; nothing was written")
 
-// prepareTree locks t for a Set (write) and finishes a Set that was killed
-// after its commit point. Without write, it locks only when there is a
-// journal to finish.
-func prepareTree(ctx context.Context, t tree, write bool, warn *warnings) (unlock func(), err error) {
-	if !write {
-		if _, err := os.Lstat(t.root + string(os.PathSeparator) + JournalName); err != nil {
-			return func() {}, nil
-		}
-	}
-	unlock, err = filelock.Lock(ctx, t.root)
+// prepareTree locks t for a Set (write) and finishes or undoes a Set that
+// was killed after its commit point. Without write, it locks only when
+// there is a journal to finish.
+func prepareTree(ctx context.Context, t tree, write bool, o options, warn *warnings) (unlock func(), err error) {
+	jf, err := journalFile(o, t)
 	if err != nil {
 		return nil, err
 	}
-	if err := recoverTree(t.root, warn.add); err != nil {
+	if !write && !exists(jf) {
+		return func() {}, nil
+	}
+	unlock, err = lockTree(ctx, t.root)
+	if err != nil {
+		return nil, err
+	}
+	if err := recoverTree(t, jf, warn.add); err != nil {
 		unlock()
 		return nil, err
 	}

@@ -3,9 +3,12 @@ package pins
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+	"pinbot.dev/pinbot/internal/clip"
 )
 
 // site is one place in a file that holds, or could hold, a digest for a
@@ -31,7 +34,20 @@ type site struct {
 	pinOff, pinLen int
 	pinPrefix      string
 	pinLine        bool
+
+	// alts are other names the site's image may render as (a Helm
+	// mapping under a global registry); the site is a pin of each.
+	alts []string
+	// digBare: the digest is written as its bare hex, without "sha256:"
+	// (a Helm "sha" key the templates prefix themselves).
+	digBare bool
+	// unplaced says why a site of the image cannot be pinned in place; it
+	// is reported as a skip, and nothing is written.
+	unplaced string
 }
+
+// names reports whether the site is a pin of repo.
+func (s *site) names(repo string) bool { return s.image == repo || slices.Contains(s.alts, repo) }
 
 func newSite(kind Kind, image string) site {
 	return site{kind: kind, image: image, digOff: -1, tagOff: -1, pinOff: -1}
@@ -41,6 +57,7 @@ func newSite(kind Kind, image string) site {
 func yamlSites(ft fileType, src []byte, lt *lineTable, roots []*yaml.Node, sites []site, repos repoCache) []site {
 	w := &yamlWalker{src: src, lt: lt, sites: sites, repos: repos}
 	for _, root := range roots {
+		w.global = globalRegistry(root)
 		switch ft {
 		case ftPins:
 			w.pinsFile(root)
@@ -60,6 +77,8 @@ type yamlWalker struct {
 	lt    *lineTable
 	sites []site
 	repos repoCache
+	// global is the registries of the document's global section.
+	global globals
 }
 
 // maxDepth bounds recursion over hostile input; yaml.v3 itself nests deeper.
@@ -160,19 +179,39 @@ func (w *yamlWalker) unlocatable(s site, v *yaml.Node) {
 	w.sites = append(w.sites, s)
 }
 
-// helm records a site for a mapping shaped like Helm image values:
-// repository, optional registry and tag, and digest.
+// helm records a site for a mapping shaped like Helm image values. The
+// shapes real charts use:
+//
+//   - repository, with an optional registry: {registry, repository, tag,
+//     digest};
+//   - the repository under "image" (ingress-nginx: {registry, image, tag,
+//     digest});
+//   - the registry from the values' global section when the mapping has
+//     none, or over it (global.imageRegistry, global.image.registry,
+//     global.registry; see globalRegistry);
+//   - the digest under "digest", "sha256" or "sha", as "sha256:<hex>" or
+//     as the bare hex the templates prefix themselves.
+//
+// A mapping of the promoted repository that cannot be pinned in place is
+// recorded too, with the reason (see site.unplaced), so that it is
+// reported, never dropped in silence.
 func (w *yamlWalker) helm(m *yaml.Node, key *yaml.Node) {
-	f := fields(m, "registry", "repository", "tag", "digest")
+	f := fields(m, "registry", "repository", "image", "tag", "digest", "sha256", "sha")
 	repo := f.get("repository")
-	if repo == nil || f.get("tag") == nil && f.get("digest") == nil || !f.scalars() {
+	if repo == nil {
+		repo = f.get("image")
+	}
+	digName := "digest"
+	for _, n := range []string{"digest", "sha256", "sha"} {
+		if f.get(n) != nil {
+			digName = n
+			break
+		}
+	}
+	if repo == nil || repo.Kind != yaml.ScalarNode || f.get("tag") == nil && f.get(digName) == nil {
 		return
 	}
-	full := repo.Value
-	if reg := f.get("registry"); reg != nil && reg.Value != "" {
-		full = strings.TrimSuffix(reg.Value, "/") + "/" + repo.Value
-	}
-	image, ok := parseRepo(full, w.repos)
+	names, ok := w.helmNames(repo.Value, f.get("registry"))
 	if !ok {
 		return
 	}
@@ -180,14 +219,95 @@ func (w *yamlWalker) helm(m *yaml.Node, key *yaml.Node) {
 	if key != nil {
 		extra = append(extra, key.Line)
 	}
-	w.mappingSite(newSite(KindHelm, image), m, &f, "tag", "digest", extra)
+	s := newSite(KindHelm, names[0])
+	if len(names) > 1 {
+		s.alts = names[1:]
+	}
+	if !f.scalars() {
+		s.line, s.col = repo.Line, repo.Column
+		s.unplaced = "the image's tag or digest is not a plain value (a mapping or a list): pin it by hand"
+		w.sites = append(w.sites, s)
+		return
+	}
+	s.digBare = digName != "digest"
+	w.mappingSite(s, m, &f, "tag", digName, extra)
 }
 
-// mapFields holds the values, and their keys, of up to four chosen keys of
+// helmNames returns the image a Helm mapping names (a repository, maybe
+// with the mapping's registry and the values' global one), the name the
+// chart most likely renders first, then other names it may render: charts
+// differ in whether the global registry overrides the image's own.
+func (w *yamlWalker) helmNames(repo string, reg *yaml.Node) ([]string, bool) {
+	if strings.ContainsAny(repo, "@{}") || strings.Contains(repo, ":") && !strings.Contains(repo, "/") {
+		return nil, false
+	}
+	local := ""
+	if reg != nil && reg.Kind == yaml.ScalarNode && !isNull(reg) {
+		local = strings.TrimSuffix(reg.Value, "/")
+	}
+	var candidates []string
+	switch g := w.global; {
+	case g.override != "":
+		candidates = []string{g.override, local, ""}
+	case local != "":
+		candidates = []string{local, g.fallback}
+	case g.fallback != "":
+		candidates = []string{g.fallback, ""}
+	default:
+		candidates = []string{""}
+	}
+	var out []string
+	for _, r := range candidates {
+		full := repo
+		if r != "" {
+			full = r + "/" + repo
+		} else if len(out) > 0 && local != "" {
+			continue // only a global registry may stand in for none
+		}
+		if name, ok := parseRepo(full, w.repos); ok && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out, len(out) > 0
+}
+
+// globals are the registries a values file's global section sets for
+// every image: override wins over an image's own registry
+// (global.imageRegistry, as Bitnami's charts read it), fallback stands in
+// where the image names none (global.image.registry, global.registry).
+type globals struct{ override, fallback string }
+
+// globalRegistry reads a document's global registries.
+func globalRegistry(root *yaml.Node) globals {
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	g := rootField(root, "global")
+	if g == nil || g.Kind != yaml.MappingNode {
+		return globals{}
+	}
+	scalar := func(n *yaml.Node) string {
+		if n == nil || n.Kind != yaml.ScalarNode || isNull(n) {
+			return ""
+		}
+		return strings.TrimSuffix(n.Value, "/")
+	}
+	var out globals
+	out.override = scalar(rootField(g, "imageRegistry"))
+	if img := rootField(g, "image"); img != nil && img.Kind == yaml.MappingNode {
+		out.fallback = scalar(rootField(img, "registry"))
+	}
+	if out.fallback == "" {
+		out.fallback = scalar(rootField(g, "registry"))
+	}
+	return out
+}
+
+// mapFields holds the values, and their keys, of up to eight chosen keys of
 // a mapping, without allocating.
 type mapFields struct {
 	names    []string
-	key, val [4]*yaml.Node
+	key, val [8]*yaml.Node
 }
 
 func fields(m *yaml.Node, names ...string) mapFields {
@@ -278,7 +398,7 @@ func (w *yamlWalker) mappingSite(s site, m *yaml.Node, f *mapFields, tagName, di
 				return
 			}
 			s.tag, s.tagOff, s.tagLen = tagVal.Value[:at], off, at
-			s.digest, s.digOff = tagVal.Value[at+1:], off+at+1
+			s.digest, s.digOff, s.digBare = tagVal.Value[at+1:], off+at+1, false
 			s.line, s.col = w.lt.position(s.digOff)
 			s.ignored = w.ignoredAt(s.line) || w.ignoredAt(tagVal.Line)
 			for _, l := range lines {
@@ -301,10 +421,21 @@ func (w *yamlWalker) mappingSite(s site, m *yaml.Node, f *mapFields, tagName, di
 	}
 	switch {
 	case digVal != nil && !isNull(digVal) && digVal.Value != "":
-		if !validDigest(digVal.Value) {
+		v := digVal.Value
+		switch {
+		case validDigest(v):
+			s.digBare = false
+		case s.digBare && validDigest("sha256:"+v):
+			v = "sha256:" + v
+		default:
+			if s.kind == KindHelm {
+				s.line, s.col = digVal.Line, digVal.Column
+				s.unplaced = fmt.Sprintf("its %s key holds %s, not a digest", digName, clip.Quote(digVal.Value))
+				w.sites = append(w.sites, s)
+			}
 			return
 		}
-		s.digest = digVal.Value
+		s.digest = v
 		off, ok := w.locate(digVal)
 		if !ok {
 			w.unlocatable(s, digVal)
@@ -313,6 +444,11 @@ func (w *yamlWalker) mappingSite(s site, m *yaml.Node, f *mapFields, tagName, di
 		s.digOff = off
 		s.line, s.col = w.lt.position(off)
 	case s.tagOff < 0:
+		if s.kind == KindHelm && tagVal != nil {
+			s.line, s.col = tagVal.Line, tagVal.Column
+			s.unplaced = fmt.Sprintf("its tag %s is not a plain tag (the chart renders its own, such as the appVersion)", clip.Quote(tagVal.Value))
+			w.sites = append(w.sites, s)
+		}
 		return // nothing pinned and no tag to pin
 	case digVal != nil && digVal.Value == "" && digVal.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0:
 		off, ok := w.locate(digVal)
@@ -334,6 +470,11 @@ func (w *yamlWalker) mappingSite(s site, m *yaml.Node, f *mapFields, tagName, di
 		s.pinOff, s.pinPrefix = off+len(digKey.Value)+1, " "
 	default: // no digest key: add a line after the tag's, in a block mapping
 		if tagVal == nil || m.Style&yaml.FlowStyle != 0 || tagVal.Line != tagKey.Line {
+			if s.kind == KindHelm {
+				s.line, s.col = tagKey.Line, tagKey.Column
+				s.unplaced = fmt.Sprintf("no %s key, and none can be added here (a flow mapping, or a tag on its own line): add %s: \"\" beside the tag", digName, digName)
+				w.sites = append(w.sites, s)
+			}
 			return
 		}
 		keyOff := w.lt.offset(tagKey.Line, tagKey.Column)

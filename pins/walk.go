@@ -129,7 +129,6 @@ type walkOptions struct {
 	warn     *warnings         // where skipped files are reported
 	lenient  bool              // an unreadable file is a warning, not an error
 	vendored bool              // walk node_modules and vendor too
-	temps    *tempList         // where temporary files of Set are collected, or nil
 }
 
 // forEachFile walks t and calls work for every file of a known type that
@@ -175,6 +174,11 @@ func forEachFile(t tree, o walkOptions, work func(f treeFile, src []byte, stat f
 		busy++
 		return d, true
 	}
+	top, err := openDir(root)
+	if err != nil {
+		return fmt.Errorf("reading directory %s: %w", dir, err)
+	}
+	defer top.close()
 	for range workerCount() {
 		wg.Add(1)
 		go func() {
@@ -187,7 +191,10 @@ func forEachFile(t tree, o walkOptions, work func(f treeFile, src []byte, stat f
 					return
 				}
 				entries = entries[:0]
-				dh, err := openDir(d.abs)
+				dh, err := top, error(nil)
+				if d.rel != "" {
+					dh, err = top.openSub(d.rel, d.abs)
+				}
 				if err == nil {
 					entries, err = dh.entries(entries, &dirBuf)
 				}
@@ -214,10 +221,6 @@ func forEachFile(t tree, o walkOptions, work func(f treeFile, src []byte, stat f
 							subdirs = append(subdirs, queued{abs: abs, rel: rel})
 						}
 					case 0: // a regular file
-						if o.temps != nil && isTempName(name) {
-							o.temps.add(d.abs + string(filepath.Separator) + name)
-							continue
-						}
 						ft := classify(name)
 						if ft == ftNone || include != nil && !include(rel) {
 							continue
@@ -240,7 +243,7 @@ func forEachFile(t tree, o walkOptions, work func(f treeFile, src []byte, stat f
 						}
 					}
 				}
-				if dh != (dirHandle{}) {
+				if dh != (dirHandle{}) && dh != top {
 					dh.close()
 				}
 				mu.Lock()

@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"path"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/pins"
 )
@@ -135,18 +135,33 @@ const (
 
 var targetNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 
-// LoadConfig reads ConfigFile from the root of dir. A missing file gives
-// the defaults.
-func LoadConfig(dir string) (Config, error) {
-	data, err := os.ReadFile(filepath.Join(dir, ConfigFile))
-	if errors.Is(err, os.ErrNotExist) {
+// LoadConfig reads ConfigFile from the root of fsys (a Git snapshot's
+// files, or a confined directory). A missing file gives the defaults; a
+// link, or anything but a regular file, is refused.
+func LoadConfig(fsys fs.FS) (Config, error) {
+	f, err := fsys.Open(ConfigFile)
+	if errors.Is(err, fs.ErrNotExist) {
 		return ParseConfig(ConfigFile, nil)
 	}
 	if err != nil {
 		return Config{}, fmt.Errorf("reading %s: %w", ConfigFile, err)
 	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return Config{}, fmt.Errorf("reading %s: not a regular file", ConfigFile)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxConfig+1))
+	if err != nil {
+		return Config{}, fmt.Errorf("reading %s: %w", ConfigFile, err)
+	}
+	if len(data) > maxConfig {
+		return Config{}, fmt.Errorf("reading %s: larger than %d KiB", ConfigFile, maxConfig>>10)
+	}
 	return ParseConfig(ConfigFile, data)
 }
+
+// maxConfig bounds ConfigFile: a config is a page, not megabytes.
+const maxConfig = 1 << 20
 
 // ParseConfig decodes and validates a .pinbot.yaml strictly (unknown fields
 // are errors) and fills in the defaults. Errors name file:line.
@@ -242,6 +257,11 @@ func (c *Config) validate(file string, root *yaml.Node) error {
 	if (c.Author.Name == "") != (c.Author.Email == "") {
 		return fmt.Errorf("%s: author needs both name and email", at("author"))
 	}
+	for _, f := range []struct{ key, v string }{{"name", c.Author.Name}, {"email", c.Author.Email}} {
+		if i := strings.IndexAny(f.v, "\r\n\x00<>"); i >= 0 {
+			return fmt.Errorf("%s: author %s %s holds %q: a line break, NUL or angle bracket would forge the commit's header", at("author", f.key), f.key, clip.Quote(f.v), f.v[i])
+		}
+	}
 	switch c.Drift.Group {
 	case "", GroupImage, GroupTarget, GroupAll:
 	default:
@@ -318,11 +338,14 @@ func validBranchPrefix(p string) bool {
 // path.Match pattern or "**".
 func checkGlob(pattern string) error {
 	if pattern == "" || strings.HasPrefix(pattern, "/") {
-		return fmt.Errorf("path glob %q: want a non-empty path relative to the repository root", pattern)
+		return fmt.Errorf("path glob %s: want a non-empty path relative to the repository root", clip.Quote(pattern))
 	}
 	for _, seg := range strings.Split(pattern, "/") {
 		if seg == "**" {
 			continue
+		}
+		if seg == ".." || seg == "." || strings.Contains(seg, "\\") {
+			return fmt.Errorf("path glob %s: want a path inside the repository, without . or .. segments or backslashes", clip.Quote(pattern))
 		}
 		if _, err := path.Match(seg, ""); err != nil {
 			return fmt.Errorf("path glob %q: %w", pattern, err)

@@ -85,6 +85,10 @@ drift:
 		{name: "negative age", data: "drift:\n  minAge: -1m\n", wantErr: ".pinbot.yaml:2: drift minAge"},
 		{name: "half author", data: "author:\n  name: x\n", wantErr: ".pinbot.yaml:2: author needs both"},
 		{name: "bad prefix", data: "branchPrefix: 'a..b/'\n", wantErr: ".pinbot.yaml:1: branchPrefix"},
+		{name: "glob out of the tree", data: "targets:\n  - {name: a, paths: ['../../etc/**']}\n", wantErr: `.pinbot.yaml:2: path glob "../../etc/**": want a path inside the repository`},
+		{name: "track glob out of the tree", data: "track:\n  - image: r.example/app\n    tag: main\n    paths: [envs/../../x]\n", wantErr: `.pinbot.yaml:4: path glob`},
+		{name: "author name forging a header", data: "author:\n  name: \"pinbot\\ncommitter evil <e@x> 0 +0000\"\n  email: p@x\n", wantErr: ".pinbot.yaml:2: author name"},
+		{name: "author email with brackets", data: "author:\n  name: pinbot\n  email: \"p@x> <q@y\"\n", wantErr: ".pinbot.yaml:3: author email"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

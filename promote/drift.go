@@ -142,7 +142,6 @@ func Drift(ctx context.Context, env Env, opts DriftOptions) (DriftReport, error)
 	if err != nil {
 		return rep, err
 	}
-	defer s.close()
 	minAge := s.cfg.Drift.MinAge
 	if opts.MinAge != nil {
 		minAge = *opts.MinAge

@@ -102,7 +102,6 @@ func (f *fixture) env() Env {
 		Repo:     f.repo,
 		CloneURL: f.srv.RepoURL(f.owner, f.name),
 		Auth:     gitforge.Auth{Token: f.srv.Token},
-		WorkDir:  f.t.TempDir(),
 	}
 }
 

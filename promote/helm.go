@@ -6,9 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
+	"io/fs"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -52,7 +51,7 @@ func (c HelmCheck) Note() string {
 	return ""
 }
 
-// HelmForms finds out, for each values file under dir in which u (under
+// HelmForms finds out, for each values file of fsys in which u (under
 // PinTags) would pin a Helm mapping that carries a tag but no digest, in
 // which form the pin takes effect. When a Chart.yaml is at or above the
 // file, the chart is rendered with the file's values pinned to a probe
@@ -61,11 +60,11 @@ func (c HelmCheck) Note() string {
 // when neither does, the file's pins are left alone ("not pinned: chart X
 // does not render a digest"). A file no chart renders is unverified. The
 // result goes into u.Helm; see HelmCheck.Note for what to tell people.
-func HelmForms(ctx context.Context, dir string, u pins.Update, opts ...pins.Option) (map[string]pins.HelmChoice, []HelmCheck, error) {
+func HelmForms(ctx context.Context, fsys fs.FS, u pins.Update, opts ...pins.Option) (map[string]pins.HelmChoice, []HelmCheck, error) {
 	if !u.PinTags {
 		return nil, nil, nil
 	}
-	planned, err := pins.Plan(dir, u, opts...)
+	planned, _, err := pins.Edit(ctx, fsys, u, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -87,19 +86,19 @@ func HelmForms(ctx context.Context, dir string, u pins.Update, opts ...pins.Opti
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		c, err := probeHelm(dir, f, u)
+		c, err := probeHelm(ctx, fsys, f, u)
 		if err != nil {
 			return nil, nil, err
 		}
 		if c.Unverified {
 			if cfg == nil {
-				loaded, err := LoadConfig(dir)
+				loaded, err := LoadConfig(fsys)
 				if err != nil {
 					return nil, nil, err
 				}
 				cfg = &loaded
 			}
-			declared(cfg, dir, &c)
+			declared(cfg, fsys, &c)
 		}
 		choices[f] = c.Choice
 		checks = append(checks, c)
@@ -110,8 +109,8 @@ func HelmForms(ctx context.Context, dir string, u pins.Update, opts ...pins.Opti
 // declared applies what .pinbot.yaml declares for the chart a values file
 // feeds, which pinbot cannot render: the chart a Flux HelmRelease or an
 // Argo CD Application in the file names.
-func declared(cfg *Config, dir string, c *HelmCheck) {
-	src, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(c.File)))
+func declared(cfg *Config, fsys fs.FS, c *HelmCheck) {
+	src, err := fs.ReadFile(fsys, c.File)
 	if err != nil {
 		return
 	}
@@ -171,15 +170,15 @@ func releasedChart(src []byte) string {
 }
 
 // probeHelm renders the chart of one values file in each form.
-func probeHelm(dir, file string, u pins.Update) (HelmCheck, error) {
+func probeHelm(ctx context.Context, fsys fs.FS, file string, u pins.Update) (HelmCheck, error) {
 	check := HelmCheck{File: file}
-	chart, ok := chartOf(dir, file)
+	chart, ok := chartOf(fsys, file)
 	if !ok {
 		check.Unverified = true
 		return check, nil
 	}
 	check.Chart = chart
-	src, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(file)))
+	src, err := fs.ReadFile(fsys, file)
 	if err != nil {
 		return check, fmt.Errorf("reading %s: %w", file, err)
 	}
@@ -196,13 +195,13 @@ func probeHelm(dir, file string, u pins.Update) (HelmCheck, error) {
 		if err := yaml.Unmarshal(out, &values); err != nil {
 			return check, fmt.Errorf("probing the chart of %s: reading the values: %w", file, err)
 		}
-		objs, err := render.Dir(dir, chart, render.WithHelm(render.Helm{Values: values}))
+		objs, err := render.FS(fsys, chart, render.WithContext(ctx), render.WithHelm(render.Helm{Values: values}))
 		if err != nil {
 			why = append(why, err.Error())
 			continue
 		}
 		for _, o := range objs {
-			if containsString(o.Object, probeDigest) {
+			if containsString(o.Object, "@"+probeDigest) {
 				check.Choice = pins.HelmChoice{Form: form}
 				return check, nil
 			}
@@ -217,10 +216,10 @@ func probeHelm(dir, file string, u pins.Update) (HelmCheck, error) {
 }
 
 // chartOf returns the directory of the nearest Chart.yaml at or above a
-// values file, inside dir.
-func chartOf(dir, file string) (string, bool) {
+// values file.
+func chartOf(fsys fs.FS, file string) (string, bool) {
 	for d := path.Dir(file); ; d = path.Dir(d) {
-		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(d), "Chart.yaml")); err == nil {
+		if render.IsChart(fsys, d) {
 			return d, true
 		}
 		if d == "." || d == "/" {

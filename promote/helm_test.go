@@ -32,6 +32,10 @@ func TestHelmFormsGolden(t *testing.T) {
 		{"renders-neither", pins.HelmLeave, "not pinned: chart chart does not render a digest", 0},
 		{"unverified", pins.HelmDigestKey, "unverified: apps/release.yaml is not rendered by a chart", 1},
 		{"declared", pins.HelmTagDigest, "", 1}, // .pinbot.yaml says chart web renders repository:tag
+		// The values shapes real charts use.
+		{"library-subchart", pins.HelmDigestKey, "", 1}, // the digest read by a library subchart's named template
+		{"registry-image", pins.HelmDigestKey, "", 1},   // ingress-nginx: {registry, image, tag, digest}
+		{"sha-key", pins.HelmDigestKey, "", 1},          // {repository, tag, sha}: the bare hex
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -39,7 +43,7 @@ func TestHelmFormsGolden(t *testing.T) {
 			work := t.TempDir()
 			copyDir(t, filepath.Join(base, "original"), work)
 			u := pins.Update{Image: "nginx", Digest: digest, Tag: "1.27", PinTags: true}
-			choices, checks, err := HelmForms(context.Background(), work, u)
+			choices, checks, err := HelmForms(context.Background(), os.DirFS(work), u)
 			if err != nil {
 				t.Fatal(err)
 			}

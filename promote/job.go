@@ -59,12 +59,14 @@ func (j job) meta() Meta {
 	return m
 }
 
-// apply rewrites the job's pins in the working copy and returns the changes
-// and notes for reviewers. Every pin's digest is chosen first (see
-// chooseDigests); pins then rewrites from that table and does no I/O.
-func (s *session) apply(ctx context.Context, j job) ([]ChangeRecord, []string, error) {
+// apply computes the job's rewrites of the base's pins and returns the
+// changes and notes for reviewers, and the new content of each changed
+// file. Every pin's digest is chosen first (see chooseDigests); pins then
+// rewrites from that table, reading the base's blobs. Nothing is written.
+func (s *session) apply(ctx context.Context, j job) ([]ChangeRecord, []string, map[string][]byte, error) {
 	var changes []ChangeRecord
 	var notes []string
+	tree := overlay{base: s.snap.FS(), files: map[string][]byte{}}
 	for _, p := range j.proms {
 		var chosen []pins.Pin
 		files := map[string]bool{}
@@ -81,7 +83,7 @@ func (s *session) apply(ctx context.Context, j job) ([]ChangeRecord, []string, e
 		// alone, and said so; no tag and several variants is refused.
 		chosen, skipped, err := pins.Decide(pins.Update{Image: p.Image, Digest: p.Digest, Tag: p.tag, AnyVariant: p.choose.AnyVariant}, chosen)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		notes = append(notes, skipNotes(skipped)...)
 		if len(chosen) == 0 {
@@ -93,7 +95,7 @@ func (s *session) apply(ctx context.Context, j job) ([]ChangeRecord, []string, e
 		}
 		table, pnotes, err := s.chooseDigests(ctx, chosen, p)
 		if err != nil {
-			return nil, nil, fmt.Errorf("choosing digests for the pins of %s: %w", p.Image, err)
+			return nil, nil, nil, fmt.Errorf("choosing digests for the pins of %s: %w", p.Image, err)
 		}
 		notes = append(notes, pnotes...)
 		u := pins.Update{
@@ -103,9 +105,12 @@ func (s *session) apply(ctx context.Context, j job) ([]ChangeRecord, []string, e
 			Include:    func(file string) bool { return files[file] },
 			Digests:    table,
 		}
-		got, err := pins.Set(s.dir, u)
+		got, edits, err := pins.Edit(ctx, tree, u)
 		if err != nil {
-			return nil, nil, fmt.Errorf("rewriting pins of %s: %w", p.Image, err)
+			return nil, nil, nil, fmt.Errorf("rewriting pins of %s: %w", p.Image, err)
+		}
+		for _, f := range edits {
+			tree.files[f.Path] = f.Data
 		}
 		for _, c := range got {
 			changes = append(changes, ChangeRecord{
@@ -122,7 +127,7 @@ func (s *session) apply(ctx context.Context, j job) ([]ChangeRecord, []string, e
 		return changes[a].Line < changes[b].Line
 	})
 	slices.Sort(notes)
-	return changes, slices.Compact(notes), nil
+	return changes, slices.Compact(notes), tree.files, nil
 }
 
 // skipNotes describes, a line each, the pins a promotion left alone for
@@ -170,14 +175,16 @@ func (s *session) chooseDigests(ctx context.Context, chosen []pins.Pin, p jobPro
 }
 
 // runJob brings one branch and its pull request to what the job proposes
-// on the current base. A job that changed the working copy marks it dirty;
-// the next job resets it first.
+// on the current base. An attempt after the first (a rejected push, a
+// base that moved) fetches the base again.
 func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error) {
 	log := logctx.From(ctx).With("branch", j.branch)
 	res := Result{Target: j.target, Branch: j.branch}
 	for attempt := 1; ; attempt++ {
-		if err := s.resetIfDirty(ctx); err != nil {
-			return res, err
+		if attempt > 1 {
+			if err := s.fetch(ctx); err != nil {
+				return res, fmt.Errorf("fetching the base branch %s again: %w", s.base, err)
+			}
 		}
 		if err := s.scan(ctx); err != nil {
 			return res, err
@@ -186,23 +193,21 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 		// the commit is built: neither depends on the other.
 		lookup := s.lookupPull(ctx, j, attempt)
 		start := time.Now()
-		changes, notes, err := s.apply(ctx, j)
+		changes, notes, files, err := s.apply(ctx, j)
 		if err != nil {
-			s.dirty = true
 			return res, err
 		}
 		took(ctx, "rewrote pins", start, "branch", j.branch, "changes", len(changes))
 		meta := j.meta()
-		meta.Base, meta.Changes = s.w.Head(), changes
+		meta.Base, meta.Changes = s.snap.Commit(), changes
 		res.Meta, res.Notes = meta, notes
-		var commit func() (string, error)
+		var commit func() (*gitforge.Snapshot, error)
 		if len(changes) > 0 && !dryRun {
-			commit = s.commitOnce(ctx, meta)
+			commit = s.commitOnce(ctx, meta, files)
 		}
 
 		open, err := lookup()
 		if err != nil {
-			s.dirty = true
 			return res, fmt.Errorf("finding the open pull request of %s: %w", j.branch, err)
 		}
 		var openMeta *Meta
@@ -219,11 +224,9 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 			}
 			note, older, err := s.superseded(ctx, j, openMeta, number)
 			if err != nil {
-				s.dirty = true
 				return res, err
 			}
 			if older {
-				s.dirty = true
 				res.Status, res.Pull, res.Notes = StatusSuperseded, open, append(notes, note)
 				res.Meta.Changes = nil
 				log.Info("a newer build is pinned or proposed; nothing written", "reason", note)
@@ -249,7 +252,6 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 			}
 			return res, nil
 		case ActionKeep:
-			s.dirty = true
 			res.Status, res.Pull, res.Meta, res.Body = StatusUnchanged, open, *openMeta, open.Body
 			res.Diff = RenderDiff(changes)
 			return res, nil
@@ -259,20 +261,20 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 		res.Diff = RenderDiff(changes)
 		if dryRun {
 			res.Status, res.Pull, res.Body = StatusDryRun, open, RenderBody(proposal)
-			s.dirty = true
 			return res, nil
 		}
 
 		if commit == nil {
-			commit = s.commitOnce(ctx, meta)
+			commit = s.commitOnce(ctx, meta, files)
 		}
-		head, err := commit()
+		edited, err := commit()
 		if err != nil {
 			return res, err
 		}
+		head := edited.Commit()
 		s.env.reached(PhaseCommitted)
 		start = time.Now()
-		pushErr := s.w.Push(ctx, j.branch, true)
+		pushErr := edited.Push(ctx, j.branch, true, s.env.Auth)
 		took(ctx, "pushed", start, "branch", j.branch)
 		if errors.Is(pushErr, gitforge.ErrPushRejected) && attempt < s.env.Attempts {
 			log.Info("push rejected; regenerating from a fresh base", "attempt", attempt)
@@ -321,36 +323,19 @@ func (s *session) lookupPull(ctx context.Context, j job, attempt int) func() (*g
 	return func() (*gitforge.Pull, error) { a := <-ch; return a.pull, a.err }
 }
 
-// commitOnce commits the rewritten pins of meta now and returns a function
-// that gives the commit (or the error). A commit made before the plan
-// needs it is local only; the next job or attempt resets it away.
-func (s *session) commitOnce(ctx context.Context, meta Meta) func() (string, error) {
+// commitOnce commits files, the rewritten pins of meta, on top of the
+// base now and returns a function that gives the commit (or the error).
+// The commit is in the local store only until it is pushed.
+func (s *session) commitOnce(ctx context.Context, meta Meta, files map[string][]byte) func() (*gitforge.Snapshot, error) {
 	author := gitforge.Signature{Name: s.cfg.Author.Name, Email: s.cfg.Author.Email, When: s.env.Now()}
 	start := time.Now()
-	head, err := s.w.Commit(CommitMessage(meta), author)
-	s.dirty = true // the next job (or attempt) starts from the base again
+	edited, err := s.snap.Edit(files, CommitMessage(meta), author)
 	if err != nil {
 		err = fmt.Errorf("committing on %s: %w", s.base, err)
 	} else {
-		took(ctx, "committed", start, "commit", head)
+		took(ctx, "committed", start, "commit", edited.Commit())
 	}
-	return func() (string, error) { return head, err }
-}
-
-// resetIfDirty puts the working copy back on the current base head after
-// a job changed it (fetching, so a base that moved is picked up).
-func (s *session) resetIfDirty(ctx context.Context) error {
-	if !s.dirty {
-		return nil
-	}
-	start := time.Now()
-	head, err := s.w.Fetch(ctx)
-	if err != nil {
-		return fmt.Errorf("resetting the clone to the base branch %s: %w", s.base, err)
-	}
-	s.dirty = false
-	took(ctx, "reset the clone to the base", start, "base", head)
-	return nil
+	return func() (*gitforge.Snapshot, error) { return edited, err }
 }
 
 func (s *session) proposal(j job, meta Meta, notes []string) Proposal {

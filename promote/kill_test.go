@@ -155,7 +155,7 @@ func (r *cliRepo) onePull(t *testing.T, digest string) {
 // TestKillDuringPromote kills `pinbot promote` at each phase; the rerun
 // converges on one pull request proposing the digest.
 func TestKillDuringPromote(t *testing.T) {
-	for _, phase := range []promote.Phase{promote.PhaseCloned, promote.PhaseCommitted, promote.PhasePushed, promote.PhasePullOpened} {
+	for _, phase := range []promote.Phase{promote.PhaseFetched, promote.PhaseCommitted, promote.PhasePushed, promote.PhasePullOpened} {
 		t.Run(string(phase), func(t *testing.T) {
 			r := newCLIRepo(t)
 			t.Setenv("PINBOT_GITEA_TOKEN", r.srv.Token)
@@ -165,7 +165,7 @@ func TestKillDuringPromote(t *testing.T) {
 			killAt(t, string(phase), args...)
 			status := runPromote(t, args...)
 			want := map[promote.Phase]string{
-				promote.PhaseCloned: "opened", promote.PhaseCommitted: "opened",
+				promote.PhaseFetched: "opened", promote.PhaseCommitted: "opened",
 				promote.PhasePushed: "opened", promote.PhasePullOpened: "unchanged",
 			}[phase]
 			if status != want {
@@ -197,7 +197,7 @@ func TestDamagedCloneCache(t *testing.T) {
 		case strings.HasSuffix(p, ".pack"):
 			damaged++
 			return os.Truncate(p, 100)
-		case strings.Contains(p, "/.git/refs/"):
+		case strings.Contains(p, ".git/refs/"):
 			damaged++
 			return os.WriteFile(p, []byte(missing), 0o644)
 		}

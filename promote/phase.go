@@ -6,10 +6,11 @@ type Phase string
 
 // The phases of a promotion, in order.
 const (
-	// PhaseCloned: the base is cloned (or the cached clone brought up to
-	// date) and its pins read; nothing is written anywhere yet.
-	PhaseCloned Phase = "cloned"
-	// PhaseCommitted: the branch's commit exists in the local clone only.
+	// PhaseFetched: the base's head is fetched (into the object cache, or
+	// memory) and its pins read; nothing is written anywhere yet.
+	PhaseFetched Phase = "fetched"
+	// PhaseCommitted: the branch's commit exists in the local object
+	// store only.
 	PhaseCommitted Phase = "committed"
 	// PhasePushed: the branch is pushed; its pull request is not yet
 	// created or edited.

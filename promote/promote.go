@@ -51,13 +51,12 @@ type Env struct {
 	// Base is the branch promotions target; "" asks the forge for the
 	// repository's default branch.
 	Base string
-	// WorkDir is where temporary clones are made (and removed); "" is
-	// os.TempDir().
-	WorkDir string
-	// CacheDir, when set, keeps the clone of the base branch between runs
-	// under CacheDir/clones/<host>/<owner>/<name>/<base>: a run fetches and
-	// hard-resets it instead of cloning, and holds a file lock on it so
-	// concurrent runs take turns.
+	// Cache, when set, is the Git object cache promotions share with the
+	// rest of the process (pinbot serve's reconciler).
+	Cache *gitforge.Cache
+	// CacheDir, without Cache, keeps the fetched objects between runs
+	// under CacheDir/git, a directory of pinbot's own: a warm run fetches
+	// only what changed since. "" fetches into memory.
 	CacheDir string
 	// Now is the clock (commit times, ages); default time.Now.
 	Now func() time.Time
@@ -97,7 +96,7 @@ type Request struct {
 	AllowOlder bool
 	// Choose tunes how each pin's digest is chosen.
 	Choose ChooseOptions
-	// DryRun clones, resolves and renders, but pushes and edits nothing.
+	// DryRun fetches, resolves and renders, but pushes and edits nothing.
 	DryRun bool
 }
 
@@ -146,7 +145,7 @@ type Result struct {
 }
 
 // Run promotes each input into every target holding pins of its image. It
-// checks every input against the registry before anything is cloned or
+// checks every input against the registry before anything is fetched or
 // written, then works through the targets; an error in one target does not
 // stop the others, and all errors are returned together with the results.
 func Run(ctx context.Context, env Env, req Request) ([]Result, error) {
@@ -154,7 +153,7 @@ func Run(ctx context.Context, env Env, req Request) ([]Result, error) {
 	if len(req.Inputs) == 0 {
 		return nil, errors.New("promoting: no input")
 	}
-	// Verify every input while the base is cloned: both only read, and
+	// Verify every input while the base is fetched: both only read, and
 	// nothing is written anywhere until both are done.
 	openCtx, cancelOpen := context.WithCancel(ctx)
 	defer cancelOpen()
@@ -170,9 +169,6 @@ func Run(ctx context.Context, env Env, req Request) ([]Result, error) {
 		cancelOpen()
 	}
 	<-opened
-	if s != nil {
-		defer s.close()
-	}
 	switch {
 	case verifyErr != nil:
 		return nil, verifyErr
@@ -251,27 +247,24 @@ func (s *session) promoteJob(p Promotion, target string, opts ChooseOptions) job
 	}
 }
 
-// session is one clone of the base branch, reused by every job of a run:
-// after each job the working copy is reset to the current base.
+// session is the base branch of one run, read from Git's objects, and
+// reused by every job of the run.
 type session struct {
 	env  *Env
 	base string
-	dir  string
-	w    *gitforge.Worktree
-	// cleanup removes a temporary clone or unlocks a cached one.
-	cleanup func()
-	// dirty says the working copy may differ from the base head: a job
-	// rewrote or committed; the next job resets it first.
-	dirty bool
-	cfg   Config
-	pins  []pins.Pin
+	repo *gitforge.Repository
+	// snap is the base head the jobs start from; a job's rewrite becomes
+	// a commit on top of it.
+	snap *gitforge.Snapshot
+	cfg  Config
+	pins []pins.Pin
 	// scanned is the base commit pins was read from.
 	scanned string
 	chooser *chooser
 }
 
-// open resolves the base branch, clones it and reads its .pinbot.yaml and
-// pins.
+// open resolves the base branch, fetches its head and reads its
+// .pinbot.yaml and pins.
 func open(ctx context.Context, env *Env) (*session, error) {
 	base := env.Base
 	if base == "" {
@@ -281,47 +274,25 @@ func open(ctx context.Context, env *Env) (*session, error) {
 		}
 		base = b
 	}
-	s := &session{env: env, base: base, chooser: newChooser(env.Registry)}
-	if err := s.clone(ctx); err != nil {
-		s.close()
+	cache, err := env.gitCache(ctx)
+	if err != nil {
 		return nil, err
 	}
-	var err error
-	if s.cfg, err = LoadConfig(s.dir); err != nil {
-		s.close()
+	s := &session{env: env, base: base, chooser: newChooser(env.Registry)}
+	if s.repo, err = cache.Repository(env.CloneURL); err != nil {
+		return nil, err
+	}
+	if err := s.fetch(ctx); err != nil {
+		return nil, err
+	}
+	if s.cfg, err = LoadConfig(s.snap.FS()); err != nil {
 		return nil, err
 	}
 	if err := s.scan(ctx); err != nil {
-		s.close()
 		return nil, err
 	}
-	env.reached(PhaseCloned)
+	env.reached(PhaseFetched)
 	return s, nil
-}
-
-func (s *session) close() {
-	if s.cleanup != nil {
-		s.cleanup()
-	}
-}
-
-// scan reads the pins of the working copy, unless they were read from this
-// base commit already.
-func (s *session) scan(ctx context.Context) error {
-	if s.scanned == s.w.Head() {
-		return nil
-	}
-	log := logctx.From(ctx)
-	start := time.Now()
-	found, err := pins.Scan(s.dir, pins.WithWarnings(func(file string, err error) {
-		log.Debug("skipping file", "file", file, "reason", err.Error())
-	}))
-	if err != nil {
-		return fmt.Errorf("scanning pins of %s branch %s: %w", s.env.Repo, s.base, err)
-	}
-	s.pins, s.scanned = found, s.w.Head()
-	took(ctx, "scanned pins", start, "pins", len(found))
-	return nil
 }
 
 // took logs at debug level how long a step took.

@@ -26,7 +26,7 @@ func (p *pass) load(ctx context.Context) error {
 	if err == nil {
 		err = p.r.source.With(ctx, p.app, auth, func(rev Revision) error {
 			p.o.Commit = rev.Commit
-			objs, err := p.r.render(rev.Dir, p.app.Path, renderOptions(p.app)...)
+			objs, err := p.r.render(ctx, rev.FS, p.app.Path, renderOptions(p.app)...)
 			if err != nil {
 				return err
 			}

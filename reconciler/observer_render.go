@@ -2,17 +2,12 @@ package reconciler
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
+	"io/fs"
+	"path"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"pinbot.dev/pinbot/gitforge"
-	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/deployer"
 	"pinbot.dev/pinbot/reconciler/object"
@@ -34,7 +29,7 @@ func (ob *observer) headRender(ctx context.Context, p *pass, d *deployedApp, aut
 			return nil
 		}
 		var err error
-		objs, err = ob.render(rev.Dir, d)
+		objs, err = ob.render(ctx, rev.FS, d)
 		return err
 	})
 	if err != nil {
@@ -59,7 +54,7 @@ func (ob *observer) deployedRender(ctx context.Context, p *pass, d *deployedApp,
 	var objs []*unstructured.Unstructured
 	err := ob.r.source.withCommit(ctx, p.tracked, commit, auth, func(rev Revision) error {
 		var err error
-		objs, err = ob.render(rev.Dir, d)
+		objs, err = ob.render(ctx, rev.FS, d)
 		return err
 	})
 	if err != nil {
@@ -83,17 +78,17 @@ func keepRenders(m map[string][]*unstructured.Unstructured, head, deployed strin
 	return out
 }
 
-// render renders the checkout at root as the deployer does: the
+// render renders the revision's files as the deployer does: the
 // source path, a chart with the Application's Helm settings, namespaced
 // objects that name no namespace in the destination namespace. It returns
 // the workloads only: the rest is the deployer's business.
-func (ob *observer) render(root string, d *deployedApp) ([]*unstructured.Unstructured, error) {
+func (ob *observer) render(ctx context.Context, fsys fs.FS, d *deployedApp) ([]*unstructured.Unstructured, error) {
 	rel := d.path()
 	var opts []render.Option
-	if h := d.source.Helm; h != nil && isChart(filepath.Join(root, filepath.FromSlash(rel))) {
+	if h := d.source.Helm; h != nil && render.IsChart(fsys, rel) {
 		hr := render.Helm{ReleaseName: h.ReleaseName, Namespace: h.Namespace, Values: h.Values}
 		for _, f := range h.ValueFiles {
-			if h.IgnoreMissingValueFiles && !fileExists(filepath.Join(root, filepath.FromSlash(rel), filepath.FromSlash(f))) {
+			if h.IgnoreMissingValueFiles && !fileExists(fsys, path.Join(rel, f)) {
 				continue
 			}
 			hr.ValueFiles = append(hr.ValueFiles, f)
@@ -119,7 +114,7 @@ func (ob *observer) render(root string, d *deployedApp) ([]*unstructured.Unstruc
 			opts = append(opts, render.WithCapabilities(caps))
 		}
 	}
-	objs, err := ob.r.render(root, rel, opts...)
+	objs, err := ob.r.render(ctx, fsys, rel, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -138,10 +133,8 @@ func (ob *observer) render(root string, d *deployedApp) ([]*unstructured.Unstruc
 	return out, nil
 }
 
-func isChart(dir string) bool { return fileExists(filepath.Join(dir, "Chart.yaml")) }
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
+func fileExists(fsys fs.FS, name string) bool {
+	_, err := fs.Stat(fsys, name)
 	return err == nil
 }
 
@@ -158,25 +151,4 @@ func selectWorkloads(objs []*unstructured.Unstructured, applied []object.Ref) []
 		}
 	}
 	return out
-}
-
-// withCommit checks out commit of app's branch, from a clone with the
-// branch's history kept next to the shallow one With uses, and calls fn
-// with it, holding a lock of its own.
-func (s *Source) withCommit(ctx context.Context, app *config.App, commit string, auth gitforge.Auth, fn func(Revision) error) error {
-	lock := s.lock(app.Name + "@history")
-	lock.Lock()
-	defer lock.Unlock()
-	sum := sha256.Sum256([]byte(app.Repo + "\x00" + app.Branch))
-	dir := filepath.Join(s.dir, "git-history", app.Name+"-"+hex.EncodeToString(sum[:6]))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("creating the clone cache: %w", err)
-	}
-	if err := gitforge.CheckoutCommit(ctx, app.Repo, app.Branch, commit, dir, auth); err != nil {
-		if errors.Is(err, gitforge.ErrCommitNotFound) {
-			return err
-		}
-		return &SourceError{Repo: redact.URL(app.Repo), Err: err}
-	}
-	return fn(Revision{Commit: commit, Dir: dir})
 }

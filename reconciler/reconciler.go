@@ -45,6 +45,7 @@ type Reconciler struct {
 
 type options struct {
 	cacheDir string
+	gitCache *gitforge.Cache
 	registry Registry
 	forge    Forge
 	token    string
@@ -59,8 +60,13 @@ type Option func(*options)
 // the server to start answering. Default APIResponseTimeout.
 func WithAPIResponseTimeout(d time.Duration) Option { return func(o *options) { o.answer = d } }
 
-// WithCacheDir sets where Git clones are cached. Default DefaultCacheDir().
+// WithCacheDir sets where Git objects are cached, under dir/git. Default
+// DefaultCacheDir().
 func WithCacheDir(dir string) Option { return func(o *options) { o.cacheDir = dir } }
+
+// WithGitCache shares cache, one other parts of the process use too (pinbot
+// serve's promotions), instead of one under the cache directory.
+func WithGitCache(cache *gitforge.Cache) Option { return func(o *options) { o.gitCache = cache } }
 
 // WithRegistry sets the registry client verification uses for config-digest
 // and index-child lookups. Default registry.New(): credentials from the
@@ -98,12 +104,19 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.cacheDir == "" {
-		d, err := DefaultCacheDir()
-		if err != nil {
-			return nil, err
+	if o.gitCache == nil {
+		if o.cacheDir == "" {
+			d, err := DefaultCacheDir()
+			if err != nil {
+				return nil, err
+			}
+			o.cacheDir = d
 		}
-		o.cacheDir = d
+		c, err := gitforge.NewCache(o.cacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("opening the Git cache: %w", err)
+		}
+		o.gitCache = c
 	}
 	if o.registry == nil {
 		reg, err := registry.New()
@@ -131,7 +144,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 		cfg:     cfg,
 		kube:    kube,
 		applier: ssa.New(dyn, kube.Discovery()),
-		source:  NewSource(o.cacheDir),
+		source:  NewSource(o.gitCache),
 		lookups: newLookupCache(o.registry),
 		history: store.New(kube, cfg.StateNamespace),
 		token:   o.token,

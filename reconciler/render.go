@@ -1,6 +1,8 @@
 package reconciler
 
 import (
+	"context"
+	"io/fs"
 	"sync"
 	"time"
 
@@ -48,13 +50,13 @@ func (c *capabilities) get() (render.Capabilities, error) {
 	return caps, nil
 }
 
-// render renders the manifests at rel of the checkout at root. A Helm
+// render renders the manifests at rel of fsys, a revision's files. A Helm
 // chart is rendered for this cluster: its KubeVersion and APIVersions come
 // from discovery (Helm's own defaults, v1.20 under go test, would fail
 // charts with a kubeVersion constraint). opts add the Helm settings.
-func (r *Reconciler) render(root, rel string, opts ...render.Option) ([]*unstructured.Unstructured, error) {
-	opts = append([]render.Option{render.WithDiscovery(r.caps.get)}, opts...)
-	return render.Dir(root, rel, opts...)
+func (r *Reconciler) render(ctx context.Context, fsys fs.FS, rel string, opts ...render.Option) ([]*unstructured.Unstructured, error) {
+	opts = append([]render.Option{render.WithContext(ctx), render.WithDiscovery(r.caps.get)}, opts...)
+	return render.FS(fsys, rel, opts...)
 }
 
 // renderOptions are the render options of app's path: a chart is

@@ -51,7 +51,7 @@ func TestHelmRenderOptions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			app := &config.App{Name: "web-app", Namespace: "prod", Helm: tc.helm}
-			objs, err := render.Dir(root, "chart", renderOptions(app)...)
+			objs, err := render.FS(os.DirFS(root), "chart", renderOptions(app)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,11 +69,11 @@ func TestHelmRenderOptions(t *testing.T) {
 		})
 	}
 	app := &config.App{Name: "web", Namespace: "prod", Helm: &config.HelmConfig{ReleaseName: "web"}}
-	if _, err := render.Dir(root, "plain", renderOptions(app)...); err == nil || !strings.Contains(err.Error(), "render: plain: helm settings given, but the directory holds no Chart.yaml") {
+	if _, err := render.FS(os.DirFS(root), "plain", renderOptions(app)...); err == nil || !strings.Contains(err.Error(), "render: plain: helm settings given, but the directory holds no Chart.yaml") {
 		t.Errorf("helm block on a plain directory: %v", err)
 	}
 	plain := &config.App{Name: "web", Namespace: "prod"}
-	if objs, err := render.Dir(root, "plain", renderOptions(plain)...); err != nil || len(objs) != 1 {
+	if objs, err := render.FS(os.DirFS(root), "plain", renderOptions(plain)...); err != nil || len(objs) != 1 {
 		t.Errorf("plain directory without a helm block: %q, %v", fixture.Names(objs), err)
 	}
 }

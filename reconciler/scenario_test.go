@@ -43,15 +43,7 @@ func TestMergedDigestIsVerified(t *testing.T) {
 
 	// A promotion pull request, as pinbot promote opens it, merged by a
 	// reviewer.
-	w, err := gitforge.Clone(testCtx, env.gitea.RepoURL(org, s.name), "main", t.TempDir(), gitforge.Auth{Token: env.gitea.Token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFiles(t, w.Dir(), map[string]string{"app/deploy.yaml": deployment(2, v2.repo+":v2@"+v2.digest)})
-	if _, err := w.Commit("Promote merged-app to v2", gitforge.Signature{Name: "pinbot", Email: "pinbot@example.com"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Push(testCtx, "pinbot/merged/app", false); err != nil {
+	if _, err := env.gitea.Commit(testCtx, org, s.name, "main", "pinbot/merged/app", map[string]string{"app/deploy.yaml": deployment(2, v2.repo+":v2@"+v2.digest)}, "Promote merged-app to v2"); err != nil {
 		t.Fatal(err)
 	}
 	pr, err := env.forge.CreatePull(testCtx, s.repo, gitforge.Pull{Head: "pinbot/merged/app", Base: "main",

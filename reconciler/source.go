@@ -2,14 +2,13 @@ package reconciler
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/redact"
@@ -29,27 +28,25 @@ func (e *SourceError) Error() string { return fmt.Sprintf("source %s: %s", e.Rep
 // Unwrap returns the cause.
 func (e *SourceError) Unwrap() error { return e.Err }
 
-// Revision is one fetched commit of an app's branch, checked out on disk.
+// Revision is one fetched commit of an app's branch, read straight from
+// Git's objects: there is no checkout, so no file of the repository is
+// ever written to disk, and its links are never followed (see
+// gitforge.Snapshot).
 type Revision struct {
 	Commit string
-	Dir    string // root of the working copy
+	FS     fs.FS
 }
 
-// Source keeps one cached clone per app under a cache directory and
-// fetches it on demand. It is safe for concurrent use; calls for one app
-// are serialised, so a render never sees a working copy half reset.
+// Source fetches apps' branches into a shared object cache (on disk under
+// the cache directory, so a pass fetches only what changed). It is safe
+// for concurrent use: a Revision is immutable, so a render never sees a
+// tree half updated.
 type Source struct {
-	dir string
-
-	mu    sync.Mutex
-	apps  map[string]*sync.Mutex
-	trees map[string]*gitforge.Worktree
+	cache *gitforge.Cache
 }
 
-// NewSource returns a Source caching clones under dir.
-func NewSource(dir string) *Source {
-	return &Source{dir: dir, apps: map[string]*sync.Mutex{}, trees: map[string]*gitforge.Worktree{}}
-}
+// NewSource returns a Source over cache.
+func NewSource(cache *gitforge.Cache) *Source { return &Source{cache: cache} }
 
 // DefaultCacheDir is $XDG_CACHE_HOME/pinbot or its platform equivalent.
 func DefaultCacheDir() (string, error) {
@@ -60,56 +57,35 @@ func DefaultCacheDir() (string, error) {
 	return filepath.Join(d, "pinbot"), nil
 }
 
-// With fetches app's branch into its cached clone and calls fn with the
-// checked-out revision, holding the app's lock so the working copy does not
-// change under fn. Fetch failures are *SourceError.
+// With fetches the head of app's branch and calls fn with it. Fetch
+// failures are *SourceError.
 func (s *Source) With(ctx context.Context, app *config.App, auth gitforge.Auth, fn func(Revision) error) error {
-	lock := s.lock(app.Name)
-	lock.Lock()
-	defer lock.Unlock()
-	rev, err := s.fetch(ctx, app, auth)
+	repo, err := s.cache.Repository(app.Repo)
 	if err != nil {
 		return &SourceError{Repo: redact.URL(app.Repo), Err: err}
 	}
-	return fn(rev)
-}
-
-func (s *Source) lock(app string) *sync.Mutex {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.apps[app] == nil {
-		s.apps[app] = &sync.Mutex{}
-	}
-	return s.apps[app]
-}
-
-// fetch brings the cached clone up to date, cloning it the first time. The
-// directory name hashes the URL and branch, so a changed config never reuses
-// another repository's clone.
-func (s *Source) fetch(ctx context.Context, app *config.App, auth gitforge.Auth) (Revision, error) {
-	s.mu.Lock()
-	w := s.trees[app.Name]
-	s.mu.Unlock()
-	if w != nil && w.Branch() == app.Branch {
-		sha, err := w.Fetch(ctx)
-		if err != nil {
-			return Revision{}, err
-		}
-		return Revision{Commit: sha, Dir: w.Dir()}, nil
-	}
-	sum := sha256.Sum256([]byte(app.Repo + "\x00" + app.Branch))
-	dir := filepath.Join(s.dir, "git", app.Name+"-"+hex.EncodeToString(sum[:6]))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return Revision{}, fmt.Errorf("creating the clone cache: %w", err)
-	}
-	w, err := gitforge.Clone(ctx, app.Repo, app.Branch, dir, auth)
+	snap, err := repo.Fetch(ctx, app.Branch, auth)
 	if err != nil {
-		return Revision{}, err
+		return &SourceError{Repo: redact.URL(app.Repo), Err: err}
 	}
-	s.mu.Lock()
-	s.trees[app.Name] = w
-	s.mu.Unlock()
-	return Revision{Commit: w.Head(), Dir: w.Dir()}, nil
+	return fn(Revision{Commit: snap.Commit(), FS: snap.FS()})
+}
+
+// withCommit is With of commit, which must be in the branch's history
+// (gitforge.ErrCommitNotFound, not a *SourceError, when it is not).
+func (s *Source) withCommit(ctx context.Context, app *config.App, commit string, auth gitforge.Auth, fn func(Revision) error) error {
+	repo, err := s.cache.Repository(app.Repo)
+	if err != nil {
+		return &SourceError{Repo: redact.URL(app.Repo), Err: err}
+	}
+	snap, err := repo.FetchCommit(ctx, app.Branch, commit, auth)
+	if errors.Is(err, gitforge.ErrCommitNotFound) {
+		return err
+	}
+	if err != nil {
+		return &SourceError{Repo: redact.URL(app.Repo), Err: err}
+	}
+	return fn(Revision{Commit: snap.Commit(), FS: snap.FS()})
 }
 
 // auth returns the Git credentials of app: its own auth, or the forge's

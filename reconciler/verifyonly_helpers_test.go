@@ -259,16 +259,8 @@ func (s *deployerScenario) mergePatch(res schema.GroupVersionResource, ns, y str
 // returns its merge commit and number.
 func (s *deployerScenario) promote(files map[string]string, title string) (string, int64) {
 	s.t.Helper()
-	w, err := gitforge.Clone(testCtx, env.gitea.RepoURL(org, s.name), "main", s.t.TempDir(), gitforge.Auth{Token: env.gitea.Token})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	writeFiles(s.t, w.Dir(), files)
-	if _, err := w.Commit(title, gitforge.Signature{Name: "pinbot", Email: "pinbot@example.com"}); err != nil {
-		s.t.Fatal(err)
-	}
 	branch := "pinbot/" + s.name + "/app"
-	if err := w.Push(testCtx, branch, false); err != nil {
+	if _, err := env.gitea.Commit(testCtx, org, s.name, "main", branch, files, title); err != nil {
 		s.t.Fatal(err)
 	}
 	pr, err := env.forge.CreatePull(testCtx, s.repo, gitforge.Pull{Head: branch, Base: "main", Title: title, Body: title + "\n<!-- pinbot:promotion -->"})

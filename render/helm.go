@@ -1,11 +1,11 @@
 package render
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -15,10 +15,12 @@ import (
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	v2util "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/engine"
+	"helm.sh/helm/v4/pkg/ignore"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"helm.sh/helm/v4/pkg/strvals"
@@ -66,11 +68,22 @@ type Capabilities struct {
 type Option func(*options)
 
 type options struct {
+	ctx      context.Context
 	helm     *Helm
 	release  Helm // ReleaseName and Namespace only; see WithRelease
 	caps     *Capabilities
 	discover func() (Capabilities, error)
 }
+
+func (o options) context() context.Context {
+	if o.ctx == nil {
+		return context.Background()
+	}
+	return o.ctx
+}
+
+// WithContext stops a render when ctx ends (see MaxRenderTime).
+func WithContext(ctx context.Context) Option { return func(o *options) { o.ctx = ctx } }
 
 // WithHelm renders a chart directory with h. Without it a chart renders
 // with its defaults.
@@ -111,12 +124,8 @@ const chartFile = "Chart.yaml"
 // hooks. Hooks keep their helm.sh/hook annotations, from which the
 // reconciler's waves run them first and last. Test hooks, and hooks that
 // run only on delete or rollback, are left out.
-func renderChart(root, rel string, o options) ([]*unstructured.Unstructured, error) {
-	dir := filepath.Join(root, filepath.FromSlash(rel))
-	if err := checkSymlinks(root, dir, rel); err != nil {
-		return nil, err
-	}
-	ch, err := loader.LoadDir(dir)
+func renderChart(fsys fs.FS, rel string, o options) ([]*unstructured.Unstructured, error) {
+	ch, err := loadChart(fsys, rel)
 	if err != nil {
 		return nil, &Error{File: path.Join(rel, chartFile), Err: fmt.Errorf("loading the Helm chart: %w", err)}
 	}
@@ -146,7 +155,7 @@ func renderChart(root, rel string, o options) ([]*unstructured.Unstructured, err
 	if h.Namespace == "" {
 		h.Namespace = "default"
 	}
-	vals, err := values(root, rel, h)
+	vals, err := values(fsys, rel, h)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +183,7 @@ func renderChart(root, rel string, o options) ([]*unstructured.Unstructured, err
 		return nil, fail(fmt.Errorf("values: %w", err))
 	}
 	var eng engine.Engine // no cluster client: lookup renders empty
-	files, err := eng.RenderWithContext(context.Background(), ch, top)
+	files, err := eng.RenderWithContext(o.context(), ch, top)
 	if err != nil {
 		return nil, templateError(rel, name, err)
 	}
@@ -301,69 +310,77 @@ func checkDependencies(ch *chart.Chart) error {
 	return errors.Join(errs...)
 }
 
-// checkSymlinks refuses a symlink under dir that leads out of root: the
-// Helm loader follows symlinks, and a chart must render only what the
-// repository holds.
-func checkSymlinks(root, dir, rel string) error {
-	abs, err := filepath.Abs(root)
-	if err == nil {
-		abs, err = filepath.EvalSymlinks(abs)
-	}
-	if err != nil {
-		return &Error{File: rel, Err: fmt.Errorf("locating the repository: %w", err)}
-	}
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return &Error{File: rel, Err: fmt.Errorf("walking the chart: %w", err)}
+// loadChart loads the chart at rel of fsys as Helm's loader.LoadDir loads
+// a directory: .helmignore honoured, a UTF-8 BOM dropped, the chart's
+// whole size bounded. A symbolic link is never followed, and any file
+// that is not regular is refused, as Helm refuses irregular files.
+func loadChart(fsys fs.FS, rel string) (*chart.Chart, error) {
+	rules := ignore.Empty()
+	if b, err := readFile(fsys, path.Join(rel, ignore.HelmIgnore)); err == nil {
+		if rules, err = ignore.Parse(bytes.NewReader(b)); err != nil {
+			return nil, err
 		}
-		if d.Type()&fs.ModeSymlink == 0 {
+	}
+	rules.AddDefaults()
+	var files []*archive.BufferedFile
+	var total int64
+	err := fs.WalkDir(fsys, rel, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		n := strings.TrimPrefix(p, rel+"/")
+		if p == rel || rel == "." && p == "." {
 			return nil
 		}
-		if !inside(abs, p) {
-			return &Error{File: filepath.ToSlash(mustRel(root, p)), Err: errors.New("symlink leads outside the repository")}
+		if rel == "." {
+			n = p
 		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if rules.Ignore(n, fi) {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if rules.Ignore(n, fi) {
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s: not a regular file: pinbot follows no link in a repository", p)
+		}
+		data, err := readFile(fsys, p)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", p, err)
+		}
+		if total += int64(len(data)); total > archive.MaxDecompressedChartSize {
+			return fmt.Errorf("the chart is larger than %d bytes", archive.MaxDecompressedChartSize)
+		}
+		files = append(files, &archive.BufferedFile{Name: n, Data: bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))})
 		return nil
 	})
-}
-
-// inside reports whether p, symlinks resolved, lies under root (absolute,
-// symlinks resolved).
-func inside(root, p string) bool {
-	r, err := filepath.EvalSymlinks(p)
 	if err != nil {
-		return false
+		return nil, err
 	}
-	if r, err = filepath.Abs(r); err != nil {
-		return false
-	}
-	return r == root || strings.HasPrefix(r, root+string(filepath.Separator))
+	return loader.LoadFiles(files)
 }
 
 // values merges h's value files, values and parameters, in that order of
 // precedence (lowest first), as `helm template -f … --set …` would. The
 // chart's own values.yaml is merged under them by the render.
-func values(root, rel string, h Helm) (map[string]any, error) {
-	abs, err := filepath.Abs(root)
-	if err == nil {
-		abs, err = filepath.EvalSymlinks(abs)
-	}
-	if err != nil {
-		return nil, &Error{File: rel, Err: fmt.Errorf("locating the repository: %w", err)}
-	}
+func values(fsys fs.FS, rel string, h Helm) (map[string]any, error) {
 	out := map[string]any{}
 	for _, f := range h.ValueFiles {
 		name := path.Clean(path.Join(rel, f))
 		if path.IsAbs(f) || name == ".." || strings.HasPrefix(name, "../") {
 			return nil, &Error{File: rel, Err: fmt.Errorf("values file %q is outside the repository", f)}
 		}
-		p := filepath.Join(root, filepath.FromSlash(name))
-		if !inside(abs, p) {
-			if _, err := os.Lstat(p); err != nil {
-				return nil, &Error{File: name, Err: errors.New("values file not found in the repository")}
-			}
-			return nil, &Error{File: name, Err: errors.New("values file leads outside the repository")}
+		if _, err := fs.Stat(fsys, name); err != nil {
+			return nil, &Error{File: name, Err: errors.New("values file not found in the repository")}
 		}
-		b, err := os.ReadFile(p)
+		b, err := readFile(fsys, name)
 		if err != nil {
 			return nil, &Error{File: name, Err: fmt.Errorf("reading the values file: %w", err)}
 		}

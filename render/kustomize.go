@@ -3,9 +3,8 @@ package render
 import (
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path"
-	"path/filepath"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -17,24 +16,22 @@ import (
 // renderKustomize builds the kustomization at rel/file. Before building, it
 // walks every local kustomization the root reaches and refuses remote
 // entries in resources, bases and components, so kustomize never clones or
-// downloads. The build reads through a file system that refuses any path
-// outside root, even through a symlink.
-func renderKustomize(root, rel, file string) ([]*unstructured.Unstructured, error) {
-	abs, err := filepath.Abs(root)
-	if err != nil {
-		return nil, &Error{File: rel, Err: fmt.Errorf("locating the repository: %w", err)}
-	}
-	if abs, err = filepath.EvalSymlinks(abs); err != nil {
-		return nil, &Error{File: rel, Err: fmt.Errorf("locating the repository: %w", err)}
-	}
-	if err := checkKustomization(abs, rel, map[string]bool{}); err != nil {
+// downloads. kustomize builds from a file system in memory holding the
+// repository's regular files, so it reads nothing else.
+func renderKustomize(fsys fs.FS, rel, file string) ([]*unstructured.Unstructured, error) {
+	if err := checkKustomization(fsys, rel, map[string]bool{}); err != nil {
 		return nil, err
 	}
-	fsys := &repoFS{FileSystem: filesys.MakeFsOnDisk(), root: abs}
-	opts := krusty.MakeDefaultOptions()
-	m, err := krusty.MakeKustomizer(opts).Run(fsys, filepath.Join(abs, filepath.FromSlash(rel)))
+	mem, err := inMemory(fsys)
 	if err != nil {
-		return nil, &Error{File: path.Join(rel, file), Err: fmt.Errorf("kustomize build: %w", err)}
+		return nil, &Error{File: rel, Err: err}
+	}
+	opts := krusty.MakeDefaultOptions()
+	m, err := krusty.MakeKustomizer(opts).Run(mem, path.Join(repoRoot, rel))
+	if err != nil {
+		// kustomize names files by their place in memory: name them by the
+		// repository's.
+		return nil, &Error{File: path.Join(rel, file), Err: fmt.Errorf("kustomize build: %s", strings.ReplaceAll(err.Error(), repoRoot+"/", ""))}
 	}
 	var objs []*unstructured.Unstructured
 	for _, r := range m.Resources() {
@@ -51,6 +48,33 @@ func renderKustomize(root, rel, file string) ([]*unstructured.Unstructured, erro
 	return objs, nil
 }
 
+// repoRoot is where inMemory puts the repository.
+const repoRoot = "/repo"
+
+// inMemory copies the regular files of fsys into kustomize's in-memory
+// file system under repoRoot: kustomize then reads only the repository.
+func inMemory(fsys fs.FS) (filesys.FileSystem, error) {
+	mem := filesys.MakeFsInMemory()
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && d.Name() == ".git":
+			return fs.SkipDir
+		case d.IsDir():
+			return mem.MkdirAll(path.Join(repoRoot, p))
+		case !d.Type().IsRegular():
+			return nil // a symbolic link is never followed
+		}
+		b, err := readFile(fsys, p)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", p, err)
+		}
+		return mem.WriteFile(path.Join(repoRoot, p), b)
+	})
+	return mem, err
+}
+
 // kustomizationRefs are the kustomization fields that name other
 // kustomizations or resource files.
 var kustomizationRefs = map[string]bool{"resources": true, "bases": true, "components": true}
@@ -58,7 +82,7 @@ var kustomizationRefs = map[string]bool{"resources": true, "bases": true, "compo
 // checkKustomization refuses remote references in the kustomization in dir
 // (slash path relative to root) and in every local kustomization it
 // references, and references that leave root or do not exist.
-func checkKustomization(root, dir string, seen map[string]bool) error {
+func checkKustomization(fsys fs.FS, dir string, seen map[string]bool) error {
 	if seen[dir] {
 		return nil
 	}
@@ -66,7 +90,7 @@ func checkKustomization(root, dir string, seen map[string]bool) error {
 	file := ""
 	var data []byte
 	for _, name := range kustomizationNames {
-		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(dir), name))
+		b, err := readFile(fsys, path.Join(dir, name))
 		if err == nil {
 			file, data = path.Join(dir, name), b
 			break
@@ -97,12 +121,15 @@ func checkKustomization(root, dir string, seen map[string]bool) error {
 			if path.IsAbs(ref) || target == ".." || strings.HasPrefix(target, "../") {
 				return &Error{File: file, Line: item.Line, Err: fmt.Errorf("%q is outside the repository", ref)}
 			}
-			st, err := os.Stat(filepath.Join(root, filepath.FromSlash(target)))
-			if err != nil {
+			st, err := fs.Lstat(fsys, target)
+			switch {
+			case err != nil:
 				return &Error{File: file, Line: item.Line, Err: fmt.Errorf("%q not found in the repository", ref)}
+			case st.Mode()&fs.ModeSymlink != 0:
+				return &Error{File: file, Line: item.Line, Err: fmt.Errorf("%q is a symbolic link: pinbot follows no link in a repository, so nothing outside it is read", ref)}
 			}
 			if st.IsDir() {
-				if err := checkKustomization(root, target, seen); err != nil {
+				if err := checkKustomization(fsys, target, seen); err != nil {
 					return err
 				}
 			}
@@ -126,87 +153,4 @@ func remoteRef(ref string) bool {
 		}
 	}
 	return false
-}
-
-// repoFS is the on-disk file system restricted to reads under root.
-type repoFS struct {
-	filesys.FileSystem
-	root string // absolute, symlinks resolved
-}
-
-var errOutside = errors.New("outside the repository")
-
-// inside returns an error unless p, with symlinks resolved, lies under root.
-func (f *repoFS) inside(p string) error {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return fmt.Errorf("%s: %w", p, err)
-	}
-	if r, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = r
-	}
-	if abs != f.root && !strings.HasPrefix(abs, f.root+string(filepath.Separator)) {
-		return fmt.Errorf("%s: %w", p, errOutside)
-	}
-	return nil
-}
-
-func (f *repoFS) Create(p string) (filesys.File, error) { return nil, fmt.Errorf("%s: read-only", p) }
-func (f *repoFS) Mkdir(p string) error                  { return fmt.Errorf("%s: read-only", p) }
-func (f *repoFS) MkdirAll(p string) error               { return fmt.Errorf("%s: read-only", p) }
-func (f *repoFS) RemoveAll(p string) error              { return fmt.Errorf("%s: read-only", p) }
-func (f *repoFS) WriteFile(p string, _ []byte) error    { return fmt.Errorf("%s: read-only", p) }
-
-func (f *repoFS) Open(p string) (filesys.File, error) {
-	if err := f.inside(p); err != nil {
-		return nil, err
-	}
-	return f.FileSystem.Open(p)
-}
-
-func (f *repoFS) ReadFile(p string) ([]byte, error) {
-	if err := f.inside(p); err != nil {
-		return nil, err
-	}
-	return f.FileSystem.ReadFile(p)
-}
-
-func (f *repoFS) ReadDir(p string) ([]string, error) {
-	if err := f.inside(p); err != nil {
-		return nil, err
-	}
-	return f.FileSystem.ReadDir(p)
-}
-
-func (f *repoFS) IsDir(p string) bool { return f.inside(p) == nil && f.FileSystem.IsDir(p) }
-func (f *repoFS) Exists(p string) bool {
-	return f.inside(p) == nil && f.FileSystem.Exists(p)
-}
-
-func (f *repoFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
-	if err := f.inside(p); err != nil {
-		return "", "", err
-	}
-	return f.FileSystem.CleanedAbs(p)
-}
-
-func (f *repoFS) Glob(pattern string) ([]string, error) {
-	all, err := f.FileSystem.Glob(pattern)
-	if err != nil {
-		return nil, err
-	}
-	var in []string
-	for _, p := range all {
-		if f.inside(p) == nil {
-			in = append(in, p)
-		}
-	}
-	return in, nil
-}
-
-func (f *repoFS) Walk(p string, fn filepath.WalkFunc) error {
-	if err := f.inside(p); err != nil {
-		return err
-	}
-	return f.FileSystem.Walk(p, fn)
 }

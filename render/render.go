@@ -1,24 +1,28 @@
-// Package render turns a directory of a Git checkout into the Kubernetes
+// Package render turns a directory of a repository into the Kubernetes
 // objects it declares: plain YAML or JSON manifests, a kustomization (built
 // with kustomize, remote bases refused) or a Helm chart (rendered in process
 // with the Helm SDK, dependencies only from the chart's charts/ directory).
-// Rendering reads only the checkout; it never fetches anything. Errors are
-// *Error naming the file, and the line or template, at fault.
+//
+// The repository is an io/fs file system (a Git snapshot, read from its
+// objects with no checkout): rendering reads only what it holds, follows
+// no symbolic link, reads regular files only and each at most MaxFile
+// bytes, and never fetches anything. Errors are *Error naming the file,
+// and the line or template, at fault.
 package render
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -50,19 +54,24 @@ var manifestExts = []string{".yaml", ".yml", ".json"}
 // kustomizationNames are the files that make a directory a kustomization.
 var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
 
-// Dir returns the objects the manifests at rel (slash path) inside the
-// repository checked out at root declare:
+// MaxFile bounds each file a render reads: no manifest is larger, and a
+// hostile repository's huge file must not take the reconciler's memory.
+const MaxFile = 16 << 20
+
+// FS returns the objects the manifests at rel (slash path) of the
+// repository fsys declare:
 //   - a directory holding a Chart.yaml is rendered as a Helm chart (see
 //     WithHelm and WithCapabilities; dependencies only from its charts/,
 //     lookup empty, test hooks left out);
 //   - a directory holding a kustomization file is built with kustomize
-//     (remote bases refused, files outside root unreadable);
+//     (remote bases refused, files outside the repository unreadable);
 //   - any other directory is read recursively, every *.yaml, *.yml and
 //     *.json file, every document, skipping empty documents and
 //     directories whose name starts with a dot.
 //
-// Objects come back in file order. Errors are *Error.
-func Dir(root, rel string, opts ...Option) ([]*unstructured.Unstructured, error) {
+// A chart or kustomization renders within MaxRenderTime and the context
+// of WithContext. Objects come back in file order. Errors are *Error.
+func FS(fsys fs.FS, rel string, opts ...Option) ([]*unstructured.Unstructured, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
@@ -71,41 +80,75 @@ func Dir(root, rel string, opts ...Option) ([]*unstructured.Unstructured, error)
 	if path.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") {
 		return nil, &Error{File: rel, Err: errors.New("path escapes the repository")}
 	}
-	dir := filepath.Join(root, filepath.FromSlash(rel))
-	st, err := os.Stat(dir)
+	st, err := fs.Stat(fsys, rel)
 	if err != nil {
 		return nil, &Error{File: rel, Err: errors.New("no such directory in the repository")}
 	}
 	if !st.IsDir() {
 		return nil, &Error{File: rel, Err: errors.New("not a directory")}
 	}
-	if _, err := os.Stat(filepath.Join(dir, chartFile)); err == nil {
-		return renderChart(root, rel, o)
+	if isFile(fsys, path.Join(rel, chartFile)) {
+		return bounded(o, rel, func() ([]*unstructured.Unstructured, error) { return renderChart(fsys, rel, o) })
 	}
 	if o.helm != nil {
 		return nil, &Error{File: rel, Err: errors.New("helm settings given, but the directory holds no Chart.yaml")}
 	}
 	for _, name := range kustomizationNames {
-		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
-			return renderKustomize(root, rel, name)
+		if isFile(fsys, path.Join(rel, name)) {
+			return bounded(o, rel, func() ([]*unstructured.Unstructured, error) { return renderKustomize(fsys, rel, name) })
 		}
 	}
-	return renderDir(root, rel)
+	return renderDir(fsys, rel)
+}
+
+// IsChart reports whether rel of fsys is a Helm chart directory.
+func IsChart(fsys fs.FS, rel string) bool { return isFile(fsys, path.Join(rel, chartFile)) }
+
+// isFile reports whether name is a regular file of fsys.
+func isFile(fsys fs.FS, name string) bool {
+	st, err := fs.Stat(fsys, name)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// readFile reads the regular file name of fsys, at most MaxFile bytes.
+func readFile(fsys fs.FS, name string) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file")
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxFile {
+		return nil, fmt.Errorf("larger than %d MiB", MaxFile>>20)
+	}
+	return b, nil
 }
 
 // renderDir reads a plain manifest directory.
-func renderDir(root, rel string) ([]*unstructured.Unstructured, error) {
+func renderDir(fsys fs.FS, rel string) ([]*unstructured.Unstructured, error) {
 	var files []string
-	base := filepath.Join(root, filepath.FromSlash(rel))
-	err := filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(fsys, rel, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() {
-			if p != base && strings.HasPrefix(d.Name(), ".") {
-				return filepath.SkipDir
+			if p != rel && strings.HasPrefix(d.Name(), ".") {
+				return fs.SkipDir
 			}
 			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil // a symbolic link is never followed
 		}
 		for _, ext := range manifestExts {
 			if strings.HasSuffix(d.Name(), ext) && !strings.HasPrefix(d.Name(), ".") {
@@ -121,26 +164,17 @@ func renderDir(root, rel string) ([]*unstructured.Unstructured, error) {
 	sort.Strings(files)
 	var objs []*unstructured.Unstructured
 	for _, f := range files {
-		name := filepath.ToSlash(mustRel(root, f))
-		b, err := os.ReadFile(f)
+		b, err := readFile(fsys, f)
 		if err != nil {
-			return nil, &Error{File: name, Err: fmt.Errorf("reading: %w", err)}
+			return nil, &Error{File: f, Err: fmt.Errorf("reading: %w", err)}
 		}
-		got, err := Decode(name, b)
+		got, err := Decode(f, b)
 		if err != nil {
 			return nil, err
 		}
 		objs = append(objs, got...)
 	}
 	return objs, nil
-}
-
-func mustRel(root, p string) string {
-	r, err := filepath.Rel(root, p)
-	if err != nil {
-		return p
-	}
-	return r
 }
 
 // Decode parses every document of one manifest file (YAML, multi-document,
@@ -260,4 +294,41 @@ func checkObject(u *unstructured.Unstructured) error {
 		return fmt.Errorf("%s has no metadata.name", u.GetKind())
 	}
 	return nil
+}
+
+// MaxRenderTime bounds a chart's or a kustomization's render: templates
+// are code from the repository, and one that loops must not hold a sync,
+// or a shutdown, for ever.
+const MaxRenderTime = time.Minute
+
+// bounded runs render until it returns, MaxRenderTime passes or the
+// options' context ends, whichever is first. Go's template engine cannot
+// be interrupted: a render given up on finishes in the background, its
+// result dropped, and the caller (a sync, a SIGTERM) moves on.
+func bounded(o options, rel string, render func() ([]*unstructured.Unstructured, error)) ([]*unstructured.Unstructured, error) {
+	ctx := o.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, MaxRenderTime)
+	defer cancel()
+	type result struct {
+		objs []*unstructured.Unstructured
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		objs, err := render()
+		done <- result{objs, err}
+	}()
+	select {
+	case r := <-done:
+		return r.objs, r.err
+	case <-ctx.Done():
+		why := context.Cause(ctx)
+		if errors.Is(why, context.DeadlineExceeded) && o.ctx != nil && o.ctx.Err() == nil {
+			why = fmt.Errorf("it took longer than %s", MaxRenderTime)
+		}
+		return nil, &Error{File: rel, Err: fmt.Errorf("render stopped: %w", why)}
+	}
 }

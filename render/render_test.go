@@ -2,6 +2,7 @@ package render
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,7 +56,7 @@ func TestDirPlain(t *testing.T) {
 		"envs/prod/empty.yaml":     "",
 		"envs/dev/d.yaml":          "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dev}\n",
 	})
-	got, err := Dir(root, "envs/prod")
+	got, err := FS(dirFS(t, root), "envs/prod")
 	if err != nil {
 		t.Fatalf("Render: %s", err)
 	}
@@ -67,7 +68,7 @@ func TestDirPlain(t *testing.T) {
 	if n, found, err := unstructured.NestedInt64(got[3].Object, "spec", "replicas"); err != nil || !found || n != 3 {
 		t.Errorf("spec.replicas = %d, %t, %v; want 3", n, found, err)
 	}
-	all, err := Dir(root, ".")
+	all, err := FS(dirFS(t, root), ".")
 	if err != nil || len(all) != 5 {
 		t.Errorf("Dir(root) = %d objects, %v; want 5", len(all), err)
 	}
@@ -97,7 +98,7 @@ func TestDirErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := writeTree(t, tc.files)
-			_, err := Dir(root, tc.path)
+			_, err := FS(dirFS(t, root), tc.path)
 			var re *Error
 			if !errors.As(err, &re) {
 				t.Fatalf("Dir error = %v, want a *Error", err)
@@ -116,7 +117,7 @@ func TestDirKustomize(t *testing.T) {
 		"envs/prod/kustomization.yaml": "namespace: prod\nresources: [../../base, cm.yaml]\nimages:\n- name: r.example/app\n  digest: " + digestB + "\n",
 		"envs/prod/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n",
 	})
-	got, err := Dir(root, "envs/prod")
+	got, err := FS(dirFS(t, root), "envs/prod")
 	if err != nil {
 		t.Fatalf("Render: %s", err)
 	}
@@ -156,7 +157,7 @@ func TestDirKustomizeRefusals(t *testing.T) {
 			"render: app/kustomization.yaml: kustomize build:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Dir(writeTree(t, tc.files), "app")
+			_, err := FS(dirFS(t, writeTree(t, tc.files)), "app")
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Dir error = %v, want it to contain %q", err, tc.want)
 			}
@@ -170,8 +171,20 @@ func TestDirKustomizeSymlinkOutOfRepo(t *testing.T) {
 	if err := os.Symlink(filepath.Join(outside, "secret.yaml"), filepath.Join(root, "app", "link.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Dir(root, "app")
-	if err == nil || !strings.Contains(err.Error(), "outside the repository") {
-		t.Errorf("Dir error = %v, want a refusal of the file outside the repository", err)
+	_, err := FS(dirFS(t, root), "app")
+	if err == nil || !strings.Contains(err.Error(), `render: app/kustomization.yaml:1: "link.yaml" is a symbolic link: pinbot follows no link`) {
+		t.Errorf("Dir error = %v, want a refusal of the link", err)
 	}
+}
+
+// dirFS is the directory root as a render reads it on disk: confined to
+// root (a symbolic link out of it fails), as os.Root is.
+func dirFS(t *testing.T, root string) fs.FS {
+	t.Helper()
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r.FS()
 }

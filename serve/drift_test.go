@@ -42,7 +42,7 @@ func TestDriftJobs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := newPromoter(cfg, "")
+			p, err := newPromoter(cfg, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
 	"pinbot.dev/pinbot/internal/testenv/poll"
@@ -134,7 +135,12 @@ func testPackageEventPromotes(t *testing.T, srv *gitea.Server) {
 		Promote: []Target{{Repo: r.Owner + "/" + r.Name, Images: []string{r.App}}},
 	}
 	answered := make(chan int, 16)
-	mux := testDaemon(t, cfg, Options{Secret: []byte(secret), Dashboard: true, CacheDir: t.TempDir()}).mux()
+	cacheDir := t.TempDir()
+	cache, err := gitforge.NewCache(cacheDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := testDaemon(t, cfg, Options{Secret: []byte(secret), Dashboard: true, Cache: cache}).mux()
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		rw := httptest.NewRecorder()
 		mux.ServeHTTP(rw, req)
@@ -171,6 +177,11 @@ func testPackageEventPromotes(t *testing.T, srv *gitea.Server) {
 	})
 	if len(pulls) != 1 || !strings.HasPrefix(pulls[0].Head.Ref, "pinbot/") {
 		t.Fatalf("open pull requests: %d, first head %q; want one pinbot/ branch", len(pulls), pulls[0].Head.Ref)
+	}
+	// The promotion fetched into serve's cache (--cache-dir), nowhere
+	// shared.
+	if stores, _ := filepath.Glob(filepath.Join(cacheDir, "git", "*.git", "objects")); len(stores) != 1 {
+		t.Errorf("object stores under the cache directory: %q, want the manifest repository's", stores)
 	}
 	raw, _, err := c.GetFile(r.Owner, r.Name, pulls[0].Head.Ref, "deploy/app.yaml")
 	if err != nil {

@@ -30,7 +30,14 @@ func (d *daemon) mux() http.Handler {
 		mux.Handle("/", dashboard.Handler(dashboardSource{d.r}, dashboard.DefaultRefresh))
 		mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			if !d.ready.Load() || d.draining.Load() {
+			switch {
+			case d.draining.Load():
+				http.Error(w, "not ready: shutting down", http.StatusServiceUnavailable)
+				return
+			case !d.checked.Load():
+				http.Error(w, "not ready: the state namespace was not found on the API server yet", http.StatusServiceUnavailable)
+				return
+			case !d.ready.Load():
 				http.Error(w, "not ready", http.StatusServiceUnavailable)
 				return
 			}

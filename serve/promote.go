@@ -14,16 +14,16 @@ import (
 
 // promoter promotes into the config's promote entries on the forge: the
 // drift schedules and the pushed images. It holds one registry client for
-// all of them, and promotions clone into the cache directory.
+// all of them, and one Git object cache, the reconciler's.
 type promoter struct {
-	cfg      *Config
-	reg      *registry.Client
-	cacheDir string
+	cfg   *Config
+	reg   *registry.Client
+	cache *gitforge.Cache
 }
 
 // newPromoter is the promoter of cfg, nil when cfg has no forge or no
 // promote entries.
-func newPromoter(cfg *Config, cacheDir string) (*promoter, error) {
+func newPromoter(cfg *Config, cache *gitforge.Cache) (*promoter, error) {
 	if cfg.Forge == nil || len(cfg.Promote) == 0 {
 		return nil, nil
 	}
@@ -31,7 +31,12 @@ func newPromoter(cfg *Config, cacheDir string) (*promoter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registry client: %w", err)
 	}
-	return &promoter{cfg: cfg, reg: reg, cacheDir: cacheDir}, nil
+	if cache == nil {
+		if cache, err = gitforge.NewCache(""); err != nil {
+			return nil, err
+		}
+	}
+	return &promoter{cfg: cfg, reg: reg, cache: cache}, nil
 }
 
 // env is the promote.Env of target t. The token (the forge's tokenFile,
@@ -55,7 +60,7 @@ func (p *promoter) env(t *Target) (promote.Env, error) {
 		return promote.Env{}, err
 	}
 	env := promote.NewEnv(forge, p.reg, repo)
-	env.CacheDir = p.cacheDir
+	env.Cache = p.cache
 	return env, nil
 }
 

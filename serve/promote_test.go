@@ -19,7 +19,7 @@ func TestNewPromoter(t *testing.T) {
 		{"forge and promote entries", &Config{Config: config.Config{Forge: forge}, Promote: promote}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := newPromoter(tc.cfg, "")
+			p, err := newPromoter(tc.cfg, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 
+	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/store"
@@ -51,8 +52,9 @@ type Options struct {
 	// ShutdownTimeout bounds the pass in flight at SIGTERM. Default
 	// DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
-	// CacheDir caches the promotions' clones; "" clones afresh.
-	CacheDir string
+	// Cache is the Git object cache promotions share with the reconciler
+	// (reconciler.WithGitCache); nil fetches promotions into memory.
+	Cache *gitforge.Cache
 }
 
 // recordGrace is how long a pass cut off at the shutdown timeout gets to
@@ -71,7 +73,8 @@ type daemon struct {
 
 	metrics  *prometheus.Registry
 	requests *prometheus.CounterVec // pinbot_webhook_requests_total
-	ready    atomic.Bool            // /readyz: checks passed and, electing, the elector runs
+	ready    atomic.Bool            // /readyz: the loops or, electing, the elector run
+	checked  atomic.Bool            // /readyz: the state namespace was found on the API server
 	leading  atomic.Bool
 	draining atomic.Bool // SIGTERM: webhooks answer 503
 
@@ -104,7 +107,7 @@ func newDaemon(cfg *Config, r *reconciler.Reconciler, kube kubernetes.Interface,
 	}
 	d := &daemon{o: o, cfg: cfg, r: r, kube: kube, ns: cfg.StateNamespace, metrics: prometheus.NewRegistry(), requests: newWebhookCounter()}
 	var err error
-	if d.promote, err = newPromoter(cfg, o.CacheDir); err != nil {
+	if d.promote, err = newPromoter(cfg, o.Cache); err != nil {
 		return nil, err
 	}
 	if d.drift, err = d.promote.driftJobs(cfg); err != nil {
@@ -148,23 +151,30 @@ func (d *daemon) trigger(ctx context.Context, app string) error {
 
 func (d *daemon) run(ctx context.Context) error {
 	log := logctx.From(ctx)
-	if err := d.r.Check(ctx); errors.Is(err, store.ErrNoStateNamespace) {
+	err := d.r.Check(ctx)
+	if errors.Is(err, store.ErrNoStateNamespace) {
 		return err
 	}
 	// The shutdown runs on a context of its own: ctx's end starts it.
 	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
+	if err == nil {
+		d.checked.Store(true)
+	} else {
+		// The API server did not answer: not ready until it does.
+		log.Warn("cannot check the state namespace yet; /readyz answers 503 until the API server answers", "error", err.Error())
+		go d.recheck(work)
+	}
 
-	served := make(chan error, 1)
+	var served chan error // nil without a server: never ready in wait's select
 	if d.o.Listen != "" {
+		served = make(chan error, 1)
 		ln, err := net.Listen("tcp", d.o.Listen)
 		if err != nil {
 			return fmt.Errorf("flag --listen: %w", err)
 		}
 		log.Info("serving", "addr", ln.Addr().String())
 		go func() { served <- serveHTTP(work, ln, d.mux()) }()
-	} else {
-		served <- nil
 	}
 
 	// SIGTERM (ctx's end) stops the loops from starting passes; work,
@@ -205,6 +215,27 @@ func (d *daemon) run(ctx context.Context) error {
 	go func() { defer close(electDone); le.Run(electCtx) }()
 	d.ready.Store(true)
 	return d.wait(ctx, loopDone, lost, served, stopElect, electDone, stopWork)
+}
+
+// recheck checks the state namespace until the check passes or ctx ends,
+// backing off up to a minute between tries.
+func (d *daemon) recheck(ctx context.Context) {
+	for wait := time.Second; ; wait = min(2*wait, time.Minute) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		err := d.r.Check(ctx)
+		if err == nil {
+			d.checked.Store(true)
+			logctx.From(ctx).Info("the state namespace is there; ready")
+			return
+		}
+		if errors.Is(err, store.ErrNoStateNamespace) {
+			logctx.From(ctx).Error("the state namespace is missing: create it (deploy/namespace.yaml); not ready", "error", err.Error())
+		}
+	}
 }
 
 // loops runs what only the leader does until ctx ends: the reconcile
@@ -269,7 +300,10 @@ func (d *daemon) wait(ctx context.Context, loopDone <-chan error, lost <-chan st
 		<-electDone
 	}
 	stopWork()
-	return errors.Join(err, <-served)
+	if served != nil {
+		err = errors.Join(err, <-served)
+	}
+	return err
 }
 
 // hostname is the Lease holder's default identity.

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -11,8 +12,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 
+	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/config"
 )
@@ -74,16 +77,46 @@ func TestServeMuxReadyAndDraining(t *testing.T) {
 	got := []answers{{code("GET", "/readyz"), code("GET", "/healthz"), code("POST", "/webhook/gitea")}}
 	d.ready.Store(true)
 	got = append(got, answers{code("GET", "/readyz"), code("GET", "/healthz"), code("POST", "/webhook/gitea")})
+	d.checked.Store(true)
+	got = append(got, answers{code("GET", "/readyz"), code("GET", "/healthz"), code("POST", "/webhook/gitea")})
 	d.draining.Store(true)
 	got = append(got, answers{code("GET", "/readyz"), code("GET", "/healthz"), code("POST", "/webhook/gitea")})
 	want := []answers{
 		{http.StatusServiceUnavailable, http.StatusOK, http.StatusUnauthorized}, // not ready; unsigned webhook
+		{http.StatusServiceUnavailable, http.StatusOK, http.StatusUnauthorized}, // the state namespace not checked
 		{http.StatusOK, http.StatusOK, http.StatusUnauthorized},
 		{http.StatusServiceUnavailable, http.StatusOK, http.StatusServiceUnavailable}, // draining
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("answers before ready, ready, draining (-want +got):\n%s", diff)
+		t.Errorf("answers before ready, ready, checked, draining (-want +got):\n%s", diff)
 	}
+}
+
+// TestReadyzWithoutTheAPI: serve started while the API server does not
+// answer keeps /readyz at 503, saying why, instead of claiming ready.
+func TestReadyzWithoutTheAPI(t *testing.T) {
+	cfg := &config.Config{StateNamespace: "pinbot-system", Apps: []config.App{{Name: "web", Repo: "http://gitea:3000/org/app.git", Branch: "main"}}}
+	r, err := reconciler.New(cfg, &rest.Config{Host: "http://127.0.0.1:1"}, reconciler.WithCacheDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	d, err := newDaemon(&Config{Config: *cfg}, r, fake.NewSimpleClientset(), Options{Dashboard: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- d.run(ctx) }()
+	mux := d.mux()
+	poll.Until(t, time.Minute, "serve running its loops", func() (bool, string) { return d.ready.Load(), "" })
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "state namespace") {
+		t.Errorf("/readyz = %d %q, want 503 saying the state namespace was not found yet", rec.Code, rec.Body.String())
+	}
+	cancel()
+	<-done
 }
 
 func TestRequestedPromotions(t *testing.T) {

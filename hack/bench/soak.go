@@ -106,7 +106,6 @@ func (b *recBench) soakPromote(ctx context.Context, r *report) error {
 		CloneURL: b.gitea.RepoURL(b.owner, repo),
 		Auth:     gitforge.Auth{Token: b.gitea.Token},
 		Base:     "main",
-		WorkDir:  b.tmp,
 	}
 
 	statuses := map[promote.Status]int{}

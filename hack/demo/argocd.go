@@ -200,18 +200,7 @@ func writeGuestbook(dir, image string) error {
 
 // pushGuestbook commits guestbook's Deployment pinned to image on main.
 func pushGuestbook(ctx context.Context, d *demo, image string) (string, error) {
-	w, err := gitforge.Clone(ctx, d.gitea.RepoURL(owner, guestbook), "main", filepath.Join(d.dir, "guestbook-clone"), gitforge.Auth{Token: d.gitea.Token})
-	if err != nil {
-		return "", err
-	}
-	if err := writeGuestbook(w.Dir(), image); err != nil {
-		return "", err
-	}
-	sha, err := w.Commit("guestbook: v2", gitforge.Signature{Name: "dev", Email: "dev@example.com"})
-	if err != nil {
-		return "", err
-	}
-	return sha, w.Push(ctx, "main", false)
+	return d.gitea.Commit(ctx, owner, guestbook, "main", "main", map[string]string{"deploy/guestbook.yaml": guestbookDeployment(image)}, "guestbook: v2")
 }
 
 // argoApply applies guestbook's Deployment as Argo CD's controller would.

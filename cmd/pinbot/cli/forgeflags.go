@@ -60,13 +60,13 @@ func (f *forgeFlags) bind(cmd *cobra.Command) {
 		"let an index pin take a single-platform manifest (or a platform pin another platform), noted in the pull request")
 	fl.BoolVar(&f.anyVar, "any-variant", false,
 		"promote a digest without a tag into pins of several tag variants (-slim, -alpine, ...), which is refused otherwise")
-	fl.BoolVar(&f.dryRun, "dry-run", false, "clone and resolve, print the diff and the pull request body, push nothing")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "fetch and resolve, print the diff and the pull request body, push nothing")
 	fl.StringVar(&f.cacheDir, "cache-dir", "",
-		`keep the clone of the base branch here between runs (default $XDG_CACHE_HOME/pinbot; --cache-dir="" clones afresh each run)`)
+		`keep the fetched Git objects here between runs, in a directory of pinbot's own (default $XDG_CACHE_HOME/pinbot; --cache-dir="" fetches into memory each run)`)
 	f.cacheFlag = fl.Lookup("cache-dir")
 }
 
-// cache returns the clone cache root: --cache-dir when given (maybe ""),
+// cache returns the object cache root: --cache-dir when given (maybe ""),
 // else the user cache dir's pinbot, else none.
 func (f *forgeFlags) cache() string {
 	if f.cacheFlag != nil && f.cacheFlag.Changed {

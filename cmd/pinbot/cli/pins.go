@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -26,28 +24,6 @@ Dockerfiles and pins files, and rewrite them in place: only the digest
 	}
 	cmd.AddCommand(newPinsListCommand(g), newPinsSetCommand(g))
 	return cmd
-}
-
-// jsonFailure, under -o json, also prints a failed pins command's error as
-// one JSON object on stdout, {"error": "...", "file": "...", "line": N}, so
-// a CI step can parse it; file and line are those of a *pins.SyntaxError
-// ("" and 0 for other errors). err is returned as it is, so the message on
-// stderr and the exit code do not change.
-func jsonFailure(g *globals, cmd *cobra.Command, err error) error {
-	if err == nil || !g.json() {
-		return err
-	}
-	out := struct {
-		Error string `json:"error"`
-		File  string `json:"file"`
-		Line  int    `json:"line"`
-	}{Error: err.Error()}
-	var se *pins.SyntaxError
-	if errors.As(err, &se) {
-		out.File, out.Line = se.File, se.Line
-	}
-	_ = json.NewEncoder(cmd.OutOrStdout()).Encode(out) // the error below is what matters
-	return err
 }
 
 // pinsWarnings logs the files pins skipped, such as malformed YAML that

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/pins"
@@ -54,7 +55,7 @@ json, a failure also prints {"error": ..., "file": ..., "line": N} on stdout. no
 unless --include-vendored.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return jsonFailure(g, cmd, o.run(cmd, g))
+			return o.run(cmd, g)
 		},
 	}
 	cmd.Flags().StringVar(&o.dir, "dir", ".", "directory to scan")
@@ -142,7 +143,7 @@ func writePins(w *bufio.Writer, found []pins.Pin) error {
 		_, err := fmt.Fprintln(w, "no pins found")
 		return err
 	}
-	pos := func(p pins.Pin) int { return len(p.File) + 2 + digits(p.Line) + digits(p.Column) }
+	pos := func(p pins.Pin) int { return len(clip.Name(p.File)) + 2 + digits(p.Line) + digits(p.Column) }
 	width := [4]int{len("FILE:LINE:COL"), len("KIND"), len("IMAGE"), len("TAG")}
 	for _, p := range found {
 		width[0] = max(width[0], pos(p))
@@ -163,7 +164,7 @@ func writePins(w *bufio.Writer, found []pins.Pin) error {
 	w.WriteString("DIGEST\n")
 	var b []byte
 	for _, p := range found {
-		b = append(b[:0], p.File...)
+		b = append(b[:0], clip.Name(p.File)...)
 		b = append(b, ':')
 		b = strconv.AppendInt(b, int64(p.Line), 10)
 		b = append(b, ':')

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"pinbot.dev/pinbot/internal/clip"
+	"pinbot.dev/pinbot/internal/confined"
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/pins"
@@ -90,7 +91,7 @@ stops it with the file and line; other malformed files, and files over
 unless --include-vendored. --dry-run prints the changes and writes nothing.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return jsonFailure(g, cmd, o.run(cmd, g, args[0]))
+			return o.run(cmd, g, args[0])
 		},
 	}
 	cmd.Flags().StringVar(&o.dir, "dir", ".", "directory holding the manifests")
@@ -144,9 +145,9 @@ func writeChanges(w io.Writer, changes []pins.Change, u pins.Update, dryRun bool
 	for _, c := range changes {
 		files[c.File] = true
 		if c.Before != "" {
-			fmt.Fprintf(w, "%s:%d  - %s\n", c.File, c.Line, c.Before)
+			fmt.Fprintf(w, "%s:%d  - %s\n", clip.Name(c.File), c.Line, c.Before)
 		}
-		if _, err := fmt.Fprintf(w, "%s:%d  + %s\n", c.File, c.Line, c.After); err != nil {
+		if _, err := fmt.Fprintf(w, "%s:%d  + %s\n", clip.Name(c.File), c.Line, c.After); err != nil {
 			return err
 		}
 	}
@@ -165,7 +166,7 @@ func writeSkipped(w io.Writer, skipped []pins.Skip) error {
 		if tag == "" {
 			tag = "-"
 		}
-		if _, err := fmt.Fprintf(w, "skipped %s:%d (tag %s): %s\n", s.File, s.Line, tag, s.Reason); err != nil {
+		if _, err := fmt.Fprintf(w, "skipped %s:%d (tag %s): %s\n", clip.Name(s.File), s.Line, tag, s.Reason); err != nil {
 			return err
 		}
 	}
@@ -195,7 +196,12 @@ func (o *pinsSetOptions) run(cmd *cobra.Command, g *globals, arg string) error {
 		if o.vendored {
 			probeOpts = append(probeOpts, pins.WithVendored())
 		}
-		choices, checks, err := promote.HelmForms(ctx, o.dir, u, probeOpts...)
+		tree, err := confined.Open(o.dir)
+		if err != nil {
+			return fmt.Errorf("--dir: %w", err)
+		}
+		choices, checks, err := promote.HelmForms(ctx, tree, u, probeOpts...)
+		tree.Close()
 		if err != nil {
 			return err
 		}

@@ -85,7 +85,8 @@ func (o *promoteOptions) run(cmd *cobra.Command, g *globals) error {
 	ctx := cmd.Context()
 	ins, err := o.input.Read(nil)
 	if err != nil {
-		return err
+		// Bad input, as a bad --digest is: the same exit code.
+		return usageErrorf("%w", err)
 	}
 	env, err := o.forge.env(ctx)
 	if err != nil {

@@ -3,9 +3,11 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -21,6 +23,14 @@ func TestPromoteDriftUsage(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing")
 	empty := filepath.Join(t.TempDir(), "empty")
 	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	badDigest := filepath.Join(t.TempDir(), "digest")
+	if err := os.WriteFile(badDigest, []byte("sha256:12\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	twoLines := filepath.Join(t.TempDir(), "token")
@@ -50,7 +60,10 @@ func TestPromoteDriftUsage(t *testing.T) {
 		{name: "missing token file", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token-file=" + missing}, code: 1, want: "flag --token-file: reading token file: open " + missing},
 		{name: "token file of two lines", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token-file=" + twoLines}, code: 1, want: "flag --token-file: token file " + twoLines + ": the token holds a line break"},
 		{name: "empty token file", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token-file=" + empty}, code: 1, want: "flag --token-file: " + empty + " is empty"},
-		{name: "missing digest file", args: []string{"promote", forge, repo, "--image=r.example/app", "--digest-file=" + missing}, code: 1, want: "reading digest file"},
+		{name: "missing digest file", args: []string{"promote", forge, repo, "--image=r.example/app", "--digest-file=" + missing}, code: 2, want: "reading digest file"},
+		{name: "bad digest in the digest file", args: []string{"promote", forge, repo, "--image=r.example/app", "--digest-file=" + badDigest}, code: 2, want: badDigest + ":1:"},
+		{name: "a FIFO as the token file", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token-file=" + fifo}, code: 1, want: "not a regular file"},
+		{name: "credentials in a forge URL that does not parse", args: []string{"promote", "--forge-url=https://u:secret pass@gitea.example:99999", repo, "--image=r.example/app:v1"}, code: 2, want: "flag --forge-url"},
 		{name: "token as a flag value", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token=abc"}, code: 2, want: "unknown flag: --token"},
 		{name: "drift bad group", args: []string{"drift", forge, repo, "--group=repo"}, code: 2, want: `flag --group "repo"`},
 		{name: "drift bad schedule", args: []string{"drift", forge, repo, "--schedule=every now and then"}, code: 2, want: "flag --schedule"},
@@ -67,6 +80,35 @@ func TestPromoteDriftUsage(t *testing.T) {
 			}
 			if strings.Contains(out.String()+errOut.String(), "secret") {
 				t.Error("a credential reached the output")
+			}
+		})
+	}
+}
+
+// TestJSONErrorObject: under -o json every failing command prints one
+// JSON object with the error on stdout, besides the message on stderr.
+func TestJSONErrorObject(t *testing.T) {
+	t.Setenv(tokenEnv, "")
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, args := range [][]string{
+		{"pins", "list", "--dir", missing},
+		{"promote", "--forge-url=http://127.0.0.1:1", "--repo=o/n", "--image=r.example/app", "--digest-file=" + missing},
+		{"drift", "--forge-url=http://127.0.0.1:1", "--repo=o/n", "--group=repo"},
+		{"status", "--config", missing},
+		{"verify", "--config", missing},
+		{"resolve", "not a reference"},
+	} {
+		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
+			code, stdout, stderr := run(t, append(args, "-o", "json")...)
+			if code == 0 {
+				t.Fatalf("exit 0, want a failure")
+			}
+			var got struct {
+				Error string `json:"error"`
+			}
+			lines := strings.Split(strings.TrimSpace(stdout), "\n")
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &got); err != nil || got.Error == "" {
+				t.Errorf("stdout %q holds no JSON error object (%v); stderr %q", stdout, err, stderr)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/serve"
 )
@@ -19,13 +20,14 @@ type reconcilerFlags struct {
 	config     string
 	kubeconfig string
 	cacheDir   string
+	gitCache   *gitforge.Cache // open's, shared with serve's promotions
 }
 
 func (f *reconcilerFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.config, "config", "", "reconciler config file (required)")
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "",
 		"kubeconfig file (default $KUBECONFIG; in-cluster config when neither is set)")
-	cmd.Flags().StringVar(&f.cacheDir, "cache-dir", "", "where Git clones are cached (default $XDG_CACHE_HOME/pinbot)")
+	cmd.Flags().StringVar(&f.cacheDir, "cache-dir", "", "where fetched Git objects are kept, a directory of pinbot's own (default $XDG_CACHE_HOME/pinbot)")
 }
 
 // Validate checks the flags.
@@ -65,11 +67,16 @@ func (f *reconcilerFlags) open(apps ...string) (*reconciler.Reconciler, *serve.C
 	if err != nil {
 		return nil, nil, err
 	}
-	var opts []reconciler.Option
-	if f.cacheDir != "" {
-		opts = append(opts, reconciler.WithCacheDir(f.cacheDir))
+	dir := f.cacheDir
+	if dir == "" {
+		if dir, err = reconciler.DefaultCacheDir(); err != nil {
+			return nil, nil, err
+		}
 	}
-	r, err := reconciler.New(&cfg.Config, rc, opts...)
+	if f.gitCache, err = gitforge.NewCache(dir); err != nil {
+		return nil, nil, fmt.Errorf("flag --cache-dir: %w", err)
+	}
+	r, err := reconciler.New(&cfg.Config, rc, reconciler.WithGitCache(f.gitCache))
 	if err != nil {
 		return nil, nil, err
 	}

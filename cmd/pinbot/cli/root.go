@@ -5,6 +5,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/pins"
 )
 
 // Exit codes, as documented in the README.
@@ -102,11 +105,32 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "pinbot: %s\n", err)
+	if f := root.PersistentFlags().Lookup("output"); f != nil && f.Value.String() == "json" {
+		writeJSONError(stdout, err)
+	}
 	var ue *usageError
 	if errors.As(err, &ue) || isCobraUsage(err) {
 		return exitUsage
 	}
 	return exitError
+}
+
+// writeJSONError prints, under -o json, a failed command's error as one
+// JSON object on stdout, {"error": "...", "file": "...", "line": N}, so
+// that a CI step can parse it; file and line are those of an error that
+// names them (a *pins.SyntaxError), "" and 0 otherwise. The message on
+// stderr and the exit code stay as they are.
+func writeJSONError(w io.Writer, err error) {
+	out := struct {
+		Error string `json:"error"`
+		File  string `json:"file"`
+		Line  int    `json:"line"`
+	}{Error: redact.String(err.Error())}
+	var se *pins.SyntaxError
+	if errors.As(err, &se) {
+		out.File, out.Line = se.File, se.Line
+	}
+	_ = json.NewEncoder(w).Encode(out)
 }
 
 // isCobraUsage reports errors cobra raises for bad command lines that do not

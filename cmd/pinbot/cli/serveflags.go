@@ -9,7 +9,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"pinbot.dev/pinbot/internal/redact"
-	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/serve"
 )
 
@@ -70,12 +69,7 @@ func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Op
 		return err
 	}
 	defer r.Close()
-	o.CacheDir = f.cacheDir
-	if o.CacheDir == "" {
-		if o.CacheDir, err = reconciler.DefaultCacheDir(); err != nil {
-			return err
-		}
-	}
+	o.Cache = f.gitCache
 	rc, err := restConfig(f.kubeconfig)
 	if err != nil {
 		return err

@@ -94,15 +94,7 @@ apps:
 				t.Fatal(err)
 			}
 			// A promotion to v2, merged.
-			w, err := gitforge.Clone(ctx, g.RepoURL(g.AdminUser, app), "main", t.TempDir(), gitforge.Auth{Token: g.Token})
-			if err != nil {
-				t.Fatal(err)
-			}
-			writeManifest(t, w.Dir(), image+":v2@"+d2)
-			if _, err := w.Commit("Promote to v2", gitforge.Signature{Name: "pinbot", Email: "pinbot@example.com"}); err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Push(ctx, "pinbot/"+app+"/web", false); err != nil {
+			if _, err := g.Commit(ctx, g.AdminUser, app, "main", "pinbot/"+app+"/web", map[string]string{"deploy/web.yaml": webDeployment(image + ":v2@" + d2)}, "Promote to v2"); err != nil {
 				t.Fatal(err)
 			}
 			pr, err := forge.CreatePull(ctx, repo, gitforge.Pull{Head: "pinbot/" + app + "/web", Base: "main", Title: "Promote to v2", Body: "<!-- pinbot:promotion -->"})

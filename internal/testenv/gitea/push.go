@@ -17,6 +17,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/memory"
+
+	"pinbot.dev/pinbot/gitforge"
 )
 
 // PushDir commits the files under dir, as they are, as a single parentless
@@ -119,4 +121,40 @@ func (s *Server) DockerConfig() (string, error) {
 		return "", fmt.Errorf("writing docker config: %w", err)
 	}
 	return dir, nil
+}
+
+// Commit commits files (slash paths to content; new files are added) on
+// top of the head of base of owner/name and pushes the commit to branch:
+// base itself to advance it, another name to open a branch from it. It
+// reads and writes Git objects as pinbot does (no checkout) and returns
+// the commit SHA once the API shows it.
+func (s *Server) Commit(ctx context.Context, owner, name, base, branch string, files map[string]string, message string) (string, error) {
+	cache, err := gitforge.NewCache("")
+	if err != nil {
+		return "", err
+	}
+	repo, err := cache.Repository(s.RepoURL(owner, name))
+	if err != nil {
+		return "", err
+	}
+	auth := gitforge.Auth{Token: s.Token, CAFile: s.CAFile}
+	snap, err := repo.Fetch(ctx, base, auth)
+	if err != nil {
+		return "", err
+	}
+	changes := make(map[string][]byte, len(files))
+	for p, content := range files {
+		changes[p] = []byte(content)
+	}
+	c, err := snap.Edit(changes, message, gitforge.Signature{Name: "pinbot test", Email: "test@pinbot.dev"})
+	if err != nil {
+		return "", fmt.Errorf("committing to %s/%s: %w", owner, name, err)
+	}
+	if err := c.Push(ctx, branch, branch != base, auth); err != nil {
+		return "", err
+	}
+	if err := s.waitBranch(ctx, owner, name, branch, c.Commit()); err != nil {
+		return "", err
+	}
+	return c.Commit(), nil
 }

@@ -1,0 +1,299 @@
+package gitforge
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// MaxBlob bounds the size of a file a Snapshot reads: no manifest, chart or
+// config is larger, and a hostile repository's huge file must not take
+// pinbot's memory.
+const MaxBlob = 16 << 20
+
+// ErrLink refuses to open a symbolic link, or a path through one: pinbot
+// follows no link in a repository, so a repository's link never reaches a
+// file outside it.
+var ErrLink = errors.New("a symbolic link: pinbot follows no link in a repository")
+
+// ErrTooLarge refuses a file over MaxBlob. It says so through a TooLarge
+// method too, which package pins, which imports no Git, asks.
+var ErrTooLarge error = tooLarge{}
+
+type tooLarge struct{}
+
+func (tooLarge) Error() string  { return fmt.Sprintf("larger than %d MiB", MaxBlob>>20) }
+func (tooLarge) TooLarge() bool { return true }
+
+// Snapshot is one commit of a repository, read straight from the object
+// store: there is no working copy, so nothing of the repository is ever
+// written to disk or resolved by the operating system. Its FS holds the
+// commit's regular files; a symbolic link is listed (so walkers can say
+// they skip it) but never opened, and submodules are not files.
+type Snapshot struct {
+	repo   *Repository
+	commit plumbing.Hash
+	tree   plumbing.Hash
+	when   time.Time
+	// parent and written are set on a snapshot Edit made: its parent,
+	// and the objects it wrote, which Push sends.
+	parent  plumbing.Hash
+	written []plumbing.Hash
+}
+
+// snapshotAt is the snapshot of commit when the store holds it and its
+// tree. The caller holds r.mu.
+func (r *Repository) snapshotAt(commit plumbing.Hash) (*Snapshot, bool) {
+	c, err := object.GetCommit(r.st, commit)
+	if err != nil {
+		return nil, false
+	}
+	if _, err := object.GetTree(r.st, c.TreeHash); err != nil {
+		return nil, false
+	}
+	return &Snapshot{repo: r, commit: commit, tree: c.TreeHash, when: c.Committer.When}, true
+}
+
+// Commit is the snapshot's commit id.
+func (s *Snapshot) Commit() string { return s.commit.String() }
+
+// FS is the snapshot's files as an io/fs file system, read only.
+func (s *Snapshot) FS() fs.FS { return snapshotFS{s} }
+
+// ReadFile reads the regular file at name (a slash path), bounded by
+// MaxBlob.
+func (s *Snapshot) ReadFile(name string) ([]byte, error) { return fs.ReadFile(s.FS(), name) }
+
+// entry finds the tree entry at name, refusing paths through links. The
+// root is a directory entry of the root tree.
+func (s *Snapshot) entry(name string) (object.TreeEntry, error) {
+	if !fs.ValidPath(name) {
+		return object.TreeEntry{}, fs.ErrInvalid
+	}
+	if name == "." {
+		return object.TreeEntry{Name: ".", Mode: filemode.Dir, Hash: s.tree}, nil
+	}
+	s.repo.mu.Lock()
+	defer s.repo.mu.Unlock()
+	tree := s.tree
+	parts := strings.Split(name, "/")
+	for i, part := range parts {
+		t, err := object.GetTree(s.repo.st, tree)
+		if err != nil {
+			return object.TreeEntry{}, fmt.Errorf("reading the tree of %s: %w", path.Join(parts[:i]...), err)
+		}
+		var found *object.TreeEntry
+		for j := range t.Entries {
+			if t.Entries[j].Name == part {
+				found = &t.Entries[j]
+				break
+			}
+		}
+		switch {
+		case found == nil:
+			return object.TreeEntry{}, fs.ErrNotExist
+		case i == len(parts)-1:
+			return *found, nil
+		case found.Mode == filemode.Symlink:
+			return object.TreeEntry{}, ErrLink
+		case found.Mode != filemode.Dir:
+			return object.TreeEntry{}, fs.ErrNotExist
+		}
+		tree = found.Hash
+	}
+	return object.TreeEntry{}, fs.ErrNotExist
+}
+
+// snapshotFS is a Snapshot as an fs.FS.
+type snapshotFS struct{ s *Snapshot }
+
+// Open implements fs.FS.
+func (f snapshotFS) Open(name string) (fs.File, error) {
+	e, err := f.s.entry(name)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	info := entryInfo{s: f.s, hash: e.Hash, name: path.Base(name), mode: e.Mode, size: 0, when: f.s.when}
+	switch e.Mode {
+	case filemode.Dir:
+		return &snapshotDir{fs: f, name: name, info: info, hash: e.Hash}, nil
+	case filemode.Regular, filemode.Executable, filemode.Deprecated:
+	case filemode.Symlink:
+		return nil, &fs.PathError{Op: "open", Path: name, Err: ErrLink}
+	default:
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("not a regular file (%s)", e.Mode)}
+	}
+	data, err := f.s.blob(e.Hash)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	info.size = int64(len(data))
+	return &snapshotFile{info: info, r: bytes.NewReader(data)}, nil
+}
+
+// Lstat implements fs.ReadLinkFS: the entry at name, a link not
+// followed.
+func (f snapshotFS) Lstat(name string) (fs.FileInfo, error) {
+	e, err := f.s.entry(name)
+	if err != nil {
+		return nil, &fs.PathError{Op: "lstat", Path: name, Err: err}
+	}
+	return entryInfo{s: f.s, hash: e.Hash, name: path.Base(name), mode: e.Mode, size: -1, when: f.s.when}, nil
+}
+
+// ReadLink implements fs.ReadLinkFS: what the link at name says. pinbot
+// never follows it.
+func (f snapshotFS) ReadLink(name string) (string, error) {
+	e, err := f.s.entry(name)
+	if err != nil {
+		return "", &fs.PathError{Op: "readlink", Path: name, Err: err}
+	}
+	if e.Mode != filemode.Symlink {
+		return "", &fs.PathError{Op: "readlink", Path: name, Err: fs.ErrInvalid}
+	}
+	b, err := f.s.blob(e.Hash)
+	return string(b), err
+}
+
+// blob reads the blob hash, bounded by MaxBlob.
+func (s *Snapshot) blob(hash plumbing.Hash) ([]byte, error) {
+	s.repo.mu.Lock()
+	defer s.repo.mu.Unlock()
+	b, err := object.GetBlob(s.repo.st, hash)
+	if err != nil {
+		return nil, err
+	}
+	if b.Size > MaxBlob {
+		return nil, ErrTooLarge
+	}
+	rd, err := b.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	return io.ReadAll(io.LimitReader(rd, MaxBlob+1))
+}
+
+// entryInfo is the fs.FileInfo and fs.DirEntry of a tree entry.
+type entryInfo struct {
+	s    *Snapshot
+	hash plumbing.Hash
+	name string
+	mode filemode.FileMode
+	size int64 // -1 until asked: listing a tree reads no blob
+	when time.Time
+}
+
+func (i entryInfo) Name() string { return i.name }
+
+// Size is a blob's size, looked up in the store when first asked (a
+// directory's is 0).
+func (i entryInfo) Size() int64 {
+	if i.size >= 0 || i.mode == filemode.Dir {
+		return max(i.size, 0)
+	}
+	i.s.repo.mu.Lock()
+	defer i.s.repo.mu.Unlock()
+	o, err := i.s.repo.st.EncodedObject(plumbing.AnyObject, i.hash)
+	if err != nil {
+		return 0
+	}
+	return o.Size()
+}
+
+func (i entryInfo) ModTime() time.Time { return i.when }
+func (i entryInfo) IsDir() bool        { return i.mode == filemode.Dir }
+func (i entryInfo) Sys() any           { return nil }
+
+// Mode maps Git's modes: a directory, a regular or executable file, a
+// symbolic link; a submodule is irregular.
+func (i entryInfo) Mode() fs.FileMode {
+	switch i.mode {
+	case filemode.Dir:
+		return fs.ModeDir | 0o755
+	case filemode.Executable:
+		return 0o755
+	case filemode.Symlink:
+		return fs.ModeSymlink | 0o777
+	case filemode.Regular, filemode.Deprecated:
+		return 0o644
+	}
+	return fs.ModeIrregular
+}
+
+func (i entryInfo) Type() fs.FileMode          { return i.Mode().Type() }
+func (i entryInfo) Info() (fs.FileInfo, error) { return i, nil }
+
+type snapshotFile struct {
+	info entryInfo
+	r    *bytes.Reader
+}
+
+func (f *snapshotFile) Stat() (fs.FileInfo, error) { return f.info, nil }
+func (f *snapshotFile) Read(b []byte) (int, error) { return f.r.Read(b) }
+func (f *snapshotFile) Close() error               { return nil }
+
+type snapshotDir struct {
+	fs   snapshotFS
+	name string
+	info entryInfo
+	hash plumbing.Hash
+	left []fs.DirEntry // what ReadDir has not returned yet, once read
+	read bool
+}
+
+func (d *snapshotDir) Stat() (fs.FileInfo, error) { return d.info, nil }
+func (d *snapshotDir) Read([]byte) (int, error) {
+	return 0, &fs.PathError{Op: "read", Path: d.name, Err: errors.New("is a directory")}
+}
+func (d *snapshotDir) Close() error { return nil }
+
+// ReadDir lists the directory's entries, sorted by name. Sizes are looked
+// up only when asked: a walk need not touch every blob.
+func (d *snapshotDir) ReadDir(n int) ([]fs.DirEntry, error) {
+	if !d.read {
+		all, err := d.entries()
+		if err != nil {
+			return nil, err
+		}
+		d.left, d.read = all, true
+	}
+	if n <= 0 {
+		out := d.left
+		d.left = nil
+		return out, nil
+	}
+	if len(d.left) == 0 {
+		return nil, io.EOF
+	}
+	k := min(n, len(d.left))
+	out := d.left[:k]
+	d.left = d.left[k:]
+	return out, nil
+}
+
+func (d *snapshotDir) entries() ([]fs.DirEntry, error) {
+	s := d.fs.s
+	s.repo.mu.Lock()
+	t, err := object.GetTree(s.repo.st, d.hash)
+	s.repo.mu.Unlock()
+	if err != nil {
+		return nil, &fs.PathError{Op: "readdir", Path: d.name, Err: err}
+	}
+	out := make([]fs.DirEntry, 0, len(t.Entries))
+	for _, e := range t.Entries {
+		out = append(out, entryInfo{s: s, hash: e.Hash, name: e.Name, mode: e.Mode, size: -1, when: s.when})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out, nil
+}
