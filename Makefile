@@ -102,6 +102,7 @@ $(BIN)/crds/VERSIONS: Makefile hack/crds/main.go
 ## hack/image on a cold build cache: it cross-compiles pinbot for arm64.
 test: tools
 	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -run '^$$' -fuzz '^FuzzTreeShapes$$' -fuzztime 60s ./pins
 
 ## unit: the tests that need no peer binaries.
 unit:

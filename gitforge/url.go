@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 
+	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/redact"
 )
 
@@ -17,10 +18,10 @@ import (
 func parseBaseURL(baseURL string) (*url.URL, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("gitea URL %q: want http(s)://host[:port][/path]", redact.URL(baseURL))
+		return nil, fmt.Errorf("gitea URL %s: want http(s)://host[:port][/path]", clip.Quote(redact.URL(baseURL)))
 	}
 	if u.User != nil {
-		return nil, fmt.Errorf("gitea URL %q: credentials belong in the token, not the URL", redact.URL(baseURL))
+		return nil, fmt.Errorf("gitea URL %s: credentials belong in the token, not the URL", clip.Quote(redact.URL(baseURL)))
 	}
 	return u, nil
 }
@@ -59,7 +60,7 @@ func RepoOf(baseURL, cloneURL string) (Repo, error) {
 	}
 	u, err := url.Parse(cloneURL)
 	if err != nil {
-		return Repo{}, fmt.Errorf("repository URL %q: %w", redact.URL(cloneURL), err)
+		return Repo{}, fmt.Errorf("repository URL %s: %w", clip.Quote(redact.URL(cloneURL)), err)
 	}
 	if !strings.EqualFold(u.Host, base.Host) {
 		return Repo{}, fmt.Errorf("repository URL %s is not on the forge %s: another host", redact.URL(cloneURL), redact.URL(baseURL))

@@ -221,11 +221,11 @@ func (c *Config) validate(file string, root *yaml.Node) error {
 	for i, t := range c.Targets {
 		switch {
 		case !targetNameRE.MatchString(t.Name):
-			return fmt.Errorf("%s: target name %q: want lowercase letters, digits, '.', '_' or '-'", at("targets", i, "name"), t.Name)
+			return fmt.Errorf("%s: target name %s: want lowercase letters, digits, '.', '_' or '-'", at("targets", i, "name"), clip.Quote(t.Name))
 		case seen[t.Name]:
-			return fmt.Errorf("%s: target %q defined twice", at("targets", i, "name"), t.Name)
+			return fmt.Errorf("%s: target %s defined twice", at("targets", i, "name"), clip.Quote(t.Name))
 		case len(t.Paths) == 0:
-			return fmt.Errorf("%s: target %q has no paths", at("targets", i), t.Name)
+			return fmt.Errorf("%s: target %s has no paths", at("targets", i), clip.Quote(t.Name))
 		}
 		seen[t.Name] = true
 		for j, p := range t.Paths {
@@ -237,10 +237,10 @@ func (c *Config) validate(file string, root *yaml.Node) error {
 	for i, tr := range c.Track {
 		ref, err := imageref.Parse(strings.TrimSpace(tr.Image))
 		if err != nil || ref.Digest != "" {
-			return fmt.Errorf("%s: track image %q: want a repository without tag or digest", at("track", i, "image"), tr.Image)
+			return fmt.Errorf("%s: track image %s: want a repository without tag or digest", at("track", i, "image"), clip.Quote(tr.Image))
 		}
 		if ref.Tag != "" {
-			return fmt.Errorf("%s: track image %q: put the tag in the tag field", at("track", i, "image"), tr.Image)
+			return fmt.Errorf("%s: track image %s: put the tag in the tag field", at("track", i, "image"), clip.Quote(tr.Image))
 		}
 		if tr.Tag == "" {
 			return fmt.Errorf("%s: track entry for %s has no tag", at("track", i), tr.Image)
@@ -252,20 +252,20 @@ func (c *Config) validate(file string, root *yaml.Node) error {
 		}
 	}
 	if c.BranchPrefix != "" && !validBranchPrefix(c.BranchPrefix) {
-		return fmt.Errorf("%s: branchPrefix %q is not a valid start of a Git branch name", at("branchPrefix"), c.BranchPrefix)
+		return fmt.Errorf("%s: branchPrefix %s is not a valid start of a Git branch name", at("branchPrefix"), clip.Quote(c.BranchPrefix))
 	}
 	if (c.Author.Name == "") != (c.Author.Email == "") {
 		return fmt.Errorf("%s: author needs both name and email", at("author"))
 	}
 	for _, f := range []struct{ key, v string }{{"name", c.Author.Name}, {"email", c.Author.Email}} {
 		if i := strings.IndexAny(f.v, "\r\n\x00<>"); i >= 0 {
-			return fmt.Errorf("%s: author %s %s holds %q: a line break, NUL or angle bracket would forge the commit's header", at("author", f.key), f.key, clip.Quote(f.v), f.v[i])
+			return fmt.Errorf("%s: author %s %s holds %s: a line break, NUL or angle bracket would forge the commit's header", at("author", f.key), f.key, clip.Quote(f.v), clip.Quote(string(f.v[i])))
 		}
 	}
 	switch c.Drift.Group {
 	case "", GroupImage, GroupTarget, GroupAll:
 	default:
-		return fmt.Errorf("%s: drift group %q: want image, target or all", at("drift", "group"), c.Drift.Group)
+		return fmt.Errorf("%s: drift group %s: want image, target or all", at("drift", "group"), clip.Quote(string(c.Drift.Group)))
 	}
 	if c.Drift.MinAge < 0 {
 		return fmt.Errorf("%s: drift minAge must not be negative", at("drift", "minAge"))
@@ -277,7 +277,7 @@ func (c *Config) validate(file string, root *yaml.Node) error {
 		switch h.Digest {
 		case "key", "tag", "none":
 		default:
-			return fmt.Errorf("%s: helm chart %s: digest %q: want key, tag or none", at("helm", i, "digest"), h.Chart, h.Digest)
+			return fmt.Errorf("%s: helm chart %s: digest %s: want key, tag or none", at("helm", i, "digest"), h.Chart, clip.Quote(h.Digest))
 		}
 	}
 	return nil
@@ -348,7 +348,7 @@ func checkGlob(pattern string) error {
 			return fmt.Errorf("path glob %s: want a path inside the repository, without . or .. segments or backslashes", clip.Quote(pattern))
 		}
 		if _, err := path.Match(seg, ""); err != nil {
-			return fmt.Errorf("path glob %q: %w", pattern, err)
+			return fmt.Errorf("path glob %s: %w", clip.Quote(pattern), err)
 		}
 	}
 	return nil

@@ -61,10 +61,19 @@ func (f *fixture) image(short string) string {
 }
 
 // createRepo creates the manifest repository from files (path -> content).
+// createRepo pushes files as the first commit of main; a content of
+// "symlink:TARGET" commits a symbolic link to TARGET.
 func (f *fixture) createRepo(files map[string]string) string {
 	f.t.Helper()
 	dir := f.t.TempDir()
 	for p, content := range files {
+		if target, ok := strings.CutPrefix(content, "symlink:"); ok {
+			os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755)
+			if err := os.Symlink(target, filepath.Join(dir, p)); err != nil {
+				f.t.Fatal(err)
+			}
+			continue
+		}
 		writeFile(f.t, filepath.Join(dir, p), content)
 	}
 	sha, err := f.srv.CreateRepoFromDir(context.Background(), f.owner, f.name, "main", dir)

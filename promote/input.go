@@ -167,7 +167,7 @@ func ParseMetadata(file string, data []byte) ([]Input, error) {
 		}
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(top[t], &obj); err != nil {
-			return nil, fmt.Errorf("%s: bake target %s: want an object with %q and %q: %w", file, clip.Quote(t), metaDigestKey, metaNameKey, err)
+			return nil, fmt.Errorf("%s: bake target %s: want an object with %s and %s: %w", file, clip.Quote(t), clip.Quote(metaDigestKey), clip.Quote(metaNameKey), err)
 		}
 		_, hasDigest := obj[metaDigestKey]
 		if _, hasName := obj[metaNameKey]; !hasDigest && !hasName {
@@ -180,7 +180,7 @@ func ParseMetadata(file string, data []byte) ([]Input, error) {
 		ins = append(ins, got...)
 	}
 	if len(ins) == 0 {
-		return nil, fmt.Errorf("%s: no %q key: is this a buildx --metadata-file?", file, metaDigestKey)
+		return nil, fmt.Errorf("%s: no %s key: is this a buildx --metadata-file?", file, clip.Quote(metaDigestKey))
 	}
 	return ins, nil
 }
@@ -188,20 +188,20 @@ func ParseMetadata(file string, data []byte) ([]Input, error) {
 func parseMetadataObject(file, prefix string, obj map[string]json.RawMessage) ([]Input, error) {
 	var digest, names string
 	if _, ok := obj[metaDigestKey]; !ok {
-		return nil, fmt.Errorf("%s: no %q key: is this a buildx --metadata-file?", file, prefix+metaDigestKey)
+		return nil, fmt.Errorf("%s: no %s key: is this a buildx --metadata-file?", file, clip.Quote(prefix+metaDigestKey))
 	}
 	if err := json.Unmarshal(obj[metaDigestKey], &digest); err != nil {
-		return nil, fmt.Errorf("%s: key %q: want a string: %w", file, prefix+metaDigestKey, err)
+		return nil, fmt.Errorf("%s: key %s: want a string: %w", file, clip.Quote(prefix+metaDigestKey), err)
 	}
 	if !imageref.ValidDigest(digest) {
-		return nil, fmt.Errorf("%s: key %q: %s: %w", file, prefix+metaDigestKey, clip.Quote(digest), imageref.ErrInvalidDigest)
+		return nil, fmt.Errorf("%s: key %s: %s: %w", file, clip.Quote(prefix+metaDigestKey), clip.Quote(digest), imageref.ErrInvalidDigest)
 	}
 	raw, ok := obj[metaNameKey]
 	if !ok {
-		return nil, fmt.Errorf("%s: no key %q: build with --tag and --push so buildx records the image name", file, prefix+metaNameKey)
+		return nil, fmt.Errorf("%s: no key %s: build with --tag and --push so buildx records the image name", file, clip.Quote(prefix+metaNameKey))
 	}
 	if err := json.Unmarshal(raw, &names); err != nil {
-		return nil, fmt.Errorf("%s: key %q: want a string: %w", file, prefix+metaNameKey, err)
+		return nil, fmt.Errorf("%s: key %s: want a string: %w", file, clip.Quote(prefix+metaNameKey), err)
 	}
 	var ins []Input
 	byRepo := map[string]int{}
@@ -211,20 +211,20 @@ func parseMetadataObject(file, prefix string, obj map[string]json.RawMessage) ([
 			continue
 		}
 		if err := checkRefLen(n); err != nil {
-			return nil, fmt.Errorf("%s: key %q: %w", file, prefix+metaNameKey, err)
+			return nil, fmt.Errorf("%s: key %s: %w", file, clip.Quote(prefix+metaNameKey), err)
 		}
 		ref, err := imageref.Parse(n)
 		if err != nil {
-			return nil, fmt.Errorf("%s: key %q: %w", file, prefix+metaNameKey, err)
+			return nil, fmt.Errorf("%s: key %s: %w", file, clip.Quote(prefix+metaNameKey), err)
 		}
 		repo, tag, d := ref.Repository, ref.Tag, ref.Digest
 		if d != "" && d != digest {
-			return nil, fmt.Errorf("%s: key %q: %s names digest %s, but %q is %s", file, prefix+metaNameKey, clip.Quote(n), d, prefix+metaDigestKey, digest)
+			return nil, fmt.Errorf("%s: key %s: %s names digest %s, but %s is %s", file, clip.Quote(prefix+metaNameKey), clip.Quote(n), d, clip.Quote(prefix+metaDigestKey), digest)
 		}
 		ins = addInput(ins, byRepo, Input{Image: repo, Digest: digest, Source: SourceBuildxMetadata, File: file}, tag)
 	}
 	if len(ins) == 0 {
-		return nil, fmt.Errorf("%s: key %q is empty", file, prefix+metaNameKey)
+		return nil, fmt.Errorf("%s: key %s is empty", file, clip.Quote(prefix+metaNameKey))
 	}
 	return ins, nil
 }
@@ -277,7 +277,7 @@ func (s InputSpec) Validate() error {
 	case s.Digest != "" && s.Image == "":
 		return errors.New("flag --digest needs --image REF")
 	case s.Digest != "" && !imageref.ValidDigest(s.Digest):
-		return fmt.Errorf("flag --digest %q: %w", s.Digest, imageref.ErrInvalidDigest)
+		return fmt.Errorf("flag --digest %s: %w", clip.Quote(s.Digest), imageref.ErrInvalidDigest)
 	case s.DigestFile != "" && s.Image == "":
 		return errors.New("flag --digest-file needs --image REF: a Kaniko digest file holds no image name")
 	case imgDigest != "" && (s.Digest != "" || s.DigestFile != ""):

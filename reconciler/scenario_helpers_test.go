@@ -89,12 +89,20 @@ func (s *scenario) push(files map[string]string, msg string) string {
 	return sha
 }
 
+// writeFiles writes files under dir; a body of "symlink:TARGET" makes a
+// symbolic link to TARGET, which pushes as one.
 func writeFiles(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
 	for n, body := range files {
 		p := filepath.Join(dir, filepath.FromSlash(n))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
+		}
+		if target, ok := strings.CutPrefix(body, "symlink:"); ok {
+			if err := os.Symlink(target, p); err != nil {
+				t.Fatal(err)
+			}
+			continue
 		}
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 			t.Fatal(err)

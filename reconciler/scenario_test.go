@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -455,5 +456,30 @@ func TestSourceUnreachable(t *testing.T) {
 	}
 	if len(rec.Entries) != 0 || rec.Status == nil || rec.Status.Sync != status.SyncUnknown {
 		t.Errorf("history %+v, status %+v: want no sync and the Unknown status stored", rec.Entries, rec.Status)
+	}
+}
+
+// A repository that links to manifests outside it (and to /dev/zero,
+// which took every app down by memory once) syncs its own manifests
+// alone: the links are never followed, the pass ends, and nothing of
+// the outside manifest reaches the cluster.
+func TestHostileRepositoryRender(t *testing.T) {
+	s := newScenario(t, "hostile", "{automated: true}")
+	outside := filepath.Join(t.TempDir(), "outside.yaml")
+	if err := os.WriteFile(outside, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: outside}\ndata: {secret: leaked}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	head := s.push(map[string]string{
+		"app/cm.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: inside}\n",
+		"app/outside.yaml": "symlink:" + outside,
+		"app/zero.yaml":    "symlink:/dev/zero",
+		"app/up":           "symlink:" + filepath.Dir(outside),
+	}, "links out")
+	s.run()
+	s.waitStatus(rollout, "the repository's own manifests synced", func(st *status.App, _ *verdict.Verification) bool {
+		return st.Sync == status.Synced && st.SyncedCommit == head
+	})
+	if got := s.inventory(); !slices.Equal(got, []string{"ConfigMap/inside"}) {
+		t.Errorf("inventory = %q, want the repository's ConfigMap alone", got)
 	}
 }

@@ -1,15 +1,20 @@
 package render
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"pinbot.dev/pinbot/internal/confined"
 )
 
 // writeTree creates files (slash paths to contents) under a temp dir.
@@ -177,14 +182,70 @@ func TestDirKustomizeSymlinkOutOfRepo(t *testing.T) {
 	}
 }
 
-// dirFS is the directory root as a render reads it on disk: confined to
-// root (a symbolic link out of it fails), as os.Root is.
+// dirFS is the directory root as pinbot reads a checkout on disk
+// (internal/confined: no link followed, regular files only, bounded).
 func dirFS(t *testing.T, root string) fs.FS {
 	t.Helper()
-	r, err := os.OpenRoot(root)
+	c, err := confined.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.Close() })
-	return r.FS()
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestPlainDirFollowsNoLink: a plain directory's links to a manifest
+// outside the repository, to /dev/zero and to a FIFO are skipped, not
+// read: the render holds the repository's own manifest only, at once.
+func TestPlainDirFollowsNoLink(t *testing.T) {
+	outside := writeTree(t, map[string]string{"secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: outside}\n"})
+	root := writeTree(t, map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: inside}\n"})
+	for name, target := range map[string]string{"out.yaml": filepath.Join(outside, "secret.yaml"), "zero.yaml": "/dev/zero", "dir": outside} {
+		if err := os.Symlink(target, filepath.Join(root, "app", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(root, "app", "fifo.yaml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []string, 1)
+	go func() {
+		objs, err := FS(dirFS(t, root), "app")
+		if err != nil {
+			t.Error(err)
+		}
+		var names []string
+		for _, o := range objs {
+			names = append(names, o.GetName())
+		}
+		done <- names
+	}()
+	select {
+	case names := <-done:
+		if !slices.Equal(names, []string{"inside"}) {
+			t.Errorf("rendered %q, want the repository's own ConfigMap alone", names)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the render is reading a link or a FIFO")
+	}
+}
+
+// TestRenderStopsWithTheContext: a chart whose templates loop is given up
+// on when the render's context ends, instead of holding the caller (a
+// sync, a SIGTERM).
+func TestRenderStopsWithTheContext(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"chart/Chart.yaml":          "apiVersion: v2\nname: busy\nversion: 0.1.0\n",
+		"chart/templates/loop.yaml": "{{ range until 20000 }}{{ range until 20000 }}{{ end }}{{ end }}\n",
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := FS(dirFS(t, root), "chart", WithContext(ctx))
+	if err == nil || !strings.Contains(err.Error(), "render stopped") {
+		t.Errorf("FS = %v, want the render stopped", err)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("the render returned after %s, not when its context ended", took)
+	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/reconciler/config"
 )
@@ -73,7 +74,7 @@ func Parse(file string, data []byte) (*Config, error) {
 	for i := range c.Promote {
 		t := &c.Promote[i]
 		for _, msg := range t.problems() {
-			problems = append(problems, fmt.Sprintf("%s:%d: promote %q: %s", file, t.line, t.Repo, msg))
+			problems = append(problems, fmt.Sprintf("%s:%d: promote %s: %s", file, t.line, clip.Quote(t.Repo), msg))
 		}
 	}
 	err = c.Complete(file, root)
@@ -93,11 +94,11 @@ func Parse(file string, data []byte) (*Config, error) {
 func (t *Target) problems() []string {
 	var out []string
 	if owner, name, ok := strings.Cut(t.Repo, "/"); !ok || owner == "" || name == "" || strings.Contains(name, "/") {
-		out = append(out, fmt.Sprintf("repo %q: want OWNER/NAME of a repository on the forge", t.Repo))
+		out = append(out, fmt.Sprintf("repo %s: want OWNER/NAME of a repository on the forge", clip.Quote(t.Repo)))
 	}
 	if t.Drift != "" {
 		if _, err := cron.ParseStandard(t.Drift); err != nil {
-			out = append(out, fmt.Sprintf("drift %q: %s", t.Drift, err))
+			out = append(out, fmt.Sprintf("drift %s: %s", clip.Quote(t.Drift), err))
 		}
 	}
 	for _, img := range t.Images {

@@ -123,8 +123,28 @@ func testPackageEventShape(t *testing.T, srv *gitea.Server) {
 	}
 }
 
+// The repository is hostile, as a repository a signed package event names
+// may be: links to a pinned file outside it and to /dev/zero, a journal
+// of the old protocol planted in it, a tracked file named like a staged
+// one. The promotion changes deploy/app.yaml alone, and nothing outside.
 func testPackageEventPromotes(t *testing.T, srv *gitea.Server) {
-	r := giteatest.NewManifestRepo(t, srv)
+	outside := t.TempDir()
+	victim := filepath.Join(outside, "victim.yaml")
+	var victimBody string
+	r := giteatest.NewManifestRepo(t, srv, func(dir, app, v1 string) {
+		victimBody = "image: " + app + ":v1@" + v1 + "\n"
+		must := func(err error) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		must(os.WriteFile(victim, []byte(victimBody), 0o644))
+		must(os.Symlink(victim, filepath.Join(dir, "deploy", "abs.yaml")))
+		must(os.Symlink("/dev/zero", filepath.Join(dir, "deploy", "zero.yaml")))
+		must(os.Symlink(outside, filepath.Join(dir, "deploy", "outside")))
+		must(os.WriteFile(filepath.Join(dir, ".pinbot-journal"), []byte(`{"version":1,"phase":"committing","files":[{"file":"deploy/outside/victim.yaml"}]}`), 0o644))
+		must(os.WriteFile(filepath.Join(dir, "deploy", ".app.yaml.pinbot-123456"), []byte("notes\n"), 0o644))
+	})
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(srv.Token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -189,6 +209,20 @@ func testPackageEventPromotes(t *testing.T, srv *gitea.Server) {
 	}
 	if !strings.Contains(string(raw), r.App+":") || !strings.Contains(string(raw), "@"+v2) {
 		t.Errorf("the pull request's deploy/app.yaml does not pin %s@%s:\n%s", r.App, v2, raw)
+	}
+	files, _, err := c.ListPullRequestFiles(r.Owner, r.Name, pulls[0].Index, sdk.ListPullRequestFilesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 1 || files[0].Filename != "deploy/app.yaml" {
+		var names []string
+		for _, f := range files {
+			names = append(names, f.Filename)
+		}
+		t.Errorf("the pull request changes %q, want deploy/app.yaml alone", names)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != victimBody {
+		t.Errorf("the file outside the repository was changed: %q", b)
 	}
 	t.Logf("package webhook from a push of %s:v2 opened %s", r.App, pulls[0].HTMLURL)
 }

@@ -153,11 +153,11 @@ type Duration time.Duration
 // UnmarshalYAML parses a Go duration string.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!int" {
-		return fmt.Errorf("line %d: want a duration such as 60s, got %q", n.Line, n.Value)
+		return fmt.Errorf("line %d: want a duration such as 60s, got %s", n.Line, clip.Quote(n.Value))
 	}
 	v, err := time.ParseDuration(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: want a duration such as 60s, got %q", n.Line, n.Value)
+		return fmt.Errorf("line %d: want a duration such as 60s, got %s", n.Line, clip.Quote(n.Value))
 	}
 	*d = Duration(v)
 	return nil
@@ -254,7 +254,7 @@ func yamlError(file string, err error) error {
 		}
 		msg := m[2]
 		if f := unknownField.FindStringSubmatch(msg); f != nil {
-			msg = fmt.Sprintf("unknown field %q", f[1])
+			msg = fmt.Sprintf("unknown field %s", clip.Quote(f[1]))
 		}
 		errs = append(errs, fmt.Errorf("%s:%s: %s", file, m[1], msg))
 	}
@@ -298,13 +298,13 @@ func (c *Config) Validate() error {
 	seen := map[string]bool{}
 	for _, a := range c.Apps {
 		for _, msg := range a.problems() {
-			add(a.line, "app %q: %s", a.Name, msg)
+			add(a.line, "app %s: %s", clip.Quote(a.Name), msg)
 		}
 		for _, p := range a.deployerProblems() {
-			add(p.line, "app %q: %s", a.Name, p.msg)
+			add(p.line, "app %s: %s", clip.Quote(a.Name), p.msg)
 		}
 		if seen[a.Name] {
-			add(a.line, "app %q: defined twice", a.Name)
+			add(a.line, "app %s: defined twice", clip.Quote(a.Name))
 		}
 		seen[a.Name] = true
 	}
@@ -321,25 +321,25 @@ func (a *App) problems() []string {
 		return p // the deployer's object names the rest (deployerProblems)
 	}
 	if u, err := url.Parse(a.Repo); a.Repo == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "file") {
-		p = append(p, fmt.Sprintf("repo %q: want an http, https or file URL", a.Repo))
+		p = append(p, fmt.Sprintf("repo %s: want an http, https or file URL", clip.Quote(a.Repo)))
 	}
 	if clean := path.Clean(a.Path); path.IsAbs(a.Path) || clean == ".." || strings.HasPrefix(clean, "../") || strings.Contains(a.Path, "\\") {
-		p = append(p, fmt.Sprintf("path %q: want a relative path inside the repository", a.Path))
+		p = append(p, fmt.Sprintf("path %s: want a relative path inside the repository", clip.Quote(a.Path)))
 	}
 	if !dnsLabel(a.Namespace) {
-		p = append(p, fmt.Sprintf("namespace %q: want a namespace name", a.Namespace))
+		p = append(p, fmt.Sprintf("namespace %s: want a namespace name", clip.Quote(a.Namespace)))
 	}
 	if len(a.AllowNamespaces) > 0 && !slices.Contains(a.AllowNamespaces, a.Namespace) {
-		p = append(p, fmt.Sprintf("namespace %q is not in allowNamespaces %v", a.Namespace, a.AllowNamespaces))
+		p = append(p, fmt.Sprintf("namespace %s is not in allowNamespaces %v", clip.Quote(a.Namespace), a.AllowNamespaces))
 	}
 	for _, ns := range a.AllowNamespaces {
 		if !dnsLabel(ns) {
-			p = append(p, fmt.Sprintf("allowNamespaces: %q is not a namespace name", ns))
+			p = append(p, fmt.Sprintf("allowNamespaces: %s is not a namespace name", clip.Quote(ns)))
 		}
 	}
 	for _, k := range a.AllowClusterScoped {
 		if k != "*" && (k == "" || strings.Count(k, "/") > 1 || strings.HasSuffix(k, "/")) {
-			p = append(p, fmt.Sprintf("allowClusterScoped: %q: want Kind, group/Kind or *", k))
+			p = append(p, fmt.Sprintf("allowClusterScoped: %s: want Kind, group/Kind or *", clip.Quote(k)))
 		}
 	}
 	if a.VerifyTimeout < 0 {
@@ -354,14 +354,14 @@ func (a *App) problems() []string {
 	p = append(p, a.Helm.problems()...)
 	for i, r := range a.Ignore {
 		if parts := strings.Split(r.Object, "/"); r.Object == "" || len(parts) < 2 || len(parts) > 3 {
-			p = append(p, fmt.Sprintf("ignore[%d].object: want group/Kind/name or Kind/name, got %q", i, r.Object))
+			p = append(p, fmt.Sprintf("ignore[%d].object: want group/Kind/name or Kind/name, got %s", i, clip.Quote(r.Object)))
 		}
 		if len(r.Pointers) == 0 {
 			p = append(p, fmt.Sprintf("ignore[%d].pointers: want at least one JSON pointer such as /spec/replicas", i))
 		}
 		for _, ptr := range r.Pointers {
 			if !strings.HasPrefix(ptr, "/") {
-				p = append(p, fmt.Sprintf("ignore[%d].pointers: %q is not a JSON pointer (it starts with /)", i, ptr))
+				p = append(p, fmt.Sprintf("ignore[%d].pointers: %s is not a JSON pointer (it starts with /)", i, clip.Quote(ptr)))
 			}
 		}
 	}
@@ -430,7 +430,7 @@ func (c *Config) App(name string) (*App, error) {
 		}
 		names = append(names, c.Apps[i].Name)
 	}
-	return nil, fmt.Errorf("%s: no app %q (apps: %s)", c.file, name, strings.Join(names, ", "))
+	return nil, fmt.Errorf("%s: no app %s (apps: %s)", c.file, clip.Quote(name), strings.Join(names, ", "))
 }
 
 // File is the path the config was read from.

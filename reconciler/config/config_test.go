@@ -84,7 +84,10 @@ func TestParseErrors(t *testing.T) {
 		{"unknown app field", "apps:\n  - name: web\n    repo: https://g.example/o/r.git\n    namespace: web\n    prun: true\n", []string{`c.yaml:5: unknown field "prun"`}},
 		{"unknown syncPolicy field", "apps:\n  - name: web\n    repo: https://g.example/o/r.git\n    namespace: web\n    syncPolicy: {automatic: true}\n", []string{`c.yaml:5: unknown field "automatic"`}},
 		{"bad interval", "interval: 5\napps:\n" + app, []string{`c.yaml:1: want a duration such as 60s, got "5"`}},
-		{"short interval", "interval: 10ms\napps:\n" + app, []string{"interval 10ms: want at least 1s"}},
+		{"short interval", "interval: 10ms\napps:\n" + app, []string{"c.yaml:1: interval 10ms: want at least 1s"}},
+		{"negative interval", "apps:\n" + app + "interval: -5s\n", []string{"c.yaml:3: interval -5s: want at least 1s"}},
+		{"credentials in the forge URL", "forge:\n  url: 'https://bot:hunter2@gitea.example'\napps:\n" + app, []string{"c.yaml:2: forge.url", "put no credentials in the URL"}},
+		{"forge URL that does not parse", "forge:\n  url: 'https://bot:hun ter2@gitea.example:99999'\napps:\n" + app, []string{"c.yaml:2: forge.url"}},
 		{"no apps", "interval: 5s\n", []string{"c.yaml: no apps"}},
 		{"empty", "", []string{"c.yaml: empty config"}},
 		{"syntax", "apps: [\n", []string{"c.yaml:"}},
@@ -115,7 +118,23 @@ func TestParseErrors(t *testing.T) {
 					t.Errorf("error %q does not contain %q", err, w)
 				}
 			}
+			if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "hun ter2") {
+				t.Errorf("error %q shows the URL's password", err)
+			}
 		})
+	}
+}
+
+// TestParseErrorsClipped: a value echoed in an error is clipped, so a
+// 5,000-character value gives a short message.
+func TestParseErrorsClipped(t *testing.T) {
+	long := strings.Repeat("x", 5000)
+	_, err := Parse("c.yaml", []byte("apps:\n  - {name: web, repo: '"+long+"', namespace: '"+long+"', path: '/"+long+"'}\n"))
+	if err == nil {
+		t.Fatal("Parse succeeded")
+	}
+	if n := len(err.Error()); n > 1000 || !strings.Contains(err.Error(), "(5000 bytes)") {
+		t.Errorf("error of %d bytes, want the values clipped: %.300s", n, err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"pinbot.dev/pinbot/internal/clip"
 )
 
 // HelmConfig is an app's `helm:` block: how its chart renders, as
@@ -42,11 +43,11 @@ func (h *HelmConfig) problems() []string {
 	}
 	var p []string
 	if n := h.ReleaseName; n != "" && (len(n) > maxReleaseName || len(validation.IsDNS1123Subdomain(n)) > 0) {
-		p = append(p, fmt.Sprintf("helm.releaseName %q: want a Helm release name (lowercase letters, digits, '-' and '.', at most %d characters)", n, maxReleaseName))
+		p = append(p, fmt.Sprintf("helm.releaseName %s: want a Helm release name (lowercase letters, digits, '-' and '.', at most %d characters)", clip.Quote(n), maxReleaseName))
 	}
 	for _, f := range h.ValueFiles {
 		if f == "" || path.IsAbs(f) || strings.Contains(f, "\\") {
-			p = append(p, fmt.Sprintf("helm.valueFiles: %q: want a slash path relative to the chart, inside the repository", f))
+			p = append(p, fmt.Sprintf("helm.valueFiles: %s: want a slash path relative to the chart, inside the repository", clip.Quote(f)))
 		}
 	}
 	for i, prm := range h.Parameters {

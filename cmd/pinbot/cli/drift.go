@@ -10,6 +10,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
@@ -35,7 +36,7 @@ func (o *driftOptions) Validate(cmd *cobra.Command) error {
 	switch promote.Group(o.group) {
 	case "", promote.GroupImage, promote.GroupTarget, promote.GroupAll:
 	default:
-		return usageErrorf("flag --group %q: want image, target or all", o.group)
+		return usageErrorf("flag --group %s: want image, target or all", clip.Quote(o.group))
 	}
 	if cmd.Flags().Changed("min-age") && o.minAge < 0 {
 		return usageErrorf("flag --min-age must not be negative")
@@ -45,7 +46,7 @@ func (o *driftOptions) Validate(cmd *cobra.Command) error {
 	}
 	if o.schedule != "" {
 		if _, err := cron.ParseStandard(o.schedule); err != nil {
-			return usageErrorf("flag --schedule %q: %w", o.schedule, err)
+			return usageErrorf("flag --schedule %s: %w", clip.Quote(o.schedule), err)
 		}
 	}
 	return nil

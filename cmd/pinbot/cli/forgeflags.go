@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/loopback"
@@ -86,7 +87,7 @@ func (f *forgeFlags) Validate() error {
 	case f.forgeURL == "":
 		return usageErrorf("flag --forge-url: required")
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return usageErrorf("flag --forge-url %q: want http(s)://host[:port][/path]", redact.URL(f.forgeURL))
+		return usageErrorf("flag --forge-url %s: want http(s)://host[:port][/path]", clip.Quote(redact.URL(f.forgeURL)))
 	case u.User != nil:
 		return usageErrorf("flag --forge-url: put no credentials in the URL; use --token-file or $%s", tokenEnv)
 	case loopback.Cleartext(u) && !f.plainOK:
@@ -104,7 +105,7 @@ func (f *forgeFlags) Validate() error {
 	}
 	for _, h := range f.insecure {
 		if h == "" || strings.ContainsAny(h, "/ ") {
-			return usageErrorf("flag --insecure-registry: want a registry host such as registry.internal:5000, got %q", h)
+			return usageErrorf("flag --insecure-registry: want a registry host such as registry.internal:5000, got %s", clip.Quote(h))
 		}
 	}
 	return nil

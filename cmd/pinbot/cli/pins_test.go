@@ -3,10 +3,13 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -361,5 +364,98 @@ func TestPinsSetHelmChart(t *testing.T) {
 		"changed 1 lines in 1 files\n"
 	if diff := cmp.Diff(want, out); diff != "" {
 		t.Errorf("output (-want +got):\n%s", diff)
+	}
+}
+
+// TestPinsHostileTree runs pins list and pins set over a tree built to
+// make pinbot write or read outside it: links out of it (absolute and
+// relative, to a pinned file and to a FIFO), a journal of the old
+// protocol planted in the tree and naming the outside file, a tracked
+// file named like a staged file, a FIFO, and a file named with a line
+// break. Nothing outside the tree is read or changed, the tree's own
+// files stay the repository's, and the odd name is printed quoted.
+func TestPinsHostileTree(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	base := t.TempDir()
+	tree, outside := filepath.Join(base, "tree"), filepath.Join(base, "outside")
+	victim := filepath.Join(outside, "victim.yaml")
+	victimBody := "image: nginx:1.27@" + pinsDigestA + "\n"
+	files := map[string]string{
+		"apps/web.yaml":                "image: nginx:1.27@" + pinsDigestA + "\n",
+		"apps/odd\nname.yaml":          "image: nginx:1.27@" + pinsDigestA + "\n",
+		"apps/.web.yaml.pinbot-123456": "the repository's notes\n",
+		".pinbot-journal":              `{"version":1,"phase":"committing","files":[{"file":"../outside/victim.yaml","size":` + fmt.Sprint(len(victimBody)) + `}]}`,
+	}
+	for p, c := range files {
+		full := filepath.Join(tree, filepath.FromSlash(p))
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(outside, 0o755)
+	os.WriteFile(victim, []byte(victimBody), 0o644)
+	fifo := filepath.Join(outside, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{
+		"apps/abs.yaml":   victim,
+		"apps/rel.yaml":   "../../outside/victim.yaml",
+		"apps/fifo.yaml":  fifo,
+		"apps/outside":    outside,
+		"apps/zero.yaml":  "/dev/zero",
+		"apps/.pinbot-jl": "../.pinbot-journal",
+	} {
+		if err := os.Symlink(target, filepath.Join(tree, filepath.FromSlash(link))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(tree, "apps", "pipe.yaml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opened := 0
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			if fd, err := syscall.Open(fifo, syscall.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				opened++
+				syscall.Close(fd)
+			}
+		}
+	}()
+
+	code, out, errOut := runPins(t, "pins", "list", "--dir", tree)
+	if code != 0 || !strings.Contains(out, `"apps/odd\nname.yaml":1:`) || strings.Contains(out, "victim") || strings.Contains(out, "abs.yaml") {
+		t.Errorf("pins list: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, args := range [][]string{{"--dry-run"}, nil} {
+		code, out, errOut = runPins(t, append([]string{"pins", "set", "nginx:1.27@" + pinsDigestB, "--dir", tree}, args...)...)
+		if code != 0 || !strings.Contains(out, "2 lines in 2 files") {
+			t.Errorf("pins set %v: exit %d\n%s\n%s", args, code, out, errOut)
+		}
+	}
+	close(stop)
+	<-watched
+	if opened > 0 {
+		t.Errorf("the FIFO outside the tree was opened %d times", opened)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != victimBody {
+		t.Errorf("the file outside the tree was changed: %q", b)
+	}
+	for _, p := range []string{"apps/.web.yaml.pinbot-123456", ".pinbot-journal"} {
+		if b, _ := os.ReadFile(filepath.Join(tree, filepath.FromSlash(p))); string(b) != files[p] {
+			t.Errorf("the repository's %s was changed or removed: %q", p, b)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(tree, "apps", "web.yaml")); !strings.Contains(string(b), pinsDigestB) {
+		t.Errorf("apps/web.yaml was not set: %q", b)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/registry"
 )
 
@@ -24,7 +25,7 @@ type resolveOptions struct {
 func (o *resolveOptions) Validate() error {
 	for _, h := range o.insecure {
 		if h == "" || strings.ContainsAny(h, "/ ") {
-			return usageErrorf("flag --insecure-registry: want a registry host such as registry.internal:5000, got %q", h)
+			return usageErrorf("flag --insecure-registry: want a registry host such as registry.internal:5000, got %s", clip.Quote(h))
 		}
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/pins"
@@ -37,7 +38,7 @@ func (g *globals) validate() error {
 	case "text", "json":
 		return nil
 	}
-	return usageErrorf("flag -o/--output: want text or json, got %q", g.output)
+	return usageErrorf("flag -o/--output: want text or json, got %s", clip.Quote(g.output))
 }
 
 func (g *globals) json() bool { return g.output == "json" }

@@ -135,7 +135,10 @@ type ManifestRepo struct {
 // NewManifestRepo pushes a random image as App:v1, creates the repository
 // pinning it, and points DOCKER_CONFIG at the registry's credentials and
 // XDG_CACHE_HOME (the clone cache) at a directory of the test's.
-func NewManifestRepo(tb testing.TB, srv *gitea.Server) *ManifestRepo {
+//
+// Each of also adds files to the repository's first commit, given the
+// directory it is made from and the image's repository and v1 digest.
+func NewManifestRepo(tb testing.TB, srv *gitea.Server, also ...func(dir, app, v1 string)) *ManifestRepo {
 	tb.Helper()
 	r := &ManifestRepo{Srv: srv, Owner: srv.AdminUser, Name: Name(tb)}
 	r.App = fmt.Sprintf("%s/%s/%s-app", srv.RegistryHost, r.Owner, r.Name)
@@ -147,6 +150,9 @@ func NewManifestRepo(tb testing.TB, srv *gitea.Server) *ManifestRepo {
 	}
 	if err := os.WriteFile(file, []byte("spec:\n  containers:\n    - image: "+r.App+":v1@"+r.V1+"\n"), 0o644); err != nil {
 		tb.Fatal(err)
+	}
+	for _, f := range also {
+		f(dir, r.App, r.V1)
 	}
 	if _, err := srv.CreateRepoFromDir(context.Background(), r.Owner, r.Name, "main", dir); err != nil {
 		tb.Fatal(err)
