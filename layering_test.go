@@ -53,7 +53,7 @@ var allowed = map[string][]string{
 	"pins":     {"internal/imageref", "internal/filelock", "internal/private", "internal/confined", "internal/clip"},
 	"registry": leaves,
 	"gitforge": leaves,
-	"render":   {},
+	"render":   {"internal/confined"},
 	"promote":  append([]string{"pins", "registry", "gitforge", "render"}, leaves...),
 
 	// The reconciler's leaves and decisions, bottom up.

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/filesystem"
@@ -66,8 +67,14 @@ func (c *Cache) Repository(url string) (*Repository, error) {
 	return r, nil
 }
 
+// objectCache bounds go-git's cache of decoded objects: a snapshot's
+// trees are kept decoded apart (see Repository.tree), and a blob is read
+// once per walk, so go-git's default of 96 MiB only grew the heap.
+const objectCache = 1 * cache.MiByte
+
 // open opens the repository's store: in memory, or the bare directory.
 func (r *Repository) open() error {
+	r.trees = nil
 	if r.dir == "" {
 		r.st = memory.NewStorage()
 		return nil
@@ -75,7 +82,9 @@ func (r *Repository) open() error {
 	if err := private.Dir(r.dir); err != nil {
 		return err
 	}
-	r.st = filesystem.NewStorage(osfs.New(r.dir), cache.NewObjectLRUDefault())
+	// Pack files stay open: a walk reads thousands of objects, and
+	// opening the pack for each was most of reading a snapshot.
+	r.st = filesystem.NewStorageWithOptions(osfs.New(r.dir), cache.NewObjectLRU(objectCache), filesystem.Options{KeepDescriptors: true})
 	return nil
 }
 
@@ -97,8 +106,9 @@ type Repository struct {
 	url string
 	dir string // "" in memory
 
-	mu sync.Mutex // guards st: go-git's storage is not safe for concurrent use
-	st storage.Storer
+	mu    sync.Mutex // guards st and trees: go-git's storage is not safe for concurrent use
+	st    storage.Storer
+	trees map[plumbing.Hash]*decodedTree // decoded once (see tree)
 }
 
 // URL is the repository's URL, credentials redacted.

@@ -28,7 +28,8 @@ var ErrCommitNotFound = errors.New("commit not found in the branch's history")
 const maxDeepen = 4096
 
 // Fetch brings the head of branch into the store and returns the snapshot
-// at it. The fetch is shallow (depth 1) and incremental: the remote sends
+// at it; branch "" is the remote's default branch (see DefaultBranch),
+// read from the same round trip. The fetch is shallow (depth 1) and incremental: the remote sends
 // only the objects of the head the store lacks, and nothing at all when
 // the store holds the head already. A branch the remote lacks (or an
 // empty repository) is ErrBranchNotFound.
@@ -53,7 +54,7 @@ func (e *storeError) Error() string { return "the object cache is damaged: " + e
 func (e *storeError) Unwrap() error { return e.err }
 
 func (r *Repository) fetch(ctx context.Context, branch, commit string, auth Auth) (*Snapshot, error) {
-	if branch == "" {
+	if branch == "" && commit != "" {
 		return nil, fmt.Errorf("fetching from %s: empty branch name", redact.URL(r.url))
 	}
 	r.mu.Lock()
@@ -84,6 +85,9 @@ func (r *Repository) fetch(ctx context.Context, branch, commit string, auth Auth
 
 func (r *Repository) fetchOnce(ctx context.Context, branch, commit string, auth Auth) (s *Snapshot, err error) {
 	what := fmt.Sprintf("fetching %s from %s", branch, redact.URL(r.url))
+	if branch == "" {
+		what = "fetching the default branch from " + redact.URL(r.url)
+	}
 	defer func() {
 		// go-git panics on some damaged packs.
 		if p := recover(); p != nil {
@@ -95,6 +99,14 @@ func (r *Repository) fetchOnce(ctx context.Context, branch, commit string, auth 
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer sess.Close()
+	if branch == "" {
+		if branch, err = headBranch(r.url, ar); err != nil {
+			return nil, err
+		}
+		if err := r.defaultRef(branch); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, &storeError{err})
+		}
+	}
 	refs, err := ar.AllReferences()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -113,6 +125,7 @@ func (r *Repository) fetchOnce(ctx context.Context, branch, commit string, auth 
 			if err := r.setRemoteRef(branch, head); err != nil {
 				return nil, fmt.Errorf("%s: %w", what, err)
 			}
+			s.branch = branch
 			return s, nil
 		}
 		if depth > maxDeepen {
@@ -236,6 +249,40 @@ func (r *Repository) haves() []plumbing.Hash {
 // fetch.
 func (r *Repository) setRemoteRef(branch string, head plumbing.Hash) error {
 	return r.st.SetReference(plumbing.NewHashReference(plumbing.NewRemoteReferenceName(git.DefaultRemoteName, branch), head))
+}
+
+// defaultRef records branch as the remote's default branch, for Cached.
+func (r *Repository) defaultRef(branch string) error {
+	return r.st.SetReference(plumbing.NewSymbolicReference(plumbing.NewRemoteHEADReferenceName(git.DefaultRemoteName),
+		plumbing.NewRemoteReferenceName(git.DefaultRemoteName, branch)))
+}
+
+// Cached returns the snapshot of branch as the store last fetched it
+// ("" for the default branch, once fetched as such), without asking the
+// remote; false when the store holds none. A caller can read it while
+// the fetch that brings the current head is under way, and keep what it
+// read when that head is the same.
+func (r *Repository) Cached(branch string) (*Snapshot, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	name := plumbing.NewRemoteReferenceName(git.DefaultRemoteName, branch)
+	if branch == "" {
+		head, err := r.st.Reference(plumbing.NewRemoteHEADReferenceName(git.DefaultRemoteName))
+		if err != nil || head.Type() != plumbing.SymbolicReference {
+			return nil, false
+		}
+		name = head.Target()
+		branch = strings.TrimPrefix(name.String(), "refs/remotes/"+git.DefaultRemoteName+"/")
+	}
+	ref, err := r.st.Reference(name)
+	if err != nil || ref.Type() != plumbing.HashReference {
+		return nil, false
+	}
+	s, ok := r.snapshotAt(ref.Hash())
+	if ok {
+		s.branch = branch
+	}
+	return s, ok
 }
 
 func union(a, b []plumbing.Hash) []plumbing.Hash {

@@ -79,20 +79,40 @@ func RemoteHead(ctx context.Context, url, branch string, auth Auth) (string, err
 }
 
 func remoteHead(ctx context.Context, url, branch string, auth Auth) (string, error) {
+	heads, err := remoteHeads(ctx, url, auth, branch)
+	if err != nil {
+		return "", err
+	}
+	if heads[branch] == "" {
+		return "", fmt.Errorf("listing the branches of %s: %w: %s", redact.URL(url), ErrBranchNotFound, branch)
+	}
+	return heads[branch], nil
+}
+
+// RemoteHeads returns the heads of the branches the remote has, of those
+// named, in one round trip (a branch it lacks is missing from the map).
+func RemoteHeads(ctx context.Context, url string, auth Auth, branches ...string) (map[string]string, error) {
+	heads, err := remoteHeads(ctx, url, auth, branches...)
+	return heads, redact.Error(err)
+}
+
+func remoteHeads(ctx context.Context, url string, auth Auth, branches ...string) (map[string]string, error) {
 	sess, ar, err := advertised(ctx, url, auth)
 	if err != nil {
-		return "", fmt.Errorf("listing the branches of %s: %w", redact.URL(url), err)
+		return nil, fmt.Errorf("listing the branches of %s: %w", redact.URL(url), err)
 	}
 	defer sess.Close()
 	refs, err := ar.AllReferences()
 	if err != nil {
-		return "", fmt.Errorf("listing the branches of %s: %w", redact.URL(url), err)
+		return nil, fmt.Errorf("listing the branches of %s: %w", redact.URL(url), err)
 	}
-	ref, err := refs.Reference(plumbing.NewBranchReferenceName(branch))
-	if err != nil {
-		return "", fmt.Errorf("listing the branches of %s: %w: %s", redact.URL(url), ErrBranchNotFound, branch)
+	out := make(map[string]string, len(branches))
+	for _, b := range branches {
+		if ref, err := refs.Reference(plumbing.NewBranchReferenceName(b)); err == nil {
+			out[b] = ref.Hash().String()
+		}
 	}
-	return ref.Hash().String(), nil
+	return out, nil
 }
 
 // DefaultBranch returns the branch the remote's HEAD names, as `git
@@ -110,6 +130,12 @@ func defaultBranch(ctx context.Context, url string, auth Auth) (string, error) {
 		return "", fmt.Errorf("listing the branches of %s: %w", redact.URL(url), err)
 	}
 	defer sess.Close()
+	return headBranch(url, ar)
+}
+
+// headBranch is the branch an advertisement's HEAD names (see
+// DefaultBranch).
+func headBranch(url string, ar *packp.AdvRefs) (string, error) {
 	all, err := ar.AllReferences()
 	if err != nil {
 		return "", fmt.Errorf("listing the branches of %s: %w", redact.URL(url), err)

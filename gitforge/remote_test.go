@@ -77,6 +77,32 @@ func TestDefaultBranch(t *testing.T) {
 	if got, err := gitforge.DefaultBranch(ctx, srv.RepoURL(repo.Owner, repo.Name), auth); err != nil || got != "trunk" {
 		t.Errorf("DefaultBranch = %q, %v; want trunk", got, err)
 	}
+	// A Fetch of "" fetches the default branch and names it; the cache
+	// then holds it as the default branch, with no round trip.
+	c, err := gitforge.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Repository(srv.RepoURL(repo.Owner, repo.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Cached(""); ok {
+		t.Error("Cached before any fetch found a snapshot")
+	}
+	s, err := r.Fetch(ctx, "", auth)
+	if err != nil || s.Branch() != "trunk" {
+		t.Fatalf("Fetch of the default branch = %v, %v; want trunk's", s, err)
+	}
+	for _, b := range []string{"", "trunk"} {
+		if cs, ok := r.Cached(b); !ok || cs.Commit() != s.Commit() || cs.Branch() != "trunk" {
+			t.Errorf("Cached(%q) = %v, %v; want trunk at %s", b, cs, ok, s.Commit())
+		}
+	}
+	heads, err := gitforge.RemoteHeads(ctx, srv.RepoURL(repo.Owner, repo.Name), auth, "trunk", "missing")
+	if _, missing := heads["missing"]; err != nil || len(heads["trunk"]) != 40 || missing {
+		t.Errorf("RemoteHeads = %v, %v; want trunk's head alone", heads, err)
+	}
 	if _, err := gitforge.DefaultBranch(ctx, srv.RepoURL(repo.Owner, repo.Name), gitforge.Auth{Token: "bad0token"}); !errors.Is(err, gitforge.ErrUnauthorized) {
 		t.Errorf("DefaultBranch with a bad token = %v, want ErrUnauthorized", err)
 	}

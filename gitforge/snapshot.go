@@ -14,26 +14,24 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"pinbot.dev/pinbot/internal/confined"
 )
 
-// MaxBlob bounds the size of a file a Snapshot reads: no manifest, chart or
-// config is larger, and a hostile repository's huge file must not take
-// pinbot's memory.
-const MaxBlob = 16 << 20
+// The rules of a Snapshot's files are internal/confined's, the one home of
+// how pinbot reads a repository: no link followed, every read bounded.
+const (
+	// MaxBlob bounds the size of a file a Snapshot reads.
+	MaxBlob = confined.MaxFile
+)
 
-// ErrLink refuses to open a symbolic link, or a path through one: pinbot
-// follows no link in a repository, so a repository's link never reaches a
-// file outside it.
-var ErrLink = errors.New("a symbolic link: pinbot follows no link in a repository")
-
-// ErrTooLarge refuses a file over MaxBlob. It says so through a TooLarge
-// method too, which package pins, which imports no Git, asks.
-var ErrTooLarge error = tooLarge{}
-
-type tooLarge struct{}
-
-func (tooLarge) Error() string  { return fmt.Sprintf("larger than %d MiB", MaxBlob>>20) }
-func (tooLarge) TooLarge() bool { return true }
+var (
+	// ErrLink refuses to open a symbolic link, or a path through one: a
+	// repository's link never reaches a file outside it.
+	ErrLink = confined.ErrLink
+	// ErrTooLarge refuses a file over MaxBlob. It says so through a
+	// TooLarge method too, which package pins, which imports no Git, asks.
+	ErrTooLarge = confined.ErrTooLarge
+)
 
 // Snapshot is one commit of a repository, read straight from the object
 // store: there is no working copy, so nothing of the repository is ever
@@ -42,6 +40,7 @@ func (tooLarge) TooLarge() bool { return true }
 // they skip it) but never opened, and submodules are not files.
 type Snapshot struct {
 	repo   *Repository
+	branch string // the branch it was fetched as; "" for an edit
 	commit plumbing.Hash
 	tree   plumbing.Hash
 	when   time.Time
@@ -63,6 +62,10 @@ func (r *Repository) snapshotAt(commit plumbing.Hash) (*Snapshot, bool) {
 	}
 	return &Snapshot{repo: r, commit: commit, tree: c.TreeHash, when: c.Committer.When}, true
 }
+
+// Branch is the branch the snapshot was fetched as (a Fetch of "" names
+// the default branch here); "" for an Edit's.
+func (s *Snapshot) Branch() string { return s.branch }
 
 // Commit is the snapshot's commit id.
 func (s *Snapshot) Commit() string { return s.commit.String() }
@@ -88,16 +91,13 @@ func (s *Snapshot) entry(name string) (object.TreeEntry, error) {
 	tree := s.tree
 	parts := strings.Split(name, "/")
 	for i, part := range parts {
-		t, err := object.GetTree(s.repo.st, tree)
+		t, err := s.repo.tree(tree)
 		if err != nil {
 			return object.TreeEntry{}, fmt.Errorf("reading the tree of %s: %w", path.Join(parts[:i]...), err)
 		}
 		var found *object.TreeEntry
-		for j := range t.Entries {
-			if t.Entries[j].Name == part {
-				found = &t.Entries[j]
-				break
-			}
+		if j, ok := t.index[part]; ok {
+			found = &t.entries[j]
 		}
 		switch {
 		case found == nil:
@@ -285,15 +285,47 @@ func (d *snapshotDir) ReadDir(n int) ([]fs.DirEntry, error) {
 func (d *snapshotDir) entries() ([]fs.DirEntry, error) {
 	s := d.fs.s
 	s.repo.mu.Lock()
-	t, err := object.GetTree(s.repo.st, d.hash)
+	t, err := s.repo.tree(d.hash)
 	s.repo.mu.Unlock()
 	if err != nil {
 		return nil, &fs.PathError{Op: "readdir", Path: d.name, Err: err}
 	}
-	out := make([]fs.DirEntry, 0, len(t.Entries))
-	for _, e := range t.Entries {
+	out := make([]fs.DirEntry, 0, len(t.entries))
+	for _, e := range t.entries {
 		out = append(out, entryInfo{s: s, hash: e.Hash, name: e.Name, mode: e.Mode, size: -1, when: s.when})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out, nil
+}
+
+// decodedTree is a tree object decoded once, with its entries indexed by
+// name: a walk of a snapshot looks up every file by path, and decoding a
+// tree, or scanning a directory of 20,000 entries, per lookup made
+// reading a large repository quadratic.
+type decodedTree struct {
+	entries []object.TreeEntry
+	index   map[string]int
+}
+
+// maxTrees bounds the decoded trees a Repository keeps.
+const maxTrees = 1 << 16
+
+// tree returns the decoded tree hash. The caller holds r.mu.
+func (r *Repository) tree(hash plumbing.Hash) (*decodedTree, error) {
+	if t := r.trees[hash]; t != nil {
+		return t, nil
+	}
+	obj, err := object.GetTree(r.st, hash)
+	if err != nil {
+		return nil, err
+	}
+	t := &decodedTree{entries: obj.Entries, index: make(map[string]int, len(obj.Entries))}
+	for i, e := range obj.Entries {
+		t.index[e.Name] = i
+	}
+	if r.trees == nil || len(r.trees) >= maxTrees {
+		r.trees = map[plumbing.Hash]*decodedTree{}
+	}
+	r.trees[hash] = t
+	return t, nil
 }

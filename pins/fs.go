@@ -83,7 +83,7 @@ func (t fsTree) forEach(o walkOptions, work func(f treeFile, src []byte, stat fu
 		}
 		switch d.Type() {
 		case fs.ModeDir:
-			if t.skipDir(p, d.Name(), o.vendored) {
+			if skipDir(d.Name(), o.vendored, func() bool { _, err := fs.Stat(t.fsys, path.Join(path.Dir(p), "Chart.yaml")); return err == nil }) {
 				return fs.SkipDir
 			}
 		case 0: // a regular file
@@ -144,19 +144,4 @@ func (t fsTree) forEach(o walkOptions, work func(f treeFile, src []byte, stat fu
 func isTooLarge(err error) bool {
 	var t interface{ TooLarge() bool }
 	return errors.As(err, &t) && t.TooLarge()
-}
-
-// skipDir is skipDir of the walk on disk, for a file system.
-func (t fsTree) skipDir(p, name string, vendored bool) bool {
-	if !vendored && vendoredDirs[name] {
-		return true
-	}
-	switch name {
-	case ".git":
-		return true
-	case "templates":
-		_, err := fs.Stat(t.fsys, path.Join(path.Dir(p), "Chart.yaml"))
-		return err == nil
-	}
-	return false
 }

@@ -217,7 +217,8 @@ func forEachFile(t tree, o walkOptions, work func(f treeFile, src []byte, stat f
 					case fs.ModeSymlink:
 						// Never followed; see the package documentation.
 					case fs.ModeDir:
-						if abs := d.abs + string(filepath.Separator) + name; !skipDir(abs, name, o.vendored) {
+						abs := d.abs + string(filepath.Separator) + name
+						if !skipDir(name, o.vendored, func() bool { return exists(filepath.Join(d.abs, "Chart.yaml")) }) {
 							subdirs = append(subdirs, queued{abs: abs, rel: rel})
 						}
 					case 0: // a regular file
@@ -265,9 +266,10 @@ func forEachFile(t tree, o walkOptions, work func(f treeFile, src []byte, stat f
 }
 
 // skipDir reports directories whose files are not manifests: .git, the
-// templates directory of a Helm chart, and (unless vendored) node_modules
-// and vendor.
-func skipDir(p, name string, vendored bool) bool {
+// templates directory of a Helm chart (beside its parent's Chart.yaml,
+// which chartBeside looks for), and (unless vendored) node_modules and
+// vendor.
+func skipDir(name string, vendored bool, chartBeside func() bool) bool {
 	if !vendored && vendoredDirs[name] {
 		return true
 	}
@@ -275,8 +277,7 @@ func skipDir(p, name string, vendored bool) bool {
 	case ".git":
 		return true
 	case "templates":
-		_, err := os.Stat(filepath.Join(filepath.Dir(p), "Chart.yaml"))
-		return err == nil
+		return chartBeside()
 	}
 	return false
 }

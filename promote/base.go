@@ -29,21 +29,51 @@ func (e *Env) gitCache(ctx context.Context) (*gitforge.Cache, error) {
 	if e.CacheDir != "" {
 		c, err := gitforge.NewCache(e.CacheDir)
 		if err == nil {
+			e.Cache = c
 			return c, nil
 		}
 		logctx.From(ctx).Warn("cannot use the cache directory; fetching into memory", "dir", e.CacheDir, "error", err.Error())
 	}
-	return gitforge.NewCache("")
+	c, err := gitforge.NewCache("")
+	e.Cache = c
+	return c, err
 }
 
-// fetch brings the head of the base branch into the session's store.
+// cached is the session of the base's head as the cache last fetched it,
+// its config and pins read, or nil when the cache holds none or it does
+// not read: what a run can start on while the fetch is under way.
+func cached(ctx context.Context, env *Env) *session {
+	cache, err := env.gitCache(ctx)
+	if err != nil {
+		return nil
+	}
+	repo, err := cache.Repository(env.CloneURL)
+	if err != nil {
+		return nil
+	}
+	snap, ok := repo.Cached(env.Base)
+	if !ok {
+		return nil
+	}
+	s := &session{env: env, base: snap.Branch(), repo: repo, snap: snap, chooser: newChooser(env.Registry)}
+	if s.cfg, err = LoadConfig(snap.FS()); err != nil {
+		return nil
+	}
+	if err := s.scan(ctx); err != nil {
+		return nil
+	}
+	return s
+}
+
+// fetch brings the head of the base branch into the session's store; the
+// first fetch of a session without a base names it (the default branch).
 func (s *session) fetch(ctx context.Context) error {
 	start := time.Now()
 	snap, err := s.repo.Fetch(ctx, s.base, s.env.Auth)
 	if err != nil {
 		return err
 	}
-	s.snap = snap
+	s.snap, s.base = snap, snap.Branch()
 	took(ctx, "fetched", start, "branch", s.base, "head", snap.Commit())
 	return nil
 }

@@ -138,10 +138,24 @@ func Drift(ctx context.Context, env Env, opts DriftOptions) (DriftReport, error)
 	env.defaults()
 	log := logctx.From(ctx)
 	var rep DriftReport
-	s, err := open(ctx, &env)
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	// The tags of the head the cache holds start resolving while the
+	// current head is fetched; when it is the same commit, its config and
+	// pins stand too.
+	tags := newResolver(env.Registry, opts.Concurrency)
+	prior := cached(ctx, &env)
+	if prior != nil {
+		for _, t := range prior.tracked() {
+			tags.start(ctx, t.key.image+":"+t.key.tag)
+		}
+	}
+	s, err := openFrom(ctx, &env, prior)
 	if err != nil {
 		return rep, err
 	}
+	s.tags = tags
 	minAge := s.cfg.Drift.MinAge
 	if opts.MinAge != nil {
 		minAge = *opts.MinAge
@@ -150,10 +164,17 @@ func Drift(ctx context.Context, env Env, opts DriftOptions) (DriftReport, error)
 	if opts.Group != "" {
 		group = opts.Group
 	}
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = DefaultConcurrency
+	// The open pull requests are listed while the tags resolve: neither
+	// needs the other.
+	type listing struct {
+		pulls []gitforge.Pull
+		err   error
 	}
-
+	listed := make(chan listing, 1)
+	go func() {
+		pulls, err := env.Forge.ListPulls(ctx, env.Repo, "open")
+		listed <- listing{pulls, err}
+	}()
 	tracked := s.tracked()
 	s.resolveAll(ctx, tracked, opts)
 	now := env.Now()
@@ -198,7 +219,8 @@ func Drift(ctx context.Context, env Env, opts DriftOptions) (DriftReport, error)
 		}
 	}
 
-	openPulls, err := env.Forge.ListPulls(ctx, env.Repo, "open")
+	l := <-listed
+	openPulls, err := l.pulls, l.err
 	if err != nil {
 		return rep, fmt.Errorf("listing open pull requests of %s: %w", env.Repo, err)
 	}
@@ -289,7 +311,7 @@ func (s *session) resolveAll(ctx context.Context, tracked []*tracking, opts Drif
 // pin's platform) differs from the pinned one.
 func (s *session) check(ctx context.Context, t *tracking, opts ChooseOptions) error {
 	ref := t.key.image + ":" + t.key.tag
-	d, err := s.env.Registry.Resolve(ctx, ref)
+	d, err := s.tags.Resolve(ctx, ref)
 	if err != nil {
 		return fmt.Errorf("resolving %s: %w", ref, err)
 	}

@@ -285,10 +285,13 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 		}
 		s.env.reached(PhasePushed)
 		start = time.Now()
-		newBase, err := gitforge.RemoteHead(ctx, s.env.CloneURL, s.base, s.env.Auth) // has the base moved?
+		// Has the base moved? One round trip reads the branch's head too,
+		// which the pull request's text is checked against.
+		heads, err := gitforge.RemoteHeads(ctx, s.env.CloneURL, s.env.Auth, s.base, j.branch)
 		if err != nil {
 			return res, fmt.Errorf("reading the base branch %s after pushing %s: %w", s.base, j.branch, err)
 		}
+		newBase := heads[s.base]
 		took(ctx, "read the base head", start, "base", newBase)
 		if newBase != meta.Base && attempt < s.env.Attempts {
 			log.Info("base branch moved during the promotion; regenerating", "base", s.base, "from", meta.Base, "to", newBase)
@@ -298,7 +301,7 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 		proposal.Meta = meta
 		res.Meta, res.Body = meta, RenderBody(proposal)
 		start = time.Now()
-		res.Pull, res.Status, err = s.publish(ctx, j, open, head, Title(meta), res.Body)
+		res.Pull, res.Status, err = s.publish(ctx, j, open, head, heads[j.branch], Title(meta), res.Body)
 		took(ctx, "published", start, "status", string(res.Status))
 		return res, err
 	}

@@ -16,7 +16,6 @@ import (
 // Forge is the part of the Gitea API promote uses; *gitforge.Gitea
 // implements it.
 type Forge interface {
-	DefaultBranch(ctx context.Context, repo gitforge.Repo) (string, error)
 	OpenPull(ctx context.Context, repo gitforge.Repo, head string) (*gitforge.Pull, error)
 	ListPulls(ctx context.Context, repo gitforge.Repo, state string) ([]gitforge.Pull, error)
 	GetPull(ctx context.Context, repo gitforge.Repo, number int64) (*gitforge.Pull, error)
@@ -261,35 +260,38 @@ type session struct {
 	// scanned is the base commit pins was read from.
 	scanned string
 	chooser *chooser
+	// tags resolves drift's tracked tags (see resolver).
+	tags *resolver
 }
 
-// open resolves the base branch, fetches its head and reads its
-// .pinbot.yaml and pins.
-func open(ctx context.Context, env *Env) (*session, error) {
-	base := env.Base
-	if base == "" {
-		b, err := env.Forge.DefaultBranch(ctx, env.Repo)
-		if err != nil {
-			return nil, fmt.Errorf("finding the default branch of %s: %w", env.Repo, err)
-		}
-		base = b
-	}
+// open fetches the head of the base branch (the repository's default
+// branch, named by the same round trip, when Env.Base is "") and reads
+// its .pinbot.yaml and pins.
+func open(ctx context.Context, env *Env) (*session, error) { return openFrom(ctx, env, nil) }
+
+// openFrom is open, keeping the config and pins prior read from the
+// cached head when the fetched head is that commit.
+func openFrom(ctx context.Context, env *Env, prior *session) (*session, error) {
 	cache, err := env.gitCache(ctx)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{env: env, base: base, chooser: newChooser(env.Registry)}
+	s := &session{env: env, base: env.Base, chooser: newChooser(env.Registry)}
 	if s.repo, err = cache.Repository(env.CloneURL); err != nil {
 		return nil, err
 	}
 	if err := s.fetch(ctx); err != nil {
 		return nil, err
 	}
-	if s.cfg, err = LoadConfig(s.snap.FS()); err != nil {
-		return nil, err
-	}
-	if err := s.scan(ctx); err != nil {
-		return nil, err
+	if prior != nil && prior.scanned == s.snap.Commit() {
+		s.cfg, s.pins, s.scanned = prior.cfg, prior.pins, prior.scanned
+	} else {
+		if s.cfg, err = LoadConfig(s.snap.FS()); err != nil {
+			return nil, err
+		}
+		if err := s.scan(ctx); err != nil {
+			return nil, err
+		}
 	}
 	env.reached(PhaseFetched)
 	return s, nil

@@ -3,7 +3,6 @@ package promote
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/logctx"
@@ -33,35 +32,52 @@ func describeImages(ims []ImageMeta) string {
 
 // publish creates or edits the one open pull request of the branch after
 // head was pushed to it. The branch is the serialisation point: the text
-// is written only while the pull request's head is head, and checked again
-// afterwards; a later push owns the text.
+// is written only while Git says the branch is at head, and checked again
+// afterwards; a later push owns the text. (Git's answer, not the pull
+// request's head: Gitea records a pushed head in its pull request
+// asynchronously, and waiting for it cost a quarter of a second.)
 //
 // known is the branch's open pull request as seen before the push (nil
-// when there was none): the first round reads just that one again, or
-// creates one, instead of listing every open pull request.
-func (s *session) publish(ctx context.Context, j job, known *gitforge.Pull, head, title, body string) (*gitforge.Pull, Status, error) {
+// when there was none): the first round writes to just that one, or
+// creates one, instead of looking again. branchHead is the branch's head
+// read after the push.
+func (s *session) publish(ctx context.Context, j job, known *gitforge.Pull, head, branchHead, title, body string) (*gitforge.Pull, Status, error) {
 	log := logctx.From(ctx).With("branch", j.branch)
 	repo := s.env.Repo
 	status := StatusUpdated
+	gitHead := func() (string, error) {
+		if branchHead != "" {
+			h := branchHead
+			branchHead = "" // read again next time
+			return h, nil
+		}
+		h, err := gitforge.RemoteHead(ctx, s.env.CloneURL, j.branch, s.env.Auth)
+		if err != nil {
+			return "", fmt.Errorf("reading the head of %s: %w", j.branch, err)
+		}
+		return h, nil
+	}
 	var pr *gitforge.Pull
 	for round := 1; ; round++ {
 		if round > 5 {
 			return pr, status, fmt.Errorf("writing pull request of %s: its text kept changing under pinbot", j.branch)
 		}
-		var open *gitforge.Pull
-		var err error
-		switch {
-		case round == 1 && known == nil:
-			// Most likely none: create it, and look only if that fails.
-		case round == 1:
-			if open, err = s.env.Forge.GetPull(ctx, repo, known.Number); err == nil && open.State != gitforge.StateOpen {
-				open, err = s.env.Forge.OpenPull(ctx, repo, j.branch) // merged or closed meanwhile
-			}
-		default:
-			open, err = s.env.Forge.OpenPull(ctx, repo, j.branch)
-		}
+		now, err := gitHead()
 		if err != nil {
-			return nil, "", fmt.Errorf("finding the open pull request of %s: %w", j.branch, err)
+			return nil, "", err
+		}
+		if now != head {
+			log.Info("a later promotion replaced the branch; leaving the text to it", "head", now)
+			return known, StatusSuperseded, nil
+		}
+		var open *gitforge.Pull
+		switch {
+		case round == 1:
+			open = known // nil: most likely none; create it, and look only if that fails
+		default:
+			if open, err = s.env.Forge.OpenPull(ctx, repo, j.branch); err != nil {
+				return nil, "", fmt.Errorf("finding the open pull request of %s: %w", j.branch, err)
+			}
 		}
 		switch {
 		case open == nil:
@@ -83,87 +99,48 @@ func (s *session) publish(ctx context.Context, j job, known *gitforge.Pull, head
 					return pr, status, fmt.Errorf("requesting reviewers on #%d: %w", pr.Number, err)
 				}
 			}
-		case open.HeadSHA != head:
-			stale, err := s.staleHead(ctx, j, open.Number, head)
-			if err != nil {
-				return nil, "", err
-			}
-			if stale {
-				continue
-			}
-			log.Info("a later promotion replaced the branch; leaving the text to it", "number", open.Number, "head", open.HeadSHA)
-			return open, StatusSuperseded, nil
-		case open.Title != title || open.Body != body:
-			pr, err = s.env.Forge.EditPull(ctx, repo, open.Number, title, body)
-			if err != nil {
+		default:
+			// Written even when it reads the same: a known pull request
+			// may be stale, and an edit of the same text is harmless.
+			if pr, err = s.env.Forge.EditPull(ctx, repo, open.Number, title, body); err != nil {
 				return nil, "", fmt.Errorf("editing pull request #%d: %w", open.Number, err)
 			}
+			if pr.State != gitforge.StateOpen {
+				continue // merged or closed meanwhile: look for an open one
+			}
 			log.Info("updated pull request", "number", open.Number)
-		default:
-			pr = open
 		}
 		if len(s.cfg.Labels) > 0 {
 			if err := s.env.Forge.AddLabels(ctx, repo, pr.Number, s.cfg.Labels); err != nil {
 				return pr, status, fmt.Errorf("labelling #%d: %w", pr.Number, err)
 			}
 		}
-		// Check that the text written matches the branch head.
-		now, err := s.env.Forge.GetPull(ctx, repo, pr.Number)
+		// Check that the text stands and the branch is still at head: a
+		// promotion that pushed earlier may have written its text late.
+		// Both reads at once.
+		headRead := make(chan error, 1)
+		go func() {
+			var err error
+			now, err = gitHead()
+			headRead <- err
+		}()
+		got, err := s.env.Forge.GetPull(ctx, repo, pr.Number)
+		headErr := <-headRead
 		if err != nil {
 			return pr, status, fmt.Errorf("re-reading pull request #%d: %w", pr.Number, err)
 		}
+		if headErr != nil {
+			return got, status, headErr
+		}
 		switch {
-		case now.State != gitforge.StateOpen:
-			return now, status, nil // merged or closed meanwhile: nothing left to fix
-		case now.HeadSHA != head:
-			stale, err := s.staleHead(ctx, j, now.Number, head)
-			if err != nil {
-				return now, status, err
-			}
-			if stale {
-				continue
-			}
-			return now, StatusSuperseded, nil
-		case now.Title != title || now.Body != body:
-			log.Debug("pull request text was overwritten by an earlier promotion; writing it again", "number", now.Number)
+		case got.State != gitforge.StateOpen:
+			return got, status, nil // merged or closed meanwhile: nothing left to fix
+		case now != head:
+			return got, StatusSuperseded, nil
+		case got.Title != title || got.Body != body:
+			log.Debug("pull request text was overwritten by an earlier promotion; writing it again", "number", got.Number)
 			continue
 		}
-		return now, status, nil
-	}
-}
-
-// staleHead reports whether the pull request number only shows an older
-// head than the one this promotion pushed: Gitea records a pushed head in
-// its pull request asynchronously, and later under load. While Git says
-// the branch is still at head, it waits (up to 30 s) for the pull request
-// to show it, and reports true once it does, so the caller looks again. It
-// reports false when Git has a later head: another promotion replaced the
-// branch. Only Git's answer tells a stale view from a later promotion.
-func (s *session) staleHead(ctx context.Context, j job, number int64, head string) (bool, error) {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		now, err := gitforge.RemoteHead(ctx, s.env.CloneURL, j.branch, s.env.Auth)
-		if err != nil {
-			return false, fmt.Errorf("reading the head of %s: %w", j.branch, err)
-		}
-		if now != head {
-			return false, nil
-		}
-		pr, err := s.env.Forge.GetPull(ctx, s.env.Repo, number)
-		if err != nil {
-			return false, fmt.Errorf("re-reading pull request #%d: %w", number, err)
-		}
-		if pr.HeadSHA == head {
-			return true, nil
-		}
-		if time.Now().After(deadline) {
-			return false, nil
-		}
-		logctx.From(ctx).Debug("the pull request does not show the pushed head yet; waiting", "branch", j.branch, "head", head)
-		select {
-		case <-time.After(250 * time.Millisecond):
-		case <-ctx.Done():
-			return false, ctx.Err()
-		}
+		return got, status, nil
 	}
 }

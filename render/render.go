@@ -26,6 +26,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"pinbot.dev/pinbot/internal/confined"
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
@@ -56,7 +57,9 @@ var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Ku
 
 // MaxFile bounds each file a render reads: no manifest is larger, and a
 // hostile repository's huge file must not take the reconciler's memory.
-const MaxFile = 16 << 20
+// It is internal/confined's bound, the one every read of a repository
+// keeps.
+const MaxFile = confined.MaxFile
 
 // FS returns the objects the manifests at rel (slash path) of the
 // repository fsys declare:

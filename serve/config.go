@@ -2,8 +2,6 @@ package serve
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/robfig/cron/v3"
@@ -44,18 +42,7 @@ func (t *Target) Line() int { return t.line }
 
 // Load reads, strictly decodes, validates and defaults the config at file
 // (see config.Load). Errors name file:line.
-func Load(file string) (*Config, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("reading config: %w", err)
-	}
-	c, err := Parse(file, b)
-	if err != nil {
-		return nil, err
-	}
-	c.ResolvePaths(filepath.Dir(file))
-	return c, nil
-}
+func Load(file string) (*Config, error) { return config.LoadWith(file, Parse) }
 
 // Parse decodes, validates and defaults a config held in memory; file only
 // names it in errors.

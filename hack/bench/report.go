@@ -185,3 +185,44 @@ func printIdleRSS(ctx context.Context, bin string) {
 	fmt.Printf("   pinbot initialised and idle: %s RSS, of which %s file-backed (pages of its %s executable) and %s anonymous\n",
 		mb(anon+file), mb(file), mb(size), mb(anon))
 }
+
+// phases lists the steps a -v run logged with their times and when each
+// ended since started ("fetched 120ms @180ms, ..."), then the run's end.
+func phases(log string, started time.Time) string {
+	var out []string
+	for _, line := range strings.Split(log, "\n") {
+		msg, took := logField(line, "msg"), logField(line, "took")
+		if msg == "" || took == "" {
+			continue
+		}
+		at := ""
+		if t, err := time.Parse(time.RFC3339Nano, logField(line, "time")); err == nil {
+			at = " @" + promoteRound(t.Sub(started)).String()
+		}
+		out = append(out, msg+" "+took+at)
+	}
+	out = append(out, "exit @"+promoteRound(time.Since(started)).String())
+	return strings.Join(out, ", ")
+}
+
+// logField is the value of key in a slog text line, unquoted.
+func logField(line, key string) string {
+	var v string
+	if strings.HasPrefix(line, key+"=") {
+		v = line[len(key)+1:]
+	} else if i := strings.Index(line, " "+key+"="); i >= 0 {
+		v = line[i+len(key)+2:]
+	} else {
+		return ""
+	}
+	if strings.HasPrefix(v, `"`) {
+		if j := strings.Index(v[1:], `"`); j >= 0 {
+			return v[1 : j+1]
+		}
+		return ""
+	}
+	if j := strings.IndexByte(v, ' '); j >= 0 {
+		v = v[:j]
+	}
+	return v
+}

@@ -168,14 +168,20 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d)
 
 // Load reads, strictly decodes, validates and defaults the config at file.
 // Errors name file:line.
-func Load(file string) (*Config, error) {
+func Load(file string) (*Config, error) { return LoadWith(file, Parse) }
+
+// LoadWith reads the config at file with parse, a Parse of a config that
+// holds this one (serve's), and resolves its relative paths against the
+// file's directory.
+func LoadWith[C interface{ ResolvePaths(dir string) }](file string, parse func(file string, data []byte) (C, error)) (C, error) {
+	var zero C
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("reading config: %w", err)
+		return zero, fmt.Errorf("reading config: %w", err)
 	}
-	c, err := Parse(file, b)
+	c, err := parse(file, b)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	c.ResolvePaths(filepath.Dir(file))
 	return c, nil
