@@ -291,7 +291,7 @@ func (b *promoteBench) promoteOnce(ctx context.Context, d string, i int, extra .
 	switch {
 	case i == 0:
 		b.firstLog = phases(b.stderr, started)
-	case i < promoteRuns:
+	case i < promoteRuns && b.warmSteps != nil:
 		b.warmLog = phases(b.stderr, started)
 		for _, line := range strings.Split(b.stderr, "\n") {
 			if d, err := time.ParseDuration(logField(line, "took")); err == nil {

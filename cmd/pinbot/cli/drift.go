@@ -91,7 +91,9 @@ overlapping runs, and logs a one-line summary per run.`,
 }
 
 func (o *driftOptions) run(cmd *cobra.Command, g *globals) error {
+	defer leanGC()()
 	ctx := cmd.Context()
+	defer logMemory(ctx)
 	env, err := o.forge.env(ctx)
 	if err != nil {
 		return err

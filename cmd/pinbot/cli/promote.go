@@ -82,6 +82,7 @@ credentials from the docker config.`,
 }
 
 func (o *promoteOptions) run(cmd *cobra.Command, g *globals) error {
+	defer leanGC()()
 	ctx := cmd.Context()
 	ins, err := o.input.Read(nil)
 	if err != nil {
