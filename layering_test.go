@@ -23,7 +23,7 @@ var leaves = []string{"internal/imageref", "internal/redact", "internal/logctx",
 // pure too (the leaves, render's error type excepted).
 var pure = []string{"reconciler/object", "reconciler/ignore", "reconciler/verdict", "reconciler/deployer", "reconciler/config",
 	"reconciler/guard", "reconciler/hook", "reconciler/wave", "reconciler/prune", "reconciler/diff", "reconciler/heal",
-	"reconciler/status", "reconciler/history", "reconciler/settle"}
+	"reconciler/status", "reconciler/history", "reconciler/settle", "release"}
 
 // core is what the reconciler's config, and every decision above it, may
 // build on: the objects, the verdict core and the leaves they need.
@@ -54,7 +54,13 @@ var allowed = map[string][]string{
 	"registry": leaves,
 	"gitforge": leaves,
 	"render":   {"internal/confined"},
-	"promote":  append([]string{"pins", "registry", "gitforge", "render"}, leaves...),
+	"promote":  append([]string{"pins", "registry", "gitforge", "render", "release"}, leaves...),
+
+	// The release chain: pure decisions, their store in the cluster, and
+	// the gate other tools ask.
+	"release":       {"internal/imageref"},
+	"release/store": {"release", "internal/imageref"},
+	"release/gate":  {"release", "internal/imageref"},
 
 	// The reconciler's leaves and decisions, bottom up.
 	"reconciler/object":   {},
@@ -76,9 +82,9 @@ var allowed = map[string][]string{
 	// The reconciler orchestrates them; it knows nothing of promotion.
 	"reconciler": append([]string{"reconciler/...", "gitforge", "registry", "render"}, leaves...),
 
-	"dashboard": append([]string{"gitforge", "reconciler/..."}, leaves...),
+	"dashboard": append([]string{"gitforge", "reconciler/...", "release"}, leaves...),
 	// serve drives the reconciler and promote; nothing imports it but cmd.
-	"serve":                   append([]string{"reconciler", "reconciler/...", "promote", "pins", "registry", "gitforge", "render", "dashboard"}, leaves...),
+	"serve":                   append([]string{"reconciler", "reconciler/...", "promote", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/..."}, leaves...),
 	"deploy":                  {},
 	"cmd/...":                 {"*"},
 	"hack/...":                {"*"},

@@ -60,6 +60,16 @@ func Handler(src Source, refresh time.Duration) http.Handler {
 		}
 		render(w, req, BuildApp(app, time.Now(), refresh))
 	})
+	if ls, ok := src.(LedgerSource); ok {
+		mux.HandleFunc("GET /ledger", func(w http.ResponseWriter, req *http.Request) {
+			ledgers, err := ls.Ledgers(req.Context())
+			if err != nil {
+				fail(w, req, err)
+				return
+			}
+			render(w, req, BuildLedger(ledgers, time.Now(), refresh))
+		})
+	}
 	return mux
 }
 

@@ -57,6 +57,8 @@ type Page struct {
 	Apps      []AppView
 	// Detail is set on an app's page.
 	Detail *DetailView
+	// Ledger is set on the ledger page.
+	Ledger *LedgerView
 }
 
 // AppView is one app's row.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 
 	sdk "code.gitea.io/sdk/gitea"
@@ -204,4 +205,32 @@ func (g *Gitea) PullByMergeCommit(ctx context.Context, repo Repo, sha string) (*
 		return nil, err
 	}
 	return &out, nil
+}
+
+// ErrNotMergeable means Gitea refused to merge a pull request now: branch
+// protection wants approvals or status checks it lacks, it conflicts, or
+// Gitea is still checking it. Try again later.
+var ErrNotMergeable = errors.New("not mergeable now")
+
+// MergePull merges pull request number with a merge commit, as a reviewer
+// pressing the button would: branch protection (required approvals and
+// status checks) holds, and is never bypassed. It returns ErrNotMergeable
+// when Gitea refuses.
+func (g *Gitea) MergePull(ctx context.Context, repo Repo, number int64, message string) error {
+	var merged bool
+	err := g.call(ctx, fmt.Sprintf("merging pull request %s#%d", repo, number), func(c *sdk.Client) (*sdk.Response, error) {
+		ok, resp, err := c.MergePullRequest(repo.Owner, repo.Name, number, sdk.MergePullRequestOption{Style: sdk.MergeStyleMerge, Message: message})
+		if resp != nil && resp.StatusCode == http.StatusMethodNotAllowed {
+			return resp, nil // refused: below
+		}
+		merged = ok
+		return resp, err
+	})
+	if err != nil {
+		return err
+	}
+	if !merged {
+		return fmt.Errorf("merging pull request %s#%d: %w", repo, number, ErrNotMergeable)
+	}
+	return nil
 }

@@ -8,7 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/release"
 )
 
 // MetaVersion is the version of the hidden block's JSON.
@@ -23,6 +26,8 @@ type Meta struct {
 	// Target is the promotion target; "" for a drift pull request that
 	// groups all targets.
 	Target string `json:"target"`
+	// Kind is KindRollback for a rollback, "" for a promotion.
+	Kind string `json:"kind,omitempty"`
 	// Images are the promoted digests, one per image.
 	Images []ImageMeta `json:"images"`
 	// Base is the base commit the promotion commit was built on.
@@ -105,6 +110,13 @@ type Facts struct {
 // Proposal is everything a pull request body shows.
 type Proposal struct {
 	Meta Meta
+	// Proof is the upstream proof an onward promotion carries.
+	Proof *release.Proof
+	// Rollback is the failure a rollback undoes.
+	Rollback *Rollback
+	// Forced is why a promotion was forced past the gate, "" if it was
+	// not.
+	Forced string
 	// Facts per image.
 	Facts map[string]Facts
 	// Files maps images to the CI files their digests came from.
@@ -130,11 +142,23 @@ func RenderBody(p Proposal) string {
 	if m.Target == "" {
 		target = "every target"
 	}
-	if len(m.Images) == 1 {
+	switch {
+	case p.Rollback != nil && len(m.Images) == 1:
+		im := m.Images[0]
+		fmt.Fprintf(&b, "pinbot rolls **%s** back to `%s` in %s: `%s` failed to prove there.\n\n", md(im.Image), Ref(im.Tag, im.Digest), target, imageref.Short(p.Rollback.Failed))
+	case len(m.Images) == 1:
 		im := m.Images[0]
 		fmt.Fprintf(&b, "pinbot promotes **%s** to `%s` in %s.\n\n", md(im.Image), Ref(im.Tag, im.Digest), target)
-	} else {
+	default:
 		fmt.Fprintf(&b, "pinbot promotes %d images in %s.\n\n", len(m.Images), target)
+	}
+	if p.Forced != "" {
+		fmt.Fprintf(&b, "> **Forced past the gate** (`pinbot promote --force`): %s\n\n", md(p.Forced))
+	}
+	if rb := p.Rollback; rb != nil {
+		b.WriteString("### Why\n\n")
+		fmt.Fprintf(&b, "%s\n\n", md(rb.Evidence))
+		fmt.Fprintf(&b, "`%s` is held in %s and the environments after it: drift, promote and pinbot's onward promotions refuse it until a person releases it (`pinbot hold release`) or a newer digest is pinned. The digest restored is the last one proven here; the commits since are kept.\n\n", imageref.Short(rb.Failed), target)
 	}
 
 	fmt.Fprintf(&b, "### Pins (%d)\n\n", len(m.Changes))
@@ -150,6 +174,9 @@ func RenderBody(p Proposal) string {
 	}
 	fence := fenceFor(diff.String())
 	fmt.Fprintf(&b, "%sdiff\n%s%s\n\n", fence, diff.String(), fence)
+	if pr := p.Proof; pr != nil {
+		renderProof(&b, pr)
+	}
 
 	for _, im := range m.Images {
 		if len(m.Images) == 1 {
@@ -265,4 +292,24 @@ func humanSize(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// KindRollback is Meta.Kind of a rollback pull request.
+const KindRollback = "rollback"
+
+// renderProof writes the upstream proof an onward promotion carries: the
+// environment, since when it held, and every Pod with its node and
+// running digest.
+func renderProof(b *strings.Builder, pr *release.Proof) {
+	fmt.Fprintf(b, "### Proven in %s\n\n", md(pr.Env))
+	fmt.Fprintf(b, "Every replica of %s has run `%s` as Verified since %s, without a break: %s (soak %s).",
+		md(strings.Join(pr.Apps, ", ")), imageref.Short(pr.Digest), pr.Since.UTC().Format(time.RFC3339), pr.Held.Round(time.Second), pr.Soak)
+	if pr.Commit != "" {
+		fmt.Fprintf(b, " Commit `%s`.", gitforge.Short(pr.Commit))
+	}
+	b.WriteString("\n\n| Pod | Node | Container | Running |\n|---|---|---|---|\n")
+	for _, pod := range pr.Pods {
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", code(pod.Namespace+"/"+pod.Pod), code(pod.Node), code(pod.Container), code(imageref.Short(pod.Running)))
+	}
+	b.WriteString("\n")
 }

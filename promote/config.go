@@ -17,6 +17,7 @@ import (
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/pins"
+	"pinbot.dev/pinbot/release"
 )
 
 // ConfigFile is the name of pinbot's optional configuration file at the root
@@ -56,16 +57,21 @@ const (
 //	  - chart: podinfo    # a Flux HelmRelease's spec.chart.spec.chart, an Argo CD source's chart
 //	    digest: tag       # key (a digest: beside the tag) | tag (tag: v5@sha256:...) | none
 //
+// Instead of targets, environments declares a release chain (see
+// package release): each environment is a target, CI promotes into the
+// first ones, and pinbot serve moves what is proven onward.
+//
 // With no file there is one target, "default", covering every file.
 type Config struct {
-	Targets      []Target    `yaml:"targets"`
-	Labels       []string    `yaml:"labels"`
-	Reviewers    []string    `yaml:"reviewers"`
-	BranchPrefix string      `yaml:"branchPrefix"`
-	Author       Author      `yaml:"author"`
-	Track        []Track     `yaml:"track"`
-	Drift        DriftConfig `yaml:"drift"`
-	Helm         []HelmChart `yaml:"helm"`
+	Targets      []Target      `yaml:"targets"`
+	Environments release.Chain `yaml:"environments"`
+	Labels       []string      `yaml:"labels"`
+	Reviewers    []string      `yaml:"reviewers"`
+	BranchPrefix string        `yaml:"branchPrefix"`
+	Author       Author        `yaml:"author"`
+	Track        []Track       `yaml:"track"`
+	Drift        DriftConfig   `yaml:"drift"`
+	Helm         []HelmChart   `yaml:"helm"`
 }
 
 // HelmChart declares how a chart that is not in the repository reads an
@@ -217,6 +223,16 @@ func (c *Config) validate(file string, root *yaml.Node) error {
 		}
 		return file
 	}
+	if len(c.Targets) > 0 && len(c.Environments) > 0 {
+		return fmt.Errorf("%s: give targets or environments, not both: each environment is a target", at("environments"))
+	}
+	for _, p := range c.Environments.Validate(targetNameRE.MatchString, checkGlob) {
+		path := []any{"environments", p.Index}
+		if p.Key != "" {
+			path = append(path, p.Key)
+		}
+		return fmt.Errorf("%s: %s", at(path...), p.Msg)
+	}
 	seen := map[string]bool{}
 	for i, t := range c.Targets {
 		switch {
@@ -284,6 +300,10 @@ func (c *Config) validate(file string, root *yaml.Node) error {
 }
 
 func (c *Config) defaults() {
+	c.Environments.Defaults()
+	for _, e := range c.Environments {
+		c.Targets = append(c.Targets, Target{Name: e.Name, Paths: e.Paths})
+	}
 	if len(c.Targets) == 0 {
 		c.Targets = []Target{{Name: DefaultTarget, Paths: []string{"**"}}}
 	}

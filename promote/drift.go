@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/pins"
 )
@@ -36,6 +37,10 @@ type DriftOptions struct {
 	Choose ChooseOptions
 	// DryRun resolves and renders but pushes, edits and closes nothing.
 	DryRun bool
+	// Gate admits each moved digest into each environment it would go
+	// to (a hold refuses it); nil admits all. With environments, drift
+	// proposes only into the first ones: the rest take what is proven.
+	Gate Gate
 }
 
 // Tracked is one repository tag that pins follow.
@@ -203,6 +208,21 @@ func Drift(ctx context.Context, env Env, opts DriftOptions) (DriftReport, error)
 			log.Warn("cannot measure the digest's age (no drift state and no created time); not holding it",
 				"image", tr.Image, "tag", tr.Tag, "digest", tr.Digest)
 		}
+		if opts.Gate != nil {
+			for target := range t.moved {
+				if _, ok := s.cfg.Environments.Get(target); !ok {
+					continue
+				}
+				a := Admission{Env: target, Image: t.key.image, Digest: t.promo.Digest}
+				if err := opts.Gate.Admit(ctx, a); err != nil {
+					delete(t.moved, target)
+					rep.Failed = append(rep.Failed, Failure{Image: t.key.image, Tag: t.key.tag, Err: fmt.Errorf("not proposing %s into %s: %w", imageref.Short(t.promo.Digest), target, err)})
+				}
+			}
+			if len(t.moved) == 0 {
+				continue
+			}
+		}
 		rep.Moved = append(rep.Moved, tr)
 		promote = append(promote, t)
 	}
@@ -337,7 +357,11 @@ func (s *session) check(ctx context.Context, t *tracking, opts ChooseOptions) er
 			return fmt.Errorf("%s: %w", ref, err)
 		}
 		if want != p.Digest {
-			t.moved[s.cfg.TargetOf(p.File)] = true
+			target := s.cfg.TargetOf(p.File)
+			if e, ok := s.cfg.Environments.Get(target); ok && e.From != "" {
+				continue // it takes what its upstream proves, not drift
+			}
+			t.moved[target] = true
 		}
 	}
 	return nil

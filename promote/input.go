@@ -31,6 +31,11 @@ const (
 	SourceRegistry Source = "registry"
 	// SourceDrift is a tracked tag that moved, found by Drift.
 	SourceDrift Source = "drift"
+	// SourceProof is a digest proven upstream, moved onward by serve.
+	SourceProof Source = "proof"
+	// SourceRollback is the last proven digest, restored by serve after
+	// a failed proof.
+	SourceRollback Source = "rollback"
 )
 
 // Describe is a human phrase for the pull request body.
@@ -48,6 +53,10 @@ func (s Source) Describe() string {
 		return "registry lookup of the tag at promotion time"
 	case SourceDrift:
 		return "drift: the tracked tag moved"
+	case SourceProof:
+		return "proven upstream (see above)"
+	case SourceRollback:
+		return "the last digest proven in the environment"
 	}
 	return string(s)
 }

@@ -13,6 +13,7 @@ import (
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/pins"
+	"pinbot.dev/pinbot/release"
 )
 
 // job is one branch's worth of promotion: the digests it proposes for the
@@ -33,6 +34,12 @@ type job struct {
 	// checkOrder holds back a promotion older than what the base pins or
 	// the open pull request proposes (see Superseded).
 	checkOrder bool
+	// proof, rollback and forced go into the body: the upstream proof
+	// of an onward promotion, the failure a rollback undoes, and why a
+	// promotion was forced past the gate.
+	proof    *release.Proof
+	rollback *Rollback
+	forced   string
 }
 
 // listedPull is a pull request lookup done ahead of time.
@@ -53,6 +60,9 @@ type jobPromotion struct {
 // meta returns the job's Meta before anything is applied.
 func (j job) meta() Meta {
 	m := Meta{Version: MetaVersion, Target: j.target}
+	if j.rollback != nil {
+		m.Kind = KindRollback
+	}
 	for _, p := range j.proms {
 		m.Images = append(m.Images, ImageMeta{Image: p.Image, Digest: p.Digest, Tag: p.Tag, Source: p.Source})
 	}
@@ -342,7 +352,8 @@ func (s *session) commitOnce(ctx context.Context, meta Meta, files map[string][]
 }
 
 func (s *session) proposal(j job, meta Meta, notes []string) Proposal {
-	p := Proposal{Meta: meta, Facts: map[string]Facts{}, Files: map[string]string{}, Notes: notes}
+	p := Proposal{Meta: meta, Facts: map[string]Facts{}, Files: map[string]string{}, Notes: notes,
+		Proof: j.proof, Rollback: j.rollback, Forced: j.forced}
 	for _, jp := range j.proms {
 		p.Facts[jp.Image] = factsOf(jp.Described)
 		if jp.File != "" {

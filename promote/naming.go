@@ -38,6 +38,15 @@ func Branch(prefix, target, image string) string {
 	return prefix + target + "/" + Slug(image)
 }
 
+// RollbackBranch is the branch of the one rollback pull request of
+// (target, image): "<prefix>rollback/<target>/<Slug(image)>".
+func RollbackBranch(prefix, target, image string) string {
+	return prefix + "rollback/" + target + "/" + Slug(image)
+}
+
+// RollbackLabel marks pinbot's rollback pull requests.
+const RollbackLabel = "pinbot-rollback"
+
 // GroupBranch is the branch of a drift pull request that groups several
 // images: "<prefix><target>/drift" for GroupTarget, "<prefix>drift" for
 // GroupAll (target "").
@@ -61,6 +70,10 @@ func Ref(tag, digest string) string {
 // Title is the pull request title, e.g.
 // "Promote 127.0.0.1:3000/org/app to v2@sha256:abcdef123456 (prod)".
 func Title(m Meta) string {
+	if m.Kind == KindRollback && len(m.Images) == 1 {
+		im := m.Images[0]
+		return fmt.Sprintf("Roll back %s to %s (%s)", im.Image, Ref(im.Tag, im.Digest), m.targetLabel())
+	}
 	if len(m.Images) == 1 {
 		im := m.Images[0]
 		return fmt.Sprintf("Promote %s to %s (%s)", im.Image, Ref(im.Tag, im.Digest), m.targetLabel())

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"pinbot.dev/pinbot/gitforge"
@@ -11,6 +13,7 @@ import (
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/pins"
 	"pinbot.dev/pinbot/registry"
+	"pinbot.dev/pinbot/release"
 )
 
 // Forge is the part of the Gitea API promote uses; *gitforge.Gitea
@@ -97,6 +100,47 @@ type Request struct {
 	Choose ChooseOptions
 	// DryRun fetches, resolves and renders, but pushes and edits nothing.
 	DryRun bool
+	// Target, when set, promotes into this target (an environment) alone.
+	// Without it, a repository with environments is promoted into its
+	// first ones (those that come from none); one without, into every
+	// target holding pins of the image.
+	Target string
+	// Gate admits or refuses each promotion into an environment: serve's
+	// ledger, or `pinbot promote --gate-url`. Without one, a promotion
+	// into an environment that comes from another is refused (unless
+	// Force, or it carries a Proof).
+	Gate Gate
+	// Force promotes past the gate's proof check (never past a hold);
+	// Reason says why. Both go into the pull request body.
+	Force  bool
+	Reason string
+	// Proof is the upstream proof an onward promotion carries (serve's).
+	Proof *release.Proof
+	// Rollback makes the promotion a rollback (serve's): its own branch
+	// and label, and the digest may be older than what is pinned.
+	Rollback *Rollback
+}
+
+// Rollback is what a rollback pull request says: the digest that failed
+// to prove, and how.
+type Rollback struct {
+	Failed   string
+	Evidence string
+}
+
+// Gate admits a promotion into an environment, or says why not.
+type Gate interface {
+	Admit(ctx context.Context, a Admission) error
+}
+
+// Admission is one promotion a Gate judges.
+type Admission struct {
+	// Env is the environment promoted into; Upstream the one it comes
+	// from ("" for a first environment).
+	Env, Upstream string
+	Image, Digest string
+	// Force: the proof check is waived (a hold still refuses).
+	Force bool
 }
 
 // Status is what a promotion did to its branch and pull request.
@@ -175,30 +219,91 @@ func Run(ctx context.Context, env Env, req Request) ([]Result, error) {
 		return nil, openErr
 	}
 
+	targets, err := s.targets(req.Target)
+	if err != nil {
+		return nil, err
+	}
 	var results []Result
 	var errs []error
 	for _, p := range proms {
 		if !s.hasPins(p.Image, "") {
 			logctx.From(ctx).Warn("no pins of the image in any target; nothing to promote", "image", p.Image)
 		}
-		for _, target := range s.cfg.Targets {
-			if !s.hasPins(p.Image, target.Name) {
+		for _, target := range targets {
+			if !s.hasPins(p.Image, target) {
 				continue
 			}
-			j := s.promoteJob(p, target.Name, req.Choose)
-			j.checkOrder = !req.AllowOlder
+			if err := s.admit(ctx, req, target, p); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			j := s.promoteJob(p, target, req.Choose)
+			j.checkOrder = !req.AllowOlder && req.Rollback == nil
+			j.proof, j.rollback = req.Proof, req.Rollback
+			if req.Force {
+				j.forced = req.Reason
+				if j.forced == "" {
+					j.forced = "no reason given"
+				}
+			}
+			if req.Rollback != nil {
+				j.branch = RollbackBranch(s.cfg.BranchPrefix, target, p.Image)
+			}
 			res, err := s.runJob(ctx, j, req.DryRun)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("promoting %s in target %s: %w", p.Image, target.Name, err))
+				errs = append(errs, fmt.Errorf("promoting %s in target %s: %w", p.Image, target, err))
 				continue
 			}
 			results = append(results, res)
 		}
 	}
 	if len(results) == 0 && len(errs) == 0 {
-		return nil, fmt.Errorf("promoting: no pins of %s in %s (branch %s)", imagesOf(proms), env.Repo, s.base)
+		where := ""
+		if req.Target != "" {
+			where = " target " + req.Target + " of"
+		}
+		return nil, fmt.Errorf("promoting: no pins of %s in%s %s (branch %s)", imagesOf(proms), where, env.Repo, s.base)
 	}
 	return results, errors.Join(errs...)
+}
+
+// targets are the targets a promotion goes into: the one named, or the
+// first environments of a chain, or every target.
+func (s *session) targets(named string) ([]string, error) {
+	var all []string
+	for _, t := range s.cfg.Targets {
+		all = append(all, t.Name)
+	}
+	switch {
+	case named != "" && !slices.Contains(all, named):
+		return nil, fmt.Errorf("promoting: no target %q in %s (it has %s)", named, ConfigFile, strings.Join(all, ", "))
+	case named != "":
+		return []string{named}, nil
+	case len(s.cfg.Environments) > 0:
+		return s.cfg.Environments.Roots(), nil
+	}
+	return all, nil
+}
+
+// admit asks the gate whether p may go into target: an environment that
+// comes from another takes only what is proven there, and no environment
+// takes a held digest.
+func (s *session) admit(ctx context.Context, req Request, target string, p Promotion) error {
+	e, ok := s.cfg.Environments.Get(target)
+	if !ok || req.Proof != nil || req.Rollback != nil {
+		return nil // not an environment, or serve's own promotion
+	}
+	a := Admission{Env: target, Upstream: e.From, Image: p.Image, Digest: p.Digest, Force: req.Force}
+	if req.Gate == nil {
+		if e.From != "" && !req.Force {
+			return fmt.Errorf("promoting %s into %s, which takes only digests proven in %s: pinbot cannot ask the gate here (give --gate-url, pinbot serve's gate endpoint), or pass --force with --reason", p.Image, target, e.From)
+		}
+		return nil
+	}
+	if err := req.Gate.Admit(ctx, a); err != nil {
+		return fmt.Errorf("promoting %s into %s: %w", p.Image, target, err)
+	}
+	return nil
 }
 
 // verifyAll checks every input against the registry (see Verify).

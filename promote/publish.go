@@ -3,6 +3,7 @@ package promote
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/logctx"
@@ -110,8 +111,12 @@ func (s *session) publish(ctx context.Context, j job, known *gitforge.Pull, head
 			}
 			log.Info("updated pull request", "number", open.Number)
 		}
-		if len(s.cfg.Labels) > 0 {
-			if err := s.env.Forge.AddLabels(ctx, repo, pr.Number, s.cfg.Labels); err != nil {
+		labels := s.cfg.Labels
+		if j.rollback != nil {
+			labels = append(slices.Clone(labels), RollbackLabel)
+		}
+		if len(labels) > 0 {
+			if err := s.env.Forge.AddLabels(ctx, repo, pr.Number, labels); err != nil {
 				return pr, status, fmt.Errorf("labelling #%d: %w", pr.Number, err)
 			}
 		}

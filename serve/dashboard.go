@@ -12,7 +12,31 @@ import (
 // last pass of this replica (status and per-container verification), the
 // persisted history (every replica reads the leader's), and on an app's
 // page the open promotion pull requests from the forge.
-type dashboardSource struct{ r *reconciler.Reconciler }
+type dashboardSource struct {
+	r  *reconciler.Reconciler
+	rl *releaser // the release ledgers; nil for none
+}
+
+// Ledgers implements dashboard.LedgerSource: every repository's ledger,
+// read from the cluster, so every replica shows the leader's.
+func (s dashboardSource) Ledgers(ctx context.Context) ([]dashboard.Ledger, error) {
+	if s.rl == nil {
+		return nil, nil
+	}
+	var out []dashboard.Ledger
+	for _, t := range s.rl.repos() {
+		l, _, err := s.rl.ledgers.Get(ctx, t.Repo)
+		if err != nil {
+			return nil, err
+		}
+		if len(l.Envs) == 0 {
+			continue
+		}
+		chain, _ := s.rl.chain(t.Repo)
+		out = append(out, dashboard.Ledger{Repo: t.Repo, Chain: chain, Ledger: l})
+	}
+	return out, nil
+}
 
 // Apps implements dashboard.Source.
 func (s dashboardSource) Apps(ctx context.Context) ([]dashboard.App, error) {

@@ -20,7 +20,7 @@ type driftJob struct {
 
 // driftJobs are the config's promote entries that have a drift schedule,
 // on the config's forge. A nil promoter (no forge, no entries) has none.
-func (p *promoter) driftJobs(cfg *Config) ([]driftJob, error) {
+func (p *promoter) driftJobs(cfg *Config, rl *releaser) ([]driftJob, error) {
 	if p == nil {
 		for i := range cfg.Promote {
 			if t := &cfg.Promote[i]; t.Drift != "" {
@@ -42,7 +42,7 @@ func (p *promoter) driftJobs(cfg *Config) ([]driftJob, error) {
 		jobs = append(jobs, driftJob{
 			spec: t.Drift,
 			env:  env,
-			opts: promote.DriftOptions{Concurrency: promote.DefaultConcurrency, State: promote.NewState()},
+			opts: promote.DriftOptions{Concurrency: promote.DefaultConcurrency, State: promote.NewState(), Gate: rl.admit(t.Repo)},
 		})
 	}
 	return jobs, nil

@@ -46,7 +46,7 @@ func TestDriftJobs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			jobs, err := p.driftJobs(cfg)
+			jobs, err := p.driftJobs(cfg, nil)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("got error %v, want %q", err, tc.err)

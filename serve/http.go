@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"pinbot.dev/pinbot/dashboard"
+	"pinbot.dev/pinbot/release/gate"
 )
 
 // registerMetrics gathers the reconciler's metrics and serve's own in
@@ -27,7 +28,7 @@ func (d *daemon) registerMetrics() error {
 func (d *daemon) mux() http.Handler {
 	mux := http.NewServeMux()
 	if d.o.Dashboard {
-		mux.Handle("/", dashboard.Handler(dashboardSource{d.r}, dashboard.DefaultRefresh))
+		mux.Handle("/", dashboard.Handler(dashboardSource{r: d.r, rl: d.release}, dashboard.DefaultRefresh))
 		mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			switch {
@@ -43,6 +44,9 @@ func (d *daemon) mux() http.Handler {
 			}
 			fmt.Fprintln(w, "ok")
 		})
+	}
+	if len(d.o.GateToken) > 0 {
+		mux.Handle("GET "+gate.Path, gate.Handler(d.gateAnswer, d.o.GateToken))
 	}
 	hook := d.webhook()
 	mux.Handle("/webhook/gitea", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

@@ -19,6 +19,9 @@ type promoter struct {
 	cfg   *Config
 	reg   *registry.Client
 	cache *gitforge.Cache
+	// gate admits promotions into a repository's environments (the
+	// release ledger's holds and freezes); nil admits all.
+	gate func(repo string) promote.Gate
 }
 
 // newPromoter is the promoter of cfg, nil when cfg has no forge or no
@@ -77,7 +80,11 @@ func (p *promoter) promoteImage(ctx context.Context, t Target, image, tag string
 	if err != nil {
 		return "", err
 	}
-	results, err := promote.Run(ctx, env, promote.Request{Inputs: ins})
+	req := promote.Request{Inputs: ins}
+	if p.gate != nil {
+		req.Gate = p.gate(t.Repo)
+	}
+	results, err := promote.Run(ctx, env, req)
 	if err != nil {
 		return "", fmt.Errorf("promoting %s:%s into %s: %w", image, tag, t.Repo, err)
 	}

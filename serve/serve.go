@@ -55,6 +55,12 @@ type Options struct {
 	// Cache is the Git object cache promotions share with the reconciler
 	// (reconciler.WithGitCache); nil fetches promotions into memory.
 	Cache *gitforge.Cache
+	// ReleaseInterval is how often the release chains are stepped.
+	// Default DefaultReleaseInterval.
+	ReleaseInterval time.Duration
+	// GateToken, when set, serves the gate endpoint (gate.Path) to
+	// requests bearing it.
+	GateToken []byte
 }
 
 // recordGrace is how long a pass cut off at the shutdown timeout gets to
@@ -70,6 +76,7 @@ type daemon struct {
 	ns      string
 	promote *promoter // nil without a forge or promote entries
 	drift   []driftJob
+	release *releaser
 
 	metrics  *prometheus.Registry
 	requests *prometheus.CounterVec // pinbot_webhook_requests_total
@@ -110,7 +117,11 @@ func newDaemon(cfg *Config, r *reconciler.Reconciler, kube kubernetes.Interface,
 	if d.promote, err = newPromoter(cfg, o.Cache); err != nil {
 		return nil, err
 	}
-	if d.drift, err = d.promote.driftJobs(cfg); err != nil {
+	d.release = newReleaser(d)
+	if d.promote != nil {
+		d.promote.gate = d.release.admit
+	}
+	if d.drift, err = d.promote.driftJobs(cfg, d.release); err != nil {
 		return nil, err
 	}
 	if err := d.registerMetrics(); err != nil {
@@ -253,8 +264,11 @@ func (d *daemon) loops(ctx context.Context, stop <-chan struct{}) error {
 	}()
 	drifted := make(chan error, 1)
 	go func() { drifted <- runDrift(driftCtx, d.drift) }()
+	released := make(chan struct{})
+	go func() { defer close(released); d.release.run(driftCtx) }()
 	err := d.r.RunUntil(ctx, stop)
-	cancel() // the drift schedules stop with the loops
+	cancel() // the drift schedules and the release chains stop with the loops
+	<-released
 	return errors.Join(err, <-drifted)
 }
 

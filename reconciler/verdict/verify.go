@@ -33,17 +33,25 @@ const (
 
 // ContainerVerdict is the verification of one container of one Pod.
 type ContainerVerdict struct {
-	Namespace     string  `json:"namespace"`
-	Pod           string  `json:"pod"`
-	Container     string  `json:"container"`
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	Container string `json:"container"`
+	// Image is the repository Git pins for the container, "" when its
+	// image is not pinned.
+	Image         string  `json:"image,omitempty"`
 	GitDigest     string  `json:"git_digest"`
 	RunningDigest string  `json:"running_digest"`
 	Verdict       Verdict `json:"verdict"`
 	Reason        string  `json:"reason,omitempty"`
-	Init          bool    `json:"init,omitempty"`
-	Workload      string  `json:"workload"`
-	Revision      string  `json:"revision,omitempty"`
-	Node          string  `json:"node,omitempty"`
+	// Ready is the container's readiness; Waiting its waiting reason
+	// (CrashLoopBackOff, ImagePullBackOff, ...), whatever the verdict: a
+	// crash-looping container may still report the right image.
+	Ready    bool   `json:"ready"`
+	Waiting  string `json:"waiting,omitempty"`
+	Init     bool   `json:"init,omitempty"`
+	Workload string `json:"workload"`
+	Revision string `json:"revision,omitempty"`
+	Node     string `json:"node,omitempty"`
 }
 
 // Verification is the proof, or its absence, that an app's Pods run what
@@ -126,6 +134,9 @@ func judgePod(ix *index, lookups Lookups, need func(Lookup), r *rollout, p *core
 		}
 		repo, gitDigest, pinned := pinnedImage(c.image)
 		cv.GitDigest = gitDigest
+		if pinned {
+			cv.Image = repo
+		}
 		var st *corev1.ContainerStatus
 		for i := range statuses {
 			if statuses[i].Name == c.name {
@@ -134,6 +145,12 @@ func judgePod(ix *index, lookups Lookups, need func(Lookup), r *rollout, p *core
 		}
 		if st != nil && st.ImageID != "" {
 			cv.RunningDigest, _ = parseImageID(st.ImageID)
+		}
+		if st != nil {
+			cv.Ready = st.Ready
+			if st.State.Waiting != nil {
+				cv.Waiting = st.State.Waiting.Reason
+			}
 		}
 		switch {
 		case !pinned:

@@ -21,6 +21,7 @@ import (
 // driftOptions are the flags of `pinbot drift`.
 type driftOptions struct {
 	forge       forgeFlags
+	gate        gateFlags
 	minAge      time.Duration
 	group       string
 	stateFile   string
@@ -87,6 +88,7 @@ overlapping runs, and logs a one-line summary per run.`,
 	fl.StringVar(&o.schedule, "schedule", "", `keep running on this cron schedule, e.g. "*/10 * * * *" or "@every 5m"`)
 	fl.IntVar(&o.concurrency, "concurrency", promote.DefaultConcurrency, "tags resolved at once")
 	o.forge.bind(cmd)
+	o.gate.bind(cmd)
 	return cmd
 }
 
@@ -98,11 +100,16 @@ func (o *driftOptions) run(cmd *cobra.Command, g *globals) error {
 	if err != nil {
 		return err
 	}
+	gate, err := o.gate.gate(env.Repo.String())
+	if err != nil {
+		return err
+	}
 	opts := promote.DriftOptions{
 		Group:       promote.Group(o.group),
 		Concurrency: o.concurrency,
 		Choose:      o.forge.choose(),
 		DryRun:      o.forge.dryRun,
+		Gate:        gate,
 	}
 	if cmd.Flags().Changed("min-age") {
 		opts.MinAge = &o.minAge

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,15 +16,22 @@ import (
 // promoteOptions are the flags of `pinbot promote`.
 type promoteOptions struct {
 	forge      forgeFlags
+	gate       gateFlags
 	input      promote.InputSpec
 	tagMovedOK bool
 	olderOK    bool
+	env        string
+	force      bool
+	reason     string
 }
 
 // Validate checks the flags; its errors are usage errors.
 func (o *promoteOptions) Validate() error {
 	if err := o.input.Validate(); err != nil {
 		return usageErrorf("%w", err)
+	}
+	if o.force && strings.TrimSpace(o.reason) == "" {
+		return usageErrorf("flag --force: needs --reason, which goes into the pull request body")
 	}
 	return o.forge.Validate()
 }
@@ -77,7 +85,11 @@ credentials from the docker config.`,
 	fl.StringVar(&o.input.MetadataFile, "metadata-file", "", "buildx --metadata-file output")
 	fl.BoolVar(&o.tagMovedOK, "allow-tag-moved", false, "promote the digest even if the tag the build named points elsewhere now")
 	fl.BoolVar(&o.olderOK, "allow-older", false, "promote the digest even if the base pins, or the open pull request proposes, a newer build")
+	fl.StringVar(&o.env, "env", "", "promote into this environment (or target) alone (default: the first environments of .pinbot.yaml's chain, or every target)")
+	fl.BoolVar(&o.force, "force", false, "promote into an environment even though the digest is not proven upstream (needs --reason; a hold still refuses)")
+	fl.StringVar(&o.reason, "reason", "", "why --force: written into the pull request body")
 	o.forge.bind(cmd)
+	o.gate.bind(cmd)
 	return cmd
 }
 
@@ -94,12 +106,20 @@ func (o *promoteOptions) run(cmd *cobra.Command, g *globals) error {
 		return err
 	}
 	env.OnPhase = func(p promote.Phase) { pauseAt(ctx, cmd.ErrOrStderr(), string(p)) }
+	gate, err := o.gate.gate(env.Repo.String())
+	if err != nil {
+		return err
+	}
 	results, runErr := promote.Run(ctx, env, promote.Request{
 		Inputs:        ins,
 		AllowTagMoved: o.tagMovedOK,
 		AllowOlder:    o.olderOK,
 		Choose:        o.forge.choose(),
 		DryRun:        o.forge.dryRun,
+		Target:        o.env,
+		Gate:          gate,
+		Force:         o.force,
+		Reason:        o.reason,
 	})
 	log := logctx.From(ctx)
 	for _, r := range results {

@@ -91,6 +91,8 @@ func NewRootCommand() *cobra.Command {
 		newStatusCommand(g),
 		newHistoryCommand(g),
 		newDiffCommand(g),
+		newLedgerCommand(g),
+		newHoldCommand(g),
 	)
 	return root
 }

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 
+	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/release/gate"
 	"pinbot.dev/pinbot/serve"
 )
 
@@ -18,8 +22,10 @@ const webhookSecretEnv = "PINBOT_WEBHOOK_SECRET"
 
 // serveFlags are the HTTP endpoint flags of serve and reconcile.
 type serveFlags struct {
-	listen     string
-	secretFile string
+	listen          string
+	secretFile      string
+	gateTokenFile   string
+	releaseInterval time.Duration
 }
 
 func (f *serveFlags) bind(cmd *cobra.Command) {
@@ -27,6 +33,30 @@ func (f *serveFlags) bind(cmd *cobra.Command) {
 		`serve /webhook/gitea, /metrics and /healthz on this address, e.g. ":8080" (default: no HTTP endpoint)`)
 	cmd.Flags().StringVar(&f.secretFile, "webhook-secret-file", "",
 		"file holding the Gitea webhook secret, required with --listen (default $"+webhookSecretEnv+")")
+	cmd.Flags().StringVar(&f.gateTokenFile, "gate-token-file", "",
+		"file holding the bearer token of the gate endpoint "+gate.Path+" (default $"+gateTokenEnv+"; neither: no gate endpoint)")
+	cmd.Flags().DurationVar(&f.releaseInterval, "release-interval", serve.DefaultReleaseInterval,
+		"how often the release chains (.pinbot.yaml environments) are looked at: proofs, soaks, gates, rollbacks")
+}
+
+// gateToken is the gate endpoint's token, nil for no endpoint.
+func (f *serveFlags) gateToken() ([]byte, error) {
+	tok := strings.TrimSpace(os.Getenv(gateTokenEnv))
+	if f.gateTokenFile != "" {
+		t, err := gitforge.ReadToken(f.gateTokenFile)
+		if err != nil {
+			return nil, usageErrorf("flag --gate-token-file: %w", err)
+		}
+		tok = t
+	}
+	if tok != "" && f.listen == "" {
+		return nil, usageErrorf("flag --gate-token-file: the gate endpoint needs --listen")
+	}
+	redact.Register(tok)
+	if tok == "" {
+		return nil, nil
+	}
+	return []byte(tok), nil
 }
 
 // secret validates the flags and returns the webhook secret, nil when
@@ -64,6 +94,13 @@ func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Op
 		return err
 	}
 	o.Listen, o.Secret = sf.listen, secret
+	if o.GateToken, err = sf.gateToken(); err != nil {
+		return err
+	}
+	if sf.releaseInterval <= 0 {
+		return usageErrorf("flag --release-interval: must be positive")
+	}
+	o.ReleaseInterval = sf.releaseInterval
 	r, cfg, err := f.open()
 	if err != nil {
 		return err

@@ -105,6 +105,7 @@ type Sim struct {
 	runtimeName  string
 	imageIDForm  atomic.Int64
 	failReady    atomic.Pointer[PodMatcher]
+	crashLoop    atomic.Pointer[PodMatcher]
 	failJob      atomic.Pointer[PodMatcher]
 	staleMu      sync.RWMutex
 	stale        map[string]string // normalised repository -> digest
@@ -270,6 +271,14 @@ func (s *Sim) Stop() {
 // ready, like seed 004's `readinessMode: fail` release. nil clears it.
 func (s *Sim) FailReadiness(match PodMatcher) {
 	s.setHook(&s.failReady, match)
+}
+
+// CrashLoop makes the long-running containers of matching Pods exit as
+// soon as they start, over and over: they wait in CrashLoopBackOff with a
+// growing restart count, as a release that crashes on start does. nil
+// clears it.
+func (s *Sim) CrashLoop(match PodMatcher) {
+	s.setHook(&s.crashLoop, match)
 }
 
 // FailJob makes matching run-to-completion Pods (restartPolicy Never or

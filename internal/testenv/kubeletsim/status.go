@@ -77,6 +77,7 @@ func (s *Sim) podStatus(pod *corev1.Pod, rec *podRecord, now time.Time) (corev1.
 	jobLike := pod.Spec.RestartPolicy != corev1.RestartPolicyAlways
 	failJob := jobLike && hookMatches(&s.failJob, pod)
 	failReady := hookMatches(&s.failReady, pod)
+	crashLoop := !jobLike && hookMatches(&s.crashLoop, pod)
 	var next time.Duration
 	wake := func(d time.Duration) {
 		if d > 0 && (next == 0 || d < next) {
@@ -129,6 +130,18 @@ func (s *Sim) podStatus(pod *corev1.Pod, rec *podRecord, now time.Time) (corev1.
 		case cr.effective == nil:
 			cs.State.Waiting = pullWaiting(c.Image, cr)
 			waiting++
+		case crashLoop:
+			s.fillImage(&cs, pod, cr, form)
+			cs.RestartCount = 1 + int32(now.Sub(cr.started)/crashLoopInterval)
+			cs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{
+				Reason: "Error", ExitCode: 1, StartedAt: mtime(cr.started), FinishedAt: mtime(cr.started), ContainerID: cs.ContainerID,
+			}
+			cs.State.Waiting = &corev1.ContainerStateWaiting{
+				Reason:  "CrashLoopBackOff",
+				Message: fmt.Sprintf("back-off restarting failed container %s in pod %s_%s(%s)", c.Name, pod.Name, pod.Namespace, pod.UID),
+			}
+			wake(crashLoopInterval)
+			running++
 		case !jobLike:
 			s.running(&cs, pod, cr, form, !failReady)
 			running++

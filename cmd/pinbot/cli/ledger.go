@@ -1,0 +1,266 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/release/store"
+)
+
+// ledgerFlags are the flags of `pinbot ledger` and `pinbot hold`.
+type ledgerFlags struct {
+	rf   reconcilerFlags
+	repo string
+}
+
+func (f *ledgerFlags) bind(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.rf.config, "config", "", "pinbot's config file (required): its stateNamespace holds the ledgers")
+	cmd.Flags().StringVar(&f.rf.kubeconfig, "kubeconfig", "",
+		"kubeconfig file (default $KUBECONFIG; in-cluster config when neither is set)")
+	cmd.Flags().StringVar(&f.repo, "repo", "", "manifest repository OWNER/NAME (default: every repository with a ledger)")
+}
+
+// ledgers opens the ledger store and names the repositories asked for.
+func (f *ledgerFlags) ledgers(ctx context.Context) (*store.Ledgers, []string, error) {
+	cfg, err := f.rf.load()
+	if err != nil {
+		return nil, nil, err
+	}
+	rc, err := restConfig(f.rf.kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	s := store.New(kube, cfg.StateNamespace)
+	if f.repo != "" {
+		if _, err := gitforge.ParseRepo(f.repo); err != nil {
+			return nil, nil, usageErrorf("flag --repo: %w", err)
+		}
+		return s, []string{f.repo}, nil
+	}
+	repos, err := s.Repositories(ctx)
+	return s, repos, err
+}
+
+func newLedgerCommand(g *globals) *cobra.Command {
+	f := &ledgerFlags{}
+	cmd := &cobra.Command{
+		Use:   "ledger --config FILE [--repo OWNER/NAME]",
+		Short: "Show which digest runs where: each environment's pinned and proven digest, soaks, gates, holds",
+		Long: `The ledger pinbot serve keeps in the cluster (a ConfigMap per manifest
+repository in the state namespace), for each environment of the
+repositories' .pinbot.yaml chains and each image: the digest Git pins, the
+digest proven running and since when (the soak), pinbot's open promotion
+and rollback pull requests with their pinbot/gate state, the freeze
+windows in force, the held digests and the latest decisions.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			s, repos, err := f.ledgers(ctx)
+			if err != nil {
+				return err
+			}
+			var out []repoLedger
+			for _, r := range repos {
+				l, _, err := s.Get(ctx, r)
+				if err != nil {
+					return err
+				}
+				out = append(out, repoLedger{Repo: r, Ledger: l})
+			}
+			if g.json() {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
+			}
+			return writeLedgers(cmd.OutOrStdout(), out, time.Now())
+		},
+	}
+	f.bind(cmd)
+	return cmd
+}
+
+type repoLedger struct {
+	Repo   string          `json:"repo"`
+	Ledger *release.Ledger `json:"ledger"`
+}
+
+func writeLedgers(w io.Writer, ls []repoLedger, now time.Time) error {
+	if len(ls) == 0 {
+		_, err := fmt.Fprintln(w, "no ledgers: no repository declares environments, or pinbot serve has not looked yet")
+		return err
+	}
+	for _, rl := range ls {
+		fmt.Fprintf(w, "%s\n", rl.Repo)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ENV\tIMAGE\tPINNED\tPROVEN\tSINCE\tPULL REQUEST\tROLLBACK\tFROZEN")
+		envs := make([]string, 0, len(rl.Ledger.Envs))
+		for env := range rl.Ledger.Envs {
+			envs = append(envs, env)
+		}
+		sort.Strings(envs)
+		for _, env := range envs {
+			for _, image := range rl.Ledger.Images(env) {
+				t := rl.Ledger.Lookup(env, image)
+				since, pr, rb, frozen := "-", "-", "-", "-"
+				if t.ProvenSince != nil {
+					since = t.ProvenSince.UTC().Format(time.RFC3339)
+				}
+				if p := t.Proposal; p != nil {
+					pr = fmt.Sprintf("#%d %s", p.PR, imageref.Short(p.Digest))
+					if p.Gate != "" {
+						pr += " (" + strings.SplitN(p.Gate, ":", 2)[0] + ")"
+					}
+				}
+				if p := t.Rollback; p != nil {
+					rb = fmt.Sprintf("#%d to %s", p.PR, imageref.Short(p.Digest))
+				}
+				if t.FrozenUntil != nil && t.FrozenUntil.After(now) {
+					frozen = "until " + t.FrozenUntil.UTC().Format(time.RFC3339)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", env, image, orDash(imageref.Short(t.Pinned)), orDash(imageref.Short(t.Proven)), since, pr, rb, frozen)
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, h := range rl.Ledger.Holds {
+			fmt.Fprintf(w, "held: %s %s@%s since %s: %s\n", h.Env, h.Image, imageref.Short(h.Digest), h.Since.UTC().Format(time.RFC3339), h.Reason)
+		}
+	}
+	return nil
+}
+
+func newHoldCommand(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "hold",
+		Short: "List or release the digests held after a failed proof",
+		Long: `A digest that failed to prove after it merged into an environment is held
+there and in every environment after it: drift, promote and pinbot's onward
+promotions refuse it, naming the hold, until a person releases it or a
+newer digest is pinned in the environment.`,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	list := &ledgerFlags{}
+	listCmd := &cobra.Command{
+		Use:   "list --config FILE [--repo OWNER/NAME]",
+		Short: "List the held digests",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			s, repos, err := list.ledgers(ctx)
+			if err != nil {
+				return err
+			}
+			type held struct {
+				Repo string `json:"repo"`
+				release.Hold
+			}
+			var out []held
+			for _, r := range repos {
+				l, _, err := s.Get(ctx, r)
+				if err != nil {
+					return err
+				}
+				for _, h := range l.Holds {
+					out = append(out, held{Repo: r, Hold: h})
+				}
+			}
+			if g.json() {
+				if out == nil {
+					out = []held{}
+				}
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
+			}
+			if len(out) == 0 {
+				_, err := fmt.Fprintln(cmd.OutOrStdout(), "no digest is held")
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "REPO\tENV\tIMAGE\tDIGEST\tSINCE\tWHY")
+			for _, h := range out {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", h.Repo, h.Env, h.Image, h.Digest, h.Since.UTC().Format(time.RFC3339), h.Reason)
+			}
+			return tw.Flush()
+		},
+	}
+	list.bind(listCmd)
+	rel := &ledgerFlags{}
+	releaseCmd := &cobra.Command{
+		Use:   "release ENV IMAGE@DIGEST --config FILE [--repo OWNER/NAME]",
+		Short: "Release a held digest in an environment (and where the same failure held it after it)",
+		Args:  exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			env := args[0]
+			ref, err := imageref.Parse(args[1])
+			if err != nil || ref.Digest == "" {
+				return usageErrorf("argument IMAGE@DIGEST: want REPOSITORY@sha256:..., got %s", args[1])
+			}
+			s, repos, err := rel.ledgers(ctx)
+			if err != nil {
+				return err
+			}
+			released := ""
+			for _, r := range repos {
+				err := s.Update(ctx, r, func(l *release.Ledger) error {
+					if l.Held(env, ref.Repository, ref.Digest) == nil {
+						return nil
+					}
+					chain := chainOf(l)
+					if l.Release(chain, env, ref.Repository, ref.Digest) {
+						released = r
+					}
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				if released != "" {
+					break
+				}
+			}
+			if released == "" {
+				return fmt.Errorf("%s is not held in %s", args[1], env)
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "released %s@%s in %s (%s)\n", ref.Repository, imageref.Short(ref.Digest), env, released)
+			return err
+		},
+	}
+	rel.bind(releaseCmd)
+	cmd.AddCommand(listCmd, releaseCmd)
+	return cmd
+}
+
+// chainOf rebuilds enough of a chain from a ledger's holds for Release:
+// each hold's From is an environment above the ones it holds.
+func chainOf(l *release.Ledger) release.Chain {
+	var c release.Chain
+	seen := map[string]bool{}
+	for _, h := range l.Holds {
+		if !seen[h.From] {
+			seen[h.From] = true
+			c = append(c, release.Environment{Name: h.From})
+		}
+	}
+	for _, h := range l.Holds {
+		if !seen[h.Env] {
+			seen[h.Env] = true
+			c = append(c, release.Environment{Name: h.Env, From: h.From})
+		}
+	}
+	return c
+}

@@ -1,0 +1,59 @@
+package promote
+
+import (
+	"context"
+	"sort"
+)
+
+// Inventory is what the base branch of a manifest repository pins: its
+// config, the commit read, and for each target (environment) and image
+// the digest its pins hold.
+type Inventory struct {
+	Config Config
+	Commit string
+	// Pinned maps target and image to the digest pinned there. When the
+	// target's pins of the image hold several (an index and a platform
+	// child, say), the one most pins hold is taken.
+	Pinned map[string]map[string]string
+}
+
+// ReadInventory fetches the base of env's repository and reads what it
+// pins.
+func ReadInventory(ctx context.Context, env Env) (*Inventory, error) {
+	s, err := open(ctx, &env)
+	if err != nil {
+		return nil, err
+	}
+	inv := &Inventory{Config: s.cfg, Commit: s.snap.Commit(), Pinned: map[string]map[string]string{}}
+	counts := map[string]map[string]map[string]int{}
+	for _, p := range s.pins {
+		target := s.cfg.TargetOf(p.File)
+		if p.Ignored || p.Digest == "" || target == "" {
+			continue
+		}
+		if counts[target] == nil {
+			counts[target] = map[string]map[string]int{}
+		}
+		if counts[target][p.Image] == nil {
+			counts[target][p.Image] = map[string]int{}
+		}
+		counts[target][p.Image][p.Digest]++
+	}
+	for target, images := range counts {
+		inv.Pinned[target] = map[string]string{}
+		for image, digests := range images {
+			var best []string
+			for d := range digests {
+				best = append(best, d)
+			}
+			sort.Slice(best, func(i, j int) bool {
+				if digests[best[i]] != digests[best[j]] {
+					return digests[best[i]] > digests[best[j]]
+				}
+				return best[i] < best[j]
+			})
+			inv.Pinned[target][image] = best[0]
+		}
+	}
+	return inv, nil
+}

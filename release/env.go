@@ -1,0 +1,251 @@
+// Package release decides what moves where: the chain of environments a
+// manifest repository declares, when a digest proven in one moves to the
+// next, when a merged digest failed to prove and is rolled back and held,
+// and the ledger that remembers it all. It is pure: observations come in
+// (what Git pins, what the reconciler proved), actions go out (open a
+// pull request, post a gate status, merge, roll back), and serve carries
+// them out.
+package release
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// Environment is one stage of a release chain, as .pinbot.yaml declares
+// it:
+//
+//	environments:
+//	  - name: staging
+//	    paths: ["envs/staging/**"]
+//	    apps: [web-staging]     # the apps whose proof counts here
+//	    soak: 10m               # proven this long here before it moves on
+//	  - name: prod
+//	    from: staging           # takes what staging proved
+//	    paths: ["envs/prod/**"]
+//	    apps: [web-prod]
+//	    autoMerge: false        # pinbot merges its own pull request when the gate is green
+//	    rollback: pr            # pr (default): open the rollback; auto: and merge it
+//	    rollbackWindow: 1h      # failures after this long are reported, not rolled back
+//	    readyTimeout: 5m        # proven within this after a merge, or it failed
+//	    freeze:
+//	      - {start: "0 18 * * 5", duration: 62h, timeZone: Europe/Berlin}
+type Environment struct {
+	Name  string   `yaml:"name" json:"name"`
+	From  string   `yaml:"from" json:"from,omitempty"`
+	Paths []string `yaml:"paths" json:"paths"`
+	// Apps are the apps (pinbot's own or verify-only Argo CD and Flux
+	// apps, by name in serve's config) whose proof counts here.
+	Apps []string `yaml:"apps" json:"apps"`
+	// Soak is how long a digest must have been proven here, without a
+	// break, before it moves to the environments that come from here.
+	Soak time.Duration `yaml:"soak" json:"soak,omitempty"`
+	// AutoMerge merges pinbot's promotion pull request into this
+	// environment once its gate is green and Gitea lets it (approvals,
+	// required checks); it never bypasses branch protection.
+	AutoMerge bool `yaml:"autoMerge" json:"auto_merge,omitempty"`
+	// Rollback says what pinbot does when a merged digest fails to prove.
+	Rollback RollbackMode `yaml:"rollback" json:"rollback,omitempty"`
+	// RollbackWindow bounds how long after a merge a failure is rolled
+	// back; later ones are reported. Default DefaultRollbackWindow.
+	RollbackWindow time.Duration `yaml:"rollbackWindow" json:"rollback_window,omitempty"`
+	// ReadyTimeout is how long after a merge the digest has to be proven
+	// (every replica Verified, Ready and healthy) before it counts as
+	// failed. Default DefaultReadyTimeout.
+	ReadyTimeout time.Duration `yaml:"readyTimeout" json:"ready_timeout,omitempty"`
+	// Freeze lists the windows in which pinbot opens, updates and merges
+	// nothing for this environment.
+	Freeze []Freeze `yaml:"freeze" json:"freeze,omitempty"`
+}
+
+// RollbackMode is what pinbot does with a failed proof.
+type RollbackMode string
+
+// Rollback modes.
+const (
+	// RollbackPR opens the rollback pull request for a reviewer.
+	RollbackPR RollbackMode = "pr"
+	// RollbackAuto opens it and merges it (as autoMerge does).
+	RollbackAuto RollbackMode = "auto"
+)
+
+// Defaults of an Environment.
+const (
+	DefaultRollbackWindow = time.Hour
+	DefaultReadyTimeout   = 5 * time.Minute
+)
+
+// Freeze is a change window: from each time the cron schedule Start names
+// (five fields, in TimeZone, default UTC), for Duration.
+type Freeze struct {
+	Start    string        `yaml:"start" json:"start"`
+	Duration time.Duration `yaml:"duration" json:"duration"`
+	TimeZone string        `yaml:"timeZone" json:"time_zone,omitempty"`
+}
+
+// Chain is the environments of a repository, in the order declared: an
+// environment's From is declared before it.
+type Chain []Environment
+
+// Get returns the environment name.
+func (c Chain) Get(name string) (*Environment, bool) {
+	for i := range c {
+		if c[i].Name == name {
+			return &c[i], true
+		}
+	}
+	return nil, false
+}
+
+// Roots are the environments that come from none: where CI promotes.
+func (c Chain) Roots() []string {
+	var out []string
+	for _, e := range c {
+		if e.From == "" {
+			out = append(out, e.Name)
+		}
+	}
+	return out
+}
+
+// Next are the environments that come straight from name.
+func (c Chain) Next(name string) []string {
+	var out []string
+	for _, e := range c {
+		if e.From == name {
+			out = append(out, e.Name)
+		}
+	}
+	return out
+}
+
+// Below is name and every environment that comes from it, directly or
+// not: where a digest that failed in name is held.
+func (c Chain) Below(name string) []string {
+	out := []string{name}
+	for i := 0; i < len(out); i++ {
+		out = append(out, c.Next(out[i])...)
+	}
+	return out
+}
+
+// Problem is one invalid field of an environment: Index into the chain,
+// Key the field (empty for the entry as a whole).
+type Problem struct {
+	Index int
+	Key   string
+	Msg   string
+}
+
+// Validate checks the chain: unique names, From naming an environment
+// declared before, paths, non-negative durations, known rollback modes and
+// freeze windows that parse.
+func (c Chain) Validate(validName func(string) bool, checkGlob func(string) error) []Problem {
+	var out []Problem
+	add := func(i int, key, format string, args ...any) {
+		out = append(out, Problem{Index: i, Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	for i, e := range c {
+		switch {
+		case !validName(e.Name):
+			add(i, "name", "environment name %q: want lowercase letters, digits, '.', '_' or '-'", e.Name)
+		case slices.ContainsFunc(c[:i], func(p Environment) bool { return p.Name == e.Name }):
+			add(i, "name", "environment %q defined twice", e.Name)
+		}
+		declared := slices.ContainsFunc(c[:i], func(p Environment) bool { return p.Name == e.From })
+		if e.From != "" && !declared {
+			add(i, "from", "environment %q comes from %q, which is not declared before it", e.Name, e.From)
+		}
+		if len(e.Paths) == 0 {
+			add(i, "", "environment %q has no paths", e.Name)
+		}
+		for _, p := range e.Paths {
+			if err := checkGlob(p); err != nil {
+				add(i, "paths", "%s", err)
+			}
+		}
+		if e.From != "" && declared && len(c.appsOf(e.From)) == 0 {
+			add(i, "from", "environment %q comes from %q, which names no apps to prove a digest", e.Name, e.From)
+		}
+		for key, d := range map[string]time.Duration{"soak": e.Soak, "rollbackWindow": e.RollbackWindow, "readyTimeout": e.ReadyTimeout} {
+			if d < 0 {
+				add(i, key, "%s must not be negative", key)
+			}
+		}
+		switch e.Rollback {
+		case "", RollbackPR, RollbackAuto:
+		default:
+			add(i, "rollback", "rollback %q: want pr or auto", e.Rollback)
+		}
+		for _, f := range e.Freeze {
+			if _, _, err := f.schedule(); err != nil {
+				add(i, "freeze", "%s", err)
+			}
+		}
+	}
+	return out
+}
+
+func (c Chain) appsOf(name string) []string {
+	if e, ok := c.Get(name); ok {
+		return e.Apps
+	}
+	return nil
+}
+
+// Defaults fills the environments' defaults.
+func (c Chain) Defaults() {
+	for i := range c {
+		if c[i].Rollback == "" {
+			c[i].Rollback = RollbackPR
+		}
+		if c[i].RollbackWindow == 0 {
+			c[i].RollbackWindow = DefaultRollbackWindow
+		}
+		if c[i].ReadyTimeout == 0 {
+			c[i].ReadyTimeout = DefaultReadyTimeout
+		}
+	}
+}
+
+// schedule parses the window's start schedule and time zone.
+func (f Freeze) schedule() (cron.Schedule, *time.Location, error) {
+	loc := time.UTC
+	if f.TimeZone != "" {
+		l, err := time.LoadLocation(f.TimeZone)
+		if err != nil {
+			return nil, nil, fmt.Errorf("freeze time zone %q: %w", f.TimeZone, err)
+		}
+		loc = l
+	}
+	s, err := cron.ParseStandard(f.Start)
+	if err != nil {
+		return nil, nil, fmt.Errorf("freeze start %q: %w", f.Start, err)
+	}
+	if f.Duration <= 0 {
+		return nil, nil, fmt.Errorf("freeze starting %q: want a positive duration", f.Start)
+	}
+	return s, loc, nil
+}
+
+// FrozenUntil reports whether now is inside one of the windows, and when
+// the last of the windows holding it ends.
+func FrozenUntil(windows []Freeze, now time.Time) (time.Time, bool) {
+	var until time.Time
+	for _, f := range windows {
+		s, loc, err := f.schedule()
+		if err != nil {
+			continue // Validate refused it
+		}
+		// A window holding now started after now-Duration: the first
+		// start after that instant, if it is not after now.
+		start := s.Next(now.Add(-f.Duration).In(loc).Add(-time.Second))
+		if end := start.Add(f.Duration); !start.After(now) && end.After(now) && end.After(until) {
+			until = end
+		}
+	}
+	return until, !until.IsZero()
+}

@@ -1,0 +1,212 @@
+// Package gate is the proof as a gate for other tools: pinbot serve
+// answers, over HTTP with a bearer token, whether a digest is proven in
+// an environment (or an app), since when, on which Pods, and whether it is
+// held; `pinbot promote --gate-url` asks it before promoting into an
+// environment that takes only what is proven upstream, and so can Kargo's
+// http promotion step or a GitOps Promoter web-request gate.
+//
+//	GET /api/v1/gate?env=staging&image=registry.example/org/web&digest=sha256:...
+//	Authorization: Bearer <token>
+//
+//	{"env":"staging","image":"registry.example/org/web","digest":"sha256:...",
+//	 "verified":true,"since":"2026-12-02T12:00:00Z","pinned":"sha256:...",
+//	 "pods":[{"app":"web-staging","namespace":"staging","pod":"web-1",...}]}
+package gate
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/release"
+)
+
+// Path is the endpoint's path on serve.
+const Path = "/api/v1/gate"
+
+// Query is one question: a digest of an image in an environment (Env,
+// within Repo when several repositories declare one of that name), or in
+// an app (App; Image optional).
+type Query struct {
+	Repo   string `json:"repo,omitempty"`
+	Env    string `json:"env,omitempty"`
+	App    string `json:"app,omitempty"`
+	Image  string `json:"image,omitempty"`
+	Digest string `json:"digest"`
+}
+
+// Answer is the gate's answer.
+type Answer struct {
+	Query
+	// Verified: every replica runs Digest, Verified, now.
+	Verified bool `json:"verified"`
+	// Since is when the proof first held without a break.
+	Since *time.Time `json:"since,omitempty"`
+	// Pinned is what Git pins there now, Proven what is proven.
+	Pinned string `json:"pinned,omitempty"`
+	Proven string `json:"proven,omitempty"`
+	// Why says why Digest is not verified.
+	Why string `json:"why,omitempty"`
+	// Hold is the hold on Digest there, if any.
+	Hold *release.Hold `json:"hold,omitempty"`
+	// FrozenUntil is set while a freeze window holds the environment.
+	FrozenUntil *time.Time    `json:"frozen_until,omitempty"`
+	Pods        []release.Pod `json:"pods,omitempty"`
+}
+
+// Source answers queries (serve, from its ledgers and its reconciler).
+type Source func(ctx context.Context, q Query) (Answer, error)
+
+// ErrUnknown means the query names no environment or app serve knows.
+var ErrUnknown = errors.New("no such environment or app")
+
+// Handler serves the endpoint: GET with the query in the URL, the bearer
+// token in Authorization. A missing or wrong token is 401, a bad query
+// 400, an unknown environment or app 404.
+func Handler(src Source, token []byte) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		got, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
+		if !ok || len(token) == 0 || subtle.ConstantTimeCompare([]byte(got), token) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="pinbot"`)
+			writeError(w, http.StatusUnauthorized, "a bearer token is required")
+			return
+		}
+		v := req.URL.Query()
+		q := Query{Repo: v.Get("repo"), Env: v.Get("env"), App: v.Get("app"), Image: v.Get("image"), Digest: v.Get("digest")}
+		switch {
+		case (q.Env == "") == (q.App == ""):
+			writeError(w, http.StatusBadRequest, "give env (with image) or app")
+			return
+		case q.Env != "" && q.Image == "":
+			writeError(w, http.StatusBadRequest, "env needs image")
+			return
+		case !imageref.ValidDigest(q.Digest):
+			writeError(w, http.StatusBadRequest, "digest: want sha256:<64 hex digits>")
+			return
+		}
+		if q.Image != "" {
+			if r, err := imageref.ParseRepository(q.Image); err == nil {
+				q.Image = r
+			}
+		}
+		a, err := src(req.Context(), q)
+		switch {
+		case errors.Is(err, ErrUnknown):
+			writeError(w, http.StatusNotFound, err.Error())
+			return
+		case err != nil:
+			writeError(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
+		_ = json.NewEncoder(w).Encode(a)
+	})
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+// Client asks a gate.
+type Client struct {
+	URL   string // serve's base URL, or the endpoint's
+	Token string
+	HTTP  *http.Client // default one with a 30 s timeout
+}
+
+// Ask asks the gate q.
+func (c Client) Ask(ctx context.Context, q Query) (Answer, error) {
+	base := strings.TrimSuffix(c.URL, "/")
+	if !strings.HasSuffix(base, Path) {
+		base += Path
+	}
+	v := url.Values{}
+	for k, x := range map[string]string{"repo": q.Repo, "env": q.Env, "app": q.App, "image": q.Image, "digest": q.Digest} {
+		if x != "" {
+			v.Set(k, x)
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"?"+v.Encode(), nil)
+	if err != nil {
+		return Answer{}, fmt.Errorf("asking the gate: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	hc := c.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return Answer{}, fmt.Errorf("asking the gate at %s: %w", c.URL, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		var e struct{ Error string }
+		_ = json.Unmarshal(body, &e)
+		return Answer{}, fmt.Errorf("asking the gate at %s: HTTP %d: %s", c.URL, resp.StatusCode, e.Error)
+	}
+	var a Answer
+	if err := json.Unmarshal(body, &a); err != nil {
+		return Answer{}, fmt.Errorf("reading the gate's answer: %w", err)
+	}
+	return a, nil
+}
+
+// Admit is the promotion gate of `pinbot promote` and drift: a digest
+// goes into an environment that comes from another only when it is
+// proven there (unless forced), and never while it is held in the
+// environment or that one is frozen.
+type Admit struct {
+	Client Client
+	Repo   string
+}
+
+// Admit refuses with an error naming the upstream's state, the hold or
+// the freeze.
+func (g Admit) Admit(ctx context.Context, env, upstream, image, digest string, force bool) error {
+	if upstream != "" && !force {
+		a, err := g.Client.Ask(ctx, Query{Repo: g.Repo, Env: upstream, Image: image, Digest: digest})
+		if err != nil {
+			return err
+		}
+		if !a.Verified {
+			state := "pins " + short(a.Pinned)
+			if a.Proven != "" {
+				state += ", proven " + short(a.Proven)
+			}
+			if a.Why != "" {
+				state += ": " + a.Why
+			}
+			return fmt.Errorf("%s is not proven in %s (%s now %s); pass --force with --reason to promote it anyway", short(digest), upstream, upstream, state)
+		}
+	}
+	a, err := g.Client.Ask(ctx, Query{Repo: g.Repo, Env: env, Image: image, Digest: digest})
+	if err != nil {
+		return err
+	}
+	if h := a.Hold; h != nil {
+		return fmt.Errorf("%s is held in %s since %s: %s (lift it with: pinbot hold release %s %s@%s)",
+			short(digest), env, h.Since.UTC().Format(time.RFC3339), h.Reason, env, image, digest)
+	}
+	if a.FrozenUntil != nil {
+		return fmt.Errorf("%s is frozen until %s", env, a.FrozenUntil.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+func short(d string) string {
+	if d == "" {
+		return "nothing"
+	}
+	return imageref.Short(d)
+}

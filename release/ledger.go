@@ -1,0 +1,240 @@
+package release
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Ledger is which digest runs where: for every environment and image,
+// what Git pins, what is proven and since when, pinbot's open promotion
+// and rollback pull requests, and the digests on hold. serve keeps it in
+// the cluster (release/store), so it survives a restart and a failover
+// and every replica shows the same.
+type Ledger struct {
+	// Envs maps environment and image to its track.
+	Envs map[string]map[string]*Track `json:"envs"`
+	// Holds are digests that failed to prove, refused by promote, drift
+	// and the onward promotion until a person releases them.
+	Holds []Hold `json:"holds,omitempty"`
+	// Events are the latest things pinbot decided, newest last, for
+	// people (at most MaxEvents).
+	Events []Event `json:"events,omitempty"`
+}
+
+// MaxEvents bounds the events a Ledger keeps.
+const MaxEvents = 50
+
+// Track is one image in one environment.
+type Track struct {
+	// Pinned is the digest Git pins in the environment's paths, and since
+	// when pinbot saw it there.
+	Pinned   string    `json:"pinned,omitempty"`
+	PinnedAt time.Time `json:"pinned_at,omitzero"`
+	// Proven is Pinned while its proof holds; ProvenSince is when the
+	// proof first held without a break since: the soak's start.
+	Proven      string     `json:"proven,omitempty"`
+	ProvenSince *time.Time `json:"proven_since,omitempty"`
+	// Commit and Pods are the last proof's (or the last look's).
+	Commit string `json:"commit,omitempty"`
+	Pods   []Pod  `json:"pods,omitempty"`
+	// Why says why Pinned is not proven.
+	Why string `json:"why,omitempty"`
+	// LastProven is the last digest proven here, PrevProven the one
+	// before it: what a failed release rolls back to.
+	LastProven   string    `json:"last_proven,omitempty"`
+	LastProvenAt time.Time `json:"last_proven_at,omitzero"`
+	PrevProven   string    `json:"prev_proven,omitempty"`
+	// Merged is the latest change of Pinned, watched for a failed proof.
+	Merged *Merge `json:"merged,omitempty"`
+	// Proposal is pinbot's open promotion pull request into this
+	// environment; Rollback its open rollback pull request.
+	Proposal *Proposal `json:"proposal,omitempty"`
+	Rollback *Proposal `json:"rollback,omitempty"`
+	// FrozenUntil is set while a freeze window holds the environment.
+	FrozenUntil *time.Time `json:"frozen_until,omitempty"`
+}
+
+// Merge is a new digest pinned in an environment, and what its proof did.
+type Merge struct {
+	Digest string    `json:"digest"`
+	At     time.Time `json:"at"`
+	// Rollback says it is pinbot's rollback: never rolled back itself.
+	Rollback bool `json:"rollback,omitempty"`
+	// Proved is set once the digest was proven here.
+	Proved bool `json:"proved,omitempty"`
+	// FailingSince is when the proof last broke after it had held.
+	FailingSince *time.Time `json:"failing_since,omitempty"`
+	// Done is set once the rollback window passed or a failure was
+	// acted on; Failure says what failed.
+	Done    bool   `json:"done,omitempty"`
+	Failure string `json:"failure,omitempty"`
+}
+
+// Proposal is one open pull request of pinbot's into an environment.
+type Proposal struct {
+	PR     int64  `json:"pr"`
+	Digest string `json:"digest"`
+	Head   string `json:"head,omitempty"` // the commit its gate status goes on
+	// From is the environment whose proof it carries ("" for CI's).
+	From string `json:"from,omitempty"`
+	// Gate is the pinbot/gate status last posted: "state: description".
+	Gate string `json:"gate,omitempty"`
+	// Failed is, for a rollback, the digest rolled back from.
+	Failed string `json:"failed,omitempty"`
+}
+
+// Hold keeps a digest that failed to prove out of an environment.
+type Hold struct {
+	Env    string    `json:"env"`
+	Image  string    `json:"image"`
+	Digest string    `json:"digest"`
+	Reason string    `json:"reason"`
+	Since  time.Time `json:"since"`
+	// From is the environment whose failure put it on hold.
+	From string `json:"from"`
+	// RolledBackTo is the digest the rollback restores, which does not
+	// lift the hold when it is pinned.
+	RolledBackTo string `json:"rolled_back_to,omitempty"`
+}
+
+// Event is one thing pinbot decided, for people.
+type Event struct {
+	At    time.Time `json:"at"`
+	Env   string    `json:"env"`
+	Image string    `json:"image"`
+	What  string    `json:"what"`
+}
+
+// New returns an empty ledger.
+func New() *Ledger { return &Ledger{Envs: map[string]map[string]*Track{}} }
+
+// Parse reads a ledger written by Marshal.
+func Parse(data []byte) (*Ledger, error) {
+	l := New()
+	if len(data) == 0 {
+		return l, nil
+	}
+	if err := json.Unmarshal(data, l); err != nil {
+		return nil, fmt.Errorf("reading the ledger: %w", err)
+	}
+	if l.Envs == nil {
+		l.Envs = map[string]map[string]*Track{}
+	}
+	return l, nil
+}
+
+// Marshal writes the ledger as JSON.
+func (l *Ledger) Marshal() ([]byte, error) { return json.Marshal(l) }
+
+// Track returns the track of image in env, made when missing.
+func (l *Ledger) Track(env, image string) *Track {
+	if l.Envs[env] == nil {
+		l.Envs[env] = map[string]*Track{}
+	}
+	t := l.Envs[env][image]
+	if t == nil {
+		t = &Track{}
+		l.Envs[env][image] = t
+	}
+	return t
+}
+
+// Lookup returns the track of image in env, or nil.
+func (l *Ledger) Lookup(env, image string) *Track { return l.Envs[env][image] }
+
+// Images lists the images the ledger tracks in env, sorted.
+func (l *Ledger) Images(env string) []string {
+	var out []string
+	for im := range l.Envs[env] {
+		out = append(out, im)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Held returns the hold on digest of image in env, or nil.
+func (l *Ledger) Held(env, image, digest string) *Hold {
+	for i := range l.Holds {
+		h := &l.Holds[i]
+		if h.Env == env && h.Image == image && h.Digest == digest {
+			return h
+		}
+	}
+	return nil
+}
+
+// hold puts digest of image on hold in each environment of envs.
+func (l *Ledger) hold(envs []string, h Hold) {
+	for _, env := range envs {
+		if l.Held(env, h.Image, h.Digest) != nil {
+			continue
+		}
+		h.Env = env
+		l.Holds = append(l.Holds, h)
+	}
+}
+
+// Release lifts the hold on digest of image in env and in the
+// environments the same failure held it in below env, and reports
+// whether there was one.
+func (l *Ledger) Release(chain Chain, env, image, digest string) bool {
+	h := l.Held(env, image, digest)
+	if h == nil {
+		return false
+	}
+	from := h.From
+	below := chain.Below(env)
+	l.Holds = slices.DeleteFunc(l.Holds, func(x Hold) bool {
+		return x.Image == image && x.Digest == digest && x.From == from && slices.Contains(below, x.Env)
+	})
+	return true
+}
+
+// event records something pinbot decided.
+func (l *Ledger) event(now time.Time, env, image, what string) {
+	l.Events = append(l.Events, Event{At: now, Env: env, Image: image, What: what})
+	if n := len(l.Events); n > MaxEvents {
+		l.Events = slices.Clone(l.Events[n-MaxEvents:])
+	}
+}
+
+// Proposed records pinbot's open promotion pull request into env.
+func (l *Ledger) Proposed(env, image string, p Proposal) { l.Track(env, image).Proposal = &p }
+
+// RollbackOpened records pinbot's open rollback pull request in env.
+func (l *Ledger) RollbackOpened(env, image string, p Proposal) { l.Track(env, image).Rollback = &p }
+
+// Posted records the gate status posted on env's promotion pull request.
+func (l *Ledger) Posted(env, image, gate string) {
+	if t := l.Lookup(env, image); t != nil && t.Proposal != nil {
+		t.Proposal.Gate = gate
+	}
+}
+
+// Closed forgets pinbot's pull request number in env (merged or closed
+// elsewhere), so the next step proposes again if it should.
+func (l *Ledger) Closed(env, image string, number int64) {
+	t := l.Lookup(env, image)
+	if t == nil {
+		return
+	}
+	if t.Proposal != nil && t.Proposal.PR == number {
+		t.Proposal = nil
+	}
+	if t.Rollback != nil && t.Rollback.PR == number {
+		t.Rollback = nil
+	}
+}
+
+// Soaked says how long the proof of env's image has held, and whether
+// that is the soak env asks.
+func (t *Track) Soaked(now time.Time, soak time.Duration) (time.Duration, bool) {
+	if t == nil || t.Proven == "" || t.ProvenSince == nil {
+		return 0, false
+	}
+	held := now.Sub(*t.ProvenSince)
+	return held, held >= soak
+}

@@ -1,0 +1,180 @@
+package release
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"pinbot.dev/pinbot/internal/imageref"
+)
+
+// AppView is what the reconciler observed of one app of an environment
+// in one look (serve fills it from the app's status and verification),
+// or why it could not look.
+type AppView struct {
+	App string
+	// Health is the app's health (Healthy, Progressing, Degraded, ...)
+	// and why.
+	Health       string
+	HealthReason string
+	// Verified, Commit, Reasons and Containers are the verification's:
+	// the proof, the commit it compared against, why not beyond the
+	// containers, and the current revisions' containers.
+	Verified   bool
+	Commit     string
+	Reasons    []string
+	Containers []Container
+	Err        error
+}
+
+// Container is one container of an app's current Pods, as the verifier
+// judged it.
+type Container struct {
+	Namespace, Pod, Container, Node string
+	Image                           string // the repository Git pins
+	GitDigest, RunningDigest        string
+	Verdict                         string // Verified, Mismatch, Pending, Unknown
+	Reason                          string
+	Ready                           bool
+	Waiting                         string
+}
+
+// Health values Observe reads.
+const (
+	healthy  = "Healthy"
+	degraded = "Degraded"
+	verified = "Verified"
+	mismatch = "Mismatch"
+)
+
+// Pod is one container of an environment's Pods running an image, as the
+// proof shows it.
+type Pod struct {
+	App       string `json:"app"`
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	Container string `json:"container"`
+	Node      string `json:"node,omitempty"`
+	Running   string `json:"running,omitempty"` // the digest the runtime reports
+	Verdict   string `json:"verdict"`
+	Reason    string `json:"reason,omitempty"`
+	Ready     bool   `json:"ready"`
+	Waiting   string `json:"waiting,omitempty"`
+}
+
+// Observation is what an environment shows of one image now: whether
+// the digest Git pins there is proven (every replica of every app running
+// the image Verified, the apps verified and healthy), and if not, why,
+// and whether what it shows is a failure.
+type Observation struct {
+	Image  string `json:"image"`
+	Digest string `json:"digest"` // the digest Git pins in the environment
+	Commit string `json:"commit,omitempty"`
+	Proven bool   `json:"proven"`
+	// Why says why Digest is not proven ("" when it is).
+	Why string `json:"why,omitempty"`
+	// Failure, when set, is a failure the environment shows at once: a
+	// container running another digest than Git (Mismatch), or a
+	// workload whose health is Degraded.
+	Failure string `json:"failure,omitempty"`
+	Pods    []Pod  `json:"pods,omitempty"`
+}
+
+// waitingFailures are the waiting reasons that fail a proof once the
+// environment's readyTimeout has passed.
+var waitingFailures = []string{"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError", "InvalidImageName"}
+
+// Observe judges image in an environment whose Git pins digest, from the
+// views of its apps. Apps that run no container of the image do not count;
+// an environment none of whose apps runs it proves nothing.
+func Observe(image, digest string, views []AppView) Observation {
+	o := Observation{Image: image, Digest: digest}
+	var why []string
+	counted := 0
+	for _, v := range views {
+		if v.Err != nil {
+			why = append(why, fmt.Sprintf("app %s: %s", v.App, v.Err))
+			continue
+		}
+		var mine []Container
+		for _, c := range v.Containers {
+			if sameRepository(c.Image, image) {
+				mine = append(mine, c)
+			}
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		counted++
+		if o.Commit == "" {
+			o.Commit = v.Commit
+		}
+		for _, c := range mine {
+			o.Pods = append(o.Pods, Pod{App: v.App, Namespace: c.Namespace, Pod: c.Pod, Container: c.Container, Node: c.Node,
+				Running: c.RunningDigest, Verdict: c.Verdict, Reason: c.Reason, Ready: c.Ready, Waiting: c.Waiting})
+			switch {
+			case c.GitDigest != digest:
+				why = append(why, fmt.Sprintf("app %s: Git of its current revision pins %s, not %s", v.App, imageref.Short(c.GitDigest), imageref.Short(digest)))
+			case c.Verdict == mismatch:
+				o.Failure = fmt.Sprintf("pod %s/%s container %s is Mismatch: %s", c.Namespace, c.Pod, c.Container, c.Reason)
+				why = append(why, o.Failure)
+			case c.Verdict != verified:
+				why = append(why, fmt.Sprintf("pod %s/%s container %s is %s: %s", c.Namespace, c.Pod, c.Container, c.Verdict, c.Reason))
+			case c.Waiting != "":
+				why = append(why, fmt.Sprintf("pod %s/%s container %s is waiting: %s", c.Namespace, c.Pod, c.Container, c.Waiting))
+			case !c.Ready:
+				why = append(why, fmt.Sprintf("pod %s/%s container %s is not Ready", c.Namespace, c.Pod, c.Container))
+			}
+		}
+		if !v.Verified {
+			for _, r := range v.Reasons {
+				why = append(why, fmt.Sprintf("app %s: %s", v.App, r))
+			}
+		}
+		switch v.Health {
+		case healthy:
+		case degraded:
+			if o.Failure == "" {
+				o.Failure = fmt.Sprintf("app %s is Degraded: %s", v.App, v.HealthReason)
+			}
+			why = append(why, fmt.Sprintf("app %s is Degraded: %s", v.App, v.HealthReason))
+		default:
+			why = append(why, fmt.Sprintf("app %s is %s: %s", v.App, v.Health, v.HealthReason))
+		}
+	}
+	sort.Slice(o.Pods, func(i, j int) bool {
+		a, b := o.Pods[i], o.Pods[j]
+		return a.App+"/"+a.Namespace+"/"+a.Pod+"/"+a.Container < b.App+"/"+b.Namespace+"/"+b.Pod+"/"+b.Container
+	})
+	if counted == 0 && len(why) == 0 {
+		why = append(why, "no Pod of the environment's apps runs "+image)
+	}
+	why = slices.Compact(why)
+	o.Proven = len(why) == 0
+	o.Why = strings.Join(why, "; ")
+	return o
+}
+
+// Stuck names a container that waits for a reason that fails a proof once
+// the readyTimeout has passed (a crash loop, an image that cannot be
+// pulled), or "".
+func (o Observation) Stuck() string {
+	for _, p := range o.Pods {
+		for _, w := range waitingFailures {
+			if p.Waiting == w || strings.Contains(p.Reason, w) {
+				return fmt.Sprintf("pod %s/%s container %s: %s", p.Namespace, p.Pod, p.Container, w)
+			}
+		}
+	}
+	return ""
+}
+
+func sameRepository(a, b string) bool {
+	if a == b {
+		return a != ""
+	}
+	na, err1 := imageref.ParseRepository(a)
+	nb, err2 := imageref.ParseRepository(b)
+	return err1 == nil && err2 == nil && na == nb
+}

@@ -1,0 +1,47 @@
+package release
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func view(health string, verified bool, cs ...Container) AppView {
+	return AppView{App: "web", Health: health, Commit: "c1", Verified: verified, Containers: cs}
+}
+
+func container(pod, image, git, v string, ready bool, waiting string) Container {
+	return Container{Namespace: "prod", Pod: pod, Container: "app", Image: image, GitDigest: git, RunningDigest: git, Verdict: v, Ready: ready, Waiting: waiting}
+}
+
+func TestObserve(t *testing.T) {
+	other := container("side-1", "registry.example/org/side", dC, mismatch, false, "")
+	for _, tc := range []struct {
+		name    string
+		views   []AppView
+		proven  bool
+		why     string // part of Why
+		failure string // part of Failure
+		stuck   string
+	}{
+		{"proven", []AppView{view(healthy, true, container("w1", img, dA, verified, true, ""), other)}, true, "", "", ""},
+		{"another image's mismatch does not count", []AppView{view(healthy, false, container("w1", img, dA, verified, true, ""), other)}, true, "", "", ""},
+		{"git of the revision pins another digest", []AppView{view(healthy, true, container("w1", img, dB, verified, true, ""))}, false, "pins sha256:bbbbbbbbbbbb", "", ""},
+		{"mismatch", []AppView{view(healthy, false, container("w1", img, dA, mismatch, true, ""))}, false, "Mismatch", "pod prod/w1", ""},
+		{"not ready", []AppView{view("Progressing", true, container("w1", img, dA, verified, false, ""))}, false, "not Ready", "", ""},
+		{"crash loop", []AppView{view("Progressing", true, container("w1", img, dA, verified, false, "CrashLoopBackOff"))}, false, "waiting: CrashLoopBackOff", "", "CrashLoopBackOff"},
+		{"degraded", []AppView{view(degraded, true, container("w1", img, dA, verified, true, ""))}, false, "Degraded", "Degraded", ""},
+		{"an app not observed", []AppView{{App: "web", Err: errors.New("cluster unreachable")}}, false, "cluster unreachable", "", ""},
+		{"no Pod runs the image", []AppView{view(healthy, true, other)}, false, "no Pod of the environment's apps runs", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Observe(img, dA, tc.views)
+			if o.Proven != tc.proven || !strings.Contains(o.Why, tc.why) || !strings.Contains(o.Failure, tc.failure) || (tc.failure == "" && o.Failure != "") {
+				t.Errorf("Observe = proven %t, why %q, failure %q; want %t, %q, %q", o.Proven, o.Why, o.Failure, tc.proven, tc.why, tc.failure)
+			}
+			if got := o.Stuck(); !strings.Contains(got, tc.stuck) || (tc.stuck == "" && got != "") {
+				t.Errorf("Stuck = %q, want %q", got, tc.stuck)
+			}
+		})
+	}
+}

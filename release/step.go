@@ -1,0 +1,327 @@
+package release
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"pinbot.dev/pinbot/internal/imageref"
+)
+
+// Input is one look at a repository's environments: what Git pins in
+// each (environment to image to digest), and what each environment's apps
+// show of each image.
+type Input struct {
+	Now      time.Time
+	Chain    Chain
+	Pinned   map[string]map[string]string
+	Observed map[string]map[string]Observation
+}
+
+// Kind is what an Action asks for.
+type Kind string
+
+// The kinds of Action.
+const (
+	// Promote opens or updates the promotion pull request of Digest into
+	// Env, carrying From's Proof.
+	Promote Kind = "promote"
+	// Gate posts the pinbot/gate status State with Description on PR's
+	// Head.
+	Gate Kind = "gate"
+	// MergePR merges PR (a promotion, or with Rollback a rollback) through
+	// the forge's merge API, as far as branch protection lets it.
+	MergePR Kind = "merge"
+	// Rollback opens the rollback pull request restoring Digest in Env,
+	// with the Evidence against Failed.
+	Rollback Kind = "rollback"
+	// Report says what pinbot saw and did not act on.
+	Report Kind = "report"
+)
+
+// Action is one thing Step asks serve to do.
+type Action struct {
+	Kind   Kind
+	Env    string
+	Image  string
+	Digest string
+	// From and Proof: a Promote's upstream environment and its proof.
+	From  string
+	Proof *Proof
+	// PR and Head: a Gate's or a MergePR's pull request.
+	PR   int64
+	Head string
+	// State and Description: a Gate's status ("success", "failure",
+	// "pending").
+	State, Description string
+	// Failed and Evidence: a Rollback's failed digest and why.
+	Failed   string
+	Evidence string
+	// IsRollback: a MergePR of a rollback pull request.
+	IsRollback bool
+}
+
+// Proof is the upstream proof a promotion carries to reviewers.
+type Proof struct {
+	Env    string        `json:"env"`
+	Apps   []string      `json:"apps"`
+	Image  string        `json:"image"`
+	Digest string        `json:"digest"`
+	Commit string        `json:"commit,omitempty"`
+	Pods   []Pod         `json:"pods"`
+	Since  time.Time     `json:"since"`
+	Held   time.Duration `json:"held"`
+	Soak   time.Duration `json:"soak"`
+}
+
+// Gate states.
+const (
+	GateSuccess = "success"
+	GateFailure = "failure"
+	GatePending = "pending"
+)
+
+// Step brings the ledger up to what in shows and returns what to do: a
+// digest proven upstream for the soak goes onward, a gate follows its
+// upstream proof, a merged digest that fails to prove within the window
+// is rolled back to the last proven one and held there and below, and an
+// environment in a freeze window gets nothing opened or merged. It
+// changes l; actions that succeed are recorded with Ledger.Proposed and
+// friends.
+func Step(l *Ledger, in Input) []Action {
+	now := in.Now
+	var out []Action
+	for _, env := range in.Chain {
+		frozenUntil, frozen := FrozenUntil(env.Freeze, now)
+		for _, image := range imagesOf(in, l, env.Name) {
+			t := l.Track(env.Name, image)
+			if frozen {
+				u := frozenUntil
+				t.FrozenUntil = &u
+			} else {
+				t.FrozenUntil = nil
+			}
+			if pinned := in.Pinned[env.Name][image]; pinned != "" {
+				repin(l, t, env, image, pinned, now)
+			}
+			obs, observed := in.Observed[env.Name][image]
+			if !observed {
+				continue
+			}
+			prove(l, t, env, image, obs, now)
+			out = append(out, watch(l, in.Chain, t, env, image, obs, now, frozen)...)
+			if t.Rollback != nil && env.Rollback == RollbackAuto && !frozen {
+				out = append(out, Action{Kind: MergePR, Env: env.Name, Image: image, PR: t.Rollback.PR, Digest: t.Rollback.Digest, IsRollback: true})
+			}
+		}
+	}
+	// Onward, once every environment's proof is up to date.
+	for _, env := range in.Chain {
+		for _, image := range imagesOf(in, l, env.Name) {
+			out = append(out, onward(l, in.Chain, env, image, now)...)
+		}
+	}
+	return out
+}
+
+// imagesOf are the images Git pins in env or the ledger tracks there.
+func imagesOf(in Input, l *Ledger, env string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for im := range in.Pinned[env] {
+		if !seen[im] {
+			seen[im] = true
+			out = append(out, im)
+		}
+	}
+	for im := range l.Envs[env] {
+		if !seen[im] {
+			seen[im] = true
+			out = append(out, im)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// repin notes a new digest pinned in env: a merge to watch, pull
+// requests it fulfils, holds a newer digest lifts.
+func repin(l *Ledger, t *Track, env Environment, image, pinned string, now time.Time) {
+	if t.Pinned == pinned {
+		return
+	}
+	first := t.Pinned == ""
+	t.Pinned, t.PinnedAt = pinned, now
+	t.Proven, t.ProvenSince = "", nil
+	if first {
+		return // pinbot's first look: nothing merged that it saw
+	}
+	rollback := t.Rollback != nil && t.Rollback.Digest == pinned
+	t.Merged = &Merge{Digest: pinned, At: now, Rollback: rollback}
+	if t.Proposal != nil && t.Proposal.Digest == pinned {
+		t.Proposal = nil
+	}
+	if rollback {
+		t.Rollback = nil
+	}
+	what := "merged " + imageref.Short(pinned)
+	if rollback {
+		what = "merged the rollback to " + imageref.Short(pinned)
+	}
+	l.event(now, env.Name, image, what)
+	// A newer digest lifts the holds on older ones in this environment;
+	// the rollback's own digest does not.
+	kept := l.Holds[:0]
+	for _, h := range l.Holds {
+		if h.Env == env.Name && h.Image == image && h.Digest != pinned && h.RolledBackTo != pinned {
+			l.event(now, env.Name, image, "lifted the hold on "+imageref.Short(h.Digest)+": "+imageref.Short(pinned)+" is pinned now")
+			continue
+		}
+		kept = append(kept, h)
+	}
+	l.Holds = kept
+}
+
+// prove records whether the pinned digest is proven, and since when.
+func prove(l *Ledger, t *Track, env Environment, image string, obs Observation, now time.Time) {
+	t.Pods, t.Commit = obs.Pods, obs.Commit
+	if !obs.Proven || obs.Digest != t.Pinned {
+		if t.Proven != "" {
+			l.event(now, env.Name, image, "the proof of "+imageref.Short(t.Proven)+" broke: "+obs.Why)
+		}
+		t.Proven, t.ProvenSince, t.Why = "", nil, obs.Why
+		return
+	}
+	t.Why = ""
+	if t.Proven != t.Pinned {
+		since := now
+		t.Proven, t.ProvenSince = t.Pinned, &since
+		l.event(now, env.Name, image, "proven "+imageref.Short(t.Pinned))
+	}
+	if t.LastProven != t.Pinned {
+		t.PrevProven, t.LastProven = t.LastProven, t.Pinned
+	}
+	t.LastProvenAt = now
+	if t.Merged != nil && t.Merged.Digest == t.Pinned {
+		t.Merged.Proved, t.Merged.FailingSince = true, nil
+	}
+}
+
+// watch judges a merged digest within the rollback window: a failed
+// proof rolls back to the last digest proven before it and holds the
+// failed one in env and below.
+func watch(l *Ledger, chain Chain, t *Track, env Environment, image string, obs Observation, now time.Time, frozen bool) []Action {
+	m := t.Merged
+	if m == nil || m.Done || m.Digest != t.Pinned {
+		return nil
+	}
+	age := now.Sub(m.At)
+	failure := obs.Failure
+	if failure == "" && !obs.Proven {
+		since := m.At
+		if m.Proved {
+			if m.FailingSince == nil {
+				f := now
+				m.FailingSince = &f
+			}
+			since = *m.FailingSince
+		}
+		if now.Sub(since) >= env.ReadyTimeout {
+			why := obs.Stuck()
+			if why == "" {
+				why = obs.Why
+			}
+			failure = fmt.Sprintf("not proven within %s of the merge: %s", env.ReadyTimeout, why)
+			if m.Proved {
+				failure = fmt.Sprintf("the proof broke for %s: %s", env.ReadyTimeout, why)
+			}
+		}
+	}
+	if failure == "" {
+		if age > env.RollbackWindow {
+			m.Done = true
+		}
+		return nil
+	}
+	if frozen {
+		return nil // nothing is opened in a freeze: acted on when it ends
+	}
+	m.Done, m.Failure = true, failure
+	report := func(what string) []Action {
+		l.event(now, env.Name, image, what)
+		return []Action{{Kind: Report, Env: env.Name, Image: image, Digest: m.Digest, Evidence: what}}
+	}
+	switch {
+	case age > env.RollbackWindow:
+		return report(fmt.Sprintf("%s failed after the rollback window (%s): reported, not rolled back: %s", imageref.Short(m.Digest), env.RollbackWindow, failure))
+	case m.Rollback:
+		return report(fmt.Sprintf("the rollback to %s failed to prove; pinbot does not roll back a rollback: %s", imageref.Short(m.Digest), failure))
+	}
+	to := t.LastProven
+	if to == m.Digest {
+		to = t.PrevProven
+	}
+	l.hold(chain.Below(env.Name), Hold{Image: image, Digest: m.Digest, Reason: failure, Since: now, From: env.Name, RolledBackTo: to})
+	if to == "" {
+		return report(fmt.Sprintf("%s failed to prove and is held; no digest was proven here before it, so there is nothing to roll back to: %s", imageref.Short(m.Digest), failure))
+	}
+	l.event(now, env.Name, image, fmt.Sprintf("%s failed to prove and is held; rolling back to %s: %s", imageref.Short(m.Digest), imageref.Short(to), failure))
+	return []Action{{Kind: Rollback, Env: env.Name, Image: image, Digest: to, Failed: m.Digest, Evidence: failure}}
+}
+
+// onward proposes env's proven, soaked digest of image to the
+// environments that come from env, and keeps their gates.
+func onward(l *Ledger, chain Chain, env Environment, image string, now time.Time) []Action {
+	t := l.Lookup(env.Name, image)
+	if t == nil {
+		return nil
+	}
+	var out []Action
+	held, soaked := t.Soaked(now, env.Soak)
+	for _, name := range chain.Next(env.Name) {
+		next, _ := chain.Get(name)
+		n := l.Track(name, image)
+		frozenUntil, frozen := FrozenUntil(next.Freeze, now)
+		if soaked && n.Pinned != t.Proven && l.Held(name, image, t.Proven) == nil && !frozen &&
+			(n.Proposal == nil || n.Proposal.Digest != t.Proven) {
+			out = append(out, Action{Kind: Promote, Env: name, Image: image, Digest: t.Proven, From: env.Name, Proof: &Proof{
+				Env: env.Name, Apps: env.Apps, Image: image, Digest: t.Proven, Commit: t.Commit, Pods: t.Pods,
+				Since: *t.ProvenSince, Held: held, Soak: env.Soak,
+			}})
+		}
+		p := n.Proposal
+		if p == nil || p.From != env.Name || p.Head == "" {
+			continue
+		}
+		state, desc := GateSuccess, ""
+		switch {
+		case frozen:
+			state, desc = GatePending, "frozen until "+frozenUntil.UTC().Format(time.RFC3339)
+		case t.Proven == p.Digest:
+			desc = fmt.Sprintf("proven in %s for %s", env.Name, held.Round(time.Second))
+		case t.Rollback != nil || l.Held(env.Name, image, p.Digest) != nil:
+			state, desc = GateFailure, fmt.Sprintf("%s was rolled back in %s", imageref.Short(p.Digest), env.Name)
+		case t.Pinned != p.Digest:
+			state, desc = GateFailure, fmt.Sprintf("%s no longer pins %s", env.Name, imageref.Short(p.Digest))
+		default:
+			state, desc = GateFailure, fmt.Sprintf("%s no longer proves %s: %s", env.Name, imageref.Short(p.Digest), t.Why)
+		}
+		if gate := state + ": " + desc; gate != p.Gate && (state != GateSuccess || gateKind(p.Gate) != GateSuccess) {
+			out = append(out, Action{Kind: Gate, Env: name, Image: image, PR: p.PR, Head: p.Head, Digest: p.Digest, State: state, Description: desc})
+		}
+		if next.AutoMerge && state == GateSuccess && !frozen {
+			out = append(out, Action{Kind: MergePR, Env: name, Image: image, PR: p.PR, Head: p.Head, Digest: p.Digest})
+		}
+	}
+	return out
+}
+
+// gateKind is the state of a posted gate "state: description".
+func gateKind(gate string) string {
+	for i := 0; i < len(gate); i++ {
+		if gate[i] == ':' {
+			return gate[:i]
+		}
+	}
+	return gate
+}

@@ -1,0 +1,301 @@
+package release
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const (
+	img = "registry.example/org/web"
+	dA  = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	dB  = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	dC  = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+)
+
+var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+func chain() Chain {
+	c := Chain{
+		{Name: "staging", Paths: []string{"envs/staging/**"}, Apps: []string{"web-staging"}, Soak: 10 * time.Minute},
+		{Name: "prod", From: "staging", Paths: []string{"envs/prod/**"}, Apps: []string{"web-prod"}, ReadyTimeout: 2 * time.Minute},
+	}
+	c.Defaults()
+	return c
+}
+
+// world is what Git pins and what the environments show, changed by the
+// test between steps.
+type world struct {
+	pinned map[string]string      // env to the digest of img
+	obs    map[string]Observation // env to the observation of img
+}
+
+func newWorld() *world { return &world{pinned: map[string]string{}, obs: map[string]Observation{}} }
+
+func (w *world) proven(env, digest string) {
+	w.pinned[env] = digest
+	w.obs[env] = Observation{Image: img, Digest: digest, Proven: true, Pods: []Pod{{App: "web-" + env, Namespace: env, Pod: "web-1", Container: "app", Node: "n1", Running: digest, Verdict: "Verified", Ready: true}}}
+}
+
+func (w *world) broken(env, digest, why string) {
+	w.pinned[env] = digest
+	w.obs[env] = Observation{Image: img, Digest: digest, Why: why}
+}
+
+func (w *world) input(c Chain, now time.Time) Input {
+	in := Input{Now: now, Chain: c, Pinned: map[string]map[string]string{}, Observed: map[string]map[string]Observation{}}
+	for env, d := range w.pinned {
+		in.Pinned[env] = map[string]string{img: d}
+	}
+	for env, o := range w.obs {
+		in.Observed[env] = map[string]Observation{img: o}
+	}
+	return in
+}
+
+func kinds(as []Action) []string {
+	var out []string
+	for _, a := range as {
+		out = append(out, string(a.Kind)+" "+a.Env)
+	}
+	return out
+}
+
+func find(as []Action, k Kind) *Action {
+	for i := range as {
+		if as[i].Kind == k {
+			return &as[i]
+		}
+	}
+	return nil
+}
+
+// TestSoakThenOnward: a digest proven in staging moves to prod once it
+// has held for the soak, carrying the proof; a break restarts the soak.
+func TestSoakThenOnward(t *testing.T) {
+	c, l, w := chain(), New(), newWorld()
+	w.proven("prod", dA)
+	w.proven("staging", dA)
+	Step(l, w.input(c, t0)) // first look
+	w.proven("staging", dB)
+	if got := kinds(Step(l, w.input(c, t0.Add(time.Minute)))); len(got) != 0 {
+		t.Fatalf("a fresh proof: actions %q, want none before the soak", got)
+	}
+	// A stale Pod at +6m breaks the proof: the soak restarts at +7m.
+	w.broken("staging", dB, "pod staging/web-1 container app is Mismatch")
+	Step(l, w.input(c, t0.Add(6*time.Minute)))
+	w.proven("staging", dB)
+	Step(l, w.input(c, t0.Add(7*time.Minute)))
+	if got := kinds(Step(l, w.input(c, t0.Add(12*time.Minute)))); len(got) != 0 {
+		t.Fatalf("soak restarted at +7m: actions at +12m %q, want none", got)
+	}
+	as := Step(l, w.input(c, t0.Add(17*time.Minute)))
+	p := find(as, Promote)
+	if p == nil || p.Env != "prod" || p.Digest != dB || p.From != "staging" {
+		t.Fatalf("after the soak: actions %+v, want a promotion of B into prod", as)
+	}
+	if p.Proof.Since != t0.Add(7*time.Minute) || p.Proof.Held != 10*time.Minute || len(p.Proof.Pods) != 1 {
+		t.Errorf("proof %+v, want it held 10m since +7m with its Pod", p.Proof)
+	}
+	// Recorded: no second promotion, but the gate goes green once.
+	l.Proposed("prod", img, Proposal{PR: 7, Digest: dB, Head: "h1", From: "staging"})
+	as = Step(l, w.input(c, t0.Add(18*time.Minute)))
+	g := find(as, Gate)
+	if find(as, Promote) != nil || g == nil || g.State != GateSuccess || g.PR != 7 || g.Head != "h1" {
+		t.Fatalf("with the pull request open: %+v, want its gate green and no promotion", as)
+	}
+	l.Posted("prod", img, g.State+": "+g.Description)
+	if g := find(Step(l, w.input(c, t0.Add(19*time.Minute))), Gate); g != nil {
+		t.Errorf("gate posted again while it stays green: %+v", g)
+	}
+	// Upstream regresses: the gate turns red, naming why.
+	w.broken("staging", dB, "pod staging/web-2 container app is Mismatch: running sha256:dd…")
+	g = find(Step(l, w.input(c, t0.Add(20*time.Minute))), Gate)
+	if g == nil || g.State != GateFailure || !strings.Contains(g.Description, "web-2") {
+		t.Errorf("after the regression: gate %+v, want failure naming the Pod", g)
+	}
+}
+
+// TestNewerDigestMovesTheProposal: a newer digest proven upstream while
+// the downstream pull request is open moves it.
+func TestNewerDigestMovesTheProposal(t *testing.T) {
+	c, l, w := chain(), New(), newWorld()
+	c[0].Soak = 0
+	w.proven("prod", dA)
+	w.proven("staging", dA)
+	Step(l, w.input(c, t0))
+	w.proven("staging", dB)
+	Step(l, w.input(c, t0.Add(time.Minute)))
+	l.Proposed("prod", img, Proposal{PR: 7, Digest: dB, Head: "h1", From: "staging"})
+	w.proven("staging", dC)
+	p := find(Step(l, w.input(c, t0.Add(2*time.Minute))), Promote)
+	if p == nil || p.Digest != dC || p.Env != "prod" {
+		t.Fatalf("a newer digest proven upstream: %+v, want the proposal moved to C", p)
+	}
+}
+
+// TestFreezeHoldsOnwardAndMerge: inside a freeze window nothing is opened
+// or merged, the gate says until when, and both happen after it.
+func TestFreezeHoldsOnwardAndMerge(t *testing.T) {
+	c, l, w := chain(), New(), newWorld()
+	c[0].Soak = 0
+	c[1].AutoMerge = true
+	c[1].Freeze = []Freeze{{Start: "0 12 * * *", Duration: time.Hour, TimeZone: "Europe/Berlin"}} // 11:00-12:00 UTC in winter
+	w.proven("prod", dA)
+	w.proven("staging", dA)
+	Step(l, w.input(c, t0.Add(-2*time.Hour)))
+	w.proven("staging", dB)
+	in := w.input(c, t0.Add(-90*time.Minute)) // 10:30 UTC: open
+	if p := find(Step(l, in), Promote); p == nil {
+		t.Fatal("outside the window: no promotion")
+	}
+	l.Proposed("prod", img, Proposal{PR: 7, Digest: dB, Head: "h1", From: "staging"})
+	as := Step(l, w.input(c, t0.Add(-30*time.Minute))) // 11:30 UTC: frozen
+	g := find(as, Gate)
+	if find(as, MergePR) != nil || g == nil || g.State != GatePending || !strings.Contains(g.Description, "frozen until 2026-12-02T12:00:00Z") {
+		t.Fatalf("inside the window: %+v, want a pending gate saying until 12:00Z and no merge", as)
+	}
+	if tr := l.Lookup("prod", img); tr.FrozenUntil == nil || !tr.FrozenUntil.Equal(t0) {
+		t.Errorf("ledger FrozenUntil = %v, want %v", tr.FrozenUntil, t0)
+	}
+	l.Posted("prod", img, g.State+": "+g.Description)
+	as = Step(l, w.input(c, t0.Add(time.Minute)))
+	if g := find(as, Gate); g == nil || g.State != GateSuccess || find(as, MergePR) == nil {
+		t.Errorf("after the window: %+v, want the gate green and a merge", as)
+	}
+}
+
+// TestRollbackToLastProven: a digest merged into prod that does not prove
+// within readyTimeout is rolled back to the digest proven before it, and
+// held in prod; a Mismatch rolls back at once.
+func TestRollbackToLastProven(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after time.Duration
+		obs   Observation
+		want  string // part of the evidence
+	}{
+		{"never ready", 3 * time.Minute, Observation{Image: img, Digest: dB, Why: "app web-prod is Progressing: 0/2 ready", Pods: []Pod{{Namespace: "prod", Pod: "web-9", Container: "app", Verdict: "Verified"}}}, "not proven within 2m0s of the merge: app web-prod is Progressing"},
+		{"crash loop", 3 * time.Minute, Observation{Image: img, Digest: dB, Why: "waiting", Pods: []Pod{{Namespace: "prod", Pod: "web-9", Container: "app", Verdict: "Verified", Waiting: "CrashLoopBackOff"}}}, "pod prod/web-9 container app: CrashLoopBackOff"},
+		{"image pull", 3 * time.Minute, Observation{Image: img, Digest: dB, Why: "pending", Pods: []Pod{{Namespace: "prod", Pod: "web-9", Container: "app", Verdict: "Pending", Reason: "not started yet: ImagePullBackOff"}}}, "ImagePullBackOff"},
+		{"mismatch at once", 10 * time.Second, Observation{Image: img, Digest: dB, Why: "x", Failure: "pod prod/web-9 container app: running sha256:dd…, Git sha256:bb…"}, "running sha256:dd"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, l, w := chain(), New(), newWorld()
+			w.proven("prod", dA)
+			Step(l, w.input(c, t0))
+			Step(l, w.input(c, t0.Add(time.Minute))) // A proven for a while
+			w.pinned["prod"], w.obs["prod"] = dB, tc.obs
+			merge := t0.Add(2 * time.Minute)
+			as := Step(l, w.input(c, merge))
+			if tc.after > time.Minute && find(as, Rollback) != nil {
+				t.Fatalf("rolled back at the merge: %+v", as)
+			}
+			as = append(as, Step(l, w.input(c, merge.Add(tc.after)))...)
+			rb := find(as, Rollback)
+			if rb == nil || rb.Digest != dA || rb.Failed != dB || !strings.Contains(rb.Evidence, tc.want) {
+				t.Fatalf("actions %+v, want a rollback to A with evidence %q", as, tc.want)
+			}
+			if h := l.Held("prod", img, dB); h == nil || h.RolledBackTo != dA {
+				t.Errorf("hold of B in prod = %+v", h)
+			}
+			if find(Step(l, w.input(c, merge.Add(tc.after+time.Minute))), Rollback) != nil {
+				t.Error("a second rollback of the same failure")
+			}
+			// The rollback merges and fails too: not rolled back.
+			l.RollbackOpened("prod", img, Proposal{PR: 9, Digest: dA, Failed: dB})
+			w.pinned["prod"], w.obs["prod"] = dA, Observation{Image: img, Digest: dA, Failure: "mismatch again"}
+			as = Step(l, w.input(c, merge.Add(tc.after+2*time.Minute)))
+			if find(as, Rollback) != nil || find(as, Report) == nil || !strings.Contains(find(as, Report).Evidence, "does not roll back a rollback") {
+				t.Errorf("a failing rollback: %+v, want it reported and not rolled back", as)
+			}
+			// The rollback's digest does not lift the hold on B.
+			if l.Held("prod", img, dB) == nil {
+				t.Error("pinning the rollback's digest lifted the hold")
+			}
+		})
+	}
+}
+
+// TestFailureAfterTheWindow is reported, not rolled back.
+func TestFailureAfterTheWindow(t *testing.T) {
+	c, l, w := chain(), New(), newWorld()
+	c[1].RollbackWindow = 10 * time.Minute
+	w.proven("prod", dA)
+	Step(l, w.input(c, t0))
+	w.proven("prod", dB)
+	Step(l, w.input(c, t0.Add(time.Minute)))
+	w.obs["prod"] = Observation{Image: img, Digest: dB, Failure: "mismatch"}
+	as := Step(l, w.input(c, t0.Add(30*time.Minute)))
+	if find(as, Rollback) != nil || l.Held("prod", img, dB) != nil {
+		t.Errorf("failure after the window: %+v, holds %+v; want neither a rollback nor a hold", as, l.Holds)
+	}
+}
+
+// TestHeldDigestGoesNowhere: a digest held in prod is not proposed there,
+// even proven upstream, until a newer digest arrives or it is released.
+func TestHeldDigestGoesNowhere(t *testing.T) {
+	c, l, w := chain(), New(), newWorld()
+	c[0].Soak = 0
+	w.proven("prod", dA)
+	w.proven("staging", dB)
+	Step(l, w.input(c, t0))
+	l.hold([]string{"prod"}, Hold{Image: img, Digest: dB, Reason: "failed", Since: t0, From: "prod"})
+	if p := find(Step(l, w.input(c, t0.Add(time.Minute))), Promote); p != nil {
+		t.Fatalf("a held digest was proposed: %+v", p)
+	}
+	if !l.Release(c, "prod", img, dB) || l.Held("prod", img, dB) != nil {
+		t.Fatal("Release did not lift the hold")
+	}
+	if p := find(Step(l, w.input(c, t0.Add(2*time.Minute))), Promote); p == nil || p.Digest != dB {
+		t.Errorf("after the release: %+v, want B proposed", p)
+	}
+	// A newer digest pinned in prod lifts a hold on an older one.
+	l.hold([]string{"prod"}, Hold{Image: img, Digest: dB, Since: t0, From: "prod", RolledBackTo: dA})
+	w.proven("prod", dC)
+	Step(l, w.input(c, t0.Add(3*time.Minute)))
+	if l.Held("prod", img, dB) != nil {
+		t.Error("a newer digest in prod did not lift the hold on B")
+	}
+}
+
+func TestFrozenUntil(t *testing.T) {
+	w := []Freeze{{Start: "0 18 * * 5", Duration: 62 * time.Hour, TimeZone: "Europe/Berlin"}}
+	fri := time.Date(2026, 12, 4, 17, 30, 0, 0, time.UTC) // 18:30 in Berlin
+	if until, ok := FrozenUntil(w, fri); !ok || !until.Equal(time.Date(2026, 12, 7, 7, 0, 0, 0, time.UTC)) {
+		t.Errorf("Friday evening: %v, %v; want frozen until Monday 08:00 Berlin", until, ok)
+	}
+	if _, ok := FrozenUntil(w, fri.Add(-time.Hour)); ok {
+		t.Error("before the window: frozen")
+	}
+	if _, ok := FrozenUntil(w, time.Date(2026, 12, 7, 7, 0, 0, 0, time.UTC)); ok {
+		t.Error("at the window's end: still frozen")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	c := Chain{
+		{Name: "a", Paths: []string{"a/**"}},
+		{Name: "b", From: "a", Paths: []string{"b/**"}},
+		{Name: "b", From: "z", Rollback: "maybe", Soak: -time.Second, Freeze: []Freeze{{Start: "never", Duration: time.Hour}}},
+	}
+	var got []string
+	for _, p := range c.Validate(func(s string) bool { return s != "" }, func(string) error { return nil }) {
+		got = append(got, p.Key+": "+p.Msg)
+	}
+	want := []string{
+		`from: environment "b" comes from "a", which names no apps to prove a digest`,
+		`name: environment "b" defined twice`,
+		`from: environment "b" comes from "z", which is not declared before it`,
+		`: environment "b" has no paths`,
+		`soak: soak must not be negative`,
+		`rollback: rollback "maybe": want pr or auto`,
+		`freeze: freeze start "never": expected exactly 5 fields, found 1: [never]`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}

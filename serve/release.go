@@ -1,0 +1,291 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/promote"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/verdict"
+	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/release/store"
+)
+
+// DefaultReleaseInterval is how often serve looks at each release chain:
+// the proofs, the soaks, the gates and the merged digests.
+const DefaultReleaseInterval = 15 * time.Second
+
+// GateContext is the commit status a promotion pull request's gate posts.
+const GateContext = "pinbot/gate"
+
+// releaser runs the release chains of the promote entries' repositories
+// (those whose .pinbot.yaml declares environments) on the leader: each
+// tick it reads what Git pins, observes the environments' apps, steps the
+// ledger (package release) and carries out what it asks.
+type releaser struct {
+	d        *daemon
+	ledgers  *store.Ledgers
+	interval time.Duration
+	now      func() time.Time
+
+	mu     sync.Mutex
+	chains map[string]release.Chain // by repository, as last read
+}
+
+func newReleaser(d *daemon) *releaser {
+	interval := d.o.ReleaseInterval
+	if interval <= 0 {
+		interval = DefaultReleaseInterval
+	}
+	return &releaser{d: d, ledgers: store.New(d.kube, d.ns), interval: interval, now: time.Now, chains: map[string]release.Chain{}}
+}
+
+// repos are the promote entries' repositories, each once.
+func (rl *releaser) repos() []Target {
+	var out []Target
+	seen := map[string]bool{}
+	for _, t := range rl.d.cfg.Promote {
+		if !seen[t.Repo] {
+			seen[t.Repo] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// run steps every chain each interval until ctx ends.
+func (rl *releaser) run(ctx context.Context) {
+	if rl.d.promote == nil {
+		return
+	}
+	tick := time.NewTicker(rl.interval)
+	defer tick.Stop()
+	for {
+		for _, t := range rl.repos() {
+			if err := rl.step(ctx, t); err != nil && ctx.Err() == nil {
+				logctx.From(ctx).Warn("release step failed", "repo", t.Repo, "error", redact.String(err.Error()))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// step is one look at t's repository's chain.
+func (rl *releaser) step(ctx context.Context, t Target) error {
+	log := logctx.From(ctx).With("repo", t.Repo)
+	env, err := rl.d.promote.env(&t)
+	if err != nil {
+		return err
+	}
+	env.Base = "" // the default branch, read with the fetch
+	inv, err := promote.ReadInventory(ctx, env)
+	if err != nil {
+		return err
+	}
+	chain := inv.Config.Environments
+	rl.mu.Lock()
+	rl.chains[t.Repo] = chain
+	rl.mu.Unlock()
+	if len(chain) == 0 {
+		return nil
+	}
+	l, v, err := rl.ledgers.Get(ctx, t.Repo)
+	if err != nil {
+		return err
+	}
+	in := release.Input{Now: rl.now(), Chain: chain, Pinned: inv.Pinned, Observed: rl.observe(ctx, chain, inv)}
+	for _, a := range release.Step(l, in) {
+		if err := rl.act(ctx, env, l, a); err != nil {
+			log.Warn("release action failed", "action", string(a.Kind), "env", a.Env, "image", a.Image, "error", redact.String(err.Error()))
+		}
+	}
+	if _, err := rl.ledgers.Put(ctx, t.Repo, l, v); err != nil && !errors.Is(err, store.ErrConflict) {
+		return err
+	}
+	return nil
+}
+
+// observe looks at every environment's apps once, and judges each image
+// Git pins there.
+func (rl *releaser) observe(ctx context.Context, chain release.Chain, inv *promote.Inventory) map[string]map[string]release.Observation {
+	views := map[string]release.AppView{}
+	out := map[string]map[string]release.Observation{}
+	for _, e := range chain {
+		if len(e.Apps) == 0 {
+			continue
+		}
+		var vs []release.AppView
+		for _, app := range e.Apps {
+			v, ok := views[app]
+			if !ok {
+				v = rl.view(ctx, app)
+				views[app] = v
+			}
+			vs = append(vs, v)
+		}
+		out[e.Name] = map[string]release.Observation{}
+		for image, digest := range inv.Pinned[e.Name] {
+			out[e.Name][image] = release.Observe(image, digest, vs)
+		}
+	}
+	return out
+}
+
+// view is the reconciler's status of app now.
+func (rl *releaser) view(ctx context.Context, app string) release.AppView {
+	st, v, err := rl.d.r.Status(ctx, app)
+	return appView(app, st, v, err)
+}
+
+// appView converts the reconciler's answer for release.
+func appView(app string, st *status.App, v *verdict.Verification, err error) release.AppView {
+	out := release.AppView{App: app, Err: err}
+	if err != nil {
+		return out
+	}
+	if st == nil || v == nil {
+		out.Err = errors.New("not observed yet")
+		return out
+	}
+	out.Health, out.HealthReason = string(st.Health), st.HealthReason
+	out.Verified, out.Commit, out.Reasons = v.Verified, v.Commit, v.Reasons
+	for _, c := range v.Containers {
+		out.Containers = append(out.Containers, release.Container{
+			Namespace: c.Namespace, Pod: c.Pod, Container: c.Container, Node: c.Node, Image: c.Image,
+			GitDigest: c.GitDigest, RunningDigest: c.RunningDigest, Verdict: string(c.Verdict), Reason: c.Reason,
+			Ready: c.Ready, Waiting: c.Waiting,
+		})
+	}
+	return out
+}
+
+// act carries out one action and records it in the ledger.
+func (rl *releaser) act(ctx context.Context, env promote.Env, l *release.Ledger, a release.Action) error {
+	log := logctx.From(ctx).With("env", a.Env, "image", a.Image)
+	switch a.Kind {
+	case release.Promote:
+		res, err := promote.Run(ctx, env, promote.Request{
+			Inputs: []promote.Input{{Image: a.Image, Digest: a.Digest, Source: promote.SourceProof}},
+			Target: a.Env, Proof: a.Proof,
+		})
+		if p := openPull(res); p != nil {
+			l.Proposed(a.Env, a.Image, release.Proposal{PR: p.Number, Digest: a.Digest, Head: p.HeadSHA, From: a.From})
+			log.Info("proposed a proven digest onward", "digest", a.Digest, "from", a.From, "number", p.Number)
+		}
+		return err
+	case release.Rollback:
+		res, err := promote.Run(ctx, env, promote.Request{
+			Inputs: []promote.Input{{Image: a.Image, Digest: a.Digest, Source: promote.SourceRollback}},
+			Target: a.Env, AllowOlder: true, Rollback: &promote.Rollback{Failed: a.Failed, Evidence: a.Evidence},
+		})
+		if p := openPull(res); p != nil {
+			l.RollbackOpened(a.Env, a.Image, release.Proposal{PR: p.Number, Digest: a.Digest, Head: p.HeadSHA, Failed: a.Failed})
+			log.Warn("opened a rollback", "failed", a.Failed, "to", a.Digest, "number", p.Number, "evidence", a.Evidence)
+		}
+		return err
+	case release.Gate:
+		forge, ok := env.Forge.(*gitforge.Gitea)
+		if !ok {
+			return errors.New("posting a gate status needs the Gitea forge")
+		}
+		err := forge.SetStatus(ctx, env.Repo, a.Head, gitforge.Status{Context: GateContext, State: a.State, Description: clipStatus(a.Description)})
+		if err == nil {
+			l.Posted(a.Env, a.Image, a.State+": "+a.Description)
+		}
+		return err
+	case release.MergePR:
+		forge, ok := env.Forge.(*gitforge.Gitea)
+		if !ok {
+			return errors.New("merging needs the Gitea forge")
+		}
+		what := "Merged by pinbot: the gate is green"
+		if a.IsRollback {
+			what = "Merged by pinbot: rollback " + imageref.Short(a.Digest)
+		}
+		err := forge.MergePull(ctx, env.Repo, a.PR, what)
+		switch {
+		case errors.Is(err, gitforge.ErrNotMergeable):
+			log.Debug("not mergeable yet (approvals, checks)", "number", a.PR)
+			return nil
+		case err == nil:
+			log.Info("merged", "number", a.PR, "rollback", a.IsRollback)
+		}
+		return err
+	case release.Report:
+		log.Warn("release: " + a.Evidence)
+	}
+	return nil
+}
+
+// openPull is the pull request a promotion left open, if any.
+func openPull(res []promote.Result) *gitforge.Pull {
+	for _, r := range res {
+		if r.Pull != nil && r.Pull.State != gitforge.StateClosed {
+			return r.Pull
+		}
+	}
+	return nil
+}
+
+// clipStatus bounds a status description: Gitea keeps 255 characters.
+func clipStatus(s string) string {
+	if len(s) > 250 {
+		return s[:247] + "..."
+	}
+	return s
+}
+
+// chain returns the release chain of repo as last read, and whether one
+// is known.
+func (rl *releaser) chain(repo string) (release.Chain, bool) {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	c, ok := rl.chains[repo]
+	return c, ok && len(c) > 0
+}
+
+// admit is serve's own promotion gate, from the ledger: its drift and
+// package-event promotions refuse a held digest, and an environment in
+// a freeze window. (Onward promotions come from the ledger itself.)
+func (rl *releaser) admit(repo string) promote.Gate {
+	if rl == nil {
+		return nil
+	}
+	return ledgerGate{rl: rl, repo: repo}
+}
+
+type ledgerGate struct {
+	rl   *releaser
+	repo string
+}
+
+func (g ledgerGate) Admit(ctx context.Context, a promote.Admission) error {
+	l, _, err := g.rl.ledgers.Get(ctx, g.repo)
+	if err != nil {
+		return err
+	}
+	if h := l.Held(a.Env, a.Image, a.Digest); h != nil {
+		return fmt.Errorf("%s is held in %s since %s: %s (lift it with: pinbot hold release %s %s@%s)",
+			imageref.Short(a.Digest), a.Env, h.Since.UTC().Format(time.RFC3339), h.Reason, a.Env, a.Image, a.Digest)
+	}
+	if a.Upstream != "" && !a.Force {
+		if t := l.Lookup(a.Upstream, a.Image); t == nil || t.Proven != a.Digest {
+			return fmt.Errorf("%s is not proven in %s", imageref.Short(a.Digest), a.Upstream)
+		}
+	}
+	if t := l.Lookup(a.Env, a.Image); t != nil && t.FrozenUntil != nil && t.FrozenUntil.After(g.rl.now()) {
+		return fmt.Errorf("%s is frozen until %s", a.Env, t.FrozenUntil.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
