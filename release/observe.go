@@ -18,6 +18,10 @@ type AppView struct {
 	// and why.
 	Health       string
 	HealthReason string
+	// Synced says the cluster holds what the app's Git commit declares:
+	// until then a container running another digest is a rollout not
+	// applied yet, not a failure.
+	Synced bool
 	// Verified, Commit, Reasons and Containers are the verification's:
 	// the proof, the commit it compared against, why not beyond the
 	// containers, and the current revisions' containers.
@@ -75,8 +79,9 @@ type Observation struct {
 	// Why says why Digest is not proven ("" when it is).
 	Why string `json:"why,omitempty"`
 	// Failure, when set, is a failure the environment shows at once: a
-	// container running another digest than Git (Mismatch), or a
-	// workload whose health is Degraded.
+	// workload whose health is Degraded (kstatus Failed: its rollout
+	// will not finish). A Mismatch, a crash loop or Pods not Ready fail
+	// the proof once they last the environment's readyTimeout.
 	Failure string `json:"failure,omitempty"`
 	Pods    []Pod  `json:"pods,omitempty"`
 }
@@ -110,15 +115,21 @@ func Observe(image, digest string, views []AppView) Observation {
 		if o.Commit == "" {
 			o.Commit = v.Commit
 		}
+		if !v.Synced {
+			why = append(why, fmt.Sprintf("app %s is not synced to its Git commit yet", v.App))
+		}
 		for _, c := range mine {
 			o.Pods = append(o.Pods, Pod{App: v.App, Namespace: c.Namespace, Pod: c.Pod, Container: c.Container, Node: c.Node,
 				Running: c.RunningDigest, Verdict: c.Verdict, Reason: c.Reason, Ready: c.Ready, Waiting: c.Waiting})
 			switch {
 			case c.GitDigest != digest:
 				why = append(why, fmt.Sprintf("app %s: Git of its current revision pins %s, not %s", v.App, imageref.Short(c.GitDigest), imageref.Short(digest)))
+			case c.Verdict == mismatch && settled(v):
+				// A failure once it lasts the readyTimeout (see Step): a
+				// stale node, a registry that changed under the tag.
+				why = append(why, fmt.Sprintf("pod %s/%s container %s is Mismatch: %s", c.Namespace, c.Pod, c.Container, c.Reason))
 			case c.Verdict == mismatch:
-				o.Failure = fmt.Sprintf("pod %s/%s container %s is Mismatch: %s", c.Namespace, c.Pod, c.Container, c.Reason)
-				why = append(why, o.Failure)
+				why = append(why, fmt.Sprintf("pod %s/%s container %s still runs %s", c.Namespace, c.Pod, c.Container, imageref.Short(c.RunningDigest)))
 			case c.Verdict != verified:
 				why = append(why, fmt.Sprintf("pod %s/%s container %s is %s: %s", c.Namespace, c.Pod, c.Container, c.Verdict, c.Reason))
 			case c.Waiting != "":
@@ -135,7 +146,8 @@ func Observe(image, digest string, views []AppView) Observation {
 		switch v.Health {
 		case healthy:
 		case degraded:
-			if o.Failure == "" {
+			if o.Failure == "" && v.Synced {
+				// kstatus says Failed: the rollout will not finish.
 				o.Failure = fmt.Sprintf("app %s is Degraded: %s", v.App, v.HealthReason)
 			}
 			why = append(why, fmt.Sprintf("app %s is Degraded: %s", v.App, v.HealthReason))
@@ -155,6 +167,11 @@ func Observe(image, digest string, views []AppView) Observation {
 	o.Why = strings.Join(why, "; ")
 	return o
 }
+
+// settled says an app's rollout is done: synced, healthy, nothing left to
+// observe. Only then is a container running another digest than Git a
+// failure; before, it is a rollout under way.
+func settled(v AppView) bool { return v.Synced && v.Health == healthy && len(v.Reasons) == 0 }
 
 // Stuck names a container that waits for a reason that fails a proof once
 // the readyTimeout has passed (a crash loop, an image that cannot be

@@ -7,7 +7,7 @@ import (
 )
 
 func view(health string, verified bool, cs ...Container) AppView {
-	return AppView{App: "web", Health: health, Commit: "c1", Verified: verified, Containers: cs}
+	return AppView{App: "web", Health: health, Commit: "c1", Verified: verified, Synced: true, Containers: cs}
 }
 
 func container(pod, image, git, v string, ready bool, waiting string) Container {
@@ -27,10 +27,11 @@ func TestObserve(t *testing.T) {
 		{"proven", []AppView{view(healthy, true, container("w1", img, dA, verified, true, ""), other)}, true, "", "", ""},
 		{"another image's mismatch does not count", []AppView{view(healthy, false, container("w1", img, dA, verified, true, ""), other)}, true, "", "", ""},
 		{"git of the revision pins another digest", []AppView{view(healthy, true, container("w1", img, dB, verified, true, ""))}, false, "pins sha256:bbbbbbbbbbbb", "", ""},
-		{"mismatch", []AppView{view(healthy, false, container("w1", img, dA, mismatch, true, ""))}, false, "Mismatch", "pod prod/w1", ""},
+		{"mismatch", []AppView{view(healthy, false, container("w1", img, dA, mismatch, true, ""))}, false, "pod prod/w1 container app is Mismatch", "", ""},
 		{"not ready", []AppView{view("Progressing", true, container("w1", img, dA, verified, false, ""))}, false, "not Ready", "", ""},
 		{"crash loop", []AppView{view("Progressing", true, container("w1", img, dA, verified, false, "CrashLoopBackOff"))}, false, "waiting: CrashLoopBackOff", "", "CrashLoopBackOff"},
 		{"degraded", []AppView{view(degraded, true, container("w1", img, dA, verified, true, ""))}, false, "Degraded", "Degraded", ""},
+		{"a rollout not applied yet is no failure", []AppView{{App: "web", Health: "Healthy", Containers: []Container{container("w1", img, dA, mismatch, true, "")}}}, false, "not synced", "", ""},
 		{"an app not observed", []AppView{{App: "web", Err: errors.New("cluster unreachable")}}, false, "cluster unreachable", "", ""},
 		{"no Pod runs the image", []AppView{view(healthy, true, other)}, false, "no Pod of the environment's apps runs", "", ""},
 	} {

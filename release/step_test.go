@@ -181,7 +181,8 @@ func TestRollbackToLastProven(t *testing.T) {
 		{"never ready", 3 * time.Minute, Observation{Image: img, Digest: dB, Why: "app web-prod is Progressing: 0/2 ready", Pods: []Pod{{Namespace: "prod", Pod: "web-9", Container: "app", Verdict: "Verified"}}}, "not proven within 2m0s of the merge: app web-prod is Progressing"},
 		{"crash loop", 3 * time.Minute, Observation{Image: img, Digest: dB, Why: "waiting", Pods: []Pod{{Namespace: "prod", Pod: "web-9", Container: "app", Verdict: "Verified", Waiting: "CrashLoopBackOff"}}}, "pod prod/web-9 container app: CrashLoopBackOff"},
 		{"image pull", 3 * time.Minute, Observation{Image: img, Digest: dB, Why: "pending", Pods: []Pod{{Namespace: "prod", Pod: "web-9", Container: "app", Verdict: "Pending", Reason: "not started yet: ImagePullBackOff"}}}, "ImagePullBackOff"},
-		{"mismatch at once", 10 * time.Second, Observation{Image: img, Digest: dB, Why: "x", Failure: "pod prod/web-9 container app: running sha256:dd…, Git sha256:bb…"}, "running sha256:dd"},
+		{"mismatch", 3 * time.Minute, Observation{Image: img, Digest: dB, Why: "pod prod/web-9 container app is Mismatch: running sha256:dd…, Git sha256:bb…"}, "running sha256:dd"},
+		{"degraded at once", 10 * time.Second, Observation{Image: img, Digest: dB, Why: "x", Failure: "app web-prod is Degraded: ProgressDeadlineExceeded"}, "ProgressDeadlineExceeded"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, l, w := chain(), New(), newWorld()

@@ -159,6 +159,7 @@ func appView(app string, st *status.App, v *verdict.Verification, err error) rel
 		return out
 	}
 	out.Health, out.HealthReason = string(st.Health), st.HealthReason
+	out.Synced = st.Sync == status.Synced
 	out.Verified, out.Commit, out.Reasons = v.Verified, v.Commit, v.Reasons
 	for _, c := range v.Containers {
 		out.Containers = append(out.Containers, release.Container{

@@ -17,6 +17,11 @@ func (s *Server) Client(ctx context.Context) (*sdk.Client, error) {
 	return s.clientAs(ctx, s.Token)
 }
 
+// ClientAs is Client acting as the user whose API token is token.
+func (s *Server) ClientAs(ctx context.Context, token string) (*sdk.Client, error) {
+	return s.clientAs(ctx, token)
+}
+
 func (s *Server) clientAs(ctx context.Context, token string) (*sdk.Client, error) {
 	c, err := sdk.NewClient(s.URL,
 		sdk.SetToken(token),

@@ -118,6 +118,14 @@ func (s *Sim) staleImage(ctx context.Context, repo name.Repository, digest strin
 // for the node's platform (never simply the first), then that image's
 // config digest.
 func (s *Sim) pull(ctx context.Context, ref name.Reference) (*image, error) {
+	s.failPullMu.RLock()
+	for _, f := range s.failPull {
+		if strings.Contains(ref.String(), f) {
+			s.failPullMu.RUnlock()
+			return nil, fmt.Errorf("rpc error: code = NotFound desc = %s: not found", ref.String())
+		}
+	}
+	s.failPullMu.RUnlock()
 	ctx, cancel := context.WithTimeout(ctx, s.pullTimeout)
 	defer cancel()
 	opts := s.remoteOptions(ctx)

@@ -86,26 +86,29 @@ type Sim struct {
 	platform v1.Platform
 	labels   map[string]string
 
-	keychain     authn.Keychain
-	transport    http.RoundTripper
-	remoteOpts   []remote.Option
-	insecure     map[string]bool
-	pullTimeout  time.Duration
-	pullBackoff  time.Duration
-	runDuration  time.Duration
-	deleteDelay  time.Duration
-	heartbeat    time.Duration
-	workers      int
-	qps          float32
-	burst        int
-	nodeIP       string
-	podIPPrefix  string
-	nodeIndex    int64
-	nextPodIP    atomic.Int64
-	runtimeName  string
-	imageIDForm  atomic.Int64
-	failReady    atomic.Pointer[PodMatcher]
-	crashLoop    atomic.Pointer[PodMatcher]
+	keychain    authn.Keychain
+	transport   http.RoundTripper
+	remoteOpts  []remote.Option
+	insecure    map[string]bool
+	pullTimeout time.Duration
+	pullBackoff time.Duration
+	runDuration time.Duration
+	deleteDelay time.Duration
+	heartbeat   time.Duration
+	workers     int
+	qps         float32
+	burst       int
+	nodeIP      string
+	podIPPrefix string
+	nodeIndex   int64
+	nextPodIP   atomic.Int64
+	runtimeName string
+	imageIDForm atomic.Int64
+	failReady   atomic.Pointer[PodMatcher]
+	crashLoop   atomic.Pointer[PodMatcher]
+	failPullMu  sync.RWMutex
+	failPull    []string // references whose pulls fail
+
 	failJob      atomic.Pointer[PodMatcher]
 	staleMu      sync.RWMutex
 	stale        map[string]string // normalised repository -> digest
@@ -279,6 +282,21 @@ func (s *Sim) FailReadiness(match PodMatcher) {
 // clears it.
 func (s *Sim) CrashLoop(match PodMatcher) {
 	s.setHook(&s.crashLoop, match)
+}
+
+// FailPull makes every pull of an image whose reference contains s fail,
+// as a registry that lost the image or refuses the node would: the
+// containers wait in ErrImagePull, then ImagePullBackOff. An empty s
+// clears every such rule.
+func (s *Sim) FailPull(ref string) {
+	s.failPullMu.Lock()
+	if ref == "" {
+		s.failPull = nil
+	} else {
+		s.failPull = append(s.failPull, ref)
+	}
+	s.failPullMu.Unlock()
+	s.resyncAll()
 }
 
 // FailJob makes matching run-to-completion Pods (restartPolicy Never or

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "code.gitea.io/sdk/gitea"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"pinbot.dev/pinbot/internal/testenv/poll"
+	"pinbot.dev/pinbot/internal/testenv/stack"
+	"pinbot.dev/pinbot/promote"
+	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/release/gate"
+	"pinbot.dev/pinbot/release/store"
+)
+
+// releaseRig is a release chain on the real peers: a manifest repository
+// whose .pinbot.yaml declares staging then prod, each a directory with a
+// Deployment of image app, synced by pinbot's apps web-staging and
+// web-prod into namespaces staging and prod.
+type releaseRig struct {
+	*serveRig
+	app       string // the image's repository
+	v1        string // the digest both environments start on
+	gateToken string
+	gateFile  string
+}
+
+const releaseToken = "gate-t0ken-for-tests"
+
+// newReleaseRig starts the peers and creates the repository with the
+// environments YAML chain (the .pinbot.yaml section) and both Deployments
+// on v1, of replicas each.
+func newReleaseRig(ctx context.Context, t *testing.T, chain string, replicas int) *releaseRig {
+	t.Helper()
+	r := &releaseRig{serveRig: newServeRig(ctx, t, stack.Options{Namespaces: []string{"pinbot-system", "staging", "prod"}}, nil, "s3cret")}
+	r.app, r.v1 = r.image("app", "v1")
+	r.commit = r.createRepo("manifests", map[string]string{
+		".pinbot.yaml":          chain,
+		"envs/staging/web.yaml": webDeployment("staging", replicas, r.app+":v1@"+r.v1),
+		"envs/prod/web.yaml":    webDeployment("prod", replicas, r.app+":v1@"+r.v1),
+	})
+	g := r.peers.Gitea
+	repo := g.RepoURL(g.AdminUser, "manifests")
+	r.cfg = r.write("pinbot.yaml", fmt.Sprintf(`interval: 2s
+forge: {url: %q}
+apps:
+  - {name: web-staging, repo: %s, branch: main, path: envs/staging, namespace: staging, allowNamespaces: [staging], syncPolicy: {automated: true}}
+  - {name: web-prod, repo: %s, branch: main, path: envs/prod, namespace: prod, allowNamespaces: [prod], syncPolicy: {automated: true}}
+promote:
+  - {repo: %s/manifests, images: [%s]}
+`, g.URL, repo, repo, g.AdminUser, r.app))
+	r.gateToken = releaseToken
+	r.gateFile = r.write("gate-token", releaseToken+"\n")
+	return r
+}
+
+// webDeployment is a Deployment web of replicas Pods of image in ns.
+func webDeployment(ns string, replicas int, image string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: %s}
+spec:
+  replicas: %d
+  strategy: {type: RollingUpdate, rollingUpdate: {maxUnavailable: 0, maxSurge: 1}}
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: app
+          image: %s
+`, ns, replicas, image)
+}
+
+// serveReleases starts replica id with the release chain looked at every
+// second and the gate endpoint on.
+func (r *releaseRig) serveReleases(id string, args ...string) *replica {
+	r.t.Helper()
+	return r.serve(id, append([]string{"--release-interval", "1s", "--gate-token-file", r.gateFile}, args...)...)
+}
+
+// pinbot runs the pinbot binary with the forge's flags after args and
+// returns its exit code and output.
+func (r *releaseRig) pinbot(args ...string) (int, string) {
+	r.t.Helper()
+	g := r.peers.Gitea
+	cmd := exec.Command(pinbotBin, append(args, "--forge-url", g.URL, "--repo", g.AdminUser+"/manifests")...)
+	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+r.docker, "PINBOT_GITEA_TOKEN="+g.Token, "XDG_CACHE_HOME="+r.t.TempDir())
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, string(out)
+	case asExit(err, &ee):
+		return ee.ExitCode(), string(out)
+	}
+	r.t.Fatalf("pinbot %s: %v", strings.Join(args, " "), err)
+	return 0, ""
+}
+
+func asExit(err error, ee **exec.ExitError) bool {
+	e, ok := err.(*exec.ExitError)
+	*ee = e
+	return ok
+}
+
+// pull waits for the open pull request on branch and returns it.
+func (r *releaseRig) pull(branch string, within time.Duration) *sdk.PullRequest {
+	r.t.Helper()
+	var found *sdk.PullRequest
+	poll.Until(r.t, within, "an open pull request on "+branch, func() (bool, string) {
+		found = r.openPull(branch)
+		return found != nil, r.ledgerSummary()
+	})
+	return found
+}
+
+// openPull is the open pull request on branch, or nil.
+func (r *releaseRig) openPull(branch string) *sdk.PullRequest {
+	g := r.peers.Gitea
+	c, err := g.Client(r.ctx)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	prs, _, err := c.ListRepoPullRequests(g.AdminUser, "manifests", sdk.ListPullRequestsOptions{State: sdk.StateOpen})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for _, pr := range prs {
+		if pr.Head != nil && pr.Head.Ref == branch {
+			return pr
+		}
+	}
+	return nil
+}
+
+// merge merges pull request number as a reviewer and returns the merge
+// commit.
+func (r *releaseRig) merge(number int64) string {
+	r.t.Helper()
+	g := r.peers.Gitea
+	sha, err := g.MergePull(r.ctx, g.AdminUser, "manifests", number)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return sha
+}
+
+// branch is the branch of pinbot's promotion of the app into env.
+func (r *releaseRig) branch(env string) string { return promote.Branch("pinbot/", env, r.app) }
+
+// rollbackBranch is the branch of pinbot's rollback of the app in env.
+func (r *releaseRig) rollbackBranch(env string) string {
+	return promote.RollbackBranch("pinbot/", env, r.app)
+}
+
+// ledger is the repository's ledger as pinbot serve stored it.
+func (r *releaseRig) ledger() *release.Ledger {
+	r.t.Helper()
+	cm, err := r.peers.Kube.CoreV1().ConfigMaps("pinbot-system").Get(r.ctx, store.Name(r.peers.Gitea.AdminUser+"/manifests"), metav1.GetOptions{})
+	if err != nil {
+		return release.New()
+	}
+	l, err := release.Parse([]byte(cm.Data["ledger.json"]))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return l
+}
+
+// track is the app's track in env ("" fields when none yet).
+func (r *releaseRig) track(env string) release.Track {
+	if t := r.ledger().Lookup(env, r.appKey()); t != nil {
+		return *t
+	}
+	return release.Track{}
+}
+
+// appKey is the app's repository as the ledger keys it (normalised).
+func (r *releaseRig) appKey() string { return r.app }
+
+// ledgerSummary is a line per environment, for poll messages.
+func (r *releaseRig) ledgerSummary() string {
+	var b strings.Builder
+	l := r.ledger()
+	for _, env := range []string{"staging", "prod"} {
+		t := l.Lookup(env, r.appKey())
+		if t == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "%s: pinned %s proven %s since %v why %q; ", env, short(t.Pinned), short(t.Proven), t.ProvenSince, t.Why)
+	}
+	return b.String()
+}
+
+func short(d string) string {
+	if len(d) > 19 {
+		return d[:19]
+	}
+	return d
+}
+
+// waitProven waits until env proves digest.
+func (r *releaseRig) waitProven(env, digest string, within time.Duration) release.Track {
+	r.t.Helper()
+	var t release.Track
+	poll.Until(r.t, within, env+" proving "+short(digest), func() (bool, string) {
+		t = r.track(env)
+		return t.Proven == digest, r.ledgerSummary()
+	})
+	return t
+}
+
+// ask asks rep's gate endpoint with token.
+func (r *releaseRig) ask(rep *replica, token string, q gate.Query) (int, gate.Answer) {
+	r.t.Helper()
+	u := fmt.Sprintf("http://%s%s?env=%s&image=%s&digest=%s", rep.addr, gate.Path, q.Env, q.Image, q.Digest)
+	req, _ := http.NewRequestWithContext(r.ctx, http.MethodGet, u, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var a gate.Answer
+	_ = json.NewDecoder(resp.Body).Decode(&a)
+	return resp.StatusCode, a
+}
+
+// gateStatus is the pinbot/gate status on sha, "" when none.
+func (r *releaseRig) gateStatus(sha string) (state, desc string) {
+	g := r.peers.Gitea
+	c, err := g.Client(r.ctx)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	cs, _, err := c.GetCombinedStatus(g.AdminUser, "manifests", sha)
+	if err != nil {
+		return "", ""
+	}
+	for _, s := range cs.Statuses {
+		if s.Context == "pinbot/gate" {
+			return string(s.State), s.Description
+		}
+	}
+	return "", ""
+}

@@ -1,0 +1,323 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "code.gitea.io/sdk/gitea"
+
+	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
+	"pinbot.dev/pinbot/internal/testenv/poll"
+	"pinbot.dev/pinbot/release/gate"
+)
+
+const twoEnvs = `environments:
+  - name: staging
+    paths: ["envs/staging/**"]
+    apps: [web-staging]
+    soak: 6s
+  - name: prod
+    from: staging
+    paths: ["envs/prod/**"]
+    apps: [web-prod]
+`
+
+// TestReleaseChain: CI promotes into staging, a reviewer merges, staging
+// proves it; a stale Pod during the soak restarts the soak and no prod
+// pull request opens; once the soak completes, pinbot opens prod's pull
+// request with staging's proof and a green pinbot/gate. A CI promotion of
+// an unproven digest into prod is refused, and forced with a reason. The
+// gate endpoint answers for a proven digest, an unproven one, and refuses
+// a request without the token.
+func TestReleaseChain(t *testing.T) {
+	ctx := context.Background()
+	r := newReleaseRig(ctx, t, twoEnvs, 2)
+	rep := r.serveReleases("a")
+	r.waitProven("staging", r.v1, 2*time.Minute)
+	r.waitProven("prod", r.v1, time.Minute)
+
+	_, v2 := r.image("app", "v2")
+	if code, out := r.pinbot("promote", "--image", r.app, "--digest", v2); code != 0 {
+		t.Fatalf("promote v2: exit %d: %s", code, out)
+	}
+	staging := r.pull(r.branch("staging"), time.Minute)
+	r.merge(staging.Index)
+	first := r.waitProven("staging", v2, 2*time.Minute)
+
+	// A stale Pod mid-soak: the proof breaks, the soak restarts.
+	if err := r.peers.Node.StaleImage(r.app, r.v1); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, time.Minute, "staging's proof broken by the stale Pod", func() (bool, string) {
+		return r.track("staging").Proven == "", r.ledgerSummary()
+	})
+	time.Sleep(7 * time.Second) // longer than the soak: no onward promotion may open
+	if pr := r.openPull(r.branch("prod")); pr != nil {
+		t.Fatalf("prod's pull request opened while staging's proof was broken: #%d", pr.Index)
+	}
+	if err := r.peers.Node.StaleImage(r.app, ""); err != nil {
+		t.Fatal(err)
+	}
+	again := r.waitProven("staging", v2, time.Minute)
+	if !again.ProvenSince.After(*first.ProvenSince) {
+		t.Errorf("the soak did not restart: proven since %v, then %v", first.ProvenSince, again.ProvenSince)
+	}
+	prod := r.pull(r.branch("prod"), time.Minute)
+	opened := time.Now()
+	if held := opened.Sub(*again.ProvenSince); held < 6*time.Second {
+		t.Errorf("prod's pull request opened %s after the proof held, before the 6s soak", held)
+	}
+	for _, want := range []string{"### Proven in staging", "web-staging", "staging/web-", v2[:len("sha256:")+12]} {
+		if !strings.Contains(prod.Body, want) {
+			t.Errorf("prod's pull request body lacks %q:\n%s", want, prod.Body)
+		}
+	}
+	poll.Until(t, time.Minute, "a green pinbot/gate on prod's pull request", func() (bool, string) {
+		state, desc := r.gateStatus(prod.Head.Sha)
+		return state == "success" && strings.Contains(desc, "proven in staging"), state + ": " + desc
+	})
+
+	// The gate endpoint: proven, unproven, no token.
+	if code, a := r.ask(rep, r.gateToken, gate.Query{Env: "staging", Image: r.app, Digest: v2}); code != http.StatusOK || !a.Verified || a.Since == nil || len(a.Pods) != 2 {
+		t.Errorf("gate for staging's v2: %d %+v, want verified with its 2 Pods", code, a)
+	}
+	_, v3 := r.image("app", "v3")
+	if code, a := r.ask(rep, r.gateToken, gate.Query{Env: "staging", Image: r.app, Digest: v3}); code != http.StatusOK || a.Verified || !strings.Contains(a.Why, "staging pins") {
+		t.Errorf("gate for an unproven digest: %d %+v", code, a)
+	}
+	if code, _ := r.ask(rep, "", gate.Query{Env: "staging", Image: r.app, Digest: v2}); code != http.StatusUnauthorized {
+		t.Errorf("gate without a token: %d, want 401", code)
+	}
+
+	// CI into prod: an unproven digest is refused, nothing pushed; forced
+	// with a reason, it goes, and says so.
+	gateURL := "http://" + rep.addr
+	headBefore := prod.Head.Sha
+	code, out := r.pinbot("promote", "--env", "prod", "--image", r.app, "--digest", v3, "--gate-url", gateURL, "--gate-token-file", r.gateFile)
+	if code != 1 || !strings.Contains(out, "not proven in staging") {
+		t.Errorf("promote --env prod of an unproven digest: exit %d: %s", code, out)
+	}
+	if pr := r.openPull(r.branch("prod")); pr == nil || pr.Head.Sha != headBefore {
+		t.Errorf("the refused promotion pushed to prod's branch")
+	}
+	code, out = r.pinbot("promote", "--env", "prod", "--image", r.app, "--digest", v3, "--gate-url", gateURL, "--gate-token-file", r.gateFile,
+		"--force", "--reason", "hotfix for the outage")
+	if code != 0 {
+		t.Fatalf("promote --force: exit %d: %s", code, out)
+	}
+	if pr := r.openPull(r.branch("prod")); pr == nil || !strings.Contains(pr.Body, "Forced past the gate") || !strings.Contains(pr.Body, "hotfix for the outage") {
+		t.Errorf("the forced promotion's body does not say so")
+	}
+}
+
+// TestReleaseRollback: a bad release merged into prod - Pods never Ready,
+// a crash loop, an image that cannot be pulled - gets a rollback pull
+// request to the last proven digest with the evidence, and the digest is
+// held: a CI promotion of it is refused naming the hold, even forced. A
+// bad release into staging is held there and in prod, and drift refuses
+// it. A rollback that fails to prove is not rolled back.
+func TestReleaseRollback(t *testing.T) {
+	ctx := context.Background()
+	r := newReleaseRig(ctx, t, twoEnvs+`    readyTimeout: 8s
+    rollbackWindow: 10m
+`, 1)
+	rep := r.serveReleases("a")
+	gateArgs := []string{"--gate-url", "http://" + rep.addr, "--gate-token-file", r.gateFile}
+	r.waitProven("prod", r.v1, 2*time.Minute)
+	for _, tc := range []struct {
+		name     string
+		break_   func(digest string)
+		evidence string
+	}{
+		{"never ready", func(d string) { r.peers.Node.FailReadiness(kubeletsim.UsesImage(d)) }, "not Ready"},
+		{"crash loop", func(d string) { r.peers.Node.CrashLoop(kubeletsim.UsesImage(d)) }, "CrashLoopBackOff"},
+		{"image pull", func(d string) { r.peers.Node.FailPull(d) }, "ImagePullBackOff"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, bad := r.image("app", strings.ReplaceAll(tc.name, " ", "-"))
+			tc.break_(bad)
+			if code, out := r.pinbot(append([]string{"promote", "--env", "prod", "--image", r.app, "--digest", bad, "--force", "--reason", "testing " + tc.name}, gateArgs...)...); code != 0 {
+				t.Fatalf("promote: exit %d: %s", code, out)
+			}
+			r.merge(r.pull(r.branch("prod"), time.Minute).Index)
+			rb := r.pull(r.rollbackBranch("prod"), 2*time.Minute)
+			for _, want := range []string{"rolls", r.v1[:len("sha256:")+12], bad[:len("sha256:")+12], tc.evidence} {
+				if !strings.Contains(rb.Body+rb.Title, want) {
+					t.Errorf("rollback pull request lacks %q:\n%s\n%s", want, rb.Title, rb.Body)
+				}
+			}
+			poll.Until(t, 30*time.Second, "the rollback labelled pinbot-rollback", func() (bool, string) {
+				pr := r.openPull(r.rollbackBranch("prod"))
+				return pr != nil && hasLabel(pr, "pinbot-rollback"), ""
+			})
+			poll.Until(t, 30*time.Second, "the bad digest held in prod", func() (bool, string) {
+				return r.ledger().Held("prod", r.appKey(), bad) != nil, r.ledgerSummary()
+			})
+			code, out := r.pinbot(append([]string{"promote", "--env", "prod", "--image", r.app, "--digest", bad, "--force", "--reason", "again"}, gateArgs...)...)
+			if code != 1 || !strings.Contains(out, "held in prod") {
+				t.Errorf("promoting the held digest: exit %d: %s", code, out)
+			}
+			r.merge(rb.Index)
+			r.waitProven("prod", r.v1, 2*time.Minute)
+		})
+	}
+
+	t.Run("a rollback that fails is not rolled back", func(t *testing.T) {
+		_, bad := r.image("app", "bad-again")
+		r.peers.Node.FailReadiness(kubeletsim.UsesImage(bad))
+		if code, out := r.pinbot(append([]string{"promote", "--env", "prod", "--image", r.app, "--digest", bad, "--force", "--reason", "last"}, gateArgs...)...); code != 0 {
+			t.Fatalf("promote: exit %d: %s", code, out)
+		}
+		r.merge(r.pull(r.branch("prod"), time.Minute).Index)
+		rb := r.pull(r.rollbackBranch("prod"), 2*time.Minute)
+		r.peers.Node.FailReadiness(kubeletsim.UsesImage(r.v1)) // the rollback's digest now fails too
+		r.merge(rb.Index)
+		poll.Until(t, 2*time.Minute, "the failed rollback reported", func() (bool, string) {
+			for _, e := range r.ledger().Events {
+				if strings.Contains(e.What, "does not roll back a rollback") {
+					return true, ""
+				}
+			}
+			return false, r.ledgerSummary()
+		})
+		if pr := r.openPull(r.rollbackBranch("prod")); pr != nil {
+			t.Errorf("a rollback of the rollback was opened: #%d", pr.Index)
+		}
+		r.peers.Node.FailReadiness(nil)
+	})
+}
+
+func hasLabel(pr *sdk.PullRequest, name string) bool {
+	for _, l := range pr.Labels {
+		if l.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// TestReleaseFreezeAndAutoMerge: a freeze window over prod holds back the
+// onward pull request; after it, pinbot opens it, and with autoMerge
+// merges it once a reviewer approved it (branch protection wants one
+// approval, which pinbot never bypasses).
+func TestReleaseFreezeAndAutoMerge(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now().UTC()
+	start := now.Truncate(time.Minute)
+	window := now.Sub(start) + 40*time.Second // frozen from the minute's start until 40s from now
+	chain := fmt.Sprintf(`environments:
+  - name: staging
+    paths: ["envs/staging/**"]
+    apps: [web-staging]
+    soak: 1s
+  - name: prod
+    from: staging
+    paths: ["envs/prod/**"]
+    apps: [web-prod]
+    autoMerge: true
+    freeze:
+      - {start: "%d %d * * *", duration: %s, timeZone: UTC}
+`, start.Minute(), start.Hour(), window.Round(time.Second))
+	r := newReleaseRig(ctx, t, chain, 1)
+	frozenUntil := start.Add(window.Round(time.Second))
+	g := r.peers.Gitea
+	reviewer, err := g.CreateUser(ctx, "reviewer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := g.Client(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AddCollaborator(g.AdminUser, "manifests", reviewer.Name, sdk.AddCollaboratorOption{Permission: ptr(sdk.AccessModeWrite)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.CreateBranchProtection(g.AdminUser, "manifests", sdk.CreateBranchProtectionOption{
+		RuleName: "main", RequiredApprovals: 1, EnableMergeWhitelist: false,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	approve := func(number int64) {
+		t.Helper()
+		rc, err := g.ClientAs(ctx, reviewer.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := rc.CreatePullReview(g.AdminUser, "manifests", number, sdk.CreatePullReviewOptions{State: sdk.ReviewStateApproved, Body: "ok"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.serveReleases("a")
+	r.waitProven("staging", r.v1, 2*time.Minute)
+	_, v2 := r.image("app", "v2")
+	if code, out := r.pinbot("promote", "--image", r.app, "--digest", v2); code != 0 {
+		t.Fatalf("promote v2: exit %d: %s", code, out)
+	}
+	staging := r.pull(r.branch("staging"), time.Minute)
+	approve(staging.Index)
+	r.merge(staging.Index)
+	r.waitProven("staging", v2, 2*time.Minute)
+	if time.Now().Before(frozenUntil.Add(-3 * time.Second)) {
+		poll.Until(t, 30*time.Second, "the ledger showing prod frozen", func() (bool, string) {
+			ft := r.track("prod").FrozenUntil
+			return ft != nil && ft.Equal(frozenUntil), r.ledgerSummary()
+		})
+		if pr := r.openPull(r.branch("prod")); pr != nil {
+			t.Fatalf("prod's pull request opened inside the freeze window: #%d", pr.Index)
+		}
+	} else {
+		t.Logf("the set-up outlasted the freeze window (until %s); its check is left out this run", frozenUntil)
+	}
+	prod := r.pull(r.branch("prod"), 2*time.Minute)
+	if opened := time.Now(); opened.Before(frozenUntil) {
+		t.Errorf("prod's pull request opened at %s, inside the window until %s", opened, frozenUntil)
+	}
+	time.Sleep(3 * time.Second) // pinbot tries to merge: the approval is missing
+	if pr, _, _ := c.GetPullRequest(g.AdminUser, "manifests", prod.Index); pr.HasMerged {
+		t.Fatal("pinbot merged without the required approval")
+	}
+	approve(prod.Index)
+	poll.Until(t, time.Minute, "pinbot merging prod's approved pull request", func() (bool, string) {
+		pr, _, err := c.GetPullRequest(g.AdminUser, "manifests", prod.Index)
+		return err == nil && pr.HasMerged, r.ledgerSummary()
+	})
+	r.waitProven("prod", v2, 2*time.Minute)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestReleaseFailover: serve's leader dies mid-soak; the new leader keeps
+// the soak's start from the ledger, and opens the onward pull request
+// when the original soak ends, not one soak after the failover.
+func TestReleaseFailover(t *testing.T) {
+	ctx := context.Background()
+	r := newReleaseRig(ctx, t, strings.Replace(twoEnvs, "soak: 6s", "soak: 15s", 1), 1)
+	a := r.serveReleases("a")
+	poll.Until(t, time.Minute, "replica a leading", func() (bool, string) { return r.holder() == "a", r.holder() })
+	b := r.serveReleases("b")
+	_ = b
+	r.waitProven("staging", r.v1, 2*time.Minute)
+	_, v2 := r.image("app", "v2")
+	if code, out := r.pinbot("promote", "--image", r.app, "--digest", v2); code != 0 {
+		t.Fatalf("promote v2: exit %d: %s", code, out)
+	}
+	r.merge(r.pull(r.branch("staging"), time.Minute).Index)
+	proven := r.waitProven("staging", v2, 2*time.Minute)
+	if err := a.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-a.done
+	poll.Until(t, time.Minute, "replica b leading", func() (bool, string) { return r.holder() == "b", r.holder() })
+	r.pull(r.branch("prod"), 2*time.Minute)
+	opened := time.Now()
+	if after := r.track("staging"); after.ProvenSince == nil || !after.ProvenSince.Equal(*proven.ProvenSince) {
+		t.Errorf("the soak's start changed over the failover: %v, then %v", proven.ProvenSince, after.ProvenSince)
+	}
+	if late := opened.Sub(proven.ProvenSince.Add(15 * time.Second)); late > 12*time.Second {
+		t.Errorf("prod's pull request opened %s after the soak ended: the soak restarted on failover", late)
+	}
+}
