@@ -122,12 +122,45 @@ func TestReleaseChain(t *testing.T) {
 // it. A rollback that fails to prove is not rolled back.
 func TestReleaseRollback(t *testing.T) {
 	ctx := context.Background()
-	r := newReleaseRig(ctx, t, twoEnvs+`    readyTimeout: 8s
+	chain := strings.Replace(twoEnvs, "    soak: 6s\n", "    soak: 6s\n    readyTimeout: 8s\n", 1) + `    readyTimeout: 8s
     rollbackWindow: 10m
-`, 1)
+`
+	r := newReleaseRig(ctx, t, chain, 1)
 	rep := r.serveReleases("a")
 	gateArgs := []string{"--gate-url", "http://" + rep.addr, "--gate-token-file", r.gateFile}
 	r.waitProven("prod", r.v1, 2*time.Minute)
+
+	t.Run("a bad release in staging is held there and in prod, and drift refuses it", func(t *testing.T) {
+		_, bad := r.image("app", "bad-in-staging")
+		r.peers.Node.FailReadiness(kubeletsim.UsesImage(bad))
+		if code, out := r.pinbot(append([]string{"promote", "--image", r.app, "--digest", bad}, gateArgs...)...); code != 0 {
+			t.Fatalf("promote: exit %d: %s", code, out)
+		}
+		r.merge(r.pull(r.branch("staging"), time.Minute).Index)
+		rb := r.pull(r.rollbackBranch("staging"), 2*time.Minute)
+		poll.Until(t, 30*time.Second, "the bad digest held in staging and prod", func() (bool, string) {
+			l := r.ledger()
+			return l.Held("staging", r.appKey(), bad) != nil && l.Held("prod", r.appKey(), bad) != nil, r.ledgerSummary()
+		})
+		r.merge(rb.Index)
+		r.waitProven("staging", r.v1, 2*time.Minute)
+		// The tag the pins follow now points at the held digest: drift
+		// refuses to propose it, naming the hold.
+		if _, err := r.peers.Gitea.PushImageAs(r.app+":bad-in-staging", r.app+":v1"); err != nil {
+			t.Fatal(err)
+		}
+		code, out := r.pinbot(append([]string{"drift"}, gateArgs...)...)
+		if code != 1 || !strings.Contains(out, "held in staging") {
+			t.Errorf("drift with the tag on the held digest: exit %d: %s", code, out)
+		}
+		if pr := r.openPull(r.branch("staging")); pr != nil {
+			t.Errorf("drift opened #%d with the held digest", pr.Index)
+		}
+		if code, out := r.pinbot(append([]string{"promote", "--image", r.app, "--digest", bad}, gateArgs...)...); code != 1 || !strings.Contains(out, "held in staging") {
+			t.Errorf("promoting the held digest into staging: exit %d: %s", code, out)
+		}
+		r.peers.Node.FailReadiness(nil)
+	})
 	for _, tc := range []struct {
 		name     string
 		break_   func(digest string)

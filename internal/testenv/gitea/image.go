@@ -29,3 +29,29 @@ func (s *Server) PushRandomImage(ref string) (string, error) {
 	}
 	return d.String(), nil
 }
+
+// PushImageAs tags the image at from (a tag or digest reference) as to,
+// as `crane tag` does, and returns its digest.
+func (s *Server) PushImageAs(from, to string) (string, error) {
+	auth := remote.WithAuth(&authn.Basic{Username: s.AdminUser, Password: s.Token})
+	src, err := name.ParseReference(from, name.Insecure)
+	if err != nil {
+		return "", fmt.Errorf("parsing %q: %w", from, err)
+	}
+	dst, err := name.ParseReference(to, name.Insecure)
+	if err != nil {
+		return "", fmt.Errorf("parsing %q: %w", to, err)
+	}
+	desc, err := remote.Get(src, auth)
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", from, err)
+	}
+	img, err := desc.Image()
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", from, err)
+	}
+	if err := remote.Write(dst, img, auth); err != nil {
+		return "", fmt.Errorf("pushing %s: %w", to, err)
+	}
+	return desc.Digest.String(), nil
+}
