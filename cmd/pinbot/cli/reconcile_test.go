@@ -142,13 +142,13 @@ apps:
 		t.Fatalf("verify: exit %d\n%s\n%s", code, out, stderr)
 	}
 	var v struct {
-		App        string              `json:"app"`
-		Commit     string              `json:"commit"`
-		Verified   bool                `json:"verified"`
-		Containers []map[string]string `json:"containers"`
-		Source     string              `json:"source"`
-		Deployed   string              `json:"deployed_commit"`
-		Head       string              `json:"head_commit"`
+		App        string           `json:"app"`
+		Commit     string           `json:"commit"`
+		Verified   bool             `json:"verified"`
+		Containers []map[string]any `json:"containers"`
+		Source     string           `json:"source"`
+		Deployed   string           `json:"deployed_commit"`
+		Head       string           `json:"head_commit"`
 	}
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatal(err)
@@ -163,7 +163,10 @@ apps:
 				t.Errorf("container %s = %q, want %q", k, ct[k], w)
 			}
 		}
-		if !strings.HasPrefix(ct["pod"], "web-") {
+		if ct["ready"] != true {
+			t.Errorf("container ready = %v", ct["ready"])
+		}
+		if pod, _ := ct["pod"].(string); !strings.HasPrefix(pod, "web-") {
 			t.Errorf("container pod = %q", ct["pod"])
 		}
 	}

@@ -100,15 +100,19 @@ func NewRootCommand() *cobra.Command {
 // Execute runs the command line args and returns the process exit code.
 func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := NewRootCommand()
+	out := &countingWriter{w: stdout}
 	root.SetArgs(args)
-	root.SetOut(stdout)
+	root.SetOut(out)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "pinbot: %s\n", err)
-	if f := root.PersistentFlags().Lookup("output"); f != nil && f.Value.String() == "json" {
+	// Under -o json stdout holds one JSON document: a command that
+	// already printed its result (a diff that differs, a verification
+	// that failed) says so by its exit code, not by a second document.
+	if f := root.PersistentFlags().Lookup("output"); f != nil && f.Value.String() == "json" && out.n == 0 {
 		writeJSONError(stdout, err)
 	}
 	var ue *usageError
@@ -134,6 +138,18 @@ func writeJSONError(w io.Writer, err error) {
 		out.File, out.Line = se.File, se.Line
 	}
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // isCobraUsage reports errors cobra raises for bad command lines that do not
