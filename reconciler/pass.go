@@ -86,9 +86,18 @@ func (r *Reconciler) pass(ctx context.Context, app *config.App, st *appState, m 
 	} else {
 		s, v, err = p.run(ctx)
 	}
-	st.remember(s, v)
+	if st.remember(s, v) {
+		if f := r.onProof.Load(); f != nil {
+			(*f)(app.Name)
+		}
+	}
 	return s, v, err
 }
+
+// OnProofChange calls f with an app's name after each pass whose sync,
+// health or containers' verdicts differ from the pass before; serve's
+// release chains step then. f must not block.
+func (r *Reconciler) OnProofChange(f func(app string)) { r.onProof.Store(&f) }
 
 // newPass builds the pass value of one pass of app. The caller holds
 // st.passMu until the pass ends.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/dynamic"
@@ -41,6 +42,7 @@ type Reconciler struct {
 	metrics  *metrics
 	caps     *capabilities // the cluster's, for Helm renders (render.go)
 	apps     map[string]*appState
+	onProof  atomic.Pointer[func(app string)] // OnProofChange
 }
 
 type options struct {

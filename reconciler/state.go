@@ -1,7 +1,9 @@
 package reconciler
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,15 +90,34 @@ type cachedDiff struct {
 
 // remember keeps s as the app's last status, for the metrics, and v, when
 // the pass verified, as its last verification.
-func (st *appState) remember(s *status.App, v *verdict.Verification) {
+//
+// It reports whether what a proof is judged on (sync, health, each
+// container's verdict and readiness) changed since the last pass.
+func (st *appState) remember(s *status.App, v *verdict.Verification) (changed bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	changed = proofKey(s, v) != proofKey(st.last, st.lastV)
 	if s != nil {
 		st.last = s
 	}
 	if v != nil {
 		st.lastV = v
 	}
+	return changed
+}
+
+// proofKey is what a proof is judged on in s and v, as one string.
+func proofKey(s *status.App, v *verdict.Verification) string {
+	var b strings.Builder
+	if s != nil {
+		fmt.Fprintf(&b, "%s %s %s %t|", s.Commit, s.Sync, s.Health, s.Verified)
+	}
+	if v != nil {
+		for _, c := range v.Containers {
+			fmt.Fprintf(&b, "%s/%s/%s %s %s %t %s|", c.Namespace, c.Pod, c.Container, c.Verdict, c.RunningDigest, c.Ready, c.Waiting)
+		}
+	}
+	return b.String()
 }
 
 // lastPass returns the last pass's status and verification.

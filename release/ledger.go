@@ -238,3 +238,32 @@ func (t *Track) Soaked(now time.Time, soak time.Duration) (time.Duration, bool) 
 	held := now.Sub(*t.ProvenSince)
 	return held, held >= soak
 }
+
+// NextDeadline is the earliest time after now at which Step would decide
+// something that nothing else announces: a soak ending, a merged digest's
+// readyTimeout passing, a freeze ending. ok is false when none is due.
+// serve steps then, instead of at its next tick.
+func (l *Ledger) NextDeadline(chain Chain, now time.Time) (next time.Time, ok bool) {
+	due := func(t time.Time) {
+		if t.After(now) && (!ok || t.Before(next)) {
+			next, ok = t, true
+		}
+	}
+	for _, env := range chain {
+		for _, t := range l.Envs[env.Name] {
+			if t.ProvenSince != nil && t.Proven != "" {
+				due(t.ProvenSince.Add(env.Soak))
+			}
+			if m := t.Merged; m != nil && !m.Done && !m.Proved {
+				due(m.At.Add(env.ReadyTimeout))
+			}
+			if m := t.Merged; m != nil && !m.Done && m.FailingSince != nil {
+				due(m.FailingSince.Add(env.ReadyTimeout))
+			}
+			if t.FrozenUntil != nil {
+				due(*t.FrozenUntil)
+			}
+		}
+	}
+	return next, ok
+}

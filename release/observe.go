@@ -162,6 +162,13 @@ func Observe(image, digest string, views []AppView) Observation {
 	if counted == 0 && len(why) == 0 {
 		why = append(why, "no Pod of the environment's apps runs "+image)
 	}
+	if o.Stuck() != "" {
+		// The health check calls a crash loop or a failing pull Degraded
+		// at once; a proof gives them the readyTimeout first (see Step),
+		// since a container may crash a few times while what it needs
+		// comes up.
+		o.Failure = ""
+	}
 	why = slices.Compact(why)
 	o.Proven = len(why) == 0
 	o.Why = strings.Join(why, "; ")

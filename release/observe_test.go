@@ -30,6 +30,7 @@ func TestObserve(t *testing.T) {
 		{"mismatch", []AppView{view(healthy, false, container("w1", img, dA, mismatch, true, ""))}, false, "pod prod/w1 container app is Mismatch", "", ""},
 		{"not ready", []AppView{view("Progressing", true, container("w1", img, dA, verified, false, ""))}, false, "not Ready", "", ""},
 		{"crash loop", []AppView{view("Progressing", true, container("w1", img, dA, verified, false, "CrashLoopBackOff"))}, false, "waiting: CrashLoopBackOff", "", "CrashLoopBackOff"},
+		{"a crash loop, Degraded at once by the health check, fails at the deadline", []AppView{view(degraded, true, container("w1", img, dA, verified, false, "CrashLoopBackOff"))}, false, "waiting: CrashLoopBackOff", "", "CrashLoopBackOff"},
 		{"degraded", []AppView{view(degraded, true, container("w1", img, dA, verified, true, ""))}, false, "Degraded", "Degraded", ""},
 		{"a rollout not applied yet is no failure", []AppView{{App: "web", Health: "Healthy", Containers: []Container{container("w1", img, dA, mismatch, true, "")}}}, false, "not synced", "", ""},
 		{"an app not observed", []AppView{{App: "web", Err: errors.New("cluster unreachable")}}, false, "cluster unreachable", "", ""},

@@ -300,3 +300,29 @@ func TestValidate(t *testing.T) {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }
+
+// TestNextDeadline: serve steps when a soak ends or a merged digest's
+// readyTimeout passes, not only at its next tick.
+func TestNextDeadline(t *testing.T) {
+	c, l, w := chain(), New(), newWorld()
+	if _, ok := l.NextDeadline(c, t0); ok {
+		t.Fatal("an empty ledger has a deadline")
+	}
+	w.proven("prod", dA)
+	w.proven("staging", dA)
+	Step(l, w.input(c, t0))
+	w.proven("staging", dB)
+	Step(l, w.input(c, t0.Add(time.Minute)))
+	// staging's soak of B ends at +11m; prod's A soak (0 by default)
+	// has ended already.
+	if next, ok := l.NextDeadline(c, t0.Add(2*time.Minute)); !ok || !next.Equal(t0.Add(11*time.Minute)) {
+		t.Errorf("NextDeadline = %v %t, want the end of staging's soak at +11m", next, ok)
+	}
+	// C merges into prod unproven at +3m: its readyTimeout (2m) ends
+	// at +5m, before staging's soak.
+	w.broken("prod", dC, "pod prod/web-1 container app is not Ready")
+	Step(l, w.input(c, t0.Add(3*time.Minute)))
+	if next, ok := l.NextDeadline(c, t0.Add(3*time.Minute)); !ok || !next.Equal(t0.Add(5*time.Minute)) {
+		t.Errorf("NextDeadline = %v %t, want prod's readyTimeout at +5m", next, ok)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,6 +38,9 @@ type releaser struct {
 
 	mu     sync.Mutex
 	chains map[string]release.Chain // by repository, as last read
+
+	// kick wakes run when the proof of an app in a chain changed.
+	kick chan struct{}
 }
 
 func newReleaser(d *daemon) *releaser {
@@ -44,7 +48,26 @@ func newReleaser(d *daemon) *releaser {
 	if interval <= 0 {
 		interval = DefaultReleaseInterval
 	}
-	return &releaser{d: d, ledgers: store.New(d.kube, d.ns), interval: interval, now: time.Now, chains: map[string]release.Chain{}}
+	return &releaser{d: d, ledgers: store.New(d.kube, d.ns), interval: interval, now: time.Now, chains: map[string]release.Chain{}, kick: make(chan struct{}, 1)}
+}
+
+// proofChanged wakes run when app counts in a chain: a proof that starts
+// (or breaks) starts (or restarts) its soak now, not at the next tick.
+func (rl *releaser) proofChanged(app string) {
+	rl.mu.Lock()
+	counts := false
+	for _, c := range rl.chains {
+		for _, e := range c {
+			counts = counts || slices.Contains(e.Apps, app)
+		}
+	}
+	rl.mu.Unlock()
+	if counts {
+		select {
+		case rl.kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // repos are the promote entries' repositories, each once.
@@ -60,60 +83,79 @@ func (rl *releaser) repos() []Target {
 	return out
 }
 
-// run steps every chain each interval until ctx ends.
+// run steps every chain each interval until ctx ends, and sooner when a
+// ledger has a deadline due (a soak ending, a readyTimeout passing):
+// then the onward pull request or the rollback opens when it is due, not
+// up to an interval later.
 func (rl *releaser) run(ctx context.Context) {
 	if rl.d.promote == nil {
 		return
 	}
-	tick := time.NewTicker(rl.interval)
-	defer tick.Stop()
+	rl.d.r.OnProofChange(rl.proofChanged)
+	defer rl.d.r.OnProofChange(func(string) {})
 	for {
+		wake := rl.now().Add(rl.interval)
 		for _, t := range rl.repos() {
-			if err := rl.step(ctx, t); err != nil && ctx.Err() == nil {
+			next, err := rl.step(ctx, t)
+			if err != nil && ctx.Err() == nil {
 				logctx.From(ctx).Warn("release step failed", "repo", t.Repo, "error", redact.String(err.Error()))
 			}
+			if !next.IsZero() && next.Before(wake) {
+				wake = next
+			}
 		}
+		timer := time.NewTimer(max(time.Until(wake), 0) + deadlineSlack)
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return
-		case <-tick.C:
+		case <-timer.C:
+		case <-rl.kick:
+			timer.Stop()
 		}
 	}
 }
 
-// step is one look at t's repository's chain.
-func (rl *releaser) step(ctx context.Context, t Target) error {
+// deadlineSlack is how long after a deadline serve steps, so that the
+// step sees it passed.
+const deadlineSlack = 10 * time.Millisecond
+
+// step is one look at t's repository's chain. It returns the ledger's
+// next deadline, zero when none is due.
+func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 	log := logctx.From(ctx).With("repo", t.Repo)
 	env, err := rl.d.promote.env(&t)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	env.Base = "" // the default branch, read with the fetch
 	inv, err := promote.ReadInventory(ctx, env)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	chain := inv.Config.Environments
 	rl.mu.Lock()
 	rl.chains[t.Repo] = chain
 	rl.mu.Unlock()
 	if len(chain) == 0 {
-		return nil
+		return time.Time{}, nil
 	}
 	l, v, err := rl.ledgers.Get(ctx, t.Repo)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
-	in := release.Input{Now: rl.now(), Chain: chain, Pinned: inv.Pinned, Observed: rl.observe(ctx, chain, inv)}
+	now := rl.now()
+	in := release.Input{Now: now, Chain: chain, Pinned: inv.Pinned, Observed: rl.observe(ctx, chain, inv)}
 	for _, a := range release.Step(l, in) {
 		if err := rl.act(ctx, env, l, a); err != nil {
 			log.Warn("release action failed", "action", string(a.Kind), "env", a.Env, "image", a.Image, "error", redact.String(err.Error()))
 		}
 	}
 	if _, err := rl.ledgers.Put(ctx, t.Repo, l, v); err != nil && !errors.Is(err, store.ErrConflict) {
-		return err
+		return time.Time{}, err
 	}
-	return nil
+	next, _ := l.NextDeadline(chain, now)
+	return next, nil
 }
 
 // observe looks at every environment's apps once, and judges each image

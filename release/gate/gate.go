@@ -94,9 +94,14 @@ func Handler(src Source, token []byte) http.Handler {
 			return
 		}
 		if q.Image != "" {
-			if r, err := imageref.ParseRepository(q.Image); err == nil {
-				q.Image = r
+			// The image may come with its tag (or the digest asked):
+			// the ledger keys images by repository.
+			ref, err := imageref.Parse(q.Image)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, "image: "+err.Error())
+				return
 			}
+			q.Image = ref.Repository
 		}
 		a, err := src(req.Context(), q)
 		switch {

@@ -1,0 +1,125 @@
+package gate
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"pinbot.dev/pinbot/release"
+)
+
+const (
+	image   = "registry.example/org/web"
+	proven  = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	pending = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+	held    = "sha256:3333333333333333333333333333333333333333333333333333333333333333"
+)
+
+// fakeLedger answers as serve would for two environments: staging, where
+// proven runs and held is held, and prod, frozen.
+func fakeLedger(_ context.Context, q Query) (Answer, error) {
+	since := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	a := Answer{Query: q, Pinned: proven, Proven: proven}
+	switch q.Env {
+	case "staging":
+		if q.Digest == proven {
+			a.Verified, a.Since = true, &since
+			a.Pods = []release.Pod{{App: "web-staging", Namespace: "staging", Pod: "web-1", Running: proven, Verdict: "Verified", Ready: true}}
+		} else {
+			a.Why = "pins " + proven[:19]
+		}
+		if q.Digest == held {
+			a.Hold = &release.Hold{Env: "staging", Image: image, Digest: held, Reason: "crash loop", Since: since}
+		}
+	case "prod":
+		until := since.Add(time.Hour)
+		a.FrozenUntil = &until
+	default:
+		return Answer{}, ErrUnknown
+	}
+	return a, nil
+}
+
+func newGate(t *testing.T) Client {
+	t.Helper()
+	srv := httptest.NewServer(Handler(fakeLedger, []byte("t0ken")))
+	t.Cleanup(srv.Close)
+	return Client{URL: srv.URL, Token: "t0ken", HTTP: srv.Client()}
+}
+
+func TestHandlerRefusesWithoutTheToken(t *testing.T) {
+	c := newGate(t)
+	for _, token := range []string{"", "t0ke", "t0ken2", "T0KEN"} {
+		req, _ := http.NewRequest(http.MethodGet, c.URL+Path+"?env=staging&image="+image+"&digest="+proven, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := c.HTTP.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") == "" {
+			t.Errorf("token %q: %s, WWW-Authenticate %q; want 401 with a challenge", token, resp.Status, resp.Header.Get("WWW-Authenticate"))
+		}
+	}
+}
+
+func TestHandlerAnswers(t *testing.T) {
+	c := newGate(t)
+	ctx := context.Background()
+	a, err := c.Ask(ctx, Query{Env: "staging", Image: image + ":v1", Digest: proven})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Verified || a.Since == nil || len(a.Pods) != 1 || a.Image != image {
+		t.Errorf("proven digest: %+v; want verified, since, one Pod, the image without its tag", a)
+	}
+	a, err = c.Ask(ctx, Query{Env: "staging", Image: image, Digest: pending})
+	if err != nil || a.Verified || a.Why == "" {
+		t.Errorf("unproven digest: %+v, %v; want not verified, with why", a, err)
+	}
+	for _, tc := range []struct {
+		q    Query
+		want string
+	}{
+		{Query{Image: image, Digest: proven}, "HTTP 400: give env (with image) or app"},
+		{Query{Env: "staging", App: "web", Image: image, Digest: proven}, "HTTP 400: give env (with image) or app"},
+		{Query{Env: "staging", Digest: proven}, "HTTP 400: env needs image"},
+		{Query{Env: "staging", Image: image, Digest: "sha256:abc"}, "HTTP 400: digest"},
+		{Query{Env: "staging", Image: "Registry.example/web:", Digest: proven}, "HTTP 400: image: "},
+		{Query{Env: "qa", Image: image, Digest: proven}, "HTTP 404: no such environment or app"},
+	} {
+		if _, err := c.Ask(ctx, tc.q); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Ask(%+v) = %v; want an error with %q", tc.q, err, tc.want)
+		}
+	}
+}
+
+func TestAdmit(t *testing.T) {
+	g := Admit{Client: newGate(t)}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name                  string
+		env, upstream, digest string
+		force                 bool
+		want                  string // "" admits
+	}{
+		{"proven upstream", "canary", "staging", proven, false, "404"}, // canary is unknown to the ledger
+		{"unproven upstream", "prod", "staging", pending, false, "is not proven in staging (staging now pins sha256:111111111111, proven sha256:111111111111"},
+		{"unproven, forced, frozen downstream", "prod", "staging", pending, true, "prod is frozen until 2026-12-02T13:00:00Z"},
+		{"held in the environment", "staging", "", held, false, "is held in staging since 2026-12-02T12:00:00Z: crash loop (lift it with: pinbot hold release staging " + image + "@" + held + ")"},
+		{"a root environment", "staging", "", pending, false, ""},
+	} {
+		err := g.Admit(ctx, tc.env, tc.upstream, image, tc.digest, tc.force)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v; want admitted", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v; want an error with %q", tc.name, err, tc.want)
+		}
+	}
+}
