@@ -83,53 +83,19 @@ func benchServe(ctx context.Context, r *report) error {
 		return err
 	}
 	start := func(id string) (*serveChild, error) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		c := &serveChild{id: id, addr: addr, exited: make(chan struct{})}
-		logFile, err := os.Create(filepath.Join(tmp, "serve-"+id+".log"))
-		if err != nil {
-			return nil, err
-		}
-		c.cmd = exec.Command(b.bin, "serve", "--config", cfg, "--kubeconfig", b.cluster.Kubeconfig,
-			"--cache-dir", filepath.Join(tmp, "cache-"+id), "--listen", addr, "--webhook-secret-file", secretFile,
+		return b.startServe(id, cfg, "--webhook-secret-file", secretFile,
 			"--leader-elect", "--id", id, "--lease-duration", serveLeaseArg, "--renew-deadline", "3s", "--retry-period", "1s")
-		c.cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+b.docker)
-		c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
-		if err := c.cmd.Start(); err != nil {
-			logFile.Close()
-			return nil, err
-		}
-		go func() { _ = c.cmd.Wait(); logFile.Close(); close(c.exited) }()
-		return c, nil
-	}
-	stopChild := func(c *serveChild) {
-		select {
-		case <-c.exited:
-			return
-		default:
-		}
-		_ = c.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-c.exited:
-		case <-time.After(30 * time.Second):
-			_ = c.cmd.Process.Kill()
-			<-c.exited
-		}
 	}
 	a, err := start("bench-a")
 	if err != nil {
 		return err
 	}
-	defer stopChild(a)
+	defer a.stop()
 	bb, err := start("bench-b")
 	if err != nil {
 		return err
 	}
-	defer stopChild(bb)
+	defer bb.stop()
 	holder := func() string {
 		l, err := b.kube.CoordinationV1().Leases("pinbot-system").Get(ctx, "pinbot", metav1.GetOptions{})
 		if err != nil || l.Spec.HolderIdentity == nil {
@@ -154,16 +120,7 @@ func benchServe(ctx context.Context, r *report) error {
 		}
 		return time.Time{}
 	}
-	poll := func(timeout time.Duration, what string, cond func() bool) (time.Duration, error) {
-		begin := time.Now()
-		for deadline := begin.Add(timeout); !cond(); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) || ctx.Err() != nil {
-				return 0, fmt.Errorf("%s: not within %s", what, timeout)
-			}
-		}
-		return time.Since(begin), nil
-	}
-	if _, err := poll(2*time.Minute, "a leader", func() bool { return holder() == a.id || holder() == bb.id }); err != nil {
+	if _, err := benchPoll(ctx, 2*time.Minute, "a leader", func() bool { return holder() == a.id || holder() == bb.id }); err != nil {
 		return err
 	}
 	leader, follower := a, bb
@@ -205,7 +162,7 @@ func benchServe(ctx context.Context, r *report) error {
 			return fmt.Errorf("webhook to the follower: %s", resp.Status)
 		}
 		var start time.Time
-		if _, err := poll(30*time.Second, "the sync of "+commit[:8], func() bool { start = started(app, commit); return !start.IsZero() }); err != nil {
+		if _, err := benchPoll(ctx, 30*time.Second, "the sync of "+commit[:8], func() bool { start = started(app, commit); return !start.IsZero() }); err != nil {
 			return err
 		}
 		// The sync starts after the leader fetched and rendered the pushed
@@ -220,7 +177,7 @@ func benchServe(ctx context.Context, r *report) error {
 
 	sigterm := time.Now()
 	_ = leader.cmd.Process.Signal(syscall.SIGTERM)
-	if _, err := poll(30*time.Second, "failover after SIGTERM", func() bool { return holder() == follower.id }); err != nil {
+	if _, err := benchPoll(ctx, 30*time.Second, "failover after SIGTERM", func() bool { return holder() == follower.id }); err != nil {
 		return err
 	}
 	took := time.Since(sigterm)
@@ -236,4 +193,59 @@ func recSleepPlain(ctx context.Context, d time.Duration) error {
 	case <-time.After(d):
 		return nil
 	}
+}
+
+// startServe starts `pinbot serve` on config cfg as child id, with its
+// own cache, listening on a free loopback port, with the extra flags.
+// Its output goes to serve-<id>.log in the run's directory.
+func (b *recBench) startServe(id, cfg string, extra ...string) (*serveChild, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c := &serveChild{id: id, addr: addr, exited: make(chan struct{})}
+	logFile, err := os.Create(filepath.Join(b.tmp, "serve-"+id+".log"))
+	if err != nil {
+		return nil, err
+	}
+	c.cmd = exec.Command(b.bin, append([]string{"serve", "--config", cfg, "--kubeconfig", b.cluster.Kubeconfig,
+		"--cache-dir", filepath.Join(b.tmp, "cache-"+id), "--listen", addr}, extra...)...)
+	c.cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+b.docker)
+	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
+	if err := c.cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	go func() { _ = c.cmd.Wait(); logFile.Close(); close(c.exited) }()
+	return c, nil
+}
+
+// stop ends the child with SIGTERM, and kills it after 30s.
+func (c *serveChild) stop() {
+	select {
+	case <-c.exited:
+		return
+	default:
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+	case <-time.After(30 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.exited
+	}
+}
+
+// benchPoll checks cond every 5ms until it holds, and returns how long
+// that took; an error names what did not happen within timeout.
+func benchPoll(ctx context.Context, timeout time.Duration, what string, cond func() bool) (time.Duration, error) {
+	begin := time.Now()
+	for deadline := begin.Add(timeout); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return 0, fmt.Errorf("%s: not within %s", what, timeout)
+		}
+	}
+	return time.Since(begin), nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/internal/testenv/kube"
+	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 )
 
 const (
@@ -29,6 +30,7 @@ type demo struct {
 	images  map[string]pushed
 	pr      int64
 	cluster *kube.Cluster // started by mergeAndReconcile, for the Argo CD step
+	node    *kubeletsim.Sim
 	closers []func()
 
 	// reconcilerConfig and kubeconfig are set once the cluster half

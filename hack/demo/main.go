@@ -3,7 +3,9 @@
 // repository pinned to v1, a CI build of v2 that writes a Kaniko digest
 // file, `pinbot promote`, a moved tag caught by `pinbot drift`, the merge a
 // reviewer would make, and the reconciler proving on a real kube-apiserver
-// that the running Pods use the merged digest.
+// that the running Pods use the merged digest; then a release chain:
+// staging proven, prod's pull request opened by pinbot with the proof, a
+// bad prod release rolled back and held.
 //
 // It ends with `pinbot serve` running and its dashboard's URL printed,
 // until Ctrl-C (PINBOT_DEMO_SERVE=0 or --no-serve ends the demo there
@@ -41,8 +43,9 @@ func run(ctx context.Context) error {
 		d.promote,
 		d.drift,
 		d.mergeAndReconcile,
-		d.argoCD, // argocd.go
-		d.serve,  // last: it runs until Ctrl-C
+		d.argoCD,       // argocd.go
+		d.releaseChain, // release.go
+		d.serve,        // last: it runs until Ctrl-C
 	} {
 		if err := step(ctx); err != nil {
 			return err

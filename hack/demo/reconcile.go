@@ -44,6 +44,7 @@ func (d *demo) mergeAndReconcile(ctx context.Context) error {
 		return fmt.Errorf("starting the simulated node: %w", err)
 	}
 	d.closers = append(d.closers, node.Stop)
+	d.node = node
 	cs, err := kubernetes.NewForConfig(cluster.Config())
 	if err != nil {
 		return err

@@ -1,0 +1,337 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	sdk "code.gitea.io/sdk/gitea"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
+	"pinbot.dev/pinbot/promote"
+	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/release/store"
+)
+
+func init() { register("release", benchRelease) }
+
+// The release measurements: one repository with staging then prod, two
+// replicas each, pinbot serve stepping the chain every second.
+const (
+	releaseRounds   = 3
+	releaseReplicas = 2
+	releaseSoak     = 3 * time.Second
+	releaseReady    = 5 * time.Second
+	releaseRepo     = "release"
+	releaseImage    = "shop"
+)
+
+// releaseBench is one run's chain: the peers, the pinned references
+// (repo:tag@digest) pushed for it, and the serve child.
+type releaseBench struct {
+	*recBench
+	refs  []string
+	cfg   string
+	serve *serveChild
+}
+
+// benchRelease measures the targets of issue 21: from the upstream proof
+// completing its soak to the downstream pull request being open, and from
+// a failing proof's deadline to the rollback pull request being open. The
+// proof's start is what the bench itself sees in the cluster (every
+// replica Ready on the digest, no other Pod), so pinbot's own lag in
+// noticing it counts against pinbot.
+func benchRelease(ctx context.Context, r *report) error {
+	tmp, err := os.MkdirTemp("", "pinbot-bench-release-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	b := &releaseBench{recBench: &recBench{tmp: tmp, bin: filepath.Join(tmp, "pinbot")}}
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+	built := make(chan error, 1)
+	go func() { built <- buildPinbot(ctx, b.bin) }()
+	stop, err := b.start(ctx)
+	defer stop()
+	if err = errors.Join(err, <-built); err != nil {
+		return err
+	}
+	if err := b.setUp(ctx); err != nil {
+		return err
+	}
+	secret := filepath.Join(tmp, "secret")
+	if err := os.WriteFile(secret, []byte("bench-release-secret"), 0o600); err != nil {
+		return err
+	}
+	if b.serve, err = b.startServe("release", b.cfg, "--release-interval", "1s", "--webhook-secret-file", secret); err != nil {
+		return err
+	}
+	defer b.serve.stop()
+	if err := b.waitProven(ctx, "prod", refDigest(b.refs[0])); err != nil {
+		return err
+	}
+
+	var onward, noticed []time.Duration
+	for i := 1; i <= releaseRounds; i++ {
+		late, lag, err := b.onward(ctx, b.refs[i])
+		if err != nil {
+			return fmt.Errorf("round %d: %w", i, err)
+		}
+		onward, noticed = append(onward, late), append(noticed, lag)
+	}
+	p50 := recMedian(onward)
+	r.check("release: soak complete upstream → downstream PR open, p50", recRound(p50).String()+" ("+recDurations(onward)+")", "≤ 2s", p50 <= 2*time.Second)
+	r.info("release: proof held in the cluster → in pinbot's ledger, p50", recRound(recMedian(noticed)).String()+" ("+recDurations(noticed)+")")
+
+	var rollback []time.Duration
+	bad := b.refs[releaseRounds+1:]
+	for i, fail := range []func(kubeletsim.PodMatcher){b.node.FailReadiness, b.node.CrashLoop} {
+		late, err := b.rollback(ctx, bad[i], fail)
+		if err != nil {
+			return fmt.Errorf("rollback %d: %w", i+1, err)
+		}
+		rollback = append(rollback, late)
+	}
+	worst := max(rollback[0], rollback[1])
+	r.check("release: failing proof's deadline → rollback PR open, worst", recRound(worst).String()+" (never Ready "+recRound(rollback[0]).String()+", crash loop "+recRound(rollback[1]).String()+")", "≤ 5s", worst <= 5*time.Second)
+	return nil
+}
+
+// setUp pushes the images, creates the repository with both environments
+// on the first, and writes serve's config.
+func (b *releaseBench) setUp(ctx context.Context) error {
+	if err := b.namespaces(ctx, "staging", "prod"); err != nil {
+		return err
+	}
+	var err error
+	if b.refs, err = b.pushImages(releaseImage, releaseRounds+3); err != nil {
+		return err
+	}
+	chain := fmt.Sprintf(`environments:
+  - name: staging
+    paths: ["envs/staging/**"]
+    apps: [shop-staging]
+    soak: %s
+  - name: prod
+    from: staging
+    paths: ["envs/prod/**"]
+    apps: [shop-prod]
+    readyTimeout: %s
+`, releaseSoak, releaseReady)
+	if err := b.gitea.CreateRepo(ctx, b.owner, releaseRepo, "main"); err != nil {
+		return err
+	}
+	if _, err := b.push(ctx, releaseRepo, map[string]string{
+		".pinbot.yaml":           chain,
+		"envs/staging/shop.yaml": releaseDeployment("staging", b.refs[0]),
+		"envs/prod/shop.yaml":    releaseDeployment("prod", b.refs[0]),
+	}); err != nil {
+		return err
+	}
+	url := b.gitea.RepoURL(b.owner, releaseRepo)
+	b.cfg = filepath.Join(b.tmp, "release.yaml")
+	return os.WriteFile(b.cfg, fmt.Appendf(nil, `interval: 2s
+forge: {url: %q, tokenFile: %q}
+apps:
+  - {name: shop-staging, repo: %s, branch: main, path: envs/staging, namespace: staging, allowNamespaces: [staging], syncPolicy: {automated: true}}
+  - {name: shop-prod, repo: %s, branch: main, path: envs/prod, namespace: prod, allowNamespaces: [prod], syncPolicy: {automated: true}}
+promote:
+  - {repo: %s/%s, images: [%s]}
+`, b.gitea.URL, b.token, url, url, b.owner, releaseRepo, b.repository()), 0o600)
+}
+
+// onward promotes ref into staging as CI would and merges it, then
+// returns how long after the soak's end (counted from when every staging
+// replica ran it Ready) prod's pull request for it was open, and how long
+// pinbot took to record the proof. It merges prod's pull request and
+// waits for prod's proof, so that prod has a last proven digest.
+func (b *releaseBench) onward(ctx context.Context, ref string) (late, noticed time.Duration, err error) {
+	digest := refDigest(ref)
+	if err := b.promote(ctx, ref); err != nil {
+		return 0, 0, err
+	}
+	pr, err := b.waitPull(ctx, promote.Branch("pinbot/", "staging", b.repository()), digest, time.Minute)
+	if err != nil {
+		return 0, 0, err
+	}
+	if _, err := b.gitea.MergePull(ctx, b.owner, releaseRepo, pr.Index); err != nil {
+		return 0, 0, err
+	}
+	var held time.Time
+	if _, err := b.poll(ctx, 2*time.Minute, "staging running "+digest[:19], func() bool {
+		ok := b.running(ctx, "staging", digest)
+		if ok {
+			held = time.Now()
+		}
+		return ok
+	}); err != nil {
+		return 0, 0, err
+	}
+	prod, err := b.waitPull(ctx, promote.Branch("pinbot/", "prod", b.repository()), digest, 2*time.Minute)
+	if err != nil {
+		return 0, 0, err
+	}
+	opened := time.Now()
+	t := b.track(ctx, "staging")
+	if t.ProvenSince == nil {
+		return 0, 0, errors.New("prod's pull request opened while the ledger has no proof for staging")
+	}
+	if _, err := b.gitea.MergePull(ctx, b.owner, releaseRepo, prod.Index); err != nil {
+		return 0, 0, err
+	}
+	if err := b.waitProven(ctx, "prod", digest); err != nil {
+		return 0, 0, err
+	}
+	return opened.Sub(held.Add(releaseSoak)), t.ProvenSince.Sub(held), nil
+}
+
+// rollback makes ref's Pods fail with fail, forces ref into prod and
+// merges it, and returns how long after the deadline (the merge plus
+// readyTimeout) the rollback pull request was open. It merges the
+// rollback and waits for prod to run the last proven digest again.
+func (b *releaseBench) rollback(ctx context.Context, ref string, fail func(kubeletsim.PodMatcher)) (time.Duration, error) {
+	digest := refDigest(ref)
+	fail(kubeletsim.UsesImage(digest))
+	if err := b.promote(ctx, ref, "--env", "prod", "--force", "--reason", "bench: a bad release"); err != nil {
+		return 0, err
+	}
+	pr, err := b.waitPull(ctx, promote.Branch("pinbot/", "prod", b.repository()), digest, time.Minute)
+	if err != nil {
+		return 0, err
+	}
+	last := b.track(ctx, "prod").LastProven
+	if _, err := b.gitea.MergePull(ctx, b.owner, releaseRepo, pr.Index); err != nil {
+		return 0, err
+	}
+	deadline := time.Now().Add(releaseReady)
+	rb, err := b.waitPull(ctx, promote.RollbackBranch("pinbot/", "prod", b.repository()), last, 2*time.Minute)
+	if err != nil {
+		return 0, err
+	}
+	late := time.Since(deadline)
+	if _, err := b.gitea.MergePull(ctx, b.owner, releaseRepo, rb.Index); err != nil {
+		return 0, err
+	}
+	return late, b.waitProven(ctx, "prod", last)
+}
+
+// poll is benchPoll that gives up as soon as serve exits, with its log.
+func (b *releaseBench) poll(ctx context.Context, within time.Duration, what string, cond func() bool) (time.Duration, error) {
+	exited := false
+	took, err := benchPoll(ctx, within, what, func() bool {
+		select {
+		case <-b.serve.exited:
+			exited = true
+			return true
+		default:
+			return cond()
+		}
+	})
+	if exited {
+		log, _ := os.ReadFile(filepath.Join(b.tmp, "serve-"+b.serve.id+".log"))
+		return 0, fmt.Errorf("%s: pinbot serve exited: %s", what, log[max(0, len(log)-2000):])
+	}
+	return took, err
+}
+
+// promote runs pinbot promote of ref with extra flags.
+func (b *releaseBench) promote(ctx context.Context, ref string, extra ...string) error {
+	at := strings.LastIndex(ref, "@")
+	args := append([]string{"promote", "--image", ref[:at], "--digest", ref[at+1:],
+		"--forge-url", b.gitea.URL, "--repo", b.owner + "/" + releaseRepo, "--token-file", b.token,
+		"--cache-dir", filepath.Join(b.tmp, "promote-cache")}, extra...)
+	cmd := exec.CommandContext(ctx, b.bin, args...)
+	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+b.docker)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("pinbot %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// waitPull waits, polling every 20ms, for the open pull request on branch
+// whose body names digest.
+func (b *releaseBench) waitPull(ctx context.Context, branch, digest string, within time.Duration) (*sdk.PullRequest, error) {
+	c, err := b.gitea.Client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var found *sdk.PullRequest
+	_, err = b.poll(ctx, within, "an open pull request on "+branch+" for "+digest[:19], func() bool {
+		prs, _, err := c.ListRepoPullRequests(b.owner, releaseRepo, sdk.ListPullRequestsOptions{State: sdk.StateOpen})
+		for _, pr := range prs {
+			if err == nil && pr.Head != nil && pr.Head.Ref == branch && strings.Contains(pr.Body, digest) {
+				found = pr
+				return true
+			}
+		}
+		time.Sleep(15 * time.Millisecond)
+		return false
+	})
+	return found, err
+}
+
+// running reports whether every Pod of env's Deployment is Ready and runs
+// digest, with exactly the replicas wanted: the proof as the cluster has it.
+func (b *releaseBench) running(ctx context.Context, env, digest string) bool {
+	pods, err := b.kube.CoreV1().Pods(env).List(ctx, metav1.ListOptions{LabelSelector: "app=shop"})
+	if err != nil || len(pods.Items) != releaseReplicas {
+		time.Sleep(15 * time.Millisecond)
+		return false
+	}
+	for _, p := range pods.Items {
+		ready := false
+		for _, c := range p.Status.Conditions {
+			ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+		}
+		if !ready || p.DeletionTimestamp != nil || len(p.Status.ContainerStatuses) != 1 || !strings.HasSuffix(p.Status.ContainerStatuses[0].ImageID, digest) {
+			time.Sleep(15 * time.Millisecond)
+			return false
+		}
+	}
+	return true
+}
+
+// waitProven waits for pinbot's ledger to hold env proven on digest.
+func (b *releaseBench) waitProven(ctx context.Context, env, digest string) error {
+	_, err := b.poll(ctx, 3*time.Minute, env+" proven on "+digest[:19], func() bool {
+		time.Sleep(50 * time.Millisecond)
+		return b.track(ctx, env).Proven == digest
+	})
+	return err
+}
+
+// track is the image's track in env, as serve stored it.
+func (b *releaseBench) track(ctx context.Context, env string) release.Track {
+	l, _, err := store.New(b.kube, "pinbot-system").Get(ctx, b.owner+"/"+releaseRepo)
+	if err != nil {
+		return release.Track{}
+	}
+	if t := l.Lookup(env, b.repository()); t != nil {
+		return *t
+	}
+	return release.Track{}
+}
+
+// repository is the image's repository in the registry.
+func (b *releaseBench) repository() string {
+	return b.gitea.RegistryHost + "/" + b.owner + "/" + releaseImage
+}
+
+// releaseDeployment is Deployment shop in ns on image, rolled out one
+// surge Pod at a time.
+func releaseDeployment(ns, image string) string {
+	return strings.Replace(recDeployment("shop", releaseReplicas, image), "  name: shop\n", "  name: shop\n  namespace: "+ns+"\n", 1)
+}
+
+// refDigest is the digest of a pinned reference repo:tag@digest.
+func refDigest(ref string) string { return ref[strings.LastIndex(ref, "@")+1:] }

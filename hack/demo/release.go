@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	sdk "code.gitea.io/sdk/gitea"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
+	"pinbot.dev/pinbot/promote"
+)
+
+const releases = "releases"
+
+// releaseChain shows the proof deciding a release: a repository with
+// staging then prod, pinbot serve watching both; CI promotes v2 into
+// staging, a reviewer merges, staging proves it, and after the soak pinbot
+// opens prod's pull request itself, with staging's proof. Then a bad
+// release (its Pods never get Ready) is forced into prod and merged:
+// pinbot rolls it back to the last proven digest and holds it.
+func (d *demo) releaseChain(ctx context.Context) error {
+	if d.cluster == nil || d.node == nil {
+		return errors.New("the release step needs the cluster half to have run")
+	}
+	banner("Environments: the proof decides the release")
+	cs, err := kubernetes.NewForConfig(d.cluster.Config())
+	if err != nil {
+		return err
+	}
+	for _, ns := range []string{"staging", "prod"} {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating %s: %w", ns, err)
+		}
+	}
+	v1, err := d.build(ctx, "shop", "v1", "1.0.0")
+	if err != nil {
+		return err
+	}
+	chain := `environments:
+  - name: staging
+    paths: ["envs/staging/**"]
+    apps: [shop-staging]
+    soak: 5s
+  - name: prod
+    from: staging
+    paths: ["envs/prod/**"]
+    apps: [shop-prod]
+    readyTimeout: 10s
+`
+	tree := filepath.Join(d.dir, "releases")
+	for p, body := range map[string]string{
+		".pinbot.yaml":           chain,
+		"envs/staging/shop.yaml": shopDeployment("staging", v1.pinned()),
+		"envs/prod/shop.yaml":    shopDeployment("prod", v1.pinned()),
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(tree, p)), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(tree, p), []byte(body), 0o644); err != nil {
+			return err
+		}
+	}
+	if _, err := d.gitea.CreateRepoFromDir(ctx, owner, releases, "main", tree); err != nil {
+		return err
+	}
+	fmt.Printf("repository %s/%s, .pinbot.yaml:\n%s", owner, releases, chain)
+
+	config := filepath.Join(d.dir, "release.yaml")
+	url := d.gitea.RepoURL(owner, releases)
+	body := fmt.Sprintf(`interval: 2s
+forge: {url: %q, tokenFile: %q}
+apps:
+  - {name: shop-staging, repo: %s, branch: main, path: envs/staging, namespace: staging, allowNamespaces: [staging], syncPolicy: {automated: true}}
+  - {name: shop-prod, repo: %s, branch: main, path: envs/prod, namespace: prod, allowNamespaces: [prod], syncPolicy: {automated: true}}
+promote:
+  - {repo: %s/%s, images: [%s]}
+`, d.gitea.URL, d.token, url, url, owner, releases, v1.repo)
+	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
+		return err
+	}
+	stop, err := d.serveChain(ctx, config)
+	if err != nil {
+		return err
+	}
+	defer stop()
+
+	forge := []string{"--forge-url", d.gitea.URL, "--repo", owner + "/" + releases, "--token-file", d.token}
+	v2, err := d.build(ctx, "shop", "v2", "1.1.0")
+	if err != nil {
+		return err
+	}
+	banner("CI promotes shop v2: it goes to staging, the first environment")
+	if _, err := d.run(ctx, append([]string{"promote", "--image", v2.repo + ":v2", "--digest", v2.digest}, forge...)...); err != nil {
+		return err
+	}
+	staging, err := d.waitPull(ctx, promote.Branch("pinbot/", "staging", v2.repo), time.Minute)
+	if err != nil {
+		return err
+	}
+	if _, err := d.gitea.MergePull(ctx, owner, releases, staging.Index); err != nil {
+		return err
+	}
+	fmt.Printf("a reviewer merged #%d; staging syncs, proves v2 and soaks it for 5s\n", staging.Index)
+	prod, err := d.waitPull(ctx, promote.Branch("pinbot/", "prod", v2.repo), 3*time.Minute)
+	if err != nil {
+		return err
+	}
+	banner(fmt.Sprintf("pinbot opened prod's pull request #%d itself, with staging's proof", prod.Index))
+	fmt.Println(section(prod.Body, "### Proven in staging"))
+	if _, err := d.gitea.MergePull(ctx, owner, releases, prod.Index); err != nil {
+		return err
+	}
+	fmt.Printf("a reviewer merged #%d into prod\n", prod.Index)
+
+	banner("A bad release: v3's Pods never get Ready; it is forced into prod and merged")
+	v3, err := d.build(ctx, "shop", "v3", "1.2.0")
+	if err != nil {
+		return err
+	}
+	d.node.FailReadiness(kubeletsim.UsesImage(v3.digest))
+	if _, err := d.run(ctx, append([]string{"promote", "--env", "prod", "--force", "--reason", "demo: skip staging", "--image", v3.repo + ":v3", "--digest", v3.digest}, forge...)...); err != nil {
+		return err
+	}
+	bad, err := d.waitPull(ctx, promote.Branch("pinbot/", "prod", v3.repo), time.Minute)
+	if err != nil {
+		return err
+	}
+	if _, err := d.gitea.MergePull(ctx, owner, releases, bad.Index); err != nil {
+		return err
+	}
+	rb, err := d.waitPull(ctx, promote.RollbackBranch("pinbot/", "prod", v3.repo), 3*time.Minute)
+	if err != nil {
+		return err
+	}
+	banner(fmt.Sprintf("pinbot rolled it back: pull request #%d, %s", rb.Index, rb.Title))
+	fmt.Println(section(rb.Body, "### Why"))
+	if _, err := d.run(ctx, "hold", "list", "--config", config, "--kubeconfig", d.kubeconfig); err != nil {
+		return err
+	}
+	if _, err := d.run(ctx, "ledger", "--config", config, "--kubeconfig", d.kubeconfig); err != nil {
+		return err
+	}
+	d.node.FailReadiness(nil)
+	return nil
+}
+
+// serveChain runs `pinbot serve` on config with the release chain looked
+// at every second, until the returned func stops it.
+func (d *demo) serveChain(ctx context.Context, config string) (func(), error) {
+	addr, err := freeLoopback()
+	if err != nil {
+		return nil, err
+	}
+	secret := filepath.Join(d.dir, "release-secret")
+	if err := os.WriteFile(secret, []byte("demo-release\n"), 0o600); err != nil {
+		return nil, err
+	}
+	logFile := filepath.Join(d.dir, "release-serve.log")
+	log, err := os.Create(logFile)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"serve", "--config", config, "--kubeconfig", d.kubeconfig, "--cache-dir", filepath.Join(d.dir, "release-cache"),
+		"--listen", addr, "--webhook-secret-file", secret, "--release-interval", "1s"}
+	fmt.Printf("\n$ pinbot %s\n", strings.Join(args, " "))
+	cmd := exec.Command(d.pinbot, args...)
+	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+d.dockerConfig())
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting pinbot serve: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func() { stopByPID(cmd.Process, exited); _ = log.Close() }
+	if err := waitReady(ctx, "http://"+addr+"/readyz", exited); err != nil {
+		stop()
+		return nil, fmt.Errorf("%w (log: %s)", err, logFile)
+	}
+	return stop, nil
+}
+
+// waitPull waits for the open pull request on branch of the releases
+// repository.
+func (d *demo) waitPull(ctx context.Context, branch string, within time.Duration) (*sdk.PullRequest, error) {
+	deadline := time.Now().Add(within)
+	for {
+		c, err := d.gitea.Client(ctx)
+		if err != nil {
+			return nil, err
+		}
+		prs, _, err := c.ListRepoPullRequests(owner, releases, sdk.ListPullRequestsOptions{State: sdk.StateOpen})
+		if err == nil {
+			for _, pr := range prs {
+				if pr.Head != nil && pr.Head.Ref == branch {
+					return pr, nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no pull request on %s within %s (see the serve log)", branch, within)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// section is the part of a Markdown body from heading to the next one.
+func section(body, heading string) string {
+	i := strings.Index(body, heading)
+	if i < 0 {
+		return body
+	}
+	rest := body[i:]
+	if j := strings.Index(rest[len(heading):], "\n### "); j >= 0 {
+		rest = rest[:len(heading)+j]
+	}
+	return strings.TrimSpace(rest)
+}
+
+func shopDeployment(ns, image string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: shop, namespace: %s}
+spec:
+  replicas: 2
+  strategy: {type: RollingUpdate, rollingUpdate: {maxUnavailable: 0, maxSurge: 1}}
+  selector: {matchLabels: {app: shop}}
+  template:
+    metadata: {labels: {app: shop}}
+    spec:
+      containers:
+        - name: shop
+          image: %s
+`, ns, image)
+}
