@@ -151,9 +151,9 @@ func TestJournalRollsBackAMovedTree(t *testing.T) {
 // TestSetRollsBackWhenAReplaceFails: when one original cannot be replaced
 // after others were, those go back: the tree ends as it was, with nothing
 // staged and no journal, and the error says so. The failure is a file
-// that became a directory mid-set, and, where the file system and the
-// user allow it, a file made immutable (chattr +i), which defeats even
-// root.
+// that became a directory mid-set, and a file made immutable (chattr
+// +i), which defeats even root; the test needs chattr, root and a file
+// system that keeps the flag (.ci/run installs chattr).
 func TestSetRollsBackWhenAReplaceFails(t *testing.T) {
 	files := map[string]string{
 		"a.yaml": "image: nginx@" + digestA + "\n",
@@ -193,7 +193,7 @@ func TestSetRollsBackWhenAReplaceFails(t *testing.T) {
 			err = exec.Command(chattr, "+i", b).Run()
 		}
 		if err != nil {
-			t.Skipf("this file system or user cannot make a file immutable (%v); the directory case above covers the rollback", err)
+			t.Fatalf("making %s immutable: %v (this test needs chattr, root, and a file system that keeps the flag)", b, err)
 		}
 		t.Cleanup(func() { exec.Command(chattr, "-i", b).Run() })
 		_, err = Set(dir, Update{Image: "nginx", Digest: digestB}, WithJournalDir(jd))

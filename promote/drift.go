@@ -4,12 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
-	"strings"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/imageref"
@@ -117,18 +113,6 @@ func (r DriftReport) Err() error {
 		errs[i] = f
 	}
 	return errors.Join(errs...)
-}
-
-type tagKey struct{ image, tag string }
-
-// tracking is one tag that pins follow and what the registry said.
-type tracking struct {
-	key     tagKey
-	pins    []pins.Pin
-	promo   Promotion
-	moved   map[string]bool // targets where a pin's digest moved
-	err     error
-	checked bool
 }
 
 // Drift finds every pin that follows a tag (a repo:tag@digest reference, a
@@ -275,98 +259,6 @@ func Drift(ctx context.Context, env Env, opts DriftOptions) (DriftReport, error)
 	return rep, nil
 }
 
-// tracked groups the base's pins by the tag they follow.
-func (s *session) tracked() []*tracking {
-	byKey := map[tagKey]*tracking{}
-	var out []*tracking
-	for _, p := range s.pins {
-		tag := s.tagOf(p)
-		if p.Ignored || p.Digest == "" || tag == "" || s.cfg.TargetOf(p.File) == "" {
-			continue
-		}
-		k := tagKey{p.Image, tag}
-		t := byKey[k]
-		if t == nil {
-			t = &tracking{key: k, moved: map[string]bool{}}
-			byKey[k] = t
-			out = append(out, t)
-		}
-		t.pins = append(t.pins, p)
-	}
-	sort.Slice(out, func(a, b int) bool {
-		if out[a].key.image != out[b].key.image {
-			return out[a].key.image < out[b].key.image
-		}
-		return out[a].key.tag < out[b].key.tag
-	})
-	return out
-}
-
-// tagOf is the tag a pin follows: its own, or a track entry's for a
-// digest-only pin.
-func (s *session) tagOf(p pins.Pin) string {
-	if p.Tag != "" {
-		return p.Tag
-	}
-	return s.cfg.TrackedTag(p.Image, p.File)
-}
-
-// resolveAll resolves every tracked tag, at most opts.Concurrency at once,
-// and works out which of its pins moved. Failures are kept per tag.
-func (s *session) resolveAll(ctx context.Context, tracked []*tracking, opts DriftOptions) {
-	var g errgroup.Group
-	g.SetLimit(opts.Concurrency)
-	for _, t := range tracked {
-		g.Go(func() error {
-			t.checked = true
-			t.err = s.check(ctx, t, opts.Choose)
-			return nil
-		})
-	}
-	_ = g.Wait() // every goroutine returns nil; failures are in t.err
-}
-
-// check resolves one tag and decides, per pin, whether its digest moved:
-// the digest the pin would get (the tag's index, or its child for the
-// pin's platform) differs from the pinned one.
-func (s *session) check(ctx context.Context, t *tracking, opts ChooseOptions) error {
-	ref := t.key.image + ":" + t.key.tag
-	d, err := s.tags.Resolve(ctx, ref)
-	if err != nil {
-		return fmt.Errorf("resolving %s: %w", ref, err)
-	}
-	t.promo = Promotion{Image: t.key.image, Tag: t.key.tag, Tags: []string{t.key.tag}, Digest: d.Digest, Source: SourceDrift}
-	differs := false
-	for _, p := range t.pins {
-		if p.Digest != d.Digest {
-			differs = true
-		}
-	}
-	if !differs {
-		return nil
-	}
-	if t.promo.Described, err = s.env.Registry.Describe(ctx, t.key.image+"@"+d.Digest); err != nil {
-		return fmt.Errorf("describing %s@%s: %w", ref, d.Digest, err)
-	}
-	for _, p := range t.pins {
-		if p.Digest == d.Digest {
-			continue
-		}
-		want, _, err := s.chooser.digestFor(ctx, p, t.promo, opts)
-		if err != nil {
-			return fmt.Errorf("%s: %w", ref, err)
-		}
-		if want != p.Digest {
-			target := s.cfg.TargetOf(p.File)
-			if e, ok := s.cfg.Environments.Get(target); ok && e.From != "" {
-				continue // it takes what its upstream proves, not drift
-			}
-			t.moved[target] = true
-		}
-	}
-	return nil
-}
-
 // driftJobs groups the moved tags into branches.
 func (s *session) driftJobs(moved []*tracking, group Group, opts ChooseOptions) []job {
 	type jobKey struct{ target, image string }
@@ -420,77 +312,6 @@ func (s *session) driftPromotion(t *tracking, target string, opts ChooseOptions)
 		},
 		choose: opts,
 	}
-}
-
-// closeIfDrift closes an open pull request that drift opened (every image
-// in its hidden block came from drift) once the base needs no change.
-func closeIfDrift(open *Meta) (bool, string) {
-	if open == nil || !driftOnly(*open) {
-		return false, ""
-	}
-	return true, "pinbot closes this pull request: every tag it followed points at the digest the base branch pins now, so it is obsolete."
-}
-
-func driftOnly(m Meta) bool {
-	for _, im := range m.Images {
-		if im.Source != SourceDrift {
-			return false
-		}
-	}
-	return len(m.Images) > 0
-}
-
-func sourcesOf(m Meta) string {
-	var out []string
-	for _, im := range m.Images {
-		if d := im.Source.Describe(); !slices.Contains(out, d) {
-			out = append(out, d)
-		}
-	}
-	return strings.Join(out, ", ")
-}
-
-// closeStale closes drift pull requests on branches this run planned no
-// job for, whose tags all point at the pinned digests again (none held or
-// failed this run).
-func (s *session) closeStale(ctx context.Context, open map[string]*gitforge.Pull, planned map[string]bool, tracked []*tracking, dryRun bool, rep *DriftReport) []Result {
-	unsettled := map[tagKey]bool{}
-	for _, t := range tracked {
-		if t.err != nil || len(t.moved) > 0 {
-			unsettled[t.key] = true
-		}
-	}
-	var out []Result
-	branches := sortedKeys(open)
-	for _, branch := range branches {
-		pr := open[branch]
-		if planned[branch] || !strings.HasPrefix(branch, s.cfg.BranchPrefix) {
-			continue
-		}
-		m, err := ParseBody(pr.Body)
-		if err != nil || !driftOnly(m) {
-			continue
-		}
-		stale := true
-		for _, im := range m.Images {
-			if unsettled[tagKey{im.Image, im.Tag}] {
-				stale = false
-			}
-		}
-		if !stale {
-			continue
-		}
-		_, comment := closeIfDrift(&m)
-		res := Result{Target: m.Target, Branch: branch, Status: StatusAlreadyPinned, Closed: pr, Meta: Meta{Version: MetaVersion, Target: m.Target}}
-		if !dryRun {
-			if err := s.env.Forge.ClosePull(ctx, s.env.Repo, pr.Number, comment); err != nil {
-				rep.Failed = append(rep.Failed, Failure{Branch: branch, Err: fmt.Errorf("closing obsolete pull request #%d: %w", pr.Number, err)})
-				continue
-			}
-		}
-		out = append(out, res)
-	}
-	return out
 }
 
 func sortedKeys[V any](m map[string]V) []string {
