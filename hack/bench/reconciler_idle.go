@@ -152,7 +152,7 @@ func (b *recBench) bareRSS(ctx context.Context) (int64, error) {
 	return rss, err
 }
 
-// recChild is a running `pinbot reconcile`.
+// recChild is a running pinbot command of the bench's.
 type recChild struct {
 	name   string
 	cmd    *exec.Cmd
@@ -164,18 +164,24 @@ type recChild struct {
 // startReconcile starts `pinbot reconcile` with config on the cluster
 // kubeconfig names; its log goes to a file.
 func (b *recBench) startReconcile(ctx context.Context, name, config, kubeconfig string) (*recChild, error) {
-	c := &recChild{name: name, log: filepath.Join(b.tmp, "reconcile-"+name+".log"), exited: make(chan struct{})}
+	return b.startChild(name, filepath.Join(b.tmp, "reconcile-"+name+".log"), "reconcile", "--config", config, "--kubeconfig", kubeconfig,
+		"--cache-dir", filepath.Join(b.tmp, "cache-reconcile-"+name))
+}
+
+// startChild starts the bench's pinbot with args, its output going to
+// the file log.
+func (b *recBench) startChild(name, log string, args ...string) (*recChild, error) {
+	c := &recChild{name: name, log: log, exited: make(chan struct{})}
 	logFile, err := os.Create(c.log)
 	if err != nil {
 		return nil, err
 	}
-	c.cmd = exec.Command(b.bin, "reconcile", "--config", config, "--kubeconfig", kubeconfig,
-		"--cache-dir", filepath.Join(b.tmp, "cache-reconcile-"+name))
+	c.cmd = exec.Command(b.bin, args...)
 	c.cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+b.docker)
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
 	if err := c.cmd.Start(); err != nil {
 		logFile.Close()
-		return nil, fmt.Errorf("starting pinbot reconcile: %w", err)
+		return nil, fmt.Errorf("starting pinbot %s: %w", args[0], err)
 	}
 	go func() {
 		_ = c.cmd.Wait()
@@ -185,7 +191,7 @@ func (b *recBench) startReconcile(ctx context.Context, name, config, kubeconfig 
 	return c, nil
 }
 
-// stop ends the process by its PID: SIGTERM, then SIGKILL after 10s.
+// stop ends the process by its PID: SIGTERM, then SIGKILL after 30s.
 func (c *recChild) stop() {
 	c.once.Do(func() {
 		select {
@@ -196,7 +202,7 @@ func (c *recChild) stop() {
 		_ = c.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-c.exited:
-		case <-time.After(10 * time.Second):
+		case <-time.After(30 * time.Second):
 			_ = c.cmd.Process.Kill()
 			<-c.exited
 		}
@@ -209,7 +215,7 @@ func (c *recChild) failure() error {
 	if len(tail) > 2000 {
 		tail = tail[len(tail)-2000:]
 	}
-	return fmt.Errorf("pinbot reconcile (%s) exited early: %s\n%s", c.name, c.cmd.ProcessState, tail)
+	return fmt.Errorf("pinbot %s (%s) exited early: %s\n%s", c.cmd.Args[1], c.name, c.cmd.ProcessState, tail)
 }
 
 // recSleep waits d, failing if ctx ends or one of the children exits.

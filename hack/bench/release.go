@@ -238,8 +238,7 @@ func (b *releaseBench) poll(ctx context.Context, within time.Duration, what stri
 		}
 	})
 	if exited {
-		log, _ := os.ReadFile(filepath.Join(b.tmp, "serve-"+b.serve.id+".log"))
-		return 0, fmt.Errorf("%s: pinbot serve exited: %s", what, log[max(0, len(log)-2000):])
+		return 0, fmt.Errorf("%s: %w", what, b.serve.failure())
 	}
 	return took, err
 }

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -36,10 +35,10 @@ const (
 	serveLeaseArg = "4s"
 )
 
+// serveChild is a running `pinbot serve`: its replica id and address.
 type serveChild struct {
+	*recChild
 	id, addr string
-	cmd      *exec.Cmd
-	exited   chan struct{}
 }
 
 // benchServe measures webhook to sync start through a follower, the
@@ -205,37 +204,12 @@ func (b *recBench) startServe(id, cfg string, extra ...string) (*serveChild, err
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	c := &serveChild{id: id, addr: addr, exited: make(chan struct{})}
-	logFile, err := os.Create(filepath.Join(b.tmp, "serve-"+id+".log"))
+	c, err := b.startChild(id, filepath.Join(b.tmp, "serve-"+id+".log"), append([]string{"serve", "--config", cfg, "--kubeconfig", b.cluster.Kubeconfig,
+		"--cache-dir", filepath.Join(b.tmp, "cache-"+id), "--listen", addr}, extra...)...)
 	if err != nil {
 		return nil, err
 	}
-	c.cmd = exec.Command(b.bin, append([]string{"serve", "--config", cfg, "--kubeconfig", b.cluster.Kubeconfig,
-		"--cache-dir", filepath.Join(b.tmp, "cache-"+id), "--listen", addr}, extra...)...)
-	c.cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+b.docker)
-	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
-	if err := c.cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, err
-	}
-	go func() { _ = c.cmd.Wait(); logFile.Close(); close(c.exited) }()
-	return c, nil
-}
-
-// stop ends the child with SIGTERM, and kills it after 30s.
-func (c *serveChild) stop() {
-	select {
-	case <-c.exited:
-		return
-	default:
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.exited:
-	case <-time.After(30 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-c.exited
-	}
+	return &serveChild{recChild: c, id: id, addr: addr}, nil
 }
 
 // benchPoll checks cond every 5ms until it holds, and returns how long
