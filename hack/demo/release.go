@@ -16,8 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/promote"
+	"pinbot.dev/pinbot/release/store"
 )
 
 const releases = "releases"
@@ -144,6 +146,11 @@ promote:
 	}
 	banner(fmt.Sprintf("pinbot rolled it back: pull request #%d, %s", rb.Index, rb.Title))
 	fmt.Println(section(rb.Body, "### Why"))
+	// serve writes the ledger once its step's actions are done, just
+	// after the pull request opens.
+	if err := d.waitHeld(ctx, cs, v3.repo, v3.digest, time.Minute); err != nil {
+		return err
+	}
 	if _, err := d.run(ctx, "hold", "list", "--config", config, "--kubeconfig", d.kubeconfig); err != nil {
 		return err
 	}
@@ -188,6 +195,25 @@ func (d *demo) serveChain(ctx context.Context, config string) (func(), error) {
 		return nil, fmt.Errorf("%w (log: %s)", err, logFile)
 	}
 	return stop, nil
+}
+
+// waitHeld waits for serve's ledger to hold digest of image in prod.
+func (d *demo) waitHeld(ctx context.Context, cs kubernetes.Interface, image, digest string, within time.Duration) error {
+	ledgers := store.New(cs, "pinbot-system")
+	for deadline := time.Now().Add(within); ; {
+		l, _, err := ledgers.Get(ctx, owner+"/"+releases)
+		if err == nil && l.Held("prod", image, digest) != nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not held in prod's ledger within %s (see the serve log)", imageref.Short(digest), within)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // waitPull waits for the open pull request on branch of the releases
