@@ -12,8 +12,7 @@ import (
 
 // Registry is the part of *registry.Client verification uses.
 type Registry interface {
-	ChildFor(ctx context.Context, indexRef string, p imageref.Platform) (registry.Child, error)
-	ConfigDigest(ctx context.Context, ref string, p imageref.Platform) (string, error)
+	Candidates(ctx context.Context, ref string, p imageref.Platform, configs bool) (registry.Candidates, error)
 }
 
 // lookupCache answers Lookups through a Registry, remembering definite
@@ -36,7 +35,7 @@ func (c *lookupCache) answer(ctx context.Context, needs []verdict.Lookup) verdic
 		a, ok := c.m[l]
 		c.mu.Unlock()
 		if !ok {
-			a = c.ask(ctx, l)
+			a = Answer(ctx, c.reg, l)
 			if a.Err == "" {
 				c.mu.Lock()
 				if len(c.m) > 10000 {
@@ -51,28 +50,27 @@ func (c *lookupCache) answer(ctx context.Context, needs []verdict.Lookup) verdic
 	return out
 }
 
-func (c *lookupCache) ask(ctx context.Context, l verdict.Lookup) verdict.Answer {
-	if c.reg == nil {
+// Answer asks reg one question verification depends on. A registry that
+// answers 404 gives a definite answer (Missing); any other failure is Err.
+func Answer(ctx context.Context, reg Registry, l verdict.Lookup) verdict.Answer {
+	if reg == nil {
 		return verdict.Answer{Err: "no registry client"}
 	}
-	switch l.Kind {
-	case verdict.LookupConfig:
-		d, err := c.reg.ConfigDigest(ctx, l.Ref, l.Platform)
-		if errors.Is(err, registry.ErrNoPlatform) {
-			return verdict.Answer{}
-		}
-		if err != nil {
-			return verdict.Answer{Err: err.Error()}
-		}
-		return verdict.Answer{Digest: d}
-	default:
-		ch, err := c.reg.ChildFor(ctx, l.Ref, l.Platform)
-		if errors.Is(err, registry.ErrNotIndex) || errors.Is(err, registry.ErrNoPlatform) {
-			return verdict.Answer{}
-		}
-		if err != nil {
-			return verdict.Answer{Err: err.Error()}
-		}
-		return verdict.Answer{Digest: ch.Digest}
+	configs := l.Kind == verdict.LookupConfigs
+	got, err := reg.Candidates(ctx, l.Ref, l.Platform, configs)
+	switch {
+	case errors.Is(err, registry.ErrNotFound):
+		return verdict.Answer{Missing: true}
+	case err != nil:
+		return verdict.Answer{Err: err.Error()}
 	}
+	a := verdict.Answer{Index: got.Index}
+	if configs {
+		a.Digests = got.Configs
+		return a
+	}
+	for _, ch := range got.Children {
+		a.Digests = append(a.Digests, ch.Digest)
+	}
+	return a
 }

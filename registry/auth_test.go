@@ -210,11 +210,11 @@ func TestErrorsCarryNoCredentials(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newClient(t, WithBasicAuth(tokenReg.host, testUser, testPass), WithBasicAuth(basicReg.host, testUser, testPass))
-			// ConfigDigest GETs the manifest: a HEAD answer has no body to echo.
-			_, err := c.ConfigDigest(t.Context(), tc.ref, imageref.Platform{OS: "linux", Architecture: "amd64"})
+			// Candidates GETs the manifest: a HEAD answer has no body to echo.
+			_, err := c.Candidates(t.Context(), tc.ref, imageref.Platform{OS: "linux", Architecture: "amd64"}, true)
 			var e *Error
 			if !errors.As(err, &e) || e.StatusCode != http.StatusForbidden {
-				t.Fatalf("ConfigDigest = %v, want an *Error with status 403", err)
+				t.Fatalf("Candidates = %v, want an *Error with status 403", err)
 			}
 			if !strings.Contains(err.Error(), "REDACTED") {
 				t.Errorf("error %q shows no redaction; did the registry echo anything?", err)

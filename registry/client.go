@@ -116,7 +116,7 @@ func WithConcurrency(n int) Option {
 }
 
 // WithRetry bounds retrying within one call (Resolve, Describe, ChildFor,
-// ConfigDigest): requests answered 429 or 5xx are retried after the
+// Candidates): requests answered 429 or 5xx are retried after the
 // Retry-After the registry asks for, or else with exponential backoff, until
 // the next wait would end more than maxElapsed after the call began; then
 // the call fails with the last status. Default 30s. Zero disables retries.
@@ -133,7 +133,7 @@ func WithStallTimeout(d time.Duration) Option {
 }
 
 // WithCallTimeout bounds one whole call (Resolve, Describe, ChildFor,
-// ConfigDigest), every request and retry in it, handshake included. Default
+// Candidates), every request and retry in it, handshake included. Default
 // 2m.
 func WithCallTimeout(d time.Duration) Option {
 	return func(o *options) { o.call = d }

@@ -126,18 +126,21 @@ func TestChildForAndConfigDigest(t *testing.T) {
 			if err != nil && !strings.Contains(err.Error(), tc.ref) {
 				t.Errorf("error %q does not name the reference", err)
 			}
-			config, err := c.ConfigDigest(t.Context(), tc.ref, tc.platform)
+			cands, err := c.Candidates(t.Context(), tc.ref, tc.platform, true)
+			if err != nil {
+				t.Fatalf("Candidates: %s", err)
+			}
 			if tc.wantConfig == "" {
-				if !errors.Is(err, ErrNoPlatform) {
-					t.Errorf("ConfigDigest error = %v, want ErrNoPlatform", err)
+				if len(cands.Configs) != 0 || len(cands.Children) != 0 || !cands.Index {
+					t.Errorf("Candidates = %+v, want an index with no candidate", cands)
 				}
 				return
 			}
-			if err != nil {
-				t.Fatalf("ConfigDigest: %s", err)
+			if cands.Index != (tc.wantErr == nil) || len(cands.Configs) != 1 {
+				t.Fatalf("Candidates = %+v, want one config (index %t)", cands, tc.wantErr == nil)
 			}
-			if config != tc.wantConfig {
-				t.Errorf("ConfigDigest = %s, want %s", config, tc.wantConfig)
+			if config := cands.Configs[0]; config != tc.wantConfig {
+				t.Errorf("config = %s, want %s", config, tc.wantConfig)
 			}
 		})
 	}

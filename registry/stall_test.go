@@ -59,8 +59,8 @@ func TestStalledRegistry(t *testing.T) {
 		"Resolve":  func(c *Client) error { _, err := c.Resolve(t.Context(), ref); return err },
 		"Describe": func(c *Client) error { _, err := c.Describe(t.Context(), ref); return err },
 		"ChildFor": func(c *Client) error { _, err := c.ChildFor(t.Context(), ref, amd64); return err },
-		"ConfigDigest": func(c *Client) error {
-			_, err := c.ConfigDigest(t.Context(), ref, amd64)
+		"Candidates": func(c *Client) error {
+			_, err := c.Candidates(t.Context(), ref, amd64, true)
 			return err
 		},
 	}

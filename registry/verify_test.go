@@ -44,7 +44,7 @@ func TestDigestMismatch(t *testing.T) {
 		{"Resolve by digest falling back to GET", func() error { _, err := c.Resolve(t.Context(), regNoHEAD.host+"/app@"+digest); return err }},
 		{"ChildFor by tag", func() error { _, err := c.ChildFor(t.Context(), reg.host+"/app:v1", amd64); return err }},
 		{"ChildFor by digest", func() error { _, err := c.ChildFor(t.Context(), reg.host+"/app@"+digest, amd64); return err }},
-		{"ConfigDigest by tag", func() error { _, err := c.ConfigDigest(t.Context(), reg.host+"/app:v1", amd64); return err }},
+		{"Candidates by tag", func() error { _, err := c.Candidates(t.Context(), reg.host+"/app:v1", amd64, true); return err }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.call()

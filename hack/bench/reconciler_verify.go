@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -11,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/verdict"
-	"pinbot.dev/pinbot/registry"
 )
 
 // The verification measurement: an app of one Deployment of fleetPods
@@ -167,7 +166,7 @@ func (b *recBench) snapshot(ctx context.Context, files map[string]string) (*verd
 	}
 	s.Lookups = verdict.Lookups{}
 	for _, l := range verdict.Needs(s) {
-		s.Lookups[l] = b.lookup(ctx, l)
+		s.Lookups[l] = reconciler.Answer(ctx, b.reg, l)
 	}
 	image := pods.Items[0].Spec.Containers[0].Image
 	_, digest, ok := strings.Cut(image, "@")
@@ -175,24 +174,4 @@ func (b *recBench) snapshot(ctx context.Context, files map[string]string) (*verd
 		return nil, "", fmt.Errorf("image %s is not pinned", image)
 	}
 	return s, digest, nil
-}
-
-// lookup answers one registry question verification needs.
-func (b *recBench) lookup(ctx context.Context, l verdict.Lookup) verdict.Answer {
-	var d string
-	var err error
-	if l.Kind == verdict.LookupConfig {
-		d, err = b.reg.ConfigDigest(ctx, l.Ref, l.Platform)
-	} else {
-		var c registry.Child
-		c, err = b.reg.ChildFor(ctx, l.Ref, l.Platform)
-		d = c.Digest
-	}
-	switch {
-	case errors.Is(err, registry.ErrNoPlatform), errors.Is(err, registry.ErrNotIndex):
-		return verdict.Answer{}
-	case err != nil:
-		return verdict.Answer{Err: err.Error()}
-	}
-	return verdict.Answer{Digest: d}
 }
