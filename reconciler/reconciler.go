@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,22 +28,23 @@ import (
 // are safe for concurrent use; passes of one app take turns. Close
 // releases its watches.
 type Reconciler struct {
-	cfg      *config.Config
-	kube     kubernetes.Interface
-	applier  *ssa.Applier
-	watcher  *watcher
-	lives    *liveCache // watches of each app's inventory (live.go)
-	source   *Source
-	lookups  *lookupCache
-	history  *store.History
-	report   *reporter
-	observer *observer // verify-only apps (observer.go)
-	token    string
-	now      func() time.Time
-	metrics  *metrics
-	caps     *capabilities // the cluster's, for Helm renders (render.go)
-	apps     map[string]*appState
-	onProof  atomic.Pointer[func(app string)] // OnProofChange
+	cfg       *config.Config
+	kube      kubernetes.Interface
+	applier   *ssa.Applier
+	watcher   *watcher
+	lives     *liveCache // watches of each app's inventory (live.go)
+	source    *Source
+	lookups   *lookupCache
+	confirmed sync.Map // app -> proofOf its last confirmed Verified verification
+	history   *store.History
+	report    *reporter
+	observer  *observer // verify-only apps (observer.go)
+	token     string
+	now       func() time.Time
+	metrics   *metrics
+	caps      *capabilities // the cluster's, for Helm renders (render.go)
+	apps      map[string]*appState
+	onProof   atomic.Pointer[func(app string)] // OnProofChange
 }
 
 type options struct {

@@ -3,6 +3,8 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -17,14 +19,74 @@ func (r *Reconciler) snapshot(ctx context.Context, namespaces []string, desired 
 	if err := r.watcher.watch(ctx, namespaces); err != nil {
 		return nil, fmt.Errorf("watching the Pods of %v: %w", namespaces, err)
 	}
-	snap := &verdict.Snapshot{Desired: desired, Live: live}
+	snap := &verdict.Snapshot{Desired: desired, Live: live, Mirrors: r.cfg.Rules()}
 	r.watcher.fill(snap, namespaces)
 	return snap, nil
 }
 
 // verify verifies snap's workloads for app at commit, asking the registry
-// what the verification needs (config digests, index children) first.
+// what the verification needs (config digests, index children) first. A
+// proof it has not made before is final only once the workloads, read
+// again after the Pods were collected, are as they were (confirm).
 func (r *Reconciler) verify(ctx context.Context, app, commit string, snap *verdict.Snapshot) *verdict.Verification {
 	snap.Lookups = r.lookups.answer(ctx, verdict.Needs(snap))
-	return verdict.Verify(app, commit, snap)
+	v := verdict.Verify(app, commit, snap)
+	if !v.Verified {
+		return v
+	}
+	key := proofOf(v)
+	if prev, ok := r.confirmed.Load(app); ok && prev == key {
+		return v
+	}
+	if reason := r.confirm(ctx, snap); reason != "" {
+		v.Verified = false
+		v.Reasons = append(v.Reasons, reason)
+		return v
+	}
+	r.confirmed.Store(app, key)
+	return v
+}
+
+// proofOf is what a Verified verification claims: the commit and which
+// container of which Pod runs which digest.
+func proofOf(v *verdict.Verification) string {
+	parts := make([]string, 0, len(v.Containers)+1)
+	for _, c := range v.Containers {
+		parts = append(parts, c.Namespace+"/"+c.Pod+"/"+c.Container+"="+c.RunningDigest)
+	}
+	sort.Strings(parts)
+	return v.Commit + " " + strings.Join(parts, " ")
+}
+
+// confirm reads snap's workloads again, past the caches, and says how one
+// changed since the snapshot read it ("" when none did): a rollout begun
+// or a Pod replaced while the Pods were collected would make the proof
+// describe a state that no longer holds.
+func (r *Reconciler) confirm(ctx context.Context, snap *verdict.Snapshot) string {
+	want := map[object.Ref]*unstructured.Unstructured{}
+	for _, d := range snap.Desired {
+		if verdict.IsWorkload(d) {
+			want[object.RefOf(d)] = d
+		}
+	}
+	again := map[object.Ref]*unstructured.Unstructured{}
+	if err := r.applier.GetMissing(ctx, want, again); err != nil {
+		return fmt.Sprintf("not final: reading the workloads again after collecting their Pods: %s", err)
+	}
+	refs := make([]object.Ref, 0, len(want))
+	for ref := range want {
+		refs = append(refs, ref)
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
+	for _, ref := range refs {
+		before, after := snap.Live[ref], again[ref]
+		switch {
+		case before == nil:
+		case after == nil:
+			return fmt.Sprintf("not final: %s was deleted while its Pods were collected", ref)
+		case after.GetUID() != before.GetUID() || after.GetResourceVersion() != before.GetResourceVersion():
+			return fmt.Sprintf("not final: %s changed while its Pods were collected (resourceVersion %s, then %s)", ref, before.GetResourceVersion(), after.GetResourceVersion())
+		}
+	}
+	return ""
 }

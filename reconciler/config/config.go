@@ -18,10 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"pinbot.dev/pinbot/internal/clip"
+	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/loopback"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler/deployer"
 	"pinbot.dev/pinbot/reconciler/ignore"
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 // Defaults applied by Load to fields the config leaves empty.
@@ -46,10 +48,51 @@ type Config struct {
 	// Forge, when set, is the Gitea that receives commit statuses and
 	// pull-request comments for apps whose repo lives on it.
 	Forge *ForgeConfig `yaml:"forge"`
+	// Mirrors are the registry mirrors Nodes pull through. A runtime that
+	// reports a pinned digest under a mirror's name is Verified either way
+	// (digests are compared, not names); a rule makes the proof say which
+	// mirror it was.
+	Mirrors []Mirror `yaml:"mirrors"`
 	// Apps are reconciled independently of each other.
 	Apps []App      `yaml:"apps"`
 	file string     // where the config was read from, for error messages
 	root *yaml.Node // its document, for the lines of its keys
+}
+
+// Mirror maps an upstream registry or repository prefix to its mirror's:
+// {from: docker.io, to: mirror.internal:5000/hub}.
+type Mirror struct {
+	From string `yaml:"from"`
+	To   string `yaml:"to"`
+}
+
+// Rules returns the mirror rules in the normal form verification compares
+// (validated by Validate).
+func (c *Config) Rules() []verdict.Mirror {
+	var out []verdict.Mirror
+	for _, m := range c.Mirrors {
+		from, err1 := mirrorPrefix(m.From)
+		to, err2 := mirrorPrefix(m.To)
+		if err1 == nil && err2 == nil {
+			out = append(out, verdict.Mirror{From: from, To: to})
+		}
+	}
+	return out
+}
+
+// mirrorPrefix normalises a registry host or repository prefix, as image
+// references are: "docker.io" is "index.docker.io/". Two path components
+// are appended and cut again so that no "library/" is inserted.
+func mirrorPrefix(p string) (string, error) {
+	p = strings.TrimSuffix(p, "/")
+	if p == "" {
+		return "", fmt.Errorf("empty")
+	}
+	repo, err := imageref.ParseRepository(p + "/pinbot-probe/x")
+	if err != nil {
+		return "", errors.New("not a valid registry host and path")
+	}
+	return strings.TrimSuffix(repo, "pinbot-probe/x"), nil
 }
 
 // ForgeConfig locates the Gitea API and its credentials.
@@ -282,6 +325,13 @@ func (c *Config) Validate() error {
 	}
 	if c.StateNamespace != "" && !dnsLabel(c.StateNamespace) {
 		add(KeyLine(c.root, "stateNamespace"), "stateNamespace %s: not a valid namespace name", clip.Quote(c.StateNamespace))
+	}
+	for i, m := range c.Mirrors {
+		for _, f := range []struct{ key, v string }{{"from", m.From}, {"to", m.To}} {
+			if _, err := mirrorPrefix(f.v); err != nil {
+				add(KeyLine(c.root, "mirrors"), "mirrors[%d].%s %s: want a registry host or repository prefix (%v)", i, f.key, clip.Quote(f.v), err)
+			}
+		}
 	}
 	if c.Forge != nil {
 		line := KeyLine(c.root, "forge", "url")

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 // issueExample is the config from the issue's contract.
@@ -89,6 +91,7 @@ func TestParseErrors(t *testing.T) {
 		{"credentials in the forge URL", "forge:\n  url: 'https://bot:hunter2@gitea.example'\napps:\n" + app, []string{"c.yaml:2: forge.url", "put no credentials in the URL"}},
 		{"forge URL that does not parse", "forge:\n  url: 'https://bot:hun ter2@gitea.example:99999'\napps:\n" + app, []string{"c.yaml:2: forge.url"}},
 		{"no apps", "interval: 5s\n", []string{"c.yaml: no apps"}},
+		{"bad mirror", "mirrors:\n  - {from: docker.io, to: 'Mirror Host/x'}\napps:\n" + app, []string{`c.yaml:2: mirrors[0].to "Mirror Host/x": want a registry host or repository prefix (not a valid registry host and path)`}},
 		{"empty", "", []string{"c.yaml: empty config"}},
 		{"syntax", "apps: [\n", []string{"c.yaml:"}},
 		{"missing fields", "apps:\n  - name: Web_1\n", []string{
@@ -156,5 +159,16 @@ func TestLoadResolvesRelativePaths(t *testing.T) {
 	}
 	if _, err := c.App("nope"); err == nil || !strings.Contains(err.Error(), `no app "nope" (apps: web)`) {
 		t.Errorf("App(nope) = %v, want an error listing the apps", err)
+	}
+}
+
+func TestMirrorRules(t *testing.T) {
+	c, err := Parse("c.yaml", []byte("mirrors:\n  - {from: docker.io, to: 'mirror.local:5000/hub/'}\n  - {from: ghcr.io/org, to: mirror.local:5000/ghcr}\napps:\n  - {name: web, repo: 'https://g.example/o/r.git', namespace: web}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []verdict.Mirror{{From: "index.docker.io/", To: "mirror.local:5000/hub/"}, {From: "ghcr.io/org/", To: "mirror.local:5000/ghcr/"}}
+	if diff := cmp.Diff(want, c.Rules()); diff != "" {
+		t.Errorf("Rules (-want +got):\n%s", diff)
 	}
 }

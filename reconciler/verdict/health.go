@@ -69,7 +69,7 @@ func AssessHealth(s *Snapshot) HealthReport {
 			} else {
 				oh.Status, oh.Message = string(res.Status), res.Message
 			}
-			if isWorkload(d) {
+			if IsWorkload(d) {
 				if msg := podFailure(ix.rolloutOf(d, live).current); msg != "" {
 					oh.Status, oh.Message = string(status.FailedStatus), msg
 				}

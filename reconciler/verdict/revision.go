@@ -34,7 +34,14 @@ type Snapshot struct {
 	// Lookups are the registry's answers for config-digest and index-child
 	// comparisons (see Needs).
 	Lookups Lookups
+	// Mirrors are the configured registry mirror rules, to say so when a
+	// runtime reports a pinned digest under a mirror's name.
+	Mirrors []Mirror
 }
+
+// Mirror maps an upstream repository prefix to the mirror's, both
+// normalised: {From: "index.docker.io/library/", To: "mirror.local/hub/"}.
+type Mirror struct{ From, To string }
 
 // index speeds up the owner walks over a Snapshot.
 type index struct {
@@ -43,6 +50,7 @@ type index struct {
 	crByOwner   map[types.UID][]*appsv1.ControllerRevision
 	pods        map[types.NamespacedName]*corev1.Pod
 	nodes       map[string]*corev1.Node
+	mirrors     []Mirror
 }
 
 func newIndex(s *Snapshot) *index {
@@ -52,6 +60,7 @@ func newIndex(s *Snapshot) *index {
 		crByOwner:   map[types.UID][]*appsv1.ControllerRevision{},
 		pods:        map[types.NamespacedName]*corev1.Pod{},
 		nodes:       map[string]*corev1.Node{},
+		mirrors:     s.Mirrors,
 	}
 	for _, p := range s.Pods {
 		ix.pods[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p
@@ -85,6 +94,7 @@ type rollout struct {
 	notes    []string       // why the rollout cannot be verified yet
 	missing  bool           // the workload is not in the cluster
 	spec     *podSpecImages // what Git declares
+	chain    string         // how a current Pod leads to the workload, for evidence
 }
 
 // podSpecImages are the images a pod template in Git declares.
@@ -94,8 +104,8 @@ type podSpecImages struct {
 
 type containerImage struct{ name, image string }
 
-// isWorkload reports whether u runs Pods pinbot verifies.
-func isWorkload(u *unstructured.Unstructured) bool {
+// IsWorkload reports whether u runs Pods pinbot verifies.
+func IsWorkload(u *unstructured.Unstructured) bool {
 	gvk := u.GroupVersionKind()
 	switch gvk.Group + "/" + gvk.Kind {
 	case "apps/Deployment", "apps/StatefulSet", "apps/DaemonSet", "batch/Job", "/Pod":
@@ -147,6 +157,7 @@ func (ix *index) rolloutOf(desired, live *unstructured.Unstructured) rollout {
 		err = ix.job(&r, live)
 	case "Pod":
 		if p := ix.pods[types.NamespacedName{Namespace: live.GetNamespace(), Name: live.GetName()}]; p != nil {
+			r.chain = "the Pod itself"
 			r.split([]*corev1.Pod{p}, func(*corev1.Pod) bool { return true }, true)
 		}
 	}
@@ -214,6 +225,15 @@ func (ix *index) deployment(r *rollout, live *unstructured.Unstructured) error {
 		return nil
 	}
 	r.revision = newest.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+	// The controller writes the revision of the ReplicaSet that carries
+	// the current template onto the Deployment. A newest ReplicaSet in
+	// view that is not it (a cache behind, a rollout just begun) means the
+	// current revision's Pods are not known yet.
+	if want := d.Annotations["deployment.kubernetes.io/revision"]; want != "" && want != strconv.FormatInt(rsRevision(newest), 10) {
+		r.notes = append(r.notes, fmt.Sprintf("%s is at revision %s, the newest ReplicaSet in view (%s) at %d", r.workload, want, newest.Name, rsRevision(newest)))
+	}
+	r.chain = fmt.Sprintf("ReplicaSet %s (uid %s, revision %d, current) → Deployment %s (uid %s, generation %d observed)",
+		newest.Name, newest.UID, rsRevision(newest), d.Name, d.UID, d.Status.ObservedGeneration)
 	r.split(pods, func(p *corev1.Pod) bool {
 		c := metav1.GetControllerOf(p)
 		return c != nil && c.UID == newest.UID
@@ -235,6 +255,7 @@ func (ix *index) statefulSet(r *rollout, live *unstructured.Unstructured) error 
 	r.desired = replicas(s.Spec.Replicas)
 	r.checkObserved(s.Generation, s.Status.ObservedGeneration)
 	r.revision = s.Status.UpdateRevision
+	r.chain = fmt.Sprintf("StatefulSet %s (uid %s, update revision %s, generation %d observed)", s.Name, s.UID, r.revision, s.Status.ObservedGeneration)
 	r.split(ix.podsByOwner[s.UID], func(p *corev1.Pod) bool {
 		return r.revision != "" && p.Labels[appsv1.ControllerRevisionHashLabelKey] == r.revision
 	}, false)
@@ -256,6 +277,7 @@ func (ix *index) daemonSet(r *rollout, live *unstructured.Unstructured) error {
 	}
 	if newest != nil {
 		r.revision = newest.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]
+		r.chain = fmt.Sprintf("DaemonSet %s (uid %s, ControllerRevision %s, revision %d, generation %d observed)", ds.Name, ds.UID, newest.Name, newest.Revision, ds.Status.ObservedGeneration)
 	}
 	r.split(ix.podsByOwner[ds.UID], func(p *corev1.Pod) bool {
 		return r.revision != "" && p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == r.revision
@@ -268,6 +290,7 @@ func (ix *index) job(r *rollout, live *unstructured.Unstructured) error {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, &j); err != nil {
 		return err
 	}
+	r.chain = fmt.Sprintf("Job %s (uid %s)", j.Name, j.UID)
 	r.split(ix.podsByOwner[j.UID], func(*corev1.Pod) bool { return true }, true)
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"pinbot.dev/pinbot/internal/imageref"
@@ -26,10 +27,40 @@ const (
 	Mismatch Verdict = "Mismatch"
 	// Pending: the container has not started yet.
 	Pending Verdict = "Pending"
-	// Unknown: no imageID, an unpinned image in Git, or a registry lookup
-	// that could not be made. Never reported as Verified or Mismatch.
+	// Unknown: no imageID, an unpinned image in Git, or a Pod whose Node
+	// and platform are not known. Never reported as Verified or Mismatch.
 	Unknown Verdict = "Unknown"
+	// Inconclusive: the runtime reports a digest whose relation to the pin
+	// (an index and its platform child, or a config digest) only the
+	// registry can prove, and it could not: the registry did not answer,
+	// or several children fit the Node's platform. Never Verified, never
+	// Mismatch: the next pass asks again.
+	Inconclusive Verdict = "Inconclusive"
 )
+
+// States are the states of an app's proof, for a state-set metric.
+var States = []Verdict{Verified, Mismatch, Inconclusive, Unknown, Pending}
+
+// StateOf is the state of a whole verification: Verified when it proves
+// the app, else its worst container verdict (Mismatch, then Inconclusive,
+// Unknown, Pending), and Pending when nothing was judged yet (no Pods, a
+// rollout not observed) or v is nil.
+func StateOf(v *Verification) Verdict {
+	if v == nil {
+		return Pending
+	}
+	if v.Verified {
+		return Verified
+	}
+	worst := Pending
+	rank := map[Verdict]int{Pending: 0, Verified: 0, Unknown: 1, Inconclusive: 2, Mismatch: 3}
+	for _, c := range v.Containers {
+		if rank[c.Verdict] > rank[worst] {
+			worst = c.Verdict
+		}
+	}
+	return worst
+}
 
 // ContainerVerdict is the verification of one container of one Pod.
 type ContainerVerdict struct {
@@ -52,6 +83,12 @@ type ContainerVerdict struct {
 	Workload string `json:"workload"`
 	Revision string `json:"revision,omitempty"`
 	Node     string `json:"node,omitempty"`
+	// RunningRepository is the repository the imageID names when it is
+	// not Image (a mirror's, or another repository with the same digest).
+	RunningRepository string `json:"running_repository,omitempty"`
+	// Evidence lists what the verdict rests on: the owner chain that made
+	// the Pod count, the imageID, the Node's platform, registry answers.
+	Evidence []string `json:"evidence,omitempty"`
 }
 
 // Verification is the proof, or its absence, that an app's Pods run what
@@ -108,13 +145,16 @@ func Needs(s *Snapshot) []Lookup {
 func walk(s *Snapshot, need func(Lookup), v *Verification) {
 	ix := newIndex(s)
 	for _, d := range s.Desired {
-		if !isWorkload(d) {
+		if !IsWorkload(d) {
 			continue
 		}
 		r := ix.rolloutOf(d, s.Live[object.RefOf(d)])
 		v.Reasons = append(v.Reasons, r.notes...)
 		for _, p := range r.current {
-			v.Containers = append(v.Containers, judgePod(ix, s.Lookups, need, &r, p)...)
+			for _, cv := range judgePod(ix, s.Lookups, need, &r, p) {
+				cv.Evidence = append([]string{fmt.Sprintf("Pod %s (uid %s) → %s", p.Name, p.UID, r.chain)}, cv.Evidence...)
+				v.Containers = append(v.Containers, cv)
+			}
 		}
 		for _, p := range r.old {
 			v.OldRevisions = append(v.OldRevisions, judgePod(ix, s.Lookups, need, &r, p)...)
@@ -130,7 +170,7 @@ func judgePod(ix *index, lookups Lookups, need func(Lookup), r *rollout, p *core
 	judge := func(c containerImage, statuses []corev1.ContainerStatus, init bool) {
 		cv := ContainerVerdict{
 			Namespace: p.Namespace, Pod: p.Name, Container: c.name, Init: init,
-			Workload: r.workload.String(), Revision: r.revision, Node: p.Spec.NodeName,
+			Workload: r.workload.String(), Revision: podRevision(p, r.revision), Node: p.Spec.NodeName,
 		}
 		repo, gitDigest, pinned := pinnedImage(c.image)
 		cv.GitDigest = gitDigest
@@ -164,7 +204,10 @@ func judgePod(ix *index, lookups Lookups, need func(Lookup), r *rollout, p *core
 		case st.ImageID == "":
 			cv.Verdict, cv.Reason = Unknown, "the runtime reports no imageID"
 		default:
-			cv.Verdict, cv.Reason = compare(repo, gitDigest, st.ImageID, platform, platformErr, lookups, need)
+			j := compare(comparison{repo: repo, gitDigest: gitDigest, imageID: st.ImageID, platform: platform,
+				platformErr: platformErr, mirrors: ix.mirrors, lookups: lookups, need: need})
+			cv.Verdict, cv.Reason, cv.RunningRepository = j.verdict, j.reason, j.otherRepo
+			cv.Evidence = append(cv.Evidence, j.evidence...)
 		}
 		out = append(out, cv)
 	}
@@ -175,6 +218,18 @@ func judgePod(ix *index, lookups Lookups, need func(Lookup), r *rollout, p *core
 		judge(c, p.Status.ContainerStatuses, false)
 	}
 	return out
+}
+
+// podRevision is the revision a Pod's labels give it (a ReplicaSet's
+// pod-template-hash, a StatefulSet's or DaemonSet's
+// controller-revision-hash), else the rollout's current one.
+func podRevision(p *corev1.Pod, current string) string {
+	for _, k := range []string{appsv1.DefaultDeploymentUniqueLabelKey, appsv1.ControllerRevisionHashLabelKey} {
+		if h := p.Labels[k]; h != "" {
+			return h
+		}
+	}
+	return current
 }
 
 // hasContainer reports whether p's spec has a container (an init
@@ -220,40 +275,160 @@ func waitingReason(w *corev1.ContainerStateWaiting) string {
 	return fmt.Sprintf("not started yet: %s: %s", w.Reason, w.Message)
 }
 
-// compare judges one reported imageID against the digest Git pins.
-func compare(repo, gitDigest, imageID string, p imageref.Platform, platformErr error, lookups Lookups, need func(Lookup)) (Verdict, string) {
-	running, form := parseImageID(imageID)
+// comparison is one running container judged against its pin.
+type comparison struct {
+	repo, gitDigest, imageID string
+	platform                 imageref.Platform
+	platformErr              error
+	mirrors                  []Mirror
+	lookups                  Lookups
+	need                     func(Lookup)
+}
+
+// judgement is a comparison's outcome: the verdict, why, the other
+// repository name the runtime used (if any), and the evidence it rests on.
+type judgement struct {
+	verdict   Verdict
+	reason    string
+	otherRepo string
+	evidence  []string
+}
+
+// compare judges one reported imageID against the digest Git pins. Only
+// digests are compared: a repository name in the imageID is reported, never
+// trusted or held against the Pod. A relation between an index and one of
+// its children counts only once the registry proves it for the Node's
+// platform; when it cannot, the verdict is Inconclusive.
+func compare(c comparison) judgement {
+	running, form := parseImageID(c.imageID)
+	j := judgement{evidence: []string{fmt.Sprintf("imageID %q", c.imageID)}}
 	if form == formInvalid {
-		return Unknown, fmt.Sprintf("unrecognised imageID %q", imageID)
+		j.verdict, j.reason = Unknown, fmt.Sprintf("unrecognised imageID %q", c.imageID)
+		return j
 	}
-	if form == formManifest && running == gitDigest {
-		return Verified, ""
+	if form == formManifest {
+		j.otherRepo, j.reason = otherRepository(c.repo, c.imageID, c.mirrors)
 	}
-	if platformErr != nil {
-		return Unknown, platformErr.Error()
+	if form == formManifest && running == c.gitDigest {
+		j.verdict = Verified
+		return j
 	}
-	l := Lookup{Kind: LookupChild, Ref: repo + "@" + gitDigest, Platform: p}
+	if c.platformErr != nil {
+		j.verdict, j.reason = Unknown, c.platformErr.Error()
+		return j
+	}
+	j.evidence = append(j.evidence, "node platform "+c.platform.String())
+	pinned := c.repo + "@" + c.gitDigest
 	if form == formConfig {
-		l.Kind = LookupConfig
-	}
-	need(l)
-	a, ok := lookups[l]
-	switch {
-	case !ok:
-		return Unknown, fmt.Sprintf("registry lookup of %s for %s not made", l.Kind, p)
-	case a.Err != "":
-		return Unknown, fmt.Sprintf("registry unreachable for %s: %s", l.Ref, a.Err)
-	}
-	if form == formConfig {
-		if running == a.Digest {
-			return Verified, fmt.Sprintf("config digest of the pinned image for %s", p)
+		l := Lookup{Kind: LookupConfigs, Ref: pinned, Platform: c.platform}
+		c.need(l)
+		a, ok := c.lookups[l]
+		if !ok || a.Err != "" {
+			j.verdict, j.reason = Inconclusive, unanswered(l, a, ok)
+			return j
 		}
-		return Mismatch, fmt.Sprintf("running config %s, Git %s has config %s for %s", running, gitDigest, a.Digest, p)
+		j.evidence = append(j.evidence, fmt.Sprintf("registry: %s has config %s for %s", pinned, strings.Join(a.Digests, ", "), c.platform))
+		switch n := count(a.Digests, running); {
+		case n == 1 && len(a.Digests) == 1:
+			j.verdict, j.reason = Verified, fmt.Sprintf("config digest of the pinned image for %s", c.platform)
+		case n > 0:
+			j.verdict, j.reason = Inconclusive, fmt.Sprintf("config %s is one of %d children of the pinned index for %s; the Node reports no variant to tell which it runs", running, len(a.Digests), c.platform)
+		default:
+			j.verdict, j.reason = Mismatch, fmt.Sprintf("running config %s, Git %s has config %s for %s", running, c.gitDigest, strings.Join(a.Digests, ", "), c.platform)
+		}
+		return j
 	}
-	if a.Digest != "" && running == a.Digest {
-		return Verified, fmt.Sprintf("the %s child of the pinned index", p)
+	// The runtime reports another manifest: a child of the pinned index,
+	// the index of a pinned child, or another image. Ask about both.
+	down := Lookup{Kind: LookupChildren, Ref: pinned, Platform: c.platform}
+	up := Lookup{Kind: LookupChildren, Ref: c.repo + "@" + running, Platform: c.platform}
+	c.need(down)
+	c.need(up)
+	a, ok := c.lookups[down]
+	if !ok || a.Err != "" {
+		j.verdict, j.reason = Inconclusive, unanswered(down, a, ok)
+		return j
 	}
-	return Mismatch, fmt.Sprintf("running %s, Git %s", running, gitDigest)
+	if a.Index {
+		j.evidence = append(j.evidence, fmt.Sprintf("registry: index %s lists %s for %s", imageref.Abbrev(c.gitDigest), list(a.Digests), c.platform))
+		if count(a.Digests, running) > 0 {
+			j.verdict, j.reason = Verified, fmt.Sprintf("the %s child of the pinned index", c.platform)
+			return j
+		}
+		j.verdict, j.reason = Mismatch, fmt.Sprintf("running %s, Git %s", running, c.gitDigest)
+		return j
+	}
+	b, ok := c.lookups[up]
+	switch {
+	case ok && b.Missing:
+		j.evidence = append(j.evidence, fmt.Sprintf("registry: %s does not exist in %s", imageref.Abbrev(running), c.repo))
+	case !ok || b.Err != "":
+		j.verdict, j.reason = Inconclusive, unanswered(up, b, ok)
+		return j
+	case b.Index:
+		j.evidence = append(j.evidence, fmt.Sprintf("registry: running index %s lists %s for %s", imageref.Abbrev(running), list(b.Digests), c.platform))
+		switch n := count(b.Digests, c.gitDigest); {
+		case n == 1 && len(b.Digests) == 1:
+			j.verdict, j.reason = Verified, fmt.Sprintf("the runtime reports the index %s, whose only %s child Git pins", imageref.Abbrev(running), c.platform)
+			return j
+		case n > 0:
+			j.verdict, j.reason = Inconclusive, fmt.Sprintf("the runtime reports the index %s, which has %d children for %s; the Node reports no variant to tell whether it runs the pinned one", imageref.Abbrev(running), len(b.Digests), c.platform)
+			return j
+		}
+	}
+	j.verdict, j.reason = Mismatch, fmt.Sprintf("running %s, Git %s", running, c.gitDigest)
+	return j
+}
+
+// unanswered says why a lookup gives no proof.
+func unanswered(l Lookup, a Answer, asked bool) string {
+	if !asked {
+		return fmt.Sprintf("registry lookup of %s of %s for %s not made", l.Kind, l.Ref, l.Platform)
+	}
+	return fmt.Sprintf("registry unreachable for %s, so its relation to the running image is unproven: %s", l.Ref, a.Err)
+}
+
+func count(list []string, s string) int {
+	n := 0
+	for _, x := range list {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}
+
+func list(digests []string) string {
+	if len(digests) == 0 {
+		return "no child"
+	}
+	out := make([]string, len(digests))
+	for i, d := range digests {
+		out[i] = imageref.Abbrev(d)
+	}
+	return strings.Join(out, ", ")
+}
+
+// otherRepository names the repository an imageID reports when it is not
+// the pinned one (a mirror, or another repository holding the same
+// content, as CRI-O may report), and says whether a mirror rule maps the
+// two names.
+func otherRepository(pinned, imageID string, mirrors []Mirror) (string, string) {
+	for _, p := range []string{"docker-pullable://", "docker://"} {
+		imageID = strings.TrimPrefix(imageID, p)
+	}
+	name, _, _ := strings.Cut(imageID, "@")
+	want, err1 := imageref.ParseRepository(pinned)
+	got, err2 := imageref.ParseRepository(name)
+	if err1 != nil || err2 != nil || want == got {
+		return "", ""
+	}
+	for _, m := range mirrors {
+		if rest, ok := strings.CutPrefix(want, m.From); ok && got == m.To+rest {
+			return got, fmt.Sprintf("the runtime names the mirror %s (mirror rule %s → %s); digests compared", got, m.From, m.To)
+		}
+	}
+	return got, fmt.Sprintf("the runtime names another repository, %s, for the same digest; digests compared", got)
 }
 
 // platform is the OS and architecture of the Node p runs on.

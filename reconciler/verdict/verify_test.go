@@ -1,6 +1,7 @@
 package verdict_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,8 +16,18 @@ import (
 )
 
 func TestVerify(t *testing.T) {
-	childLookup := verdict.Lookup{Kind: verdict.LookupChild, Ref: fixture.Repo + "@" + fixture.DigestB, Platform: fixture.AMD64}
-	configLookup := verdict.Lookup{Kind: verdict.LookupConfig, Ref: fixture.Repo + "@" + fixture.DigestB, Platform: fixture.AMD64}
+	children := func(d string) verdict.Lookup {
+		return verdict.Lookup{Kind: verdict.LookupChildren, Ref: fixture.Repo + "@" + d, Platform: fixture.AMD64}
+	}
+	configs := verdict.Lookup{Kind: verdict.LookupConfigs, Ref: fixture.Repo + "@" + fixture.DigestB, Platform: fixture.AMD64}
+	single := fixture.SingleManifests
+	with := func(l verdict.Lookups, more verdict.Lookups) verdict.Lookups {
+		for k, v := range more {
+			l[k] = v
+		}
+		return l
+	}
+	pinnedIndex := verdict.Lookups{children(fixture.DigestB): {Index: true, Digests: []string{fixture.DigestC}}}
 	for _, tc := range []struct {
 		name     string
 		snap     *verdict.Snapshot
@@ -27,24 +38,40 @@ func TestVerify(t *testing.T) {
 	}{
 		{name: "manifest digest", snap: fixture.RolledOut(fixture.Repo+"@"+fixture.DigestB, "docker-pullable://"+fixture.Repo+"@"+fixture.DigestB),
 			verified: true, want: []string{"web-new-1/app=Verified", "web-new-2/app=Verified"}},
-		{name: "stale node image without registry answer is Unknown", snap: fixture.RolledOut(fixture.Repo+"@"+fixture.DigestB, fixture.Repo+"@"+fixture.DigestA),
-			want: []string{"web-new-1/app=Verified", "web-new-2/app=Unknown"}, reason: "registry lookup of child for linux/amd64 not made",
-			needs: []verdict.Lookup{childLookup}},
-		{name: "stale node image, Git pins a single manifest", snap: withLookups(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestB, fixture.Repo+"@"+fixture.DigestA), verdict.Lookups{childLookup: {}}),
-			want: []string{"web-new-1/app=Verified", "web-new-2/app=Mismatch"}, reason: "running " + fixture.DigestA + ", Git " + fixture.DigestB,
-			needs: []verdict.Lookup{childLookup}},
-		{name: "platform child of the pinned index", snap: withLookups(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestC, fixture.Repo+"@"+fixture.DigestC), verdict.Lookups{childLookup: {Digest: fixture.DigestC}}),
+		{name: "another digest without registry answers is Inconclusive", snap: fixture.RolledOut(fixture.Repo+"@"+fixture.DigestB, fixture.Repo+"@"+fixture.DigestA),
+			want: []string{"web-new-1/app=Verified", "web-new-2/app=Inconclusive"}, reason: "registry lookup of children of " + fixture.Repo + "@" + fixture.DigestB + " for linux/amd64 not made",
+			needs: []verdict.Lookup{children(fixture.DigestA), children(fixture.DigestB)}},
+		{name: "stale node image, both single manifests", snap: withLookups(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestB, fixture.Repo+"@"+fixture.DigestA), single(fixture.DigestA, fixture.DigestB)),
+			want: []string{"web-new-1/app=Verified", "web-new-2/app=Mismatch"}, reason: "running " + fixture.DigestA + ", Git " + fixture.DigestB},
+		{name: "platform child of the pinned index", snap: withLookups(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestC, fixture.Repo+"@"+fixture.DigestC), pinnedIndex),
 			verified: true, want: []string{"web-new-1/app=Verified", "web-new-2/app=Verified"}},
-		{name: "another platform's child is a mismatch", snap: withLookups(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestD), verdict.Lookups{childLookup: {Digest: fixture.DigestC}}),
+		{name: "another platform's child is a mismatch", snap: withLookups(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestD), pinnedIndex),
 			want: []string{"web-new-1/app=Mismatch"}, reason: "running " + fixture.DigestD},
-		{name: "registry unreachable is Unknown", snap: withLookups(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestD), verdict.Lookups{childLookup: {Err: "connection refused"}}),
-			want: []string{"web-new-1/app=Unknown"}, reason: "registry unreachable for " + fixture.Repo + "@" + fixture.DigestB + ": connection refused"},
-		{name: "config digest form", snap: withLookups(fixture.RolledOut(fixture.DigestCfg, "docker://"+fixture.DigestCfg), verdict.Lookups{configLookup: {Digest: fixture.DigestCfg}}),
-			verified: true, want: []string{"web-new-1/app=Verified", "web-new-2/app=Verified"}, needs: []verdict.Lookup{childLookup, configLookup}}, // the child for the old Pod
-		{name: "config digest of another image", snap: withLookups(fixture.RolledOut(fixture.DigestC), verdict.Lookups{configLookup: {Digest: fixture.DigestCfg}}),
+		{name: "registry unreachable is Inconclusive", snap: withLookups(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestD), verdict.Lookups{children(fixture.DigestB): {Err: "connection refused"}}),
+			want: []string{"web-new-1/app=Inconclusive"}, reason: "registry unreachable for " + fixture.Repo + "@" + fixture.DigestB + ", so its relation to the running image is unproven: connection refused"},
+		{name: "the runtime reports the index of the pinned child", snap: withLookups(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestC, fixture.Repo+"@"+fixture.DigestB), with(single(fixture.DigestB, fixture.DigestA), verdict.Lookups{children(fixture.DigestC): {Index: true, Digests: []string{fixture.DigestB}}})),
+			verified: true, want: []string{"web-new-1/app=Verified", "web-new-2/app=Verified"}},
+		{name: "an index with several children for the platform is Inconclusive", snap: withLookups(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestC), with(single(fixture.DigestB, fixture.DigestA), verdict.Lookups{children(fixture.DigestC): {Index: true, Digests: []string{fixture.DigestB, fixture.DigestD}}})),
+			want: []string{"web-new-1/app=Inconclusive"}, reason: "which has 2 children for linux/amd64"},
+		{name: "a running index without the pinned child is a mismatch", snap: withLookups(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestC), with(single(fixture.DigestB, fixture.DigestA), verdict.Lookups{children(fixture.DigestC): {Index: true, Digests: []string{fixture.DigestD}}})),
+			want: []string{"web-new-1/app=Mismatch"}, reason: "running " + fixture.DigestC},
+		{name: "a running digest the pinned repository lacks is a mismatch", snap: withLookups(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestD), with(single(fixture.DigestB, fixture.DigestA), verdict.Lookups{children(fixture.DigestD): {Missing: true}})),
+			want: []string{"web-new-1/app=Mismatch"}, reason: "running " + fixture.DigestD},
+		{name: "the running index unreadable is Inconclusive", snap: withLookups(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestC), with(single(fixture.DigestB, fixture.DigestA), verdict.Lookups{children(fixture.DigestC): {Err: "timeout"}})),
+			want: []string{"web-new-1/app=Inconclusive"}, reason: "registry unreachable for " + fixture.Repo + "@" + fixture.DigestC},
+		{name: "config digest form", snap: withLookups(fixture.RolledOut(fixture.DigestCfg, "docker://"+fixture.DigestCfg), verdict.Lookups{configs: {Digests: []string{fixture.DigestCfg}}}),
+			verified: true, want: []string{"web-new-1/app=Verified", "web-new-2/app=Verified"},
+			needs: []verdict.Lookup{children(fixture.DigestA), children(fixture.DigestB), configs}}, // the children for the old Pod
+		{name: "config digest of another image", snap: withLookups(fixture.RolledOut(fixture.DigestC), verdict.Lookups{configs: {Digests: []string{fixture.DigestCfg}}}),
 			want: []string{"web-new-1/app=Mismatch"}, reason: "running config " + fixture.DigestC},
-		{name: "config digest, registry down", snap: withLookups(fixture.RolledOut(fixture.DigestCfg), verdict.Lookups{configLookup: {Err: "timeout"}}),
-			want: []string{"web-new-1/app=Unknown"}, reason: "timeout"},
+		{name: "config digest shared by several children is Inconclusive", snap: withLookups(fixture.RolledOut(fixture.DigestCfg), verdict.Lookups{configs: {Index: true, Digests: []string{fixture.DigestCfg, fixture.DigestD}}}),
+			want: []string{"web-new-1/app=Inconclusive"}, reason: "one of 2 children of the pinned index for linux/amd64"},
+		{name: "config digest, registry down", snap: withLookups(fixture.RolledOut(fixture.DigestCfg), verdict.Lookups{configs: {Err: "timeout"}}),
+			want: []string{"web-new-1/app=Inconclusive"}, reason: "timeout"},
+		{name: "another repository's name for the pinned digest", snap: fixture.RolledOut("mirror.local/hub/org/app@"+fixture.DigestB, fixture.Repo+"@"+fixture.DigestB),
+			verified: true, want: []string{"web-new-1/app=Verified", "web-new-2/app=Verified"}},
+		{name: "Deployment at a revision its newest ReplicaSet in view is not", snap: withLive(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestB, fixture.Repo+"@"+fixture.DigestB), annotated(fixture.LiveWorkload("apps/v1", "Deployment", "web", 2, 2, 2, nil), "deployment.kubernetes.io/revision", "3")),
+			want: []string{"web-new-1/app=Verified", "web-new-2/app=Verified"}, reason: "Deployment web/web is at revision 3, the newest ReplicaSet in view (web-new) at 2"},
 		{name: "not started", snap: fixture.RolledOut("wait:ContainerCreating:", "wait:ErrImagePull:pull failed"),
 			want: []string{"web-new-1/app=Pending", "web-new-2/app=Pending"}, reason: "not started yet: ContainerCreating"},
 		{name: "running without imageID", snap: fixture.RolledOut("", fixture.Repo+"@"+fixture.DigestB),
@@ -115,6 +142,11 @@ func renamed(s *verdict.Snapshot, name string) *verdict.Snapshot {
 	return s
 }
 
+func annotated(u *unstructured.Unstructured, k, v string) *unstructured.Unstructured {
+	u.SetAnnotations(map[string]string{k: v})
+	return u
+}
+
 func withLookups(s *verdict.Snapshot, l verdict.Lookups) *verdict.Snapshot { s.Lookups = l; return s }
 func withNodes(s *verdict.Snapshot, n []*corev1.Node) *verdict.Snapshot {
 	s.Nodes = n
@@ -140,7 +172,7 @@ func TestVerifyOldPodsListedApart(t *testing.T) {
 	if !v.Verified {
 		t.Errorf("not verified: %q", v.Summary())
 	}
-	if diff := cmp.Diff([]string{"web-old-1/app=Unknown", "web-old-2/app=Unknown"}, fixture.Verdicts(v.OldRevisions)); diff != "" {
+	if diff := cmp.Diff([]string{"web-old-1/app=Inconclusive", "web-old-2/app=Inconclusive"}, fixture.Verdicts(v.OldRevisions)); diff != "" {
 		t.Errorf("old revisions (-want +got):\n%s", diff)
 	}
 	if got, want := v.Summary(), "2/2 Pods run sha256:bbbbbbbbbbbb…"; got != want {
@@ -149,7 +181,7 @@ func TestVerifyOldPodsListedApart(t *testing.T) {
 }
 
 func TestVerifyMismatchSummary(t *testing.T) {
-	v := verdict.Verify("web", "abc", withLookups(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestB, fixture.Repo+"@"+fixture.DigestA), verdict.Lookups{{Kind: verdict.LookupChild, Ref: fixture.Repo + "@" + fixture.DigestB, Platform: fixture.AMD64}: {}}))
+	v := verdict.Verify("web", "abc", withLookups(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestB, fixture.Repo+"@"+fixture.DigestA), fixture.SingleManifests(fixture.DigestA, fixture.DigestB)))
 	want := "Mismatch: pod web-new-2 container app runs sha256:aaaaaaaaaaaa…, Git pins sha256:bbbbbbbbbbbb…"
 	if got := v.Summary(); got != want {
 		t.Errorf("Summary = %q, want %q", got, want)
@@ -201,7 +233,7 @@ func TestVerifyWorkloadKinds(t *testing.T) {
 	if diff := cmp.Diff(want, fixture.Verdicts(v.Containers)); diff != "" {
 		t.Errorf("verdicts (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"db-1/app=Unknown", "agent-old/app=Verified"}, fixture.Verdicts(v.OldRevisions)); diff != "" {
+	if diff := cmp.Diff([]string{"db-1/app=Inconclusive", "agent-old/app=Verified"}, fixture.Verdicts(v.OldRevisions)); diff != "" {
 		t.Errorf("old revisions (-want +got):\n%s", diff)
 	}
 	if !v.Verified {
@@ -216,5 +248,40 @@ func TestVerifyNothingToVerify(t *testing.T) {
 	v := verdict.Verify("web", "abc", &verdict.Snapshot{Desired: []*unstructured.Unstructured{fixture.Obj("v1", "ConfigMap", "web", "x", nil)}})
 	if v.Verified || v.Summary() != "no Pods to verify" {
 		t.Errorf("Verified = %t, summary %q; want false, no Pods to verify", v.Verified, v.Summary())
+	}
+}
+
+// Every verdict names its evidence; a pinned digest under another
+// repository's name is Verified, naming it and the mirror rule that maps
+// the names.
+func TestVerifyEvidenceAndMirrors(t *testing.T) {
+	s := fixture.RolledOut("mirror.local/hub/org/app@"+fixture.DigestB, "other.example/app@"+fixture.DigestB)
+	s.Mirrors = []verdict.Mirror{{From: "127.0.0.1:3000/", To: "mirror.local/hub/"}}
+	v := verdict.Verify("web", "abc", s)
+	if !v.Verified {
+		t.Fatalf("not verified: %s", v.Summary())
+	}
+	m, o := v.Containers[0], v.Containers[1]
+	if m.RunningRepository != "mirror.local/hub/org/app" || !strings.Contains(m.Reason, "mirror rule 127.0.0.1:3000/ → mirror.local/hub/") {
+		t.Errorf("mirrored container: repository %q, reason %q", m.RunningRepository, m.Reason)
+	}
+	if o.RunningRepository != "other.example/app" || !strings.Contains(o.Reason, "another repository, other.example/app, for the same digest") {
+		t.Errorf("other-named container: repository %q, reason %q", o.RunningRepository, o.Reason)
+	}
+	for _, c := range v.Containers {
+		if len(c.Evidence) < 2 || !strings.HasPrefix(c.Evidence[0], "Pod "+c.Pod+" (uid ") ||
+			!strings.Contains(c.Evidence[0], "→ ReplicaSet web-new (uid web-new-uid, revision 2, current) → Deployment web") ||
+			!strings.HasPrefix(c.Evidence[1], "imageID ") {
+			t.Errorf("evidence of %s = %q", c.Pod, c.Evidence)
+		}
+	}
+
+	idx := fixture.RolledOut(fixture.Repo + "@" + fixture.DigestC)
+	idx.Lookups = verdict.Lookups{{Kind: verdict.LookupChildren, Ref: fixture.Repo + "@" + fixture.DigestB, Platform: fixture.AMD64}: {Index: true, Digests: []string{fixture.DigestC}}}
+	c := verdict.Verify("web", "abc", idx).Containers[0]
+	if c.Verdict != verdict.Verified || !slices.ContainsFunc(c.Evidence, func(e string) bool {
+		return strings.HasPrefix(e, "registry: index sha256:bbbbbbbbbbbb… lists sha256:cccccccccccc… for linux/amd64")
+	}) || !slices.Contains(c.Evidence, "node platform linux/amd64") {
+		t.Errorf("index child verdict %s, evidence %q", c.Verdict, c.Evidence)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -76,6 +77,7 @@ type Cluster struct {
 
 	pki     *pki
 	procs   []*process // in start order
+	manager *process   // kube-controller-manager, for PauseControllers
 	tempDir bool
 	stop    sync.Once
 	stopErr error
@@ -218,11 +220,30 @@ func (c *Cluster) start(ctx context.Context, bin string, opts Options) error {
 		return err
 	}
 	c.procs = append(c.procs, manager)
+	c.manager = manager
 
 	if err := waitHTTP(ctx, hc, c.Host+"/readyz", c.pki.adminToken, c.procs...); err != nil {
 		return err
 	}
 	return c.waitDefaultServiceAccount(ctx)
+}
+
+// PauseControllers stops kube-controller-manager (SIGSTOP) until the
+// returned resume is called (SIGCONT): the API server keeps serving, but
+// no controller acts, so a Deployment's observedGeneration stays behind
+// its generation. It runs with --leader-elect=false, so a pause loses no
+// lease.
+func (c *Cluster) PauseControllers() (resume func() error, err error) {
+	p := c.manager.cmd.Process
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
+		return nil, fmt.Errorf("pausing kube-controller-manager (pid %d): %w", p.Pid, err)
+	}
+	return func() error {
+		if err := p.Signal(syscall.SIGCONT); err != nil {
+			return fmt.Errorf("resuming kube-controller-manager (pid %d): %w", p.Pid, err)
+		}
+		return nil
+	}, nil
 }
 
 // Config returns a new copy of the admin client configuration (bearer

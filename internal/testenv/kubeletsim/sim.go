@@ -104,6 +104,7 @@ type Sim struct {
 	nextPodIP   atomic.Int64
 	runtimeName string
 	imageIDForm atomic.Int64
+	rewriteID   atomic.Pointer[func(string) string]
 	failReady   atomic.Pointer[PodMatcher]
 	crashLoop   atomic.Pointer[PodMatcher]
 	failPullMu  sync.RWMutex
@@ -331,6 +332,20 @@ func (s *Sim) StaleImage(repo, digest string) error {
 	s.staleMu.Unlock()
 	s.resyncAll()
 	return nil
+}
+
+// SetImageIDRewrite makes the node report rewrite(imageID) instead of the
+// imageID its form gives, from now on, for every Pod; nil stops it. It
+// plays a runtime that names a mirror or another repository (CRI-O reports
+// the first repoDigest in dictionary order), or the index of a pinned
+// platform manifest.
+func (s *Sim) SetImageIDRewrite(rewrite func(imageID string) string) {
+	if rewrite == nil {
+		s.rewriteID.Store(nil)
+	} else {
+		s.rewriteID.Store(&rewrite)
+	}
+	s.resyncAll()
 }
 
 // SetImageIDForm changes the imageID form reported from now on, for every

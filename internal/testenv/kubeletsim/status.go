@@ -240,6 +240,9 @@ func (s *Sim) running(cs *corev1.ContainerStatus, pod *corev1.Pod, cr *container
 
 func (s *Sim) fillImage(cs *corev1.ContainerStatus, pod *corev1.Pod, cr *containerRecord, form ImageIDForm) {
 	cs.ImageID = cr.effective.imageID(form)
+	if rw := s.rewriteID.Load(); rw != nil {
+		cs.ImageID = (*rw)(cs.ImageID)
+	}
 	cs.ContainerID = containerID(s.runtimeName, pod.UID, cs.Name)
 }
 
