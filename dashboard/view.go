@@ -87,10 +87,14 @@ type WorkloadView struct {
 	Pods                []PodView
 }
 
-// PodView is one Pod's running digest; Mismatch marks it red.
+// PodView is one Pod's running digest; Mismatch marks it red and
+// Inconclusive (an index/platform relation the registry could not prove)
+// amber. Reason says why, Evidence what the verdict rests on.
 type PodView struct {
-	Pod, Running, Verdict string
-	Mismatch              bool
+	Pod, Running, Verdict  string
+	Mismatch, Inconclusive bool
+	Reason                 string
+	Evidence               string
 }
 
 // DetailView is the app page's extra: history and open pull requests.
@@ -210,7 +214,8 @@ func workloads(cs []verdict.ContainerVerdict) []WorkloadView {
 		}
 		out[i].Pods = append(out[i].Pods, PodView{
 			Pod: c.Pod, Running: digestCell(c.RunningDigest), Verdict: string(c.Verdict),
-			Mismatch: c.Verdict == verdict.Mismatch,
+			Mismatch: c.Verdict == verdict.Mismatch, Inconclusive: c.Verdict == verdict.Inconclusive,
+			Reason: c.Reason, Evidence: strings.Join(c.Evidence, "\n"),
 		})
 	}
 	return out

@@ -36,6 +36,7 @@ func newMetrics(r *Reconciler) *metrics {
 // Register registers the Reconciler's metrics with reg:
 // pinbot_app_synced, pinbot_app_healthy and pinbot_app_verified (1 or 0
 // per app, from its last pass; absent before the first),
+// pinbot_app_verification{app,state} (the proof's state as a state set),
 // pinbot_sync_total{app,result} and pinbot_heal_total{app}.
 func (r *Reconciler) Register(reg prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{r.metrics.syncs, r.metrics.heals, r.metrics.apps} {
@@ -53,6 +54,9 @@ var (
 		"1 if the app's objects are Healthy, else 0.", []string{"app"}, nil)
 	verifiedDesc = prometheus.NewDesc("pinbot_app_verified",
 		"1 if every current Pod of the app runs the digests Git pins, else 0.", []string{"app"}, nil)
+	verificationDesc = prometheus.NewDesc("pinbot_app_verification",
+		"The state of the app's proof, one series per state, 1 for the current one: Verified, Mismatch, Inconclusive (the registry could not prove an index/platform relation), Unknown or Pending.",
+		[]string{"app", "state"}, nil)
 )
 
 // statusCollector turns each app's last status into gauges at scrape time.
@@ -62,13 +66,24 @@ func (c statusCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- syncedDesc
 	ch <- healthyDesc
 	ch <- verifiedDesc
+	ch <- verificationDesc
 }
 
 func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, s := range c.r.lastStatuses() {
+	for _, p := range c.r.lastPasses() {
+		s := p.status
 		ch <- prometheus.MustNewConstMetric(syncedDesc, prometheus.GaugeValue, bit(s.Sync == status.Synced), s.App)
 		ch <- prometheus.MustNewConstMetric(healthyDesc, prometheus.GaugeValue, bit(s.Health == verdict.Healthy), s.App)
 		ch <- prometheus.MustNewConstMetric(verifiedDesc, prometheus.GaugeValue, bit(s.Verified), s.App)
+		state := verdict.Verified
+		if !s.Verified {
+			if state = verdict.StateOf(p.verification); state == verdict.Verified {
+				state = verdict.Pending // the status is the authority
+			}
+		}
+		for _, st := range verdict.States {
+			ch <- prometheus.MustNewConstMetric(verificationDesc, prometheus.GaugeValue, bit(st == state), s.App, string(st))
+		}
 	}
 }
 
@@ -79,13 +94,19 @@ func bit(b bool) float64 {
 	return 0
 }
 
-// lastStatuses returns the status of each app's last pass, in config
-// order, leaving out the apps without a pass yet.
-func (r *Reconciler) lastStatuses() []status.App {
-	var out []status.App
+// lastPass is what one app's last pass found.
+type lastPass struct {
+	status       status.App
+	verification *verdict.Verification // nil when the pass verified nothing
+}
+
+// lastPasses returns each app's last pass, in config order, leaving out
+// the apps without a pass yet.
+func (r *Reconciler) lastPasses() []lastPass {
+	var out []lastPass
 	for i := range r.cfg.Apps {
-		if s, _ := r.apps[r.cfg.Apps[i].Name].lastPass(); s != nil {
-			out = append(out, *s)
+		if s, v := r.apps[r.cfg.Apps[i].Name].lastPass(); s != nil {
+			out = append(out, lastPass{status: *s, verification: v})
 		}
 	}
 	return out

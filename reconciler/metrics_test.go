@@ -26,7 +26,8 @@ func TestMetricsStatusGauges(t *testing.T) {
 		config.App{Name: "fresh", Repo: "http://gitea:3000/org/fresh.git", Branch: "main"},
 	)
 	r.apps["web"].remember(&status.App{App: "web", Sync: status.Synced, Health: verdict.Healthy, Verified: true}, nil)
-	r.apps["api"].remember(&status.App{App: "api", Sync: status.OutOfSync, Health: verdict.Degraded}, nil)
+	r.apps["api"].remember(&status.App{App: "api", Sync: status.OutOfSync, Health: verdict.Degraded},
+		&verdict.Verification{Containers: []verdict.ContainerVerdict{{Verdict: verdict.Verified}, {Verdict: verdict.Inconclusive}, {Verdict: verdict.Pending}}})
 	r.apps["api"].remember(nil, nil) // a pass without a status keeps the last one
 	r.metrics.countSync("web", history.Applied)
 	r.metrics.countSync("web", history.Applied)
@@ -46,6 +47,18 @@ pinbot_app_synced{app="web"} 1
 # TYPE pinbot_app_verified gauge
 pinbot_app_verified{app="api"} 0
 pinbot_app_verified{app="web"} 1
+# HELP pinbot_app_verification The state of the app's proof, one series per state, 1 for the current one: Verified, Mismatch, Inconclusive (the registry could not prove an index/platform relation), Unknown or Pending.
+# TYPE pinbot_app_verification gauge
+pinbot_app_verification{app="api",state="Inconclusive"} 1
+pinbot_app_verification{app="api",state="Mismatch"} 0
+pinbot_app_verification{app="api",state="Pending"} 0
+pinbot_app_verification{app="api",state="Unknown"} 0
+pinbot_app_verification{app="api",state="Verified"} 0
+pinbot_app_verification{app="web",state="Inconclusive"} 0
+pinbot_app_verification{app="web",state="Mismatch"} 0
+pinbot_app_verification{app="web",state="Pending"} 0
+pinbot_app_verification{app="web",state="Unknown"} 0
+pinbot_app_verification{app="web",state="Verified"} 1
 # HELP pinbot_heal_total Self-heals of drifted objects by app.
 # TYPE pinbot_heal_total counter
 pinbot_heal_total{app="web"} 1
@@ -59,7 +72,7 @@ pinbot_sync_total{app="web",result="Applied"} 2
 		t.Fatal(err)
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
-		"pinbot_app_synced", "pinbot_app_healthy", "pinbot_app_verified", "pinbot_sync_total", "pinbot_heal_total"); err != nil {
+		"pinbot_app_synced", "pinbot_app_healthy", "pinbot_app_verified", "pinbot_app_verification", "pinbot_sync_total", "pinbot_heal_total"); err != nil {
 		t.Error(err)
 	}
 
