@@ -86,7 +86,7 @@ func TestPick(t *testing.T) {
 	}
 }
 
-func TestChildForAndConfigDigest(t *testing.T) {
+func TestChildForAndCandidates(t *testing.T) {
 	isolateDockerConfig(t, "")
 	reg := newTestRegistry(t, nil)
 	specs := []imageSpec{
@@ -143,5 +143,41 @@ func TestChildForAndConfigDigest(t *testing.T) {
 				t.Errorf("config = %s, want %s", config, tc.wantConfig)
 			}
 		})
+	}
+}
+
+// Candidates never chooses among children that fit a platform: a Node
+// reports no variant, so every amd64 variant is a candidate, with its
+// config, in index order; attestation manifests never are.
+func TestCandidatesListsEveryFit(t *testing.T) {
+	isolateDockerConfig(t, "")
+	reg := newTestRegistry(t, nil)
+	idx, imgs := buildIndex(t, nil, true,
+		imageSpec{platform: v1.Platform{OS: "linux", Architecture: "amd64"}},
+		imageSpec{platform: v1.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}},
+		imageSpec{platform: v1.Platform{OS: "linux", Architecture: "amd64", Variant: "v3"}},
+	)
+	reg.push(t, "variants:latest", idx)
+	c := newClient(t)
+	got, err := c.Candidates(t.Context(), reg.host+"/variants:latest", imageref.Platform{OS: "linux", Architecture: "amd64"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var digests []string
+	for _, ch := range got.Children {
+		digests = append(digests, ch.Digest)
+	}
+	if diff := cmp.Diff([]string{digestOf(t, imgs[0]).String(), digestOf(t, imgs[2]).String()}, digests); diff != "" || !got.Index {
+		t.Errorf("amd64 candidates (-want +got):\n%s (index %t)", diff, got.Index)
+	}
+	if diff := cmp.Diff([]string{configDigestOf(t, imgs[0]), configDigestOf(t, imgs[2])}, got.Configs); diff != "" {
+		t.Errorf("configs (-want +got):\n%s", diff)
+	}
+	v3, err := c.Candidates(t.Context(), reg.host+"/variants:latest", imageref.Platform{OS: "linux", Architecture: "amd64", Variant: "v3"}, false)
+	if err != nil || len(v3.Children) != 1 || v3.Children[0].Digest != digestOf(t, imgs[2]).String() || v3.Configs != nil {
+		t.Errorf("amd64/v3 candidates = %+v, %v; want the v3 child alone, no configs", v3, err)
+	}
+	if _, err := c.Candidates(t.Context(), reg.host+"/variants@sha256:"+strings.Repeat("0", 64), imageref.Platform{OS: "linux", Architecture: "amd64"}, false); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a digest the registry lacks: %v, want ErrNotFound", err)
 	}
 }
