@@ -27,8 +27,7 @@ type ledgerFlags struct {
 
 func (f *ledgerFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.rf.config, "config", "", "pinbot's config file (required): its stateNamespace holds the ledgers")
-	cmd.Flags().StringVar(&f.rf.kubeconfig, "kubeconfig", "",
-		"kubeconfig file (default $KUBECONFIG; in-cluster config when neither is set)")
+	f.rf.bindCluster(cmd)
 	cmd.Flags().StringVar(&f.repo, "repo", "", "manifest repository OWNER/NAME (default: every repository with a ledger)")
 }
 
@@ -38,7 +37,7 @@ func (f *ledgerFlags) ledgers(ctx context.Context) (*store.Ledgers, []string, er
 	if err != nil {
 		return nil, nil, err
 	}
-	rc, err := restConfig(f.rf.kubeconfig)
+	rc, err := f.rf.restConfig()
 	if err != nil {
 		return nil, nil, err
 	}

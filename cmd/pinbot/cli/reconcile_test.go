@@ -24,6 +24,7 @@ func TestReconcilerCommandErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("KUBECONFIG", "")
+	t.Setenv("HOME", dir) // no ~/.kube/config
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	for _, tc := range []struct {
 		args   []string
@@ -39,7 +40,8 @@ func TestReconcilerCommandErrors(t *testing.T) {
 		{[]string{"history", "api", "--config", good}, exitUsage, `no app "api"`},
 		{[]string{"status", "api", "--config", good}, exitUsage, `no app "api"`},
 		{[]string{"verify", "web", "--config", good, "--kubeconfig", filepath.Join(dir, "nope")}, exitError, "loading kubeconfig"},
-		{[]string{"history", "web", "--config", good}, exitError, "no --kubeconfig or KUBECONFIG, and not running in a cluster"},
+		{[]string{"history", "web", "--config", good}, exitError, "no kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config), and not running in a cluster"},
+		{[]string{"verify", "web", "--config", good, "--context", "nope"}, exitError, `flag --context "nope"`},
 		{[]string{"reconcile", "--config", filepath.Join(dir, "missing.yaml")}, exitError, "reading config"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -193,5 +195,40 @@ apps:
 	code, out, _ = pinbot("history", "web")
 	if code != exitOK || !strings.Contains(out, commit[:12]) || !strings.Contains(out, "manual") {
 		t.Errorf("history: exit %d\n%s", code, out)
+	}
+}
+
+// The cluster is found as kubectl finds it: ~/.kube/config when neither
+// --kubeconfig nor $KUBECONFIG is set, and --context over its
+// current-context.
+func TestRestConfigFollowsKubectl(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	kc := `apiVersion: v1
+kind: Config
+current-context: a
+clusters:
+  - {name: a, cluster: {server: "https://127.0.0.1:6443"}}
+  - {name: b, cluster: {server: "https://127.0.0.2:6443"}}
+users:
+  - {name: u, user: {token: t}}
+contexts:
+  - {name: a, context: {cluster: a, user: u}}
+  - {name: b, context: {cluster: b, user: u}}
+`
+	if err := os.MkdirAll(filepath.Join(home, ".kube"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".kube", "config"), []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ context, host string }{{"", "https://127.0.0.1:6443"}, {"b", "https://127.0.0.2:6443"}} {
+		f := reconcilerFlags{context: tc.context}
+		rc, err := f.restConfig()
+		if err != nil || rc.Host != tc.host {
+			t.Errorf("--context %q: host %v, %v; want %s", tc.context, rc, err, tc.host)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/homedir"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/reconciler"
@@ -19,15 +21,22 @@ import (
 type reconcilerFlags struct {
 	config     string
 	kubeconfig string
+	context    string
 	cacheDir   string
 	gitCache   *gitforge.Cache // open's, shared with serve's promotions
 }
 
 func (f *reconcilerFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.config, "config", "", "reconciler config file (required)")
-	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "",
-		"kubeconfig file (default $KUBECONFIG; in-cluster config when neither is set)")
+	f.bindCluster(cmd)
 	cmd.Flags().StringVar(&f.cacheDir, "cache-dir", "", "where fetched Git objects are kept, a directory of pinbot's own (default $XDG_CACHE_HOME/pinbot)")
+}
+
+// bindCluster binds --kubeconfig and --context, as kubectl has them.
+func (f *reconcilerFlags) bindCluster(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "",
+		"kubeconfig file (default $KUBECONFIG, else ~/.kube/config, else the in-cluster service account)")
+	cmd.Flags().StringVar(&f.context, "context", "", "kubeconfig context to use (default: its current-context)")
 }
 
 // Validate checks the flags.
@@ -63,7 +72,7 @@ func (f *reconcilerFlags) open(apps ...string) (*reconciler.Reconciler, *serve.C
 			return nil, nil, usageErrorf("argument APP: %w", err)
 		}
 	}
-	rc, err := restConfig(f.kubeconfig)
+	rc, err := f.restConfig()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -83,24 +92,25 @@ func (f *reconcilerFlags) open(apps ...string) (*reconciler.Reconciler, *serve.C
 	return r, cfg, nil
 }
 
-// restConfig resolves the cluster: --kubeconfig, else $KUBECONFIG (a path
-// list), else the in-cluster service account.
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	rules := &clientcmd.ClientConfigLoadingRules{}
-	switch {
-	case kubeconfig != "":
-		rules.ExplicitPath = kubeconfig
-	case os.Getenv("KUBECONFIG") != "":
-		rules.Precedence = filepath.SplitList(os.Getenv("KUBECONFIG"))
-	default:
-		rc, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("no --kubeconfig or KUBECONFIG, and not running in a cluster: %w", err)
-		}
-		return rc, nil
+// restConfig resolves the cluster as kubectl does: --kubeconfig, else
+// $KUBECONFIG (a path list, merged), else ~/.kube/config, and --context
+// over the current-context; with no kubeconfig at all, the in-cluster
+// service account.
+func (f *reconcilerFlags) restConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = f.kubeconfig
+	if os.Getenv(clientcmd.RecommendedConfigPathEnvVar) == "" {
+		// The home directory as it is now, not as it was at start-up.
+		rules.Precedence = []string{filepath.Join(homedir.HomeDir(), clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName)}
 	}
-	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: f.context}
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	switch {
+	case clientcmd.IsEmptyConfig(err):
+		return nil, errors.New("no kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config), and not running in a cluster")
+	case err != nil && f.context != "":
+		return nil, fmt.Errorf("flag --context %q: loading kubeconfig: %w", f.context, err)
+	case err != nil:
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	return rc, nil

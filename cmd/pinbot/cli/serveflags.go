@@ -107,7 +107,7 @@ func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Op
 	}
 	defer r.Close()
 	o.Cache = f.gitCache
-	rc, err := restConfig(f.kubeconfig)
+	rc, err := f.restConfig()
 	if err != nil {
 		return err
 	}
