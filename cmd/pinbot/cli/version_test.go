@@ -1,0 +1,35 @@
+package cli
+
+import (
+	"encoding/json"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+func TestVersion(t *testing.T) {
+	defer func(v, c, d string) { version, commit, buildDate = v, c, d }(version, commit, buildDate)
+	version, commit, buildDate = "v1.2.3", "0123456789abcdef0123456789abcdef01234567", "2026-12-01T10:00:00Z"
+	platform := runtime.GOOS + "/" + runtime.GOARCH
+
+	code, out, stderr := run(t, "version")
+	want := "pinbot v1.2.3\n  commit:   0123456789abcdef0123456789abcdef01234567\n  built:    2026-12-01T10:00:00Z\n  go:       " + runtime.Version() + "\n  platform: " + platform + "\n"
+	if code != exitOK || out != want {
+		t.Errorf("version: exit %d, stdout %q, stderr %q; want %q", code, out, stderr, want)
+	}
+
+	code, out, _ = run(t, "version", "-o", "json")
+	var got map[string]string
+	if err := json.Unmarshal([]byte(out), &got); code != exitOK || err != nil {
+		t.Fatalf("version -o json: exit %d, %q: %v", code, out, err)
+	}
+	wantJSON := map[string]string{"version": "v1.2.3", "commit": commit, "buildDate": buildDate, "goVersion": runtime.Version(), "platform": platform}
+	for k, v := range wantJSON {
+		if got[k] != v {
+			t.Errorf("version -o json: %s = %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	if len(got) != len(wantJSON) || strings.Count(out, "\n") != 1 {
+		t.Errorf("version -o json = %q, want one object of %d keys", out, len(wantJSON))
+	}
+}
