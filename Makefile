@@ -30,7 +30,7 @@ SOURCE_CONTROLLER_VERSION    := v1.10.1
 
 export PINBOT_BIN_DIR := $(BIN)
 
-.PHONY: all build image test unit lint bench demo tools gitea kube crds clean
+.PHONY: all build image test test-deps unit lint bench demo tools gitea kube crds clean
 
 all: build
 
@@ -105,9 +105,13 @@ $(BIN)/crds/VERSIONS: Makefile hack/crds/main.go
 ## test: every test, including those on a real Gitea and a real control plane.
 ## go test's default 10-minute limit per package binary is too short for
 ## hack/image on a cold build cache: it cross-compiles pinbot for arm64.
-test: tools
+test: tools test-deps
 	$(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzTreeShapes$$' -fuzztime 60s ./pins
+
+## test-deps: the system packages the tests need (chromium, chattr).
+test-deps:
+	@hack/test-deps.sh
 
 ## unit: the tests that need no peer binaries.
 unit:
