@@ -29,19 +29,21 @@ const (
 
 // globals are the flags every command shares.
 type globals struct {
-	output  string // "text" or "json"
+	output  string // "text", "json" or "yaml"
 	verbose bool
 }
 
 func (g *globals) validate() error {
 	switch g.output {
-	case "text", "json":
+	case "text", "json", "yaml":
 		return nil
 	}
-	return usageErrorf("flag -o/--output: want text or json, got %s", clip.Quote(g.output))
+	return usageErrorf("flag -o/--output: want text, json or yaml, got %s", clip.Quote(g.output))
 }
 
-func (g *globals) json() bool { return g.output == "json" }
+// json reports whether the command should write structured output: JSON,
+// which -o yaml turns into YAML on its way out (outputWriter).
+func (g *globals) json() bool { return g.output == "json" || g.output == "yaml" }
 
 // usageError marks an error as bad usage (exit code 2).
 type usageError struct{ err error }
@@ -54,7 +56,11 @@ func usageErrorf(format string, args ...any) error {
 }
 
 // NewRootCommand returns the pinbot command tree.
-func NewRootCommand() *cobra.Command {
+func NewRootCommand() *cobra.Command { return newRootCommand(nil) }
+
+// newRootCommand is the command tree; under -o yaml it has out convert
+// the commands' JSON (out may be nil when the caller wants JSON as is).
+func newRootCommand(out *outputWriter) *cobra.Command {
 	g := &globals{}
 	root := &cobra.Command{
 		Use:           "pinbot",
@@ -65,6 +71,9 @@ func NewRootCommand() *cobra.Command {
 			if err := g.validate(); err != nil {
 				return err
 			}
+			if g.output == "yaml" && out != nil {
+				out.toYAML()
+			}
 			level := slog.LevelInfo
 			if g.verbose {
 				level = slog.LevelDebug
@@ -74,7 +83,7 @@ func NewRootCommand() *cobra.Command {
 			return nil
 		},
 	}
-	root.PersistentFlags().StringVarP(&g.output, "output", "o", "text", "output format: text or json")
+	root.PersistentFlags().StringVarP(&g.output, "output", "o", "text", "output format: text, json or yaml")
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log debug detail to stderr")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
 
@@ -99,8 +108,10 @@ func NewRootCommand() *cobra.Command {
 
 // Execute runs the command line args and returns the process exit code.
 func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := NewRootCommand()
-	out := &countingWriter{w: stdout}
+	ow := &outputWriter{w: stdout}
+	defer ow.close()
+	root := newRootCommand(ow)
+	out := &countingWriter{w: ow}
 	root.SetArgs(args)
 	root.SetOut(out)
 	root.SetErr(stderr)
@@ -112,8 +123,8 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// Under -o json stdout holds one JSON document: a command that
 	// already printed its result (a diff that differs, a verification
 	// that failed) says so by its exit code, not by a second document.
-	if f := root.PersistentFlags().Lookup("output"); f != nil && f.Value.String() == "json" && out.n == 0 {
-		writeJSONError(stdout, err)
+	if f := root.PersistentFlags().Lookup("output"); f != nil && (f.Value.String() == "json" || f.Value.String() == "yaml") && out.n == 0 {
+		writeJSONError(ow, err)
 	}
 	var ue *usageError
 	if errors.As(err, &ue) || isCobraUsage(err) {

@@ -33,3 +33,25 @@ func TestVersion(t *testing.T) {
 		t.Errorf("version -o json = %q, want one object of %d keys", out, len(wantJSON))
 	}
 }
+
+// -o yaml prints what -o json prints, as YAML with the same field names;
+// a stream of JSON documents becomes YAML documents separated by "---".
+func TestOutputYAML(t *testing.T) {
+	defer func(v, c, d string) { version, commit, buildDate = v, c, d }(version, commit, buildDate)
+	version, commit, buildDate = "v1.2.3", "abc", "2026-12-01T10:00:00Z"
+	code, out, _ := run(t, "version", "-o", "yaml")
+	want := "buildDate: \"2026-12-01T10:00:00Z\"\ncommit: abc\ngoVersion: " + runtime.Version() + "\nplatform: " + runtime.GOOS + "/" + runtime.GOARCH + "\nversion: v1.2.3\n"
+	if code != exitOK || out != want {
+		t.Errorf("version -o yaml: exit %d, %q; want %q", code, out, want)
+	}
+	code, out, _ = run(t, "status", "--config", "/nonexistent/pinbot.yaml", "-o", "yaml")
+	if code != exitError || !strings.HasPrefix(out, "error: ") || !strings.Contains(out, "\nline: 0\n") {
+		t.Errorf("a failed command under -o yaml: exit %d, stdout %q; want its error as YAML", code, out)
+	}
+
+	var b strings.Builder
+	convertJSONStream(strings.NewReader(`{"app":"web","pods":1}`+"\n"+`{"app":"api","pods":12345678901234567890}`+"\nnot json\n"), &b)
+	if got, want := b.String(), "app: web\npods: 1\n---\napp: api\npods: 12345678901234567890\nnot json\n"; got != want {
+		t.Errorf("converted stream = %q, want %q", got, want)
+	}
+}
