@@ -276,8 +276,8 @@ func checkIndex(t *testing.T, idx v1.ImageIndex, digest string, o *options, opts
 		if err != nil {
 			t.Fatalf("%s version: %s: %s", bin, err, out)
 		}
-		if !strings.HasPrefix(string(out), "pinbot "+testVersion+" (go") {
-			t.Errorf("pinbot version printed %q, want pinbot %s (go…)", out, testVersion)
+		if !strings.HasPrefix(string(out), "pinbot "+testVersion+"\n") || !strings.Contains(string(out), "\n  platform: linux/amd64\n") {
+			t.Errorf("pinbot version printed %q, want pinbot %s and its platform, linux/amd64", out, testVersion)
 		}
 	}
 }
