@@ -161,7 +161,7 @@ func TestResolveExitCodes(t *testing.T) {
 		{"two references", []string{"resolve", "a", "b"}, exitUsage, []string{"accepts 1 arg"}},
 		{"malformed reference", []string{"resolve", "Not A Ref"}, exitUsage, []string{"REF", "Not A Ref"}},
 		{"empty insecure registry", []string{"resolve", "--insecure-registry", "", host + "/multi:v1"}, exitUsage, []string{"--insecure-registry"}},
-		{"bad output", []string{"resolve", "-o", "yaml", host + "/multi:v1"}, exitUsage, []string{"-o"}},
+		{"bad output", []string{"resolve", "-o", "xml", host + "/multi:v1"}, exitUsage, []string{"-o"}},
 		{"missing tag", []string{"resolve", host + "/multi:nope"}, exitError, []string{host + "/multi:nope", "404"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
