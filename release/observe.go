@@ -38,7 +38,7 @@ type Container struct {
 	Namespace, Pod, Container, Node string
 	Image                           string // the repository Git pins
 	GitDigest, RunningDigest        string
-	Verdict                         string // Verified, Mismatch, Pending, Unknown
+	Verdict                         string // Verified, Mismatch, Inconclusive, Pending, Unknown
 	Reason                          string
 	Ready                           bool
 	Waiting                         string
