@@ -31,9 +31,7 @@ const (
 // "docker-pullable://repo@sha256:X" or a bare "sha256:X" (also behind
 // "docker://"). It returns the digest and its form.
 func parseImageID(id string) (string, imageIDForm) {
-	for _, p := range []string{"docker-pullable://", "docker://"} {
-		id = strings.TrimPrefix(id, p)
-	}
+	id = trimRuntimeScheme(id)
 	if imageref.ValidDigest(id) {
 		return id, formConfig
 	}
@@ -41,4 +39,13 @@ func parseImageID(id string) (string, imageIDForm) {
 		return d, formManifest
 	}
 	return "", formInvalid
+}
+
+// trimRuntimeScheme drops the "docker-pullable://" or "docker://" a
+// Docker-based runtime puts before an imageID.
+func trimRuntimeScheme(id string) string {
+	for _, p := range []string{"docker-pullable://", "docker://"} {
+		id = strings.TrimPrefix(id, p)
+	}
+	return id
 }

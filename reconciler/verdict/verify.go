@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -41,6 +42,9 @@ const (
 // States are the states of an app's proof, for a state-set metric.
 var States = []Verdict{Verified, Mismatch, Inconclusive, Unknown, Pending}
 
+// severity orders the verdicts that keep an app from being verified.
+var severity = map[Verdict]int{Unknown: 1, Inconclusive: 2, Mismatch: 3}
+
 // StateOf is the state of a whole verification: Verified when it proves
 // the app, else its worst container verdict (Mismatch, then Inconclusive,
 // Unknown, Pending), and Pending when nothing was judged yet (no Pods, a
@@ -53,9 +57,8 @@ func StateOf(v *Verification) Verdict {
 		return Verified
 	}
 	worst := Pending
-	rank := map[Verdict]int{Pending: 0, Verified: 0, Unknown: 1, Inconclusive: 2, Mismatch: 3}
 	for _, c := range v.Containers {
-		if rank[c.Verdict] > rank[worst] {
+		if severity[c.Verdict] > severity[worst] {
 			worst = c.Verdict
 		}
 	}
@@ -328,10 +331,10 @@ func compare(c comparison) judgement {
 			return j
 		}
 		j.evidence = append(j.evidence, fmt.Sprintf("registry: %s has config %s for %s", pinned, strings.Join(a.Digests, ", "), c.platform))
-		switch n := count(a.Digests, running); {
-		case n == 1 && len(a.Digests) == 1:
+		switch {
+		case slices.Contains(a.Digests, running) && len(a.Digests) == 1:
 			j.verdict, j.reason = Verified, fmt.Sprintf("config digest of the pinned image for %s", c.platform)
-		case n > 0:
+		case slices.Contains(a.Digests, running):
 			j.verdict, j.reason = Inconclusive, fmt.Sprintf("config %s is one of %d children of the pinned index for %s; the Node reports no variant to tell which it runs", running, len(a.Digests), c.platform)
 		default:
 			j.verdict, j.reason = Mismatch, fmt.Sprintf("running config %s, Git %s has config %s for %s", running, c.gitDigest, strings.Join(a.Digests, ", "), c.platform)
@@ -351,7 +354,7 @@ func compare(c comparison) judgement {
 	}
 	if a.Index {
 		j.evidence = append(j.evidence, fmt.Sprintf("registry: index %s lists %s for %s", imageref.Abbrev(c.gitDigest), list(a.Digests), c.platform))
-		if count(a.Digests, running) > 0 {
+		if slices.Contains(a.Digests, running) {
 			j.verdict, j.reason = Verified, fmt.Sprintf("the %s child of the pinned index", c.platform)
 			return j
 		}
@@ -367,11 +370,11 @@ func compare(c comparison) judgement {
 		return j
 	case b.Index:
 		j.evidence = append(j.evidence, fmt.Sprintf("registry: running index %s lists %s for %s", imageref.Abbrev(running), list(b.Digests), c.platform))
-		switch n := count(b.Digests, c.gitDigest); {
-		case n == 1 && len(b.Digests) == 1:
+		switch {
+		case slices.Contains(b.Digests, c.gitDigest) && len(b.Digests) == 1:
 			j.verdict, j.reason = Verified, fmt.Sprintf("the runtime reports the index %s, whose only %s child Git pins", imageref.Abbrev(running), c.platform)
 			return j
-		case n > 0:
+		case slices.Contains(b.Digests, c.gitDigest):
 			j.verdict, j.reason = Inconclusive, fmt.Sprintf("the runtime reports the index %s, which has %d children for %s; the Node reports no variant to tell whether it runs the pinned one", imageref.Abbrev(running), len(b.Digests), c.platform)
 			return j
 		}
@@ -386,16 +389,6 @@ func unanswered(l Lookup, a Answer, asked bool) string {
 		return fmt.Sprintf("registry lookup of %s of %s for %s not made", l.Kind, l.Ref, l.Platform)
 	}
 	return fmt.Sprintf("registry unreachable for %s, so its relation to the running image is unproven: %s", l.Ref, a.Err)
-}
-
-func count(list []string, s string) int {
-	n := 0
-	for _, x := range list {
-		if x == s {
-			n++
-		}
-	}
-	return n
 }
 
 func list(digests []string) string {
@@ -414,10 +407,7 @@ func list(digests []string) string {
 // content, as CRI-O may report), and says whether a mirror rule maps the
 // two names.
 func otherRepository(pinned, imageID string, mirrors []Mirror) (string, string) {
-	for _, p := range []string{"docker-pullable://", "docker://"} {
-		imageID = strings.TrimPrefix(imageID, p)
-	}
-	name, _, _ := strings.Cut(imageID, "@")
+	name, _, _ := strings.Cut(trimRuntimeScheme(imageID), "@")
 	want, err1 := imageref.ParseRepository(pinned)
 	got, err2 := imageref.ParseRepository(name)
 	if err1 != nil || err2 != nil || want == got {
