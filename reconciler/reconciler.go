@@ -35,7 +35,8 @@ type Reconciler struct {
 	lives     *liveCache // watches of each app's inventory (live.go)
 	source    *Source
 	lookups   *lookupCache
-	confirmed sync.Map // app -> proofOf its last confirmed Verified verification
+	mirrors   []verdict.Mirror // cfg.Rules(), normalised once
+	confirmed sync.Map         // app -> proofOf its last confirmed Verified verification
 	history   *store.History
 	report    *reporter
 	observer  *observer // verify-only apps (observer.go)
@@ -150,6 +151,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 		applier: ssa.New(dyn, kube.Discovery()),
 		source:  NewSource(o.gitCache),
 		lookups: newLookupCache(o.registry),
+		mirrors: cfg.Rules(),
 		history: store.New(kube, cfg.StateNamespace),
 		token:   o.token,
 		now:     o.now,

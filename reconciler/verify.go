@@ -19,7 +19,7 @@ func (r *Reconciler) snapshot(ctx context.Context, namespaces []string, desired 
 	if err := r.watcher.watch(ctx, namespaces); err != nil {
 		return nil, fmt.Errorf("watching the Pods of %v: %w", namespaces, err)
 	}
-	snap := &verdict.Snapshot{Desired: desired, Live: live, Mirrors: r.cfg.Rules()}
+	snap := &verdict.Snapshot{Desired: desired, Live: live, Mirrors: r.mirrors}
 	r.watcher.fill(snap, namespaces)
 	return snap, nil
 }
