@@ -223,7 +223,7 @@ func (ob *observer) verify(ctx context.Context, p *pass, d *deployedApp, auth gi
 	if err != nil {
 		return nil, err
 	}
-	vHead := r.verify(ctx, p.app.Name, head, snap)
+	vHead := r.prove(ctx, p.app.Name, head, snap)
 	if atHead || d.revision.Commit == "" {
 		return deployer.RelateVerifications(d.source.Kind, head, atHead, vHead, nil), nil
 	}

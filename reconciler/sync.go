@@ -158,7 +158,7 @@ func (p *pass) observe(ctx context.Context) (*verdict.Verification, verdict.Heal
 	if err != nil {
 		return nil, verdict.HealthReport{}, err
 	}
-	return p.r.verify(ctx, p.app.Name, p.o.Commit, snap), verdict.AssessHealth(snap), nil
+	return p.r.prove(ctx, p.app.Name, p.o.Commit, snap), verdict.AssessHealth(snap), nil
 }
 
 // conclude settles the sync awaiting verification, if it is for the commit

@@ -25,12 +25,17 @@ func (r *Reconciler) snapshot(ctx context.Context, namespaces []string, desired 
 }
 
 // verify verifies snap's workloads for app at commit, asking the registry
-// what the verification needs (config digests, index children) first. A
-// proof it has not made before is final only once the workloads, read
-// again after the Pods were collected, are as they were (confirm).
+// what the verification needs (config digests, index children) first.
 func (r *Reconciler) verify(ctx context.Context, app, commit string, snap *verdict.Snapshot) *verdict.Verification {
 	snap.Lookups = r.lookups.answer(ctx, verdict.Needs(snap))
-	v := verdict.Verify(app, commit, snap)
+	return verdict.Verify(app, commit, snap)
+}
+
+// prove is verify for the verification that is reported: a proof it has
+// not made before is final only once the workloads, read again after the
+// Pods were collected, are as they were (confirm).
+func (r *Reconciler) prove(ctx context.Context, app, commit string, snap *verdict.Snapshot) *verdict.Verification {
+	v := r.verify(ctx, app, commit, snap)
 	if !v.Verified {
 		return v
 	}
