@@ -54,7 +54,12 @@ var allowed = map[string][]string{
 	"registry": leaves,
 	"gitforge": leaves,
 	"render":   {"internal/confined"},
-	"promote":  append([]string{"pins", "registry", "gitforge", "render", "release"}, leaves...),
+	"promote":  append([]string{"pins", "registry", "gitforge", "render", "release", "trust"}, leaves...),
+
+	// The signature policy: it reads signatures through the registry and
+	// decides with sigstore-go; promote and the reconciler ask it.
+	"trust":           append([]string{"registry"}, leaves...),
+	"trust/trusttest": {},
 
 	// The release chain: pure decisions, their store in the cluster, and
 	// the gate other tools ask.
@@ -80,11 +85,11 @@ var allowed = map[string][]string{
 	"reconciler/settle":   above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status", "reconciler/history"),
 	"reconciler/store":    above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status", "reconciler/history"),
 	// The reconciler orchestrates them; it knows nothing of promotion.
-	"reconciler": append([]string{"reconciler/...", "gitforge", "registry", "render"}, leaves...),
+	"reconciler": append([]string{"reconciler/...", "gitforge", "registry", "render", "trust"}, leaves...),
 
 	"dashboard": append([]string{"gitforge", "reconciler/...", "release"}, leaves...),
 	// serve drives the reconciler and promote; nothing imports it but cmd.
-	"serve":                   append([]string{"reconciler", "reconciler/...", "promote", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/..."}, leaves...),
+	"serve":                   append([]string{"reconciler", "reconciler/...", "promote", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/...", "trust"}, leaves...),
 	"deploy":                  {},
 	"cmd/...":                 {"*"},
 	"hack/...":                {"*"},
@@ -100,6 +105,7 @@ var forbidden = map[string][]string{
 	"pins":   {"net/http", "github.com/go-git/", "code.gitea.io/", "k8s.io/", "sigs.k8s.io/", "helm.sh/"},
 	"render": {"github.com/go-git/", "code.gitea.io/"},
 	"deploy": {"k8s.io/"},
+	"trust":  {"github.com/go-git/", "code.gitea.io/", "k8s.io/client-go", "k8s.io/api", "k8s.io/apimachinery", "sigs.k8s.io/", "helm.sh/"},
 }
 
 // clients are the I/O libraries no pure package may reach.
@@ -123,7 +129,7 @@ var stdlibOnly = []string{"internal/imageref", "internal/loopback"}
 // build tooling may use. The product must not import "testing" itself
 // either; that one is checked on direct imports only, because the Helm
 // SDK's chart/common imports it (for testing.Testing()).
-var testSupport = []string{"internal/testenv", "hack", "reconciler/internal/fixture", "pins/pinstest"}
+var testSupport = []string{"internal/testenv", "hack", "reconciler/internal/fixture", "pins/pinstest", "trust/trusttest"}
 
 type pkg struct {
 	ImportPath string

@@ -1,0 +1,221 @@
+package trust
+
+import (
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/verify"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"github.com/sigstore/sigstore/pkg/signature"
+)
+
+// maxFile bounds a key or trusted root file: they are kilobytes.
+const maxFile = 1 << 20
+
+// Verifier is a Policy with its keys and trusted roots loaded: it checks
+// digests (see Check). It remembers the digests that passed, since a
+// digest's content never changes; a refusal is asked again. It is safe for
+// concurrent use.
+type Verifier struct {
+	policy Policy
+	rules  []*rule
+
+	mu     sync.Mutex
+	passed map[string]Provenance // "<rule>@<image>@<digest>"
+}
+
+// rule is a Rule ready to verify with.
+type rule struct {
+	index      int
+	keys       []key
+	root       *root.TrustedRoot
+	identities []identity
+	attest     []attestation
+}
+
+type key struct {
+	file        string
+	fingerprint string // SHA256:<hex of the DER public key>, shortened
+	verifier    signature.Verifier
+}
+
+type identity struct {
+	text string
+	id   verify.CertificateIdentity
+}
+
+type attestation struct {
+	Attestation
+	builder, source, ref *regexp.Regexp
+}
+
+// Compile loads the keys and trusted roots p names from files (a Git
+// snapshot, or a confined directory) and returns p's Verifier. An empty
+// Policy compiles to a Verifier that guards nothing. Errors are *Problem
+// values naming the rule and field.
+func Compile(p Policy, files fs.FS) (*Verifier, error) {
+	if probs := p.Validate(); len(probs) > 0 {
+		return nil, &probs[0]
+	}
+	v := &Verifier{policy: p, passed: map[string]Provenance{}}
+	for i, r := range p {
+		c := &rule{index: i}
+		for j, file := range r.Keys {
+			k, err := loadKey(files, file)
+			if err != nil {
+				return nil, &Problem{Index: i, Path: []any{"keys", j}, Msg: err.Error()}
+			}
+			c.keys = append(c.keys, k)
+		}
+		if r.TrustedRoot != "" {
+			data, err := readFile(files, r.TrustedRoot)
+			if err == nil {
+				c.root, err = root.NewTrustedRootFromJSON(data)
+			}
+			if err != nil {
+				return nil, &Problem{Index: i, Path: []any{"trustedRoot"}, Msg: fmt.Sprintf("trusted root %s: %v", r.TrustedRoot, err)}
+			}
+		}
+		for j, id := range r.Keyless {
+			ci, err := certificateIdentity(id)
+			if err != nil {
+				return nil, &Problem{Index: i, Path: []any{"keyless", j}, Msg: err.Error()}
+			}
+			c.identities = append(c.identities, identity{text: id.String(), id: ci})
+		}
+		for _, a := range r.Attestations {
+			ca := attestation{Attestation: a}
+			ca.builder, _ = compile(a.BuilderID) // Validate compiled them
+			ca.source, _ = compile(a.SourceRepository)
+			ca.ref, _ = compile(a.Ref)
+			c.attest = append(c.attest, ca)
+		}
+		v.rules = append(v.rules, c)
+	}
+	return v, nil
+}
+
+// Error implements error: "signatures[0].keys[1]: ...".
+func (p *Problem) Error() string {
+	s := fmt.Sprintf("signatures[%d]", p.Index)
+	for _, k := range p.Path {
+		switch k := k.(type) {
+		case int:
+			s += fmt.Sprintf("[%d]", k)
+		default:
+			s += fmt.Sprintf(".%v", k)
+		}
+	}
+	return s + ": " + p.Msg
+}
+
+// Policy returns the policy v was compiled from.
+func (v *Verifier) Policy() Policy {
+	if v == nil {
+		return nil
+	}
+	return v.policy
+}
+
+func loadKey(files fs.FS, file string) (key, error) {
+	data, err := readFile(files, file)
+	if err != nil {
+		return key{}, fmt.Errorf("key %s: %v", file, err)
+	}
+	pub, err := cryptoutils.UnmarshalPEMToPublicKey(data)
+	if err != nil {
+		return key{}, fmt.Errorf("key %s: not a PEM public key: %v", file, err)
+	}
+	ver, err := signature.LoadDefaultVerifier(pub)
+	if err != nil {
+		return key{}, fmt.Errorf("key %s: %v", file, err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return key{}, fmt.Errorf("key %s: %v", file, err)
+	}
+	sum := sha256.Sum256(der)
+	return key{file: file, fingerprint: "SHA256:" + hex.EncodeToString(sum[:])[:16], verifier: ver}, nil
+}
+
+// readFile reads a regular file of files, at most maxFile bytes.
+func readFile(files fs.FS, name string) ([]byte, error) {
+	if files == nil {
+		return nil, errors.New("no files to read it from")
+	}
+	f, err := files.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxFile {
+		return nil, fmt.Errorf("larger than %d KiB", maxFile>>10)
+	}
+	return data, nil
+}
+
+func certificateIdentity(id Identity) (verify.CertificateIdentity, error) {
+	anchor := func(p string) string {
+		if p == "" {
+			return ""
+		}
+		return `^(?:` + p + `)$`
+	}
+	return verify.NewShortCertificateIdentity(id.Issuer, anchor(id.IssuerRegExp), id.Subject, anchor(id.SubjectRegExp))
+}
+
+// String is how a keyless identity reads in a refusal.
+func (id Identity) String() string {
+	iss, sub := id.Issuer, id.Subject
+	if iss == "" {
+		iss = "~" + id.IssuerRegExp
+	}
+	if sub == "" {
+		sub = "~" + id.SubjectRegExp
+	}
+	return "issuer " + iss + ", subject " + sub
+}
+
+// keyMaterial is trusted material holding one key, whatever hint a
+// signature names, valid at any time.
+func keyMaterial(k key) root.TrustedMaterial {
+	ek := root.NewExpiringKey(k.verifier, time.Time{}, time.Time{})
+	return root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) { return ek, nil })
+}
+
+// keyVerifier verifies a key signature: the key is the trust, and the
+// time is now.
+func keyVerifier(k key) (*verify.Verifier, error) {
+	return verify.NewVerifier(keyMaterial(k), verify.WithCurrentTime())
+}
+
+// keylessVerifier verifies a certificate from r: it requires what r
+// declares, a transparency log entry where r has logs, embedded
+// certificate timestamps where it has CT logs, and one observer timestamp
+// (the log's, or a timestamp authority's) to check the certificate at.
+func keylessVerifier(r *root.TrustedRoot) (*verify.Verifier, error) {
+	opts := []verify.VerifierOption{verify.WithObserverTimestamps(1)}
+	if len(r.RekorLogs()) > 0 {
+		opts = append(opts, verify.WithTransparencyLog(1))
+	}
+	if len(r.CTLogs()) > 0 {
+		opts = append(opts, verify.WithSignedCertificateTimestamps(1))
+	}
+	return verify.NewVerifier(r, opts...)
+}

@@ -1,0 +1,195 @@
+package trust
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// Policy is the signature policy: rules by image, the first rule that
+// names an image applies to it. It is the signatures: key of .pinbot.yaml
+// (and of pinbot serve's config):
+//
+//	signatures:
+//	  - images: ["gitea.example/acme/*"]   # globs of repositories; "*" stays within a path segment, a final "/**" takes every repository below
+//	    keys: [keys/cosign.pub]            # cosign public keys (PEM: ECDSA, Ed25519 or RSA)
+//	    trustedRoot: keys/trusted_root.json  # Sigstore's trusted root, for keyless
+//	    keyless:                           # certificate identities; any one passes
+//	      - issuer: https://token.actions.example
+//	        subjectRegExp: https://gitea\.example/acme/.+
+//	    attestations:                      # each is required
+//	      - predicateType: https://slsa.dev/provenance/v1
+//	        builderID: https://jenkins\.example/.*
+//	        sourceRepository: https://gitea\.example/acme/app
+//	        ref: refs/heads/main
+//
+// Patterns (issuerRegExp, subjectRegExp, builderID, sourceRepository,
+// ref) are regular expressions that must match the whole value.
+type Policy []Rule
+
+// Rule is one entry of a Policy.
+type Rule struct {
+	// Images are globs of normalised repositories (registry/path).
+	Images []string `yaml:"images" json:"images"`
+	// Keys are paths of cosign public keys (PEM).
+	Keys []string `yaml:"keys" json:"keys,omitempty"`
+	// TrustedRoot is the path of a Sigstore trusted_root.json; needed
+	// for Keyless.
+	TrustedRoot string `yaml:"trustedRoot" json:"trustedRoot,omitempty"`
+	// Keyless lists the certificate identities a keyless signature may
+	// carry.
+	Keyless []Identity `yaml:"keyless" json:"keyless,omitempty"`
+	// Attestations are required on top of a signature.
+	Attestations []Attestation `yaml:"attestations" json:"attestations,omitempty"`
+}
+
+// Identity is a keyless signer: the certificate's OIDC issuer and its
+// subject (the SAN: an email, a URI), each exact or a pattern.
+type Identity struct {
+	Issuer        string `yaml:"issuer" json:"issuer,omitempty"`
+	IssuerRegExp  string `yaml:"issuerRegExp" json:"issuerRegExp,omitempty"`
+	Subject       string `yaml:"subject" json:"subject,omitempty"`
+	SubjectRegExp string `yaml:"subjectRegExp" json:"subjectRegExp,omitempty"`
+}
+
+// Attestation is a required in-toto attestation: its predicate type, and
+// patterns over what its provenance says.
+type Attestation struct {
+	PredicateType    string `yaml:"predicateType" json:"predicateType"`
+	BuilderID        string `yaml:"builderID" json:"builderID,omitempty"`
+	SourceRepository string `yaml:"sourceRepository" json:"sourceRepository,omitempty"`
+	Ref              string `yaml:"ref" json:"ref,omitempty"`
+}
+
+// Problem is one invalid field of a Policy: Index of the rule, Path the
+// keys below it (such as "keyless", 0, "issuer"), Msg what is wrong.
+type Problem struct {
+	Index int
+	Path  []any
+	Msg   string
+}
+
+// Validate lists what is wrong with p, in order; nil when nothing is.
+func (p Policy) Validate() []Problem {
+	var out []Problem
+	add := func(i int, msg string, at ...any) { out = append(out, Problem{Index: i, Path: at, Msg: msg}) }
+	for i, r := range p {
+		if len(r.Images) == 0 {
+			add(i, "a signature rule needs images")
+		}
+		for j, g := range r.Images {
+			if err := checkImageGlob(g); err != nil {
+				add(i, err.Error(), "images", j)
+			}
+		}
+		if len(r.Keys) == 0 && len(r.Keyless) == 0 {
+			add(i, "a signature rule needs keys or keyless identities: with neither, nothing could sign")
+		}
+		for j, k := range r.Keys {
+			if err := checkFile(k); err != nil {
+				add(i, "key "+err.Error(), "keys", j)
+			}
+		}
+		if len(r.Keyless) > 0 && r.TrustedRoot == "" {
+			add(i, "keyless identities need a trustedRoot (a Sigstore trusted_root.json) to check certificates against", "keyless")
+		}
+		if r.TrustedRoot != "" {
+			if err := checkFile(r.TrustedRoot); err != nil {
+				add(i, "trustedRoot "+err.Error(), "trustedRoot")
+			}
+		}
+		for j, id := range r.Keyless {
+			if (id.Issuer == "") == (id.IssuerRegExp == "") {
+				add(i, "give issuer or issuerRegExp, one of them", "keyless", j)
+			}
+			if (id.Subject == "") == (id.SubjectRegExp == "") {
+				add(i, "give subject or subjectRegExp, one of them", "keyless", j)
+			}
+			for _, f := range []struct{ key, v string }{{"issuerRegExp", id.IssuerRegExp}, {"subjectRegExp", id.SubjectRegExp}} {
+				if _, err := compile(f.v); err != nil {
+					add(i, err.Error(), "keyless", j, f.key)
+				}
+			}
+		}
+		for j, a := range r.Attestations {
+			if a.PredicateType == "" {
+				add(i, "an attestation needs a predicateType", "attestations", j)
+			}
+			for _, f := range []struct{ key, v string }{{"builderID", a.BuilderID}, {"sourceRepository", a.SourceRepository}, {"ref", a.Ref}} {
+				if _, err := compile(f.v); err != nil {
+					add(i, err.Error(), "attestations", j, f.key)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// For returns the index of the rule that applies to image (a normalised
+// repository), or -1 when none does.
+func (p Policy) For(image string) int {
+	for i, r := range p {
+		for _, g := range r.Images {
+			if matchImage(g, image) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// checkImageGlob accepts a repository glob: path.Match syntax, with an
+// optional final "/**".
+func checkImageGlob(g string) error {
+	if g == "" || strings.ContainsAny(g, " \t\n@") {
+		return fmt.Errorf("image glob %q: want a repository such as registry.example/org/*", g)
+	}
+	if _, err := path.Match(strings.TrimSuffix(g, "/**"), ""); err != nil {
+		return fmt.Errorf("image glob %q: %w", g, err)
+	}
+	return nil
+}
+
+func matchImage(glob, image string) bool {
+	if prefix, ok := strings.CutSuffix(glob, "/**"); ok {
+		if ok, _ := path.Match(prefix, image); ok {
+			return true
+		}
+		for i := len(image) - 1; i > 0; i-- {
+			if image[i] == '/' {
+				if ok, _ := path.Match(prefix, image[:i]); ok {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	ok, _ := path.Match(glob, image)
+	return ok
+}
+
+// checkFile accepts a slash path inside the repository.
+func checkFile(p string) error {
+	if p == "" || strings.HasPrefix(p, "/") || strings.Contains(p, "\\") {
+		return fmt.Errorf("%q: want a path relative to the repository root", p)
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == ".." || seg == "." || seg == "" {
+			return fmt.Errorf("%q: want a path inside the repository, without . or .. segments", p)
+		}
+	}
+	return nil
+}
+
+// compile compiles a pattern anchored at both ends; "" compiles to nil.
+func compile(pattern string) (*regexp.Regexp, error) {
+	if pattern == "" {
+		return nil, nil
+	}
+	re, err := regexp.Compile(`^(?:` + pattern + `)$`)
+	if err != nil {
+		return nil, fmt.Errorf("pattern %q: %w", pattern, err)
+	}
+	return re, nil
+}
