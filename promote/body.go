@@ -12,6 +12,7 @@ import (
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/trust"
 )
 
 // MetaVersion is the version of the hidden block's JSON.
@@ -105,6 +106,9 @@ type Facts struct {
 	Index     bool
 	Platforms []string
 	Size      int64
+	// Trust is what the signature policy found; nil when it was not
+	// asked (a rollback).
+	Trust *trust.Provenance
 }
 
 // Proposal is everything a pull request body shows.
@@ -215,6 +219,9 @@ func RenderBody(p Proposal) string {
 		}
 		row("Digest from", from)
 		b.WriteString("\n")
+		if f.Trust != nil {
+			renderSignature(&b, *f.Trust)
+		}
 	}
 	if len(p.Notes) > 0 {
 		b.WriteString("### Notes\n\n")
@@ -310,6 +317,40 @@ func renderProof(b *strings.Builder, pr *release.Proof) {
 	b.WriteString("\n\n| Pod | Node | Container | Running |\n|---|---|---|---|\n")
 	for _, pod := range pr.Pods {
 		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", code(pod.Namespace+"/"+pod.Pod), code(pod.Node), code(pod.Container), code(imageref.Short(pod.Running)))
+	}
+	b.WriteString("\n")
+}
+
+// renderSignature writes who signed a digest and how it was built: the
+// facts a reviewer needs to judge a 64-hex change.
+func renderSignature(b *strings.Builder, t trust.Provenance) {
+	b.WriteString("#### Signed and built by\n\n")
+	if !t.Guarded {
+		fmt.Fprintf(b, "No signature policy for this image: nothing checked who built or signed it (see `signatures:` in %s).\n\n", ConfigFile)
+		return
+	}
+	b.WriteString("| | |\n|---|---|\n")
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(b, "| %s | %s |\n", k, v)
+		}
+	}
+	row("Signer", md(t.Signer))
+	signed := "not timestamped (a key signature)"
+	if !t.SignedAt.IsZero() {
+		signed = t.SignedAt.UTC().Format(time.RFC3339) + " (verified timestamp)"
+	}
+	row("Signed", signed)
+	row("Format", md(t.Format))
+	row("Signature on", code(t.Digest))
+	row("Policy", code(t.Rule)+" of "+code(ConfigFile))
+	for _, a := range t.Attestations {
+		row("Attestation", code(a.PredicateType)+", signed by "+md(a.Signer))
+		row("Builder", code(a.BuilderID))
+		row("Source", md(a.SourceRepository))
+		row("Ref", code(a.Ref))
+		row("Commit", code(a.Commit))
+		row("Build", md(a.Invocation))
 	}
 	b.WriteString("\n")
 }

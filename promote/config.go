@@ -18,6 +18,7 @@ import (
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/pins"
 	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/trust"
 )
 
 // ConfigFile is the name of pinbot's optional configuration file at the root
@@ -56,6 +57,9 @@ const (
 //	helm:                 # how charts not in the repository take a digest (see HelmForms)
 //	  - chart: podinfo    # a Flux HelmRelease's spec.chart.spec.chart, an Argo CD source's chart
 //	    digest: tag       # key (a digest: beside the tag) | tag (tag: v5@sha256:...) | none
+//	signatures:           # who must have signed a digest before it moves (see package trust)
+//	  - images: ["registry.example/org/*"]
+//	    keys: [keys/cosign.pub]      # paths in this repository
 //
 // Instead of targets, environments declares a release chain (see
 // package release): each environment is a target, CI promotes into the
@@ -72,6 +76,10 @@ type Config struct {
 	Track        []Track       `yaml:"track"`
 	Drift        DriftConfig   `yaml:"drift"`
 	Helm         []HelmChart   `yaml:"helm"`
+	Signatures   trust.Policy  `yaml:"signatures"`
+	// Trust is Signatures with its keys and trusted roots loaded from
+	// the repository; LoadConfig sets it.
+	Trust *trust.Verifier `yaml:"-"`
 }
 
 // HelmChart declares how a chart that is not in the repository reads an
@@ -163,7 +171,29 @@ func LoadConfig(fsys fs.FS) (Config, error) {
 	if len(data) > maxConfig {
 		return Config{}, fmt.Errorf("reading %s: larger than %d KiB", ConfigFile, maxConfig>>10)
 	}
-	return ParseConfig(ConfigFile, data)
+	c, root, err := parseConfig(ConfigFile, data)
+	if err != nil {
+		return Config{}, err
+	}
+	// The keys and trusted roots come from the same commit as the
+	// policy that names them.
+	if c.Trust, err = trust.Compile(c.Signatures, fsys); err != nil {
+		return Config{}, policyError(ConfigFile, root, err)
+	}
+	return c, nil
+}
+
+// policyError names the file and line of a signature policy's problem.
+func policyError(file string, root *yaml.Node, err error) error {
+	var p *trust.Problem
+	if !errors.As(err, &p) {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	where := file
+	if l := lineOf(root, append([]any{"signatures", p.Index}, p.Path...)...); l > 0 {
+		where += ":" + strconv.Itoa(l)
+	}
+	return fmt.Errorf("%s: %w", where, err)
 }
 
 // maxConfig bounds ConfigFile: a config is a page, not megabytes.
@@ -172,23 +202,29 @@ const maxConfig = 1 << 20
 // ParseConfig decodes and validates a .pinbot.yaml strictly (unknown fields
 // are errors) and fills in the defaults. Errors name file:line.
 func ParseConfig(file string, data []byte) (Config, error) {
+	c, _, err := parseConfig(file, data)
+	return c, err
+}
+
+// parseConfig is ParseConfig, returning the document's node tree too.
+func parseConfig(file string, data []byte) (Config, *yaml.Node, error) {
 	var c Config
 	var root yaml.Node
 	if len(bytes.TrimSpace(data)) > 0 {
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		dec.KnownFields(true)
 		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-			return Config{}, yamlError(file, err)
+			return Config{}, nil, yamlError(file, err)
 		}
 		if err := yaml.Unmarshal(data, &root); err != nil {
-			return Config{}, yamlError(file, err)
+			return Config{}, nil, yamlError(file, err)
 		}
 	}
 	if err := c.validate(file, &root); err != nil {
-		return Config{}, err
+		return Config{}, nil, err
 	}
 	c.defaults()
-	return c, nil
+	return c, &root, nil
 }
 
 // yamlError rewrites yaml.v3's "yaml: line 3: ..." as "file:3: ...".
@@ -285,6 +321,9 @@ func (c *Config) validate(file string, root *yaml.Node) error {
 	}
 	if c.Drift.MinAge < 0 {
 		return fmt.Errorf("%s: drift minAge must not be negative", at("drift", "minAge"))
+	}
+	if probs := c.Signatures.Validate(); len(probs) > 0 {
+		return policyError(file, root, &probs[0])
 	}
 	for i, h := range c.Helm {
 		if h.Chart == "" {

@@ -207,6 +207,12 @@ func Drift(ctx context.Context, env Env, opts DriftOptions) (DriftReport, error)
 				continue
 			}
 		}
+		prov, err := s.signature(ctx, t.promo)
+		if err != nil {
+			rep.Failed = append(rep.Failed, Failure{Image: t.key.image, Tag: t.key.tag, Err: fmt.Errorf("not proposing %s: %w", imageref.Short(t.promo.Digest), err)})
+			continue
+		}
+		t.promo.Trust = &prov
 		rep.Moved = append(rep.Moved, tr)
 		promote = append(promote, t)
 	}

@@ -14,6 +14,7 @@ import (
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/pins"
 	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/trust"
 )
 
 // job is one branch's worth of promotion: the digests it proposes for the
@@ -190,6 +191,14 @@ func (s *session) chooseDigests(ctx context.Context, chosen []pins.Pin, p jobPro
 func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error) {
 	log := logctx.From(ctx).With("branch", j.branch)
 	res := Result{Target: j.target, Branch: j.branch}
+	for _, jp := range j.proms {
+		if jp.Trust != nil {
+			if res.Signatures == nil {
+				res.Signatures = map[string]trust.Provenance{}
+			}
+			res.Signatures[jp.Image] = *jp.Trust
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 {
 			if err := s.fetch(ctx); err != nil {
@@ -355,7 +364,9 @@ func (s *session) proposal(j job, meta Meta, notes []string) Proposal {
 	p := Proposal{Meta: meta, Facts: map[string]Facts{}, Files: map[string]string{}, Notes: notes,
 		Proof: j.proof, Rollback: j.rollback, Forced: j.forced}
 	for _, jp := range j.proms {
-		p.Facts[jp.Image] = factsOf(jp.Described)
+		f := factsOf(jp.Described)
+		f.Trust = jp.Trust
+		p.Facts[jp.Image] = f
 		if jp.File != "" {
 			p.Files[jp.Image] = jp.File
 		}

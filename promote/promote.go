@@ -14,6 +14,7 @@ import (
 	"pinbot.dev/pinbot/pins"
 	"pinbot.dev/pinbot/registry"
 	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/trust"
 )
 
 // Forge is the part of the Gitea API promote uses; *gitforge.Gitea
@@ -29,11 +30,13 @@ type Forge interface {
 	ClosePull(ctx context.Context, repo gitforge.Repo, number int64, comment string) error
 }
 
-// Registry is the part of *registry.Client promote uses.
+// Registry is the part of *registry.Client promote uses: resolving and
+// describing digests, and reading their signatures (trust.Registry).
 type Registry interface {
 	Resolve(ctx context.Context, ref string) (registry.Descriptor, error)
 	Describe(ctx context.Context, ref string) (registry.Image, error)
 	ChildFor(ctx context.Context, indexRef string, p imageref.Platform) (registry.Child, error)
+	trust.Registry
 }
 
 // DefaultAttempts bounds how often one branch is regenerated from a fresh
@@ -185,6 +188,10 @@ type Result struct {
 	Diff, Body string
 	// Notes are remarks for people (also in the body).
 	Notes []string
+	// Signatures says, per image, who signed the digest and how it was
+	// built (see package trust); nil for a rollback, which restores a
+	// digest proven before and is not checked again.
+	Signatures map[string]trust.Provenance
 }
 
 // Run promotes each input into every target holding pins of its image. It
@@ -219,6 +226,12 @@ func Run(ctx context.Context, env Env, req Request) ([]Result, error) {
 		return nil, openErr
 	}
 
+	// Nothing is written for a digest the signature policy refuses.
+	if req.Rollback == nil {
+		if err := s.checkSignatures(ctx, proms); err != nil {
+			return nil, err
+		}
+	}
 	targets, err := s.targets(req.Target)
 	if err != nil {
 		return nil, err

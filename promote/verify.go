@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"pinbot.dev/pinbot/registry"
+	"pinbot.dev/pinbot/trust"
 )
 
 // ErrTagMoved means a tag CI says it pushed with a digest points to another
@@ -32,6 +33,9 @@ type Promotion struct {
 	File   string
 	// Described is what the registry says Digest is.
 	Described registry.Image
+	// Trust is what the signature policy found: who signed Digest and
+	// how it was built. Nil until checked (a rollback is not).
+	Trust *trust.Provenance
 }
 
 // Verify checks an Input against the registry before anything is written:
