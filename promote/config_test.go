@@ -3,10 +3,34 @@ package promote
 import (
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
+
+// TestLoadConfigSignatureKeys: the keys a policy names are read from the
+// same files as the config, and a key that is missing or not a key is an
+// error naming the config's line.
+func TestLoadConfigSignatureKeys(t *testing.T) {
+	cfg := "signatures:\n  - images: [r.example/*]\n    keys:\n      - keys/cosign.pub\n"
+	for _, tc := range []struct {
+		name    string
+		files   fstest.MapFS
+		wantErr string
+	}{
+		{"missing key", fstest.MapFS{ConfigFile: {Data: []byte(cfg)}}, ".pinbot.yaml:4: signatures[0].keys[0]: key keys/cosign.pub: open keys/cosign.pub"},
+		{"not a key", fstest.MapFS{ConfigFile: {Data: []byte(cfg)}, "keys/cosign.pub": {Data: []byte("ssh-ed25519 AAAA")}}, ".pinbot.yaml:4: signatures[0].keys[0]: key keys/cosign.pub: not a PEM public key"},
+		{"a directory", fstest.MapFS{ConfigFile: {Data: []byte(cfg)}, "keys/cosign.pub/x": {Data: []byte("x")}}, "not a regular file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadConfig(tc.files)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("LoadConfig = %v, want an error with %q", err, tc.wantErr)
+			}
+		})
+	}
+}
 
 func TestParseConfig(t *testing.T) {
 	tests := []struct {
@@ -86,6 +110,10 @@ drift:
 		{name: "half author", data: "author:\n  name: x\n", wantErr: ".pinbot.yaml:2: author needs both"},
 		{name: "bad prefix", data: "branchPrefix: 'a..b/'\n", wantErr: ".pinbot.yaml:1: branchPrefix"},
 		{name: "glob out of the tree", data: "targets:\n  - {name: a, paths: ['../../etc/**']}\n", wantErr: `.pinbot.yaml:2: path glob "../../etc/**": want a path inside the repository`},
+		{name: "signature rule without a signer", data: "signatures:\n  - images: [r.example/*]\n", wantErr: ".pinbot.yaml:2: signatures[0]: a signature rule needs keys or keyless"},
+		{name: "signature key out of the tree", data: "signatures:\n  - images: [r.example/*]\n    keys:\n      - ok.pub\n      - ../k.pub\n", wantErr: `.pinbot.yaml:5: signatures[0].keys[1]: key "../k.pub"`},
+		{name: "keyless without a root", data: "signatures:\n  - images: [r.example/*]\n    keyless:\n      - {issuer: i, subject: s}\n", wantErr: ".pinbot.yaml:4: signatures[0].keyless: keyless identities need a trustedRoot"},
+		{name: "unknown signature field", data: "signatures:\n  - images: [r.example/*]\n    key: k.pub\n", wantErr: ".pinbot.yaml:3: field key not found"},
 		{name: "track glob out of the tree", data: "track:\n  - image: r.example/app\n    tag: main\n    paths: [envs/../../x]\n", wantErr: `.pinbot.yaml:4: path glob`},
 		{name: "author name forging a header", data: "author:\n  name: \"pinbot\\ncommitter evil <e@x> 0 +0000\"\n  email: p@x\n", wantErr: ".pinbot.yaml:2: author name"},
 		{name: "author email with brackets", data: "author:\n  name: pinbot\n  email: \"p@x> <q@y\"\n", wantErr: ".pinbot.yaml:3: author email"},

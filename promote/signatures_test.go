@@ -210,3 +210,39 @@ func TestGiteaReferrers(t *testing.T) {
 		t.Errorf("Gitea answers the Referrers API with %d; it used to answer 404", resp.StatusCode)
 	}
 }
+
+// TestDriftSigned: a tag that moves to a digest the policy refuses is
+// reported as failed, naming the rule, and proposed by no pull request;
+// once the digest is signed, drift proposes it with its signer.
+func TestDriftSigned(t *testing.T) {
+	f := newFixture(t)
+	ctx := testContext(t)
+	key := trusttest.NewKey(t, trusttest.RSA)
+	app := f.image("app")
+	v1 := f.pushImage(app, "main", time.Time{})
+	f.createRepo(map[string]string{
+		"keys/cosign.pub": string(key.PublicPEM(t)),
+		".pinbot.yaml":    "signatures:\n  - images: [" + app + "]\n    keys: [keys/cosign.pub]\n",
+		"app.yaml":        "image: " + app + ":main@" + v1 + "\n",
+	})
+	v2 := f.pushImage(app, "main", time.Time{})
+	rep, err := Drift(ctx, f.env(), DriftOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Failed) != 1 || !errors.Is(rep.Failed[0], trust.ErrRefused) || !strings.Contains(rep.Failed[0].Error(), "signatures[0]") {
+		t.Fatalf("failed = %v; want the refusal of %s", rep.Failed, v2)
+	}
+	if len(rep.Moved) != 0 || len(f.openPulls()) != 0 || !cmp.Equal(f.branches(), []string{"main"}) {
+		t.Errorf("an unsigned digest was proposed: moved %+v, branches %q", rep.Moved, f.branches())
+	}
+
+	trusttest.Sign(t, app+"@"+v2, key, f.remoteOpts()...)
+	rep, err = Drift(ctx, f.env(), DriftOptions{})
+	if err != nil || len(rep.Failed) != 0 || rep.Count(StatusOpened) != 1 {
+		t.Fatalf("drift after signing: %s, %v", rep.Summary(), err)
+	}
+	if body := rep.Results[0].Pull.Body; !strings.Contains(body, "| Signer | key keys/cosign.pub (SHA256:") {
+		t.Errorf("the drift pull request does not name the signer:\n%s", body)
+	}
+}

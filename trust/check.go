@@ -21,13 +21,14 @@ var ErrRefused = errors.New("refused by the signature policy")
 // Refusal says which rule a digest failed and why. Nothing that carries
 // it may move the digest.
 type Refusal struct {
-	Image, Digest string
+	Image  string `json:"image"`
+	Digest string `json:"digest"`
 	// Rule names the failed rule as .pinbot.yaml spells it:
 	// "signatures[0]" for the signature, "signatures[0].attestations[1]"
 	// for an attestation.
-	Rule string
+	Rule string `json:"rule"`
 	// Reason is what failed, for a person.
-	Reason string
+	Reason string `json:"reason"`
 }
 
 // Error implements error.

@@ -19,6 +19,7 @@ import (
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/registry"
+	"pinbot.dev/pinbot/trust"
 )
 
 // tokenEnv is the environment variable holding the Gitea token when no
@@ -198,12 +199,15 @@ type resultJSON struct {
 	Status   promote.Status         `json:"status"`
 	Closed   int64                  `json:"closed_pr_number,omitempty"`
 	Notes    []string               `json:"notes,omitempty"`
-	Diff     string                 `json:"diff,omitempty"`
-	Body     string                 `json:"body,omitempty"`
+	// Signatures are, per image, who signed the digest and how it was
+	// built, as the signature policy found it.
+	Signatures map[string]trust.Provenance `json:"signatures,omitempty"`
+	Diff       string                      `json:"diff,omitempty"`
+	Body       string                      `json:"body,omitempty"`
 }
 
 func toJSON(r promote.Result, withText bool) resultJSON {
-	out := resultJSON{Branch: r.Branch, Changes: r.Meta.Changes, Target: r.Target, Status: r.Status, Notes: r.Notes}
+	out := resultJSON{Branch: r.Branch, Changes: r.Meta.Changes, Target: r.Target, Status: r.Status, Notes: r.Notes, Signatures: r.Signatures}
 	if out.Changes == nil {
 		out.Changes = []promote.ChangeRecord{}
 	}

@@ -7,8 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
 	"pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
+	"pinbot.dev/pinbot/trust"
+	"pinbot.dev/pinbot/trust/trusttest"
 )
 
 // TestPromoteDriftCommands runs `pinbot promote` and `pinbot drift` as a
@@ -19,6 +24,55 @@ func TestPromoteDriftCommands(t *testing.T) {
 	t.Run("promote", func(t *testing.T) { testCLIPromote(t, srv) })
 	t.Run("invalid token", func(t *testing.T) { testCLIInvalidToken(t, srv) })
 	t.Run("drift", func(t *testing.T) { testCLIDrift(t, srv) })
+	t.Run("signature policy", func(t *testing.T) { testCLISignaturePolicy(t, srv) })
+}
+
+// testCLISignaturePolicy: an unsigned digest is refused with exit 1, and
+// -o json says which image, digest and rule; once signed by the policy's
+// key, it is promoted and -o json says who signed it.
+func testCLISignaturePolicy(t *testing.T, srv *gitea.Server) {
+	key := trusttest.NewKey(t, trusttest.Ed25519)
+	m := giteatest.NewManifestRepo(t, srv, func(dir, app, _ string) {
+		writeTestFile(t, filepath.Join(dir, "keys", "cosign.pub"), string(key.PublicPEM(t)))
+		writeTestFile(t, filepath.Join(dir, ".pinbot.yaml"), "signatures:\n  - images: ["+app+"]\n    keys: [keys/cosign.pub]\n")
+	})
+	r := &forgeRepo{ManifestRepo: m, srv: srv, owner: m.Owner, name: m.Name, app: m.App, v1: m.V1}
+	t.Setenv(tokenEnv, r.srv.Token)
+	v2 := r.push(t, "v2")
+
+	code, stdout, stderr := r.pinbot(t, "promote", "--digest", v2, "--image", r.app+":v2", "-o", "json")
+	if code != exitError {
+		t.Fatalf("unsigned: exit %d, want %d: %s", code, exitError, stderr)
+	}
+	var refused struct {
+		Error   string        `json:"error"`
+		Refused trust.Refusal `json:"refused"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &refused); err != nil {
+		t.Fatalf("output is not one JSON object: %s\n%s", err, stdout)
+	}
+	if got := refused.Refused; got.Image != r.app || got.Digest != v2 || got.Rule != "signatures[0]" || !strings.Contains(got.Reason, "no signature found") {
+		t.Errorf("refused = %+v", got)
+	}
+	if !strings.Contains(stderr, "is refused by signatures[0]") {
+		t.Errorf("stderr does not say why: %s", stderr)
+	}
+
+	trusttest.Sign(t, r.app+"@"+v2, key, remote.WithAuth(&authn.Basic{Username: srv.AdminUser, Password: srv.Token}))
+	code, stdout, stderr = r.pinbot(t, "promote", "--digest", v2, "--image", r.app+":v2", "-o", "json")
+	if code != exitOK {
+		t.Fatalf("signed: exit %d: %s", code, stderr)
+	}
+	var got struct {
+		Status     string                      `json:"status"`
+		Signatures map[string]trust.Provenance `json:"signatures"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("output is not one JSON object: %s\n%s", err, stdout)
+	}
+	if s := got.Signatures[r.app]; got.Status != "opened" || !s.Guarded || !strings.HasPrefix(s.Signer, "key keys/cosign.pub") {
+		t.Errorf("output = %s", stdout)
+	}
 }
 
 // forgeRepo is a manifest repository on the Gitea pinning one image of

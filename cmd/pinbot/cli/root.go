@@ -18,6 +18,7 @@ import (
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/pins"
+	"pinbot.dev/pinbot/trust"
 )
 
 // Exit codes, as documented in the README.
@@ -136,17 +137,25 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // writeJSONError prints, under -o json, a failed command's error as one
 // JSON object on stdout, {"error": "...", "file": "...", "line": N}, so
 // that a CI step can parse it; file and line are those of an error that
-// names them (a *pins.SyntaxError), "" and 0 otherwise. The message on
+// names them (a *pins.SyntaxError), "" and 0 otherwise; a refusal of the
+// signature policy adds "refused". The message on
 // stderr and the exit code stay as they are.
 func writeJSONError(w io.Writer, err error) {
 	out := struct {
 		Error string `json:"error"`
 		File  string `json:"file"`
 		Line  int    `json:"line"`
+		// Refused is the signature policy's refusal, when that is what
+		// failed: the image, digest, rule and reason.
+		Refused *trust.Refusal `json:"refused,omitempty"`
 	}{Error: redact.String(err.Error())}
 	var se *pins.SyntaxError
 	if errors.As(err, &se) {
 		out.File, out.Line = se.File, se.Line
+	}
+	var refusal *trust.Refusal
+	if errors.As(err, &refusal) {
+		out.Refused = refusal
 	}
 	_ = json.NewEncoder(w).Encode(out)
 }
