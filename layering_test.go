@@ -27,7 +27,7 @@ var pure = []string{"reconciler/object", "reconciler/ignore", "reconciler/verdic
 
 // core is what the reconciler's config, and every decision above it, may
 // build on: the objects, the verdict core and the leaves they need.
-var core = []string{"reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict",
+var core = []string{"reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "trust/policy",
 	"internal/imageref", "internal/loopback", "internal/clip", "internal/redact"}
 
 // above is core and the decisions a package sits above.
@@ -54,11 +54,12 @@ var allowed = map[string][]string{
 	"registry": leaves,
 	"gitforge": leaves,
 	"render":   {"internal/confined"},
-	"promote":  append([]string{"pins", "registry", "gitforge", "render", "release", "trust"}, leaves...),
+	"promote":  append([]string{"pins", "registry", "gitforge", "render", "release", "trust", "trust/policy"}, leaves...),
 
 	// The signature policy: it reads signatures through the registry and
 	// decides with sigstore-go; promote and the reconciler ask it.
-	"trust":           append([]string{"registry"}, leaves...),
+	"trust":           append([]string{"registry", "trust/policy"}, leaves...),
+	"trust/policy":    {},
 	"trust/trusttest": {},
 
 	// The release chain: pure decisions, their store in the cluster, and
@@ -85,11 +86,11 @@ var allowed = map[string][]string{
 	"reconciler/settle":   above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status", "reconciler/history"),
 	"reconciler/store":    above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status", "reconciler/history"),
 	// The reconciler orchestrates them; it knows nothing of promotion.
-	"reconciler": append([]string{"reconciler/...", "gitforge", "registry", "render", "trust"}, leaves...),
+	"reconciler": append([]string{"reconciler/...", "gitforge", "registry", "render", "trust", "trust/policy"}, leaves...),
 
 	"dashboard": append([]string{"gitforge", "reconciler/...", "release"}, leaves...),
 	// serve drives the reconciler and promote; nothing imports it but cmd.
-	"serve":                   append([]string{"reconciler", "reconciler/...", "promote", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/...", "trust"}, leaves...),
+	"serve":                   append([]string{"reconciler", "reconciler/...", "promote", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/...", "trust", "trust/..."}, leaves...),
 	"deploy":                  {},
 	"cmd/...":                 {"*"},
 	"hack/...":                {"*"},

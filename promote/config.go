@@ -19,6 +19,7 @@ import (
 	"pinbot.dev/pinbot/pins"
 	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/trust"
+	"pinbot.dev/pinbot/trust/policy"
 )
 
 // ConfigFile is the name of pinbot's optional configuration file at the root
@@ -76,7 +77,7 @@ type Config struct {
 	Track        []Track       `yaml:"track"`
 	Drift        DriftConfig   `yaml:"drift"`
 	Helm         []HelmChart   `yaml:"helm"`
-	Signatures   trust.Policy  `yaml:"signatures"`
+	Signatures   policy.Rules  `yaml:"signatures"`
 	// Trust is Signatures with its keys and trusted roots loaded from
 	// the repository; LoadConfig sets it.
 	Trust *trust.Verifier `yaml:"-"`
@@ -185,7 +186,7 @@ func LoadConfig(fsys fs.FS) (Config, error) {
 
 // policyError names the file and line of a signature policy's problem.
 func policyError(file string, root *yaml.Node, err error) error {
-	var p *trust.Problem
+	var p *policy.Problem
 	if !errors.As(err, &p) {
 		return fmt.Errorf("%s: %w", file, err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"pinbot.dev/pinbot/registry"
 	"pinbot.dev/pinbot/trust"
+	"pinbot.dev/pinbot/trust/policy"
 	"pinbot.dev/pinbot/trust/trusttest"
 )
 
@@ -83,7 +84,7 @@ func (w *world) write(t *testing.T, tag string, img v1.Image) string {
 
 func (w *world) ref(digest string) string { return w.image + "@" + digest }
 
-func (w *world) verifier(t *testing.T, p trust.Policy) *trust.Verifier {
+func (w *world) verifier(t *testing.T, p policy.Rules) *trust.Verifier {
 	t.Helper()
 	v, err := trust.Compile(p, w.files)
 	if err != nil {
@@ -92,7 +93,7 @@ func (w *world) verifier(t *testing.T, p trust.Policy) *trust.Verifier {
 	return v
 }
 
-func (w *world) check(t *testing.T, p trust.Policy, s trust.Subject) (trust.Provenance, error) {
+func (w *world) check(t *testing.T, p policy.Rules, s trust.Subject) (trust.Provenance, error) {
 	t.Helper()
 	if s.Image == "" {
 		s.Image = w.image
@@ -103,15 +104,15 @@ func (w *world) check(t *testing.T, p trust.Policy, s trust.Subject) (trust.Prov
 	return w.verifier(t, p).Check(context.Background(), w.reg, s)
 }
 
-func keyRule(w *world) trust.Policy {
-	return trust.Policy{{Images: []string{w.host + "/acme/*"}, Keys: []string{"keys/cosign.pub"}}}
+func keyRule(w *world) policy.Rules {
+	return policy.Rules{{Images: []string{w.host + "/acme/*"}, Keys: []string{"keys/cosign.pub"}}}
 }
 
-func keylessRule(w *world, subjectRegExp string) trust.Policy {
-	return trust.Policy{{
+func keylessRule(w *world, subjectRegExp string) policy.Rules {
+	return policy.Rules{{
 		Images:      []string{w.host + "/acme/**"},
 		TrustedRoot: "keys/trusted_root.json",
-		Keyless:     []trust.Identity{{Issuer: "https://ci.example", SubjectRegExp: subjectRegExp}},
+		Keyless:     []policy.Identity{{Issuer: "https://ci.example", SubjectRegExp: subjectRegExp}},
 	}}
 }
 
@@ -215,12 +216,12 @@ func TestAttestations(t *testing.T) {
 		Ref: "refs/heads/main", Commit: "0123456789abcdef0123456789abcdef01234567", Invocation: "https://jenkins.acme.example/job/app/42"}
 	trusttest.Attest(t, w.ref(w.digest), signer, trusttest.SLSAProvenance, trusttest.Provenance(build))
 
-	policy := func(source string) trust.Policy {
+	rules := func(source string) policy.Rules {
 		p := keylessRule(w, `.*@acme\.example`)
-		p[0].Attestations = []trust.Attestation{{PredicateType: trusttest.SLSAProvenance, BuilderID: `https://jenkins\.acme\.example/.*`, SourceRepository: source, Ref: "refs/heads/main"}}
+		p[0].Attestations = []policy.Attestation{{PredicateType: trusttest.SLSAProvenance, BuilderID: `https://jenkins\.acme\.example/.*`, SourceRepository: source, Ref: "refs/heads/main"}}
 		return p
 	}
-	p, err := w.check(t, policy(`https://gitea\.acme\.example/acme/app`), trust.Subject{})
+	p, err := w.check(t, rules(`https://gitea\.acme\.example/acme/app`), trust.Subject{})
 	if err != nil {
 		t.Fatalf("Check: %v", err)
 	}
@@ -230,7 +231,7 @@ func TestAttestations(t *testing.T) {
 		t.Errorf("attestations (-want +got):\n%s", diff)
 	}
 
-	_, err = w.check(t, policy(`https://gitea\.acme\.example/acme/other`), trust.Subject{})
+	_, err = w.check(t, rules(`https://gitea\.acme\.example/acme/other`), trust.Subject{})
 	var r *trust.Refusal
 	if !errors.As(err, &r) || r.Rule != "signatures[0].attestations[0]" || !strings.Contains(r.Reason, `source repository "https://gitea.acme.example/acme/app" does not match`) {
 		t.Fatalf("Check with another source repository = %v, want a refusal of signatures[0].attestations[0]", err)
@@ -238,7 +239,7 @@ func TestAttestations(t *testing.T) {
 
 	bare := w.push(t, "no-attestation")
 	trusttest.Sign(t, w.ref(bare), signer)
-	_, err = w.check(t, policy(`.*`), trust.Subject{Digest: bare})
+	_, err = w.check(t, rules(`.*`), trust.Subject{Digest: bare})
 	if !errors.As(err, &r) || !strings.Contains(r.Reason, "no attestation of predicate type "+trusttest.SLSAProvenance+" is attached") {
 		t.Fatalf("Check without an attestation = %v, want a refusal", err)
 	}
@@ -274,7 +275,7 @@ func TestIndexCoversChildren(t *testing.T) {
 
 func TestUnguardedImage(t *testing.T) {
 	w := newWorld(t, true)
-	p, err := w.check(t, trust.Policy{{Images: []string{"elsewhere.example/*"}, Keys: []string{"keys/cosign.pub"}}}, trust.Subject{})
+	p, err := w.check(t, policy.Rules{{Images: []string{"elsewhere.example/*"}, Keys: []string{"keys/cosign.pub"}}}, trust.Subject{})
 	if err != nil || p.Guarded {
 		t.Errorf("Check of an image no rule names = %+v, %v; want unguarded", p, err)
 	}
@@ -284,16 +285,16 @@ func TestCompileErrors(t *testing.T) {
 	files := fstest.MapFS{"keys/bad.pub": {Data: []byte("hello")}}
 	for _, tc := range []struct {
 		name   string
-		policy trust.Policy
+		policy policy.Rules
 		want   string
 	}{
-		{"no signer", trust.Policy{{Images: []string{"r.example/*"}}}, "signatures[0]: a signature rule needs keys or keyless"},
-		{"no images", trust.Policy{{Keys: []string{"keys/bad.pub"}}}, "signatures[0]: a signature rule needs images"},
-		{"key outside", trust.Policy{{Images: []string{"r.example/*"}, Keys: []string{"../k.pub"}}}, "signatures[0].keys[0]: key \"../k.pub\""},
-		{"missing key", trust.Policy{{Images: []string{"r.example/*"}, Keys: []string{"keys/none.pub"}}}, "signatures[0].keys[0]: key keys/none.pub:"},
-		{"not a key", trust.Policy{{Images: []string{"r.example/*"}, Keys: []string{"keys/bad.pub"}}}, "signatures[0].keys[0]: key keys/bad.pub: not a PEM public key"},
-		{"keyless without root", trust.Policy{{Images: []string{"r.example/*"}, Keyless: []trust.Identity{{Issuer: "i", Subject: "s"}}}}, "signatures[0].keyless: keyless identities need a trustedRoot"},
-		{"bad pattern", trust.Policy{{Images: []string{"r.example/*"}, Keys: []string{"keys/bad.pub"}, Attestations: []trust.Attestation{{PredicateType: "p", Ref: "("}}}}, "signatures[0].attestations[0].ref: pattern"},
+		{"no signer", policy.Rules{{Images: []string{"r.example/*"}}}, "signatures[0]: a signature rule needs keys or keyless"},
+		{"no images", policy.Rules{{Keys: []string{"keys/bad.pub"}}}, "signatures[0]: a signature rule needs images"},
+		{"key outside", policy.Rules{{Images: []string{"r.example/*"}, Keys: []string{"../k.pub"}}}, "signatures[0].keys[0]: key \"../k.pub\""},
+		{"missing key", policy.Rules{{Images: []string{"r.example/*"}, Keys: []string{"keys/none.pub"}}}, "signatures[0].keys[0]: key keys/none.pub:"},
+		{"not a key", policy.Rules{{Images: []string{"r.example/*"}, Keys: []string{"keys/bad.pub"}}}, "signatures[0].keys[0]: key keys/bad.pub: not a PEM public key"},
+		{"keyless without root", policy.Rules{{Images: []string{"r.example/*"}, Keyless: []policy.Identity{{Issuer: "i", Subject: "s"}}}}, "signatures[0].keyless: keyless identities need a trustedRoot"},
+		{"bad pattern", policy.Rules{{Images: []string{"r.example/*"}, Keys: []string{"keys/bad.pub"}, Attestations: []policy.Attestation{{PredicateType: "p", Ref: "("}}}}, "signatures[0].attestations[0].ref: pattern"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := trust.Compile(tc.policy, files)

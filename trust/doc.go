@@ -2,7 +2,7 @@
 // signatures and attestations against a policy before Git changes, and
 // says who signed it and how it was built, for the reviewer.
 //
-// A Policy is a list of rules by image. An image no rule names is not
+// A policy (package trust/policy) is a list of rules by image. An image no rule names is not
 // guarded: Check says so ("no signature policy for this image") and lets
 // it pass. An image a rule names passes only when
 //

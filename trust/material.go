@@ -16,17 +16,19 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/verify"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
+
+	"pinbot.dev/pinbot/trust/policy"
 )
 
 // maxFile bounds a key or trusted root file: they are kilobytes.
 const maxFile = 1 << 20
 
-// Verifier is a Policy with its keys and trusted roots loaded: it checks
+// Verifier is a signature policy with its keys and trusted roots loaded: it checks
 // digests (see Check). It remembers the digests that passed, since a
 // digest's content never changes; a refusal is asked again. It is safe for
 // concurrent use.
 type Verifier struct {
-	policy Policy
+	policy policy.Rules
 	rules  []*rule
 
 	mu     sync.Mutex
@@ -49,20 +51,19 @@ type key struct {
 }
 
 type identity struct {
-	text string
-	id   verify.CertificateIdentity
+	id verify.CertificateIdentity
 }
 
 type attestation struct {
-	Attestation
+	policy.Attestation
 	builder, source, ref *regexp.Regexp
 }
 
 // Compile loads the keys and trusted roots p names from files (a Git
 // snapshot, or a confined directory) and returns p's Verifier. An empty
-// Policy compiles to a Verifier that guards nothing. Errors are *Problem
+// policy compiles to a Verifier that guards nothing. Errors are *policy.Problem
 // values naming the rule and field.
-func Compile(p Policy, files fs.FS) (*Verifier, error) {
+func Compile(p policy.Rules, files fs.FS) (*Verifier, error) {
 	if probs := p.Validate(); len(probs) > 0 {
 		return nil, &probs[0]
 	}
@@ -72,7 +73,7 @@ func Compile(p Policy, files fs.FS) (*Verifier, error) {
 		for j, file := range r.Keys {
 			k, err := loadKey(files, file)
 			if err != nil {
-				return nil, &Problem{Index: i, Path: []any{"keys", j}, Msg: err.Error()}
+				return nil, &policy.Problem{Index: i, Path: []any{"keys", j}, Msg: err.Error()}
 			}
 			c.keys = append(c.keys, k)
 		}
@@ -82,21 +83,21 @@ func Compile(p Policy, files fs.FS) (*Verifier, error) {
 				c.root, err = root.NewTrustedRootFromJSON(data)
 			}
 			if err != nil {
-				return nil, &Problem{Index: i, Path: []any{"trustedRoot"}, Msg: fmt.Sprintf("trusted root %s: %v", r.TrustedRoot, err)}
+				return nil, &policy.Problem{Index: i, Path: []any{"trustedRoot"}, Msg: fmt.Sprintf("trusted root %s: %v", r.TrustedRoot, err)}
 			}
 		}
 		for j, id := range r.Keyless {
 			ci, err := certificateIdentity(id)
 			if err != nil {
-				return nil, &Problem{Index: i, Path: []any{"keyless", j}, Msg: err.Error()}
+				return nil, &policy.Problem{Index: i, Path: []any{"keyless", j}, Msg: err.Error()}
 			}
-			c.identities = append(c.identities, identity{text: id.String(), id: ci})
+			c.identities = append(c.identities, identity{id: ci})
 		}
 		for _, a := range r.Attestations {
 			ca := attestation{Attestation: a}
-			ca.builder, _ = compile(a.BuilderID) // Validate compiled them
-			ca.source, _ = compile(a.SourceRepository)
-			ca.ref, _ = compile(a.Ref)
+			ca.builder, _ = policy.Pattern(a.BuilderID) // Validate compiled them
+			ca.source, _ = policy.Pattern(a.SourceRepository)
+			ca.ref, _ = policy.Pattern(a.Ref)
 			c.attest = append(c.attest, ca)
 		}
 		v.rules = append(v.rules, c)
@@ -104,22 +105,8 @@ func Compile(p Policy, files fs.FS) (*Verifier, error) {
 	return v, nil
 }
 
-// Error implements error: "signatures[0].keys[1]: ...".
-func (p *Problem) Error() string {
-	s := fmt.Sprintf("signatures[%d]", p.Index)
-	for _, k := range p.Path {
-		switch k := k.(type) {
-		case int:
-			s += fmt.Sprintf("[%d]", k)
-		default:
-			s += fmt.Sprintf(".%v", k)
-		}
-	}
-	return s + ": " + p.Msg
-}
-
 // Policy returns the policy v was compiled from.
-func (v *Verifier) Policy() Policy {
+func (v *Verifier) Policy() policy.Rules {
 	if v == nil {
 		return nil
 	}
@@ -170,7 +157,7 @@ func readFile(files fs.FS, name string) ([]byte, error) {
 	return data, nil
 }
 
-func certificateIdentity(id Identity) (verify.CertificateIdentity, error) {
+func certificateIdentity(id policy.Identity) (verify.CertificateIdentity, error) {
 	anchor := func(p string) string {
 		if p == "" {
 			return ""
@@ -178,18 +165,6 @@ func certificateIdentity(id Identity) (verify.CertificateIdentity, error) {
 		return `^(?:` + p + `)$`
 	}
 	return verify.NewShortCertificateIdentity(id.Issuer, anchor(id.IssuerRegExp), id.Subject, anchor(id.SubjectRegExp))
-}
-
-// String is how a keyless identity reads in a refusal.
-func (id Identity) String() string {
-	iss, sub := id.Issuer, id.Subject
-	if iss == "" {
-		iss = "~" + id.IssuerRegExp
-	}
-	if sub == "" {
-		sub = "~" + id.SubjectRegExp
-	}
-	return "issuer " + iss + ", subject " + sub
 }
 
 // keyMaterial is trusted material holding one key, whatever hint a

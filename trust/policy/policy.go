@@ -1,4 +1,9 @@
-package trust
+// Package policy is the signature policy's vocabulary: the rules by image
+// that .pinbot.yaml and the reconciler's config spell under signatures:,
+// their validation, and which rule names an image. Package trust loads
+// and verifies with them; this package reads no file and speaks to no
+// registry, so configs of every kind can hold a policy.
+package policy
 
 import (
 	"fmt"
@@ -7,12 +12,12 @@ import (
 	"strings"
 )
 
-// Policy is the signature policy: rules by image, the first rule that
+// Rules is the signature policy: rules by image, the first rule that
 // names an image applies to it. It is the signatures: key of .pinbot.yaml
 // (and of pinbot serve's config):
 //
 //	signatures:
-//	  - images: ["gitea.example/acme/*"]   # globs of repositories; "*" stays within a path segment, a final "/**" takes every repository below
+//	  - images: ["gitea.example/acme/*"]   # globs of repositories; "*" stays within a path segment, a final "/**" takes the repository and every one below it
 //	    keys: [keys/cosign.pub]            # cosign public keys (PEM: ECDSA, Ed25519 or RSA)
 //	    trustedRoot: keys/trusted_root.json  # Sigstore's trusted root, for keyless
 //	    keyless:                           # certificate identities; any one passes
@@ -26,9 +31,9 @@ import (
 //
 // Patterns (issuerRegExp, subjectRegExp, builderID, sourceRepository,
 // ref) are regular expressions that must match the whole value.
-type Policy []Rule
+type Rules []Rule
 
-// Rule is one entry of a Policy.
+// Rule is one entry of Rules.
 type Rule struct {
 	// Images are globs of normalised repositories (registry/path).
 	Images []string `yaml:"images" json:"images"`
@@ -62,7 +67,7 @@ type Attestation struct {
 	Ref              string `yaml:"ref" json:"ref,omitempty"`
 }
 
-// Problem is one invalid field of a Policy: Index of the rule, Path the
+// Problem is one invalid field of Rules: Index of the rule, Path the
 // keys below it (such as "keyless", 0, "issuer"), Msg what is wrong.
 type Problem struct {
 	Index int
@@ -71,7 +76,7 @@ type Problem struct {
 }
 
 // Validate lists what is wrong with p, in order; nil when nothing is.
-func (p Policy) Validate() []Problem {
+func (p Rules) Validate() []Problem {
 	var out []Problem
 	add := func(i int, msg string, at ...any) { out = append(out, Problem{Index: i, Path: at, Msg: msg}) }
 	for i, r := range p {
@@ -107,7 +112,7 @@ func (p Policy) Validate() []Problem {
 				add(i, "give subject or subjectRegExp, one of them", "keyless", j)
 			}
 			for _, f := range []struct{ key, v string }{{"issuerRegExp", id.IssuerRegExp}, {"subjectRegExp", id.SubjectRegExp}} {
-				if _, err := compile(f.v); err != nil {
+				if _, err := Pattern(f.v); err != nil {
 					add(i, err.Error(), "keyless", j, f.key)
 				}
 			}
@@ -117,7 +122,7 @@ func (p Policy) Validate() []Problem {
 				add(i, "an attestation needs a predicateType", "attestations", j)
 			}
 			for _, f := range []struct{ key, v string }{{"builderID", a.BuilderID}, {"sourceRepository", a.SourceRepository}, {"ref", a.Ref}} {
-				if _, err := compile(f.v); err != nil {
+				if _, err := Pattern(f.v); err != nil {
 					add(i, err.Error(), "attestations", j, f.key)
 				}
 			}
@@ -128,7 +133,7 @@ func (p Policy) Validate() []Problem {
 
 // For returns the index of the rule that applies to image (a normalised
 // repository), or -1 when none does.
-func (p Policy) For(image string) int {
+func (p Rules) For(image string) int {
 	for i, r := range p {
 		for _, g := range r.Images {
 			if matchImage(g, image) {
@@ -182,8 +187,8 @@ func checkFile(p string) error {
 	return nil
 }
 
-// compile compiles a pattern anchored at both ends; "" compiles to nil.
-func compile(pattern string) (*regexp.Regexp, error) {
+// Pattern compiles a pattern anchored at both ends; "" compiles to nil.
+func Pattern(pattern string) (*regexp.Regexp, error) {
 	if pattern == "" {
 		return nil, nil
 	}
@@ -192,4 +197,18 @@ func compile(pattern string) (*regexp.Regexp, error) {
 		return nil, fmt.Errorf("pattern %q: %w", pattern, err)
 	}
 	return re, nil
+}
+
+// Error implements error: "signatures[0].keys[1]: ...".
+func (p *Problem) Error() string {
+	s := fmt.Sprintf("signatures[%d]", p.Index)
+	for _, k := range p.Path {
+		switch k := k.(type) {
+		case int:
+			s += fmt.Sprintf("[%d]", k)
+		default:
+			s += fmt.Sprintf(".%v", k)
+		}
+	}
+	return s + ": " + p.Msg
 }
