@@ -8,11 +8,14 @@ import (
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/reconciler/verdict"
 	"pinbot.dev/pinbot/registry"
+	"pinbot.dev/pinbot/trust"
 )
 
 // Registry is the part of *registry.Client verification uses.
 type Registry interface {
 	Candidates(ctx context.Context, ref string, p imageref.Platform, configs bool) (registry.Candidates, error)
+	// The signatures of apps that verifySignatures.
+	trust.Registry
 }
 
 // lookupCache answers Lookups through a Registry, remembering definite

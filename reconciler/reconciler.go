@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/store"
 	"pinbot.dev/pinbot/reconciler/verdict"
 	"pinbot.dev/pinbot/registry"
+	"pinbot.dev/pinbot/trust"
 )
 
 // Reconciler runs the apps of one Config against one cluster. Its methods
@@ -46,6 +48,10 @@ type Reconciler struct {
 	caps      *capabilities // the cluster's, for Helm renders (render.go)
 	apps      map[string]*appState
 	onProof   atomic.Pointer[func(app string)] // OnProofChange
+	// signatures is cfg.Signatures with its keys loaded, and reg the
+	// registry it reads signatures from (verifySignatures).
+	signatures *trust.Verifier
+	reg        Registry
 }
 
 type options struct {
@@ -145,18 +151,26 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	if err != nil {
 		return nil, fmt.Errorf("creating the dynamic client: %w", err)
 	}
+	// The policy's keys sit beside the config (a mounted Secret), which
+	// pinbot's operator owns: they are read as any config file is.
+	signatures, err := trust.Compile(cfg.Signatures, os.DirFS(cfg.SignaturesDir()))
+	if err != nil {
+		return nil, fmt.Errorf("the config's signature policy: %w", err)
+	}
 	r := &Reconciler{
-		cfg:     cfg,
-		kube:    kube,
-		applier: ssa.New(dyn, kube.Discovery()),
-		source:  NewSource(o.gitCache),
-		lookups: newLookupCache(o.registry),
-		mirrors: cfg.Rules(),
-		history: store.New(kube, cfg.StateNamespace),
-		token:   o.token,
-		now:     o.now,
-		caps:    newCapabilities(kube.Discovery(), o.now),
-		apps:    map[string]*appState{},
+		signatures: signatures,
+		reg:        o.registry,
+		cfg:        cfg,
+		kube:       kube,
+		applier:    ssa.New(dyn, kube.Discovery()),
+		source:     NewSource(o.gitCache),
+		lookups:    newLookupCache(o.registry),
+		mirrors:    cfg.Rules(),
+		history:    store.New(kube, cfg.StateNamespace),
+		token:      o.token,
+		now:        o.now,
+		caps:       newCapabilities(kube.Discovery(), o.now),
+		apps:       map[string]*appState{},
 	}
 	r.metrics = newMetrics(r)
 	r.watcher = newWatcher(kube, r.changed)

@@ -26,8 +26,9 @@ const (
 // sync applies the pass's desired objects wave by wave (see wave.Plan and
 // applyWaves), prunes when mayPrune says so, records the sync and reports
 // it: a pending commit status first, a failure naming the object if an
-// apply, a wave or a deletion fails. A bad wave annotation refuses the
-// sync before anything is applied. On success the app awaits its
+// apply, a wave or a deletion fails. A bad wave annotation, or a digest
+// the signature policy refuses (verifySignatures), refuses the sync
+// before anything is applied. On success the app awaits its
 // verification, and p.live holds the objects as applied.
 func (p *pass) sync(ctx context.Context) error {
 	commit := p.o.Commit
@@ -37,6 +38,18 @@ func (p *pass) sync(ctx context.Context) error {
 	if err != nil {
 		e.Result, e.Reason, e.Final = history.Refused, err.Error(), true
 		p.fail(ctx, &e, "refused: ")
+		return err
+	}
+	// verifySignatures: nothing is applied unless every guarded digest
+	// passes. A refusal is final for the commit; a registry that cannot
+	// be read fails the sync, and the next pass asks again.
+	if err := p.checkSignatures(ctx); err != nil {
+		e.Result, e.Reason, e.Final = history.Failed, err.Error(), true
+		prefix := "sync failed: "
+		if refused(err) {
+			e.Result, prefix = history.Refused, "refused: "
+		}
+		p.fail(ctx, &e, prefix)
 		return err
 	}
 	p.post(ctx, &e, statePending, "syncing "+shortSHA(commit), "the sync")

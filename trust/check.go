@@ -46,6 +46,9 @@ type Subject struct {
 	// Indexes are digests of indexes that may list Digest as a platform
 	// child: a signed index covers its children.
 	Indexes []string
+	// Tag, when the pin names one, may point at such an index: it is
+	// resolved only when Digest's own signature does not pass.
+	Tag string
 }
 
 // Provenance is what Check learnt of a digest that passed: who signed it
@@ -96,7 +99,13 @@ func (v *Verifier) Check(ctx context.Context, reg Registry, s Subject) (Provenan
 	p, err := v.checkDigest(ctx, reg, r, s.Image, s.Digest)
 	var refusal *Refusal
 	if errors.As(err, &refusal) {
-		for _, idx := range s.Indexes {
+		indexes := s.Indexes
+		if s.Tag != "" {
+			if img, terr := reg.Describe(ctx, s.Image+":"+s.Tag); terr == nil && img.Index {
+				indexes = append(slices.Clone(indexes), img.Digest)
+			}
+		}
+		for _, idx := range indexes {
 			if idx == s.Digest {
 				continue
 			}

@@ -24,6 +24,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/deployer"
 	"pinbot.dev/pinbot/reconciler/ignore"
 	"pinbot.dev/pinbot/reconciler/verdict"
+	"pinbot.dev/pinbot/trust/policy"
 )
 
 // Defaults applied by Load to fields the config leaves empty.
@@ -53,10 +54,25 @@ type Config struct {
 	// (digests are compared, not names); a rule makes the proof say which
 	// mirror it was.
 	Mirrors []Mirror `yaml:"mirrors"`
+	// Signatures is the signature policy of apps that verifySignatures
+	// (see package trust): the schema of .pinbot.yaml's signatures:, with
+	// key and trusted root paths relative to this file's directory (a
+	// mounted Secret, say).
+	Signatures policy.Rules `yaml:"signatures"`
 	// Apps are reconciled independently of each other.
 	Apps []App      `yaml:"apps"`
 	file string     // where the config was read from, for error messages
 	root *yaml.Node // its document, for the lines of its keys
+	dir  string     // the file's directory, once ResolvePaths knows it
+}
+
+// SignaturesDir is the directory the policy's key and trusted root paths
+// are relative to: the config file's.
+func (c *Config) SignaturesDir() string {
+	if c.dir == "" {
+		return "."
+	}
+	return c.dir
 }
 
 // Mirror maps an upstream registry or repository prefix to its mirror's:
@@ -177,6 +193,10 @@ type App struct {
 	// applies, heals or prunes it (config_deployer.go).
 	ArgoCD *deployer.ArgoCDApp `yaml:"argocd"`
 	Flux   *deployer.FluxApp   `yaml:"flux"`
+	// VerifySignatures checks every pinned digest of a commit's render
+	// against the config's signatures: policy before the commit is
+	// applied; a digest the policy refuses refuses the sync.
+	VerifySignatures bool `yaml:"verifySignatures"`
 
 	line int        // line of the app in the config file
 	node *yaml.Node // the app's mapping, for the lines of its keys
@@ -348,6 +368,10 @@ func (c *Config) Validate() error {
 			add(line, "forge.url %s: plain HTTP to a host that is not loopback would send the token in clear; use https, or set forge.insecure: true", clip.Quote(c.Forge.URL))
 		}
 	}
+	for _, p := range c.Signatures.Validate() {
+		keys := []any{"signatures", p.Index}
+		add(KeyLine(c.root, append(keys, p.Path...)...), "%s", p.Error())
+	}
 	if len(c.Apps) == 0 {
 		add(0, "no apps")
 	}
@@ -358,6 +382,12 @@ func (c *Config) Validate() error {
 		}
 		for _, p := range a.deployerProblems() {
 			add(p.line, "app %s: %s", clip.Quote(a.Name), p.msg)
+		}
+		if a.VerifySignatures && a.VerifyOnly() {
+			add(a.line, "app %s: verifySignatures checks what pinbot applies, and a verify-only app applies nothing (its deployer does)", clip.Quote(a.Name))
+		}
+		if a.VerifySignatures && len(c.Signatures) == 0 {
+			add(a.line, "app %s: verifySignatures needs a signatures: policy in this config", clip.Quote(a.Name))
 		}
 		if seen[a.Name] {
 			add(a.line, "app %s: defined twice", clip.Quote(a.Name))
@@ -460,6 +490,7 @@ func (c *Config) setDefaults() {
 
 // ResolvePaths makes credential paths relative to the config file absolute.
 func (c *Config) ResolvePaths(dir string) {
+	c.dir = dir
 	abs := func(p *string) {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)

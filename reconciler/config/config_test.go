@@ -93,6 +93,9 @@ func TestParseErrors(t *testing.T) {
 		{"no apps", "interval: 5s\n", []string{"c.yaml: no apps"}},
 		{"bad mirror", "mirrors:\n  - {from: docker.io, to: 'Mirror Host/x'}\napps:\n" + app, []string{`c.yaml:2: mirrors[0].to "Mirror Host/x": want a registry host or repository prefix (not a valid registry host and path)`}},
 		{"empty", "", []string{"c.yaml: empty config"}},
+		{"verifySignatures without a policy", "apps:\n  - {name: web, repo: 'https://g.example/o/r.git', namespace: web, verifySignatures: true}\n",
+			[]string{`c.yaml:2: app "web": verifySignatures needs a signatures: policy`}},
+		{"signature key outside", "signatures:\n  - images: [r.example/*]\n    keys: [/etc/k.pub]\napps:\n" + app, []string{`c.yaml:3: signatures[0].keys[0]: key "/etc/k.pub": want a path relative`}},
 		{"syntax", "apps: [\n", []string{"c.yaml:"}},
 		{"missing fields", "apps:\n  - name: Web_1\n", []string{
 			`c.yaml:2: app "Web_1": name: want a DNS-1123 label`,

@@ -17,21 +17,29 @@ func ListNodes(root *yaml.Node, key string) []*yaml.Node {
 	return nil
 }
 
-// KeyLine is the line of the value at the path of mapping keys below the
-// document root, or 0 when it is not there.
-func KeyLine(root *yaml.Node, keys ...string) int {
+// KeyLine is the line of the value at the path below the document root,
+// of mapping keys (string) and sequence indexes (int), or 0 when it is not
+// there.
+func KeyLine(root *yaml.Node, path ...any) int {
 	if root == nil || root.Kind != yaml.DocumentNode || len(root.Content) == 0 {
 		return 0
 	}
 	n := root.Content[0]
-	for _, k := range keys {
-		if n.Kind != yaml.MappingNode {
-			return 0
-		}
+	for _, k := range path {
 		var next *yaml.Node
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == k {
-				next = n.Content[i+1]
+		switch k := k.(type) {
+		case string:
+			if n.Kind != yaml.MappingNode {
+				return 0
+			}
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == k {
+					next = n.Content[i+1]
+				}
+			}
+		case int:
+			if n.Kind == yaml.SequenceNode && k < len(n.Content) {
+				next = n.Content[k]
 			}
 		}
 		if next == nil {
