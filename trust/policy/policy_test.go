@@ -20,7 +20,7 @@ func TestFor(t *testing.T) {
 		{"r.example/acme/app/sub", -1}, // "*" stays within a segment
 		{"r.example:5000/team/a", 2},
 		{"r.example:5000/team/a/b/c", 2}, // "/**" takes every repository below
-		{"r.example:5000/team", 2}, // and the repository itself
+		{"r.example:5000/team", 2},       // and the repository itself
 		{"other.example/acme/app", -1},
 	} {
 		if got := rules.For(tc.image); got != tc.want {
