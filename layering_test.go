@@ -88,7 +88,7 @@ var allowed = map[string][]string{
 	// The reconciler orchestrates them; it knows nothing of promotion.
 	"reconciler": append([]string{"reconciler/...", "gitforge", "registry", "render", "trust", "trust/policy"}, leaves...),
 
-	"dashboard": append([]string{"gitforge", "reconciler/...", "release"}, leaves...),
+	"dashboard": append([]string{"gitforge", "reconciler/...", "release", "trust/policy"}, leaves...),
 	// serve drives the reconciler and promote; nothing imports it but cmd.
 	"serve":                   append([]string{"reconciler", "reconciler/...", "promote", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/...", "trust", "trust/..."}, leaves...),
 	"deploy":                  {},

@@ -11,6 +11,7 @@ import (
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/pins"
+	"pinbot.dev/pinbot/trust"
 )
 
 // DefaultConcurrency bounds drift's registry lookups in flight.
@@ -37,6 +38,9 @@ type DriftOptions struct {
 	// to (a hold refuses it); nil admits all. With environments, drift
 	// proposes only into the first ones: the rest take what is proven.
 	Gate Gate
+	// Policy, when set, is a signature policy checked besides the
+	// repository's own (see Request.Policy).
+	Policy *trust.Verifier
 }
 
 // Tracked is one repository tag that pins follow.
@@ -207,7 +211,7 @@ func Drift(ctx context.Context, env Env, opts DriftOptions) (DriftReport, error)
 				continue
 			}
 		}
-		prov, err := s.signature(ctx, t.promo)
+		prov, err := s.signature(ctx, t.promo, opts.Policy)
 		if err != nil {
 			rep.Failed = append(rep.Failed, Failure{Image: t.key.image, Tag: t.key.tag, Err: fmt.Errorf("not proposing %s: %w", imageref.Short(t.promo.Digest), err)})
 			continue

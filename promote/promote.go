@@ -122,6 +122,10 @@ type Request struct {
 	// Rollback makes the promotion a rollback (serve's): its own branch
 	// and label, and the digest may be older than what is pinned.
 	Rollback *Rollback
+	// Policy, when set, is a signature policy checked besides the
+	// repository's own (.pinbot.yaml's signatures:): pinbot serve's, the
+	// operator's. A digest must pass both.
+	Policy *trust.Verifier
 }
 
 // Rollback is what a rollback pull request says: the digest that failed
@@ -228,7 +232,7 @@ func Run(ctx context.Context, env Env, req Request) ([]Result, error) {
 
 	// Nothing is written for a digest the signature policy refuses.
 	if req.Rollback == nil {
-		if err := s.checkSignatures(ctx, proms); err != nil {
+		if err := s.checkSignatures(ctx, proms, req.Policy); err != nil {
 			return nil, err
 		}
 	}

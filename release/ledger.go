@@ -201,6 +201,19 @@ func (l *Ledger) event(now time.Time, env, image, what string) {
 	}
 }
 
+// Refused records that the signature policy refused digest of image
+// (what says which rule and why), once: a refusal repeated by every
+// drift run is one event.
+func (l *Ledger) Refused(now time.Time, image, digest, what string) {
+	what = "refused " + digest + ": " + what
+	for _, e := range l.Events {
+		if e.Image == image && e.What == what {
+			return
+		}
+	}
+	l.event(now, "", image, what)
+}
+
 // Proposed records pinbot's open promotion pull request into env.
 func (l *Ledger) Proposed(env, image string, p Proposal) { l.Track(env, image).Proposal = &p }
 

@@ -29,8 +29,8 @@ func (s dashboardSource) Ledgers(ctx context.Context) ([]dashboard.Ledger, error
 		if err != nil {
 			return nil, err
 		}
-		if len(l.Envs) == 0 {
-			continue
+		if len(l.Envs) == 0 && len(l.Events) == 0 {
+			continue // neither environments nor refusals to show
 		}
 		chain, _ := s.rl.chain(t.Repo)
 		out = append(out, dashboard.Ledger{Repo: t.Repo, Chain: chain, Ledger: l})

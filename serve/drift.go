@@ -16,6 +16,8 @@ type driftJob struct {
 	spec string
 	env  promote.Env
 	opts promote.DriftOptions
+	// refused is told of each failure that is a signature refusal.
+	refused func(ctx context.Context, err error)
 }
 
 // driftJobs are the config's promote entries that have a drift schedule,
@@ -39,10 +41,12 @@ func (p *promoter) driftJobs(cfg *Config, rl *releaser) ([]driftJob, error) {
 		if err != nil {
 			return nil, err
 		}
+		repo := t.Repo
 		jobs = append(jobs, driftJob{
-			spec: t.Drift,
-			env:  env,
-			opts: promote.DriftOptions{Concurrency: promote.DefaultConcurrency, State: promote.NewState(), Gate: rl.admit(t.Repo)},
+			spec:    t.Drift,
+			env:     env,
+			opts:    promote.DriftOptions{Concurrency: promote.DefaultConcurrency, State: promote.NewState(), Gate: rl.admit(t.Repo), Policy: p.policy},
+			refused: func(ctx context.Context, err error) { p.noteRefusal(ctx, repo, err) },
 		})
 	}
 	return jobs, nil
@@ -66,6 +70,9 @@ func runDrift(ctx context.Context, jobs []driftJob) error {
 				}
 				for _, f := range rep.Failed {
 					log.Warn("drift failure", "repo", j.env.Repo.String(), "image", f.Image, "tag", f.Tag, "error", redact.String(f.Error()))
+					if j.refused != nil {
+						j.refused(ctx, f)
+					}
 				}
 				log.Info(rep.Summary(), "repo", j.env.Repo.String())
 			})

@@ -20,6 +20,9 @@ func (d *daemon) registerMetrics() error {
 	if err := d.r.Register(d.metrics); err != nil {
 		return err
 	}
+	if err := d.metrics.Register(d.refusals); err != nil {
+		return err
+	}
 	return d.metrics.Register(d.requests)
 }
 

@@ -2,7 +2,9 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"pinbot.dev/pinbot/gitforge"
@@ -10,6 +12,7 @@ import (
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/registry"
+	"pinbot.dev/pinbot/trust"
 )
 
 // promoter promotes into the config's promote entries on the forge: the
@@ -22,6 +25,10 @@ type promoter struct {
 	// gate admits promotions into a repository's environments (the
 	// release ledger's holds and freezes); nil admits all.
 	gate func(repo string) promote.Gate
+	// policy is the config's signatures:, checked besides each
+	// repository's own; refused is told of each digest a policy refuses.
+	policy  *trust.Verifier
+	refused func(ctx context.Context, repo string, r *trust.Refusal)
 }
 
 // newPromoter is the promoter of cfg, nil when cfg has no forge or no
@@ -39,7 +46,21 @@ func newPromoter(cfg *Config, cache *gitforge.Cache) (*promoter, error) {
 			return nil, err
 		}
 	}
-	return &promoter{cfg: cfg, reg: reg, cache: cache}, nil
+	// The operator's policy: its keys sit beside the config (a mounted
+	// Secret), as the reconciler reads them.
+	policy, err := trust.Compile(cfg.Signatures, os.DirFS(cfg.SignaturesDir()))
+	if err != nil {
+		return nil, fmt.Errorf("the config's signature policy: %w", err)
+	}
+	return &promoter{cfg: cfg, reg: reg, cache: cache, policy: policy}, nil
+}
+
+// noteRefusal tells p.refused of err's refusal, if it is one.
+func (p *promoter) noteRefusal(ctx context.Context, repo string, err error) {
+	var r *trust.Refusal
+	if errors.As(err, &r) && p.refused != nil {
+		p.refused(ctx, repo, r)
+	}
 }
 
 // env is the promote.Env of target t. The token (the forge's tokenFile,
@@ -80,12 +101,13 @@ func (p *promoter) promoteImage(ctx context.Context, t Target, image, tag string
 	if err != nil {
 		return "", err
 	}
-	req := promote.Request{Inputs: ins}
+	req := promote.Request{Inputs: ins, Policy: p.policy}
 	if p.gate != nil {
 		req.Gate = p.gate(t.Repo)
 	}
 	results, err := promote.Run(ctx, env, req)
 	if err != nil {
+		p.noteRefusal(ctx, t.Repo, err)
 		return "", fmt.Errorf("promoting %s:%s into %s: %w", image, tag, t.Repo, err)
 	}
 	var out []string

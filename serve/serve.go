@@ -80,6 +80,7 @@ type daemon struct {
 
 	metrics  *prometheus.Registry
 	requests *prometheus.CounterVec // pinbot_webhook_requests_total
+	refusals *prometheus.CounterVec // pinbot_promotions_refused_total
 	ready    atomic.Bool            // /readyz: the loops or, electing, the elector run
 	checked  atomic.Bool            // /readyz: the state namespace was found on the API server
 	leading  atomic.Bool
@@ -118,8 +119,10 @@ func newDaemon(cfg *Config, r *reconciler.Reconciler, kube kubernetes.Interface,
 		return nil, err
 	}
 	d.release = newReleaser(d)
+	d.refusals = newRefusalCounter()
 	if d.promote != nil {
 		d.promote.gate = d.release.admit
+		d.promote.refused = d.refused
 	}
 	if d.drift, err = d.promote.driftJobs(cfg, d.release); err != nil {
 		return nil, err
