@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -22,14 +23,24 @@ func newRefusalCounter() *prometheus.CounterVec {
 // the refusal counter, and the repository's release ledger, whose events
 // every replica's dashboard shows.
 func (d *daemon) refused(ctx context.Context, repo string, r *trust.Refusal) {
-	logctx.From(ctx).Warn("refused a digest: the signature policy does not pass it", "repo", repo,
-		"image", r.Image, "digest", r.Digest, "rule", r.Rule, "reason", r.Reason)
-	d.refusals.WithLabelValues(repo, r.Rule).Inc()
+	d.logRefusal(ctx, repo, r)
 	err := d.release.ledgers.Update(ctx, repo, func(l *release.Ledger) error {
-		l.Refused(d.release.now(), r.Image, r.Digest, r.Rule+": "+r.Reason)
+		noteRefusal(l, d.release.now(), r)
 		return nil
 	})
 	if err != nil {
 		logctx.From(ctx).Warn("recording a refusal in the release ledger", "repo", repo, "error", err.Error())
 	}
+}
+
+// logRefusal logs and counts a refusal.
+func (d *daemon) logRefusal(ctx context.Context, repo string, r *trust.Refusal) {
+	logctx.From(ctx).Warn("refused a digest: the signature policy does not pass it", "repo", repo,
+		"image", r.Image, "digest", r.Digest, "rule", r.Rule, "reason", r.Reason)
+	d.refusals.WithLabelValues(repo, r.Rule).Inc()
+}
+
+// noteRefusal records a refusal in a repository's ledger.
+func noteRefusal(l *release.Ledger, now time.Time, r *trust.Refusal) {
+	l.Refused(now, r.Image, r.Digest, r.Rule+": "+r.Reason)
 }

@@ -17,6 +17,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/verdict"
 	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/release/store"
+	"pinbot.dev/pinbot/trust"
 )
 
 // DefaultReleaseInterval is how often serve looks at each release chain:
@@ -218,10 +219,20 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, l *release.Ledger,
 	log := logctx.From(ctx).With("env", a.Env, "image", a.Image)
 	switch a.Kind {
 	case release.Promote:
-		res, err := promote.Run(ctx, env, promote.Request{
+		// The onward promotion is checked as CI's was: a digest that was
+		// proven to run is still refused when the policy does not pass it.
+		req := promote.Request{
 			Inputs: []promote.Input{{Image: a.Image, Digest: a.Digest, Source: promote.SourceProof}},
 			Target: a.Env, Proof: a.Proof,
-		})
+		}
+		if rl.d.promote != nil {
+			req.Policy = rl.d.promote.policy
+		}
+		res, err := promote.Run(ctx, env, req)
+		if r := (*trust.Refusal)(nil); errors.As(err, &r) {
+			rl.d.logRefusal(ctx, env.Repo.String(), r)
+			noteRefusal(l, rl.now(), r)
+		}
 		if p := openPull(res); p != nil {
 			l.Proposed(a.Env, a.Image, release.Proposal{PR: p.Number, Digest: a.Digest, Head: p.HeadSHA, From: a.From})
 			log.Info("proposed a proven digest onward", "digest", a.Digest, "from", a.From, "number", p.Number)
