@@ -97,6 +97,7 @@ var allowed = map[string][]string{
 	"":                        {"*"}, // the module root: this test
 	"internal/testenv/...":    {"*"},
 	"reconciler/internal/...": {"reconciler/object", "reconciler/verdict", "internal/imageref"},
+	"reconciler/spoke":        {"internal/redact"},
 	"pins/pinstest":           {},
 }
 

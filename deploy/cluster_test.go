@@ -276,6 +276,30 @@ func TestDeployOnControlPlane(t *testing.T) {
 			t.Errorf("listing Applications with rbac-deployers.yaml: %v", err)
 		}
 	})
+	t.Run("argocd clusters", func(t *testing.T) {
+		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "argocd"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		read := access{"list", "", "secrets", "", "argocd", "", "a spoke's app reads Argo CD's cluster Secrets"}
+		if ok, _ := ask(ctx, t, read); ok {
+			t.Fatalf("allowed before rbac-argocd-clusters.yaml: %s", read)
+		}
+		applyAccess(ctx, t, a, resources(t, build(t, "rbac-argocd-clusters.yaml")))
+		waitAllowed(ctx, t, ask, read)
+		if ok, reason := ask(ctx, t, access{"get", "", "secrets", "", "argocd", "cluster-prod", "and gets one"}); !ok {
+			t.Errorf("denied: get a cluster Secret: %s", reason)
+		}
+		for _, q := range []access{
+			{"list", "", "secrets", "", "kube-system", "", "read Secrets outside Argo CD's namespace"},
+			{"update", "", "secrets", "", "argocd", "cluster-prod", "write a cluster Secret"},
+			{"create", "", "secrets", "", "argocd", "", "create a Secret in Argo CD's namespace"},
+			{"watch", "", "secrets", "", "argocd", "", "watch Argo CD's Secrets"},
+		} {
+			if ok, reason := ask(ctx, t, q); ok {
+				t.Errorf("allowed: %s: %s", q, reason)
+			}
+		}
+	})
 }
 
 // applier applies objects as `kubectl apply --server-side` does.

@@ -215,15 +215,19 @@ func (ob *observer) verify(ctx context.Context, p *pass, d *deployedApp, auth gi
 	p.st.mu.Lock()
 	p.st.namespaces = namespaces
 	p.st.mu.Unlock()
-	live := map[object.Ref]*unstructured.Unstructured{}
-	if err := r.applier.GetMissing(ctx, want, live); err != nil {
-		return nil, err
-	}
-	snap, err := r.snapshot(ctx, namespaces, desired, live)
+	c, err := r.clusterOf(ctx, p.app, d)
 	if err != nil {
 		return nil, err
 	}
-	vHead := r.prove(ctx, p.app.Name, head, snap)
+	live := map[object.Ref]*unstructured.Unstructured{}
+	if err := c.applier.GetMissing(ctx, want, live); err != nil {
+		return nil, c.fault(err)
+	}
+	snap, err := r.snapshotOn(ctx, c, namespaces, desired, live)
+	if err != nil {
+		return nil, c.fault(err)
+	}
+	vHead := r.proveOn(ctx, c, p.app.Name, head, snap)
 	if atHead || d.revision.Commit == "" {
 		return deployer.RelateVerifications(d.source.Kind, head, atHead, vHead, nil), nil
 	}

@@ -34,6 +34,8 @@ type Reconciler struct {
 	kube      kubernetes.Interface
 	applier   *ssa.Applier
 	watcher   *watcher
+	local     *cluster   // applier and watcher: the cluster pinbot runs against
+	remotes   *remotes   // the clusters Argo CD destinations name (remote.go)
 	lives     *liveCache // watches of each app's inventory (live.go)
 	source    *Source
 	lookups   *lookupCache
@@ -174,6 +176,8 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	}
 	r.metrics = newMetrics(r)
 	r.watcher = newWatcher(kube, r.changed)
+	r.local = &cluster{applier: r.applier, watcher: r.watcher}
+	r.remotes = newRemotes(o.answer)
 	r.lives = newLiveCache(dyn, r.inventoryChanged)
 	r.observer = &observer{r: r, dyn: dyn}
 	if o.forge == nil && cfg.Forge != nil {
@@ -196,6 +200,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 func (r *Reconciler) Close() {
 	r.watcher.close()
 	r.lives.close()
+	r.remotes.close()
 }
 
 // Config returns the Reconciler's configuration.

@@ -16,11 +16,16 @@ import (
 // objects, and, from the watcher's caches of namespaces (started on first
 // use), their Pods, ReplicaSets, ControllerRevisions and the Nodes.
 func (r *Reconciler) snapshot(ctx context.Context, namespaces []string, desired []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, error) {
-	if err := r.watcher.watch(ctx, namespaces); err != nil {
+	return r.snapshotOn(ctx, r.local, namespaces, desired, live)
+}
+
+// snapshotOn is snapshot of the Pods in cluster c.
+func (r *Reconciler) snapshotOn(ctx context.Context, c *cluster, namespaces []string, desired []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, error) {
+	if err := c.watcher.watch(ctx, namespaces); err != nil {
 		return nil, fmt.Errorf("watching the Pods of %v: %w", namespaces, err)
 	}
 	snap := &verdict.Snapshot{Desired: desired, Live: live, Mirrors: r.mirrors}
-	r.watcher.fill(snap, namespaces)
+	c.watcher.fill(snap, namespaces)
 	return snap, nil
 }
 
@@ -35,6 +40,11 @@ func (r *Reconciler) verify(ctx context.Context, app, commit string, snap *verdi
 // not made before is final only once the workloads, read again after the
 // Pods were collected, are as they were (confirm).
 func (r *Reconciler) prove(ctx context.Context, app, commit string, snap *verdict.Snapshot) *verdict.Verification {
+	return r.proveOn(ctx, r.local, app, commit, snap)
+}
+
+// proveOn is prove of Pods in cluster c, whose workloads it reads again.
+func (r *Reconciler) proveOn(ctx context.Context, c *cluster, app, commit string, snap *verdict.Snapshot) *verdict.Verification {
 	v := r.verify(ctx, app, commit, snap)
 	if !v.Verified {
 		return v
@@ -43,7 +53,7 @@ func (r *Reconciler) prove(ctx context.Context, app, commit string, snap *verdic
 	if prev, ok := r.confirmed.Load(app); ok && prev == key {
 		return v
 	}
-	if reason := r.confirm(ctx, snap); reason != "" {
+	if reason := c.confirm(ctx, snap); reason != "" {
 		v.Verified = false
 		v.Reasons = append(v.Reasons, reason)
 		return v
@@ -67,7 +77,7 @@ func proofOf(v *verdict.Verification) string {
 // changed since the snapshot read it ("" when none did): a rollout begun
 // or a Pod replaced while the Pods were collected would make the proof
 // describe a state that no longer holds.
-func (r *Reconciler) confirm(ctx context.Context, snap *verdict.Snapshot) string {
+func (c *cluster) confirm(ctx context.Context, snap *verdict.Snapshot) string {
 	want := map[object.Ref]*unstructured.Unstructured{}
 	for _, d := range snap.Desired {
 		if verdict.IsWorkload(d) {
@@ -75,7 +85,7 @@ func (r *Reconciler) confirm(ctx context.Context, snap *verdict.Snapshot) string
 		}
 	}
 	again := map[object.Ref]*unstructured.Unstructured{}
-	if err := r.applier.GetMissing(ctx, want, again); err != nil {
+	if err := c.applier.GetMissing(ctx, want, again); err != nil {
 		return fmt.Sprintf("not final: reading the workloads again after collecting their Pods: %s", err)
 	}
 	refs := make([]object.Ref, 0, len(want))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +26,10 @@ type watcher struct {
 	client   kubernetes.Interface
 	onChange func(namespace string)
 	stop     chan struct{}
+
+	// syncTimeout, when set, bounds the wait for new caches to fill (a
+	// spoke's, which may not answer); 0 waits as long as the caller.
+	syncTimeout time.Duration
 
 	mu     sync.Mutex
 	closed bool
@@ -85,6 +90,11 @@ func (w *watcher) watch(ctx context.Context, namespaces []string) error {
 		syncs = append(syncs, c.pods.HasSynced, c.replicaSets.HasSynced, c.revisions.HasSynced)
 	}
 	w.mu.Unlock()
+	if w.syncTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, w.syncTimeout)
+		defer cancel()
+	}
 	if !cache.WaitForCacheSync(ctx.Done(), syncs...) {
 		return fmt.Errorf("waiting for the pod caches of %v: %w", namespaces, context.Cause(ctx))
 	}

@@ -62,6 +62,25 @@ type Source struct {
 	// spec.sources, whose revisions are lists in the same order; -1 for
 	// spec.source and for Flux.
 	Index int
+	// Cluster is where the deployer applies, when that is not the cluster
+	// it runs in: an Argo CD destination's server or name, whose Argo CD
+	// cluster Secret says how to reach it. Nil for the deployer's own.
+	Cluster *Cluster
+}
+
+// Cluster names another cluster than the deployer's own.
+type Cluster struct {
+	// Server is the API server's URL; Name the cluster's name in Argo
+	// CD. Either may be empty, not both.
+	Server, Name string
+}
+
+// String names the cluster for people: its name, else its server.
+func (c *Cluster) String() string {
+	if c.Name != "" {
+		return c.Name
+	}
+	return c.Server
 }
 
 // GitRef is the reference a deployer tracks. At most one of Branch, Tag,
@@ -135,8 +154,8 @@ var hexCommit = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
 // files through ref, which pinbot does not follow). Sources pinbot cannot
 // render as Argo CD does are a *FieldError naming the field: a chart from
 // a Helm repository, a config management plugin, kustomize overrides, Helm
-// file parameters or value files of another source, a source hydrator, a
-// destination cluster other than Argo CD's own.
+// file parameters or value files of another source, a source hydrator. A
+// destination other than Argo CD's own cluster is Source.Cluster.
 func (a *Application) Source() (Source, error) {
 	obj := a.Name()
 	fail := func(field, format string, args ...any) (Source, error) {
@@ -145,8 +164,12 @@ func (a *Application) Source() (Source, error) {
 	if a.Spec.SourceHydrator != nil {
 		return fail("spec.sourceHydrator", "Argo CD deploys the branch it hydrates; pinbot does not follow it")
 	}
+	var cluster *Cluster
 	if d := a.Spec.Destination; !d.InCluster() {
-		return fail("spec.destination", "server %q name %q is another cluster than Argo CD's own (%s), whose Pods pinbot does not read", d.Server, d.Name, argoInClusterURL)
+		if d.Server == "" && d.Name == "" {
+			return fail("spec.destination", "names no server and no name")
+		}
+		cluster = &Cluster{Server: d.Server, Name: d.Name}
 	}
 	src, field, index := a.Spec.Source, "spec.source", -1
 	if len(a.Spec.Sources) > 0 {
@@ -189,6 +212,7 @@ func (a *Application) Source() (Source, error) {
 		Ref:       argoRef(src.TargetRevision),
 		Namespace: a.Spec.Destination.Namespace,
 		Index:     index,
+		Cluster:   cluster,
 	}
 	h := src.Helm
 	if h == nil {

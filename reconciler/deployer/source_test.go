@@ -161,6 +161,26 @@ func TestArgoRefCommit(t *testing.T) {
 	}
 }
 
+func TestApplicationOnAnotherCluster(t *testing.T) {
+	for _, tc := range []struct {
+		dest string
+		want *Cluster
+	}{
+		{`{server: "https://kubernetes.default.svc", namespace: web}`, nil},
+		{`{name: in-cluster, namespace: web}`, nil},
+		{`{server: "https://prod.example:6443", namespace: web}`, &Cluster{Server: "https://prod.example:6443"}},
+		{`{name: prod, namespace: web}`, &Cluster{Name: "prod"}},
+	} {
+		src, err := mustApp(t, appHeader+"\nspec:\n  source: {repoURL: x, path: a}\n  destination: "+tc.dest).Source()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.dest, err)
+		}
+		if diff := cmp.Diff(tc.want, src.Cluster); diff != "" {
+			t.Errorf("%s: cluster (-want +got):\n%s", tc.dest, diff)
+		}
+	}
+}
+
 func TestApplicationSourceErrors(t *testing.T) {
 	dest := "\n  destination: {server: \"https://kubernetes.default.svc\", namespace: web}"
 	tests := []struct {
@@ -179,7 +199,7 @@ func TestApplicationSourceErrors(t *testing.T) {
 		{"value file URL", "\nspec:\n  source: {repoURL: x, path: a, helm: {valueFiles: [\"https://example.com/v.yaml\"]}}" + dest, "spec.source.helm.valueFiles[0]", "URL"},
 		{"bad values YAML", "\nspec:\n  source: {repoURL: x, path: a, helm: {values: \"a: [\"}}" + dest, "spec.source.helm.values", "parsing YAML"},
 		{"two sources with paths", "\nspec:\n  sources:\n  - {repoURL: x, path: a}\n  - {repoURL: z, path: b}" + dest, "spec.sources", "found 2"},
-		{"another cluster", "\nspec:\n  source: {repoURL: x, path: a}\n  destination: {server: \"https://prod.example:6443\", namespace: web}", "spec.destination", "another cluster"},
+		{"no destination", "\nspec:\n  source: {repoURL: x, path: a}\n  destination: {namespace: web}", "spec.destination", "names no server and no name"},
 		{"source hydrator", "\nspec:\n  sourceHydrator: {drySource: {repoURL: x}}" + dest, "spec.sourceHydrator", "hydrates"},
 	}
 	for _, tc := range tests {

@@ -1,0 +1,161 @@
+package reconciler_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"pinbot.dev/pinbot/internal/testenv/kube"
+	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
+	"pinbot.dev/pinbot/internal/testenv/poll"
+	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/verdict"
+)
+
+// TestArgoCDSpoke: one Argo CD on the hub deploys to a spoke, a second
+// real control plane with its own etcd, API server and node. pinbot reads
+// the spoke's credentials from Argo CD's own cluster Secret on the hub
+// and verifies the Pods there; a stale Pod on the spoke is a Mismatch; a
+// spoke that stops answering makes only its app Unknown, naming the
+// cluster, while an app on the hub stays Verified. The credentials show
+// nowhere.
+func TestArgoCDSpoke(t *testing.T) {
+	spokeApp := newDeployerScenario(t, "hs-spoke", "argocd")
+	hubApp := newDeployerScenario(t, "hs-hub", "argocd")
+
+	sp, err := kube.Start(testCtx, kube.Options{})
+	if err != nil {
+		t.Fatalf("starting the spoke's control plane: %s", err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = sp.Stop()
+		}
+	})
+	node := kubeletsim.New(sp.Config(), kubeletsim.WithNodeName("spoke-amd64"),
+		kubeletsim.WithBasicAuth(env.gitea.RegistryHost, env.gitea.AdminUser, env.gitea.Token))
+	if err := node.Start(testCtx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Stop)
+	spokeKube := kubernetes.NewForConfigOrDie(sp.Config())
+	if _, err := spokeKube.CoreV1().Namespaces().Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hs-spoke"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Argo CD's cluster Secret for the spoke, on the hub.
+	spokeCfg := sp.Config()
+	conf, _ := json.Marshal(map[string]any{"bearerToken": spokeCfg.BearerToken, "tlsClientConfig": map[string]any{"caData": spokeCfg.CAData}})
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster-spoke", Namespace: "argocd", Labels: map[string]string{"argocd.argoproj.io/secret-type": "cluster"}},
+		StringData: map[string]string{"name": "spoke", "server": spokeCfg.Host, "config": string(conf)},
+	}
+	if _, err := env.kube.CoreV1().Secrets("argocd").Create(testCtx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	v1, stale := pushImage(t, "hs-app", "v1"), pushImage(t, "hs-app", "stale")
+	for _, s := range []*deployerScenario{spokeApp, hubApp} {
+		commit := s.push(map[string]string{"app/deploy.yaml": deployment(1, v1.ref())}, "Initial")
+		s.createApplication("app", "main", "")
+		if s == spokeApp {
+			s.mergePatch(applicationsRes, "argocd", `{spec: {destination: {server: "`+spokeCfg.Host+`", namespace: hs-spoke}}}`)
+			applyOn(t, dynamic.NewForConfigOrDie(sp.Config()), "hs-spoke", deployment(1, v1.ref()))
+		} else {
+			s.apply(deployment(1, v1.ref()))
+		}
+		s.argoSynced(commit, "web")
+	}
+
+	// One Reconciler for both apps.
+	cfgFile := filepath.Join(t.TempDir(), "pinbot.yaml")
+	cfgText := "apps:\n  - name: hs-spoke\n    argocd: {application: hs-spoke}\n  - name: hs-hub\n    argocd: {application: hs-hub}\n"
+	if err := os.WriteFile(cfgFile, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(cfgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := reconciler.New(cfg, env.cluster.Config(), reconciler.WithRegistry(env.reg), reconciler.WithCacheDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	spokeApp.r, hubApp.r = r, r
+
+	_, v := spokeApp.waitStatus(rollout, "the spoke's app verified", func(_ *status.App, v *verdict.Verification) bool { return v != nil && v.Verified })
+	for _, c := range v.Containers {
+		if c.Node != "spoke-amd64" || c.RunningDigest != v1.digest {
+			t.Errorf("container %+v; want it on the spoke's node, running %s", c, v1.digest)
+		}
+	}
+	hubApp.waitStatus(rollout, "the hub's app verified", func(_ *status.App, v *verdict.Verification) bool { return v != nil && v.Verified })
+
+	// A stale Pod on the spoke.
+	applyOn(t, dynamic.NewForConfigOrDie(sp.Config()), "hs-spoke", deployment(1, stale.ref()))
+	spokeApp.waitStatus(rollout, "a Mismatch on the spoke", func(_ *status.App, v *verdict.Verification) bool {
+		return v != nil && !v.Verified && hasVerdict(v, verdict.Mismatch)
+	})
+
+	// The spoke stops answering.
+	node.Stop()
+	if err := sp.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	stopped = true
+	var st *status.App
+	var ce *reconciler.ClusterError
+	poll.Until(t, time.Minute, "the spoke's app Unknown, naming the cluster", func() (bool, string) {
+		var err error
+		st, _, err = r.Status(testCtx, "hs-spoke")
+		return errors.As(err, &ce), fmt.Sprint(err)
+	})
+	if ce.Cluster != "spoke" || st == nil || st.Verified || !strings.Contains(st.Error, "cluster spoke (") {
+		t.Errorf("the spoke's app: status %+v, error %v; want Unknown naming the cluster", st, ce)
+	}
+	if strings.Contains(st.Error, spokeCfg.BearerToken) || strings.Contains(ce.Error(), spokeCfg.BearerToken) {
+		t.Errorf("the spoke's token shows: %s", st.Error)
+	}
+	if _, v, err := r.Status(testCtx, "hs-hub"); err != nil || v == nil || !v.Verified {
+		t.Errorf("the hub's app while the spoke is down: %v, %+v; want it Verified still", err, v)
+	}
+}
+
+// applyOn applies manifest (one Deployment) into ns as Argo CD's
+// controller would.
+func applyOn(t *testing.T, dyn dynamic.Interface, ns, manifest string) {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := sigsyaml.Unmarshal([]byte(manifest), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	u.SetNamespace(ns)
+	if _, err := dyn.Resource(deploymentsRes).Namespace(ns).Apply(testCtx, u.GetName(), u, metav1.ApplyOptions{FieldManager: "argocd-controller", Force: true}); err != nil {
+		t.Fatalf("applying %s: %s", u.GetName(), err)
+	}
+}
+
+func hasVerdict(v *verdict.Verification, want verdict.Verdict) bool {
+	for _, c := range v.Containers {
+		if c.Verdict == want {
+			return true
+		}
+	}
+	return false
+}
