@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,8 +17,9 @@ import (
 
 	"pinbot.dev/pinbot/internal/httpbound"
 	"pinbot.dev/pinbot/internal/redact"
-	"pinbot.dev/pinbot/reconciler/spoke"
 	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/deployer"
+	"pinbot.dev/pinbot/reconciler/spoke"
 	"pinbot.dev/pinbot/reconciler/ssa"
 )
 
@@ -42,6 +44,9 @@ type ClusterError struct {
 
 // Error implements error.
 func (e *ClusterError) Error() string {
+	if e.Server == "" {
+		return redact.String(fmt.Sprintf("cluster %s: %s", e.Cluster, e.Err))
+	}
 	return redact.String(fmt.Sprintf("cluster %s (%s): %s", e.Cluster, redact.URL(e.Server), e.Err))
 }
 
@@ -108,6 +113,9 @@ func (r *Reconciler) clusterOf(ctx context.Context, app *config.App, d *deployed
 	if dest == nil {
 		return r.local, nil
 	}
+	if kc := dest.KubeConfig; kc != nil {
+		return r.fluxCluster(ctx, kc)
+	}
 	if app.ArgoCD == nil {
 		return nil, fmt.Errorf("app %s: only an Argo CD destination names another cluster", app.Name)
 	}
@@ -123,7 +131,7 @@ func (r *Reconciler) clusterOf(ctx context.Context, app *config.App, d *deployed
 		s := &secrets[i]
 		a, err := spoke.FromArgoCD(s.Data, nil)
 		if err != nil {
-			named := spoke.ArgoCD{Name: string(s.Data["name"]), Server: string(s.Data["server"])}
+			named := spoke.Cluster{Name: string(s.Data["name"]), Server: string(s.Data["server"])}
 			if named.Names(dest.Server, dest.Name) {
 				return fail(fmt.Errorf("Argo CD's cluster Secret %s/%s: %w", ns, s.Name, err))
 			}
@@ -139,6 +147,62 @@ func (r *Reconciler) clusterOf(ctx context.Context, app *config.App, d *deployed
 		return c, nil
 	}
 	return fail(fmt.Errorf("no Argo CD cluster Secret in namespace %s (label %s=%s) names it", ns, spoke.ArgoCDSecretLabel, spoke.ArgoCDSecretType))
+}
+
+// fluxCluster is the cluster a Flux Kustomization's kubeconfig Secret
+// reaches: the Secret's key, or Flux's defaults "value" then
+// "value.yaml".
+func (r *Reconciler) fluxCluster(ctx context.Context, kc *deployer.SecretKey) (*cluster, error) {
+	name := "kubeConfig " + kc.Namespace + "/" + kc.Name
+	fail := func(err error) (*cluster, error) { return nil, &ClusterError{Cluster: name, Err: err} }
+	s, err := r.remotes.get(ctx, r.kube, kc.Namespace, kc.Name)
+	if err != nil {
+		return fail(err)
+	}
+	keys := []string{kc.Key}
+	if kc.Key == "" {
+		keys = []string{"value", "value.yaml"}
+	}
+	var data []byte
+	for _, k := range keys {
+		if data = s.Data[k]; len(data) > 0 {
+			break
+		}
+	}
+	if len(data) == 0 {
+		return fail(fmt.Errorf("Secret %s/%s has no key %s", kc.Namespace, kc.Name, strings.Join(keys, " or ")))
+	}
+	sc, err := spoke.FromKubeConfig(name, data)
+	if err != nil {
+		return fail(fmt.Errorf("Secret %s/%s: %w", kc.Namespace, kc.Name, err))
+	}
+	c, err := r.remotes.clients(kc.Namespace+"/"+kc.Name, s.ResourceVersion, sc, r.changed)
+	if err != nil {
+		return fail(err)
+	}
+	return c, nil
+}
+
+// get returns one Secret, read at most once a secretsTTL.
+func (rs *remotes) get(ctx context.Context, kube kubernetes.Interface, ns, name string) (*corev1.Secret, error) {
+	key := ns + "/" + name
+	rs.mu.Lock()
+	l, ok := rs.secrets[key]
+	rs.mu.Unlock()
+	if ok && time.Since(l.at) < secretsTTL && len(l.items) == 1 {
+		return &l.items[0], nil
+	}
+	s, err := kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsForbidden(err):
+		return nil, fmt.Errorf("reading the kubeconfig Secret %s: %w (grant pinbot get on it)", key, err)
+	case err != nil:
+		return nil, fmt.Errorf("reading the kubeconfig Secret %s: %w", key, err)
+	}
+	rs.mu.Lock()
+	rs.secrets[key] = secretList{at: time.Now(), items: []corev1.Secret{*s}}
+	rs.mu.Unlock()
+	return s, nil
 }
 
 // list returns ns's Argo CD cluster Secrets, listed at most once a
@@ -164,7 +228,7 @@ func (rs *remotes) list(ctx context.Context, kube kubernetes.Interface, ns strin
 }
 
 // clients returns the spoke's clients, made anew when its Secret changed.
-func (rs *remotes) clients(key, version string, a spoke.ArgoCD, changed func(namespace string)) (*cluster, error) {
+func (rs *remotes) clients(key, version string, a spoke.Cluster, changed func(namespace string)) (*cluster, error) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if r := rs.byKey[key]; r != nil && r.version == version {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"pinbot.dev/pinbot/internal/testenv/kube"
@@ -37,27 +40,7 @@ func TestArgoCDSpoke(t *testing.T) {
 	spokeApp := newDeployerScenario(t, "hs-spoke", "argocd")
 	hubApp := newDeployerScenario(t, "hs-hub", "argocd")
 
-	sp, err := kube.Start(testCtx, kube.Options{})
-	if err != nil {
-		t.Fatalf("starting the spoke's control plane: %s", err)
-	}
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			_ = sp.Stop()
-		}
-	})
-	node := kubeletsim.New(sp.Config(), kubeletsim.WithNodeName("spoke-amd64"),
-		kubeletsim.WithBasicAuth(env.gitea.RegistryHost, env.gitea.AdminUser, env.gitea.Token))
-	if err := node.Start(testCtx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(node.Stop)
-	spokeKube := kubernetes.NewForConfigOrDie(sp.Config())
-	if _, err := spokeKube.CoreV1().Namespaces().Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hs-spoke"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-
+	sp, _, stop := startSpoke(t, "hs-spoke")
 	// Argo CD's cluster Secret for the spoke, on the hub.
 	spokeCfg := sp.Config()
 	conf, _ := json.Marshal(map[string]any{"bearerToken": spokeCfg.BearerToken, "tlsClientConfig": map[string]any{"caData": spokeCfg.CAData}})
@@ -114,11 +97,7 @@ func TestArgoCDSpoke(t *testing.T) {
 	})
 
 	// The spoke stops answering.
-	node.Stop()
-	if err := sp.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	stopped = true
+	stop()
 	var st *status.App
 	var ce *reconciler.ClusterError
 	poll.Until(t, time.Minute, "the spoke's app Unknown, naming the cluster", func() (bool, string) {
@@ -158,4 +137,70 @@ func hasVerdict(v *verdict.Verification, want verdict.Verdict) bool {
 		}
 	}
 	return false
+}
+
+// startSpoke starts a second control plane with its own node, which
+// pulls from the tests' Gitea registry, and creates namespace ns there.
+// stop stops both (once); the test's end stops them otherwise.
+func startSpoke(t *testing.T, ns string) (*kube.Cluster, *kubeletsim.Sim, func()) {
+	t.Helper()
+	sp, err := kube.Start(testCtx, kube.Options{})
+	if err != nil {
+		t.Fatalf("starting the spoke's control plane: %s", err)
+	}
+	node := kubeletsim.New(sp.Config(), kubeletsim.WithNodeName("spoke-amd64"),
+		kubeletsim.WithBasicAuth(env.gitea.RegistryHost, env.gitea.AdminUser, env.gitea.Token))
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			node.Stop()
+			_ = sp.Stop()
+		})
+	}
+	t.Cleanup(stop)
+	if err := node.Start(testCtx); err != nil {
+		t.Fatal(err)
+	}
+	spokeKube := kubernetes.NewForConfigOrDie(sp.Config())
+	if _, err := spokeKube.CoreV1().Namespaces().Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return sp, node, stop
+}
+
+// TestFluxSpoke: a Flux Kustomization applies to another cluster through
+// spec.kubeConfig.secretRef; pinbot reads that kubeconfig Secret from the
+// Kustomization's namespace and verifies the Pods in that cluster.
+func TestFluxSpoke(t *testing.T) {
+	s := newDeployerScenario(t, "fx-spoke", "flux")
+	sp, _, _ := startSpoke(t, "fx-spoke")
+	cfg := sp.Config()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["spoke"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["flux"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
+	kc.Contexts["spoke"] = &clientcmdapi.Context{Cluster: "spoke", AuthInfo: "flux"}
+	kc.CurrentContext = "spoke"
+	raw, err := clientcmd.Write(*kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.kube.CoreV1().Secrets("flux-system").Create(testCtx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "fx-spoke-kubeconfig", Namespace: "flux-system"},
+		Data:       map[string][]byte{"value": raw},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	v1 := pushImage(t, "fx-app", "v1")
+	commit := s.push(map[string]string{"app/deploy.yaml": deployment(1, v1.ref())}, "Initial")
+	s.createKustomization("app")
+	s.mergePatch(kustomizationsRes, "flux-system", `{spec: {kubeConfig: {secretRef: {name: fx-spoke-kubeconfig}}}}`)
+	applyOn(t, dynamic.NewForConfigOrDie(sp.Config()), "fx-spoke", deployment(1, v1.ref()))
+	s.fluxApplied(commit)
+
+	_, v := s.waitStatus(rollout, "verified on the spoke", func(_ *status.App, v *verdict.Verification) bool { return v != nil && v.Verified })
+	for _, c := range v.Containers {
+		if c.Node != "spoke-amd64" || c.RunningDigest != v1.digest {
+			t.Errorf("container %+v; want it on the spoke's node, running %s", c, v1.digest)
+		}
+	}
 }

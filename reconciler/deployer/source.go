@@ -68,19 +68,36 @@ type Source struct {
 	Cluster *Cluster
 }
 
-// Cluster names another cluster than the deployer's own.
+// Cluster names another cluster than the deployer's own: an Argo CD
+// destination (Server or Name), or the kubeconfig Secret of a Flux
+// Kustomization (KubeConfig).
 type Cluster struct {
 	// Server is the API server's URL; Name the cluster's name in Argo
-	// CD. Either may be empty, not both.
+	// CD. Either may be empty, not both, for Argo CD.
 	Server, Name string
+	// KubeConfig is Flux's spec.kubeConfig.secretRef, in the
+	// Kustomization's namespace.
+	KubeConfig *SecretKey
 }
 
-// String names the cluster for people: its name, else its server.
+// SecretKey is a key of a Secret; an empty Key means Flux's defaults,
+// "value" then "value.yaml".
+type SecretKey struct {
+	Namespace, Name, Key string
+}
+
+// String names the cluster for people: its name, else its server, else
+// its kubeconfig Secret.
 func (c *Cluster) String() string {
-	if c.Name != "" {
+	switch {
+	case c.Name != "":
 		return c.Name
+	case c.Server != "":
+		return c.Server
+	case c.KubeConfig != nil:
+		return "kubeConfig " + c.KubeConfig.Namespace + "/" + c.KubeConfig.Name
 	}
-	return c.Server
+	return ""
 }
 
 // GitRef is the reference a deployer tracks. At most one of Branch, Tag,
@@ -335,8 +352,6 @@ func (k *Kustomization) Source(repo *GitRepository) (Source, error) {
 		return fail(obj, "spec.namePrefix", "pinbot does not render Flux's name prefixes and suffixes")
 	case len(s.Components) > 0:
 		return fail(obj, "spec.components", "pinbot does not render the Kustomization's components")
-	case s.KubeConfig != nil:
-		return fail(obj, "spec.kubeConfig", "Flux applies to another cluster, whose Pods pinbot does not read")
 	case len(repo.Spec.Include) > 0:
 		return fail(repo.Name(), "spec.include", "pinbot does not follow included repositories")
 	case repo.Spec.URL == "":
@@ -350,6 +365,10 @@ func (k *Kustomization) Source(repo *GitRepository) (Source, error) {
 	if err != nil {
 		return Source{}, err
 	}
+	cluster, err := k.cluster()
+	if err != nil {
+		return Source{}, err
+	}
 	return Source{
 		Kind:      Flux,
 		Object:    obj,
@@ -358,7 +377,25 @@ func (k *Kustomization) Source(repo *GitRepository) (Source, error) {
 		Ref:       ref,
 		Namespace: s.TargetNamespace,
 		Index:     -1,
+		Cluster:   cluster,
 	}, nil
+}
+
+// cluster is the remote cluster spec.kubeConfig names, nil for Flux's
+// own. pinbot reads the kubeconfig Secret (secretRef); a configMapRef,
+// which asks a cloud provider for credentials, it cannot follow.
+func (k *Kustomization) cluster() (*Cluster, error) {
+	kc := k.Spec.KubeConfig
+	if kc == nil {
+		return nil, nil
+	}
+	ref, _ := kc["secretRef"].(map[string]any)
+	name, _ := ref["name"].(string)
+	if name == "" {
+		return nil, &FieldError{Object: k.Name(), Field: "spec.kubeConfig", Reason: "pinbot reads a kubeconfig from spec.kubeConfig.secretRef; a provider's configMapRef it cannot follow"}
+	}
+	key, _ := ref["key"].(string)
+	return &Cluster{KubeConfig: &SecretKey{Namespace: k.Metadata.Namespace, Name: name, Key: key}}, nil
 }
 
 // fluxRef applies source-controller's precedence: commit, name, semver,

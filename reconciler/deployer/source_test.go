@@ -264,6 +264,13 @@ func TestKustomizationSource(t *testing.T) {
 				Ref: GitRef{Name: "refs/heads/release"}, Index: -1},
 		},
 		{
+			name: "another cluster through a kubeconfig Secret",
+			ks:   "spec: {path: deploy, sourceRef: {kind: GitRepository, name: podinfo}, kubeConfig: {secretRef: {name: prod-kubeconfig, key: value.yaml}}}",
+			repo: "spec: {url: x, ref: {branch: main}}",
+			want: Source{Kind: Flux, Object: "Kustomization flux-system/podinfo", RepoURL: "x", Path: "deploy",
+				Ref: GitRef{Branch: "main"}, Index: -1, Cluster: &Cluster{KubeConfig: &SecretKey{Namespace: "flux-system", Name: "prod-kubeconfig", Key: "value.yaml"}}},
+		},
+		{
 			name: "tag wins over branch",
 			ks:   "spec: {path: deploy, sourceRef: {kind: GitRepository, name: podinfo}}",
 			repo: "spec: {url: x, ref: {tag: v1, branch: main}}",
@@ -296,7 +303,7 @@ func TestKustomizationSourceErrors(t *testing.T) {
 		{"images", "spec: {sourceRef: {kind: GitRepository, name: podinfo}, images: [{name: web, digest: \"sha256:00\"}]}", okRepo, "Kustomization flux-system/podinfo", "spec.images", "overrides"},
 		{"patches", "spec: {sourceRef: {kind: GitRepository, name: podinfo}, patches: [{patch: x}]}", okRepo, "Kustomization flux-system/podinfo", "spec.patches", "patches"},
 		{"postBuild", "spec: {sourceRef: {kind: GitRepository, name: podinfo}, postBuild: {substitute: {a: b}}}", okRepo, "Kustomization flux-system/podinfo", "spec.postBuild", "substitutions"},
-		{"kubeConfig", "spec: {sourceRef: {kind: GitRepository, name: podinfo}, kubeConfig: {secretRef: {name: k}}}", okRepo, "Kustomization flux-system/podinfo", "spec.kubeConfig", "another cluster"},
+		{"kubeConfig of a provider", "spec: {sourceRef: {kind: GitRepository, name: podinfo}, kubeConfig: {configMapRef: {name: k}}}", okRepo, "Kustomization flux-system/podinfo", "spec.kubeConfig", "configMapRef"},
 		{"path escapes", "spec: {path: ../x, sourceRef: {kind: GitRepository, name: podinfo}}", okRepo, "Kustomization flux-system/podinfo", "spec.path", "leaves"},
 		{"semver", "spec: {sourceRef: {kind: GitRepository, name: podinfo}}", "spec: {url: x, ref: {semver: \">=1.0.0\"}}", "GitRepository flux-system/podinfo", "spec.ref.semver", "semver"},
 		{"short commit", "spec: {sourceRef: {kind: GitRepository, name: podinfo}}", "spec: {url: x, ref: {commit: abc123}}", "GitRepository flux-system/podinfo", "spec.ref.commit", "full commit"},

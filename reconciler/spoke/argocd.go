@@ -26,9 +26,9 @@ const (
 	argoCDAWSHelper   = "argocd-k8s-auth"
 )
 
-// ArgoCD is one Argo CD cluster Secret: the cluster's name and server,
+// Cluster is another cluster: its name and server,
 // and how to reach it.
-type ArgoCD struct {
+type Cluster struct {
 	Name, Server string
 	Config       *rest.Config
 }
@@ -65,19 +65,19 @@ type argoConfig struct {
 // package redact, so no error or log shows them. An execProviderConfig or
 // awsAuthConfig whose binary lookPath cannot find is an error naming it;
 // the cluster's apps are then Unknown, never verified.
-func FromArgoCD(data map[string][]byte, lookPath func(string) (string, error)) (ArgoCD, error) {
+func FromArgoCD(data map[string][]byte, lookPath func(string) (string, error)) (Cluster, error) {
 	if lookPath == nil {
 		lookPath = exec.LookPath
 	}
-	a := ArgoCD{Name: string(data["name"]), Server: strings.TrimSpace(string(data["server"]))}
+	a := Cluster{Name: string(data["name"]), Server: strings.TrimSpace(string(data["server"]))}
 	u, err := url.Parse(a.Server)
 	if a.Server == "" || err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "" {
-		return ArgoCD{}, fmt.Errorf("server %q: want the API server's URL", redact.URL(a.Server))
+		return Cluster{}, fmt.Errorf("server %q: want the API server's URL", redact.URL(a.Server))
 	}
 	var c argoConfig
 	if raw := data["config"]; len(raw) > 0 {
 		if err := json.Unmarshal(raw, &c); err != nil {
-			return ArgoCD{}, fmt.Errorf("config: not Argo CD's cluster config JSON: %w", err)
+			return Cluster{}, fmt.Errorf("config: not Argo CD's cluster config JSON: %w", err)
 		}
 	}
 	for _, s := range []string{c.BearerToken, c.Password, string(c.TLSClientConfig.KeyData)} {
@@ -98,7 +98,7 @@ func FromArgoCD(data map[string][]byte, lookPath func(string) (string, error)) (
 	if c.ProxyURL != "" {
 		p, err := url.Parse(c.ProxyURL)
 		if err != nil {
-			return ArgoCD{}, fmt.Errorf("config.proxyUrl: %w", err)
+			return Cluster{}, fmt.Errorf("config.proxyUrl: %w", err)
 		}
 		rc.Proxy = func(*http.Request) (*url.URL, error) { return p, nil }
 	}
@@ -106,7 +106,7 @@ func FromArgoCD(data map[string][]byte, lookPath func(string) (string, error)) (
 	case c.ExecProviderConfig != nil:
 		e := c.ExecProviderConfig
 		if _, err := lookPath(e.Command); err != nil {
-			return ArgoCD{}, fmt.Errorf("config.execProviderConfig: the command %q is not on pinbot's PATH (%s), so the cluster cannot be reached", e.Command, e.InstallHint)
+			return Cluster{}, fmt.Errorf("config.execProviderConfig: the command %q is not on pinbot's PATH (%s), so the cluster cannot be reached", e.Command, e.InstallHint)
 		}
 		ec := &clientcmdapi.ExecConfig{Command: e.Command, Args: e.Args, APIVersion: e.APIVersion, InstallHint: e.InstallHint, InteractiveMode: clientcmdapi.NeverExecInteractiveMode}
 		for k, v := range e.Env {
@@ -115,7 +115,7 @@ func FromArgoCD(data map[string][]byte, lookPath func(string) (string, error)) (
 		rc.ExecProvider = ec
 	case c.AWSAuthConfig != nil:
 		if _, err := lookPath(argoCDAWSHelper); err != nil {
-			return ArgoCD{}, fmt.Errorf("config.awsAuthConfig: Argo CD's EKS helper %q is not on pinbot's PATH, so the cluster cannot be reached", argoCDAWSHelper)
+			return Cluster{}, fmt.Errorf("config.awsAuthConfig: Argo CD's EKS helper %q is not on pinbot's PATH, so the cluster cannot be reached", argoCDAWSHelper)
 		}
 		args := []string{"aws", "--cluster-name", c.AWSAuthConfig.ClusterName}
 		if c.AWSAuthConfig.RoleARN != "" {
@@ -133,7 +133,7 @@ func FromArgoCD(data map[string][]byte, lookPath func(string) (string, error)) (
 // Names reports whether the Secret is the cluster an Argo CD destination
 // names: by server URL when it gives one (a trailing "/" aside), else by
 // name.
-func (a ArgoCD) Names(server, name string) bool {
+func (a Cluster) Names(server, name string) bool {
 	if server != "" {
 		return strings.TrimSuffix(a.Server, "/") == strings.TrimSuffix(server, "/")
 	}

@@ -15,12 +15,12 @@ func TestFromArgoCD(t *testing.T) {
 		name     string
 		data     map[string]string
 		lookPath func(string) (string, error)
-		check    func(t *testing.T, a ArgoCD)
+		check    func(t *testing.T, a Cluster)
 		wantErr  string
 	}{
 		{name: "bearer token and CA", data: map[string]string{"name": "spoke", "server": "https://10.0.0.9:6443",
 			"config": `{"bearerToken":"tok-123456789","tlsClientConfig":{"caData":"Y2EtcGVt","serverName":"spoke.internal"}}`},
-			check: func(t *testing.T, a ArgoCD) {
+			check: func(t *testing.T, a Cluster) {
 				c := a.Config
 				if a.Name != "spoke" || c.Host != "https://10.0.0.9:6443" || c.BearerToken != "tok-123456789" || string(c.CAData) != "ca-pem" || c.ServerName != "spoke.internal" {
 					t.Errorf("config = %+v", c)
@@ -30,13 +30,13 @@ func TestFromArgoCD(t *testing.T) {
 				}
 			}},
 		{name: "basic auth, insecure", data: map[string]string{"server": "https://spoke", "config": `{"username":"u","password":"pw-secret-1","tlsClientConfig":{"insecure":true}}`},
-			check: func(t *testing.T, a ArgoCD) {
+			check: func(t *testing.T, a Cluster) {
 				if a.Config.Username != "u" || a.Config.Password != "pw-secret-1" || !a.Config.Insecure {
 					t.Errorf("config = %+v", a.Config)
 				}
 			}},
 		{name: "exec provider found", lookPath: found, data: map[string]string{"server": "https://spoke", "config": `{"execProviderConfig":{"command":"gke-gcloud-auth-plugin","apiVersion":"client.authentication.k8s.io/v1beta1"}}`},
-			check: func(t *testing.T, a ArgoCD) {
+			check: func(t *testing.T, a Cluster) {
 				if a.Config.ExecProvider == nil || a.Config.ExecProvider.Command != "gke-gcloud-auth-plugin" {
 					t.Errorf("exec provider = %+v", a.Config.ExecProvider)
 				}
@@ -46,7 +46,7 @@ func TestFromArgoCD(t *testing.T) {
 		{name: "aws missing", lookPath: missing, data: map[string]string{"server": "https://spoke", "config": `{"awsAuthConfig":{"clusterName":"prod"}}`},
 			wantErr: `"argocd-k8s-auth" is not on pinbot's PATH`},
 		{name: "aws found", lookPath: found, data: map[string]string{"server": "https://spoke", "config": `{"awsAuthConfig":{"clusterName":"prod","roleARN":"arn:r"}}`},
-			check: func(t *testing.T, a ArgoCD) {
+			check: func(t *testing.T, a Cluster) {
 				if e := a.Config.ExecProvider; e == nil || strings.Join(e.Args, " ") != "aws --cluster-name prod --role-arn arn:r" {
 					t.Errorf("exec provider = %+v", e)
 				}
@@ -75,7 +75,7 @@ func TestFromArgoCD(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	a := ArgoCD{Name: "prod", Server: "https://prod.example:6443/"}
+	a := Cluster{Name: "prod", Server: "https://prod.example:6443/"}
 	if !a.Names("https://prod.example:6443", "") || !a.Names("", "prod") || a.Names("https://other", "prod") || a.Names("", "") {
 		t.Error("Names matches by server when given, else by name")
 	}
