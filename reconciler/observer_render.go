@@ -114,6 +114,9 @@ func (ob *observer) render(ctx context.Context, fsys fs.FS, d *deployedApp) ([]*
 			opts = append(opts, render.WithCapabilities(caps))
 		}
 	}
+	if k := d.source.Kustomize; len(k) > 0 {
+		opts = append(opts, render.WithOverrides(k))
+	}
 	objs, err := ob.r.render(ctx, fsys, rel, opts...)
 	if err != nil {
 		return nil, err

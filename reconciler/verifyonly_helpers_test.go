@@ -205,6 +205,13 @@ spec:
 // commit, through the status subresource as kustomize-controller does.
 func (s *deployerScenario) fluxApplied(commit string) {
 	s.t.Helper()
+	s.fluxAppliedAs(commit, "web")
+}
+
+// fluxAppliedAs is fluxApplied with the Deployment workload in the
+// inventory.
+func (s *deployerScenario) fluxAppliedAs(commit, workload string) {
+	s.t.Helper()
 	ri := s.dyn.Resource(kustomizationsRes).Namespace("flux-system")
 	u, err := ri.Get(testCtx, s.name, metav1.GetOptions{})
 	if err != nil {
@@ -217,10 +224,10 @@ lastAppliedRevision: %s
 lastAttemptedRevision: %s
 inventory:
   entries:
-  - {id: %s_web_apps_Deployment, v: v1}
+  - {id: %s_%s_apps_Deployment, v: v1}
 conditions:
 - {type: Ready, status: "True", reason: ReconciliationSucceeded, message: "Applied revision: %s", lastTransitionTime: %q, observedGeneration: %d}
-`, rev, rev, s.name, rev, time.Now().UTC().Format(time.RFC3339), u.GetGeneration())), &status); err != nil {
+`, rev, rev, s.name, workload, rev, time.Now().UTC().Format(time.RFC3339), u.GetGeneration())), &status); err != nil {
 		s.t.Fatal(err)
 	}
 	status["observedGeneration"] = u.GetGeneration()

@@ -73,6 +73,8 @@ type options struct {
 	release  Helm // ReleaseName and Namespace only; see WithRelease
 	caps     *Capabilities
 	discover func() (Capabilities, error)
+	// overrides are a deployer's kustomize fields (WithOverrides).
+	overrides map[string]any
 }
 
 func (o options) context() context.Context {

@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -33,15 +34,20 @@ func renderKustomize(fsys fs.FS, rel, file string) ([]*unstructured.Unstructured
 		// repository's.
 		return nil, &Error{File: path.Join(rel, file), Err: fmt.Errorf("kustomize build: %s", strings.ReplaceAll(err.Error(), repoRoot+"/", ""))}
 	}
+	return objectsOf(m, path.Join(rel, file))
+}
+
+// objectsOf are the objects of a kustomize build of file.
+func objectsOf(m resmap.ResMap, file string) ([]*unstructured.Unstructured, error) {
 	var objs []*unstructured.Unstructured
 	for _, r := range m.Resources() {
 		j, err := r.MarshalJSON()
 		if err != nil {
-			return nil, &Error{File: path.Join(rel, file), Err: fmt.Errorf("encoding %s: %w", r.CurId(), err)}
+			return nil, &Error{File: file, Err: fmt.Errorf("encoding %s: %w", r.CurId(), err)}
 		}
 		got, err := objectsFromJSON(j)
 		if err != nil {
-			return nil, &Error{File: path.Join(rel, file), Err: err}
+			return nil, &Error{File: file, Err: err}
 		}
 		objs = append(objs, got...)
 	}

@@ -91,7 +91,13 @@ func FS(fsys fs.FS, rel string, opts ...Option) ([]*unstructured.Unstructured, e
 		return nil, &Error{File: rel, Err: errors.New("not a directory")}
 	}
 	if isFile(fsys, path.Join(rel, chartFile)) {
+		if len(o.overrides) > 0 {
+			return nil, &Error{File: rel, Err: errors.New("kustomize overrides given, but the directory holds a Helm chart")}
+		}
 		return bounded(o, rel, func() ([]*unstructured.Unstructured, error) { return renderChart(fsys, rel, o) })
+	}
+	if len(o.overrides) > 0 {
+		return bounded(o, rel, func() ([]*unstructured.Unstructured, error) { return renderOverrides(fsys, rel, o.overrides) })
 	}
 	if o.helm != nil {
 		return nil, &Error{File: rel, Err: errors.New("helm settings given, but the directory holds no Chart.yaml")}

@@ -62,6 +62,12 @@ type Source struct {
 	// spec.sources, whose revisions are lists in the same order; -1 for
 	// spec.source and for Flux.
 	Index int
+	// Kustomize are the deployer's kustomize overrides, as the fields of a
+	// kustomization.yaml (images, namePrefix, nameSuffix, namespace,
+	// commonLabels, commonAnnotations, replicas, patches): Argo CD's
+	// spec.source.kustomize, a Kustomization's spec.images, spec.patches,
+	// spec.namePrefix and spec.nameSuffix. Nil for none.
+	Kustomize map[string]any
 	// Cluster is where the deployer applies, when that is not the cluster
 	// it runs in: an Argo CD destination's server or name, whose Argo CD
 	// cluster Secret says how to reach it. Nil for the deployer's own.
@@ -212,8 +218,6 @@ func (a *Application) Source() (Source, error) {
 		return fail(field+".repoURL", "empty")
 	case src.Plugin != nil:
 		return fail(field+".plugin", "pinbot cannot render a config management plugin")
-	case len(src.Kustomize) > 0:
-		return fail(field+".kustomize", "pinbot does not render Argo CD's kustomize overrides (images, namePrefix, patches…); put them in the repository's kustomization.yaml")
 	case src.Directory != nil && src.Directory["jsonnet"] != nil:
 		return fail(field+".directory.jsonnet", "pinbot cannot render Jsonnet")
 	}
@@ -230,6 +234,11 @@ func (a *Application) Source() (Source, error) {
 		Namespace: a.Spec.Destination.Namespace,
 		Index:     index,
 		Cluster:   cluster,
+	}
+	if len(src.Kustomize) > 0 {
+		if out.Kustomize, err = argoOverrides(obj, field+".kustomize", src.Kustomize); err != nil {
+			return Source{}, err
+		}
 	}
 	h := src.Helm
 	if h == nil {
@@ -321,9 +330,9 @@ func helmParameters(ps []HelmParameter) []HelmParameter {
 
 // Source returns what the Kustomization follows, given the GitRepository
 // it names (see Kustomization.GitRepository). Sources pinbot cannot render
-// as Flux does are a *FieldError: image overrides, patches, post-build
-// substitutions, name prefixes and suffixes, components, a remote cluster,
-// included repositories, a semver range.
+// as Flux does are a *FieldError: post-build substitutions, components,
+// included repositories, a semver range. Its images, patches and name
+// prefix and suffix are Source.Kustomize.
 func (k *Kustomization) Source(repo *GitRepository) (Source, error) {
 	obj := k.Name()
 	fail := func(o, field, format string, args ...any) (Source, error) {
@@ -342,14 +351,8 @@ func (k *Kustomization) Source(repo *GitRepository) (Source, error) {
 	}
 	s := k.Spec
 	switch {
-	case len(s.Images) > 0:
-		return fail(obj, "spec.images", "Flux overrides the images Git pins; pinbot verifies what Git pins (put the images in the repository's kustomization.yaml)")
-	case len(s.Patches) > 0:
-		return fail(obj, "spec.patches", "pinbot does not render the Kustomization's patches; put them in the repository's kustomization.yaml")
 	case s.PostBuild != nil:
 		return fail(obj, "spec.postBuild", "pinbot does not render Flux's post-build substitutions")
-	case s.NamePrefix != "" || s.NameSuffix != "":
-		return fail(obj, "spec.namePrefix", "pinbot does not render Flux's name prefixes and suffixes")
 	case len(s.Components) > 0:
 		return fail(obj, "spec.components", "pinbot does not render the Kustomization's components")
 	case len(repo.Spec.Include) > 0:
@@ -378,6 +381,7 @@ func (k *Kustomization) Source(repo *GitRepository) (Source, error) {
 		Namespace: s.TargetNamespace,
 		Index:     -1,
 		Cluster:   cluster,
+		Kustomize: fluxOverrides(s),
 	}, nil
 }
 

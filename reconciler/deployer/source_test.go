@@ -181,6 +181,43 @@ func TestApplicationOnAnotherCluster(t *testing.T) {
 	}
 }
 
+func TestKustomizeOverrides(t *testing.T) {
+	app := mustApp(t, appHeader+`
+spec:
+  source:
+    repoURL: x
+    path: a
+    kustomize:
+      images: ["web=mirror.example/web:v2@sha256:11", "reg.example:5000/api:v3", "db@sha256:22"]
+      namePrefix: prod-
+      replicas: [{name: web, count: "3"}]
+  destination: {server: "https://kubernetes.default.svc", namespace: web}`)
+	src, err := app.Source()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"images": []any{
+			map[string]any{"name": "web", "newName": "mirror.example/web", "newTag": "v2", "digest": "sha256:11"},
+			map[string]any{"name": "reg.example:5000/api", "newTag": "v3"},
+			map[string]any{"name": "db", "digest": "sha256:22"},
+		},
+		"namePrefix": "prod-",
+		"replicas":   []any{map[string]any{"name": "web", "count": int64(3)}},
+	}
+	if diff := cmp.Diff(want, src.Kustomize); diff != "" {
+		t.Errorf("Argo CD overrides (-want +got):\n%s", diff)
+	}
+	k := mustKustomization(t, ksHeader+"spec: {sourceRef: {kind: GitRepository, name: podinfo}, images: [{name: web, digest: \"sha256:00\"}], patches: [{patch: x}], nameSuffix: -b}")
+	fsrc, err := k.Source(mustGitRepository(t, repoHeader+"spec: {url: x}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fsrc.Kustomize["nameSuffix"] != "-b" || len(fsrc.Kustomize["images"].([]any)) != 1 || len(fsrc.Kustomize["patches"].([]any)) != 1 {
+		t.Errorf("Flux overrides = %v", fsrc.Kustomize)
+	}
+}
+
 func TestApplicationSourceErrors(t *testing.T) {
 	dest := "\n  destination: {server: \"https://kubernetes.default.svc\", namespace: web}"
 	tests := []struct {
@@ -190,7 +227,8 @@ func TestApplicationSourceErrors(t *testing.T) {
 		{"no source", "\nspec:" + dest, "spec.source", "no source"},
 		{"Helm repository chart", "\nspec:\n  source: {repoURL: \"https://charts.example\", chart: redis, targetRevision: 18.0.0}" + dest, "spec.source.chart", "Helm repository"},
 		{"plugin", "\nspec:\n  source: {repoURL: x, path: a, plugin: {name: cmp}}" + dest, "spec.source.plugin", "plugin"},
-		{"kustomize images", "\nspec:\n  source: {repoURL: x, path: a, kustomize: {images: [\"web=reg/web@sha256:00\"]}}" + dest, "spec.source.kustomize", "overrides"},
+		{"kustomize components", "\nspec:\n  source: {repoURL: x, path: a, kustomize: {components: [../c]}}" + dest, "spec.source.kustomize.components", "not this one"},
+		{"kustomize patch file", "\nspec:\n  source: {repoURL: x, path: a, kustomize: {patches: [{path: p.yaml}]}}" + dest, "spec.source.kustomize.patches[0].path", "inline patches"},
 		{"jsonnet", "\nspec:\n  source: {repoURL: x, path: a, directory: {jsonnet: {tlas: []}}}" + dest, "spec.source.directory.jsonnet", "Jsonnet"},
 		{"path escapes", "\nspec:\n  source: {repoURL: x, path: ../other}" + dest, "spec.source.path", "leaves the repository"},
 		{"empty repoURL", "\nspec:\n  source: {path: a}" + dest, "spec.source.repoURL", "empty"},
@@ -300,8 +338,6 @@ func TestKustomizationSourceErrors(t *testing.T) {
 		{"OCI source", "spec: {sourceRef: {kind: OCIRepository, name: podinfo}}", okRepo, "Kustomization flux-system/podinfo", "spec.sourceRef.kind", "OCIRepository"},
 		{"other GitRepository", "spec: {sourceRef: {kind: GitRepository, name: other}}", okRepo, "Kustomization flux-system/podinfo", "spec.sourceRef", "flux-system/other"},
 		{"other namespace", "spec: {sourceRef: {kind: GitRepository, name: podinfo, namespace: apps}}", okRepo, "Kustomization flux-system/podinfo", "spec.sourceRef", "apps/podinfo"},
-		{"images", "spec: {sourceRef: {kind: GitRepository, name: podinfo}, images: [{name: web, digest: \"sha256:00\"}]}", okRepo, "Kustomization flux-system/podinfo", "spec.images", "overrides"},
-		{"patches", "spec: {sourceRef: {kind: GitRepository, name: podinfo}, patches: [{patch: x}]}", okRepo, "Kustomization flux-system/podinfo", "spec.patches", "patches"},
 		{"postBuild", "spec: {sourceRef: {kind: GitRepository, name: podinfo}, postBuild: {substitute: {a: b}}}", okRepo, "Kustomization flux-system/podinfo", "spec.postBuild", "substitutions"},
 		{"kubeConfig of a provider", "spec: {sourceRef: {kind: GitRepository, name: podinfo}, kubeConfig: {configMapRef: {name: k}}}", okRepo, "Kustomization flux-system/podinfo", "spec.kubeConfig", "configMapRef"},
 		{"path escapes", "spec: {path: ../x, sourceRef: {kind: GitRepository, name: podinfo}}", okRepo, "Kustomization flux-system/podinfo", "spec.path", "leaves"},
