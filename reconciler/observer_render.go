@@ -2,8 +2,14 @@ package reconciler
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
+	"maps"
 	"path"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -121,6 +127,15 @@ func (ob *observer) render(ctx context.Context, fsys fs.FS, d *deployedApp) ([]*
 	if err != nil {
 		return nil, err
 	}
+	if sub := d.source.Substitute; sub != nil {
+		vars, err := ob.vars(ctx, sub)
+		if err != nil {
+			return nil, err
+		}
+		if objs, err = render.Substitute(objs, vars); err != nil {
+			return nil, err
+		}
+	}
 	var out []*unstructured.Unstructured
 	for _, o := range objs {
 		gvk := o.GroupVersionKind()
@@ -154,4 +169,39 @@ func selectWorkloads(objs []*unstructured.Unstructured, applied []object.Ref) []
 		}
 	}
 	return out
+}
+
+// vars are the variables of Flux's post-build substitution: the data of
+// substituteFrom's ConfigMaps and Secrets, in order, then substitute's,
+// each over the ones before, as kustomize-controller reads them.
+func (ob *observer) vars(ctx context.Context, sub *deployer.Substitute) (map[string]string, error) {
+	vars := map[string]string{}
+	for _, f := range sub.From {
+		var data map[string]string
+		var err error
+		switch f.Kind {
+		case "ConfigMap":
+			var cm *corev1.ConfigMap
+			if cm, err = ob.r.kube.CoreV1().ConfigMaps(sub.Namespace).Get(ctx, f.Name, metav1.GetOptions{}); err == nil {
+				data = cm.Data
+			}
+		case "Secret":
+			var s *corev1.Secret
+			if s, err = ob.r.kube.CoreV1().Secrets(sub.Namespace).Get(ctx, f.Name, metav1.GetOptions{}); err == nil {
+				data = map[string]string{}
+				for k, v := range s.Data {
+					data[k] = string(v)
+				}
+			}
+		}
+		switch {
+		case apierrors.IsNotFound(err) && f.Optional:
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("postBuild.substituteFrom: reading %s %s/%s: %w", f.Kind, sub.Namespace, f.Name, err)
+		}
+		maps.Copy(vars, data)
+	}
+	maps.Copy(vars, sub.Vars)
+	return vars, nil
 }

@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
@@ -37,5 +40,30 @@ func TestDeployerOverrides(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFluxPostBuild: a Flux Kustomization's postBuild substitutes the
+// digest into the manifests: the ConfigMap of substituteFrom names one
+// digest, substitute another that wins, and the Pods run that one.
+func TestFluxPostBuild(t *testing.T) {
+	v1, v2 := pushImage(t, "pb-app", "v1"), pushImage(t, "pb-app", "v2")
+	s := newDeployerScenario(t, "pb-flux", "flux")
+	if _, err := env.kube.CoreV1().ConfigMaps("flux-system").Create(testCtx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "pb-vars", Namespace: "flux-system"},
+		Data:       map[string]string{"app_digest": v1.digest, "replicas": "1"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	commit := s.push(map[string]string{"app/deploy.yaml": deployment(1, v1.repo+"@${app_digest}")}, "Initial")
+	s.apply(deployment(1, v2.ref()))
+	s.createKustomization("app")
+	s.mergePatch(kustomizationsRes, "flux-system", `{spec: {postBuild: {substitute: {app_digest: "`+v2.digest+`"}, substituteFrom: [{kind: ConfigMap, name: pb-vars}, {kind: Secret, name: absent, optional: true}]}}}`)
+	s.fluxApplied(commit)
+	_, v := s.waitStatus(rollout, "verified on the substituted digest", func(_ *status.App, v *verdict.Verification) bool { return v != nil && v.Verified })
+	for _, c := range v.Containers {
+		if c.GitDigest != v2.digest {
+			t.Errorf("container %+v; want Git's digest to be substitute's %s", c, v2.digest)
+		}
 	}
 }

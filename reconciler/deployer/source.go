@@ -68,6 +68,9 @@ type Source struct {
 	// spec.source.kustomize, a Kustomization's spec.images, spec.patches,
 	// spec.namePrefix and spec.nameSuffix. Nil for none.
 	Kustomize map[string]any
+	// Substitute is a Flux Kustomization's spec.postBuild: the variables
+	// substituted into the build's objects. Nil for none.
+	Substitute *Substitute
 	// Cluster is where the deployer applies, when that is not the cluster
 	// it runs in: an Argo CD destination's server or name, whose Argo CD
 	// cluster Secret says how to reach it. Nil for the deployer's own.
@@ -84,6 +87,23 @@ type Cluster struct {
 	// KubeConfig is Flux's spec.kubeConfig.secretRef, in the
 	// Kustomization's namespace.
 	KubeConfig *SecretKey
+}
+
+// Substitute is Flux's post-build substitution: Vars
+// (spec.postBuild.substitute) over the data of From
+// (spec.postBuild.substituteFrom), in the Kustomization's namespace.
+type Substitute struct {
+	Vars      map[string]string
+	From      []VarsFrom
+	Namespace string
+}
+
+// VarsFrom is one entry of spec.postBuild.substituteFrom.
+type VarsFrom struct {
+	// Kind is ConfigMap or Secret.
+	Kind, Name string
+	// Optional: a missing object adds no variables rather than failing.
+	Optional bool
 }
 
 // SecretKey is a key of a Secret; an empty Key means Flux's defaults,
@@ -330,8 +350,8 @@ func helmParameters(ps []HelmParameter) []HelmParameter {
 
 // Source returns what the Kustomization follows, given the GitRepository
 // it names (see Kustomization.GitRepository). Sources pinbot cannot render
-// as Flux does are a *FieldError: post-build substitutions, components,
-// included repositories, a semver range. Its images, patches and name
+// as Flux does are a *FieldError: components, included repositories, a
+// semver range, a postBuild key other than substitute and substituteFrom. Its images, patches and name
 // prefix and suffix are Source.Kustomize.
 func (k *Kustomization) Source(repo *GitRepository) (Source, error) {
 	obj := k.Name()
@@ -351,8 +371,6 @@ func (k *Kustomization) Source(repo *GitRepository) (Source, error) {
 	}
 	s := k.Spec
 	switch {
-	case s.PostBuild != nil:
-		return fail(obj, "spec.postBuild", "pinbot does not render Flux's post-build substitutions")
 	case len(s.Components) > 0:
 		return fail(obj, "spec.components", "pinbot does not render the Kustomization's components")
 	case len(repo.Spec.Include) > 0:
@@ -372,17 +390,65 @@ func (k *Kustomization) Source(repo *GitRepository) (Source, error) {
 	if err != nil {
 		return Source{}, err
 	}
+	sub, err := k.substitute()
+	if err != nil {
+		return Source{}, err
+	}
 	return Source{
-		Kind:      Flux,
-		Object:    obj,
-		RepoURL:   repo.Spec.URL,
-		Path:      p,
-		Ref:       ref,
-		Namespace: s.TargetNamespace,
-		Index:     -1,
-		Cluster:   cluster,
-		Kustomize: fluxOverrides(s),
+		Kind:       Flux,
+		Object:     obj,
+		RepoURL:    repo.Spec.URL,
+		Path:       p,
+		Ref:        ref,
+		Namespace:  s.TargetNamespace,
+		Index:      -1,
+		Cluster:    cluster,
+		Kustomize:  fluxOverrides(s),
+		Substitute: sub,
 	}, nil
+}
+
+// substitute reads spec.postBuild.
+func (k *Kustomization) substitute() (*Substitute, error) {
+	pb := k.Spec.PostBuild
+	if pb == nil {
+		return nil, nil
+	}
+	fail := func(field, format string, args ...any) (*Substitute, error) {
+		return nil, &FieldError{Object: k.Name(), Field: "spec.postBuild" + field, Reason: fmt.Sprintf(format, args...)}
+	}
+	out := &Substitute{Vars: map[string]string{}, Namespace: k.Metadata.Namespace}
+	for key, v := range pb {
+		switch key {
+		case "substitute":
+			m, ok := v.(map[string]any)
+			if !ok {
+				return fail(".substitute", "want a mapping of variable names to strings")
+			}
+			for name, val := range m {
+				str, ok := val.(string)
+				if !ok {
+					return fail(".substitute."+name, "want a string")
+				}
+				out.Vars[name] = str
+			}
+		case "substituteFrom":
+			list, _ := v.([]any)
+			for i, e := range list {
+				m, _ := e.(map[string]any)
+				kind, _ := m["kind"].(string)
+				name, _ := m["name"].(string)
+				optional, _ := m["optional"].(bool)
+				if (kind != "ConfigMap" && kind != "Secret") || name == "" {
+					return fail(fmt.Sprintf(".substituteFrom[%d]", i), "want {kind: ConfigMap or Secret, name}")
+				}
+				out.From = append(out.From, VarsFrom{Kind: kind, Name: name, Optional: optional})
+			}
+		default:
+			return fail("."+key, "pinbot renders substitute and substituteFrom, not this one")
+		}
+	}
+	return out, nil
 }
 
 // cluster is the remote cluster spec.kubeConfig names, nil for Flux's
