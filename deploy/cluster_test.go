@@ -68,6 +68,8 @@ func (a access) String() string {
 
 // What pinbot does, each from the code that does it (see rbac.yaml).
 var allowed = []access{
+	{"create", "", "events", "", "web", "", "an Event on a workload it verified"},
+	{"patch", "", "events", "", "argocd", "", "a repeated Event, aggregated (any namespace: verify-only apps too)"},
 	{"get", "", "namespaces", "", "", stateNamespace, "History.Check: the state namespace exists before anything is applied"},
 	{"get", "coordination.k8s.io", "leases", "", stateNamespace, "pinbot", "leader election reads the Lease"},
 	{"create", "coordination.k8s.io", "leases", "", stateNamespace, "pinbot", "leader election creates the Lease"},
@@ -137,7 +139,7 @@ var denied = []access{
 	{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", "cluster-admin", "bind RBAC"},
 	{"impersonate", "", "users", "", "", "admin", "impersonate"},
 	{"create", "apiextensions.k8s.io", "customresourcedefinitions", "", "", "", "install CRDs"},
-	{"list", "", "events", "", "web", "", "read Events (pinbot neither reads nor writes them)"},
+	{"list", "", "events", "", "web", "", "read Events (pinbot writes them, never reads them)"},
 }
 
 // With rbac-deployers.yaml applied (and denied before).

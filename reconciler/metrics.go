@@ -14,9 +14,11 @@ import (
 // computed at scrape time from the status each app's last pass left in
 // memory (see statusCollector); only events are counted.
 type metrics struct {
-	syncs *prometheus.CounterVec
-	heals *prometheus.CounterVec
-	apps  statusCollector
+	syncs  *prometheus.CounterVec
+	heals  *prometheus.CounterVec
+	passes *prometheus.HistogramVec
+	proofs *prometheus.HistogramVec
+	apps   statusCollector
 }
 
 func newMetrics(r *Reconciler) *metrics {
@@ -29,6 +31,16 @@ func newMetrics(r *Reconciler) *metrics {
 			Name: "pinbot_heal_total",
 			Help: "Self-heals of drifted objects by app.",
 		}, []string{"app"}),
+		passes: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "pinbot_reconcile_duration_seconds",
+			Help:    "How long one pass of an app took: fetch, render, compare, apply when it applies, verify.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 10),
+		}, []string{"app"}),
+		proofs: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "pinbot_verify_duration_seconds",
+			Help:    "How long verifying an app's Pods against Git took, the registry's answers included.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 10),
+		}, []string{"app"}),
 		apps: statusCollector{r},
 	}
 }
@@ -37,9 +49,11 @@ func newMetrics(r *Reconciler) *metrics {
 // pinbot_app_synced, pinbot_app_healthy and pinbot_app_verified (1 or 0
 // per app, from its last pass; absent before the first),
 // pinbot_app_verification{app,state} (the proof's state as a state set),
-// pinbot_sync_total{app,result} and pinbot_heal_total{app}.
+// pinbot_sync_total{app,result}, pinbot_heal_total{app}, and the
+// histograms pinbot_reconcile_duration_seconds{app} and
+// pinbot_verify_duration_seconds{app}.
 func (r *Reconciler) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{r.metrics.syncs, r.metrics.heals, r.metrics.apps} {
+	for _, c := range []prometheus.Collector{r.metrics.syncs, r.metrics.heals, r.metrics.passes, r.metrics.proofs, r.metrics.apps} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("registering the reconciler's metrics: %w", err)
 		}

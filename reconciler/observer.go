@@ -227,6 +227,7 @@ func (ob *observer) verify(ctx context.Context, p *pass, d *deployedApp, auth gi
 	if err != nil {
 		return nil, c.fault(err)
 	}
+	p.snap, p.remote = snap, c != r.local
 	vHead := r.proveOn(ctx, c, p.app.Name, head, snap)
 	if atHead || d.revision.Commit == "" {
 		return deployer.RelateVerifications(d.source.Kind, head, atHead, vHead, nil), nil

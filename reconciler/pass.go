@@ -70,6 +70,10 @@ type pass struct {
 	// tracked is a verify-only app as its deployer's object names it (the
 	// repository and branch it follows), nil for pinbot's own apps.
 	tracked *config.App
+	// snap is what the pass verified; remote says it was in a spoke,
+	// whose workloads pinbot writes no Events on.
+	snap   *verdict.Snapshot
+	remote bool
 }
 
 // pass runs one pass of app in mode m (with sync options, for modeSync)
@@ -77,6 +81,8 @@ type pass struct {
 func (r *Reconciler) pass(ctx context.Context, app *config.App, st *appState, m mode, so *syncOptions) (*status.App, *verdict.Verification, error) {
 	st.passMu.Lock()
 	defer st.passMu.Unlock()
+	start := time.Now()
+	defer func() { r.metrics.passes.WithLabelValues(app.Name).Observe(time.Since(start).Seconds()) }()
 	p := r.newPass(ctx, app, st, m, so)
 	var s *status.App
 	var v *verdict.Verification
@@ -86,10 +92,12 @@ func (r *Reconciler) pass(ctx context.Context, app *config.App, st *appState, m 
 	} else {
 		s, v, err = p.run(ctx)
 	}
+	prev := st.verdict()
 	if st.remember(s, v) {
 		if f := r.onProof.Load(); f != nil {
 			(*f)(app.Name)
 		}
+		p.announce(ctx, prev, v)
 	}
 	return s, v, err
 }

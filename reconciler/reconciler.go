@@ -36,6 +36,7 @@ type Reconciler struct {
 	watcher   *watcher
 	local     *cluster   // applier and watcher: the cluster pinbot runs against
 	remotes   *remotes   // the clusters Argo CD destinations name (remote.go)
+	events    *eventer   // Events on the workloads verified (events.go)
 	lives     *liveCache // watches of each app's inventory (live.go)
 	source    *Source
 	lookups   *lookupCache
@@ -178,6 +179,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	r.watcher = newWatcher(kube, r.changed)
 	r.local = &cluster{applier: r.applier, watcher: r.watcher}
 	r.remotes = newRemotes(o.answer)
+	r.events = newEventer(kube)
 	r.lives = newLiveCache(dyn, r.inventoryChanged)
 	r.observer = &observer{r: r, dyn: dyn}
 	if o.forge == nil && cfg.Forge != nil {
@@ -201,6 +203,7 @@ func (r *Reconciler) Close() {
 	r.watcher.close()
 	r.lives.close()
 	r.remotes.close()
+	r.events.close()
 }
 
 // Config returns the Reconciler's configuration.

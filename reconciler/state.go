@@ -149,3 +149,13 @@ func signal(ch chan struct{}) {
 func (st *appState) sourceVerified(commit string) bool {
 	return st.sourceDown.IsZero() && commit != "" && st.commit == commit
 }
+
+// verdict is the state of the last verification a pass made.
+func (st *appState) verdict() verdict.Verdict {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.lastV == nil {
+		return ""
+	}
+	return verdict.StateOf(st.lastV)
+}

@@ -171,6 +171,7 @@ func (p *pass) observe(ctx context.Context) (*verdict.Verification, verdict.Heal
 	if err != nil {
 		return nil, verdict.HealthReport{}, err
 	}
+	p.snap = snap
 	return p.r.prove(ctx, p.app.Name, p.o.Commit, snap), verdict.AssessHealth(snap), nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -32,6 +33,8 @@ func (r *Reconciler) snapshotOn(ctx context.Context, c *cluster, namespaces []st
 // verify verifies snap's workloads for app at commit, asking the registry
 // what the verification needs (config digests, index children) first.
 func (r *Reconciler) verify(ctx context.Context, app, commit string, snap *verdict.Snapshot) *verdict.Verification {
+	start := time.Now()
+	defer func() { r.metrics.proofs.WithLabelValues(app).Observe(time.Since(start).Seconds()) }()
 	snap.Lookups = r.lookups.answer(ctx, verdict.Needs(snap))
 	return verdict.Verify(app, commit, snap)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
@@ -16,8 +17,10 @@ type driftJob struct {
 	spec string
 	env  promote.Env
 	opts promote.DriftOptions
-	// refused is told of each failure that is a signature refusal.
+	// refused is told of each failure that is a signature refusal; took
+	// how long each run took.
 	refused func(ctx context.Context, err error)
+	took    func(kind string, d time.Duration)
 }
 
 // driftJobs are the config's promote entries that have a drift schedule,
@@ -47,6 +50,7 @@ func (p *promoter) driftJobs(cfg *Config, rl *releaser) ([]driftJob, error) {
 			env:     env,
 			opts:    promote.DriftOptions{Concurrency: promote.DefaultConcurrency, State: promote.NewState(), Gate: rl.admit(t.Repo), Policy: p.policy},
 			refused: func(ctx context.Context, err error) { p.noteRefusal(ctx, repo, err) },
+			took:    p.took,
 		})
 	}
 	return jobs, nil
@@ -63,7 +67,11 @@ func runDrift(ctx context.Context, jobs []driftJob) error {
 		go func() {
 			defer wg.Done()
 			errs[i] = promote.Schedule(ctx, j.spec, func(ctx context.Context) {
+				start := time.Now()
 				rep, err := promote.Drift(ctx, j.env, j.opts)
+				if j.took != nil {
+					j.took("drift", time.Since(start))
+				}
 				if err != nil {
 					log.Error("drift run failed", "repo", j.env.Repo.String(), "error", redact.String(err.Error()))
 					return

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"pinbot.dev/pinbot/dashboard"
@@ -20,10 +22,16 @@ func (d *daemon) registerMetrics() error {
 	if err := d.r.Register(d.metrics); err != nil {
 		return err
 	}
-	if err := d.metrics.Register(d.refusals); err != nil {
-		return err
+	for _, c := range []prometheus.Collector{
+		d.refusals, d.promotions, d.requests,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		if err := d.metrics.Register(c); err != nil {
+			return err
+		}
 	}
-	return d.metrics.Register(d.requests)
+	return nil
 }
 
 // mux routes serve's HTTP endpoints: /webhook/gitea, /metrics and

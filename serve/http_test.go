@@ -65,6 +65,8 @@ func TestWebhookAndMetricsEndpoints(t *testing.T) {
 	for _, line := range []string{
 		`pinbot_webhook_requests_total{result="triggered"} 1`,
 		`pinbot_webhook_requests_total{result="unauthorized"} 1`,
+		"go_goroutines ",                 // the Go collector
+		"process_resident_memory_bytes ", // the process collector
 	} {
 		if code != 200 || !strings.Contains(body, line) {
 			t.Errorf("/metrics: %d, lacks %q:\n%s", code, line, body)

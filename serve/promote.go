@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/logctx"
@@ -29,6 +30,8 @@ type promoter struct {
 	// repository's own; refused is told of each digest a policy refuses.
 	policy  *trust.Verifier
 	refused func(ctx context.Context, repo string, r *trust.Refusal)
+	// took, when set, is told how long each promotion took, by kind.
+	took func(kind string, d time.Duration)
 }
 
 // newPromoter is the promoter of cfg, nil when cfg has no forge or no
@@ -105,7 +108,11 @@ func (p *promoter) promoteImage(ctx context.Context, t Target, image, tag string
 	if p.gate != nil {
 		req.Gate = p.gate(t.Repo)
 	}
+	start := time.Now()
 	results, err := promote.Run(ctx, env, req)
+	if p.took != nil {
+		p.took("push", time.Since(start))
+	}
 	if err != nil {
 		p.noteRefusal(ctx, t.Repo, err)
 		return "", fmt.Errorf("promoting %s:%s into %s: %w", image, tag, t.Repo, err)

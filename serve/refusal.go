@@ -11,6 +11,14 @@ import (
 	"pinbot.dev/pinbot/trust"
 )
 
+func newPromoteHistogram() *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "pinbot_promote_duration_seconds",
+		Help:    "How long serve's promotions took, from the pushed image to the pull request, by kind (push, drift).",
+		Buckets: prometheus.ExponentialBuckets(0.05, 2, 10),
+	}, []string{"kind"})
+}
+
 func newRefusalCounter() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pinbot_promotions_refused_total",

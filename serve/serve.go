@@ -78,13 +78,14 @@ type daemon struct {
 	drift   []driftJob
 	release *releaser
 
-	metrics  *prometheus.Registry
-	requests *prometheus.CounterVec // pinbot_webhook_requests_total
-	refusals *prometheus.CounterVec // pinbot_promotions_refused_total
-	ready    atomic.Bool            // /readyz: the loops or, electing, the elector run
-	checked  atomic.Bool            // /readyz: the state namespace was found on the API server
-	leading  atomic.Bool
-	draining atomic.Bool // SIGTERM: webhooks answer 503
+	metrics    *prometheus.Registry
+	requests   *prometheus.CounterVec   // pinbot_webhook_requests_total
+	refusals   *prometheus.CounterVec   // pinbot_promotions_refused_total
+	promotions *prometheus.HistogramVec // pinbot_promote_duration_seconds
+	ready      atomic.Bool              // /readyz: the loops or, electing, the elector run
+	checked    atomic.Bool              // /readyz: the state namespace was found on the API server
+	leading    atomic.Bool
+	draining   atomic.Bool // SIGTERM: webhooks answer 503
 
 	cutMu sync.Mutex
 	cut   context.CancelFunc // ends the loops' context: the pass in flight is cut off
@@ -120,9 +121,11 @@ func newDaemon(cfg *Config, r *reconciler.Reconciler, kube kubernetes.Interface,
 	}
 	d.release = newReleaser(d)
 	d.refusals = newRefusalCounter()
+	d.promotions = newPromoteHistogram()
 	if d.promote != nil {
 		d.promote.gate = d.release.admit
 		d.promote.refused = d.refused
+		d.promote.took = func(kind string, dur time.Duration) { d.promotions.WithLabelValues(kind).Observe(dur.Seconds()) }
 	}
 	if d.drift, err = d.promote.driftJobs(cfg, d.release); err != nil {
 		return nil, err

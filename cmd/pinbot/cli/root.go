@@ -30,16 +30,49 @@ const (
 
 // globals are the flags every command shares.
 type globals struct {
-	output  string // "text", "json" or "yaml"
-	verbose bool
+	output    string // "text", "json" or "yaml"
+	verbose   bool
+	logFormat string // "text" or "json"
+	logLevel  string // "debug", "info", "warn" or "error"
 }
 
 func (g *globals) validate() error {
 	switch g.output {
 	case "text", "json", "yaml":
-		return nil
+	default:
+		return usageErrorf("flag -o/--output: want text, json or yaml, got %s", clip.Quote(g.output))
 	}
-	return usageErrorf("flag -o/--output: want text, json or yaml, got %s", clip.Quote(g.output))
+	switch g.logFormat {
+	case "text", "json":
+	default:
+		return usageErrorf("flag --log-format: want text or json, got %s", clip.Quote(g.logFormat))
+	}
+	if _, err := g.level(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// level is the log level: --log-level, or debug with -v.
+func (g *globals) level() (slog.Level, error) {
+	if g.verbose {
+		return slog.LevelDebug, nil
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(g.logLevel)); err != nil {
+		return 0, usageErrorf("flag --log-level: want debug, info, warn or error, got %s", clip.Quote(g.logLevel))
+	}
+	return l, nil
+}
+
+// logger is the logger the flags ask for, writing to w.
+func (g *globals) logger(w io.Writer) *slog.Logger {
+	level, _ := g.level() // validated
+	opts := &slog.HandlerOptions{Level: level}
+	if g.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // json reports whether the command should write structured output: JSON,
@@ -75,17 +108,14 @@ func newRootCommand(out *outputWriter) *cobra.Command {
 			if g.output == "yaml" && out != nil {
 				out.toYAML()
 			}
-			level := slog.LevelInfo
-			if g.verbose {
-				level = slog.LevelDebug
-			}
-			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			cmd.SetContext(logctx.Into(cmd.Context(), logger))
+			cmd.SetContext(logctx.Into(cmd.Context(), g.logger(cmd.ErrOrStderr())))
 			return nil
 		},
 	}
 	root.PersistentFlags().StringVarP(&g.output, "output", "o", "text", "output format: text, json or yaml")
-	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log debug detail to stderr")
+	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log debug detail to stderr (--log-level debug)")
+	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text (logfmt) or json")
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
 
 	root.AddCommand(

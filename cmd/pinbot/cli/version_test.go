@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"runtime"
 	"strings"
@@ -53,5 +54,29 @@ func TestOutputYAML(t *testing.T) {
 	convertJSONStream(strings.NewReader(`{"app":"web","pods":1}`+"\n"+`{"app":"api","pods":12345678901234567890}`+"\nnot json\n"), &b)
 	if got, want := b.String(), "app: web\npods: 1\n---\napp: api\npods: 12345678901234567890\nnot json\n"; got != want {
 		t.Errorf("converted stream = %q, want %q", got, want)
+	}
+}
+
+func TestLogFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"version", "--log-format", "xml"}, "flag --log-format: want text or json"},
+		{[]string{"version", "--log-level", "loud"}, "flag --log-level: want debug, info, warn or error"},
+	} {
+		code, _, stderr := run(t, tc.args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, exitUsage, tc.want)
+		}
+	}
+	var buf bytes.Buffer
+	g := &globals{logFormat: "json", logLevel: "warn"}
+	log := g.logger(&buf)
+	log.Info("not shown")
+	log.Warn("shown", "app", "web")
+	var rec map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil || rec["msg"] != "shown" || rec["app"] != "web" || rec["level"] != "WARN" {
+		t.Errorf("JSON log at warn: %q (%v)", buf.String(), err)
 	}
 }
