@@ -45,10 +45,17 @@ type forgeFlags struct {
 	cacheFlag *pflag.Flag
 }
 
+// The environment a CI job sets once for every pinbot step.
+const (
+	forgeURLEnv = "PINBOT_FORGE_URL"
+	repoEnv     = "PINBOT_REPO"
+	configEnv   = "PINBOT_CONFIG"
+)
+
 func (f *forgeFlags) bind(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.forgeURL, "forge-url", "", "Gitea base URL, e.g. https://gitea.example.com (required)")
-	fl.StringVar(&f.repo, "repo", "", "manifest repository OWNER/NAME (required)")
+	fl.StringVar(&f.forgeURL, "forge-url", os.Getenv(forgeURLEnv), "Gitea base URL, e.g. https://gitea.example.com (required; default $"+forgeURLEnv+")")
+	fl.StringVar(&f.repo, "repo", os.Getenv(repoEnv), "manifest repository OWNER/NAME (required; default $"+repoEnv+")")
 	fl.StringVar(&f.base, "base", "", "base branch of the pull requests (default: the repository's default branch)")
 	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the Gitea token (default: $"+tokenEnv+")")
 	fl.StringVar(&f.caFile, "ca-file", "", "PEM bundle to trust for the forge, besides the system roots")

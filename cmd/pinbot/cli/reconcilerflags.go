@@ -27,7 +27,7 @@ type reconcilerFlags struct {
 }
 
 func (f *reconcilerFlags) bind(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.config, "config", "", "reconciler config file (required)")
+	cmd.Flags().StringVar(&f.config, "config", os.Getenv(configEnv), "reconciler config file (required; default $"+configEnv+")")
 	f.bindCluster(cmd)
 	cmd.Flags().StringVar(&f.cacheDir, "cache-dir", "", "where fetched Git objects are kept, a directory of pinbot's own (default $XDG_CACHE_HOME/pinbot)")
 }

@@ -120,6 +120,7 @@ func newRootCommand(out *outputWriter) *cobra.Command {
 
 	root.AddCommand(
 		newVersionCommand(g),
+		newConfigCommand(g),
 		newPinsCommand(g),
 		newResolveCommand(g),
 		newPromoteCommand(g),

@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestConfigValidate: the typos a new user made (path:, reviewer:) and a
+// signature key that is not there are caught offline, naming file:line;
+// a good pair of files passes; $PINBOT_CONFIG is the default file.
+func TestConfigValidate(t *testing.T) {
+	dir := t.TempDir()
+	repo := filepath.Join(dir, "repo")
+	good := filepath.Join(dir, "pinbot.yaml")
+	writeTestFile(t, filepath.Join(repo, ".pinbot.yaml"), "targets:\n  - name: prod\n    path: [envs/prod/**]\nreviewer: [alice]\n")
+	writeTestFile(t, good, "apps:\n  - name: web\n    repo: https://gitea.example/o/r.git\n    namespace: web\n")
+	code, stdout, _ := run(t, "config", "validate", filepath.Join(repo, ".pinbot.yaml"), good)
+	if code != exitError {
+		t.Errorf("exit %d, want %d", code, exitError)
+	}
+	for _, want := range []string{".pinbot.yaml: invalid repository config", ".pinbot.yaml:3: field path not found", ".pinbot.yaml:4: field reviewer not found", good + ": valid reconciler config"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+
+	signed := filepath.Join(dir, "signed")
+	writeTestFile(t, filepath.Join(signed, ".pinbot.yaml"), "signatures:\n  - images: [r.example/*]\n    keys: [keys/cosign.pub]\n")
+	code, stdout, _ = run(t, "config", "validate", filepath.Join(signed, ".pinbot.yaml"), "-o", "json")
+	var got []validated
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != exitError || len(got) != 1 || got[0].Valid || !strings.Contains(got[0].Error, ".pinbot.yaml:3: signatures[0].keys[0]: key keys/cosign.pub") {
+		t.Errorf("a missing key: exit %d, %s (%v)", code, stdout, err)
+	}
+
+	t.Setenv("PINBOT_CONFIG", good)
+	t.Chdir(dir)
+	if code, stdout, stderr := run(t, "config", "validate"); code != exitOK || !strings.Contains(stdout, "valid reconciler config") {
+		t.Errorf("$PINBOT_CONFIG: exit %d, %q %q", code, stdout, stderr)
+	}
+}
