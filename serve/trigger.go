@@ -175,3 +175,10 @@ func watchTriggers(ctx context.Context, kube kubernetes.Interface, ns string, tr
 	synced = true
 	return nil
 }
+
+// Refresh asks a running pinbot serve (its leader) for a pass of app now,
+// through the trigger ConfigMap in the state namespace ns: what `pinbot
+// refresh` does, as `flux reconcile` asks a controller.
+func Refresh(ctx context.Context, kube kubernetes.Interface, ns, app string) error {
+	return forwardTrigger(ctx, kube, ns, app)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"os"
 	"path/filepath"
 	"strings"
@@ -195,6 +196,27 @@ apps:
 	code, out, _ = pinbot("history", "web")
 	if code != exitOK || !strings.Contains(out, commit[:12]) || !strings.Contains(out, "manual") {
 		t.Errorf("history: exit %d\n%s", code, out)
+	}
+
+	// refresh asks the running serve through the trigger ConfigMap.
+	if code, out, stderr := run(t, "refresh", "web", "--config", cfg, "--kubeconfig", c.Kubeconfig); code != exitOK || !strings.Contains(out, "asked pinbot serve to pass web") {
+		t.Fatalf("refresh: exit %d, %s %s", code, out, stderr)
+	}
+	cms, err := peers.Kube.CoreV1().ConfigMaps("pinbot-system").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := false
+	for _, cm := range cms.Items {
+		for k := range cm.Annotations {
+			asked = asked || strings.HasSuffix(k, "/web")
+		}
+	}
+	if !asked {
+		t.Errorf("no trigger annotation for web after refresh: %+v", cms.Items)
+	}
+	if code, _, stderr := run(t, "refresh", "nope", "--config", cfg, "--kubeconfig", c.Kubeconfig); code != exitUsage || !strings.Contains(stderr, "argument APP") {
+		t.Errorf("refresh of an unknown app: exit %d, %s", code, stderr)
 	}
 }
 

@@ -128,6 +128,7 @@ func newRootCommand(out *outputWriter) *cobra.Command {
 		newReconcileCommand(g),
 		newServeCommand(g),
 		newSyncCommand(g),
+		newRefreshCommand(g),
 		newVerifyCommand(g),
 		newStatusCommand(g),
 		newHistoryCommand(g),

@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+
+	"pinbot.dev/pinbot/serve"
+)
+
+func newRefreshCommand(g *globals) *cobra.Command {
+	f := &reconcilerFlags{}
+	cmd := &cobra.Command{
+		Use:   "refresh APP --config FILE",
+		Short: "Ask the running pinbot serve to pass APP now",
+		Long: `Refresh asks the running pinbot serve (its leader, whichever replica that
+is) to pass APP at once, as flux reconcile asks a controller: it stamps
+APP on the trigger ConfigMap in the config's stateNamespace, which the
+leader watches. It returns once the request is written; pinbot status APP
+shows the pass. It needs only patch (and create) on that ConfigMap.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := f.load()
+			if err != nil {
+				return err
+			}
+			if _, err := cfg.App(args[0]); err != nil {
+				return usageErrorf("argument APP: %w", err)
+			}
+			rc, err := f.restConfig()
+			if err != nil {
+				return err
+			}
+			kube, err := kubernetes.NewForConfig(rc)
+			if err != nil {
+				return err
+			}
+			if err := serve.Refresh(cmd.Context(), kube, cfg.StateNamespace, args[0]); err != nil {
+				return err
+			}
+			if g.json() {
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "{\"app\":%q,\"requested\":true}\n", args[0])
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "asked pinbot serve to pass %s\n", args[0])
+			return err
+		},
+	}
+	f.bindCluster(cmd)
+	cmd.Flags().StringVar(&f.config, "config", os.Getenv(configEnv), "reconciler config file (required; default $"+configEnv+")")
+	return cmd
+}
