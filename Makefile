@@ -30,7 +30,7 @@ SOURCE_CONTROLLER_VERSION    := v1.10.1
 
 export PINBOT_BIN_DIR := $(BIN)
 
-.PHONY: all build image test test-deps unit lint bench demo tools gitea kube crds clean
+.PHONY: all build image test test-deps unit lint bench demo tools gitea kube crds clean schemas
 
 all: build
 
@@ -116,6 +116,12 @@ test-deps:
 ## unit: the tests that need no peer binaries.
 unit:
 	$(GO) test -short -count=1 ./...
+
+## schemas: the JSON Schemas of .pinbot.yaml and the reconciler config,
+## generated from their Go types into docs/schema (a test checks they are
+## current).
+schemas:
+	$(GO) run ./hack/schema docs/schema
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
