@@ -30,7 +30,7 @@ SOURCE_CONTROLLER_VERSION    := v1.10.1
 
 export PINBOT_BIN_DIR := $(BIN)
 
-.PHONY: all build image test test-deps unit lint bench demo tools gitea kube crds clean schemas
+.PHONY: all build image test test-deps unit lint bench demo tools gitea kube crds clean schemas docs
 
 all: build
 
@@ -116,6 +116,11 @@ test-deps:
 ## unit: the tests that need no peer binaries.
 unit:
 	$(GO) test -short -count=1 ./...
+
+## docs: the CLI reference in docs/cli, from the cobra commands (a test
+## checks it is current).
+docs:
+	$(GO) run ./hack/clidocs docs/cli
 
 ## schemas: the JSON Schemas of .pinbot.yaml and the reconciler config,
 ## generated from their Go types into docs/schema (a test checks they are

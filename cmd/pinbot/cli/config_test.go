@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,5 +39,26 @@ func TestConfigValidate(t *testing.T) {
 	t.Chdir(dir)
 	if code, stdout, stderr := run(t, "config", "validate"); code != exitOK || !strings.Contains(stdout, "valid reconciler config") {
 		t.Errorf("$PINBOT_CONFIG: exit %d, %q %q", code, stdout, stderr)
+	}
+}
+
+// TestReferenceIsCurrent: docs/cli is what the commands say; change a
+// command or flag, and make docs writes it anew.
+func TestReferenceIsCurrent(t *testing.T) {
+	dir := t.TempDir()
+	if err := WriteReference(dir); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := filepath.Glob(filepath.Join(dir, "*.md"))
+	got, _ := filepath.Glob(filepath.Join("..", "..", "..", "docs", "cli", "*.md"))
+	if len(got) != len(want) {
+		t.Errorf("docs/cli has %d pages, the commands make %d: run make docs", len(got), len(want))
+	}
+	for _, w := range want {
+		a, _ := os.ReadFile(w)
+		b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "cli", filepath.Base(w)))
+		if err != nil || string(a) != string(b) {
+			t.Errorf("docs/cli/%s is not what the commands say: run make docs", filepath.Base(w))
+		}
 	}
 }
