@@ -100,7 +100,7 @@ var allowed = map[string][]string{
 	"reconciler/spoke":        {"internal/redact"},
 	// The config files' JSON Schemas, generated from their types.
 	"internal/schema": {"*"},
-	"pins/pinstest":           {},
+	"pins/pinstest":   {},
 }
 
 // forbidden are libraries a package (key as in allowed) must not depend
