@@ -65,6 +65,7 @@ type options struct {
 	token    string
 	now      func() time.Time
 	answer   time.Duration
+	noForge  bool
 }
 
 // Option configures New.
@@ -94,6 +95,11 @@ func WithForge(f Forge) Option { return func(o *options) { o.forge = f } }
 // WithForgeToken is the forge token used when the config's forge section
 // names no tokenFile. Default $PINBOT_GITEA_TOKEN.
 func WithForgeToken(token string) Option { return func(o *options) { o.token = token } }
+
+// WithoutForge makes a Reconciler that reads only what pinbot stored in
+// the cluster (history, stored status): it neither reads the forge's
+// token nor reports to the forge. For read commands.
+func WithoutForge() Option { return func(o *options) { o.noForge = true } }
 
 // WithClock replaces time.Now, for tests of timeouts.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
@@ -182,14 +188,14 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	r.events = newEventer(kube)
 	r.lives = newLiveCache(dyn, r.inventoryChanged)
 	r.observer = &observer{r: r, dyn: dyn}
-	if o.forge == nil && cfg.Forge != nil {
+	if o.forge == nil && cfg.Forge != nil && !o.noForge {
 		g, err := gitforge.Dial(cfg.Forge.URL, cfg.Forge.TokenFile, cfg.Forge.CAFile, o.token)
 		if err != nil {
 			return nil, err
 		}
 		o.forge = g
 	}
-	if cfg.Forge != nil {
+	if cfg.Forge != nil && !o.noForge {
 		r.report = &reporter{forge: o.forge, forgeURL: cfg.Forge.URL, merged: lru.New(maxMerged)}
 	}
 	for i := range cfg.Apps {

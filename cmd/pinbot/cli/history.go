@@ -24,7 +24,7 @@ Failed or Refused, with the reason), the health, and once verified the
 digests the Pods run. -o json prints {"status":{...},"entries":[...]}.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, _, err := f.open(args[0])
+			r, _, err := f.openReading(args[0])
 			if err != nil {
 				return err
 			}

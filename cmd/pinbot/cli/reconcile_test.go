@@ -198,6 +198,22 @@ apps:
 		t.Errorf("history: exit %d\n%s", code, out)
 	}
 
+	// Read commands need only what they read: with the forge's token file
+	// gone, history and status --cached still answer.
+	noToken := filepath.Join(t.TempDir(), "pinbot.yaml")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(noToken, []byte(strings.Replace(string(b), "forge: {", "forge: {tokenFile: /nonexistent/token, ", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"history", "web"}, {"status", "--cached"}} {
+		if code, out, stderr := run(t, append(args, "--config", noToken, "--kubeconfig", c.Kubeconfig)...); code != exitOK || !strings.Contains(out, "Healthy") {
+			t.Errorf("%v without the token: exit %d, %s %s", args, code, out, stderr)
+		}
+	}
+
 	// refresh asks the running serve through the trigger ConfigMap.
 	if code, out, stderr := run(t, "refresh", "web", "--config", cfg, "--kubeconfig", c.Kubeconfig); code != exitOK || !strings.Contains(out, "asked pinbot serve to pass web") {
 		t.Fatalf("refresh: exit %d, %s %s", code, out, stderr)

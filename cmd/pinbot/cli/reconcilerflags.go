@@ -63,6 +63,16 @@ func (f *reconcilerFlags) load() (*serve.Config, error) {
 // (DOCKER_CONFIG); the reconciler reads PINBOT_GITEA_TOKEN for a forge
 // without tokenFile itself.
 func (f *reconcilerFlags) open(apps ...string) (*reconciler.Reconciler, *serve.Config, error) {
+	return f.openWith(nil, apps...)
+}
+
+// openReading is open for a command that reads only what pinbot stored in
+// the cluster (history, stored status): no forge token is needed.
+func (f *reconcilerFlags) openReading(apps ...string) (*reconciler.Reconciler, *serve.Config, error) {
+	return f.openWith([]reconciler.Option{reconciler.WithoutForge()}, apps...)
+}
+
+func (f *reconcilerFlags) openWith(opts []reconciler.Option, apps ...string) (*reconciler.Reconciler, *serve.Config, error) {
 	cfg, err := f.load()
 	if err != nil {
 		return nil, nil, err
@@ -85,7 +95,7 @@ func (f *reconcilerFlags) open(apps ...string) (*reconciler.Reconciler, *serve.C
 	if f.gitCache, err = gitforge.NewCache(dir); err != nil {
 		return nil, nil, fmt.Errorf("flag --cache-dir: %w", err)
 	}
-	r, err := reconciler.New(&cfg.Config, rc, reconciler.WithGitCache(f.gitCache))
+	r, err := reconciler.New(&cfg.Config, rc, append(opts, reconciler.WithGitCache(f.gitCache))...)
 	if err != nil {
 		return nil, nil, err
 	}

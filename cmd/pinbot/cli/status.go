@@ -37,7 +37,11 @@ With APP, -o json prints one object; without, a list. The command exits 1
 when a status could not be computed (Git, render or cluster failing).`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, cfg, err := f.open(args...)
+			open := f.open
+			if o.cached {
+				open = f.openReading // the stored status needs no forge
+			}
+			r, cfg, err := open(args...)
 			if err != nil {
 				return err
 			}
