@@ -18,8 +18,6 @@ import (
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/testenv/faultproxy"
 	"pinbot.dev/pinbot/internal/testenv/poll"
-	"pinbot.dev/pinbot/reconciler"
-	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/diff"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/status"
@@ -69,16 +67,7 @@ func (s *scenario) configure(app driftApp) {
 	if err := os.WriteFile(s.cfg, []byte(cfgText), 0o600); err != nil {
 		s.t.Fatal(err)
 	}
-	cfg, err := config.Load(s.cfg)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	r, err := reconciler.New(cfg, env.cluster.Config(), reconciler.WithRegistry(env.reg), reconciler.WithCacheDir(s.t.TempDir()))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	s.t.Cleanup(r.Close)
-	s.r = r
+	s.reload()
 }
 
 // loop runs the scenario's reconcile loop until the returned stop is

@@ -18,7 +18,6 @@ import (
 	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler"
-	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/guard"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/object"
@@ -53,16 +52,7 @@ func (s *scenario) reconfigure(policy string) {
 	if err := os.WriteFile(s.cfg, []byte(out), 0o600); err != nil {
 		s.t.Fatal(err)
 	}
-	cfg, err := config.Load(s.cfg)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	r, err := reconciler.New(cfg, env.cluster.Config(), reconciler.WithRegistry(env.reg), reconciler.WithCacheDir(s.t.TempDir()))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	s.t.Cleanup(r.Close)
-	s.r = r
+	s.reload()
 }
 
 // exists reports whether the object get reads is in the cluster and not

@@ -76,6 +76,23 @@ apps:
 	return s
 }
 
+// reload replaces the scenario's Reconciler with one on its config file
+// as it is now, as an operator editing the config and restarting pinbot
+// would.
+func (s *scenario) reload() {
+	s.t.Helper()
+	cfg, err := config.Load(s.cfg)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	r, err := reconciler.New(cfg, env.cluster.Config(), reconciler.WithRegistry(env.reg), reconciler.WithCacheDir(s.t.TempDir()))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(r.Close)
+	s.r = r
+}
+
 // push replaces the branch with one commit holding files (paths under the
 // repository root) and returns its SHA.
 func (s *scenario) push(files map[string]string, msg string) string {

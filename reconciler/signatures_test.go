@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"pinbot.dev/pinbot/reconciler"
-	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/trust"
 	"pinbot.dev/pinbot/trust/trusttest"
@@ -84,14 +83,5 @@ func (s *scenario) requireSignatures(key *trusttest.Key) {
 	if err := os.WriteFile(s.cfg, []byte(text), 0o600); err != nil {
 		s.t.Fatal(err)
 	}
-	cfg, err := config.Load(s.cfg)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	r, err := reconciler.New(cfg, env.cluster.Config(), reconciler.WithRegistry(env.reg), reconciler.WithCacheDir(s.t.TempDir()))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	s.t.Cleanup(r.Close)
-	s.r = r
+	s.reload()
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -24,7 +23,6 @@ import (
 	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler"
-	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
@@ -66,21 +64,13 @@ func TestArgoCDSpoke(t *testing.T) {
 	}
 
 	// One Reconciler for both apps.
-	cfgFile := filepath.Join(t.TempDir(), "pinbot.yaml")
 	cfgText := "apps:\n  - name: hs-spoke\n    argocd: {application: hs-spoke}\n  - name: hs-hub\n    argocd: {application: hs-hub}\n"
-	if err := os.WriteFile(cfgFile, []byte(cfgText), 0o600); err != nil {
+	if err := os.WriteFile(spokeApp.cfg, []byte(cfgText), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(cfgFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := reconciler.New(cfg, env.cluster.Config(), reconciler.WithRegistry(env.reg), reconciler.WithCacheDir(t.TempDir()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Close)
-	spokeApp.r, hubApp.r = r, r
+	spokeApp.reload()
+	r := spokeApp.r
+	hubApp.r = r
 
 	_, v := spokeApp.waitStatus(rollout, "the spoke's app verified", func(_ *status.App, v *verdict.Verification) bool { return v != nil && v.Verified })
 	for _, c := range v.Containers {

@@ -58,14 +58,11 @@ func (c *Client) Referrers(ctx context.Context, ref string) ([]Referrer, error) 
 	const op = "listing the referrers of"
 	ctx, cancel := c.call(ctx)
 	defer cancel()
-	r, err := c.parse(ref)
+	d, err := c.parseDigest(op, ref)
 	if err != nil {
-		return nil, c.fail(op, ref, "", fmt.Errorf("parsing reference: %w", err))
+		return nil, err
 	}
-	d, ok := r.(name.Digest)
-	if !ok {
-		return nil, c.fail(op, ref, "", fmt.Errorf("want a digest reference"))
-	}
+	r := name.Reference(d)
 	puller, err := c.pullerFor(ctx, r.Context())
 	if err != nil {
 		return nil, c.fail(op, ref, r.Context().RegistryStr(), err)
@@ -146,14 +143,11 @@ func (c *Client) Blob(ctx context.Context, ref string) ([]byte, error) {
 	const op = "reading the blob"
 	ctx, cancel := c.call(ctx)
 	defer cancel()
-	r, err := c.parse(ref)
+	d, err := c.parseDigest(op, ref)
 	if err != nil {
-		return nil, c.fail(op, ref, "", fmt.Errorf("parsing reference: %w", err))
+		return nil, err
 	}
-	d, ok := r.(name.Digest)
-	if !ok {
-		return nil, c.fail(op, ref, "", fmt.Errorf("want a digest reference"))
-	}
+	r := name.Reference(d)
 	want, err := v1.NewHash(d.DigestStr())
 	if err != nil {
 		return nil, c.fail(op, ref, "", err)
@@ -183,4 +177,17 @@ func (c *Client) Blob(ctx context.Context, ref string) ([]byte, error) {
 		return nil, c.fail(op, ref, r.Context().RegistryStr(), fmt.Errorf("%w: the blob hashes to %s", ErrDigestMismatch, got))
 	}
 	return data, nil
+}
+
+// parseDigest parses ref, which must name a digest (repo@sha256:...).
+func (c *Client) parseDigest(op, ref string) (name.Digest, error) {
+	r, err := c.parse(ref)
+	if err != nil {
+		return name.Digest{}, c.fail(op, ref, "", fmt.Errorf("parsing reference: %w", err))
+	}
+	d, ok := r.(name.Digest)
+	if !ok {
+		return name.Digest{}, c.fail(op, ref, "", fmt.Errorf("want a digest reference"))
+	}
+	return d, nil
 }
