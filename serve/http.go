@@ -22,8 +22,17 @@ func (d *daemon) registerMetrics() error {
 	if err := d.r.Register(d.metrics); err != nil {
 		return err
 	}
+	leader := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "pinbot_leader",
+		Help: "1 on the replica that writes (the leader, or a serve without leader election), 0 on a follower.",
+	}, func() float64 {
+		if d.leads() {
+			return 1
+		}
+		return 0
+	})
 	for _, c := range []prometheus.Collector{
-		d.refusals, d.promotions, d.requests,
+		leader, d.refusals, d.promotions, d.requests,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
