@@ -333,8 +333,8 @@ func verifiedAt(res *verify.VerificationResult) time.Time {
 	return at.UTC()
 }
 
-// plain is an error's text without sigstore-go's "failed to ..." chain
-// repeated for each signer.
+// plain is a signer's failure as a refusal lists it; a verifier that
+// could not be made has no error of its own.
 func plain(err error) string {
 	if err == nil {
 		return "no verifier"
