@@ -12,6 +12,7 @@ import (
 
 	"github.com/sigstore/sigstore-go/pkg/verify"
 
+	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/registry"
 )
 
@@ -133,7 +134,7 @@ func (v *Verifier) checkIndex(ctx context.Context, reg Registry, r *rule, image,
 		return Provenance{}, fmt.Errorf("reading the index %s@%s: %w", image, index, err)
 	}
 	if !slices.ContainsFunc(img.Children, func(c registry.Child) bool { return c.Digest == child }) {
-		return Provenance{}, v.refuse(r, image, child, "", "the index %s does not list it", short(index))
+		return Provenance{}, v.refuse(r, image, child, "", "the index %s does not list it", imageref.Short(index))
 	}
 	return v.checkDigest(ctx, reg, r, image, index)
 }
@@ -202,27 +203,20 @@ func (r *rule) verify(c candidate, digest string) (signed, error) {
 	artifact := verify.WithArtifactDigest(algo, raw)
 	var why []string
 	for _, k := range r.keys {
-		ver, err := keyVerifier(k)
+		res, err := k.verify.Verify(c.entity, verify.NewPolicy(artifact, verify.WithKey()))
 		if err == nil {
-			var res *verify.VerificationResult
-			if res, err = ver.Verify(c.entity, verify.NewPolicy(artifact, verify.WithKey())); err == nil {
-				return signed{signer: k.text(), at: verifiedAt(res), result: res}, nil
-			}
+			return signed{signer: k.text(), at: verifiedAt(res), result: res}, nil
 		}
-		why = append(why, fmt.Sprintf("key %s: %s", k.file, plain(err)))
+		why = append(why, fmt.Sprintf("key %s: %s", k.file, err))
 	}
 	if len(r.identities) > 0 {
-		ver, err := keylessVerifier(r.root)
-		if err != nil {
-			return signed{}, fmt.Errorf("trusted root: %w", err)
-		}
 		ids := make([]string, 0, len(r.identities))
 		for _, id := range r.identities {
-			res, err := ver.Verify(c.entity, verify.NewPolicy(artifact, verify.WithCertificateIdentity(id.id)))
+			res, err := r.keyless.Verify(c.entity, verify.NewPolicy(artifact, verify.WithCertificateIdentity(id.id)))
 			if err == nil {
 				return signed{signer: certSigner(res), at: verifiedAt(res), result: res}, nil
 			}
-			ids = append(ids, plain(err))
+			ids = append(ids, err.Error())
 		}
 		why = append(why, "keyless: "+dedupe(ids))
 	}
@@ -243,20 +237,18 @@ func (r *rule) verifyLegacy(c candidate, digest string) (signed, error) {
 	}
 	var why []string
 	for _, k := range r.keys {
-		ver, err := keyVerifier(k)
+		_, err := k.verify.Verify(c.entity, verify.NewPolicy(verify.WithArtifact(strings.NewReader(string(c.payload))), verify.WithKey()))
 		if err == nil {
-			if _, err = ver.Verify(c.entity, verify.NewPolicy(verify.WithArtifact(strings.NewReader(string(c.payload))), verify.WithKey())); err == nil {
-				// Only a verified payload is read.
-				if err := json.Unmarshal(c.payload, &payload); err != nil {
-					return signed{}, fmt.Errorf("the signed payload: %w", err)
-				}
-				if got := payload.Critical.Image[cosignPayloadDigest]; got != digest || payload.Critical.Type != simpleSigningType {
-					return signed{}, fmt.Errorf("the signature is valid but signs %s, not this digest", orNothing(got))
-				}
-				return signed{signer: k.text()}, nil
+			// Only a verified payload is read.
+			if err := json.Unmarshal(c.payload, &payload); err != nil {
+				return signed{}, fmt.Errorf("the signed payload: %w", err)
 			}
+			if got := payload.Critical.Image[cosignPayloadDigest]; got != digest || payload.Critical.Type != simpleSigningType {
+				return signed{}, fmt.Errorf("the signature is valid but signs %s, not this digest", orNothing(got))
+			}
+			return signed{signer: k.text()}, nil
 		}
-		why = append(why, fmt.Sprintf("key %s: %s", k.file, plain(err)))
+		why = append(why, fmt.Sprintf("key %s: %s", k.file, err))
 	}
 	if len(why) == 0 {
 		return signed{}, errors.New("the rule has no keys, and a legacy signature is verified by keys only")
@@ -331,15 +323,6 @@ func verifiedAt(res *verify.VerificationResult) time.Time {
 		}
 	}
 	return at.UTC()
-}
-
-// plain is a signer's failure as a refusal lists it; a verifier that
-// could not be made has no error of its own.
-func plain(err error) string {
-	if err == nil {
-		return "no verifier"
-	}
-	return err.Error()
 }
 
 func dedupe(msgs []string) string {

@@ -12,7 +12,6 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/tlog"
 	"github.com/sigstore/sigstore-go/pkg/verify"
 
-	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/registry"
 )
 
@@ -193,6 +192,3 @@ func (b broken) TlogEntries() ([]*tlog.Entry, error)                      { retu
 func (b broken) Version() (string, error)                                 { return "", b.err }
 func (b broken) SignatureContent() (verify.SignatureContent, error)       { return nil, b.err }
 func (b broken) VerificationContent() (verify.VerificationContent, error) { return nil, b.err }
-
-// short is a digest as refusals print it.
-func short(digest string) string { return imageref.Short(digest) }

@@ -42,10 +42,14 @@ type rule struct {
 	root       *root.TrustedRoot
 	identities []identity
 	attest     []attestation
+	// keyless verifies certificates from root; nil without keyless.
+	keyless *verify.Verifier
 }
 
 type key struct {
-	file        string
+	file string
+	// verify verifies a signature by this key alone.
+	verify      *verify.Verifier
 	fingerprint string // SHA256:<hex of the DER public key>, shortened
 	verifier    signature.Verifier
 }
@@ -93,6 +97,12 @@ func Compile(p policy.Rules, files fs.FS) (*Verifier, error) {
 			}
 			c.identities = append(c.identities, identity{id: ci})
 		}
+		if len(c.identities) > 0 {
+			var err error
+			if c.keyless, err = keylessVerifier(c.root); err != nil {
+				return nil, &policy.Problem{Index: i, Path: []any{"trustedRoot"}, Msg: "trusted root: " + err.Error()}
+			}
+		}
 		for _, a := range r.Attestations {
 			ca := attestation{Attestation: a}
 			ca.builder, _ = policy.Pattern(a.BuilderID) // Validate compiled them
@@ -131,7 +141,11 @@ func loadKey(files fs.FS, file string) (key, error) {
 		return key{}, fmt.Errorf("key %s: %v", file, err)
 	}
 	sum := sha256.Sum256(der)
-	return key{file: file, fingerprint: "SHA256:" + hex.EncodeToString(sum[:])[:16], verifier: ver}, nil
+	k := key{file: file, fingerprint: "SHA256:" + hex.EncodeToString(sum[:])[:16], verifier: ver}
+	if k.verify, err = keyVerifier(k); err != nil {
+		return key{}, fmt.Errorf("key %s: %w", file, err)
+	}
+	return k, nil
 }
 
 // readFile reads a regular file of files, at most maxFile bytes.
