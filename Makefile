@@ -40,10 +40,10 @@ build:
 ## image: pinbot's own image, without Docker (hack/image): a static pinbot
 ## for linux/amd64 and linux/arm64 on an empty base, pushed as one OCI index
 ## to IMAGE (registry/repo:tag) with the docker config's credentials; prints
-## registry/repo@sha256:... and then pins deploy/kustomization.yaml to it with
+## registry/repo@sha256:... and then pins deploy/base/kustomization.yaml to it with
 ## the freshly built bin/pinbot's `pins set`. SOURCE_DATE_EPOCH defaults to
 ## the commit's time, so one commit always gives one digest. PIN_REPO names
-## the repository deploy/ pins when it differs from IMAGE's (say, the
+## the repository deploy/base pins when it differs from IMAGE's (say, the
 ## registry's name inside the cluster); SOURCE, the source label, defaults to
 ## the git remote origin.
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
@@ -55,7 +55,7 @@ image:
 	@$(MAKE) --no-print-directory build >&2
 	@SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)' $(GO) run ./hack/image --image '$(IMAGE)' --go '$(GO)' \
 		--version '$(VERSION)' --ldflags '$(LDFLAGS)' --source '$(SOURCE)' \
-		--pin-with $(BIN)/pinbot --pin-dir deploy $(if $(PIN_REPO),--pin-repo '$(PIN_REPO)')
+		--pin-with $(BIN)/pinbot --pin-dir deploy/base $(if $(PIN_REPO),--pin-repo '$(PIN_REPO)')
 
 ## tools: the real peers the end-to-end tests start on loopback. Gitea and
 ## the control plane build side by side: they share no packages, and each

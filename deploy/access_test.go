@@ -28,11 +28,16 @@ var allowed = []access{
 	{"list", "apps", "statefulsets", "", "guestbook", "", "verify-only apps' workloads"},
 	{"watch", "apps", "daemonsets", "", "guestbook", "", "verify-only apps' workloads"},
 	{"list", "batch", "jobs", "", "guestbook", "", "verify-only apps' workloads"},
-	{"create", "apps", "deployments", "", "web", "", "server-side apply creates an app's objects"},
-	{"patch", "apps", "deployments", "", "web", "api", "server-side apply and heals patch them"},
 	{"get", "apps", "deployments", "", "web", "api", "the live object of a sync and its health"},
 	{"list", "apps", "deployments", "", "web", "", "the app's inventory, by label"},
 	{"watch", "apps", "deployments", "", "web", "", "the live caches of drift detection"},
+}
+
+// What a sync writes in an app namespace: granted by the overlay's
+// RoleBinding of pinbot-apply, never by the base.
+var appAccess = []access{
+	{"create", "apps", "deployments", "", "web", "", "server-side apply creates an app's objects"},
+	{"patch", "apps", "deployments", "", "web", "api", "server-side apply and heals patch them"},
 	{"delete", "apps", "deployments", "", "web", "api", "prune, when the app sets prune: true"},
 	{"patch", "", "services", "", "web", "api", "server-side apply"},
 	{"patch", "", "configmaps", "", "web", "settings", "server-side apply"},
@@ -43,7 +48,7 @@ var allowed = []access{
 	{"patch", "autoscaling", "horizontalpodautoscalers", "", "web", "api", "server-side apply"},
 }
 
-// What the README says pinbot cannot do.
+// What the docs say pinbot cannot do.
 var denied = []access{
 	{"list", "", "secrets", "", "", "", "read Secrets cluster-wide"},
 	{"get", "", "secrets", "", stateNamespace, "pinbot-gitea", "read its own token through the API (it is mounted)"},
@@ -78,7 +83,7 @@ var denied = []access{
 	{"list", "", "events", "", "web", "", "read Events (pinbot writes them, never reads them)"},
 }
 
-// With rbac-deployers.yaml applied (and denied before).
+// With the deployers component (and denied by the base alone).
 var deployerReads = []access{
 	{"get", "argoproj.io", "applications", "", "argocd", "guestbook", "a verify-only app reads its Application"},
 	{"list", "argoproj.io", "applications", "", "argocd", "", "a verify-only app reads its Application"},
@@ -89,7 +94,7 @@ var deployerReads = []access{
 	{"list", "source.toolkit.fluxcd.io", "gitrepositories", "", "flux-system", "", "and its GitRepository"},
 }
 
-// What rbac-deployers.yaml must not grant: pinbot never writes a
+// What the deployers component must not grant: pinbot never writes a
 // deployer's objects, nor reads more of them.
 var deployerDenied = []access{
 	{"patch", "argoproj.io", "applications", "", "argocd", "guestbook", "write an Application (a sync or refresh)"},

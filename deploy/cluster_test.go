@@ -66,18 +66,90 @@ func (a access) String() string {
 	return fmt.Sprintf("%s %s %s (%s)", a.verb, r, where, a.why)
 }
 
-// TestDeployOnControlPlane applies `kustomize build deploy` to a real
-// control plane and asks the API server, with SubjectAccessReviews, what
-// the ServiceAccount pinbot may do: each thing pinbot does is allowed,
-// each thing the README says it cannot do is denied; and so for the
-// optional rbac-deployers.yaml. The history, the trigger and the Lease are
-// then driven for real under the ServiceAccount's identity.
+// TestDeployOnControlPlane applies `kustomize build` of the base, then of
+// the example overlay, to a fresh real control plane and asks the API
+// server, with SubjectAccessReviews, what the ServiceAccount pinbot may
+// do: each thing pinbot does is allowed, each thing the docs say it cannot
+// do is denied; and so for the optional components. The history, the
+// trigger and the Lease are then driven for real under the
+// ServiceAccount's identity.
 func TestDeployOnControlPlane(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped under testing.Short: needs the control plane binaries in bin/ (make kube)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	cluster, a := startCluster(ctx, t)
+	admin := kubernetes.NewForConfigOrDie(cluster.Config())
+	ask := reviewer(admin)
+
+	// The base alone, on the fresh cluster: it creates its namespace and
+	// applies with no error, and grants nothing in an app namespace nor
+	// any deployer read.
+	applyAll(ctx, t, a, resources(t, build(t, "base")))
+	waitAllowed(ctx, t, ask, allowed[2])
+	t.Run("base denied", func(t *testing.T) {
+		for _, q := range slices.Concat(denied, deployerReads, deployerDenied, appAccess) {
+			if ok, reason := ask(ctx, t, q); ok {
+				t.Errorf("allowed by the base alone: %s: %s", q, reason)
+			}
+		}
+	})
+
+	// The example overlay on top, as an upgrade-free install would have it.
+	applyAll(ctx, t, a, resources(t, build(t, "overlays/example")))
+	if _, err := admin.AppsV1().Deployments(stateNamespace).Get(ctx, "pinbot", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("after the dry run, Deployment pinbot: %v, want NotFound", err)
+	}
+	waitAllowed(ctx, t, ask, appAccess[0])
+	checkAccess(ctx, t, ask)
+
+	sa := rest.CopyConfig(cluster.Config())
+	sa.Impersonate = rest.ImpersonationConfig{UserName: saUser, Groups: saGroups}
+	saKube := kubernetes.NewForConfigOrDie(sa)
+	t.Run("history", func(t *testing.T) { testHistory(ctx, t, saKube) })
+	t.Run("trigger", func(t *testing.T) { testTrigger(ctx, t, saKube) })
+	t.Run("lease", func(t *testing.T) { testLease(ctx, t, saKube, admin) })
+	t.Run("deployers", func(t *testing.T) {
+		// The real Application CRD serves what the review allowed.
+		apps := dynamic.NewForConfigOrDie(sa).Resource(schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}).Namespace("argocd")
+		if _, err := apps.List(ctx, metav1.ListOptions{}); err != nil {
+			t.Errorf("listing Applications with the deployers component: %v", err)
+		}
+	})
+	t.Run("argocd clusters", func(t *testing.T) {
+		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "argocd"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		read := access{"list", "", "secrets", "", "argocd", "", "a spoke's app reads Argo CD's cluster Secrets"}
+		if ok, _ := ask(ctx, t, read); ok {
+			t.Fatalf("allowed before the argocd-clusters component: %s", read)
+		}
+		withClusters := buildWith(t, "overlays/mine", map[string]string{
+			"overlays/mine/kustomization.yaml": "resources: [../example]\ncomponents: [../../components/argocd-clusters]\n",
+		})
+		applyAccess(ctx, t, a, resources(t, withClusters))
+		waitAllowed(ctx, t, ask, read)
+		if ok, reason := ask(ctx, t, access{"get", "", "secrets", "", "argocd", "cluster-prod", "and gets one"}); !ok {
+			t.Errorf("denied: get a cluster Secret: %s", reason)
+		}
+		for _, q := range []access{
+			{"list", "", "secrets", "", "kube-system", "", "read Secrets outside Argo CD's namespace"},
+			{"update", "", "secrets", "", "argocd", "cluster-prod", "write a cluster Secret"},
+			{"create", "", "secrets", "", "argocd", "", "create a Secret in Argo CD's namespace"},
+			{"watch", "", "secrets", "", "argocd", "", "watch Argo CD's Secrets"},
+		} {
+			if ok, reason := ask(ctx, t, q); ok {
+				t.Errorf("allowed: %s: %s", q, reason)
+			}
+		}
+	})
+}
+
+// startCluster starts a real control plane with the deployers' CRDs
+// installed, and an applier as its admin.
+func startCluster(ctx context.Context, t *testing.T) (*kube.Cluster, *applier) {
+	t.Helper()
 	cluster, err := kube.Start(ctx, kube.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -102,20 +174,19 @@ func TestDeployOnControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	admin := kubernetes.NewForConfigOrDie(cluster.Config())
-	a := &applier{
+	return cluster, &applier{
 		dyn:    dynamic.NewForConfigOrDie(cluster.Config()),
 		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(admin.Discovery())),
 	}
+}
 
-	// The app's namespace is the app's: it exists before pinbot is
-	// deployed, and deploy/ binds pinbot-apply in it.
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	objs := resources(t, build(t))
-	// The Namespace first, for real: every other object lives in it. Then
-	// everything with a server-side dry run, which validates and admits
-	// each object as a real apply would, persisting nothing.
+// applyAll applies objs as an install does: the Namespaces for real, since
+// every other object lives in one; then every object with a server-side
+// dry run, which validates and admits each as a real apply would,
+// persisting nothing; then the ServiceAccount and its RBAC for real, so
+// SubjectAccessReviews evaluate them.
+func applyAll(ctx context.Context, t *testing.T, a *applier, objs []*unstructured.Unstructured) {
+	t.Helper()
 	for _, o := range objs {
 		if o.GetKind() == "Namespace" {
 			a.apply(ctx, t, o, false)
@@ -124,79 +195,21 @@ func TestDeployOnControlPlane(t *testing.T) {
 	for _, o := range objs {
 		a.apply(ctx, t, o, true)
 	}
-	if _, err := admin.AppsV1().Deployments(stateNamespace).Get(ctx, "pinbot", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("after the dry run, Deployment pinbot: %v, want NotFound", err)
-	}
-	// The ServiceAccount and its RBAC for real, so the reviews below
-	// evaluate them.
 	applyAccess(ctx, t, a, objs)
+}
 
-	ask := reviewer(admin)
-	waitAllowed(ctx, t, ask, allowed[1])
+// checkAccess asks what an installed pinbot may do: everything it does,
+// the deployers' reads included, and nothing the docs say it cannot.
+func checkAccess(ctx context.Context, t *testing.T, ask func(context.Context, *testing.T, access) (bool, string)) {
 	t.Run("allowed", func(t *testing.T) {
-		for _, q := range allowed {
+		for _, q := range slices.Concat(allowed, appAccess, deployerReads) {
 			if ok, reason := ask(ctx, t, q); !ok {
 				t.Errorf("denied: %s: %s", q, reason)
 			}
 		}
 	})
 	t.Run("denied", func(t *testing.T) {
-		for _, q := range slices.Concat(denied, deployerReads, deployerDenied) {
-			if ok, reason := ask(ctx, t, q); ok {
-				t.Errorf("allowed: %s: %s", q, reason)
-			}
-		}
-	})
-
-	sa := rest.CopyConfig(cluster.Config())
-	sa.Impersonate = rest.ImpersonationConfig{UserName: saUser, Groups: saGroups}
-	saKube := kubernetes.NewForConfigOrDie(sa)
-	t.Run("history", func(t *testing.T) { testHistory(ctx, t, saKube) })
-	t.Run("trigger", func(t *testing.T) { testTrigger(ctx, t, saKube) })
-	t.Run("lease", func(t *testing.T) { testLease(ctx, t, saKube, admin) })
-
-	t.Run("deployers", func(t *testing.T) {
-		apps := dynamic.NewForConfigOrDie(sa).Resource(schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}).Namespace("argocd")
-		if _, err := apps.List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
-			t.Fatalf("listing Applications without rbac-deployers.yaml: %v, want Forbidden", err)
-		}
-		applyAccess(ctx, t, a, resources(t, build(t, "rbac-deployers.yaml")))
-		waitAllowed(ctx, t, ask, deployerReads[0])
-		for _, q := range deployerReads {
-			if ok, reason := ask(ctx, t, q); !ok {
-				t.Errorf("denied: %s: %s", q, reason)
-			}
-		}
-		// It grants the reads and nothing else.
-		for _, q := range slices.Concat(deployerDenied, denied) {
-			if ok, reason := ask(ctx, t, q); ok {
-				t.Errorf("allowed: %s: %s", q, reason)
-			}
-		}
-		// The real Application CRD serves what the review allowed.
-		if _, err := apps.List(ctx, metav1.ListOptions{}); err != nil {
-			t.Errorf("listing Applications with rbac-deployers.yaml: %v", err)
-		}
-	})
-	t.Run("argocd clusters", func(t *testing.T) {
-		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "argocd"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-		read := access{"list", "", "secrets", "", "argocd", "", "a spoke's app reads Argo CD's cluster Secrets"}
-		if ok, _ := ask(ctx, t, read); ok {
-			t.Fatalf("allowed before rbac-argocd-clusters.yaml: %s", read)
-		}
-		applyAccess(ctx, t, a, resources(t, build(t, "rbac-argocd-clusters.yaml")))
-		waitAllowed(ctx, t, ask, read)
-		if ok, reason := ask(ctx, t, access{"get", "", "secrets", "", "argocd", "cluster-prod", "and gets one"}); !ok {
-			t.Errorf("denied: get a cluster Secret: %s", reason)
-		}
-		for _, q := range []access{
-			{"list", "", "secrets", "", "kube-system", "", "read Secrets outside Argo CD's namespace"},
-			{"update", "", "secrets", "", "argocd", "cluster-prod", "write a cluster Secret"},
-			{"create", "", "secrets", "", "argocd", "", "create a Secret in Argo CD's namespace"},
-			{"watch", "", "secrets", "", "argocd", "", "watch Argo CD's Secrets"},
-		} {
+		for _, q := range slices.Concat(denied, deployerDenied) {
 			if ok, reason := ask(ctx, t, q); ok {
 				t.Errorf("allowed: %s: %s", q, reason)
 			}

@@ -1,7 +1,11 @@
 package deploy
 
 import (
+	"maps"
+	"slices"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"gopkg.in/yaml.v3"
 
@@ -9,26 +13,24 @@ import (
 	"pinbot.dev/pinbot/serve"
 )
 
-// TestShippedConfigParses holds config.yaml's reconciler config to the
-// schema the reconciler enforces, so the two cannot drift apart.
+// TestShippedConfigParses holds the example overlay's reconciler config
+// to the schema the reconciler enforces, so the two cannot drift apart.
 func TestShippedConfigParses(t *testing.T) {
-	b, err := Manifests.ReadFile("config.yaml")
+	const file = "overlays/example/reconciler.yaml"
+	body, err := Manifests.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cm struct {
-		Data map[string]string `yaml:"data"`
-	}
-	if err := yaml.Unmarshal(b, &cm); err != nil {
-		t.Fatal(err)
-	}
-	body, ok := cm.Data["reconciler.yaml"]
-	if !ok {
-		t.Fatal("config.yaml has no data key reconciler.yaml")
-	}
-	cfg, err := serve.Parse("deploy/config.yaml:reconciler.yaml", []byte(body))
+	cfg, err := serve.Parse("deploy/"+file, body)
 	if err != nil {
 		t.Fatalf("the shipped reconciler config does not parse: %s", err)
+	}
+	// The overlay's ConfigMap holds the file, under the key the
+	// Deployment reads.
+	var cm corev1.ConfigMap
+	decode(t, build(t, "overlays/example"), "ConfigMap", "pinbot-config", &cm)
+	if cm.Data["reconciler.yaml"] != string(body) {
+		t.Errorf("the overlay's ConfigMap pinbot-config holds keys %v, want reconciler.yaml with %s", slices.Sorted(maps.Keys(cm.Data)), file)
 	}
 	if a := cfg.Apps[0]; a.SyncPolicy.Automated || a.SyncPolicy.SelfHeal || a.SyncPolicy.Prune {
 		t.Errorf("the shipped config must keep the safe defaults, got %+v", a.SyncPolicy)
@@ -47,7 +49,7 @@ func TestShippedConfigParses(t *testing.T) {
 // manifests name real pinbot commands and flags.
 func TestShippedArgsAreCommands(t *testing.T) {
 	for _, tc := range []struct{ file, container, command string }{
-		{"serve.yaml", "pinbot", "serve"},
+		{"base/serve.yaml", "pinbot", "serve"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			args := containerArgs(t, tc.file, tc.container)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -27,15 +28,15 @@ type object struct {
 }
 
 // objects decodes every document of every manifest except the
-// kustomization itself.
+// kustomizations and the files a configMapGenerator reads.
 func objects(t *testing.T) map[string][]object {
 	t.Helper()
 	out := map[string][]object{}
-	err := fs.WalkDir(Manifests, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || path == "kustomization.yaml" {
+	err := fs.WalkDir(Manifests, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || path.Base(p) == "kustomization.yaml" || generated[p] {
 			return err
 		}
-		b, err := Manifests.ReadFile(path)
+		b, err := Manifests.ReadFile(p)
 		if err != nil {
 			return err
 		}
@@ -45,9 +46,9 @@ func objects(t *testing.T) map[string][]object {
 			if err := dec.Decode(&o); errors.Is(err, io.EOF) {
 				break
 			} else if err != nil {
-				t.Fatalf("%s: %s", path, err)
+				t.Fatalf("%s: %s", p, err)
 			}
-			out[path] = append(out[path], o)
+			out[p] = append(out[p], o)
 		}
 		return nil
 	})
@@ -57,84 +58,110 @@ func objects(t *testing.T) map[string][]object {
 	return out
 }
 
+// generated are the files a configMapGenerator reads: data, not objects.
+var generated = map[string]bool{"overlays/example/reconciler.yaml": true}
+
 func TestManifestsAreWellFormed(t *testing.T) {
 	clusterScoped := map[string]bool{"Namespace": true, "ClusterRole": true, "ClusterRoleBinding": true}
-	for path, objs := range objects(t) {
+	for p, objs := range objects(t) {
 		for _, o := range objs {
 			if o.APIVersion == "" || o.Kind == "" || o.Metadata.Name == "" {
-				t.Errorf("%s: object without apiVersion, kind or name: %+v", path, o)
+				t.Errorf("%s: object without apiVersion, kind or name: %+v", p, o)
 			}
 			if !clusterScoped[o.Kind] && o.Metadata.Namespace == "" {
-				t.Errorf("%s: %s/%s has no namespace", path, o.Kind, o.Metadata.Name)
+				t.Errorf("%s: %s/%s has no namespace", p, o.Kind, o.Metadata.Name)
 			}
 		}
 	}
 }
 
-// optional are the manifests kustomization.yaml must not list: grants a
-// user adds when they need them (see the file's comment).
-var optional = map[string]bool{"rbac-deployers.yaml": true, "rbac-argocd-clusters.yaml": true}
-
-func TestKustomizationListsEveryManifest(t *testing.T) {
-	b, err := Manifests.ReadFile("kustomization.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var k struct {
-		Resources []string `yaml:"resources"`
-	}
-	if err := yaml.Unmarshal(b, &k); err != nil {
-		t.Fatal(err)
-	}
+// TestKustomizationsListEveryManifest holds each directory's
+// kustomization.yaml to its files: each manifest is listed as a resource
+// of its own directory, so none is shipped and never applied.
+func TestKustomizationsListEveryManifest(t *testing.T) {
 	listed := map[string]bool{}
-	for _, r := range k.Resources {
-		listed[r] = true
-	}
-	files := objects(t)
-	for path := range files {
-		if listed[path] == optional[path] {
-			t.Errorf("kustomization.yaml lists %s: %v, want %v (optional files stay out)", path, listed[path], !optional[path])
-		}
-	}
-	for path := range optional {
-		if files[path] == nil {
-			t.Errorf("optional manifest %s is missing", path)
-		}
-	}
-}
-
-// build runs `kustomize build deploy` in process on the embedded files,
-// with the optional manifests named in with added to its resources as a
-// user would add them.
-func build(t *testing.T, with ...string) resmap.ResMap {
-	t.Helper()
-	fsys := filesys.MakeFsInMemory()
-	err := fs.WalkDir(Manifests, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+	err := fs.WalkDir(Manifests, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || path.Base(p) != "kustomization.yaml" {
 			return err
 		}
-		b, err := Manifests.ReadFile(path)
+		b, err := Manifests.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		if path == "kustomization.yaml" {
-			for _, o := range with {
-				if !optional[o] {
-					return fmt.Errorf("%s is not an optional manifest", o)
-				}
-				b = bytes.Replace(b, []byte("resources:\n"), []byte("resources:\n  - "+o+"\n"), 1)
-			}
+		var k struct {
+			Resources []string `yaml:"resources"`
 		}
-		return fsys.WriteFile("/deploy/"+path, b)
+		if err := yaml.Unmarshal(b, &k); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		for _, r := range k.Resources {
+			listed[path.Join(path.Dir(p), r)] = true
+		}
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fsys, "/deploy")
+	for p := range objects(t) {
+		if !listed[p] {
+			t.Errorf("%s is listed in no kustomization.yaml's resources", p)
+		}
+	}
+}
+
+// build runs `kustomize build deploy/DIR` in process on the embedded
+// files.
+func build(t *testing.T, dir string) resmap.ResMap {
+	t.Helper()
+	return buildWith(t, dir, nil)
+}
+
+// buildWith is build with extra files (path under deploy/: content), as a
+// user's own overlay next to the shipped ones.
+func buildWith(t *testing.T, dir string, extra map[string]string) resmap.ResMap {
+	t.Helper()
+	fsys := filesys.MakeFsInMemory()
+	for p, content := range extra {
+		if err := fsys.WriteFile("/deploy/"+p, []byte(content)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := fs.WalkDir(Manifests, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := Manifests.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return fsys.WriteFile("/deploy/"+p, b)
+	})
 	if err != nil {
-		t.Fatalf("kustomize build deploy: %s", err)
+		t.Fatal(err)
+	}
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fsys, "/deploy/"+dir)
+	if err != nil {
+		t.Fatalf("kustomize build deploy/%s: %s", dir, err)
 	}
 	return m
+}
+
+// TestBaseStaysInItsNamespace: the base writes nothing in a namespace it
+// does not create, so it applies to a fresh cluster, and an upgrade of it
+// touches no namespace of the user's.
+func TestBaseStaysInItsNamespace(t *testing.T) {
+	created := map[string]bool{}
+	m := build(t, "base")
+	for _, r := range m.Resources() {
+		if r.GetKind() == "Namespace" {
+			created[r.GetName()] = true
+		}
+	}
+	for _, r := range m.Resources() {
+		if ns := r.GetNamespace(); ns != "" && !created[ns] {
+			t.Errorf("the base writes %s %s in namespace %q, which it does not create", r.GetKind(), r.GetName(), ns)
+		}
+	}
 }
 
 // TestImagesArePinnedByDigest holds pinbot to its own rule: the manifests
@@ -144,7 +171,7 @@ func build(t *testing.T, with ...string) resmap.ResMap {
 func TestImagesArePinnedByDigest(t *testing.T) {
 	pinned := regexp.MustCompile(`^[^@\s]+@sha256:[0-9a-f]{64}$`)
 	containers := 0
-	for _, r := range build(t).Resources() {
+	for _, r := range build(t, "overlays/example").Resources() {
 		obj, err := r.Map()
 		if err != nil {
 			t.Fatalf("%s/%s: %s", r.GetKind(), r.GetName(), err)

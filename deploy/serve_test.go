@@ -50,7 +50,7 @@ func decode(t *testing.T, m resmap.ResMap, kind, name string, out any) {
 // an emptyDir, a grace period longer than the shutdown, and a Service and
 // a PodDisruptionBudget for its Pods.
 func TestServeDeployment(t *testing.T) {
-	m := build(t)
+	m := build(t, "overlays/example")
 	var dep appsv1.Deployment
 	decode(t, m, "Deployment", "pinbot", &dep)
 	if dep.Namespace != stateNamespace {

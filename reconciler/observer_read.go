@@ -92,7 +92,7 @@ func (ob *observer) readObject(ctx context.Context, gvr schema.GroupVersionResou
 	case apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("%s %s/%s (%s) not found: check the name and namespace in the config, and that the CRD is installed", kind, ns, name, gvr.GroupVersion())
 	case apierrors.IsForbidden(err):
-		return nil, fmt.Errorf("reading %s %s/%s: %w (grant pinbot read access with deploy/rbac-deployers.yaml)", kind, ns, name, err)
+		return nil, fmt.Errorf("reading %s %s/%s: %w (grant pinbot read access with the deployers component, deploy/components/deployers)", kind, ns, name, err)
 	case err != nil:
 		return nil, fmt.Errorf("reading %s %s/%s: %w", kind, ns, name, err)
 	}

@@ -217,7 +217,7 @@ func (rs *remotes) list(ctx context.Context, kube kubernetes.Interface, ns strin
 	list, err := kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: spoke.ArgoCDSecretLabel + "=" + spoke.ArgoCDSecretType})
 	switch {
 	case apierrors.IsForbidden(err):
-		return nil, fmt.Errorf("listing Argo CD's cluster Secrets in %s: %w (grant it with deploy/rbac-argocd-clusters.yaml)", ns, err)
+		return nil, fmt.Errorf("listing Argo CD's cluster Secrets in %s: %w (grant it with the component deploy/components/argocd-clusters)", ns, err)
 	case err != nil:
 		return nil, fmt.Errorf("listing Argo CD's cluster Secrets in %s: %w", ns, err)
 	}

@@ -41,7 +41,7 @@ func TestSyncWithoutStateNamespaceAppliesNothing(t *testing.T) {
 	if !errors.Is(err, store.ErrNoStateNamespace) {
 		t.Fatalf("sync: got error %v, want ErrNoStateNamespace", err)
 	}
-	for _, want := range []string{`"nostate-missing"`, "kubectl create namespace nostate-missing", "kubectl apply -k deploy/"} {
+	for _, want := range []string{`"nostate-missing"`, "kubectl create namespace nostate-missing", "kubectl apply -k deploy/overlays/example"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("sync error %q does not say %q", err, want)
 		}

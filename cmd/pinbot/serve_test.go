@@ -279,7 +279,7 @@ func TestServeWithoutStateNamespace(t *testing.T) {
 	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 1 {
 		t.Fatalf("serve: %v, want exit 1; output:\n%s", err, out)
 	}
-	for _, want := range []string{`"pinbot-system" does not exist`, "kubectl apply -k deploy/"} {
+	for _, want := range []string{`"pinbot-system" does not exist`, "kubectl apply -k deploy/overlays/example"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output does not say %q:\n%s", want, out)
 		}

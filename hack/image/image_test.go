@@ -122,10 +122,10 @@ func TestMakeImage(t *testing.T) {
 	amd64 := bins[0].Path
 	ctx := context.Background()
 
-	// Pin a copy of deploy/ with the fresh amd64 pinbot (this machine is
+	// Pin a copy of deploy/base with the fresh amd64 pinbot (this machine is
 	// linux/amd64), as make image does with bin/pinbot.
 	deploy := filepath.Join(t.TempDir(), "deploy")
-	if err := os.CopyFS(deploy, os.DirFS(filepath.Join(moduleDir, "deploy"))); err != nil {
+	if err := os.CopyFS(deploy, os.DirFS(filepath.Join(moduleDir, "deploy", "base"))); err != nil {
 		t.Fatal(err)
 	}
 	o.pinWith, o.pinDir = amd64, deploy

@@ -64,21 +64,11 @@ func instance(t *testing.T, y string) any {
 // pass; a new user's typos (path:, reviewer:) and a number where a
 // duration goes fail, as the loaders refuse them.
 func TestSchemasJudgeConfigs(t *testing.T) {
-	deployed, err := os.ReadFile(filepath.Join("..", "..", "deploy", "config.yaml"))
+	shippedBytes, err := os.ReadFile(filepath.Join("..", "..", "deploy", "overlays", "example", "reconciler.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// deploy/config.yaml is a ConfigMap: the config is its data.
-	var cm struct {
-		Data map[string]string `json:"data"`
-	}
-	if err := yaml.Unmarshal(deployed, &cm); err != nil {
-		t.Fatal(err)
-	}
-	var shipped string
-	for _, v := range cm.Data {
-		shipped = v
-	}
+	shipped := string(shippedBytes)
 	repo := `targets:
   - name: prod
     paths: ["envs/prod/**"]

@@ -60,9 +60,9 @@ func (h *History) Check(ctx context.Context) error {
 	}
 	switch {
 	case apierrors.IsNotFound(err):
-		return fmt.Errorf("%w: %q does not exist: create it (kubectl create namespace %s), apply deploy/ (kubectl apply -k deploy/) or set stateNamespace", ErrNoStateNamespace, h.namespace, h.namespace)
+		return fmt.Errorf("%w: %q does not exist: create it (kubectl create namespace %s), apply deploy/ (kubectl apply -k deploy/overlays/example) or set stateNamespace", ErrNoStateNamespace, h.namespace, h.namespace)
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("%w: pinbot may not write ConfigMaps in %q (missing, or not granted): create it and bind the pinbot-state Role there (deploy/rbac.yaml), or set stateNamespace: %w", ErrNoStateNamespace, h.namespace, err)
+		return fmt.Errorf("%w: pinbot may not write ConfigMaps in %q (missing, or not granted): create it and bind the pinbot-state Role there (deploy/base/rbac.yaml), or set stateNamespace: %w", ErrNoStateNamespace, h.namespace, err)
 	case err != nil:
 		return fmt.Errorf("checking history namespace %q: %w", h.namespace, err)
 	}

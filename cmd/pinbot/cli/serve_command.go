@@ -22,7 +22,7 @@ webhooks, signed with the secret of --webhook-secret-file or
 $PINBOT_WEBHOOK_SECRET). A package event for an image of the config's
 promote: entries opens or updates the promotion pull request.
 
-The config's stateNamespace must exist (kubectl apply -k deploy/ creates
+The config's stateNamespace must exist (kubectl apply -k deploy/base creates
 it); serve stops at once when it does not.
 
 With --leader-elect the replicas elect a leader through the Lease "pinbot"
