@@ -27,6 +27,7 @@ KUBE_LDFLAGS  := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 ARGOCD_VERSION               := v3.6.1
 KUSTOMIZE_CONTROLLER_VERSION := v1.10.1
 SOURCE_CONTROLLER_VERSION    := v1.10.1
+PROMETHEUS_OPERATOR_VERSION  := v0.88.0
 
 export PINBOT_BIN_DIR := $(BIN)
 
@@ -88,14 +89,16 @@ $(KUBE_BINS) &: hack/tools/kube/go.mod hack/tools/kube/go.sum
 	mv $(BIN)/.kube/kube-apiserver $(BIN)/.kube/kube-controller-manager $(BIN)/
 	@rmdir $(BIN)/.kube
 
-## crds: the real CustomResourceDefinitions of Argo CD's Application and
-## Flux's Kustomization and GitRepository, copied out of the modules'
+## crds: the real CustomResourceDefinitions of Argo CD's Application,
+## Flux's Kustomization and GitRepository, and the Prometheus Operator's
+## ServiceMonitor (which pinbot's chart renders), copied out of the modules'
 ## source (through go mod download, nothing added to go.mod) into
 ## bin/crds, for the tests to install in the control plane.
 CRDS := \
 	github.com/argoproj/argo-cd/v3@$(ARGOCD_VERSION)=manifests/crds/application-crd.yaml \
 	github.com/fluxcd/kustomize-controller@$(KUSTOMIZE_CONTROLLER_VERSION)=config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml \
-	github.com/fluxcd/source-controller@$(SOURCE_CONTROLLER_VERSION)=config/crd/bases/source.toolkit.fluxcd.io_gitrepositories.yaml
+	github.com/fluxcd/source-controller@$(SOURCE_CONTROLLER_VERSION)=config/crd/bases/source.toolkit.fluxcd.io_gitrepositories.yaml \
+	github.com/prometheus-operator/prometheus-operator@$(PROMETHEUS_OPERATOR_VERSION)=example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml
 
 crds: $(BIN)/crds/VERSIONS
 $(BIN)/crds/VERSIONS: Makefile hack/crds/main.go

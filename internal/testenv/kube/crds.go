@@ -27,6 +27,9 @@ const (
 	KustomizationCRD = "kustomize.toolkit.fluxcd.io_kustomizations.yaml"
 	// GitRepositoryCRD is Flux's GitRepository (source.toolkit.fluxcd.io/v1).
 	GitRepositoryCRD = "source.toolkit.fluxcd.io_gitrepositories.yaml"
+	// ServiceMonitorCRD is the Prometheus Operator's ServiceMonitor
+	// (monitoring.coreos.com/v1), which pinbot's chart can render.
+	ServiceMonitorCRD = "monitoring.coreos.com_servicemonitors.yaml"
 )
 
 // crdFieldManager owns the CRDs InstallCRDs applies.
@@ -35,7 +38,7 @@ const crdFieldManager = "pinbot-testenv"
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // CRDFile returns the path of a CRD file `make crds` wrote (one of
-// ApplicationCRD, KustomizationCRD, GitRepositoryCRD) under bin/crds of
+// the constants above) under bin/crds of
 // $PINBOT_BIN_DIR, else of the pinbot module, and says to run `make crds`
 // when it is missing.
 func CRDFile(name string) (string, error) {

@@ -1,0 +1,165 @@
+package deploy
+
+import (
+	"context"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+
+	"pinbot.dev/pinbot/cmd/pinbot/cli"
+	"pinbot.dev/pinbot/internal/testenv/kube"
+	"pinbot.dev/pinbot/render"
+	"pinbot.dev/pinbot/serve"
+)
+
+// exampleValues is the chart's example install, as the docs show it.
+const exampleValues = "ci/example-values.yaml"
+
+// chart renders charts/pinbot as `helm template pinbot charts/pinbot -n
+// pinbot-system` does, through the Helm SDK, with the value files given
+// (relative to the chart) and a cluster serving the ServiceMonitor API.
+func chart(t *testing.T, valueFiles ...string) ([]*unstructured.Unstructured, error) {
+	t.Helper()
+	return render.FS(os.DirFS(".."), "charts/pinbot",
+		render.WithHelm(render.Helm{ReleaseName: "pinbot", Namespace: stateNamespace, ValueFiles: valueFiles}),
+		render.WithCapabilities(render.Capabilities{KubeVersion: "v1.37.2", APIVersions: []string{"monitoring.coreos.com/v1"}}))
+}
+
+// find decodes the object kind/name of objs into out.
+func find(t *testing.T, objs []*unstructured.Unstructured, kind, name string, out any) {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, out, true); err != nil {
+				t.Fatalf("%s %s: %s", kind, name, err)
+			}
+			return
+		}
+	}
+	t.Fatalf("the chart renders no %s %s", kind, name)
+}
+
+// TestChartRenders: the example values render a config serve accepts, in
+// the release's namespace, and a Deployment whose args are serve's; the
+// chart's defaults alone fail, naming the value to set.
+func TestChartRenders(t *testing.T) {
+	if _, err := chart(t); err == nil || !strings.Contains(err.Error(), "set config.inline") {
+		t.Errorf("the chart with no config: error %v, want one saying to set config.inline", err)
+	}
+	objs, err := chart(t, exampleValues)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm corev1.ConfigMap
+	find(t, objs, "ConfigMap", "pinbot-config", &cm)
+	cfg, err := serve.Parse("reconciler.yaml", []byte(cm.Data["reconciler.yaml"]))
+	if err != nil {
+		t.Fatalf("the chart's config does not parse: %s", err)
+	}
+	if cfg.StateNamespace != stateNamespace {
+		t.Errorf("stateNamespace %q, want the release's namespace %q", cfg.StateNamespace, stateNamespace)
+	}
+	var dep appsv1.Deployment
+	find(t, objs, "Deployment", "pinbot", &dep)
+	args := dep.Spec.Template.Spec.Containers[0].Args
+	root := cli.NewRootCommand()
+	cmd, rest, err := root.Find(args)
+	if err != nil || cmd.Name() != "serve" {
+		t.Fatalf("args %q run no pinbot serve: %v", args, err)
+	}
+	if err := cmd.ParseFlags(rest); err != nil {
+		t.Errorf("args %q: %s", args, err)
+	}
+	if img := dep.Spec.Template.Spec.Containers[0].Image; !strings.Contains(img, "@sha256:") {
+		t.Errorf("image %q, want the example's digest pin", img)
+	}
+	env := map[string]string{}
+	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	if !strings.Contains(env["SSL_CERT_DIR"], "/etc/pinbot/ca") {
+		t.Errorf("extraCACerts set, but SSL_CERT_DIR is %q", env["SSL_CERT_DIR"])
+	}
+}
+
+// TestChartGrantsWhatTheBaseGrants holds the chart's RBAC to deploy/base's
+// (and the deployers component's), rule for rule, so the two install
+// paths cannot drift apart.
+func TestChartGrantsWhatTheBaseGrants(t *testing.T) {
+	objs, err := chart(t, exampleValues)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped := resources(t, build(t, "overlays/example"))
+	compared := 0
+	for _, kind := range []string{"ClusterRole", "Role"} {
+		for _, name := range []string{"pinbot-observe", "pinbot-apply", "pinbot-state", "pinbot-leader-election", "pinbot-deployers"} {
+			var want, got rbacv1.ClusterRole
+			if !has(shipped, kind, name) {
+				continue
+			}
+			find(t, shipped, kind, name, &want)
+			find(t, objs, kind, name, &got)
+			if !reflect.DeepEqual(got.Rules, want.Rules) {
+				t.Errorf("%s %s: the chart grants %+v, deploy/ %+v", kind, name, got.Rules, want.Rules)
+			}
+			compared++
+		}
+	}
+	if compared != 5 {
+		t.Errorf("compared %d roles, want 5", compared)
+	}
+}
+
+func has(objs []*unstructured.Unstructured, kind, name string) bool {
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return true
+		}
+	}
+	return false
+}
+
+// TestChartOnControlPlane installs the chart's example on a fresh real
+// control plane, with `helm install -n pinbot-system --create-namespace`'s
+// namespace and the app namespace existing, and asks the same
+// SubjectAccessReviews as of deploy/.
+func TestChartOnControlPlane(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped under testing.Short: needs the control plane binaries in bin/ (make kube)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cluster, a := startCluster(ctx, t)
+	f, err := kube.CRDFile(kube.ServiceMonitorCRD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.InstallCRDs(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	admin := kubernetes.NewForConfigOrDie(cluster.Config())
+	for _, ns := range []string{stateNamespace, "web"} {
+		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objs, err := chart(t, exampleValues)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyAll(ctx, t, a, objs)
+	ask := reviewer(admin)
+	waitAllowed(ctx, t, ask, appAccess[0])
+	checkAccess(ctx, t, ask)
+}
