@@ -31,11 +31,11 @@ func (d *daemon) registerMetrics() error {
 		}
 		return 0
 	})
-	for _, c := range []prometheus.Collector{
+	for _, c := range append([]prometheus.Collector{
 		leader, d.refusals, d.promotions, d.requests,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	} {
+	}, d.o.Collectors...) {
 		if err := d.metrics.Register(c); err != nil {
 			return err
 		}

@@ -61,6 +61,8 @@ type Options struct {
 	// GateToken, when set, serves the gate endpoint (gate.Path) to
 	// requests bearing it.
 	GateToken []byte
+	// Collectors are more metrics for /metrics (the config reload's).
+	Collectors []prometheus.Collector
 }
 
 // recordGrace is how long a pass cut off at the shutdown timeout gets to

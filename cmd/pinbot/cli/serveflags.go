@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/release/gate"
 	"pinbot.dev/pinbot/serve"
 )
@@ -26,6 +28,7 @@ type serveFlags struct {
 	secretFile      string
 	gateTokenFile   string
 	releaseInterval time.Duration
+	reloadInterval  time.Duration
 }
 
 func (f *serveFlags) bind(cmd *cobra.Command) {
@@ -37,6 +40,8 @@ func (f *serveFlags) bind(cmd *cobra.Command) {
 		"file holding the bearer token of the gate endpoint "+gate.Path+" (default $"+gateTokenEnv+"; neither: no gate endpoint)")
 	cmd.Flags().DurationVar(&f.releaseInterval, "release-interval", serve.DefaultReleaseInterval,
 		"how often the release chains (.pinbot.yaml environments) are looked at: proofs, soaks, gates, rollbacks")
+	cmd.Flags().DurationVar(&f.reloadInterval, "reload-interval", DefaultReloadInterval,
+		"how often the config file is looked at; a valid change is applied in place, an invalid one logged and kept out")
 }
 
 // gateToken is the gate endpoint's token, nil for no endpoint.
@@ -101,19 +106,60 @@ func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Op
 		return usageErrorf("flag --release-interval: must be positive")
 	}
 	o.ReleaseInterval = sf.releaseInterval
+	if sf.reloadInterval <= 0 {
+		return usageErrorf("flag --reload-interval: must be positive")
+	}
+	reload := newReloader(f, sf.reloadInterval)
+	o.Collectors = reload.collectors()
+	data, err := os.ReadFile(f.config)
+	if err != nil && f.config != "" {
+		return fmt.Errorf("flag --config: %w", err)
+	}
+	reload.running(data)
 	r, cfg, err := f.open()
 	if err != nil {
 		return err
 	}
-	defer r.Close()
-	o.Cache = f.gitCache
 	rc, err := f.restConfig()
 	if err != nil {
+		r.Close()
 		return err
 	}
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
+		r.Close()
 		return fmt.Errorf("creating the Kubernetes client: %w", err)
 	}
-	return serve.Run(cmd.Context(), cfg, r, kube, o)
+	// Each turn runs serve on one config until the process ends, or the
+	// file holds a new valid config: serve then shuts down as at SIGTERM
+	// (the pass in flight ends, the Lease is released) and starts again on
+	// the new one, in the same process.
+	for {
+		o.Cache = f.gitCache
+		ctx, cancel := context.WithCancel(cmd.Context())
+		type opened struct {
+			r   *reconciler.Reconciler
+			cfg *serve.Config
+		}
+		next := make(chan opened, 1)
+		go func() {
+			if r, cfg, ok := reload.next(ctx); ok {
+				next <- opened{r, cfg}
+				cancel()
+			}
+		}()
+		err := serve.Run(ctx, cfg, r, kube, o)
+		cancel()
+		r.Close()
+		select {
+		case n := <-next:
+			if cmd.Context().Err() != nil {
+				n.r.Close()
+				return err
+			}
+			r, cfg = n.r, n.cfg
+		default:
+			return err
+		}
+	}
 }
