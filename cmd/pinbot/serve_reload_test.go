@@ -77,7 +77,7 @@ func TestServeReloadsItsConfig(t *testing.T) {
 		return strings.Contains(m, "pinbot_config_last_reload_successful 0") &&
 			strings.Contains(m, `pinbot_config_reloads_total{result="refused"} 1`), m
 	})
-	if log := rep.log.String(); !regexp.MustCompile(regexp.QuoteMeta(rig.cfg)+`:\d+: .*unknown field \\"reviewer\\"`).MatchString(log) {
+	if log := rep.log.String(); !regexp.MustCompile(regexp.QuoteMeta(rig.cfg) + `:\d+: .*unknown field \\"reviewer\\"`).MatchString(log) {
 		t.Errorf("the refusal's log does not name %s:LINE and the unknown field:\n%s", rig.cfg, log)
 	}
 	if rep.cmd.ProcessState != nil {

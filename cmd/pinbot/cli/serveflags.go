@@ -111,15 +111,13 @@ func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Op
 	}
 	reload := newReloader(f, sf.reloadInterval)
 	o.Collectors = reload.collectors()
-	data, err := os.ReadFile(f.config)
-	if err != nil && f.config != "" {
-		return fmt.Errorf("flag --config: %w", err)
-	}
-	reload.running(data)
 	r, cfg, err := f.open()
 	if err != nil {
 		return err
 	}
+	// Read after the open: a change in between is seen as a change.
+	data, _ := os.ReadFile(f.config)
+	reload.running(data)
 	rc, err := f.restConfig()
 	if err != nil {
 		r.Close()
