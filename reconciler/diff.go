@@ -16,7 +16,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/status"
 )
 
-// Diff is what `pinbot diff` reports for an app: every drifted field, the
+// Diff is what `pinbot diff` reports for an app: every field out of sync, the
 // objects Git declares that the cluster lacks (Missing) and the objects
 // carrying the app's inventory label that Git no longer renders
 // (Orphaned), compared against Commit.
@@ -24,17 +24,17 @@ type Diff struct {
 	App    string           `json:"app"`
 	Commit string           `json:"commit"`
 	Sync   status.SyncState `json:"sync"`
-	// Drift lists drifted fields, by object then path.
-	Drift    []diff.Field `json:"drift"`
+	// Fields lists the fields out of sync, by object then path.
+	Fields   []diff.Field `json:"fields"`
 	Missing  []object.Ref `json:"missing"`
 	Orphaned []object.Ref `json:"orphaned"`
 }
 
 // InSync reports whether the diff found nothing.
-func (d *Diff) InSync() bool { return len(d.Drift)+len(d.Missing)+len(d.Orphaned) == 0 }
+func (d *Diff) InSync() bool { return len(d.Fields)+len(d.Missing)+len(d.Orphaned) == 0 }
 
 // Diff compares app's current Git commit with the cluster and applies
-// nothing, as `pinbot diff` does: drift per field Git sets (server-side
+// nothing, as `pinbot diff` does: each field Git sets that differs (server-side
 // apply dry runs), objects Git declares that the cluster lacks (Missing),
 // and objects of the app's inventory Git no longer declares (Orphaned).
 // Fields under the app's ignore rules are left out. When Git cannot be
@@ -58,12 +58,12 @@ func (r *Reconciler) Diff(ctx context.Context, name string) (*Diff, error) {
 
 // diff is Diff's answer for the pass's render and cluster read.
 func (p *pass) diff(ctx context.Context) (*Diff, error) {
-	d := &Diff{App: p.app.Name, Commit: p.o.Commit, Drift: []diff.Field{}, Missing: []object.Ref{}, Orphaned: []object.Ref{}}
+	d := &Diff{App: p.app.Name, Commit: p.o.Commit, Fields: []diff.Field{}, Missing: []object.Ref{}, Orphaned: []object.Ref{}}
 	fields, err := p.fieldDiffs(ctx, p.desired, p.live)
 	if err != nil {
 		return nil, err
 	}
-	d.Drift = append(d.Drift, fields...)
+	d.Fields = append(d.Fields, fields...)
 	orphans, err := p.orphans(ctx)
 	if err != nil {
 		return nil, err

@@ -130,7 +130,7 @@ func (r *Reconciler) DryRun(ctx context.Context, name string, opts ...SyncOption
 	if err != nil {
 		return nil, err
 	}
-	plan.Heal = d.Drift
+	plan.Heal = d.Fields
 	inv, err := r.applier.InventoryIn(ctx, app.Name, app.AllowNamespaces)
 	if err != nil {
 		return nil, err

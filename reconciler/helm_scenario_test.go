@@ -202,7 +202,7 @@ func TestHelmChartApp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !d.InSync() || len(d.Drift)+len(d.Missing)+len(d.Orphaned) != 0 {
+	if !d.InSync() || len(d.Fields)+len(d.Missing)+len(d.Orphaned) != 0 {
 		t.Errorf("diff after the second sync: %+v, want in sync", d)
 	}
 

@@ -29,7 +29,7 @@ func newMetrics(r *Reconciler) *metrics {
 		}, []string{"app", "result"}),
 		heals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pinbot_heal_total",
-			Help: "Self-heals of drifted objects by app.",
+			Help: "Self-heals of objects out of sync, by app.",
 		}, []string{"app"}),
 		passes: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "pinbot_reconcile_duration_seconds",

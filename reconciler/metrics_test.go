@@ -59,7 +59,7 @@ pinbot_app_verification{app="web",state="Mismatch"} 0
 pinbot_app_verification{app="web",state="Pending"} 0
 pinbot_app_verification{app="web",state="Unknown"} 0
 pinbot_app_verification{app="web",state="Verified"} 1
-# HELP pinbot_heal_total Self-heals of drifted objects by app.
+# HELP pinbot_heal_total Self-heals of objects out of sync, by app.
 # TYPE pinbot_heal_total counter
 pinbot_heal_total{app="web"} 1
 # HELP pinbot_sync_total Syncs by app and result (Applied, Failed, Refused).

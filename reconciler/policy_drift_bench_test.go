@@ -152,12 +152,12 @@ func TestDriftManyObjects(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return len(d.Drift) == 1, jsonOf(d)
+		return len(d.Fields) == 1, jsonOf(d)
 	})
 	edit, _ := log.take()
 	t.Logf("edit to drift report: %s (%s)", time.Since(began).Round(time.Millisecond), summary(edit))
-	if want := fmt.Sprintf("ConfigMap %s/cm-250: data.num git=250 live=edited", s.name); d.Drift[0].String() != want {
-		t.Errorf("drift %q, want %q", d.Drift[0], want)
+	if want := fmt.Sprintf("ConfigMap %s/cm-250: data.num git=250 live=edited", s.name); d.Fields[0].String() != want {
+		t.Errorf("drift %q, want %q", d.Fields[0], want)
 	}
 	if edit["dry-run"] != 1 || edit["list"] != 0 {
 		t.Errorf("after one edit: %s, want one dry run and no list", summary(edit))

@@ -87,12 +87,12 @@ func TestDriftReportedWithoutSelfHeal(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantDiff := &reconciler.Diff{App: s.name, Commit: commit, Sync: status.OutOfSync,
-		Drift:   []diff.Field{{Object: web, Path: "spec.replicas", Pointer: "/spec/replicas", Git: int64(3), Live: int64(1)}},
+		Fields:  []diff.Field{{Object: web, Path: "spec.replicas", Pointer: "/spec/replicas", Git: int64(3), Live: int64(1)}},
 		Missing: []object.Ref{}, Orphaned: []object.Ref{}}
 	if diff := cmp.Diff(wantDiff, d); diff != "" {
 		t.Errorf("Diff (-want +got):\n%s", diff)
 	}
-	raw, err := json.Marshal(d.Drift[0])
+	raw, err := json.Marshal(d.Fields[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,10 +126,10 @@ func TestLabelGitNeverSetIsNotDrift(t *testing.T) {
 		if d, err = s.r.Diff(testCtx, s.name); err != nil {
 			return false, err.Error()
 		}
-		return len(d.Drift) > 0, jsonOf(d)
+		return len(d.Fields) > 0, jsonOf(d)
 	})
 	want := []string{fmt.Sprintf("ConfigMap %s/settings: metadata.labels.tier git=web live=db", s.name)}
-	if diff := cmp.Diff(want, driftStrings(d.Drift)); diff != "" {
+	if diff := cmp.Diff(want, driftStrings(d.Fields)); diff != "" {
 		t.Errorf("drift after editing owner (Git never set it) and tier (Git sets it) (-want +got):\n%s", diff)
 	}
 
@@ -157,7 +157,7 @@ func TestLabelGitNeverSetIsNotDrift(t *testing.T) {
 		t.Fatal(err)
 	}
 	settings := object.Ref{Kind: "ConfigMap", Namespace: s.name, Name: "settings"}
-	want2 := &reconciler.Diff{App: s.name, Commit: commit, Sync: status.OutOfSync, Drift: []diff.Field{},
+	want2 := &reconciler.Diff{App: s.name, Commit: commit, Sync: status.OutOfSync, Fields: []diff.Field{},
 		Missing: []object.Ref{{Kind: "ConfigMap", Namespace: s.name, Name: "other"}}, Orphaned: []object.Ref{settings}}
 	if diff := cmp.Diff(want2, d); diff != "" {
 		t.Errorf("diff after Git dropped settings (-want +got):\n%s", diff)

@@ -185,8 +185,8 @@ func (b *recBench) drift(ctx context.Context, r *report, file string, naive *nai
 		if err != nil {
 			return took, err
 		}
-		if len(d.Drift) != want || len(d.Missing)+len(d.Orphaned) != 0 {
-			return took, fmt.Errorf("diff: %d drifted fields (want %d), %d missing, %d orphaned: %v", len(d.Drift), want, len(d.Missing), len(d.Orphaned), d.Drift)
+		if len(d.Fields) != want || len(d.Missing)+len(d.Orphaned) != 0 {
+			return took, fmt.Errorf("diff: %d fields out of sync (want %d), %d missing, %d orphaned: %v", len(d.Fields), want, len(d.Missing), len(d.Orphaned), d.Fields)
 		}
 		return took, nil
 	}
@@ -249,7 +249,7 @@ func (b *recBench) editLive(ctx context.Context) error {
 	return nil
 }
 
-// diffUntil calls Diff until it reports want drifted fields (the
+// diffUntil calls Diff until it reports want fields out of sync (the
 // Reconciler's watch may not have delivered the edits yet) and returns
 // the duration of that call.
 func (b *recBench) diffUntil(ctx context.Context, rc *reconciler.Reconciler, want int) (time.Duration, error) {
@@ -261,11 +261,11 @@ func (b *recBench) diffUntil(ctx context.Context, rc *reconciler.Reconciler, wan
 		if err != nil {
 			return took, err
 		}
-		if len(d.Drift) == want {
+		if len(d.Fields) == want {
 			return took, nil
 		}
 		if time.Now().After(deadline) {
-			return took, fmt.Errorf("diff after %d live edits reports %d drifted fields: %v", want, len(d.Drift), d.Drift)
+			return took, fmt.Errorf("diff after %d live edits reports %d fields out of sync: %v", want, len(d.Fields), d.Fields)
 		}
 		select {
 		case <-ctx.Done():

@@ -49,7 +49,7 @@ type App struct {
 	OutOfSync []object.Ref `json:"out_of_sync,omitempty"`
 	// Drift lists each field Git sets whose live value differs (see
 	// diff.Fields); fields under the app's ignore rules are left out.
-	Drift []diff.Field `json:"drift,omitempty"`
+	Drift []diff.Field `json:"fields,omitempty"`
 	// Orphaned are objects of the app's inventory that Commit no longer
 	// declares; prune deletes them, else they stay.
 	Orphaned []object.Ref `json:"orphaned,omitempty"`

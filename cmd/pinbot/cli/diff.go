@@ -20,12 +20,12 @@ cluster, applying nothing. For each object it asks the API server for a
 server-side apply dry run of Git's version (field manager "pinbot") and
 compares the result with the live object on exactly the fields Git's
 manifest sets, as the dry run's managed fields list them. A field Git does
-not set is never drift, whoever changed it; fields under the app's ignore
+not set is never out of sync, whoever changed it; fields under the app's ignore
 rules are left out. Objects Git declares that the cluster lacks are
 Missing; objects carrying the app's inventory label that Git no longer
 declares are Orphaned.
 
-Each drifted field prints as one line:
+Each field out of sync prints as one line:
 
   Deployment web/web: spec.replicas git=3 live=1
 
@@ -33,10 +33,11 @@ Like argocd app diff, the command exits 0 when the cluster matches Git and 1
 when it differs (or when the diff could not be made: Git or the cluster
 unreachable; stderr says which).
 
--o json prints {"app","commit","sync","drift":[{"object":{"group","kind",
+-o json prints {"app","commit","sync","fields":[{"object":{"group","kind",
 "namespace","name"},"path","pointer","git","live"}],"missing":[...],
 "orphaned":[...]}.`,
-		Args: exactArgs(1),
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeApps(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, _, err := f.open(args[0])
 			if err != nil {
@@ -64,15 +65,15 @@ unreachable; stderr says which).
 	return cmd
 }
 
-// writeDiff prints a verdict line, then one line per drifted field,
+// writeDiff prints a verdict line, then one line per field out of sync,
 // missing object and orphaned object.
 func writeDiff(w io.Writer, d *reconciler.Diff) error {
 	if d.InSync() {
-		_, err := fmt.Fprintf(w, "%s at %s: %s: no drift\n", d.App, abbrev(d.Commit, 12), d.Sync)
+		_, err := fmt.Fprintf(w, "%s at %s: %s: in sync\n", d.App, abbrev(d.Commit, 12), d.Sync)
 		return err
 	}
 	fmt.Fprintf(w, "%s at %s: %s: %s\n", d.App, abbrev(d.Commit, 12), d.Sync, diffCounts(d))
-	for _, x := range d.Drift {
+	for _, x := range d.Fields {
 		fmt.Fprintln(w, x.String())
 	}
 	for _, m := range d.Missing {
@@ -87,7 +88,7 @@ func writeDiff(w io.Writer, d *reconciler.Diff) error {
 }
 
 func diffCounts(d *reconciler.Diff) string {
-	return fmt.Sprintf("%s, %d missing, %d orphaned", plural(len(d.Drift), "drifted field"), len(d.Missing), len(d.Orphaned))
+	return fmt.Sprintf("%s, %d missing, %d orphaned", plural(len(d.Fields), "field")+" out of sync", len(d.Missing), len(d.Orphaned))
 }
 
 func plural(n int, what string) string {

@@ -29,12 +29,12 @@ func TestWriteDiff(t *testing.T) {
 		want string
 	}{
 		{"in sync", reconciler.Diff{App: "shop", Commit: "0123456789abcdef", Sync: status.Synced},
-			"shop at 0123456789ab: Synced: no drift\n"},
-		{"drift, missing and orphaned", reconciler.Diff{App: "shop", Commit: "0123456789abcdef", Sync: status.OutOfSync,
-			Drift:    []diff.Field{{Object: web, Path: "spec.replicas", Git: int64(3), Live: int64(1)}},
+			"shop at 0123456789ab: Synced: in sync\n"},
+		{"out of sync, missing and orphaned", reconciler.Diff{App: "shop", Commit: "0123456789abcdef", Sync: status.OutOfSync,
+			Fields:   []diff.Field{{Object: web, Path: "spec.replicas", Git: int64(3), Live: int64(1)}},
 			Missing:  []object.Ref{{Kind: "ConfigMap", Namespace: "shop", Name: "new"}},
 			Orphaned: []object.Ref{{Kind: "ConfigMap", Namespace: "shop", Name: "old"}}},
-			"shop at 0123456789ab: OutOfSync: 1 drifted field, 1 missing, 1 orphaned\n" +
+			"shop at 0123456789ab: OutOfSync: 1 field out of sync, 1 missing, 1 orphaned\n" +
 				"Deployment shop/web: spec.replicas git=3 live=1\n" +
 				"ConfigMap shop/new: missing (in Git, not in the cluster)\n" +
 				"ConfigMap shop/old: orphaned (in the cluster, no longer in Git)\n"},
@@ -112,7 +112,7 @@ func TestDiffCommand(t *testing.T) {
 	if code, out, stderr := pinbot("sync", "shop", "--wait", "0"); code != exitOK {
 		t.Fatalf("sync: exit %d\n%s%s", code, out, stderr)
 	}
-	if code, out, stderr := pinbot("diff", "shop"); code != exitOK || out != "shop at "+commit[:12]+": Synced: no drift\n" {
+	if code, out, stderr := pinbot("diff", "shop"); code != exitOK || out != "shop at "+commit[:12]+": Synced: in sync\n" {
 		t.Errorf("diff after the sync: exit %d\n%s%s", code, out, stderr)
 	}
 
@@ -121,21 +121,21 @@ func TestDiffCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, stderr := pinbot("diff", "shop")
-	want := "shop at " + commit[:12] + ": OutOfSync: 1 drifted field, 0 missing, 0 orphaned\nConfigMap shop/settings: data.mode git=fast live=slow\n"
+	want := "shop at " + commit[:12] + ": OutOfSync: 1 field out of sync, 0 missing, 0 orphaned\nConfigMap shop/settings: data.mode git=fast live=slow\n"
 	if code != exitError || out != want || !strings.Contains(stderr, "shop differs from Git at "+commit[:12]) {
 		t.Errorf("diff after an edit: exit %d\n%s%s\nwant exit 1 and\n%s", code, out, stderr, want)
 	}
 	code, out, _ = pinbot("diff", "shop", "-o", "json")
 	var d struct {
-		Sync  string `json:"sync"`
-		Drift []struct {
+		Sync   string `json:"sync"`
+		Fields []struct {
 			Object    struct{ Kind, Namespace, Name string }
 			Path      string `json:"path"`
 			Git, Live any
-		} `json:"drift"`
+		} `json:"fields"`
 	}
-	if err := json.Unmarshal([]byte(out), &d); err != nil || code != exitError || d.Sync != "OutOfSync" || len(d.Drift) != 1 ||
-		d.Drift[0].Path != "data.mode" || d.Drift[0].Git != "fast" || d.Drift[0].Live != "slow" || d.Drift[0].Object.Name != "settings" {
+	if err := json.Unmarshal([]byte(out), &d); err != nil || code != exitError || d.Sync != "OutOfSync" || len(d.Fields) != 1 ||
+		d.Fields[0].Path != "data.mode" || d.Fields[0].Git != "fast" || d.Fields[0].Live != "slow" || d.Fields[0].Object.Name != "settings" {
 		t.Errorf("diff -o json: exit %d, %v\n%s", code, err, out)
 	}
 }

@@ -22,7 +22,8 @@ keeps them in the ConfigMap pinbot-app-<APP> of its stateNamespace: the
 commit, when and how it was synced (auto or manual), the result (Applied,
 Failed or Refused, with the reason), the health, and once verified the
 digests the Pods run. -o json prints {"status":{...},"entries":[...]}.`,
-		Args: exactArgs(1),
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeApps(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, _, err := f.openReading(args[0])
 			if err != nil {

@@ -11,7 +11,9 @@ func newReconcileCommand(_ *globals) *cobra.Command {
 	sf := &serveFlags{}
 	cmd := &cobra.Command{
 		Use:   "reconcile --config FILE",
-		Short: "Run the reconciler loop: follow each app's branch, apply (when automated) and verify",
+		Short: "Deprecated: use pinbot serve. Run the reconciler loop without leader election and the dashboard",
+		// The old name of the daemon, kept for one release.
+		Deprecated: `use "pinbot serve"; "reconcile" goes in the next release`,
 		Long: `Reconcile every app of the config until interrupted. Each app's branch is
 fetched every interval (default 60s); its manifests are rendered, compared
 with the cluster, applied when the app's syncPolicy.automated is true (the

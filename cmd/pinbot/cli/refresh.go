@@ -20,7 +20,8 @@ is) to pass APP at once, as flux reconcile asks a controller: it stamps
 APP on the trigger ConfigMap in the config's stateNamespace, which the
 leader watches. It returns once the request is written; pinbot status APP
 shows the pass. It needs only patch (and create) on that ConfigMap.`,
-		Args: exactArgs(1),
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeApps(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := f.load()
 			if err != nil {

@@ -35,7 +35,8 @@ last stored in the cluster, without touching Git.
 
 With APP, -o json prints one object; without, a list. The command exits 1
 when a status could not be computed (Git, render or cluster failing).`,
-		Args: maxArgs(1),
+		Args:              maxArgs(1),
+		ValidArgsFunction: completeApps(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			open := f.open
 			if o.cached {
@@ -127,7 +128,7 @@ func writeStatuses(w io.Writer, statuses []*status.App) error {
 			fmt.Fprintln(w)
 		}
 		for _, d := range s.Drift {
-			fmt.Fprintf(w, "%s: drift: %s\n", s.App, d)
+			fmt.Fprintf(w, "%s: field out of sync: %s\n", s.App, d)
 		}
 		for _, o := range s.Orphaned {
 			fmt.Fprintf(w, "%s: orphaned (in the cluster, no longer in Git): %s\n", s.App, o)

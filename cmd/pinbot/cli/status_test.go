@@ -12,7 +12,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
-func TestWriteStatusesNamesDriftAndOrphans(t *testing.T) {
+func TestWriteStatusesNamesFieldsOutOfSyncAndOrphans(t *testing.T) {
 	web := object.Ref{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web"}
 	st := &status.App{
 		App:      "web",
@@ -28,7 +28,7 @@ func TestWriteStatusesNamesDriftAndOrphans(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")[2:] // after the table
 	want := []string{
-		"web: drift: Deployment web/web: spec.replicas git=3 live=1",
+		"web: field out of sync: Deployment web/web: spec.replicas git=3 live=1",
 		"web: orphaned (in the cluster, no longer in Git): ConfigMap web/old",
 	}
 	if diff := cmp.Diff(want, lines); diff != "" {

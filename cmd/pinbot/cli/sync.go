@@ -75,7 +75,8 @@ nothing; it exits 1 if the API server would refuse an object.
 With --wait (default 5m) the command follows the rollout until the Pods
 are verified, the verification fails, or the wait ends, and exits 1
 unless verified. --wait 0 returns right after applying.`,
-		Args: exactArgs(1),
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeApps(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.waitSet = cmd.Flags().Changed("wait")
 			if err := o.Validate(); err != nil {

@@ -50,7 +50,8 @@ is not posted again.
 "deployed_commit","head_commit"}: commit is the head verified against,
 source is pinbot, argocd or flux, and deployed_commit what the deployer
 last deployed (for pinbot's own apps, the last commit pinbot synced).`,
-		Args: exactArgs(1),
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeApps(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, _, err := f.open(args[0])
 			if err != nil {
