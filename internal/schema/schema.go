@@ -6,6 +6,7 @@ package schema
 
 import (
 	"encoding/json"
+	"path"
 	"reflect"
 	"time"
 
@@ -41,6 +42,14 @@ func generate(v any, id, title string) ([]byte, error) {
 		RequiredFromJSONSchemaTags: true, // nothing is required by the Go types alone
 		AllowAdditionalProperties:  false,
 		Mapper:                     durations,
+		// Qualified by package: two packages' types of one name (the
+		// signature policy's Rule and an ignore Rule) are two definitions.
+		Namer: func(t reflect.Type) string {
+			if t.PkgPath() == "" {
+				return t.Name()
+			}
+			return path.Base(t.PkgPath()) + "." + t.Name()
+		},
 	}
 	s := r.Reflect(v)
 	s.ID = jsonschema.ID(id)
