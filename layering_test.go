@@ -17,7 +17,7 @@ const module = "pinbot.dev/pinbot"
 // The leaves every package may share: one job each, stdlib or a narrow
 // dependency, none of them I/O of their own.
 var leaves = []string{"internal/imageref", "internal/redact", "internal/logctx", "internal/clip", "internal/loopback", "internal/httpbound", "internal/retry", "internal/filelock",
-	"internal/private", "internal/confined"}
+	"internal/private", "internal/confined", "internal/peermetrics"}
 
 // pure are the reconciler's decisions: their module dependencies are
 // pure too (the leaves, render's error type excepted).
@@ -47,6 +47,7 @@ var allowed = map[string][]string{
 	"internal/filelock":   {},
 	"internal/private":    {},
 	"internal/confined":   {},
+	"internal/peermetrics": {},
 	"internal/retry":      {"internal/logctx", "internal/redact"},
 	"internal/imagebuild": {"internal/redact"},
 

@@ -15,6 +15,7 @@ import (
 
 	sdk "code.gitea.io/sdk/gitea"
 
+	"pinbot.dev/pinbot/internal/peermetrics"
 	"pinbot.dev/pinbot/internal/redact"
 )
 
@@ -145,7 +146,9 @@ func NewGitea(baseURL, token string, opts ...GiteaOption) (*Gitea, error) {
 	} else if o.caFile != "" {
 		return nil, errors.New("gitea client: WithCAFile and WithHTTPClient exclude each other; put the CA in the client's transport")
 	}
-	return &Gitea{url: strings.TrimSuffix(u.String(), "/"), baseURL: u, hc: withToken(hc, u, token), auth: Auth{Token: token, CAFile: o.caFile}}, nil
+	hc = withToken(hc, u, token)
+	hc.Transport = peermetrics.Forge(hc.Transport)
+	return &Gitea{url: strings.TrimSuffix(u.String(), "/"), baseURL: u, hc: hc, auth: Auth{Token: token, CAFile: o.caFile}}, nil
 }
 
 // caPool returns the system roots plus the certificates in caFile.

@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/file"
 	"pinbot.dev/pinbot/internal/httpbound"
+	"pinbot.dev/pinbot/internal/peermetrics"
 	"pinbot.dev/pinbot/internal/redact"
 )
 
@@ -44,7 +45,7 @@ func gitTransport(url string, auth Auth) (transport.Transport, *transport.Endpoi
 			}
 			t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 		}
-		return githttp.NewClientWithOptions(&http.Client{Transport: t}, nil), ep, nil
+		return githttp.NewClientWithOptions(&http.Client{Transport: peermetrics.Git(t)}, nil), ep, nil
 	case "file":
 		return file.DefaultClient, ep, nil
 	}

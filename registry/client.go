@@ -35,6 +35,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"pinbot.dev/pinbot/internal/loopback"
+	"pinbot.dev/pinbot/internal/peermetrics"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/internal/retry"
 )
@@ -181,7 +182,7 @@ func New(opts ...Option) (*Client, error) {
 	if len(o.basic) > 0 {
 		c.keychain = redactingKeychain{authn.NewMultiKeychain(explicitKeychain(o.basic), o.keychain)}
 	}
-	var rt http.RoundTripper = newHostTransport(o.transport, c.plainHTTPAllowed, o.concurrency, c.seen)
+	var rt http.RoundTripper = newHostTransport(peermetrics.Registry(o.transport), c.plainHTTPAllowed, o.concurrency, c.seen)
 	rt = retry.New(rt, o.maxElapsed)
 	rt = &verifyTransport{base: rt}
 	c.rt = transport.NewUserAgent(rt, userAgent)

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"pinbot.dev/pinbot/dashboard"
+	"pinbot.dev/pinbot/internal/peermetrics"
 	"pinbot.dev/pinbot/release/gate"
 )
 
@@ -35,7 +36,7 @@ func (d *daemon) registerMetrics() error {
 		leader, d.refusals, d.promotions, d.requests,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	}, d.o.Collectors...) {
+	}, append(peermetrics.Collectors(), d.o.Collectors...)...) {
 		if err := d.metrics.Register(c); err != nil {
 			return err
 		}

@@ -93,6 +93,10 @@ func TestServeReloadsItsConfig(t *testing.T) {
 		return strings.Contains(m, "pinbot_config_last_reload_successful 1") &&
 			strings.Contains(m, `pinbot_config_reloads_total{result="applied"} 1`), m
 	})
+	// The fetches of the two apps went to Gitea, and are counted.
+	if m := metrics(); !regexp.MustCompile(`pinbot_git_requests_total\{api="git",result="2xx"\} [1-9]`).MatchString(m) {
+		t.Errorf("/metrics counts no successful Git request:\n%s", m)
+	}
 	select {
 	case err := <-rep.done:
 		t.Fatalf("serve exited during the reloads: %v", err)
