@@ -1,18 +1,23 @@
 package reconciler
 
 import (
+	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/store"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 // metrics are the Reconciler's Prometheus metrics. The per-app gauges are
 // computed at scrape time from the status each app's last pass left in
-// memory (see statusCollector); only events are counted.
+// memory, or on a follower from the status the leader stored (see
+// statusCollector); only events are counted.
 type metrics struct {
 	syncs  *prometheus.CounterVec
 	heals  *prometheus.CounterVec
@@ -84,21 +89,35 @@ func (c statusCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, p := range c.r.lastPasses() {
+	ctx, cancel := context.WithTimeout(context.Background(), storedReadBudget)
+	defer cancel()
+	for _, p := range c.r.statuses(ctx) {
 		s := p.status
 		ch <- prometheus.MustNewConstMetric(syncedDesc, prometheus.GaugeValue, bit(s.Sync == status.Synced), s.App)
 		ch <- prometheus.MustNewConstMetric(healthyDesc, prometheus.GaugeValue, bit(s.Health == verdict.Healthy), s.App)
 		ch <- prometheus.MustNewConstMetric(verifiedDesc, prometheus.GaugeValue, bit(s.Verified), s.App)
-		state := verdict.Verified
-		if !s.Verified {
-			if state = verdict.StateOf(p.verification); state == verdict.Verified {
-				state = verdict.Pending // the status is the authority
-			}
-		}
+		state := stateOf(s, p.verification)
 		for _, st := range verdict.States {
 			ch <- prometheus.MustNewConstMetric(verificationDesc, prometheus.GaugeValue, bit(st == state), s.App, string(st))
 		}
 	}
+}
+
+// stateOf is the proof's state of a status: the status is the authority
+// on Verified; the verification, when this process holds it, or else the
+// status's record of it, says which of the other states.
+func stateOf(s status.App, v *verdict.Verification) verdict.Verdict {
+	if s.Verified {
+		return verdict.Verified
+	}
+	state := s.Proof
+	if v != nil {
+		state = verdict.StateOf(v)
+	}
+	if state == "" || state == verdict.Verified {
+		return verdict.Pending
+	}
+	return state
 }
 
 func bit(b bool) float64 {
@@ -114,16 +133,63 @@ type lastPass struct {
 	verification *verdict.Verification // nil when the pass verified nothing
 }
 
-// lastPasses returns each app's last pass, in config order, leaving out
-// the apps without a pass yet.
-func (r *Reconciler) lastPasses() []lastPass {
+// statuses returns each app's status, in config order: its last pass in
+// this process, else (on a follower, which runs no passes) the status the
+// leader stored, read at most every storedTTL; apps with neither are left
+// out.
+func (r *Reconciler) statuses(ctx context.Context) []lastPass {
 	var out []lastPass
 	for i := range r.cfg.Apps {
-		if s, v := r.apps[r.cfg.Apps[i].Name].lastPass(); s != nil {
+		name := r.cfg.Apps[i].Name
+		if s, v := r.apps[name].lastPass(); s != nil {
 			out = append(out, lastPass{status: *s, verification: v})
+			continue
+		}
+		if s := r.stored.get(ctx, r.history, name); s != nil {
+			out = append(out, lastPass{status: *s})
 		}
 	}
 	return out
+}
+
+// storedTTL is how long a stored status read for /metrics is used, and
+// storedReadBudget how long one scrape may spend reading them: a follower
+// with many apps reads a share of them each scrape, never all at once.
+const (
+	storedTTL        = 30 * time.Second
+	storedReadBudget = 5 * time.Second
+)
+
+// storedStatuses caches the statuses the leader stored, for the metrics
+// of a replica that runs no passes.
+type storedStatuses struct {
+	mu    sync.Mutex
+	byApp map[string]storedStatus
+}
+
+type storedStatus struct {
+	status *status.App
+	read   time.Time
+}
+
+// get returns app's stored status, read again when older than storedTTL
+// and ctx leaves time for it; nil when none was ever read.
+func (c *storedStatuses) get(ctx context.Context, h *store.History, app string) *status.App {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byApp == nil {
+		c.byApp = map[string]storedStatus{}
+	}
+	e := c.byApp[app]
+	if time.Since(e.read) < storedTTL || ctx.Err() != nil || h == nil {
+		return e.status
+	}
+	rec, err := h.Get(ctx, app)
+	if err != nil {
+		return e.status
+	}
+	c.byApp[app] = storedStatus{status: rec.Status, read: time.Now()}
+	return rec.Status
 }
 
 // countSync counts a sync of app with result; nil-safe for Reconcilers

@@ -17,6 +17,7 @@ import (
 // v2, and the Pods run v2. A render that ignored the overrides would
 // expect v1 and call them Mismatch.
 func TestDeployerOverrides(t *testing.T) {
+	needPeers(t)
 	v1, v2 := pushImage(t, "ov-app", "v1"), pushImage(t, "ov-app", "v2")
 	for _, kind := range []string{"argocd", "flux"} {
 		t.Run(kind, func(t *testing.T) {

@@ -50,6 +50,7 @@ type Reconciler struct {
 	metrics   *metrics
 	caps      *capabilities // the cluster's, for Helm renders (render.go)
 	apps      map[string]*appState
+	stored    storedStatuses                   // the leader's, for a follower's metrics
 	onProof   atomic.Pointer[func(app string)] // OnProofChange
 	// signatures is cfg.Signatures with its keys loaded, and reg the
 	// registry it reads signatures from (verifySignatures).

@@ -103,6 +103,19 @@ spec:
 	}
 	waitFor(60*time.Second, "the first commit synced", func() bool { return synced(first) == 1 })
 	waitFor(30*time.Second, "both replicas ready", func() bool { return ready(a) && ready(b) })
+	// The follower runs no passes, yet exports every app's state: the
+	// status the leader stored.
+	waitFor(60*time.Second, "the follower's /metrics shows app web", func() bool {
+		resp, err := http.Get("http://" + follower.addr + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		m, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(m), `pinbot_app_synced{app="web"} 1`) &&
+			strings.Contains(string(m), `pinbot_app_verification{app="web",state="Verified"} 1`) &&
+			strings.Contains(string(m), "pinbot_leader 0")
+	})
 	for _, r := range []*replica{a, b} {
 		resp, err := http.Get("http://" + r.addr + "/")
 		if err != nil {

@@ -62,6 +62,9 @@ type App struct {
 	// Verification is the one-line summary.
 	Verified     bool   `json:"verified"`
 	Verification string `json:"verification,omitempty"`
+	// Proof is the verification's state: Verified, Mismatch,
+	// Inconclusive, Unknown, or Pending before any.
+	Proof verdict.Verdict `json:"proof,omitempty"`
 	// Error says why the pass stopped early: source unreachable, render
 	// error, forbidden object, failed apply, cluster unreachable.
 	Error                  string     `json:"error,omitempty"`
@@ -176,6 +179,7 @@ func Of(o Observation) *App {
 			s.Health, s.HealthReason = verdict.Degraded, o.War
 		}
 	}
+	s.Proof = verdict.StateOf(o.Verification)
 	if v := o.Verification; v != nil {
 		s.Verified, s.Verification = v.Verified, v.Summary()
 	}

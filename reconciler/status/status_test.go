@@ -34,6 +34,12 @@ func TestStatusOf(t *testing.T) {
 		s := &App{App: "shop", Repo: "https://git.example/team/shop.git", Branch: "main", Path: "app", Automated: true,
 			ObservedAt: at, Sync: SyncUnknown, Health: verdict.HealthUnknown}
 		f(s)
+		if s.Proof == "" {
+			s.Proof = verdict.Pending
+			if s.Verified {
+				s.Proof = verdict.Verified
+			}
+		}
 		if s.Source == "" { // pinbot's own app: it deployed the synced commit
 			s.Source, s.HeadCommit, s.DeployedCommit = "pinbot", s.Commit, s.SyncedCommit
 		}
