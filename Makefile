@@ -31,7 +31,9 @@ PROMETHEUS_OPERATOR_VERSION  := v0.88.0
 
 export PINBOT_BIN_DIR := $(BIN)
 
-.PHONY: all build image test test-deps unit lint bench demo tools gitea kube crds clean schemas docs
+RELEASE_DIR ?= dist/$(VERSION)
+
+.PHONY: all build image release test test-deps unit lint bench demo tools gitea kube crds clean schemas docs
 
 all: build
 
@@ -57,6 +59,18 @@ image:
 	@SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)' $(GO) run ./hack/image --image '$(IMAGE)' --go '$(GO)' \
 		--version '$(VERSION)' --ldflags '$(LDFLAGS)' --source '$(SOURCE)' \
 		--pin-with $(BIN)/pinbot --pin-dir deploy/base $(if $(PIN_REPO),--pin-repo '$(PIN_REPO)')
+
+## release: a release into dist/VERSION (hack/release): static binaries for
+## linux and darwin on amd64 and arm64, a CycloneDX SBOM of each,
+## checksums.txt and provenance.intoto.json; with IMAGE=registry/repo also
+## the images REPO:VERSION and REPO:VERSION-debug (a busybox shell), with
+## OCI annotations and a provenance referrer each.
+##   make release VERSION=v0.3.0 [IMAGE=gitea.example/platform/pinbot]
+## BUSYBOX=linux/amd64=/bin/busybox,linux/arm64=PATH names the static
+## busybox of each debug platform (default: this machine's /bin/busybox).
+release:
+	@SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)' $(GO) run ./hack/release --version '$(VERSION)' --out '$(RELEASE_DIR)' \
+		--go '$(GO)' --ldflags '$(LDFLAGS)' --source '$(SOURCE)' $(if $(IMAGE),--image '$(IMAGE)') $(if $(BUSYBOX),--busybox '$(BUSYBOX)')
 
 ## tools: the real peers the end-to-end tests start on loopback. Gitea and
 ## the control plane build side by side: they share no packages, and each

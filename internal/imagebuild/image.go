@@ -67,6 +67,13 @@ type Options struct {
 	// Created is the images' creation time and every file's modification
 	// time, in whole seconds: SOURCE_DATE_EPOCH.
 	Created time.Time
+	// Annotations go on the index and on each image's manifest (see
+	// Annotations).
+	Annotations map[string]string
+	// Busybox, when set, makes the debug variant: each platform's image
+	// gains a shell, the static busybox at that path (keyed by the
+	// platform, "linux/amd64"), and a platform without one is left out.
+	Busybox map[string]string
 }
 
 // Index returns the OCI index of one image per binary, each on an empty
@@ -95,14 +102,29 @@ func Index(o Options) (v1.ImageIndex, error) {
 			return nil, fmt.Errorf("building the image index: platform %s listed twice", p)
 		}
 		seen[p.String()] = true
-		img, err := image(base, b, o.Labels, created)
+		var shell v1.Layer
+		if o.Busybox != nil {
+			bb, ok := o.Busybox[p.String()]
+			if !ok {
+				continue
+			}
+			if shell, err = Layer(BusyboxFiles(bb), created); err != nil {
+				return nil, fmt.Errorf("building the %s shell layer: %w", p, err)
+			}
+		}
+		img, err := image(base, shell, b, o.Labels, created)
 		if err != nil {
 			return nil, fmt.Errorf("building the %s image: %w", p, err)
 		}
+		img = mutate.Annotations(img, o.Annotations).(v1.Image)
 		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &p}})
 	}
+	if len(adds) == 0 {
+		return nil, errors.New("building the debug image index: no platform has a busybox")
+	}
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
-	return mutate.AppendManifests(idx, adds...), nil
+	idx = mutate.AppendManifests(idx, adds...)
+	return mutate.Annotations(idx, o.Annotations).(v1.ImageIndex), nil
 }
 
 // BaseFiles are the entries of the base layer: the CA bundle copied from
@@ -117,8 +139,9 @@ func BaseFiles(caBundle string) []File {
 	}
 }
 
-// image returns the OCI image of one binary.
-func image(base v1.Layer, b Binary, labels map[string]string, created time.Time) (v1.Image, error) {
+// image returns the OCI image of one binary, with the shell layer when
+// shell is not nil.
+func image(base, shell v1.Layer, b Binary, labels map[string]string, created time.Time) (v1.Image, error) {
 	app, err := Layer([]File{{Path: BinaryPath, Mode: 0o755, Source: b.Path}}, created)
 	if err != nil {
 		return nil, fmt.Errorf("building the binary's layer: %w", err)
@@ -145,12 +168,15 @@ func image(base v1.Layer, b Binary, labels map[string]string, created time.Time)
 	if err != nil {
 		return nil, err
 	}
-	img, err = mutate.Append(img,
-		mutate.Addendum{Layer: base, MediaType: types.OCILayer, History: v1.History{
-			Created: v1.Time{Time: created}, CreatedBy: "pinbot hack/image: CA bundle, passwd, group", Comment: "base"}},
-		mutate.Addendum{Layer: app, MediaType: types.OCILayer, History: v1.History{
-			Created: v1.Time{Time: created}, CreatedBy: "pinbot hack/image: " + BinaryPath, Comment: "pinbot"}},
-	)
+	layers := []mutate.Addendum{{Layer: base, MediaType: types.OCILayer, History: v1.History{
+		Created: v1.Time{Time: created}, CreatedBy: "pinbot hack/image: CA bundle, passwd, group", Comment: "base"}}}
+	if shell != nil {
+		layers = append(layers, mutate.Addendum{Layer: shell, MediaType: types.OCILayer, History: v1.History{
+			Created: v1.Time{Time: created}, CreatedBy: "pinbot hack/release: " + BusyboxPath, Comment: "debug shell"}})
+	}
+	layers = append(layers, mutate.Addendum{Layer: app, MediaType: types.OCILayer, History: v1.History{
+		Created: v1.Time{Time: created}, CreatedBy: "pinbot hack/image: " + BinaryPath, Comment: "pinbot"}})
+	img, err = mutate.Append(img, layers...)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"time"
 
 	"pinbot.dev/pinbot/internal/redact"
 )
@@ -66,4 +67,23 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, redact.String(strings.TrimSpace(stderr.String())))
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// Annotations returns the OCI annotations of the index and its images:
+// the labels' facts, the creation time, the title and the license.
+func Annotations(revision, source, version string, created time.Time) map[string]string {
+	a := map[string]string{
+		"org.opencontainers.image.title":       "pinbot",
+		"org.opencontainers.image.description": "Promote image digests through Gitea pull requests and prove the cluster runs them",
+		"org.opencontainers.image.licenses":    "Apache-2.0",
+		"org.opencontainers.image.created":     created.UTC().Format(time.RFC3339),
+		LabelVersion:                           version,
+	}
+	if revision != "" {
+		a[LabelRevision] = revision
+	}
+	if source != "" {
+		a[LabelSource] = source
+	}
+	return a
 }

@@ -30,6 +30,8 @@ type File struct {
 	Data []byte
 	// Source is a file on the build machine to copy the content from.
 	Source string
+	// Link, when set, makes the entry a symbolic link to it.
+	Link string
 }
 
 // Layer returns a gzip-compressed OCI layer holding files, with the
@@ -81,8 +83,11 @@ func entries(files []File) ([]File, error) {
 		if _, dup := byPath[clean]; dup {
 			return nil, fmt.Errorf("layer entry %s: listed twice", clean)
 		}
-		if f.Mode.IsDir() && (f.Data != nil || f.Source != "") {
+		if f.Mode.IsDir() && (f.Data != nil || f.Source != "" || f.Link != "") {
 			return nil, fmt.Errorf("layer entry %s: a directory has no content", clean)
+		}
+		if f.Link != "" && (f.Data != nil || f.Source != "") {
+			return nil, fmt.Errorf("layer entry %s: a symbolic link has no content", clean)
 		}
 		if f.Mode&^(fs.ModeDir|fs.ModeSticky|fs.ModePerm) != 0 {
 			return nil, fmt.Errorf("layer entry %s: mode %s: only files and directories", clean, f.Mode)
@@ -126,6 +131,13 @@ func writeTar(w io.Writer, entries []File, mtime time.Time) error {
 		if f.Mode.IsDir() {
 			hdr.Typeflag = tar.TypeDir
 			hdr.Name += "/"
+			if err := tw.WriteHeader(hdr); err != nil {
+				return fmt.Errorf("writing layer entry %s: %w", f.Path, err)
+			}
+			continue
+		}
+		if f.Link != "" {
+			hdr.Typeflag, hdr.Linkname, hdr.Mode = tar.TypeSymlink, f.Link, 0o777
 			if err := tw.WriteHeader(hdr); err != nil {
 				return fmt.Errorf("writing layer entry %s: %w", f.Path, err)
 			}
