@@ -99,6 +99,7 @@ var allowed = map[string][]string{
 	"internal/testenv/...":    {"*"},
 	"reconciler/internal/...": {"reconciler/object", "reconciler/verdict", "internal/imageref"},
 	"reconciler/spoke":        {"internal/redact"},
+	"reconciler/discover":     above(core, "reconciler/config"),
 	// The config files' JSON Schemas, generated from their types.
 	"internal/schema": {"*"},
 	"pins/pinstest":   {},

@@ -56,10 +56,13 @@ type Config struct {
 	// mounted Secret, say).
 	Signatures policy.Rules `yaml:"signatures"`
 	// Apps are reconciled independently of each other.
-	Apps []App      `yaml:"apps"`
-	file string     // where the config was read from, for error messages
-	root *yaml.Node // its document, for the lines of its keys
-	dir  string     // the file's directory, once ResolvePaths knows it
+	Apps []App `yaml:"apps"`
+	// Discover selects Argo CD Applications and Flux Kustomizations,
+	// each a verify-only app named after its object (see Discovery).
+	Discover []Discovery `yaml:"discover"`
+	file     string      // where the config was read from, for error messages
+	root     *yaml.Node  // its document, for the lines of its keys
+	dir      string      // the file's directory, once ResolvePaths knows it
 }
 
 // SignaturesDir is the directory the policy's key and trusted root paths

@@ -56,8 +56,13 @@ func (c *Config) Validate() error {
 		keys := []any{"signatures", p.Index}
 		add(KeyLine(c.root, append(keys, p.Path...)...), "%s", p.Error())
 	}
-	if len(c.Apps) == 0 {
-		add(0, "no apps")
+	if len(c.Apps) == 0 && len(c.Discover) == 0 {
+		add(0, "no apps (list apps:, or select them with discover:)")
+	}
+	for i, d := range c.Discover {
+		for _, msg := range d.problems() {
+			add(KeyLine(c.root, "discover", i), "discover[%d]: %s", i, msg)
+		}
 	}
 	seen := map[string]bool{}
 	for _, a := range c.Apps {

@@ -1,18 +1,21 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/homedir"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/discover"
 	"pinbot.dev/pinbot/serve"
 )
 
@@ -77,29 +80,52 @@ func (f *reconcilerFlags) openWith(opts []reconciler.Option, apps ...string) (*r
 	if err != nil {
 		return nil, nil, err
 	}
+	if len(cfg.Discover) > 0 {
+		// The apps discover: selects, as serve runs them.
+		rc, err := f.restConfig()
+		if err != nil {
+			return nil, nil, err
+		}
+		dyn, err := dynamic.NewForConfig(rc)
+		if err != nil {
+			return nil, nil, err
+		}
+		found, err := discover.List(context.Background(), dyn, cfg.Discover)
+		if err != nil {
+			return nil, nil, err
+		}
+		merged, _ := cfg.WithDiscovered(found)
+		cfg.Config = *merged
+	}
 	for _, a := range apps {
 		if _, err := cfg.App(a); err != nil {
 			return nil, nil, usageErrorf("argument APP: %w", err)
 		}
 	}
-	rc, err := f.restConfig()
-	if err != nil {
-		return nil, nil, err
-	}
-	dir := f.cacheDir
-	if dir == "" {
-		if dir, err = reconciler.DefaultCacheDir(); err != nil {
-			return nil, nil, err
-		}
-	}
-	if f.gitCache, err = gitforge.NewCache(dir); err != nil {
-		return nil, nil, fmt.Errorf("flag --cache-dir: %w", err)
-	}
-	r, err := reconciler.New(&cfg.Config, rc, append(opts, reconciler.WithGitCache(f.gitCache))...)
+	r, err := f.build(cfg, opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	return r, cfg, nil
+}
+
+// build returns a Reconciler of cfg on the cluster, with the Git cache of
+// --cache-dir.
+func (f *reconcilerFlags) build(cfg *serve.Config, opts []reconciler.Option) (*reconciler.Reconciler, error) {
+	rc, err := f.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	dir := f.cacheDir
+	if dir == "" {
+		if dir, err = reconciler.DefaultCacheDir(); err != nil {
+			return nil, err
+		}
+	}
+	if f.gitCache, err = gitforge.NewCache(dir); err != nil {
+		return nil, fmt.Errorf("flag --cache-dir: %w", err)
+	}
+	return reconciler.New(&cfg.Config, rc, append(opts, reconciler.WithGitCache(f.gitCache))...)
 }
 
 // restConfig resolves the cluster as kubectl does: --kubeconfig, else

@@ -13,7 +13,6 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/redact"
-	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/release/gate"
 	"pinbot.dev/pinbot/serve"
 )
@@ -111,51 +110,47 @@ func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Op
 	}
 	reload := newReloader(f, sf.reloadInterval)
 	o.Collectors = reload.collectors()
-	r, cfg, err := f.open()
+	if err := f.Validate(); err != nil {
+		return err
+	}
+	cur, err := reload.open(cmd.Context())
 	if err != nil {
 		return err
 	}
-	// Read after the open: a change in between is seen as a change.
-	data, _ := os.ReadFile(f.config)
-	reload.running(data)
 	rc, err := f.restConfig()
 	if err != nil {
-		r.Close()
+		cur.r.Close()
 		return err
 	}
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
-		r.Close()
+		cur.r.Close()
 		return fmt.Errorf("creating the Kubernetes client: %w", err)
 	}
 	// Each turn runs serve on one config until the process ends, or the
-	// file holds a new valid config: serve then shuts down as at SIGTERM
-	// (the pass in flight ends, the Lease is released) and starts again on
-	// the new one, in the same process.
+	// file holds a new valid config, or the discovered apps change: serve
+	// then shuts down as at SIGTERM (the pass in flight ends, the Lease is
+	// released) and starts again on the new one, in the same process.
 	for {
 		o.Cache = f.gitCache
 		ctx, cancel := context.WithCancel(cmd.Context())
-		type opened struct {
-			r   *reconciler.Reconciler
-			cfg *serve.Config
-		}
-		next := make(chan opened, 1)
-		go func() {
-			if r, cfg, ok := reload.next(ctx); ok {
-				next <- opened{r, cfg}
+		next := make(chan turn, 1)
+		go func(cur turn) {
+			if t, ok := reload.next(ctx, cur); ok {
+				next <- t
 				cancel()
 			}
-		}()
-		err := serve.Run(ctx, cfg, r, kube, o)
+		}(cur)
+		err := serve.Run(ctx, cur.cfg, cur.r, kube, o)
 		cancel()
-		r.Close()
+		cur.r.Close()
 		select {
-		case n := <-next:
+		case t := <-next:
 			if cmd.Context().Err() != nil {
-				n.r.Close()
+				t.r.Close()
 				return err
 			}
-			r, cfg = n.r, n.cfg
+			cur = t
 		default:
 			return err
 		}

@@ -1,0 +1,171 @@
+// Package discover finds the verify-only apps a config's discover:
+// entries select: it lists and watches Argo CD Applications and Flux
+// Kustomizations, and says when the set of selected apps changes, so the
+// apps come and go with their objects.
+package discover
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/deployer"
+)
+
+// The deployers' resources a discovery reads.
+var (
+	applications   = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
+	kustomizations = schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}
+)
+
+func resourceOf(d config.Discovery) schema.GroupVersionResource {
+	if d.Kind() == deployer.ArgoCD {
+		return applications
+	}
+	return kustomizations
+}
+
+// selected is what a discovery sees of an object.
+func selected(u *unstructured.Unstructured) config.Selected {
+	project, _, _ := unstructured.NestedString(u.Object, "spec", "project")
+	return config.Selected{Namespace: u.GetNamespace(), Name: u.GetName(), Labels: u.GetLabels(), Annotations: u.GetAnnotations(), Project: project}
+}
+
+// appsOf returns the apps of objs (per discovery, in the discoveries'
+// order), sorted by name within each discovery.
+func appsOf(ds []config.Discovery, objs [][]*unstructured.Unstructured) []config.App {
+	var out []config.App
+	for i, d := range ds {
+		var apps []config.App
+		for _, u := range objs[i] {
+			if o := selected(u); d.Matches(o) {
+				apps = append(apps, d.App(o))
+			}
+		}
+		slices.SortFunc(apps, func(a, b config.App) int { return strings.Compare(a.Name, b.Name) })
+		out = append(out, apps...)
+	}
+	return out
+}
+
+// List returns the apps ds select now.
+func List(ctx context.Context, dyn dynamic.Interface, ds []config.Discovery) ([]config.App, error) {
+	objs := make([][]*unstructured.Unstructured, len(ds))
+	for i, d := range ds {
+		list, err := dyn.Resource(resourceOf(d)).Namespace(d.Namespace()).List(ctx, metav1.ListOptions{LabelSelector: d.LabelSelector()})
+		if err != nil {
+			return nil, fmt.Errorf("discover[%d]: listing %s in %s: %w (grant pinbot read access with the deployers component)", i, resourceOf(d).Resource, d.Namespace(), err)
+		}
+		for j := range list.Items {
+			objs[i] = append(objs[i], &list.Items[j])
+		}
+	}
+	return appsOf(ds, objs), nil
+}
+
+// Watcher watches the objects of ds through informers, one per
+// discovery, filtered by its namespace and label selector on the server.
+type Watcher struct {
+	ds      []config.Discovery
+	stores  []cache.Store
+	synced  []cache.InformerSynced
+	changed chan struct{}
+
+	mu   sync.Mutex
+	last []string // the names of the apps last reported
+}
+
+// Watch starts watching until ctx ends. apps is the set the caller runs
+// on now: Changed fires when the selected set differs from it.
+func Watch(ctx context.Context, dyn dynamic.Interface, ds []config.Discovery, apps []config.App) *Watcher {
+	w := &Watcher{ds: ds, changed: make(chan struct{}, 1), last: names(apps)}
+	for _, d := range ds {
+		selector := d.LabelSelector()
+		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 10*time.Minute, d.Namespace(),
+			func(o *metav1.ListOptions) { o.LabelSelector = selector })
+		inf := f.ForResource(resourceOf(d)).Informer()
+		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { w.check() },
+			UpdateFunc: func(any, any) { w.check() },
+			DeleteFunc: func(any) { w.check() },
+		})
+		w.stores = append(w.stores, inf.GetStore())
+		w.synced = append(w.synced, inf.HasSynced)
+		f.Start(ctx.Done())
+	}
+	// A change between the caller's List and the informers' own lists
+	// would otherwise wait for the next event.
+	go func() {
+		if cache.WaitForCacheSync(ctx.Done(), w.synced...) {
+			w.check()
+		}
+	}()
+	return w
+}
+
+// Changed receives when the selected apps differ from the last set
+// reported (or given to Watch).
+func (w *Watcher) Changed() <-chan struct{} { return w.changed }
+
+// Apps returns the apps selected now, from the informers' caches, and
+// notes them as reported.
+func (w *Watcher) Apps() []config.App {
+	apps := w.current()
+	w.mu.Lock()
+	w.last = names(apps)
+	w.mu.Unlock()
+	return apps
+}
+
+func (w *Watcher) current() []config.App {
+	objs := make([][]*unstructured.Unstructured, len(w.ds))
+	for i, s := range w.stores {
+		for _, o := range s.List() {
+			if u, ok := o.(*unstructured.Unstructured); ok {
+				objs[i] = append(objs[i], u)
+			}
+		}
+	}
+	return appsOf(w.ds, objs)
+}
+
+// check signals Changed when the caches are synced and select another
+// set of apps than the last reported.
+func (w *Watcher) check() {
+	for _, s := range w.synced {
+		if !s() {
+			return
+		}
+	}
+	now := names(w.current())
+	w.mu.Lock()
+	same := slices.Equal(now, w.last)
+	w.mu.Unlock()
+	if same {
+		return
+	}
+	select {
+	case w.changed <- struct{}{}:
+	default:
+	}
+}
+
+func names(apps []config.App) []string {
+	out := make([]string, len(apps))
+	for i, a := range apps {
+		out[i] = a.Name
+	}
+	slices.Sort(out)
+	return out
+}
