@@ -35,11 +35,13 @@ type Source interface {
 	App(ctx context.Context, name string) (App, error)
 }
 
-// Handler serves the list at "/" and each app's page at "/apps/{name}".
+// Handler serves the list at "/", each app's page at "/apps/{name}", and
+// the same as JSON at APIPath and APIPath/{name}.
 // Everything is rendered on the server; a failed fetch answers 500 with
 // a plain message, never a half page.
 func Handler(src Source, refresh time.Duration) http.Handler {
 	mux := http.NewServeMux()
+	api(mux, src)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, req *http.Request) {
 		apps, err := src.Apps(req.Context())
 		if err != nil {
@@ -94,10 +96,15 @@ func render(w http.ResponseWriter, req *http.Request, p Page) {
 }
 
 func fail(w http.ResponseWriter, req *http.Request, err error) {
+	http.Error(w, message(req, err), http.StatusInternalServerError)
+}
+
+// message logs err and returns its first line, redacted, for an answer.
+func message(req *http.Request, err error) string {
 	logctx.From(req.Context()).Warn("dashboard", "path", req.URL.Path, "err", err)
 	msg := redact.String(err.Error())
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i]
 	}
-	http.Error(w, "dashboard: "+msg, http.StatusInternalServerError)
+	return msg
 }

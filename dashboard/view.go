@@ -45,6 +45,9 @@ type App struct {
 	// Pulls are the open promotion pull requests into the app's repository
 	// (only asked for on the app's page).
 	Pulls []gitforge.Pull
+	// Unavailable says what could not be read for the app (its stored
+	// status, its pull requests), and why: the page shows the rest.
+	Unavailable string
 }
 
 // Page is the view model of either page.
@@ -59,6 +62,9 @@ type Page struct {
 	Detail *DetailView
 	// Ledger is set on the ledger page.
 	Ledger *LedgerView
+	// Notices are what could not be read, each once: a peer that is down
+	// degrades only the part it feeds.
+	Notices []string
 }
 
 // AppView is one app's row.
@@ -117,6 +123,9 @@ func Build(apps []App, now time.Time, refresh time.Duration) Page {
 	p := Page{Title: "pinbot", Refresh: int(refresh / time.Second), Generated: now.UTC().Format(time.RFC3339)}
 	for _, a := range apps {
 		p.Apps = append(p.Apps, appView(a))
+		if a.Unavailable != "" && !slices.Contains(p.Notices, a.Unavailable) {
+			p.Notices = append(p.Notices, a.Unavailable)
+		}
 	}
 	slices.SortFunc(p.Apps, func(a, b AppView) int { return cmp.Compare(a.Name, b.Name) })
 	return p

@@ -3,9 +3,12 @@ package serve
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"pinbot.dev/pinbot/dashboard"
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/history"
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 // dashboardSource reads the dashboard's apps from the reconciler: the
@@ -58,7 +61,8 @@ func (s dashboardSource) App(ctx context.Context, name string) (dashboard.App, e
 		return app, err
 	}
 	if app.Pulls, err = s.r.OpenPulls(ctx, name); err != nil {
-		return dashboard.App{}, err
+		// The forge feeds only the pull requests: the rest still shows.
+		app.Unavailable = join(app.Unavailable, "pull requests: "+err.Error())
 	}
 	return app, nil
 }
@@ -69,12 +73,19 @@ func (s dashboardSource) app(ctx context.Context, name string) (dashboard.App, e
 		return dashboard.App{}, fmt.Errorf("%w: %s", dashboard.ErrNoApp, name)
 	}
 	rec, err := s.r.History(ctx, name)
+	unavailable := ""
 	if err != nil {
-		return dashboard.App{}, fmt.Errorf("reading the history of %s: %w", name, err)
+		// The cluster feeds the stored status and history: the app still
+		// shows with what this replica knows.
+		rec, unavailable = &history.Record{}, "stored status and history: "+firstLine(err.Error())
 	}
 	st := rec.Status // a follower runs no passes: the leader's persisted status
 	if last != nil && (st == nil || !last.ObservedAt.Before(st.ObservedAt)) {
 		st = last
+	}
+	if v == nil && st != nil && len(st.Pods) > 0 {
+		// The leader's proof, as it stored it.
+		v = &verdict.Verification{App: name, Commit: st.Commit, Verified: st.Verified, Containers: st.Pods}
 	}
 	a, err := s.r.Config().App(name)
 	if err != nil {
@@ -82,5 +93,19 @@ func (s dashboardSource) app(ctx context.Context, name string) (dashboard.App, e
 	}
 	// Who deploys the app (pinbot, argocd or flux) is the config's answer,
 	// known before the first pass.
-	return dashboard.App{Name: name, Source: string(a.Deployer()), Status: st, Verification: v, Record: rec}, nil
+	return dashboard.App{Name: name, Source: string(a.Deployer()), Status: st, Verification: v, Record: rec, Unavailable: unavailable}, nil
+}
+
+// join joins two notices of one app.
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// firstLine is s up to its first newline.
+func firstLine(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	return first
 }

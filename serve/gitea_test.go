@@ -160,7 +160,7 @@ func testPackageEventPromotes(t *testing.T, srv *gitea.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := testDaemon(t, cfg, Options{Secret: []byte(secret), Dashboard: true, Cache: cache}).mux()
+	mux := testDaemon(t, cfg, Options{Secret: []byte(secret), Dashboard: true, Cache: cache}).mux(true)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		rw := httptest.NewRecorder()
 		mux.ServeHTTP(rw, req)

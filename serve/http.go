@@ -2,10 +2,12 @@ package serve
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,12 +46,13 @@ func (d *daemon) registerMetrics() error {
 	return nil
 }
 
-// mux routes serve's HTTP endpoints: /webhook/gitea, /metrics and
-// /healthz; with the dashboard also / and /readyz.
-func (d *daemon) mux() http.Handler {
+// mux routes serve's HTTP endpoints: /metrics and /healthz, with webhook
+// /webhook/gitea, and with the dashboard also / (its JSON API under /api)
+// and /readyz.
+func (d *daemon) mux(webhook bool) http.Handler {
 	mux := http.NewServeMux()
 	if d.o.Dashboard {
-		mux.Handle("/", dashboard.Handler(dashboardSource{r: d.r, rl: d.release}, dashboard.DefaultRefresh))
+		mux.Handle("/", d.readAuth(dashboard.Handler(dashboardSource{r: d.r, rl: d.release}, dashboard.DefaultRefresh)))
 		mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			switch {
@@ -69,6 +72,26 @@ func (d *daemon) mux() http.Handler {
 	if len(d.o.GateToken) > 0 {
 		mux.Handle("GET "+gate.Path, gate.Handler(d.gateAnswer, d.o.GateToken))
 	}
+	if webhook {
+		d.handleWebhook(mux)
+	}
+	mux.Handle("GET /metrics", promhttp.HandlerFor(d.metrics, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}
+
+// webhookMux serves /webhook/gitea alone, for --webhook-listen.
+func (d *daemon) webhookMux() http.Handler {
+	mux := http.NewServeMux()
+	d.handleWebhook(mux)
+	return mux
+}
+
+// handleWebhook routes /webhook/gitea on mux.
+func (d *daemon) handleWebhook(mux *http.ServeMux) {
 	hook := d.webhook()
 	mux.Handle("/webhook/gitea", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if d.draining.Load() {
@@ -77,12 +100,27 @@ func (d *daemon) mux() http.Handler {
 		}
 		hook.ServeHTTP(w, req)
 	}))
-	mux.Handle("GET /metrics", promhttp.HandlerFor(d.metrics, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(w, "ok")
+}
+
+// readAuth guards h, the dashboard and its API, with the read token or
+// the auth proxy's header (see Options); with neither set it is h.
+func (d *daemon) readAuth(h http.Handler) http.Handler {
+	if len(d.o.ReadToken) == 0 && d.o.AuthHeader == "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if d.o.AuthHeader != "" && req.Header.Get(d.o.AuthHeader) != "" {
+			h.ServeHTTP(w, req)
+			return
+		}
+		if tok, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer "); ok && len(d.o.ReadToken) > 0 &&
+			subtle.ConstantTimeCompare([]byte(tok), d.o.ReadToken) == 1 {
+			h.ServeHTTP(w, req)
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="pinbot"`)
+		http.Error(w, "unauthorized: the dashboard needs a bearer token or the auth proxy's header", http.StatusUnauthorized)
 	})
-	return mux
 }
 
 // webhook is the Gitea webhook endpoint of d: a push triggers the apps

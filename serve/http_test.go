@@ -29,7 +29,7 @@ func TestWebhookAndMetricsEndpoints(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- serveHTTP(ctx, ln, d.mux()) }()
+	go func() { served <- serveHTTP(ctx, ln, d.mux(true)) }()
 	base := "http://" + ln.Addr().String()
 
 	get := func(method, path, body, sig string) (int, string) {
@@ -92,7 +92,7 @@ func TestWebhookAndMetricsEndpoints(t *testing.T) {
 
 // TestMuxRoutes checks the routes without a listener.
 func TestMuxRoutes(t *testing.T) {
-	mux := testDaemon(t, &Config{}, Options{Secret: []byte("x")}).mux()
+	mux := testDaemon(t, &Config{}, Options{Secret: []byte("x")}).mux(true)
 	for _, tc := range []struct {
 		method, path string
 		want         int

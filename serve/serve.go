@@ -61,6 +61,15 @@ type Options struct {
 	// GateToken, when set, serves the gate endpoint (gate.Path) to
 	// requests bearing it.
 	GateToken []byte
+	// ReadToken and AuthHeader guard the dashboard and its JSON API: a
+	// request bearing the token (Authorization: Bearer), or carrying the
+	// header an authenticating proxy sets, reads; with neither set,
+	// anyone who reaches the port reads.
+	ReadToken  []byte
+	AuthHeader string
+	// WebhookListen, when set, serves /webhook/gitea on this address of
+	// its own, and no longer on Listen.
+	WebhookListen string
 	// Collectors are more metrics for /metrics (the config reload's).
 	Collectors []prometheus.Collector
 }
@@ -193,7 +202,24 @@ func (d *daemon) run(ctx context.Context) error {
 			return fmt.Errorf("flag --listen: %w", err)
 		}
 		log.Info("serving", "addr", ln.Addr().String())
-		go func() { served <- serveHTTP(work, ln, d.mux()) }()
+		if d.o.WebhookListen == "" {
+			go func() { served <- serveHTTP(work, ln, d.mux(true)) }()
+		} else {
+			hl, err := net.Listen("tcp", d.o.WebhookListen)
+			if err != nil {
+				ln.Close()
+				return fmt.Errorf("flag --webhook-listen: %w", err)
+			}
+			log.Info("serving webhooks", "addr", hl.Addr().String())
+			both := make(chan error, 2)
+			go func() { both <- serveHTTP(work, ln, d.mux(false)) }()
+			go func() { both <- serveHTTP(work, hl, d.webhookMux()) }()
+			go func() {
+				// The first to end ends serve; the other then ends with work.
+				first := <-both
+				served <- errors.Join(first, <-both)
+			}()
+		}
 	}
 
 	// SIGTERM (ctx's end) stops the loops from starting passes; work,

@@ -67,7 +67,7 @@ func TestServeMuxReadyAndDraining(t *testing.T) {
 	}
 	defer r.Close()
 	d := &daemon{o: Options{Secret: []byte("s"), Dashboard: true}, cfg: &Config{Config: *cfg}, r: r, metrics: prometheus.NewRegistry(), requests: newWebhookCounter()}
-	mux := d.mux()
+	mux := d.mux(true)
 	code := func(method, path string) int {
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader("{}")))
@@ -108,7 +108,7 @@ func TestReadyzWithoutTheAPI(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- d.run(ctx) }()
-	mux := d.mux()
+	mux := d.mux(true)
 	poll.Until(t, time.Minute, "serve running its loops", func() (bool, string) { return d.ready.Load(), "" })
 	rec := httptest.NewRecorder()
 	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))

@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -140,6 +141,29 @@ spec:
 		return strings.Contains(string(page), `<code class="git">`+short+`</code>`) &&
 			strings.Contains(string(page), `<code class="running">`+short+`</code>`)
 	})
+
+	// So does the follower's, from the proof the leader stored; and
+	// `pinbot status --server` reads it through the follower's JSON API.
+	waitFor(60*time.Second, "the follower's dashboard shows the running Pod's digest", func() bool {
+		resp, err := http.Get("http://" + follower.addr + "/apps/web")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		page, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(page), `<code class="running">`+digest[:len("sha256:")+12]+`</code>`)
+	})
+	code, out, errOut := run(t, "status", "web", "--server", "http://"+follower.addr, "-o", "json")
+	var st struct {
+		Proof      string `json:"proof"`
+		Containers []struct {
+			RunningDigest string `json:"runningDigest"`
+		} `json:"containers"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil || st.Proof != "Verified" || len(st.Containers) != 1 ||
+		!strings.HasSuffix(st.Containers[0].RunningDigest, digest) {
+		t.Errorf("status web --server (the follower): exit %d, %v, %+v\n%s%s", code, err, st, out, errOut)
+	}
 
 	// A push, announced to the follower only: the leader syncs it.
 	second, err := g.PushDir(ctx, g.AdminUser, "manifests", "main", writeApp(2), "Two replicas")

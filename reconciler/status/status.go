@@ -23,6 +23,10 @@ import (
 // SyncState answers "does the cluster hold what Git declares?".
 type SyncState string
 
+// MaxPods bounds the containers a status keeps (App.Pods), so that it
+// fits its ConfigMap whatever the app's size; the summary counts them all.
+const MaxPods = 100
+
 // Sync states.
 const (
 	Synced    SyncState = "Synced"
@@ -74,6 +78,10 @@ type App struct {
 	ClusterUnreachableSince *time.Time `json:"cluster_unreachable_since,omitempty"`
 	Automated               bool       `json:"automated"`
 	ObservedAt              time.Time  `json:"observed_at"`
+	// Pods are the proof of each container of each current Pod, at most
+	// MaxPods of them: what every replica's dashboard shows, since only
+	// the leader verifies.
+	Pods []verdict.ContainerVerdict `json:"pods,omitempty"`
 	// Objects are each desired object's health (not persisted).
 	Objects []verdict.ObjectHealth `json:"objects,omitempty"`
 	// Source is who deploys the app: "pinbot", "argocd" or "flux".
@@ -182,6 +190,7 @@ func Of(o Observation) *App {
 	s.Proof = verdict.StateOf(o.Verification)
 	if v := o.Verification; v != nil {
 		s.Verified, s.Verification = v.Verified, v.Summary()
+		s.Pods = v.Containers[:min(len(v.Containers), MaxPods)]
 	}
 	if o.Err == nil {
 		return s

@@ -3,6 +3,7 @@ package status
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,9 @@ func TestStatusOf(t *testing.T) {
 			if s.Verified {
 				s.Proof = verdict.Verified
 			}
+		}
+		if s.Verified && s.Pods == nil {
+			s.Pods = verified.Containers
 		}
 		if s.Source == "" { // pinbot's own app: it deployed the synced commit
 			s.Source, s.HeadCommit, s.DeployedCommit = "pinbot", s.Commit, s.SyncedCommit
@@ -141,5 +145,18 @@ func TestDegradeEmpty(t *testing.T) {
 				t.Errorf("health %s (%q), want %s (%q)", s.Health, s.HealthReason, tc.wantHealth, tc.wantReason)
 			}
 		})
+	}
+}
+
+// TestStatusKeepsAtMostMaxPods: the stored proof is bounded, whatever
+// the app's size; the summary still counts every Pod.
+func TestStatusKeepsAtMostMaxPods(t *testing.T) {
+	v := &verdict.Verification{App: "big", Verified: true}
+	for i := range MaxPods + 50 {
+		v.Containers = append(v.Containers, verdict.ContainerVerdict{Pod: "p-" + strconv.Itoa(i), Container: "app", Verdict: verdict.Verified})
+	}
+	s := Of(Observation{App: &config.App{Name: "big"}, Verification: v})
+	if len(s.Pods) != MaxPods || s.Pods[0].Pod != "p-0" {
+		t.Errorf("kept %d Pods, want the first %d", len(s.Pods), MaxPods)
 	}
 }

@@ -28,7 +28,14 @@ type serveFlags struct {
 	gateTokenFile   string
 	releaseInterval time.Duration
 	reloadInterval  time.Duration
+	readTokenFile   string
+	authHeader      string
+	webhookListen   string
 }
+
+// readTokenEnv holds the dashboard's read token when
+// --dashboard-token-file is not given.
+const readTokenEnv = "PINBOT_DASHBOARD_TOKEN"
 
 func (f *serveFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.listen, "listen", "",
@@ -39,8 +46,31 @@ func (f *serveFlags) bind(cmd *cobra.Command) {
 		"file holding the bearer token of the gate endpoint "+gate.Path+" (default $"+gateTokenEnv+"; neither: no gate endpoint)")
 	cmd.Flags().DurationVar(&f.releaseInterval, "release-interval", serve.DefaultReleaseInterval,
 		"how often the release chains (.pinbot.yaml environments) are looked at: proofs, soaks, gates, rollbacks")
+	cmd.Flags().StringVar(&f.readTokenFile, "dashboard-token-file", "",
+		"file holding the bearer token the dashboard and its JSON API ask of readers (default $"+readTokenEnv+"; neither, nor --auth-proxy-header: anyone who reaches --listen reads)")
+	cmd.Flags().StringVar(&f.authHeader, "auth-proxy-header", "",
+		"a header an authenticating proxy sets, such as X-Forwarded-User: a request carrying it reads the dashboard (only behind that proxy)")
+	cmd.Flags().StringVar(&f.webhookListen, "webhook-listen", "",
+		`serve /webhook/gitea on this address of its own instead of --listen's, e.g. ":8081"`)
 	cmd.Flags().DurationVar(&f.reloadInterval, "reload-interval", DefaultReloadInterval,
 		"how often the config file is looked at; a valid change is applied in place, an invalid one logged and kept out")
+}
+
+// readToken is the dashboard's read token, nil for none.
+func (f *serveFlags) readToken() ([]byte, error) {
+	tok := strings.TrimSpace(os.Getenv(readTokenEnv))
+	if f.readTokenFile != "" {
+		t, err := gitforge.ReadToken(f.readTokenFile)
+		if err != nil {
+			return nil, usageErrorf("flag --dashboard-token-file: %w", err)
+		}
+		tok = t
+	}
+	redact.Register(tok)
+	if tok == "" {
+		return nil, nil
+	}
+	return []byte(tok), nil
 }
 
 // gateToken is the gate endpoint's token, nil for no endpoint.
@@ -105,6 +135,13 @@ func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Op
 		return usageErrorf("flag --release-interval: must be positive")
 	}
 	o.ReleaseInterval = sf.releaseInterval
+	if o.ReadToken, err = sf.readToken(); err != nil {
+		return err
+	}
+	o.AuthHeader, o.WebhookListen = sf.authHeader, sf.webhookListen
+	if sf.webhookListen != "" && sf.listen == "" {
+		return usageErrorf("flag --webhook-listen: needs --listen (the dashboard, metrics and probes)")
+	}
 	if sf.reloadInterval <= 0 {
 		return usageErrorf("flag --reload-interval: must be positive")
 	}

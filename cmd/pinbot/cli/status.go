@@ -5,17 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/status"
 )
 
 // statusOptions are the flags of `pinbot status` besides the shared ones.
 type statusOptions struct {
-	cached bool
+	cached      bool
+	server      string
+	serverToken string
 }
 
 func newStatusCommand(g *globals) *cobra.Command {
@@ -38,6 +44,17 @@ when a status could not be computed (Git, render or cluster failing).`,
 		Args:              maxArgs(1),
 		ValidArgsFunction: completeApps(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.server != "" {
+				token, err := serverToken(o.serverToken)
+				if err != nil {
+					return err
+				}
+				app := ""
+				if len(args) == 1 {
+					app = args[0]
+				}
+				return serverStatus(cmd.Context(), cmd.OutOrStdout(), g, o.server, token, app)
+			}
 			open := f.open
 			if o.cached {
 				open = f.openReading // the stored status needs no forge
@@ -72,6 +89,8 @@ when a status could not be computed (Git, render or cluster failing).`,
 	}
 	f.bind(cmd)
 	cmd.Flags().BoolVar(&o.cached, "cached", false, "print the status the reconcile loop stored, without fetching Git")
+	cmd.Flags().StringVar(&o.server, "server", "", "read the status from a running pinbot serve at this URL, through its JSON API")
+	cmd.Flags().StringVar(&o.serverToken, "server-token-file", "", "file holding the bearer token of --server's dashboard (default $"+readTokenEnv+")")
 	return cmd
 }
 
@@ -148,4 +167,18 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// serverToken is the read token of --server: the file's, else the
+// environment's, else none.
+func serverToken(file string) (string, error) {
+	if file == "" {
+		return strings.TrimSpace(os.Getenv(readTokenEnv)), nil
+	}
+	tok, err := gitforge.ReadToken(file)
+	if err != nil {
+		return "", usageErrorf("flag --server-token-file: %w", err)
+	}
+	redact.Register(tok)
+	return tok, nil
 }
