@@ -134,8 +134,13 @@ func (l *reloader) next(ctx context.Context, cur turn) (next turn, ok bool) {
 		case <-ctx.Done():
 			return turn{}, false
 		case <-changed:
-			log.Info("the apps discover: selects changed; serve restarts its loops on them")
+			// Applied at the next look: a burst of changes (many objects
+			// created at once) is one restart, not one each.
+			if !pending {
+				log.Info("the apps discover: selects changed; serve restarts its loops on them at the next look")
+			}
 			pending = true
+			continue
 		case <-tick.C:
 		}
 		data, err := os.ReadFile(l.f.config)
