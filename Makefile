@@ -33,7 +33,7 @@ export PINBOT_BIN_DIR := $(BIN)
 
 RELEASE_DIR ?= dist/$(VERSION)
 
-.PHONY: all build image release test test-deps unit lint bench demo tools gitea kube crds clean schemas docs
+.PHONY: all build demo-bin image release test test-deps unit lint bench demo tools gitea kube crds clean schemas docs
 
 all: build
 
@@ -152,15 +152,20 @@ lint:
 bench: tools build
 	$(GO) run ./hack/bench
 
-## demo: the promote half needs only Gitea, so Gitea builds first, alone,
-## and the demo starts as soon as it is built; the control plane builds in
-## the background at a lower priority (log: bin/kube-build.log), and the
-## demo's cluster half waits for it.
-demo: build crds
+## demo: the promote half needs only Gitea, so Gitea builds first, side
+## by side with pinbot and the demo itself, and the demo starts as soon as
+## they are built; the control plane builds in the background at a lower
+## priority (log: bin/kube-build.log), and the demo's cluster half waits
+## for it. The demo is built with CGO_ENABLED=0, as pinbot is, so the two
+## share every compiled package instead of compiling each twice.
+demo: crds
 	@mkdir -p $(BIN) && rm -f $(BIN)/kube-build.status
 	@( nice -n 10 $(MAKE) --no-print-directory kube > $(BIN)/kube-build.log 2>&1; echo $$? > $(BIN)/kube-build.status ) &
-	@$(MAKE) --no-print-directory gitea
-	PINBOT_KUBE_BUILD=$(BIN)/kube-build $(GO) run ./hack/demo
+	@$(MAKE) --no-print-directory -j3 gitea build demo-bin
+	PINBOT_KUBE_BUILD=$(BIN)/kube-build $(BIN)/demo
+
+demo-bin:
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/demo ./hack/demo
 
 clean:
 	rm -rf $(BIN)
