@@ -17,27 +17,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"pinbot.dev/pinbot/hack/internal/command"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
-	stop()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "image: %s\n", err)
-		var usage *usageError
-		if errors.As(err, &usage) {
-			os.Exit(2)
-		}
-		os.Exit(1)
-	}
-}
+func main() { command.Main("image", run) }
 
 // run builds, pushes and pins the image as the command line args say.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {

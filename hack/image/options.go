@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"pinbot.dev/pinbot/hack/internal/command"
 	"pinbot.dev/pinbot/internal/imagebuild"
 	"pinbot.dev/pinbot/internal/redact"
 )
@@ -35,14 +36,8 @@ type options struct {
 	pinRepo   name.Repository
 }
 
-// usageError is a bad command line or environment; main exits 2 on it.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...)}
-}
+// usagef is a bad command line; main exits 2 on it.
+var usagef = command.Usagef
 
 // parse reads args and SOURCE_DATE_EPOCH.
 func parse(args []string, getenv func(string) string, stderr io.Writer) (*options, error) {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"pinbot.dev/pinbot/hack/internal/command"
+
 	"context"
 	"errors"
 	"io"
@@ -67,7 +69,7 @@ func TestParseErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parse(tc.args, func(string) string { return tc.epoch }, io.Discard)
-			var usage *usageError
+			var usage *command.UsageError
 			if !errors.As(err, &usage) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want a usage error containing %q", err, tc.want)
 			}

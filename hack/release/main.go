@@ -16,33 +16,18 @@
 //	    [--platforms linux/amd64,...] [--busybox linux/amd64=/bin/busybox,...]
 //	    [--ldflags FLAGS] [--source URL] [--insecure]
 //
-// SOURCE_DATE_EPOCH (seconds) is the images' creation time; unset, the
-// commit's time.
+// SOURCE_DATE_EPOCH (seconds) is the images' creation time: make release
+// sets the commit's time; unset, it is now.
 package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
+
+	"pinbot.dev/pinbot/hack/internal/command"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
-	stop()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "release: %s\n", err)
-		var usage *usageError
-		if errors.As(err, &usage) {
-			os.Exit(2)
-		}
-		os.Exit(1)
-	}
-}
+func main() { command.Main("release", run) }
 
 // run builds the release the args say.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {

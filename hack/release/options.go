@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"pinbot.dev/pinbot/hack/internal/command"
 	"pinbot.dev/pinbot/internal/imagebuild"
 )
 
@@ -38,14 +39,8 @@ type options struct {
 	created   time.Time
 }
 
-// usageError is a bad command line; main exits 2 on it.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...)}
-}
+// usagef is a bad command line; main exits 2 on it.
+var usagef = command.Usagef
 
 // semver is a release version: vMAJOR.MINOR.PATCH, with an optional
 // pre-release.

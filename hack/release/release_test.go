@@ -1,6 +1,8 @@
 package main
 
 import (
+	"pinbot.dev/pinbot/hack/internal/command"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -250,7 +252,7 @@ func TestReleaseUsage(t *testing.T) {
 		{"--version", "v0.3.0", "--image", "r.example/p", "--busybox", "linux/amd64"},
 	} {
 		err := run(context.Background(), args, io.Discard, io.Discard, func(string) string { return "" })
-		var ue *usageError
+		var ue *command.UsageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "flag --") {
 			t.Errorf("run %q: %v, want a usage error naming the flag", args, err)
 		}
