@@ -17,13 +17,6 @@ import (
 	"pinbot.dev/pinbot/reconciler/deployer"
 )
 
-// The deployers' resources pinbot reads.
-var (
-	applicationsGVR    = schema.GroupVersionResource{Group: deployer.ArgoCDGroup, Version: "v1alpha1", Resource: "applications"}
-	kustomizationsGVR  = schema.GroupVersionResource{Group: deployer.KustomizeGroup, Version: "v1", Resource: "kustomizations"}
-	gitRepositoriesGVR = schema.GroupVersionResource{Group: deployer.SourceGroup, Version: "v1", Resource: "gitrepositories"}
-)
-
 // read reads the app's Application, or its Kustomization and
 // GitRepository, and what they say.
 func (ob *observer) read(ctx context.Context, app *config.App) (*deployedApp, error) {
@@ -31,7 +24,7 @@ func (ob *observer) read(ctx context.Context, app *config.App) (*deployedApp, er
 	switch {
 	case app.ArgoCD != nil:
 		ns, name := app.ArgoCD.Object()
-		u, err := ob.readObject(ctx, applicationsGVR, deployer.ApplicationKind, ns, name)
+		u, err := ob.readObject(ctx, deployer.ApplicationsResource, deployer.ApplicationKind, ns, name)
 		if err != nil {
 			return nil, err
 		}
@@ -48,7 +41,7 @@ func (ob *observer) read(ctx context.Context, app *config.App) (*deployedApp, er
 		d.health, d.workloads = a.Health(), a.Workloads()
 	case app.Flux != nil:
 		ns, name := app.Flux.Object()
-		u, err := ob.readObject(ctx, kustomizationsGVR, deployer.KustomizationKind, ns, name)
+		u, err := ob.readObject(ctx, deployer.KustomizationsResource, deployer.KustomizationKind, ns, name)
 		if err != nil {
 			return nil, err
 		}
@@ -60,7 +53,7 @@ func (ob *observer) read(ctx context.Context, app *config.App) (*deployedApp, er
 		if err != nil {
 			return nil, err
 		}
-		ru, err := ob.readObject(ctx, gitRepositoriesGVR, deployer.GitRepositoryKind, rns, rname)
+		ru, err := ob.readObject(ctx, deployer.GitRepositoriesResource, deployer.GitRepositoryKind, rns, rname)
 		if err != nil {
 			return nil, err
 		}

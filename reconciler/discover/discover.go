@@ -23,17 +23,11 @@ import (
 	"pinbot.dev/pinbot/reconciler/deployer"
 )
 
-// The deployers' resources a discovery reads.
-var (
-	applications   = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
-	kustomizations = schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}
-)
-
 func resourceOf(d config.Discovery) schema.GroupVersionResource {
 	if d.Kind() == deployer.ArgoCD {
-		return applications
+		return deployer.ApplicationsResource
 	}
-	return kustomizations
+	return deployer.KustomizationsResource
 }
 
 // selected is what a discovery sees of an object.

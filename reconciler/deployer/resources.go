@@ -1,0 +1,11 @@
+package deployer
+
+import "k8s.io/apimachinery/pkg/runtime/schema"
+
+// The deployers' resources pinbot reads: Argo CD's Applications, and
+// Flux's Kustomizations and GitRepositories.
+var (
+	ApplicationsResource    = schema.GroupVersionResource{Group: ArgoCDGroup, Version: "v1alpha1", Resource: "applications"}
+	KustomizationsResource  = schema.GroupVersionResource{Group: KustomizeGroup, Version: "v1", Resource: "kustomizations"}
+	GitRepositoriesResource = schema.GroupVersionResource{Group: SourceGroup, Version: "v1", Resource: "gitrepositories"}
+)
