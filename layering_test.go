@@ -17,7 +17,7 @@ const module = "pinbot.dev/pinbot"
 // The leaves every package may share: one job each, stdlib or a narrow
 // dependency, none of them I/O of their own.
 var leaves = []string{"internal/imageref", "internal/redact", "internal/logctx", "internal/clip", "internal/loopback", "internal/httpbound", "internal/retry", "internal/filelock",
-	"internal/private", "internal/confined", "internal/peermetrics"}
+	"internal/private", "internal/confined", "internal/peermetrics", "internal/jsonkeys"}
 
 // pure are the reconciler's decisions: their module dependencies are
 // pure too (the leaves, render's error type excepted).
@@ -48,6 +48,7 @@ var allowed = map[string][]string{
 	"internal/private":     {},
 	"internal/confined":    {},
 	"internal/peermetrics": {},
+	"internal/jsonkeys":    {},
 	"internal/retry":       {"internal/logctx", "internal/redact"},
 	"internal/imagebuild":  {"internal/redact"},
 
@@ -65,9 +66,9 @@ var allowed = map[string][]string{
 
 	// The release chain: pure decisions, their store in the cluster, and
 	// the gate other tools ask.
-	"release":       {"internal/imageref"},
-	"release/store": {"release", "internal/imageref"},
-	"release/gate":  {"release", "internal/imageref"},
+	"release":       {"internal/imageref", "internal/jsonkeys"},
+	"release/store": {"release", "internal/imageref", "internal/jsonkeys"},
+	"release/gate":  {"release", "internal/imageref", "internal/jsonkeys"},
 
 	// The reconciler's leaves and decisions, bottom up.
 	"reconciler/object":   {},
@@ -85,7 +86,7 @@ var allowed = map[string][]string{
 	"reconciler/status":   above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff"),
 	"reconciler/history":  above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status"),
 	"reconciler/settle":   above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status", "reconciler/history"),
-	"reconciler/store":    above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status", "reconciler/history"),
+	"reconciler/store":    above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status", "reconciler/history", "internal/jsonkeys"),
 	// The reconciler orchestrates them; it knows nothing of promotion.
 	"reconciler": append([]string{"reconciler/...", "gitforge", "registry", "render", "trust", "trust/policy"}, leaves...),
 
@@ -129,7 +130,7 @@ var forbiddenDirect = map[string][]string{
 
 // stdlibOnly are packages that may import nothing but the standard library
 // (and themselves), so that every other package can share them.
-var stdlibOnly = []string{"internal/imageref", "internal/loopback"}
+var stdlibOnly = []string{"internal/imageref", "internal/loopback", "internal/jsonkeys"}
 
 // testSupport are packages only tests, the demo, the benchmarks and the
 // build tooling may use. The product must not import "testing" itself

@@ -10,6 +10,7 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/internal/jsonkeys"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/trust"
@@ -54,10 +55,10 @@ type ChangeRecord struct {
 	Line      int    `json:"line"`
 	Kind      string `json:"kind"`
 	Image     string `json:"image"`
-	OldDigest string `json:"old_digest"`
-	NewDigest string `json:"new_digest"`
-	OldTag    string `json:"old_tag,omitempty"`
-	NewTag    string `json:"new_tag,omitempty"`
+	OldDigest string `json:"oldDigest"`
+	NewDigest string `json:"newDigest"`
+	OldTag    string `json:"oldTag,omitempty"`
+	NewTag    string `json:"newTag,omitempty"`
 	// Before and After are the changed line's text; they appear in the
 	// body's diff but not in the JSON.
 	Before string `json:"-"`
@@ -251,7 +252,7 @@ func ParseBody(body string) (Meta, error) {
 		return Meta{}, ErrNoMeta
 	}
 	var m Meta
-	if err := json.Unmarshal([]byte(found[len(found)-1][1]), &m); err != nil {
+	if err := jsonkeys.Unmarshal([]byte(found[len(found)-1][1]), &m); err != nil {
 		return Meta{}, fmt.Errorf("parsing pinbot block: %w", err)
 	}
 	if m.Version != MetaVersion {

@@ -106,6 +106,25 @@ func TestParseBodyRoundTrip(t *testing.T) {
 	}
 }
 
+// A pull request opened before the keys became camelCase is still read,
+// so pinbot updates it instead of opening a second one.
+func TestParseBodyWrittenBeforeCamelCase(t *testing.T) {
+	m := sampleMeta()
+	body := RenderBody(Proposal{Meta: m})
+	legacy := strings.NewReplacer(`"oldDigest"`, `"old_digest"`, `"newDigest"`, `"new_digest"`,
+		`"oldTag"`, `"old_tag"`, `"newTag"`, `"new_tag"`).Replace(body)
+	if legacy == body {
+		t.Fatal("the body names no camelCase key to spell the old way")
+	}
+	got, err := ParseBody(legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.SameProposal(m) {
+		t.Errorf("SameProposal of a body with the old keys = false; parsed %+v", got.Changes)
+	}
+}
+
 func TestParseBodyErrors(t *testing.T) {
 	tests := []struct {
 		name, body string

@@ -109,7 +109,7 @@ func TestMergedDigestIsVerified(t *testing.T) {
 	if err := json.Unmarshal(raw, &keys); err != nil || keys.App == nil || keys.Commit == nil || keys.Verified == nil {
 		t.Fatalf("verification JSON %s lacks app, commit or verified", raw)
 	}
-	for _, k := range []string{"namespace", "pod", "container", "git_digest", "running_digest", "verdict"} {
+	for _, k := range []string{"namespace", "pod", "container", "gitDigest", "runningDigest", "verdict"} {
 		if _, ok := keys.Containers[0][k]; !ok {
 			t.Errorf("container JSON %s lacks %q", raw, k)
 		}

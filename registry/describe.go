@@ -28,7 +28,7 @@ const (
 type Child struct {
 	Platform  imageref.Platform `json:"platform"`
 	Digest    string            `json:"digest"`
-	MediaType string            `json:"media_type"`
+	MediaType string            `json:"mediaType"`
 	Size      int64             `json:"size"` // bytes of the child's manifest, as the index records it
 }
 
@@ -38,7 +38,7 @@ type Image struct {
 	Repository string `json:"repository"` // normalised repository
 	Tag        string `json:"tag"`        // tag in the reference, "" for a bare digest reference
 	Digest     string `json:"digest"`     // digest the reference resolved to
-	MediaType  string `json:"media_type"`
+	MediaType  string `json:"mediaType"`
 
 	// Index is true for an image index (or Docker manifest list). Children
 	// are its platform images in index order; attestation manifests

@@ -181,10 +181,10 @@ func TestImageJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{
-		"reference": "r", "repository": "repo", "tag": "t", "digest": "d", "media_type": "m", "index": true,
+		"reference": "r", "repository": "repo", "tag": "t", "digest": "d", "mediaType": "m", "index": true,
 		"children": []any{
-			map[string]any{"platform": "linux/arm64/v8", "digest": "c", "media_type": "cm", "size": 3.0},
-			map[string]any{"platform": "", "digest": "n", "media_type": "nested", "size": 0.0},
+			map[string]any{"platform": "linux/arm64/v8", "digest": "c", "mediaType": "cm", "size": 3.0},
+			map[string]any{"platform": "", "digest": "n", "mediaType": "nested", "size": 0.0},
 		},
 		"platform": nil, "created": "2026-01-02T03:04:05Z",
 		"labels": map[string]any{}, "annotations": map[string]any{"a": "b"},

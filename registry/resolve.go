@@ -15,7 +15,7 @@ type Descriptor struct {
 	Reference  string `json:"reference"`  // normalised reference asked for, e.g. index.docker.io/library/nginx:1.27
 	Repository string `json:"repository"` // normalised repository, e.g. index.docker.io/library/nginx
 	Digest     string `json:"digest"`     // "sha256:<64 hex>" of the manifest or index
-	MediaType  string `json:"media_type"`
+	MediaType  string `json:"mediaType"`
 	Size       int64  `json:"size"` // bytes of the manifest or index itself
 }
 

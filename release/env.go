@@ -34,8 +34,13 @@ import (
 //	    freeze:
 //	      - {start: "0 18 * * 5", duration: 62h, timeZone: Europe/Berlin}
 type Environment struct {
-	Name  string   `yaml:"name" json:"name"`
-	From  string   `yaml:"from" json:"from,omitempty"`
+	// Name names the environment and its promotion branches.
+	Name string `yaml:"name" json:"name"`
+	// From is the environment whose proof a digest needs before it moves
+	// here; none for the first ones, which CI promotes into.
+	From string `yaml:"from" json:"from,omitempty"`
+	// Paths are the environment's files: slash globs relative to the
+	// repository root.
 	Paths []string `yaml:"paths" json:"paths"`
 	// Apps are the apps (pinbot's own or verify-only Argo CD and Flux
 	// apps, by name in serve's config) whose proof counts here.
@@ -46,16 +51,16 @@ type Environment struct {
 	// AutoMerge merges pinbot's promotion pull request into this
 	// environment once its gate is green and Gitea lets it (approvals,
 	// required checks); it never bypasses branch protection.
-	AutoMerge bool `yaml:"autoMerge" json:"auto_merge,omitempty"`
+	AutoMerge bool `yaml:"autoMerge" json:"autoMerge,omitempty"`
 	// Rollback says what pinbot does when a merged digest fails to prove.
 	Rollback RollbackMode `yaml:"rollback" json:"rollback,omitempty"`
 	// RollbackWindow bounds how long after a merge a failure is rolled
-	// back; later ones are reported. Default DefaultRollbackWindow.
-	RollbackWindow time.Duration `yaml:"rollbackWindow" json:"rollback_window,omitempty"`
+	// back; later ones are reported. Default 1h.
+	RollbackWindow time.Duration `yaml:"rollbackWindow" json:"rollbackWindow,omitempty"`
 	// ReadyTimeout is how long after a merge the digest has to be proven
 	// (every replica Verified, Ready and healthy) before it counts as
-	// failed. Default DefaultReadyTimeout.
-	ReadyTimeout time.Duration `yaml:"readyTimeout" json:"ready_timeout,omitempty"`
+	// failed. Default 5m.
+	ReadyTimeout time.Duration `yaml:"readyTimeout" json:"readyTimeout,omitempty"`
 	// Freeze lists the windows in which pinbot opens, updates and merges
 	// nothing for this environment.
 	Freeze []Freeze `yaml:"freeze" json:"freeze,omitempty"`
@@ -81,9 +86,13 @@ const (
 // Freeze is a change window: from each time the cron schedule Start names
 // (five fields, in TimeZone, default UTC), for Duration.
 type Freeze struct {
-	Start    string        `yaml:"start" json:"start"`
+	// Start is a cron schedule of five fields: when each window opens.
+	Start string `yaml:"start" json:"start"`
+	// Duration is how long each window lasts.
 	Duration time.Duration `yaml:"duration" json:"duration"`
-	TimeZone string        `yaml:"timeZone" json:"time_zone,omitempty"`
+	// TimeZone is Start's, an IANA name such as Europe/Berlin. Default
+	// UTC.
+	TimeZone string `yaml:"timeZone" json:"timeZone,omitempty"`
 }
 
 // Chain is the environments of a repository, in the order declared: an

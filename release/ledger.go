@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"pinbot.dev/pinbot/internal/jsonkeys"
 )
 
 // Ledger is which digest runs where: for every environment and image,
@@ -32,11 +34,11 @@ type Track struct {
 	// Pinned is the digest Git pins in the environment's paths, and since
 	// when pinbot saw it there.
 	Pinned   string    `json:"pinned,omitempty"`
-	PinnedAt time.Time `json:"pinned_at,omitzero"`
+	PinnedAt time.Time `json:"pinnedAt,omitzero"`
 	// Proven is Pinned while its proof holds; ProvenSince is when the
 	// proof first held without a break since: the soak's start.
 	Proven      string     `json:"proven,omitempty"`
-	ProvenSince *time.Time `json:"proven_since,omitempty"`
+	ProvenSince *time.Time `json:"provenSince,omitempty"`
 	// Commit and Pods are the last proof's (or the last look's).
 	Commit string `json:"commit,omitempty"`
 	Pods   []Pod  `json:"pods,omitempty"`
@@ -44,9 +46,9 @@ type Track struct {
 	Why string `json:"why,omitempty"`
 	// LastProven is the last digest proven here, PrevProven the one
 	// before it: what a failed release rolls back to.
-	LastProven   string    `json:"last_proven,omitempty"`
-	LastProvenAt time.Time `json:"last_proven_at,omitzero"`
-	PrevProven   string    `json:"prev_proven,omitempty"`
+	LastProven   string    `json:"lastProven,omitempty"`
+	LastProvenAt time.Time `json:"lastProvenAt,omitzero"`
+	PrevProven   string    `json:"prevProven,omitempty"`
 	// Merged is the latest change of Pinned, watched for a failed proof.
 	Merged *Merge `json:"merged,omitempty"`
 	// Proposal is pinbot's open promotion pull request into this
@@ -54,7 +56,7 @@ type Track struct {
 	Proposal *Proposal `json:"proposal,omitempty"`
 	Rollback *Proposal `json:"rollback,omitempty"`
 	// FrozenUntil is set while a freeze window holds the environment.
-	FrozenUntil *time.Time `json:"frozen_until,omitempty"`
+	FrozenUntil *time.Time `json:"frozenUntil,omitempty"`
 }
 
 // Merge is a new digest pinned in an environment, and what its proof did.
@@ -66,7 +68,7 @@ type Merge struct {
 	// Proved is set once the digest was proven here.
 	Proved bool `json:"proved,omitempty"`
 	// FailingSince is when the proof last broke after it had held.
-	FailingSince *time.Time `json:"failing_since,omitempty"`
+	FailingSince *time.Time `json:"failingSince,omitempty"`
 	// Done is set once the rollback window passed or a failure was
 	// acted on; Failure says what failed.
 	Done    bool   `json:"done,omitempty"`
@@ -97,7 +99,7 @@ type Hold struct {
 	From string `json:"from"`
 	// RolledBackTo is the digest the rollback restores, which does not
 	// lift the hold when it is pinned.
-	RolledBackTo string `json:"rolled_back_to,omitempty"`
+	RolledBackTo string `json:"rolledBackTo,omitempty"`
 }
 
 // Event is one thing pinbot decided, for people.
@@ -117,7 +119,7 @@ func Parse(data []byte) (*Ledger, error) {
 	if len(data) == 0 {
 		return l, nil
 	}
-	if err := json.Unmarshal(data, l); err != nil {
+	if err := jsonkeys.Unmarshal(data, l); err != nil {
 		return nil, fmt.Errorf("reading the ledger: %w", err)
 	}
 	if l.Envs == nil {

@@ -300,7 +300,7 @@ func (b *promoteBench) promoteOnce(ctx context.Context, d string, i int, extra .
 		}
 	}
 	var res struct {
-		PRNumber int64  `json:"pr_number"`
+		PRNumber int64  `json:"prNumber"`
 		Status   string `json:"status"`
 		Changes  []any  `json:"changes"`
 	}

@@ -112,11 +112,11 @@ func (d *demo) promote(ctx context.Context) error {
 		return err
 	}
 	var res []struct {
-		PRNumber int64 `json:"pr_number"`
+		PRNumber int64 `json:"prNumber"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		var one struct {
-			PRNumber int64 `json:"pr_number"`
+			PRNumber int64 `json:"prNumber"`
 		}
 		if err2 := json.Unmarshal([]byte(out), &one); err2 != nil {
 			return fmt.Errorf("reading promote's JSON: %w", err)

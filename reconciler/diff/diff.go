@@ -40,7 +40,7 @@ type Field struct {
 	Git  any `json:"git"`
 	Live any `json:"live"`
 	// LiveAbsent says the cluster does not have the field at all.
-	LiveAbsent bool `json:"live_absent,omitempty"`
+	LiveAbsent bool `json:"liveAbsent,omitempty"`
 }
 
 // String reads "Deployment web/web: spec.replicas git=3 live=1", or

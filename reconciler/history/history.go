@@ -63,7 +63,7 @@ type Entry struct {
 	// proceeds; Final marks the verdict as settled (verified, failed, or
 	// timed out).
 	Verified   bool          `json:"verified"`
-	VerifiedAt *time.Time    `json:"verified_at,omitempty"`
+	VerifiedAt *time.Time    `json:"verifiedAt,omitempty"`
 	Summary    string        `json:"summary,omitempty"`
 	Digests    []DigestCount `json:"digests,omitempty"`
 	Final      bool          `json:"final"`

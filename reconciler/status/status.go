@@ -50,7 +50,7 @@ type App struct {
 	Sync SyncState `json:"sync"`
 	// OutOfSync lists the objects that are not as Commit declares:
 	// missing, changed in Git since applied, drifted, or orphaned.
-	OutOfSync []object.Ref `json:"out_of_sync,omitempty"`
+	OutOfSync []object.Ref `json:"outOfSync,omitempty"`
 	// Drift lists each field Git sets whose live value differs (see
 	// diff.Fields); fields under the app's ignore rules are left out.
 	Drift []diff.Field `json:"fields,omitempty"`
@@ -58,10 +58,10 @@ type App struct {
 	// declares; prune deletes them, else they stay.
 	Orphaned []object.Ref `json:"orphaned,omitempty"`
 	// SyncedCommit is the last commit pinbot applied.
-	SyncedCommit string `json:"synced_commit,omitempty"`
+	SyncedCommit string `json:"syncedCommit,omitempty"`
 	// Health aggregates the objects' kstatus.
 	Health       verdict.Health `json:"health"`
-	HealthReason string         `json:"health_reason,omitempty"`
+	HealthReason string         `json:"healthReason,omitempty"`
 	// Verified says every current Pod runs the digests Commit pins;
 	// Verification is the one-line summary.
 	Verified     bool   `json:"verified"`
@@ -72,12 +72,12 @@ type App struct {
 	// Error says why the pass stopped early: source unreachable, render
 	// error, forbidden object, failed apply, cluster unreachable.
 	Error                  string     `json:"error,omitempty"`
-	SourceUnreachableSince *time.Time `json:"source_unreachable_since,omitempty"`
+	SourceUnreachableSince *time.Time `json:"sourceUnreachableSince,omitempty"`
 	// ClusterUnreachableSince is set while the Kubernetes API does not
 	// answer; the loop backs off and retries.
-	ClusterUnreachableSince *time.Time `json:"cluster_unreachable_since,omitempty"`
+	ClusterUnreachableSince *time.Time `json:"clusterUnreachableSince,omitempty"`
 	Automated               bool       `json:"automated"`
-	ObservedAt              time.Time  `json:"observed_at"`
+	ObservedAt              time.Time  `json:"observedAt"`
 	// Pods are the proof of each container of each current Pod, at most
 	// MaxPods of them: what every replica's dashboard shows, since only
 	// the leader verifies.
@@ -89,10 +89,10 @@ type App struct {
 	// DeployedCommit is what the deployer last deployed: the synced commit
 	// for pinbot's own apps, Argo CD's last successful sync or Flux's last
 	// applied revision for verify-only apps.
-	DeployedCommit string `json:"deployed_commit,omitempty"`
+	DeployedCommit string `json:"deployedCommit,omitempty"`
 	// HeadCommit is the head of the tracked branch, which the Pods are
 	// verified against (Commit says the same).
-	HeadCommit string `json:"head_commit,omitempty"`
+	HeadCommit string `json:"headCommit,omitempty"`
 }
 
 // SameAs reports whether s and o say the same thing, ignoring when they

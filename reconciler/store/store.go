@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
+	"pinbot.dev/pinbot/internal/jsonkeys"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/status"
@@ -81,13 +82,13 @@ func (h *History) Get(ctx context.Context, app string) (*history.Record, error) 
 func decodeRecord(cm *corev1.ConfigMap) (*history.Record, error) {
 	r := &history.Record{}
 	if s := cm.Data[historyKey]; s != "" {
-		if err := json.Unmarshal([]byte(s), &r.Entries); err != nil {
+		if err := jsonkeys.Unmarshal([]byte(s), &r.Entries); err != nil {
 			return nil, fmt.Errorf("decoding %s/%s %s: %w", cm.Namespace, cm.Name, historyKey, err)
 		}
 	}
 	if s := cm.Data[statusKey]; s != "" {
 		r.Status = &status.App{}
-		if err := json.Unmarshal([]byte(s), r.Status); err != nil {
+		if err := jsonkeys.Unmarshal([]byte(s), r.Status); err != nil {
 			return nil, fmt.Errorf("decoding %s/%s %s: %w", cm.Namespace, cm.Name, statusKey, err)
 		}
 	}

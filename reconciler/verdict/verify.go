@@ -73,8 +73,8 @@ type ContainerVerdict struct {
 	// Image is the repository Git pins for the container, "" when its
 	// image is not pinned.
 	Image         string  `json:"image,omitempty"`
-	GitDigest     string  `json:"git_digest"`
-	RunningDigest string  `json:"running_digest"`
+	GitDigest     string  `json:"gitDigest"`
+	RunningDigest string  `json:"runningDigest"`
 	Verdict       Verdict `json:"verdict"`
 	Reason        string  `json:"reason,omitempty"`
 	// Ready is the container's readiness; Waiting its waiting reason
@@ -88,7 +88,7 @@ type ContainerVerdict struct {
 	Node     string `json:"node,omitempty"`
 	// RunningRepository is the repository the imageID names when it is
 	// not Image (a mirror's, or another repository with the same digest).
-	RunningRepository string `json:"running_repository,omitempty"`
+	RunningRepository string `json:"runningRepository,omitempty"`
 	// Evidence lists what the verdict rests on: the owner chain that made
 	// the Pod count, the imageID, the Node's platform, registry answers.
 	Evidence []string `json:"evidence,omitempty"`
@@ -107,7 +107,7 @@ type Verification struct {
 	Containers []ContainerVerdict `json:"containers"`
 	// OldRevisions lists containers of Pods from other revisions, or
 	// terminating: listed apart, never failures.
-	OldRevisions []ContainerVerdict `json:"old_revisions"`
+	OldRevisions []ContainerVerdict `json:"oldRevisions"`
 	// Reasons says why the app is not verified beyond the verdicts (a
 	// rollout not observed yet, fewer Pods than desired).
 	Reasons []string `json:"reasons,omitempty"`

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/internal/jsonkeys"
 	"pinbot.dev/pinbot/release"
 )
 
@@ -58,7 +59,7 @@ type Answer struct {
 	// Hold is the hold on Digest there, if any.
 	Hold *release.Hold `json:"hold,omitempty"`
 	// FrozenUntil is set while a freeze window holds the environment.
-	FrozenUntil *time.Time    `json:"frozen_until,omitempty"`
+	FrozenUntil *time.Time    `json:"frozenUntil,omitempty"`
 	Pods        []release.Pod `json:"pods,omitempty"`
 }
 
@@ -161,7 +162,7 @@ func (c Client) Ask(ctx context.Context, q Query) (Answer, error) {
 		return Answer{}, fmt.Errorf("asking the gate at %s: HTTP %d: %s", c.URL, resp.StatusCode, e.Error)
 	}
 	var a Answer
-	if err := json.Unmarshal(body, &a); err != nil {
+	if err := jsonkeys.Unmarshal(body, &a); err != nil {
 		return Answer{}, fmt.Errorf("reading the gate's answer: %w", err)
 	}
 	return a, nil

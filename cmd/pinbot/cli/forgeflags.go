@@ -194,8 +194,8 @@ func (f *forgeFlags) choose() promote.ChooseOptions {
 
 // resultJSON is one branch's outcome in `-o json`.
 type resultJSON struct {
-	PRNumber int64                  `json:"pr_number,omitempty"`
-	PRURL    string                 `json:"pr_url,omitempty"`
+	PRNumber int64                  `json:"prNumber,omitempty"`
+	PRURL    string                 `json:"prURL,omitempty"`
 	Branch   string                 `json:"branch"`
 	Changes  []promote.ChangeRecord `json:"changes"`
 	Digest   string                 `json:"digest,omitempty"`
@@ -204,7 +204,7 @@ type resultJSON struct {
 	Images   []promote.ImageMeta    `json:"images,omitempty"`
 	Target   string                 `json:"target"`
 	Status   promote.Status         `json:"status"`
-	Closed   int64                  `json:"closed_pr_number,omitempty"`
+	Closed   int64                  `json:"closedPRNumber,omitempty"`
 	Notes    []string               `json:"notes,omitempty"`
 	// Signatures are, per image, who signed the digest and how it was
 	// built, as the signature policy found it.

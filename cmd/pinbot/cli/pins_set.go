@@ -49,10 +49,10 @@ type changeJSON struct {
 	Line      int       `json:"line"`
 	Kind      pins.Kind `json:"kind"`
 	Image     string    `json:"image"`
-	OldDigest string    `json:"old_digest"`
-	NewDigest string    `json:"new_digest"`
-	OldTag    string    `json:"old_tag,omitempty"`
-	NewTag    string    `json:"new_tag,omitempty"`
+	OldDigest string    `json:"oldDigest"`
+	NewDigest string    `json:"newDigest"`
+	OldTag    string    `json:"oldTag,omitempty"`
+	NewTag    string    `json:"newTag,omitempty"`
 	Before    string    `json:"before"`
 	After     string    `json:"after"`
 }

@@ -95,7 +95,7 @@ func TestPinsSetJSON(t *testing.T) {
 	}
 	want := []map[string]any{{
 		"file": "apps/web.yaml", "line": 5.0, "kind": "manifest", "image": "index.docker.io/library/nginx",
-		"old_digest": pinsDigestA, "new_digest": pinsDigestB, "old_tag": "1.27", "new_tag": "1.27",
+		"oldDigest": pinsDigestA, "newDigest": pinsDigestB, "oldTag": "1.27", "newTag": "1.27",
 		"before": "    image: nginx:1.27@" + pinsDigestA + " # web",
 		"after":  "    image: nginx:1.27@" + pinsDigestB + " # web",
 	}}
@@ -234,7 +234,7 @@ func TestPinsSetVariants(t *testing.T) {
 		Changes []struct {
 			File   string
 			Line   int
-			NewTag string `json:"new_tag"`
+			NewTag string `json:"newTag"`
 		}
 		Skipped []struct {
 			File, Tag, Reason string

@@ -66,7 +66,8 @@ versions (v1.2.3, 1.4, 42), else by the image's created time, else by
 revision labels that are build numbers.
 
 Prints the pull request URL (one line per target), or with -o json one
-object per target: {"pr_number","pr_url","branch","changes","digest","image",...}.
+object, {"prNumber","prURL","branch","changes","digest","image",...}, or an
+array of them when there are several targets.
 The token comes from --token-file or $PINBOT_GITEA_TOKEN; registry
 credentials from the docker config.`,
 		Args: exactArgs(0),
@@ -140,15 +141,18 @@ func (o *promoteOptions) run(cmd *cobra.Command, g *globals) error {
 	return werr
 }
 
-// writePromoteJSON writes one JSON object per line, one per target.
+// writePromoteJSON writes one JSON document: the target's object, or an
+// array of them when the promotion had several targets.
 func writePromoteJSON(w io.Writer, results []promote.Result, withText bool) error {
 	enc := json.NewEncoder(w)
-	for _, r := range results {
-		if err := enc.Encode(toJSON(r, withText)); err != nil {
-			return err
-		}
+	if len(results) == 1 {
+		return enc.Encode(toJSON(results[0], withText))
 	}
-	return nil
+	out := make([]resultJSON, 0, len(results))
+	for _, r := range results {
+		out = append(out, toJSON(r, withText))
+	}
+	return enc.Encode(out)
 }
 
 // writePromoteText prints the pull request URL of each target; a dry run

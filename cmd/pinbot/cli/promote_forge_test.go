@@ -126,8 +126,8 @@ func testCLIPromote(t *testing.T, srv *gitea.Server) {
 		t.Errorf("plain HTTP to the loopback Gitea was warned about: %s", stderr)
 	}
 	var got struct {
-		PRNumber int64  `json:"pr_number"`
-		PRURL    string `json:"pr_url"`
+		PRNumber int64  `json:"prNumber"`
+		PRURL    string `json:"prURL"`
 		Branch   string `json:"branch"`
 		Digest   string `json:"digest"`
 		Image    string `json:"image"`
@@ -137,8 +137,8 @@ func testCLIPromote(t *testing.T, srv *gitea.Server) {
 			Line      int    `json:"line"`
 			Kind      string `json:"kind"`
 			Image     string `json:"image"`
-			OldDigest string `json:"old_digest"`
-			NewDigest string `json:"new_digest"`
+			OldDigest string `json:"oldDigest"`
+			NewDigest string `json:"newDigest"`
 		} `json:"changes"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {

@@ -150,8 +150,8 @@ apps:
 		Verified   bool             `json:"verified"`
 		Containers []map[string]any `json:"containers"`
 		Source     string           `json:"source"`
-		Deployed   string           `json:"deployed_commit"`
-		Head       string           `json:"head_commit"`
+		Deployed   string           `json:"deployedCommit"`
+		Head       string           `json:"headCommit"`
 	}
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatal(err)
@@ -160,7 +160,7 @@ apps:
 		t.Fatalf("verify -o json = %s", out)
 	}
 	for _, ct := range v.Containers {
-		want := map[string]string{"namespace": "web", "container": "app", "git_digest": digest, "running_digest": digest, "verdict": "Verified"}
+		want := map[string]string{"namespace": "web", "container": "app", "gitDigest": digest, "runningDigest": digest, "verdict": "Verified"}
 		for k, w := range want {
 			if ct[k] != w {
 				t.Errorf("container %s = %q, want %q", k, ct[k], w)

@@ -93,14 +93,14 @@ func TestResolveJSON(t *testing.T) {
 		t.Fatalf("output is not JSON: %s\n%s", err, stdout)
 	}
 	keys := slices.Sorted(maps.Keys(got))
-	wantKeys := []string{"annotations", "children", "digest", "index", "labels", "media_type", "platform", "reference",
+	wantKeys := []string{"annotations", "children", "digest", "index", "labels", "mediaType", "platform", "reference",
 		"repository", "revision", "size", "source", "tag", "version"}
 	if diff := cmp.Diff(wantKeys, keys); diff != "" {
 		t.Errorf("JSON keys (-want +got):\n%s", diff)
 	}
 	for key, want := range map[string]any{
 		"digest": digest, "reference": host + "/multi:v1", "repository": host + "/multi", "tag": "v1",
-		"index": true, "media_type": string(types.OCIImageIndex), "revision": "abc123",
+		"index": true, "mediaType": string(types.OCIImageIndex), "revision": "abc123",
 	} {
 		if got[key] != want {
 			t.Errorf("%s = %v, want %v", key, got[key], want)

@@ -46,9 +46,9 @@ as a comment on the merged promotion pull request. A state already posted
 is not posted again.
 
 -o json prints {"app","commit","verified","containers":[{"namespace","pod",
-"container","git_digest","running_digest","verdict",...}],...,"source",
-"deployed_commit","head_commit"}: commit is the head verified against,
-source is pinbot, argocd or flux, and deployed_commit what the deployer
+"container","gitDigest","runningDigest","verdict",...}],...,"source",
+"deployedCommit","headCommit"}: commit is the head verified against,
+source is pinbot, argocd or flux, and deployedCommit what the deployer
 last deployed (for pinbot's own apps, the last commit pinbot synced).`,
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeApps(f),
@@ -95,8 +95,8 @@ last deployed (for pinbot's own apps, the last commit pinbot synced).`,
 type verifyOutput struct {
 	*verdict.Verification
 	Source         string `json:"source"`
-	DeployedCommit string `json:"deployed_commit"`
-	HeadCommit     string `json:"head_commit"`
+	DeployedCommit string `json:"deployedCommit"`
+	HeadCommit     string `json:"headCommit"`
 }
 
 // writeVerification prints the verdict line and per-container tables.

@@ -127,8 +127,8 @@ apps:
 				Commit   string `json:"commit"`
 				Verified bool   `json:"verified"`
 				Source   string `json:"source"`
-				Deployed string `json:"deployed_commit"`
-				Head     string `json:"head_commit"`
+				Deployed string `json:"deployedCommit"`
+				Head     string `json:"headCommit"`
 			}
 			poll.Until(t, 90*time.Second, "verify --report", func() (bool, string) {
 				code, stdout, stderr := run(t, append([]string{"verify", app, "--report", "-o", "json"}, common...)...)

@@ -1,0 +1,43 @@
+package store
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"pinbot.dev/pinbot/reconciler/history"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/verdict"
+)
+
+// A record an earlier release wrote, with snake_case keys, still reads:
+// an upgrade keeps every app's history and its last proof.
+func TestDecodeRecordWrittenBeforeCamelCase(t *testing.T) {
+	at := time.Date(2026, 11, 30, 9, 15, 0, 0, time.UTC)
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "pinbot-system", Name: configMapName("web")},
+		Data: map[string]string{
+			historyKey: `[{"commit":"c1","time":"2026-11-30T09:15:00Z","trigger":"auto","result":"Succeeded","applied":3,"verified_at":"2026-11-30T09:15:00Z"}]`,
+			statusKey: `{"app":"web","sync":"Synced","synced_commit":"c1","health":"Healthy","health_reason":"all current",
+				"verified":true,"observed_at":"2026-11-30T09:15:00Z","deployed_commit":"c1","head_commit":"c1",
+				"pods":[{"namespace":"web","pod":"web-1","container":"app","git_digest":"sha256:a","running_digest":"sha256:a","verdict":"Verified","workload":"Deployment/web"}]}`,
+		},
+	}
+	got, err := decodeRecord(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &history.Record{
+		Status: &status.App{App: "web", Sync: "Synced", SyncedCommit: "c1", Health: verdict.Healthy, HealthReason: "all current",
+			Verified: true, ObservedAt: at, DeployedCommit: "c1", HeadCommit: "c1",
+			Pods: []verdict.ContainerVerdict{{Namespace: "web", Pod: "web-1", Container: "app", GitDigest: "sha256:a",
+				RunningDigest: "sha256:a", Verdict: verdict.Verified, Workload: "Deployment/web"}}},
+		Entries: []history.Entry{{Commit: "c1", Time: at, Trigger: "auto", Result: "Succeeded", Applied: 3, VerifiedAt: &at}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decodeRecord (-want +got):\n%s", diff)
+	}
+}
