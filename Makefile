@@ -140,8 +140,8 @@ docs:
 	$(GO) run ./hack/clidocs docs/cli
 
 ## schemas: the JSON Schemas of .pinbot.yaml and the reconciler config,
-## generated from their Go types into docs/schema (a test checks they are
-## current).
+## and their reference pages, generated from their Go types and doc
+## comments into docs/schema (a test checks they are current).
 schemas:
 	$(GO) run ./hack/schema docs/schema
 

@@ -32,7 +32,13 @@ func userDocs(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append([]string{"README.md"}, files...)
+	// The config reference pages, generated from the config types' doc
+	// comments, speak to users too.
+	reference, err := filepath.Glob("docs/schema/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(append([]string{"README.md"}, files...), reference...)
 }
 
 // foreignFlags are other tools' flags the docs show (Kaniko's, kubectl's,

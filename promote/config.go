@@ -68,16 +68,34 @@ const (
 //
 // With no file there is one target, "default", covering every file.
 type Config struct {
-	Targets      []Target      `yaml:"targets"`
+	// Targets are the sets of files promoted together: one pull request
+	// per (target, image), and the first target whose paths match a file
+	// has it. Default: one target, "default", covering every file.
+	Targets []Target `yaml:"targets"`
+	// Environments declares a release chain instead of targets: each
+	// environment is a target, and a digest moves onward only once it
+	// is proven where it comes from.
 	Environments release.Chain `yaml:"environments"`
-	Labels       []string      `yaml:"labels"`
-	Reviewers    []string      `yaml:"reviewers"`
-	BranchPrefix string        `yaml:"branchPrefix"`
-	Author       Author        `yaml:"author"`
-	Track        []Track       `yaml:"track"`
-	Drift        DriftConfig   `yaml:"drift"`
-	Helm         []HelmChart   `yaml:"helm"`
-	Signatures   policy.Rules  `yaml:"signatures"`
+	// Labels are added to every pull request, created when missing.
+	Labels []string `yaml:"labels"`
+	// Reviewers are requested on every new pull request.
+	Reviewers []string `yaml:"reviewers"`
+	// BranchPrefix starts each promotion branch's name,
+	// <branchPrefix><target>/<image>. Default "pinbot/".
+	BranchPrefix string `yaml:"branchPrefix"`
+	// Author is the commits' author. Default pinbot <pinbot@localhost>.
+	Author Author `yaml:"author"`
+	// Track names the tag that digest-only pins of an image follow, for
+	// drift to watch.
+	Track []Track `yaml:"track"`
+	// Drift holds back young digests and groups drift's pull requests.
+	Drift DriftConfig `yaml:"drift"`
+	// Helm says how a chart that is not in the repository takes a
+	// digest in its values.
+	Helm []HelmChart `yaml:"helm"`
+	// Signatures is the signature policy: who must have signed a digest
+	// before it moves.
+	Signatures policy.Rules `yaml:"signatures"`
 	// Trust is Signatures with its keys and trusted roots loaded from
 	// the repository; LoadConfig sets it.
 	Trust *trust.Verifier `yaml:"-"`
@@ -86,8 +104,12 @@ type Config struct {
 // HelmChart declares how a chart that is not in the repository reads an
 // image digest from its values, which pinbot cannot render to find out.
 type HelmChart struct {
-	Chart  string `yaml:"chart"`
-	Digest string `yaml:"digest"` // "key", "tag" or "none"
+	// Chart is the chart's name: a Flux HelmRelease's
+	// spec.chart.spec.chart, an Argo CD source's chart.
+	Chart string `yaml:"chart"`
+	// Digest is where its values take a digest: "key" (a digest: beside
+	// the tag), "tag" (tag: v5@sha256:...) or "none" (left alone).
+	Digest string `yaml:"digest"`
 }
 
 // HelmFormOf returns the form .pinbot.yaml declares for a chart, if any.
@@ -109,20 +131,28 @@ func (c Config) HelmFormOf(chart string) (pins.HelmForm, bool) {
 // Target is a named set of files promoted together, such as one
 // environment's directory.
 type Target struct {
-	Name  string   `yaml:"name"`
+	// Name is used in branch names: [a-z0-9][a-z0-9._-]*.
+	Name string `yaml:"name"`
+	// Paths are slash globs relative to the repository root; ** spans
+	// directories.
 	Paths []string `yaml:"paths"`
 }
 
 // Author is the commit author.
 type Author struct {
-	Name  string `yaml:"name"`
+	// Name is the author's name.
+	Name string `yaml:"name"`
+	// Email is the author's email address.
 	Email string `yaml:"email"`
 }
 
 // Track makes digest-only pins of Image (in Paths, when given) follow Tag.
 type Track struct {
-	Image string   `yaml:"image"`
-	Tag   string   `yaml:"tag"`
+	// Image is the repository, as the pins name it.
+	Image string `yaml:"image"`
+	// Tag is the tag its digest-only pins follow.
+	Tag string `yaml:"tag"`
+	// Paths, when given, limit it to pins in these files (slash globs).
 	Paths []string `yaml:"paths"`
 }
 

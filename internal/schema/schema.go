@@ -5,8 +5,11 @@
 package schema
 
 import (
-	"encoding/json"
+	stdjson "encoding/json"
+	"fmt"
+	"os"
 	"path"
+	"path/filepath"
 	"reflect"
 	"time"
 
@@ -17,26 +20,64 @@ import (
 	"pinbot.dev/pinbot/serve"
 )
 
-// Files are the schemas docs/schema holds, by file name.
+// Files are what docs/schema holds, by file name: each config file's
+// schema, and its reference page (see Markdown).
 var Files = map[string]func() ([]byte, error){
-	"pinbot-repository.schema.json": Repository,
-	"pinbot-config.schema.json":     Config,
+	"pinbot-repository.schema.json": jsonFile(Repository),
+	"pinbot-config.schema.json":     jsonFile(Config),
+	"pinbot-repository.md":          markdownFile(Repository, "`.pinbot.yaml` reference", repositoryIntro),
+	"pinbot-config.md":              markdownFile(Config, "serve's config reference", configIntro),
 }
+
+const (
+	repositoryIntro = "`.pinbot.yaml` sits at the root of a manifest repository and says where " +
+		"`pinbot promote` and `pinbot drift` may pin (see [promote](../promote.md), " +
+		"[drift](../drift.md) and [environments](../environments.md))."
+	configIntro = "The file `pinbot serve` and every reconciler command read, from `--config` or " +
+		"`$PINBOT_CONFIG` (see [reconciler](../reconciler.md) and [serve](../serve.md))."
+)
 
 // Repository is the schema of .pinbot.yaml, a manifest repository's
 // config.
-func Repository() ([]byte, error) {
+func Repository() (*jsonschema.Schema, error) {
 	return generate(&promote.Config{}, "https://pinbot.dev/schema/pinbot-repository.schema.json",
 		"pinbot .pinbot.yaml: a manifest repository's targets, environments, tracking, drift and signature policy")
 }
 
 // Config is the schema of the reconciler's (pinbot serve's) config.
-func Config() ([]byte, error) {
+func Config() (*jsonschema.Schema, error) {
 	return generate(&serve.Config{}, "https://pinbot.dev/schema/pinbot-config.schema.json",
 		"pinbot serve and reconciler config: the apps, the forge, promote entries and the signature policy")
 }
 
-func generate(v any, id, title string) ([]byte, error) {
+func jsonFile(gen func() (*jsonschema.Schema, error)) func() ([]byte, error) {
+	return func() ([]byte, error) {
+		s, err := gen()
+		if err != nil {
+			return nil, err
+		}
+		out, err := stdjson.MarshalIndent(s, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		return append(out, '\n'), nil
+	}
+}
+
+func markdownFile(gen func() (*jsonschema.Schema, error), title, intro string) func() ([]byte, error) {
+	return func() ([]byte, error) {
+		s, err := gen()
+		if err != nil {
+			return nil, err
+		}
+		return Markdown(s, title, intro), nil
+	}
+}
+
+// The packages whose doc comments describe the config types' fields.
+var commented = []string{"promote", "release", "serve", "reconciler/config", "reconciler/deployer", "reconciler/ignore", "trust/policy"}
+
+func generate(v any, id, title string) (*jsonschema.Schema, error) {
 	r := &jsonschema.Reflector{
 		FieldNameTag:               "yaml",
 		RequiredFromJSONSchemaTags: true, // nothing is required by the Go types alone
@@ -51,14 +92,19 @@ func generate(v any, id, title string) ([]byte, error) {
 			return path.Base(t.PkgPath()) + "." + t.Name()
 		},
 	}
-	s := r.Reflect(v)
-	s.ID = jsonschema.ID(id)
-	s.Title = title
-	out, err := json.MarshalIndent(s, "", "  ")
+	root, wd, err := moduleRoot()
 	if err != nil {
 		return nil, err
 	}
-	return append(out, '\n'), nil
+	for _, dir := range commented {
+		if err := addComments(r, root, wd, dir); err != nil {
+			return nil, err
+		}
+	}
+	s := r.Reflect(v)
+	s.ID = jsonschema.ID(id)
+	s.Title = title
+	return s, nil
 }
 
 // durations are written as Go duration strings ("60s", "30m").
@@ -68,3 +114,41 @@ func durations(t reflect.Type) *jsonschema.Schema {
 	}
 	return nil
 }
+
+// moduleRoot is the directory of pinbot's go.mod relative to the working
+// directory, and the working directory relative to it: the comments are
+// read from the source.
+func moduleRoot() (root, wd string, err error) {
+	abs, err := os.Getwd()
+	if err != nil {
+		return "", "", err
+	}
+	for dir := abs; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			root, err := filepath.Rel(abs, dir)
+			if err != nil {
+				return "", "", err
+			}
+			wd, err := filepath.Rel(dir, abs)
+			return root, wd, err
+		}
+		if filepath.Dir(dir) == dir {
+			return "", "", fmt.Errorf("reading the config types' comments: no go.mod above %s", abs)
+		}
+	}
+}
+
+// addComments reads the doc comments of the Go files under dir, a path
+// below the module root; root is the module root relative to the working
+// directory, and wd the working directory relative to the root.
+func addComments(r *jsonschema.Reflector, root, wd, dir string) error {
+	// AddGoComments names a package base + its directory as walked, so
+	// base is the working directory's import path.
+	base := path.Join(module, filepath.ToSlash(wd))
+	if err := r.AddGoComments(base, filepath.Join(root, dir)); err != nil {
+		return fmt.Errorf("reading the comments of %s: %w", dir, err)
+	}
+	return nil
+}
+
+const module = "pinbot.dev/pinbot"

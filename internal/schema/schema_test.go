@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	invopop "github.com/invopop/jsonschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"sigs.k8s.io/yaml"
 )
@@ -104,6 +106,59 @@ signatures:
 				t.Errorf("invalid: %v", err)
 			case tc.fail != "" && (err == nil || !strings.Contains(err.Error(), tc.fail)):
 				t.Errorf("Validate = %v, want an error about %q", err, tc.fail)
+			}
+		})
+	}
+}
+
+// TestReferencePages: each config file's reference page has a row for
+// every key its schema allows, and every link inside it lands on a
+// section of the page.
+func TestReferencePages(t *testing.T) {
+	for page, gen := range map[string]func() (*invopop.Schema, error){
+		"pinbot-config.md": Config, "pinbot-repository.md": Repository,
+	} {
+		t.Run(page, func(t *testing.T) {
+			b, err := Files[page]()
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := string(b)
+			s, err := gen()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows := 0
+			for name, def := range s.Definitions {
+				if !strings.Contains(text, "\n## "+name+"\n") {
+					t.Errorf("no section for %s", name)
+				}
+				if def.Properties == nil {
+					continue
+				}
+				for p := def.Properties.Oldest(); p != nil; p = p.Next() {
+					rows++
+					if !strings.Contains(text, "| `"+p.Key+"` |") {
+						t.Errorf("%s: no row for key %s", name, p.Key)
+					}
+					if p.Value.Description == "" {
+						t.Errorf("%s.%s has no doc comment to explain it", name, p.Key)
+					}
+				}
+			}
+			if rows < 10 {
+				t.Errorf("%d keys in the schema; the reflection lost them", rows)
+			}
+			headings := map[string]bool{}
+			for _, l := range strings.Split(text, "\n") {
+				if h, ok := strings.CutPrefix(l, "## "); ok {
+					headings[anchor(h)] = true
+				}
+			}
+			for _, m := range regexp.MustCompile(`\]\(#([^)]+)\)`).FindAllStringSubmatch(text, -1) {
+				if !headings[m[1]] {
+					t.Errorf("link #%s lands on no section", m[1])
+				}
 			}
 		})
 	}

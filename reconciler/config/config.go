@@ -77,8 +77,11 @@ func (c *Config) SignaturesDir() string {
 // Mirror maps an upstream registry or repository prefix to its mirror's:
 // {from: docker.io, to: mirror.internal:5000/hub}.
 type Mirror struct {
+	// From is the upstream registry or repository prefix.
 	From string `yaml:"from"`
-	To   string `yaml:"to"`
+	// To is the mirror's registry or repository prefix that Nodes pull
+	// From's images through.
+	To string `yaml:"to"`
 }
 
 // Rules returns the mirror rules in the normal form verification compares
@@ -112,9 +115,13 @@ func mirrorPrefix(p string) (string, error) {
 
 // ForgeConfig locates the Gitea API and its credentials.
 type ForgeConfig struct {
-	URL       string `yaml:"url"`
+	// URL is Gitea's base URL, https://gitea.example.
+	URL string `yaml:"url"`
+	// TokenFile holds the Gitea token (a mounted Secret's key).
 	TokenFile string `yaml:"tokenFile"`
-	CAFile    string `yaml:"caFile"`
+	// CAFile is a PEM bundle of the CAs that sign Gitea's certificate,
+	// beside the system's.
+	CAFile string `yaml:"caFile"`
 	// Insecure allows a plain-HTTP URL to a host that is not loopback,
 	// which sends the token in clear (as --insecure-forge does).
 	Insecure bool `yaml:"insecure"`
@@ -123,8 +130,11 @@ type ForgeConfig struct {
 // Auth holds the credentials for one app's Git repository. Paths relative to
 // the config file are resolved against its directory.
 type Auth struct {
+	// TokenFile holds the token pinbot clones with over HTTPS.
 	TokenFile string `yaml:"tokenFile"`
-	CAFile    string `yaml:"caFile"`
+	// CAFile is a PEM bundle of the CAs that sign the Git server's
+	// certificate, beside the system's.
+	CAFile string `yaml:"caFile"`
 }
 
 // SyncPolicy says what pinbot may do on its own. Every field defaults to
@@ -132,7 +142,8 @@ type Auth struct {
 type SyncPolicy struct {
 	// Automated applies each new commit of the branch.
 	Automated bool `yaml:"automated"`
-	// SelfHeal re-applies Git's version when the cluster drifts (issue 5).
+	// SelfHeal re-applies Git's version when a live object is out of
+	// sync with it.
 	SelfHeal bool `yaml:"selfHeal"`
 	// Prune deletes inventory objects no longer rendered from Git (issue 5).
 	Prune bool `yaml:"prune"`
@@ -187,11 +198,13 @@ type App struct {
 	// HelmConfig); a chart renders without them too.
 	Helm *HelmConfig `yaml:"helm"`
 
-	// ArgoCD or Flux, when set, makes the app verify-only: the deployer's
-	// object names the repository, path and revision, and pinbot never
-	// applies, heals or prunes it (config_deployer.go).
+	// ArgoCD, when set, makes the app verify-only: the Argo CD
+	// Application names the repository, path and revision, and pinbot
+	// never applies, heals or prunes it.
 	ArgoCD *deployer.ArgoCDApp `yaml:"argocd"`
-	Flux   *deployer.FluxApp   `yaml:"flux"`
+	// Flux, when set, makes the app verify-only as ArgoCD does, for a
+	// Flux Kustomization.
+	Flux *deployer.FluxApp `yaml:"flux"`
 	// VerifySignatures checks every pinned digest of a commit's render
 	// against the config's signatures: policy before the commit is
 	// applied; a digest the policy refuses refuses the sync.

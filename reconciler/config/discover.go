@@ -16,8 +16,10 @@ const VerifyAnnotation = "pinbot.dev/verify"
 // verify-only app named after its object, and apps come and go with the
 // objects. Exactly one of ArgoCD and Flux is set.
 type Discovery struct {
+	// ArgoCD selects Argo CD Applications.
 	ArgoCD *ArgoCDSelector `yaml:"argocd" json:"argocd,omitempty"`
-	Flux   *FluxSelector   `yaml:"flux" json:"flux,omitempty"`
+	// Flux selects Flux Kustomizations.
+	Flux *FluxSelector `yaml:"flux" json:"flux,omitempty"`
 }
 
 // ArgoCDSelector selects Argo CD Applications of one namespace by label

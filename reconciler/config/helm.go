@@ -28,9 +28,12 @@ type HelmConfig struct {
 
 // HelmParameter is one `--set name=value` of an app's chart.
 type HelmParameter struct {
-	Name        string `yaml:"name"`
-	Value       string `yaml:"value"`
-	ForceString bool   `yaml:"forceString"`
+	// Name is the value's dotted path, image.digest.
+	Name string `yaml:"name"`
+	// Value is set at Name, parsed as --set parses it.
+	Value string `yaml:"value"`
+	// ForceString keeps Value a string, as --set-string does.
+	ForceString bool `yaml:"forceString"`
 }
 
 // maxReleaseName is Helm's limit on a release name.

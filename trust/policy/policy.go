@@ -52,19 +52,30 @@ type Rule struct {
 // Identity is a keyless signer: the certificate's OIDC issuer and its
 // subject (the SAN: an email, a URI), each exact or a pattern.
 type Identity struct {
-	Issuer        string `yaml:"issuer" json:"issuer,omitempty"`
-	IssuerRegExp  string `yaml:"issuerRegExp" json:"issuerRegExp,omitempty"`
-	Subject       string `yaml:"subject" json:"subject,omitempty"`
+	// Issuer is the OIDC issuer, exactly.
+	Issuer string `yaml:"issuer" json:"issuer,omitempty"`
+	// IssuerRegExp is a pattern of the OIDC issuer.
+	IssuerRegExp string `yaml:"issuerRegExp" json:"issuerRegExp,omitempty"`
+	// Subject is the certificate's SAN (an email, a URI), exactly.
+	Subject string `yaml:"subject" json:"subject,omitempty"`
+	// SubjectRegExp is a pattern of the certificate's SAN.
 	SubjectRegExp string `yaml:"subjectRegExp" json:"subjectRegExp,omitempty"`
 }
 
 // Attestation is a required in-toto attestation: its predicate type, and
 // patterns over what its provenance says.
 type Attestation struct {
-	PredicateType    string `yaml:"predicateType" json:"predicateType"`
-	BuilderID        string `yaml:"builderID" json:"builderID,omitempty"`
+	// PredicateType is the attestation's, such as
+	// https://slsa.dev/provenance/v1.
+	PredicateType string `yaml:"predicateType" json:"predicateType"`
+	// BuilderID is a pattern over the builder that built the digest.
+	BuilderID string `yaml:"builderID" json:"builderID,omitempty"`
+	// SourceRepository is a pattern over the repository it was built
+	// from.
 	SourceRepository string `yaml:"sourceRepository" json:"sourceRepository,omitempty"`
-	Ref              string `yaml:"ref" json:"ref,omitempty"`
+	// Ref is a pattern over the Git ref it was built from,
+	// refs/heads/main.
+	Ref string `yaml:"ref" json:"ref,omitempty"`
 }
 
 // Problem is one invalid field of Rules: Index of the rule, Path the
