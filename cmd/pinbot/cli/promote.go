@@ -130,9 +130,12 @@ func (o *promoteOptions) run(cmd *cobra.Command, g *globals) error {
 		}
 	}
 	var werr error
-	if g.json() {
+	switch {
+	case g.json() && len(results) == 0 && runErr != nil:
+		// The error's object is the one document.
+	case g.json():
 		werr = writePromoteJSON(cmd.OutOrStdout(), results, o.forge.dryRun)
-	} else {
+	default:
 		werr = writePromoteText(cmd.OutOrStdout(), results)
 	}
 	if runErr != nil {
