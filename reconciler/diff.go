@@ -47,10 +47,13 @@ func (r *Reconciler) Diff(ctx context.Context, name string) (*Diff, error) {
 	st.passMu.Lock()
 	defer st.passMu.Unlock()
 	p := r.newPass(ctx, app, st, modeObserve, nil)
+	if err := p.reach(ctx); err != nil {
+		return nil, err
+	}
 	if err := p.load(ctx); err != nil {
 		return nil, err
 	}
-	if p.live, err = r.live(ctx, app, p.desired); err != nil {
+	if p.live, err = r.live(ctx, p.c, app, p.desired); err != nil {
 		return nil, fmt.Errorf("reading the cluster: %w", err)
 	}
 	return p.diff(ctx)
@@ -127,7 +130,7 @@ func (p *pass) fieldDiffs(ctx context.Context, desired []*unstructured.Unstructu
 			break
 		}
 		g.Go(func() error {
-			dry, err := p.r.applier.ApplyObject(ctx, p.app.Name, j.desired, ssa.DryRun())
+			dry, err := p.c.applier.ApplyObject(ctx, p.app.Name, j.desired, ssa.DryRun())
 			var fields []diff.Field
 			if err == nil {
 				fields, err = diff.Fields(dry, j.live, nil)

@@ -67,7 +67,7 @@ func (p *pass) heal(ctx context.Context, fields []diff.Field) (map[object.Ref]*u
 	out := map[object.Ref]*unstructured.Unstructured{}
 	e := history.Entry{Commit: commit, Time: now, Trigger: history.TriggerHeal, Result: history.Applied, Healed: healed}
 	for _, o := range targets {
-		got, err := p.r.applier.ApplyObject(ctx, p.app.Name, o, keepingIgnored(p.app, p.live[object.RefOf(o)]))
+		got, err := p.c.applier.ApplyObject(ctx, p.app.Name, o, keepingIgnored(p.app, p.live[object.RefOf(o)]))
 		if err != nil {
 			if isTransient(err) {
 				return out, err

@@ -239,11 +239,11 @@ func contentChanged(a, b *unstructured.Unstructured) bool {
 // app, or of a kind pinbot may not list) are read with a GET. Kinds not
 // served yet (a CRD not applied) leave their objects missing. The objects
 // are shared with the caches: do not modify them.
-func (r *Reconciler) live(ctx context.Context, app *config.App, desired []*unstructured.Unstructured) (map[object.Ref]*unstructured.Unstructured, error) {
+func (r *Reconciler) live(ctx context.Context, c *cluster, app *config.App, desired []*unstructured.Unstructured) (map[object.Ref]*unstructured.Unstructured, error) {
 	want := make(map[object.Ref]*unstructured.Unstructured, len(desired))
 	specs := map[watchSpec]bool{}
 	for _, d := range desired {
-		m, err := r.applier.Mapping(d.GroupVersionKind())
+		m, err := c.applier.Mapping(d.GroupVersionKind())
 		switch {
 		case meta.IsNoMatchError(err):
 			continue // kind not served: missing
@@ -259,19 +259,19 @@ func (r *Reconciler) live(ctx context.Context, app *config.App, desired []*unstr
 	for s := range specs {
 		list = append(list, s)
 	}
-	if err := r.lives.ensure(ctx, app.Name, list); err != nil {
+	if err := c.lives.ensure(ctx, app.Name, list); err != nil {
 		return nil, err
 	}
 	live := make(map[object.Ref]*unstructured.Unstructured, len(want))
 	for _, s := range list {
-		objs, _ := r.lives.objects(app.Name, s)
+		objs, _ := c.lives.objects(app.Name, s)
 		for _, o := range objs {
 			if ref := object.RefOf(o); want[ref] != nil {
 				live[ref] = o
 			}
 		}
 	}
-	if err := r.applier.GetMissing(ctx, want, live); err != nil {
+	if err := c.applier.GetMissing(ctx, want, live); err != nil {
 		return nil, err
 	}
 	return live, nil

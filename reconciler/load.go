@@ -34,7 +34,7 @@ func (p *pass) load(ctx context.Context) error {
 			if len(objs) == 0 && !p.app.SyncPolicy.AllowEmpty {
 				return &render.Error{File: p.app.Path, Err: guard.ErrEmpty}
 			}
-			desired, err = guard.Place(p.app, objs, p.r.applier.Scope)
+			desired, err = guard.Place(p.app, objs, p.c.applier.Scope)
 			return err
 		})
 	} else {

@@ -21,7 +21,7 @@ func (p *pass) orphans(ctx context.Context) ([]object.Ref, error) {
 	st := p.st
 	var found []*unstructured.Unstructured
 	if !st.listed {
-		inv, err := p.r.applier.InventoryIn(ctx, p.app.Name, p.app.AllowNamespaces)
+		inv, err := p.c.applier.InventoryIn(ctx, p.app.Name, p.app.AllowNamespaces)
 		if err != nil {
 			return nil, err
 		}
@@ -41,17 +41,17 @@ func (p *pass) orphans(ctx context.Context) ([]object.Ref, error) {
 	}
 	var specs []watchSpec
 	for gvk := range st.kinds {
-		if m, err := p.r.applier.Mapping(gvk); err == nil {
+		if m, err := p.c.applier.Mapping(gvk); err == nil {
 			specs = append(specs, specsOf(p.app, gvk, m)...)
 		}
 	}
-	if err := p.r.lives.ensure(ctx, p.app.Name, specs); err != nil {
+	if err := p.c.lives.ensure(ctx, p.app.Name, specs); err != nil {
 		return nil, err
 	}
 	seen := map[object.Ref]bool{}
 	var out []object.Ref
 	for _, s := range specs {
-		objs, ok := p.r.lives.objects(p.app.Name, s)
+		objs, ok := p.c.lives.objects(p.app.Name, s)
 		if !ok {
 			objs = nil
 			for _, o := range found { // a kind we may list once but not watch
@@ -87,7 +87,7 @@ func (p *pass) orphans(ctx context.Context) ([]object.Ref, error) {
 func (p *pass) pruneOrphans(ctx context.Context) (prune.Orphans, []object.Ref, error) {
 	// Namespaced kinds in the app's allowNamespaces only (an app never
 	// deletes what it may not write), cluster-scoped kinds cluster-wide.
-	inv, err := p.r.applier.InventoryIn(ctx, p.app.Name, p.app.AllowNamespaces)
+	inv, err := p.c.applier.InventoryIn(ctx, p.app.Name, p.app.AllowNamespaces)
 	if err != nil {
 		return prune.Orphans{}, nil, err
 	}
@@ -101,7 +101,7 @@ func (p *pass) pruneOrphans(ctx context.Context) (prune.Orphans, []object.Ref, e
 	}
 	var deleted []object.Ref
 	for _, ref := range plan.Delete {
-		ok, err := p.r.applier.DeleteForeground(ctx, live[ref])
+		ok, err := p.c.applier.DeleteForeground(ctx, live[ref])
 		if err != nil {
 			return plan, deleted, err
 		}

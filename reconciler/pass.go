@@ -10,6 +10,7 @@ import (
 
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/deployer"
 	"pinbot.dev/pinbot/reconciler/diff"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/object"
@@ -74,6 +75,9 @@ type pass struct {
 	// whose workloads pinbot writes no Events on.
 	snap   *verdict.Snapshot
 	remote bool
+	// c is the cluster the pass applies to and reads (reach): the app's
+	// cluster:, else pinbot's own.
+	c *cluster
 }
 
 // pass runs one pass of app in mode m (with sync options, for modeSync)
@@ -110,7 +114,7 @@ func (r *Reconciler) OnProofChange(f func(app string)) { r.onProof.Store(&f) }
 // newPass builds the pass value of one pass of app. The caller holds
 // st.passMu until the pass ends.
 func (r *Reconciler) newPass(ctx context.Context, app *config.App, st *appState, m mode, so *syncOptions) *pass {
-	p := &pass{r: r, app: app, st: st, mode: m, log: logctx.From(ctx).With("app", app.Name)}
+	p := &pass{r: r, app: app, st: st, mode: m, log: logctx.From(ctx).With("app", app.Name), c: r.local}
 	p.o = status.Observation{App: app, At: r.now()}
 	if so != nil {
 		p.prune = so.prune
@@ -124,6 +128,9 @@ func (r *Reconciler) newPass(ctx context.Context, app *config.App, st *appState,
 // verification, and (except when observing) record and report. The error
 // says why the pass stopped early; the status says it too.
 func (p *pass) run(ctx context.Context) (*status.App, *verdict.Verification, error) {
+	if err := p.reach(ctx); err != nil {
+		return p.clusterFault("reaching the cluster", err)
+	}
 	if p.mode != modeFollow || p.st.desired == nil {
 		if err := p.load(ctx); err != nil {
 			return p.stopped(ctx, err)
@@ -132,7 +139,7 @@ func (p *pass) run(ctx context.Context) (*status.App, *verdict.Verification, err
 		p.o.Commit, p.desired = p.st.commit, p.st.desired
 	}
 	var err error
-	if p.live, err = p.r.live(ctx, p.app, p.desired); err != nil {
+	if p.live, err = p.r.live(ctx, p.c, p.app, p.desired); err != nil {
 		return p.clusterFault("reading the cluster", err)
 	}
 	// The pass reads the app's record once and writes it once, at its
@@ -289,4 +296,21 @@ func (p *pass) clusterFault(stage string, err error) (*status.App, *verdict.Veri
 		p.o.ClusterDown = p.st.clusterDown
 	}
 	return status.Of(p.o), nil, err
+}
+
+// reach picks the cluster the pass applies to and reads: the one the
+// app's cluster: kubeconfig Secret (in the state namespace) reaches, else
+// pinbot's own. pinbot writes no Events on another cluster's workloads.
+func (p *pass) reach(ctx context.Context) error {
+	if p.app.Cluster == nil {
+		p.c = p.r.local
+		return nil
+	}
+	ref := p.app.Cluster.KubeConfig.SecretRef
+	c, err := p.r.fluxCluster(ctx, &deployer.SecretKey{Namespace: p.r.cfg.StateNamespace, Name: ref.Name, Key: ref.Key})
+	if err != nil {
+		return err
+	}
+	p.c, p.remote = c, true
+	return nil
 }

@@ -184,10 +184,10 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	}
 	r.metrics = newMetrics(r)
 	r.watcher = newWatcher(kube, r.changed)
-	r.local = &cluster{applier: r.applier, watcher: r.watcher}
+	r.lives = newLiveCache(dyn, r.inventoryChanged)
+	r.local = &cluster{applier: r.applier, watcher: r.watcher, lives: r.lives}
 	r.remotes = newRemotes(o.answer)
 	r.events = newEventer(kube)
-	r.lives = newLiveCache(dyn, r.inventoryChanged)
 	r.observer = &observer{r: r, dyn: dyn}
 	if o.forge == nil && cfg.Forge != nil && !o.noForge {
 		g, err := gitforge.Dial(cfg.Forge.URL, cfg.Forge.TokenFile, cfg.Forge.CAFile, o.token)

@@ -33,6 +33,9 @@ type cluster struct {
 	name, server string
 	applier      *ssa.Applier
 	watcher      *watcher
+	// lives are the watch caches of the apps' inventories pinbot applies
+	// here.
+	lives *liveCache
 }
 
 // ClusterError is a spoke that could not be read: its apps are Unknown,
@@ -101,6 +104,7 @@ func (rs *remotes) close() {
 	defer rs.mu.Unlock()
 	for _, r := range rs.byKey {
 		r.watcher.close()
+		r.lives.close()
 	}
 	rs.byKey = map[string]*remote{}
 }
@@ -140,7 +144,7 @@ func (r *Reconciler) clusterOf(ctx context.Context, app *config.App, d *deployed
 		if !a.Names(dest.Server, dest.Name) {
 			continue
 		}
-		c, err := r.remotes.clients(ns+"/"+s.Name, s.ResourceVersion, a, r.changed)
+		c, err := r.remotes.clients(ns+"/"+s.Name, s.ResourceVersion, a, r.changed, r.inventoryChanged)
 		if err != nil {
 			return fail(err)
 		}
@@ -176,7 +180,7 @@ func (r *Reconciler) fluxCluster(ctx context.Context, kc *deployer.SecretKey) (*
 	if err != nil {
 		return fail(fmt.Errorf("Secret %s/%s: %w", kc.Namespace, kc.Name, err))
 	}
-	c, err := r.remotes.clients(kc.Namespace+"/"+kc.Name, s.ResourceVersion, sc, r.changed)
+	c, err := r.remotes.clients(kc.Namespace+"/"+kc.Name, s.ResourceVersion, sc, r.changed, r.inventoryChanged)
 	if err != nil {
 		return fail(err)
 	}
@@ -228,7 +232,7 @@ func (rs *remotes) list(ctx context.Context, kube kubernetes.Interface, ns strin
 }
 
 // clients returns the spoke's clients, made anew when its Secret changed.
-func (rs *remotes) clients(key, version string, a spoke.Cluster, changed func(namespace string)) (*cluster, error) {
+func (rs *remotes) clients(key, version string, a spoke.Cluster, changed func(namespace string), inventoryChanged func(app string)) (*cluster, error) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if r := rs.byKey[key]; r != nil && r.version == version {
@@ -251,8 +255,10 @@ func (rs *remotes) clients(key, version string, a spoke.Cluster, changed func(na
 	}
 	if old := rs.byKey[key]; old != nil {
 		old.watcher.close()
+		old.lives.close()
 	}
-	c := &cluster{name: name, server: a.Server, applier: ssa.New(dyn, kube.Discovery()), watcher: newWatcher(kube, changed)}
+	c := &cluster{name: name, server: a.Server, applier: ssa.New(dyn, kube.Discovery()), watcher: newWatcher(kube, changed),
+		lives: newLiveCache(dyn, inventoryChanged)}
 	c.watcher.syncTimeout = remoteSyncTimeout
 	rs.byKey[key] = &remote{cluster: c, version: version}
 	return c, nil

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -164,22 +165,7 @@ func startSpoke(t *testing.T, ns string) (*kube.Cluster, *kubeletsim.Sim, func()
 func TestFluxSpoke(t *testing.T) {
 	s := newDeployerScenario(t, "fx-spoke", "flux")
 	sp, _, _ := startSpoke(t, "fx-spoke")
-	cfg := sp.Config()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["spoke"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["flux"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
-	kc.Contexts["spoke"] = &clientcmdapi.Context{Cluster: "spoke", AuthInfo: "flux"}
-	kc.CurrentContext = "spoke"
-	raw, err := clientcmd.Write(*kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.kube.CoreV1().Secrets("flux-system").Create(testCtx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "fx-spoke-kubeconfig", Namespace: "flux-system"},
-		Data:       map[string][]byte{"value": raw},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createKubeConfigSecret(t, sp, "flux-system", "fx-spoke-kubeconfig", "value")
 	v1 := pushImage(t, "fx-app", "v1")
 	commit := s.push(map[string]string{"app/deploy.yaml": deployment(1, v1.ref())}, "Initial")
 	s.createKustomization("app")
@@ -192,5 +178,86 @@ func TestFluxSpoke(t *testing.T) {
 		if c.Node != "spoke-amd64" || c.RunningDigest != v1.digest {
 			t.Errorf("container %+v; want it on the spoke's node, running %s", c, v1.digest)
 		}
+	}
+}
+
+// createKubeConfigSecret writes a kubeconfig for cluster sp, as Flux's
+// spec.kubeConfig Secrets hold one, under key of Secret ns/name on the hub.
+func createKubeConfigSecret(t *testing.T, sp *kube.Cluster, ns, name, key string) {
+	t.Helper()
+	cfg := sp.Config()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["spoke"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["spoke"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
+	kc.Contexts["spoke"] = &clientcmdapi.Context{Cluster: "spoke", AuthInfo: "spoke"}
+	kc.CurrentContext = "spoke"
+	raw, err := clientcmd.Write(*kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.kube.CoreV1().Secrets(ns).Create(testCtx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Data:       map[string][]byte{key: raw},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPinbotAppOnSpoke: one of pinbot's own apps with cluster: applies to
+// the cluster its kubeconfig Secret (in the state namespace) reaches,
+// verifies the Pods there and leaves the hub alone; with the Secret
+// missing the sync fails naming it, and the spoke's token never shows.
+func TestPinbotAppOnSpoke(t *testing.T) {
+	s := newScenario(t, "own-spoke", "{}", "allowNamespaces: [own-spoke]",
+		"cluster: {kubeConfig: {secretRef: {name: own-spoke-kubeconfig, key: config}}}")
+	sp, _, _ := startSpoke(t, "own-spoke")
+	v1 := pushImage(t, "own-spoke-app", "v1")
+	s.push(map[string]string{"app/deploy.yaml": deployment(2, v1.ref())}, "Initial")
+
+	_, _, err := s.r.Sync(testCtx, s.name, 0)
+	if err == nil || !strings.Contains(err.Error(), "own-spoke-kubeconfig") {
+		t.Fatalf("sync without the kubeconfig Secret: %v; want an error naming it", err)
+	}
+
+	createKubeConfigSecret(t, sp, s.r.Config().StateNamespace, "own-spoke-kubeconfig", "config")
+	st, v, err := s.r.Sync(testCtx, s.name, rollout)
+	if err != nil {
+		t.Fatalf("sync to the spoke: %s", err)
+	}
+	if v == nil || !v.Verified || len(v.Containers) != 2 {
+		t.Fatalf("after the sync: %s; want 2 Pods verified", describe(st, v))
+	}
+	for _, c := range v.Containers {
+		if c.Node != "spoke-amd64" || c.RunningDigest != v1.digest {
+			t.Errorf("container %+v; want it on the spoke's node, running %s", c, v1.digest)
+		}
+	}
+	spokeKube := kubernetes.NewForConfigOrDie(sp.Config())
+	if _, err := spokeKube.AppsV1().Deployments("own-spoke").Get(testCtx, "web", metav1.GetOptions{}); err != nil {
+		t.Errorf("the Deployment on the spoke: %s", err)
+	}
+	if _, err := env.kube.AppsV1().Deployments("own-spoke").Get(testCtx, "web", metav1.GetOptions{}); err == nil {
+		t.Error("the Deployment was applied to the hub too")
+	}
+
+	// Out of sync on the spoke: pinbot diffs the spoke's object.
+	if _, err := spokeKube.AppsV1().Deployments("own-spoke").Patch(testCtx, "web", types.MergePatchType,
+		[]byte(`{"spec":{"replicas":3}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, time.Minute, "the spoke's edit out of sync", func() (bool, string) {
+		d, err := s.r.Diff(testCtx, s.name)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, f := range d.Fields {
+			if strings.Contains(f.Path, "replicas") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("fields %+v", d.Fields)
+	})
+	if strings.Contains(st.Error, sp.Config().BearerToken) {
+		t.Errorf("the spoke's token shows in the status: %s", st.Error)
 	}
 }

@@ -85,7 +85,7 @@ func (p *pass) sync(ctx context.Context) error {
 	// A direct read, not the watch caches: they may not have seen the
 	// apply yet, and an object cached from before it (the old config
 	// hash) would call the app OutOfSync right after syncing it.
-	p.live, err = p.r.applier.Live(ctx, p.app.Name, p.desired)
+	p.live, err = p.c.applier.Live(ctx, p.app.Name, p.desired)
 	return err
 }
 
@@ -167,12 +167,12 @@ func (p *pass) supersede(ctx context.Context, by string) {
 // complete), not afterwards, when a completed hook Job may have been
 // deleted by its TTL.
 func (p *pass) observe(ctx context.Context) (*verdict.Verification, verdict.HealthReport, error) {
-	snap, err := p.r.snapshot(ctx, p.app.AllowNamespaces, hook.Without(p.desired), p.live)
+	snap, err := p.r.snapshotOn(ctx, p.c, p.app.AllowNamespaces, hook.Without(p.desired), p.live)
 	if err != nil {
 		return nil, verdict.HealthReport{}, err
 	}
 	p.snap = snap
-	return p.r.prove(ctx, p.app.Name, p.o.Commit, snap), verdict.AssessHealth(snap), nil
+	return p.r.proveOn(ctx, p.c, p.app.Name, p.o.Commit, snap), verdict.AssessHealth(snap), nil
 }
 
 // conclude settles the sync awaiting verification, if it is for the commit

@@ -13,14 +13,10 @@ import (
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
-// snapshot is what verification and health read of desired: the live
-// objects, and, from the watcher's caches of namespaces (started on first
-// use), their Pods, ReplicaSets, ControllerRevisions and the Nodes.
-func (r *Reconciler) snapshot(ctx context.Context, namespaces []string, desired []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, error) {
-	return r.snapshotOn(ctx, r.local, namespaces, desired, live)
-}
-
-// snapshotOn is snapshot of the Pods in cluster c.
+// snapshotOn is what verification and health read of desired in cluster
+// c: the live objects, and, from the watcher's caches of namespaces
+// (started on first use), their Pods, ReplicaSets, ControllerRevisions
+// and the Nodes.
 func (r *Reconciler) snapshotOn(ctx context.Context, c *cluster, namespaces []string, desired []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, error) {
 	if err := c.watcher.watch(ctx, namespaces); err != nil {
 		return nil, fmt.Errorf("watching the Pods of %v: %w", namespaces, err)
@@ -39,14 +35,10 @@ func (r *Reconciler) verify(ctx context.Context, app, commit string, snap *verdi
 	return verdict.Verify(app, commit, snap)
 }
 
-// prove is verify for the verification that is reported: a proof it has
-// not made before is final only once the workloads, read again after the
-// Pods were collected, are as they were (confirm).
-func (r *Reconciler) prove(ctx context.Context, app, commit string, snap *verdict.Snapshot) *verdict.Verification {
-	return r.proveOn(ctx, r.local, app, commit, snap)
-}
-
-// proveOn is prove of Pods in cluster c, whose workloads it reads again.
+// proveOn is verify for the verification that is reported, of Pods in
+// cluster c: a proof it has not made before is final only once the
+// workloads, read again in c after the Pods were collected, are as they
+// were (confirm).
 func (r *Reconciler) proveOn(ctx context.Context, c *cluster, app, commit string, snap *verdict.Snapshot) *verdict.Verification {
 	v := r.verify(ctx, app, commit, snap)
 	if !v.Verified {

@@ -127,6 +127,29 @@ type ForgeConfig struct {
 	Insecure bool `yaml:"insecure"`
 }
 
+// ClusterRef names another cluster the way a Flux Kustomization's
+// spec.kubeConfig does: a Secret holding a kubeconfig, whose current
+// context pinbot uses.
+type ClusterRef struct {
+	// KubeConfig is where the kubeconfig is.
+	KubeConfig KubeConfigRef `yaml:"kubeConfig"`
+}
+
+// KubeConfigRef is a kubeconfig Secret in the state namespace.
+type KubeConfigRef struct {
+	// SecretRef names the Secret and its key.
+	SecretRef SecretKeyRef `yaml:"secretRef"`
+}
+
+// SecretKeyRef is a Secret by name, and one of its keys.
+type SecretKeyRef struct {
+	// Name is the Secret's name.
+	Name string `yaml:"name"`
+	// Key holds the kubeconfig. Default: "value", else "value.yaml", as
+	// Flux reads it.
+	Key string `yaml:"key"`
+}
+
 // Auth holds the credentials for one app's Git repository. Paths relative to
 // the config file are resolved against its directory.
 type Auth struct {
@@ -205,6 +228,10 @@ type App struct {
 	// Flux, when set, makes the app verify-only as ArgoCD does, for a
 	// Flux Kustomization.
 	Flux *deployer.FluxApp `yaml:"flux"`
+	// Cluster, when set, is where the app is applied, healed, pruned and
+	// verified: another cluster, reached with a kubeconfig Secret in the
+	// state namespace. Default: the cluster pinbot runs in.
+	Cluster *ClusterRef `yaml:"cluster"`
 	// VerifySignatures checks every pinned digest of a commit's render
 	// against the config's signatures: policy before the commit is
 	// applied; a digest the policy refuses refuses the sync.
@@ -412,3 +439,5 @@ func (c *Config) App(name string) (*App, error) {
 func (c *Config) File() string { return c.file }
 
 func dnsLabel(s string) bool { return len(validation.IsDNS1123Label(s)) == 0 }
+
+func dnsSubdomain(s string) bool { return len(validation.IsDNS1123Subdomain(s)) == 0 }

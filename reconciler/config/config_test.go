@@ -96,6 +96,8 @@ func TestParseErrors(t *testing.T) {
 		{"verifySignatures without a policy", "apps:\n  - {name: web, repo: 'https://g.example/o/r.git', namespace: web, verifySignatures: true}\n",
 			[]string{`c.yaml:2: app "web": verifySignatures needs a signatures: policy`}},
 		{"signature key outside", "signatures:\n  - images: [r.example/*]\n    keys: [/etc/k.pub]\napps:\n" + app, []string{`c.yaml:3: signatures[0].keys[0]: key "/etc/k.pub": want a path relative`}},
+		{"cluster without a Secret", "apps:\n  - name: web\n    repo: https://g.example/o/r.git\n    namespace: web\n    cluster:\n      kubeConfig:\n        secretRef: {key: value}\n",
+			[]string{`c.yaml:7: app "web": cluster.kubeConfig.secretRef.name "": want a Secret's name`}},
 		{"syntax", "apps: [\n", []string{"c.yaml:"}},
 		{"missing fields", "apps:\n  - name: Web_1\n", []string{
 			`c.yaml:2: app "Web_1": name: want a DNS-1123 label`,

@@ -70,6 +70,8 @@ func TestParseVerifyOnlyErrors(t *testing.T) {
 			[]string{`c.yaml:4: app "web": helm: not allowed next to flux:`}},
 		{"namespace next to argocd", "apps:\n  - name: web\n    argocd: {application: web}\n    namespace: web\n",
 			[]string{`c.yaml:4: app "web": namespace: not allowed next to argocd:`}},
+		{"cluster next to argocd", "apps:\n  - name: web\n    argocd: {application: web}\n    cluster: {kubeConfig: {secretRef: {name: spoke}}}\n",
+			[]string{`c.yaml:4: app "web": cluster: names where pinbot applies; a verify-only app's cluster is its argocd object's`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("c.yaml", []byte(tc.config))

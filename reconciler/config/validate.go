@@ -72,6 +72,11 @@ func (c *Config) Validate() error {
 		for _, p := range a.deployerProblems() {
 			add(p.line, "app %s: %s", clip.Quote(a.Name), p.msg)
 		}
+		if a.Cluster != nil && a.VerifyOnly() {
+			add(a.keyLine("cluster"), "app %s: cluster: names where pinbot applies; a verify-only app's cluster is its %s object's", clip.Quote(a.Name), a.Deployer())
+		} else if a.Cluster != nil && !dnsSubdomain(a.Cluster.KubeConfig.SecretRef.Name) {
+			add(a.keyLine("cluster.kubeConfig.secretRef.name"), "app %s: cluster.kubeConfig.secretRef.name %s: want a Secret's name", clip.Quote(a.Name), clip.Quote(a.Cluster.KubeConfig.SecretRef.Name))
+		}
 		if a.VerifySignatures && a.VerifyOnly() {
 			add(a.line, "app %s: verifySignatures checks what pinbot applies, and a verify-only app applies nothing (its deployer does)", clip.Quote(a.Name))
 		}
