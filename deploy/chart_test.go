@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -89,6 +90,20 @@ func TestChartRenders(t *testing.T) {
 	}
 	if !strings.Contains(env["SSL_CERT_DIR"], "/etc/pinbot/ca") {
 		t.Errorf("extraCACerts set, but SSL_CERT_DIR is %q", env["SSL_CERT_DIR"])
+	}
+	if has(objs, "Role", "pinbot-clusters") {
+		t.Error("a Role for kubeconfig Secrets with no rbac.clusterSecrets")
+	}
+
+	// The kubeconfig Secrets of apps on other clusters, by name only.
+	if objs, err = chart(t, exampleValues, "../../deploy/testdata/clusters-values.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	var role rbacv1.Role
+	find(t, objs, "Role", "pinbot-clusters", &role)
+	want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"spoke-kubeconfig"}, Verbs: []string{"get"}}}
+	if diff := cmp.Diff(want, role.Rules); diff != "" || role.Namespace != stateNamespace {
+		t.Errorf("Role pinbot-clusters in %q (-want +got):\n%s", role.Namespace, diff)
 	}
 }
 

@@ -134,10 +134,28 @@ func TestDeployOnControlPlane(t *testing.T) {
 			t.Errorf("denied: get a cluster Secret: %s", reason)
 		}
 		for _, q := range []access{
+			{"get", "", "secrets", "", "pinbot-system", "spoke-kubeconfig", "read a kubeconfig Secret without the clusters component"},
 			{"list", "", "secrets", "", "kube-system", "", "read Secrets outside Argo CD's namespace"},
 			{"update", "", "secrets", "", "argocd", "cluster-prod", "write a cluster Secret"},
 			{"create", "", "secrets", "", "argocd", "", "create a Secret in Argo CD's namespace"},
 			{"watch", "", "secrets", "", "argocd", "", "watch Argo CD's Secrets"},
+		} {
+			if ok, reason := ask(ctx, t, q); ok {
+				t.Errorf("allowed: %s: %s", q, reason)
+			}
+		}
+	})
+	t.Run("clusters", func(t *testing.T) {
+		read := access{"get", "", "secrets", "", "pinbot-system", "spoke-kubeconfig", "an app with cluster: reads its kubeconfig Secret"}
+		withClusters := buildWith(t, "overlays/spokes", map[string]string{
+			"overlays/spokes/kustomization.yaml": "resources: [../example]\ncomponents: [../../components/clusters]\n",
+		})
+		applyAccess(ctx, t, a, resources(t, withClusters))
+		waitAllowed(ctx, t, ask, read)
+		for _, q := range []access{
+			{"list", "", "secrets", "", "pinbot-system", "", "list pinbot's Secrets"},
+			{"update", "", "secrets", "", "pinbot-system", "spoke-kubeconfig", "write a kubeconfig Secret"},
+			{"get", "", "secrets", "", "default", "spoke-kubeconfig", "read Secrets outside pinbot's namespace"},
 		} {
 			if ok, reason := ask(ctx, t, q); ok {
 				t.Errorf("allowed: %s: %s", q, reason)
