@@ -215,20 +215,11 @@ func (ob *observer) verify(ctx context.Context, p *pass, d *deployedApp, auth gi
 	p.st.mu.Lock()
 	p.st.namespaces = namespaces
 	p.st.mu.Unlock()
-	c, err := r.clusterOf(ctx, p.app, d)
+	snap, confirm, err := ob.snapshot(ctx, p, d, namespaces, desired)
 	if err != nil {
 		return nil, err
 	}
-	live := map[object.Ref]*unstructured.Unstructured{}
-	if err := c.applier.GetMissing(ctx, want, live); err != nil {
-		return nil, c.fault(err)
-	}
-	snap, err := r.snapshotOn(ctx, c, namespaces, desired, live)
-	if err != nil {
-		return nil, c.fault(err)
-	}
-	p.snap, p.remote = snap, c != r.local
-	vHead := r.proveOn(ctx, c, p.app.Name, head, snap)
+	vHead := r.proveWith(ctx, confirm, p.app.Name, head, snap)
 	if atHead || d.revision.Commit == "" {
 		return deployer.RelateVerifications(d.source.Kind, head, atHead, vHead, nil), nil
 	}
@@ -246,6 +237,46 @@ func (ob *observer) verify(ctx context.Context, p *pass, d *deployedApp, auth gi
 	snapOld := *snap
 	snapOld.Desired = slices.DeleteFunc(slices.Clone(old), func(o *unstructured.Unstructured) bool { return want[object.RefOf(o)] == nil })
 	return deployer.RelateVerifications(d.source.Kind, head, atHead, vHead, r.verify(ctx, p.app.Name, d.revision.Commit, &snapOld)), nil
+}
+
+// snapshot reads what verification needs of desired: from the cluster
+// the deployer applies to, or, for an Argo CD app read via: api, through
+// Argo CD's API server. It returns the confirm that reads the workloads
+// again.
+func (ob *observer) snapshot(ctx context.Context, p *pass, d *deployedApp, namespaces []string, desired []*unstructured.Unstructured) (*verdict.Snapshot, func(context.Context, *verdict.Snapshot) string, error) {
+	r := ob.r
+	if r.cfg.ArgoCDVia(p.app) == deployer.ViaAPI {
+		api, err := r.argoAPI()
+		if err != nil {
+			return nil, nil, err
+		}
+		ns, name := p.app.ArgoCD.Object()
+		snap, confirm, err := r.snapshotViaAPI(ctx, api, name, ns, namespaces, desired)
+		if err != nil {
+			return nil, nil, err
+		}
+		// pinbot writes no Events where it reads through Argo CD.
+		p.snap, p.remote = snap, true
+		return snap, confirm, nil
+	}
+	c, err := r.clusterOf(ctx, p.app, d)
+	if err != nil {
+		return nil, nil, err
+	}
+	want := make(map[object.Ref]*unstructured.Unstructured, len(desired))
+	for _, o := range desired {
+		want[object.RefOf(o)] = o
+	}
+	live := map[object.Ref]*unstructured.Unstructured{}
+	if err := c.applier.GetMissing(ctx, want, live); err != nil {
+		return nil, nil, c.fault(err)
+	}
+	snap, err := r.snapshotOn(ctx, c, namespaces, desired, live)
+	if err != nil {
+		return nil, nil, c.fault(err)
+	}
+	p.snap, p.remote = snap, c != r.local
+	return snap, c.confirm, nil
 }
 
 // report records v as the entry of its head commit and posts what it

@@ -40,6 +40,11 @@ func (r *Reconciler) verify(ctx context.Context, app, commit string, snap *verdi
 // workloads, read again in c after the Pods were collected, are as they
 // were (confirm).
 func (r *Reconciler) proveOn(ctx context.Context, c *cluster, app, commit string, snap *verdict.Snapshot) *verdict.Verification {
+	return r.proveWith(ctx, c.confirm, app, commit, snap)
+}
+
+// proveWith is proveOn with the confirm that reads the workloads again.
+func (r *Reconciler) proveWith(ctx context.Context, confirm func(context.Context, *verdict.Snapshot) string, app, commit string, snap *verdict.Snapshot) *verdict.Verification {
 	v := r.verify(ctx, app, commit, snap)
 	if !v.Verified {
 		return v
@@ -48,7 +53,7 @@ func (r *Reconciler) proveOn(ctx context.Context, c *cluster, app, commit string
 	if prev, ok := r.confirmed.Load(app); ok && prev == key {
 		return v
 	}
-	if reason := c.confirm(ctx, snap); reason != "" {
+	if reason := confirm(ctx, snap); reason != "" {
 		v.Verified = false
 		v.Reasons = append(v.Reasons, reason)
 		return v
@@ -73,6 +78,11 @@ func proofOf(v *verdict.Verification) string {
 // or a Pod replaced while the Pods were collected would make the proof
 // describe a state that no longer holds.
 func (c *cluster) confirm(ctx context.Context, snap *verdict.Snapshot) string {
+	return confirmWith(ctx, snap, c.applier.GetMissing)
+}
+
+// confirmWith is confirm, reading the workloads with read.
+func confirmWith(ctx context.Context, snap *verdict.Snapshot, read func(context.Context, map[object.Ref]*unstructured.Unstructured, map[object.Ref]*unstructured.Unstructured) error) string {
 	want := map[object.Ref]*unstructured.Unstructured{}
 	for _, d := range snap.Desired {
 		if verdict.IsWorkload(d) {
@@ -80,7 +90,7 @@ func (c *cluster) confirm(ctx context.Context, snap *verdict.Snapshot) string {
 		}
 	}
 	again := map[object.Ref]*unstructured.Unstructured{}
-	if err := c.applier.GetMissing(ctx, want, again); err != nil {
+	if err := read(ctx, want, again); err != nil {
 		return fmt.Sprintf("not final: reading the workloads again after collecting their Pods: %s", err)
 	}
 	refs := make([]object.Ref, 0, len(want))

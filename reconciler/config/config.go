@@ -60,9 +60,12 @@ type Config struct {
 	// Discover selects Argo CD Applications and Flux Kustomizations,
 	// each a verify-only app named after its object (see Discovery).
 	Discover []Discovery `yaml:"discover"`
-	file     string      // where the config was read from, for error messages
-	root     *yaml.Node  // its document, for the lines of its keys
-	dir      string      // the file's directory, once ResolvePaths knows it
+	// ArgoCD is Argo CD's API server, for the apps that read their Pods
+	// through it (via: api).
+	ArgoCD *ArgoCDServer `yaml:"argocd"`
+	file   string        // where the config was read from, for error messages
+	root   *yaml.Node    // its document, for the lines of its keys
+	dir    string        // the file's directory, once ResolvePaths knows it
 }
 
 // SignaturesDir is the directory the policy's key and trusted root paths
@@ -125,6 +128,36 @@ type ForgeConfig struct {
 	// Insecure allows a plain-HTTP URL to a host that is not loopback,
 	// which sends the token in clear (as --insecure-forge does).
 	Insecure bool `yaml:"insecure"`
+}
+
+// ArgoCDServer is Argo CD's API server and an account token that may
+// get the applications pinbot verifies through it.
+type ArgoCDServer struct {
+	// URL is the API server's base URL, https://argocd.example; also
+	// argocd-agent's resource proxy.
+	URL string `yaml:"url"`
+	// TokenFile holds the Argo CD account token.
+	TokenFile string `yaml:"tokenFile"`
+	// CAFile is a PEM bundle of the CAs that sign the server's
+	// certificate, beside the system's.
+	CAFile string `yaml:"caFile"`
+	// Via is every Argo CD app's way of reading its Pods, unless the app
+	// says: "kubernetes" (default) or "api".
+	Via string `yaml:"via"`
+}
+
+// ArgoCDVia is how app reads its Pods, an Argo CD app: its own via:, else
+// the config's argocd.via, else deployer.ViaKubernetes.
+func (c *Config) ArgoCDVia(app *App) string {
+	switch {
+	case app.ArgoCD == nil:
+		return ""
+	case app.ArgoCD.Via != "":
+		return app.ArgoCD.Via
+	case c.ArgoCD != nil && c.ArgoCD.Via != "":
+		return c.ArgoCD.Via
+	}
+	return deployer.ViaKubernetes
 }
 
 // ClusterRef names another cluster the way a Flux Kustomization's
@@ -414,6 +447,10 @@ func (c *Config) ResolvePaths(dir string) {
 	if c.Forge != nil {
 		abs(&c.Forge.TokenFile)
 		abs(&c.Forge.CAFile)
+	}
+	if c.ArgoCD != nil {
+		abs(&c.ArgoCD.TokenFile)
+		abs(&c.ArgoCD.CAFile)
 	}
 	for i := range c.Apps {
 		if a := c.Apps[i].Auth; a != nil {

@@ -70,6 +70,12 @@ func TestParseVerifyOnlyErrors(t *testing.T) {
 			[]string{`c.yaml:4: app "web": helm: not allowed next to flux:`}},
 		{"namespace next to argocd", "apps:\n  - name: web\n    argocd: {application: web}\n    namespace: web\n",
 			[]string{`c.yaml:4: app "web": namespace: not allowed next to argocd:`}},
+		{"unknown via", "apps:\n  - name: web\n    argocd: {application: web, via: grpc}\n",
+			[]string{`c.yaml:3: app "web": argocd.via: "grpc": want kubernetes or api`}},
+		{"via api without the server", "apps:\n  - name: web\n    argocd: {application: web, via: api}\n",
+			[]string{`c.yaml:2: app "web": reads its Pods through Argo CD's API (via: api), which needs argocd.url and argocd.tokenFile`}},
+		{"global via api without a token", "argocd: {url: 'https://argocd.example', via: api}\napps:\n  - name: web\n    argocd: {application: web}\n",
+			[]string{`c.yaml:1: argocd: via api needs url and tokenFile`}},
 		{"cluster next to argocd", "apps:\n  - name: web\n    argocd: {application: web}\n    cluster: {kubeConfig: {secretRef: {name: spoke}}}\n",
 			[]string{`c.yaml:4: app "web": cluster: names where pinbot applies; a verify-only app's cluster is its argocd object's`}},
 	} {
@@ -84,5 +90,28 @@ func TestParseVerifyOnlyErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestArgoCDVia: an app's via: wins over the config's argocd.via, which
+// wins over reading the cluster; apps that are not Argo CD's have none.
+func TestArgoCDVia(t *testing.T) {
+	c, err := Parse("c.yaml", []byte(`argocd: {url: 'https://argocd.example', tokenFile: t, via: api}
+apps:
+  - {name: a, argocd: {application: a}}
+  - {name: b, argocd: {application: b, via: kubernetes}}
+  - {name: c, flux: {kustomization: c}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{deployer.ViaAPI, deployer.ViaKubernetes, ""} {
+		if got := c.ArgoCDVia(&c.Apps[i]); got != want {
+			t.Errorf("app %s: via %q, want %q", c.Apps[i].Name, got, want)
+		}
+	}
+	c.ArgoCD = nil
+	if got := c.ArgoCDVia(&c.Apps[0]); got != deployer.ViaKubernetes {
+		t.Errorf("with no argocd: block, via %q, want kubernetes", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/loopback"
 	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/reconciler/deployer"
 )
 
 // Validate reports every problem in the config, each naming file:line.
@@ -64,8 +65,19 @@ func (c *Config) Validate() error {
 			add(KeyLine(c.root, "discover", i), "discover[%d]: %s", i, msg)
 		}
 	}
+	if s := c.ArgoCD; s != nil {
+		if v := s.Via; v != "" && v != deployer.ViaKubernetes && v != deployer.ViaAPI {
+			add(KeyLine(c.root, "argocd", "via"), "argocd.via %s: want %s or %s", clip.Quote(v), deployer.ViaKubernetes, deployer.ViaAPI)
+		}
+		if s.Via == deployer.ViaAPI && (s.URL == "" || s.TokenFile == "") {
+			add(KeyLine(c.root, "argocd"), "argocd: via api needs url and tokenFile")
+		}
+	}
 	seen := map[string]bool{}
 	for _, a := range c.Apps {
+		if c.ArgoCDVia(&a) == deployer.ViaAPI && (c.ArgoCD == nil || c.ArgoCD.URL == "" || c.ArgoCD.TokenFile == "") {
+			add(a.line, "app %s: reads its Pods through Argo CD's API (via: api), which needs argocd.url and argocd.tokenFile in this config", clip.Quote(a.Name))
+		}
 		for _, msg := range a.problems() {
 			add(a.line, "app %s: %s", clip.Quote(a.Name), msg)
 		}

@@ -20,7 +20,18 @@ type ArgoCDApp struct {
 	Application string `yaml:"application" json:"application"`
 	// Namespace holds the Application. Default "argocd".
 	Namespace string `yaml:"namespace" json:"namespace,omitempty"`
+	// Via is how pinbot reads the Pods: "kubernetes" from the cluster
+	// the Application deploys to, or "api" through Argo CD's API server,
+	// with no credentials of that cluster. Default: the config's
+	// argocd.via, else "kubernetes".
+	Via string `yaml:"via" json:"via,omitempty"`
 }
+
+// Ways of reading an Argo CD Application's Pods.
+const (
+	ViaKubernetes = "kubernetes"
+	ViaAPI        = "api"
+)
 
 // FluxApp is the `flux:` block of a verify-only app in the reconciler
 // config: `flux: {kustomization: podinfo, namespace: flux-system}`.
@@ -84,6 +95,9 @@ func Validate(c AppConfig) []*FieldError {
 	if c.ArgoCD != nil {
 		checkName(add, "argocd.application", c.ArgoCD.Application)
 		checkNamespace(add, "argocd.namespace", c.ArgoCD.Namespace)
+		if v := c.ArgoCD.Via; v != "" && v != ViaKubernetes && v != ViaAPI {
+			add("argocd.via", "%q: want %s or %s", v, ViaKubernetes, ViaAPI)
+		}
 	}
 	if c.Flux != nil {
 		checkName(add, "flux.kustomization", c.Flux.Kustomization)

@@ -31,6 +31,10 @@ type Snapshot struct {
 	ReplicaSets []*appsv1.ReplicaSet
 	Revisions   []*appsv1.ControllerRevision
 	Nodes       []*corev1.Node
+	// NodesUnread says the Nodes could not be read (through Argo CD's
+	// API, which serves none): a Pod's platform then comes from what it
+	// demands of its Node, which the scheduler and the kubelet enforce.
+	NodesUnread bool
 	// Lookups are the registry's answers for config-digest and index-child
 	// comparisons (see Needs).
 	Lookups Lookups
@@ -50,11 +54,13 @@ type index struct {
 	crByOwner   map[types.UID][]*appsv1.ControllerRevision
 	pods        map[types.NamespacedName]*corev1.Pod
 	nodes       map[string]*corev1.Node
+	nodesUnread bool
 	mirrors     []Mirror
 }
 
 func newIndex(s *Snapshot) *index {
 	ix := &index{
+		nodesUnread: s.NodesUnread,
 		podsByOwner: map[types.UID][]*corev1.Pod{},
 		rsByOwner:   map[types.UID][]*appsv1.ReplicaSet{},
 		crByOwner:   map[types.UID][]*appsv1.ControllerRevision{},

@@ -427,6 +427,9 @@ func (ix *index) platform(p *corev1.Pod) (imageref.Platform, error) {
 		return imageref.Platform{}, fmt.Errorf("pod %s is not on a node", p.Name)
 	}
 	n := ix.nodes[p.Spec.NodeName]
+	if n == nil && ix.nodesUnread {
+		return demanded(p)
+	}
 	if n == nil {
 		return imageref.Platform{}, fmt.Errorf("node %s of pod %s unknown", p.Spec.NodeName, p.Name)
 	}
@@ -435,6 +438,20 @@ func (ix *index) platform(p *corev1.Pod) (imageref.Platform, error) {
 		return imageref.Platform{}, fmt.Errorf("node %s reports no os/arch", n.Name)
 	}
 	return imageref.Platform{OS: info.OperatingSystem, Architecture: info.Architecture}, nil
+}
+
+// demanded is the platform Pod p demands of its Node: the nodeSelector's
+// kubernetes.io/arch, and its kubernetes.io/os or else spec.os.name. The
+// scheduler and the kubelet both refuse a Node that does not match.
+func demanded(p *corev1.Pod) (imageref.Platform, error) {
+	arch, os := p.Spec.NodeSelector[corev1.LabelArchStable], p.Spec.NodeSelector[corev1.LabelOSStable]
+	if os == "" && p.Spec.OS != nil {
+		os = string(p.Spec.OS.Name)
+	}
+	if arch == "" || os == "" {
+		return imageref.Platform{}, fmt.Errorf("the platform of pod %s: its Node cannot be read here, and the Pod names no %s and %s (nodeSelector, spec.os)", p.Name, corev1.LabelOSStable, corev1.LabelArchStable)
+	}
+	return imageref.Platform{OS: os, Architecture: arch}, nil
 }
 
 // Summary is one line for a commit status: "3/3 Pods run sha256:abcd…" or

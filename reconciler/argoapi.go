@@ -1,0 +1,139 @@
+package reconciler
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"os"
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/httpbound"
+	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/reconciler/object"
+	"pinbot.dev/pinbot/reconciler/spoke"
+	"pinbot.dev/pinbot/reconciler/verdict"
+)
+
+// argoAPI is the client of Argo CD's API server the config's argocd:
+// names. The token is read anew each time, so a rotated one is used at
+// the next pass.
+func (r *Reconciler) argoAPI() (*spoke.ArgoAPI, error) {
+	s := r.cfg.ArgoCD
+	if s == nil || s.URL == "" {
+		return nil, fmt.Errorf("reading Pods through Argo CD's API: no argocd.url in the config")
+	}
+	token, err := gitforge.ReadToken(s.TokenFile)
+	if err != nil {
+		return nil, fmt.Errorf("Argo CD's API: %w", err)
+	}
+	redact.Register(token)
+	t := httpbound.Transport(r.remotes.answer)
+	if s.CAFile != "" {
+		pem, err := os.ReadFile(s.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("Argo CD's API: reading the CA bundle: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("Argo CD's API: CA bundle %s: no PEM certificate in it", s.CAFile)
+		}
+		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return &spoke.ArgoAPI{URL: s.URL, Token: token, HTTP: &http.Client{Transport: t}}, nil
+}
+
+// apiReader reads one Application's live resources through Argo CD's API.
+type apiReader struct {
+	api     *spoke.ArgoAPI
+	app, ns string // the Application
+	nodes   map[object.Ref]spoke.TreeNode
+}
+
+// snapshotViaAPI is what verification reads of desired, in namespaces,
+// when Argo CD's API server is the only way to the cluster: the live
+// workloads, and the Pods, ReplicaSets and ControllerRevisions of the
+// Application's resource tree, each as its live manifest. Argo CD serves
+// no Nodes: a Pod's platform is what it demands of its Node (see
+// verdict.Snapshot.NodesUnread). It returns the confirm that reads the
+// workloads again.
+func (r *Reconciler) snapshotViaAPI(ctx context.Context, api *spoke.ArgoAPI, app, appNS string, namespaces []string, desired []*unstructured.Unstructured) (*verdict.Snapshot, func(context.Context, *verdict.Snapshot) string, error) {
+	nodes, err := api.Tree(ctx, app, appNS)
+	if err != nil {
+		return nil, nil, err
+	}
+	rd := &apiReader{api: api, app: app, ns: appNS, nodes: map[object.Ref]spoke.TreeNode{}}
+	for _, n := range nodes {
+		rd.nodes[object.Ref{Group: n.Group, Kind: n.Kind, Namespace: n.Namespace, Name: n.Name}] = n
+	}
+	want := map[object.Ref]*unstructured.Unstructured{}
+	for _, d := range desired {
+		want[object.RefOf(d)] = d
+	}
+	snap := &verdict.Snapshot{Desired: desired, Live: map[object.Ref]*unstructured.Unstructured{}, Mirrors: r.mirrors, NodesUnread: true}
+	if err := rd.read(ctx, want, snap.Live); err != nil {
+		return nil, nil, err
+	}
+	inNS := map[string]bool{}
+	for _, ns := range namespaces {
+		inNS[ns] = true
+	}
+	for ref := range rd.nodes {
+		if !inNS[ref.Namespace] {
+			continue
+		}
+		var into any
+		switch ref.Group + "/" + ref.Kind {
+		case "/Pod":
+			p := &corev1.Pod{}
+			snap.Pods, into = append(snap.Pods, p), p
+		case "apps/ReplicaSet":
+			rs := &appsv1.ReplicaSet{}
+			snap.ReplicaSets, into = append(snap.ReplicaSets, rs), rs
+		case "apps/ControllerRevision":
+			cr := &appsv1.ControllerRevision{}
+			snap.Revisions, into = append(snap.Revisions, cr), cr
+		default:
+			continue
+		}
+		u, err := api.Resource(ctx, app, appNS, rd.nodes[ref])
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
+			return nil, nil, fmt.Errorf("reading %s through Argo CD's API: %w", ref, err)
+		}
+	}
+	sort.Slice(snap.Pods, func(i, j int) bool {
+		return snap.Pods[i].Namespace+"/"+snap.Pods[i].Name < snap.Pods[j].Namespace+"/"+snap.Pods[j].Name
+	})
+	confirm := func(ctx context.Context, snap *verdict.Snapshot) string { return confirmWith(ctx, snap, rd.read) }
+	return snap, confirm, nil
+}
+
+// read reads each object of want the Application's tree holds into live;
+// one it does not hold is missing.
+func (rd *apiReader) read(ctx context.Context, want, live map[object.Ref]*unstructured.Unstructured) error {
+	for ref := range want {
+		n, ok := rd.nodes[ref]
+		if !ok {
+			continue
+		}
+		u, err := rd.api.Resource(ctx, rd.app, rd.ns, n)
+		if err != nil {
+			return err
+		}
+		live[ref] = u
+	}
+	return nil
+}
