@@ -307,3 +307,62 @@ spec:
         - name: app
           image: "{{ .Values.image.repository }}@{{ .Values.image.digest }}"
 `
+
+// TestArgoCDMultiSourceValues: a multi-source Application whose chart
+// takes a value file through a ref source of the same repository
+// ($values/envs/prod/values.yaml, outside the chart). The file pins v2
+// over the chart's v1: Pods running v2 are Verified, and Pods running
+// the chart's own default, v1, are a Mismatch.
+func TestArgoCDMultiSourceValues(t *testing.T) {
+	s := newDeployerScenario(t, "vo-multi", "argocd")
+	v1, v2 := pushImage(t, "vo-multi-app", "v1"), pushImage(t, "vo-multi-app", "v2")
+	head := s.push(map[string]string{
+		"charts/web/Chart.yaml":         "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"charts/web/values.yaml":        fmt.Sprintf("replicaCount: 1\nimage: {repository: %s, digest: %q}\n", v1.repo, v1.digest),
+		"charts/web/templates/web.yaml": helmDeployment,
+		"envs/prod/values.yaml":         fmt.Sprintf("image: {digest: %q}\n", v2.digest),
+	}, "chart and prod values")
+	repo := env.gitea.RepoURL(org, s.name)
+	s.create(applicationsRes, "argocd", fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: %s, namespace: argocd}
+spec:
+  project: default
+  sources:
+  - {repoURL: %q, path: charts/web, targetRevision: HEAD, helm: {valueFiles: [$values/envs/prod/values.yaml]}}
+  - {repoURL: %q, targetRevision: HEAD, ref: values}
+  destination: {server: "https://kubernetes.default.svc", namespace: %s}
+`, s.name, repo, repo, s.name))
+	s.apply(namedDeployment(s.name, 1, v2.repo+"@"+v2.digest))
+	// A multi-source sync's status: one revision per source.
+	now := time.Now().UTC().Format(time.RFC3339)
+	s.mergePatch(applicationsRes, "argocd", fmt.Sprintf(`
+status:
+  reconciledAt: %q
+  operationState:
+    operation: {sync: {revisions: [%[2]s, %[2]s]}}
+    phase: Succeeded
+    startedAt: %[1]q
+    finishedAt: %[1]q
+    syncResult: {revision: "", revisions: [%[2]s, %[2]s]}
+  history: [{id: 0, revision: "", revisions: [%[2]s, %[2]s], deployedAt: %[1]q}]
+  health: {status: Healthy}
+  sync: {status: Synced, revisions: [%[2]s, %[2]s]}
+  resources:
+  - {group: apps, version: v1, kind: Deployment, namespace: %[3]s, name: %[3]s, status: Synced, health: {status: Healthy}}
+`, now, head, s.name))
+
+	_, v := s.waitStatus(rollout, "verified with the ref source's values", func(_ *status.App, v *verdict.Verification) bool {
+		return v != nil && v.Verified
+	})
+	for _, c := range v.Containers {
+		if c.GitDigest != v2.digest {
+			t.Errorf("container %+v: Git digest %s, want the $values file's %s", c, c.GitDigest, v2.digest)
+		}
+	}
+
+	s.apply(namedDeployment(s.name, 1, v1.repo+"@"+v1.digest)) // the chart's default, not what the Application selects
+	s.waitStatus(rollout, "a Mismatch for the chart's default", func(_ *status.App, v *verdict.Verification) bool {
+		return v != nil && !v.Verified && hasVerdict(v, verdict.Mismatch)
+	})
+}

@@ -194,7 +194,8 @@ var hexCommit = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
 
 // Source returns what the Application follows: spec.source, or the one
 // source of spec.sources that has a path (the others may only lend value
-// files through ref, which pinbot does not follow). Sources pinbot cannot
+// files through ref, when they are the same repository at the same
+// revision). Sources pinbot cannot
 // render as Argo CD does are a *FieldError naming the field: a chart from
 // a Helm repository, a config management plugin, kustomize overrides, Helm
 // file parameters or value files of another source, a source hydrator. A
@@ -264,7 +265,7 @@ func (a *Application) Source() (Source, error) {
 	if h == nil {
 		h = &ApplicationSourceHelm{}
 	}
-	if out.Helm, err = a.helm(h, field+".helm"); err != nil {
+	if out.Helm, err = a.helm(h, field+".helm", refFiles(a.Spec.Sources, src, p)); err != nil {
 		return Source{}, err
 	}
 	return out, nil
@@ -281,8 +282,54 @@ func argoRef(rev string) GitRef {
 	return GitRef{Revision: rev}
 }
 
-// helm turns spec.source.helm into the renderer's terms.
-func (a *Application) helm(h *ApplicationSourceHelm, field string) (*Helm, error) {
+// refFiles resolves a value file "$name/rest" of src, whose chart is at
+// chartPath, to a path relative to the chart: when the source with ref
+// name is src's own repository at src's revision (a mono-repository's
+// values beside its charts). A ref source of another repository or
+// revision is an error, naming it: pinbot renders one repository at one
+// commit, the one it verifies against.
+func refFiles(sources []ApplicationSource, src *ApplicationSource, chartPath string) func(string) (string, error) {
+	return func(f string) (string, error) {
+		name, rest, _ := strings.Cut(strings.TrimPrefix(f, "$"), "/")
+		for i := range sources {
+			ref := &sources[i]
+			if ref.Ref != name {
+				continue
+			}
+			if !sameRepo(ref.RepoURL, src.RepoURL) || argoRef(ref.TargetRevision) != argoRef(src.TargetRevision) {
+				return "", fmt.Errorf("%q comes from source %q, %s at %q; pinbot renders one repository at one revision, %s at %q",
+					f, name, ref.RepoURL, ref.TargetRevision, src.RepoURL, src.TargetRevision)
+			}
+			rel, err := cleanPath(rest)
+			if err != nil {
+				return "", fmt.Errorf("%q: %w", f, err)
+			}
+			if rel == "" {
+				return "", fmt.Errorf("%q names no file of source %q", f, name)
+			}
+			up := ""
+			if chartPath != "" {
+				up = strings.Repeat("../", strings.Count(chartPath, "/")+1)
+			}
+			return up + rel, nil
+		}
+		return "", fmt.Errorf("%q: no source has ref: %s", f, name)
+	}
+}
+
+// sameRepo reports whether two repoURLs name one repository, as Argo CD
+// normalises them: case-insensitive, with or without ".git" or a trailing
+// slash.
+func sameRepo(a, b string) bool {
+	norm := func(u string) string {
+		return strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(u), "/"), ".git")
+	}
+	return norm(a) == norm(b)
+}
+
+// helm turns spec.source.helm into the renderer's terms; refFile resolves
+// a value file of a ref source ("$values/prod.yaml").
+func (a *Application) helm(h *ApplicationSourceHelm, field string, refFile func(string) (string, error)) (*Helm, error) {
 	obj := a.Name()
 	fail := func(f, format string, args ...any) (*Helm, error) {
 		return nil, &FieldError{Object: obj, Field: field + f, Reason: fmt.Sprintf(format, args...)}
@@ -290,18 +337,25 @@ func (a *Application) helm(h *ApplicationSourceHelm, field string) (*Helm, error
 	if len(h.FileParameters) > 0 {
 		return fail(".fileParameters", "pinbot does not render Helm file parameters (--set-file)")
 	}
+	var files []string
 	for i, f := range h.ValueFiles {
 		switch {
 		case strings.HasPrefix(f, "$"):
-			return fail(fmt.Sprintf(".valueFiles[%d]", i), "%q comes from another source; pinbot renders the files of the app's repository only", f)
+			local, err := refFile(f)
+			if err != nil {
+				return fail(fmt.Sprintf(".valueFiles[%d]", i), "%s", err)
+			}
+			files = append(files, local)
 		case strings.Contains(f, "://"):
 			return fail(fmt.Sprintf(".valueFiles[%d]", i), "%q is a URL; pinbot fetches nothing while rendering", f)
+		default:
+			files = append(files, f)
 		}
 	}
 	out := &Helm{
 		ReleaseName:             h.ReleaseName,
 		Namespace:               h.Namespace,
-		ValueFiles:              append([]string(nil), h.ValueFiles...),
+		ValueFiles:              files,
 		IgnoreMissingValueFiles: h.IgnoreMissingValueFiles,
 		SkipCRDs:                h.SkipCrds,
 		KubeVersion:             h.KubeVersion,

@@ -44,6 +44,20 @@ spec:
 			},
 		},
 		{
+			name: "multi-source: value files of a ref source of the same repository and revision",
+			spec: `
+spec:
+  sources:
+  - {repoURL: "https://git.example/x.git", path: charts/web, targetRevision: main, helm: {valueFiles: [values.yaml, $values/envs/prod/values.yaml]}}
+  - {repoURL: "https://GIT.example/x", targetRevision: main, ref: values}
+  destination: {server: "https://kubernetes.default.svc", namespace: web}`,
+			want: Source{
+				Kind: ArgoCD, Object: "Application argocd/guestbook", RepoURL: "https://git.example/x.git", Path: "charts/web",
+				Ref: GitRef{Revision: "main"}, Namespace: "web", Index: 0,
+				Helm: &Helm{ReleaseName: "guestbook", Namespace: "web", ValueFiles: []string{"values.yaml", "../../envs/prod/values.yaml"}},
+			},
+		},
+		{
 			name: "a commit as targetRevision",
 			spec: `
 spec:
@@ -233,7 +247,10 @@ func TestApplicationSourceErrors(t *testing.T) {
 		{"path escapes", "\nspec:\n  source: {repoURL: x, path: ../other}" + dest, "spec.source.path", "leaves the repository"},
 		{"empty repoURL", "\nspec:\n  source: {path: a}" + dest, "spec.source.repoURL", "empty"},
 		{"file parameters", "\nspec:\n  source: {repoURL: x, path: a, helm: {fileParameters: [{name: cfg, path: cfg.txt}]}}" + dest, "spec.source.helm.fileParameters", "--set-file"},
-		{"value file of another source", "\nspec:\n  sources:\n  - {repoURL: x, path: a, helm: {valueFiles: [values.yaml, \"$values/prod.yaml\"]}}\n  - {repoURL: z, ref: values}" + dest, "spec.sources[0].helm.valueFiles[1]", "another source"},
+		{"value file of another source", "\nspec:\n  sources:\n  - {repoURL: x, path: a, helm: {valueFiles: [values.yaml, \"$values/prod.yaml\"]}}\n  - {repoURL: z, ref: values}" + dest, "spec.sources[0].helm.valueFiles[1]", "one repository at one revision"},
+		{"value file of another revision", "\nspec:\n  sources:\n  - {repoURL: x, path: a, targetRevision: main, helm: {valueFiles: [\"$values/prod.yaml\"]}}\n  - {repoURL: x, targetRevision: v2, ref: values}" + dest, "spec.sources[0].helm.valueFiles[0]", "one repository at one revision"},
+		{"value file of no source", "\nspec:\n  sources:\n  - {repoURL: x, path: a, helm: {valueFiles: [\"$vals/prod.yaml\"]}}\n  - {repoURL: x, ref: values}" + dest, "spec.sources[0].helm.valueFiles[0]", "no source has ref: vals"},
+		{"value file leaving the repository", "\nspec:\n  sources:\n  - {repoURL: x, path: a, helm: {valueFiles: [\"$values/../../etc/passwd\"]}}\n  - {repoURL: x, ref: values}" + dest, "spec.sources[0].helm.valueFiles[0]", "leaves the repository"},
 		{"value file URL", "\nspec:\n  source: {repoURL: x, path: a, helm: {valueFiles: [\"https://example.com/v.yaml\"]}}" + dest, "spec.source.helm.valueFiles[0]", "URL"},
 		{"bad values YAML", "\nspec:\n  source: {repoURL: x, path: a, helm: {values: \"a: [\"}}" + dest, "spec.source.helm.values", "parsing YAML"},
 		{"two sources with paths", "\nspec:\n  sources:\n  - {repoURL: x, path: a}\n  - {repoURL: z, path: b}" + dest, "spec.sources", "found 2"},
