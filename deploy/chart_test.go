@@ -105,6 +105,20 @@ func TestChartRenders(t *testing.T) {
 	if diff := cmp.Diff(want, role.Rules); diff != "" || role.Namespace != stateNamespace {
 		t.Errorf("Role pinbot-clusters in %q (-want +got):\n%s", role.Namespace, diff)
 	}
+	// The Argo CD token, where the config's argocd.tokenFile reads it.
+	var withToken appsv1.Deployment
+	find(t, objs, "Deployment", "pinbot", &withToken)
+	mounted := false
+	for _, m := range withToken.Spec.Template.Spec.Containers[0].VolumeMounts {
+		mounted = mounted || m.MountPath == "/etc/pinbot/argocd"
+	}
+	secret := false
+	for _, v := range withToken.Spec.Template.Spec.Volumes {
+		secret = secret || v.Secret != nil && v.Secret.SecretName == "pinbot-argocd"
+	}
+	if !mounted || !secret {
+		t.Errorf("secrets.argocdToken set: mounted at /etc/pinbot/argocd %t, Secret pinbot-argocd a volume %t; want both", mounted, secret)
+	}
 }
 
 // TestChartGrantsWhatTheBaseGrants holds the chart's RBAC to deploy/base's
