@@ -288,6 +288,7 @@ func syncedCommit(rec *history.Record) string {
 // timing out) is dated: the status says since when, and the loop backs off
 // and retries.
 func (p *pass) clusterFault(stage string, err error) (*status.App, *verdict.Verification, error) {
+	err = p.c.fault(err) // names another cluster
 	p.o.Err, p.o.Stage = err, stage
 	if isTransient(err) {
 		if p.st.clusterDown.IsZero() {

@@ -210,7 +210,7 @@ func createKubeConfigSecret(t *testing.T, sp *kube.Cluster, ns, name, key string
 func TestPinbotAppOnSpoke(t *testing.T) {
 	s := newScenario(t, "own-spoke", "{}", "allowNamespaces: [own-spoke]",
 		"cluster: {kubeConfig: {secretRef: {name: own-spoke-kubeconfig, key: config}}}")
-	sp, _, _ := startSpoke(t, "own-spoke")
+	sp, _, stop := startSpoke(t, "own-spoke")
 	v1 := pushImage(t, "own-spoke-app", "v1")
 	s.push(map[string]string{"app/deploy.yaml": deployment(2, v1.ref())}, "Initial")
 
@@ -259,5 +259,20 @@ func TestPinbotAppOnSpoke(t *testing.T) {
 	})
 	if strings.Contains(st.Error, sp.Config().BearerToken) {
 		t.Errorf("the spoke's token shows in the status: %s", st.Error)
+	}
+
+	// The other cluster stops answering: the app's error names it.
+	token := sp.Config().BearerToken
+	stop()
+	var ce *reconciler.ClusterError
+	poll.Until(t, time.Minute, "the app's error naming its cluster", func() (bool, string) {
+		st, _, err = s.r.Status(testCtx, s.name)
+		return errors.As(err, &ce), fmt.Sprint(err)
+	})
+	if !strings.Contains(ce.Error(), "own-spoke-kubeconfig") || st == nil || st.Verified {
+		t.Errorf("status %+v, error %v; want unverified, naming the kubeconfig Secret", st, ce)
+	}
+	if strings.Contains(ce.Error(), token) || strings.Contains(st.Error, token) {
+		t.Errorf("the spoke's token shows: %s", ce)
 	}
 }

@@ -169,7 +169,7 @@ func (p *pass) supersede(ctx context.Context, by string) {
 func (p *pass) observe(ctx context.Context) (*verdict.Verification, verdict.HealthReport, error) {
 	snap, err := p.r.snapshotOn(ctx, p.c, p.app.AllowNamespaces, hook.Without(p.desired), p.live)
 	if err != nil {
-		return nil, verdict.HealthReport{}, err
+		return nil, verdict.HealthReport{}, p.c.fault(err)
 	}
 	p.snap = snap
 	return p.r.proveOn(ctx, p.c, p.app.Name, p.o.Commit, snap), verdict.AssessHealth(snap), nil
