@@ -2,19 +2,17 @@ package gitforge
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
 	sdk "code.gitea.io/sdk/gitea"
 
+	"pinbot.dev/pinbot/internal/capool"
 	"pinbot.dev/pinbot/internal/peermetrics"
 	"pinbot.dev/pinbot/internal/redact"
 )
@@ -135,11 +133,11 @@ func NewGitea(baseURL, token string, opts ...GiteaOption) (*Gitea, error) {
 	if hc == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		if o.caFile != "" {
-			pool, err := caPool(o.caFile)
+			pool, err := capool.Load(o.caFile)
 			if err != nil {
 				return nil, err
 			}
-			t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+			t.TLSClientConfig = capool.TLS(pool)
 		}
 		t.ResponseHeaderTimeout = ResponseTimeout
 		hc = &http.Client{Transport: t, Timeout: 60 * time.Second}
@@ -149,22 +147,6 @@ func NewGitea(baseURL, token string, opts ...GiteaOption) (*Gitea, error) {
 	hc = withToken(hc, u, token)
 	hc.Transport = peermetrics.Forge(hc.Transport)
 	return &Gitea{url: strings.TrimSuffix(u.String(), "/"), baseURL: u, hc: hc, auth: Auth{Token: token, CAFile: o.caFile}}, nil
-}
-
-// caPool returns the system roots plus the certificates in caFile.
-func caPool(caFile string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, fmt.Errorf("reading CA bundle: %w", err)
-	}
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("reading CA bundle %s: no PEM certificate in it", caFile)
-	}
-	return pool, nil
 }
 
 // client returns an SDK client for one call, bound to ctx.

@@ -2,8 +2,6 @@ package gitforge
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net/http"
 	"sort"
@@ -14,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/file"
+	"pinbot.dev/pinbot/internal/capool"
 	"pinbot.dev/pinbot/internal/httpbound"
 	"pinbot.dev/pinbot/internal/peermetrics"
 	"pinbot.dev/pinbot/internal/redact"
@@ -36,14 +35,11 @@ func gitTransport(url string, auth Auth) (transport.Transport, *transport.Endpoi
 			return nil, nil, err
 		}
 		if pem != nil {
-			pool, err := x509.SystemCertPool()
-			if err != nil || pool == nil {
-				pool = x509.NewCertPool()
+			pool, err := capool.FromPEM(auth.CAFile, pem)
+			if err != nil {
+				return nil, nil, err
 			}
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, nil, fmt.Errorf("reading CA bundle %s: no PEM certificate in it", auth.CAFile)
-			}
-			t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+			t.TLSClientConfig = capool.TLS(pool)
 		}
 		return githttp.NewClientWithOptions(&http.Client{Transport: peermetrics.Git(t)}, nil), ep, nil
 	case "file":

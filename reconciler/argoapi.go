@@ -2,11 +2,8 @@ package reconciler
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net/http"
-	"os"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/capool"
 	"pinbot.dev/pinbot/internal/httpbound"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler/object"
@@ -37,18 +35,11 @@ func (r *Reconciler) argoAPI() (*spoke.ArgoAPI, error) {
 	redact.Register(token)
 	t := httpbound.Transport(r.remotes.answer)
 	if s.CAFile != "" {
-		pem, err := os.ReadFile(s.CAFile)
+		pool, err := capool.Load(s.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("Argo CD's API: reading the CA bundle: %w", err)
+			return nil, fmt.Errorf("Argo CD's API: %w", err)
 		}
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("Argo CD's API: CA bundle %s: no PEM certificate in it", s.CAFile)
-		}
-		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		t.TLSClientConfig = capool.TLS(pool)
 	}
 	return &spoke.ArgoAPI{URL: s.URL, Token: token, HTTP: &http.Client{Transport: t}}, nil
 }
