@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"sync"
 
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
@@ -29,23 +30,43 @@ func gitTransport(url string, auth Auth) (transport.Transport, *transport.Endpoi
 	}
 	switch ep.Protocol {
 	case "http", "https":
-		t := httpbound.Transport(ResponseTimeout)
 		pem, err := auth.caBundle()
 		if err != nil {
 			return nil, nil, err
 		}
-		if pem != nil {
-			pool, err := capool.FromPEM(auth.CAFile, pem)
-			if err != nil {
-				return nil, nil, err
-			}
-			t.TLSClientConfig = capool.TLS(pool)
+		t, err := httpTransport(auth.CAFile, pem)
+		if err != nil {
+			return nil, nil, err
 		}
 		return githttp.NewClientWithOptions(&http.Client{Transport: peermetrics.Git(t)}, nil), ep, nil
 	case "file":
 		return file.DefaultClient, ep, nil
 	}
 	return nil, nil, fmt.Errorf("%s: Git over %s is not supported (use https)", redact.URL(url), ep.Protocol)
+}
+
+// transports are the Git HTTP transports, one per CA bundle (by its
+// content; "" for the system's roots), so that every fetch reuses the
+// keep-alive connections of the ones before instead of leaving a
+// transport with its idle connections behind.
+var transports sync.Map // string -> *http.Transport
+
+// httpTransport is the shared transport that trusts pem (read from
+// caFile), or the system's roots when pem is nil.
+func httpTransport(caFile string, pem []byte) (*http.Transport, error) {
+	if t, ok := transports.Load(string(pem)); ok {
+		return t.(*http.Transport), nil
+	}
+	t := httpbound.Transport(ResponseTimeout)
+	if pem != nil {
+		pool, err := capool.FromPEM(caFile, pem)
+		if err != nil {
+			return nil, err
+		}
+		t.TLSClientConfig = capool.TLS(pool)
+	}
+	got, _ := transports.LoadOrStore(string(pem), t)
+	return got.(*http.Transport), nil
 }
 
 // advertised asks the remote which references it has.

@@ -3,8 +3,12 @@ package gitforge_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/url"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"pinbot.dev/pinbot/gitforge"
@@ -105,5 +109,50 @@ func TestDefaultBranch(t *testing.T) {
 	}
 	if _, err := gitforge.DefaultBranch(ctx, srv.RepoURL(repo.Owner, repo.Name), gitforge.Auth{Token: "bad0token"}); !errors.Is(err, gitforge.ErrUnauthorized) {
 		t.Errorf("DefaultBranch with a bad token = %v, want ErrUnauthorized", err)
+	}
+}
+
+// TestRemoteReadsReuseConnections: every read of a remote goes through one
+// shared transport, so 20 reads of a branch's head reuse one keep-alive
+// connection to the real Gitea (counted by a loopback proxy in between)
+// instead of leaving a transport and its idle connection behind each.
+func TestRemoteReadsReuseConnections(t *testing.T) {
+	srv := giteatest.Server(t)
+	repo, sha := newRepo(t, srv, map[string]string{"f.yaml": "v: 0\n"})
+	target, err := url.Parse(srv.RepoURL(repo.Owner, repo.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var conns atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			up, err := net.Dial("tcp", target.Host)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go func() { _, _ = io.Copy(up, c); up.Close() }()
+			go func() { _, _ = io.Copy(c, up); c.Close() }()
+		}
+	}()
+	via := *target
+	via.Host = ln.Addr().String()
+	for i := range 20 {
+		if got, err := gitforge.RemoteHead(context.Background(), via.String(), "main", gitforge.Auth{Token: srv.Token}); err != nil || got != sha {
+			t.Fatalf("read %d: RemoteHead = %s, %v; want %s", i, got, err, sha)
+		}
+	}
+	if n := conns.Load(); n > 2 {
+		t.Errorf("20 reads opened %d connections, want them to reuse one", n)
 	}
 }
