@@ -22,26 +22,38 @@ import (
 
 // argoAPI is the client of Argo CD's API server the config's argocd:
 // names. The token is read anew each time, so a rotated one is used at
-// the next pass.
+// the next pass; the HTTP client, and its connections, are the
+// Reconciler's one (argoHTTP).
 func (r *Reconciler) argoAPI() (*spoke.ArgoAPI, error) {
 	s := r.cfg.ArgoCD
 	if s == nil || s.URL == "" {
 		return nil, fmt.Errorf("reading Pods through Argo CD's API: no argocd.url in the config")
+	}
+	hc, err := r.argoHTTP()
+	if err != nil {
+		return nil, err
 	}
 	token, err := gitforge.ReadToken(s.TokenFile)
 	if err != nil {
 		return nil, fmt.Errorf("Argo CD's API: %w", err)
 	}
 	redact.Register(token)
+	return &spoke.ArgoAPI{URL: s.URL, Token: token, HTTP: hc}, nil
+}
+
+// newArgoHTTP is the client of Argo CD's API server, made once per
+// Reconciler: bounded as the spokes' clients are, trusting the config's
+// caFile.
+func (r *Reconciler) newArgoHTTP() (*http.Client, error) {
 	t := httpbound.Transport(r.remotes.answer)
-	if s.CAFile != "" {
+	if s := r.cfg.ArgoCD; s != nil && s.CAFile != "" {
 		pool, err := capool.Load(s.CAFile)
 		if err != nil {
 			return nil, fmt.Errorf("Argo CD's API: %w", err)
 		}
 		t.TLSClientConfig = capool.TLS(pool)
 	}
-	return &spoke.ArgoAPI{URL: s.URL, Token: token, HTTP: &http.Client{Transport: t}}, nil
+	return &http.Client{Transport: t}, nil
 }
 
 // apiReader reads one Application's live resources through Argo CD's API.

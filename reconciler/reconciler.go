@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"sync"
@@ -34,10 +35,11 @@ type Reconciler struct {
 	kube      kubernetes.Interface
 	applier   *ssa.Applier
 	watcher   *watcher
-	local     *cluster   // applier and watcher: the cluster pinbot runs against
-	remotes   *remotes   // the clusters Argo CD destinations name (remote.go)
-	events    *eventer   // Events on the workloads verified (events.go)
-	lives     *liveCache // watches of each app's inventory (live.go)
+	local     *cluster                     // applier and watcher: the cluster pinbot runs against
+	argoHTTP  func() (*http.Client, error) // the client of Argo CD's API server (argoapi.go)
+	remotes   *remotes                     // the clusters Argo CD destinations name (remote.go)
+	events    *eventer                     // Events on the workloads verified (events.go)
+	lives     *liveCache                   // watches of each app's inventory (live.go)
 	source    *Source
 	lookups   *lookupCache
 	mirrors   []verdict.Mirror // cfg.Rules(), normalised once
@@ -187,6 +189,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	r.lives = newLiveCache(dyn, r.inventoryChanged)
 	r.local = &cluster{applier: r.applier, watcher: r.watcher, lives: r.lives}
 	r.remotes = newRemotes(o.answer)
+	r.argoHTTP = sync.OnceValues(r.newArgoHTTP)
 	r.events = newEventer(kube)
 	r.observer = &observer{r: r, dyn: dyn}
 	if o.forge == nil && cfg.Forge != nil && !o.noForge {
