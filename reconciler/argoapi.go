@@ -70,7 +70,7 @@ type apiReader struct {
 // no Nodes: a Pod's platform is what it demands of its Node (see
 // verdict.Snapshot.NodesUnread). It returns the confirm that reads the
 // workloads again.
-func (r *Reconciler) snapshotViaAPI(ctx context.Context, api *spoke.ArgoAPI, app, appNS string, namespaces []string, desired []*unstructured.Unstructured) (*verdict.Snapshot, func(context.Context, *verdict.Snapshot) string, error) {
+func (r *Reconciler) snapshotViaAPI(ctx context.Context, api *spoke.ArgoAPI, app, appNS string, namespaces []string, desired []*unstructured.Unstructured, want map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, func(context.Context, *verdict.Snapshot) string, error) {
 	nodes, err := api.Tree(ctx, app, appNS)
 	if err != nil {
 		return nil, nil, err
@@ -78,10 +78,6 @@ func (r *Reconciler) snapshotViaAPI(ctx context.Context, api *spoke.ArgoAPI, app
 	rd := &apiReader{api: api, app: app, ns: appNS, nodes: map[object.Ref]spoke.TreeNode{}}
 	for _, n := range nodes {
 		rd.nodes[object.Ref{Group: n.Group, Kind: n.Kind, Namespace: n.Namespace, Name: n.Name}] = n
-	}
-	want := map[object.Ref]*unstructured.Unstructured{}
-	for _, d := range desired {
-		want[object.RefOf(d)] = d
 	}
 	snap := &verdict.Snapshot{Desired: desired, Live: map[object.Ref]*unstructured.Unstructured{}, Mirrors: r.mirrors, NodesUnread: true}
 	if err := rd.read(ctx, want, snap.Live); err != nil {

@@ -215,7 +215,7 @@ func (ob *observer) verify(ctx context.Context, p *pass, d *deployedApp, auth gi
 	p.st.mu.Lock()
 	p.st.namespaces = namespaces
 	p.st.mu.Unlock()
-	snap, confirm, err := ob.snapshot(ctx, p, d, namespaces, desired)
+	snap, confirm, err := ob.snapshot(ctx, p, d, namespaces, desired, want)
 	if err != nil {
 		return nil, err
 	}
@@ -242,8 +242,8 @@ func (ob *observer) verify(ctx context.Context, p *pass, d *deployedApp, auth gi
 // snapshot reads what verification needs of desired: from the cluster
 // the deployer applies to, or, for an Argo CD app read via: api, through
 // Argo CD's API server. It returns the confirm that reads the workloads
-// again.
-func (ob *observer) snapshot(ctx context.Context, p *pass, d *deployedApp, namespaces []string, desired []*unstructured.Unstructured) (*verdict.Snapshot, func(context.Context, *verdict.Snapshot) string, error) {
+// again. want is desired by reference.
+func (ob *observer) snapshot(ctx context.Context, p *pass, d *deployedApp, namespaces []string, desired []*unstructured.Unstructured, want map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, func(context.Context, *verdict.Snapshot) string, error) {
 	r := ob.r
 	if r.cfg.ArgoCDVia(p.app) == deployer.ViaAPI {
 		api, err := r.argoAPI()
@@ -251,7 +251,7 @@ func (ob *observer) snapshot(ctx context.Context, p *pass, d *deployedApp, names
 			return nil, nil, err
 		}
 		ns, name := p.app.ArgoCD.Object()
-		snap, confirm, err := r.snapshotViaAPI(ctx, api, name, ns, namespaces, desired)
+		snap, confirm, err := r.snapshotViaAPI(ctx, api, name, ns, namespaces, desired, want)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -262,10 +262,6 @@ func (ob *observer) snapshot(ctx context.Context, p *pass, d *deployedApp, names
 	c, err := r.clusterOf(ctx, p.app, d)
 	if err != nil {
 		return nil, nil, err
-	}
-	want := make(map[object.Ref]*unstructured.Unstructured, len(desired))
-	for _, o := range desired {
-		want[object.RefOf(o)] = o
 	}
 	live := map[object.Ref]*unstructured.Unstructured{}
 	if err := c.applier.GetMissing(ctx, want, live); err != nil {
