@@ -23,6 +23,11 @@ import (
 // whose key is camelCase, the snake_case key the same field had before.
 // When both spellings are present, the camelCase one wins.
 func Unmarshal(data []byte, v any) error {
+	if bytes.IndexByte(data, '_') < 0 {
+		// No snake_case key: what pinbot writes now decodes once, as
+		// plain JSON. (encoding/json never escapes '_' as \u005f.)
+		return json.Unmarshal(data, v)
+	}
 	var tree any
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
