@@ -42,6 +42,15 @@ func (r *Reconciler) Run(ctx context.Context) error { return r.RunUntil(ctx, ctx
 // SIGTERM and ends ctx after its timeout, so a sync under way is finished
 // and recorded rather than cut off.
 func (r *Reconciler) RunUntil(ctx context.Context, stop <-chan struct{}) error {
+	return r.RunSome(ctx, stop, nil)
+}
+
+// RunSome is RunUntil of the apps keep keeps (all of them when keep is
+// nil): a replica of serve that holds some shards passes their apps only.
+// When it returns, this process forgets the kept apps' last passes: from
+// then on another replica passes them, and the metrics and the dashboard
+// show the status that replica stores.
+func (r *Reconciler) RunSome(ctx context.Context, stop <-chan struct{}, keep func(app string) bool) error {
 	for backoff := minBackoff; ; backoff = min(2*backoff, time.Duration(r.cfg.Interval)) {
 		err := r.Check(ctx)
 		if err == nil {
@@ -62,10 +71,16 @@ func (r *Reconciler) RunUntil(ctx context.Context, stop <-chan struct{}) error {
 	var wg sync.WaitGroup
 	for i := range r.cfg.Apps {
 		app := &r.cfg.Apps[i]
+		if keep != nil && !keep(app.Name) {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			r.runApp(ctx, stop, app)
+			if keep != nil {
+				r.apps[app.Name].forget()
+			}
 		}()
 	}
 	wg.Wait()

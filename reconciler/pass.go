@@ -115,7 +115,7 @@ func (r *Reconciler) OnProofChange(f func(app string)) { r.onProof.Store(&f) }
 // st.passMu until the pass ends.
 func (r *Reconciler) newPass(ctx context.Context, app *config.App, st *appState, m mode, so *syncOptions) *pass {
 	p := &pass{r: r, app: app, st: st, mode: m, log: logctx.From(ctx).With("app", app.Name), c: r.local}
-	p.o = status.Observation{App: app, At: r.now()}
+	p.o = status.Observation{App: app, At: r.now(), Replica: r.replica}
 	if so != nil {
 		p.prune = so.prune
 	}

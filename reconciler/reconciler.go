@@ -49,6 +49,7 @@ type Reconciler struct {
 	observer  *observer // verify-only apps (observer.go)
 	token     string
 	now       func() time.Time
+	replica   string // WithReplica
 	metrics   *metrics
 	caps      *capabilities // the cluster's, for Helm renders (render.go)
 	apps      map[string]*appState
@@ -69,6 +70,7 @@ type options struct {
 	now      func() time.Time
 	answer   time.Duration
 	noForge  bool
+	replica  string
 }
 
 // Option configures New.
@@ -106,6 +108,11 @@ func WithoutForge() Option { return func(o *options) { o.noForge = true } }
 
 // WithClock replaces time.Now, for tests of timeouts.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithReplica names the replica of serve that runs the passes, for the
+// statuses they store (status.App.Replica): with shards, which replica
+// passes an app.
+func WithReplica(id string) Option { return func(o *options) { o.replica = id } }
 
 // APIResponseTimeout bounds how long one request to the Kubernetes API
 // waits for the server to start answering. An API server that accepts the
@@ -181,6 +188,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 		history:    store.New(kube, cfg.StateNamespace),
 		token:      o.token,
 		now:        o.now,
+		replica:    o.replica,
 		caps:       newCapabilities(kube.Discovery(), o.now),
 		apps:       map[string]*appState{},
 	}

@@ -120,6 +120,14 @@ func proofKey(s *status.App, v *verdict.Verification) string {
 	return b.String()
 }
 
+// forget drops the last pass's status and verification: another replica
+// passes the app now, and the status it stores is the one to show.
+func (st *appState) forget() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.last, st.lastV = nil, nil
+}
+
 // lastPass returns the last pass's status and verification.
 func (st *appState) lastPass() (*status.App, *verdict.Verification) {
 	st.mu.Lock()

@@ -31,6 +31,7 @@ import (
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/store"
+	"pinbot.dev/pinbot/serve/shard"
 )
 
 // DefaultShutdownTimeout bounds the shutdown: shorter than a Pod's default
@@ -49,6 +50,11 @@ type Options struct {
 	// namespace (Lease); without it this process leads alone.
 	Elect bool
 	Lease Lease
+	// Shards, with Elect, splits the apps into this many shards, each
+	// passed by the replica that holds its Lease (package shard), instead
+	// of the leader passing them all. The leader still runs what must be
+	// single: promotions, the drift schedules and the release chains.
+	Shards int
 	// ShutdownTimeout bounds the pass in flight at SIGTERM. Default
 	// DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
@@ -100,6 +106,11 @@ type daemon struct {
 
 	cutMu sync.Mutex
 	cut   context.CancelFunc // ends the loops' context: the pass in flight is cut off
+
+	shards     *shard.Manager // with Options.Shards; set before the server starts
+	stopShards func()         // gives every shard up, after its passes end
+	cutShards  context.CancelFunc
+	shardsDone chan struct{}
 }
 
 // Run runs serve until ctx ends (SIGTERM, SIGINT), then shuts down:
@@ -168,10 +179,10 @@ func (d *daemon) cutLoops() {
 // leads reports whether this process writes: it leads, or does not elect.
 func (d *daemon) leads() bool { return !d.o.Elect || d.leading.Load() }
 
-// trigger asks for a pass of app: at once on the leader, through the
-// trigger ConfigMap on a follower.
+// trigger asks for a pass of app: at once on the replica that passes it,
+// through the trigger ConfigMap on another.
 func (d *daemon) trigger(ctx context.Context, app string) error {
-	if d.leads() {
+	if d.passesHere(app) {
 		return d.r.Trigger(app)
 	}
 	return forwardTrigger(ctx, d.kube, d.ns, app)
@@ -192,6 +203,12 @@ func (d *daemon) run(ctx context.Context) error {
 		// The API server did not answer: not ready until it does.
 		log.Warn("cannot check the state namespace yet; /readyz answers 503 until the API server answers", "error", err.Error())
 		go d.recheck(work)
+	}
+
+	if d.sharded() {
+		if d.shards, err = d.newShards(ctx); err != nil {
+			return err
+		}
 	}
 
 	var served chan error // nil without a server: never ready in wait's select
@@ -238,6 +255,9 @@ func (d *daemon) run(ctx context.Context) error {
 			log.Info("leading", "lease", d.ns+"/"+leaseName, "id", d.o.Lease.ID)
 			d.leading.Store(true)
 			trigger := func(app string) { _ = d.r.Trigger(app) }
+			if d.sharded() { // each replica answers for its own shards
+				trigger = func(string) {}
+			}
 			promote := func(p promoteRequest) { go d.promoteForwarded(lctx, p) }
 			if err := watchTriggers(lctx, d.kube, d.ns, trigger, promote); err != nil && lctx.Err() == nil {
 				loopDone <- err
@@ -254,6 +274,11 @@ func (d *daemon) run(ctx context.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	if d.sharded() {
+		if err := d.runShards(work); err != nil {
+			return err
+		}
 	}
 	electDone := make(chan struct{})
 	electCtx, stopElect := context.WithCancel(work)
@@ -300,7 +325,15 @@ func (d *daemon) loops(ctx context.Context, stop <-chan struct{}) error {
 	go func() { drifted <- runDrift(driftCtx, d.drift) }()
 	released := make(chan struct{})
 	go func() { defer close(released); d.release.run(driftCtx) }()
-	err := d.r.RunUntil(ctx, stop)
+	var err error
+	if d.sharded() { // the shards' holders pass the apps
+		select {
+		case <-ctx.Done():
+		case <-stop:
+		}
+	} else {
+		err = d.r.RunUntil(ctx, stop)
+	}
 	cancel() // the drift schedules and the release chains stop with the loops
 	<-released
 	return errors.Join(err, <-drifted)
@@ -343,6 +376,7 @@ func (d *daemon) wait(ctx context.Context, loopDone <-chan error, lost <-chan st
 			err = errors.New("the HTTP server stopped")
 		}
 	}
+	d.endShards(log)
 	stopElect() // releases the Lease (ReleaseOnCancel)
 	if electDone != nil {
 		<-electDone
@@ -353,6 +387,10 @@ func (d *daemon) wait(ctx context.Context, loopDone <-chan error, lost <-chan st
 	}
 	return err
 }
+
+// DefaultID is a replica's identity when --id names none: the hostname,
+// which is the Pod's name in a Deployment.
+func DefaultID() string { return hostname() }
 
 // hostname is the Lease holder's default identity.
 func hostname() string {

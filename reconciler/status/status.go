@@ -93,6 +93,9 @@ type App struct {
 	// HeadCommit is the head of the tracked branch, which the Pods are
 	// verified against (Commit says the same).
 	HeadCommit string `json:"headCommit,omitempty"`
+	// Replica is the replica of serve whose pass this is (its --id), when
+	// serve runs sharded.
+	Replica string `json:"replica,omitempty"`
 }
 
 // SameAs reports whether s and o say the same thing, ignoring when they
@@ -115,6 +118,8 @@ func (s *App) SameAs(o *App) bool {
 type Observation struct {
 	App *config.App
 	At  time.Time
+	// Replica names the replica of serve that passes the app, if any.
+	Replica string
 	// Commit is the head the pass compared against (while the source is
 	// unreachable, the last one fetched).
 	Commit string
@@ -167,7 +172,7 @@ func Of(o Observation) *App {
 	s := &App{
 		App: a.Name, Repo: redact.URL(a.Repo), Branch: a.Branch, Path: a.Path, Automated: a.SyncPolicy.Automated,
 		ObservedAt: o.At, Commit: o.Commit, Sync: SyncUnknown, Health: verdict.HealthUnknown,
-		SyncedCommit: o.SyncedCommit, Drift: o.Drift, Orphaned: o.Orphans,
+		SyncedCommit: o.SyncedCommit, Drift: o.Drift, Orphaned: o.Orphans, Replica: o.Replica,
 	}
 	s.Source, s.HeadCommit, s.DeployedCommit = string(deployer.Pinbot), o.Commit, o.SyncedCommit
 	if d := o.Deployed; d != nil {

@@ -42,6 +42,7 @@ type reloader struct {
 	every time.Duration
 	sum   [sha256.Size]byte // of the file serve runs on, or last refused
 	dyn   dynamic.Interface // for discover:, made on first use
+	opts  []reconciler.Option
 
 	reloads *prometheus.CounterVec // pinbot_config_reloads_total{result}
 	ok      prometheus.Gauge       // pinbot_config_last_reload_successful
@@ -93,7 +94,7 @@ func (l *reloader) open(ctx context.Context) (turn, error) {
 		}
 		cfg.Config = *merged
 	}
-	r, err := l.f.build(cfg, nil)
+	r, err := l.f.build(cfg, l.opts)
 	if err != nil {
 		return turn{}, err
 	}

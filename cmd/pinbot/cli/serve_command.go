@@ -34,6 +34,16 @@ leader by annotating the ConfigMap pinbot-trigger in the state namespace,
 which the leader watches. A replica
 that loses the Lease exits 1, to be restarted as a follower.
 
+With --shards N as well, the replicas split the apps: an app belongs to
+one of N shards by the hash of its name, and each shard is passed by the
+replica holding its Lease pinbot-shard-K. Each replica announces itself
+with a Lease pinbot-member-ID; all of them compute the same balanced
+assignment of shards to the members they see, so the shards spread
+evenly. A replica gives a shard up only after its passes end, and one
+that dies loses its shards when their Leases expire, within
+--lease-duration and a --retry-period. The leader still runs the
+promotions, the drift schedules and the release chains.
+
 On SIGTERM, webhooks answer 503, the loops get --shutdown-timeout to
 stop (a sync still running then is cut off and recorded as interrupted,
 so the next leader applies it again), the Lease is released and serve
@@ -48,6 +58,14 @@ exits 0.`,
 					return &usageError{err: err}
 				}
 			}
+			switch {
+			case o.Shards < 0:
+				return usageErrorf("flag --shards: want 0 (no sharding) or more, got %d", o.Shards)
+			case o.Shards > 0 && !o.Elect:
+				return usageErrorf("flag --shards: needs --leader-elect (the leader runs the promotions and the release chains)")
+			case o.Shards > 0 && o.Lease.ID == "":
+				o.Lease.ID = serve.DefaultID()
+			}
 			if o.ShutdownTimeout <= 0 {
 				return usageErrorf("flag --shutdown-timeout: want a positive duration, got %s", o.ShutdownTimeout)
 			}
@@ -59,6 +77,7 @@ exits 0.`,
 	fl := cmd.Flags()
 	fl.BoolVar(&o.Elect, "leader-elect", false, "elect a leader through the Lease pinbot in the state namespace; only the leader writes")
 	fl.StringVar(&o.Lease.ID, "id", "", "this replica's holderIdentity in the Lease (default the hostname)")
+	fl.IntVar(&o.Shards, "shards", 0, "with --leader-elect, split the apps into this many shards, each passed by the replica holding its Lease pinbot-shard-K (the same number on every replica); 0 lets the leader pass them all")
 	fl.DurationVar(&o.Lease.Duration, "lease-duration", 35*time.Second, "how long followers wait before taking a Lease that was not renewed")
 	fl.DurationVar(&o.Lease.RenewDeadline, "renew-deadline", 30*time.Second, "how long the leader tries to renew before giving up leadership")
 	fl.DurationVar(&o.Lease.RetryPeriod, "retry-period", 5*time.Second, "how often replicas try to acquire or renew the Lease")

@@ -13,6 +13,7 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/release/gate"
 	"pinbot.dev/pinbot/serve"
 )
@@ -146,6 +147,9 @@ func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Op
 		return usageErrorf("flag --reload-interval: must be positive")
 	}
 	reload := newReloader(f, sf.reloadInterval)
+	if o.Shards > 0 {
+		reload.opts = append(reload.opts, reconciler.WithReplica(o.Lease.ID))
+	}
 	o.Collectors = reload.collectors()
 	if err := f.Validate(); err != nil {
 		return err

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"pinbot.dev/pinbot/internal/testenv/poll"
+	"pinbot.dev/pinbot/internal/testenv/stack"
+	"pinbot.dev/pinbot/reconciler/history"
+	"pinbot.dev/pinbot/reconciler/store"
+	"pinbot.dev/pinbot/serve/shard"
+)
+
+// TestServeShards runs three replicas of the real binary with --shards 3
+// over 30 apps: each app is passed by the replica holding its shard's
+// Lease, and every replica passes some; SIGKILL of one moves its apps to
+// the others once its Leases expire; a push announced to any replica
+// reaches each app's holder; and no commit of any app is ever synced
+// twice.
+func TestServeShards(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const apps, shards, secret = 30, 3, "serve-shards-s3cret"
+	files := func(gen int) map[string]string {
+		out := map[string]string{}
+		for i := range apps {
+			out[fmt.Sprintf("app-%02d/cm.yaml", i)] = fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%02d}\ndata: {gen: %q}\n", i, fmt.Sprint(gen))
+		}
+		return out
+	}
+	rig := newServeRig(ctx, t, stack.Options{Namespaces: []string{"pinbot-system", "web"}}, files(1), secret)
+	g, kube := rig.peers.Gitea, rig.peers.Kube
+	var cfg strings.Builder
+	fmt.Fprintf(&cfg, "interval: 10m\nforge: {url: %q}\napps:\n", g.URL)
+	var names []string
+	for i := range apps {
+		name := fmt.Sprintf("app-%02d", i)
+		names = append(names, name)
+		fmt.Fprintf(&cfg, "  - {name: %s, repo: %s, branch: main, path: %s, namespace: web, allowNamespaces: [web], syncPolicy: {automated: true}}\n",
+			name, g.RepoURL(g.AdminUser, "manifests"), name)
+	}
+	rig.cfg = rig.write("pinbot.yaml", cfg.String())
+	records := store.New(kube, "pinbot-system")
+
+	holders := func() map[int]string {
+		out := map[int]string{}
+		for k := range shards {
+			l, err := kube.CoordinationV1().Leases("pinbot-system").Get(ctx, fmt.Sprintf("pinbot-shard-%d", k), metav1.GetOptions{})
+			if err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
+				out[k] = *l.Spec.HolderIdentity
+			}
+		}
+		return out
+	}
+	// passedBy checks that every app's stored status was written by the
+	// holder of its shard, among live, after it synced commit, and
+	// returns the apps of each replica.
+	passedBy := func(commit string, live ...string) (map[string][]string, string) {
+		hs := holders()
+		per := map[string][]string{}
+		for _, app := range names {
+			rec, err := records.Get(ctx, app)
+			if err != nil || rec.Status == nil {
+				return nil, fmt.Sprintf("app %s has no status yet (%v)", app, err)
+			}
+			s := rec.Status
+			holder := hs[shard.Of(app, shards)]
+			switch {
+			case s.SyncedCommit != commit:
+				return nil, fmt.Sprintf("app %s synced %.8s, want %.8s", app, s.SyncedCommit, commit)
+			case s.Replica != holder:
+				return nil, fmt.Sprintf("app %s was passed by %q, its shard's holder is %q (holders %v)", app, s.Replica, holder, hs)
+			}
+			per[s.Replica] = append(per[s.Replica], app)
+		}
+		for _, id := range live {
+			if len(per[id]) == 0 {
+				return nil, fmt.Sprintf("replica %s passes no app (holders %v)", id, hs)
+			}
+		}
+		for id := range per {
+			if !slices.Contains(live, id) {
+				return nil, fmt.Sprintf("replica %s, not among %v, still passes %v", id, live, per[id])
+			}
+		}
+		return per, ""
+	}
+	syncedOnce := func(commit string) {
+		t.Helper()
+		for _, app := range names {
+			rec, err := records.Get(ctx, app)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, e := range rec.Entries {
+				if e.Commit == commit && e.Trigger != history.TriggerHeal {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("app %s: commit %.8s synced %d times, want once: %+v", app, commit, n, rec.Entries)
+			}
+		}
+	}
+
+	rs := map[string]*replica{}
+	for _, id := range []string{"shard-a", "shard-b", "shard-c"} {
+		rs[id] = rig.serve(id, "--shards", "3", "-v")
+	}
+	var per map[string][]string
+	poll.Until(t, 120*time.Second, "30 apps synced, each by its shard's holder, on all three replicas", func() (bool, string) {
+		var why string
+		per, why = passedBy(rig.commit, "shard-a", "shard-b", "shard-c")
+		return why == "", why
+	})
+	t.Logf("apps per replica: a %d, b %d, c %d", len(per["shard-a"]), len(per["shard-b"]), len(per["shard-c"]))
+
+	// SIGKILL: the Leases of the dead replica expire, and the others pass
+	// its apps.
+	victim := rs["shard-b"]
+	if err := victim.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-victim.done
+	killed := time.Now()
+	gone := per["shard-b"]
+	poll.Until(t, 60*time.Second, "the killed replica's apps move to the others", func() (bool, string) {
+		hs := holders()
+		for _, app := range gone {
+			rec, err := records.Get(ctx, app)
+			if err != nil || rec.Status == nil {
+				return false, fmt.Sprint(err)
+			}
+			if h := hs[shard.Of(app, shards)]; h == "shard-b" || rec.Status.Replica != h {
+				return false, fmt.Sprintf("app %s: passed by %q, its shard held by %q", app, rec.Status.Replica, h)
+			}
+		}
+		return true, ""
+	})
+	// The bound the shard package's test holds exactly is the Lease
+	// duration and a retry period (5 s here); this adds the first pass.
+	took := time.Since(killed)
+	t.Logf("the killed replica's %d apps passed by the others %s after SIGKILL (lease 4s, retry 1s)", len(gone), took.Round(time.Millisecond))
+	if took > 15*time.Second {
+		t.Errorf("the apps moved %s after SIGKILL, want within the Lease duration and a pass", took)
+	}
+
+	// A push, announced to one replica only, reaches each app's holder.
+	second, err := g.PushDir(ctx, g.AdminUser, "manifests", "main", writeTree(t, files(2)), "Generation 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprintf(`{"ref":"refs/heads/main","after":%q,"repository":{"clone_url":%q}}`, second, g.RepoURL(g.AdminUser, "manifests"))
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(body))
+	req, err := http.NewRequest(http.MethodPost, "http://"+rs["shard-a"].addr+"/webhook/gitea", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Gitea-Event", "push")
+	req.Header.Set("X-Gitea-Signature", hex.EncodeToString(mac.Sum(nil)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("push webhook: %s, want 202", resp.Status)
+	}
+	poll.Until(t, 60*time.Second, "the push synced on every app by the two replicas left", func() (bool, string) {
+		_, why := passedBy(second, "shard-a", "shard-c")
+		return why == "", why
+	})
+	cm, err := kube.CoreV1().ConfigMaps("web").Get(ctx, "cm-29", metav1.GetOptions{})
+	if err != nil || cm.Data["gen"] != "2" {
+		t.Errorf("cm-29 after the push: %v %v, want gen 2", cm.Data, err)
+	}
+	syncedOnce(rig.commit)
+	syncedOnce(second)
+	var held []string
+	for k, id := range holders() {
+		held = append(held, fmt.Sprintf("%d:%s", k, id))
+	}
+	sort.Strings(held)
+	t.Logf("shards held at the end: %v", held)
+}

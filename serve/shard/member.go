@@ -1,0 +1,146 @@
+package shard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// renewMember stamps this replica's member Lease with the time, creating
+// it when missing.
+func (m *Manager) renewMember(ctx context.Context) error {
+	now := metav1.NewMicroTime(m.now())
+	secs := int32(m.o.Duration / time.Second)
+	leases := m.kube.CoordinationV1().Leases(m.o.Namespace)
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"holderIdentity": m.o.ID, "renewTime": now, "leaseDurationSeconds": secs}})
+	if err != nil {
+		return err
+	}
+	_, err = leases.Patch(ctx, memberName(m.o.ID), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "pinbot"})
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	id := m.o.ID
+	_, err = leases.Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: memberName(id), Namespace: m.o.Namespace, Labels: map[string]string{MemberLabel: "true"}},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &id, RenewTime: &now, AcquireTime: &now, LeaseDurationSeconds: &secs},
+	}, metav1.CreateOptions{FieldManager: "pinbot"})
+	return err
+}
+
+// survey lists the state namespace's Leases: it returns the members
+// renewing theirs, this replica always among them, sorted, and it frees
+// the shards whose holder is gone. A member is gone once its Lease went
+// unrenewed for the Lease duration, by this replica's clock; a member
+// Lease gone for twice as long is deleted, so the replicas a Deployment
+// replaced leave no trace.
+func (m *Manager) survey(ctx context.Context) ([]string, error) {
+	leases := m.kube.CoordinationV1().Leases(m.o.Namespace)
+	list, err := leases.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	now := m.now()
+	out := []string{m.o.ID}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	current := map[string]bool{}
+	for i := range list.Items {
+		l := &list.Items[i]
+		member := l.Labels[MemberLabel] == "true" && strings.HasPrefix(l.Name, MemberPrefix)
+		if !member && !strings.HasPrefix(l.Name, LeasePrefix) {
+			continue
+		}
+		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" || l.Spec.RenewTime == nil {
+			continue
+		}
+		current[l.Name] = true
+		idle := m.sight(l, now, member)
+		if !member {
+			if idle >= m.o.Duration {
+				m.free(ctx, l)
+			}
+			continue
+		}
+		switch id := *l.Spec.HolderIdentity; {
+		case id == m.o.ID:
+		case idle < m.o.Duration:
+			out = append(out, id)
+		case idle > 2*m.o.Duration:
+			rv := l.ResourceVersion
+			err := leases.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				m.log.Debug("deleting a gone member's Lease", "lease", m.o.Namespace+"/"+l.Name, "error", err.Error())
+			}
+		}
+	}
+	for name := range m.seen {
+		if !current[name] {
+			delete(m.seen, name)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// sight notes what l says now and returns how long, by this replica's
+// clock, it has gone unrenewed. On first sight a member's renew time is
+// trusted to call it gone at once, so a replica starting up does not
+// wait on the dead; a shard's never is, since freeing a shard must not
+// depend on the members' clocks agreeing.
+func (m *Manager) sight(l *coordinationv1.Lease, now time.Time, member bool) time.Duration {
+	renewed := *l.Spec.HolderIdentity + " " + l.Spec.RenewTime.Format(time.RFC3339Nano)
+	s, ok := m.seen[l.Name]
+	switch {
+	case !ok:
+		s = sighting{renewed: renewed, at: now}
+		if member && now.Sub(l.Spec.RenewTime.Time) > m.o.Duration {
+			s.at = l.Spec.RenewTime.Time
+		}
+	case s.renewed != renewed:
+		s = sighting{renewed: renewed, at: now}
+	}
+	m.seen[l.Name] = s
+	return now.Sub(s.at)
+}
+
+// free clears the holder of a shard's Lease that went unrenewed for the
+// Lease duration: its holder stopped passing the shard by its renew
+// deadline, earlier still. client-go's elector takes an expired Lease
+// only after watching it for a whole Lease duration itself; a cleared one
+// it takes at once, so the member the shard is assigned to takes it at
+// its next try. The update carries the resourceVersion seen: a holder
+// that renewed meanwhile keeps the shard.
+func (m *Manager) free(ctx context.Context, l *coordinationv1.Lease) {
+	l = l.DeepCopy()
+	holder := *l.Spec.HolderIdentity
+	none := ""
+	l.Spec.HolderIdentity = &none
+	_, err := m.kube.CoordinationV1().Leases(m.o.Namespace).Update(ctx, l, metav1.UpdateOptions{FieldManager: "pinbot"})
+	switch {
+	case err == nil:
+		m.log.Info("freed a shard whose holder stopped renewing it", "lease", m.o.Namespace+"/"+l.Name, "holder", holder)
+		delete(m.seen, l.Name)
+	case !apierrors.IsConflict(err) && !apierrors.IsNotFound(err):
+		m.log.Warn("freeing a shard whose holder stopped renewing it", "lease", m.o.Namespace+"/"+l.Name, "error", err.Error())
+	}
+}
+
+// withdraw deletes this replica's member Lease, so the others rebalance
+// at once rather than after the Lease duration.
+func (m *Manager) withdraw(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, m.o.RetryPeriod)
+	defer cancel()
+	err := m.kube.CoordinationV1().Leases(m.o.Namespace).Delete(ctx, memberName(m.o.ID), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		m.log.Warn("withdrawing the member Lease", "lease", m.o.Namespace+"/"+memberName(m.o.ID), "error", fmt.Sprint(err))
+	}
+}
