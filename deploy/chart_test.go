@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -105,6 +106,39 @@ func TestChartRenders(t *testing.T) {
 	if diff := cmp.Diff(want, role.Rules); diff != "" || role.Namespace != stateNamespace {
 		t.Errorf("Role pinbot-clusters in %q (-want +got):\n%s", role.Namespace, diff)
 	}
+	if has(objs, "Role", "pinbot-shards") {
+		t.Error("a Role for the shards' Leases with shards: 0")
+	}
+
+	// Sharded: the flag, and the Leases it takes, lists and deletes.
+	sharded, err := chart(t, exampleValues, "../../deploy/testdata/shards-values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sdep appsv1.Deployment
+	find(t, sharded, "Deployment", "pinbot", &sdep)
+	sargs := sdep.Spec.Template.Spec.Containers[0].Args
+	if !slices.Contains(sargs, "--shards=3") || !slices.Contains(sargs, "--leader-elect") {
+		t.Errorf("shards: 3 renders args %q, want --shards=3 with --leader-elect", sargs)
+	}
+	scmd, srest, err := cli.NewRootCommand().Find(sargs)
+	if err == nil {
+		err = scmd.ParseFlags(srest)
+	}
+	if err != nil {
+		t.Errorf("args %q: %s", sargs, err)
+	}
+	var srole rbacv1.Role
+	find(t, sharded, "Role", "pinbot-shards", &srole)
+	swant := []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}}}
+	if diff := cmp.Diff(swant, srole.Rules); diff != "" || srole.Namespace != stateNamespace {
+		t.Errorf("Role pinbot-shards in %q (-want +got):\n%s", srole.Namespace, diff)
+	}
+	if _, err := chart(t, exampleValues, "../../deploy/testdata/shards-values.yaml", "../../deploy/testdata/single-values.yaml"); err == nil ||
+		!strings.Contains(err.Error(), "shards needs leaderElection") {
+		t.Errorf("shards without leader election: error %v, want the chart to refuse", err)
+	}
+
 	// The Argo CD token, where the config's argocd.tokenFile reads it.
 	var withToken appsv1.Deployment
 	find(t, objs, "Deployment", "pinbot", &withToken)

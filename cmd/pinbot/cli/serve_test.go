@@ -35,3 +35,24 @@ func TestReconcileWebhookFlagErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestServeShardsFlagErrors(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "pinbot.yaml")
+	if err := os.WriteFile(cfg, []byte("apps:\n  - {name: web, repo: 'http://127.0.0.1:1/o/r.git', namespace: web}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"--shards", "3"}, "flag --shards: needs --leader-elect"},
+		{[]string{"--shards", "-1", "--leader-elect"}, "flag --shards: want 0 (no sharding) or more, got -1"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, _, stderr := run(t, append([]string{"serve", "--config", cfg, "--listen", "127.0.0.1:0"}, tc.args...)...)
+			if code != exitUsage || !strings.Contains(stderr, tc.stderr) {
+				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr, exitUsage, tc.stderr)
+			}
+		})
+	}
+}
