@@ -145,6 +145,37 @@ func TestDeployOnControlPlane(t *testing.T) {
 			}
 		}
 	})
+	t.Run("shards", func(t *testing.T) {
+		list := access{"list", "coordination.k8s.io", "leases", "", "pinbot-system", "", "a sharded replica lists the member Leases"}
+		sharded := buildWith(t, "overlays/sharded", map[string]string{
+			"overlays/sharded/kustomization.yaml": "resources: [../example]\ncomponents: [../../components/shards]\n",
+		})
+		objs := resources(t, sharded)
+		applyAccess(ctx, t, a, objs)
+		waitAllowed(ctx, t, ask, list)
+		for _, q := range []access{
+			{"delete", "coordination.k8s.io", "leases", "", "pinbot-system", "pinbot-member-gone", "delete a gone member's Lease"},
+			{"patch", "coordination.k8s.io", "leases", "", "pinbot-system", "pinbot-member-pinbot-0", "renew its member Lease"},
+			{"update", "coordination.k8s.io", "leases", "", "pinbot-system", "pinbot-shard-2", "renew a shard's Lease"},
+		} {
+			if ok, reason := ask(ctx, t, q); !ok {
+				t.Errorf("denied: %s: %s", q, reason)
+			}
+		}
+		if ok, reason := ask(ctx, t, access{"delete", "coordination.k8s.io", "leases", "", "kube-system", "kube-scheduler", "delete a Lease outside pinbot's namespace"}); ok {
+			t.Errorf("allowed: delete a Lease in kube-system: %s", reason)
+		}
+		found := false
+		for _, o := range objs {
+			if o.GetKind() != "Deployment" {
+				continue
+			}
+			found = strings.Contains(fmt.Sprint(o.Object["spec"]), "--shards=3")
+		}
+		if !found {
+			t.Error("the shards component does not pass --shards=3 to serve")
+		}
+	})
 	t.Run("clusters", func(t *testing.T) {
 		read := access{"get", "", "secrets", "", "pinbot-system", "spoke-kubeconfig", "an app with cluster: reads its kubeconfig Secret"}
 		withClusters := buildWith(t, "overlays/spokes", map[string]string{
