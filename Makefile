@@ -152,17 +152,20 @@ lint:
 bench: tools build
 	$(GO) run ./hack/bench
 
-## demo: the promote half needs only Gitea, so Gitea builds first, side
-## by side with pinbot and the demo itself, and the demo starts as soon as
-## they are built; the control plane builds in the background at a lower
-## priority (log: bin/kube-build.log), and the demo's cluster half waits
-## for it. The demo is built with CGO_ENABLED=0, as pinbot is, so the two
-## share every compiled package instead of compiling each twice.
-demo: crds
-	@mkdir -p $(BIN) && rm -f $(BIN)/kube-build.status
-	@( nice -n 10 $(MAKE) --no-print-directory kube > $(BIN)/kube-build.log 2>&1; echo $$? > $(BIN)/kube-build.status ) &
-	@$(MAKE) --no-print-directory -j3 gitea build demo-bin
-	PINBOT_KUBE_BUILD=$(BIN)/kube-build $(BIN)/demo
+## demo: pinbot's whole job on this machine (hack/demo). pinbot and the
+## demo are one go build, so their shared packages compile once, and come
+## first: the demo's first step needs neither Gitea nor the control plane,
+## which build meanwhile in the background at a lower priority (the first
+## time only), Gitea ahead of the control plane since the demo needs it
+## first. The demo waits for each build when it needs it (logs:
+## bin/gitea-build.log, bin/kube-build.log; the second also copies the
+## deployers' CRDs, which only the Argo CD step needs).
+demo:
+	@mkdir -p $(BIN) && rm -f $(BIN)/kube-build.status $(BIN)/gitea-build.status
+	@( nice -n 10 $(MAKE) --no-print-directory gitea > $(BIN)/gitea-build.log 2>&1; echo $$? > $(BIN)/gitea-build.status ) &
+	@( nice -n 15 $(MAKE) --no-print-directory crds kube > $(BIN)/kube-build.log 2>&1; echo $$? > $(BIN)/kube-build.status ) &
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/pinbot ./hack/demo
+	PINBOT_GITEA_BUILD=$(BIN)/gitea-build PINBOT_KUBE_BUILD=$(BIN)/kube-build $(BIN)/demo
 
 demo-bin:
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/demo ./hack/demo

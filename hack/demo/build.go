@@ -10,13 +10,26 @@ import (
 )
 
 // waitForControlPlane waits for the control plane's background build when
-// `make demo` started one: PINBOT_KUBE_BUILD names its files, <it>.log for
-// the output and <it>.status for the exit code, written when it ends. The
+// `make demo` started one (PINBOT_KUBE_BUILD, see waitForBuild). The
 // promote half of the demo needs only Gitea, so it runs while etcd,
-// kube-apiserver and kube-controller-manager still compile. Without the
-// variable the binaries are expected in bin/ already.
+// kube-apiserver and kube-controller-manager still compile.
 func waitForControlPlane(ctx context.Context) error {
-	build := os.Getenv("PINBOT_KUBE_BUILD")
+	return waitForBuild(ctx, "the control plane", "PINBOT_KUBE_BUILD")
+}
+
+// waitForGitea waits for Gitea's background build when `make demo`
+// started one (PINBOT_GITEA_BUILD): the offline step runs while it
+// compiles.
+func waitForGitea(ctx context.Context) error {
+	return waitForBuild(ctx, "Gitea", "PINBOT_GITEA_BUILD")
+}
+
+// waitForBuild waits for a background build `make demo` started: the
+// variable env names its files, <it>.log for the output and <it>.status
+// for the exit code, written when it ends. Without the variable the
+// binaries are expected in bin/ already.
+func waitForBuild(ctx context.Context, what, env string) error {
+	build := os.Getenv(env)
 	if build == "" {
 		return nil
 	}
@@ -30,17 +43,17 @@ func waitForControlPlane(ctx context.Context) error {
 		switch {
 		case err == nil && strings.TrimSpace(string(raw)) == "0":
 			if announced {
-				fmt.Printf("control plane built; waited %s\n", time.Since(start).Round(time.Second))
+				fmt.Printf("%s built; waited %s\n", what, time.Since(start).Round(time.Second))
 			}
 			return nil
 		case err == nil:
-			return fmt.Errorf("building the control plane failed (exit status %s); its output is in %s",
-				strings.TrimSpace(string(raw)), logFile)
+			return fmt.Errorf("building %s failed (exit status %s); its output is in %s",
+				what, strings.TrimSpace(string(raw)), logFile)
 		case !os.IsNotExist(err):
-			return fmt.Errorf("reading the control plane build's status: %w", err)
+			return fmt.Errorf("reading the status of the build of %s: %w", what, err)
 		}
 		if !announced {
-			banner("Waiting for the control plane build that `make demo` started (first run only)")
+			banner("Waiting for the build of " + what + " that `make demo` started (first run only)")
 			fmt.Printf("output: %s\n", logFile)
 			announced = true
 		}

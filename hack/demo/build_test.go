@@ -37,7 +37,7 @@ func TestWaitForControlPlane(t *testing.T) {
 			go func() {
 				sc := bufio.NewScanner(out)
 				for sc.Scan() {
-					if strings.Contains(sc.Text(), "Waiting for the control plane build") {
+					if strings.Contains(sc.Text(), "Waiting for the build of the control plane") {
 						_ = os.WriteFile(build+".status", []byte(tc.status), 0o644)
 					}
 				}

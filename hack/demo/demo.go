@@ -56,19 +56,29 @@ func newDemo(ctx context.Context) (*demo, error) {
 		return d, fmt.Errorf("%s is missing: run `make build` (make demo does)", d.pinbot)
 	}
 
+	return d, nil
+}
+
+// startGitea starts Gitea with its container registry, once its build
+// (which `make demo` runs in the background the first time) is done.
+func (d *demo) startGitea(ctx context.Context) error {
+	if err := waitForGitea(ctx); err != nil {
+		return err
+	}
 	banner("Starting a local Gitea with its container registry")
 	start := time.Now()
-	d.gitea, err = gitea.Start(ctx, gitea.Options{})
+	g, err := gitea.Start(ctx, gitea.Options{})
 	if err != nil {
-		return d, err
+		return err
 	}
-	d.closers = append(d.closers, func() { _ = d.gitea.Stop() })
-	fmt.Printf("Gitea %s at %s (registry %s), up in %s\n", d.gitea.Version, d.gitea.URL, d.gitea.RegistryHost, time.Since(start).Round(time.Millisecond))
-	if err := d.gitea.CreateOrg(ctx, owner); err != nil {
-		return d, err
+	d.gitea = g
+	d.closers = append(d.closers, func() { _ = g.Stop() })
+	fmt.Printf("Gitea %s at %s (registry %s), up in %s\n", g.Version, g.URL, g.RegistryHost, time.Since(start).Round(time.Millisecond))
+	if err := g.CreateOrg(ctx, owner); err != nil {
+		return err
 	}
-	d.token = filepath.Join(dir, "token")
-	return d, os.WriteFile(d.token, []byte(d.gitea.Token+"\n"), 0o600)
+	d.token = filepath.Join(d.dir, "token")
+	return os.WriteFile(d.token, []byte(g.Token+"\n"), 0o600)
 }
 
 func (d *demo) close() {
@@ -93,6 +103,9 @@ func (d *demo) run(ctx context.Context, args ...string) (string, error) {
 }
 
 func (d *demo) dockerConfig() string {
+	if d.gitea == nil {
+		return ""
+	}
 	dir, err := d.gitea.DockerConfig()
 	if err != nil {
 		return ""

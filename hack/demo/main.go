@@ -9,9 +9,11 @@
 //
 // It ends with `pinbot serve` running and its dashboard's URL printed,
 // until Ctrl-C (PINBOT_DEMO_SERVE=0 or --no-serve ends the demo there
-// instead, for scripts and CI). It stops everything it started on exit. `make demo` builds Gitea into bin/
-// first and the control plane in the background; the cluster half waits for
-// that build (see waitForControlPlane).
+// instead, for scripts and CI). It stops everything it started on exit.
+// `make demo` builds pinbot and this command first, and Gitea and the
+// control plane in the background: the demo's first step, pinbot on a
+// checkout, needs neither, and the later steps wait for their builds
+// (see waitForBuild).
 package main
 
 import (
@@ -39,6 +41,8 @@ func run(ctx context.Context) error {
 		return err
 	}
 	for _, step := range []func(context.Context) error{
+		d.offline, // offline.go: while Gitea builds
+		d.startGitea,
 		d.seed,
 		d.promote,
 		d.drift,
