@@ -104,6 +104,8 @@ var allowed = map[string][]string{
 	"reconciler/internal/...": {"reconciler/object", "reconciler/verdict", "internal/imageref"},
 	"reconciler/spoke":        {"internal/redact"},
 	"reconciler/discover":     above(core, "reconciler/config"),
+	// Charts of Helm repositories: plain HTTP, and OCI through the registry.
+	"reconciler/chartrepo": append([]string{"registry"}, leaves...),
 	// The config files' JSON Schemas, generated from their types.
 	"internal/schema": {"*"},
 	"pins/pinstest":   {},

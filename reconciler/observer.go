@@ -13,6 +13,7 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/reconciler/chartrepo"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/deployer"
 	"pinbot.dev/pinbot/reconciler/history"
@@ -68,6 +69,15 @@ func (d *deployedApp) path() string {
 		return "."
 	}
 	return d.source.Path
+}
+
+// root is where the render starts: the source path, or the chart of a
+// Helm repository as chartrepo lays it out.
+func (d *deployedApp) root() string {
+	if d.source.Chart != nil {
+		return chartrepo.Dir
+	}
+	return d.path()
 }
 
 // namespace is where the deployer puts namespaced objects that name none.
@@ -156,15 +166,24 @@ func (ob *observer) pass(ctx context.Context, p *pass) (*status.App, *verdict.Ve
 	st.clusterDown = time.Time{}
 	p.o.Deployed = &status.Deployed{Source: string(d.source.Kind), Repo: d.source.RepoURL, Path: d.path(), Commit: d.revision.Commit}
 	p.tracked = d.tracked(p.app)
-	auth, err := r.auth(p.tracked)
-	if err != nil {
-		return fail(&SourceError{Repo: redact.URL(p.tracked.Repo), Err: err})
+	var (
+		auth  gitforge.Auth
+		head  string
+		heads []*unstructured.Unstructured
+	)
+	if c := d.source.Chart; c != nil {
+		p.o.Deployed.Path = c.Name
+		head, heads, err = ob.chartRender(ctx, p, d)
+	} else {
+		if auth, err = r.auth(p.tracked); err != nil {
+			return fail(&SourceError{Repo: redact.URL(p.tracked.Repo), Err: err})
+		}
+		if d.branch, err = trackedBranch(ctx, d.source, auth); err != nil {
+			return fail(err)
+		}
+		p.tracked.Branch, p.o.Deployed.Branch = d.branch, d.branch
+		head, heads, err = ob.headRender(ctx, p, d, auth)
 	}
-	if d.branch, err = trackedBranch(ctx, d.source, auth); err != nil {
-		return fail(err)
-	}
-	p.tracked.Branch, p.o.Deployed.Branch = d.branch, d.branch
-	head, heads, err := ob.headRender(ctx, p, d, auth)
 	p.o.Commit = head
 	if err != nil {
 		return fail(err)
@@ -190,7 +209,7 @@ func (ob *observer) pass(ctx context.Context, p *pass) (*status.App, *verdict.Ve
 	if p.txn, err = r.history.Begin(ctx, p.app.Name); err != nil {
 		return s, v, err
 	}
-	ob.report(ctx, p, v)
+	ob.report(ctx, p, v, d.source.Chart == nil)
 	p.txn.SetStatus(s)
 	st.awaiting.Store(!v.Verified)
 	return s, v, p.txn.Commit(ctx)
@@ -275,9 +294,11 @@ func (ob *observer) snapshot(ctx context.Context, p *pass, d *deployedApp, names
 	return snap, c.confirm, nil
 }
 
-// report records v as the entry of its head commit and posts what it
-// means there (settle.Observed), once per change of state.
-func (ob *observer) report(ctx context.Context, p *pass, v *verdict.Verification) {
+// report records v as the entry of its head commit and, when the source
+// is Git (toGit), posts what it means there (settle.Observed), once per
+// change of state. A chart of a Helm repository has no commit to post on:
+// its entry is the chart's version.
+func (ob *observer) report(ctx context.Context, p *pass, v *verdict.Verification, toGit bool) {
 	trig := history.TriggerAuto
 	if p.mode == modeReport {
 		trig = history.TriggerVerify
@@ -290,10 +311,10 @@ func (ob *observer) report(ctx context.Context, p *pass, v *verdict.Verification
 	}
 	out := settle.Observed(e, v, now)
 	e = out.Entry
-	if out.State != "" {
+	if out.State != "" && toGit {
 		p.post(ctx, &e, out.State, out.Desc, "the verification")
 	}
-	if out.Comment {
+	if out.Comment && toGit {
 		e.Commented = p.comment(ctx, e.Commit, v)
 	}
 	if existing {

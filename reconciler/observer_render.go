@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/reconciler/chartrepo"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/deployer"
 	"pinbot.dev/pinbot/reconciler/object"
@@ -50,19 +52,62 @@ func (ob *observer) headRender(ctx context.Context, p *pass, d *deployedApp, aut
 	return head, objs, nil
 }
 
+// chartRender fetches the chart of a Helm repository the source names,
+// at the newest version its targetRevision allows, and renders it, or
+// (following a rollout, with a render at hand) reuses the last one. The
+// version is the head.
+func (ob *observer) chartRender(ctx context.Context, p *pass, d *deployedApp) (string, []*unstructured.Unstructured, error) {
+	st := p.st
+	if cached := st.vo.renders[st.vo.head]; p.mode == modeFollow && cached != nil {
+		return st.vo.head, cached, nil
+	}
+	head, objs, err := ob.renderChart(ctx, p, d, d.source.Chart.Version)
+	if err != nil {
+		return "", nil, err
+	}
+	st.mu.Lock()
+	st.tracked = config.App{Name: p.tracked.Name, Repo: d.source.RepoURL}
+	st.mu.Unlock()
+	st.vo.head = head
+	st.vo.renders = keepRenders(st.vo.renders, head, d.revision.Commit)
+	st.vo.renders[head] = objs
+	return head, objs, nil
+}
+
+// renderChart fetches version (a version or a range) of the source's
+// chart and renders it, reusing a render of the exact version. A chart
+// that cannot be fetched is a *SourceError.
+func (ob *observer) renderChart(ctx context.Context, p *pass, d *deployedApp, version string) (string, []*unstructured.Unstructured, error) {
+	c := d.source.Chart
+	chart, err := ob.r.charts.Fetch(ctx, chartrepo.Ref{RepoURL: c.RepoURL, Name: c.Name, Version: version})
+	if err != nil {
+		return "", nil, &SourceError{Repo: redact.URL(c.RepoURL), Err: err}
+	}
+	if objs := p.st.vo.renders[chart.Version]; objs != nil {
+		return chart.Version, objs, nil
+	}
+	objs, err := ob.render(ctx, chart.FS, d)
+	return chart.Version, objs, err
+}
+
 // deployedRender renders the revision the deployer deployed, from a clone
-// that holds the branch's history.
+// that holds the branch's history, or the chart version it deployed.
 func (ob *observer) deployedRender(ctx context.Context, p *pass, d *deployedApp, auth gitforge.Auth) ([]*unstructured.Unstructured, error) {
 	commit := d.revision.Commit
 	if objs := p.st.vo.renders[commit]; objs != nil {
 		return objs, nil
 	}
 	var objs []*unstructured.Unstructured
-	err := ob.r.source.withCommit(ctx, p.tracked, commit, auth, func(rev Revision) error {
-		var err error
-		objs, err = ob.render(ctx, rev.FS, d)
-		return err
-	})
+	var err error
+	if d.source.Chart != nil {
+		_, objs, err = ob.renderChart(ctx, p, d, commit)
+	} else {
+		err = ob.r.source.withCommit(ctx, p.tracked, commit, auth, func(rev Revision) error {
+			var err error
+			objs, err = ob.render(ctx, rev.FS, d)
+			return err
+		})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +134,7 @@ func keepRenders(m map[string][]*unstructured.Unstructured, head, deployed strin
 // objects that name no namespace in the destination namespace. It returns
 // the workloads only: the rest is the deployer's business.
 func (ob *observer) render(ctx context.Context, fsys fs.FS, d *deployedApp) ([]*unstructured.Unstructured, error) {
-	rel := d.path()
+	rel := d.root()
 	var opts []render.Option
 	if h := d.source.Helm; h != nil && render.IsChart(fsys, rel) {
 		hr := render.Helm{ReleaseName: h.ReleaseName, Namespace: h.Namespace, Values: h.Values}

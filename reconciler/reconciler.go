@@ -17,6 +17,7 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/httpbound"
+	"pinbot.dev/pinbot/reconciler/chartrepo"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/ssa"
@@ -59,6 +60,7 @@ type Reconciler struct {
 	// registry it reads signatures from (verifySignatures).
 	signatures *trust.Verifier
 	reg        Registry
+	charts     *chartrepo.Repos // the charts of Helm repositories Argo CD apps name
 }
 
 type options struct {
@@ -184,6 +186,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 		applier:    ssa.New(dyn, kube.Discovery()),
 		source:     NewSource(o.gitCache),
 		lookups:    newLookupCache(o.registry),
+		charts:     chartrepo.New(o.registry),
 		mirrors:    cfg.Rules(),
 		history:    store.New(kube, cfg.StateNamespace),
 		token:      o.token,

@@ -60,8 +60,7 @@ func (e *DecodeError) Error() string {
 func (e *DecodeError) Unwrap() error { return e.Err }
 
 // FieldError says which field of a deployer's object pinbot cannot
-// follow, and why: a Helm chart from a Helm repository, a source it
-// cannot render, a malformed revision.
+// follow, and why: a source it cannot render, a malformed revision.
 type FieldError struct {
 	// Object names the object ("Application argocd/guestbook"), or is ""
 	// for a key of pinbot's own config (see Validate).

@@ -12,7 +12,8 @@ var ErrNotDeployed = errors.New("nothing deployed yet")
 
 // Revision is the commit a deployer last deployed.
 type Revision struct {
-	// Commit is the full commit id, lowercase hex.
+	// Commit is the full commit id, lowercase hex; for a chart of a Helm
+	// repository (Source.Chart), its version.
 	Commit string
 	// Ref is the reference Flux names with it ("main",
 	// "refs/heads/main"); "" for Argo CD and for a Flux commit-only
@@ -35,7 +36,7 @@ func (a *Application) Deployed(s Source) (Revision, error) {
 	if op := a.Status.OperationState; op != nil && op.Phase == PhaseSucceeded && op.SyncResult != nil {
 		rev, field := pick(op.SyncResult.Revision, op.SyncResult.Revisions, s.Index, "status.operationState.syncResult")
 		if rev != "" {
-			return a.commit(field, rev)
+			return a.commit(s, field, rev)
 		}
 	}
 	newest := -1
@@ -48,7 +49,7 @@ func (a *Application) Deployed(s Source) (Revision, error) {
 		h := a.Status.History[newest]
 		rev, field := pick(h.Revision, h.Revisions, s.Index, fmt.Sprintf("status.history[%d]", newest))
 		if rev != "" {
-			return a.commit(field, rev)
+			return a.commit(s, field, rev)
 		}
 	}
 	return Revision{}, fmt.Errorf("%s: no successful sync: %w", a.Name(), ErrNotDeployed)
@@ -66,7 +67,12 @@ func pick(single string, list []string, index int, field string) (string, string
 	return "", ""
 }
 
-func (a *Application) commit(field, rev string) (Revision, error) {
+// commit reads a revision of the source s: a commit id, or the version
+// of a chart of a Helm repository.
+func (a *Application) commit(s Source, field, rev string) (Revision, error) {
+	if s.Chart != nil {
+		return Revision{Commit: rev}, nil
+	}
 	c := strings.ToLower(rev)
 	if !hexCommit.MatchString(c) {
 		return Revision{}, &FieldError{Object: a.Name(), Field: field, Reason: fmt.Sprintf("%q is not a commit id", rev)}

@@ -75,6 +75,23 @@ type Source struct {
 	// it runs in: an Argo CD destination's server or name, whose Argo CD
 	// cluster Secret says how to reach it. Nil for the deployer's own.
 	Cluster *Cluster
+	// Chart is the chart of a Helm repository the source names in place
+	// of a Git path (an Argo CD source's chart:); RepoURL is then the
+	// Helm repository, Path and Ref are empty, and Helm says how the
+	// chart renders. Nil for a Git source.
+	Chart *Chart
+}
+
+// Chart is a chart of a Helm repository, at a version.
+type Chart struct {
+	// RepoURL is the Helm repository: an HTTP one, or an OCI registry
+	// path (oci://, or no scheme as Argo CD writes it).
+	RepoURL string
+	// Name is the chart's name in it.
+	Name string
+	// Version is the targetRevision: a version, or for an HTTP
+	// repository a semver range, whose newest version Argo CD deploys.
+	Version string
 }
 
 // Cluster names another cluster than the deployer's own: an Argo CD
@@ -193,13 +210,14 @@ type Helm struct {
 var hexCommit = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
 
 // Source returns what the Application follows: spec.source, or the one
-// source of spec.sources that has a path (the others may only lend value
-// files through ref, when they are the same repository at the same
-// revision). Sources pinbot cannot
-// render as Argo CD does are a *FieldError naming the field: a chart from
-// a Helm repository, a config management plugin, kustomize overrides, Helm
-// file parameters or value files of another source, a source hydrator. A
-// destination other than Argo CD's own cluster is Source.Cluster.
+// source of spec.sources that has a path or a chart (the others may only
+// lend value files through ref, when they are the same repository at the
+// same revision). A chart of a Helm repository is Source.Chart. Sources
+// pinbot cannot render as Argo CD does are a *FieldError naming the
+// field: a config management plugin, Jsonnet, kustomize fields other than
+// the overrides, Helm file parameters or value files of another source,
+// a source hydrator. A destination other than Argo CD's own cluster is
+// Source.Cluster.
 func (a *Application) Source() (Source, error) {
 	obj := a.Name()
 	fail := func(field, format string, args ...any) (Source, error) {
@@ -233,10 +251,10 @@ func (a *Application) Source() (Source, error) {
 		return fail("spec.source", "the Application has no source")
 	}
 	switch {
-	case src.Chart != "":
-		return fail(field+".chart", "chart %q comes from a Helm repository; pinbot follows Git sources only", src.Chart)
 	case src.RepoURL == "":
 		return fail(field+".repoURL", "empty")
+	case src.Chart != "":
+		return a.chartSource(src, field, index, cluster)
 	case src.Plugin != nil:
 		return fail(field+".plugin", "pinbot cannot render a config management plugin")
 	case src.Directory != nil && src.Directory["jsonnet"] != nil:
@@ -266,6 +284,28 @@ func (a *Application) Source() (Source, error) {
 		h = &ApplicationSourceHelm{}
 	}
 	if out.Helm, err = a.helm(h, field+".helm", refFiles(a.Spec.Sources, src, p)); err != nil {
+		return Source{}, err
+	}
+	return out, nil
+}
+
+// chartSource is Source for a source that names a chart of a Helm
+// repository.
+func (a *Application) chartSource(src *ApplicationSource, field string, index int, cluster *Cluster) (Source, error) {
+	obj := a.Name()
+	if strings.TrimSpace(src.TargetRevision) == "" {
+		return Source{}, &FieldError{Object: obj, Field: field + ".targetRevision", Reason: fmt.Sprintf("names no version of chart %q", src.Chart)}
+	}
+	out := Source{
+		Kind: ArgoCD, Object: obj, RepoURL: src.RepoURL, Namespace: a.Spec.Destination.Namespace, Index: index, Cluster: cluster,
+		Chart: &Chart{RepoURL: src.RepoURL, Name: src.Chart, Version: strings.TrimSpace(src.TargetRevision)},
+	}
+	h := src.Helm
+	if h == nil {
+		h = &ApplicationSourceHelm{}
+	}
+	var err error
+	if out.Helm, err = a.helm(h, field+".helm", refFiles(a.Spec.Sources, src, "")); err != nil {
 		return Source{}, err
 	}
 	return out, nil

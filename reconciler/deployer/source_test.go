@@ -232,6 +232,29 @@ spec:
 	}
 }
 
+func TestApplicationChartSource(t *testing.T) {
+	a := mustApp(t, appHeader+`
+spec:
+  source: {repoURL: "oci://registry.example/charts", chart: redis, targetRevision: " 18.*", helm: {releaseName: cache, values: "replicas: 2"}}
+  destination: {server: "https://kubernetes.default.svc", namespace: web}
+status:
+  sync: {status: Synced, revision: 18.2.0}
+  operationState: {phase: Succeeded, syncResult: {revision: 18.2.0}}
+`)
+	src, err := a.Source()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Chart{RepoURL: "oci://registry.example/charts", Name: "redis", Version: "18.*"}
+	if src.Chart == nil || *src.Chart != *want || src.Path != "" || src.Helm == nil || src.Helm.ReleaseName != "cache" || src.Helm.Values["replicas"] != float64(2) {
+		t.Errorf("Source = %+v (chart %+v, helm %+v), want chart %+v with the Application's Helm settings", src, src.Chart, src.Helm, want)
+	}
+	rev, err := a.Deployed(src)
+	if err != nil || rev.Commit != "18.2.0" {
+		t.Errorf("Deployed = %+v, %v; want the chart version 18.2.0", rev, err)
+	}
+}
+
 func TestApplicationSourceErrors(t *testing.T) {
 	dest := "\n  destination: {server: \"https://kubernetes.default.svc\", namespace: web}"
 	tests := []struct {
@@ -239,7 +262,8 @@ func TestApplicationSourceErrors(t *testing.T) {
 		want              string
 	}{
 		{"no source", "\nspec:" + dest, "spec.source", "no source"},
-		{"Helm repository chart", "\nspec:\n  source: {repoURL: \"https://charts.example\", chart: redis, targetRevision: 18.0.0}" + dest, "spec.source.chart", "Helm repository"},
+		{"Helm repository chart without a version", "\nspec:\n  source: {repoURL: \"https://charts.example\", chart: redis}" + dest, "spec.source.targetRevision", `names no version of chart "redis"`},
+		{"Helm repository chart with a value file of a Git source", "\nspec:\n  sources:\n  - {repoURL: \"https://charts.example\", chart: redis, targetRevision: 18.0.0, helm: {valueFiles: [\"$values/prod.yaml\"]}}\n  - {repoURL: x, ref: values}" + dest, "spec.sources[0].helm.valueFiles[0]", "one repository at one revision"},
 		{"plugin", "\nspec:\n  source: {repoURL: x, path: a, plugin: {name: cmp}}" + dest, "spec.source.plugin", "plugin"},
 		{"kustomize components", "\nspec:\n  source: {repoURL: x, path: a, kustomize: {components: [../c]}}" + dest, "spec.source.kustomize.components", "not this one"},
 		{"kustomize patch file", "\nspec:\n  source: {repoURL: x, path: a, kustomize: {patches: [{path: p.yaml}]}}" + dest, "spec.source.kustomize.patches[0].path", "inline patches"},

@@ -1,0 +1,147 @@
+package reconciler_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"pinbot.dev/pinbot/reconciler/chartrepo"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/verdict"
+)
+
+// chartArchive packs chart name at version, its values pinning img, as
+// helm package does.
+func chartArchive(t *testing.T, chart, version string, img image) []byte {
+	t.Helper()
+	files := map[string]string{
+		chart + "/Chart.yaml":          fmt.Sprintf("apiVersion: v2\nname: %s\nversion: %s\n", chart, version),
+		chart + "/values.yaml":         fmt.Sprintf("replicaCount: 1\nimage: {repository: %s, digest: %q}\n", img.repo, img.digest),
+		chart + "/templates/web.yaml":  helmDeployment,
+		chart + "/templates/NOTES.txt": "deployed {{ .Release.Name }}\n",
+	}
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for n, body := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// uploadHelmChart publishes a chart archive to Gitea's Helm package
+// registry of the test's organisation, and returns the repository URL
+// Argo CD would name.
+func uploadHelmChart(t *testing.T, archive []byte) string {
+	t.Helper()
+	base := strings.TrimSuffix(env.gitea.URL, "/") + "/api/packages/" + org + "/helm"
+	req, err := http.NewRequestWithContext(testCtx, http.MethodPost, base+"/api/charts", bytes.NewReader(archive))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth(env.gitea.AdminUser, env.gitea.Token)
+	resp, err := env.gitea.HTTPClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("uploading the chart to Gitea's Helm registry: %s", resp.Status)
+	}
+	return base
+}
+
+// pushOCIChart pushes a chart archive to Gitea's container registry as
+// Helm does (helm push): a manifest whose one layer is the archive. It
+// returns the registry path Argo CD would name as repoURL.
+func pushOCIChart(t *testing.T, chart, version string, archive []byte) string {
+	t.Helper()
+	img, err := mutate.Append(empty.Image, mutate.Addendum{Layer: static.NewLayer(archive, types.MediaType(chartrepo.ChartLayer))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img = mutate.MediaType(img, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, "application/vnd.cncf.helm.config.v1+json")
+	repoPath := env.gitea.RegistryHost + "/" + org
+	ref, err := name.ParseReference(repoPath + "/" + chart + ":" + version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img, env.auth()); err != nil {
+		t.Fatalf("pushing %s: %s", ref, err)
+	}
+	return repoPath
+}
+
+// TestArgoCDHelmRepositoryChart: Applications whose source is a chart of
+// a Helm repository, served by Gitea's real package registries. From the
+// HTTP repository with a version range, pinbot renders the newest version
+// in it (0.2.0, pinning v2): Pods running v2 are Verified against that
+// version, and Pods running 0.1.0's v1 are a Mismatch. The same chart
+// from the OCI registry is Verified too.
+func TestArgoCDHelmRepositoryChart(t *testing.T) {
+	s := newDeployerScenario(t, "vo-chart", "argocd")
+	v1, v2 := pushImage(t, "vo-chart-app", "v1"), pushImage(t, "vo-chart-app", "v2")
+	uploadHelmChart(t, chartArchive(t, "vo-chart-web", "0.1.0", v1))
+	repoURL := uploadHelmChart(t, chartArchive(t, "vo-chart-web", "0.2.0", v2))
+	s.create(applicationsRes, "argocd", fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: %s, namespace: argocd}
+spec:
+  project: default
+  source: {repoURL: %q, chart: vo-chart-web, targetRevision: "0.*", helm: {releaseName: %s}}
+  destination: {server: "https://kubernetes.default.svc", namespace: %s}
+`, s.name, repoURL, s.name, s.name))
+	s.apply(namedDeployment(s.name, 1, v2.repo+"@"+v2.digest))
+	s.argoSynced("0.2.0", s.name)
+
+	st, v := s.waitStatus(rollout, "verified against chart 0.2.0", func(_ *status.App, v *verdict.Verification) bool {
+		return v != nil && v.Verified
+	})
+	if st.Commit != "0.2.0" || st.DeployedCommit != "0.2.0" || st.Repo != repoURL || st.Path != "vo-chart-web" {
+		t.Errorf("status: head %q, deployed %q, repo %q, path %q; want chart vo-chart-web 0.2.0 of %s", st.Commit, st.DeployedCommit, st.Repo, st.Path, repoURL)
+	}
+	for _, c := range v.Containers {
+		if c.GitDigest != v2.digest {
+			t.Errorf("container %+v: pinned digest %s, want chart 0.2.0's %s", c, c.GitDigest, v2.digest)
+		}
+	}
+
+	s.apply(namedDeployment(s.name, 1, v1.repo+"@"+v1.digest)) // 0.1.0's image, not the version Argo CD deployed
+	s.waitStatus(rollout, "a Mismatch for the older chart's image", func(_ *status.App, v *verdict.Verification) bool {
+		return v != nil && !v.Verified && hasVerdict(v, verdict.Mismatch)
+	})
+
+	// The same chart, from Gitea's OCI registry.
+	ociRepo := pushOCIChart(t, "vo-chart-oci", "0.2.0", chartArchive(t, "vo-chart-oci", "0.2.0", v2))
+	s.mergePatch(applicationsRes, "argocd", fmt.Sprintf(`{spec: {source: {repoURL: %q, chart: vo-chart-oci, targetRevision: 0.2.0}}}`, ociRepo))
+	s.apply(namedDeployment(s.name, 1, v2.repo+"@"+v2.digest))
+	st, _ = s.waitStatus(rollout, "verified against the OCI chart", func(st *status.App, v *verdict.Verification) bool {
+		return v != nil && v.Verified && st.Repo == ociRepo
+	})
+	if st.Path != "vo-chart-oci" || st.Commit != "0.2.0" {
+		t.Errorf("status: path %q, head %q; want vo-chart-oci 0.2.0", st.Path, st.Commit)
+	}
+}
