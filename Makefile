@@ -26,6 +26,7 @@ KUBE_LDFLAGS  := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 # The deployers whose real CRDs the tests install (make crds).
 ARGOCD_VERSION               := v3.6.1
 KUSTOMIZE_CONTROLLER_VERSION := v1.10.1
+HELM_CONTROLLER_VERSION      := v1.4.0
 SOURCE_CONTROLLER_VERSION    := v1.10.1
 PROMETHEUS_OPERATOR_VERSION  := v0.88.0
 
@@ -104,7 +105,8 @@ $(KUBE_BINS) &: hack/tools/kube/go.mod hack/tools/kube/go.sum
 	@rmdir $(BIN)/.kube
 
 ## crds: the real CustomResourceDefinitions of Argo CD's Application,
-## Flux's Kustomization and GitRepository, and the Prometheus Operator's
+## Flux's Kustomization, HelmRelease, GitRepository, HelmRepository and
+## OCIRepository, and the Prometheus Operator's
 ## ServiceMonitor (which pinbot's chart renders), copied out of the modules'
 ## source (through go mod download, nothing added to go.mod) into
 ## bin/crds, for the tests to install in the control plane.
@@ -112,6 +114,9 @@ CRDS := \
 	github.com/argoproj/argo-cd/v3@$(ARGOCD_VERSION)=manifests/crds/application-crd.yaml \
 	github.com/fluxcd/kustomize-controller@$(KUSTOMIZE_CONTROLLER_VERSION)=config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml \
 	github.com/fluxcd/source-controller@$(SOURCE_CONTROLLER_VERSION)=config/crd/bases/source.toolkit.fluxcd.io_gitrepositories.yaml \
+	github.com/fluxcd/source-controller@$(SOURCE_CONTROLLER_VERSION)=config/crd/bases/source.toolkit.fluxcd.io_helmrepositories.yaml \
+	github.com/fluxcd/source-controller@$(SOURCE_CONTROLLER_VERSION)=config/crd/bases/source.toolkit.fluxcd.io_ocirepositories.yaml \
+	github.com/fluxcd/helm-controller@$(HELM_CONTROLLER_VERSION)=config/crd/bases/helm.toolkit.fluxcd.io_helmreleases.yaml \
 	github.com/prometheus-operator/prometheus-operator@$(PROMETHEUS_OPERATOR_VERSION)=example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml
 
 crds: $(BIN)/crds/VERSIONS

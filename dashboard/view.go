@@ -240,10 +240,14 @@ func digestCell(d string) string {
 
 // commitLink links sha to its page on the forge: Gitea (like GitHub)
 // shows a commit at <repo web URL>/commit/<sha>. A repository that is
-// not http(s) gets no link.
+// not http(s) gets no link, and a revision that is no commit id (the
+// version of a chart of a Helm repository) shows whole, unlinked.
 func commitLink(repo, sha string) Link {
 	if sha == "" {
 		return Link{Text: "-"}
+	}
+	if !isCommitID(sha) {
+		return Link{Text: sha}
 	}
 	l := Link{Text: sha[:min(len(sha), 8)]}
 	u, err := url.Parse(repo)
@@ -254,6 +258,19 @@ func commitLink(repo, sha string) Link {
 	u.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), ".git") + "/commit/" + url.PathEscape(sha)
 	l.URL = u.String()
 	return l
+}
+
+// isCommitID reports whether s is a full Git commit id (SHA-1 or SHA-256).
+func isCommitID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // safeURL passes http(s) URLs only.

@@ -97,6 +97,7 @@ func TestCommitLink(t *testing.T) {
 		{"gitea https", "https://gitea.test/o/r.git", commit1, Link{"01234567", "https://gitea.test/o/r/commit/" + commit1}},
 		{"trailing slash", "http://gitea.test/o/r/", commit1, Link{"01234567", "http://gitea.test/o/r/commit/" + commit1}},
 		{"credentials dropped", "https://u:p@gitea.test/o/r", commit1, Link{"01234567", "https://gitea.test/o/r/commit/" + commit1}},
+		{"a chart version", "https://gitea.test/api/packages/o/helm", "0.2.0", Link{Text: "0.2.0"}},
 		{"file repo", "file:///srv/r", commit1, Link{Text: "01234567"}},
 		{"no commit", "https://gitea.test/o/r", "", Link{Text: "-"}},
 	} {

@@ -92,6 +92,9 @@ var deployerReads = []access{
 	{"watch", "kustomize.toolkit.fluxcd.io", "kustomizations", "", "flux-system", "", "a verify-only app reads its Kustomization"},
 	{"get", "source.toolkit.fluxcd.io", "gitrepositories", "", "flux-system", "podinfo", "and its GitRepository"},
 	{"list", "source.toolkit.fluxcd.io", "gitrepositories", "", "flux-system", "", "and its GitRepository"},
+	{"get", "helm.toolkit.fluxcd.io", "helmreleases", "", "flux-system", "podinfo", "a verify-only app reads its HelmRelease"},
+	{"get", "source.toolkit.fluxcd.io", "helmrepositories", "", "flux-system", "podinfo", "and its HelmRepository"},
+	{"get", "source.toolkit.fluxcd.io", "ocirepositories", "", "flux-system", "podinfo", "or its OCIRepository"},
 }
 
 // What the deployers component must not grant: pinbot never writes a
@@ -103,6 +106,7 @@ var deployerDenied = []access{
 	{"create", "argoproj.io", "applications", "", "argocd", "", "create an Application"},
 	{"patch", "kustomize.toolkit.fluxcd.io", "kustomizations", "", "flux-system", "podinfo", "annotate a Kustomization (reconcile.fluxcd.io/requestedAt)"},
 	{"patch", "source.toolkit.fluxcd.io", "gitrepositories", "", "flux-system", "podinfo", "write a GitRepository"},
+	{"patch", "helm.toolkit.fluxcd.io", "helmreleases", "", "flux-system", "podinfo", "annotate a HelmRelease"},
 	{"list", "argoproj.io", "appprojects", "", "argocd", "", "read Argo CD's AppProjects"},
 	{"list", "", "secrets", "", "argocd", "", "read Argo CD's repository credentials"},
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -15,6 +16,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"pinbot.dev/pinbot/reconciler/chartrepo"
 	"pinbot.dev/pinbot/reconciler/status"
@@ -144,4 +149,87 @@ spec:
 	if st.Path != "vo-chart-oci" || st.Commit != "0.2.0" {
 		t.Errorf("status: path %q, head %q; want vo-chart-oci 0.2.0", st.Path, st.Commit)
 	}
+}
+
+var (
+	helmReleasesRes     = schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"}
+	helmRepositoriesRes = schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "helmrepositories"}
+)
+
+// helmReleased writes the status of the HelmRelease having installed
+// chartVersion, through the status subresource as helm-controller does.
+func (s *deployerScenario) helmReleased(chart, chartVersion string) {
+	s.t.Helper()
+	ri := s.dyn.Resource(helmReleasesRes).Namespace("flux-system")
+	u, err := ri.Get(testCtx, s.name, metav1.GetOptions{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	st := map[string]any{}
+	if err := sigsyaml.Unmarshal([]byte(fmt.Sprintf(`
+observedGeneration: %d
+history:
+- {name: %s, namespace: %s, version: 1, status: deployed, chartName: %s, chartVersion: %s, configDigest: "sha256:00", digest: "sha256:00", firstDeployed: %q, lastDeployed: %q}
+conditions:
+- {type: Ready, status: "True", reason: InstallSucceeded, message: "Helm install succeeded", lastTransitionTime: %q, observedGeneration: %d}
+`, u.GetGeneration(), s.name, s.name, chart, chartVersion, now, now, now, u.GetGeneration())), &st); err != nil {
+		s.t.Fatal(err)
+	}
+	u.Object["status"] = st
+	if _, err := ri.UpdateStatus(testCtx, u, metav1.UpdateOptions{}); err != nil {
+		s.t.Fatalf("updating the HelmRelease's status: %s", err)
+	}
+}
+
+// TestFluxHelmRelease: a Flux HelmRelease of a chart from a HelmRepository
+// (Gitea's Helm registry), whose valuesFrom ConfigMap pins v2 over the
+// chart's v1. Pods running v2 are Verified against the installed chart
+// version with those values; Pods running the chart's default are a
+// Mismatch.
+func TestFluxHelmRelease(t *testing.T) {
+	s := newDeployerScenario(t, "vo-hr", "flux-helm")
+	v1, v2 := pushImage(t, "vo-hr-app", "v1"), pushImage(t, "vo-hr-app", "v2")
+	repoURL := uploadHelmChart(t, chartArchive(t, "vo-hr-web", "0.1.0", v1))
+	s.create(helmRepositoriesRes, "flux-system", fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata: {name: %s, namespace: flux-system}
+spec: {interval: 10m, url: %q}
+`, s.name, repoURL))
+	if _, err := env.kube.CoreV1().ConfigMaps("flux-system").Create(testCtx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: s.name + "-values"},
+		Data:       map[string]string{"values.yaml": fmt.Sprintf("image: {digest: %q}\n", v2.digest)},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.create(helmReleasesRes, "flux-system", fmt.Sprintf(`apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: %[1]s, namespace: flux-system}
+spec:
+  interval: 10m
+  releaseName: %[1]s
+  targetNamespace: %[1]s
+  chart:
+    spec: {chart: vo-hr-web, version: "0.1.x", sourceRef: {kind: HelmRepository, name: %[1]s}}
+  valuesFrom: [{kind: ConfigMap, name: %[1]s-values}]
+  values: {replicaCount: 1}
+`, s.name))
+	s.apply(namedDeployment(s.name, 1, v2.repo+"@"+v2.digest))
+	s.helmReleased("vo-hr-web", "0.1.0")
+
+	st, v := s.waitStatus(rollout, "verified with the valuesFrom ConfigMap's digest", func(_ *status.App, v *verdict.Verification) bool {
+		return v != nil && v.Verified
+	})
+	if st.Commit != "0.1.0" || st.DeployedCommit != "0.1.0" || st.Source != "flux" || st.Path != "vo-hr-web" {
+		t.Errorf("status: head %q, deployed %q, source %q, path %q; want flux's chart vo-hr-web 0.1.0", st.Commit, st.DeployedCommit, st.Source, st.Path)
+	}
+	for _, c := range v.Containers {
+		if c.GitDigest != v2.digest {
+			t.Errorf("container %+v: pinned digest %s, want the valuesFrom's %s", c, c.GitDigest, v2.digest)
+		}
+	}
+	s.apply(namedDeployment(s.name, 1, v1.repo+"@"+v1.digest)) // the chart's default, not the release's values
+	s.waitStatus(rollout, "a Mismatch for the chart's default", func(_ *status.App, v *verdict.Verification) bool {
+		return v != nil && !v.Verified && hasVerdict(v, verdict.Mismatch)
+	})
 }

@@ -62,6 +62,9 @@ type deployedApp struct {
 	revision  deployer.Revision
 	health    deployer.Health
 	workloads []object.Ref
+	// noInventory: the deployer keeps no record of what it applied (a
+	// HelmRelease), so the render's workloads are the ones to prove.
+	noInventory bool
 }
 
 func (d *deployedApp) path() string {
@@ -191,7 +194,10 @@ func (ob *observer) pass(ctx context.Context, p *pass) (*status.App, *verdict.Ve
 	st.sourceDown = time.Time{}
 	atHead := d.revision.AtHead(head)
 
-	desired := selectWorkloads(heads, d.workloads)
+	desired := heads
+	if !d.noInventory {
+		desired = selectWorkloads(heads, d.workloads)
+	}
 	v, err := ob.verify(ctx, p, d, auth, atHead, desired)
 	if err != nil {
 		return fail(err)

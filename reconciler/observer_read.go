@@ -39,6 +39,8 @@ func (ob *observer) read(ctx context.Context, app *config.App) (*deployedApp, er
 			return nil, err
 		}
 		d.health, d.workloads = a.Health(), a.Workloads()
+	case app.Flux != nil && app.Flux.HelmRelease != "":
+		return ob.readHelmRelease(ctx, app)
 	case app.Flux != nil:
 		ns, name := app.Flux.Object()
 		u, err := ob.readObject(ctx, deployer.KustomizationsResource, deployer.KustomizationKind, ns, name)
@@ -74,6 +76,52 @@ func (ob *observer) read(ctx context.Context, app *config.App) (*deployedApp, er
 	default:
 		return nil, fmt.Errorf("app %s names no deployer", app.Name)
 	}
+	return d, nil
+}
+
+// readHelmRelease reads the app's HelmRelease and the source that holds
+// its chart. The release's workloads are the render's: a HelmRelease
+// keeps no inventory of what Helm applied.
+func (ob *observer) readHelmRelease(ctx context.Context, app *config.App) (*deployedApp, error) {
+	ns, name := app.Flux.Object()
+	u, err := ob.readObject(ctx, deployer.HelmReleasesResource, deployer.HelmReleaseKind, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	h, err := deployer.HelmReleaseFrom(u)
+	if err != nil {
+		return nil, err
+	}
+	kind, sns, sname, err := h.ChartSource()
+	if err != nil {
+		return nil, err
+	}
+	var src any
+	if kind == deployer.HelmRepositoryKind {
+		su, err := ob.readObject(ctx, deployer.HelmRepositoriesResource, kind, sns, sname)
+		if err != nil {
+			return nil, err
+		}
+		if src, err = deployer.HelmRepositoryFrom(su); err != nil {
+			return nil, err
+		}
+	} else {
+		su, err := ob.readObject(ctx, deployer.OCIRepositoriesResource, kind, sns, sname)
+		if err != nil {
+			return nil, err
+		}
+		if src, err = deployer.OCIRepositoryFrom(su); err != nil {
+			return nil, err
+		}
+	}
+	d := &deployedApp{noInventory: true}
+	if d.source, err = h.Source(src); err != nil {
+		return nil, err
+	}
+	if d.revision, err = h.Deployed(); err != nil && !errors.Is(err, deployer.ErrNotDeployed) {
+		return nil, err
+	}
+	d.health = h.Health()
 	return d, nil
 }
 

@@ -138,6 +138,12 @@ func (ob *observer) render(ctx context.Context, fsys fs.FS, d *deployedApp) ([]*
 	var opts []render.Option
 	if h := d.source.Helm; h != nil && render.IsChart(fsys, rel) {
 		hr := render.Helm{ReleaseName: h.ReleaseName, Namespace: h.Namespace, Values: h.Values}
+		if len(h.ValuesFrom) > 0 {
+			var err error
+			if hr.Values, err = ob.helmValues(ctx, h); err != nil {
+				return nil, err
+			}
+		}
 		for _, f := range h.ValueFiles {
 			if h.IgnoreMissingValueFiles && !fileExists(fsys, path.Join(rel, f)) {
 				continue

@@ -53,7 +53,7 @@ func newDeployerScenario(t *testing.T, name, kind string, extra ...string) *depl
 	t.Helper()
 	needPeers(t)
 	var files []string
-	for _, crd := range []string{kube.ApplicationCRD, kube.KustomizationCRD, kube.GitRepositoryCRD} {
+	for _, crd := range []string{kube.ApplicationCRD, kube.KustomizationCRD, kube.GitRepositoryCRD, kube.HelmReleaseCRD, kube.HelmRepositoryCRD, kube.OCIRepositoryCRD} {
 		f, err := kube.CRDFile(crd)
 		if err != nil {
 			t.Fatal(err)
@@ -74,12 +74,15 @@ func newDeployerScenario(t *testing.T, name, kind string, extra ...string) *depl
 	}
 	s := &deployerScenario{
 		scenario: &scenario{t: t, name: name, repo: gitforge.Repo{Owner: org, Name: name}},
-		kind:     kind,
+		kind:     strings.TrimSuffix(kind, "-helm"),
 		dyn:      dynamic.NewForConfigOrDie(env.cluster.Config()),
 	}
 	block := fmt.Sprintf("argocd: {application: %s, namespace: argocd}", name)
-	if kind == "flux" {
+	switch kind {
+	case "flux":
 		block = fmt.Sprintf("flux: {kustomization: %s}", name)
+	case "flux-helm":
+		block = fmt.Sprintf("flux: {helmRelease: %s}", name)
 	}
 	cfgText := strings.Join(extra, "\n") + fmt.Sprintf(`
 forge: {url: %q, tokenFile: %q}

@@ -34,11 +34,16 @@ const (
 )
 
 // FluxApp is the `flux:` block of a verify-only app in the reconciler
-// config: `flux: {kustomization: podinfo, namespace: flux-system}`.
+// config: `flux: {kustomization: podinfo, namespace: flux-system}`, or
+// `flux: {helmRelease: podinfo}`.
 type FluxApp struct {
 	// Kustomization is the name of the Kustomization.
-	Kustomization string `yaml:"kustomization" json:"kustomization"`
-	// Namespace holds the Kustomization. Default "flux-system".
+	Kustomization string `yaml:"kustomization" json:"kustomization,omitempty"`
+	// HelmRelease is the name of the HelmRelease, in place of a
+	// Kustomization.
+	HelmRelease string `yaml:"helmRelease" json:"helmRelease,omitempty"`
+	// Namespace holds the Kustomization or HelmRelease. Default
+	// "flux-system".
 	Namespace string `yaml:"namespace" json:"namespace,omitempty"`
 }
 
@@ -100,7 +105,14 @@ func Validate(c AppConfig) []*FieldError {
 		}
 	}
 	if c.Flux != nil {
-		checkName(add, "flux.kustomization", c.Flux.Kustomization)
+		switch {
+		case c.Flux.Kustomization != "" && c.Flux.HelmRelease != "":
+			add("flux.helmRelease", "set next to flux.kustomization; an app follows one of them")
+		case c.Flux.HelmRelease != "":
+			checkName(add, "flux.helmRelease", c.Flux.HelmRelease)
+		default:
+			checkName(add, "flux.kustomization", c.Flux.Kustomization)
+		}
 		checkNamespace(add, "flux.namespace", c.Flux.Namespace)
 	}
 	return out
@@ -130,11 +142,15 @@ func (a ArgoCDApp) Object() (namespace, name string) {
 	return a.Namespace, a.Application
 }
 
-// Object is the namespace and name of the Kustomization the block names,
-// the namespace defaulted.
+// Object is the namespace and name of the Kustomization or HelmRelease
+// the block names, the namespace defaulted.
 func (f FluxApp) Object() (namespace, name string) {
-	if f.Namespace == "" {
-		return DefaultFluxNamespace, f.Kustomization
+	name = f.Kustomization
+	if f.HelmRelease != "" {
+		name = f.HelmRelease
 	}
-	return f.Namespace, f.Kustomization
+	if f.Namespace == "" {
+		return DefaultFluxNamespace, name
+	}
+	return f.Namespace, name
 }

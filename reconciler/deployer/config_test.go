@@ -38,6 +38,17 @@ func TestValidate(t *testing.T) {
 			c:    AppConfig{ArgoCD: &ArgoCDApp{Namespace: "Argo_CD"}, Flux: &FluxApp{Kustomization: "Pod Info"}},
 			want: []string{"flux", "argocd.application", "argocd.namespace", "flux.kustomization"},
 		},
+		{name: "a HelmRelease", c: AppConfig{Flux: &FluxApp{HelmRelease: "podinfo"}}},
+		{
+			name: "a HelmRelease next to a Kustomization",
+			c:    AppConfig{Flux: &FluxApp{HelmRelease: "podinfo", Kustomization: "podinfo"}},
+			want: []string{"flux.helmRelease"},
+		},
+		{
+			name: "a malformed HelmRelease name",
+			c:    AppConfig{Flux: &FluxApp{HelmRelease: "Pod Info"}},
+			want: []string{"flux.helmRelease"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,6 +80,7 @@ func TestObject(t *testing.T) {
 		{"argocd, own namespace", ArgoCDApp{Application: "gb", Namespace: "apps"}.Object, "apps", "gb"},
 		{"flux, default namespace", FluxApp{Kustomization: "pi"}.Object, "flux-system", "pi"},
 		{"flux, own namespace", FluxApp{Kustomization: "pi", Namespace: "apps"}.Object, "apps", "pi"},
+		{"flux HelmRelease", FluxApp{HelmRelease: "hr"}.Object, "flux-system", "hr"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

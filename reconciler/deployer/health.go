@@ -65,13 +65,26 @@ func (a *Application) Health() Health {
 // has observed the current generation, is not reconciling, and is not
 // suspended.
 func (k *Kustomization) Health() Health {
+	return fluxHealth(k.Status.Conditions, k.Metadata.Generation, k.Status.ObservedGeneration, k.Spec.Suspend, "Kustomization")
+}
+
+// Health is the HelmRelease's Ready condition, trusted as a
+// Kustomization's.
+func (h *HelmRelease) Health() Health {
+	return fluxHealth(h.Status.Conditions, h.Metadata.Generation, h.Status.ObservedGeneration, h.Spec.Suspend, "HelmRelease")
+}
+
+// fluxHealth reads a Flux object's Ready condition: trusted only once
+// Flux has observed generation gen, is not reconciling, and the object
+// (a kind) is not suspended.
+func fluxHealth(conds []Condition, gen, observed int64, suspended bool, kind string) Health {
 	var ready, reconciling *Condition
-	for i, c := range k.Status.Conditions {
+	for i, c := range conds {
 		switch c.Type {
 		case "Ready":
-			ready = &k.Status.Conditions[i]
+			ready = &conds[i]
 		case "Reconciling":
-			reconciling = &k.Status.Conditions[i]
+			reconciling = &conds[i]
 		}
 	}
 	h := Health{Status: "Unknown"}
@@ -83,12 +96,11 @@ func (k *Kustomization) Health() Health {
 			h.Status = "NotReady"
 		}
 	}
-	gen := k.Metadata.Generation
 	switch {
-	case k.Spec.Suspend:
-		h.Reason = "the Kustomization is suspended"
+	case suspended:
+		h.Reason = "the " + kind + " is suspended"
 		return h
-	case k.Status.ObservedGeneration != gen || ready == nil || ready.ObservedGeneration != 0 && ready.ObservedGeneration != gen:
+	case observed != gen || ready == nil || ready.ObservedGeneration != 0 && ready.ObservedGeneration != gen:
 		h.Reason = fmt.Sprintf("Flux has not reconciled generation %d yet", gen)
 		return h
 	case reconciling != nil && reconciling.Status == "True":

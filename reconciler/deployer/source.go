@@ -205,6 +205,11 @@ type Helm struct {
 	// discovery says.
 	KubeVersion string
 	APIVersions []string
+	// ValuesFrom are a Flux HelmRelease's spec.valuesFrom, in
+	// ValuesNamespace: merged in order under Values, as helm-controller
+	// does.
+	ValuesFrom      []ValuesRef
+	ValuesNamespace string
 }
 
 var hexCommit = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)

@@ -109,20 +109,9 @@ func (k *Kustomization) substitute() (*Substitute, error) {
 }
 
 // cluster is the remote cluster spec.kubeConfig names, nil for Flux's
-// own. pinbot reads the kubeconfig Secret (secretRef); a configMapRef,
-// which asks a cloud provider for credentials, it cannot follow.
+// own (kubeConfigCluster).
 func (k *Kustomization) cluster() (*Cluster, error) {
-	kc := k.Spec.KubeConfig
-	if kc == nil {
-		return nil, nil
-	}
-	ref, _ := kc["secretRef"].(map[string]any)
-	name, _ := ref["name"].(string)
-	if name == "" {
-		return nil, &FieldError{Object: k.Name(), Field: "spec.kubeConfig", Reason: "pinbot reads a kubeconfig from spec.kubeConfig.secretRef; a provider's configMapRef it cannot follow"}
-	}
-	key, _ := ref["key"].(string)
-	return &Cluster{KubeConfig: &SecretKey{Namespace: k.Metadata.Namespace, Name: name, Key: key}}, nil
+	return kubeConfigCluster(k.Name(), k.Metadata.Namespace, k.Spec.KubeConfig)
 }
 
 // fluxRef applies source-controller's precedence: commit, name, semver,

@@ -27,6 +27,12 @@ const (
 	KustomizationCRD = "kustomize.toolkit.fluxcd.io_kustomizations.yaml"
 	// GitRepositoryCRD is Flux's GitRepository (source.toolkit.fluxcd.io/v1).
 	GitRepositoryCRD = "source.toolkit.fluxcd.io_gitrepositories.yaml"
+	// HelmReleaseCRD is Flux's HelmRelease (helm.toolkit.fluxcd.io/v2).
+	HelmReleaseCRD = "helm.toolkit.fluxcd.io_helmreleases.yaml"
+	// HelmRepositoryCRD and OCIRepositoryCRD are Flux's chart sources
+	// (source.toolkit.fluxcd.io/v1).
+	HelmRepositoryCRD = "source.toolkit.fluxcd.io_helmrepositories.yaml"
+	OCIRepositoryCRD  = "source.toolkit.fluxcd.io_ocirepositories.yaml"
 	// ServiceMonitorCRD is the Prometheus Operator's ServiceMonitor
 	// (monitoring.coreos.com/v1), which pinbot's chart can render.
 	ServiceMonitorCRD = "monitoring.coreos.com_servicemonitors.yaml"
