@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	sdk "code.gitea.io/sdk/gitea"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler/chartrepo"
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
@@ -232,4 +234,68 @@ spec:
 	s.waitStatus(rollout, "a Mismatch for the chart's default", func(_ *status.App, v *verdict.Verification) bool {
 		return v != nil && !v.Verified && hasVerdict(v, verdict.Mismatch)
 	})
+}
+
+// TestArgoCDPrivateHelmRepository: a chart in a private organisation's
+// Helm registry on Gitea. Read anonymously it fails, naming the
+// repository and the 401, and never showing a credential; with Argo CD's
+// repository Secret for its URL, pinbot logs in as Argo CD does and the
+// app is Verified.
+func TestArgoCDPrivateHelmRepository(t *testing.T) {
+	s := newDeployerScenario(t, "vo-private", "argocd")
+	c, err := env.gitea.Client(testCtx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const owner = "vo-private-charts"
+	if _, _, err := c.CreateOrg(sdk.CreateOrgOption{Name: owner, Visibility: sdk.VisibleTypePrivate}); err != nil {
+		t.Fatal(err)
+	}
+	img := pushImage(t, "vo-private-app", "v1")
+	base := strings.TrimSuffix(env.gitea.URL, "/") + "/api/packages/" + owner + "/helm"
+	req, err := http.NewRequestWithContext(testCtx, http.MethodPost, base+"/api/charts", bytes.NewReader(chartArchive(t, "web", "1.0.0", img)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth(env.gitea.AdminUser, env.gitea.Token)
+	resp, err := env.gitea.HTTPClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("uploading the chart: %s", resp.Status)
+	}
+	s.create(applicationsRes, "argocd", fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: %s, namespace: argocd}
+spec:
+  project: default
+  source: {repoURL: %q, chart: web, targetRevision: 1.0.0}
+  destination: {server: "https://kubernetes.default.svc", namespace: %s}
+`, s.name, base, s.name))
+	s.apply(namedDeployment(s.name, 1, img.repo+"@"+img.digest))
+	s.argoSynced("1.0.0", s.name)
+
+	var passErr error
+	poll.Until(t, rollout, "an error naming the private repository", func() (bool, string) {
+		_, _, passErr = s.r.Status(testCtx, s.name)
+		return passErr != nil && strings.Contains(passErr.Error(), "401"), fmt.Sprint(passErr)
+	})
+	if !strings.Contains(passErr.Error(), base) {
+		t.Errorf("error %q does not name the repository %s", passErr, base)
+	}
+
+	if _, err := env.kube.CoreV1().Secrets("argocd").Create(testCtx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "repo-" + owner, Labels: map[string]string{"argocd.argoproj.io/secret-type": "repository"}},
+		StringData: map[string]string{"type": "helm", "url": base, "username": env.gitea.AdminUser, "password": env.gitea.Token},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := s.waitStatus(rollout, "verified with Argo CD's repository credentials", func(_ *status.App, v *verdict.Verification) bool {
+		return v != nil && v.Verified
+	})
+	if strings.Contains(describe(st, nil), env.gitea.Token) {
+		t.Error("the status shows the repository's password")
+	}
 }

@@ -79,7 +79,7 @@ func (ob *observer) chartRender(ctx context.Context, p *pass, d *deployedApp) (s
 // that cannot be fetched is a *SourceError.
 func (ob *observer) renderChart(ctx context.Context, p *pass, d *deployedApp, version string) (string, []*unstructured.Unstructured, error) {
 	c := d.source.Chart
-	chart, err := ob.r.charts.Fetch(ctx, chartrepo.Ref{RepoURL: c.RepoURL, Name: c.Name, Version: version})
+	chart, err := ob.r.charts.Fetch(ctx, chartrepo.Ref{RepoURL: c.RepoURL, Name: c.Name, Version: version}, ob.chartAuth(c))
 	if err != nil {
 		return "", nil, &SourceError{Repo: redact.URL(c.RepoURL), Err: err}
 	}

@@ -78,6 +78,16 @@ func (r Ref) String() string {
 	return fmt.Sprintf("chart %s %s of %s", r.Name, r.Version, redact.URL(r.RepoURL))
 }
 
+// Auth is the basic-auth credentials of an HTTP repository. They are sent
+// to the repository's host only, as Helm does by default.
+type Auth struct {
+	Username, Password string
+}
+
+// AuthFunc reads a repository's credentials when a request needs them: a
+// chart already kept costs no read.
+type AuthFunc func(ctx context.Context) (Auth, error)
+
 // Chart is a fetched chart: its files under Dir, and its exact version.
 type Chart struct {
 	FS      fs.FS
@@ -118,8 +128,9 @@ func New(reg Registry) *Repos {
 }
 
 // Fetch returns the chart ref names, resolving a range to the newest
-// version in it. Errors name the chart and the repository.
-func (rs *Repos) Fetch(ctx context.Context, ref Ref) (*Chart, error) {
+// version in it; auth, when not nil, gives an HTTP repository's
+// credentials. Errors name the chart and the repository.
+func (rs *Repos) Fetch(ctx context.Context, ref Ref, auth AuthFunc) (*Chart, error) {
 	if ref.Version == "" {
 		return nil, fmt.Errorf("%s: no version: pinbot renders the version the Application names", ref)
 	}
@@ -134,7 +145,13 @@ func (rs *Repos) Fetch(ctx context.Context, ref Ref) (*Chart, error) {
 	if ref.OCI() {
 		raw, err = rs.fetchOCI(ctx, ref)
 	} else {
-		raw, version, err = rs.fetchHTTP(ctx, ref)
+		var a Auth
+		if auth != nil {
+			if a, err = auth(ctx); err != nil {
+				return nil, fmt.Errorf("%s: reading the repository's credentials: %w", ref, err)
+			}
+		}
+		raw, version, err = rs.fetchHTTP(ctx, ref, a)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ref, err)
@@ -167,8 +184,8 @@ func (rs *Repos) keep(ref Ref, c *Chart) {
 
 // fetchHTTP finds the chart's version in the repository's index and
 // downloads the archive the index lists for it.
-func (rs *Repos) fetchHTTP(ctx context.Context, ref Ref) ([]byte, string, error) {
-	entries, err := rs.index(ctx, ref.RepoURL)
+func (rs *Repos) fetchHTTP(ctx context.Context, ref Ref, auth Auth) ([]byte, string, error) {
+	entries, err := rs.index(ctx, ref.RepoURL, auth)
 	if err != nil {
 		return nil, "", err
 	}
@@ -183,7 +200,7 @@ func (rs *Repos) fetchHTTP(ctx context.Context, ref Ref) ([]byte, string, error)
 	if err != nil {
 		return nil, "", err
 	}
-	raw, err := rs.get(ctx, u, maxArchive)
+	raw, err := rs.get(ctx, u, maxArchive, ref.RepoURL, auth)
 	if err != nil {
 		return nil, "", err
 	}
@@ -224,7 +241,7 @@ func pick(entries []entry, version string) (entry, error) {
 
 // index returns the entries of the repository's index.yaml, read again
 // after indexTTL.
-func (rs *Repos) index(ctx context.Context, repoURL string) (map[string][]entry, error) {
+func (rs *Repos) index(ctx context.Context, repoURL string, auth Auth) (map[string][]entry, error) {
 	rs.mu.Lock()
 	i, ok := rs.indexes[repoURL]
 	rs.mu.Unlock()
@@ -235,7 +252,7 @@ func (rs *Repos) index(ctx context.Context, repoURL string) (map[string][]entry,
 	if err != nil {
 		return nil, err
 	}
-	raw, err := rs.get(ctx, u, maxIndex)
+	raw, err := rs.get(ctx, u, maxIndex, repoURL, auth)
 	if err != nil {
 		return nil, err
 	}
@@ -265,11 +282,15 @@ func resolve(repoURL, ref string) (string, error) {
 	return base.ResolveReference(r).String(), nil
 }
 
-// get reads u, at most limit bytes.
-func (rs *Repos) get(ctx context.Context, u string, limit int64) ([]byte, error) {
+// get reads u, at most limit bytes, with auth when u is on repoURL's
+// host.
+func (rs *Repos) get(ctx context.Context, u string, limit int64, repoURL string, auth Auth) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
+	}
+	if auth != (Auth{}) && sameHost(u, repoURL) {
+		req.SetBasicAuth(auth.Username, auth.Password)
 	}
 	resp, err := rs.http.Do(req)
 	if err != nil { // *url.Error: its URL is redacted by net/http
@@ -287,6 +308,12 @@ func (rs *Repos) get(ctx context.Context, u string, limit int64) ([]byte, error)
 		return nil, fmt.Errorf("GET %s: larger than the %d MiB pinbot reads", redact.URL(u), limit>>20)
 	}
 	return raw, nil
+}
+
+func sameHost(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	return err1 == nil && err2 == nil && strings.EqualFold(ua.Host, ub.Host)
 }
 
 // fetchOCI reads the chart layer of name:version under the registry

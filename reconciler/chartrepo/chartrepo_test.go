@@ -92,7 +92,7 @@ func TestFetchFromAnHTTPRepository(t *testing.T) {
 		{"1.*", "1.1.0"},   // a range: the newest in it
 		{">=1.0.0 <3", "2.0.0"},
 	} {
-		c, err := rs.Fetch(ctx, Ref{RepoURL: srv.URL + "/charts", Name: "web", Version: tc.version})
+		c, err := rs.Fetch(ctx, Ref{RepoURL: srv.URL + "/charts", Name: "web", Version: tc.version}, nil)
 		if err != nil {
 			t.Fatalf("Fetch %s: %s", tc.version, err)
 		}
@@ -104,11 +104,11 @@ func TestFetchFromAnHTTPRepository(t *testing.T) {
 	if n := reads.Load(); n != 1 {
 		t.Errorf("the index was read %d times within its TTL, want once", n)
 	}
-	if _, err := rs.Fetch(ctx, Ref{RepoURL: srv.URL + "/charts", Name: "web", Version: "3.0.0"}); err == nil ||
+	if _, err := rs.Fetch(ctx, Ref{RepoURL: srv.URL + "/charts", Name: "web", Version: "3.0.0"}, nil); err == nil ||
 		!strings.Contains(err.Error(), "chart web 3.0.0 of "+srv.URL) || !strings.Contains(err.Error(), `"3.0.0"`) {
 		t.Errorf("a missing version: %v, want an error naming the chart, the repository and the version", err)
 	}
-	if _, err := rs.Fetch(ctx, Ref{RepoURL: srv.URL + "/charts", Name: "api", Version: "1.0.0"}); err == nil || !strings.Contains(err.Error(), "lists no such chart") {
+	if _, err := rs.Fetch(ctx, Ref{RepoURL: srv.URL + "/charts", Name: "api", Version: "1.0.0"}, nil); err == nil || !strings.Contains(err.Error(), "lists no such chart") {
 		t.Errorf("a missing chart: %v", err)
 	}
 }
@@ -136,7 +136,7 @@ func TestFetchFromAnOCIRegistry(t *testing.T) {
 	}
 	rs := New(reg)
 	for _, repoURL := range []string{"oci://" + host + "/charts", host + "/charts"} {
-		c, err := rs.Fetch(context.Background(), Ref{RepoURL: repoURL, Name: "web", Version: "0.3.0"})
+		c, err := rs.Fetch(context.Background(), Ref{RepoURL: repoURL, Name: "web", Version: "0.3.0"}, nil)
 		if err != nil {
 			t.Fatalf("Fetch from %s: %s", repoURL, err)
 		}
@@ -144,7 +144,7 @@ func TestFetchFromAnOCIRegistry(t *testing.T) {
 			t.Errorf("Chart.yaml from %s: %q", repoURL, got)
 		}
 	}
-	if _, err := rs.Fetch(context.Background(), Ref{RepoURL: host + "/charts", Name: "web", Version: "0.*"}); err == nil || !strings.Contains(err.Error(), "not an exact version") {
+	if _, err := rs.Fetch(context.Background(), Ref{RepoURL: host + "/charts", Name: "web", Version: "0.*"}, nil); err == nil || !strings.Contains(err.Error(), "not an exact version") {
 		t.Errorf("a range of an OCI chart: %v, want it refused", err)
 	}
 }
@@ -159,8 +159,44 @@ func TestLoadRefusesAnArchiveThatLeavesTheChart(t *testing.T) {
 func TestErrorsHideCredentials(t *testing.T) {
 	srv, _ := httpRepo(t)
 	u := strings.Replace(srv.URL, "http://", "http://reader:s3cret@", 1) + "/nowhere"
-	_, err := New(nil).Fetch(context.Background(), Ref{RepoURL: u, Name: "web", Version: "1.0.0"})
+	_, err := New(nil).Fetch(context.Background(), Ref{RepoURL: u, Name: "web", Version: "1.0.0"}, nil)
 	if err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("error %v, want one that does not show the password", err)
+	}
+}
+
+func TestFetchSendsCredentialsToTheRepositoryHostOnly(t *testing.T) {
+	body := archiveOf(t, "1.0.0", nil)
+	var elsewhere *httptest.Server
+	var sawAuth atomic.Bool
+	elsewhere = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, _, ok := r.BasicAuth(); ok {
+			sawAuth.Store(true)
+		}
+		w.Write(body)
+	}))
+	t.Cleanup(elsewhere.Close)
+	repo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "reader" || p != "s3cret" {
+			http.Error(w, "who are you", http.StatusUnauthorized)
+			return
+		}
+		fmt.Fprintf(w, "entries:\n  web: [{version: 1.0.0, urls: [%q]}]\n", elsewhere.URL+"/web-1.0.0.tgz")
+	}))
+	t.Cleanup(repo.Close)
+	calls := 0
+	auth := func(context.Context) (Auth, error) { calls++; return Auth{Username: "reader", Password: "s3cret"}, nil }
+	rs := New(nil)
+	if _, err := rs.Fetch(context.Background(), Ref{RepoURL: repo.URL, Name: "web", Version: "1.0.0"}, nil); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("without credentials: %v, want the 401", err)
+	}
+	if _, err := rs.Fetch(context.Background(), Ref{RepoURL: repo.URL, Name: "web", Version: "1.0.0"}, auth); err != nil {
+		t.Fatal(err)
+	}
+	if sawAuth.Load() {
+		t.Error("the credentials were sent to the archive's other host")
+	}
+	if _, err := rs.Fetch(context.Background(), Ref{RepoURL: repo.URL, Name: "web", Version: "1.0.0"}, auth); err != nil || calls != 1 {
+		t.Errorf("a kept chart: %v, credentials read %d times, want once", err, calls)
 	}
 }

@@ -97,6 +97,11 @@ type HelmRepository struct {
 		URL string `json:"url"`
 		// Type is "oci" for an OCI registry, else an HTTP repository.
 		Type string `json:"type,omitempty"`
+		// SecretRef names a Secret of the repository's namespace with
+		// username and password keys.
+		SecretRef *struct {
+			Name string `json:"name"`
+		} `json:"secretRef,omitempty"`
 	} `json:"spec"`
 }
 
@@ -204,6 +209,9 @@ func (h *HelmRelease) Source(src any) (Source, error) {
 		chart = Chart{RepoURL: s.Spec.URL, Name: c.Chart, Version: c.Version}
 		if chart.Version == "" {
 			chart.Version = "*"
+		}
+		if r := s.Spec.SecretRef; r != nil && r.Name != "" {
+			chart.SecretRef = &SecretKey{Namespace: s.Metadata.Namespace, Name: r.Name}
 		}
 		if s.Spec.Type == "oci" && !strings.HasPrefix(chart.RepoURL, "oci://") {
 			chart.RepoURL = "oci://" + strings.TrimPrefix(chart.RepoURL, "https://")

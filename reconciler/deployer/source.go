@@ -92,6 +92,13 @@ type Chart struct {
 	// Version is the targetRevision: a version, or for an HTTP
 	// repository a semver range, whose newest version Argo CD deploys.
 	Version string
+	// SecretRef is a Flux HelmRepository's spec.secretRef: the Secret
+	// whose username and password keys log in to the repository.
+	SecretRef *SecretKey
+	// ArgoCDNamespace holds Argo CD's repository Secrets (labelled
+	// argocd.argoproj.io/secret-type: repository or repo-creds), one of
+	// which may hold the repository's credentials.
+	ArgoCDNamespace string
 }
 
 // Cluster names another cluster than the deployer's own: an Argo CD
@@ -303,7 +310,7 @@ func (a *Application) chartSource(src *ApplicationSource, field string, index in
 	}
 	out := Source{
 		Kind: ArgoCD, Object: obj, RepoURL: src.RepoURL, Namespace: a.Spec.Destination.Namespace, Index: index, Cluster: cluster,
-		Chart: &Chart{RepoURL: src.RepoURL, Name: src.Chart, Version: strings.TrimSpace(src.TargetRevision)},
+		Chart: &Chart{RepoURL: src.RepoURL, Name: src.Chart, Version: strings.TrimSpace(src.TargetRevision), ArgoCDNamespace: a.Metadata.Namespace},
 	}
 	h := src.Helm
 	if h == nil {
