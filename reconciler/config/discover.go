@@ -36,14 +36,19 @@ type ArgoCDSelector struct {
 	Annotated bool `yaml:"annotated" json:"annotated,omitempty"`
 }
 
-// FluxSelector selects Flux Kustomizations of one namespace by label
-// selector.
+// FluxSelector selects Flux Kustomizations, or HelmReleases, of one
+// namespace by label selector.
 type FluxSelector struct {
-	// Namespace holds the Kustomizations. Default "flux-system".
+	// Kind is Kustomization (the default) or HelmRelease.
+	Kind string `yaml:"kind" json:"kind,omitempty" jsonschema:"enum=Kustomization,enum=HelmRelease"`
+	// Namespace holds the objects. Default "flux-system".
 	Namespace string `yaml:"namespace" json:"namespace,omitempty"`
 	// Selector is a label selector, as kubectl -l takes it.
 	Selector string `yaml:"selector" json:"selector,omitempty"`
 }
+
+// HelmReleases reports whether the selector selects HelmReleases.
+func (f *FluxSelector) HelmReleases() bool { return f != nil && f.Kind == deployer.HelmReleaseKind }
 
 // Selected is a deployer object as a discovery sees it.
 type Selected struct {
@@ -108,6 +113,9 @@ func (d Discovery) App(o Selected) App {
 	if d.ArgoCD != nil {
 		return App{Name: o.Name, ArgoCD: &deployer.ArgoCDApp{Application: o.Name, Namespace: o.Namespace}}
 	}
+	if d.Flux.HelmReleases() {
+		return App{Name: o.Name, Flux: &deployer.FluxApp{HelmRelease: o.Name, Namespace: o.Namespace}}
+	}
 	return App{Name: o.Name, Flux: &deployer.FluxApp{Kustomization: o.Name, Namespace: o.Namespace}}
 }
 
@@ -125,6 +133,9 @@ func (d Discovery) problems() []string {
 	}
 	if f := d.Flux; f != nil && f.Selector == "" {
 		out = append(out, "flux: want a selector")
+	}
+	if f := d.Flux; f != nil && f.Kind != "" && f.Kind != deployer.KustomizationKind && f.Kind != deployer.HelmReleaseKind {
+		out = append(out, fmt.Sprintf("flux.kind: %q: want %s or %s", f.Kind, deployer.KustomizationKind, deployer.HelmReleaseKind))
 	}
 	return out
 }

@@ -45,6 +45,7 @@ func TestDiscoveryConfig(t *testing.T) {
 		{"discover:\n  - argocd: {namespace: argocd}\n", "c.yaml:2: discover[0]: argocd: want selector, project or annotated: true"},
 		{"discover:\n  - flux: {selector: 'a in ('}\n", "c.yaml:2: discover[0]: selector:"},
 		{"discover:\n  - argocd: {selectr: x}\n", `c.yaml:2: unknown field "selectr"`},
+		{"discover:\n  - flux: {kind: Helm, selector: a=b}\n", `c.yaml:2: discover[0]: flux.kind: "Helm": want Kustomization or HelmRelease`},
 	} {
 		if _, err := Parse("c.yaml", []byte(tc.body)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want %q", tc.body, err, tc.want)
@@ -62,5 +63,13 @@ func TestDiscoveryConfig(t *testing.T) {
 	}
 	if len(c.Apps) != 1 {
 		t.Errorf("WithDiscovered changed the config it was called on: %+v", c.Apps)
+	}
+	// A discovery of HelmReleases makes HelmRelease apps.
+	c, err = Parse("c.yaml", []byte("discover:\n  - flux: {kind: HelmRelease, selector: team=shop}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := c.Discover[0].App(Selected{Namespace: "flux-system", Name: "podinfo"}); a.Flux == nil || a.Flux.HelmRelease != "podinfo" || a.Flux.Kustomization != "" {
+		t.Errorf("a HelmRelease discovery's app = %+v", a.Flux)
 	}
 }

@@ -24,8 +24,11 @@ import (
 )
 
 func resourceOf(d config.Discovery) schema.GroupVersionResource {
-	if d.Kind() == deployer.ArgoCD {
+	switch {
+	case d.Kind() == deployer.ArgoCD:
 		return deployer.ApplicationsResource
+	case d.Flux.HelmReleases():
+		return deployer.HelmReleasesResource
 	}
 	return deployer.KustomizationsResource
 }
