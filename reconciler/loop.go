@@ -80,6 +80,7 @@ func (r *Reconciler) RunSome(ctx context.Context, stop <-chan struct{}, keep fun
 			r.runApp(ctx, stop, app)
 			if keep != nil {
 				r.apps[app.Name].forget()
+				r.history.Forget(app.Name)
 			}
 		}()
 	}

@@ -32,8 +32,9 @@ import (
 // revision the deployer deployed (deployer.RelateVerifications). pinbot
 // never applies, heals or prunes such an app.
 type observer struct {
-	r   *Reconciler
-	dyn dynamic.Interface // reads Argo CD's and Flux's objects
+	r       *Reconciler
+	dyn     dynamic.Interface // reads Argo CD's and Flux's objects
+	objects *deployerCache    // and follows them
 }
 
 // observed is what a verify-only app's passes keep between them (owned
@@ -212,7 +213,7 @@ func (ob *observer) pass(ctx context.Context, p *pass) (*status.App, *verdict.Ve
 	if !p.mode.records() {
 		return s, v, nil
 	}
-	if p.txn, err = r.history.Begin(ctx, p.app.Name); err != nil {
+	if p.txn, err = p.begin(ctx); err != nil {
 		return s, v, err
 	}
 	ob.report(ctx, p, v, d.source.Chart == nil)

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -128,7 +127,7 @@ func (ob *observer) readHelmRelease(ctx context.Context, app *config.App) (*depl
 // readObject GETs one deployer object. A missing or unreadable one says
 // what to check.
 func (ob *observer) readObject(ctx context.Context, gvr schema.GroupVersionResource, kind, ns, name string) (*unstructured.Unstructured, error) {
-	u, err := ob.dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	u, err := ob.objects.get(ctx, gvr, ns, name)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("%s %s/%s (%s) not found: check the name and namespace in the config, and that the CRD is installed", kind, ns, name, gvr.GroupVersion())

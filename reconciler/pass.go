@@ -40,6 +40,16 @@ const (
 
 func (m mode) records() bool { return m != modeObserve }
 
+// begin reads the app's record for the pass: the loop's passes, which
+// this process alone makes, from the copy it keeps (store.BeginCached);
+// the commands' passes afresh.
+func (p *pass) begin(ctx context.Context) (*store.Txn, error) {
+	if p.mode == modeLoop || p.mode == modeFollow {
+		return p.r.history.BeginCached(ctx, p.app.Name)
+	}
+	return p.r.history.Begin(ctx, p.app.Name)
+}
+
 func (m mode) trigger() string {
 	if m == modeSync {
 		return history.TriggerManual
@@ -144,7 +154,7 @@ func (p *pass) run(ctx context.Context) (*status.App, *verdict.Verification, err
 	}
 	// The pass reads the app's record once and writes it once, at its
 	// end, whatever it synced, healed or settled.
-	if p.txn, err = p.r.history.Begin(ctx, p.app.Name); err != nil {
+	if p.txn, err = p.begin(ctx); err != nil {
 		if p.mode.records() {
 			return p.clusterFault("", err)
 		}
@@ -235,7 +245,7 @@ func (p *pass) stopped(ctx context.Context, err error) (*status.App, *verdict.Ve
 	if !p.mode.records() {
 		return status.Of(p.o), nil, err
 	}
-	txn, herr := p.r.history.Begin(ctx, p.app.Name)
+	txn, herr := p.begin(ctx)
 	if herr != nil {
 		return status.Of(p.o), nil, err
 	}

@@ -202,7 +202,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	r.remotes = newRemotes(o.answer)
 	r.argoHTTP = sync.OnceValues(r.newArgoHTTP)
 	r.events = newEventer(kube)
-	r.observer = &observer{r: r, dyn: dyn}
+	r.observer = &observer{r: r, dyn: dyn, objects: newDeployerCache(dyn)}
 	if o.forge == nil && cfg.Forge != nil && !o.noForge {
 		g, err := gitforge.Dial(cfg.Forge.URL, cfg.Forge.TokenFile, cfg.Forge.CAFile, o.token)
 		if err != nil {
@@ -221,6 +221,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 
 // Close stops the Reconciler's watches.
 func (r *Reconciler) Close() {
+	r.observer.objects.close()
 	r.watcher.close()
 	r.lives.close()
 	r.remotes.close()

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,11 +31,25 @@ import (
 type History struct {
 	client    kubernetes.Interface
 	namespace string
+
+	mu     sync.Mutex
+	cached map[string]cachedRecord // BeginCached's, by app
 }
+
+// cachedRecord is the ConfigMap of an app's record as this History last
+// read or wrote it (nil: there was none), and when.
+type cachedRecord struct {
+	cm *corev1.ConfigMap
+	at time.Time
+}
+
+// CacheTTL bounds how long BeginCached trusts its copy of a record that
+// another process might have written.
+const CacheTTL = 5 * time.Minute
 
 // New returns a History in namespace.
 func New(client kubernetes.Interface, namespace string) *History {
-	return &History{client: client, namespace: namespace}
+	return &History{client: client, namespace: namespace, cached: map[string]cachedRecord{}}
 }
 
 const (
@@ -120,6 +136,9 @@ type Txn struct {
 	cm      *corev1.ConfigMap
 	changes []func(*history.Record) bool
 	dirty   bool
+	// cached: the Txn began from, and its write updates, BeginCached's
+	// copy.
+	cached bool
 }
 
 // Begin reads app's record for a pass.
@@ -137,6 +156,50 @@ func (h *History) Begin(ctx context.Context, app string) (*Txn, error) {
 	}
 	t.cm = cm
 	return t, nil
+}
+
+// BeginCached is Begin for the process that alone writes app's record
+// (serve's leader, or the holder of the app's shard): within CacheTTL it
+// starts from the record as this History last read or wrote it, without
+// reading it again, so an idle pass costs the API server nothing. Another
+// writer's change meanwhile makes this pass's write conflict, and the
+// write is then redone on a fresh read, as always.
+func (h *History) BeginCached(ctx context.Context, app string) (*Txn, error) {
+	h.mu.Lock()
+	c, ok := h.cached[app]
+	h.mu.Unlock()
+	if ok && time.Since(c.at) < CacheTTL {
+		t := &Txn{h: h, app: app, rec: &history.Record{}, cached: true}
+		if c.cm != nil {
+			rec, err := decodeRecord(c.cm)
+			if err != nil {
+				return nil, err
+			}
+			t.rec, t.cm = rec, c.cm
+		}
+		return t, nil
+	}
+	t, err := h.Begin(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	t.cached = true
+	h.remember(app, t.cm)
+	return t, nil
+}
+
+// Forget drops BeginCached's copy of app's record: another process
+// writes it from now on.
+func (h *History) Forget(app string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.cached, app)
+}
+
+func (h *History) remember(app string, cm *corev1.ConfigMap) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.cached[app] = cachedRecord{cm: cm, at: time.Now()}
 }
 
 // Current is the record as this pass changed it so far.
@@ -241,9 +304,15 @@ func (t *Txn) Commit(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
+		if t.cached {
+			t.h.Forget(t.app)
+		}
 		return fmt.Errorf("writing the history of %s in namespace %q: %w", t.app, t.h.namespace, err)
 	}
 	t.dirty = false
+	if t.cached {
+		t.h.remember(t.app, t.cm)
+	}
 	return nil
 }
 

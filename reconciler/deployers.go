@@ -1,0 +1,110 @@
+package reconciler
+
+import (
+	"context"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+)
+
+// deployerCache follows the deployers' objects verify-only apps read
+// (Argo CD's Applications, Flux's Kustomizations and HelmReleases and
+// their sources) with one watch per kind and namespace, started after
+// the first read that succeeds: a pass then reads its deployer's object
+// from memory, so an idle verify-only app costs the API server no request
+// for it, however many apps there are. Until the watch holds its first
+// LIST, and for a kind pinbot may get but not list, a read is a GET.
+type deployerCache struct {
+	dyn  dynamic.Interface
+	stop chan struct{}
+
+	mu        sync.Mutex
+	closed    bool
+	infs      map[deployerKey]cache.SharedIndexInformer
+	forbidden map[deployerKey]bool // may not be listed: read by GET
+}
+
+type deployerKey struct {
+	gvr schema.GroupVersionResource
+	ns  string
+}
+
+func newDeployerCache(dyn dynamic.Interface) *deployerCache {
+	return &deployerCache{dyn: dyn, stop: make(chan struct{}), infs: map[deployerKey]cache.SharedIndexInformer{}, forbidden: map[deployerKey]bool{}}
+}
+
+// close stops every watch.
+func (c *deployerCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.closed = true
+		close(c.stop)
+	}
+}
+
+// get returns the object ns/name of gvr: from the watch once it holds a
+// first LIST, else by GET. An object the watch does not hold is
+// NotFound, as a GET would say. The caller may modify the object.
+func (c *deployerCache) get(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
+	key := deployerKey{gvr: gvr, ns: ns}
+	c.mu.Lock()
+	inf, forbidden := c.infs[key], c.forbidden[key]
+	c.mu.Unlock()
+	if inf != nil && inf.HasSynced() {
+		obj, exists, err := inf.GetIndexer().GetByKey(ns + "/" + name)
+		if err == nil && !exists {
+			return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+		}
+		if u, ok := obj.(*unstructured.Unstructured); err == nil && ok {
+			return u.DeepCopy(), nil
+		}
+	}
+	u, err := c.dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err == nil && inf == nil && !forbidden {
+		c.start(ctx, key)
+	}
+	return u, err
+}
+
+// start probes that key's kind may be listed, and starts its watch;
+// a kind that may not be listed is remembered, and read by GET.
+func (c *deployerCache) start(ctx context.Context, key deployerKey) {
+	_, err := c.dyn.Resource(key.gvr).Namespace(key.ns).List(ctx, metav1.ListOptions{Limit: 1})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.infs[key] != nil || c.forbidden[key] {
+		return
+	}
+	if err != nil {
+		// Forbidden, or the API server did not answer: the next read
+		// tries again, unless pinbot may not list.
+		if apierrors.IsForbidden(err) {
+			c.forbidden[key] = true
+		}
+		return
+	}
+	inf := dynamicinformer.NewFilteredDynamicInformer(c.dyn, key.gvr, key.ns, 0, cache.Indexers{}, nil).Informer()
+	_ = inf.SetTransform(trimDeployerObject)
+	c.infs[key] = inf
+	go inf.Run(c.stop)
+}
+
+// trimDeployerObject drops what pinbot never reads of a deployer's object
+// from the cache: its managed fields and kubectl's last applied copy.
+func trimDeployerObject(obj any) (any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		u.SetManagedFields(nil)
+		if a := u.GetAnnotations(); a != nil {
+			delete(a, "kubectl.kubernetes.io/last-applied-configuration")
+			u.SetAnnotations(a)
+		}
+	}
+	return obj, nil
+}

@@ -1,0 +1,104 @@
+package reconciler_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/verdict"
+)
+
+// requestCounter counts a client's API requests by method and path.
+type requestCounter struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		key := r.Method + " " + r.URL.Path
+		if r.URL.Query().Get("watch") == "true" {
+			key += "?watch"
+		}
+		c.mu.Lock()
+		c.m[key]++
+		c.mu.Unlock()
+		return rt.RoundTrip(r)
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func (c *requestCounter) reset() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.m
+	c.m = map[string]int{}
+	return out
+}
+
+// TestIdleVerifyOnlyPassesReadFromWatches: a verified, idle verify-only
+// app passed every second by the loop asks the API server neither for its
+// Application nor for its record: the deployer's object comes from a
+// watch, and the record from the copy the loop keeps.
+func TestIdleVerifyOnlyPassesReadFromWatches(t *testing.T) {
+	s := newDeployerScenario(t, "vo-idle", "argocd", "interval: 1s")
+	img := pushImage(t, "vo-idle-app", "v1")
+	head := s.push(map[string]string{"app/web.yaml": namedDeployment("web", 1, img.repo+"@"+img.digest)}, "web")
+	s.createApplication("app", "HEAD", "")
+	s.apply(namedDeployment("web", 1, img.repo+"@"+img.digest))
+	s.argoSynced(head, "web")
+	s.waitStatus(rollout, "verified", func(_ *status.App, v *verdict.Verification) bool { return v != nil && v.Verified })
+
+	counter := &requestCounter{m: map[string]int{}}
+	rc := rest.CopyConfig(env.cluster.Config())
+	rc.WrapTransport = counter.wrap
+	cfg, err := config.Load(s.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := reconciler.New(cfg, rc, reconciler.WithRegistry(env.reg), reconciler.WithCacheDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithCancel(testCtx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.Run(ctx) }()
+	time.Sleep(5 * time.Second) // the first passes start the watches
+	counter.reset()
+	time.Sleep(8 * time.Second)
+	got := counter.reset()
+	cancel()
+	<-done
+
+	var lines []string
+	for k, n := range got {
+		lines = append(lines, fmt.Sprintf("%4d %s", n, k))
+	}
+	sort.Strings(lines)
+	t.Logf("API requests over 8 s of passes every second:\n%s", strings.Join(lines, "\n"))
+	for _, path := range []string{
+		"GET /apis/argoproj.io/v1alpha1/namespaces/argocd/applications/" + s.name,
+		"GET /api/v1/namespaces/pinbot-system/configmaps/pinbot-app-" + s.name,
+	} {
+		if n := got[path]; n != 0 {
+			t.Errorf("%d × %s while idle, want none", n, path)
+		}
+	}
+	if st, _, err := r.Status(testCtx, s.name); err != nil || !st.Verified {
+		t.Errorf("after the idle passes: %+v, %v; want still Verified", st, err)
+	}
+}
