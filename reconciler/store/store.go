@@ -136,9 +136,6 @@ type Txn struct {
 	cm      *corev1.ConfigMap
 	changes []func(*history.Record) bool
 	dirty   bool
-	// cached: the Txn began from, and its write updates, BeginCached's
-	// copy.
-	cached bool
 }
 
 // Begin reads app's record for a pass.
@@ -147,6 +144,7 @@ func (h *History) Begin(ctx context.Context, app string) (*Txn, error) {
 	t := &Txn{h: h, app: app, rec: &history.Record{}}
 	switch {
 	case apierrors.IsNotFound(err):
+		h.remember(app, nil)
 		return t, nil
 	case err != nil:
 		return nil, fmt.Errorf("reading the history of %s: %w", app, err)
@@ -155,13 +153,15 @@ func (h *History) Begin(ctx context.Context, app string) (*Txn, error) {
 		return nil, err
 	}
 	t.cm = cm
+	h.remember(app, cm)
 	return t, nil
 }
 
 // BeginCached is Begin for the process that alone writes app's record
 // (serve's leader, or the holder of the app's shard): within CacheTTL it
-// starts from the record as this History last read or wrote it, without
-// reading it again, so an idle pass costs the API server nothing. Another
+// starts from the record as this History last read or wrote it (every
+// Begin and Commit keeps it), without reading it again, so an idle pass
+// costs the API server nothing. Another
 // writer's change meanwhile makes this pass's write conflict, and the
 // write is then redone on a fresh read, as always.
 func (h *History) BeginCached(ctx context.Context, app string) (*Txn, error) {
@@ -169,7 +169,7 @@ func (h *History) BeginCached(ctx context.Context, app string) (*Txn, error) {
 	c, ok := h.cached[app]
 	h.mu.Unlock()
 	if ok && time.Since(c.at) < CacheTTL {
-		t := &Txn{h: h, app: app, rec: &history.Record{}, cached: true}
+		t := &Txn{h: h, app: app, rec: &history.Record{}}
 		if c.cm != nil {
 			rec, err := decodeRecord(c.cm)
 			if err != nil {
@@ -179,13 +179,7 @@ func (h *History) BeginCached(ctx context.Context, app string) (*Txn, error) {
 		}
 		return t, nil
 	}
-	t, err := h.Begin(ctx, app)
-	if err != nil {
-		return nil, err
-	}
-	t.cached = true
-	h.remember(app, t.cm)
-	return t, nil
+	return h.Begin(ctx, app)
 }
 
 // Forget drops BeginCached's copy of app's record: another process
@@ -304,15 +298,11 @@ func (t *Txn) Commit(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		if t.cached {
-			t.h.Forget(t.app)
-		}
+		t.h.Forget(t.app)
 		return fmt.Errorf("writing the history of %s in namespace %q: %w", t.app, t.h.namespace, err)
 	}
 	t.dirty = false
-	if t.cached {
-		t.h.remember(t.app, t.cm)
-	}
+	t.h.remember(t.app, t.cm)
 	return nil
 }
 
