@@ -105,7 +105,8 @@ var allowed = map[string][]string{
 	"reconciler/spoke":        {"internal/redact"},
 	"reconciler/discover":     above(core, "reconciler/config"),
 	// Charts of Helm repositories: plain HTTP, and OCI through the registry.
-	"reconciler/chartrepo": append([]string{"registry"}, leaves...),
+	"reconciler/chartrepo":               append([]string{"registry"}, leaves...),
+	"reconciler/chartrepo/chartrepotest": {},
 	// The config files' JSON Schemas, generated from their types.
 	"internal/schema": {"*"},
 	"pins/pinstest":   {},
@@ -141,7 +142,7 @@ var stdlibOnly = []string{"internal/imageref", "internal/loopback", "internal/js
 // build tooling may use. The product must not import "testing" itself
 // either; that one is checked on direct imports only, because the Helm
 // SDK's chart/common imports it (for testing.Testing()).
-var testSupport = []string{"internal/testenv", "hack", "reconciler/internal/fixture", "pins/pinstest", "trust/trusttest"}
+var testSupport = []string{"internal/testenv", "hack", "reconciler/internal/fixture", "pins/pinstest", "trust/trusttest", "reconciler/chartrepo/chartrepotest"}
 
 type pkg struct {
 	ImportPath string

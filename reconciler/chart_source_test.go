@@ -1,9 +1,7 @@
 package reconciler_test
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"fmt"
 	"net/http"
 	"strings"
@@ -24,6 +22,7 @@ import (
 
 	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler/chartrepo"
+	"pinbot.dev/pinbot/reconciler/chartrepo/chartrepotest"
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
@@ -38,24 +37,7 @@ func chartArchive(t *testing.T, chart, version string, img image) []byte {
 		chart + "/templates/web.yaml":  helmDeployment,
 		chart + "/templates/NOTES.txt": "deployed {{ .Release.Name }}\n",
 	}
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for n, body := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(body)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return chartrepotest.Pack(t, files)
 }
 
 // uploadHelmChart publishes a chart archive to Gitea's Helm package
@@ -63,7 +45,13 @@ func chartArchive(t *testing.T, chart, version string, img image) []byte {
 // Argo CD would name.
 func uploadHelmChart(t *testing.T, archive []byte) string {
 	t.Helper()
-	base := strings.TrimSuffix(env.gitea.URL, "/") + "/api/packages/" + org + "/helm"
+	return uploadHelmChartTo(t, org, archive)
+}
+
+// uploadHelmChartTo is uploadHelmChart to owner's registry.
+func uploadHelmChartTo(t *testing.T, owner string, archive []byte) string {
+	t.Helper()
+	base := strings.TrimSuffix(env.gitea.URL, "/") + "/api/packages/" + owner + "/helm"
 	req, err := http.NewRequestWithContext(testCtx, http.MethodPost, base+"/api/charts", bytes.NewReader(archive))
 	if err != nil {
 		t.Fatal(err)
@@ -252,20 +240,7 @@ func TestArgoCDPrivateHelmRepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	img := pushImage(t, "vo-private-app", "v1")
-	base := strings.TrimSuffix(env.gitea.URL, "/") + "/api/packages/" + owner + "/helm"
-	req, err := http.NewRequestWithContext(testCtx, http.MethodPost, base+"/api/charts", bytes.NewReader(chartArchive(t, "web", "1.0.0", img)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.SetBasicAuth(env.gitea.AdminUser, env.gitea.Token)
-	resp, err := env.gitea.HTTPClient().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("uploading the chart: %s", resp.Status)
-	}
+	base := uploadHelmChartTo(t, owner, chartArchive(t, "web", "1.0.0", img))
 	s.create(applicationsRes, "argocd", fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata: {name: %s, namespace: argocd}

@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"slices"
@@ -162,22 +159,8 @@ func TestServeShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := fmt.Sprintf(`{"ref":"refs/heads/main","after":%q,"repository":{"clone_url":%q}}`, second, g.RepoURL(g.AdminUser, "manifests"))
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(body))
-	req, err := http.NewRequest(http.MethodPost, "http://"+rs["shard-a"].addr+"/webhook/gitea", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("X-Gitea-Event", "push")
-	req.Header.Set("X-Gitea-Signature", hex.EncodeToString(mac.Sum(nil)))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("push webhook: %s, want 202", resp.Status)
+	if code := pushHook(t, rs["shard-a"].addr, secret, second, g.RepoURL(g.AdminUser, "manifests")); code != http.StatusAccepted {
+		t.Fatalf("push webhook: %d, want 202", code)
 	}
 	poll.Until(t, 60*time.Second, "the push synced on every app by the two replicas left", func() (bool, string) {
 		_, why := passedBy(second, "shard-a", "shard-c")

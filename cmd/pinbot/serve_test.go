@@ -24,6 +24,28 @@ import (
 	"pinbot.dev/pinbot/reconciler/history"
 )
 
+// pushHook sends serve at addr Gitea's push webhook of branch main moved
+// to after in the repository at cloneURL, signed with secret, and
+// returns the answer's status code.
+func pushHook(t *testing.T, addr, secret, after, cloneURL string) int {
+	t.Helper()
+	body := fmt.Sprintf(`{"ref":"refs/heads/main","after":%q,"repository":{"clone_url":%q}}`, after, cloneURL)
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(body))
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/webhook/gitea", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Gitea-Event", "push")
+	req.Header.Set("X-Gitea-Signature", hex.EncodeToString(mac.Sum(nil)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -172,21 +194,7 @@ spec:
 	}
 	hook := func(r *replica, after string) int {
 		t.Helper()
-		body := fmt.Sprintf(`{"ref":"refs/heads/main","after":%q,"repository":{"clone_url":%q}}`, after, g.RepoURL(g.AdminUser, "manifests"))
-		mac := hmac.New(sha256.New, []byte(secret))
-		mac.Write([]byte(body))
-		req, err := http.NewRequest(http.MethodPost, "http://"+r.addr+"/webhook/gitea", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("X-Gitea-Event", "push")
-		req.Header.Set("X-Gitea-Signature", hex.EncodeToString(mac.Sum(nil)))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
+		return pushHook(t, r.addr, secret, after, g.RepoURL(g.AdminUser, "manifests"))
 	}
 	if code := hook(follower, second); code != http.StatusAccepted {
 		t.Fatalf("webhook to the follower: %d, want 202", code)

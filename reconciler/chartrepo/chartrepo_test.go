@@ -1,9 +1,6 @@
 package chartrepo
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -23,6 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"pinbot.dev/pinbot/reconciler/chartrepo/chartrepotest"
 	"pinbot.dev/pinbot/registry"
 )
 
@@ -37,24 +35,7 @@ func archiveOf(t *testing.T, version string, extra map[string]string) []byte {
 	for k, v := range extra {
 		files[k] = v
 	}
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for n, body := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(body)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return chartrepotest.Pack(t, files)
 }
 
 // httpRepo serves an index.yaml listing web 1.0.0, 1.1.0 and 2.0.0, and
