@@ -10,7 +10,10 @@
 // Only the leader writes: syncs, heals, prunes, commit statuses, comments
 // and promotions. A follower forwards a push or a package event to the
 // leader by annotating the ConfigMap pinbot-trigger in the state
-// namespace, which the leader watches (trigger.go).
+// namespace, which the leader watches (trigger.go). With shards (package
+// shard), each replica passes the apps of the shards it holds, and the
+// leader keeps the promotions, drift schedules and release chains; a push
+// then reaches each app's holder through the same ConfigMap.
 package serve
 
 import (
