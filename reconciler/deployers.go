@@ -50,14 +50,14 @@ func (c *deployerCache) close() {
 }
 
 // get returns the object ns/name of gvr: from the watch once it holds a
-// first LIST, else by GET. An object the watch does not hold is
-// NotFound, as a GET would say. The caller may modify the object.
-func (c *deployerCache) get(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
+// first LIST, unless fresh, else by GET. An object the watch does not
+// hold is NotFound, as a GET would say. The caller may modify the object.
+func (c *deployerCache) get(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, fresh bool) (*unstructured.Unstructured, error) {
 	key := deployerKey{gvr: gvr, ns: ns}
 	c.mu.Lock()
 	inf, forbidden := c.infs[key], c.forbidden[key]
 	c.mu.Unlock()
-	if inf != nil && inf.HasSynced() {
+	if inf != nil && inf.HasSynced() && !fresh {
 		obj, exists, err := inf.GetIndexer().GetByKey(ns + "/" + name)
 		if err == nil && !exists {
 			return nil, apierrors.NewNotFound(gvr.GroupResource(), name)

@@ -163,7 +163,7 @@ func (ob *observer) pass(ctx context.Context, p *pass) (*status.App, *verdict.Ve
 		}
 		return s, nil, err
 	}
-	d, err := ob.read(ctx, p.app)
+	d, err := ob.read(ctx, p.app, p.freshReads())
 	if err != nil {
 		return fail(err)
 	}

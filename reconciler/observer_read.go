@@ -18,12 +18,13 @@ import (
 
 // read reads the app's Application, or its Kustomization and
 // GitRepository, and what they say.
-func (ob *observer) read(ctx context.Context, app *config.App) (*deployedApp, error) {
+// fresh reads them from the API server, not the watch (deployerCache).
+func (ob *observer) read(ctx context.Context, app *config.App, fresh bool) (*deployedApp, error) {
 	d := &deployedApp{}
 	switch {
 	case app.ArgoCD != nil:
 		ns, name := app.ArgoCD.Object()
-		u, err := ob.readObject(ctx, deployer.ApplicationsResource, deployer.ApplicationKind, ns, name)
+		u, err := ob.readObject(ctx, deployer.ApplicationsResource, deployer.ApplicationKind, ns, name, fresh)
 		if err != nil {
 			return nil, err
 		}
@@ -39,10 +40,10 @@ func (ob *observer) read(ctx context.Context, app *config.App) (*deployedApp, er
 		}
 		d.health, d.workloads = a.Health(), a.Workloads()
 	case app.Flux != nil && app.Flux.HelmRelease != "":
-		return ob.readHelmRelease(ctx, app)
+		return ob.readHelmRelease(ctx, app, fresh)
 	case app.Flux != nil:
 		ns, name := app.Flux.Object()
-		u, err := ob.readObject(ctx, deployer.KustomizationsResource, deployer.KustomizationKind, ns, name)
+		u, err := ob.readObject(ctx, deployer.KustomizationsResource, deployer.KustomizationKind, ns, name, fresh)
 		if err != nil {
 			return nil, err
 		}
@@ -54,7 +55,7 @@ func (ob *observer) read(ctx context.Context, app *config.App) (*deployedApp, er
 		if err != nil {
 			return nil, err
 		}
-		ru, err := ob.readObject(ctx, deployer.GitRepositoriesResource, deployer.GitRepositoryKind, rns, rname)
+		ru, err := ob.readObject(ctx, deployer.GitRepositoriesResource, deployer.GitRepositoryKind, rns, rname, fresh)
 		if err != nil {
 			return nil, err
 		}
@@ -81,9 +82,9 @@ func (ob *observer) read(ctx context.Context, app *config.App) (*deployedApp, er
 // readHelmRelease reads the app's HelmRelease and the source that holds
 // its chart. The release's workloads are the render's: a HelmRelease
 // keeps no inventory of what Helm applied.
-func (ob *observer) readHelmRelease(ctx context.Context, app *config.App) (*deployedApp, error) {
+func (ob *observer) readHelmRelease(ctx context.Context, app *config.App, fresh bool) (*deployedApp, error) {
 	ns, name := app.Flux.Object()
-	u, err := ob.readObject(ctx, deployer.HelmReleasesResource, deployer.HelmReleaseKind, ns, name)
+	u, err := ob.readObject(ctx, deployer.HelmReleasesResource, deployer.HelmReleaseKind, ns, name, fresh)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +98,7 @@ func (ob *observer) readHelmRelease(ctx context.Context, app *config.App) (*depl
 	}
 	var src any
 	if kind == deployer.HelmRepositoryKind {
-		su, err := ob.readObject(ctx, deployer.HelmRepositoriesResource, kind, sns, sname)
+		su, err := ob.readObject(ctx, deployer.HelmRepositoriesResource, kind, sns, sname, fresh)
 		if err != nil {
 			return nil, err
 		}
@@ -105,7 +106,7 @@ func (ob *observer) readHelmRelease(ctx context.Context, app *config.App) (*depl
 			return nil, err
 		}
 	} else {
-		su, err := ob.readObject(ctx, deployer.OCIRepositoriesResource, kind, sns, sname)
+		su, err := ob.readObject(ctx, deployer.OCIRepositoriesResource, kind, sns, sname, fresh)
 		if err != nil {
 			return nil, err
 		}
@@ -126,8 +127,8 @@ func (ob *observer) readHelmRelease(ctx context.Context, app *config.App) (*depl
 
 // readObject GETs one deployer object. A missing or unreadable one says
 // what to check.
-func (ob *observer) readObject(ctx context.Context, gvr schema.GroupVersionResource, kind, ns, name string) (*unstructured.Unstructured, error) {
-	u, err := ob.objects.get(ctx, gvr, ns, name)
+func (ob *observer) readObject(ctx context.Context, gvr schema.GroupVersionResource, kind, ns, name string, fresh bool) (*unstructured.Unstructured, error) {
+	u, err := ob.objects.get(ctx, gvr, ns, name, fresh)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("%s %s/%s (%s) not found: check the name and namespace in the config, and that the CRD is installed", kind, ns, name, gvr.GroupVersion())

@@ -40,6 +40,19 @@ const (
 
 func (m mode) records() bool { return m != modeObserve }
 
+// freshReads reports whether the pass reads the deployer's objects from
+// the API server: a command's pass, and a loop pass someone asked for
+// (Trigger); the loop's other passes read them from the watch.
+func (p *pass) freshReads() bool {
+	switch p.mode {
+	case modeLoop:
+		return p.st.fresh.Swap(false)
+	case modeFollow:
+		return false
+	}
+	return true
+}
+
 // begin reads the app's record for the pass: the loop's passes, which
 // this process alone makes, from the copy it keeps (store.BeginCached);
 // the commands' passes afresh.

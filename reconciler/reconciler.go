@@ -246,6 +246,7 @@ func (r *Reconciler) Trigger(name string) error {
 	if err != nil {
 		return err
 	}
+	st.fresh.Store(true)
 	signal(st.trigger)
 	return nil
 }

@@ -28,6 +28,10 @@ import (
 // callbacks, the webhooks) are under mu, or atomic.
 type appState struct {
 	trigger chan struct{} // a full pass on demand
+	// fresh asks the next loop pass to read the deployer's objects from
+	// the API server rather than the watch: it was asked for (Trigger),
+	// maybe just after the deployer changed them.
+	fresh   atomic.Bool
 	observe chan struct{} // the app's Pods changed
 	wake    chan struct{} // an inventory object's content changed
 

@@ -245,7 +245,7 @@ status:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Chart{RepoURL: "oci://registry.example/charts", Name: "redis", Version: "18.*"}
+	want := &Chart{RepoURL: "oci://registry.example/charts", Name: "redis", Version: "18.*", ArgoCDNamespace: "argocd"}
 	if src.Chart == nil || *src.Chart != *want || src.Path != "" || src.Helm == nil || src.Helm.ReleaseName != "cache" || src.Helm.Values["replicas"] != float64(2) {
 		t.Errorf("Source = %+v (chart %+v, helm %+v), want chart %+v with the Application's Helm settings", src, src.Chart, src.Helm, want)
 	}
