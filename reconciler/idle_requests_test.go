@@ -3,10 +3,8 @@ package reconciler_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,37 +15,6 @@ import (
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
-
-// requestCounter counts a client's API requests by method and path.
-type requestCounter struct {
-	mu sync.Mutex
-	m  map[string]int
-}
-
-func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		key := r.Method + " " + r.URL.Path
-		if r.URL.Query().Get("watch") == "true" {
-			key += "?watch"
-		}
-		c.mu.Lock()
-		c.m[key]++
-		c.mu.Unlock()
-		return rt.RoundTrip(r)
-	})
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-func (c *requestCounter) reset() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := c.m
-	c.m = map[string]int{}
-	return out
-}
 
 // TestIdleVerifyOnlyPassesReadFromWatches: a verified, idle verify-only
 // app passed every second by the loop asks the API server neither for its
@@ -62,9 +29,9 @@ func TestIdleVerifyOnlyPassesReadFromWatches(t *testing.T) {
 	s.argoSynced(head, "web")
 	s.waitStatus(rollout, "verified", func(_ *status.App, v *verdict.Verification) bool { return v != nil && v.Verified })
 
-	counter := &requestCounter{m: map[string]int{}}
+	log := &requestLog{}
 	rc := rest.CopyConfig(env.cluster.Config())
-	rc.WrapTransport = counter.wrap
+	rc.Wrap(log.wrap)
 	cfg, err := config.Load(s.cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -78,9 +45,13 @@ func TestIdleVerifyOnlyPassesReadFromWatches(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = r.Run(ctx) }()
 	time.Sleep(5 * time.Second) // the first passes start the watches
-	counter.reset()
+	log.take()
 	time.Sleep(8 * time.Second)
-	got := counter.reset()
+	_, seen := log.take()
+	got := map[string]int{}
+	for _, req := range seen {
+		got[req]++
+	}
 	cancel()
 	<-done
 

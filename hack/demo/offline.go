@@ -54,14 +54,8 @@ images:
 `, v1.repo, v1.digest),
 		"charts/web/values.yaml": fmt.Sprintf("image:\n  repository: %s\n  tag: v1\n  digest: %s\n", v1.repo, v1.digest),
 	}
-	for n, body := range files {
-		p := filepath.Join(tree, filepath.FromSlash(n))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			return err
-		}
+	if err := writeTree(tree, files); err != nil {
+		return err
 	}
 	if _, err := d.run(ctx, "pins", "list", "--dir", tree); err != nil {
 		return err
@@ -71,4 +65,18 @@ images:
 	}
 	_, err = d.run(ctx, "pins", "set", v2.repo+":v2@"+v2.digest, "--dir", tree, "--dry-run")
 	return err
+}
+
+// writeTree writes files (slash path to content) under dir.
+func writeTree(dir string, files map[string]string) error {
+	for n, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(n))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

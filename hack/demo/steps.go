@@ -73,14 +73,8 @@ pins:
     digest: %s
 `, agent.repo, agent.tag, agent.digest),
 	}
-	for n, body := range files {
-		p := filepath.Join(tree, filepath.FromSlash(n))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			return err
-		}
+	if err := writeTree(tree, files); err != nil {
+		return err
 	}
 	sha, err := d.gitea.CreateRepoFromDir(ctx, owner, repo, "main", tree)
 	if err != nil {
