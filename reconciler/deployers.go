@@ -19,10 +19,12 @@ import (
 // the first read that succeeds: a pass then reads its deployer's object
 // from memory, so an idle verify-only app costs the API server no request
 // for it, however many apps there are. Until the watch holds its first
-// LIST, and for a kind pinbot may get but not list, a read is a GET.
+// LIST, for a kind pinbot may get but not list, and while the API server
+// is not known to answer (a watch failed: see liveness), a read is a GET.
 type deployerCache struct {
-	dyn  dynamic.Interface
-	stop chan struct{}
+	dyn   dynamic.Interface
+	alive *liveness // the hub's: told of every failed watch
+	stop  chan struct{}
 
 	mu        sync.Mutex
 	closed    bool
@@ -35,8 +37,8 @@ type deployerKey struct {
 	ns  string
 }
 
-func newDeployerCache(dyn dynamic.Interface) *deployerCache {
-	return &deployerCache{dyn: dyn, stop: make(chan struct{}), infs: map[deployerKey]cache.SharedIndexInformer{}, forbidden: map[deployerKey]bool{}}
+func newDeployerCache(dyn dynamic.Interface, alive *liveness) *deployerCache {
+	return &deployerCache{dyn: dyn, alive: alive, stop: make(chan struct{}), infs: map[deployerKey]cache.SharedIndexInformer{}, forbidden: map[deployerKey]bool{}}
 }
 
 // close stops every watch.
@@ -57,7 +59,7 @@ func (c *deployerCache) get(ctx context.Context, gvr schema.GroupVersionResource
 	c.mu.Lock()
 	inf, forbidden := c.infs[key], c.forbidden[key]
 	c.mu.Unlock()
-	if inf != nil && inf.HasSynced() && !fresh {
+	if inf != nil && inf.HasSynced() && !fresh && c.alive.fresh() {
 		obj, exists, err := inf.GetIndexer().GetByKey(ns + "/" + name)
 		if err == nil && !exists {
 			return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
@@ -92,6 +94,7 @@ func (c *deployerCache) start(ctx context.Context, key deployerKey) {
 	}
 	inf := dynamicinformer.NewFilteredDynamicInformer(c.dyn, key.gvr, key.ns, 0, cache.Indexers{}, nil).Informer()
 	_ = inf.SetTransform(trimDeployerObject)
+	_ = c.alive.watch(inf) // fails only once inf runs
 	c.infs[key] = inf
 	go inf.Run(c.stop)
 }

@@ -34,6 +34,7 @@ const cacheSyncTimeout = 30 * time.Second
 type liveCache struct {
 	dyn      dynamic.Interface
 	onChange func(app string) // an inventory object changed; must not block
+	alive    *liveness        // told of every failed watch
 	stop     chan struct{}
 
 	startMu sync.Mutex // serialises starting watches
@@ -55,8 +56,8 @@ type liveInformer struct {
 	forbidden bool
 }
 
-func newLiveCache(dyn dynamic.Interface, onChange func(app string)) *liveCache {
-	return &liveCache{dyn: dyn, onChange: onChange, stop: make(chan struct{}), infs: map[liveKey]*liveInformer{}}
+func newLiveCache(dyn dynamic.Interface, alive *liveness, onChange func(app string)) *liveCache {
+	return &liveCache{dyn: dyn, alive: alive, onChange: onChange, stop: make(chan struct{}), infs: map[liveKey]*liveInformer{}}
 }
 
 // close stops every watch.
@@ -135,6 +136,9 @@ func (c *liveCache) start(ctx context.Context, key liveKey, gvk schema.GroupVers
 		inf := gi.Informer()
 		if err := inf.SetTransform(trimLive(gvk)); err != nil {
 			return nil, fmt.Errorf("watching %s: %w", key.gvr.GroupResource(), err)
+		}
+		if err := c.alive.watch(inf); err != nil {
+			return nil, err
 		}
 		app := key.app
 		_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -289,6 +289,9 @@ func (ob *observer) snapshot(ctx context.Context, p *pass, d *deployedApp, names
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := c.answers(ctx); err != nil {
+		return nil, nil, err
+	}
 	live := map[object.Ref]*unstructured.Unstructured{}
 	if err := c.applier.GetMissing(ctx, want, live); err != nil {
 		return nil, nil, c.fault(err)

@@ -324,11 +324,13 @@ func (p *pass) clusterFault(stage string, err error) (*status.App, *verdict.Veri
 
 // reach picks the cluster the pass applies to and reads: the one the
 // app's cluster: kubeconfig Secret (in the state namespace) reaches, else
-// pinbot's own. pinbot writes no Events on another cluster's workloads.
+// pinbot's own; and makes sure its API server still answers, so that
+// its caches are not stale. pinbot writes no Events on another cluster's
+// workloads.
 func (p *pass) reach(ctx context.Context) error {
 	if p.app.Cluster == nil {
 		p.c = p.r.local
-		return nil
+		return p.c.answers(ctx)
 	}
 	ref := p.app.Cluster.KubeConfig.SecretRef
 	c, err := p.r.fluxCluster(ctx, &deployer.SecretKey{Namespace: p.r.cfg.StateNamespace, Name: ref.Name, Key: ref.Key})
@@ -336,5 +338,5 @@ func (p *pass) reach(ctx context.Context) error {
 		return err
 	}
 	p.c, p.remote = c, true
-	return nil
+	return c.answers(ctx)
 }

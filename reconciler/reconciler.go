@@ -196,13 +196,14 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 		apps:       map[string]*appState{},
 	}
 	r.metrics = newMetrics(r)
-	r.watcher = newWatcher(kube, r.changed)
-	r.lives = newLiveCache(dyn, r.inventoryChanged)
-	r.local = &cluster{applier: r.applier, watcher: r.watcher, lives: r.lives}
+	alive := newLiveness(probeVersion(kube), time.Now)
+	r.watcher = newWatcher(kube, alive, r.changed)
+	r.lives = newLiveCache(dyn, alive, r.inventoryChanged)
+	r.local = &cluster{applier: r.applier, watcher: r.watcher, lives: r.lives, alive: alive}
 	r.remotes = newRemotes(o.answer)
 	r.argoHTTP = sync.OnceValues(r.newArgoHTTP)
 	r.events = newEventer(kube)
-	r.observer = &observer{r: r, dyn: dyn, objects: newDeployerCache(dyn)}
+	r.observer = &observer{r: r, dyn: dyn, objects: newDeployerCache(dyn, alive)}
 	if o.forge == nil && cfg.Forge != nil && !o.noForge {
 		g, err := gitforge.Dial(cfg.Forge.URL, cfg.Forge.TokenFile, cfg.Forge.CAFile, o.token)
 		if err != nil {

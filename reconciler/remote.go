@@ -36,6 +36,15 @@ type cluster struct {
 	// lives are the watch caches of the apps' inventories pinbot applies
 	// here.
 	lives *liveCache
+	// alive says whether the caches may be trusted: see liveness.
+	alive *liveness
+}
+
+// answers returns nil when c's watch caches may be read: its API server
+// answered lately and no watch has failed since, or it answers now. The
+// error names c when c is a spoke.
+func (c *cluster) answers(ctx context.Context) error {
+	return c.fault(c.alive.check(ctx))
 }
 
 // ClusterError is a spoke that could not be read: its apps are Unknown,
@@ -257,8 +266,9 @@ func (rs *remotes) clients(key, version string, a spoke.Cluster, changed func(na
 		old.watcher.close()
 		old.lives.close()
 	}
-	c := &cluster{name: name, server: a.Server, applier: ssa.New(dyn, kube.Discovery()), watcher: newWatcher(kube, changed),
-		lives: newLiveCache(dyn, inventoryChanged)}
+	alive := newLiveness(probeVersion(kube), time.Now)
+	c := &cluster{name: name, server: a.Server, applier: ssa.New(dyn, kube.Discovery()), watcher: newWatcher(kube, alive, changed),
+		lives: newLiveCache(dyn, alive, inventoryChanged), alive: alive}
 	c.watcher.syncTimeout = remoteSyncTimeout
 	rs.byKey[key] = &remote{cluster: c, version: version}
 	return c, nil

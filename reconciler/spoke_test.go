@@ -261,7 +261,15 @@ func TestPinbotAppOnSpoke(t *testing.T) {
 		t.Errorf("the spoke's token shows in the status: %s", st.Error)
 	}
 
-	// The other cluster stops answering: the app's error names it.
+	// The other cluster stops answering: the app's error names it, though
+	// its watch caches still hold the Pods of a proof already made.
+	poll.Until(t, time.Minute, "the three Pods verified", func() (bool, string) {
+		st, v, err := s.r.Status(testCtx, s.name)
+		return err == nil && v != nil && v.Verified && len(v.Containers) == 3, describe(st, v)
+	})
+	if _, v, err := s.r.Status(testCtx, s.name); err != nil || !v.Verified {
+		t.Fatalf("the proof again: %v, %v", v, err)
+	}
 	token := sp.Config().BearerToken
 	stop()
 	var ce *reconciler.ClusterError

@@ -25,6 +25,7 @@ import (
 type watcher struct {
 	client   kubernetes.Interface
 	onChange func(namespace string)
+	alive    *liveness // told of every failed watch
 	stop     chan struct{}
 
 	// syncTimeout, when set, bounds the wait for new caches to fill (a
@@ -41,11 +42,11 @@ type nsCache struct {
 	pods, replicaSets, revisions cache.SharedIndexInformer
 }
 
-// newWatcher returns a watcher. onChange, when not nil, is called (from an
-// informer goroutine; it must not block) after a Pod or ReplicaSet in a
-// watched namespace changes.
-func newWatcher(client kubernetes.Interface, onChange func(namespace string)) *watcher {
-	return &watcher{client: client, onChange: onChange, stop: make(chan struct{}), spaces: map[string]*nsCache{}}
+// newWatcher returns a watcher whose failed watches alive hears of.
+// onChange, when not nil, is called (from an informer goroutine; it must
+// not block) after a Pod or ReplicaSet in a watched namespace changes.
+func newWatcher(client kubernetes.Interface, alive *liveness, onChange func(namespace string)) *watcher {
+	return &watcher{client: client, alive: alive, onChange: onChange, stop: make(chan struct{}), spaces: map[string]*nsCache{}}
 }
 
 // watch starts the caches for namespaces (and Nodes) not yet watched and
@@ -60,6 +61,10 @@ func (w *watcher) watch(ctx context.Context, namespaces []string) error {
 	if w.nodes == nil {
 		f := informers.NewSharedInformerFactoryWithOptions(w.client, 0, informers.WithTransform(trim))
 		w.nodes = f.Core().V1().Nodes().Informer()
+		if err := w.alive.watch(w.nodes); err != nil {
+			w.mu.Unlock()
+			return err
+		}
 		f.Start(w.stop)
 	}
 	syncs = append(syncs, w.nodes.HasSynced)
@@ -71,6 +76,12 @@ func (w *watcher) watch(ctx context.Context, namespaces []string) error {
 				pods:        f.Core().V1().Pods().Informer(),
 				replicaSets: f.Apps().V1().ReplicaSets().Informer(),
 				revisions:   f.Apps().V1().ControllerRevisions().Informer(),
+			}
+			for _, inf := range []cache.SharedIndexInformer{c.pods, c.replicaSets, c.revisions} {
+				if err := w.alive.watch(inf); err != nil {
+					w.mu.Unlock()
+					return err
+				}
 			}
 			if w.onChange != nil {
 				notify := func(any) { w.onChange(ns) }
