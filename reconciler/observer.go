@@ -34,7 +34,7 @@ import (
 type observer struct {
 	r       *Reconciler
 	dyn     dynamic.Interface // reads Argo CD's and Flux's objects
-	objects *deployerCache    // and follows them
+	objects *objectCache      // and follows them: the local cluster's
 }
 
 // observed is what a verify-only app's passes keep between them (owned
@@ -163,7 +163,8 @@ func (ob *observer) pass(ctx context.Context, p *pass) (*status.App, *verdict.Ve
 		}
 		return s, nil, err
 	}
-	d, err := ob.read(ctx, p.app, p.freshReads())
+	p.fresh = p.freshReads()
+	d, err := ob.read(ctx, p.app, p.fresh)
 	if err != nil {
 		return fail(err)
 	}
@@ -293,7 +294,7 @@ func (ob *observer) snapshot(ctx context.Context, p *pass, d *deployedApp, names
 		return nil, nil, err
 	}
 	live := map[object.Ref]*unstructured.Unstructured{}
-	if err := c.applier.GetMissing(ctx, want, live); err != nil {
+	if err := c.objects.fill(ctx, c.applier.Mapping, want, live, p.fresh); err != nil {
 		return nil, nil, c.fault(err)
 	}
 	snap, err := r.snapshotOn(ctx, c, namespaces, desired, live)

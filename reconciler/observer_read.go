@@ -18,7 +18,7 @@ import (
 
 // read reads the app's Application, or its Kustomization and
 // GitRepository, and what they say.
-// fresh reads them from the API server, not the watch (deployerCache).
+// fresh reads them from the API server, not the watch (objectCache).
 func (ob *observer) read(ctx context.Context, app *config.App, fresh bool) (*deployedApp, error) {
 	d := &deployedApp{}
 	switch {

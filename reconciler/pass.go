@@ -101,6 +101,9 @@ type pass struct {
 	// c is the cluster the pass applies to and reads (reach): the app's
 	// cluster:, else pinbot's own.
 	c *cluster
+	// fresh says a verify-only app's pass reads the objects it would read
+	// from watches afresh (freshReads).
+	fresh bool
 }
 
 // pass runs one pass of app in mode m (with sync options, for modeSync)

@@ -199,11 +199,12 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	alive := newLiveness(probeVersion(kube), time.Now)
 	r.watcher = newWatcher(kube, alive, r.changed)
 	r.lives = newLiveCache(dyn, alive, r.inventoryChanged)
-	r.local = &cluster{applier: r.applier, watcher: r.watcher, lives: r.lives, alive: alive}
+	objects := newObjectCache(dyn, alive)
+	r.local = &cluster{applier: r.applier, watcher: r.watcher, lives: r.lives, objects: objects, alive: alive}
 	r.remotes = newRemotes(o.answer)
 	r.argoHTTP = sync.OnceValues(r.newArgoHTTP)
 	r.events = newEventer(kube)
-	r.observer = &observer{r: r, dyn: dyn, objects: newDeployerCache(dyn, alive)}
+	r.observer = &observer{r: r, dyn: dyn, objects: objects}
 	if o.forge == nil && cfg.Forge != nil && !o.noForge {
 		g, err := gitforge.Dial(cfg.Forge.URL, cfg.Forge.TokenFile, cfg.Forge.CAFile, o.token)
 		if err != nil {

@@ -36,6 +36,9 @@ type cluster struct {
 	// lives are the watch caches of the apps' inventories pinbot applies
 	// here.
 	lives *liveCache
+	// objects are the watch caches of the workloads verify-only apps
+	// read here, and on pinbot's own cluster the deployers' objects.
+	objects *objectCache
 	// alive says whether the caches may be trusted: see liveness.
 	alive *liveness
 }
@@ -114,6 +117,7 @@ func (rs *remotes) close() {
 	for _, r := range rs.byKey {
 		r.watcher.close()
 		r.lives.close()
+		r.objects.close()
 	}
 	rs.byKey = map[string]*remote{}
 }
@@ -265,10 +269,11 @@ func (rs *remotes) clients(key, version string, a spoke.Cluster, changed func(na
 	if old := rs.byKey[key]; old != nil {
 		old.watcher.close()
 		old.lives.close()
+		old.objects.close()
 	}
 	alive := newLiveness(probeVersion(kube), time.Now)
 	c := &cluster{name: name, server: a.Server, applier: ssa.New(dyn, kube.Discovery()), watcher: newWatcher(kube, alive, changed),
-		lives: newLiveCache(dyn, alive, inventoryChanged), alive: alive}
+		lives: newLiveCache(dyn, alive, inventoryChanged), objects: newObjectCache(dyn, alive), alive: alive}
 	c.watcher.syncTimeout = remoteSyncTimeout
 	rs.byKey[key] = &remote{cluster: c, version: version}
 	return c, nil

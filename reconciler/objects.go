@@ -1,0 +1,148 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	"pinbot.dev/pinbot/reconciler/object"
+)
+
+// objectCache follows the objects verify-only apps read, in one cluster:
+// on the hub, the deployers' objects (Argo CD's Applications, Flux's
+// Kustomizations and HelmReleases and their sources); in every cluster,
+// the workloads the deployers applied. There is one watch per kind and
+// namespace, started after the first read that succeeds: a pass then reads
+// these objects from memory, so an idle verify-only app costs the API
+// server no request, however many apps there are. Until the watch holds
+// its first LIST, for a kind pinbot may get but not list, and while the
+// API server is not known to answer (a watch failed: see liveness), a
+// read is a GET.
+type objectCache struct {
+	dyn   dynamic.Interface
+	alive *liveness // the cluster's: told of every failed watch
+	stop  chan struct{}
+
+	mu        sync.Mutex
+	closed    bool
+	infs      map[objectKey]cache.SharedIndexInformer
+	forbidden map[objectKey]bool // may not be listed: read by GET
+}
+
+type objectKey struct {
+	gvr schema.GroupVersionResource
+	ns  string
+}
+
+func newObjectCache(dyn dynamic.Interface, alive *liveness) *objectCache {
+	return &objectCache{dyn: dyn, alive: alive, stop: make(chan struct{}), infs: map[objectKey]cache.SharedIndexInformer{}, forbidden: map[objectKey]bool{}}
+}
+
+// close stops every watch.
+func (c *objectCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.closed = true
+		close(c.stop)
+	}
+}
+
+// get returns the object ns/name of gvr: from the watch once it holds a
+// first LIST, unless fresh, else by GET. An object the watch does not
+// hold is NotFound, as a GET would say. The caller may modify the object.
+func (c *objectCache) get(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, fresh bool) (*unstructured.Unstructured, error) {
+	key := objectKey{gvr: gvr, ns: ns}
+	c.mu.Lock()
+	inf, forbidden := c.infs[key], c.forbidden[key]
+	c.mu.Unlock()
+	if inf != nil && inf.HasSynced() && !fresh && c.alive.fresh() {
+		obj, exists, err := inf.GetIndexer().GetByKey(ns + "/" + name)
+		if err == nil && !exists {
+			return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+		}
+		if u, ok := obj.(*unstructured.Unstructured); err == nil && ok {
+			return u.DeepCopy(), nil
+		}
+	}
+	u, err := c.dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err == nil && inf == nil && !forbidden {
+		c.start(ctx, key)
+	}
+	return u, err
+}
+
+// fill reads the objects of want that live lacks, as ssa's GetMissing
+// does, but through get: from the watches of their kinds and namespaces.
+// A kind mapping cannot resolve (not served) leaves its objects missing,
+// as does an object that does not exist.
+func (c *objectCache) fill(ctx context.Context, mapping func(schema.GroupVersionKind) (*meta.RESTMapping, error), want, live map[object.Ref]*unstructured.Unstructured, fresh bool) error {
+	for ref, d := range want {
+		if live[ref] != nil {
+			continue
+		}
+		m, err := mapping(d.GroupVersionKind())
+		if err != nil {
+			continue // kind not served: missing
+		}
+		ns := d.GetNamespace()
+		if m.Scope.Name() != meta.RESTScopeNameNamespace {
+			ns = ""
+		}
+		u, err := c.get(ctx, m.Resource, ns, d.GetName(), fresh)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return fmt.Errorf("reading %s: %w", ref, err)
+		default:
+			live[ref] = u
+		}
+	}
+	return nil
+}
+
+// start probes that key's kind may be listed, and starts its watch;
+// a kind that may not be listed is remembered, and read by GET.
+func (c *objectCache) start(ctx context.Context, key objectKey) {
+	_, err := c.dyn.Resource(key.gvr).Namespace(key.ns).List(ctx, metav1.ListOptions{Limit: 1})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.infs[key] != nil || c.forbidden[key] {
+		return
+	}
+	if err != nil {
+		// Forbidden, or the API server did not answer: the next read
+		// tries again, unless pinbot may not list.
+		if apierrors.IsForbidden(err) {
+			c.forbidden[key] = true
+		}
+		return
+	}
+	inf := dynamicinformer.NewFilteredDynamicInformer(c.dyn, key.gvr, key.ns, 0, cache.Indexers{}, nil).Informer()
+	_ = inf.SetTransform(trimObject)
+	_ = c.alive.watch(inf) // fails only once inf runs
+	c.infs[key] = inf
+	go inf.Run(c.stop)
+}
+
+// trimObject drops what pinbot never reads of a deployer's object
+// from the cache: its managed fields and kubectl's last applied copy.
+func trimObject(obj any) (any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		u.SetManagedFields(nil)
+		if a := u.GetAnnotations(); a != nil {
+			delete(a, "kubectl.kubernetes.io/last-applied-configuration")
+			u.SetAnnotations(a)
+		}
+	}
+	return obj, nil
+}
