@@ -24,9 +24,8 @@ import (
 // namespace, started after the first read that succeeds: a pass then reads
 // these objects from memory, so an idle verify-only app costs the API
 // server no request, however many apps there are. Until the watch holds
-// its first LIST, for a kind pinbot may get but not list, and while the
-// API server is not known to answer (a watch failed: see liveness), a
-// read is a GET.
+// its first LIST, for a kind pinbot may get but not list, and when the
+// API server does not answer (see liveness), a read is a GET.
 type objectCache struct {
 	dyn   dynamic.Interface
 	alive *liveness // the cluster's: told of every failed watch
@@ -65,7 +64,7 @@ func (c *objectCache) get(ctx context.Context, gvr schema.GroupVersionResource, 
 	c.mu.Lock()
 	inf, forbidden := c.infs[key], c.forbidden[key]
 	c.mu.Unlock()
-	if inf != nil && inf.HasSynced() && !fresh && c.alive.fresh() {
+	if inf != nil && inf.HasSynced() && !fresh && c.alive.check(ctx) == nil {
 		obj, exists, err := inf.GetIndexer().GetByKey(ns + "/" + name)
 		if err == nil && !exists {
 			return nil, apierrors.NewNotFound(gvr.GroupResource(), name)

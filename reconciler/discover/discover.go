@@ -39,6 +39,33 @@ func selected(u *unstructured.Unstructured) config.Selected {
 	return config.Selected{Namespace: u.GetNamespace(), Name: u.GetName(), Labels: u.GetLabels(), Annotations: u.GetAnnotations(), Project: project}
 }
 
+// keepSelected trims a watched object to what selected reads, before it
+// enters the cache: a thousand Applications' statuses and sources would
+// otherwise stay in memory for nothing.
+func keepSelected(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	s := selected(u)
+	out := &unstructured.Unstructured{Object: map[string]any{}}
+	out.SetAPIVersion(u.GetAPIVersion())
+	out.SetKind(u.GetKind())
+	out.SetNamespace(s.Namespace)
+	out.SetName(s.Name)
+	out.SetUID(u.GetUID())
+	out.SetResourceVersion(u.GetResourceVersion())
+	out.SetLabels(s.Labels)
+	if a := s.Annotations; a != nil {
+		delete(a, "kubectl.kubernetes.io/last-applied-configuration")
+		out.SetAnnotations(a)
+	}
+	if s.Project != "" {
+		_ = unstructured.SetNestedField(out.Object, s.Project, "spec", "project")
+	}
+	return out, nil
+}
+
 // appsOf returns the apps of objs (per discovery, in the discoveries'
 // order), sorted by name within each discovery.
 func appsOf(ds []config.Discovery, objs [][]*unstructured.Unstructured) []config.App {
@@ -92,6 +119,7 @@ func Watch(ctx context.Context, dyn dynamic.Interface, ds []config.Discovery, ap
 		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 10*time.Minute, d.Namespace(),
 			func(o *metav1.ListOptions) { o.LabelSelector = selector })
 		inf := f.ForResource(resourceOf(d)).Informer()
+		_ = inf.SetTransform(keepSelected) // fails only once inf runs
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { w.check() },
 			UpdateFunc: func(any, any) { w.check() },

@@ -1,0 +1,54 @@
+package discover
+
+import (
+	"reflect"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+// The discovery cache keeps of an Application only what selection reads.
+func TestKeepSelectedKeepsWhatSelectionReads(t *testing.T) {
+	u := &unstructured.Unstructured{}
+	if err := sigsyaml.Unmarshal([]byte(`
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: shop
+  namespace: argocd
+  uid: "1234"
+  resourceVersion: "42"
+  labels: {team: shop}
+  annotations:
+    pinbot.dev/verify: "true"
+    kubectl.kubernetes.io/last-applied-configuration: '{"big": "copy"}'
+  managedFields: [{manager: argocd}]
+spec:
+  project: prod
+  source: {repoURL: https://git.example/shop.git, path: app}
+status:
+  resources: [{kind: Deployment, name: web}]
+  history: [{revision: abc}]
+`), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	want := selected(u)
+	got, err := keepSelected(u.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := got.(*unstructured.Unstructured)
+	delete(want.Annotations, "kubectl.kubernetes.io/last-applied-configuration")
+	if s := selected(kept); !reflect.DeepEqual(s, want) {
+		t.Errorf("selected after the trim: %+v; want %+v", s, want)
+	}
+	for _, f := range [][]string{{"status"}, {"spec", "source"}, {"metadata", "managedFields"}, {"metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration"}} {
+		if _, found, _ := unstructured.NestedFieldNoCopy(kept.Object, f...); found {
+			t.Errorf("%v kept; want it dropped", f)
+		}
+	}
+	if kept.GetResourceVersion() != "42" || kept.GetUID() != "1234" {
+		t.Errorf("resourceVersion %q, uid %q; want them kept", kept.GetResourceVersion(), kept.GetUID())
+	}
+}
