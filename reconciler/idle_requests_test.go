@@ -3,13 +3,17 @@ package reconciler_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
+	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/status"
@@ -70,4 +74,51 @@ func TestIdleVerifyOnlyPassesReadFromWatches(t *testing.T) {
 	if st, _, err := r.Status(testCtx, s.name); err != nil || !st.Verified {
 		t.Errorf("after the idle passes: %+v, %v; want still Verified", st, err)
 	}
+}
+
+// TestPodReplacedUnderAProofIsJudgedAtOnce: with a 10-minute interval, a
+// verified app's loop re-verifies within seconds when one of its Pods is
+// replaced: the proof names the Pods that run now, not those of the last
+// interval.
+func TestPodReplacedUnderAProofIsJudgedAtOnce(t *testing.T) {
+	s := newDeployerScenario(t, "vo-podevent", "argocd", "interval: 10m")
+	img := pushImage(t, "vo-podevent-app", "v1")
+	head := s.push(map[string]string{"app/web.yaml": namedDeployment("web", 2, img.repo+"@"+img.digest)}, "web")
+	s.createApplication("app", "HEAD", "")
+	s.apply(namedDeployment("web", 2, img.repo+"@"+img.digest))
+	s.argoSynced(head, "web")
+
+	ctx, cancel := context.WithCancel(testCtx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	pods := func(v *verdict.Verification) []string {
+		var names []string
+		for _, c := range v.Containers {
+			names = append(names, c.Pod)
+		}
+		sort.Strings(names)
+		return names
+	}
+	var before []string
+	poll.Until(t, time.Minute, "the loop's proof", func() (bool, string) {
+		st, v, err := s.r.Last(s.name)
+		if err != nil || v == nil || !v.Verified || len(v.Containers) != 2 {
+			return false, fmt.Sprintf("%+v %v", st, err)
+		}
+		before = pods(v)
+		return true, ""
+	})
+	if err := env.kube.CoreV1().Pods(s.name).Delete(testCtx, before[0], metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 30*time.Second, "the proof naming the replacement Pod", func() (bool, string) {
+		_, v, _ := s.r.Last(s.name)
+		if v == nil {
+			return false, "no verification"
+		}
+		now := pods(v)
+		return v.Verified && len(now) == 2 && !slices.Contains(now, before[0]), fmt.Sprintf("verified %t, pods %v (before %v)", v.Verified, now, before)
+	})
 }

@@ -8,6 +8,8 @@ import (
 
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 // Backoff bounds for transient faults (source or cluster unreachable).
@@ -18,13 +20,21 @@ const (
 	// healDebounce gathers a burst of changes to an app's objects into one
 	// self-heal pass, and lets another writer's follow-up edits land.
 	healDebounce = time.Second
+	// loopPasses bounds the loop's passes under way at once. A thousand
+	// apps start together: unbounded, their first passes would hold a
+	// thousand renders and snapshots in memory at the same moment, and
+	// the heap the runtime grows for that peak stays the process's.
+	// Passes wait on the API server, Git and the registry more than on the
+	// CPU, so a few dozen keep those busy.
+	loopPasses = 32
 )
 
 // Run reconciles every app until ctx ends: a full pass at start, then one
-// every interval, and one at once on Trigger. Between full passes, while a
-// sync awaits its verification, Pod and ReplicaSet events in the app's
-// namespaces cause follow-up passes, so the verdict lands as soon as the
-// rollout completes rather than an interval later. For a self-healing app,
+// every interval, and one at once on Trigger. Between full passes, events
+// of the Pods and ReplicaSets of the app's workloads cause follow-up
+// passes, which verify again from the caches: the verdict of a rollout
+// lands as soon as it completes, and a Pod replaced under a proof is
+// judged at once, not an interval later. For a self-healing app,
 // a change to the content of one of its objects (watched, not polled)
 // causes a full pass a second later, so drift is healed within seconds.
 //
@@ -97,7 +107,7 @@ func (r *Reconciler) runApp(ctx context.Context, stop <-chan struct{}, app *conf
 		if stopped(stop) {
 			return
 		}
-		s, _, err := r.pass(ctx, app, st, modeLoop, nil)
+		s, _, err := r.loopPass(ctx, app, st, modeLoop)
 		if ctx.Err() != nil || stopped(stop) {
 			return
 		}
@@ -121,8 +131,8 @@ func (r *Reconciler) runApp(ctx context.Context, stop <-chan struct{}, app *conf
 }
 
 // idle waits wait (or a trigger) before the next full pass, running
-// follow-up passes on Pod events while a sync awaits verification. It
-// returns false when ctx ends.
+// follow-up passes on the events of the app's Pods. It returns false when
+// ctx ends.
 func (r *Reconciler) idle(ctx context.Context, stop <-chan struct{}, app *config.App, st *appState, wait time.Duration) bool {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
@@ -152,9 +162,6 @@ func (r *Reconciler) idle(ctx context.Context, stop <-chan struct{}, app *config
 			}
 			return true
 		case <-st.observe:
-			if !st.awaiting.Load() {
-				continue
-			}
 			select {
 			case <-ctx.Done():
 				return false
@@ -164,11 +171,23 @@ func (r *Reconciler) idle(ctx context.Context, stop <-chan struct{}, app *config
 			case <-st.observe:
 			default:
 			}
-			if _, _, err := r.pass(ctx, app, st, modeFollow, nil); err != nil && ctx.Err() == nil {
+			if _, _, err := r.loopPass(ctx, app, st, modeFollow); err != nil && ctx.Err() == nil {
 				logctx.From(ctx).Debug("follow-up pass failed", "app", app.Name, "error", err)
 			}
 		}
 	}
+}
+
+// loopPass is a pass of the loop in mode m, once one of loopPasses is
+// free. A command's pass (Status, Sync) does not wait for one.
+func (r *Reconciler) loopPass(ctx context.Context, app *config.App, st *appState, m mode) (*status.App, *verdict.Verification, error) {
+	select {
+	case r.loopSlots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, context.Cause(ctx)
+	}
+	defer func() { <-r.loopSlots }()
+	return r.pass(ctx, app, st, m, nil)
 }
 
 // stopped reports whether stop is closed.

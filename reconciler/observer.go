@@ -239,9 +239,7 @@ func (ob *observer) verify(ctx context.Context, p *pass, d *deployedApp, auth gi
 		namespaces = append(namespaces, ns)
 	}
 	sort.Strings(namespaces)
-	p.st.mu.Lock()
-	p.st.namespaces = namespaces
-	p.st.mu.Unlock()
+	p.st.setWorkloads(desired)
 	snap, confirm, err := ob.snapshot(ctx, p, d, namespaces, desired, want)
 	if err != nil {
 		return nil, err

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,6 +53,7 @@ type Reconciler struct {
 	metrics   *metrics
 	caps      *capabilities // the cluster's, for Helm renders (render.go)
 	apps      map[string]*appState
+	loopSlots chan struct{}                    // bounds the loop's passes under way (loop.go)
 	stored    storedStatuses                   // the leader's, for a follower's metrics
 	onProof   atomic.Pointer[func(app string)] // OnProofChange
 	// signatures is cfg.Signatures with its keys loaded, and reg the
@@ -194,6 +194,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 		replica:    o.replica,
 		caps:       newCapabilities(kube.Discovery(), o.now),
 		apps:       map[string]*appState{},
+		loopSlots:  make(chan struct{}, loopPasses),
 	}
 	r.metrics = newMetrics(r)
 	alive := newLiveness(probeVersion(kube), time.Now)
@@ -253,13 +254,14 @@ func (r *Reconciler) Trigger(name string) error {
 	return nil
 }
 
-// changed is the watcher's callback: wake the apps writing to namespace
-// that wait for a verification.
-func (r *Reconciler) changed(namespace string) {
+// changed is the watcher's callback: a Pod or ReplicaSet in namespace,
+// owned by owners, changed. It wakes the apps it may belong to (runsIn),
+// whose loops re-verify from their caches, so that a proof follows the
+// Pods it is about; it never blocks.
+func (r *Reconciler) changed(namespace string, owners []string) {
 	for i := range r.cfg.Apps {
 		a := &r.cfg.Apps[i]
-		st := r.apps[a.Name]
-		if (slices.Contains(a.AllowNamespaces, namespace) || st.watches(namespace)) && st.awaiting.Load() {
+		if st := r.apps[a.Name]; st.runsIn(namespace, owners, a.AllowNamespaces) {
 			signal(st.observe)
 		}
 	}

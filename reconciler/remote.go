@@ -245,7 +245,7 @@ func (rs *remotes) list(ctx context.Context, kube kubernetes.Interface, ns strin
 }
 
 // clients returns the spoke's clients, made anew when its Secret changed.
-func (rs *remotes) clients(key, version string, a spoke.Cluster, changed func(namespace string), inventoryChanged func(app string)) (*cluster, error) {
+func (rs *remotes) clients(key, version string, a spoke.Cluster, changed func(namespace string, owners []string), inventoryChanged func(app string)) (*cluster, error) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if r := rs.byKey[key]; r != nil && r.version == version {

@@ -35,8 +35,8 @@ type appState struct {
 	observe chan struct{} // the app's Pods changed
 	wake    chan struct{} // an inventory object's content changed
 
-	// awaiting says the latest sync waits for its verification: Pod
-	// events then start follow-up passes.
+	// awaiting says the latest sync waits for its verification (Sync
+	// with a wait follows it).
 	awaiting atomic.Bool
 
 	passMu sync.Mutex // held by the pass under way
@@ -73,11 +73,13 @@ type appState struct {
 	// verification a pass made, for the dashboard.
 	last  *status.App
 	lastV *verdict.Verification
-	// namespaces hold a verify-only app's workloads: their Pod events
-	// wake the loop. tracked is the repository and branch its deployer's
-	// object named at the last pass, for push webhooks (Following).
-	namespaces []string
-	tracked    config.App
+	// workloads are the names of the app's workloads by namespace, as
+	// the last pass found them: their Pods' and ReplicaSets' events wake
+	// the loop (runsIn). tracked is the repository and branch a
+	// verify-only app's deployer's object named at the last pass, for
+	// push webhooks (Following).
+	workloads map[string][]string
+	tracked   config.App
 }
 
 func newAppState() *appState {
@@ -139,11 +141,46 @@ func (st *appState) lastPass() (*status.App, *verdict.Verification) {
 	return st.last, st.lastV
 }
 
-// watches reports whether a verify-only app's workloads live in ns.
-func (st *appState) watches(ns string) bool {
+// setWorkloads keeps the workloads among desired, for runsIn.
+func (st *appState) setWorkloads(desired []*unstructured.Unstructured) {
+	w := map[string][]string{}
+	for _, o := range desired {
+		if verdict.IsWorkload(o) {
+			w[o.GetNamespace()] = append(w[o.GetNamespace()], o.GetName())
+		}
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return slices.Contains(st.namespaces, ns)
+	st.workloads = w
+}
+
+// runsIn reports whether a Pod or ReplicaSet in ns owned by owners may be
+// one of the app's: owned by one of its workloads there (a ReplicaSet is
+// named after its Deployment, "<name>-<hash>", and a Job after its
+// CronJob), or in a namespace of its workloads when its owners are
+// unknown. Before a pass has found the workloads, any object in allowed
+// (the app's namespaces) may be.
+func (st *appState) runsIn(ns string, owners, allowed []string) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.workloads == nil {
+		return slices.Contains(allowed, ns)
+	}
+	names, ok := st.workloads[ns]
+	if !ok {
+		return false
+	}
+	if len(owners) == 0 {
+		return true
+	}
+	for _, o := range owners {
+		for _, w := range names {
+			if o == w || strings.HasPrefix(o, w+"-") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // signal wakes whoever waits on ch, without blocking.

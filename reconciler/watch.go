@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -18,13 +19,16 @@ import (
 )
 
 // watcher keeps list/watch caches of what verification reads: Pods,
-// ReplicaSets and ControllerRevisions in the namespaces apps write to (one
-// shared informer factory per namespace), and Nodes. Cached objects are
-// trimmed to the fields verification uses, to keep an idle reconciler
-// small. Snapshots read the caches; no pass GETs a Pod.
+// ReplicaSets and ControllerRevisions, and Nodes. Where pinbot may list
+// them in every namespace (the pinbot-observe ClusterRole), one cache of
+// each kind covers the cluster, indexed by namespace: a thousand apps in
+// a thousand namespaces then cost three watches, not three thousand.
+// Otherwise there is one cache of each per namespace apps write to.
+// Cached objects are trimmed to the fields verification uses, to keep an
+// idle reconciler small. Snapshots read the caches; no pass GETs a Pod.
 type watcher struct {
 	client   kubernetes.Interface
-	onChange func(namespace string)
+	onChange func(namespace string, owners []string)
 	alive    *liveness // told of every failed watch
 	stop     chan struct{}
 
@@ -32,9 +36,15 @@ type watcher struct {
 	// spoke's, which may not answer); 0 waits as long as the caller.
 	syncTimeout time.Duration
 
+	// scoped says wide was decided (scope): whether the caches cover the
+	// cluster, under the key "" of spaces.
+	scopeMu sync.Mutex
+	scoped  bool
+	wide    bool
+
 	mu     sync.Mutex
 	closed bool
-	spaces map[string]*nsCache
+	spaces map[string]*nsCache // by namespace, or "" for the cluster
 	nodes  cache.SharedIndexInformer
 }
 
@@ -44,14 +54,51 @@ type nsCache struct {
 
 // newWatcher returns a watcher whose failed watches alive hears of.
 // onChange, when not nil, is called (from an informer goroutine; it must
-// not block) after a Pod or ReplicaSet in a watched namespace changes.
-func newWatcher(client kubernetes.Interface, alive *liveness, onChange func(namespace string)) *watcher {
+// not block) after a Pod or ReplicaSet in a watched namespace changes,
+// with the names of the object's owners (none for a bare Pod, or a
+// deletion whose last state is unknown).
+func newWatcher(client kubernetes.Interface, alive *liveness, onChange func(namespace string, owners []string)) *watcher {
 	return &watcher{client: client, alive: alive, onChange: onChange, stop: make(chan struct{}), spaces: map[string]*nsCache{}}
+}
+
+// scope decides, at the first watch, whether the caches cover the
+// cluster: they do when pinbot may list Pods, ReplicaSets and
+// ControllerRevisions in all namespaces.
+func (w *watcher) scope(ctx context.Context) (wide bool, err error) {
+	w.scopeMu.Lock()
+	defer w.scopeMu.Unlock()
+	if w.scoped {
+		return w.wide, nil
+	}
+	one := metav1.ListOptions{Limit: 1}
+	wide = true
+	for _, list := range []func() error{
+		func() error { _, err := w.client.CoreV1().Pods("").List(ctx, one); return err },
+		func() error { _, err := w.client.AppsV1().ReplicaSets("").List(ctx, one); return err },
+		func() error { _, err := w.client.AppsV1().ControllerRevisions("").List(ctx, one); return err },
+	} {
+		switch err := list(); {
+		case apierrors.IsForbidden(err):
+			wide = false
+		case err != nil:
+			return false, fmt.Errorf("listing what verification reads in all namespaces: %w", err)
+		}
+	}
+	w.scoped, w.wide = true, wide
+	return wide, nil
 }
 
 // watch starts the caches for namespaces (and Nodes) not yet watched and
 // waits until they have synced or ctx ends.
 func (w *watcher) watch(ctx context.Context, namespaces []string) error {
+	wide, err := w.scope(ctx)
+	if err != nil {
+		return err
+	}
+	keys := namespaces
+	if wide {
+		keys = []string{""}
+	}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -68,7 +115,7 @@ func (w *watcher) watch(ctx context.Context, namespaces []string) error {
 		f.Start(w.stop)
 	}
 	syncs = append(syncs, w.nodes.HasSynced)
-	for _, ns := range namespaces {
+	for _, ns := range keys {
 		c := w.spaces[ns]
 		if c == nil {
 			f := informers.NewSharedInformerFactoryWithOptions(w.client, 0, informers.WithNamespace(ns), informers.WithTransform(trim))
@@ -84,15 +131,15 @@ func (w *watcher) watch(ctx context.Context, namespaces []string) error {
 				}
 			}
 			if w.onChange != nil {
-				notify := func(any) { w.onChange(ns) }
+				notify := func(o any) { w.onChange(namespaceOf(o), ownerNames(o)) }
 				h := cache.ResourceEventHandlerFuncs{AddFunc: notify, DeleteFunc: notify, UpdateFunc: func(_, n any) { notify(n) }}
 				if _, err := c.pods.AddEventHandler(h); err != nil {
 					w.mu.Unlock()
-					return fmt.Errorf("watching pods in %s: %w", ns, err)
+					return fmt.Errorf("watching pods in %q: %w", ns, err)
 				}
 				if _, err := c.replicaSets.AddEventHandler(h); err != nil {
 					w.mu.Unlock()
-					return fmt.Errorf("watching replicasets in %s: %w", ns, err)
+					return fmt.Errorf("watching replicasets in %q: %w", ns, err)
 				}
 			}
 			f.Start(w.stop)
@@ -121,15 +168,18 @@ func (w *watcher) fill(s *verdict.Snapshot, namespaces []string) {
 	for _, ns := range namespaces {
 		c := w.spaces[ns]
 		if c == nil {
+			c = w.spaces[""]
+		}
+		if c == nil {
 			continue
 		}
-		for _, o := range c.pods.GetStore().List() {
+		for _, o := range objectsIn(c.pods, ns) {
 			s.Pods = append(s.Pods, o.(*corev1.Pod))
 		}
-		for _, o := range c.replicaSets.GetStore().List() {
+		for _, o := range objectsIn(c.replicaSets, ns) {
 			s.ReplicaSets = append(s.ReplicaSets, o.(*appsv1.ReplicaSet))
 		}
-		for _, o := range c.revisions.GetStore().List() {
+		for _, o := range objectsIn(c.revisions, ns) {
 			s.Revisions = append(s.Revisions, o.(*appsv1.ControllerRevision))
 		}
 	}
@@ -141,6 +191,43 @@ func (w *watcher) fill(s *verdict.Snapshot, namespaces []string) {
 	sort.Slice(s.Pods, func(i, j int) bool {
 		return s.Pods[i].Namespace+"/"+s.Pods[i].Name < s.Pods[j].Namespace+"/"+s.Pods[j].Name
 	})
+}
+
+// objectsIn are the objects inf caches in namespace ns, through its
+// namespace index (every informer of a factory has one).
+func objectsIn(inf cache.SharedIndexInformer, ns string) []any {
+	objs, err := inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
+	if err != nil {
+		return nil // the index is always there
+	}
+	return objs
+}
+
+// namespaceOf is o's namespace; o may be a deletion's tombstone.
+func namespaceOf(o any) string {
+	if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		ns, _, _ := cache.SplitMetaNamespaceKey(t.Key)
+		return ns
+	}
+	if m, ok := o.(metav1.Object); ok {
+		return m.GetNamespace()
+	}
+	return ""
+}
+
+// ownerNames are the names of o's owners; o may be a deletion's
+// tombstone, whose owners are unknown.
+func ownerNames(o any) []string {
+	m, ok := o.(metav1.Object)
+	if !ok {
+		return nil
+	}
+	refs := m.GetOwnerReferences()
+	names := make([]string, len(refs))
+	for i, r := range refs {
+		names[i] = r.Name
+	}
+	return names
 }
 
 // close stops every informer.
