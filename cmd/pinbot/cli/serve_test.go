@@ -1,10 +1,17 @@
 package cli
 
 import (
+	"context"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"pinbot.dev/pinbot/internal/testenv/poll"
 )
 
 func TestReconcileWebhookFlagErrors(t *testing.T) {
@@ -26,6 +33,7 @@ func TestReconcileWebhookFlagErrors(t *testing.T) {
 		{[]string{"reconcile", "--config", cfg, "--listen", "127.0.0.1:0"}, exitUsage, "flag --webhook-secret-file (or $PINBOT_WEBHOOK_SECRET): required with --listen"},
 		{[]string{"reconcile", "--config", cfg, "--listen", "127.0.0.1:0", "--webhook-secret-file", empty}, exitUsage, "flag --webhook-secret-file: " + empty + " is empty"},
 		{[]string{"reconcile", "--config", cfg, "--listen", "127.0.0.1:0", "--webhook-secret-file", filepath.Join(dir, "nope")}, exitUsage, "flag --webhook-secret-file: open"},
+		{[]string{"reconcile", "--config", cfg, "--listen", "127.0.0.1:0", "--webhook-secret-file", cfg, "--pprof-listen", "127.0.0.1:http-alt-x"}, exitUsage, "flag --pprof-listen: listen tcp"},
 	} {
 		t.Run(strings.Join(tc.args[3:], " "), func(t *testing.T) {
 			code, _, stderr := run(t, tc.args...)
@@ -55,4 +63,33 @@ func TestServeShardsFlagErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// --pprof-listen serves Go's profiles on its own address, and stops with
+// the command.
+func TestServePprof(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := servePprof(ctx, addr); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "# HeapAlloc") {
+		t.Fatalf("heap profile: %s %.200s", resp.Status, body)
+	}
+	cancel()
+	poll.Until(t, 5*time.Second, "the endpoint closed", func() (bool, string) {
+		_, err := http.Get("http://" + addr + "/debug/pprof/")
+		return err != nil, "still answering"
+	})
 }

@@ -32,6 +32,7 @@ type serveFlags struct {
 	readTokenFile   string
 	authHeader      string
 	webhookListen   string
+	pprofListen     string
 }
 
 // readTokenEnv holds the dashboard's read token when
@@ -53,6 +54,8 @@ func (f *serveFlags) bind(cmd *cobra.Command) {
 		"a header an authenticating proxy sets, such as X-Forwarded-User: a request carrying it reads the dashboard (only behind that proxy)")
 	cmd.Flags().StringVar(&f.webhookListen, "webhook-listen", "",
 		`serve /webhook/gitea on this address of its own instead of --listen's, e.g. ":8081"`)
+	cmd.Flags().StringVar(&f.pprofListen, "pprof-listen", "",
+		`serve Go's runtime profiles (/debug/pprof/) on this address of their own, e.g. "127.0.0.1:6060" (default: none)`)
 	cmd.Flags().DurationVar(&f.reloadInterval, "reload-interval", DefaultReloadInterval,
 		"how often the config file is looked at; a valid change is applied in place, an invalid one logged and kept out")
 }
@@ -153,6 +156,11 @@ func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Op
 	o.Collectors = reload.collectors()
 	if err := f.Validate(); err != nil {
 		return err
+	}
+	if sf.pprofListen != "" {
+		if err := servePprof(cmd.Context(), sf.pprofListen); err != nil {
+			return err
+		}
 	}
 	cur, err := reload.open(cmd.Context())
 	if err != nil {

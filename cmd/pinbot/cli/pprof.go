@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"time"
+
+	"pinbot.dev/pinbot/internal/logctx"
+)
+
+// servePprof serves Go's runtime profiles (/debug/pprof/) on addr until
+// ctx ends, for an operator who asks with --pprof-listen why a replica
+// holds the memory it holds. They are on an address of their own, never
+// --listen's, so that they are not exposed with the dashboard.
+func servePprof(ctx context.Context, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return usageErrorf("flag --pprof-listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logctx.From(ctx).Warn("the profiles' endpoint stopped", "listen", addr, "error", err)
+		}
+	}()
+	return nil
+}
