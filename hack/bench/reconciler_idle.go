@@ -304,7 +304,11 @@ func (c *apiCounter) snapshot() []apiRequest {
 // watches) in front of the API server: it records each request and
 // forwards it with the cluster's admin credentials.
 func (b *recBench) countingProxy() (*httptest.Server, *apiCounter, error) {
-	rc := b.cluster.Config()
+	return countingProxyFor(b.cluster.Config())
+}
+
+// countingProxyFor is countingProxy in front of the API server rc reaches.
+func countingProxyFor(rc *rest.Config) (*httptest.Server, *apiCounter, error) {
 	target, err := url.Parse(rc.Host)
 	if err != nil {
 		return nil, nil, err
