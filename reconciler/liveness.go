@@ -39,6 +39,7 @@ type liveness struct {
 	seen    uint64    // broken as of the last answer
 	lastErr error
 	errAt   time.Time
+	probing bool // a question is under way
 
 	probeMu sync.Mutex // one question at a time
 }
@@ -79,23 +80,29 @@ func (l *liveness) fresh() bool {
 }
 
 // check returns nil when the caches may be read: no watch failed and the
-// server answered within livenessEvery, or it answers now.
+// server answered within livenessEvery, or it answers now. While a server
+// known not to answer is asked again, check returns at once with its
+// last error: a cluster that hangs holds up only one pass at a time, not
+// every pass of its apps (and through the loop's bounded passes, the
+// other clusters' apps).
 func (l *liveness) check(ctx context.Context) error {
 	if l.fresh() {
 		return nil
+	}
+	if err := l.known(); err != nil {
+		return err
 	}
 	l.probeMu.Lock()
 	defer l.probeMu.Unlock()
 	if l.fresh() { // another pass asked meanwhile
 		return nil
 	}
-	l.mu.Lock()
-	if l.lastErr != nil && l.now().Sub(l.errAt) < livenessRetry {
-		err := l.lastErr
-		l.mu.Unlock()
+	if err := l.known(); err != nil {
 		return err
 	}
+	l.mu.Lock()
 	broken := l.broken
+	l.probing = true
 	l.mu.Unlock()
 
 	pctx, cancel := context.WithTimeout(ctx, livenessTimeout)
@@ -106,6 +113,7 @@ func (l *liveness) check(ctx context.Context) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.probing = false
 	if err != nil {
 		if ctx.Err() != nil {
 			return context.Cause(ctx) // the caller gave up, not the server
@@ -114,6 +122,17 @@ func (l *liveness) check(ctx context.Context) error {
 		return l.lastErr
 	}
 	l.checked, l.seen, l.lastErr = l.now(), broken, nil
+	return nil
+}
+
+// known is the last error while it stands: within livenessRetry of it,
+// or while the server is being asked again.
+func (l *liveness) known() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lastErr != nil && (l.probing || l.now().Sub(l.errAt) < livenessRetry) {
+		return l.lastErr
+	}
 	return nil
 }
 

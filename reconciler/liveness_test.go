@@ -146,3 +146,47 @@ func TestLivenessCallerGivesUp(t *testing.T) {
 		t.Fatalf("next check: %v; want asked afresh, not the caller's error", err)
 	}
 }
+
+// While a server known not to answer is asked again, and hangs, every
+// other check returns its last error at once.
+func TestLivenessDoesNotQueueBehindAHangingQuestion(t *testing.T) {
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	asked, release := make(chan struct{}, 1), make(chan struct{})
+	hang := false
+	l := newLiveness(func(ctx context.Context) error {
+		mu.Lock()
+		h := hang
+		mu.Unlock()
+		if h {
+			asked <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return errors.New("connection refused")
+	}, clock)
+	ctx := context.Background()
+	l.broke()
+	if err := l.check(ctx); err == nil {
+		t.Fatal("want the first failure")
+	}
+	mu.Lock()
+	now, hang = now.Add(livenessRetry), true
+	mu.Unlock()
+	go func() { _ = l.check(ctx) }()
+	<-asked // the second question hangs
+	done := make(chan error, 1)
+	go func() { done <- l.check(ctx) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "does not answer") {
+			t.Errorf("check during the question: %v; want the last error", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a check queued behind the hanging question")
+	}
+	close(release)
+}
