@@ -1,6 +1,8 @@
 package gitforge
 
 import (
+	"time"
+
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -91,6 +93,7 @@ func (r *Repository) open() error {
 // reset empties a damaged store. The caller holds r.mu (and the file
 // lock of a store on disk).
 func (r *Repository) reset() error {
+	r.latest = nil // its snapshots were of the old store
 	if r.dir != "" {
 		if err := os.RemoveAll(r.dir); err != nil {
 			return fmt.Errorf("removing the damaged object cache %s: %w", r.dir, err)
@@ -106,9 +109,22 @@ type Repository struct {
 	url string
 	dir string // "" in memory
 
-	mu    sync.Mutex // guards st and trees: go-git's storage is not safe for concurrent use
+	mu    sync.Mutex // guards st, trees and latest: go-git's storage is not safe for concurrent use
 	st    storage.Storer
 	trees map[plumbing.Hash]*decodedTree // decoded once (see tree)
+	// latest is the last fetch of each branch, by the credentials it was
+	// fetched with (fetch coalesces on it).
+	latest map[fetchKey]fetched
+}
+
+type fetchKey struct {
+	branch string
+	auth   Auth
+}
+
+type fetched struct {
+	began time.Time
+	snap  *Snapshot
 }
 
 // URL is the repository's URL, credentials redacted.

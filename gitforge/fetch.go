@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -57,6 +58,7 @@ func (r *Repository) fetch(ctx context.Context, branch, commit string, auth Auth
 	if branch == "" && commit != "" {
 		return nil, fmt.Errorf("fetching from %s: empty branch name", redact.URL(r.url))
 	}
+	asked := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if commit != "" {
@@ -64,6 +66,16 @@ func (r *Repository) fetch(ctx context.Context, branch, commit string, auth Auth
 			return s, nil
 		}
 	}
+	// A fetch of the branch, with the same credentials, that began after
+	// this one was asked for answers it too: many apps of one repository
+	// passing together then cost one round trip, not one each in turn,
+	// and none gets a head older than its own request.
+	key := fetchKey{branch: branch, auth: auth}
+	if f, ok := r.latest[key]; ok && commit == "" && !f.began.Before(asked) {
+		s := *f.snap
+		return &s, nil
+	}
+	began := time.Now()
 	if r.dir != "" {
 		unlock, err := filelock.Lock(ctx, r.dir+".lock")
 		if err != nil {
@@ -79,6 +91,12 @@ func (r *Repository) fetch(ctx context.Context, branch, commit string, auth Auth
 			return nil, errors.Join(err, rerr)
 		}
 		s, err = r.fetchOnce(ctx, branch, commit, auth)
+	}
+	if err == nil && commit == "" {
+		if r.latest == nil {
+			r.latest = map[fetchKey]fetched{}
+		}
+		r.latest[key] = fetched{began: began, snap: s}
 	}
 	return s, err
 }
