@@ -55,25 +55,9 @@ type recBench struct {
 // (policies). Each figure is printed next to a baseline measured in the
 // same run on the same peers.
 func benchReconciler(ctx context.Context, r *report) (err error) {
-	tmp, err := os.MkdirTemp("", "pinbot-bench-reconciler-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	b := &recBench{tmp: tmp, bin: filepath.Join(tmp, "pinbot")}
-	// client-go's informers log watch restarts through klog; the figures
-	// are the output here.
-	klog.LogToStderr(false)
-	klog.SetOutput(io.Discard)
-
 	started := time.Now()
-	built := make(chan error, 1)
-	go func() {
-		built <- buildPinbot(ctx, b.bin)
-	}()
-	stop, err := b.start(ctx)
-	defer stop()
-	err = errors.Join(err, <-built)
+	b, done, err := startRecBench(ctx, "reconciler")
+	defer done()
 	if err != nil {
 		return err
 	}
@@ -93,6 +77,28 @@ func benchReconciler(ctx context.Context, r *report) (err error) {
 		return fmt.Errorf("verification: %w", err)
 	}
 	return nil
+}
+
+// startRecBench makes a run's directory, builds pinbot into it while the
+// peers start (start), and quiets client-go's klog, which logs watch
+// restarts: the figures are the output. done stops the peers and removes
+// the directory, even on error.
+func startRecBench(ctx context.Context, name string) (b *recBench, done func(), err error) {
+	tmp, err := os.MkdirTemp("", "pinbot-bench-"+name+"-")
+	if err != nil {
+		return nil, func() {}, err
+	}
+	b = &recBench{tmp: tmp, bin: filepath.Join(tmp, "pinbot")}
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+	built := make(chan error, 1)
+	go func() { built <- buildPinbot(ctx, b.bin) }()
+	stop, err := b.start(ctx)
+	done = func() {
+		stop()
+		os.RemoveAll(tmp)
+	}
+	return b, done, errors.Join(err, <-built)
 }
 
 // start starts Gitea, the control plane and the node (internal/testenv/

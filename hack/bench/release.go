@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +13,6 @@ import (
 	sdk "code.gitea.io/sdk/gitea"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 
 	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/promote"
@@ -51,21 +49,12 @@ type releaseBench struct {
 // replica Ready on the digest, no other Pod), so pinbot's own lag in
 // noticing it counts against pinbot.
 func benchRelease(ctx context.Context, r *report) error {
-	tmp, err := os.MkdirTemp("", "pinbot-bench-release-")
+	rb, done, err := startRecBench(ctx, "release")
+	defer done()
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	b := &releaseBench{recBench: &recBench{tmp: tmp, bin: filepath.Join(tmp, "pinbot")}}
-	klog.LogToStderr(false)
-	klog.SetOutput(io.Discard)
-	built := make(chan error, 1)
-	go func() { built <- buildPinbot(ctx, b.bin) }()
-	stop, err := b.start(ctx)
-	defer stop()
-	if err = errors.Join(err, <-built); err != nil {
-		return err
-	}
+	b, tmp := &releaseBench{recBench: rb}, rb.tmp
 	if err := b.setUp(ctx); err != nil {
 		return err
 	}

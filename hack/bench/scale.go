@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	"pinbot.dev/pinbot/internal/testenv/kube"
@@ -55,23 +53,13 @@ type scaleBench struct {
 // RSS, its API requests per idle minute on both clusters, and its passes
 // after a Pod event.
 func benchScale(ctx context.Context, r *report) error {
-	tmp, err := os.MkdirTemp("", "pinbot-bench-scale-")
+	started := time.Now()
+	rb, done, err := startRecBench(ctx, "scale")
+	defer done()
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	b := &scaleBench{recBench: &recBench{tmp: tmp, bin: filepath.Join(tmp, "pinbot")}}
-	klog.LogToStderr(false)
-	klog.SetOutput(io.Discard)
-
-	started := time.Now()
-	built := make(chan error, 1)
-	go func() { built <- buildPinbot(ctx, b.bin) }()
-	stop, err := b.start(ctx)
-	defer stop()
-	if err = errors.Join(err, <-built); err != nil {
-		return err
-	}
+	b := &scaleBench{recBench: rb}
 	stopSpoke, err := b.startSpoke(ctx)
 	defer stopSpoke()
 	if err != nil {

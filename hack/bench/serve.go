@@ -6,9 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -18,7 +16,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 
 	"pinbot.dev/pinbot/reconciler/history"
 )
@@ -44,19 +41,9 @@ type serveChild struct {
 // benchServe measures webhook to sync start through a follower, the
 // leader's idle RSS with 20 apps, and the failover after SIGTERM.
 func benchServe(ctx context.Context, r *report) error {
-	tmp, err := os.MkdirTemp("", "pinbot-bench-serve-")
+	b, done, err := startRecBench(ctx, "serve")
+	defer done()
 	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	b := &recBench{tmp: tmp, bin: filepath.Join(tmp, "pinbot")}
-	klog.LogToStderr(false)
-	klog.SetOutput(io.Discard)
-	built := make(chan error, 1)
-	go func() { built <- buildPinbot(ctx, b.bin) }()
-	stop, err := b.start(ctx)
-	defer stop()
-	if err = errors.Join(err, <-built); err != nil {
 		return err
 	}
 	var apps []recApp
@@ -77,7 +64,7 @@ func benchServe(ctx context.Context, r *report) error {
 	if err != nil {
 		return err
 	}
-	secretFile := filepath.Join(tmp, "secret")
+	secretFile := filepath.Join(b.tmp, "secret")
 	if err := os.WriteFile(secretFile, []byte(serveSecret), 0o600); err != nil {
 		return err
 	}
