@@ -10,12 +10,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"pinbot.dev/pinbot/internal/testenv/poll"
-	"pinbot.dev/pinbot/reconciler"
-	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
@@ -33,18 +30,7 @@ func TestIdleVerifyOnlyPassesReadFromWatches(t *testing.T) {
 	s.argoSynced(head, "web")
 	s.waitStatus(rollout, "verified", func(_ *status.App, v *verdict.Verification) bool { return v != nil && v.Verified })
 
-	log := &requestLog{}
-	rc := rest.CopyConfig(env.cluster.Config())
-	rc.Wrap(log.wrap)
-	cfg, err := config.Load(s.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := reconciler.New(cfg, rc, reconciler.WithRegistry(env.reg), reconciler.WithCacheDir(t.TempDir()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, log := s.counted()
 	ctx, cancel := context.WithCancel(testCtx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = r.Run(ctx) }()

@@ -27,6 +27,25 @@ type requestLog struct {
 	seen  []string
 }
 
+// counted is a second Reconciler on the scenario's config, whose API
+// requests the returned log counts. The test's end closes it.
+func (s *scenario) counted() (*reconciler.Reconciler, *requestLog) {
+	s.t.Helper()
+	log := &requestLog{}
+	rc := rest.CopyConfig(env.cluster.Config())
+	rc.Wrap(log.wrap)
+	cfg, err := config.Load(s.cfg)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	r, err := reconciler.New(cfg, rc, reconciler.WithRegistry(env.reg), reconciler.WithCacheDir(s.t.TempDir()))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(r.Close)
+	return r, log
+}
+
 func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
 		q := req.URL.RawQuery
@@ -90,18 +109,7 @@ func TestDriftManyObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	log := &requestLog{}
-	rc := rest.CopyConfig(env.cluster.Config())
-	rc.Wrap(log.wrap)
-	cfg, err := config.Load(s.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := reconciler.New(cfg, rc, reconciler.WithRegistry(env.reg), reconciler.WithCacheDir(t.TempDir()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, log := s.counted()
 
 	began := time.Now()
 	d, err := r.Diff(testCtx, s.name)
