@@ -98,11 +98,12 @@ func (b *scaleBench) measure(ctx context.Context, r *report) error {
 	if err := recSleep(ctx, scaleSettle, srv); err != nil {
 		return err
 	}
-	rss, peak, err := procMemory(srv.cmd.Process.Pid)
+	rss, peak, file, err := procMemoryDetail(srv.cmd.Process.Pid)
 	if err != nil {
 		return err
 	}
 	r.check("1,000 apps: idle RSS of one replica", fmt.Sprintf("%s (peak %s)", mb(rss), mb(peak)), "<= 150 MB", rss <= 150<<20)
+	fmt.Printf("   of it: %s the executable's pages; Go: %s\n", mb(file), goMemory(addr))
 	if err := saveHeap(pprofAddr, filepath.Join("hack", "bench", "out", "scale-heap.pprof")); err != nil {
 		fmt.Printf("   no heap profile: %s\n", err)
 	}
@@ -266,4 +267,29 @@ func saveHeap(addr, path string) error {
 	}
 	fmt.Printf("   heap profile: %s (go tool pprof -sample_index=inuse_space %s)\n", path, path)
 	return f.Close()
+}
+
+// goMemory is what the Go runtime of the serve at addr says of its
+// memory, from its metrics: the heap in use, the stacks, the next GC's
+// goal, what it holds unused and has not returned, and the goroutines.
+func goMemory(addr string) string {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err.Error()
+	}
+	m := map[string]float64{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && strings.HasPrefix(f[0], "go_") {
+			m[f[0]], _ = strconv.ParseFloat(f[1], 64)
+		}
+	}
+	return fmt.Sprintf("heap in use %s, stacks %s, next GC at %s, idle not returned %s, %.0f goroutines",
+		mb(int64(m["go_memstats_heap_inuse_bytes"])), mb(int64(m["go_memstats_stack_inuse_bytes"])),
+		mb(int64(m["go_memstats_next_gc_bytes"])), mb(int64(m["go_memstats_heap_idle_bytes"]-m["go_memstats_heap_released_bytes"])),
+		m["go_goroutines"])
 }
