@@ -274,3 +274,79 @@ spec:
 		t.Error("the status shows the repository's password")
 	}
 }
+
+// TestFluxHelmReleaseOfAGitChart: a HelmRelease of a chart's directory in
+// a GitRepository, with values files read from the repository's root as
+// source-controller reads them. Deployed with reconcileStrategy Revision,
+// the chart version names the head commit: Pods running the prod values'
+// v2 are Verified, and Pods running the chart's default v1 a Mismatch.
+// Deployed with the default strategy, the version alone says whether the
+// head is what Flux deployed: a head that bumps the version Flux has not
+// deployed yet leaves the app OutOfSync and not verified.
+func TestFluxHelmReleaseOfAGitChart(t *testing.T) {
+	s := newDeployerScenario(t, "vo-hr-git", "flux-helm")
+	v1, v2 := pushImage(t, "vo-hr-git-app", "v1"), pushImage(t, "vo-hr-git-app", "v2")
+	files := func(version string) map[string]string {
+		return map[string]string{
+			"charts/web/Chart.yaml":         "apiVersion: v2\nname: web\nversion: " + version + "\n",
+			"charts/web/values.yaml":        fmt.Sprintf("replicaCount: 1\nimage: {repository: %s, digest: %q}\n", v1.repo, v1.digest),
+			"charts/web/templates/web.yaml": helmDeployment,
+			"envs/prod/values.yaml":         fmt.Sprintf("image: {digest: %q}\n", v2.digest),
+		}
+	}
+	head := s.push(files("0.1.0"), "chart and prod values")
+	s.create(gitRepositoriesRes, "flux-system", fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: %s, namespace: flux-system}
+spec: {interval: 1m, url: %q, ref: {branch: main}}
+`, s.name, env.gitea.RepoURL(org, s.name)))
+	s.create(helmReleasesRes, "flux-system", fmt.Sprintf(`apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: %[1]s, namespace: flux-system}
+spec:
+  interval: 10m
+  targetNamespace: %[1]s
+  releaseName: %[1]s
+  chart:
+    spec:
+      chart: ./charts/web
+      reconcileStrategy: Revision
+      sourceRef: {kind: GitRepository, name: %[1]s}
+      valuesFiles: [charts/web/values.yaml, envs/prod/values.yaml]
+`, s.name))
+	s.apply(namedDeployment(s.name, 1, v2.repo+"@"+v2.digest))
+	s.helmReleased("web", "0.1.0+"+head[:12])
+
+	st, v := s.waitStatus(rollout, "verified with the prod values", func(_ *status.App, v *verdict.Verification) bool {
+		return v != nil && v.Verified
+	})
+	if st.Commit != head || st.DeployedCommit != head[:12] || st.Path != "charts/web" || st.Sync != status.Synced {
+		t.Errorf("status: head %q, deployed %q, path %q, sync %s; want charts/web at %s, Synced", st.Commit, st.DeployedCommit, st.Path, st.Sync, head)
+	}
+	for _, c := range v.Containers {
+		if c.GitDigest != v2.digest {
+			t.Errorf("container %+v: pinned digest %s, want the prod values' %s", c, c.GitDigest, v2.digest)
+		}
+	}
+	s.apply(namedDeployment(s.name, 1, v1.repo+"@"+v1.digest)) // the chart's default, not the release's values files
+	s.waitStatus(rollout, "a Mismatch for the chart's default", func(_ *status.App, v *verdict.Verification) bool {
+		return v != nil && !v.Verified && hasVerdict(v, verdict.Mismatch)
+	})
+
+	// The default strategy: the version names no commit.
+	s.apply(namedDeployment(s.name, 1, v2.repo+"@"+v2.digest))
+	s.helmReleased("web", "0.1.0")
+	st, _ = s.waitStatus(rollout, "verified by the version", func(st *status.App, v *verdict.Verification) bool {
+		return v != nil && v.Verified && st.DeployedCommit == "0.1.0"
+	})
+	if st.Sync != status.Synced {
+		t.Errorf("sync %s, want Synced: the head's chart is version 0.1.0", st.Sync)
+	}
+	bumped := s.push(files("0.2.0"), "bump the chart")
+	st, _ = s.waitStatus(rollout, "behind the bumped head", func(st *status.App, v *verdict.Verification) bool {
+		return st.Commit == bumped && v != nil && !v.Verified
+	})
+	if st.Sync != status.OutOfSync {
+		t.Errorf("sync %s, want OutOfSync: Flux deployed 0.1.0, the head is 0.2.0", st.Sync)
+	}
+}

@@ -45,6 +45,9 @@ type observed struct {
 	renders map[string][]*unstructured.Unstructured
 	// head is the head commit last fetched, for follow-up passes.
 	head string
+	// headVersion is the chart version at head, read only for a
+	// HelmRelease whose deployed Git chart's version names no commit.
+	headVersion string
 }
 
 // ErrVerifyOnly refuses to apply, heal, prune or diff a verify-only app.
@@ -169,7 +172,11 @@ func (ob *observer) pass(ctx context.Context, p *pass) (*status.App, *verdict.Ve
 		return fail(err)
 	}
 	st.clusterDown = time.Time{}
-	p.o.Deployed = &status.Deployed{Source: string(d.source.Kind), Repo: d.source.RepoURL, Path: d.path(), Commit: d.revision.Commit}
+	deployedAs := d.revision.Commit
+	if deployedAs == "" {
+		deployedAs = d.revision.Version
+	}
+	p.o.Deployed = &status.Deployed{Source: string(d.source.Kind), Repo: d.source.RepoURL, Path: d.path(), Commit: deployedAs}
 	p.tracked = d.tracked(p.app)
 	var (
 		auth  gitforge.Auth
@@ -195,6 +202,11 @@ func (ob *observer) pass(ctx context.Context, p *pass) (*status.App, *verdict.Ve
 	}
 	st.sourceDown = time.Time{}
 	atHead := d.revision.AtHead(head)
+	if d.revision.Commit == "" && d.revision.Version != "" {
+		// A HelmRelease of a Git chart, whose version names no commit:
+		// Flux deploys a commit when it bumps the chart's version.
+		atHead = st.vo.headVersion == d.revision.Version
+	}
 
 	desired := heads
 	if !d.noInventory {
@@ -245,7 +257,9 @@ func (ob *observer) verify(ctx context.Context, p *pass, d *deployedApp, auth gi
 		return nil, err
 	}
 	vHead := r.proveWith(ctx, confirm, p.app.Name, head, snap)
-	if atHead || d.revision.Commit == "" {
+	if atHead || d.revision.Commit == "" || d.revision.Abbreviated() {
+		// An abbreviated commit (a HelmRelease of a Git chart) is not
+		// fetched: the head alone is proved.
 		return deployer.RelateVerifications(d.source.Kind, head, atHead, vHead, nil), nil
 	}
 	old, err := ob.deployedRender(ctx, p, d, auth)

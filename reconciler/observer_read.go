@@ -96,23 +96,9 @@ func (ob *observer) readHelmRelease(ctx context.Context, app *config.App, fresh 
 	if err != nil {
 		return nil, err
 	}
-	var src any
-	if kind == deployer.HelmRepositoryKind {
-		su, err := ob.readObject(ctx, deployer.HelmRepositoriesResource, kind, sns, sname, fresh)
-		if err != nil {
-			return nil, err
-		}
-		if src, err = deployer.HelmRepositoryFrom(su); err != nil {
-			return nil, err
-		}
-	} else {
-		su, err := ob.readObject(ctx, deployer.OCIRepositoriesResource, kind, sns, sname, fresh)
-		if err != nil {
-			return nil, err
-		}
-		if src, err = deployer.OCIRepositoryFrom(su); err != nil {
-			return nil, err
-		}
+	src, err := ob.readChartSource(ctx, kind, sns, sname, fresh)
+	if err != nil {
+		return nil, err
 	}
 	d := &deployedApp{noInventory: true}
 	if d.source, err = h.Source(src); err != nil {
@@ -123,6 +109,23 @@ func (ob *observer) readHelmRelease(ctx context.Context, app *config.App, fresh 
 	}
 	d.health = h.Health()
 	return d, nil
+}
+
+// readChartSource reads the source object of a HelmRelease's chart, of a
+// kind ChartSource names.
+func (ob *observer) readChartSource(ctx context.Context, kind, ns, name string, fresh bool) (any, error) {
+	res, from := deployer.OCIRepositoriesResource, func(u *unstructured.Unstructured) (any, error) { return deployer.OCIRepositoryFrom(u) }
+	switch kind {
+	case deployer.HelmRepositoryKind:
+		res, from = deployer.HelmRepositoriesResource, func(u *unstructured.Unstructured) (any, error) { return deployer.HelmRepositoryFrom(u) }
+	case deployer.GitRepositoryKind:
+		res, from = deployer.GitRepositoriesResource, func(u *unstructured.Unstructured) (any, error) { return deployer.GitRepositoryFrom(u) }
+	}
+	u, err := ob.readObject(ctx, res, kind, ns, name, fresh)
+	if err != nil {
+		return nil, err
+	}
+	return from(u)
 }
 
 // readObject GETs one deployer object. A missing or unreadable one says

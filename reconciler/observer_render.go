@@ -31,8 +31,15 @@ func (ob *observer) headRender(ctx context.Context, p *pass, d *deployedApp, aut
 		return head, cached, nil
 	}
 	var objs []*unstructured.Unstructured
+	version := st.vo.headVersion
 	err := ob.r.source.With(ctx, p.tracked, auth, func(rev Revision) error {
 		head = rev.Commit
+		if d.revision.Version != "" {
+			var err error
+			if version, err = render.ChartVersion(rev.FS, d.root()); err != nil {
+				return err
+			}
+		}
 		if objs = st.vo.renders[head]; objs != nil {
 			return nil
 		}
@@ -46,7 +53,7 @@ func (ob *observer) headRender(ctx context.Context, p *pass, d *deployedApp, aut
 	st.mu.Lock()
 	st.tracked = config.App{Name: p.tracked.Name, Repo: p.tracked.Repo, Branch: p.tracked.Branch}
 	st.mu.Unlock()
-	st.vo.head = head
+	st.vo.head, st.vo.headVersion = head, version
 	st.vo.renders = keepRenders(st.vo.renders, head, d.revision.Commit)
 	st.vo.renders[head] = objs
 	return head, objs, nil

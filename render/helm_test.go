@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -291,5 +292,21 @@ func TestDirWithDiscovery(t *testing.T) {
 	_, err = FS(dirFS(t, root), "charts/web", WithDiscovery(func() (Capabilities, error) { return Capabilities{}, down }))
 	if !errors.Is(err, down) || !strings.Contains(err.Error(), `helm chart "web"`) {
 		t.Errorf("Dir with failing discovery = %v, want the discovery error naming the chart", err)
+	}
+}
+
+func TestChartVersion(t *testing.T) {
+	fsys := fstest.MapFS{
+		"charts/web/Chart.yaml":  {Data: []byte("apiVersion: v2\nname: web\nversion: 1.2.3\n")},
+		"charts/bare/Chart.yaml": {Data: []byte("apiVersion: v2\nname: bare\n")},
+		"charts/bad/Chart.yaml":  {Data: []byte("version: [\n")},
+	}
+	if v, err := ChartVersion(fsys, "charts/web"); err != nil || v != "1.2.3" {
+		t.Errorf("ChartVersion = %q, %v; want 1.2.3", v, err)
+	}
+	for _, dir := range []string{"charts/bare", "charts/bad", "charts/none"} {
+		if _, err := ChartVersion(fsys, dir); err == nil || !strings.Contains(err.Error(), dir+"/Chart.yaml") {
+			t.Errorf("ChartVersion(%s) = %v, want an error naming its Chart.yaml", dir, err)
+		}
 	}
 }

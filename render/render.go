@@ -113,6 +113,25 @@ func FS(fsys fs.FS, rel string, opts ...Option) ([]*unstructured.Unstructured, e
 // IsChart reports whether rel of fsys is a Helm chart directory.
 func IsChart(fsys fs.FS, rel string) bool { return isFile(fsys, path.Join(rel, chartFile)) }
 
+// ChartVersion is the version the Chart.yaml of the chart at rel declares.
+func ChartVersion(fsys fs.FS, rel string) (string, error) {
+	name := path.Join(rel, chartFile)
+	b, err := readFile(fsys, name)
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", name, err)
+	}
+	var c struct {
+		Version string `json:"version"`
+	}
+	if err := sigsyaml.Unmarshal(b, &c); err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	if c.Version == "" {
+		return "", fmt.Errorf("%s: no version", name)
+	}
+	return c.Version, nil
+}
+
 // isFile reports whether name is a regular file of fsys.
 func isFile(fsys fs.FS, name string) bool {
 	st, err := fs.Stat(fsys, name)

@@ -3,6 +3,7 @@ package deployer
 import (
 	"fmt"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,8 +27,9 @@ type HelmRelease struct {
 
 // HelmReleaseSpec is the part of spec pinbot reads.
 type HelmReleaseSpec struct {
-	// Chart is spec.chart: a chart of a HelmRepository or a
-	// GitRepository, rendered by a HelmChart source-controller makes.
+	// Chart is spec.chart: a chart of a HelmRepository, or a chart's
+	// directory in a GitRepository, that source-controller packs into a
+	// HelmChart.
 	Chart *HelmChartTemplate `json:"chart,omitempty"`
 	// ChartRef is spec.chartRef: an OCIRepository (or a HelmChart) that
 	// holds the chart.
@@ -149,8 +151,9 @@ func OCIRepositoryFrom(u *unstructured.Unstructured) (*OCIRepository, error) {
 
 // ChartSource returns the kind, namespace and name of the source object
 // that holds the release's chart, for the caller to read: a
-// HelmRepository (spec.chart) or an OCIRepository (spec.chartRef). A
-// GitRepository or a HelmChart is a *FieldError naming the field.
+// HelmRepository or a GitRepository (spec.chart), or an OCIRepository
+// (spec.chartRef). A Bucket or a HelmChart is a *FieldError naming the
+// field.
 func (h *HelmRelease) ChartSource() (kind, namespace, name string, err error) {
 	fail := func(field, format string, args ...any) (string, string, string, error) {
 		return "", "", "", &FieldError{Object: h.Name(), Field: field, Reason: fmt.Sprintf(format, args...)}
@@ -162,8 +165,8 @@ func (h *HelmRelease) ChartSource() (kind, namespace, name string, err error) {
 		return fail("spec.chartRef", "set next to spec.chart; Flux takes one")
 	case h.Spec.Chart != nil:
 		ref = h.Spec.Chart.Spec.SourceRef
-		if ref.Kind != HelmRepositoryKind {
-			return fail(field+".kind", "pinbot renders charts of a HelmRepository, not of a %s", quoteOrEmpty(ref.Kind))
+		if ref.Kind != HelmRepositoryKind && ref.Kind != GitRepositoryKind {
+			return fail(field+".kind", "pinbot renders charts of a HelmRepository or a GitRepository, not of a %s", quoteOrEmpty(ref.Kind))
 		}
 	case h.Spec.ChartRef != nil:
 		ref, field = *h.Spec.ChartRef, "spec.chartRef"
@@ -184,9 +187,11 @@ func (h *HelmRelease) ChartSource() (kind, namespace, name string, err error) {
 }
 
 // Source returns what the HelmRelease renders, given the source object
-// ChartSource named (a *HelmRepository or an *OCIRepository): a chart
-// (Source.Chart), with the release's name, namespace, values, valuesFrom
-// and values files as helm-controller passes them to Helm.
+// ChartSource named: a chart of a *HelmRepository or an *OCIRepository
+// (Source.Chart), or the chart's directory in a *GitRepository at the
+// ref it follows (Source.Path), with the release's name, namespace,
+// values, valuesFrom and values files as helm-controller passes them to
+// Helm.
 func (h *HelmRelease) Source(src any) (Source, error) {
 	obj := h.Name()
 	fail := func(o, field, format string, args ...any) (Source, error) {
@@ -197,7 +202,13 @@ func (h *HelmRelease) Source(src any) (Source, error) {
 	}
 	var chart Chart
 	helm := &Helm{ReleaseName: h.releaseName(), Namespace: h.namespace(), Values: h.Spec.Values}
+	var git *Source
 	switch s := src.(type) {
+	case *GitRepository:
+		var err error
+		if git, err = h.gitChart(s, helm); err != nil {
+			return Source{}, err
+		}
 	case *HelmRepository:
 		c := h.Spec.Chart.Spec
 		if s.Spec.URL == "" {
@@ -250,10 +261,51 @@ func (h *HelmRelease) Source(src any) (Source, error) {
 	if err != nil {
 		return Source{}, err
 	}
+	if git != nil {
+		git.Cluster, git.Helm = cluster, helm
+		return *git, nil
+	}
 	return Source{
 		Kind: Flux, Object: obj, RepoURL: chart.RepoURL, Namespace: h.namespace(), Index: -1,
 		Cluster: cluster, Chart: &chart, Helm: helm,
 	}, nil
+}
+
+// gitChart is the Source of a chart's directory in a GitRepository, and
+// sets helm's values files: source-controller reads spec.chart.spec.chart
+// and valuesFiles as paths from the repository's root.
+func (h *HelmRelease) gitChart(repo *GitRepository, helm *Helm) (*Source, error) {
+	obj, c := h.Name(), h.Spec.Chart.Spec
+	fail := func(o, field, format string, args ...any) (*Source, error) {
+		return nil, &FieldError{Object: o, Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case len(repo.Spec.Include) > 0:
+		return fail(repo.Name(), "spec.include", "pinbot does not follow included repositories")
+	case repo.Spec.URL == "":
+		return fail(repo.Name(), "spec.url", "empty")
+	}
+	dir, err := cleanPath(c.Chart)
+	if err != nil || dir == "" {
+		return fail(obj, "spec.chart.spec.chart", "%q: want the chart's directory in the GitRepository", c.Chart)
+	}
+	ref, err := fluxRef(repo)
+	if err != nil {
+		return nil, err
+	}
+	for i, f := range c.ValuesFiles {
+		p, err := cleanPath(f)
+		if err != nil || p == "" {
+			return fail(obj, fmt.Sprintf("spec.chart.spec.valuesFiles[%d]", i), "%q: a file of the repository", f)
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return fail(obj, fmt.Sprintf("spec.chart.spec.valuesFiles[%d]", i), "%q: %s", f, err)
+		}
+		helm.ValueFiles = append(helm.ValueFiles, filepath.ToSlash(rel))
+	}
+	helm.IgnoreMissingValueFiles = c.IgnoreMissingValuesFiles
+	return &Source{Kind: Flux, Object: obj, RepoURL: repo.Spec.URL, Path: dir, Ref: ref, Namespace: h.namespace(), Index: -1}, nil
 }
 
 // releaseName is spec.releaseName, else [targetNamespace-]name.
@@ -277,14 +329,38 @@ func (h *HelmRelease) namespace() string {
 
 // Deployed is the chart version of the newest release in
 // status.history that Helm reports deployed. ErrNotDeployed (wrapped)
-// when there is none.
+// when there is none. For a chart of a GitRepository it is
+// Revision.Version, and Revision.Commit is the commit the version's build
+// metadata abbreviates (source-controller's reconcileStrategy Revision
+// appends the commit's first 12 digits: "0.1.0+1a2b3c4d5e6f"), or "" when
+// it names none.
 func (h *HelmRelease) Deployed() (Revision, error) {
 	for _, s := range h.Status.History {
-		if s.Status == "deployed" && s.ChartVersion != "" {
-			return Revision{Commit: s.ChartVersion}, nil
+		if s.Status != "deployed" || s.ChartVersion == "" {
+			continue
 		}
+		if c := h.Spec.Chart; c != nil && c.Spec.SourceRef.Kind == GitRepositoryKind {
+			return Revision{Commit: versionCommit(s.ChartVersion), Version: s.ChartVersion}, nil
+		}
+		return Revision{Commit: s.ChartVersion}, nil
 	}
 	return Revision{}, fmt.Errorf("%s: no deployed release in status.history: %w", h.Name(), ErrNotDeployed)
+}
+
+// versionCommit is the abbreviated commit a chart version's build
+// metadata ends with, lowercase; "" when there is none.
+func versionCommit(version string) string {
+	_, meta, ok := strings.Cut(version, "+")
+	if !ok {
+		return ""
+	}
+	if i := strings.LastIndex(meta, "."); i >= 0 {
+		meta = meta[i+1:]
+	}
+	if meta = strings.ToLower(meta); !abbrevCommit.MatchString(meta) {
+		return ""
+	}
+	return meta
 }
 
 // kubeConfigCluster is the remote cluster a Flux object's spec.kubeConfig

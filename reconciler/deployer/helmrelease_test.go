@@ -98,9 +98,79 @@ spec: {url: "oci://ghcr.io/stefanprodan/charts/podinfo", ref: {tag: 6.5.0}}
 	}
 }
 
+// TestHelmReleaseOfAGitChart: a chart's directory in a GitRepository
+// renders from the repository at the ref it follows, with values files
+// read from the repository's root; the deployed chart version names the
+// commit only with source-controller's reconcileStrategy Revision.
+func TestHelmReleaseOfAGitChart(t *testing.T) {
+	h, err := HelmReleaseFrom(mustUnstructured(t, hrHeader+`spec:
+  chart:
+    spec:
+      chart: ./charts/web
+      sourceRef: {kind: GitRepository, name: fleet}
+      valuesFiles: [charts/web/values-prod.yaml, envs/prod/values.yaml]
+status:
+  history: [{status: deployed, chartVersion: 0.3.0+1A2B3C4D5E6F}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind, ns, name, err := h.ChartSource()
+	if err != nil || kind != GitRepositoryKind || ns != "flux-system" || name != "fleet" {
+		t.Fatalf("ChartSource = %s %s/%s, %v", kind, ns, name, err)
+	}
+	repo, err := GitRepositoryFrom(mustUnstructured(t, `apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: fleet, namespace: flux-system}
+spec: {url: "https://gitea.example/platform/fleet.git", ref: {branch: main}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := h.Source(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.Chart != nil || src.RepoURL != "https://gitea.example/platform/fleet.git" || src.Path != "charts/web" || src.Ref.Branch != "main" {
+		t.Errorf("source %+v, want charts/web of the GitRepository's main", src)
+	}
+	if got := strings.Join(src.Helm.ValueFiles, ","); got != "values-prod.yaml,../../envs/prod/values.yaml" {
+		t.Errorf("values files %s, want them relative to the chart", got)
+	}
+	if src.Helm.ReleaseName != "podinfo" || src.Helm.Namespace != "flux-system" {
+		t.Errorf("helm %+v, want the release podinfo in flux-system", src.Helm)
+	}
+	rev, err := h.Deployed()
+	if err != nil || rev.Commit != "1a2b3c4d5e6f" || rev.Version != "0.3.0+1A2B3C4D5E6F" || !rev.Abbreviated() {
+		t.Fatalf("Deployed = %+v, %v; want the abbreviated commit of the version", rev, err)
+	}
+	if !rev.AtHead("1a2b3c4d5e6f0000000000000000000000000000") || rev.AtHead("1a2b3c4d5e6e0000000000000000000000000000") {
+		t.Error("AtHead does not compare the abbreviated commit with the head's first digits")
+	}
+
+	h.Status.History[0].ChartVersion = "0.3.0"
+	if rev, err = h.Deployed(); err != nil || rev.Commit != "" || rev.Version != "0.3.0" {
+		t.Errorf("Deployed = %+v, %v; want version 0.3.0 and no commit", rev, err)
+	}
+	for _, tc := range []struct{ chart, values, field string }{
+		{"../web", "", "spec.chart.spec.chart"},
+		{".", "", "spec.chart.spec.chart"},
+		{"charts/web", "../../x.yaml", "spec.chart.spec.valuesFiles[0]"},
+	} {
+		h.Spec.Chart.Spec.Chart, h.Spec.Chart.Spec.ValuesFiles = tc.chart, nil
+		if tc.values != "" {
+			h.Spec.Chart.Spec.ValuesFiles = []string{tc.values}
+		}
+		var fe *FieldError
+		if _, err := h.Source(repo); !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("chart %q, values %q: %v, want an error naming %s", tc.chart, tc.values, err, tc.field)
+		}
+	}
+}
+
 func TestHelmReleaseRefusals(t *testing.T) {
 	for _, tc := range []struct{ spec, field, want string }{
-		{`spec: {chart: {spec: {chart: ./charts/web, sourceRef: {kind: GitRepository, name: repo}}}}`, "spec.chart.spec.sourceRef.kind", "not of a GitRepository"},
+		{`spec: {chart: {spec: {chart: ./charts/web, sourceRef: {kind: Bucket, name: b}}}}`, "spec.chart.spec.sourceRef.kind", "not of a Bucket"},
 		{`spec: {chartRef: {kind: HelmChart, name: web}}`, "spec.chartRef.kind", "not of a HelmChart"},
 		{`spec: {}`, "spec.chart", "names no chart"},
 	} {

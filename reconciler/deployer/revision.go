@@ -3,6 +3,7 @@ package deployer
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -13,18 +14,36 @@ var ErrNotDeployed = errors.New("nothing deployed yet")
 // Revision is the commit a deployer last deployed.
 type Revision struct {
 	// Commit is the full commit id, lowercase hex; for a chart of a Helm
-	// repository (Source.Chart), its version.
+	// repository (Source.Chart), its version. For a HelmRelease's chart of
+	// a GitRepository it is abbreviated (see Abbreviated), or "" when the
+	// deployed chart version names no commit.
 	Commit string
+	// Version is the chart version a HelmRelease of a GitRepository's
+	// chart deployed; "" otherwise.
+	Version string
 	// Ref is the reference Flux names with it ("main",
 	// "refs/heads/main"); "" for Argo CD and for a Flux commit-only
 	// revision.
 	Ref string
 }
 
-// AtHead reports whether r is the head commit (a full id).
+// AtHead reports whether r is the head commit (a full id), or
+// abbreviates it.
 func (r Revision) AtHead(head string) bool {
-	return r.Commit != "" && strings.EqualFold(r.Commit, head)
+	switch {
+	case r.Commit == "":
+		return false
+	case r.Abbreviated():
+		return len(head) > len(r.Commit) && strings.HasPrefix(strings.ToLower(head), r.Commit)
+	}
+	return strings.EqualFold(r.Commit, head)
 }
+
+// Abbreviated reports whether Commit is the first digits of a commit id,
+// not the whole.
+func (r Revision) Abbreviated() bool { return abbrevCommit.MatchString(r.Commit) }
+
+var abbrevCommit = regexp.MustCompile(`^[0-9a-f]{7,39}$`)
 
 // Deployed is the revision of Argo CD's last successful sync of the
 // source s (from Application.Source):
