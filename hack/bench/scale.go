@@ -33,8 +33,12 @@ const (
 	scaleReplicas   = 3
 	scaleNamespaces = 20 // per cluster
 	scaleEvents     = 20 // Pod events timed
-	scaleSettle     = 30 * time.Second
-	scaleWindow     = 60 * time.Second
+	// scaleMemoryLimit is the replica's soft memory limit: what
+	// --memory-limit auto sets in a container limited to 154Mi, the size
+	// docs/operations.md gives for a thousand apps.
+	scaleMemoryLimit = "90Mi"
+	scaleSettle      = 30 * time.Second
+	scaleWindow      = 60 * time.Second
 )
 
 var applicationsGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}

@@ -66,7 +66,7 @@ func (b *scaleBench) measure(ctx context.Context, r *report) error {
 	ln.Close()
 
 	srv, err := b.startChild("scale", filepath.Join(b.tmp, "serve-scale.log"), "serve", "--config", cfg, "--kubeconfig", kubeconfig,
-		"--cache-dir", filepath.Join(b.tmp, "cache-scale"), "--listen", addr, "--webhook-secret-file", secret, "--pprof-listen", pprofAddr)
+		"--cache-dir", filepath.Join(b.tmp, "cache-scale"), "--listen", addr, "--webhook-secret-file", secret, "--pprof-listen", pprofAddr, "--memory-limit", scaleMemoryLimit)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func (b *scaleBench) measure(ctx context.Context, r *report) error {
 	if err != nil {
 		return err
 	}
-	r.check("1,000 apps: idle RSS of one replica", fmt.Sprintf("%s (peak %s)", mb(rss), mb(peak)), "<= 150 MB", rss <= 150<<20)
+	r.check("1,000 apps: idle RSS of one replica, --memory-limit "+scaleMemoryLimit, fmt.Sprintf("%s (peak %s)", mb(rss), mb(peak)), "<= 150 MB", rss <= 150<<20)
 	fmt.Printf("   of it: %s the executable's pages; Go: %s\n", mb(file), goMemory(addr))
 	if err := saveHeap(pprofAddr, filepath.Join("hack", "bench", "out", "scale-heap.pprof")); err != nil {
 		fmt.Printf("   no heap profile: %s\n", err)

@@ -34,6 +34,8 @@ func TestReconcileWebhookFlagErrors(t *testing.T) {
 		{[]string{"reconcile", "--config", cfg, "--listen", "127.0.0.1:0", "--webhook-secret-file", empty}, exitUsage, "flag --webhook-secret-file: " + empty + " is empty"},
 		{[]string{"reconcile", "--config", cfg, "--listen", "127.0.0.1:0", "--webhook-secret-file", filepath.Join(dir, "nope")}, exitUsage, "flag --webhook-secret-file: open"},
 		{[]string{"reconcile", "--config", cfg, "--listen", "127.0.0.1:0", "--webhook-secret-file", cfg, "--pprof-listen", "127.0.0.1:http-alt-x"}, exitUsage, "flag --pprof-listen: listen tcp"},
+		{[]string{"reconcile", "--config", cfg, "--listen", "127.0.0.1:0", "--webhook-secret-file", cfg, "--memory-limit", "lots"}, exitUsage, `flag --memory-limit: "lots": want auto, none, or a size`},
+		{[]string{"reconcile", "--config", cfg, "--listen", "127.0.0.1:0", "--webhook-secret-file", cfg, "--memory-limit", "-5Mi"}, exitUsage, `flag --memory-limit: "-5Mi"`},
 	} {
 		t.Run(strings.Join(tc.args[3:], " "), func(t *testing.T) {
 			code, _, stderr := run(t, tc.args...)

@@ -33,6 +33,7 @@ type serveFlags struct {
 	authHeader      string
 	webhookListen   string
 	pprofListen     string
+	memoryLimit     string
 }
 
 // readTokenEnv holds the dashboard's read token when
@@ -56,6 +57,8 @@ func (f *serveFlags) bind(cmd *cobra.Command) {
 		`serve /webhook/gitea on this address of its own instead of --listen's, e.g. ":8081"`)
 	cmd.Flags().StringVar(&f.pprofListen, "pprof-listen", "",
 		`serve Go's runtime profiles (/debug/pprof/) on this address of their own, e.g. "127.0.0.1:6060" (default: none)`)
+	cmd.Flags().StringVar(&f.memoryLimit, "memory-limit", "auto",
+		`the Go runtime's soft memory limit: a size such as "96Mi", "none", or "auto": the container's memory limit less 64Mi, unless $GOMEMLIMIT is set`)
 	cmd.Flags().DurationVar(&f.reloadInterval, "reload-interval", DefaultReloadInterval,
 		"how often the config file is looked at; a valid change is applied in place, an invalid one logged and kept out")
 }
@@ -155,6 +158,9 @@ func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Op
 	}
 	o.Collectors = reload.collectors()
 	if err := f.Validate(); err != nil {
+		return err
+	}
+	if _, err := setMemoryLimit(cmd.Context(), sf.memoryLimit); err != nil {
 		return err
 	}
 	if sf.pprofListen != "" {

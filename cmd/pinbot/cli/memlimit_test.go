@@ -1,0 +1,51 @@
+package cli
+
+import (
+	"context"
+	"math"
+	"runtime/debug"
+	"testing"
+)
+
+// --memory-limit sets the runtime's soft limit: a size as given, none as
+// none, and auto after $GOMEMLIMIT.
+func TestSetMemoryLimit(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	ctx := context.Background()
+
+	got, err := setMemoryLimit(ctx, "96Mi")
+	if err != nil || got != 96<<20 || debug.SetMemoryLimit(-1) != 96<<20 {
+		t.Errorf("96Mi: set %d, %v; the runtime has %d; want %d", got, err, debug.SetMemoryLimit(-1), 96<<20)
+	}
+	if got, err = setMemoryLimit(ctx, "none"); err != nil || got != 0 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
+		t.Errorf("none: set %d, %v; the runtime has %d; want no limit", got, err, debug.SetMemoryLimit(-1))
+	}
+	t.Setenv("GOMEMLIMIT", "200MiB")
+	debug.SetMemoryLimit(200 << 20) // as the runtime does at start
+	if got, err = setMemoryLimit(ctx, "auto"); err != nil || got != 200<<20 {
+		t.Errorf("auto under $GOMEMLIMIT: %d, %v; want $GOMEMLIMIT's %d kept", got, err, 200<<20)
+	}
+	for _, bad := range []string{"lots", "0", "-1Gi", "+5Mi"} {
+		if _, err := setMemoryLimit(ctx, bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestSoftLimit(t *testing.T) {
+	for _, tc := range []struct {
+		container uint64
+		want      int64
+	}{
+		{256 << 20, 192 << 20},
+		{160 << 20, 96 << 20},
+		{100 << 20, 50 << 20}, // half, not 36Mi
+		{1 << 40, 1<<40 - 64<<20},
+		{math.MaxUint64, math.MaxInt64},
+	} {
+		if got := softLimit(tc.container); got != tc.want {
+			t.Errorf("softLimit(%d) = %d, want %d", tc.container, got, tc.want)
+		}
+	}
+}
