@@ -295,11 +295,7 @@ func TestFluxHelmReleaseOfAGitChart(t *testing.T) {
 		}
 	}
 	head := s.push(files("0.1.0"), "chart and prod values")
-	s.create(gitRepositoriesRes, "flux-system", fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata: {name: %s, namespace: flux-system}
-spec: {interval: 1m, url: %q, ref: {branch: main}}
-`, s.name, env.gitea.RepoURL(org, s.name)))
+	s.createGitRepository()
 	s.create(helmReleasesRes, "flux-system", fmt.Sprintf(`apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
 metadata: {name: %[1]s, namespace: flux-system}

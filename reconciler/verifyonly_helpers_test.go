@@ -187,11 +187,7 @@ status:
 // namespace.
 func (s *deployerScenario) createKustomization(path string) {
 	s.t.Helper()
-	s.create(gitRepositoriesRes, "flux-system", fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata: {name: %s, namespace: flux-system}
-spec: {interval: 1m, url: %q, ref: {branch: main}}
-`, s.name, env.gitea.RepoURL(org, s.name)))
+	s.createGitRepository()
 	s.create(kustomizationsRes, "flux-system", fmt.Sprintf(`apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
 metadata: {name: %s, namespace: flux-system}
@@ -202,6 +198,17 @@ spec:
   targetNamespace: %s
   sourceRef: {kind: GitRepository, name: %s}
 `, s.name, path, s.name, s.name))
+}
+
+// createGitRepository creates the Flux GitRepository of the app's
+// repository, following main.
+func (s *deployerScenario) createGitRepository() {
+	s.t.Helper()
+	s.create(gitRepositoriesRes, "flux-system", fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: %s, namespace: flux-system}
+spec: {interval: 1m, url: %q, ref: {branch: main}}
+`, s.name, env.gitea.RepoURL(org, s.name)))
 }
 
 // fluxApplied writes the status of the Kustomization having applied
