@@ -179,15 +179,30 @@ func (r *Reconciler) idle(ctx context.Context, stop <-chan struct{}, app *config
 }
 
 // loopPass is a pass of the loop in mode m, once one of loopPasses is
-// free. A command's pass (Status, Sync) does not wait for one.
+// free. A command's pass (Status, Sync) does not wait for one. The pass
+// runs on a goroutine of its own, which ends with it: the deep stack a
+// pass grows (rendering, decoding) goes with it, and the app's loop,
+// which mostly waits, keeps a small one. A thousand apps' loops would
+// otherwise hold their passes' stacks between passes.
 func (r *Reconciler) loopPass(ctx context.Context, app *config.App, st *appState, m mode) (*status.App, *verdict.Verification, error) {
 	select {
 	case r.loopSlots <- struct{}{}:
 	case <-ctx.Done():
 		return nil, nil, context.Cause(ctx)
 	}
-	defer func() { <-r.loopSlots }()
-	return r.pass(ctx, app, st, m, nil)
+	type result struct {
+		s   *status.App
+		v   *verdict.Verification
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() { <-r.loopSlots }()
+		s, v, err := r.pass(ctx, app, st, m, nil)
+		done <- result{s, v, err}
+	}()
+	res := <-done
+	return res.s, res.v, res.err
 }
 
 // stopped reports whether stop is closed.
