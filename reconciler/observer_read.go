@@ -114,18 +114,22 @@ func (ob *observer) readHelmRelease(ctx context.Context, app *config.App, fresh 
 // readChartSource reads the source object of a HelmRelease's chart, of a
 // kind ChartSource names.
 func (ob *observer) readChartSource(ctx context.Context, kind, ns, name string, fresh bool) (any, error) {
-	res, from := deployer.OCIRepositoriesResource, func(u *unstructured.Unstructured) (any, error) { return deployer.OCIRepositoryFrom(u) }
-	switch kind {
-	case deployer.HelmRepositoryKind:
-		res, from = deployer.HelmRepositoriesResource, func(u *unstructured.Unstructured) (any, error) { return deployer.HelmRepositoryFrom(u) }
-	case deployer.GitRepositoryKind:
-		res, from = deployer.GitRepositoriesResource, func(u *unstructured.Unstructured) (any, error) { return deployer.GitRepositoryFrom(u) }
-	}
+	res := map[string]schema.GroupVersionResource{
+		deployer.HelmRepositoryKind: deployer.HelmRepositoriesResource,
+		deployer.GitRepositoryKind:  deployer.GitRepositoriesResource,
+		deployer.OCIRepositoryKind:  deployer.OCIRepositoriesResource,
+	}[kind]
 	u, err := ob.readObject(ctx, res, kind, ns, name, fresh)
 	if err != nil {
 		return nil, err
 	}
-	return from(u)
+	switch kind {
+	case deployer.HelmRepositoryKind:
+		return deployer.HelmRepositoryFrom(u)
+	case deployer.GitRepositoryKind:
+		return deployer.GitRepositoryFrom(u)
+	}
+	return deployer.OCIRepositoryFrom(u)
 }
 
 // readObject GETs one deployer object. A missing or unreadable one says
