@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -155,7 +156,7 @@ func compactObject(obj any) (any, error) {
 	}
 	return &rawObject{
 		ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), ResourceVersion: u.GetResourceVersion()},
-		raw:        raw,
+		raw:        bytes.Clone(raw), // without the encoder's spare capacity
 	}, nil
 }
 
