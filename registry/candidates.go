@@ -67,9 +67,9 @@ func (c *Client) candidates(ctx context.Context, r name.Reference, p imageref.Pl
 		}
 		return out, nil
 	}
-	im, err := v1.ParseIndexManifest(bytes.NewReader(rd.Manifest))
+	im, err := parseIndex(rd.Manifest, rd.Digest.String())
 	if err != nil {
-		return Candidates{}, fmt.Errorf("parsing index %s: %w", rd.Digest, err)
+		return Candidates{}, err
 	}
 	out := Candidates{Index: true}
 	for _, d := range servable(im.Manifests, p) {

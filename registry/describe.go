@@ -5,13 +5,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"golang.org/x/sync/errgroup"
 
 	"pinbot.dev/pinbot/internal/imageref"
 )
@@ -219,21 +219,21 @@ func describeManifest(rd *remote.Descriptor) (facts, error) {
 	return f, nil
 }
 
-// describeIndex reads an index and, concurrently (within the per-host
-// limit), each of its platform images.
+// describeIndex reads an index and, childReads at a time, each of its
+// platform images. The first child that fails stops the rest.
 func describeIndex(ctx context.Context, puller *remote.Puller, repo name.Repository, rd *remote.Descriptor) ([]Child, facts, error) {
-	im, err := v1.ParseIndexManifest(bytes.NewReader(rd.Manifest))
+	im, err := parseIndex(rd.Manifest, rd.Digest.String())
 	if err != nil {
-		return nil, facts{}, fmt.Errorf("parsing index %s: %w", rd.Digest, err)
+		return nil, facts{}, err
 	}
 	type result struct {
 		child Child
 		facts facts
 		image bool
-		err   error
 	}
 	var results []*result
-	var wg sync.WaitGroup
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(childReads)
 	for _, d := range im.Manifests {
 		if isAttestation(d) {
 			continue
@@ -243,25 +243,26 @@ func describeIndex(ctx context.Context, puller *remote.Puller, repo name.Reposit
 		if !d.MediaType.IsImage() {
 			continue // a nested index or an artifact: counted, not read
 		}
-		wg.Go(func() {
-			cd, err := puller.Get(ctx, repo.Digest(d.Digest.String()))
+		g.Go(func() error {
+			cd, err := puller.Get(gctx, repo.Digest(d.Digest.String()))
 			if err != nil {
-				res.err = fmt.Errorf("fetching child %s: %w", d.Digest, err)
-				return
+				return fmt.Errorf("fetching child %s: %w", d.Digest, err)
 			}
-			res.facts, res.err = describeManifest(cd)
-			res.image = res.err == nil
+			if res.facts, err = describeManifest(cd); err != nil {
+				return err
+			}
+			res.image = true
+			return nil
 		})
 	}
-	wg.Wait()
+	if err := g.Wait(); err != nil {
+		return nil, facts{}, err
+	}
 
 	f := facts{annotations: im.Annotations, manifests: int64(len(rd.Manifest)), blobs: map[string]int64{}}
 	children := []Child{}
 	first := true
 	for _, res := range results {
-		if res.err != nil {
-			return nil, facts{}, res.err
-		}
 		if res.child.Platform == (imageref.Platform{}) && res.facts.platform != nil {
 			res.child.Platform = *res.facts.platform
 		}

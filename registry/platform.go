@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -133,9 +132,9 @@ func childIn(manifest []byte, digest string, p imageref.Platform) (Child, error)
 	if p.Architecture == "" {
 		return Child{}, fmt.Errorf("platform %q names no architecture", p)
 	}
-	im, err := v1.ParseIndexManifest(bytes.NewReader(manifest))
+	im, err := parseIndex(manifest, digest)
 	if err != nil {
-		return Child{}, fmt.Errorf("parsing index %s: %w", digest, err)
+		return Child{}, err
 	}
 	d, ok := pick(im.Manifests, p)
 	if !ok {

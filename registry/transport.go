@@ -18,10 +18,6 @@ import (
 	"pinbot.dev/pinbot/internal/redact"
 )
 
-// manifestLimit bounds the manifest bodies read into memory, as
-// go-containerregistry does.
-const manifestLimit = 100 << 20
-
 // hostTransport refuses plain HTTP to hosts not allowed it, limits the
 // requests in flight per host, and notes the credentials requests carry
 // (see seenCredentials). It sits directly above the base transport,
@@ -101,10 +97,11 @@ func (b *releasingBody) Close() error {
 	return err
 }
 
-// verifyTransport checks every manifest fetched with GET: by digest, the
-// body must hash to that digest; by tag, to the Docker-Content-Digest header
-// when the registry sends one. A mismatch fails the request with
-// ErrDigestMismatch.
+// verifyTransport bounds and checks every manifest fetched with GET. Its
+// body, and a referrers list's, is refused over MaxManifestBytes. By
+// digest, the body must hash to that digest; by tag, to the
+// Docker-Content-Digest header when the registry sends one. A mismatch
+// fails the request with ErrDigestMismatch.
 //
 // go-containerregistry checks manifests fetched by digest itself, but not
 // those fetched by tag ("so many registries implement this incorrectly").
@@ -122,6 +119,23 @@ func (t *verifyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	identifier, ok := manifestIdentifier(req.URL.Path)
+	if !ok && !isReferrers(req.URL.Path) {
+		return resp, nil
+	}
+	where := redact.URL(req.URL.String())
+	if resp.ContentLength > MaxManifestBytes {
+		resp.Body.Close()
+		return nil, fmt.Errorf("manifest %s is %d bytes: %w of %d bytes", where, resp.ContentLength, ErrTooLarge, MaxManifestBytes)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxManifestBytes+1))
+	resp.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("reading manifest %s: %w", where, err)
+	}
+	if len(body) > MaxManifestBytes {
+		return nil, fmt.Errorf("manifest %s is larger than %d bytes: %w", where, MaxManifestBytes, ErrTooLarge)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
 	if !ok {
 		return resp, nil
 	}
@@ -136,22 +150,18 @@ func (t *verifyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if h == nil {
 		return resp, nil
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, manifestLimit+1))
-	resp.Body.Close()
-	where := redact.URL(req.URL.String())
-	if err != nil {
-		return nil, fmt.Errorf("reading manifest %s: %w", where, err)
-	}
-	if len(body) > manifestLimit {
-		return nil, fmt.Errorf("manifest %s is larger than %d bytes", where, manifestLimit)
-	}
 	h.Write(body)
 	algorithm, _, _ := strings.Cut(want, ":")
 	if got := algorithm + ":" + hex.EncodeToString(h.Sum(nil)); got != want {
 		return nil, fmt.Errorf("%w: manifest %s hashes to %s, want %s", ErrDigestMismatch, where, got, want)
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
 	return resp, nil
+}
+
+// isReferrers reports whether path is the referrers API's,
+// /v2/<name>/referrers/<digest>.
+func isReferrers(path string) bool {
+	return strings.HasPrefix(path, "/v2/") && strings.Contains(path, "/referrers/")
 }
 
 // manifestIdentifier returns the tag or digest of a /v2/<name>/manifests/<ref>
