@@ -19,6 +19,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/chartrepo"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/history"
+	"pinbot.dev/pinbot/reconciler/spoke"
 	"pinbot.dev/pinbot/reconciler/ssa"
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/store"
@@ -61,6 +62,7 @@ type Reconciler struct {
 	signatures *trust.Verifier
 	reg        Registry
 	charts     *chartrepo.Repos // the charts of Helm repositories Argo CD apps name
+	trust      spoke.Trust      // what others' cluster credentials may carry (WithSpokeTrust)
 }
 
 type options struct {
@@ -73,6 +75,7 @@ type options struct {
 	answer   time.Duration
 	noForge  bool
 	replica  string
+	trust    spoke.Trust
 }
 
 // Option configures New.
@@ -116,6 +119,11 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.now = 
 // passes an app.
 func WithReplica(id string) Option { return func(o *options) { o.replica = id } }
 
+// WithSpokeTrust sets what the cluster credentials others write (Flux
+// kubeConfig Secrets, Argo CD cluster Secrets) may carry besides data, and
+// where Argo CD cluster Secrets are read. Default spoke.DefaultTrust().
+func WithSpokeTrust(t spoke.Trust) Option { return func(o *options) { o.trust = t } }
+
 // APIResponseTimeout bounds how long one request to the Kubernetes API
 // waits for the server to start answering. An API server that accepts the
 // connection and never answers fails the request after it (a transient
@@ -132,7 +140,7 @@ const APIResponseTimeout = 40 * time.Second
 // New returns a Reconciler for cfg on the cluster rc points at. It makes
 // no request.
 func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, error) {
-	o := options{now: time.Now, answer: APIResponseTimeout}
+	o := options{now: time.Now, answer: APIResponseTimeout, trust: spoke.DefaultTrust()}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -192,6 +200,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 		token:      o.token,
 		now:        o.now,
 		replica:    o.replica,
+		trust:      o.trust,
 		caps:       newCapabilities(kube.Discovery(), o.now),
 		apps:       map[string]*appState{},
 		loopSlots:  make(chan struct{}, loopPasses),

@@ -124,7 +124,8 @@ func (rs *remotes) close() {
 
 // clusterOf is the cluster d's deployer applies to: pinbot's own, or the
 // spoke an Argo CD destination names, reached with the credentials of
-// Argo CD's cluster Secret for it (in the Application's namespace).
+// Argo CD's cluster Secret for it, read from the namespaces the
+// operator's spoke.Trust names (Argo CD's own by default).
 func (r *Reconciler) clusterOf(ctx context.Context, app *config.App, d *deployedApp) (*cluster, error) {
 	dest := d.source.Cluster
 	if dest == nil {
@@ -136,34 +137,38 @@ func (r *Reconciler) clusterOf(ctx context.Context, app *config.App, d *deployed
 	if app.ArgoCD == nil {
 		return nil, fmt.Errorf("app %s: only an Argo CD destination names another cluster", app.Name)
 	}
-	ns, _ := app.ArgoCD.Object()
+	appNS, _ := app.ArgoCD.Object()
 	fail := func(err error) (*cluster, error) {
 		return nil, &ClusterError{Cluster: dest.String(), Server: dest.Server, Err: err}
 	}
-	secrets, err := r.remotes.list(ctx, r.kube, ns)
-	if err != nil {
-		return fail(err)
-	}
-	for i := range secrets {
-		s := &secrets[i]
-		a, err := spoke.FromArgoCD(s.Data, nil)
-		if err != nil {
-			named := spoke.Cluster{Name: string(s.Data["name"]), Server: string(s.Data["server"])}
-			if named.Names(dest.Server, dest.Name) {
-				return fail(fmt.Errorf("Argo CD's cluster Secret %s/%s: %w", ns, s.Name, err))
-			}
-			continue
-		}
-		if !a.Names(dest.Server, dest.Name) {
-			continue
-		}
-		c, err := r.remotes.clients(ns+"/"+s.Name, s.ResourceVersion, a, r.changed, r.inventoryChanged)
+	namespaces := r.trust.SecretNamespaces(appNS)
+	for _, ns := range namespaces {
+		secrets, err := r.remotes.list(ctx, r.kube, ns)
 		if err != nil {
 			return fail(err)
 		}
-		return c, nil
+		for i := range secrets {
+			s := &secrets[i]
+			a, err := spoke.FromArgoCD(s.Data, r.trust, nil)
+			if err != nil {
+				named := spoke.Cluster{Name: string(s.Data["name"]), Server: string(s.Data["server"])}
+				if named.Names(dest.Server, dest.Name) {
+					return fail(fmt.Errorf("Argo CD's cluster Secret %s/%s: %w", ns, s.Name, err))
+				}
+				continue
+			}
+			if !a.Names(dest.Server, dest.Name) {
+				continue
+			}
+			c, err := r.remotes.clients(ns+"/"+s.Name, s.ResourceVersion, a, r.changed, r.inventoryChanged)
+			if err != nil {
+				return fail(err)
+			}
+			return c, nil
+		}
 	}
-	return fail(fmt.Errorf("no Argo CD cluster Secret in namespace %s (label %s=%s) names it", ns, spoke.ArgoCDSecretLabel, spoke.ArgoCDSecretType))
+	return fail(fmt.Errorf("no Argo CD cluster Secret (label %s=%s) in the namespaces pinbot reads them from (%s) names it",
+		spoke.ArgoCDSecretLabel, spoke.ArgoCDSecretType, strings.Join(namespaces, ", ")))
 }
 
 // fluxCluster is the cluster a Flux Kustomization's kubeconfig Secret
@@ -189,7 +194,7 @@ func (r *Reconciler) fluxCluster(ctx context.Context, kc *deployer.SecretKey) (*
 	if len(data) == 0 {
 		return fail(fmt.Errorf("Secret %s/%s has no key %s", kc.Namespace, kc.Name, strings.Join(keys, " or ")))
 	}
-	sc, err := spoke.FromKubeConfig(name, data)
+	sc, err := spoke.FromKubeConfig(name, data, r.trust)
 	if err != nil {
 		return fail(fmt.Errorf("Secret %s/%s: %w", kc.Namespace, kc.Name, err))
 	}
@@ -253,6 +258,9 @@ func (rs *remotes) clients(key, version string, a spoke.Cluster, changed func(na
 	}
 	rc := rest.CopyConfig(a.Config)
 	rc.WrapTransport = httpbound.WrapAfter(rc.WrapTransport, rs.answer)
+	// Innermost, below the exec plugin's and token auth: its tokens are
+	// registered before a spoke could echo them into an error or log.
+	rc.Wrap(redact.Credentials)
 	rc.QPS, rc.Burst = 50, 100
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {

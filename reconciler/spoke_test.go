@@ -4,9 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -282,5 +286,77 @@ func TestPinbotAppOnSpoke(t *testing.T) {
 	}
 	if strings.Contains(ce.Error(), token) || strings.Contains(st.Error, token) {
 		t.Errorf("the spoke's token shows: %s", ce)
+	}
+}
+
+// TestHostileKubeConfigSecrets: a kubeConfig Secret is written by whoever
+// may write Secrets in the Kustomization's namespace, not by pinbot's
+// operator. One whose user runs an exec plugin, and one whose tokenFile is
+// pinbot's own ServiceAccount token with the author's server, are refused
+// naming the Secret and the field: the command never runs, and the token
+// never reaches the author's server.
+func TestHostileKubeConfigSecrets(t *testing.T) {
+	dir := t.TempDir()
+	owned := filepath.Join(dir, "owned")
+	ownToken := filepath.Join(dir, "token")
+	const pinbotToken = "pinbot-own-serviceaccount-token-0123456789"
+	if err := os.WriteFile(ownToken, []byte(pinbotToken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var heard atomic.Int64
+	author := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.Header.Get("Authorization"), pinbotToken) {
+			heard.Add(1)
+		}
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(author.Close)
+
+	for _, tc := range []struct {
+		name, user, want string
+	}{
+		{name: "exec", user: fmt.Sprintf(`{exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh, args: [-c, "touch %s"], interactiveMode: Never}}`, owned),
+			want: "users[author].user.exec: an exec plugin runs \"/bin/sh\" as pinbot; refused unless pinbot runs with --insecure-kubeconfig-exec"},
+		{name: "tokenfile", user: fmt.Sprintf(`{tokenFile: %s}`, ownToken),
+			want: "users[author].user.tokenFile: it would send a file of pinbot's as the bearer token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newDeployerScenario(t, "fx-hostile-"+tc.name, "flux")
+			secret := "hostile-" + tc.name
+			kubeconfig := fmt.Sprintf(`apiVersion: v1
+kind: Config
+current-context: author
+contexts: [{name: author, context: {cluster: author, user: author}}]
+clusters: [{name: author, cluster: {server: %q, insecure-skip-tls-verify: true}}]
+users: [{name: author, user: %s}]
+`, author.URL, tc.user)
+			if _, err := env.kube.CoreV1().Secrets("flux-system").Create(testCtx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: secret, Namespace: "flux-system"},
+				Data:       map[string][]byte{"value": []byte(kubeconfig)},
+			}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			v1 := pushImage(t, "fx-hostile-"+tc.name, "v1")
+			commit := s.push(map[string]string{"app/deploy.yaml": deployment(1, v1.ref())}, "Initial")
+			s.createKustomization("app")
+			s.mergePatch(kustomizationsRes, "flux-system", `{spec: {kubeConfig: {secretRef: {name: `+secret+`}}}}`)
+			s.fluxApplied(commit)
+
+			st, _ := s.waitStatus(rollout, "the Secret refused", func(st *status.App, _ *verdict.Verification) bool {
+				return st != nil && strings.Contains(st.Error, tc.want)
+			})
+			if !strings.Contains(st.Error, "flux-system/"+secret) {
+				t.Errorf("error %q does not name the Secret", st.Error)
+			}
+			if st.Proof == verdict.Verified {
+				t.Errorf("proof %s for an app whose cluster cannot be read", st.Proof)
+			}
+			if _, err := os.Stat(owned); err == nil {
+				t.Error("the Secret's exec plugin ran as pinbot")
+			}
+			if n := heard.Load(); n > 0 {
+				t.Errorf("pinbot's own token reached the Secret author's server %d times", n)
+			}
+		})
 	}
 }

@@ -62,10 +62,12 @@ type argoConfig struct {
 
 // FromArgoCD reads an Argo CD cluster Secret's data (keys name, server,
 // config). Its secrets (token, password, client key) are registered with
-// package redact, so no error or log shows them. An execProviderConfig or
-// awsAuthConfig whose binary lookPath cannot find is an error naming it;
-// the cluster's apps are then Unknown, never verified.
-func FromArgoCD(data map[string][]byte, lookPath func(string) (string, error)) (Cluster, error) {
+// package redact, so no error or log shows them. An execProviderConfig
+// runs only a command t.ArgoCDExec lists, and awsAuthConfig only when it
+// lists argocd-k8s-auth; any other is a *RefusedError. One whose binary
+// lookPath cannot find is an error naming it; the cluster's apps are then
+// Unknown, never verified.
+func FromArgoCD(data map[string][]byte, t Trust, lookPath func(string) (string, error)) (Cluster, error) {
 	if lookPath == nil {
 		lookPath = exec.LookPath
 	}
@@ -105,6 +107,15 @@ func FromArgoCD(data map[string][]byte, lookPath func(string) (string, error)) (
 	switch {
 	case c.ExecProviderConfig != nil:
 		e := c.ExecProviderConfig
+		if !t.execAllowed(e.Command) {
+			return Cluster{}, &RefusedError{Field: "config.execProviderConfig.command",
+				Why: fmt.Sprintf("%q is not a command pinbot's operator allows", e.Command), Flag: "--argocd-exec-allow=" + e.Command}
+		}
+		for k := range e.Env {
+			if unsafeEnv(k) {
+				return Cluster{}, &RefusedError{Field: "config.execProviderConfig.env." + k, Why: "it would change what the command loads or runs"}
+			}
+		}
 		if _, err := lookPath(e.Command); err != nil {
 			return Cluster{}, fmt.Errorf("config.execProviderConfig: the command %q is not on pinbot's PATH (%s), so the cluster cannot be reached", e.Command, e.InstallHint)
 		}
@@ -114,6 +125,9 @@ func FromArgoCD(data map[string][]byte, lookPath func(string) (string, error)) (
 		}
 		rc.ExecProvider = ec
 	case c.AWSAuthConfig != nil:
+		if !t.execAllowed(argoCDAWSHelper) {
+			return Cluster{}, &RefusedError{Field: "config.awsAuthConfig", Why: fmt.Sprintf("it runs %q, which pinbot's operator does not allow", argoCDAWSHelper), Flag: "--argocd-exec-allow=" + argoCDAWSHelper}
+		}
 		if _, err := lookPath(argoCDAWSHelper); err != nil {
 			return Cluster{}, fmt.Errorf("config.awsAuthConfig: Argo CD's EKS helper %q is not on pinbot's PATH, so the cluster cannot be reached", argoCDAWSHelper)
 		}

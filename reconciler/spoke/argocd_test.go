@@ -11,10 +11,12 @@ import (
 func TestFromArgoCD(t *testing.T) {
 	found := func(string) (string, error) { return "/usr/bin/x", nil }
 	missing := func(string) (string, error) { return "", errors.New("not found") }
+	gke := Trust{ArgoCDExec: []string{"gke-gcloud-auth-plugin"}}
 	for _, tc := range []struct {
 		name     string
 		data     map[string]string
 		lookPath func(string) (string, error)
+		trust    *Trust // default DefaultTrust()
 		check    func(t *testing.T, a Cluster)
 		wantErr  string
 	}{
@@ -35,14 +37,22 @@ func TestFromArgoCD(t *testing.T) {
 					t.Errorf("config = %+v", a.Config)
 				}
 			}},
-		{name: "exec provider found", lookPath: found, data: map[string]string{"server": "https://spoke", "config": `{"execProviderConfig":{"command":"gke-gcloud-auth-plugin","apiVersion":"client.authentication.k8s.io/v1beta1"}}`},
+		{name: "exec provider found", lookPath: found, trust: &gke, data: map[string]string{"server": "https://spoke", "config": `{"execProviderConfig":{"command":"gke-gcloud-auth-plugin","apiVersion":"client.authentication.k8s.io/v1beta1"}}`},
 			check: func(t *testing.T, a Cluster) {
 				if a.Config.ExecProvider == nil || a.Config.ExecProvider.Command != "gke-gcloud-auth-plugin" {
 					t.Errorf("exec provider = %+v", a.Config.ExecProvider)
 				}
 			}},
-		{name: "exec provider missing", lookPath: missing, data: map[string]string{"server": "https://spoke", "config": `{"execProviderConfig":{"command":"gke-gcloud-auth-plugin"}}`},
+		{name: "exec provider missing", lookPath: missing, trust: &gke, data: map[string]string{"server": "https://spoke", "config": `{"execProviderConfig":{"command":"gke-gcloud-auth-plugin"}}`},
 			wantErr: `the command "gke-gcloud-auth-plugin" is not on pinbot's PATH`},
+		{name: "exec provider not allowed", lookPath: found, data: map[string]string{"server": "https://spoke", "config": `{"execProviderConfig":{"command":"/bin/sh","args":["-c","touch /tmp/owned"]}}`},
+			wantErr: `config.execProviderConfig.command: "/bin/sh" is not a command pinbot's operator allows; refused unless pinbot runs with --argocd-exec-allow=/bin/sh`},
+		{name: "an allowed name does not allow a path to it", lookPath: found, trust: &gke, data: map[string]string{"server": "https://spoke", "config": `{"execProviderConfig":{"command":"/tmp/x/gke-gcloud-auth-plugin"}}`},
+			wantErr: `"/tmp/x/gke-gcloud-auth-plugin" is not a command pinbot's operator allows`},
+		{name: "exec provider's LD_PRELOAD", lookPath: found, trust: &gke, data: map[string]string{"server": "https://spoke", "config": `{"execProviderConfig":{"command":"gke-gcloud-auth-plugin","env":{"LD_PRELOAD":"/tmp/evil.so"}}}`},
+			wantErr: `config.execProviderConfig.env.LD_PRELOAD: it would change what the command loads or runs; refused`},
+		{name: "aws not allowed", lookPath: found, trust: &Trust{}, data: map[string]string{"server": "https://spoke", "config": `{"awsAuthConfig":{"clusterName":"prod"}}`},
+			wantErr: `config.awsAuthConfig: it runs "argocd-k8s-auth", which pinbot's operator does not allow`},
 		{name: "aws missing", lookPath: missing, data: map[string]string{"server": "https://spoke", "config": `{"awsAuthConfig":{"clusterName":"prod"}}`},
 			wantErr: `"argocd-k8s-auth" is not on pinbot's PATH`},
 		{name: "aws found", lookPath: found, data: map[string]string{"server": "https://spoke", "config": `{"awsAuthConfig":{"clusterName":"prod","roleARN":"arn:r"}}`},
@@ -59,7 +69,11 @@ func TestFromArgoCD(t *testing.T) {
 			for k, v := range tc.data {
 				data[k] = []byte(v)
 			}
-			a, err := FromArgoCD(data, tc.lookPath)
+			trust := DefaultTrust()
+			if tc.trust != nil {
+				trust = *tc.trust
+			}
+			a, err := FromArgoCD(data, trust, tc.lookPath)
 			switch {
 			case tc.wantErr != "":
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {

@@ -16,6 +16,7 @@ import (
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/discover"
+	"pinbot.dev/pinbot/reconciler/spoke"
 	"pinbot.dev/pinbot/serve"
 )
 
@@ -27,12 +28,31 @@ type reconcilerFlags struct {
 	context    string
 	cacheDir   string
 	gitCache   *gitforge.Cache // open's, shared with serve's promotions
+	spokes     spoke.Trust
 }
 
 func (f *reconcilerFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.config, "config", os.Getenv(configEnv), "reconciler config file (required; default $"+configEnv+")")
 	f.bindCluster(cmd)
 	cmd.Flags().StringVar(&f.cacheDir, "cache-dir", "", "where fetched Git objects are kept, a directory of pinbot's own (default $XDG_CACHE_HOME/pinbot)")
+	f.bindSpokes(cmd)
+}
+
+// bindSpokes binds what the cluster credentials others write may carry
+// (spoke.Trust): data only, unless the operator allows more.
+func (f *reconcilerFlags) bindSpokes(cmd *cobra.Command) {
+	def := spoke.DefaultTrust()
+	fl := cmd.Flags()
+	fl.BoolVar(&f.spokes.KubeConfigExec, "insecure-kubeconfig-exec", false,
+		"allow exec and auth-provider plugins in Flux kubeConfig Secrets: whoever writes such a Secret then runs commands as pinbot")
+	fl.BoolVar(&f.spokes.KubeConfigFiles, "insecure-kubeconfig-files", false,
+		"allow file paths (tokenFile, client certificate and key, CA) in Flux kubeConfig Secrets: whoever writes such a Secret then reads pinbot's files, its ServiceAccount token among them")
+	fl.StringSliceVar(&f.spokes.ArgoCDExec, "argocd-exec-allow", def.ArgoCDExec,
+		"the commands an Argo CD cluster Secret's execProviderConfig may run (a name on PATH, or an absolute path); argocd-k8s-auth also allows awsAuthConfig")
+	fl.StringSliceVar(&f.spokes.ArgoCDNamespaces, "argocd-cluster-namespaces", def.ArgoCDNamespaces,
+		"the namespaces Argo CD cluster Secrets are read from: Argo CD's own, as Argo CD reads them")
+	fl.BoolVar(&f.spokes.ArgoCDAppNamespace, "argocd-clusters-in-app-namespace", false,
+		"also read Argo CD cluster Secrets from the namespace of the Application verified (Argo CD itself never does)")
 }
 
 // bindCluster binds --kubeconfig and --context, as kubectl has them.
@@ -125,7 +145,7 @@ func (f *reconcilerFlags) build(cfg *serve.Config, opts []reconciler.Option) (*r
 	if f.gitCache, err = gitforge.NewCache(dir); err != nil {
 		return nil, fmt.Errorf("flag --cache-dir: %w", err)
 	}
-	return reconciler.New(&cfg.Config, rc, append(opts, reconciler.WithGitCache(f.gitCache))...)
+	return reconciler.New(&cfg.Config, rc, append(opts, reconciler.WithGitCache(f.gitCache), reconciler.WithSpokeTrust(f.spokes))...)
 }
 
 // restConfig resolves the cluster as kubectl does: --kubeconfig, else
