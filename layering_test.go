@@ -51,6 +51,7 @@ var allowed = map[string][]string{
 	"internal/jsonkeys":    {},
 	"internal/capool":      {},
 	"internal/retry":       {"internal/logctx", "internal/redact"},
+	"internal/logsink":     {"internal/redact"},
 	"internal/imagebuild":  {"internal/redact"},
 
 	"pins":     {"internal/imageref", "internal/filelock", "internal/private", "internal/confined", "internal/clip"},

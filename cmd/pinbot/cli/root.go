@@ -16,6 +16,7 @@ import (
 
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/internal/logsink"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/pins"
 	"pinbot.dev/pinbot/trust"
@@ -68,11 +69,7 @@ func (g *globals) level() (slog.Level, error) {
 // logger is the logger the flags ask for, writing to w.
 func (g *globals) logger(w io.Writer) *slog.Logger {
 	level, _ := g.level() // validated
-	opts := &slog.HandlerOptions{Level: level}
-	if g.logFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return logsink.New(w, g.logFormat == "json", level)
 }
 
 // json reports whether the command should write structured output: JSON,
@@ -108,7 +105,9 @@ func newRootCommand(out *outputWriter) *cobra.Command {
 			if g.output == "yaml" && out != nil {
 				out.toYAML()
 			}
-			cmd.SetContext(logctx.Into(cmd.Context(), g.logger(cmd.ErrOrStderr())))
+			logger := g.logger(cmd.ErrOrStderr())
+			logsink.Klog(logger)
+			cmd.SetContext(logctx.Into(cmd.Context(), logger))
 			return nil
 		},
 	}
