@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/imageref"
@@ -262,31 +263,57 @@ func ParseBody(body string) (Meta, error) {
 }
 
 // code formats s as a Markdown code span ("" stays "").
-func code(s string) string {
+func code(s string) string { return md(s) }
+
+// md renders text that comes from a person or a peer (a reason, an image
+// name, a registry's source label, a signer identity, an error) as data:
+// one inline code span on one line. Neither CommonMark (headings, tables,
+// links, images, HTML) nor Gitea's post-processors (bare links, mentions,
+// issue references, emoji), which skip code, read anything inside it.
+// Line breaks of every kind become spaces and other control characters
+// are dropped, so the span cannot be ended by a new block; its fence is
+// longer than any backtick run inside; pipes are escaped for table cells.
+func md(s string) string {
 	if s == "" {
 		return ""
 	}
-	return "`" + strings.ReplaceAll(strings.ReplaceAll(s, "`", "'"), "|", "\\|") + "`"
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\r' || r == '\n' || r == '\u0085' || r == '\u2028' || r == '\u2029':
+			b.WriteByte(' ')
+		case r == '|':
+			b.WriteString("\\|")
+		case unicode.IsControl(r) && r != '\t':
+		default:
+			b.WriteRune(r)
+		}
+	}
+	text := b.String()
+	fence := strings.Repeat("`", longestRun(text, '`')+1)
+	if strings.HasPrefix(text, "`") || strings.HasSuffix(text, "`") {
+		text = " " + text + " "
+	}
+	return fence + text + fence
 }
 
-// md escapes the characters that would break a table cell or start markup.
-func md(s string) string {
-	r := strings.NewReplacer("|", "\\|", "\n", " ", "<", "&lt;", ">", "&gt;", "`", "'")
-	return r.Replace(s)
-}
-
-// fenceFor returns a code fence longer than any backtick run in s.
-func fenceFor(s string) string {
+// longestRun is the length of the longest run of c in s.
+func longestRun(s string, c rune) int {
 	longest, run := 0, 0
 	for _, r := range s {
-		if r == '`' {
+		if r == c {
 			run++
 			longest = max(longest, run)
 		} else {
 			run = 0
 		}
 	}
-	return strings.Repeat("`", max(3, longest+1))
+	return longest
+}
+
+// fenceFor returns a code fence longer than any backtick run in s.
+func fenceFor(s string) string {
+	return strings.Repeat("`", max(3, longestRun(s, '`')+1))
 }
 
 func humanSize(n int64) string {

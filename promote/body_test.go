@@ -171,8 +171,8 @@ func TestRenderBodyHostile(t *testing.T) {
 	if !strings.Contains(body, "````diff") {
 		t.Error("the diff fence does not outgrow the backticks inside it")
 	}
-	if strings.Contains(body, "<script>") {
-		t.Error("HTML from labels reached the body")
+	if !strings.Contains(body, "`a\\|b <script>`") {
+		t.Error("HTML from labels is not quoted as code")
 	}
 }
 
