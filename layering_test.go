@@ -70,7 +70,7 @@ var allowed = map[string][]string{
 	// the gate other tools ask.
 	"release":       {"internal/imageref", "internal/jsonkeys"},
 	"release/store": {"release", "internal/imageref", "internal/jsonkeys"},
-	"release/gate":  {"release", "internal/imageref", "internal/jsonkeys"},
+	"release/gate":  {"release", "internal/imageref", "internal/jsonkeys", "internal/loopback"},
 
 	// The reconciler's leaves and decisions, bottom up.
 	"reconciler/object":   {},

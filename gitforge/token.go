@@ -1,6 +1,7 @@
 package gitforge
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -31,16 +32,22 @@ func ResolveToken(file string) (string, error) {
 	return tok, nil
 }
 
+// ErrEmptyToken: a token file holds nothing but blank space. Callers
+// refuse it as bad usage: an empty token would leave an endpoint open, or
+// send no credential at all.
+var ErrEmptyToken = errors.New("empty, or blank space only: it holds no token")
+
 // MaxTokenFile bounds the size of a token file ReadToken accepts; Gitea's
 // tokens are 40 hex digits.
 const MaxTokenFile = 4 << 10
 
 // ReadToken reads the token held in file, trimmed of surrounding blank
-// space, and registers it with internal/redact. A file of blank space
-// gives "" and no error. Errors name the file but never quote its
-// content: it cannot be read, it is larger than MaxTokenFile, or the token
-// fails CheckToken (two lines, say), which would otherwise surface later as
-// an HTTP header error naming neither.
+// space, and registers it with internal/redact. Errors name the file but
+// never quote its content: it cannot be read, it is larger than
+// MaxTokenFile, it holds no token (empty or blank: a token file that
+// would leave an endpoint open, or send no credential, is a mistake), or
+// the token fails CheckToken (two lines, say), which would otherwise
+// surface later as an HTTP header error naming neither.
 func ReadToken(file string) (string, error) {
 	// O_NONBLOCK: a FIFO given as the token file must not block the open
 	// (and with it a SIGTERM) until someone writes to it.
@@ -62,6 +69,9 @@ func ReadToken(file string) (string, error) {
 		return "", fmt.Errorf("token file %s: larger than %d bytes: is it a token?", file, MaxTokenFile)
 	}
 	tok := strings.TrimSpace(strings.TrimPrefix(string(raw), "\ufeff"))
+	if tok == "" {
+		return "", fmt.Errorf("token file %s: %w", file, ErrEmptyToken)
+	}
 	redact.Register(tok)
 	if err := CheckToken(tok); err != nil {
 		return "", fmt.Errorf("token file %s: %w", file, err)

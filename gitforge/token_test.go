@@ -22,7 +22,8 @@ func TestReadToken(t *testing.T) {
 	}{
 		{name: "token and newline", content: "0123abcd\n", want: "0123abcd"},
 		{name: "CRLF and spaces", content: "  0123abcd\r\n", want: "0123abcd"},
-		{name: "blank", content: " \n", want: ""},
+		{name: "blank", content: " \n", err: ": empty, or blank space only: it holds no token"},
+		{name: "empty", content: "", err: ": empty, or blank space only"},
 		{name: "two lines", content: "secret1\nsecret2\n", err: ": the token holds a line break, a space or a control character (at byte 7)"},
 		{name: "a space inside", content: "secret1 secret2", err: ": the token holds a line break"},
 		{name: "a NUL inside", content: "secret1\x00secret2", err: "(at byte 7)"},

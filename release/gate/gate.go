@@ -27,6 +27,7 @@ import (
 
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/jsonkeys"
+	"pinbot.dev/pinbot/internal/loopback"
 	"pinbot.dev/pinbot/release"
 )
 
@@ -126,7 +127,7 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 type Client struct {
 	URL   string // serve's base URL, or the endpoint's
 	Token string
-	HTTP  *http.Client // default one with a 30 s timeout
+	HTTP  *http.Client // default loopback.Client(30 s): the token never follows a redirect to another origin
 }
 
 // Ask asks the gate q.
@@ -148,7 +149,7 @@ func (c Client) Ask(ctx context.Context, q Query) (Answer, error) {
 	req.Header.Set("Authorization", "Bearer "+c.Token)
 	hc := c.HTTP
 	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
+		hc = loopback.Client(30 * time.Second)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

@@ -126,10 +126,7 @@ func (f *forgeFlags) token() (string, error) {
 	if f.tokenFile != "" {
 		tok, err := gitforge.ReadToken(f.tokenFile)
 		if err != nil {
-			return "", fmt.Errorf("flag --token-file: %w", err)
-		}
-		if tok == "" {
-			return "", fmt.Errorf("flag --token-file: %s is empty", f.tokenFile)
+			return "", tokenFileError("--token-file", err)
 		}
 		return tok, nil
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -9,6 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/clip"
+	"pinbot.dev/pinbot/internal/loopback"
+	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/release/gate"
 )
@@ -21,6 +25,7 @@ const gateTokenEnv = "PINBOT_GATE_TOKEN"
 type gateFlags struct {
 	url       string
 	tokenFile string
+	insecure  bool
 }
 
 func (f *gateFlags) bind(cmd *cobra.Command) {
@@ -28,6 +33,8 @@ func (f *gateFlags) bind(cmd *cobra.Command) {
 		"pinbot serve's URL: ask its gate whether a digest is proven upstream, held or frozen before promoting into an environment")
 	cmd.Flags().StringVar(&f.tokenFile, "gate-token-file", "",
 		"file holding the gate's bearer token (default $"+gateTokenEnv+")")
+	cmd.Flags().BoolVar(&f.insecure, "insecure-gate-url", false,
+		"allow a plain-HTTP --gate-url that is not loopback, such as serve's in-cluster Service (the token then crosses the network in clear)")
 }
 
 // gate is the promotion gate the flags name, nil without --gate-url.
@@ -35,11 +42,15 @@ func (f *gateFlags) gate(repo string) (promote.Gate, error) {
 	if f.url == "" {
 		return nil, nil
 	}
+	if _, err := loopback.CheckURL(f.url, f.insecure); err != nil {
+		return nil, usageErrorf("flag --gate-url %s: %w (--insecure-gate-url allows plain HTTP)", clip.Quote(redact.URL(f.url)), err)
+	}
 	tok := strings.TrimSpace(os.Getenv(gateTokenEnv))
+	redact.Register(tok)
 	if f.tokenFile != "" {
 		t, err := gitforge.ReadToken(f.tokenFile)
 		if err != nil {
-			return nil, fmt.Errorf("flag --gate-token-file: %w", err)
+			return nil, tokenFileError("--gate-token-file", err)
 		}
 		tok = t
 	}
@@ -54,4 +65,14 @@ type gateAdmit struct{ g gate.Admit }
 
 func (a gateAdmit) Admit(ctx context.Context, ad promote.Admission) error {
 	return a.g.Admit(ctx, ad.Env, ad.Upstream, ad.Image, ad.Digest, ad.Force)
+}
+
+// tokenFileError is err of the token file of flag: bad usage when the
+// file holds no token, which would leave an endpoint open or send no
+// credential.
+func tokenFileError(flag string, err error) error {
+	if errors.Is(err, gitforge.ErrEmptyToken) {
+		return usageErrorf("flag %s: %w", flag, err)
+	}
+	return fmt.Errorf("flag %s: %w", flag, err)
 }

@@ -14,8 +14,11 @@ import (
 // servePprof serves Go's runtime profiles (/debug/pprof/) on addr until
 // ctx ends, for an operator who asks with --pprof-listen why a replica
 // holds the memory it holds. They are on an address of their own, never
-// --listen's, so that they are not exposed with the dashboard.
+// --listen's, so that they are not exposed with the dashboard. An address
+// without a host (":6060") listens on loopback only: the profiles hold
+// the process's memory, and whoever reaches them could read it.
 func servePprof(ctx context.Context, addr string) error {
+	addr = pprofAddr(addr)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return usageErrorf("flag --pprof-listen: %w", err)
@@ -37,4 +40,12 @@ func servePprof(ctx context.Context, addr string) error {
 		}
 	}()
 	return nil
+}
+
+// pprofAddr is addr with an empty host made loopback's.
+func pprofAddr(addr string) string {
+	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
 }

@@ -59,7 +59,7 @@ func TestPromoteDriftUsage(t *testing.T) {
 		{name: "no token", args: []string{"promote", forge, repo, "--image=r.example/app:v1"}, code: 2, want: "no Gitea token: pass --token-file FILE or set $PINBOT_GITEA_TOKEN"},
 		{name: "missing token file", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token-file=" + missing}, code: 1, want: "flag --token-file: reading token file: open " + missing},
 		{name: "token file of two lines", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token-file=" + twoLines}, code: 1, want: "flag --token-file: token file " + twoLines + ": the token holds a line break"},
-		{name: "empty token file", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token-file=" + empty}, code: 1, want: "flag --token-file: " + empty + " is empty"},
+		{name: "empty token file", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token-file=" + empty}, code: 2, want: "flag --token-file: token file " + empty + ": empty, or blank space only"},
 		{name: "missing digest file", args: []string{"promote", forge, repo, "--image=r.example/app", "--digest-file=" + missing}, code: 2, want: "reading digest file"},
 		{name: "bad digest in the digest file", args: []string{"promote", forge, repo, "--image=r.example/app", "--digest-file=" + badDigest}, code: 2, want: badDigest + ":1:"},
 		{name: "a FIFO as the token file", args: []string{"promote", forge, repo, "--image=r.example/app:v1", "--token-file=" + fifo}, code: 1, want: "not a regular file"},

@@ -24,6 +24,10 @@ func TestReconcileWebhookFlagErrors(t *testing.T) {
 	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	token := filepath.Join(dir, "token")
+	if err := os.WriteFile(token, []byte("0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv(webhookSecretEnv, "")
 	for _, tc := range []struct {
 		args   []string
@@ -34,10 +38,15 @@ func TestReconcileWebhookFlagErrors(t *testing.T) {
 		{[]string{"reconcile", "--config", cfg, "--listen", "127.0.0.1:0", "--webhook-secret-file", empty}, exitUsage, "flag --webhook-secret-file: " + empty + " is empty"},
 		{[]string{"reconcile", "--config", cfg, "--listen", "127.0.0.1:0", "--webhook-secret-file", filepath.Join(dir, "nope")}, exitUsage, "flag --webhook-secret-file: open"},
 		{[]string{"reconcile", "--config", cfg, "--listen", "127.0.0.1:0", "--webhook-secret-file", cfg, "--pprof-listen", "127.0.0.1:http-alt-x"}, exitUsage, "flag --pprof-listen: listen tcp"},
+		{[]string{"reconcile", "--config", cfg, "--listen", "127.0.0.1:0", "--webhook-secret-file", cfg, "--dashboard-token-file", empty}, exitUsage, "flag --dashboard-token-file: token file " + empty + ": empty, or blank space only"},
+		{[]string{"reconcile", "--config", cfg, "--listen", "127.0.0.1:0", "--webhook-secret-file", cfg, "--gate-token-file", empty}, exitUsage, "flag --gate-token-file: token file " + empty + ": empty"},
+		{[]string{"status", "--server", "http://127.0.0.1:1", "--server-token-file", empty}, exitUsage, "flag --server-token-file: token file " + empty + ": empty"},
+		{[]string{"status", "--server", "http://pinbot.pinbot-system.svc"}, exitUsage, "flag --server \"http://pinbot.pinbot-system.svc\": plain HTTP to pinbot.pinbot-system.svc, which is not loopback, would send the token in clear"},
+		{[]string{"promote", "--forge-url", "http://127.0.0.1:1", "--repo", "o/r", "--image", "r.example/app:v1", "--token-file", token, "--gate-url", "http://pinbot.pinbot-system.svc"}, exitUsage, "flag --gate-url \"http://pinbot.pinbot-system.svc\": plain HTTP"},
 		{[]string{"reconcile", "--config", cfg, "--listen", "127.0.0.1:0", "--webhook-secret-file", cfg, "--memory-limit", "lots"}, exitUsage, `flag --memory-limit: "lots": want auto, none, or a size`},
 		{[]string{"reconcile", "--config", cfg, "--listen", "127.0.0.1:0", "--webhook-secret-file", cfg, "--memory-limit", "-5Mi"}, exitUsage, `flag --memory-limit: "-5Mi"`},
 	} {
-		t.Run(strings.Join(tc.args[3:], " "), func(t *testing.T) {
+		t.Run(strings.Join(tc.args[1:], " "), func(t *testing.T) {
 			code, _, stderr := run(t, tc.args...)
 			if code != tc.code || !strings.Contains(stderr, tc.stderr) {
 				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr, tc.code, tc.stderr)
@@ -94,4 +103,12 @@ func TestServePprof(t *testing.T) {
 		_, err := http.Get("http://" + addr + "/debug/pprof/")
 		return err != nil, "still answering"
 	})
+}
+
+func TestPprofAddr(t *testing.T) {
+	for in, want := range map[string]string{":6060": "127.0.0.1:6060", "0.0.0.0:6060": "0.0.0.0:6060", "[::1]:6060": "[::1]:6060", "127.0.0.1:0": "127.0.0.1:0"} {
+		if got := pprofAddr(in); got != want {
+			t.Errorf("pprofAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
 }

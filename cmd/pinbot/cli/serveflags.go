@@ -56,7 +56,7 @@ func (f *serveFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.webhookListen, "webhook-listen", "",
 		`serve /webhook/gitea on this address of its own instead of --listen's, e.g. ":8081"`)
 	cmd.Flags().StringVar(&f.pprofListen, "pprof-listen", "",
-		`serve Go's runtime profiles (/debug/pprof/) on this address of their own, e.g. "127.0.0.1:6060" (default: none)`)
+		`serve Go's runtime profiles (/debug/pprof/) on this address of their own, e.g. ":6060" (loopback unless a host is named; default: none)`)
 	cmd.Flags().StringVar(&f.memoryLimit, "memory-limit", "auto",
 		`the Go runtime's soft memory limit: a size such as "96Mi", "none", or "auto": the container's memory limit less 64Mi, unless $GOMEMLIMIT is set`)
 	cmd.Flags().DurationVar(&f.reloadInterval, "reload-interval", DefaultReloadInterval,

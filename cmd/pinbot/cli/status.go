@@ -22,6 +22,8 @@ type statusOptions struct {
 	cached      bool
 	server      string
 	serverToken string
+	// insecureServer allows a plain-HTTP --server off loopback.
+	insecureServer bool
 }
 
 func newStatusCommand(g *globals) *cobra.Command {
@@ -53,7 +55,7 @@ when a status could not be computed (Git, render or cluster failing).`,
 				if len(args) == 1 {
 					app = args[0]
 				}
-				return serverStatus(cmd.Context(), cmd.OutOrStdout(), g, o.server, token, app)
+				return serverStatus(cmd.Context(), cmd.OutOrStdout(), g, o.server, o.insecureServer, token, app)
 			}
 			open := f.open
 			if o.cached {
@@ -91,6 +93,8 @@ when a status could not be computed (Git, render or cluster failing).`,
 	cmd.Flags().BoolVar(&o.cached, "cached", false, "print the status the reconcile loop stored, without fetching Git")
 	cmd.Flags().StringVar(&o.server, "server", "", "read the status from a running pinbot serve at this URL, through its JSON API")
 	cmd.Flags().StringVar(&o.serverToken, "server-token-file", "", "file holding the bearer token of --server's dashboard (default $"+readTokenEnv+")")
+	cmd.Flags().BoolVar(&o.insecureServer, "insecure-server", false,
+		"allow a plain-HTTP --server that is not loopback (the token then crosses the network in clear)")
 	return cmd
 }
 
@@ -173,7 +177,9 @@ func orDash(s string) string {
 // environment's, else none.
 func serverToken(file string) (string, error) {
 	if file == "" {
-		return strings.TrimSpace(os.Getenv(readTokenEnv)), nil
+		tok := strings.TrimSpace(os.Getenv(readTokenEnv))
+		redact.Register(tok)
+		return tok, nil
 	}
 	tok, err := gitforge.ReadToken(file)
 	if err != nil {

@@ -11,16 +11,18 @@ import (
 	"time"
 
 	"pinbot.dev/pinbot/dashboard"
+	"pinbot.dev/pinbot/internal/clip"
+	"pinbot.dev/pinbot/internal/loopback"
 	"pinbot.dev/pinbot/internal/redact"
 )
 
 // serverStatus reads the apps (or app, when not "") from the JSON API of
 // a running pinbot serve at base, as the dashboard's pages do, and
 // prints them: -o json and yaml the API's documents, text a line each.
-func serverStatus(ctx context.Context, w io.Writer, g *globals, base, token, app string) error {
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usageErrorf("flag --server %q: want the http(s) URL of pinbot serve", base)
+func serverStatus(ctx context.Context, w io.Writer, g *globals, base string, insecure bool, token, app string) error {
+	u, err := loopback.CheckURL(base, insecure)
+	if err != nil {
+		return usageErrorf("flag --server %s: %w (the http(s) URL of pinbot serve; --insecure-server allows plain HTTP)", clip.Quote(redact.URL(base)), err)
 	}
 	path := strings.TrimSuffix(u.Path, "/") + dashboard.APIPath
 	if app != "" {
@@ -36,7 +38,7 @@ func serverStatus(ctx context.Context, w io.Writer, g *globals, base, token, app
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := loopback.Client(30 * time.Second).Do(req)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", u.Redacted(), redact.Error(err))
 	}
