@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"reflect"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -225,4 +227,50 @@ func TestChartOnControlPlane(t *testing.T) {
 	ask := reviewer(admin)
 	waitAllowed(ctx, t, ask, appAccess[0])
 	checkAccess(ctx, t, ask)
+}
+
+// TestChartHostilePeerBoundaries: the NetworkPolicy gives each port its
+// own sources (the dashboard's proxy never admits the forge, nor the
+// other way round), serve reads Argo CD's cluster Secrets from the
+// namespace the chart grants, and the spoke opt-ins reach serve's flags.
+func TestChartHostilePeerBoundaries(t *testing.T) {
+	objs, err := chart(t, exampleValues, "../../deploy/testdata/hostile-peers-values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var np networkingv1.NetworkPolicy
+	find(t, objs, "NetworkPolicy", "pinbot", &np)
+	from := map[string]string{}
+	for _, rule := range np.Spec.Ingress {
+		if len(rule.Ports) != 1 || len(rule.From) != 1 {
+			t.Fatalf("rule %+v: want one port and its own sources", rule)
+		}
+		from[rule.Ports[0].Port.String()] = fmt.Sprint(rule.From[0])
+	}
+	if !strings.Contains(from["http"], "oauth2-proxy") || !strings.Contains(from["webhook"], "gitea") || len(from) != 2 {
+		t.Errorf("sources by port %v: want http from the proxy, webhook from the forge", from)
+	}
+	var dep appsv1.Deployment
+	find(t, objs, "Deployment", "pinbot", &dep)
+	args := dep.Spec.Template.Spec.Containers[0].Args
+	for _, want := range []string{"--argocd-cluster-namespaces=gitops", "--argocd-exec-allow=argocd-k8s-auth,kubelogin", "--insecure-kubeconfig-exec"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("args %q, want %s", args, want)
+		}
+	}
+	if slices.Contains(args, "--insecure-kubeconfig-files") {
+		t.Errorf("args %q allow kubeconfig files, which the values do not", args)
+	}
+	var role rbacv1.Role
+	find(t, objs, "Role", "pinbot-argocd-clusters", &role)
+	if role.Namespace != "gitops" {
+		t.Errorf("the cluster Secrets' grant is in %q, want gitops where serve reads them", role.Namespace)
+	}
+	cmd, rest, err := cli.NewRootCommand().Find(args)
+	if err == nil {
+		err = cmd.ParseFlags(rest)
+	}
+	if err != nil {
+		t.Errorf("args %q: %s", args, err)
+	}
 }
