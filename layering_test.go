@@ -17,7 +17,7 @@ const module = "pinbot.dev/pinbot"
 // The leaves every package may share: one job each, stdlib or a narrow
 // dependency, none of them I/O of their own.
 var leaves = []string{"internal/imageref", "internal/redact", "internal/logctx", "internal/clip", "internal/loopback", "internal/httpbound", "internal/retry", "internal/filelock",
-	"internal/private", "internal/confined", "internal/peermetrics", "internal/jsonkeys", "internal/capool"}
+	"internal/private", "internal/confined", "internal/peermetrics", "internal/jsonkeys", "internal/capool", "internal/opfile"}
 
 // pure are the reconciler's decisions: their module dependencies are
 // pure too (the leaves, render's error type excepted).
@@ -28,7 +28,7 @@ var pure = []string{"reconciler/object", "reconciler/ignore", "reconciler/verdic
 // core is what the reconciler's config, and every decision above it, may
 // build on: the objects, the verdict core and the leaves they need.
 var core = []string{"reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "trust/policy",
-	"internal/imageref", "internal/loopback", "internal/clip", "internal/redact"}
+	"internal/imageref", "internal/loopback", "internal/clip", "internal/redact", "internal/opfile"}
 
 // above is core and the decisions a package sits above.
 func above(core []string, pkgs ...string) []string { return append(slices.Clone(core), pkgs...) }
@@ -50,6 +50,7 @@ var allowed = map[string][]string{
 	"internal/peermetrics": {},
 	"internal/jsonkeys":    {},
 	"internal/capool":      {},
+	"internal/opfile":      {},
 	"internal/retry":       {"internal/logctx", "internal/redact"},
 	"internal/logsink":     {"internal/redact"},
 	"internal/imagebuild":  {"internal/redact"},

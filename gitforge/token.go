@@ -3,11 +3,10 @@ package gitforge
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
-	"syscall"
 
+	"pinbot.dev/pinbot/internal/opfile"
 	"pinbot.dev/pinbot/internal/redact"
 )
 
@@ -49,24 +48,14 @@ const MaxTokenFile = 4 << 10
 // the token fails CheckToken (two lines, say), which would otherwise
 // surface later as an HTTP header error naming neither.
 func ReadToken(file string) (string, error) {
-	// O_NONBLOCK: a FIFO given as the token file must not block the open
-	// (and with it a SIGTERM) until someone writes to it.
-	fh, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return "", fmt.Errorf("reading token file: %w", err)
-	}
-	defer fh.Close()
-	if fi, err := fh.Stat(); err != nil {
-		return "", fmt.Errorf("reading token file: %w", err)
-	} else if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("token file %s: not a regular file (%s): a token file is a file", file, fi.Mode().Type())
-	}
-	raw, err := io.ReadAll(io.LimitReader(fh, MaxTokenFile+1))
-	if err != nil {
-		return "", fmt.Errorf("reading token file: %w", err)
-	}
-	if len(raw) > MaxTokenFile {
+	raw, err := opfile.Read(file, MaxTokenFile)
+	switch {
+	case errors.Is(err, opfile.ErrTooLarge):
 		return "", fmt.Errorf("token file %s: larger than %d bytes: is it a token?", file, MaxTokenFile)
+	case errors.Is(err, opfile.ErrNotRegular):
+		return "", fmt.Errorf("token file %s: not a regular file: a token file is a file", file)
+	case err != nil:
+		return "", fmt.Errorf("reading token file: %w", err)
 	}
 	tok := strings.TrimSpace(strings.TrimPrefix(string(raw), "\ufeff"))
 	if tok == "" {

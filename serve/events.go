@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/utils/lru"
 
@@ -223,29 +224,47 @@ func (p PackageEvent) Image() (image, tag string, ok bool) {
 	return strings.ToLower(u.Host + "/" + owner + "/" + p.Package.Name), v, true
 }
 
-// maxDeliveries bounds the X-Gitea-Delivery IDs remembered for
-// deduplication.
+// maxDeliveries bounds the X-Gitea-Delivery IDs and body digests
+// remembered for deduplication.
 const maxDeliveries = 1024
 
-// deliveries remembers recent X-Gitea-Delivery IDs in a bounded LRU.
+// ReplayWindow is how long a signed webhook body is remembered: the same
+// body again within it is a replay, whatever its X-Gitea-Delivery says
+// (none, or a fresh one), and starts nothing. Gitea's own deliveries of
+// new events differ in their body (a new commit, a package's creation
+// time).
+const ReplayWindow = 10 * time.Minute
+
+// deliveries remembers recent X-Gitea-Delivery IDs, and the digests of
+// recent bodies for ReplayWindow, in a bounded LRU.
 type deliveries struct {
 	mu   sync.Mutex // makes Get-then-Add one step
 	seen *lru.Cache
+	now  func() time.Time
 }
 
-func newDeliveries(size int) *deliveries { return &deliveries{seen: lru.New(size)} }
+func newDeliveries(size int) *deliveries { return &deliveries{seen: lru.New(size), now: time.Now} }
 
-// first reports whether id is new, and remembers it. An empty id is
-// always new: there is nothing to deduplicate on.
-func (d *deliveries) first(id string) bool {
-	if id == "" {
-		return true
-	}
+// first reports whether a delivery is new: neither its id nor, within
+// ReplayWindow, its body was seen. It remembers both. An empty id counts
+// only its body.
+func (d *deliveries) first(id string, body []byte) bool {
+	sum := sha256.Sum256(body)
+	byBody := "body:" + hex.EncodeToString(sum[:])
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, ok := d.seen.Get(id); ok {
+	now := d.now()
+	if id != "" {
+		if _, ok := d.seen.Get("id:" + id); ok {
+			return false
+		}
+	}
+	if at, ok := d.seen.Get(byBody); ok && now.Sub(at.(time.Time)) < ReplayWindow {
 		return false
 	}
-	d.seen.Add(id, struct{}{})
+	if id != "" {
+		d.seen.Add("id:"+id, now)
+	}
+	d.seen.Add(byBody, now)
 	return true
 }

@@ -88,15 +88,38 @@ func TestPromoteTargets(t *testing.T) {
 }
 
 func TestDeliveriesBounded(t *testing.T) {
-	d := newDeliveries(2)
+	d := newDeliveries(4)
 	var got []bool
-	for _, id := range []string{"a", "a", "b", "c", "a", "", ""} {
-		got = append(got, d.first(id))
+	for i, id := range []string{"a", "a", "b", "c", "a"} {
+		got = append(got, d.first(id, []byte{byte(i)}))
 	}
-	// a is forgotten once b and c fill the cache; an empty id is never a duplicate.
-	want := []bool{true, false, true, true, true, true, true}
+	// a is forgotten once b, c and the bodies fill the cache.
+	want := []bool{true, false, true, true, true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("first (-want +got):\n%s", diff)
+	}
+}
+
+// TestDeliveriesReplayed: a signed body sent again, with no delivery ID or
+// a fresh one, is a replay within ReplayWindow and new after it.
+func TestDeliveriesReplayed(t *testing.T) {
+	now := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	d := newDeliveries(maxDeliveries)
+	d.now = func() time.Time { return now }
+	body := []byte(`{"action":"created","package":{"version":"v2"}}`)
+	var got []bool
+	for _, id := range []string{"", "", "fresh-1", "fresh-2"} {
+		got = append(got, d.first(id, body))
+	}
+	if diff := cmp.Diff([]bool{true, false, false, false}, got); diff != "" {
+		t.Errorf("replays (-want +got):\n%s", diff)
+	}
+	if !d.first("", []byte(`{"action":"created","package":{"version":"v3"}}`)) {
+		t.Error("another body is a replay")
+	}
+	now = now.Add(ReplayWindow)
+	if !d.first("", body) {
+		t.Error("the body after the replay window is still a replay")
 	}
 }
 
@@ -136,6 +159,10 @@ func TestWebhookHandlerRoutes(t *testing.T) {
 		{name: "old Gitea: empty X-Gitea-Event", event: "", delivery: "p3", body: packageBody("v1.2.4"),
 			wantCode: 202, wantBody: `"promoting":["platform/manifests"]`},
 		{name: "redelivered tag", eventType: "package", delivery: "p2", body: packageBody("v1.2.3"),
+			wantCode: 200, wantBody: `"triggered":[]`},
+		{name: "replayed with no delivery", eventType: "package", body: packageBody("v1.2.3"),
+			wantCode: 200, wantBody: `"triggered":[]`},
+		{name: "replayed with a fresh delivery", eventType: "package", delivery: "p9", body: packageBody("v1.2.4"),
 			wantCode: 200, wantBody: `"triggered":[]`},
 		{name: "bad pull_request payload", eventType: "pull_request", body: `{"action":`,
 			wantCode: 400, wantBody: "decoding the pull_request payload"},

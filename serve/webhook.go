@@ -51,8 +51,9 @@ const promoteTimeout = 5 * time.Minute
 //
 // It answers 202 with {"triggered":[names],"promoting":[repos]} when it
 // started something, 200 with empty lists when not (no app follows the
-// branch, another event, an untagged digest, or an X-Gitea-Delivery it has
-// already seen: deliveries are deduplicated over the last 1024). It answers
+// branch, another event, an untagged digest, an X-Gitea-Delivery it has
+// already seen, or a body it saw within ReplayWindow: deliveries are
+// deduplicated over the last 1024 IDs and bodies). It answers
 // 405 to other methods, 413 to a body over MaxWebhookBody, 401 to a missing
 // or bad signature (with an empty secret every request is refused) and 400
 // to a payload it cannot parse. The secret is never logged or echoed.
@@ -132,7 +133,7 @@ func (h *webhook) route(req *http.Request, body []byte) (webhookResponse, error)
 		if err != nil {
 			return resp, err
 		}
-		if h.seen.first(delivery) {
+		if h.seen.first(delivery, body) {
 			resp.Triggered = h.triggerPush(req.Context(), p)
 		}
 	case EventPullRequest:
@@ -141,7 +142,7 @@ func (h *webhook) route(req *http.Request, body []byte) (webhookResponse, error)
 			return resp, err
 		}
 		p, ok := pr.MergedPush()
-		if !ok || !h.seen.first(delivery) {
+		if !ok || !h.seen.first(delivery, body) {
 			break
 		}
 		if h.merged != nil {
@@ -154,7 +155,7 @@ func (h *webhook) route(req *http.Request, body []byte) (webhookResponse, error)
 			return resp, err
 		}
 		image, tag, ok := pe.Image()
-		if ok && h.promote != nil && h.seen.first(delivery) {
+		if ok && h.promote != nil && h.seen.first(delivery, body) {
 			resp.Promoting = h.promotePackage(req.Context(), image, tag)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -17,6 +16,7 @@ import (
 
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/internal/opfile"
 	"pinbot.dev/pinbot/reconciler/deployer"
 	"pinbot.dev/pinbot/reconciler/ignore"
 	"pinbot.dev/pinbot/reconciler/verdict"
@@ -305,12 +305,17 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d)
 // Errors name file:line.
 func Load(file string) (*Config, error) { return LoadWith(file, Parse) }
 
+// MaxFile bounds the config file pinbot reads, as it bounds .pinbot.yaml
+// and token files: a link to /dev/zero must not take its memory.
+const MaxFile = 4 << 20
+
 // LoadWith reads the config at file with parse, a Parse of a config that
 // holds this one (serve's), and resolves its relative paths against the
-// file's directory.
+// file's directory. The file is read through package opfile: at most
+// MaxFile bytes of a regular file, never blocking on a FIFO.
 func LoadWith[C interface{ ResolvePaths(dir string) }](file string, parse func(file string, data []byte) (C, error)) (C, error) {
 	var zero C
-	b, err := os.ReadFile(file)
+	b, err := opfile.Read(file, MaxFile)
 	if err != nil {
 		return zero, fmt.Errorf("reading config: %w", err)
 	}

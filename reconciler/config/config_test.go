@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -175,5 +176,24 @@ func TestMirrorRules(t *testing.T) {
 	want := []verdict.Mirror{{From: "index.docker.io/", To: "mirror.local:5000/hub/"}, {From: "ghcr.io/org/", To: "mirror.local:5000/ghcr/"}}
 	if diff := cmp.Diff(want, c.Rules()); diff != "" {
 		t.Errorf("Rules (-want +got):\n%s", diff)
+	}
+}
+
+// TestLoadRefusesWhatIsNotAConfigFile: a config path that links to
+// /dev/zero, or names a FIFO, is refused at once, naming it.
+func TestLoadRefusesWhatIsNotAConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	zero := filepath.Join(dir, "zero.yaml")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{zero, fifo} {
+		if _, err := Load(file); err == nil || !strings.Contains(err.Error(), file+": not a regular file") {
+			t.Errorf("Load(%s) = %v, want it refused as not a regular file", file, err)
+		}
 	}
 }
