@@ -38,7 +38,7 @@ func above(core []string, pkgs ...string) []string { return append(slices.Clone(
 // on, directly or not. A package missing from it fails the test, so a new
 // package must say where it sits.
 var allowed = map[string][]string{
-	"internal/imageref":    {},
+	"internal/imageref":    {"internal/clip"},
 	"internal/redact":      {},
 	"internal/logctx":      {},
 	"internal/clip":        {},
@@ -69,16 +69,16 @@ var allowed = map[string][]string{
 
 	// The release chain: pure decisions, their store in the cluster, and
 	// the gate other tools ask.
-	"release":       {"internal/imageref", "internal/jsonkeys"},
-	"release/store": {"release", "internal/imageref", "internal/jsonkeys"},
-	"release/gate":  {"release", "internal/imageref", "internal/jsonkeys", "internal/loopback"},
+	"release":       {"internal/imageref", "internal/clip", "internal/jsonkeys"},
+	"release/store": {"release", "internal/imageref", "internal/clip", "internal/jsonkeys"},
+	"release/gate":  {"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/loopback"},
 
 	// The reconciler's leaves and decisions, bottom up.
 	"reconciler/object":   {},
 	"reconciler/ssa":      {"reconciler/object"},
 	"reconciler/ignore":   {"reconciler/object"},
-	"reconciler/verdict":  {"reconciler/object", "internal/imageref"},
-	"reconciler/deployer": {"reconciler/object", "reconciler/verdict", "internal/imageref"},
+	"reconciler/verdict":  {"reconciler/object", "internal/imageref", "internal/clip"},
+	"reconciler/deployer": {"reconciler/object", "reconciler/verdict", "internal/imageref", "internal/clip"},
 	"reconciler/config":   core,
 	"reconciler/guard":    above(core, "reconciler/config"),
 	"reconciler/hook":     above(core, "reconciler/config", "reconciler/guard"),
@@ -103,7 +103,7 @@ var allowed = map[string][]string{
 	"hack/...":                {"*"},
 	"":                        {"*"}, // the module root: this test
 	"internal/testenv/...":    {"*"},
-	"reconciler/internal/...": {"reconciler/object", "reconciler/verdict", "internal/imageref"},
+	"reconciler/internal/...": {"reconciler/object", "reconciler/verdict", "internal/imageref", "internal/clip"},
 	"reconciler/spoke":        {"internal/redact"},
 	"reconciler/discover":     above(core, "reconciler/config"),
 	// Charts of Helm repositories: plain HTTP, and OCI through the registry.

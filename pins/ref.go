@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/imageref"
 )
 
@@ -108,7 +109,7 @@ func updateRepo(image string) (string, error) {
 	}
 	repo, ok := normaliseRepo(base)
 	if !ok {
-		return "", fmt.Errorf("invalid image %q: not a repository reference", image)
+		return "", fmt.Errorf("invalid image %s: not a repository reference", clip.QuoteRef(image))
 	}
 	return repo, nil
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/imageref"
 )
 
@@ -105,7 +106,7 @@ func prepare(u Update) (*update, error) {
 		}
 	}
 	if u.Tag != "" && !validTag(u.Tag) {
-		return nil, fmt.Errorf("tag %q: %w", u.Tag, ErrInvalidTag)
+		return nil, fmt.Errorf("tag %s: %w", clip.QuoteRef(u.Tag), ErrInvalidTag)
 	}
 	repo, err := updateRepo(u.Image)
 	if err != nil {

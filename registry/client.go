@@ -34,6 +34,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/loopback"
 	"pinbot.dev/pinbot/internal/peermetrics"
 	"pinbot.dev/pinbot/internal/redact"
@@ -245,7 +246,7 @@ func (c *Client) call(ctx context.Context) (context.Context, context.CancelFunc)
 func (c *Client) parse(ref string) (name.Reference, error) {
 	r, err := name.ParseReference(ref)
 	if err != nil {
-		return nil, err
+		return nil, clip.Error(err)
 	}
 	if c.plainHTTPAllowed(r.Context().RegistryStr()) {
 		return name.ParseReference(ref, name.Insecure)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/redact"
 )
 
@@ -42,7 +43,7 @@ type Error struct {
 
 // Error implements error.
 func (e *Error) Error() string {
-	msg := fmt.Sprintf("%s %q", e.Op, e.Reference)
+	msg := fmt.Sprintf("%s %s", e.Op, clip.QuoteRef(e.Reference))
 	switch {
 	case e.StatusCode != 0:
 		msg += fmt.Sprintf(": registry %s answered HTTP %d %s", e.Registry, e.StatusCode, http.StatusText(e.StatusCode))

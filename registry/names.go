@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"pinbot.dev/pinbot/internal/clip"
 )
 
 // Normalize returns the repository of an image reference in
@@ -13,7 +15,7 @@ import (
 func Normalize(repo string) (string, error) {
 	r, err := name.ParseReference(repo)
 	if err != nil {
-		return "", fmt.Errorf("normalising %q: %w", repo, err)
+		return "", fmt.Errorf("normalising %s: %w", clip.QuoteRef(repo), clip.Error(err))
 	}
 	return r.Context().Name(), nil
 }

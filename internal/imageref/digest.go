@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"pinbot.dev/pinbot/internal/clip"
 )
 
 // DigestLen is the length of a valid digest: len("sha256:") + 64.
@@ -33,7 +35,7 @@ var lowerHex = [256]bool{'0': true, '1': true, '2': true, '3': true, '4': true, 
 // unless d is valid.
 func CheckDigest(d string) error {
 	if !ValidDigest(d) {
-		return fmt.Errorf("digest %q: %w", d, ErrInvalidDigest)
+		return fmt.Errorf("digest %s: %w", clip.QuoteRef(d), ErrInvalidDigest)
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"pinbot.dev/pinbot/internal/clip"
 )
 
 // Platform is an OS, architecture and optional variant. It reads and writes
@@ -46,7 +48,7 @@ func (p *Platform) UnmarshalText(b []byte) error {
 func ParsePlatform(s string) (Platform, error) {
 	parts := strings.Split(s, "/")
 	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || parts[1] == "" {
-		return Platform{}, fmt.Errorf("platform %q: want os/arch or os/arch/variant", s)
+		return Platform{}, fmt.Errorf("platform %s: want os/arch or os/arch/variant", clip.Quote(s))
 	}
 	p := Platform{OS: parts[0], Architecture: parts[1]}
 	if len(parts) == 3 {

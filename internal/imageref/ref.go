@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"pinbot.dev/pinbot/internal/clip"
 )
 
 // DefaultRegistry is the registry of a reference that names none, and the
@@ -94,17 +96,17 @@ func Parse(s string) (Ref, error) {
 	}
 	p := split(s)
 	if p.hasDigest && !ValidDigest(p.digest) {
-		return Ref{}, fmt.Errorf("image reference %q: %w", s, ErrInvalidDigest)
+		return Ref{}, fmt.Errorf("image reference %s: %w", clip.QuoteRef(s), ErrInvalidDigest)
 	}
 	if p.hasTag && p.tag == "" {
-		return Ref{}, fmt.Errorf("image reference %q: empty tag after the colon: %w", s, ErrInvalidReference)
+		return Ref{}, fmt.Errorf("image reference %s: empty tag after the colon: %w", clip.QuoteRef(s), ErrInvalidReference)
 	}
 	if p.hasTag && !ValidTag(p.tag) {
-		return Ref{}, fmt.Errorf("image reference %q: tag %q: %w", s, p.tag, ErrInvalidReference)
+		return Ref{}, fmt.Errorf("image reference %s: tag %s: %w", clip.QuoteRef(s), clip.QuoteRef(p.tag), ErrInvalidReference)
 	}
 	repo, err := normalise(p.name)
 	if err != nil {
-		return Ref{}, fmt.Errorf("image reference %q: %w", s, err)
+		return Ref{}, fmt.Errorf("image reference %s: %w", clip.QuoteRef(s), err)
 	}
 	return Ref{Repository: repo, Tag: p.tag, Digest: p.digest}, nil
 }
@@ -115,7 +117,7 @@ func Parse(s string) (Ref, error) {
 func ParseRepository(s string) (string, error) {
 	repo, err := normalise(s)
 	if err != nil {
-		return "", fmt.Errorf("repository %q: %w", s, err)
+		return "", fmt.Errorf("repository %s: %w", clip.QuoteRef(s), err)
 	}
 	return repo, nil
 }
@@ -152,10 +154,10 @@ func normalise(s string) (string, error) {
 		}
 	}
 	if host != "" && !validHost(host) {
-		return "", fmt.Errorf("registry host %q: %w", host, ErrInvalidReference)
+		return "", fmt.Errorf("registry host %s: %w", clip.QuoteRef(host), ErrInvalidReference)
 	}
 	if !validPath(path) {
-		return "", fmt.Errorf("repository path %q: %w", path, ErrInvalidReference)
+		return "", fmt.Errorf("repository path %s: %w", clip.QuoteRef(path), ErrInvalidReference)
 	}
 	if host == "" || host == "docker.io" {
 		host = DefaultRegistry
