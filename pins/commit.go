@@ -188,10 +188,10 @@ func commit(ctx context.Context, t tree, o options, done []rewritten) error {
 	for i, r := range done {
 		e := j.Files[i]
 		if err := writeStaged(root, j.staged(e), r.out, r.st); err != nil {
-			return drop(fmt.Errorf("writing %s: %w", r.rel, err))
+			return drop(&WriteError{Op: "writing", File: r.rel, Err: err})
 		}
 		if err := writeStaged(root, j.backup(e), r.old, r.st); err != nil {
-			return drop(fmt.Errorf("writing %s: %w", r.rel, err))
+			return drop(&WriteError{Op: "writing", File: r.rel, Err: err})
 		}
 	}
 	o.hook(PhaseStaged)
@@ -200,7 +200,7 @@ func commit(ctx context.Context, t tree, o options, done []rewritten) error {
 	}
 	for _, e := range j.Files {
 		if !unchanged(root, e) {
-			return drop(fmt.Errorf("%s: %w", e.File, errChanged))
+			return drop(&WriteError{File: e.File, Err: errChanged})
 		}
 	}
 	j.Phase = journalCommitting
@@ -259,14 +259,14 @@ func finish(root *os.Root, jf string, j journal, hooks ...func(Phase)) error {
 		err := root.Rename(filepath.FromSlash(j.staged(e)), filepath.FromSlash(e.File))
 		if err != nil {
 			if rerr := rollBack(root, j); rerr != nil {
-				return fmt.Errorf("replacing %s (%d of %d files replaced): %w; putting the replaced files back failed too: %w (the journal %s is kept: the next pinbot run on this tree finishes it)",
-					e.File, i, len(j.Files), err, rerr, jf)
+				return &WriteError{Op: "replacing", File: e.File, Err: fmt.Errorf("%w (%d of %d files replaced); putting the replaced files back failed too: %w (the journal %s is kept: the next pinbot run on this tree finishes it)",
+					err, i, len(j.Files), rerr, jf)}
 			}
 			removeStaged(root, j)
 			if err := os.Remove(jf); err != nil {
 				return fmt.Errorf("removing the journal %s: %w", jf, err)
 			}
-			return fmt.Errorf("replacing %s: %w; the files replaced before it were put back, so nothing changed", e.File, err)
+			return &WriteError{Op: "replacing", File: e.File, Err: fmt.Errorf("%w; the files replaced before it were put back, so nothing changed", err)}
 		}
 		if i == 0 {
 			for _, h := range hooks {
@@ -399,3 +399,22 @@ func readJournal(jf string) (journal, error) {
 	}
 	return j, nil
 }
+
+// WriteError is a failure to write one file of a tree: File is its path
+// relative to the tree, Op what was done to it ("writing", "replacing";
+// "" when the file changed under pinbot). Nothing was left half-written.
+type WriteError struct {
+	Op, File string
+	Err      error
+}
+
+// Error implements error.
+func (e *WriteError) Error() string {
+	if e.Op == "" {
+		return e.File + ": " + e.Err.Error()
+	}
+	return e.Op + " " + e.File + ": " + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *WriteError) Unwrap() error { return e.Err }

@@ -93,7 +93,15 @@ type Freeze struct {
 	// TimeZone is Start's, an IANA name such as Europe/Berlin. Default
 	// UTC.
 	TimeZone string `yaml:"timeZone" json:"timeZone,omitempty"`
+	// HoldRollbacks makes the window hold rollbacks too. By default a
+	// freeze holds onward promotions and merges, but a failed digest is
+	// still rolled back: a freeze exists to keep production steady.
+	HoldRollbacks bool `yaml:"holdRollbacks" json:"holdRollbacks,omitempty"`
 }
+
+// MaxFreeze bounds one freeze window: a window of years would stop every
+// change for years. Two weeks covers a year-end freeze.
+const MaxFreeze = 14 * 24 * time.Hour
 
 // Chain is the environments of a repository, in the order declared: an
 // environment's From is declared before it.
@@ -237,14 +245,29 @@ func (f Freeze) schedule() (cron.Schedule, *time.Location, error) {
 	if f.Duration <= 0 {
 		return nil, nil, fmt.Errorf("freeze starting %q: want a positive duration", f.Start)
 	}
+	if f.Duration > MaxFreeze {
+		return nil, nil, fmt.Errorf("freeze starting %q: duration %s is longer than pinbot's bound of %s", f.Start, f.Duration, MaxFreeze)
+	}
 	return s, loc, nil
 }
 
 // FrozenUntil reports whether now is inside one of the windows, and when
 // the last of the windows holding it ends.
 func FrozenUntil(windows []Freeze, now time.Time) (time.Time, bool) {
+	return frozenUntil(windows, now, false)
+}
+
+// RollbacksHeldUntil is FrozenUntil of the windows that hold rollbacks.
+func RollbacksHeldUntil(windows []Freeze, now time.Time) (time.Time, bool) {
+	return frozenUntil(windows, now, true)
+}
+
+func frozenUntil(windows []Freeze, now time.Time, rollbacks bool) (time.Time, bool) {
 	var until time.Time
 	for _, f := range windows {
+		if rollbacks && !f.HoldRollbacks {
+			continue
+		}
 		s, loc, err := f.schedule()
 		if err != nil {
 			continue // Validate refused it

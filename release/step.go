@@ -93,6 +93,7 @@ func Step(l *Ledger, in Input) []Action {
 	var out []Action
 	for _, env := range in.Chain {
 		frozenUntil, frozen := FrozenUntil(env.Freeze, now)
+		_, rollbacksHeld := RollbacksHeldUntil(env.Freeze, now)
 		for _, image := range imagesOf(in, l, env.Name) {
 			t := l.Track(env.Name, image)
 			if frozen {
@@ -109,8 +110,8 @@ func Step(l *Ledger, in Input) []Action {
 				continue
 			}
 			prove(l, t, env, image, obs, now)
-			out = append(out, watch(l, in.Chain, t, env, image, obs, now, frozen)...)
-			if t.Rollback != nil && env.Rollback == RollbackAuto && !frozen {
+			out = append(out, watch(l, in.Chain, t, env, image, obs, now, rollbacksHeld)...)
+			if t.Rollback != nil && env.Rollback == RollbackAuto && !rollbacksHeld {
 				out = append(out, Action{Kind: MergePR, Env: env.Name, Image: image, PR: t.Rollback.PR, Digest: t.Rollback.Digest, IsRollback: true})
 			}
 		}
@@ -209,8 +210,9 @@ func prove(l *Ledger, t *Track, env Environment, image string, obs Observation, 
 
 // watch judges a merged digest within the rollback window: a failed
 // proof rolls back to the last digest proven before it and holds the
-// failed one in env and below.
-func watch(l *Ledger, chain Chain, t *Track, env Environment, image string, obs Observation, now time.Time, frozen bool) []Action {
+// failed one in env and below. held is a freeze window that holds
+// rollbacks (Freeze.HoldRollbacks): the failure is acted on when it ends.
+func watch(l *Ledger, chain Chain, t *Track, env Environment, image string, obs Observation, now time.Time, held bool) []Action {
 	m := t.Merged
 	if m == nil || m.Done || m.Digest != t.Pinned {
 		return nil
@@ -243,8 +245,8 @@ func watch(l *Ledger, chain Chain, t *Track, env Environment, image string, obs 
 		}
 		return nil
 	}
-	if frozen {
-		return nil // nothing is opened in a freeze: acted on when it ends
+	if held {
+		return nil // acted on when the window ends
 	}
 	m.Done, m.Failure = true, failure
 	report := func(what string) []Action {

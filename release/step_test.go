@@ -1,6 +1,7 @@
 package release
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -281,7 +282,7 @@ func TestValidate(t *testing.T) {
 	c := Chain{
 		{Name: "a", Paths: []string{"a/**"}},
 		{Name: "b", From: "a", Paths: []string{"b/**"}},
-		{Name: "b", From: "z", Rollback: "maybe", Soak: -time.Second, Freeze: []Freeze{{Start: "never", Duration: time.Hour}}},
+		{Name: "b", From: "z", Rollback: "maybe", Soak: -time.Second, Freeze: []Freeze{{Start: "never", Duration: time.Hour}, {Start: "0 18 * * 5", Duration: 2562047 * time.Hour}}},
 	}
 	var got []string
 	for _, p := range c.Validate(func(s string) bool { return s != "" }, func(string) error { return nil }) {
@@ -295,6 +296,7 @@ func TestValidate(t *testing.T) {
 		`soak: soak must not be negative`,
 		`rollback: rollback "maybe": want pr or auto`,
 		`freeze: freeze start "never": expected exactly 5 fields, found 1: [never]`,
+		`freeze: freeze starting "0 18 * * 5": duration 2562047h0m0s is longer than pinbot's bound of 336h0m0s`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
@@ -324,5 +326,33 @@ func TestNextDeadline(t *testing.T) {
 	Step(l, w.input(c, t0.Add(3*time.Minute)))
 	if next, ok := l.NextDeadline(c, t0.Add(3*time.Minute)); !ok || !next.Equal(t0.Add(5*time.Minute)) {
 		t.Errorf("NextDeadline = %v %t, want prod's readyTimeout at +5m", next, ok)
+	}
+}
+
+// TestFreezeDoesNotStopARollback: a failed digest is rolled back inside a
+// freeze window, unless the window holds rollbacks; then it is rolled back
+// when the window ends.
+func TestFreezeDoesNotStopARollback(t *testing.T) {
+	for _, hold := range []bool{false, true} {
+		t.Run(fmt.Sprint("holdRollbacks=", hold), func(t *testing.T) {
+			c, l, w := chain(), New(), newWorld()
+			// 11:00-12:00 UTC in winter, over the failure at 11:02.
+			c[1].Freeze = []Freeze{{Start: "0 12 * * *", Duration: time.Hour, TimeZone: "Europe/Berlin", HoldRollbacks: hold}}
+			c[1].RollbackWindow = 2 * time.Hour
+			start := t0.Add(-time.Hour) // 11:00 UTC
+			w.proven("prod", dA)
+			Step(l, w.input(c, start))
+			Step(l, w.input(c, start.Add(time.Minute)))
+			w.pinned["prod"], w.obs["prod"] = dB, Observation{Image: img, Digest: dB, Failure: "app web-prod is Degraded"}
+			as := Step(l, w.input(c, start.Add(2*time.Minute)))
+			if rb := find(as, Rollback); (rb != nil) == hold {
+				t.Fatalf("inside the freeze: %+v; want a rollback %t", as, !hold)
+			}
+			if hold {
+				if rb := find(Step(l, w.input(c, t0.Add(time.Minute))), Rollback); rb == nil || rb.Digest != dA {
+					t.Errorf("after the window: %+v, want the rollback to A", rb)
+				}
+			}
+		})
 	}
 }

@@ -1,8 +1,13 @@
 package cli
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"strings"
 	"testing"
+
+	"pinbot.dev/pinbot/pins"
 )
 
 // TestLongValuesAreClipped: a 6 KB reference given to resolve, promote's
@@ -26,5 +31,24 @@ func TestLongValuesAreClipped(t *testing.T) {
 				t.Errorf("stderr of %d bytes, want a clipped value saying its length: %.300s", len(stderr), stderr)
 			}
 		})
+	}
+}
+
+// TestJSONErrorNamesTheFile: under -o json, a failed write names its file
+// as a syntax error does.
+func TestJSONErrorNamesTheFile(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&pins.WriteError{Op: "replacing", File: "envs/prod/values.yaml", Err: errors.New("read-only file system")}, `"file":"envs/prod/values.yaml"`},
+		{fmt.Errorf("wrapped: %w", &fs.PathError{Op: "open", Path: "/out/digest", Err: fs.ErrNotExist}), `"file":"/out/digest"`},
+		{&pins.SyntaxError{File: "a.yaml", Line: 3, Err: errors.New("bad")}, `"file":"a.yaml","line":3`},
+	} {
+		var b strings.Builder
+		writeJSONError(&b, tc.err)
+		if !strings.Contains(b.String(), tc.want) {
+			t.Errorf("writeJSONError(%v) = %s, want %s", tc.err, b.String(), tc.want)
+		}
 	}
 }

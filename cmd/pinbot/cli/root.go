@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"strings"
 
@@ -168,7 +169,8 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // writeJSONError prints, under -o json, a failed command's error as one
 // JSON object on stdout, {"error": "...", "file": "...", "line": N}, so
 // that a CI step can parse it; file and line are those of an error that
-// names them (a *pins.SyntaxError), "" and 0 otherwise; a refusal of the
+// names them (a *pins.SyntaxError; a *pins.WriteError or *fs.PathError
+// names a file only), "" and 0 otherwise; a refusal of the
 // signature policy adds "refused". The message on
 // stderr and the exit code stay as they are.
 func writeJSONError(w io.Writer, err error) {
@@ -181,8 +183,15 @@ func writeJSONError(w io.Writer, err error) {
 		Refused *trust.Refusal `json:"refused,omitempty"`
 	}{Error: redact.String(err.Error())}
 	var se *pins.SyntaxError
-	if errors.As(err, &se) {
+	var we *pins.WriteError
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &se):
 		out.File, out.Line = se.File, se.Line
+	case errors.As(err, &we):
+		out.File = we.File
+	case errors.As(err, &pe):
+		out.File = pe.Path
 	}
 	var refusal *trust.Refusal
 	if errors.As(err, &refusal) {
