@@ -144,7 +144,7 @@ const (
 func RenderBody(p Proposal) string {
 	var b strings.Builder
 	m := p.Meta
-	target := "target **" + md(m.Target) + "**"
+	target := "target **" + m.Target + "**" // a validated name: [a-z0-9._-]
 	if m.Target == "" {
 		target = "every target"
 	}
@@ -336,7 +336,7 @@ const KindRollback = "rollback"
 // environment, since when it held, and every Pod with its node and
 // running digest.
 func renderProof(b *strings.Builder, pr *release.Proof) {
-	fmt.Fprintf(b, "### Proven in %s\n\n", md(pr.Env))
+	fmt.Fprintf(b, "### Proven in %s\n\n", pr.Env) // a validated name
 	fmt.Fprintf(b, "Every replica of %s has run `%s` as Verified since %s, without a break: %s (soak %s).",
 		md(strings.Join(pr.Apps, ", ")), imageref.Short(pr.Digest), pr.Since.UTC().Format(time.RFC3339), pr.Held.Round(time.Second), pr.Soak)
 	if pr.Commit != "" {

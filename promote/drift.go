@@ -11,6 +11,7 @@ import (
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/pins"
+	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/trust"
 )
 
@@ -196,20 +197,23 @@ func Drift(ctx context.Context, env Env, opts DriftOptions) (DriftReport, error)
 			log.Warn("cannot measure the digest's age (no drift state and no created time); not holding it",
 				"image", tr.Image, "tag", tr.Tag, "digest", tr.Digest)
 		}
-		if opts.Gate != nil {
-			for target := range t.moved {
-				if _, ok := s.cfg.Environments.Get(target); !ok {
-					continue
-				}
-				a := Admission{Env: target, Image: t.key.image, Digest: t.promo.Digest}
-				if err := opts.Gate.Admit(ctx, a); err != nil {
-					delete(t.moved, target)
-					rep.Failed = append(rep.Failed, Failure{Image: t.key.image, Tag: t.key.tag, Err: fmt.Errorf("not proposing %s into %s: %w", imageref.Short(t.promo.Digest), target, err)})
-				}
-			}
-			if len(t.moved) == 0 {
+		for target := range t.moved {
+			e, ok := s.cfg.Environments.Get(target)
+			if !ok {
 				continue
 			}
+			a := release.Admission{Env: target, Upstream: e.From, Image: t.key.image, Digest: t.promo.Digest}
+			err := ErrNoGate
+			if opts.Gate != nil {
+				err = opts.Gate.Admit(ctx, a)
+			}
+			if err != nil {
+				delete(t.moved, target)
+				rep.Failed = append(rep.Failed, Failure{Image: t.key.image, Tag: t.key.tag, Err: fmt.Errorf("not proposing %s into %s: %w", imageref.Short(t.promo.Digest), target, err)})
+			}
+		}
+		if len(t.moved) == 0 {
+			continue
 		}
 		prov, err := s.signature(ctx, t.promo, opts.Policy)
 		if err != nil {

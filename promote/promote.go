@@ -137,17 +137,7 @@ type Rollback struct {
 
 // Gate admits a promotion into an environment, or says why not.
 type Gate interface {
-	Admit(ctx context.Context, a Admission) error
-}
-
-// Admission is one promotion a Gate judges.
-type Admission struct {
-	// Env is the environment promoted into; Upstream the one it comes
-	// from ("" for a first environment).
-	Env, Upstream string
-	Image, Digest string
-	// Force: the proof check is waived (a hold still refuses).
-	Force bool
+	Admit(ctx context.Context, a release.Admission) error
 }
 
 // Status is what a promotion did to its branch and pull request.
@@ -302,26 +292,28 @@ func (s *session) targets(named string) ([]string, error) {
 	return all, nil
 }
 
-// admit asks the gate whether p may go into target: an environment that
-// comes from another takes only what is proven there, and no environment
-// takes a held digest.
+// admit asks the gate whether p may go into target, an environment of
+// the release chain (release.Admit decides). Without a gate it refuses:
+// a promotion into an environment never skips its holds and proofs
+// because the caller did not say where they are.
 func (s *session) admit(ctx context.Context, req Request, target string, p Promotion) error {
 	e, ok := s.cfg.Environments.Get(target)
 	if !ok || req.Proof != nil || req.Rollback != nil {
 		return nil // not an environment, or serve's own promotion
 	}
-	a := Admission{Env: target, Upstream: e.From, Image: p.Image, Digest: p.Digest, Force: req.Force}
+	a := release.Admission{Env: target, Upstream: e.From, Image: p.Image, Digest: p.Digest, Force: req.Force}
 	if req.Gate == nil {
-		if e.From != "" && !req.Force {
-			return fmt.Errorf("promoting %s into %s, which takes only digests proven in %s: pinbot cannot ask the gate here (give --gate-url, pinbot serve's gate endpoint), or pass --force with --reason", p.Image, target, e.From)
-		}
-		return nil
+		return fmt.Errorf("promoting %s into %s: %w", p.Image, target, ErrNoGate)
 	}
 	if err := req.Gate.Admit(ctx, a); err != nil {
 		return fmt.Errorf("promoting %s into %s: %w", p.Image, target, err)
 	}
 	return nil
 }
+
+// ErrNoGate: a promotion into an environment of the release chain, with
+// no way to read its holds and proofs.
+var ErrNoGate = errors.New("an environment of the release chain: pinbot must read its holds and proofs first; give --gate-url (pinbot serve's gate endpoint, with --gate-token-file), or a kubeconfig that may read pinbot's ledger ConfigMaps (--ledger-namespace)")
 
 // verifyAll checks every input against the registry (see Verify).
 func verifyAll(ctx context.Context, reg Registry, req Request) ([]Promotion, error) {

@@ -158,8 +158,8 @@ type Problem struct {
 }
 
 // Validate checks the chain: unique names, From naming an environment
-// declared before, paths, non-negative durations, known rollback modes and
-// freeze windows that parse.
+// declared before, paths that no two environments share, non-negative
+// durations, known rollback modes and freeze windows that parse.
 func (c Chain) Validate(validName func(string) bool, checkGlob func(string) error) []Problem {
 	var out []Problem
 	add := func(i int, key, format string, args ...any) {
@@ -182,6 +182,16 @@ func (c Chain) Validate(validName func(string) bool, checkGlob func(string) erro
 		for _, p := range e.Paths {
 			if err := checkGlob(p); err != nil {
 				add(i, "paths", "%s", err)
+				continue
+			}
+			// One file, one environment: a promotion into one must never
+			// rewrite another's files past its proof and holds.
+			for _, o := range c[:i] {
+				for _, q := range o.Paths {
+					if checkGlob(q) == nil && globsOverlap(p, q) {
+						add(i, "paths", "environment %q's path %q overlaps environment %q's %q: a file may belong to one environment only", e.Name, p, o.Name, q)
+					}
+				}
 			}
 		}
 		if e.From != "" && declared && len(c.appsOf(e.From)) == 0 {

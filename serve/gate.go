@@ -3,9 +3,7 @@ package serve
 import (
 	"context"
 	"fmt"
-	"time"
 
-	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/release/gate"
 )
@@ -29,33 +27,9 @@ func (d *daemon) gateAnswer(ctx context.Context, q gate.Query) (gate.Answer, err
 			continue
 		}
 		q.Repo = t.Repo
-		return envAnswer(l, q, d.release.now()), nil
+		return gate.FromLedger(l, q, d.release.now()), nil
 	}
 	return gate.Answer{}, fmt.Errorf("%w: environment %q", gate.ErrUnknown, q.Env)
-}
-
-// envAnswer is the answer for q from repository's ledger l.
-func envAnswer(l *release.Ledger, q gate.Query, now time.Time) gate.Answer {
-	a := gate.Answer{Query: q, Hold: l.Held(q.Env, q.Image, q.Digest)}
-	t := l.Lookup(q.Env, q.Image)
-	if t == nil {
-		a.Why = fmt.Sprintf("%s pins no %s", q.Env, q.Image)
-		return a
-	}
-	a.Pinned, a.Proven = t.Pinned, t.Proven
-	if t.FrozenUntil != nil && t.FrozenUntil.After(now) {
-		a.FrozenUntil = t.FrozenUntil
-	}
-	switch {
-	case t.Proven == q.Digest:
-		a.Verified, a.Since, a.Pods = true, t.ProvenSince, t.Pods
-	case t.Pinned != q.Digest:
-		a.Why = fmt.Sprintf("%s pins %s", q.Env, imageref.Short(t.Pinned))
-	default:
-		a.Why = t.Why
-		a.Pods = t.Pods
-	}
-	return a
 }
 
 // appAnswer answers for an app from its last pass.

@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -324,22 +323,10 @@ type ledgerGate struct {
 	repo string
 }
 
-func (g ledgerGate) Admit(ctx context.Context, a promote.Admission) error {
+func (g ledgerGate) Admit(ctx context.Context, a release.Admission) error {
 	l, _, err := g.rl.ledgers.Get(ctx, g.repo)
 	if err != nil {
 		return err
 	}
-	if h := l.Held(a.Env, a.Image, a.Digest); h != nil {
-		return fmt.Errorf("%s is held in %s since %s: %s (lift it with: pinbot hold release %s %s@%s)",
-			imageref.Short(a.Digest), a.Env, h.Since.UTC().Format(time.RFC3339), h.Reason, a.Env, a.Image, a.Digest)
-	}
-	if a.Upstream != "" && !a.Force {
-		if t := l.Lookup(a.Upstream, a.Image); t == nil || t.Proven != a.Digest {
-			return fmt.Errorf("%s is not proven in %s", imageref.Short(a.Digest), a.Upstream)
-		}
-	}
-	if t := l.Lookup(a.Env, a.Image); t != nil && t.FrozenUntil != nil && t.FrozenUntil.After(g.rl.now()) {
-		return fmt.Errorf("%s is frozen until %s", a.Env, t.FrozenUntil.UTC().Format(time.RFC3339))
-	}
-	return nil
+	return release.Admit(a, release.FactsFrom(l, a, g.rl.now()))
 }

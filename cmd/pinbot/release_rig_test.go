@@ -94,7 +94,9 @@ func (r *releaseRig) pinbot(args ...string) (int, string) {
 	r.t.Helper()
 	g := r.peers.Gitea
 	cmd := exec.Command(pinbotBin, append(args, "--forge-url", g.URL, "--repo", g.AdminUser+"/manifests")...)
-	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+r.docker, "PINBOT_GITEA_TOKEN="+g.Token, "XDG_CACHE_HOME="+r.t.TempDir())
+	// KUBECONFIG: promote and drift read the release chain's ledger from the
+	// cluster when not given --gate-url.
+	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+r.docker, "PINBOT_GITEA_TOKEN="+g.Token, "XDG_CACHE_HOME="+r.t.TempDir(), "KUBECONFIG="+r.peers.Cluster.Kubeconfig)
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	switch {

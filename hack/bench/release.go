@@ -237,7 +237,7 @@ func (b *releaseBench) promote(ctx context.Context, ref string, extra ...string)
 	at := strings.LastIndex(ref, "@")
 	args := append([]string{"promote", "--image", ref[:at], "--digest", ref[at+1:],
 		"--forge-url", b.gitea.URL, "--repo", b.owner + "/" + releaseRepo, "--token-file", b.token,
-		"--cache-dir", filepath.Join(b.tmp, "promote-cache")}, extra...)
+		"--cache-dir", filepath.Join(b.tmp, "promote-cache"), "--kubeconfig", b.cluster.Kubeconfig}, extra...)
 	cmd := exec.CommandContext(ctx, b.bin, args...)
 	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+b.docker)
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -96,7 +96,9 @@ promote:
 	}
 	defer stop()
 
-	forge := []string{"--forge-url", d.gitea.URL, "--repo", owner + "/" + releases, "--token-file", d.token}
+	// --kubeconfig: promote reads the release chain's ledger (holds, proofs)
+	// from the cluster, as CI does without serve's gate endpoint.
+	forge := []string{"--forge-url", d.gitea.URL, "--repo", owner + "/" + releases, "--token-file", d.token, "--kubeconfig", d.kubeconfig}
 	v2, err := d.build(ctx, "shop", "v2", "1.1.0")
 	if err != nil {
 		return err

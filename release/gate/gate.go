@@ -169,46 +169,59 @@ func (c Client) Ask(ctx context.Context, q Query) (Answer, error) {
 	return a, nil
 }
 
-// Admit is the promotion gate of `pinbot promote` and drift: a digest
-// goes into an environment that comes from another only when it is
-// proven there (unless forced), and never while it is held in the
-// environment or that one is frozen.
-type Admit struct {
-	Client Client
-	Repo   string
+// Asker answers gate queries: a Client of serve's endpoint, or a
+// ledger read directly.
+type Asker interface {
+	Ask(ctx context.Context, q Query) (Answer, error)
 }
 
-// Admit refuses with an error naming the upstream's state, the hold or
-// the freeze.
-func (g Admit) Admit(ctx context.Context, env, upstream, image, digest string, force bool) error {
-	if upstream != "" && !force {
-		a, err := g.Client.Ask(ctx, Query{Repo: g.Repo, Env: upstream, Image: image, Digest: digest})
-		if err != nil {
-			return err
-		}
-		if !a.Verified {
-			state := "pins " + short(a.Pinned)
-			if a.Proven != "" {
-				state += ", proven " + short(a.Proven)
-			}
-			if a.Why != "" {
-				state += ": " + a.Why
-			}
-			return fmt.Errorf("%s is not proven in %s (%s now %s); pass --force with --reason to promote it anyway", short(digest), upstream, upstream, state)
-		}
-	}
-	a, err := g.Client.Ask(ctx, Query{Repo: g.Repo, Env: env, Image: image, Digest: digest})
+// Admit is the promotion gate of `pinbot promote` and drift: it asks
+// for the facts of an admission and lets release.Admit decide.
+type Admit struct {
+	Asker Asker
+	Repo  string
+}
+
+// Admit returns nil or the *release.Refusal of a.
+func (g Admit) Admit(ctx context.Context, a release.Admission) error {
+	here, err := g.Asker.Ask(ctx, Query{Repo: g.Repo, Env: a.Env, Image: a.Image, Digest: a.Digest})
 	if err != nil {
 		return err
 	}
-	if h := a.Hold; h != nil {
-		return fmt.Errorf("%s is held in %s since %s: %s (lift it with: pinbot hold release %s %s@%s)",
-			short(digest), env, h.Since.UTC().Format(time.RFC3339), h.Reason, env, image, digest)
+	f := release.Facts{Hold: here.Hold, FrozenUntil: here.FrozenUntil}
+	if a.Upstream != "" && !a.Force {
+		up, err := g.Asker.Ask(ctx, Query{Repo: g.Repo, Env: a.Upstream, Image: a.Image, Digest: a.Digest})
+		if err != nil {
+			return err
+		}
+		f.Proven, f.Pinned, f.ProvenDigest, f.Why = up.Verified, up.Pinned, up.Proven, up.Why
 	}
-	if a.FrozenUntil != nil {
-		return fmt.Errorf("%s is frozen until %s", env, a.FrozenUntil.UTC().Format(time.RFC3339))
+	return release.Admit(a, f)
+}
+
+// FromLedger answers q, of an environment, from its repository's ledger
+// l: serve's gate endpoint, and a CLI that reads the ledger itself.
+func FromLedger(l *release.Ledger, q Query, now time.Time) Answer {
+	a := Answer{Query: q, Hold: l.Held(q.Env, q.Image, q.Digest)}
+	t := l.Lookup(q.Env, q.Image)
+	if t == nil {
+		a.Why = fmt.Sprintf("%s pins no %s", q.Env, q.Image)
+		return a
 	}
-	return nil
+	a.Pinned, a.Proven = t.Pinned, t.Proven
+	if t.FrozenUntil != nil && t.FrozenUntil.After(now) {
+		a.FrozenUntil = t.FrozenUntil
+	}
+	switch {
+	case t.Proven == q.Digest:
+		a.Verified, a.Since, a.Pods = true, t.ProvenSince, t.Pods
+	case t.Pinned != q.Digest:
+		a.Why = fmt.Sprintf("%s pins %s", q.Env, imageref.Short(t.Pinned))
+	default:
+		a.Why = t.Why
+		a.Pods = t.Pods
+	}
+	return a
 }
 
 func short(d string) string {

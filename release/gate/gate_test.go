@@ -100,7 +100,7 @@ func TestHandlerAnswers(t *testing.T) {
 }
 
 func TestAdmit(t *testing.T) {
-	g := Admit{Client: newGate(t)}
+	g := Admit{Asker: newGate(t)}
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name                  string
@@ -109,12 +109,12 @@ func TestAdmit(t *testing.T) {
 		want                  string // "" admits
 	}{
 		{"proven upstream", "canary", "staging", proven, false, "404"}, // canary is unknown to the ledger
-		{"unproven upstream", "prod", "staging", pending, false, "is not proven in staging (staging now pins sha256:111111111111, proven sha256:111111111111"},
+		{"unproven upstream", "prod", "staging", pending, false, "is not proven in staging, which prod takes its digests from: staging pins sha256:111111111111, proven; pass --force"},
 		{"unproven, forced, frozen downstream", "prod", "staging", pending, true, "prod is frozen until 2026-12-02T13:00:00Z"},
 		{"held in the environment", "staging", "", held, false, "is held in staging since 2026-12-02T12:00:00Z: crash loop (lift it with: pinbot hold release staging " + image + "@" + held + ")"},
 		{"a root environment", "staging", "", pending, false, ""},
 	} {
-		err := g.Admit(ctx, tc.env, tc.upstream, image, tc.digest, tc.force)
+		err := g.Admit(ctx, release.Admission{Env: tc.env, Upstream: tc.upstream, Image: image, Digest: tc.digest, Force: tc.force})
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v; want admitted", tc.name, err)

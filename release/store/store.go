@@ -1,13 +1,16 @@
 // Package store keeps the release ledger (package release) in the
-// cluster: one ConfigMap "pinbot-ledger-<repository>" per manifest
+// cluster: one ConfigMap "pinbot-ledger-<repository>-<hash>" per manifest
 // repository in pinbot's state namespace, so it survives a restart and a
 // failover, and every replica's dashboard shows the same.
 package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +25,8 @@ const (
 	ledgerKey = "ledger.json"
 	// LabelRepository marks a ledger ConfigMap with its repository.
 	LabelRepository = "pinbot.dev/ledger"
+	// annotationRepository holds the repository's exact name.
+	annotationRepository = "pinbot.dev/repository"
 )
 
 // ErrConflict means the ledger changed since it was read (a person
@@ -44,10 +49,28 @@ func New(client kubernetes.Interface, namespace string) *Ledgers {
 type Version struct {
 	rv     string
 	exists bool
+	// legacy is the ConfigMap of an older pinbot it was read from, to
+	// remove once the ledger is written under Name.
+	legacy string
 }
 
-// Name is the ConfigMap of repository owner/name.
+// Name is the ConfigMap of repository owner/name: a readable slug and a
+// hash of the whole name (case aside, as Gitea's names are), so that
+// acme/web-app, acme-web/app, acme/web_app and acme/web.app never share
+// one ledger, holds included.
 func Name(repository string) string {
+	sum := sha256.Sum256([]byte(strings.ToLower(repository)))
+	slug := legacyName(repository)
+	if len(slug) > 200 {
+		slug = slug[:200]
+	}
+	return strings.TrimRight(slug, "-.") + "-" + hex.EncodeToString(sum[:5])
+}
+
+// legacyName is the ConfigMap name of older pinbots, which several
+// repositories could share: read only when its annotation names the
+// repository itself.
+func legacyName(repository string) string {
 	return "pinbot-ledger-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-", ".", "-").Replace(repository))
 }
 
@@ -56,7 +79,7 @@ func Name(repository string) string {
 func (s *Ledgers) Get(ctx context.Context, repository string) (*release.Ledger, Version, error) {
 	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, Name(repository), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return release.New(), Version{}, nil
+		return s.getLegacy(ctx, repository)
 	}
 	if err != nil {
 		return nil, Version{}, fmt.Errorf("reading the ledger of %s (ConfigMap %s/%s): %w", repository, s.namespace, Name(repository), err)
@@ -68,6 +91,26 @@ func (s *Ledgers) Get(ctx context.Context, repository string) (*release.Ledger, 
 	return l, Version{rv: cm.ResourceVersion, exists: true}, nil
 }
 
+// getLegacy reads repository's ledger from its older name, when the
+// ConfigMap there is the repository's own; else an empty ledger.
+func (s *Ledgers) getLegacy(ctx context.Context, repository string) (*release.Ledger, Version, error) {
+	old := legacyName(repository)
+	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, old, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return release.New(), Version{}, nil
+	case err != nil:
+		return nil, Version{}, fmt.Errorf("reading the ledger of %s (ConfigMap %s/%s): %w", repository, s.namespace, old, err)
+	case cm.Annotations[annotationRepository] != repository:
+		return release.New(), Version{}, nil // another repository's
+	}
+	l, err := release.Parse([]byte(cm.Data[ledgerKey]))
+	if err != nil {
+		return nil, Version{}, fmt.Errorf("ConfigMap %s/%s: %w", s.namespace, old, err)
+	}
+	return l, Version{legacy: old}, nil
+}
+
 // Put writes repository's ledger over the version read; ErrConflict when
 // it changed since.
 func (s *Ledgers) Put(ctx context.Context, repository string, l *release.Ledger, v Version) (Version, error) {
@@ -77,7 +120,7 @@ func (s *Ledgers) Put(ctx context.Context, repository string, l *release.Ledger,
 	}
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: Name(repository), Namespace: s.namespace, ResourceVersion: v.rv,
-			Labels: map[string]string{LabelRepository: "true"}, Annotations: map[string]string{"pinbot.dev/repository": repository}},
+			Labels: map[string]string{LabelRepository: "true"}, Annotations: map[string]string{annotationRepository: repository}},
 		Data: map[string]string{ledgerKey: string(data)},
 	}
 	var out *corev1.ConfigMap
@@ -91,6 +134,12 @@ func (s *Ledgers) Put(ctx context.Context, repository string, l *release.Ledger,
 		return v, fmt.Errorf("writing the ledger of %s: %w", repository, ErrConflict)
 	case err != nil:
 		return v, fmt.Errorf("writing the ledger of %s (ConfigMap %s/%s): %w", repository, s.namespace, Name(repository), err)
+	}
+	if v.legacy != "" {
+		err := s.client.CoreV1().ConfigMaps(s.namespace).Delete(ctx, v.legacy, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return Version{rv: out.ResourceVersion, exists: true}, fmt.Errorf("removing the ledger's old ConfigMap %s/%s: %w", s.namespace, v.legacy, err)
+		}
 	}
 	return Version{rv: out.ResourceVersion, exists: true}, nil
 }
@@ -121,7 +170,7 @@ func (s *Ledgers) Repositories(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	for _, cm := range list.Items {
-		if r := cm.Annotations["pinbot.dev/repository"]; r != "" {
+		if r := cm.Annotations[annotationRepository]; r != "" && !slices.Contains(out, r) {
 			out = append(out, r)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"pinbot.dev/pinbot/release"
@@ -38,5 +40,64 @@ func TestLedgersRoundTripAndConflict(t *testing.T) {
 	repos, err := s.Repositories(ctx)
 	if err != nil || len(repos) != 1 || repos[0] != "platform/manifests" {
 		t.Errorf("Repositories = %q, %v", repos, err)
+	}
+}
+
+// TestLedgersNeverCollide: repositories whose names differ only in '/',
+// '-', '_' and '.' keep ledgers of their own, holds included.
+func TestLedgersNeverCollide(t *testing.T) {
+	ctx := context.Background()
+	s := New(fake.NewSimpleClientset(), "pinbot-system")
+	repos := []string{"acme/web-app", "acme-web/app", "acme/web_app", "acme/web.app"}
+	names := map[string]bool{}
+	for _, r := range repos {
+		names[Name(r)] = true
+		err := s.Update(ctx, r, func(l *release.Ledger) error {
+			l.Holds = append(l.Holds, release.Hold{Env: "prod", Image: "r.example/web", Digest: "sha256:" + r})
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(names) != len(repos) {
+		t.Errorf("%d ConfigMap names for %d repositories", len(names), len(repos))
+	}
+	for _, r := range repos {
+		l, _, err := s.Get(ctx, r)
+		if err != nil || len(l.Holds) != 1 || l.Holds[0].Digest != "sha256:"+r {
+			t.Errorf("the ledger of %s holds %+v, %v; want its own hold only", r, l.Holds, err)
+		}
+	}
+}
+
+// TestLegacyLedgerIsReadOnlyByItsOwnRepository: a ledger under the old,
+// shared name is moved to the new one by the repository its annotation
+// names, and never read by another whose name maps to it.
+func TestLegacyLedgerIsReadOnlyByItsOwnRepository(t *testing.T) {
+	ctx := context.Background()
+	kube := fake.NewSimpleClientset()
+	s := New(kube, "pinbot-system")
+	old := release.New()
+	old.Holds = append(old.Holds, release.Hold{Env: "prod", Image: "r.example/web", Digest: "sha256:held"})
+	data, _ := old.Marshal()
+	if _, err := kube.CoreV1().ConfigMaps("pinbot-system").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: legacyName("acme/web-app"), Labels: map[string]string{LabelRepository: "true"},
+			Annotations: map[string]string{annotationRepository: "acme/web-app"}},
+		Data: map[string]string{ledgerKey: string(data)},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if l, _, err := s.Get(ctx, "acme-web/app"); err != nil || len(l.Holds) != 0 {
+		t.Errorf("another repository read the old ledger: %+v, %v", l.Holds, err)
+	}
+	if err := s.Update(ctx, "acme/web-app", func(*release.Ledger) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if l, _, err := s.Get(ctx, "acme/web-app"); err != nil || len(l.Holds) != 1 {
+		t.Errorf("the ledger moved to its new name holds %+v, %v; want the old hold", l.Holds, err)
+	}
+	if _, err := kube.CoreV1().ConfigMaps("pinbot-system").Get(ctx, legacyName("acme/web-app"), metav1.GetOptions{}); err == nil {
+		t.Error("the old ConfigMap is still there")
 	}
 }

@@ -6,8 +6,10 @@ import (
 	"io/fs"
 	"strings"
 	"testing"
+	"time"
 
 	"pinbot.dev/pinbot/pins"
+	"pinbot.dev/pinbot/release"
 )
 
 // TestLongValuesAreClipped: a 6 KB reference given to resolve, promote's
@@ -50,5 +52,18 @@ func TestJSONErrorNamesTheFile(t *testing.T) {
 		if !strings.Contains(b.String(), tc.want) {
 			t.Errorf("writeJSONError(%v) = %s, want %s", tc.err, b.String(), tc.want)
 		}
+	}
+}
+
+// TestJSONErrorCarriesTheGatesRefusal: -o json carries a refusal of the
+// release chain as fields.
+func TestJSONErrorCarriesTheGatesRefusal(t *testing.T) {
+	since := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	err := fmt.Errorf("promoting r.example/web into prod: %w", &release.Refusal{Rule: release.RuleHeld, Env: "prod", Image: "r.example/web",
+		Digest: "sha256:" + strings.Repeat("b", 64), Since: &since, Detail: "crash loop"})
+	var b strings.Builder
+	writeJSONError(&b, err)
+	if want := `"gate":{"rule":"held","env":"prod","image":"r.example/web","digest":"sha256:` + strings.Repeat("b", 64) + `","since":"2026-12-02T12:00:00Z","detail":"crash loop"}`; !strings.Contains(b.String(), want) {
+		t.Errorf("got %s\nwant it to hold %s", b.String(), want)
 	}
 }

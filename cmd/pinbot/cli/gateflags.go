@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/clip"
@@ -15,17 +18,24 @@ import (
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/release/gate"
+	"pinbot.dev/pinbot/release/store"
 )
 
 // gateTokenEnv holds the gate token when --gate-token-file is not given.
 const gateTokenEnv = "PINBOT_GATE_TOKEN"
 
-// gateFlags are the flags of the commands that ask pinbot serve's gate
-// before promoting into an environment: promote and drift.
+// gateFlags are the flags of the commands that ask the release chain
+// before promoting into an environment: promote and drift. They ask
+// serve's gate endpoint (--gate-url), or else read pinbot's ledger from
+// the cluster a kubeconfig reaches; with neither, a promotion into an
+// environment is refused (promote.ErrNoGate).
 type gateFlags struct {
 	url       string
 	tokenFile string
 	insecure  bool
+
+	kubeconfig, context string
+	ledgerNamespace     string
 }
 
 func (f *gateFlags) bind(cmd *cobra.Command) {
@@ -35,12 +45,18 @@ func (f *gateFlags) bind(cmd *cobra.Command) {
 		"file holding the gate's bearer token (default $"+gateTokenEnv+")")
 	cmd.Flags().BoolVar(&f.insecure, "insecure-gate-url", false,
 		"allow a plain-HTTP --gate-url that is not loopback, such as serve's in-cluster Service (the token then crosses the network in clear)")
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "",
+		"without --gate-url: the kubeconfig whose cluster holds pinbot's ledger (default $KUBECONFIG, else ~/.kube/config, else the in-cluster service account)")
+	cmd.Flags().StringVar(&f.context, "context", "", "kubeconfig context to use (default: its current-context)")
+	cmd.Flags().StringVar(&f.ledgerNamespace, "ledger-namespace", "pinbot-system",
+		"without --gate-url: the namespace of pinbot's ledger ConfigMaps (serve's stateNamespace)")
 }
 
-// gate is the promotion gate the flags name, nil without --gate-url.
+// gate is the promotion gate the flags name: serve's endpoint, else the
+// ledger in the cluster, else nil when there is no kubeconfig either.
 func (f *gateFlags) gate(repo string) (promote.Gate, error) {
 	if f.url == "" {
-		return nil, nil
+		return f.ledgerGate(repo)
 	}
 	if _, err := loopback.CheckURL(f.url, f.insecure); err != nil {
 		return nil, usageErrorf("flag --gate-url %s: %w (--insecure-gate-url allows plain HTTP)", clip.Quote(redact.URL(f.url)), err)
@@ -57,14 +73,41 @@ func (f *gateFlags) gate(repo string) (promote.Gate, error) {
 	if tok == "" {
 		return nil, usageErrorf("flag --gate-url: needs a token: --gate-token-file FILE or $%s", gateTokenEnv)
 	}
-	return gateAdmit{gate.Admit{Client: gate.Client{URL: f.url, Token: tok}, Repo: repo}}, nil
+	return gate.Admit{Asker: gate.Client{URL: f.url, Token: tok}, Repo: repo}, nil
 }
 
-// gateAdmit is gate.Admit as a promote.Gate.
-type gateAdmit struct{ g gate.Admit }
+// ledgerGate reads repo's ledger from the cluster a kubeconfig reaches;
+// nil when no kubeconfig is found.
+func (f *gateFlags) ledgerGate(repo string) (promote.Gate, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = f.kubeconfig
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context}).ClientConfig()
+	switch {
+	case clientcmd.IsEmptyConfig(err) && f.kubeconfig == "" && f.context == "":
+		return nil, nil
+	case err != nil:
+		return nil, usageErrorf("flag --kubeconfig: loading the kubeconfig of pinbot's ledger: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("the ledger's cluster: %w", err)
+	}
+	return gate.Admit{Asker: ledgerAsker{ledgers: store.New(kube, f.ledgerNamespace), repo: repo}, Repo: repo}, nil
+}
 
-func (a gateAdmit) Admit(ctx context.Context, ad promote.Admission) error {
-	return a.g.Admit(ctx, ad.Env, ad.Upstream, ad.Image, ad.Digest, ad.Force)
+// ledgerAsker answers gate queries from repo's ledger in the cluster, as
+// serve's endpoint answers them.
+type ledgerAsker struct {
+	ledgers *store.Ledgers
+	repo    string
+}
+
+func (a ledgerAsker) Ask(ctx context.Context, q gate.Query) (gate.Answer, error) {
+	l, _, err := a.ledgers.Get(ctx, a.repo)
+	if err != nil {
+		return gate.Answer{}, err
+	}
+	return gate.FromLedger(l, q, time.Now()), nil
 }
 
 // tokenFileError is err of the token file of flag: bad usage when the

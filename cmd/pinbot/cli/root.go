@@ -20,6 +20,7 @@ import (
 	"pinbot.dev/pinbot/internal/logsink"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/pins"
+	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/trust"
 )
 
@@ -181,6 +182,9 @@ func writeJSONError(w io.Writer, err error) {
 		// Refused is the signature policy's refusal, when that is what
 		// failed: the image, digest, rule and reason.
 		Refused *trust.Refusal `json:"refused,omitempty"`
+		// Gate is the release chain's refusal: the rule, environment,
+		// image, digest and since when.
+		Gate *release.Refusal `json:"gate,omitempty"`
 	}{Error: redact.String(err.Error())}
 	var se *pins.SyntaxError
 	var we *pins.WriteError
@@ -196,6 +200,10 @@ func writeJSONError(w io.Writer, err error) {
 	var refusal *trust.Refusal
 	if errors.As(err, &refusal) {
 		out.Refused = refusal
+	}
+	var gated *release.Refusal
+	if errors.As(err, &gated) {
+		out.Gate = gated
 	}
 	_ = json.NewEncoder(w).Encode(out)
 }

@@ -1,0 +1,82 @@
+package promote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"pinbot.dev/pinbot/release"
+)
+
+// ledgerGate is a Gate over a ledger held in memory, as serve's and the
+// CLI's read one from the cluster.
+type ledgerGate struct{ l *release.Ledger }
+
+func (g ledgerGate) Admit(_ context.Context, a release.Admission) error {
+	return release.Admit(a, release.FactsFrom(g.l, a, time.Now()))
+}
+
+// TestNothingWalksAroundTheGate: a promotion into an environment of the
+// release chain is refused without a gate, forced or not, and into the
+// first environment too; with a gate, --force waives the upstream proof
+// but never a hold; drift proposes nothing into an environment without a
+// gate. Nothing is pushed or opened for a refused promotion.
+func TestNothingWalksAroundTheGate(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	app := f.image("app")
+	v1 := f.pushImage(app, "v1", time.Time{})
+	f.createRepo(map[string]string{
+		".pinbot.yaml": `environments:
+  - name: staging
+    paths: ["envs/staging/**"]
+    apps: [web-staging]
+  - name: prod
+    from: staging
+    paths: ["envs/prod/**"]
+    apps: [web-prod]
+`,
+		"envs/staging/web.yaml": fmt.Sprintf("image: %s:v1@%s\n", app, v1),
+		"envs/prod/web.yaml":    fmt.Sprintf("image: %s:v1@%s\n", app, v1),
+	})
+	v2 := f.pushImage(app, "v2", time.Time{})
+	in := []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: SourceFlag}}
+	held := release.New()
+	held.Holds = append(held.Holds, release.Hold{Env: "prod", Image: app, Digest: v2, Reason: "crash loop", Since: time.Now().Add(-time.Hour)},
+		release.Hold{Env: "staging", Image: app, Digest: v2, Reason: "crash loop", Since: time.Now().Add(-time.Hour)})
+
+	for _, tc := range []struct {
+		name string
+		req  Request
+		want error // errors.Is, or errors.As a *release.Refusal when nil
+		rule string
+	}{
+		{name: "forced into prod without a gate", req: Request{Inputs: in, Target: "prod", Force: true, Reason: "hotfix"}, want: ErrNoGate},
+		{name: "into the first environment without a gate", req: Request{Inputs: in}, want: ErrNoGate},
+		{name: "forced into prod, held there", req: Request{Inputs: in, Target: "prod", Force: true, Reason: "hotfix", Gate: ledgerGate{held}}, rule: release.RuleHeld},
+		{name: "into the first environment, held there", req: Request{Inputs: in, Gate: ledgerGate{held}}, rule: release.RuleHeld},
+		{name: "into prod, not proven in staging", req: Request{Inputs: in, Target: "prod", Gate: ledgerGate{release.New()}}, rule: release.RuleNotProven},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Run(ctx, f.env(), tc.req)
+			var refusal *release.Refusal
+			switch {
+			case tc.want != nil && !errors.Is(err, tc.want):
+				t.Errorf("Run = %v, want %v", err, tc.want)
+			case tc.want == nil && (!errors.As(err, &refusal) || refusal.Rule != tc.rule):
+				t.Errorf("Run = %v, want the release chain's refusal %q", err, tc.rule)
+			}
+			if pulls := f.openPulls(); len(pulls) != 0 {
+				t.Errorf("%d pull requests opened for a refused promotion", len(pulls))
+			}
+		})
+	}
+	// Forced past the proof with a gate and no hold: the prod pull
+	// request opens, saying so.
+	res, err := Run(ctx, f.env(), Request{Inputs: in, Target: "prod", Force: true, Reason: "hotfix", Gate: ledgerGate{release.New()}})
+	if err != nil || len(res) != 1 || res[0].Pull == nil {
+		t.Fatalf("forced with a gate: %v, %+v; want the prod pull request", err, res)
+	}
+}

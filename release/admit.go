@@ -1,0 +1,131 @@
+package release
+
+import (
+	"fmt"
+	"time"
+
+	"pinbot.dev/pinbot/internal/imageref"
+)
+
+// Admission is one promotion into an environment to judge: Digest of
+// Image into Env, which comes from Upstream ("" for a first
+// environment).
+type Admission struct {
+	Env, Upstream string
+	Image, Digest string
+	// Force waives the upstream proof. It never lifts a hold, nor opens
+	// a freeze.
+	Force bool
+}
+
+// Facts are what pinbot knows of an admission: from a ledger
+// (FactsFrom), or from serve's gate endpoint.
+type Facts struct {
+	// Hold is the hold on Digest in Env, if any.
+	Hold *Hold
+	// FrozenUntil is set while a freeze window holds Env, as of when the
+	// facts were read.
+	FrozenUntil *time.Time
+	// Proven reports whether Digest is proven in Upstream now; Pinned and
+	// ProvenDigest are what Upstream pins and has proven, Why why Digest
+	// is not proven there.
+	Proven               bool
+	Pinned, ProvenDigest string
+	Why                  string
+}
+
+// Rules a refusal names.
+const (
+	RuleHeld      = "held"
+	RuleNotProven = "not-proven"
+	RuleFrozen    = "frozen"
+)
+
+// Refusal is a promotion the release chain refuses. Its message names the
+// rule, the environment, the image, the digest and since when, once.
+type Refusal struct {
+	Rule   string     `json:"rule"`
+	Env    string     `json:"env"`
+	Image  string     `json:"image"`
+	Digest string     `json:"digest"`
+	Since  *time.Time `json:"since,omitempty"`
+	Until  *time.Time `json:"until,omitempty"`
+	// Upstream is the environment a not-proven digest must be proven in.
+	Upstream string `json:"upstream,omitempty"`
+	// Detail says more: the hold's reason, what the upstream pins.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Error implements error.
+func (r *Refusal) Error() string {
+	d := imageref.Short(r.Digest)
+	switch r.Rule {
+	case RuleHeld:
+		return fmt.Sprintf("%s of %s is held in %s since %s: %s (lift it with: pinbot hold release %s %s@%s)",
+			d, r.Image, r.Env, r.Since.UTC().Format(time.RFC3339), r.Detail, r.Env, r.Image, r.Digest)
+	case RuleFrozen:
+		return fmt.Sprintf("%s is frozen until %s: %s of %s waits", r.Env, r.Until.UTC().Format(time.RFC3339), d, r.Image)
+	}
+	return fmt.Sprintf("%s of %s is not proven in %s, which %s takes its digests from: %s; pass --force with --reason to promote it anyway",
+		d, r.Image, r.Upstream, r.Env, r.Detail)
+}
+
+// Admit is the release chain's one admission rule, which serve's gate,
+// its own promotions, `pinbot promote` and drift all ask: a digest held
+// in the environment never goes in, forced or not; an environment that
+// comes from another takes only a digest proven there now, unless forced;
+// and nothing goes into an environment inside a freeze window. It returns nil or the *Refusal of the first rule that
+// refuses, in that order.
+func Admit(a Admission, f Facts) error {
+	if h := f.Hold; h != nil {
+		since := h.Since
+		return &Refusal{Rule: RuleHeld, Env: a.Env, Image: a.Image, Digest: a.Digest, Since: &since, Detail: h.Reason}
+	}
+	if a.Upstream != "" && !a.Force && !f.Proven {
+		return notProven(a, f)
+	}
+	if f.FrozenUntil != nil {
+		until := *f.FrozenUntil
+		return &Refusal{Rule: RuleFrozen, Env: a.Env, Image: a.Image, Digest: a.Digest, Until: &until}
+	}
+	return nil
+}
+
+// notProven is the refusal of a digest not proven upstream.
+func notProven(a Admission, f Facts) error {
+	detail := a.Upstream + " pins " + shortOrNothing(f.Pinned)
+	switch {
+	case f.ProvenDigest != "" && f.ProvenDigest != f.Pinned:
+		detail += " and has proven " + imageref.Short(f.ProvenDigest)
+	case f.ProvenDigest != "" && f.Pinned != a.Digest:
+		detail += ", proven"
+	}
+	if f.Why != "" && f.Pinned == a.Digest {
+		detail += ": " + f.Why
+	}
+	return &Refusal{Rule: RuleNotProven, Env: a.Env, Image: a.Image, Digest: a.Digest, Upstream: a.Upstream, Detail: detail}
+}
+
+// FactsFrom reads the facts of a from ledger l.
+func FactsFrom(l *Ledger, a Admission, now time.Time) Facts {
+	f := Facts{Hold: l.Held(a.Env, a.Image, a.Digest)}
+	if t := l.Lookup(a.Env, a.Image); t != nil && t.FrozenUntil != nil && t.FrozenUntil.After(now) {
+		u := *t.FrozenUntil
+		f.FrozenUntil = &u
+	}
+	if a.Upstream == "" {
+		return f
+	}
+	if t := l.Lookup(a.Upstream, a.Image); t != nil {
+		f.Pinned, f.ProvenDigest, f.Why = t.Pinned, t.Proven, t.Why
+		f.Proven = t.Proven == a.Digest
+	}
+	return f
+}
+
+func shortOrNothing(d string) string {
+	if d == "" {
+		return "nothing"
+	}
+	return imageref.Short(d)
+}
