@@ -98,8 +98,12 @@ type Hold struct {
 	// From is the environment whose failure put it on hold.
 	From string `json:"from"`
 	// RolledBackTo is the digest the rollback restores, which does not
-	// lift the hold when it is pinned.
+	// lift the hold when it is proven.
 	RolledBackTo string `json:"rolledBackTo,omitempty"`
+	// Known are the digests proven in the environment before the hold,
+	// which do not lift it when proven again: only a digest pinned after
+	// the hold and proven, or a person (pinbot hold release), does.
+	Known []string `json:"known,omitempty"`
 }
 
 // Event is one thing pinbot decided, for people.

@@ -2,6 +2,7 @@ package release
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -170,12 +171,19 @@ func repin(l *Ledger, t *Track, env Environment, image, pinned string, now time.
 		what = "merged the rollback to " + imageref.Short(pinned)
 	}
 	l.event(now, env.Name, image, what)
-	// A newer digest lifts the holds on older ones in this environment;
-	// the rollback's own digest does not.
+}
+
+// liftHolds lifts the holds on image in env that digest, newly proven
+// there, supersedes: a digest pinned after the hold was placed and proven
+// since, which is neither the rollback's own nor one proven there before
+// the hold (Hold.Known). Pinning a digest for a pass lifts nothing, nor
+// does an older digest proven again.
+func liftHolds(l *Ledger, env, image, digest string, pinnedAt, now time.Time) {
 	kept := l.Holds[:0]
 	for _, h := range l.Holds {
-		if h.Env == env.Name && h.Image == image && h.Digest != pinned && h.RolledBackTo != pinned {
-			l.event(now, env.Name, image, "lifted the hold on "+imageref.Short(h.Digest)+": "+imageref.Short(pinned)+" is pinned now")
+		if h.Env == env && h.Image == image && h.Digest != digest && h.RolledBackTo != digest &&
+			pinnedAt.After(h.Since) && !slices.Contains(h.Known, digest) {
+			l.event(now, env, image, "lifted the hold on "+imageref.Short(h.Digest)+": "+imageref.Short(digest)+", pinned after it, is proven now")
 			continue
 		}
 		kept = append(kept, h)
@@ -198,6 +206,7 @@ func prove(l *Ledger, t *Track, env Environment, image string, obs Observation, 
 		since := now
 		t.Proven, t.ProvenSince = t.Pinned, &since
 		l.event(now, env.Name, image, "proven "+imageref.Short(t.Pinned))
+		liftHolds(l, env.Name, image, t.Pinned, t.PinnedAt, now)
 	}
 	if t.LastProven != t.Pinned {
 		t.PrevProven, t.LastProven = t.LastProven, t.Pinned
@@ -263,7 +272,8 @@ func watch(l *Ledger, chain Chain, t *Track, env Environment, image string, obs 
 	if to == m.Digest {
 		to = t.PrevProven
 	}
-	l.hold(chain.Below(env.Name), Hold{Image: image, Digest: m.Digest, Reason: failure, Since: now, From: env.Name, RolledBackTo: to})
+	l.hold(chain.Below(env.Name), Hold{Image: image, Digest: m.Digest, Reason: failure, Since: now, From: env.Name, RolledBackTo: to,
+		Known: knownDigests(t)})
 	if to == "" {
 		return report(fmt.Sprintf("%s failed to prove and is held; no digest was proven here before it, so there is nothing to roll back to: %s", imageref.Short(m.Digest), failure))
 	}
@@ -326,4 +336,16 @@ func gateKind(gate string) string {
 		}
 	}
 	return gate
+}
+
+// knownDigests are the digests proven in t's environment before a hold:
+// proving one of them again lifts no hold.
+func knownDigests(t *Track) []string {
+	var out []string
+	for _, d := range []string{t.LastProven, t.PrevProven} {
+		if d != "" && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -356,3 +356,34 @@ func TestFreezeDoesNotStopARollback(t *testing.T) {
 		})
 	}
 }
+
+// TestOnlyANewerProvenDigestLiftsAHold: pinning another digest for a pass,
+// or proving again a digest proven before the hold, lifts nothing; a
+// digest pinned after the hold and proven does.
+func TestOnlyANewerProvenDigestLiftsAHold(t *testing.T) {
+	c, l, w := chain(), New(), newWorld()
+	w.proven("prod", dA)
+	Step(l, w.input(c, t0))
+	l.hold([]string{"prod"}, Hold{Image: img, Digest: dB, Since: t0.Add(time.Minute), From: "prod", Known: []string{dA}})
+
+	// C pinned for one pass, not proven, then the held B again.
+	w.pinned["prod"], w.obs["prod"] = dC, Observation{Image: img, Digest: dC, Why: "0/2 ready"}
+	Step(l, w.input(c, t0.Add(2*time.Minute)))
+	w.pinned["prod"], w.obs["prod"] = dB, Observation{Image: img, Digest: dB, Why: "0/2 ready"}
+	Step(l, w.input(c, t0.Add(3*time.Minute)))
+	if l.Held("prod", img, dB) == nil {
+		t.Fatal("pinning another digest for a pass lifted the hold")
+	}
+	// A, proven before the hold, proven again.
+	w.proven("prod", dA)
+	Step(l, w.input(c, t0.Add(4*time.Minute)))
+	if l.Held("prod", img, dB) == nil {
+		t.Fatal("proving again a digest proven before the hold lifted it")
+	}
+	// C, pinned after the hold and proven.
+	w.proven("prod", dC)
+	Step(l, w.input(c, t0.Add(5*time.Minute)))
+	if l.Held("prod", img, dB) != nil {
+		t.Error("a digest pinned after the hold and proven did not lift it")
+	}
+}
