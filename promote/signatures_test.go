@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"pinbot.dev/pinbot/trust"
+	"pinbot.dev/pinbot/trust/policy"
 	"pinbot.dev/pinbot/trust/trusttest"
 )
 
@@ -244,5 +246,31 @@ func TestDriftSigned(t *testing.T) {
 	}
 	if body := rep.Results[0].Pull.Body; !strings.Contains(body, "| Signer | key keys/cosign.pub (SHA256:") {
 		t.Errorf("the drift pull request does not name the signer:\n%s", body)
+	}
+}
+
+// TestOperatorPolicyIsAFloor: a repository whose .pinbot.yaml was narrowed
+// to no signature policy at all (one commit from the very credential the
+// policy guards against) still cannot promote an unsigned digest past the
+// operator's policy, Request.Policy (serve's signatures:, or
+// --signature-policy).
+func TestOperatorPolicyIsAFloor(t *testing.T) {
+	f := newFixture(t)
+	app := f.image("app")
+	v1 := f.pushImage(app, "v1", time.Time{})
+	f.createRepo(map[string]string{".pinbot.yaml": "signatures: []\n", "deploy/app.yaml": "image: " + app + "@" + v1 + "\n"})
+	v2 := f.pushImage(app, "v2", time.Time{})
+	key := trusttest.NewKey(t, "ecdsa")
+	floor, err := trust.Compile(policy.Rules{{Images: []string{app}, Keys: []string{"cosign.pub"}}}, fstest.MapFS{"cosign.pub": {Data: key.PublicPEM(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(testContext(t), f.env(), Request{Inputs: []Input{{Image: app, Digest: v2, Source: SourceFlag}}, Policy: floor})
+	var refusal *trust.Refusal
+	if !errors.As(err, &refusal) || refusal.Digest != v2 {
+		t.Fatalf("Run = %v, want the operator's policy to refuse the unsigned digest", err)
+	}
+	if pulls := f.openPulls(); len(pulls) != 0 {
+		t.Errorf("%d pull requests opened for a refused digest", len(pulls))
 	}
 }

@@ -22,6 +22,7 @@ import (
 type driftOptions struct {
 	forge       forgeFlags
 	gate        gateFlags
+	policy      policyFlag
 	minAge      time.Duration
 	group       string
 	stateFile   string
@@ -89,6 +90,7 @@ overlapping runs, and logs a one-line summary per run.`,
 	fl.IntVar(&o.concurrency, "concurrency", promote.DefaultConcurrency, "tags resolved at once")
 	o.forge.bind(cmd)
 	o.gate.bind(cmd)
+	o.policy.bind(cmd)
 	return cmd
 }
 
@@ -104,12 +106,17 @@ func (o *driftOptions) run(cmd *cobra.Command, g *globals) error {
 	if err != nil {
 		return err
 	}
+	floor, err := o.policy.verifier()
+	if err != nil {
+		return err
+	}
 	opts := promote.DriftOptions{
 		Group:       promote.Group(o.group),
 		Concurrency: o.concurrency,
 		Choose:      o.forge.choose(),
 		DryRun:      o.forge.dryRun,
 		Gate:        gate,
+		Policy:      floor,
 	}
 	if cmd.Flags().Changed("min-age") {
 		opts.MinAge = &o.minAge

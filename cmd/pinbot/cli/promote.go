@@ -17,6 +17,7 @@ import (
 type promoteOptions struct {
 	forge      forgeFlags
 	gate       gateFlags
+	policy     policyFlag
 	input      promote.InputSpec
 	tagMovedOK bool
 	olderOK    bool
@@ -91,6 +92,7 @@ credentials from the docker config.`,
 	fl.StringVar(&o.reason, "reason", "", "why --force: written into the pull request body")
 	o.forge.bind(cmd)
 	o.gate.bind(cmd)
+	o.policy.bind(cmd)
 	return cmd
 }
 
@@ -111,7 +113,12 @@ func (o *promoteOptions) run(cmd *cobra.Command, g *globals) error {
 	if err != nil {
 		return err
 	}
+	floor, err := o.policy.verifier()
+	if err != nil {
+		return err
+	}
 	results, runErr := promote.Run(ctx, env, promote.Request{
+		Policy:        floor,
 		Inputs:        ins,
 		AllowTagMoved: o.tagMovedOK,
 		AllowOlder:    o.olderOK,
