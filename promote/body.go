@@ -369,7 +369,7 @@ func renderSignature(b *strings.Builder, t trust.Provenance) {
 		signed = t.SignedAt.UTC().Format(time.RFC3339) + " (verified timestamp)"
 	}
 	row("Signed", signed)
-	row("Format", md(t.Format))
+	row("Format", t.Format) // one of trust.Format*
 	row("Signature on", code(t.Digest))
 	row("Policy", code(t.Rule)+" of "+code(ConfigFile))
 	for _, a := range t.Attestations {

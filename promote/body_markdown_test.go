@@ -75,7 +75,7 @@ func TestBodyRendersOnlyPinbotsStructure(t *testing.T) {
 			Forced: text,
 			Facts: map[string]Facts{m.Images[0].Image: {
 				Created: time.Date(2026, 11, 30, 9, 15, 0, 0, time.UTC), Source: text, Version: text, Revision: text,
-				Platforms: []string{text}, Trust: &trust.Provenance{Guarded: true, Signer: text, Format: text},
+				Platforms: []string{text}, Trust: &trust.Provenance{Guarded: true, Signer: text, Format: trust.FormatBundle},
 			}},
 			Notes: []string{text},
 		}

@@ -140,13 +140,13 @@ func TestPromoteSigned(t *testing.T) {
 	body := res[0].Pull.Body
 	for _, want := range []string{
 		"#### Signed and built by",
-		"| Signer | issuer https://ci.acme.example, subject jenkins@acme.example |",
+		"| Signer | `issuer https://ci.acme.example, subject jenkins@acme.example` |",
 		"| Format | Sigstore bundle (OCI referrer) |",
 		"| Builder | `https://jenkins.acme.example/job/app/` |",
-		"| Source | https://gitea.acme.example/acme/app |",
+		"| Source | `https://gitea.acme.example/acme/app` |",
 		"| Ref | `refs/heads/main` |",
 		"| Commit | `" + acmeBuild.Commit + "` |",
-		"| Build | https://jenkins.acme.example/job/app/42/ |",
+		"| Build | `https://jenkins.acme.example/job/app/42/` |",
 		"| Policy | `signatures[1]` of `.pinbot.yaml` |",
 	} {
 		if !strings.Contains(body, want) {
@@ -164,7 +164,7 @@ func TestPromoteSigned(t *testing.T) {
 	if err != nil {
 		t.Fatalf("promoting a digest with a legacy signature: %v", err)
 	}
-	if body := res[0].Pull.Body; !strings.Contains(body, "| Signer | key keys/cosign.pub (SHA256:") || !strings.Contains(body, "| Format | cosign signature tag (.sig) |") {
+	if body := res[0].Pull.Body; !strings.Contains(body, "| Signer | `key keys/cosign.pub (SHA256:") || !strings.Contains(body, "| Format | cosign signature tag (.sig) |") {
 		t.Errorf("the legacy promotion's body:\n%s", body)
 	}
 }
@@ -244,7 +244,7 @@ func TestDriftSigned(t *testing.T) {
 	if err != nil || len(rep.Failed) != 0 || rep.Count(StatusOpened) != 1 {
 		t.Fatalf("drift after signing: %s, %v", rep.Summary(), err)
 	}
-	if body := rep.Results[0].Pull.Body; !strings.Contains(body, "| Signer | key keys/cosign.pub (SHA256:") {
+	if body := rep.Results[0].Pull.Body; !strings.Contains(body, "| Signer | `key keys/cosign.pub (SHA256:") {
 		t.Errorf("the drift pull request does not name the signer:\n%s", body)
 	}
 }
