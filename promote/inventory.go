@@ -15,6 +15,9 @@ type Inventory struct {
 	// target's pins of the image hold several (an index and a platform
 	// child, say), the one most pins hold is taken.
 	Pinned map[string]map[string]string
+	// Tags maps target and image to the tag the pins of Pinned's digest
+	// carry (the one most of them carry), "" when none does.
+	Tags map[string]map[string]string
 }
 
 // ReadInventory fetches the base of env's repository and reads what it
@@ -24,8 +27,9 @@ func ReadInventory(ctx context.Context, env Env) (*Inventory, error) {
 	if err != nil {
 		return nil, err
 	}
-	inv := &Inventory{Config: s.cfg, Commit: s.snap.Commit(), Pinned: map[string]map[string]string{}}
+	inv := &Inventory{Config: s.cfg, Commit: s.snap.Commit(), Pinned: map[string]map[string]string{}, Tags: map[string]map[string]string{}}
 	counts := map[string]map[string]map[string]int{}
+	tags := map[[3]string]map[string]int{} // target, image, digest -> tag counts
 	for _, p := range s.pins {
 		target := s.cfg.TargetOf(p.File)
 		if p.Ignored || p.Digest == "" || target == "" {
@@ -38,9 +42,17 @@ func ReadInventory(ctx context.Context, env Env) (*Inventory, error) {
 			counts[target][p.Image] = map[string]int{}
 		}
 		counts[target][p.Image][p.Digest]++
+		if p.Tag != "" {
+			k := [3]string{target, p.Image, p.Digest}
+			if tags[k] == nil {
+				tags[k] = map[string]int{}
+			}
+			tags[k][p.Tag]++
+		}
 	}
 	for target, images := range counts {
 		inv.Pinned[target] = map[string]string{}
+		inv.Tags[target] = map[string]string{}
 		for image, digests := range images {
 			var best []string
 			for d := range digests {
@@ -53,7 +65,20 @@ func ReadInventory(ctx context.Context, env Env) (*Inventory, error) {
 				return best[i] < best[j]
 			})
 			inv.Pinned[target][image] = best[0]
+			inv.Tags[target][image] = mostCommon(tags[[3]string{target, image, best[0]}])
 		}
 	}
 	return inv, nil
+}
+
+// mostCommon is the key counted most, the least in order on a tie; "" for
+// none.
+func mostCommon(counts map[string]int) string {
+	best := ""
+	for k, n := range counts {
+		if best == "" || n > counts[best] || n == counts[best] && k < best {
+			best = k
+		}
+	}
+	return best
 }

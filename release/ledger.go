@@ -49,6 +49,13 @@ type Track struct {
 	LastProven   string    `json:"lastProven,omitempty"`
 	LastProvenAt time.Time `json:"lastProvenAt,omitzero"`
 	PrevProven   string    `json:"prevProven,omitempty"`
+	// PinnedTag is the tag the pins of Pinned carry ("" for none);
+	// LastProvenTag and PrevProvenTag those of LastProven and PrevProven
+	// when they were proven. A rollback writes its digest with its own
+	// tag, never the failed release's.
+	PinnedTag     string `json:"pinnedTag,omitempty"`
+	LastProvenTag string `json:"lastProvenTag,omitempty"`
+	PrevProvenTag string `json:"prevProvenTag,omitempty"`
 	// Merged is the latest change of Pinned, watched for a failed proof.
 	Merged *Merge `json:"merged,omitempty"`
 	// Proposal is pinbot's open promotion pull request into this

@@ -17,6 +17,9 @@ type Input struct {
 	Chain    Chain
 	Pinned   map[string]map[string]string
 	Observed map[string]map[string]Observation
+	// Tags are the tags Pinned's pins carry (environment, image), ""
+	// where they carry none.
+	Tags map[string]map[string]string
 }
 
 // Kind is what an Action asks for.
@@ -58,6 +61,10 @@ type Action struct {
 	// Failed and Evidence: a Rollback's failed digest and why.
 	Failed   string
 	Evidence string
+	// Tag is the tag a Promote or a Rollback writes with Digest: the one
+	// the upstream pins it with, or the one it had when it was proven
+	// here; "" keeps the pins' tags.
+	Tag string
 	// IsRollback: a MergePR of a rollback pull request.
 	IsRollback bool
 }
@@ -105,6 +112,7 @@ func Step(l *Ledger, in Input) []Action {
 			}
 			if pinned := in.Pinned[env.Name][image]; pinned != "" {
 				repin(l, t, env, image, pinned, now)
+				t.PinnedTag = in.Tags[env.Name][image]
 			}
 			obs, observed := in.Observed[env.Name][image]
 			if !observed {
@@ -210,6 +218,7 @@ func prove(l *Ledger, t *Track, env Environment, image string, obs Observation, 
 	}
 	if t.LastProven != t.Pinned {
 		t.PrevProven, t.LastProven = t.LastProven, t.Pinned
+		t.PrevProvenTag, t.LastProvenTag = t.LastProvenTag, t.PinnedTag
 	}
 	t.LastProvenAt = now
 	if t.Merged != nil && t.Merged.Digest == t.Pinned {
@@ -242,9 +251,10 @@ func watch(l *Ledger, chain Chain, t *Track, env Environment, image string, obs 
 			if why == "" {
 				why = obs.Why
 			}
-			failure = fmt.Sprintf("not proven within %s of the merge: %s", env.ReadyTimeout, why)
+			failure = fmt.Sprintf("not proven within %s of the merge (merged %s, deadline %s): %s", env.ReadyTimeout,
+				stamp(m.At), stamp(m.At.Add(env.ReadyTimeout)), why)
 			if m.Proved {
-				failure = fmt.Sprintf("the proof broke for %s: %s", env.ReadyTimeout, why)
+				failure = fmt.Sprintf("the proof broke for %s (broken since %s): %s", env.ReadyTimeout, stamp(since), why)
 			}
 		}
 	}
@@ -278,7 +288,11 @@ func watch(l *Ledger, chain Chain, t *Track, env Environment, image string, obs 
 		return report(fmt.Sprintf("%s failed to prove and is held; no digest was proven here before it, so there is nothing to roll back to: %s", imageref.Short(m.Digest), failure))
 	}
 	l.event(now, env.Name, image, fmt.Sprintf("%s failed to prove and is held; rolling back to %s: %s", imageref.Short(m.Digest), imageref.Short(to), failure))
-	return []Action{{Kind: Rollback, Env: env.Name, Image: image, Digest: to, Failed: m.Digest, Evidence: failure}}
+	tag := t.LastProvenTag
+	if to == t.PrevProven {
+		tag = t.PrevProvenTag
+	}
+	return []Action{{Kind: Rollback, Env: env.Name, Image: image, Digest: to, Tag: tag, Failed: m.Digest, Evidence: failure}}
 }
 
 // onward proposes env's proven, soaked digest of image to the
@@ -296,7 +310,7 @@ func onward(l *Ledger, chain Chain, env Environment, image string, now time.Time
 		frozenUntil, frozen := FrozenUntil(next.Freeze, now)
 		if soaked && n.Pinned != t.Proven && l.Held(name, image, t.Proven) == nil && !frozen &&
 			(n.Proposal == nil || n.Proposal.Digest != t.Proven) {
-			out = append(out, Action{Kind: Promote, Env: name, Image: image, Digest: t.Proven, From: env.Name, Proof: &Proof{
+			out = append(out, Action{Kind: Promote, Env: name, Image: image, Digest: t.Proven, Tag: t.PinnedTag, From: env.Name, Proof: &Proof{
 				Env: env.Name, Apps: env.Apps, Image: image, Digest: t.Proven, Commit: t.Commit, Pods: t.Pods,
 				Since: *t.ProvenSince, Held: held, Soak: env.Soak,
 			}})
@@ -349,3 +363,6 @@ func knownDigests(t *Track) []string {
 	}
 	return out
 }
+
+// stamp is a time as the ledger's evidence prints it.
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -179,7 +179,7 @@ func TestRollbackToLastProven(t *testing.T) {
 		obs   Observation
 		want  string // part of the evidence
 	}{
-		{"never ready", 3 * time.Minute, Observation{Image: img, Digest: dB, Why: "app web-prod is Progressing: 0/2 ready", Pods: []Pod{{Namespace: "prod", Pod: "web-9", Container: "app", Verdict: "Verified"}}}, "not proven within 2m0s of the merge: app web-prod is Progressing"},
+		{"never ready", 3 * time.Minute, Observation{Image: img, Digest: dB, Why: "app web-prod is Progressing: 0/2 ready", Pods: []Pod{{Namespace: "prod", Pod: "web-9", Container: "app", Verdict: "Verified"}}}, "not proven within 2m0s of the merge (merged 2026-12-02T12:02:00Z, deadline 2026-12-02T12:04:00Z): app web-prod is Progressing"},
 		{"crash loop", 3 * time.Minute, Observation{Image: img, Digest: dB, Why: "waiting", Pods: []Pod{{Namespace: "prod", Pod: "web-9", Container: "app", Verdict: "Verified", Waiting: "CrashLoopBackOff"}}}, "pod prod/web-9 container app: CrashLoopBackOff"},
 		{"image pull", 3 * time.Minute, Observation{Image: img, Digest: dB, Why: "pending", Pods: []Pod{{Namespace: "prod", Pod: "web-9", Container: "app", Verdict: "Pending", Reason: "not started yet: ImagePullBackOff"}}}, "ImagePullBackOff"},
 		{"mismatch", 3 * time.Minute, Observation{Image: img, Digest: dB, Why: "pod prod/web-9 container app is Mismatch: running sha256:dd…, Git sha256:bb…"}, "running sha256:dd"},
@@ -385,5 +385,41 @@ func TestOnlyANewerProvenDigestLiftsAHold(t *testing.T) {
 	Step(l, w.input(c, t0.Add(5*time.Minute)))
 	if l.Held("prod", img, dB) != nil {
 		t.Error("a digest pinned after the hold and proven did not lift it")
+	}
+}
+
+// withTags is in with the tags each environment's pins carry.
+func withTags(in Input, tags map[string]string) Input {
+	in.Tags = map[string]map[string]string{}
+	for env, tag := range tags {
+		in.Tags[env] = map[string]string{img: tag}
+	}
+	return in
+}
+
+// TestHotfixDayTags: the onward promotion carries the tag the upstream
+// pins (staging's 1.0.1, not prod's 1.0.0), and a rollback writes the
+// restored digest with the tag it had when it was proven, never the failed
+// release's.
+func TestHotfixDayTags(t *testing.T) {
+	c, l, w := chain(), New(), newWorld()
+	c[0].Soak = 0
+	w.proven("prod", dA)
+	w.proven("staging", dA)
+	Step(l, withTags(w.input(c, t0), map[string]string{"prod": "1.0.0", "staging": "1.0.0"}))
+	w.proven("staging", dB)
+	as := Step(l, withTags(w.input(c, t0.Add(time.Minute)), map[string]string{"prod": "1.0.0", "staging": "1.0.1"}))
+	if p := find(as, Promote); p == nil || p.Digest != dB || p.Tag != "1.0.1" {
+		t.Fatalf("onward: %+v, want B with staging's tag 1.0.1", p)
+	}
+	// Prod merges B as 1.0.1, then a forced C as 1.0.3 that fails.
+	w.proven("prod", dB)
+	Step(l, withTags(w.input(c, t0.Add(2*time.Minute)), map[string]string{"prod": "1.0.1", "staging": "1.0.1"}))
+	Step(l, withTags(w.input(c, t0.Add(3*time.Minute)), map[string]string{"prod": "1.0.1", "staging": "1.0.1"}))
+	w.pinned["prod"], w.obs["prod"] = dC, Observation{Image: img, Digest: dC, Failure: "app web-prod is Degraded"}
+	as = Step(l, withTags(w.input(c, t0.Add(4*time.Minute)), map[string]string{"prod": "1.0.3", "staging": "1.0.1"}))
+	as = append(as, Step(l, withTags(w.input(c, t0.Add(5*time.Minute)), map[string]string{"prod": "1.0.3", "staging": "1.0.1"}))...)
+	if rb := find(as, Rollback); rb == nil || rb.Digest != dB || rb.Tag != "1.0.1" {
+		t.Errorf("rollback: %+v, want B with the tag it was proven with, 1.0.1", rb)
 	}
 }

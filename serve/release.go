@@ -145,7 +145,7 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 		return time.Time{}, err
 	}
 	now := rl.now()
-	in := release.Input{Now: now, Chain: chain, Pinned: inv.Pinned, Observed: rl.observe(ctx, chain, inv)}
+	in := release.Input{Now: now, Chain: chain, Pinned: inv.Pinned, Tags: inv.Tags, Observed: rl.observe(ctx, chain, inv)}
 	for _, a := range release.Step(l, in) {
 		if err := rl.act(ctx, env, l, a); err != nil {
 			log.Warn("release action failed", "action", string(a.Kind), "env", a.Env, "image", a.Image, "error", redact.String(err.Error()))
@@ -220,9 +220,11 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, l *release.Ledger,
 	case release.Promote:
 		// The onward promotion is checked as CI's was: a digest that was
 		// proven to run is still refused when the policy does not pass it.
+		// The digest goes on with the tag the upstream pins it with, and
+		// the digest is what counts: a tag moved since changes nothing.
 		req := promote.Request{
-			Inputs: []promote.Input{{Image: a.Image, Digest: a.Digest, Source: promote.SourceProof}},
-			Target: a.Env, Proof: a.Proof,
+			Inputs: []promote.Input{{Image: a.Image, Digest: a.Digest, Tags: tagsOf(a.Tag), Source: promote.SourceProof}},
+			Target: a.Env, Proof: a.Proof, AllowTagMoved: true,
 		}
 		if rl.d.promote != nil {
 			req.Policy = rl.d.promote.policy
@@ -238,9 +240,11 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, l *release.Ledger,
 		}
 		return err
 	case release.Rollback:
+		// The restored digest goes back with the tag it had when it was
+		// proven here, never the failed release's.
 		res, err := promote.Run(ctx, env, promote.Request{
-			Inputs: []promote.Input{{Image: a.Image, Digest: a.Digest, Source: promote.SourceRollback}},
-			Target: a.Env, AllowOlder: true, Rollback: &promote.Rollback{Failed: a.Failed, Evidence: a.Evidence},
+			Inputs: []promote.Input{{Image: a.Image, Digest: a.Digest, Tags: tagsOf(a.Tag), Source: promote.SourceRollback}},
+			Target: a.Env, AllowOlder: true, AllowTagMoved: true, Rollback: &promote.Rollback{Failed: a.Failed, Evidence: a.Evidence},
 		})
 		if p := openPull(res); p != nil {
 			l.RollbackOpened(a.Env, a.Image, release.Proposal{PR: p.Number, Digest: a.Digest, Head: p.HeadSHA, Failed: a.Failed})
@@ -279,6 +283,14 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, l *release.Ledger,
 		log.Warn("release: " + a.Evidence)
 	}
 	return nil
+}
+
+// tagsOf is an Input's Tags for tag, none for "".
+func tagsOf(tag string) []string {
+	if tag == "" {
+		return nil
+	}
+	return []string{tag}
 }
 
 // openPull is the pull request a promotion left open, if any.
