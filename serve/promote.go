@@ -37,7 +37,7 @@ type promoter struct {
 // newPromoter is the promoter of cfg, nil when cfg has no forge or no
 // promote entries.
 func newPromoter(cfg *Config, cache *gitforge.Cache) (*promoter, error) {
-	if cfg.Forge == nil || len(cfg.Promote) == 0 {
+	if cfg.Forge == nil {
 		return nil, nil
 	}
 	reg, err := registry.New()

@@ -15,7 +15,8 @@ func TestNewPromoter(t *testing.T) {
 		want bool
 	}{
 		{"no forge", &Config{Promote: promote}, false},
-		{"no promote entries", &Config{Config: config.Config{Forge: forge}}, false},
+		// The release chains of the apps' repositories need it too.
+		{"no promote entries", &Config{Config: config.Config{Forge: forge}}, true},
 		{"forge and promote entries", &Config{Config: config.Config{Forge: forge}, Promote: promote}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,6 +42,8 @@ type releaser struct {
 
 	// kick wakes run when the proof of an app in a chain changed.
 	kick chan struct{}
+	// warned are the unknown apps already logged (warnUnknownApps).
+	warned map[string]bool
 }
 
 func newReleaser(d *daemon) *releaser {
@@ -80,7 +83,45 @@ func (rl *releaser) repos() []Target {
 			out = append(out, t)
 		}
 	}
+	// Every repository an app of serve's lives in may declare a chain,
+	// listed under promote: or not.
+	if f := rl.d.cfg.Forge; f != nil {
+		for _, app := range rl.d.r.Config().Apps {
+			repo, err := gitforge.RepoOf(f.URL, app.Repo)
+			if err != nil || seen[repo.String()] {
+				continue // on another forge, or listed already
+			}
+			seen[repo.String()] = true
+			out = append(out, Target{Repo: repo.String()})
+		}
+	}
 	return out
+}
+
+// warnUnknownApps logs, once per repository and set of names, the apps a
+// chain names that serve does not run: their environments can prove
+// nothing, so nothing moves onward from them.
+func (rl *releaser) warnUnknownApps(ctx context.Context, repo string, chain release.Chain) {
+	var unknown []string
+	for _, e := range chain {
+		for _, a := range e.Apps {
+			if _, err := rl.d.r.Config().App(a); err != nil {
+				unknown = append(unknown, e.Name+"/"+a)
+			}
+		}
+	}
+	key := repo + " " + strings.Join(unknown, ",")
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	if len(unknown) == 0 || rl.warned[key] {
+		return
+	}
+	if rl.warned == nil {
+		rl.warned = map[string]bool{}
+	}
+	rl.warned[key] = true
+	logctx.From(ctx).Warn("the release chain names apps serve does not run: those environments prove nothing, and nothing moves on from them",
+		"repo", repo, "apps", unknown)
 }
 
 // run steps every chain each interval until ctx ends, and sooner when a
@@ -140,6 +181,7 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 	if len(chain) == 0 {
 		return time.Time{}, nil
 	}
+	rl.warnUnknownApps(ctx, t.Repo, chain)
 	l, v, err := rl.ledgers.Get(ctx, t.Repo)
 	if err != nil {
 		return time.Time{}, err
