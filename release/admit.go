@@ -32,6 +32,8 @@ type Facts struct {
 	Proven               bool
 	Pinned, ProvenDigest string
 	Why                  string
+	// Stopped says why the whole chain is stopped (Ledger.Stopped).
+	Stopped string
 }
 
 // Rules a refusal names.
@@ -39,6 +41,7 @@ const (
 	RuleHeld      = "held"
 	RuleNotProven = "not-proven"
 	RuleFrozen    = "frozen"
+	RuleStopped   = "chain-stopped"
 )
 
 // Refusal is a promotion the release chain refuses. Its message names the
@@ -65,6 +68,8 @@ func (r *Refusal) Error() string {
 			d, r.Image, r.Env, r.Since.UTC().Format(time.RFC3339), r.Detail, r.Env, r.Image, r.Digest)
 	case RuleFrozen:
 		return fmt.Sprintf("%s is frozen until %s: %s of %s waits", r.Env, r.Until.UTC().Format(time.RFC3339), d, r.Image)
+	case RuleStopped:
+		return fmt.Sprintf("%s of %s into %s: %s", d, r.Image, r.Env, r.Detail)
 	}
 	return fmt.Sprintf("%s of %s is not proven in %s, which %s takes its digests from: %s; pass --force with --reason to promote it anyway",
 		d, r.Image, r.Upstream, r.Env, r.Detail)
@@ -77,6 +82,9 @@ func (r *Refusal) Error() string {
 // and nothing goes into an environment inside a freeze window. It returns nil or the *Refusal of the first rule that
 // refuses, in that order.
 func Admit(a Admission, f Facts) error {
+	if f.Stopped != "" {
+		return &Refusal{Rule: RuleStopped, Env: a.Env, Image: a.Image, Digest: a.Digest, Detail: f.Stopped}
+	}
 	if h := f.Hold; h != nil {
 		since := h.Since
 		return &Refusal{Rule: RuleHeld, Env: a.Env, Image: a.Image, Digest: a.Digest, Since: &since, Detail: h.Reason}
@@ -108,7 +116,7 @@ func notProven(a Admission, f Facts) error {
 
 // FactsFrom reads the facts of a from ledger l.
 func FactsFrom(l *Ledger, a Admission, now time.Time) Facts {
-	f := Facts{Hold: l.Held(a.Env, a.Image, a.Digest)}
+	f := Facts{Hold: l.Held(a.Env, a.Image, a.Digest), Stopped: l.Stopped}
 	if t := l.Lookup(a.Env, a.Image); t != nil && t.FrozenUntil != nil && t.FrozenUntil.After(now) {
 		u := *t.FrozenUntil
 		f.FrozenUntil = &u

@@ -24,6 +24,11 @@ type Ledger struct {
 	// Events are the latest things pinbot decided, newest last, for
 	// people (at most MaxEvents).
 	Events []Event `json:"events,omitempty"`
+	// Stopped says why the chain is stopped: holds on environments
+	// .pinbot.yaml no longer declares (renamed or removed). Every
+	// admission is refused until a person releases them or the name comes
+	// back.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // MaxEvents bounds the events a Ledger keeps.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"pinbot.dev/pinbot/internal/imageref"
@@ -98,6 +99,15 @@ const (
 // friends.
 func Step(l *Ledger, in Input) []Action {
 	now := in.Now
+	if stop := orphanHolds(l, in.Chain); stop != "" {
+		if l.Stopped == stop {
+			return nil
+		}
+		l.Stopped = stop
+		l.event(now, "", "", stop)
+		return []Action{{Kind: Report, Evidence: stop}}
+	}
+	l.Stopped = ""
 	var out []Action
 	for _, env := range in.Chain {
 		frozenUntil, frozen := FrozenUntil(env.Freeze, now)
@@ -366,3 +376,19 @@ func knownDigests(t *Track) []string {
 
 // stamp is a time as the ledger's evidence prints it.
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// orphanHolds says why the chain must stop when holds name environments
+// the chain no longer declares: a rename would otherwise drop them.
+func orphanHolds(l *Ledger, chain Chain) string {
+	var held []string
+	for _, h := range l.Holds {
+		if _, ok := chain.Get(h.Env); !ok {
+			held = append(held, h.Env+" "+h.Image+"@"+h.Digest)
+		}
+	}
+	if len(held) == 0 {
+		return ""
+	}
+	return "the chain is stopped: .pinbot.yaml no longer declares the environment of these holds (renamed or removed?): " +
+		strings.Join(held, ", ") + "; restore the name, or release each (pinbot hold release ENV IMAGE@DIGEST)"
+}

@@ -1,6 +1,7 @@
 package release
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -421,5 +422,40 @@ func TestHotfixDayTags(t *testing.T) {
 	as = append(as, Step(l, withTags(w.input(c, t0.Add(5*time.Minute)), map[string]string{"prod": "1.0.3", "staging": "1.0.1"}))...)
 	if rb := find(as, Rollback); rb == nil || rb.Digest != dB || rb.Tag != "1.0.1" {
 		t.Errorf("rollback: %+v, want B with the tag it was proven with, 1.0.1", rb)
+	}
+}
+
+// TestRenameKeepsHolds: renaming an environment in .pinbot.yaml does not
+// drop its holds: the chain stops, saying why, admits nothing, and goes on
+// once the holds are released.
+func TestRenameKeepsHolds(t *testing.T) {
+	c, l, w := chain(), New(), newWorld()
+	c[0].Soak = 0
+	w.proven("prod", dA)
+	w.proven("staging", dB)
+	Step(l, w.input(c, t0))
+	l.hold([]string{"prod"}, Hold{Image: img, Digest: dB, Reason: "crash loop", Since: t0, From: "prod"})
+
+	renamed := chain()
+	renamed[0].Soak = 0
+	renamed[1].Name = "production"
+	w.pinned["production"], w.obs["production"] = w.pinned["prod"], w.obs["prod"]
+	delete(w.pinned, "prod")
+	delete(w.obs, "prod")
+	as := Step(l, w.input(renamed, t0.Add(time.Minute)))
+	if len(as) != 1 || as[0].Kind != Report || !strings.Contains(as[0].Evidence, "prod "+img+"@"+dB) {
+		t.Fatalf("after the rename: %+v, want one report naming the hold", as)
+	}
+	if as := Step(l, w.input(renamed, t0.Add(2*time.Minute))); len(as) != 0 {
+		t.Errorf("the report repeats: %+v", as)
+	}
+	err := Admit(Admission{Env: "production", Upstream: "staging", Image: img, Digest: dB}, FactsFrom(l, Admission{Env: "production", Upstream: "staging", Image: img, Digest: dB}, t0))
+	var r *Refusal
+	if !errors.As(err, &r) || r.Rule != RuleStopped {
+		t.Errorf("Admit into the renamed environment: %v, want the chain-stopped refusal", err)
+	}
+	l.Release(renamed, "prod", img, dB)
+	if as := Step(l, w.input(renamed, t0.Add(3*time.Minute))); l.Stopped != "" || find(as, Promote) == nil {
+		t.Errorf("after the release: stopped %q, actions %+v; want the chain going on", l.Stopped, as)
 	}
 }

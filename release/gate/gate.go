@@ -62,6 +62,9 @@ type Answer struct {
 	// FrozenUntil is set while a freeze window holds the environment.
 	FrozenUntil *time.Time    `json:"frozenUntil,omitempty"`
 	Pods        []release.Pod `json:"pods,omitempty"`
+	// Stopped says why the repository's whole chain is stopped (holds on
+	// an environment renamed away); nothing is admitted meanwhile.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // Source answers queries (serve, from its ledgers and its reconciler).
@@ -188,7 +191,7 @@ func (g Admit) Admit(ctx context.Context, a release.Admission) error {
 	if err != nil {
 		return err
 	}
-	f := release.Facts{Hold: here.Hold, FrozenUntil: here.FrozenUntil}
+	f := release.Facts{Hold: here.Hold, FrozenUntil: here.FrozenUntil, Stopped: here.Stopped}
 	if a.Upstream != "" && !a.Force {
 		up, err := g.Asker.Ask(ctx, Query{Repo: g.Repo, Env: a.Upstream, Image: a.Image, Digest: a.Digest})
 		if err != nil {
@@ -202,7 +205,7 @@ func (g Admit) Admit(ctx context.Context, a release.Admission) error {
 // FromLedger answers q, of an environment, from its repository's ledger
 // l: serve's gate endpoint, and a CLI that reads the ledger itself.
 func FromLedger(l *release.Ledger, q Query, now time.Time) Answer {
-	a := Answer{Query: q, Hold: l.Held(q.Env, q.Image, q.Digest)}
+	a := Answer{Query: q, Hold: l.Held(q.Env, q.Image, q.Digest), Stopped: l.Stopped}
 	t := l.Lookup(q.Env, q.Image)
 	if t == nil {
 		a.Why = fmt.Sprintf("%s pins no %s", q.Env, q.Image)
