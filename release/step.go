@@ -178,9 +178,11 @@ func repin(l *Ledger, t *Track, env Environment, image, pinned string, now time.
 	}
 	rollback := t.Rollback != nil && t.Rollback.Digest == pinned
 	t.Merged = &Merge{Digest: pinned, At: now, Rollback: rollback}
-	if t.Proposal != nil && t.Proposal.Digest == pinned {
-		t.Proposal = nil
-	}
+	// Whatever merged, the proposal the ledger knows is no longer what
+	// it shows as open: it merged, or another pull request (a person's
+	// forced release) overtook it. The next step proposes afresh where a
+	// proposal is still due.
+	t.Proposal = nil
 	if rollback {
 		t.Rollback = nil
 	}
@@ -305,6 +307,26 @@ func watch(l *Ledger, chain Chain, t *Track, env Environment, image string, obs 
 	return []Action{{Kind: Rollback, Env: env.Name, Image: image, Digest: to, Tag: tag, Failed: m.Digest, Evidence: failure}}
 }
 
+// settling reports whether the digest merged into n is still inside its
+// readiness window, or failed and awaits its rollback: an onward pull
+// request now would undo a release (a person's forced hotfix, say) before
+// it had the chance to prove, or race the rollback.
+func settling(n *Track, env *Environment, now time.Time) bool {
+	m := n.Merged
+	if m == nil || m.Digest != n.Pinned {
+		return false
+	}
+	failedInWindow := m.Failure != "" && now.Before(m.At.Add(env.RollbackWindow))
+	return failedInWindow || !m.Done && !m.Proved && now.Before(m.At.Add(env.ReadyTimeout))
+}
+
+// ranBefore reports whether digest was proven in n before what it pins
+// now: going back to it is a rollback's decision, never an onward
+// promotion's.
+func ranBefore(n *Track, digest string) bool {
+	return n.Pinned != "" && digest != n.Pinned && (digest == n.LastProven && n.LastProven != n.Pinned || digest == n.PrevProven)
+}
+
 // onward proposes env's proven, soaked digest of image to the
 // environments that come from env, and keeps their gates.
 func onward(l *Ledger, chain Chain, env Environment, image string, now time.Time) []Action {
@@ -319,7 +341,7 @@ func onward(l *Ledger, chain Chain, env Environment, image string, now time.Time
 		n := l.Track(name, image)
 		frozenUntil, frozen := FrozenUntil(next.Freeze, now)
 		if soaked && n.Pinned != t.Proven && l.Held(name, image, t.Proven) == nil && !frozen &&
-			(n.Proposal == nil || n.Proposal.Digest != t.Proven) {
+			(n.Proposal == nil || n.Proposal.Digest != t.Proven) && n.Rollback == nil && !settling(n, next, now) && !ranBefore(n, t.Proven) {
 			out = append(out, Action{Kind: Promote, Env: name, Image: image, Digest: t.Proven, Tag: t.PinnedTag, From: env.Name, Proof: &Proof{
 				Env: env.Name, Apps: env.Apps, Image: image, Digest: t.Proven, Commit: t.Commit, Pods: t.Pods,
 				Since: *t.ProvenSince, Held: held, Soak: env.Soak,

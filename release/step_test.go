@@ -459,3 +459,49 @@ func TestRenameKeepsHolds(t *testing.T) {
 		t.Errorf("after the release: stopped %q, actions %+v; want the chain going on", l.Stopped, as)
 	}
 }
+
+// TestHotfixDay: while a person's forced release is inside its readiness
+// window no onward pull request undoes it; when it fails and the rollback
+// merges, the ledger shows no stale proposal and the proven upstream
+// digest is proposed again.
+func TestHotfixDay(t *testing.T) {
+	c, l, w := chain(), New(), newWorld()
+	c[0].Soak = 0
+	w.proven("prod", dA)
+	w.proven("staging", dA)
+	Step(l, w.input(c, t0))
+	Step(l, w.input(c, t0.Add(time.Minute)))
+	// Staging proves B: the onward pull request opens.
+	w.proven("staging", dB)
+	if p := find(Step(l, w.input(c, t0.Add(2*time.Minute))), Promote); p == nil || p.Digest != dB {
+		t.Fatalf("onward: %+v, want B", p)
+	}
+	l.Proposed("prod", img, Proposal{PR: 7, Digest: dB, Head: "h1", From: "staging"})
+	// A person forces the hotfix C into prod over it, through PR 7.
+	w.pinned["prod"], w.obs["prod"] = dC, Observation{Image: img, Digest: dC, Why: "0/2 ready"}
+	as := Step(l, w.input(c, t0.Add(3*time.Minute)))
+	if p := find(as, Promote); p != nil {
+		t.Fatalf("inside the hotfix's readiness window: %+v, want no onward pull request", p)
+	}
+	if tr := l.Lookup("prod", img); tr.Proposal != nil {
+		t.Errorf("the ledger still shows PR %d as open after another digest merged", tr.Proposal.PR)
+	}
+	// C never gets ready: rolled back to A.
+	as = Step(l, w.input(c, t0.Add(6*time.Minute)))
+	rb := find(as, Rollback)
+	if rb == nil || rb.Digest != dA {
+		t.Fatalf("after the deadline: %+v, want the rollback to A", as)
+	}
+	if p := find(as, Promote); p != nil {
+		t.Errorf("an onward pull request beside the rollback: %+v", p)
+	}
+	l.RollbackOpened("prod", img, Proposal{PR: 8, Digest: dA, Failed: dC})
+	// The rollback merges and A proves again: B, proven in staging, is
+	// proposed again.
+	w.proven("prod", dA)
+	Step(l, w.input(c, t0.Add(7*time.Minute)))
+	as = Step(l, w.input(c, t0.Add(8*time.Minute)))
+	if p := find(as, Promote); p == nil || p.Digest != dB {
+		t.Errorf("after the rollback merged: %+v, want B proposed again", as)
+	}
+}
