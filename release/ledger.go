@@ -98,6 +98,12 @@ type Proposal struct {
 	Gate string `json:"gate,omitempty"`
 	// Failed is, for a rollback, the digest rolled back from.
 	Failed string `json:"failed,omitempty"`
+	// Evidence and Tag are, for a rollback decided (PR 0 until its pull
+	// request is open), what its pull request says and the tag it writes:
+	// the decision is in the ledger before anything is done, so a step cut
+	// short (a leader change) is redone, never forgotten.
+	Evidence string `json:"evidence,omitempty"`
+	Tag      string `json:"tag,omitempty"`
 }
 
 // Hold keeps a digest that failed to prove out of an environment.

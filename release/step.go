@@ -130,7 +130,7 @@ func Step(l *Ledger, in Input) []Action {
 			}
 			prove(l, t, env, image, obs, now)
 			out = append(out, watch(l, in.Chain, t, env, image, obs, now, rollbacksHeld)...)
-			if t.Rollback != nil && env.Rollback == RollbackAuto && !rollbacksHeld {
+			if t.Rollback != nil && t.Rollback.PR != 0 && env.Rollback == RollbackAuto && !rollbacksHeld {
 				out = append(out, Action{Kind: MergePR, Env: env.Name, Image: image, PR: t.Rollback.PR, Digest: t.Rollback.Digest, IsRollback: true})
 			}
 		}
@@ -304,7 +304,9 @@ func watch(l *Ledger, chain Chain, t *Track, env Environment, image string, obs 
 	if to == t.PrevProven {
 		tag = t.PrevProvenTag
 	}
-	return []Action{{Kind: Rollback, Env: env.Name, Image: image, Digest: to, Tag: tag, Failed: m.Digest, Evidence: failure}}
+	// The decision goes into the ledger before the pull request exists.
+	t.Rollback = &Proposal{Digest: to, Failed: m.Digest, Evidence: failure, Tag: tag}
+	return []Action{rollbackOf(env.Name, image, t.Rollback)}
 }
 
 // settling reports whether the digest merged into n is still inside its
@@ -413,4 +415,32 @@ func orphanHolds(l *Ledger, chain Chain) string {
 	}
 	return "the chain is stopped: .pinbot.yaml no longer declares the environment of these holds (renamed or removed?): " +
 		strings.Join(held, ", ") + "; restore the name, or release each (pinbot hold release ENV IMAGE@DIGEST)"
+}
+
+// Pending lists what an earlier step decided and recorded but did not see
+// done, besides the actions of this step: rollbacks whose pull request is
+// not recorded (a leader that stopped between the ledger write and the
+// pull request), while the failed digest is still pinned. serve carries
+// them out after Step's own.
+func Pending(l *Ledger, this []Action) []Action {
+	var out []Action
+	for env, images := range l.Envs {
+		for image, t := range images {
+			rb := t.Rollback
+			if rb == nil || rb.PR != 0 || t.Pinned != rb.Failed {
+				continue
+			}
+			if slices.ContainsFunc(this, func(a Action) bool { return a.Kind == Rollback && a.Env == env && a.Image == image }) {
+				continue
+			}
+			out = append(out, rollbackOf(env, image, rb))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Env+out[i].Image < out[j].Env+out[j].Image })
+	return out
+}
+
+// rollbackOf is the Rollback action of decision rb in env.
+func rollbackOf(env, image string, rb *Proposal) Action {
+	return Action{Kind: Rollback, Env: env, Image: image, Digest: rb.Digest, Tag: rb.Tag, Failed: rb.Failed, Evidence: rb.Evidence}
 }

@@ -505,3 +505,36 @@ func TestHotfixDay(t *testing.T) {
 		t.Errorf("after the rollback merged: %+v, want B proposed again", as)
 	}
 }
+
+// TestDecidedRollbackSurvivesALeaderChange: a rollback decided and
+// written to the ledger, whose pull request never opened (the leader
+// stopped in between), is pending for the next leader, and is not once
+// its pull request is recorded.
+func TestDecidedRollbackSurvivesALeaderChange(t *testing.T) {
+	c, l, w := chain(), New(), newWorld()
+	w.proven("prod", dA)
+	Step(l, w.input(c, t0))
+	Step(l, w.input(c, t0.Add(time.Minute)))
+	w.pinned["prod"], w.obs["prod"] = dB, Observation{Image: img, Digest: dB, Failure: "Degraded"}
+	as := Step(l, w.input(c, t0.Add(2*time.Minute)))
+	if find(as, Rollback) == nil || len(Pending(l, as)) != 0 {
+		t.Fatalf("the deciding step: %+v, pending %+v; want the rollback once", as, Pending(l, as))
+	}
+	data, err := l.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := Parse(data) // the next leader reads what was written
+	if err != nil {
+		t.Fatal(err)
+	}
+	as = Step(next, w.input(c, t0.Add(3*time.Minute)))
+	p := Pending(next, as)
+	if find(as, Rollback) != nil || len(p) != 1 || p[0].Digest != dA || p[0].Failed != dB || p[0].Evidence != "Degraded" {
+		t.Fatalf("the next leader: actions %+v, pending %+v; want the rollback to A pending once", as, p)
+	}
+	next.RollbackOpened("prod", img, Proposal{PR: 9, Digest: dA, Failed: dB})
+	if p := Pending(next, nil); len(p) != 0 {
+		t.Errorf("pending after the pull request is recorded: %+v", p)
+	}
+}

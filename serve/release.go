@@ -188,13 +188,43 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 	}
 	now := rl.now()
 	in := release.Input{Now: now, Chain: chain, Pinned: inv.Pinned, Tags: inv.Tags, Observed: rl.observe(ctx, chain, inv)}
-	for _, a := range release.Step(l, in) {
-		if err := rl.act(ctx, env, l, a); err != nil {
+	decided := release.Step(l, in)
+	todo := append(decided, release.Pending(l, decided)...)
+	// The decisions go into the ledger before anything is done: a step
+	// whose write meets another's (a leader change, a person's hold
+	// release) does nothing, and the next step decides again from what
+	// is there. So actions and ledger cannot diverge.
+	if v, err = rl.ledgers.Put(ctx, t.Repo, l, v); errors.Is(err, store.ErrConflict) {
+		log.Info("the ledger changed while the step decided; stepping again")
+		return now.Add(time.Second), nil
+	} else if err != nil {
+		return time.Time{}, err
+	}
+	var records []func(*release.Ledger)
+	record := func(r func(*release.Ledger)) {
+		r(l)
+		records = append(records, r)
+	}
+	for _, a := range todo {
+		if err := rl.act(ctx, env, record, a); err != nil {
 			log.Warn("release action failed", "action", string(a.Kind), "env", a.Env, "image", a.Image, "error", redact.String(err.Error()))
 		}
 	}
-	if _, err := rl.ledgers.Put(ctx, t.Repo, l, v); err != nil && !errors.Is(err, store.ErrConflict) {
-		return time.Time{}, err
+	if len(records) > 0 {
+		_, err := rl.ledgers.Put(ctx, t.Repo, l, v)
+		if errors.Is(err, store.ErrConflict) {
+			// Written meanwhile: the outcomes go onto what is there now,
+			// never dropped.
+			err = rl.ledgers.Update(ctx, t.Repo, func(fresh *release.Ledger) error {
+				for _, r := range records {
+					r(fresh)
+				}
+				return nil
+			})
+		}
+		if err != nil {
+			return time.Time{}, err
+		}
 	}
 	next, _ := l.NextDeadline(chain, now)
 	return next, nil
@@ -255,8 +285,10 @@ func appView(app string, st *status.App, v *verdict.Verification, err error) rel
 	return out
 }
 
-// act carries out one action and records it in the ledger.
-func (rl *releaser) act(ctx context.Context, env promote.Env, l *release.Ledger, a release.Action) error {
+// act carries out one action and records its outcome with record, which
+// applies it to the ledger (and again to a fresher one, should the
+// ledger change meanwhile).
+func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*release.Ledger)), a release.Action) error {
 	log := logctx.From(ctx).With("env", a.Env, "image", a.Image)
 	switch a.Kind {
 	case release.Promote:
@@ -274,10 +306,13 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, l *release.Ledger,
 		res, err := promote.Run(ctx, env, req)
 		if r := (*trust.Refusal)(nil); errors.As(err, &r) {
 			rl.d.logRefusal(ctx, env.Repo.String(), r)
-			noteRefusal(l, rl.now(), r)
+			now := rl.now()
+			record(func(l *release.Ledger) { noteRefusal(l, now, r) })
 		}
 		if p := openPull(res); p != nil {
-			l.Proposed(a.Env, a.Image, release.Proposal{PR: p.Number, Digest: a.Digest, Head: p.HeadSHA, From: a.From})
+			record(func(l *release.Ledger) {
+				l.Proposed(a.Env, a.Image, release.Proposal{PR: p.Number, Digest: a.Digest, Head: p.HeadSHA, From: a.From})
+			})
 			log.Info("proposed a proven digest onward", "digest", a.Digest, "from", a.From, "number", p.Number)
 		}
 		return err
@@ -289,7 +324,9 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, l *release.Ledger,
 			Target: a.Env, AllowOlder: true, AllowTagMoved: true, Rollback: &promote.Rollback{Failed: a.Failed, Evidence: a.Evidence},
 		})
 		if p := openPull(res); p != nil {
-			l.RollbackOpened(a.Env, a.Image, release.Proposal{PR: p.Number, Digest: a.Digest, Head: p.HeadSHA, Failed: a.Failed})
+			record(func(l *release.Ledger) {
+				l.RollbackOpened(a.Env, a.Image, release.Proposal{PR: p.Number, Digest: a.Digest, Head: p.HeadSHA, Failed: a.Failed})
+			})
 			log.Warn("opened a rollback", "failed", a.Failed, "to", a.Digest, "number", p.Number, "evidence", a.Evidence)
 		}
 		return err
@@ -300,7 +337,7 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, l *release.Ledger,
 		}
 		err := forge.SetStatus(ctx, env.Repo, a.Head, gitforge.Status{Context: GateContext, State: a.State, Description: clipStatus(a.Description)})
 		if err == nil {
-			l.Posted(a.Env, a.Image, a.State+": "+a.Description)
+			record(func(l *release.Ledger) { l.Posted(a.Env, a.Image, a.State+": "+a.Description) })
 		}
 		return err
 	case release.MergePR:
