@@ -274,3 +274,32 @@ func TestChartHostilePeerBoundaries(t *testing.T) {
 		t.Errorf("args %q: %s", args, err)
 	}
 }
+
+// TestChartServesTheGate: secrets.gateToken mounts the token and turns
+// serve's gate endpoint on, and NOTES shows CI's promote line with it.
+func TestChartServesTheGate(t *testing.T) {
+	objs, err := chart(t, exampleValues, "../../deploy/testdata/gate-values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dep appsv1.Deployment
+	find(t, objs, "Deployment", "pinbot", &dep)
+	c := dep.Spec.Template.Spec.Containers[0]
+	if !slices.Contains(c.Args, "--gate-token-file=/etc/pinbot/gate/token") {
+		t.Errorf("args %q, want the gate token file", c.Args)
+	}
+	mounted := slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == "/etc/pinbot/gate" })
+	secret := slices.ContainsFunc(dep.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.Secret != nil && v.Secret.SecretName == "pinbot-gate"
+	})
+	if !mounted || !secret {
+		t.Errorf("gate token mounted %t, Secret pinbot-gate a volume %t; want both", mounted, secret)
+	}
+	cmd, rest, err := cli.NewRootCommand().Find(c.Args)
+	if err == nil {
+		err = cmd.ParseFlags(rest)
+	}
+	if err != nil {
+		t.Errorf("args %q: %s", c.Args, err)
+	}
+}
