@@ -15,6 +15,7 @@ const (
 	dA  = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 	dB  = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 	dC  = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+	dD  = "sha256:dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd"
 )
 
 var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)

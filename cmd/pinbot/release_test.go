@@ -354,3 +354,44 @@ func TestReleaseFailover(t *testing.T) {
 		t.Errorf("prod's pull request opened %s after the soak ended: the soak restarted on failover", late)
 	}
 }
+
+// TestReleaseGateOnEveryPull: a person's pull request (not pinbot's) that
+// pins into prod a digest not proven in staging gets a red pinbot/gate
+// naming the rule; one that pins staging's proven digest gets a green one.
+// Branch protection that requires pinbot/gate makes it binding.
+func TestReleaseGateOnEveryPull(t *testing.T) {
+	ctx := context.Background()
+	r := newReleaseRig(ctx, t, twoEnvs, 1)
+	r.serveReleases("a")
+	r.waitProven("prod", r.v1, 2*time.Minute)
+	g := r.peers.Gitea
+	c, err := g.Client(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, unproven := r.image("app", "unproven")
+	for _, tc := range []struct {
+		name, branch, digest, state, want string
+	}{
+		{"an unproven digest into prod", "person/unproven", unproven, "failure", "is not proven in staging, which prod takes its digests from"},
+		{"no pin changed", "person/readme", "", "success", "changes no pin of the release chain"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := map[string]string{"README.md": "a person's change\n"}
+			if tc.digest != "" {
+				files = map[string]string{"envs/prod/web.yaml": webDeployment("prod", 1, r.app+":v1@"+tc.digest)}
+			}
+			sha, err := g.Commit(ctx, g.AdminUser, "manifests", "main", tc.branch, files, "a person's pull request")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := c.CreatePullRequest(g.AdminUser, "manifests", sdk.CreatePullRequestOption{Head: tc.branch, Base: "main", Title: tc.name}); err != nil {
+				t.Fatal(err)
+			}
+			poll.Until(t, time.Minute, "pinbot/gate on the person's pull request", func() (bool, string) {
+				state, desc := r.gateStatus(sha)
+				return state == tc.state && strings.Contains(desc, tc.want), state + ": " + desc
+			})
+		})
+	}
+}

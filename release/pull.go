@@ -1,0 +1,56 @@
+package release
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"pinbot.dev/pinbot/internal/imageref"
+)
+
+// PullContext is the commit status every pull request into a repository
+// with a release chain gets: branch protection that requires it makes the
+// gate binding for everyone, people and other bots included.
+const PullContext = "pinbot/gate"
+
+// JudgePull is the pinbot/gate status of a pull request that is not one
+// of pinbot's own (whose gate Step keeps): each pin it changes in an
+// environment (head's digest where the base pins another) is judged by
+// Admit, without force. The first refusal fails it, naming the rule,
+// environment, image and digest; a pull request that changes no pin of
+// the chain, or only admissible ones, succeeds.
+func JudgePull(l *Ledger, chain Chain, base, head map[string]map[string]string, now time.Time) (state, description string) {
+	var admitted []string
+	envs := make([]string, 0, len(head))
+	for env := range head {
+		envs = append(envs, env)
+	}
+	sort.Strings(envs)
+	for _, env := range envs {
+		e, ok := chain.Get(env)
+		if !ok {
+			continue
+		}
+		images := make([]string, 0, len(head[env]))
+		for image := range head[env] {
+			images = append(images, image)
+		}
+		sort.Strings(images)
+		for _, image := range images {
+			digest := head[env][image]
+			if digest == "" || digest == base[env][image] {
+				continue
+			}
+			a := Admission{Env: env, Upstream: e.From, Image: image, Digest: digest}
+			if err := Admit(a, FactsFrom(l, a, now)); err != nil {
+				return GateFailure, err.Error()
+			}
+			admitted = append(admitted, env+": "+imageref.Short(digest))
+		}
+	}
+	if len(admitted) == 0 {
+		return GateSuccess, "changes no pin of the release chain"
+	}
+	return GateSuccess, fmt.Sprintf("admitted (%s)", strings.Join(admitted, ", "))
+}
