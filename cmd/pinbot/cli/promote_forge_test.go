@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	sdk "code.gitea.io/sdk/gitea"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
@@ -25,6 +26,41 @@ func TestPromoteDriftCommands(t *testing.T) {
 	t.Run("invalid token", func(t *testing.T) { testCLIInvalidToken(t, srv) })
 	t.Run("drift", func(t *testing.T) { testCLIDrift(t, srv) })
 	t.Run("signature policy", func(t *testing.T) { testCLISignaturePolicy(t, srv) })
+	t.Run("protect", func(t *testing.T) { testCLIProtect(t, srv) })
+}
+
+// testCLIProtect: pinbot protect says the gate only advises where no rule
+// requires pinbot/gate (exit 1), makes it required with --apply, keeping
+// a rule's other checks, and then says it is binding.
+func testCLIProtect(t *testing.T, srv *gitea.Server) {
+	m := giteatest.NewManifestRepo(t, srv)
+	t.Setenv(tokenEnv, srv.Token)
+	args := []string{"protect", "--forge-url", srv.URL, "--repo", m.Owner + "/" + m.Name}
+	code, stdout, stderr := run(t, args...)
+	if code != exitError || !strings.Contains(stdout, "no branch protection rule covers it") || !strings.Contains(stderr, "the gate only advises") {
+		t.Fatalf("no rule: exit %d: %s%s", code, stdout, stderr)
+	}
+	c, err := srv.Client(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.CreateBranchProtection(m.Owner, m.Name, sdk.CreateBranchProtectionOption{RuleName: "main", EnableStatusCheck: true, StatusCheckContexts: []string{"ci/build"}}); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, _ := run(t, args...); code != exitError || !strings.Contains(stdout, "rule main does not require pinbot/gate") {
+		t.Errorf("a rule without the check: exit %d: %s", code, stdout)
+	}
+	if code, stdout, stderr := run(t, append(args, "--apply")...); code != exitOK || !strings.Contains(stdout, "made pinbot/gate a required status check (rule main)") {
+		t.Fatalf("--apply: exit %d: %s%s", code, stdout, stderr)
+	}
+	code, stdout, _ = run(t, append(args, "-o", "json")...)
+	var got struct {
+		Protection struct{ Checks []string } `json:"protection"`
+		Binding    bool                      `json:"binding"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != exitOK || !got.Binding || strings.Join(got.Protection.Checks, ",") != "ci/build,pinbot/gate" {
+		t.Errorf("after --apply: exit %d, %+v, %v; want both checks required", code, got, err)
+	}
 }
 
 // testCLISignaturePolicy: an unsigned digest is refused with exit 1, and

@@ -136,6 +136,7 @@ func newRootCommand(out *outputWriter) *cobra.Command {
 		newDiffCommand(g),
 		newLedgerCommand(g),
 		newHoldCommand(g),
+		newProtectCommand(g),
 	)
 	return root
 }

@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/clip"
+	"pinbot.dev/pinbot/internal/loopback"
+	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/release"
+)
+
+// protectOptions are the flags of pinbot protect.
+type protectOptions struct {
+	forgeURL, repo, tokenFile, caFile, branch string
+	insecure, apply                           bool
+}
+
+func newProtectCommand(g *globals) *cobra.Command {
+	o := &protectOptions{}
+	cmd := &cobra.Command{
+		Use:   "protect --forge-url URL --repo OWNER/NAME [--apply]",
+		Short: "Check that branch protection makes the pinbot/gate check binding, and set it",
+		Long: `Protect reads the Gitea branch protection of the manifest repository's branch
+(default: its default branch) and says whether pull requests into it must
+pass the pinbot/gate status check, which pinbot serve posts on every pull
+request. Without it the gate only advises: a reviewer can merge a held or
+unproven digest.
+
+With --apply it makes the check required (a repository admin's token):
+the rule covering the branch gets it, or a rule for the branch is made.
+It exits 1 when the check is not required and --apply was not given.`,
+		Args: maxArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			u, err := loopback.CheckURL(o.forgeURL, o.insecure)
+			if err != nil {
+				return usageErrorf("flag --forge-url %s: %w (--insecure-forge allows plain HTTP)", clip.Quote(redact.URL(o.forgeURL)), err)
+			}
+			repo, err := gitforge.ParseRepo(o.repo)
+			if err != nil {
+				return usageErrorf("flag --repo: %w", err)
+			}
+			forge, err := gitforge.Dial(u.String(), o.tokenFile, o.caFile, "")
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			branch := o.branch
+			if branch == "" {
+				if branch, err = forge.DefaultBranch(ctx, repo); err != nil {
+					return err
+				}
+			}
+			p, err := forge.Protection(ctx, repo, branch)
+			if err != nil {
+				return err
+			}
+			applied := false
+			if !p.Requires(release.PullContext) && o.apply {
+				if err := forge.RequireCheck(ctx, repo, branch, release.PullContext); err != nil {
+					return fmt.Errorf("%w (a repository admin's token may set branch protection)", err)
+				}
+				if p, err = forge.Protection(ctx, repo, branch); err != nil {
+					return err
+				}
+				applied = true
+			}
+			out := cmd.OutOrStdout()
+			if g.json() {
+				err = json.NewEncoder(out).Encode(struct {
+					Branch     string              `json:"branch"`
+					Protection gitforge.Protection `json:"protection"`
+					Binding    bool                `json:"binding"`
+					Applied    bool                `json:"applied"`
+				}{branch, p, p.Requires(release.PullContext), applied})
+			} else {
+				err = printProtection(out, repo, branch, p, applied)
+			}
+			if err != nil {
+				return err
+			}
+			if !p.Requires(release.PullContext) {
+				return fmt.Errorf("%s of %s: %s is not a required status check, so the gate only advises (run pinbot protect --apply with an admin's token)", branch, repo, release.PullContext)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.forgeURL, "forge-url", os.Getenv(forgeURLEnv), "Gitea base URL (default $"+forgeURLEnv+")")
+	fl.StringVar(&o.repo, "repo", os.Getenv(repoEnv), "manifest repository OWNER/NAME (default $"+repoEnv+")")
+	fl.StringVar(&o.tokenFile, "token-file", "", "file holding the Gitea token (default: $"+tokenEnv+")")
+	fl.StringVar(&o.caFile, "ca-file", "", "PEM bundle to trust for the forge, besides the system roots")
+	fl.BoolVar(&o.insecure, "insecure-forge", false, "allow a plain-HTTP --forge-url that is not loopback")
+	fl.StringVar(&o.branch, "branch", "", "the branch pull requests go into (default: the repository's default branch)")
+	fl.BoolVar(&o.apply, "apply", false, "make pinbot/gate a required status check where it is not")
+	return cmd
+}
+
+// printProtection says whether p makes the gate binding on branch.
+func printProtection(w io.Writer, repo gitforge.Repo, branch string, p gitforge.Protection, applied bool) error {
+	var err error
+	switch {
+	case p.Requires(release.PullContext) && applied:
+		_, err = fmt.Fprintf(w, "%s of %s: made %s a required status check (rule %s)\n", branch, repo, release.PullContext, p.Rule)
+	case p.Requires(release.PullContext):
+		_, err = fmt.Fprintf(w, "%s of %s: %s is a required status check (rule %s): the gate is binding\n", branch, repo, release.PullContext, p.Rule)
+	case p.Rule == "":
+		_, err = fmt.Fprintf(w, "%s of %s: no branch protection rule covers it\n", branch, repo)
+	default:
+		_, err = fmt.Fprintf(w, "%s of %s: rule %s does not require %s\n", branch, repo, p.Rule, release.PullContext)
+	}
+	if err == nil && p.Requires(release.PullContext) && p.AdminOverride {
+		_, err = fmt.Fprintf(w, "note: repository admins may merge past a failing check (a forced release needs one)\n")
+	}
+	return err
+}

@@ -1,0 +1,103 @@
+package gitforge
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+
+	sdk "code.gitea.io/sdk/gitea"
+)
+
+// Protection is what Gitea's branch protection requires of pull requests
+// into a branch, as far as a required status check goes.
+type Protection struct {
+	// Rule is the name of the rule that covers the branch (the branch, or
+	// a glob); "" when none does.
+	Rule string `json:"rule,omitempty"`
+	// Checks are the required status checks, when the rule enables them.
+	Checks []string `json:"checks,omitempty"`
+	// AdminOverride: repository admins may merge past a failing check.
+	AdminOverride bool `json:"adminOverride"`
+}
+
+// Requires reports whether the protection requires the status check.
+func (p Protection) Requires(check string) bool { return slices.Contains(p.Checks, check) }
+
+// Protection returns the branch protection of branch in repo.
+func (g *Gitea) Protection(ctx context.Context, repo Repo, branch string) (Protection, error) {
+	bp, err := g.protectionRule(ctx, repo, branch)
+	if err != nil || bp == nil {
+		return Protection{}, err
+	}
+	out := Protection{Rule: ruleName(bp), AdminOverride: !bp.BlockAdminMergeOverride}
+	if bp.EnableStatusCheck {
+		out.Checks = bp.StatusCheckContexts
+	}
+	return out, nil
+}
+
+// RequireCheck makes the status check required on pull requests into
+// branch: the rule that covers the branch gets it, or a new rule for the
+// branch is made. It needs a token of a repository admin.
+func (g *Gitea) RequireCheck(ctx context.Context, repo Repo, branch, check string) error {
+	bp, err := g.protectionRule(ctx, repo, branch)
+	if err != nil {
+		return err
+	}
+	op := fmt.Sprintf("requiring the status check %q on %s of %s", check, branch, repo)
+	return g.call(ctx, op, func(c *sdk.Client) (*sdk.Response, error) {
+		if bp == nil {
+			_, resp, err := c.CreateBranchProtection(repo.Owner, repo.Name, sdk.CreateBranchProtectionOption{
+				RuleName: branch, EnableStatusCheck: true, StatusCheckContexts: []string{check},
+			})
+			return resp, err
+		}
+		contexts := bp.StatusCheckContexts
+		if !bp.EnableStatusCheck {
+			contexts = nil
+		}
+		if !slices.Contains(contexts, check) {
+			contexts = append(contexts, check)
+		}
+		on := true
+		_, resp, err := c.EditBranchProtection(repo.Owner, repo.Name, ruleName(bp), sdk.EditBranchProtectionOption{
+			EnableStatusCheck: &on, StatusCheckContexts: contexts,
+		})
+		return resp, err
+	})
+}
+
+// protectionRule is the rule covering branch: one named for it, else the
+// first whose glob matches it; nil for none.
+func (g *Gitea) protectionRule(ctx context.Context, repo Repo, branch string) (*sdk.BranchProtection, error) {
+	var rules []*sdk.BranchProtection
+	err := g.call(ctx, "reading the branch protection of "+repo.String(), func(c *sdk.Client) (*sdk.Response, error) {
+		return pages(func(opt sdk.ListOptions) (*sdk.Response, error) {
+			page, resp, err := c.ListBranchProtections(repo.Owner, repo.Name, sdk.ListBranchProtectionsOptions{ListOptions: opt})
+			rules = append(rules, page...)
+			return resp, err
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, bp := range rules {
+		if ruleName(bp) == branch {
+			return bp, nil
+		}
+	}
+	for _, bp := range rules {
+		if ok, _ := path.Match(ruleName(bp), branch); ok {
+			return bp, nil
+		}
+	}
+	return nil, nil
+}
+
+func ruleName(bp *sdk.BranchProtection) string {
+	if bp.RuleName != "" {
+		return bp.RuleName
+	}
+	return bp.BranchName
+}
