@@ -64,7 +64,7 @@ func (r *Refusal) Error() string {
 	d := imageref.Short(r.Digest)
 	switch r.Rule {
 	case RuleHeld:
-		return fmt.Sprintf("%s of %s is held in %s since %s: %s (lift it with: pinbot hold release %s %s@%s)",
+		return fmt.Sprintf("%s of %s is held in %s since %s: %s (lift it with: pinbot hold release %s %s@%s --reason TEXT)",
 			d, r.Image, r.Env, r.Since.UTC().Format(time.RFC3339), r.Detail, r.Env, r.Image, r.Digest)
 	case RuleFrozen:
 		return fmt.Sprintf("%s is frozen until %s: %s of %s waits", r.Env, r.Until.UTC().Format(time.RFC3339), d, r.Image)

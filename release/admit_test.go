@@ -23,7 +23,7 @@ func TestAdmit(t *testing.T) {
 		{name: "proven upstream", a: Admission{Env: "prod", Upstream: "staging", Image: img, Digest: dB}, f: Facts{Proven: true}},
 		{name: "held, forced", a: Admission{Env: "prod", Upstream: "staging", Image: img, Digest: dB, Force: true}, f: Facts{Hold: hold, Proven: true},
 			want: &Refusal{Rule: RuleHeld, Env: "prod", Image: img, Digest: dB, Since: &since, Detail: "crash loop"},
-			msg:  "sha256:bbbbbbbbbbbb of " + img + " is held in prod since 2026-12-02T12:00:00Z: crash loop (lift it with: pinbot hold release prod " + img + "@" + dB + ")"},
+			msg:  "sha256:bbbbbbbbbbbb of " + img + " is held in prod since 2026-12-02T12:00:00Z: crash loop (lift it with: pinbot hold release prod " + img + "@" + dB + " --reason TEXT)"},
 		{name: "held in a first environment", a: Admission{Env: "prod", Image: img, Digest: dB}, f: Facts{Hold: hold},
 			want: &Refusal{Rule: RuleHeld, Env: "prod", Image: img, Digest: dB, Since: &since, Detail: "crash loop"}},
 		{name: "not proven: another digest pinned", a: Admission{Env: "prod", Upstream: "staging", Image: img, Digest: dB}, f: Facts{Pinned: dA, ProvenDigest: dA},
@@ -68,5 +68,21 @@ func TestFactsFrom(t *testing.T) {
 	pr.FrozenUntil = &earlier
 	if f := FactsFrom(l, Admission{Env: "prod", Image: img, Digest: dA}, now); f.Hold != nil || f.FrozenUntil != nil {
 		t.Errorf("facts %+v, want no hold on another digest and no freeze that ended", f)
+	}
+}
+
+// TestReleaseByRecordsWhoAndWhy: a person lifting a hold is in the
+// ledger's events, with why.
+func TestReleaseByRecordsWhoAndWhy(t *testing.T) {
+	l := New()
+	l.hold([]string{"prod"}, Hold{Image: img, Digest: dB, Since: t0, From: "prod"})
+	if l.ReleaseBy(chain(), "prod", img, dA, "alice", "x", t0) {
+		t.Error("released a digest that is not held")
+	}
+	if !l.ReleaseBy(chain(), "prod", img, dB, "alice@example.com", "the outage was the database, not the image", t0) || l.Held("prod", img, dB) != nil {
+		t.Fatal("the hold is still there")
+	}
+	if e := l.Events[len(l.Events)-1]; e.What != "alice@example.com released the hold on sha256:bbbbbbbbbbbb: the outage was the database, not the image" {
+		t.Errorf("event %q", e.What)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/jsonkeys"
 )
 
@@ -214,6 +215,16 @@ func (l *Ledger) Release(chain Chain, env, image, digest string) bool {
 	l.Holds = slices.DeleteFunc(l.Holds, func(x Hold) bool {
 		return x.Image == image && x.Digest == digest && x.From == from && slices.Contains(below, x.Env)
 	})
+	return true
+}
+
+// ReleaseBy is Release by a person: who released the hold and why go into
+// the ledger's events.
+func (l *Ledger) ReleaseBy(chain Chain, env, image, digest, who, why string, now time.Time) bool {
+	if !l.Release(chain, env, image, digest) {
+		return false
+	}
+	l.event(now, env, image, fmt.Sprintf("%s released the hold on %s: %s", who, imageref.Short(digest), why))
 	return true
 }
 

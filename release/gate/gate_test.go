@@ -111,7 +111,7 @@ func TestAdmit(t *testing.T) {
 		{"proven upstream", "canary", "staging", proven, false, "404"}, // canary is unknown to the ledger
 		{"unproven upstream", "prod", "staging", pending, false, "is not proven in staging, which prod takes its digests from: staging pins sha256:111111111111, proven; pass --force"},
 		{"unproven, forced, frozen downstream", "prod", "staging", pending, true, "prod is frozen until 2026-12-02T13:00:00Z"},
-		{"held in the environment", "staging", "", held, false, "is held in staging since 2026-12-02T12:00:00Z: crash loop (lift it with: pinbot hold release staging " + image + "@" + held + ")"},
+		{"held in the environment", "staging", "", held, false, "is held in staging since 2026-12-02T12:00:00Z: crash loop (lift it with: pinbot hold release staging " + image + "@" + held + " --reason TEXT)"},
 		{"a root environment", "staging", "", pending, false, ""},
 	} {
 		err := g.Admit(ctx, release.Admission{Env: tc.env, Upstream: tc.upstream, Image: image, Digest: tc.digest, Force: tc.force})

@@ -11,9 +11,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/release/store"
@@ -23,6 +26,7 @@ import (
 type ledgerFlags struct {
 	rf   reconcilerFlags
 	repo string
+	kube kubernetes.Interface // ledgers' client, once made
 }
 
 func (f *ledgerFlags) bind(cmd *cobra.Command) {
@@ -45,6 +49,7 @@ func (f *ledgerFlags) ledgers(ctx context.Context) (*store.Ledgers, []string, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the Kubernetes client: %w", err)
 	}
+	f.kube = kube
 	s := store.New(kube, cfg.StateNamespace)
 	if f.repo != "" {
 		if _, err := gitforge.ParseRepo(f.repo); err != nil {
@@ -198,8 +203,9 @@ newer digest is pinned in the environment.`,
 	}
 	list.bind(listCmd)
 	rel := &ledgerFlags{}
+	var why string
 	releaseCmd := &cobra.Command{
-		Use:   "release ENV IMAGE@DIGEST --config FILE [--repo OWNER/NAME]",
+		Use:   "release ENV IMAGE@DIGEST --reason TEXT --config FILE [--repo OWNER/NAME]",
 		Short: "Release a held digest in an environment (and where the same failure held it after it)",
 		Args:  exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -207,12 +213,16 @@ newer digest is pinned in the environment.`,
 			env := args[0]
 			ref, err := imageref.Parse(args[1])
 			if err != nil || ref.Digest == "" {
-				return usageErrorf("argument IMAGE@DIGEST: want REPOSITORY@sha256:..., got %s", args[1])
+				return usageErrorf("argument IMAGE@DIGEST: want REPOSITORY@sha256:..., got %s", clip.QuoteRef(args[1]))
+			}
+			if strings.TrimSpace(why) == "" {
+				return usageErrorf("flag --reason: required: the ledger records who released a hold, and why")
 			}
 			s, repos, err := rel.ledgers(ctx)
 			if err != nil {
 				return err
 			}
+			who := whoAmI(ctx, rel.kube)
 			released := ""
 			for _, r := range repos {
 				err := s.Update(ctx, r, func(l *release.Ledger) error {
@@ -220,7 +230,7 @@ newer digest is pinned in the environment.`,
 						return nil
 					}
 					chain := chainOf(l)
-					if l.Release(chain, env, ref.Repository, ref.Digest) {
+					if l.ReleaseBy(chain, env, ref.Repository, ref.Digest, who, why, time.Now()) {
 						released = r
 					}
 					return nil
@@ -240,6 +250,7 @@ newer digest is pinned in the environment.`,
 		},
 	}
 	rel.bind(releaseCmd)
+	releaseCmd.Flags().StringVar(&why, "reason", "", "why the hold is lifted (required; recorded in the ledger with who lifted it)")
 	cmd.AddCommand(listCmd, releaseCmd)
 	return cmd
 }
@@ -262,4 +273,17 @@ func chainOf(l *release.Ledger) release.Chain {
 		}
 	}
 	return c
+}
+
+// whoAmI is the user the cluster knows the caller as, for the ledger's
+// record of who released a hold; "unknown" when it will not say.
+func whoAmI(ctx context.Context, kube kubernetes.Interface) string {
+	if kube == nil {
+		return "unknown"
+	}
+	r, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil || r.Status.UserInfo.Username == "" {
+		return "unknown"
+	}
+	return r.Status.UserInfo.Username
 }
