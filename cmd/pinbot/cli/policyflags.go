@@ -54,4 +54,3 @@ func (f *policyFlag) verifier() (*trust.Verifier, error) {
 	}
 	return v, nil
 }
-
