@@ -109,6 +109,9 @@ func writeLedgers(w io.Writer, ls []repoLedger, now time.Time) error {
 	}
 	for _, rl := range ls {
 		fmt.Fprintf(w, "%s\n", rl.Repo)
+		if rl.Ledger.Stopped != "" {
+			fmt.Fprintf(w, "STOPPED: %s\n", rl.Ledger.Stopped)
+		}
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ENV\tIMAGE\tPINNED\tPROVEN\tSINCE\tPULL REQUEST\tROLLBACK\tFROZEN")
 		envs := make([]string, 0, len(rl.Ledger.Envs))
@@ -129,8 +132,10 @@ func writeLedgers(w io.Writer, ls []repoLedger, now time.Time) error {
 						pr += " (" + strings.SplitN(p.Gate, ":", 2)[0] + ")"
 					}
 				}
-				if p := t.Rollback; p != nil {
+				if p := t.Rollback; p != nil && p.PR != 0 {
 					rb = fmt.Sprintf("#%d to %s", p.PR, imageref.Short(p.Digest))
+				} else if p != nil {
+					rb = "decided: to " + imageref.Short(p.Digest)
 				}
 				if t.FrozenUntil != nil && t.FrozenUntil.After(now) {
 					frozen = "until " + t.FrozenUntil.UTC().Format(time.RFC3339)
