@@ -34,7 +34,7 @@ export PINBOT_BIN_DIR := $(BIN)
 
 RELEASE_DIR ?= dist/$(VERSION)
 
-.PHONY: all build demo-bin image release test test-deps unit lint bench demo tools gitea kube crds clean schemas docs
+.PHONY: all build demo-bin image release test test-deps unit lint bench demo tools gitea kube flux crds clean schemas docs
 
 all: build
 
@@ -103,6 +103,20 @@ $(KUBE_BINS) &: hack/tools/kube/go.mod hack/tools/kube/go.sum
 	mv $(BIN)/.kube/server $(BIN)/etcd
 	mv $(BIN)/.kube/kube-apiserver $(BIN)/.kube/kube-controller-manager $(BIN)/
 	@rmdir $(BIN)/.kube
+
+## flux: the real Flux source-controller and kustomize-controller (the
+## test peers that deploy what pinbot proves), one go build into bin/ like
+## the control plane's. Not yet part of tools: no test uses them yet.
+FLUX_BINS := $(BIN)/source-controller $(BIN)/kustomize-controller
+
+flux: $(FLUX_BINS)
+$(FLUX_BINS) &: hack/tools/flux/go.mod hack/tools/flux/go.sum
+	@echo ">> building Flux's source-controller and kustomize-controller into bin/ (about 15 minutes the first time)"
+	@rm -rf $(BIN)/.flux && mkdir -p $(BIN)/.flux
+	cd hack/tools/flux && GOFLAGS=-mod=mod ../../with-progress.sh flux $(GO) build -o $(BIN)/.flux/ \
+		github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller
+	mv $(BIN)/.flux/source-controller $(BIN)/.flux/kustomize-controller $(BIN)/
+	@rmdir $(BIN)/.flux
 
 ## crds: the real CustomResourceDefinitions of Argo CD's Application,
 ## Flux's Kustomization, HelmRelease, GitRepository, HelmRepository and
