@@ -3,14 +3,12 @@ package serve
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"pinbot.dev/pinbot/gitforge"
-	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
@@ -18,7 +16,6 @@ import (
 	"pinbot.dev/pinbot/reconciler/verdict"
 	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/release/store"
-	"pinbot.dev/pinbot/trust"
 )
 
 // DefaultReleaseInterval is how often serve looks at each release chain:
@@ -49,13 +46,6 @@ type releaser struct {
 	// pulls are the other pull requests' heads as last read, and the
 	// gate posted on them (gatePulls), by "repo#number".
 	pulls map[string]*pullSeen
-}
-
-// pullSeen is what gatePulls last read of a pull request and posted on it.
-type pullSeen struct {
-	head   string                       // its head commit
-	pinned map[string]map[string]string // what the head pins, by environment and image
-	posted string                       // "state: description" posted on head
 }
 
 func newReleaser(d *daemon) *releaser {
@@ -298,190 +288,6 @@ func appView(app string, st *status.App, v *verdict.Verification, err error) rel
 		})
 	}
 	return out
-}
-
-// act carries out one action and records its outcome with record, which
-// applies it to the ledger (and again to a fresher one, should the
-// ledger change meanwhile).
-func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*release.Ledger)), a release.Action) error {
-	log := logctx.From(ctx).With("env", a.Env, "image", a.Image)
-	switch a.Kind {
-	case release.Promote:
-		// The onward promotion is checked as CI's was: a digest that was
-		// proven to run is still refused when the policy does not pass it.
-		// The digest goes on with the tag the upstream pins it with, and
-		// the digest is what counts: a tag moved since changes nothing.
-		req := promote.Request{
-			Inputs: []promote.Input{{Image: a.Image, Digest: a.Digest, Tags: tagsOf(a.Tag), Source: promote.SourceProof}},
-			Target: a.Env, Proof: a.Proof, AllowTagMoved: true,
-		}
-		if rl.d.promote != nil {
-			req.Policy = rl.d.promote.policy
-		}
-		res, err := promote.Run(ctx, env, req)
-		if r := (*trust.Refusal)(nil); errors.As(err, &r) {
-			rl.d.logRefusal(ctx, env.Repo.String(), r)
-			now := rl.now()
-			record(func(l *release.Ledger) { noteRefusal(l, now, r) })
-		}
-		if p := openPull(res); p != nil {
-			record(func(l *release.Ledger) {
-				l.Proposed(a.Env, a.Image, release.Proposal{PR: p.Number, Digest: a.Digest, Head: p.HeadSHA, From: a.From})
-			})
-			log.Info("proposed a proven digest onward", "digest", a.Digest, "from", a.From, "number", p.Number)
-		}
-		return err
-	case release.Rollback:
-		// The restored digest goes back with the tag it had when it was
-		// proven here, never the failed release's.
-		res, err := promote.Run(ctx, env, promote.Request{
-			Inputs: []promote.Input{{Image: a.Image, Digest: a.Digest, Tags: tagsOf(a.Tag), Source: promote.SourceRollback}},
-			Target: a.Env, AllowOlder: true, AllowTagMoved: true, Rollback: &promote.Rollback{Failed: a.Failed, Evidence: a.Evidence},
-		})
-		if p := openPull(res); p != nil {
-			record(func(l *release.Ledger) {
-				l.RollbackOpened(a.Env, a.Image, release.Proposal{PR: p.Number, Digest: a.Digest, Head: p.HeadSHA, Failed: a.Failed})
-			})
-			log.Warn("opened a rollback", "failed", a.Failed, "to", a.Digest, "number", p.Number, "evidence", a.Evidence)
-		}
-		return err
-	case release.Gate:
-		forge, ok := env.Forge.(*gitforge.Gitea)
-		if !ok {
-			return errors.New("posting a gate status needs the Gitea forge")
-		}
-		err := forge.SetStatus(ctx, env.Repo, a.Head, gitforge.Status{Context: GateContext, State: a.State, Description: clipStatus(a.Description)})
-		if err == nil {
-			record(func(l *release.Ledger) { l.Posted(a.Env, a.Image, a.State+": "+a.Description) })
-		}
-		return err
-	case release.MergePR:
-		forge, ok := env.Forge.(*gitforge.Gitea)
-		if !ok {
-			return errors.New("merging needs the Gitea forge")
-		}
-		what := "Merged by pinbot: the gate is green"
-		if a.IsRollback {
-			what = "Merged by pinbot: rollback " + imageref.Short(a.Digest)
-		}
-		err := forge.MergePull(ctx, env.Repo, a.PR, what)
-		switch {
-		case errors.Is(err, gitforge.ErrNotMergeable):
-			log.Debug("not mergeable yet (approvals, checks)", "number", a.PR)
-			return nil
-		case err == nil:
-			log.Info("merged", "number", a.PR, "rollback", a.IsRollback)
-		}
-		return err
-	case release.Report:
-		log.Warn("release: " + a.Evidence)
-	}
-	return nil
-}
-
-// gatePulls posts pinbot/gate on every open pull request into the
-// repository that is not one of pinbot's own onward or rollback pull
-// requests (Step keeps theirs): a person's, Renovate's, CI's. Each is
-// judged pin by pin by release.JudgePull against the ledger, again
-// whenever its head, a hold, a proof or a window changes the answer.
-func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.Ledger, chain release.Chain, base *promote.Inventory) error {
-	forge, ok := env.Forge.(*gitforge.Gitea)
-	if !ok {
-		return nil
-	}
-	pulls, err := forge.ListPulls(ctx, env.Repo, gitforge.StateOpen)
-	if err != nil {
-		return err
-	}
-	own := map[int64]bool{}
-	for _, images := range l.Envs {
-		for _, t := range images {
-			if t.Proposal != nil {
-				own[t.Proposal.PR] = true
-			}
-			if t.Rollback != nil {
-				own[t.Rollback.PR] = true
-			}
-		}
-	}
-	var errs []error
-	open := map[string]bool{}
-	defer rl.forgetPulls(env.Repo.String(), open)
-	for _, p := range pulls {
-		if own[p.Number] || p.HeadSHA == "" {
-			continue
-		}
-		key := fmt.Sprintf("%s#%d", env.Repo, p.Number)
-		open[key] = true
-		rl.mu.Lock()
-		seen := rl.pulls[key]
-		rl.mu.Unlock()
-		if seen == nil || seen.head != p.HeadSHA {
-			at := env
-			at.Base = p.Head
-			inv, err := promote.ReadInventory(ctx, at)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("pull request #%d: reading its head: %w", p.Number, err))
-				continue
-			}
-			seen = &pullSeen{head: p.HeadSHA, pinned: inv.Pinned}
-		}
-		state, desc := release.JudgePull(l, chain, base.Pinned, seen.pinned, rl.now())
-		if posted := state + ": " + desc; posted != seen.posted {
-			err := forge.SetStatus(ctx, env.Repo, p.HeadSHA, gitforge.Status{Context: GateContext, State: state, Description: clipStatus(desc)})
-			if err != nil {
-				errs = append(errs, fmt.Errorf("pull request #%d: %w", p.Number, err))
-				continue
-			}
-			seen.posted = posted
-			logctx.From(ctx).Info("judged a pull request", "number", p.Number, "gate", state, "why", desc)
-		}
-		rl.mu.Lock()
-		if rl.pulls == nil {
-			rl.pulls = map[string]*pullSeen{}
-		}
-		rl.pulls[key] = seen
-		rl.mu.Unlock()
-	}
-	return errors.Join(errs...)
-}
-
-// forgetPulls drops what gatePulls kept of repo's pull requests that are
-// no longer open.
-func (rl *releaser) forgetPulls(repo string, open map[string]bool) {
-	rl.mu.Lock()
-	defer rl.mu.Unlock()
-	for key := range rl.pulls {
-		if strings.HasPrefix(key, repo+"#") && !open[key] {
-			delete(rl.pulls, key)
-		}
-	}
-}
-
-// tagsOf is an Input's Tags for tag, none for "".
-func tagsOf(tag string) []string {
-	if tag == "" {
-		return nil
-	}
-	return []string{tag}
-}
-
-// openPull is the pull request a promotion left open, if any.
-func openPull(res []promote.Result) *gitforge.Pull {
-	for _, r := range res {
-		if r.Pull != nil && r.Pull.State != gitforge.StateClosed {
-			return r.Pull
-		}
-	}
-	return nil
-}
-
-// clipStatus bounds a status description: Gitea keeps 255 characters.
-func clipStatus(s string) string {
-	if len(s) > 250 {
-		return s[:247] + "..."
-	}
-	return s
 }
 
 // chain returns the release chain of repo as last read, and whether one

@@ -1,0 +1,118 @@
+package serve
+
+import (
+	"context"
+	"errors"
+
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/promote"
+	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/trust"
+)
+
+// act carries out one action and records its outcome with record, which
+// applies it to the ledger (and again to a fresher one, should the
+// ledger change meanwhile).
+func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*release.Ledger)), a release.Action) error {
+	log := logctx.From(ctx).With("env", a.Env, "image", a.Image)
+	switch a.Kind {
+	case release.Promote:
+		// The onward promotion is checked as CI's was: a digest that was
+		// proven to run is still refused when the policy does not pass it.
+		// The digest goes on with the tag the upstream pins it with, and
+		// the digest is what counts: a tag moved since changes nothing.
+		req := promote.Request{
+			Inputs: []promote.Input{{Image: a.Image, Digest: a.Digest, Tags: tagsOf(a.Tag), Source: promote.SourceProof}},
+			Target: a.Env, Proof: a.Proof, AllowTagMoved: true,
+		}
+		if rl.d.promote != nil {
+			req.Policy = rl.d.promote.policy
+		}
+		res, err := promote.Run(ctx, env, req)
+		if r := (*trust.Refusal)(nil); errors.As(err, &r) {
+			rl.d.logRefusal(ctx, env.Repo.String(), r)
+			now := rl.now()
+			record(func(l *release.Ledger) { noteRefusal(l, now, r) })
+		}
+		if p := openPull(res); p != nil {
+			record(func(l *release.Ledger) {
+				l.Proposed(a.Env, a.Image, release.Proposal{PR: p.Number, Digest: a.Digest, Head: p.HeadSHA, From: a.From})
+			})
+			log.Info("proposed a proven digest onward", "digest", a.Digest, "from", a.From, "number", p.Number)
+		}
+		return err
+	case release.Rollback:
+		// The restored digest goes back with the tag it had when it was
+		// proven here, never the failed release's.
+		res, err := promote.Run(ctx, env, promote.Request{
+			Inputs: []promote.Input{{Image: a.Image, Digest: a.Digest, Tags: tagsOf(a.Tag), Source: promote.SourceRollback}},
+			Target: a.Env, AllowOlder: true, AllowTagMoved: true, Rollback: &promote.Rollback{Failed: a.Failed, Evidence: a.Evidence},
+		})
+		if p := openPull(res); p != nil {
+			record(func(l *release.Ledger) {
+				l.RollbackOpened(a.Env, a.Image, release.Proposal{PR: p.Number, Digest: a.Digest, Head: p.HeadSHA, Failed: a.Failed})
+			})
+			log.Warn("opened a rollback", "failed", a.Failed, "to", a.Digest, "number", p.Number, "evidence", a.Evidence)
+		}
+		return err
+	case release.Gate:
+		forge, ok := env.Forge.(*gitforge.Gitea)
+		if !ok {
+			return errors.New("posting a gate status needs the Gitea forge")
+		}
+		err := forge.SetStatus(ctx, env.Repo, a.Head, gitforge.Status{Context: GateContext, State: a.State, Description: clipStatus(a.Description)})
+		if err == nil {
+			record(func(l *release.Ledger) { l.Posted(a.Env, a.Image, a.State+": "+a.Description) })
+		}
+		return err
+	case release.MergePR:
+		forge, ok := env.Forge.(*gitforge.Gitea)
+		if !ok {
+			return errors.New("merging needs the Gitea forge")
+		}
+		what := "Merged by pinbot: the gate is green"
+		if a.IsRollback {
+			what = "Merged by pinbot: rollback " + imageref.Short(a.Digest)
+		}
+		err := forge.MergePull(ctx, env.Repo, a.PR, what)
+		switch {
+		case errors.Is(err, gitforge.ErrNotMergeable):
+			log.Debug("not mergeable yet (approvals, checks)", "number", a.PR)
+			return nil
+		case err == nil:
+			log.Info("merged", "number", a.PR, "rollback", a.IsRollback)
+		}
+		return err
+	case release.Report:
+		log.Warn("release: " + a.Evidence)
+	}
+	return nil
+}
+
+// tagsOf is an Input's Tags for tag, none for "".
+func tagsOf(tag string) []string {
+	if tag == "" {
+		return nil
+	}
+	return []string{tag}
+}
+
+// openPull is the pull request a promotion left open, if any.
+func openPull(res []promote.Result) *gitforge.Pull {
+	for _, r := range res {
+		if r.Pull != nil && r.Pull.State != gitforge.StateClosed {
+			return r.Pull
+		}
+	}
+	return nil
+}
+
+// clipStatus bounds a status description: Gitea keeps 255 characters.
+func clipStatus(s string) string {
+	if len(s) > 250 {
+		return s[:247] + "..."
+	}
+	return s
+}
