@@ -306,18 +306,5 @@ func (rl *releaser) admit(repo string) promote.Gate {
 	if rl == nil {
 		return nil
 	}
-	return ledgerGate{rl: rl, repo: repo}
-}
-
-type ledgerGate struct {
-	rl   *releaser
-	repo string
-}
-
-func (g ledgerGate) Admit(ctx context.Context, a release.Admission) error {
-	l, _, err := g.rl.ledgers.Get(ctx, g.repo)
-	if err != nil {
-		return err
-	}
-	return release.Admit(a, release.FactsFrom(l, a, g.rl.now()))
+	return store.Gate{Ledgers: rl.ledgers, Repo: repo, Now: rl.now}
 }

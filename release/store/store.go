@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -175,4 +176,27 @@ func (s *Ledgers) Repositories(ctx context.Context) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// Gate is the release chain's gate read straight from the ledger of
+// Repo: serve's own promotions and a CLI with a kubeconfig ask it, as
+// others ask serve's gate endpoint. It implements promote.Gate.
+type Gate struct {
+	Ledgers *Ledgers
+	Repo    string
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Admit returns nil or the *release.Refusal of a (release.Admit).
+func (g Gate) Admit(ctx context.Context, a release.Admission) error {
+	l, _, err := g.Ledgers.Get(ctx, g.Repo)
+	if err != nil {
+		return err
+	}
+	now := time.Now
+	if g.Now != nil {
+		now = g.Now
+	}
+	return release.Admit(a, release.FactsFrom(l, a, now()))
 }

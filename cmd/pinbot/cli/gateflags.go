@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
@@ -92,22 +90,7 @@ func (f *gateFlags) ledgerGate(repo string) (promote.Gate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the ledger's cluster: %w", err)
 	}
-	return gate.Admit{Asker: ledgerAsker{ledgers: store.New(kube, f.ledgerNamespace), repo: repo}, Repo: repo}, nil
-}
-
-// ledgerAsker answers gate queries from repo's ledger in the cluster, as
-// serve's endpoint answers them.
-type ledgerAsker struct {
-	ledgers *store.Ledgers
-	repo    string
-}
-
-func (a ledgerAsker) Ask(ctx context.Context, q gate.Query) (gate.Answer, error) {
-	l, _, err := a.ledgers.Get(ctx, a.repo)
-	if err != nil {
-		return gate.Answer{}, err
-	}
-	return gate.FromLedger(l, q, time.Now()), nil
+	return store.Gate{Ledgers: store.New(kube, f.ledgerNamespace), Repo: repo}, nil
 }
 
 // tokenFileError is err of the token file of flag: bad usage when the
