@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
 	sdk "code.gitea.io/sdk/gitea"
@@ -102,6 +104,27 @@ func (s *Server) CreateRepoFromDir(ctx context.Context, owner, name, branch, dir
 		return "", err
 	}
 	return s.PushDir(ctx, owner, name, branch, dir, "Initial content")
+}
+
+// CreateRepoWith creates owner/name with files (slash paths to content)
+// as the first commit on branch, which becomes the default branch, and
+// returns that commit.
+func (s *Server) CreateRepoWith(ctx context.Context, owner, name, branch string, files map[string]string) (string, error) {
+	dir, err := os.MkdirTemp("", "pinbot-gitea-tree-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	for p, content := range files {
+		f := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+			return "", err
+		}
+	}
+	return s.CreateRepoFromDir(ctx, owner, name, branch, dir)
 }
 
 // RepoURL returns the clone URL of owner/name (no credentials in it).

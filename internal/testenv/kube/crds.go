@@ -33,6 +33,11 @@ const (
 	// (source.toolkit.fluxcd.io/v1).
 	HelmRepositoryCRD = "source.toolkit.fluxcd.io_helmrepositories.yaml"
 	OCIRepositoryCRD  = "source.toolkit.fluxcd.io_ocirepositories.yaml"
+	// BucketCRD, HelmChartCRD and ExternalArtifactCRD are the other kinds
+	// Flux's source-controller serves; only the real controller needs them.
+	BucketCRD           = "source.toolkit.fluxcd.io_buckets.yaml"
+	HelmChartCRD        = "source.toolkit.fluxcd.io_helmcharts.yaml"
+	ExternalArtifactCRD = "source.toolkit.fluxcd.io_externalartifacts.yaml"
 	// ServiceMonitorCRD is the Prometheus Operator's ServiceMonitor
 	// (monitoring.coreos.com/v1), which pinbot's chart can render.
 	ServiceMonitorCRD = "monitoring.coreos.com_servicemonitors.yaml"

@@ -290,13 +290,7 @@ func (c *Cluster) restConfig(token string) *rest.Config {
 
 // Tail returns the last n lines of each component's log, labelled, for a
 // failure message.
-func (c *Cluster) Tail(n int) string {
-	var b strings.Builder
-	for _, p := range c.procs {
-		fmt.Fprintf(&b, "==> %s (%s) <==\n%s\n", p.name, p.log, tail(p.log, n))
-	}
-	return b.String()
-}
+func (c *Cluster) Tail(n int) string { return tailAll(c.procs, n) }
 
 // Stop terminates the components (SIGTERM, then SIGKILL after a grace
 // period) in reverse start order and removes Dir if Start created it. It is

@@ -27,6 +27,12 @@ type process struct {
 
 // startProcess starts bin with args, logging to logPath.
 func startProcess(name, bin, logPath string, args []string) (*process, error) {
+	return startProcessEnv(name, bin, logPath, nil, args)
+}
+
+// startProcessEnv is startProcess with env added to this process's
+// environment.
+func startProcessEnv(name, bin, logPath string, env, args []string) (*process, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening log of %s: %w", name, err)
@@ -35,6 +41,9 @@ func startProcess(name, bin, logPath string, args []string) (*process, error) {
 	cmd.Stdout = f
 	cmd.Stderr = f
 	cmd.SysProcAttr = sysProcAttr()
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if err := spawn(cmd); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
@@ -115,6 +124,15 @@ func init() {
 			req.err <- req.cmd.Start()
 		}
 	}()
+}
+
+// tailAll returns the last n lines of each process's log, labelled.
+func tailAll(procs []*process, n int) string {
+	var b strings.Builder
+	for _, p := range procs {
+		fmt.Fprintf(&b, "==> %s (%s) <==\n%s\n", p.name, p.log, tail(p.log, n))
+	}
+	return b.String()
 }
 
 // tail returns the last n lines of the file at path.

@@ -46,7 +46,9 @@ func waitHTTP(ctx context.Context, hc *http.Client, url, token string, procs ...
 		if err != nil {
 			return fmt.Errorf("probing %s: %w", url, err)
 		}
-		req.Header.Set("Authorization", "Bearer "+token)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
 		resp, err := hc.Do(req)
 		if err == nil {
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
