@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
+	"pinbot.dev/pinbot/reconciler/deployer"
 	"pinbot.dev/pinbot/reconciler/object"
 )
 
@@ -32,6 +33,9 @@ type objectCache struct {
 	dyn   dynamic.Interface
 	alive *liveness // the cluster's: told of every failed watch
 	stop  chan struct{}
+	// onChange, when not nil, is told of every change of an object of
+	// the deployers' own kinds (deployerKinds); it must not block.
+	onChange func(gvr schema.GroupVersionResource, ns, name string)
 
 	mu        sync.Mutex
 	closed    bool
@@ -44,8 +48,18 @@ type objectKey struct {
 	ns  string
 }
 
-func newObjectCache(dyn dynamic.Interface, alive *liveness) *objectCache {
-	return &objectCache{dyn: dyn, alive: alive, stop: make(chan struct{}), infs: map[objectKey]cache.SharedIndexInformer{}, forbidden: map[objectKey]bool{}}
+func newObjectCache(dyn dynamic.Interface, alive *liveness, onChange func(gvr schema.GroupVersionResource, ns, name string)) *objectCache {
+	return &objectCache{dyn: dyn, alive: alive, onChange: onChange, stop: make(chan struct{}), infs: map[objectKey]cache.SharedIndexInformer{}, forbidden: map[objectKey]bool{}}
+}
+
+// deployerKinds are the objects whose status says what a deployer did:
+// a change of one is news for the app that reads it (the real
+// kustomize-controller writes lastAppliedRevision well after the push
+// webhook woke pinbot, and before any Pod of the new revision exists).
+var deployerKinds = map[schema.GroupVersionResource]bool{
+	deployer.ApplicationsResource:   true,
+	deployer.KustomizationsResource: true,
+	deployer.HelmReleasesResource:   true,
 }
 
 // close stops every watch.
@@ -131,6 +145,20 @@ func (c *objectCache) start(ctx context.Context, key objectKey) {
 	inf := dynamicinformer.NewFilteredDynamicInformer(c.dyn, key.gvr, key.ns, 0, cache.Indexers{}, nil).Informer()
 	_ = inf.SetTransform(compactObject)
 	_ = c.alive.watch(inf) // fails only once inf runs
+	if c.onChange != nil && deployerKinds[key.gvr] {
+		notify := func(o any) {
+			if m, err := meta.Accessor(o); err == nil {
+				c.onChange(key.gvr, m.GetNamespace(), m.GetName())
+			} else if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				if ns, name, err := cache.SplitMetaNamespaceKey(d.Key); err == nil {
+					c.onChange(key.gvr, ns, name)
+				}
+			}
+		}
+		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: notify, DeleteFunc: notify, UpdateFunc: func(_, n any) { notify(n) },
+		}) // fails only once inf has stopped
+	}
 	c.infs[key] = inf
 	go inf.Run(c.stop)
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -18,6 +19,7 @@ import (
 	"pinbot.dev/pinbot/internal/httpbound"
 	"pinbot.dev/pinbot/reconciler/chartrepo"
 	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/deployer"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/spoke"
 	"pinbot.dev/pinbot/reconciler/ssa"
@@ -209,7 +211,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	alive := newLiveness(probeVersion(kube), time.Now)
 	r.watcher = newWatcher(kube, alive, r.changed)
 	r.lives = newLiveCache(dyn, alive, r.inventoryChanged)
-	objects := newObjectCache(dyn, alive)
+	objects := newObjectCache(dyn, alive, r.deployerChanged)
 	r.local = &cluster{applier: r.applier, watcher: r.watcher, lives: r.lives, objects: objects, alive: alive}
 	r.remotes = newRemotes(o.answer)
 	r.argoHTTP = sync.OnceValues(r.newArgoHTTP)
@@ -274,6 +276,39 @@ func (r *Reconciler) changed(namespace string, owners []string) {
 			signal(st.observe)
 		}
 	}
+}
+
+// deployerChanged is the hub's object cache's callback: the deployer's
+// object ns/name of resource changed (a Kustomization's status says it
+// applied a revision, an Application's that it synced). It wakes the apps
+// that read that object, whose loops re-verify from their caches; it
+// never blocks.
+func (r *Reconciler) deployerChanged(resource schema.GroupVersionResource, ns, name string) {
+	for i := range r.cfg.Apps {
+		a := &r.cfg.Apps[i]
+		if res, ans, aname, ok := deployerObject(a); ok && res == resource && ans == ns && aname == name {
+			if st := r.apps[a.Name]; st != nil {
+				signal(st.observe)
+			}
+		}
+	}
+}
+
+// deployerObject names the object whose status says what app's deployer
+// did, for a verify-only app.
+func deployerObject(app *config.App) (res schema.GroupVersionResource, ns, name string, ok bool) {
+	switch {
+	case app.ArgoCD != nil:
+		ns, name = app.ArgoCD.Object()
+		return deployer.ApplicationsResource, ns, name, true
+	case app.Flux != nil && app.Flux.HelmRelease != "":
+		ns, name = app.Flux.Object()
+		return deployer.HelmReleasesResource, ns, name, true
+	case app.Flux != nil:
+		ns, name = app.Flux.Object()
+		return deployer.KustomizationsResource, ns, name, true
+	}
+	return res, "", "", false
 }
 
 // inventoryChanged is the live cache's callback: an object of app's

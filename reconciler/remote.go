@@ -281,7 +281,7 @@ func (rs *remotes) clients(key, version string, a spoke.Cluster, changed func(na
 	}
 	alive := newLiveness(probeVersion(kube), time.Now)
 	c := &cluster{name: name, server: a.Server, applier: ssa.New(dyn, kube.Discovery()), watcher: newWatcher(kube, alive, changed),
-		lives: newLiveCache(dyn, alive, inventoryChanged), objects: newObjectCache(dyn, alive), alive: alive}
+		lives: newLiveCache(dyn, alive, inventoryChanged), objects: newObjectCache(dyn, alive, nil), alive: alive}
 	c.watcher.syncTimeout = remoteSyncTimeout
 	rs.byKey[key] = &remote{cluster: c, version: version}
 	return c, nil
