@@ -25,9 +25,11 @@ KUBE_LDFLAGS  := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 
 # The deployers whose real CRDs the tests install (make crds).
 ARGOCD_VERSION               := v3.6.1
-KUSTOMIZE_CONTROLLER_VERSION := v1.10.1
+# Flux's CRDs are those of the controllers `make flux` builds
+# (hack/tools/flux/go.mod): the newest that build on this Go.
+KUSTOMIZE_CONTROLLER_VERSION := v1.9.6
 HELM_CONTROLLER_VERSION      := v1.4.0
-SOURCE_CONTROLLER_VERSION    := v1.10.1
+SOURCE_CONTROLLER_VERSION    := v1.9.6
 PROMETHEUS_OPERATOR_VERSION  := v0.88.0
 
 export PINBOT_BIN_DIR := $(BIN)
@@ -73,11 +75,12 @@ release:
 	@SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)' $(GO) run ./hack/release --version '$(VERSION)' --out '$(RELEASE_DIR)' \
 		--go '$(GO)' --ldflags '$(LDFLAGS)' --source '$(SOURCE)' $(if $(IMAGE),--image '$(IMAGE)') $(if $(BUSYBOX),--busybox '$(BUSYBOX)')
 
-## tools: the real peers the end-to-end tests start on loopback. Gitea and
-## the control plane build side by side: they share no packages, and each
-## build leaves a core idle while it downloads modules and links.
+## tools: the real peers the end-to-end tests start on loopback. Gitea,
+## the control plane and Flux's controllers build two at a time: they
+## share no packages (each module pins its own Kubernetes libraries), and
+## each build leaves a core idle while it downloads modules and links.
 tools:
-	@$(MAKE) --no-print-directory -j2 gitea kube crds
+	@$(MAKE) --no-print-directory -j2 gitea kube crds flux
 
 gitea: $(BIN)/gitea
 $(BIN)/gitea: hack/tools/gitea/go.mod hack/tools/gitea/go.sum
@@ -105,8 +108,8 @@ $(KUBE_BINS) &: hack/tools/kube/go.mod hack/tools/kube/go.sum
 	@rmdir $(BIN)/.kube
 
 ## flux: the real Flux source-controller and kustomize-controller (the
-## test peers that deploy what pinbot proves), one go build into bin/ like
-## the control plane's. Not yet part of tools: no test uses them yet.
+## deployers the e2e tests run, which apply what pinbot proves), one go
+## build into bin/ like the control plane's.
 FLUX_BINS := $(BIN)/source-controller $(BIN)/kustomize-controller
 
 flux: $(FLUX_BINS)
@@ -130,6 +133,9 @@ CRDS := \
 	github.com/fluxcd/source-controller@$(SOURCE_CONTROLLER_VERSION)=config/crd/bases/source.toolkit.fluxcd.io_gitrepositories.yaml \
 	github.com/fluxcd/source-controller@$(SOURCE_CONTROLLER_VERSION)=config/crd/bases/source.toolkit.fluxcd.io_helmrepositories.yaml \
 	github.com/fluxcd/source-controller@$(SOURCE_CONTROLLER_VERSION)=config/crd/bases/source.toolkit.fluxcd.io_ocirepositories.yaml \
+	github.com/fluxcd/source-controller@$(SOURCE_CONTROLLER_VERSION)=config/crd/bases/source.toolkit.fluxcd.io_buckets.yaml \
+	github.com/fluxcd/source-controller@$(SOURCE_CONTROLLER_VERSION)=config/crd/bases/source.toolkit.fluxcd.io_helmcharts.yaml \
+	github.com/fluxcd/source-controller@$(SOURCE_CONTROLLER_VERSION)=config/crd/bases/source.toolkit.fluxcd.io_externalartifacts.yaml \
 	github.com/fluxcd/helm-controller@$(HELM_CONTROLLER_VERSION)=config/crd/bases/helm.toolkit.fluxcd.io_helmreleases.yaml \
 	github.com/prometheus-operator/prometheus-operator@$(PROMETHEUS_OPERATOR_VERSION)=example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml
 

@@ -1,0 +1,377 @@
+package e2e_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/internal/testenv/kube"
+	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
+	"pinbot.dev/pinbot/internal/testenv/poll"
+	"pinbot.dev/pinbot/internal/testenv/stack"
+	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/verdict"
+	"pinbot.dev/pinbot/registry"
+)
+
+// The peers every test shares: Gitea (Git and the registry), the control
+// plane with one simulated node, and Flux's controllers. Each test has its
+// own namespace, repository and app.
+var (
+	env     *peers
+	envErr  error
+	testCtx context.Context
+)
+
+type peers struct {
+	*stack.Stack
+	flux  *kube.Flux
+	dyn   dynamic.Interface
+	forge *gitforge.Gitea
+	reg   *registry.Client
+	token string // file holding the Gitea token
+}
+
+// org owns the test repositories and images on Gitea.
+const org = "team"
+
+// rollout bounds one deployer round trip: Git poll, apply, Pods, proof.
+const rollout = 2 * time.Minute
+
+var (
+	kustomizationsRes  = schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}
+	gitRepositoriesRes = schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "gitrepositories"}
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if testing.Short() {
+		return m.Run()
+	}
+	level := slog.LevelWarn
+	if os.Getenv("PINBOT_TEST_LOG") != "" {
+		level = slog.LevelDebug
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	testCtx = logctx.Into(ctx, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+	p, stop, err := startPeers(testCtx)
+	defer stop()
+	if err != nil {
+		envErr = err
+		fmt.Fprintf(os.Stderr, "starting the peers: %s\n", err.Error())
+	}
+	env = p
+	code := m.Run()
+	if code != 0 && p != nil && p.flux != nil {
+		fmt.Fprintf(os.Stderr, "Flux's logs:\n%s", p.flux.Tail(40))
+	}
+	return code
+}
+
+func startPeers(ctx context.Context) (*peers, func(), error) {
+	var stops []func()
+	stop := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	st, err := stack.Start(ctx, stack.Options{Node: []kubeletsim.Option{kubeletsim.WithNodeName("sim-amd64")}})
+	if err != nil {
+		return nil, stop, err
+	}
+	stops = append(stops, st.Stop)
+	p := &peers{Stack: st, dyn: dynamic.NewForConfigOrDie(st.Cluster.Config())}
+	if p.flux, err = st.Cluster.StartFlux(ctx); err != nil {
+		return nil, stop, err
+	}
+	stops = append(stops, func() { _ = p.flux.Stop() })
+	if err := st.Gitea.CreateOrg(ctx, org); err != nil {
+		return nil, stop, err
+	}
+	dir, err := os.MkdirTemp("", "pinbot-e2e-")
+	if err != nil {
+		return nil, stop, err
+	}
+	stops = append(stops, func() { _ = os.RemoveAll(dir) })
+	p.token = filepath.Join(dir, "token")
+	if err := os.WriteFile(p.token, []byte(st.Gitea.Token+"\n"), 0o600); err != nil {
+		return nil, stop, err
+	}
+	if p.forge, err = gitforge.NewGitea(st.Gitea.URL, st.Gitea.Token); err != nil {
+		return nil, stop, err
+	}
+	if p.reg, err = registry.New(registry.WithBasicAuth(st.Gitea.RegistryHost, st.Gitea.AdminUser, st.Gitea.Token)); err != nil {
+		return nil, stop, err
+	}
+	return p, stop, nil
+}
+
+func needPeers(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("skipped under testing.Short: needs bin/ peers and Flux (make tools flux)")
+	}
+	if envErr != nil {
+		t.Fatalf("peers did not start: %s", envErr)
+	}
+}
+
+// fluxApp is one app Flux deploys from its own Gitea repository into its
+// own namespace, and a pinbot reconciler that proves it, verify-only.
+type fluxApp struct {
+	t    *testing.T
+	name string
+	repo gitforge.Repo
+	r    *reconciler.Reconciler
+}
+
+// newFluxApp creates the repository with files as its first commit on
+// main, the namespace, Flux's GitRepository (with the credentials Secret a
+// private repository needs) and a Kustomization of path whose spec also
+// has the YAML lines of spec (indented by the caller as spec's fields),
+// and starts pinbot's loop on it. It returns the first commit.
+func newFluxApp(t *testing.T, name string, files map[string]string, path, spec string) (*fluxApp, string) {
+	t.Helper()
+	needPeers(t)
+	a := &fluxApp{t: t, name: name, repo: gitforge.Repo{Owner: org, Name: name}}
+	if _, err := env.Kube.CoreV1().Namespaces().Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := env.Gitea.CreateRepoWith(testCtx, org, name, "main", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Kube.CoreV1().Secrets(kube.FluxNamespace).Create(testCtx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-git"},
+		StringData: map[string]string{"username": env.Gitea.AdminUser, "password": env.Gitea.Token},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a.create(gitRepositoriesRes, fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: %s, namespace: flux-system}
+spec:
+  interval: 2s
+  url: %q
+  ref: {branch: main}
+  secretRef: {name: %s-git}
+`, name, env.Gitea.RepoURL(org, name), name))
+	a.create(kustomizationsRes, fmt.Sprintf(`apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: %s, namespace: flux-system}
+spec:
+  interval: 10m
+  prune: true
+  path: ./%s
+  targetNamespace: %s
+  sourceRef: {kind: GitRepository, name: %s}
+%s`, name, path, name, name, spec))
+
+	cfgFile := filepath.Join(t.TempDir(), "pinbot.yaml")
+	cfgText := fmt.Sprintf(`interval: 10m
+forge: {url: %q, tokenFile: %q}
+apps:
+  - name: %s
+    flux: {kustomization: %s}
+`, env.Gitea.URL, env.token, name, name)
+	if err := os.WriteFile(cfgFile, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(cfgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.r, err = reconciler.New(cfg, env.Cluster.Config(), reconciler.WithRegistry(env.reg), reconciler.WithCacheDir(t.TempDir())); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.r.Close)
+	ctx, cancel := context.WithCancel(testCtx)
+	done := make(chan error, 1)
+	go func() { done <- a.r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %s", err)
+		}
+	})
+	return a, first
+}
+
+// push commits files on main, as a reviewer's merge lands, and wakes the
+// loop as Gitea's push webhook does in serve.
+func (a *fluxApp) push(files map[string]string, msg string) string {
+	a.t.Helper()
+	sha, err := env.Gitea.Commit(testCtx, org, a.name, "main", "main", files, msg)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	if a.r != nil {
+		for _, n := range a.r.Following("main", env.Gitea.RepoURL(org, a.name)) {
+			if err := a.r.Trigger(n); err != nil {
+				a.t.Fatal(err)
+			}
+		}
+	}
+	return sha
+}
+
+func (a *fluxApp) create(res schema.GroupVersionResource, y string) {
+	a.t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := sigsyaml.Unmarshal([]byte(y), &u.Object); err != nil {
+		a.t.Fatalf("YAML literal: %s", err)
+	}
+	if _, err := env.dyn.Resource(res).Namespace(u.GetNamespace()).Create(testCtx, u, metav1.CreateOptions{}); err != nil {
+		a.t.Fatalf("creating %s %s: %s", u.GetKind(), u.GetName(), err)
+	}
+}
+
+// patchKustomization merge-patches the app's Kustomization (YAML), as a
+// person with kubectl or the flux CLI does.
+func (a *fluxApp) patchKustomization(y string) {
+	a.t.Helper()
+	j, err := sigsyaml.YAMLToJSON([]byte(y))
+	if err != nil {
+		a.t.Fatalf("YAML literal: %s", err)
+	}
+	if _, err := env.dyn.Resource(kustomizationsRes).Namespace(kube.FluxNamespace).Patch(testCtx, a.name, types.MergePatchType, j, metav1.PatchOptions{}); err != nil {
+		a.t.Fatalf("patching Kustomization %s: %s", a.name, err)
+	}
+}
+
+// kustomization reads what kustomize-controller wrote: the last applied
+// revision and the Ready condition's reason.
+func (a *fluxApp) kustomization() (applied, ready string) {
+	a.t.Helper()
+	u, err := env.dyn.Resource(kustomizationsRes).Namespace(kube.FluxNamespace).Get(testCtx, a.name, metav1.GetOptions{})
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	applied, _, _ = unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Ready" {
+			ready = fmt.Sprintf("%v/%v: %v", m["status"], m["reason"], m["message"])
+		}
+	}
+	return applied, ready
+}
+
+// waitApplied waits for kustomize-controller to report commit applied.
+func (a *fluxApp) waitApplied(commit string) {
+	a.t.Helper()
+	poll.Until(a.t, rollout, "Flux applies "+commit[:8], func() (bool, string) {
+		applied, ready := a.kustomization()
+		return strings.HasSuffix(applied, commit), fmt.Sprintf("lastAppliedRevision %q, Ready %s", applied, ready)
+	})
+}
+
+// waitStatus polls the app's live status until cond holds.
+func (a *fluxApp) waitStatus(what string, cond func(*status.App, *verdict.Verification) bool) (*status.App, *verdict.Verification) {
+	a.t.Helper()
+	var st *status.App
+	var v *verdict.Verification
+	poll.Until(a.t, rollout, what, func() (bool, string) {
+		var err error
+		st, v, err = a.r.Status(testCtx, a.name)
+		if err != nil {
+			return false, err.Error()
+		}
+		return cond(st, v), describe(st, v)
+	})
+	return st, v
+}
+
+func describe(st *status.App, v *verdict.Verification) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "commit %.8s deployed %.8s sync %s health %s (%s) verified %t: %s; error %q", st.Commit, st.DeployedCommit, st.Sync, st.Health, st.HealthReason, st.Verified, st.Verification, st.Error)
+	if v != nil {
+		for _, c := range v.Containers {
+			fmt.Fprintf(&b, "\n  %s/%s %s running %s git %s %s", c.Pod, c.Container, c.Verdict, c.RunningDigest, c.GitDigest, c.Reason)
+		}
+	}
+	return b.String()
+}
+
+// waitCommitStatus polls the pinbot/<app> status of sha on Gitea until
+// cond holds, and returns it.
+func (a *fluxApp) waitCommitStatus(sha, what string, cond func(*gitforge.Status) bool) *gitforge.Status {
+	a.t.Helper()
+	var got *gitforge.Status
+	poll.Until(a.t, rollout, what, func() (bool, string) {
+		sts, err := env.forge.Statuses(testCtx, a.repo, sha)
+		if err != nil {
+			return false, err.Error()
+		}
+		got = nil
+		for i := range sts {
+			if sts[i].Context == reconciler.StatusContext(a.name) {
+				got = &sts[i]
+			}
+		}
+		if got == nil {
+			return false, "no pinbot status on " + sha
+		}
+		return cond(got), fmt.Sprintf("%s: %s", got.State, got.Description)
+	})
+	return got
+}
+
+// pushImage pushes a random image to the Gitea registry as
+// team/<name>:<tag> and returns its repository and digest.
+func pushImage(t *testing.T, name, tag string) (repo, digest string) {
+	t.Helper()
+	repo = env.Gitea.RegistryHost + "/" + org + "/" + name
+	d, err := env.Gitea.PushRandomImage(repo + ":" + tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return repo, d
+}
+
+// deployment is a Deployment named web running image, replicas times.
+func deployment(replicas int, image string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: %d
+  strategy:
+    type: RollingUpdate
+    rollingUpdate: {maxUnavailable: 0, maxSurge: 1}
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+        - name: app
+          image: %s
+`, replicas, image)
+}
