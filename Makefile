@@ -24,7 +24,7 @@ KUBE_LDFLAGS  := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
                  -X k8s.io/component-base/version.buildDate=2026-01-01T00:00:00Z
 
 # The deployers whose real CRDs the tests install (make crds).
-ARGOCD_VERSION               := v3.6.1
+ARGOCD_VERSION               := v3.6.2
 # Flux's CRDs are those of the controllers `make flux` builds
 # (hack/tools/flux/go.mod): the newest that build on this Go.
 KUSTOMIZE_CONTROLLER_VERSION := v1.9.6
@@ -36,7 +36,7 @@ export PINBOT_BIN_DIR := $(BIN)
 
 RELEASE_DIR ?= dist/$(VERSION)
 
-.PHONY: all build demo-bin image release test test-deps unit lint bench demo tools gitea kube flux crds clean schemas docs
+.PHONY: all build demo-bin image release test test-deps unit lint bench demo tools gitea kube flux argocd crds clean schemas docs
 
 all: build
 
@@ -121,6 +121,25 @@ $(FLUX_BINS) &: hack/tools/flux/go.mod hack/tools/flux/go.sum
 	mv $(BIN)/.flux/source-controller $(BIN)/.flux/kustomize-controller $(BIN)/
 	@rmdir $(BIN)/.flux
 
+## argocd: the real Argo CD (application-controller and repo-server are
+## one multi-call binary) into bin/, and into bin/argocd-path the
+## commands the repo-server runs besides git (its image has them on PATH),
+## built by Go 1.27, which Argo CD 3.6
+## needs: GOTOOLCHAIN is set for this build alone, and the go command
+## fetches that toolchain as a module the first time.
+ARGOCD_TOOLCHAIN := go1.27.3
+
+argocd: $(BIN)/argocd
+$(BIN)/argocd: hack/tools/argocd/go.mod hack/tools/argocd/go.sum
+	@echo ">> building Argo CD $(ARGOCD_VERSION) into bin/ with $(ARGOCD_TOOLCHAIN) (about 10 minutes the first time)"
+	@rm -rf $(BIN)/.argocd && mkdir -p $(BIN)/.argocd
+	cd hack/tools/argocd && GOTOOLCHAIN=$(ARGOCD_TOOLCHAIN) ../../with-progress.sh argocd $(GO) build -o $(BIN)/.argocd/argocd \
+		github.com/argoproj/argo-cd/v3/cmd
+	cd hack/tools/argocd && install -m 0755 "$$(GOTOOLCHAIN=$(ARGOCD_TOOLCHAIN) $(GO) list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)/hack/git-verify-wrapper.sh" $(BIN)/.argocd/
+	mkdir -p $(BIN)/argocd-path && mv $(BIN)/.argocd/git-verify-wrapper.sh $(BIN)/argocd-path/
+	mv $(BIN)/.argocd/argocd $(BIN)/argocd
+	@rmdir $(BIN)/.argocd
+
 ## crds: the real CustomResourceDefinitions of Argo CD's Application,
 ## Flux's Kustomization, HelmRelease, GitRepository, HelmRepository and
 ## OCIRepository, and the Prometheus Operator's
@@ -129,6 +148,7 @@ $(FLUX_BINS) &: hack/tools/flux/go.mod hack/tools/flux/go.sum
 ## bin/crds, for the tests to install in the control plane.
 CRDS := \
 	github.com/argoproj/argo-cd/v3@$(ARGOCD_VERSION)=manifests/crds/application-crd.yaml \
+	github.com/argoproj/argo-cd/v3@$(ARGOCD_VERSION)=manifests/crds/appproject-crd.yaml \
 	github.com/fluxcd/kustomize-controller@$(KUSTOMIZE_CONTROLLER_VERSION)=config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml \
 	github.com/fluxcd/source-controller@$(SOURCE_CONTROLLER_VERSION)=config/crd/bases/source.toolkit.fluxcd.io_gitrepositories.yaml \
 	github.com/fluxcd/source-controller@$(SOURCE_CONTROLLER_VERSION)=config/crd/bases/source.toolkit.fluxcd.io_helmrepositories.yaml \

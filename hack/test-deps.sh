@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The system packages make test needs besides Go, gcc, git and make:
 # Debian's chromium (the dashboard's browser test), e2fsprogs (chattr,
-# for a rollback test) and busybox-static (the release's debug image). Installed with apt-get when missing and we are
+# for a rollback test), busybox-static (the release's debug image) and
+# redis-server (Argo CD's cache, in the e2e tests). Installed with apt-get when missing and we are
 # root; otherwise the missing ones are named, so the failure is clear.
 set -euo pipefail
 
@@ -9,6 +10,7 @@ missing=()
 command -v chromium >/dev/null || missing+=(chromium)
 command -v chattr >/dev/null || missing+=(e2fsprogs)
 dpkg -s busybox-static >/dev/null 2>&1 || missing+=(busybox-static)
+command -v redis-server >/dev/null || missing+=(redis-server)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then

@@ -22,6 +22,9 @@ import (
 const (
 	// ApplicationCRD is Argo CD's Application (argoproj.io/v1alpha1).
 	ApplicationCRD = "application-crd.yaml"
+	// AppProjectCRD is Argo CD's AppProject, which only the real
+	// controller needs.
+	AppProjectCRD = "appproject-crd.yaml"
 	// KustomizationCRD is Flux's Kustomization
 	// (kustomize.toolkit.fluxcd.io/v1).
 	KustomizationCRD = "kustomize.toolkit.fluxcd.io_kustomizations.yaml"

@@ -1,0 +1,230 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// ArgoCDNamespace is where StartArgoCD's controller looks for its
+// Applications, settings and cluster Secrets, as Argo CD's install does.
+const ArgoCDNamespace = "argocd"
+
+// ArgoCD is the real Argo CD application-controller and repo-server
+// (`make argocd`, one multi-call binary) and the redis they share, running
+// against a Cluster, out of cluster, as the cluster's admin. Stop it when
+// done.
+type ArgoCD struct {
+	// Logs are the components' log files, under the cluster's Dir.
+	Logs struct{ Controller, RepoServer, Redis string }
+
+	procs   []*process
+	stop    sync.Once
+	stopErr error
+}
+
+// argoSettings are the objects an Argo CD install creates besides its
+// CRDs, which the controller reads: its settings, its RBAC settings, its
+// server Secret, and the default AppProject, open to every repository and
+// destination.
+const argoSettings = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: argocd-cm, namespace: argocd, labels: {app.kubernetes.io/part-of: argocd}}
+data: {timeout.reconciliation: 180s}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: argocd-rbac-cm, namespace: argocd, labels: {app.kubernetes.io/part-of: argocd}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: argocd-secret, namespace: argocd, labels: {app.kubernetes.io/part-of: argocd}}
+stringData: {server.secretkey: pinbot-test-not-a-secret}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: default, namespace: argocd}
+spec:
+  sourceRepos: ['*']
+  destinations: [{namespace: '*', server: '*'}]
+  clusterResourceWhitelist: [{group: '*', kind: '*'}]
+`
+
+// StartArgoCD installs Argo CD's CRDs, namespace and settings, and runs
+// redis (the system's redis-server), the repo-server and the
+// application-controller, every address on loopback except the
+// controller's metrics port (it has no address flag; a free port), until
+// each answers. The controller's in-cluster destination,
+// https://kubernetes.default.svc, is this cluster (ARGOCD_FAKE_IN_CLUSTER).
+// It resyncs apps every resync (Argo CD's default is 3 minutes).
+func (c *Cluster) StartArgoCD(ctx context.Context, resync time.Duration) (*ArgoCD, error) {
+	bin, err := findBinDir("")
+	if err != nil {
+		return nil, err
+	}
+	argocd := filepath.Join(bin, "argocd")
+	if _, err := os.Stat(argocd); err != nil {
+		return nil, fmt.Errorf("finding argocd in %s: %w (run `make argocd` to build Argo CD)", bin, err)
+	}
+	redis, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("Argo CD needs redis: %w (install Debian's redis-server; make test-deps does)", err)
+	}
+	var crds []string
+	for _, name := range []string{ApplicationCRD, AppProjectCRD} {
+		f, err := CRDFile(name)
+		if err != nil {
+			return nil, err
+		}
+		crds = append(crds, f)
+	}
+	if err := c.InstallCRDs(ctx, crds...); err != nil {
+		return nil, err
+	}
+	if err := c.ensureNamespace(ctx, ArgoCDNamespace); err != nil {
+		return nil, err
+	}
+	if err := c.createAll(ctx, argoSettings); err != nil {
+		return nil, err
+	}
+	// The controller takes its namespace from the kubeconfig's context.
+	kubeconfig := filepath.Join(c.Dir, "argocd.kubeconfig")
+	kc, err := clientcmd.LoadFromFile(c.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	kc.Contexts[kc.CurrentContext].Namespace = ArgoCDNamespace
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		return nil, err
+	}
+
+	ports, err := freePorts(5)
+	if err != nil {
+		return nil, err
+	}
+	port := func(i int) string { return strconv.Itoa(ports[i]) }
+	home := filepath.Join(c.Dir, "argocd-home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, err
+	}
+	a := &ArgoCD{}
+	a.Logs.Redis = filepath.Join(c.Dir, "redis.log")
+	a.Logs.RepoServer = filepath.Join(c.Dir, "argocd-repo-server.log")
+	a.Logs.Controller = filepath.Join(c.Dir, "argocd-application-controller.log")
+
+	rp, err := startProcess("redis", redis, a.Logs.Redis, []string{
+		"--port", port(0), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", home,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.procs = append(a.procs, rp)
+	// The repo-server runs Argo CD's git-verify-wrapper.sh on every
+	// checkout; make argocd puts it in bin/argocd-path.
+	env := []string{
+		"PATH=" + filepath.Join(bin, "argocd-path") + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=" + home, "KUBECONFIG=" + kubeconfig, "ARGOCD_FAKE_IN_CLUSTER=true", "ARGOCD_GPG_ENABLED=false",
+		"ARGOCD_TLS_DATA_PATH=" + home, "ARGOCD_SSH_DATA_PATH=" + home, "ARGOCD_GNUPGHOME=" + home,
+	}
+	repo, err := startProcessEnv("argocd-repo-server", argocd, a.Logs.RepoServer, append(env, "ARGOCD_BINARY_NAME=argocd-repo-server"), []string{
+		"--address=127.0.0.1", "--port=" + port(1), "--disable-tls", "--client-ca-path=",
+		"--metrics-address=127.0.0.1", "--metrics-port=" + port(2),
+		"--redis=127.0.0.1:" + port(0), "--loglevel=debug",
+	})
+	if err != nil {
+		return nil, errors.Join(err, a.Stop())
+	}
+	a.procs = append(a.procs, repo)
+	ctrl, err := startProcessEnv("argocd-application-controller", argocd, a.Logs.Controller, append(env, "ARGOCD_BINARY_NAME=argocd-application-controller"), []string{
+		"--kubeconfig=" + kubeconfig, "--namespace=" + ArgoCDNamespace,
+		"--redis=127.0.0.1:" + port(0),
+		"--repo-server=127.0.0.1:" + port(1), "--repo-server-plaintext",
+		"--commit-server=127.0.0.1:" + port(4),
+		"--metrics-port=" + port(3),
+		"--app-resync=" + strconv.Itoa(int(resync.Seconds())), "--app-resync-jitter=0",
+		"--loglevel=debug",
+	})
+	if err != nil {
+		return nil, errors.Join(err, a.Stop())
+	}
+	a.procs = append(a.procs, ctrl)
+
+	hc := &http.Client{Timeout: 5 * time.Second}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for _, probe := range []string{"127.0.0.1:" + port(2), "127.0.0.1:" + port(3)} {
+		if err := waitHTTP(ctx, hc, "http://"+probe+"/metrics", "", a.procs...); err != nil {
+			return nil, errors.Join(err, a.Stop())
+		}
+	}
+	return a, nil
+}
+
+// createAll creates each object of the YAML stream y.
+func (c *Cluster) createAll(ctx context.Context, y string) error {
+	dyn, err := dynamic.NewForConfig(c.Config())
+	if err != nil {
+		return err
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(y), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("reading Argo CD's settings: %w", err)
+		}
+		gvk := u.GroupVersionKind()
+		res := schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: resourceOf(gvk.Kind)}
+		if _, err := dyn.Resource(res).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating %s %s/%s: %w", gvk.Kind, u.GetNamespace(), u.GetName(), err)
+		}
+	}
+}
+
+// resourceOf is the resource of the few kinds createAll is given.
+func resourceOf(kind string) string {
+	switch kind {
+	case "ConfigMap":
+		return "configmaps"
+	case "Secret":
+		return "secrets"
+	case "AppProject":
+		return "appprojects"
+	}
+	return ""
+}
+
+// Tail returns the last n lines of each component's log, labelled, for a
+// failure message.
+func (a *ArgoCD) Tail(n int) string { return tailAll(a.procs, n) }
+
+// Stop terminates the components. It is safe to call more than once.
+func (a *ArgoCD) Stop() error {
+	a.stop.Do(func() {
+		var errs []error
+		for i := len(a.procs) - 1; i >= 0; i-- {
+			if err := a.procs[i].stop(10 * time.Second); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		a.stopErr = errors.Join(errs...)
+	})
+	return a.stopErr
+}
