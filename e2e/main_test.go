@@ -44,6 +44,7 @@ var (
 type peers struct {
 	*stack.Stack
 	flux  *kube.Flux
+	argo  *kube.ArgoCD
 	dyn   dynamic.Interface
 	forge *gitforge.Gitea
 	reg   *registry.Client
@@ -52,6 +53,11 @@ type peers struct {
 
 // org owns the test repositories and images on Gitea.
 const org = "team"
+
+// argoResync is how often Argo CD's controller compares each app with
+// Git (its default is 3 minutes); a push refreshes the app at once, as
+// Argo CD's webhook does.
+const argoResync = 30 * time.Second
 
 // rollout bounds one deployer round trip: Git poll, apply, Pods, proof.
 const rollout = 2 * time.Minute
@@ -88,6 +94,9 @@ func run(m *testing.M) int {
 	if code != 0 && p != nil && p.flux != nil {
 		fmt.Fprintf(os.Stderr, "Flux's logs:\n%s", p.flux.Tail(40))
 	}
+	if code != 0 && p != nil && p.argo != nil {
+		fmt.Fprintf(os.Stderr, "Argo CD's logs:\n%s", p.argo.Tail(40))
+	}
 	return code
 }
 
@@ -108,6 +117,10 @@ func startPeers(ctx context.Context) (*peers, func(), error) {
 		return nil, stop, err
 	}
 	stops = append(stops, func() { _ = p.flux.Stop() })
+	if p.argo, err = st.Cluster.StartArgoCD(ctx, argoResync); err != nil {
+		return nil, stop, err
+	}
+	stops = append(stops, func() { _ = p.argo.Stop() })
 	if err := st.Gitea.CreateOrg(ctx, org); err != nil {
 		return nil, stop, err
 	}
@@ -132,31 +145,32 @@ func startPeers(ctx context.Context) (*peers, func(), error) {
 func needPeers(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("skipped under testing.Short: needs bin/ peers and Flux (make tools flux)")
+		t.Skip("skipped under testing.Short: needs bin/ peers, Flux and Argo CD (make tools)")
 	}
 	if envErr != nil {
 		t.Fatalf("peers did not start: %s", envErr)
 	}
 }
 
-// fluxApp is one app Flux deploys from its own Gitea repository into its
-// own namespace, and a pinbot reconciler that proves it, verify-only.
-type fluxApp struct {
+// app is one app a deployer deploys from its own Gitea repository into
+// its own namespace, and a pinbot reconciler that proves it, verify-only.
+type app struct {
 	t    *testing.T
 	name string
 	repo gitforge.Repo
 	r    *reconciler.Reconciler
+	// refresh, when not nil, tells the deployer of a push, as its
+	// webhook would.
+	refresh func()
 }
 
-// newFluxApp creates the repository with files as its first commit on
-// main, the namespace, Flux's GitRepository (with the credentials Secret a
-// private repository needs) and a Kustomization of path whose spec also
-// has the YAML lines of spec (indented by the caller as spec's fields),
-// and starts pinbot's loop on it. It returns the first commit.
-func newFluxApp(t *testing.T, name string, files map[string]string, path, spec string) (*fluxApp, string) {
+// newApp creates the namespace and the repository with files as its
+// first commit on main, and returns them with the first commit. start
+// starts pinbot on it.
+func newApp(t *testing.T, name string, files map[string]string) (*app, string) {
 	t.Helper()
 	needPeers(t)
-	a := &fluxApp{t: t, name: name, repo: gitforge.Repo{Owner: org, Name: name}}
+	a := &app{t: t, name: name, repo: gitforge.Repo{Owner: org, Name: name}}
 	if _, err := env.Kube.CoreV1().Namespaces().Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +178,50 @@ func newFluxApp(t *testing.T, name string, files map[string]string, path, spec s
 	if err != nil {
 		t.Fatal(err)
 	}
+	return a, first
+}
+
+// start runs pinbot's loop on the app, whose deployer block (a YAML flow
+// mapping under the app) is deployer.
+func (a *app) start(deployer string) {
+	t := a.t
+	t.Helper()
+	cfgFile := filepath.Join(t.TempDir(), "pinbot.yaml")
+	cfgText := fmt.Sprintf(`interval: 10m
+forge: {url: %q, tokenFile: %q}
+apps:
+  - name: %s
+    %s
+`, env.Gitea.URL, env.token, a.name, deployer)
+	if err := os.WriteFile(cfgFile, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(cfgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.r, err = reconciler.New(cfg, env.Cluster.Config(), reconciler.WithRegistry(env.reg), reconciler.WithCacheDir(t.TempDir())); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.r.Close)
+	ctx, cancel := context.WithCancel(testCtx)
+	done := make(chan error, 1)
+	go func() { done <- a.r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %s", err)
+		}
+	})
+}
+
+// newFluxApp is newApp with Flux's GitRepository (with the credentials
+// Secret a private repository needs) and a Kustomization of path whose
+// spec also has the YAML lines of spec (indented as spec's fields), and
+// pinbot started on it.
+func newFluxApp(t *testing.T, name string, files map[string]string, path, spec string) (*app, string) {
+	t.Helper()
+	a, first := newApp(t, name, files)
 	if _, err := env.Kube.CoreV1().Secrets(kube.FluxNamespace).Create(testCtx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name + "-git"},
 		StringData: map[string]string{"username": env.Gitea.AdminUser, "password": env.Gitea.Token},
@@ -189,44 +247,20 @@ spec:
   targetNamespace: %s
   sourceRef: {kind: GitRepository, name: %s}
 %s`, name, path, name, name, spec))
-
-	cfgFile := filepath.Join(t.TempDir(), "pinbot.yaml")
-	cfgText := fmt.Sprintf(`interval: 10m
-forge: {url: %q, tokenFile: %q}
-apps:
-  - name: %s
-    flux: {kustomization: %s}
-`, env.Gitea.URL, env.token, name, name)
-	if err := os.WriteFile(cfgFile, []byte(cfgText), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(cfgFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.r, err = reconciler.New(cfg, env.Cluster.Config(), reconciler.WithRegistry(env.reg), reconciler.WithCacheDir(t.TempDir())); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.r.Close)
-	ctx, cancel := context.WithCancel(testCtx)
-	done := make(chan error, 1)
-	go func() { done <- a.r.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %s", err)
-		}
-	})
+	a.start(fmt.Sprintf("flux: {kustomization: %s}", name))
 	return a, first
 }
 
 // push commits files on main, as a reviewer's merge lands, and wakes the
 // loop as Gitea's push webhook does in serve.
-func (a *fluxApp) push(files map[string]string, msg string) string {
+func (a *app) push(files map[string]string, msg string) string {
 	a.t.Helper()
 	sha, err := env.Gitea.Commit(testCtx, org, a.name, "main", "main", files, msg)
 	if err != nil {
 		a.t.Fatal(err)
+	}
+	if a.refresh != nil {
+		a.refresh()
 	}
 	if a.r != nil {
 		for _, n := range a.r.Following("main", env.Gitea.RepoURL(org, a.name)) {
@@ -238,7 +272,7 @@ func (a *fluxApp) push(files map[string]string, msg string) string {
 	return sha
 }
 
-func (a *fluxApp) create(res schema.GroupVersionResource, y string) {
+func (a *app) create(res schema.GroupVersionResource, y string) {
 	a.t.Helper()
 	u := &unstructured.Unstructured{}
 	if err := sigsyaml.Unmarshal([]byte(y), &u.Object); err != nil {
@@ -251,7 +285,7 @@ func (a *fluxApp) create(res schema.GroupVersionResource, y string) {
 
 // patchKustomization merge-patches the app's Kustomization (YAML), as a
 // person with kubectl or the flux CLI does.
-func (a *fluxApp) patchKustomization(y string) {
+func (a *app) patchKustomization(y string) {
 	a.t.Helper()
 	j, err := sigsyaml.YAMLToJSON([]byte(y))
 	if err != nil {
@@ -264,7 +298,7 @@ func (a *fluxApp) patchKustomization(y string) {
 
 // kustomization reads what kustomize-controller wrote: the last applied
 // revision and the Ready condition's reason.
-func (a *fluxApp) kustomization() (applied, ready string) {
+func (a *app) kustomization() (applied, ready string) {
 	a.t.Helper()
 	u, err := env.dyn.Resource(kustomizationsRes).Namespace(kube.FluxNamespace).Get(testCtx, a.name, metav1.GetOptions{})
 	if err != nil {
@@ -282,7 +316,7 @@ func (a *fluxApp) kustomization() (applied, ready string) {
 }
 
 // waitApplied waits for kustomize-controller to report commit applied.
-func (a *fluxApp) waitApplied(commit string) {
+func (a *app) waitApplied(commit string) {
 	a.t.Helper()
 	poll.Until(a.t, rollout, "Flux applies "+commit[:8], func() (bool, string) {
 		applied, ready := a.kustomization()
@@ -291,7 +325,7 @@ func (a *fluxApp) waitApplied(commit string) {
 }
 
 // waitStatus polls the app's live status until cond holds.
-func (a *fluxApp) waitStatus(what string, cond func(*status.App, *verdict.Verification) bool) (*status.App, *verdict.Verification) {
+func (a *app) waitStatus(what string, cond func(*status.App, *verdict.Verification) bool) (*status.App, *verdict.Verification) {
 	a.t.Helper()
 	var st *status.App
 	var v *verdict.Verification
@@ -319,7 +353,7 @@ func describe(st *status.App, v *verdict.Verification) string {
 
 // waitCommitStatus polls the pinbot/<app> status of sha on Gitea until
 // cond holds, and returns it.
-func (a *fluxApp) waitCommitStatus(sha, what string, cond func(*gitforge.Status) bool) *gitforge.Status {
+func (a *app) waitCommitStatus(sha, what string, cond func(*gitforge.Status) bool) *gitforge.Status {
 	a.t.Helper()
 	var got *gitforge.Status
 	poll.Until(a.t, rollout, what, func() (bool, string) {
@@ -345,6 +379,7 @@ func (a *fluxApp) waitCommitStatus(sha, what string, cond func(*gitforge.Status)
 // team/<name>:<tag> and returns its repository and digest.
 func pushImage(t *testing.T, name, tag string) (repo, digest string) {
 	t.Helper()
+	needPeers(t)
 	repo = env.Gitea.RegistryHost + "/" + org + "/" + name
 	d, err := env.Gitea.PushRandomImage(repo + ":" + tag)
 	if err != nil {
