@@ -148,6 +148,7 @@ func (p *peers) auth() remote.Option {
 // <registry>/team/<name>:<tag>.
 func pushImage(t *testing.T, name_, tag string) image {
 	t.Helper()
+	needPeers(t)
 	img, cfgDigest := randomImage(t, "amd64", "")
 	repo := env.gitea.RegistryHost + "/" + org + "/" + name_
 	ref, err := name.ParseReference(repo + ":" + tag)
@@ -168,6 +169,7 @@ func pushImage(t *testing.T, name_, tag string) image {
 // an attestation manifest to <registry>/team/<name>:<tag>.
 func pushIndex(t *testing.T, name_, tag string) image {
 	t.Helper()
+	needPeers(t)
 	out := image{repo: env.gitea.RegistryHost + "/" + org + "/" + name_, children: map[string]string{}, configs: map[string]string{}}
 	var adds []mutate.IndexAddendum
 	for _, p := range []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64", Variant: "v8"}, {OS: "unknown", Architecture: "unknown"}} {

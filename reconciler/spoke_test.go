@@ -139,6 +139,7 @@ func hasVerdict(v *verdict.Verification, want verdict.Verdict) bool {
 // stop stops both (once); the test's end stops them otherwise.
 func startSpoke(t *testing.T, ns string) (*kube.Cluster, *kubeletsim.Sim, func()) {
 	t.Helper()
+	needPeers(t)
 	sp, err := kube.Start(testCtx, kube.Options{})
 	if err != nil {
 		t.Fatalf("starting the spoke's control plane: %s", err)
