@@ -172,7 +172,11 @@ func (r *Reconciler) idle(ctx context.Context, stop <-chan struct{}, app *config
 			default:
 			}
 			if _, _, err := r.loopPass(ctx, app, st, modeFollow); err != nil && ctx.Err() == nil {
-				logctx.From(ctx).Debug("follow-up pass failed", "app", app.Name, "error", err)
+				// What the event was about is not reported yet: a full
+				// pass now, not at the interval, with the loop's backoff
+				// if it fails too.
+				logctx.From(ctx).Warn("follow-up pass failed; running a full pass", "app", app.Name, "error", err)
+				return true
 			}
 		}
 	}
