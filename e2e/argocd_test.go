@@ -1,11 +1,14 @@
 package e2e_test
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -27,14 +30,15 @@ var applicationsRes = schema.GroupVersionResource{Group: "argoproj.io", Version:
 // automatically, and pinbot started on it.
 func newArgoApp(t *testing.T, name string, files map[string]string, source string) (*app, string) {
 	t.Helper()
+	return newArgoAppTo(t, name, files, source, "https://kubernetes.default.svc")
+}
+
+// newArgoAppTo is newArgoApp with the destination cluster server.
+func newArgoAppTo(t *testing.T, name string, files map[string]string, source, server string) (*app, string) {
+	t.Helper()
 	a, first := newApp(t, name, files)
 	url := env.Gitea.RepoURL(org, name)
-	if _, err := env.Kube.CoreV1().Secrets(kube.ArgoCDNamespace).Create(testCtx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-repo", Labels: map[string]string{"argocd.argoproj.io/secret-type": "repository"}},
-		StringData: map[string]string{"type": "git", "url": url, "username": env.Gitea.AdminUser, "password": env.Gitea.Token},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	a.argoRepoSecret(url)
 	a.create(applicationsRes, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata: {name: %s, namespace: argocd}
@@ -43,12 +47,24 @@ spec:
   source:
     repoURL: %q
     targetRevision: main
-%s  destination: {server: "https://kubernetes.default.svc", namespace: %s}
+%s  destination: {server: %q, namespace: %s}
   syncPolicy: {automated: {}}
-`, name, url, source, name))
-	a.refresh = func() { a.patchApplication(`{metadata: {annotations: {argocd.argoproj.io/refresh: normal}}}`) }
+`, name, url, source, server, name))
 	a.start(fmt.Sprintf("argocd: {application: %s, namespace: argocd}", name))
 	return a, first
+}
+
+// argoRepoSecret gives Argo CD the credentials of the private repository
+// at url, and makes a push refresh the app, as Argo CD's webhook does.
+func (a *app) argoRepoSecret(url string) {
+	a.t.Helper()
+	if _, err := env.Kube.CoreV1().Secrets(kube.ArgoCDNamespace).Create(testCtx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: a.name + "-repo", Labels: map[string]string{"argocd.argoproj.io/secret-type": "repository"}},
+		StringData: map[string]string{"type": "git", "url": url, "username": env.Gitea.AdminUser, "password": env.Gitea.Token},
+	}, metav1.CreateOptions{}); err != nil {
+		a.t.Fatal(err)
+	}
+	a.refresh = func() { a.patchApplication(`{metadata: {annotations: {argocd.argoproj.io/refresh: normal}}}`) }
 }
 
 // patchApplication merge-patches the app's Application (YAML), as a
@@ -80,6 +96,26 @@ func (a *app) waitSynced(commit string) {
 		msg, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "message")
 		return rev == commit && result == commit && phase == "Succeeded",
 			fmt.Sprintf("sync %s at %.8s, operation %s of %.8s: %s", sync, rev, phase, result, msg)
+	})
+}
+
+// waitSyncedAll waits for Argo CD's controller to report a finished sync
+// of a multi-source app whose every source is at commit.
+func (a *app) waitSyncedAll(commit string) {
+	a.t.Helper()
+	poll.Until(a.t, rollout, "Argo CD syncs every source at "+commit[:8], func() (bool, string) {
+		u, err := env.dyn.Resource(applicationsRes).Namespace(kube.ArgoCDNamespace).Get(testCtx, a.name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		revs, _, _ := unstructured.NestedStringSlice(u.Object, "status", "sync", "revisions")
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
+		msg, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "message")
+		ok := len(revs) > 0 && phase == "Succeeded"
+		for _, r := range revs {
+			ok = ok && r == commit
+		}
+		return ok, fmt.Sprintf("revisions %v, operation %s: %s", revs, phase, msg)
 	})
 }
 
@@ -137,3 +173,161 @@ func TestArgoCDDeploysWhatPinbotProves(t *testing.T) {
 		return s.State == "failure" && strings.Contains(s.Description, "Mismatch")
 	})
 }
+
+// TestArgoCDAppliesToAnotherCluster: the Application's destination is a
+// cluster Argo CD knows from a cluster Secret (bearer token, CA); the
+// real controller syncs there, and pinbot, reading the same Secret,
+// proves the Pods of that cluster.
+func TestArgoCDAppliesToAnotherCluster(t *testing.T) {
+	spoke := startSpoke(t, "argo-spoke")
+	cfg := spoke.Config()
+	conf, err := json.Marshal(map[string]any{
+		"bearerToken":     cfg.BearerToken,
+		"tlsClientConfig": map[string]any{"caData": base64.StdEncoding.EncodeToString(cfg.CAData)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Kube.CoreV1().Secrets(kube.ArgoCDNamespace).Create(testCtx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "argo-spoke-cluster", Labels: map[string]string{"argocd.argoproj.io/secret-type": "cluster"}},
+		StringData: map[string]string{"name": "spoke", "server": cfg.Host, "config": string(conf)},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	repo, v1 := pushImage(t, "argo-spoke", "v1")
+	_, v2 := pushImage(t, "argo-spoke", "v2")
+	a, first := newArgoAppTo(t, "argo-spoke", map[string]string{"deploy/web.yaml": deployment(2, repo+"@"+v1)}, "    path: deploy\n", cfg.Host)
+	a.waitSynced(first)
+	_, v := a.waitStatus("verified on the spoke", func(st *status.App, v *verdict.Verification) bool {
+		return st.Commit == first && v != nil && v.Verified
+	})
+	for _, c := range v.Containers {
+		if c.Node != "spoke-amd64" || c.RunningDigest != v1 {
+			t.Errorf("container %s/%s on %s runs %s; want it on the spoke's node, running %s", c.Pod, c.Container, c.Node, c.RunningDigest, v1)
+		}
+	}
+	if _, err := env.Kube.AppsV1().Deployments("argo-spoke").Get(testCtx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the hub has Deployment argo-spoke/web (err %v): Argo CD should have synced to the spoke only", err)
+	}
+
+	merge := a.push(map[string]string{"deploy/web.yaml": deployment(2, repo+"@"+v2)}, "Promote argo-spoke to v2")
+	a.waitSynced(merge)
+	got := a.waitCommitStatus(merge, "success on the spoke", func(s *gitforge.Status) bool { return s.State == "success" })
+	if want := "2/2 Pods run " + v2[:len("sha256:")+12] + "…"; got.Description != want {
+		t.Errorf("commit status %q, want %q", got.Description, want)
+	}
+}
+
+// TestArgoCDRendersKustomize: a kustomize app whose kustomization.yaml
+// pins one image (images: digest) and whose Application overrides
+// another (spec.source.kustomize.images), rendered by the real
+// repo-server with the kustomize binary Argo CD runs. pinbot expects, per
+// container, what Argo CD applied.
+func TestArgoCDRendersKustomize(t *testing.T) {
+	web, web1 := pushImage(t, "argo-kust-web", "v1")
+	_, web2 := pushImage(t, "argo-kust-web", "v2")
+	side, side1 := pushImage(t, "argo-kust-side", "v1")
+	kustomization := func(digest string) string {
+		return "resources: [web.yaml]\nimages:\n  - name: " + web + "\n    digest: " + digest + "\n"
+	}
+	a, first := newArgoApp(t, "argo-kust", map[string]string{
+		"deploy/kustomization.yaml": kustomization(web1),
+		"deploy/web.yaml":           withSidecar(deployment(1, web+":latest"), side+":latest"),
+	}, fmt.Sprintf("    path: deploy\n    kustomize: {images: [%q]}\n", side+"@"+side1))
+	a.waitSynced(first)
+	a.wantDigests(first, map[string]string{"app": web1, "side": side1})
+
+	merge := a.push(map[string]string{"deploy/kustomization.yaml": kustomization(web2)}, "Promote argo-kust-web to v2")
+	a.waitSynced(merge)
+	a.wantDigests(merge, map[string]string{"app": web2, "side": side1})
+}
+
+// TestArgoCDRendersHelm: a Helm app whose Application picks a values
+// file and a parameter over the chart's defaults, and a multi-source app
+// whose chart takes a values file from a ref source ($values), both
+// rendered by the real repo-server with the helm binary Argo CD runs.
+func TestArgoCDRendersHelm(t *testing.T) {
+	repo, v1 := pushImage(t, "argo-helm", "v1")
+	_, v2 := pushImage(t, "argo-helm", "v2")
+	_, v3 := pushImage(t, "argo-helm", "v3")
+	chart := map[string]string{
+		"charts/web/Chart.yaml":         "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"charts/web/values.yaml":        fmt.Sprintf("replicaCount: 1\nimage: {repository: %s, digest: %q}\n", repo, v1),
+		"charts/web/values-prod.yaml":   fmt.Sprintf("image: {digest: %q}\n", v2),
+		"charts/web/templates/web.yaml": helmDeployment,
+		"envs/prod/values.yaml":         fmt.Sprintf("image: {digest: %q}\n", v3),
+	}
+
+	t.Run("values and parameters", func(t *testing.T) {
+		a, first := newArgoApp(t, "argo-helm", chart,
+			"    path: charts/web\n    helm: {valueFiles: [values-prod.yaml], parameters: [{name: replicaCount, value: \"2\"}]}\n")
+		a.waitSynced(first)
+		v := a.wantDigests(first, map[string]string{"app": v2})
+		if len(v.Containers) != 2 {
+			t.Errorf("%d containers, want 2 (the parameter's replicaCount)", len(v.Containers))
+		}
+	})
+
+	t.Run("a ref source's values", func(t *testing.T) {
+		a, first := newApp(t, "argo-multi", chart)
+		url := env.Gitea.RepoURL(org, a.name)
+		a.argoRepoSecret(url)
+		a.create(applicationsRes, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: %s, namespace: argocd}
+spec:
+  project: default
+  sources:
+  - {repoURL: %q, path: charts/web, targetRevision: main, helm: {valueFiles: [$values/envs/prod/values.yaml]}}
+  - {repoURL: %q, targetRevision: main, ref: values}
+  destination: {server: "https://kubernetes.default.svc", namespace: %s}
+  syncPolicy: {automated: {}}
+`, a.name, url, url, a.name))
+		a.start(fmt.Sprintf("argocd: {application: %s, namespace: argocd}", a.name))
+		a.waitSyncedAll(first)
+		a.wantDigests(first, map[string]string{"app": v3})
+	})
+}
+
+// wantDigests waits until pinbot has verified the app at commit and its
+// commit status is success, and checks each container's pinned digest
+// (by container name) against want.
+func (a *app) wantDigests(commit string, want map[string]string) *verdict.Verification {
+	a.t.Helper()
+	_, v := a.waitStatus("verified at "+commit[:8], func(st *status.App, v *verdict.Verification) bool {
+		return st.Commit == commit && v != nil && v.Verified
+	})
+	for _, c := range v.Containers {
+		if c.GitDigest != want[c.Container] || c.RunningDigest != c.GitDigest {
+			a.t.Errorf("container %s/%s: Git pins %s and it runs %s; want %s", c.Pod, c.Container, c.GitDigest, c.RunningDigest, want[c.Container])
+		}
+	}
+	a.waitCommitStatus(commit, "success at "+commit[:8], func(s *gitforge.Status) bool { return s.State == "success" })
+	return v
+}
+
+// withSidecar adds a container named side running image to a
+// deployment's Pod template.
+func withSidecar(deployment, image string) string {
+	return strings.Replace(deployment, "      containers:\n", "      containers:\n        - name: side\n          image: "+image+"\n", 1)
+}
+
+// helmDeployment is a chart template of a Deployment named after the
+// release, whose replicas and image come from the values.
+const helmDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  replicas: {{ .Values.replicaCount }}
+  selector:
+    matchLabels: {app: {{ .Release.Name }}}
+  template:
+    metadata:
+      labels: {app: {{ .Release.Name }}}
+    spec:
+      containers:
+        - name: app
+          image: "{{ .Values.image.repository }}@{{ .Values.image.digest }}"
+`

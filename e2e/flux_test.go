@@ -9,11 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/testenv/kube"
-	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
@@ -155,22 +153,7 @@ func TestFluxRendersWhatTheControllerRenders(t *testing.T) {
 // kustomize-controller applies there, and pinbot, reading the same
 // Secret, proves the Pods of that cluster, never the hub's.
 func TestFluxAppliesToAnotherCluster(t *testing.T) {
-	needPeers(t)
-	spoke, err := kube.Start(testCtx, kube.Options{})
-	if err != nil {
-		t.Fatalf("starting the spoke's control plane: %s", err)
-	}
-	t.Cleanup(func() { _ = spoke.Stop() })
-	node := kubeletsim.New(spoke.Config(), kubeletsim.WithNodeName("spoke-amd64"),
-		kubeletsim.WithBasicAuth(env.Gitea.RegistryHost, env.Gitea.AdminUser, env.Gitea.Token))
-	if err := node.Start(testCtx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(node.Stop)
-	spokeKube := kubernetes.NewForConfigOrDie(spoke.Config())
-	if _, err := spokeKube.CoreV1().Namespaces().Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fx-spoke"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	spoke := startSpoke(t, "fx-spoke")
 	kc, err := os.ReadFile(spoke.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)

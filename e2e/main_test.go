@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"pinbot.dev/pinbot/gitforge"
@@ -76,13 +77,18 @@ func run(m *testing.M) int {
 	if testing.Short() {
 		return m.Run()
 	}
-	level := slog.LevelWarn
-	if os.Getenv("PINBOT_TEST_LOG") != "" {
-		level = slog.LevelDebug
+	// pinbot's debug log goes to a file, which a failure names:
+	// a timing failure then says what pinbot did, without the log
+	// changing the timing as a terminal would.
+	logFile, err := os.CreateTemp("", "pinbot-e2e-*.log")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
+	defer logFile.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	testCtx = logctx.Into(ctx, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+	testCtx = logctx.Into(ctx, slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	p, stop, err := startPeers(testCtx)
 	defer stop()
 	if err != nil {
@@ -96,6 +102,11 @@ func run(m *testing.M) int {
 	}
 	if code != 0 && p != nil && p.argo != nil {
 		fmt.Fprintf(os.Stderr, "Argo CD's logs:\n%s", p.argo.Tail(40))
+	}
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "pinbot's log is %s\n", logFile.Name())
+	} else {
+		os.Remove(logFile.Name())
 	}
 	return code
 }
@@ -373,6 +384,29 @@ func (a *app) waitCommitStatus(sha, what string, cond func(*gitforge.Status) boo
 		return cond(got), fmt.Sprintf("%s: %s", got.State, got.Description)
 	})
 	return got
+}
+
+// startSpoke starts another control plane with its own node, which pulls
+// from the tests' Gitea registry, and creates namespace ns there; the
+// test's end stops both.
+func startSpoke(t *testing.T, ns string) *kube.Cluster {
+	t.Helper()
+	needPeers(t)
+	spoke, err := kube.Start(testCtx, kube.Options{})
+	if err != nil {
+		t.Fatalf("starting the spoke's control plane: %s", err)
+	}
+	t.Cleanup(func() { _ = spoke.Stop() })
+	node := kubeletsim.New(spoke.Config(), kubeletsim.WithNodeName("spoke-amd64"),
+		kubeletsim.WithBasicAuth(env.Gitea.RegistryHost, env.Gitea.AdminUser, env.Gitea.Token))
+	if err := node.Start(testCtx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Stop)
+	if _, err := kubernetes.NewForConfigOrDie(spoke.Config()).CoreV1().Namespaces().Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return spoke
 }
 
 // pushImage pushes a random image to the Gitea registry as
