@@ -36,7 +36,7 @@ export PINBOT_BIN_DIR := $(BIN)
 
 RELEASE_DIR ?= dist/$(VERSION)
 
-.PHONY: all build demo-bin image release test test-deps unit lint bench demo tools gitea kube flux argocd crds clean schemas docs
+.PHONY: all build demo-bin image release test test-deps unit lint bench demo tools gitea kube flux argocd renderers crds clean schemas docs
 
 all: build
 
@@ -76,11 +76,12 @@ release:
 		--go '$(GO)' --ldflags '$(LDFLAGS)' --source '$(SOURCE)' $(if $(IMAGE),--image '$(IMAGE)') $(if $(BUSYBOX),--busybox '$(BUSYBOX)')
 
 ## tools: the real peers the end-to-end tests start on loopback. Gitea,
-## the control plane and Flux's controllers build two at a time: they
-## share no packages (each module pins its own Kubernetes libraries), and
-## each build leaves a core idle while it downloads modules and links.
+## the control plane, Flux, Argo CD and the renderers Argo CD runs build
+## two at a time: they share few packages (each module pins its own
+## Kubernetes libraries; Argo CD builds with another Go), and each build
+## leaves a core idle while it downloads modules and links.
 tools:
-	@$(MAKE) --no-print-directory -j2 gitea kube crds flux
+	@$(MAKE) --no-print-directory -j2 gitea kube crds flux argocd renderers
 
 gitea: $(BIN)/gitea
 $(BIN)/gitea: hack/tools/gitea/go.mod hack/tools/gitea/go.sum
@@ -139,6 +140,19 @@ $(BIN)/argocd: hack/tools/argocd/go.mod hack/tools/argocd/go.sum
 	mkdir -p $(BIN)/argocd-path && mv $(BIN)/.argocd/git-verify-wrapper.sh $(BIN)/argocd-path/
 	mv $(BIN)/.argocd/argocd $(BIN)/argocd
 	@rmdir $(BIN)/.argocd
+
+## renderers: Helm and kustomize into bin/argocd-path, for Argo CD's
+## repo-server to render Helm and kustomize apps with, as its image does.
+RENDERERS := $(BIN)/argocd-path/helm $(BIN)/argocd-path/kustomize
+
+renderers: $(RENDERERS)
+$(RENDERERS) &: hack/tools/renderers/go.mod hack/tools/renderers/go.sum
+	@echo ">> building Helm and kustomize into bin/argocd-path (about 4 minutes the first time)"
+	@rm -rf $(BIN)/.renderers && mkdir -p $(BIN)/.renderers $(BIN)/argocd-path
+	cd hack/tools/renderers && ../../with-progress.sh renderers $(GO) build -o $(BIN)/.renderers/ \
+		helm.sh/helm/v4/cmd/helm sigs.k8s.io/kustomize/kustomize/v5
+	mv $(BIN)/.renderers/helm $(BIN)/.renderers/kustomize $(BIN)/argocd-path/
+	@rmdir $(BIN)/.renderers
 
 ## crds: the real CustomResourceDefinitions of Argo CD's Application,
 ## Flux's Kustomization, HelmRelease, GitRepository, HelmRepository and
@@ -202,15 +216,18 @@ bench: tools build
 ## first: the demo's first step needs neither Gitea nor the control plane,
 ## which build meanwhile in the background at a lower priority (the first
 ## time only), Gitea ahead of the control plane since the demo needs it
-## first. The demo waits for each build when it needs it (logs:
-## bin/gitea-build.log, bin/kube-build.log; the second also copies the
-## deployers' CRDs, which only the Argo CD step needs).
+## first, and Argo CD (with the renderers its repo-server runs) after the
+## control plane. The demo waits for each build when it needs it (logs:
+## bin/gitea-build.log, bin/kube-build.log, which also copies the
+## deployers' CRDs, and bin/argocd-build.log).
 demo:
-	@mkdir -p $(BIN) && rm -f $(BIN)/kube-build.status $(BIN)/gitea-build.status
+	@hack/test-deps.sh redis-server
+	@mkdir -p $(BIN) && rm -f $(BIN)/kube-build.status $(BIN)/gitea-build.status $(BIN)/argocd-build.status
 	@( nice -n 10 $(MAKE) --no-print-directory gitea > $(BIN)/gitea-build.log 2>&1; echo $$? > $(BIN)/gitea-build.status ) &
-	@( nice -n 15 $(MAKE) --no-print-directory crds kube > $(BIN)/kube-build.log 2>&1; echo $$? > $(BIN)/kube-build.status ) &
+	@( nice -n 15 $(MAKE) --no-print-directory crds kube > $(BIN)/kube-build.log 2>&1; echo $$? > $(BIN)/kube-build.status; \
+	   nice -n 15 $(MAKE) --no-print-directory argocd renderers > $(BIN)/argocd-build.log 2>&1; echo $$? > $(BIN)/argocd-build.status ) &
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/pinbot ./hack/demo
-	PINBOT_GITEA_BUILD=$(BIN)/gitea-build PINBOT_KUBE_BUILD=$(BIN)/kube-build $(BIN)/demo
+	PINBOT_GITEA_BUILD=$(BIN)/gitea-build PINBOT_KUBE_BUILD=$(BIN)/kube-build PINBOT_ARGOCD_BUILD=$(BIN)/argocd-build $(BIN)/demo
 
 demo-bin:
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/demo ./hack/demo

@@ -1,24 +1,37 @@
 #!/usr/bin/env bash
-# The system packages make test needs besides Go, gcc, git and make:
-# Debian's chromium (the dashboard's browser test), e2fsprogs (chattr,
-# for a rollback test), busybox-static (the release's debug image) and
-# redis-server (Argo CD's cache, in the e2e tests). Installed with apt-get when missing and we are
-# root; otherwise the missing ones are named, so the failure is clear.
+# test-deps.sh [PACKAGE...]: the system packages make test needs besides
+# Go, gcc, git and make: Debian's chromium (the dashboard's browser test),
+# e2fsprogs (chattr, for a rollback test), busybox-static (the release's
+# debug image) and redis-server (Argo CD's cache, in the e2e tests and the
+# demo). With arguments, only those (make demo needs redis-server alone).
+# Installed with apt-get when missing and we are root; otherwise the
+# missing ones are named, so the failure is clear.
 set -euo pipefail
 
+want=("$@")
+[ ${#want[@]} -eq 0 ] && want=(chromium e2fsprogs busybox-static redis-server)
+
+installed() {
+	case $1 in
+	chromium) command -v chromium >/dev/null ;;
+	e2fsprogs) command -v chattr >/dev/null ;;
+	redis-server) command -v redis-server >/dev/null ;;
+	*) dpkg -s "$1" >/dev/null 2>&1 ;;
+	esac
+}
+
 missing=()
-command -v chromium >/dev/null || missing+=(chromium)
-command -v chattr >/dev/null || missing+=(e2fsprogs)
-dpkg -s busybox-static >/dev/null 2>&1 || missing+=(busybox-static)
-command -v redis-server >/dev/null || missing+=(redis-server)
+for p in "${want[@]}"; do
+	installed "$p" || missing+=("$p")
+done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
-	echo ">> installing ${missing[*]} for the tests (apt-get)"
+	echo ">> installing ${missing[*]} (apt-get)"
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 	exit 0
 fi
-echo "make test needs the Debian packages: ${missing[*]}" >&2
-echo "install them (sudo apt-get install ${missing[*]}) and run make test again" >&2
+echo "pinbot's tests and demo need the Debian packages: ${missing[*]}" >&2
+echo "install them (sudo apt-get install ${missing[*]}) and run make again" >&2
 exit 1

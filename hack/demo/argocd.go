@@ -21,33 +21,32 @@ import (
 	"pinbot.dev/pinbot/internal/testenv/kube"
 )
 
-// The Argo CD step: an app Argo CD deploys, next to pinbot's own web. The
-// demo plays Argo CD's controller (it applies the Deployment and writes the
-// Application's status, as Argo CD would); pinbot only reads and proves.
+// The Argo CD step: an app the real Argo CD deploys (its
+// application-controller and repo-server, built by `make argocd`), next to
+// pinbot's own web. pinbot only reads and proves.
 
 const guestbook = "guestbook"
 
-var (
-	applications = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
-	deployments  = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
-)
+var applications = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
 
 // argoCD shows a verify-only app: verified at the head, Pending after a
-// merge Argo CD has not synced, verified again once it has, with the
-// results posted on the head commit.
+// merge Argo CD has not synced (automated sync off), verified again once
+// it has, with the results posted on the head commit.
 func (d *demo) argoCD(ctx context.Context) error {
+	if err := waitForBuild(ctx, "Argo CD", "PINBOT_ARGOCD_BUILD"); err != nil {
+		return err
+	}
 	banner("Argo CD deploys guestbook; pinbot proves what runs, without taking it over")
 	c := d.cluster
 	if c == nil {
 		return fmt.Errorf("the Argo CD step needs the control plane of the reconcile step")
 	}
-	crd, err := kube.CRDFile(kube.ApplicationCRD)
+	argo, err := c.StartArgoCD(ctx, 30*time.Second)
 	if err != nil {
-		return err
+		return fmt.Errorf("starting Argo CD: %w", err)
 	}
-	if err := c.InstallCRDs(ctx, crd); err != nil {
-		return err
-	}
+	d.closers = append(d.closers, func() { _ = argo.Stop() })
+	fmt.Println("Argo CD's application-controller and repo-server run against the cluster (logs: " + argo.Logs.Controller + ")")
 	cs, err := kubernetes.NewForConfig(c.Config())
 	if err != nil {
 		return err
@@ -56,11 +55,9 @@ func (d *demo) argoCD(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, ns := range []string{"argocd", guestbook} {
-		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating namespace %s: %w", ns, err)
-		}
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: guestbook}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", guestbook, err)
 	}
 	v1, err := d.build(ctx, guestbook, "v1", "1.0.0")
 	if err != nil {
@@ -80,9 +77,12 @@ func (d *demo) argoCD(ctx context.Context) error {
 	}
 	fmt.Printf("created %s/%s at %.12s, pinning %s\n", owner, guestbook, first, v1.short())
 
-	fmt.Println("\n(The demo plays Argo CD: it applies the Deployment and writes the Application's status.)")
-	if err := argoApply(ctx, dyn, v1.pinned()); err != nil {
-		return err
+	url := d.gitea.RepoURL(owner, guestbook)
+	if _, err := cs.CoreV1().Secrets(kube.ArgoCDNamespace).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "guestbook-repo", Labels: map[string]string{"argocd.argoproj.io/secret-type": "repository"}},
+		StringData: map[string]string{"type": "git", "url": url, "username": d.gitea.AdminUser, "password": d.gitea.Token},
+	}, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating Argo CD's repository Secret: %w", err)
 	}
 	app := fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -91,17 +91,17 @@ spec:
   project: default
   source: {repoURL: %q, path: deploy, targetRevision: main}
   destination: {server: "https://kubernetes.default.svc", namespace: guestbook}
-`, d.gitea.RepoURL(owner, guestbook))
+  syncPolicy: {automated: {}}
+`, url)
 	u := &unstructured.Unstructured{}
 	if err := sigsyaml.Unmarshal([]byte(app), &u.Object); err != nil {
 		return err
 	}
-	if _, err := dyn.Resource(applications).Namespace("argocd").Create(ctx, u, metav1.CreateOptions{}); err != nil {
+	if _, err := dyn.Resource(applications).Namespace(kube.ArgoCDNamespace).Create(ctx, u, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the Application: %w", err)
 	}
 	fmt.Printf("\nApplication argocd/guestbook:\n%s", app)
-	history := []string{first}
-	if err := argoSynced(ctx, dyn, history); err != nil {
+	if err := waitArgoSynced(ctx, dyn, first); err != nil {
 		return err
 	}
 
@@ -132,7 +132,10 @@ apps:
 		return err
 	}
 
-	banner("A merge moves guestbook to v2; Argo CD has not synced it yet")
+	banner("A merge moves guestbook to v2; Argo CD, its automated sync off, has not synced it")
+	if err := patchApplication(ctx, dyn, `{"spec": {"syncPolicy": null}}`); err != nil {
+		return err
+	}
 	second, err := pushGuestbook(ctx, d, v2.pinned())
 	if err != nil {
 		return err
@@ -141,12 +144,11 @@ apps:
 	// Not verified: exit 1, as a script would see it.
 	_, _ = d.run(ctx, append([]string{"verify", guestbook, "--report"}, common...)...)
 
-	banner("Argo CD syncs v2; pinbot verifies it and reports on the commit")
-	if err := argoApply(ctx, dyn, v2.pinned()); err != nil {
+	banner("Automated sync back on: Argo CD syncs v2; pinbot verifies it and reports on the commit")
+	if err := patchApplication(ctx, dyn, `{"spec": {"syncPolicy": {"automated": {}}}, "metadata": {"annotations": {"argocd.argoproj.io/refresh": "normal"}}}`); err != nil {
 		return err
 	}
-	history = append(history, second)
-	if err := argoSynced(ctx, dyn, history); err != nil {
+	if err := waitArgoSynced(ctx, dyn, second); err != nil {
 		return err
 	}
 	if err := waitGuestbook(ctx, cs, v2.pinned()); err != nil {
@@ -203,56 +205,39 @@ func pushGuestbook(ctx context.Context, d *demo, image string) (string, error) {
 	return d.gitea.Commit(ctx, owner, guestbook, "main", "main", map[string]string{"deploy/guestbook.yaml": guestbookDeployment(image)}, "guestbook: v2")
 }
 
-// argoApply applies guestbook's Deployment as Argo CD's controller would.
-func argoApply(ctx context.Context, dyn dynamic.Interface, image string) error {
-	u := &unstructured.Unstructured{}
-	if err := sigsyaml.Unmarshal([]byte(guestbookDeployment(image)), &u.Object); err != nil {
-		return err
-	}
-	u.SetNamespace(guestbook)
-	_, err := dyn.Resource(deployments).Namespace(guestbook).Apply(ctx, guestbook, u, metav1.ApplyOptions{FieldManager: "argocd-controller", Force: true})
-	if err != nil {
-		return fmt.Errorf("applying guestbook as Argo CD: %w", err)
+// patchApplication merge-patches guestbook's Application (JSON), as
+// kubectl or the argocd CLI would.
+func patchApplication(ctx context.Context, dyn dynamic.Interface, patch string) error {
+	if _, err := dyn.Resource(applications).Namespace(kube.ArgoCDNamespace).Patch(ctx, guestbook, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("patching the Application: %w", err)
 	}
 	return nil
 }
 
-// argoSynced writes the status of Argo CD's successful sync of the last
-// commit of history.
-func argoSynced(ctx context.Context, dyn dynamic.Interface, history []string) error {
-	now := time.Now().UTC().Format(time.RFC3339)
-	head := history[len(history)-1]
-	var hist []any
-	for i, c := range history {
-		hist = append(hist, map[string]any{"id": i, "revision": c, "deployedAt": now})
+// waitArgoSynced waits (up to 2 minutes) until Argo CD reports a
+// finished sync of commit, and says so.
+func waitArgoSynced(ctx context.Context, dyn dynamic.Interface, commit string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		u, err := dyn.Resource(applications).Namespace(kube.ArgoCDNamespace).Get(ctx, guestbook, metav1.GetOptions{})
+		if err == nil {
+			rev, _, _ := unstructured.NestedString(u.Object, "status", "sync", "revision")
+			phase, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
+			result, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "syncResult", "revision")
+			if rev == commit && result == commit && phase == "Succeeded" {
+				fmt.Printf("Argo CD: synced %.12s\n", commit)
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for Argo CD to sync %.12s: %w", commit, ctx.Err())
+		case <-tick.C:
+		}
 	}
-	status := map[string]any{
-		"reconciledAt": now,
-		"operationState": map[string]any{
-			"operation": map[string]any{"sync": map[string]any{"revision": head}},
-			"phase":     "Succeeded", "startedAt": now, "finishedAt": now,
-			"syncResult": map[string]any{"revision": head},
-		},
-		"history": hist,
-		"health":  map[string]any{"status": "Healthy"},
-		"sync":    map[string]any{"status": "Synced", "revision": head},
-		"resources": []any{map[string]any{
-			"group": "apps", "version": "v1", "kind": "Deployment", "namespace": guestbook, "name": guestbook,
-		}},
-	}
-	patch, err := sigsyaml.Marshal(map[string]any{"status": status})
-	if err != nil {
-		return err
-	}
-	j, err := sigsyaml.YAMLToJSON(patch)
-	if err != nil {
-		return err
-	}
-	if _, err := dyn.Resource(applications).Namespace("argocd").Patch(ctx, guestbook, types.MergePatchType, j, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("writing the Application's status: %w", err)
-	}
-	fmt.Printf("Argo CD: synced %.12s, healthy\n", head)
-	return nil
 }
 
 // waitGuestbook waits (up to 90 s) until guestbook's Pods running image are
