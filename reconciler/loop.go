@@ -171,7 +171,11 @@ func (r *Reconciler) idle(ctx context.Context, stop <-chan struct{}, app *config
 			case <-st.observe:
 			default:
 			}
-			if _, _, err := r.loopPass(ctx, app, st, modeFollow); err != nil && ctx.Err() == nil {
+			s, _, err := r.loopPass(ctx, app, st, modeFollow)
+			if err == nil {
+				logctx.From(ctx).Debug("follow-up pass", "app", app.Name, "commit", shortSHA(s.Commit), "verified", s.Verified, "verification", s.Verification)
+			}
+			if err != nil && ctx.Err() == nil {
 				// What the event was about is not reported yet: a full
 				// pass now, not at the interval, with the loop's backoff
 				// if it fails too.

@@ -211,7 +211,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	alive := newLiveness(probeVersion(kube), time.Now)
 	r.watcher = newWatcher(kube, alive, r.changed)
 	r.lives = newLiveCache(dyn, alive, r.inventoryChanged)
-	objects := newObjectCache(dyn, alive, r.deployerChanged)
+	objects := newObjectCache(dyn, alive, r.objectChanged)
 	r.local = &cluster{applier: r.applier, watcher: r.watcher, lives: r.lives, objects: objects, alive: alive}
 	r.remotes = newRemotes(o.answer)
 	r.argoHTTP = sync.OnceValues(r.newArgoHTTP)
@@ -278,12 +278,16 @@ func (r *Reconciler) changed(namespace string, owners []string) {
 	}
 }
 
-// deployerChanged is the hub's object cache's callback: the deployer's
-// object ns/name of resource changed (a Kustomization's status says it
-// applied a revision, an Application's that it synced). It wakes the apps
-// that read that object, whose loops re-verify from their caches; it
-// never blocks.
-func (r *Reconciler) deployerChanged(resource schema.GroupVersionResource, ns, name string) {
+// objectChanged is the object caches' callback: an object ns/name of
+// resource changed, a deployer's object (a Kustomization's status says it
+// applied a revision, an Application's that it synced) or a workload (a
+// Deployment's status says its rollout is done). It wakes the apps that
+// read it, whose loops re-verify from their caches; it never blocks.
+func (r *Reconciler) objectChanged(resource schema.GroupVersionResource, ns, name string) {
+	if !deployerKinds[resource] {
+		r.changed(ns, []string{name})
+		return
+	}
 	for i := range r.cfg.Apps {
 		a := &r.cfg.Apps[i]
 		if res, ans, aname, ok := deployerObject(a); ok && res == resource && ans == ns && aname == name {
@@ -292,6 +296,13 @@ func (r *Reconciler) deployerChanged(resource schema.GroupVersionResource, ns, n
 			}
 		}
 	}
+}
+
+// deployerKinds are the deployers' own objects among watchedKinds.
+var deployerKinds = map[schema.GroupVersionResource]bool{
+	deployer.ApplicationsResource:   true,
+	deployer.KustomizationsResource: true,
+	deployer.HelmReleasesResource:   true,
 }
 
 // deployerObject names the object whose status says what app's deployer

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -281,7 +282,7 @@ func (rs *remotes) clients(key, version string, a spoke.Cluster, changed func(na
 	}
 	alive := newLiveness(probeVersion(kube), time.Now)
 	c := &cluster{name: name, server: a.Server, applier: ssa.New(dyn, kube.Discovery()), watcher: newWatcher(kube, alive, changed),
-		lives: newLiveCache(dyn, alive, inventoryChanged), objects: newObjectCache(dyn, alive, nil), alive: alive}
+		lives: newLiveCache(dyn, alive, inventoryChanged), objects: newObjectCache(dyn, alive, func(_ schema.GroupVersionResource, ns, name string) { changed(ns, []string{name}) }), alive: alive}
 	c.watcher.syncTimeout = remoteSyncTimeout
 	rs.byKey[key] = &remote{cluster: c, version: version}
 	return c, nil
