@@ -331,3 +331,47 @@ spec:
         - name: app
           image: "{{ .Values.image.repository }}@{{ .Values.image.digest }}"
 `
+
+// TestArgoCDHooks: an app with a PreSync hook Job that runs a migration
+// image, which Argo CD runs before each sync and keeps afterwards
+// (BeforeHookCreation): the real controller's hook Pods sit next to the
+// app's. pinbot proves the app's workloads, and a completed hook of the
+// last sync neither fails nor holds the proof.
+func TestArgoCDHooks(t *testing.T) {
+	repo, v1 := pushImage(t, "argo-hooks", "v1")
+	_, v2 := pushImage(t, "argo-hooks", "v2")
+	migrate, m1 := pushImage(t, "argo-hooks-migrate", "v1")
+	_, m2 := pushImage(t, "argo-hooks-migrate", "v2")
+	files := func(app, migration string) map[string]string {
+		return map[string]string{
+			"deploy/web.yaml": deployment(1, repo+"@"+app),
+			"deploy/migrate.yaml": fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata:
+  name: migrate
+  annotations: {argocd.argoproj.io/hook: PreSync}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: migrate
+          image: %s@%s
+`, migrate, migration),
+		}
+	}
+	a, first := newArgoApp(t, "argo-hooks", files(v1, m1), "    path: deploy\n")
+	a.waitSynced(first)
+	a.wantDigests(first, map[string]string{"app": v1})
+
+	merge := a.push(files(v2, m2), "Promote argo-hooks to v2")
+	a.waitSynced(merge)
+	a.wantDigests(merge, map[string]string{"app": v2})
+	job, err := env.Kube.BatchV1().Jobs("argo-hooks").Get(testCtx, "migrate", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the hook Job of the last sync: %s", err)
+	}
+	if got := job.Spec.Template.Spec.Containers[0].Image; got != migrate+"@"+m2 || job.Status.Succeeded != 1 {
+		t.Errorf("hook Job runs %s, succeeded %d; want %s@%s, succeeded", got, job.Status.Succeeded, migrate, m2)
+	}
+}
