@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -373,5 +375,79 @@ spec:
 	}
 	if got := job.Spec.Template.Spec.Containers[0].Image; got != migrate+"@"+m2 || job.Status.Succeeded != 1 {
 		t.Errorf("hook Job runs %s, succeeded %d; want %s@%s, succeeded", got, job.Status.Succeeded, migrate, m2)
+	}
+}
+
+// TestArgoCDViaAPI: pinbot holds no credentials of the cluster Argo CD
+// deploys to, only an Argo CD account's API token (via: api); it reads
+// the Application's resource tree and live objects from the real Argo CD
+// API server, and proves the Pods of that cluster through it. A token
+// Argo CD refuses is an HTTP 401, and never shows.
+func TestArgoCDViaAPI(t *testing.T) {
+	spoke := startSpoke(t, "argo-api")
+	cfg := spoke.Config()
+	conf, err := json.Marshal(map[string]any{
+		"bearerToken":     cfg.BearerToken,
+		"tlsClientConfig": map[string]any{"caData": base64.StdEncoding.EncodeToString(cfg.CAData)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Kube.CoreV1().Secrets(kube.ArgoCDNamespace).Create(testCtx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "argo-api-cluster", Labels: map[string]string{"argocd.argoproj.io/secret-type": "cluster"}},
+		StringData: map[string]string{"name": "api-spoke", "server": cfg.Host, "config": string(conf)},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	token, err := env.argo.AccountToken(testCtx, kube.ArgoCDReader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokenFile := filepath.Join(t.TempDir(), "argocd-token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	repo, v1 := pushImage(t, "argo-api", "v1")
+	_, v2 := pushImage(t, "argo-api", "v2")
+	a, first := newApp(t, "argo-api", map[string]string{"deploy/web.yaml": deployment(2, repo+"@"+v1)})
+	url := env.Gitea.RepoURL(org, a.name)
+	a.argoRepoSecret(url)
+	a.create(applicationsRes, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: argo-api, namespace: argocd}
+spec:
+  project: default
+  source: {repoURL: %q, path: deploy, targetRevision: main}
+  destination: {server: %q, namespace: argo-api}
+  syncPolicy: {automated: {}}
+`, url, cfg.Host))
+	a.start("argocd: {application: argo-api, namespace: argocd}",
+		fmt.Sprintf("argocd: {url: %q, tokenFile: %q, via: api}", env.argo.URL, tokenFile))
+	a.waitSynced(first)
+	_, v := a.waitStatus("verified through Argo CD's API", func(st *status.App, v *verdict.Verification) bool {
+		return st.Commit == first && v != nil && v.Verified
+	})
+	for _, c := range v.Containers {
+		if c.Node != "spoke-amd64" || c.RunningDigest != v1 {
+			t.Errorf("container %s/%s on %s runs %s; want it on the spoke's node, running %s", c.Pod, c.Container, c.Node, c.RunningDigest, v1)
+		}
+	}
+	merge := a.push(map[string]string{"deploy/web.yaml": deployment(2, repo+"@"+v2)}, "Promote argo-api to v2")
+	a.waitSynced(merge)
+	a.wantDigests(merge, map[string]string{"app": v2})
+
+	const revoked = "a-revoked-token-77aa"
+	if err := os.WriteFile(tokenFile, []byte(revoked+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := a.r.Status(testCtx, a.name)
+	if err == nil || st == nil || st.Verified || !strings.Contains(st.Error, "HTTP 401") {
+		t.Fatalf("with a refused token: status %+v, error %v; want unverified, naming HTTP 401", st, err)
+	}
+	for _, secret := range []string{token, revoked} {
+		if strings.Contains(st.Error, secret) || strings.Contains(err.Error(), secret) {
+			t.Errorf("a token shows: %s", st.Error)
+		}
 	}
 }

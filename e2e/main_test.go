@@ -193,12 +193,14 @@ func newApp(t *testing.T, name string, files map[string]string) (*app, string) {
 }
 
 // start runs pinbot's loop on the app, whose deployer block (a YAML flow
-// mapping under the app) is deployer.
-func (a *app) start(deployer string) {
+// mapping under the app) is deployer; extra lines go to the top of the
+// config.
+func (a *app) start(deployer string, extra ...string) {
 	t := a.t
 	t.Helper()
 	cfgFile := filepath.Join(t.TempDir(), "pinbot.yaml")
-	cfgText := fmt.Sprintf(`interval: 10m
+	cfgText := strings.Join(extra, "\n") + fmt.Sprintf(`
+interval: 10m
 forge: {url: %q, tokenFile: %q}
 apps:
   - name: %s

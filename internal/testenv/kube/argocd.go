@@ -1,7 +1,9 @@
 package kube
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,30 +35,38 @@ const ArgoCDNamespace = "argocd"
 // done.
 type ArgoCD struct {
 	// Logs are the components' log files, under the cluster's Dir.
-	Logs struct{ Controller, RepoServer, Redis string }
+	Logs struct{ Controller, RepoServer, APIServer, Redis string }
+	// URL is the API server's, http://127.0.0.1:<port> (no TLS).
+	URL string
 
 	procs   []*process
 	stop    sync.Once
 	stopErr error
 }
 
+// ArgoCDReader is the Argo CD account with an API key and read-only
+// access that StartArgoCD creates, for AccountToken.
+const ArgoCDReader = "pinbot"
+
 // argoSettings are the objects an Argo CD install creates besides its
-// CRDs, which the controller reads: its settings, its RBAC settings, its
-// server Secret, and the default AppProject, open to every repository and
-// destination.
+// CRDs, which its components read: its settings (with a read-only API
+// account), its RBAC settings, its server Secret (with the admin's
+// password hash, %s), and the default AppProject, open to every
+// repository and destination.
 const argoSettings = `apiVersion: v1
 kind: ConfigMap
 metadata: {name: argocd-cm, namespace: argocd, labels: {app.kubernetes.io/part-of: argocd}}
-data: {timeout.reconciliation: 180s}
+data: {timeout.reconciliation: 180s, accounts.pinbot: apiKey}
 ---
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: argocd-rbac-cm, namespace: argocd, labels: {app.kubernetes.io/part-of: argocd}}
+data: {policy.csv: "g, pinbot, role:readonly"}
 ---
 apiVersion: v1
 kind: Secret
 metadata: {name: argocd-secret, namespace: argocd, labels: {app.kubernetes.io/part-of: argocd}}
-stringData: {server.secretkey: pinbot-test-not-a-secret}
+stringData: {server.secretkey: pinbot-test-not-a-secret, admin.password: %q, admin.passwordMtime: %q}
 ---
 apiVersion: argoproj.io/v1alpha1
 kind: AppProject
@@ -100,7 +111,11 @@ func (c *Cluster) StartArgoCD(ctx context.Context, resync time.Duration) (*ArgoC
 	if err := c.ensureNamespace(ctx, ArgoCDNamespace); err != nil {
 		return nil, err
 	}
-	if err := c.createAll(ctx, argoSettings); err != nil {
+	hash, err := bcrypt.GenerateFromPassword([]byte(argoAdminPassword), bcrypt.MinCost)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.createAll(ctx, fmt.Sprintf(argoSettings, hash, time.Now().UTC().Format(time.RFC3339))); err != nil {
 		return nil, err
 	}
 	// The controller takes its namespace from the kubeconfig's context.
@@ -114,7 +129,7 @@ func (c *Cluster) StartArgoCD(ctx context.Context, resync time.Duration) (*ArgoC
 		return nil, err
 	}
 
-	ports, err := freePorts(5)
+	ports, err := freePorts(7)
 	if err != nil {
 		return nil, err
 	}
@@ -127,6 +142,7 @@ func (c *Cluster) StartArgoCD(ctx context.Context, resync time.Duration) (*ArgoC
 	a.Logs.Redis = filepath.Join(c.Dir, "redis.log")
 	a.Logs.RepoServer = filepath.Join(c.Dir, "argocd-repo-server.log")
 	a.Logs.Controller = filepath.Join(c.Dir, "argocd-application-controller.log")
+	a.Logs.APIServer = filepath.Join(c.Dir, "argocd-server.log")
 
 	rp, err := startProcess("redis", redis, a.Logs.Redis, []string{
 		"--port", port(0), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", home,
@@ -164,16 +180,79 @@ func (c *Cluster) StartArgoCD(ctx context.Context, resync time.Duration) (*ArgoC
 		return nil, errors.Join(err, a.Stop())
 	}
 	a.procs = append(a.procs, ctrl)
+	api, err := startProcessEnv("argocd-server", argocd, a.Logs.APIServer, append(env, "ARGOCD_BINARY_NAME=argocd-server"), []string{
+		"--kubeconfig=" + kubeconfig, "--namespace=" + ArgoCDNamespace,
+		"--insecure", "--address=127.0.0.1", "--port=" + port(5),
+		"--metrics-address=127.0.0.1", "--metrics-port=" + port(6),
+		"--redis=127.0.0.1:" + port(0),
+		"--repo-server=127.0.0.1:" + port(1), "--repo-server-plaintext",
+		"--dex-server=", "--staticassets=" + home,
+		"--loglevel=debug",
+	})
+	if err != nil {
+		return nil, errors.Join(err, a.Stop())
+	}
+	a.procs = append(a.procs, api)
+	a.URL = "http://127.0.0.1:" + port(5)
 
 	hc := &http.Client{Timeout: 5 * time.Second}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	for _, probe := range []string{"127.0.0.1:" + port(2), "127.0.0.1:" + port(3)} {
-		if err := waitHTTP(ctx, hc, "http://"+probe+"/metrics", "", a.procs...); err != nil {
+	for _, probe := range []string{"127.0.0.1:" + port(2) + "/metrics", "127.0.0.1:" + port(3) + "/metrics", "127.0.0.1:" + port(5) + "/healthz"} {
+		if err := waitHTTP(ctx, hc, "http://"+probe, "", a.procs...); err != nil {
 			return nil, errors.Join(err, a.Stop())
 		}
 	}
 	return a, nil
+}
+
+// argoAdminPassword is the admin's password of the test Argo CD, which
+// only AccountToken uses.
+const argoAdminPassword = "pinbot-test-admin"
+
+// AccountToken logs in to the API server as the admin, as `argocd login`
+// does, and generates an API token of account (ArgoCDReader), as `argocd
+// account generate-token` does.
+func (a *ArgoCD) AccountToken(ctx context.Context, account string) (string, error) {
+	var session struct{ Token string }
+	if err := a.call(ctx, "/api/v1/session", "", map[string]string{"username": "admin", "password": argoAdminPassword}, &session); err != nil {
+		return "", fmt.Errorf("logging in to Argo CD as admin: %w", err)
+	}
+	var tok struct{ Token string }
+	if err := a.call(ctx, "/api/v1/account/"+account+"/token", session.Token, map[string]string{"name": account}, &tok); err != nil {
+		return "", fmt.Errorf("generating a token of Argo CD account %s: %w", account, err)
+	}
+	return tok.Token, nil
+}
+
+// call POSTs in as JSON to the API server's path and decodes the answer
+// into out.
+func (a *ArgoCD) call(ctx context.Context, path, token string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.URL+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST %s: %s: %s", path, resp.Status, raw)
+	}
+	return json.Unmarshal(raw, out)
 }
 
 // createAll creates each object of the YAML stream y.
