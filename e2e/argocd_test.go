@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"pinbot.dev/pinbot/gitforge"
@@ -181,21 +182,7 @@ func TestArgoCDDeploysWhatPinbotProves(t *testing.T) {
 // real controller syncs there, and pinbot, reading the same Secret,
 // proves the Pods of that cluster.
 func TestArgoCDAppliesToAnotherCluster(t *testing.T) {
-	spoke := startSpoke(t, "argo-spoke")
-	cfg := spoke.Config()
-	conf, err := json.Marshal(map[string]any{
-		"bearerToken":     cfg.BearerToken,
-		"tlsClientConfig": map[string]any{"caData": base64.StdEncoding.EncodeToString(cfg.CAData)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.Kube.CoreV1().Secrets(kube.ArgoCDNamespace).Create(testCtx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "argo-spoke-cluster", Labels: map[string]string{"argocd.argoproj.io/secret-type": "cluster"}},
-		StringData: map[string]string{"name": "spoke", "server": cfg.Host, "config": string(conf)},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	cfg := argoCluster(t, "argo-spoke")
 
 	repo, v1 := pushImage(t, "argo-spoke", "v1")
 	_, v2 := pushImage(t, "argo-spoke", "v2")
@@ -292,6 +279,28 @@ spec:
 	})
 }
 
+// argoCluster starts another control plane with namespace ns and gives
+// Argo CD its cluster Secret (bearer token, CA), as `argocd cluster add`
+// does; it returns the cluster's admin configuration.
+func argoCluster(t *testing.T, ns string) *rest.Config {
+	t.Helper()
+	cfg := startSpoke(t, ns).Config()
+	conf, err := json.Marshal(map[string]any{
+		"bearerToken":     cfg.BearerToken,
+		"tlsClientConfig": map[string]any{"caData": base64.StdEncoding.EncodeToString(cfg.CAData)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Kube.CoreV1().Secrets(kube.ArgoCDNamespace).Create(testCtx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-cluster", Labels: map[string]string{"argocd.argoproj.io/secret-type": "cluster"}},
+		StringData: map[string]string{"name": ns, "server": cfg.Host, "config": string(conf)},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 // wantDigests waits until pinbot has verified the app at commit and its
 // commit status is success, and checks each container's pinned digest
 // (by container name) against want.
@@ -378,27 +387,13 @@ spec:
 	}
 }
 
-// TestArgoCDViaAPI: pinbot holds no credentials of the cluster Argo CD
-// deploys to, only an Argo CD account's API token (via: api); it reads
+// TestArgoCDViaAPI: pinbot reads nothing of the cluster Argo CD deploys
+// to itself, only through an Argo CD account's API token (via: api); it reads
 // the Application's resource tree and live objects from the real Argo CD
 // API server, and proves the Pods of that cluster through it. A token
 // Argo CD refuses is an HTTP 401, and never shows.
 func TestArgoCDViaAPI(t *testing.T) {
-	spoke := startSpoke(t, "argo-api")
-	cfg := spoke.Config()
-	conf, err := json.Marshal(map[string]any{
-		"bearerToken":     cfg.BearerToken,
-		"tlsClientConfig": map[string]any{"caData": base64.StdEncoding.EncodeToString(cfg.CAData)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.Kube.CoreV1().Secrets(kube.ArgoCDNamespace).Create(testCtx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "argo-api-cluster", Labels: map[string]string{"argocd.argoproj.io/secret-type": "cluster"}},
-		StringData: map[string]string{"name": "api-spoke", "server": cfg.Host, "config": string(conf)},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	cfg := argoCluster(t, "argo-api")
 	token, err := env.argo.AccountToken(testCtx, kube.ArgoCDReader)
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -39,9 +38,7 @@ type ArgoCD struct {
 	// URL is the API server's, http://127.0.0.1:<port> (no TLS).
 	URL string
 
-	procs   []*process
-	stop    sync.Once
-	stopErr error
+	procGroup
 }
 
 // ArgoCDReader is the Argo CD account with an API key and read-only
@@ -288,22 +285,4 @@ func resourceOf(kind string) string {
 		return "appprojects"
 	}
 	return ""
-}
-
-// Tail returns the last n lines of each component's log, labelled, for a
-// failure message.
-func (a *ArgoCD) Tail(n int) string { return tailAll(a.procs, n) }
-
-// Stop terminates the components. It is safe to call more than once.
-func (a *ArgoCD) Stop() error {
-	a.stop.Do(func() {
-		var errs []error
-		for i := len(a.procs) - 1; i >= 0; i-- {
-			if err := a.procs[i].stop(10 * time.Second); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		a.stopErr = errors.Join(errs...)
-	})
-	return a.stopErr
 }

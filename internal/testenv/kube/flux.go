@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,9 +34,7 @@ type Flux struct {
 	// Logs are the controllers' log files, under the cluster's Dir.
 	Logs struct{ Source, Kustomize string }
 
-	procs   []*process
-	stop    sync.Once
-	stopErr error
+	procGroup
 }
 
 // StartFlux installs Flux's CRDs and the flux-system namespace and runs
@@ -114,24 +111,6 @@ func (c *Cluster) StartFlux(ctx context.Context) (*Flux, error) {
 		}
 	}
 	return f, nil
-}
-
-// Tail returns the last n lines of each controller's log, labelled, for a
-// failure message.
-func (f *Flux) Tail(n int) string { return tailAll(f.procs, n) }
-
-// Stop terminates the controllers. It is safe to call more than once.
-func (f *Flux) Stop() error {
-	f.stop.Do(func() {
-		var errs []error
-		for i := len(f.procs) - 1; i >= 0; i-- {
-			if err := f.procs[i].stop(10 * time.Second); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		f.stopErr = errors.Join(errs...)
-	})
-	return f.stopErr
 }
 
 // ensureNamespace creates namespace name unless it exists.

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -236,4 +237,30 @@ func isPinbotModule(gomod string) bool {
 		return line == "module pinbot.dev/pinbot"
 	}
 	return false
+}
+
+// procGroup is processes a peer runs, stopped together.
+type procGroup struct {
+	procs   []*process
+	stop    sync.Once
+	stopErr error
+}
+
+// Tail returns the last n lines of each process's log, labelled, for a
+// failure message.
+func (g *procGroup) Tail(n int) string { return tailAll(g.procs, n) }
+
+// Stop terminates the processes in reverse start order (SIGTERM, then
+// SIGKILL after a grace period). It is safe to call more than once.
+func (g *procGroup) Stop() error {
+	g.stop.Do(func() {
+		var errs []error
+		for i := len(g.procs) - 1; i >= 0; i-- {
+			if err := g.procs[i].stop(10 * time.Second); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		g.stopErr = errors.Join(errs...)
+	})
+	return g.stopErr
 }
