@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"pinbot.dev/pinbot/internal/imageref"
 )
@@ -42,6 +43,7 @@ type Container struct {
 	Reason                          string
 	Ready                           bool
 	Waiting                         string
+	NotReadySince                   *time.Time // when its Pod went not Ready, if it is not
 }
 
 // Health values Observe reads.
@@ -65,6 +67,8 @@ type Pod struct {
 	Reason    string `json:"reason,omitempty"`
 	Ready     bool   `json:"ready"`
 	Waiting   string `json:"waiting,omitempty"`
+	// NotReadySince is when the Pod went not Ready, if it is not.
+	NotReadySince *time.Time `json:"notReadySince,omitempty"`
 }
 
 // Observation is what an environment shows of one image now: whether
@@ -120,7 +124,7 @@ func Observe(image, digest string, views []AppView) Observation {
 		}
 		for _, c := range mine {
 			o.Pods = append(o.Pods, Pod{App: v.App, Namespace: c.Namespace, Pod: c.Pod, Container: c.Container, Node: c.Node,
-				Running: c.RunningDigest, Verdict: c.Verdict, Reason: c.Reason, Ready: c.Ready, Waiting: c.Waiting})
+				Running: c.RunningDigest, Verdict: c.Verdict, Reason: c.Reason, Ready: c.Ready, Waiting: c.Waiting, NotReadySince: c.NotReadySince})
 			switch {
 			case c.GitDigest != digest:
 				why = append(why, fmt.Sprintf("app %s: Git of its current revision pins %s, not %s", v.App, imageref.Short(c.GitDigest), imageref.Short(digest)))
@@ -133,9 +137,9 @@ func Observe(image, digest string, views []AppView) Observation {
 			case c.Verdict != verified:
 				why = append(why, fmt.Sprintf("pod %s/%s container %s is %s: %s", c.Namespace, c.Pod, c.Container, c.Verdict, c.Reason))
 			case c.Waiting != "":
-				why = append(why, fmt.Sprintf("pod %s/%s container %s is waiting: %s", c.Namespace, c.Pod, c.Container, c.Waiting))
+				why = append(why, fmt.Sprintf("pod %s/%s container %s is waiting: %s%s", c.Namespace, c.Pod, c.Container, c.Waiting, sinceOf(c.NotReadySince)))
 			case !c.Ready:
-				why = append(why, fmt.Sprintf("pod %s/%s container %s is not Ready", c.Namespace, c.Pod, c.Container))
+				why = append(why, fmt.Sprintf("pod %s/%s container %s is not Ready%s", c.Namespace, c.Pod, c.Container, sinceOf(c.NotReadySince)))
 			}
 		}
 		if !v.Verified {
@@ -187,11 +191,19 @@ func (o Observation) Stuck() string {
 	for _, p := range o.Pods {
 		for _, w := range waitingFailures {
 			if p.Waiting == w || strings.Contains(p.Reason, w) {
-				return fmt.Sprintf("pod %s/%s container %s: %s", p.Namespace, p.Pod, p.Container, w)
+				return fmt.Sprintf("pod %s/%s container %s: %s%s", p.Namespace, p.Pod, p.Container, w, sinceOf(p.NotReadySince))
 			}
 		}
 	}
 	return ""
+}
+
+// sinceOf is " (not Ready since <time>)" for a known time, else "".
+func sinceOf(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return ""
+	}
+	return " (not Ready since " + stamp(*t) + ")"
 }
 
 func sameRepository(a, b string) bool {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func view(health string, verified bool, cs ...Container) AppView {
@@ -12,6 +13,15 @@ func view(health string, verified bool, cs ...Container) AppView {
 
 func container(pod, image, git, v string, ready bool, waiting string) Container {
 	return Container{Namespace: "prod", Pod: pod, Container: "app", Image: image, GitDigest: git, RunningDigest: git, Verdict: v, Ready: ready, Waiting: waiting}
+}
+
+func notReadySince(c Container, at string) Container {
+	t, err := time.Parse(time.RFC3339, at)
+	if err != nil {
+		panic(err)
+	}
+	c.NotReadySince = &t
+	return c
 }
 
 func TestObserve(t *testing.T) {
@@ -31,6 +41,9 @@ func TestObserve(t *testing.T) {
 		{"not ready", []AppView{view("Progressing", true, container("w1", img, dA, verified, false, ""))}, false, "not Ready", "", ""},
 		{"crash loop", []AppView{view("Progressing", true, container("w1", img, dA, verified, false, "CrashLoopBackOff"))}, false, "waiting: CrashLoopBackOff", "", "CrashLoopBackOff"},
 		{"a crash loop, Degraded at once by the health check, fails at the deadline", []AppView{view(degraded, true, container("w1", img, dA, verified, false, "CrashLoopBackOff"))}, false, "waiting: CrashLoopBackOff", "", "CrashLoopBackOff"},
+		{"a crash loop says since when", []AppView{view("Progressing", true, notReadySince(container("w1", img, dA, verified, false, "CrashLoopBackOff"), "2026-12-04T09:30:00Z"))}, false,
+			"waiting: CrashLoopBackOff (not Ready since 2026-12-04T09:30:00Z)", "", "pod prod/w1 container app: CrashLoopBackOff (not Ready since 2026-12-04T09:30:00Z)"},
+		{"not ready says since when", []AppView{view("Progressing", true, notReadySince(container("w1", img, dA, verified, false, ""), "2026-12-04T09:31:00Z"))}, false, "is not Ready (not Ready since 2026-12-04T09:31:00Z)", "", ""},
 		{"degraded", []AppView{view(degraded, true, container("w1", img, dA, verified, true, ""))}, false, "Degraded", "Degraded", ""},
 		{"a rollout not applied yet is no failure", []AppView{{App: "web", Health: "Healthy", Containers: []Container{container("w1", img, dA, mismatch, true, "")}}}, false, "not synced", "", ""},
 		{"an app not observed", []AppView{{App: "web", Err: errors.New("cluster unreachable")}}, false, "cluster unreachable", "", ""},

@@ -284,7 +284,7 @@ func appView(app string, st *status.App, v *verdict.Verification, err error) rel
 		out.Containers = append(out.Containers, release.Container{
 			Namespace: c.Namespace, Pod: c.Pod, Container: c.Container, Node: c.Node, Image: c.Image,
 			GitDigest: c.GitDigest, RunningDigest: c.RunningDigest, Verdict: string(c.Verdict), Reason: c.Reason,
-			Ready: c.Ready, Waiting: c.Waiting,
+			Ready: c.Ready, Waiting: c.Waiting, NotReadySince: c.NotReadySince,
 		})
 	}
 	return out

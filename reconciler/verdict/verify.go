@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -80,12 +81,16 @@ type ContainerVerdict struct {
 	// Ready is the container's readiness; Waiting its waiting reason
 	// (CrashLoopBackOff, ImagePullBackOff, ...), whatever the verdict: a
 	// crash-looping container may still report the right image.
-	Ready    bool   `json:"ready"`
-	Waiting  string `json:"waiting,omitempty"`
-	Init     bool   `json:"init,omitempty"`
-	Workload string `json:"workload"`
-	Revision string `json:"revision,omitempty"`
-	Node     string `json:"node,omitempty"`
+	Ready   bool   `json:"ready"`
+	Waiting string `json:"waiting,omitempty"`
+	// NotReadySince is, for a container that is not Ready, when its Pod
+	// last went not Ready (its Ready condition's transition; its
+	// creation when it has none): the "since when" of a failed rollout.
+	NotReadySince *time.Time `json:"notReadySince,omitempty"`
+	Init          bool       `json:"init,omitempty"`
+	Workload      string     `json:"workload"`
+	Revision      string     `json:"revision,omitempty"`
+	Node          string     `json:"node,omitempty"`
 	// RunningRepository is the repository the imageID names when it is
 	// not Image (a mirror's, or another repository with the same digest).
 	RunningRepository string `json:"runningRepository,omitempty"`
@@ -194,6 +199,9 @@ func judgePod(ix *index, lookups Lookups, need func(Lookup), r *rollout, p *core
 			if st.State.Waiting != nil {
 				cv.Waiting = st.State.Waiting.Reason
 			}
+		}
+		if since := notReadySince(p); !cv.Ready && !since.IsZero() {
+			cv.NotReadySince = &since
 		}
 		switch {
 		case !pinned:
@@ -491,4 +499,15 @@ func (v *Verification) Summary() string {
 		return "no Pods to verify"
 	}
 	return fmt.Sprintf("%d/%d Pods verified", len(pods)-len(bad), len(pods))
+}
+
+// notReadySince is when Pod p last went not Ready: the transition of its
+// Ready condition, or its creation when it has none yet.
+func notReadySince(p *corev1.Pod) time.Time {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status != corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			return c.LastTransitionTime.UTC()
+		}
+	}
+	return p.CreationTimestamp.UTC()
 }

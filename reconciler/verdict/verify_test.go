@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -283,5 +284,49 @@ func TestVerifyEvidenceAndMirrors(t *testing.T) {
 		return strings.HasPrefix(e, "registry: index sha256:bbbbbbbbbbbb… lists sha256:cccccccccccc… for linux/amd64")
 	}) || !slices.Contains(c.Evidence, "node platform linux/amd64") {
 		t.Errorf("index child verdict %s, evidence %q", c.Verdict, c.Evidence)
+	}
+}
+
+// A container that is not Ready says since when: its Pod's Ready
+// condition's transition, or the Pod's creation when it has none; a
+// Ready one says nothing.
+func TestVerifyNotReadySince(t *testing.T) {
+	rs := withLookups(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestB, fixture.Repo+"@"+fixture.DigestB), fixture.SingleManifests(fixture.DigestB))
+	for _, p := range rs.Pods {
+		p.CreationTimestamp = metav1.NewTime(time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC))
+		for j := range p.Status.ContainerStatuses {
+			p.Status.ContainerStatuses[j].Ready = true
+		}
+	}
+	ready := verdict.Verify("web", "abc", rs)
+	for _, c := range ready.Containers {
+		if c.NotReadySince != nil {
+			t.Errorf("ready container %s/%s: not Ready since %s", c.Pod, c.Container, c.NotReadySince)
+		}
+	}
+
+	s := withLookups(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestB, fixture.Repo+"@"+fixture.DigestB), fixture.SingleManifests(fixture.DigestB))
+	went := metav1.NewTime(time.Date(2026, 12, 4, 9, 30, 0, 0, time.UTC))
+	created := metav1.NewTime(time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC))
+	for _, p := range s.Pods {
+		p.CreationTimestamp = created
+		p.Status.Conditions = nil
+		for j := range p.Status.ContainerStatuses {
+			p.Status.ContainerStatuses[j].Ready = false
+		}
+		if p.Name == "web-new-2" {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: went}}
+		}
+	}
+	v := verdict.Verify("web", "abc", s)
+	got := map[string]string{}
+	for _, c := range v.Containers {
+		if c.NotReadySince != nil {
+			got[c.Pod] = c.NotReadySince.Format(time.RFC3339)
+		}
+	}
+	want := map[string]string{"web-new-1": "2026-12-04T09:00:00Z", "web-new-2": "2026-12-04T09:30:00Z"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("not Ready since (-want +got):\n%s", diff)
 	}
 }
