@@ -84,7 +84,8 @@ func (a *app) patchApplication(y string) {
 }
 
 // waitSynced waits for Argo CD's controller to report a finished sync of
-// commit: status.sync.revision and the operation's result name it.
+// commit: status.sync names it (revision, or every revision of a
+// multi-source app) and the operation succeeded.
 func (a *app) waitSynced(commit string) {
 	a.t.Helper()
 	poll.Until(a.t, rollout, "Argo CD syncs "+commit[:8], func() (bool, string) {
@@ -92,33 +93,17 @@ func (a *app) waitSynced(commit string) {
 		if err != nil {
 			return false, err.Error()
 		}
-		rev, _, _ := unstructured.NestedString(u.Object, "status", "sync", "revision")
-		sync, _, _ := unstructured.NestedString(u.Object, "status", "sync", "status")
-		phase, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
-		result, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "syncResult", "revision")
-		msg, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "message")
-		return rev == commit && result == commit && phase == "Succeeded",
-			fmt.Sprintf("sync %s at %.8s, operation %s of %.8s: %s", sync, rev, phase, result, msg)
-	})
-}
-
-// waitSyncedAll waits for Argo CD's controller to report a finished sync
-// of a multi-source app whose every source is at commit.
-func (a *app) waitSyncedAll(commit string) {
-	a.t.Helper()
-	poll.Until(a.t, rollout, "Argo CD syncs every source at "+commit[:8], func() (bool, string) {
-		u, err := env.dyn.Resource(applicationsRes).Namespace(kube.ArgoCDNamespace).Get(testCtx, a.name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
 		revs, _, _ := unstructured.NestedStringSlice(u.Object, "status", "sync", "revisions")
+		if rev, _, _ := unstructured.NestedString(u.Object, "status", "sync", "revision"); rev != "" {
+			revs = append(revs, rev)
+		}
 		phase, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
 		msg, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "message")
 		ok := len(revs) > 0 && phase == "Succeeded"
 		for _, r := range revs {
 			ok = ok && r == commit
 		}
-		return ok, fmt.Sprintf("revisions %v, operation %s: %s", revs, phase, msg)
+		return ok, fmt.Sprintf("revisions %.8s, operation %s: %s", revs, phase, msg)
 	})
 }
 
@@ -274,7 +259,7 @@ spec:
   syncPolicy: {automated: {}}
 `, a.name, url, url, a.name))
 		a.start(fmt.Sprintf("argocd: {application: %s, namespace: argocd}", a.name))
-		a.waitSyncedAll(first)
+		a.waitSynced(first)
 		a.wantDigests(first, map[string]string{"app": v3})
 	})
 }

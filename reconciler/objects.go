@@ -34,8 +34,7 @@ type objectCache struct {
 	alive *liveness // the cluster's: told of every failed watch
 	stop  chan struct{}
 	// onChange, when not nil, is told of every change of an object of
-	// the deployers' own kinds and of the workloads' (watchedKinds); it
-	// must not block.
+	// deployerKinds and workloadKinds; it must not block.
 	onChange func(gvr schema.GroupVersionResource, ns, name string)
 
 	mu        sync.Mutex
@@ -53,21 +52,25 @@ func newObjectCache(dyn dynamic.Interface, alive *liveness, onChange func(gvr sc
 	return &objectCache{dyn: dyn, alive: alive, onChange: onChange, stop: make(chan struct{}), infs: map[objectKey]cache.SharedIndexInformer{}, forbidden: map[objectKey]bool{}}
 }
 
-// watchedKinds are the objects whose changes are news for the apps that
-// read them: the deployers' objects, whose status says what the deployer
-// did (the real kustomize-controller writes lastAppliedRevision well
-// after the push webhook woke pinbot, and before any Pod of the new
-// revision exists), and the workloads, whose status says where a rollout
-// is (a Deployment's status settles after its last Pod's and
-// ReplicaSet's events, which the Pod watch reports).
-var watchedKinds = map[schema.GroupVersionResource]bool{
-	deployer.ApplicationsResource:                            true,
-	deployer.KustomizationsResource:                          true,
-	deployer.HelmReleasesResource:                            true,
-	{Group: "apps", Version: "v1", Resource: "deployments"}:  true,
-	{Group: "apps", Version: "v1", Resource: "statefulsets"}: true,
-	{Group: "apps", Version: "v1", Resource: "daemonsets"}:   true,
-}
+// deployerKinds are the deployers' objects, whose status says what the
+// deployer did: a change is news for the app that reads it (the real
+// kustomize-controller writes lastAppliedRevision well after the push
+// webhook woke pinbot, and before any Pod of the new revision exists).
+// workloadKinds are the workloads, whose status says where a rollout is
+// (a Deployment's status settles after its last Pod's and ReplicaSet's
+// events, which the Pod watch reports). objectCache reports both.
+var (
+	deployerKinds = map[schema.GroupVersionResource]bool{
+		deployer.ApplicationsResource:   true,
+		deployer.KustomizationsResource: true,
+		deployer.HelmReleasesResource:   true,
+	}
+	workloadKinds = map[schema.GroupVersionResource]bool{
+		{Group: "apps", Version: "v1", Resource: "deployments"}:  true,
+		{Group: "apps", Version: "v1", Resource: "statefulsets"}: true,
+		{Group: "apps", Version: "v1", Resource: "daemonsets"}:   true,
+	}
+)
 
 // close stops every watch.
 func (c *objectCache) close() {
@@ -152,7 +155,7 @@ func (c *objectCache) start(ctx context.Context, key objectKey) {
 	inf := dynamicinformer.NewFilteredDynamicInformer(c.dyn, key.gvr, key.ns, 0, cache.Indexers{}, nil).Informer()
 	_ = inf.SetTransform(compactObject)
 	_ = c.alive.watch(inf) // fails only once inf runs
-	if c.onChange != nil && watchedKinds[key.gvr] {
+	if c.onChange != nil && (deployerKinds[key.gvr] || workloadKinds[key.gvr]) {
 		notify := func(o any) {
 			if m, err := meta.Accessor(o); err == nil {
 				c.onChange(key.gvr, m.GetNamespace(), m.GetName())

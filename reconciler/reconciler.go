@@ -298,13 +298,6 @@ func (r *Reconciler) objectChanged(resource schema.GroupVersionResource, ns, nam
 	}
 }
 
-// deployerKinds are the deployers' own objects among watchedKinds.
-var deployerKinds = map[schema.GroupVersionResource]bool{
-	deployer.ApplicationsResource:   true,
-	deployer.KustomizationsResource: true,
-	deployer.HelmReleasesResource:   true,
-}
-
 // deployerObject names the object whose status says what app's deployer
 // did, for a verify-only app.
 func deployerObject(app *config.App) (res schema.GroupVersionResource, ns, name string, ok bool) {
