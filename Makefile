@@ -36,7 +36,7 @@ export PINBOT_BIN_DIR := $(BIN)
 
 RELEASE_DIR ?= dist/$(VERSION)
 
-.PHONY: all build demo-bin image release test test-deps unit lint bench demo tools gitea kube flux argocd renderers crds clean schemas docs
+.PHONY: all build demo-bin image release test test-deps unit lint bench demo tools gitea kube kubelet flux argocd renderers crds clean schemas docs
 
 all: build
 
@@ -95,17 +95,19 @@ $(BIN)/gitea: hack/tools/gitea/go.mod hack/tools/gitea/go.sum
 # and one build graph compiles each once and keeps both cores busy until the
 # last link. go build names etcd's binary "server" (the last path element
 # before /v3); each binary is moved into bin/ whole, so nothing ever sees a
-# half-written one.
-KUBE_BINS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager
-KUBE_PKGS := go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+# half-written one. The hollow kubelet (the real kubelet with a fake
+# runtime and pinbot's image service, hack/tools/kube/hollow-kubelet) is
+# in the same build: it shares nearly all of its packages with the others.
+KUBE_BINS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/hollow-kubelet
+KUBE_PKGS := go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager ./hollow-kubelet
 
-kube: $(KUBE_BINS)
-$(KUBE_BINS) &: hack/tools/kube/go.mod hack/tools/kube/go.sum
-	@echo ">> building etcd, kube-apiserver and kube-controller-manager $(KUBE_VERSION) into bin/ (one go build; about 15 minutes the first time)"
+kube kubelet: $(KUBE_BINS)
+$(KUBE_BINS) &: hack/tools/kube/go.mod hack/tools/kube/go.sum $(wildcard hack/tools/kube/hollow-kubelet/*.go)
+	@echo ">> building etcd, kube-apiserver, kube-controller-manager and the hollow kubelet $(KUBE_VERSION) into bin/ (one go build; about 15 minutes the first time)"
 	@rm -rf $(BIN)/.kube && mkdir -p $(BIN)/.kube
 	cd hack/tools/kube && ../../with-progress.sh kube $(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $(BIN)/.kube/ $(KUBE_PKGS)
 	mv $(BIN)/.kube/server $(BIN)/etcd
-	mv $(BIN)/.kube/kube-apiserver $(BIN)/.kube/kube-controller-manager $(BIN)/
+	mv $(BIN)/.kube/kube-apiserver $(BIN)/.kube/kube-controller-manager $(BIN)/.kube/hollow-kubelet $(BIN)/
 	@rmdir $(BIN)/.kube
 
 ## flux: the real Flux source-controller and kustomize-controller (the
