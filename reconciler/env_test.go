@@ -14,11 +14,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 	"k8s.io/client-go/kubernetes"
 
 	"pinbot.dev/pinbot/gitforge"
@@ -170,31 +168,12 @@ func pushImage(t *testing.T, name_, tag string) image {
 func pushIndex(t *testing.T, name_, tag string) image {
 	t.Helper()
 	needPeers(t)
-	out := image{repo: env.gitea.RegistryHost + "/" + org + "/" + name_, children: map[string]string{}, configs: map[string]string{}}
-	var adds []mutate.IndexAddendum
-	for _, p := range []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64", Variant: "v8"}, {OS: "unknown", Architecture: "unknown"}} {
-		img, cfg := randomImage(t, p.Architecture, p.Variant)
-		d, err := img.Digest()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out.children[p.Architecture], out.configs[p.Architecture] = d.String(), cfg
-		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &p}})
-	}
-	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
-	ref, err := name.ParseReference(out.repo + ":" + tag)
+	repo := env.gitea.RegistryHost + "/" + org + "/" + name_
+	idx, err := env.gitea.PushRandomIndex(repo + ":" + tag)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.WriteIndex(ref, idx, env.auth()); err != nil {
-		t.Fatalf("pushing %s: %s", ref, err)
-	}
-	d, err := idx.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out.digest = d.String()
-	return out
+	return image{repo: repo, digest: idx.Digest, children: idx.Children, configs: idx.Configs}
 }
 
 func randomImage(t *testing.T, arch, variant string) (v1.Image, string) {
