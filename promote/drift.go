@@ -11,7 +11,6 @@ import (
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/pins"
-	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/trust"
 )
 
@@ -198,11 +197,10 @@ func Drift(ctx context.Context, env Env, opts DriftOptions) (DriftReport, error)
 				"image", tr.Image, "tag", tr.Tag, "digest", tr.Digest)
 		}
 		for target := range t.moved {
-			e, ok := s.cfg.Environments.Get(target)
+			a, ok := s.cfg.Environments.Admission(target, t.key.image, t.promo.Digest)
 			if !ok {
 				continue
 			}
-			a := release.Admission{Env: target, Upstream: e.From, Image: t.key.image, Digest: t.promo.Digest}
 			err := ErrNoGate
 			if opts.Gate != nil {
 				err = opts.Gate.Admit(ctx, a)

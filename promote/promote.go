@@ -297,11 +297,11 @@ func (s *session) targets(named string) ([]string, error) {
 // a promotion into an environment never skips its holds and proofs
 // because the caller did not say where they are.
 func (s *session) admit(ctx context.Context, req Request, target string, p Promotion) error {
-	e, ok := s.cfg.Environments.Get(target)
+	a, ok := s.cfg.Environments.Admission(target, p.Image, p.Digest)
 	if !ok || req.Proof != nil || req.Rollback != nil {
 		return nil // not an environment, or serve's own promotion
 	}
-	a := release.Admission{Env: target, Upstream: e.From, Image: p.Image, Digest: p.Digest, Force: req.Force}
+	a.Force = req.Force
 	if req.Gate == nil {
 		return fmt.Errorf("promoting %s into %s: %w", p.Image, target, ErrNoGate)
 	}

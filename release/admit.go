@@ -13,8 +13,11 @@ import (
 type Admission struct {
 	Env, Upstream string
 	Image, Digest string
-	// Force waives the upstream proof. It never lifts a hold, nor opens
-	// a freeze.
+	// Soak is how long a digest must have been proven in Upstream
+	// before it goes on (the upstream environment's soak).
+	Soak time.Duration
+	// Force waives the upstream proof and its soak. It never lifts a
+	// hold, nor opens a freeze.
 	Force bool
 }
 
@@ -32,6 +35,9 @@ type Facts struct {
 	Proven               bool
 	Pinned, ProvenDigest string
 	Why                  string
+	// Since is when Digest's proof in Upstream began; Now is when the
+	// facts were read, which the soak is measured to.
+	Since, Now time.Time
 	// Stopped says why the whole chain is stopped (Ledger.Stopped).
 	Stopped string
 }
@@ -40,6 +46,7 @@ type Facts struct {
 const (
 	RuleHeld      = "held"
 	RuleNotProven = "not-proven"
+	RuleSoaking   = "soaking"
 	RuleFrozen    = "frozen"
 	RuleStopped   = "chain-stopped"
 )
@@ -70,6 +77,9 @@ func (r *Refusal) Error() string {
 		return fmt.Sprintf("%s is frozen until %s: %s of %s waits", r.Env, r.Until.UTC().Format(time.RFC3339), d, r.Image)
 	case RuleStopped:
 		return fmt.Sprintf("%s of %s into %s: %s", d, r.Image, r.Env, r.Detail)
+	case RuleSoaking:
+		return fmt.Sprintf("%s of %s is proven in %s since %s and soaks there until %s before %s takes it; pass --force with --reason to promote it anyway",
+			d, r.Image, r.Upstream, r.Since.UTC().Format(time.RFC3339), r.Until.UTC().Format(time.RFC3339), r.Env)
 	}
 	return fmt.Sprintf("%s of %s is not proven in %s, which %s takes its digests from: %s; pass --force with --reason to promote it anyway",
 		d, r.Image, r.Upstream, r.Env, r.Detail)
@@ -78,9 +88,10 @@ func (r *Refusal) Error() string {
 // Admit is the release chain's one admission rule, which serve's gate,
 // its own promotions, `pinbot promote` and drift all ask: a digest held
 // in the environment never goes in, forced or not; an environment that
-// comes from another takes only a digest proven there now, unless forced;
-// and nothing goes into an environment inside a freeze window. It returns nil or the *Refusal of the first rule that
-// refuses, in that order.
+// comes from another takes only a digest proven there now, and for the
+// upstream's soak, unless forced; and nothing goes into an environment
+// inside a freeze window. It returns nil or the *Refusal of the first
+// rule that refuses, in that order.
 func Admit(a Admission, f Facts) error {
 	if f.Stopped != "" {
 		return &Refusal{Rule: RuleStopped, Env: a.Env, Image: a.Image, Digest: a.Digest, Detail: f.Stopped}
@@ -91,6 +102,10 @@ func Admit(a Admission, f Facts) error {
 	}
 	if a.Upstream != "" && !a.Force && !f.Proven {
 		return notProven(a, f)
+	}
+	if until := f.Since.Add(a.Soak); a.Upstream != "" && !a.Force && a.Soak > 0 && f.Now.Before(until) {
+		since := f.Since
+		return &Refusal{Rule: RuleSoaking, Env: a.Env, Image: a.Image, Digest: a.Digest, Upstream: a.Upstream, Since: &since, Until: &until}
 	}
 	if f.FrozenUntil != nil {
 		until := *f.FrozenUntil
@@ -116,7 +131,7 @@ func notProven(a Admission, f Facts) error {
 
 // FactsFrom reads the facts of a from ledger l.
 func FactsFrom(l *Ledger, a Admission, now time.Time) Facts {
-	f := Facts{Hold: l.Held(a.Env, a.Image, a.Digest), Stopped: l.Stopped}
+	f := Facts{Hold: l.Held(a.Env, a.Image, a.Digest), Stopped: l.Stopped, Now: now}
 	if t := l.Lookup(a.Env, a.Image); t != nil && t.FrozenUntil != nil && t.FrozenUntil.After(now) {
 		u := *t.FrozenUntil
 		f.FrozenUntil = &u
@@ -127,6 +142,9 @@ func FactsFrom(l *Ledger, a Admission, now time.Time) Facts {
 	if t := l.Lookup(a.Upstream, a.Image); t != nil {
 		f.Pinned, f.ProvenDigest, f.Why = t.Pinned, t.Proven, t.Why
 		f.Proven = t.Proven == a.Digest
+		if f.Proven && t.ProvenSince != nil {
+			f.Since = *t.ProvenSince
+		}
 	}
 	return f
 }

@@ -11,6 +11,7 @@ import (
 func TestAdmit(t *testing.T) {
 	since := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	until := since.Add(time.Hour)
+	soaked := since.Add(2 * time.Hour)
 	hold := &Hold{Env: "prod", Image: img, Digest: dB, Reason: "crash loop", Since: since}
 	for _, tc := range []struct {
 		name string
@@ -32,6 +33,12 @@ func TestAdmit(t *testing.T) {
 			want: &Refusal{Rule: RuleNotProven, Env: "prod", Image: img, Digest: dB, Upstream: "staging", Detail: "staging pins sha256:bbbbbbbbbbbb and has proven sha256:aaaaaaaaaaaa: 0/2 ready"},
 			msg:  "sha256:bbbbbbbbbbbb of " + img + " is not proven in staging, which prod takes its digests from: staging pins sha256:bbbbbbbbbbbb and has proven sha256:aaaaaaaaaaaa: 0/2 ready; pass --force with --reason to promote it anyway"},
 		{name: "forced past the proof", a: Admission{Env: "prod", Upstream: "staging", Image: img, Digest: dB, Force: true}},
+		{name: "proven, soaking", a: Admission{Env: "prod", Upstream: "staging", Image: img, Digest: dB, Soak: 2 * time.Hour},
+			f:    Facts{Proven: true, Since: since, Now: until},
+			want: &Refusal{Rule: RuleSoaking, Env: "prod", Image: img, Digest: dB, Upstream: "staging", Since: &since, Until: &soaked},
+			msg:  "sha256:bbbbbbbbbbbb of " + img + " is proven in staging since 2026-12-02T12:00:00Z and soaks there until 2026-12-02T14:00:00Z before prod takes it; pass --force with --reason to promote it anyway"},
+		{name: "proven, soaked", a: Admission{Env: "prod", Upstream: "staging", Image: img, Digest: dB, Soak: time.Hour}, f: Facts{Proven: true, Since: since, Now: until}},
+		{name: "soaking, forced", a: Admission{Env: "prod", Upstream: "staging", Image: img, Digest: dB, Soak: 2 * time.Hour, Force: true}, f: Facts{Proven: true, Since: since, Now: until}},
 		{name: "frozen, forced", a: Admission{Env: "prod", Upstream: "staging", Image: img, Digest: dB, Force: true}, f: Facts{FrozenUntil: &until},
 			want: &Refusal{Rule: RuleFrozen, Env: "prod", Image: img, Digest: dB, Until: &until}},
 	} {
@@ -57,13 +64,13 @@ func TestFactsFrom(t *testing.T) {
 	l := New()
 	l.hold([]string{"prod"}, Hold{Image: img, Digest: dB, Reason: "failed", Since: now})
 	st := l.Track("staging", img)
-	st.Pinned, st.Proven = dB, dB
+	st.Pinned, st.Proven, st.ProvenSince = dB, dB, &now
 	pr := l.Track("prod", img)
 	later, earlier := now.Add(time.Hour), now.Add(-time.Hour)
 	pr.FrozenUntil = &later
 	f := FactsFrom(l, Admission{Env: "prod", Upstream: "staging", Image: img, Digest: dB}, now)
-	if f.Hold == nil || !f.Proven || f.FrozenUntil == nil || !f.FrozenUntil.Equal(later) {
-		t.Errorf("facts %+v, want the hold, the proof and the freeze", f)
+	if f.Hold == nil || !f.Proven || !f.Since.Equal(now) || !f.Now.Equal(now) || f.FrozenUntil == nil || !f.FrozenUntil.Equal(later) {
+		t.Errorf("facts %+v, want the hold, the proof since now and the freeze", f)
 	}
 	pr.FrozenUntil = &earlier
 	if f := FactsFrom(l, Admission{Env: "prod", Image: img, Digest: dA}, now); f.Hold != nil || f.FrozenUntil != nil {

@@ -117,6 +117,20 @@ func (c Chain) Get(name string) (*Environment, bool) {
 	return nil, false
 }
 
+// Admission is the admission of digest of image into env, with env's
+// upstream and the upstream's soak; ok is false when env is not in c.
+func (c Chain) Admission(env, image, digest string) (a Admission, ok bool) {
+	e, ok := c.Get(env)
+	if !ok {
+		return Admission{}, false
+	}
+	a = Admission{Env: env, Upstream: e.From, Image: image, Digest: digest}
+	if up, ok := c.Get(e.From); ok {
+		a.Soak = up.Soak
+	}
+	return a, true
+}
+
 // Roots are the environments that come from none: where CI promotes.
 func (c Chain) Roots() []string {
 	var out []string

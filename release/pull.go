@@ -1,6 +1,7 @@
 package release
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -18,7 +19,8 @@ const PullContext = "pinbot/gate"
 // of pinbot's own (whose gate Step keeps): each pin it changes in an
 // environment (head's digest where the base pins another) is judged by
 // Admit, without force. The first refusal fails it, naming the rule,
-// environment, image and digest; a pull request that changes no pin of
+// environment, image and digest (a digest still soaking upstream leaves it
+// pending: that ends by itself); a pull request that changes no pin of
 // the chain, or only admissible ones, succeeds.
 func JudgePull(l *Ledger, chain Chain, base, head map[string]map[string]string, now time.Time) (state, description string) {
 	var admitted []string
@@ -28,8 +30,7 @@ func JudgePull(l *Ledger, chain Chain, base, head map[string]map[string]string, 
 	}
 	sort.Strings(envs)
 	for _, env := range envs {
-		e, ok := chain.Get(env)
-		if !ok {
+		if _, ok := chain.Get(env); !ok {
 			continue
 		}
 		images := make([]string, 0, len(head[env]))
@@ -42,8 +43,12 @@ func JudgePull(l *Ledger, chain Chain, base, head map[string]map[string]string, 
 			if digest == "" || digest == base[env][image] {
 				continue
 			}
-			a := Admission{Env: env, Upstream: e.From, Image: image, Digest: digest}
+			a, _ := chain.Admission(env, image, digest)
 			if err := Admit(a, FactsFrom(l, a, now)); err != nil {
+				// A soak ends by itself: the gate waits for it.
+				if r := (*Refusal)(nil); errors.As(err, &r) && r.Rule == RuleSoaking {
+					return GatePending, err.Error()
+				}
 				return GateFailure, err.Error()
 			}
 			admitted = append(admitted, env+": "+imageref.Short(digest))

@@ -3,6 +3,7 @@ package release
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestJudgePull: a person's or another bot's pull request is judged pin by
@@ -11,7 +12,8 @@ func TestJudgePull(t *testing.T) {
 	c := chain()
 	l := New()
 	st := l.Track("staging", img)
-	st.Pinned, st.Proven = dB, dB
+	soaked := t0.Add(-time.Hour)
+	st.Pinned, st.Proven, st.ProvenSince = dB, dB, &soaked
 	l.hold([]string{"prod"}, Hold{Image: img, Digest: dC, Reason: "crash loop", Since: t0, From: "prod"})
 	base := map[string]map[string]string{"staging": {img: dB}, "prod": {img: dA}}
 	for _, tc := range []struct {
@@ -32,5 +34,16 @@ func TestJudgePull(t *testing.T) {
 				t.Errorf("JudgePull = %s: %s; want %s with %q", state, desc, tc.state, tc.wantInMsg)
 			}
 		})
+	}
+	// Proven five minutes ago, with a ten-minute soak: pending until it
+	// ends, green after.
+	soaking := t0.Add(-5 * time.Minute)
+	st.ProvenSince = &soaking
+	head := map[string]map[string]string{"staging": {img: dB}, "prod": {img: dB}}
+	if state, desc := JudgePull(l, c, base, head, t0); state != GatePending || !strings.Contains(desc, "soaks there until 2026-12-02T12:05:00Z") {
+		t.Errorf("during the soak: %s: %s; want pending until +5m", state, desc)
+	}
+	if state, _ := JudgePull(l, c, base, head, t0.Add(5*time.Minute)); state != GateSuccess {
+		t.Errorf("after the soak: %s, want success", state)
 	}
 }

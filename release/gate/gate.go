@@ -183,6 +183,9 @@ type Asker interface {
 type Admit struct {
 	Asker Asker
 	Repo  string
+	// Now is the clock the upstream's soak is measured to; default
+	// time.Now.
+	Now func() time.Time
 }
 
 // Admit returns nil or the *release.Refusal of a.
@@ -198,6 +201,13 @@ func (g Admit) Admit(ctx context.Context, a release.Admission) error {
 			return err
 		}
 		f.Proven, f.Pinned, f.ProvenDigest, f.Why = up.Verified, up.Pinned, up.Proven, up.Why
+		if up.Since != nil {
+			f.Since = *up.Since
+		}
+		f.Now = time.Now()
+		if g.Now != nil {
+			f.Now = g.Now()
+		}
 	}
 	return release.Admit(a, f)
 }

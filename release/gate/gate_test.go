@@ -100,21 +100,25 @@ func TestHandlerAnswers(t *testing.T) {
 }
 
 func TestAdmit(t *testing.T) {
-	g := Admit{Asker: newGate(t)}
+	noon := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	g := Admit{Asker: newGate(t), Now: func() time.Time { return noon.Add(time.Hour) }}
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name                  string
 		env, upstream, digest string
 		force                 bool
+		soak                  time.Duration
 		want                  string // "" admits
 	}{
-		{"proven upstream", "canary", "staging", proven, false, "404"}, // canary is unknown to the ledger
-		{"unproven upstream", "prod", "staging", pending, false, "is not proven in staging, which prod takes its digests from: staging pins sha256:111111111111, proven; pass --force"},
-		{"unproven, forced, frozen downstream", "prod", "staging", pending, true, "prod is frozen until 2026-12-02T13:00:00Z"},
-		{"held in the environment", "staging", "", held, false, "is held in staging since 2026-12-02T12:00:00Z: crash loop (lift it with: pinbot hold release staging " + image + "@" + held + " --reason TEXT)"},
-		{"a root environment", "staging", "", pending, false, ""},
+		{"proven upstream", "canary", "staging", proven, false, 0, "404"}, // canary is unknown to the ledger
+		{"proven upstream, soaking", "prod", "staging", proven, false, 2 * time.Hour, "is proven in staging since 2026-12-02T12:00:00Z and soaks there until 2026-12-02T14:00:00Z before prod takes it"},
+		{"proven upstream, soaked, frozen downstream", "prod", "staging", proven, false, time.Hour, "prod is frozen until"},
+		{"unproven upstream", "prod", "staging", pending, false, 0, "is not proven in staging, which prod takes its digests from: staging pins sha256:111111111111, proven; pass --force"},
+		{"unproven, forced, frozen downstream", "prod", "staging", pending, true, 0, "prod is frozen until 2026-12-02T13:00:00Z"},
+		{"held in the environment", "staging", "", held, false, 0, "is held in staging since 2026-12-02T12:00:00Z: crash loop (lift it with: pinbot hold release staging " + image + "@" + held + " --reason TEXT)"},
+		{"a root environment", "staging", "", pending, false, 0, ""},
 	} {
-		err := g.Admit(ctx, release.Admission{Env: tc.env, Upstream: tc.upstream, Image: image, Digest: tc.digest, Force: tc.force})
+		err := g.Admit(ctx, release.Admission{Env: tc.env, Upstream: tc.upstream, Image: image, Digest: tc.digest, Force: tc.force, Soak: tc.soak})
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v; want admitted", tc.name, err)
