@@ -333,12 +333,18 @@ func humanSize(n int64) string {
 const KindRollback = "rollback"
 
 // renderProof writes the upstream proof an onward promotion carries: the
-// environment, since when it held, and every Pod with its node and
-// running digest.
+// environment, since when it held and its soak, and every Pod with its
+// node and running digest.
 func renderProof(b *strings.Builder, pr *release.Proof) {
 	fmt.Fprintf(b, "### Proven in %s\n\n", pr.Env) // a validated name
-	fmt.Fprintf(b, "Every replica of %s has run `%s` as Verified since %s, without a break: %s (soak %s).",
-		md(strings.Join(pr.Apps, ", ")), imageref.Short(pr.Digest), pr.Since.UTC().Format(time.RFC3339), pr.Held.Round(time.Second), pr.Soak)
+	fmt.Fprintf(b, "Every replica of %s has run `%s` as Verified since %s, without a break",
+		md(strings.Join(pr.Apps, ", ")), imageref.Short(pr.Digest), pr.Since.UTC().Format(time.RFC3339))
+	if pr.Held < pr.Soak {
+		// Proposed during the soak: the gate says when it ends.
+		fmt.Fprintf(b, " (soak %s: `pinbot/gate` turns green at %s if it still holds).", pr.Soak, pr.Since.Add(pr.Soak).UTC().Format(time.RFC3339))
+	} else {
+		fmt.Fprintf(b, ": %s (soak %s).", pr.Held.Round(time.Second), pr.Soak)
+	}
 	if pr.Commit != "" {
 		fmt.Fprintf(b, " Commit `%s`.", gitforge.Short(pr.Commit))
 	}

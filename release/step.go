@@ -91,8 +91,8 @@ const (
 )
 
 // Step brings the ledger up to what in shows and returns what to do: a
-// digest proven upstream for the soak goes onward, a gate follows its
-// upstream proof, a merged digest that fails to prove within the window
+// digest proven upstream is proposed onward at once, its gate pending
+// until it has held for the soak and then following its upstream proof, a merged digest that fails to prove within the window
 // is rolled back to the last proven one and held there and below, and an
 // environment in a freeze window gets nothing opened or merged. It
 // changes l; actions that succeed are recorded with Ledger.Proposed and
@@ -342,7 +342,10 @@ func onward(l *Ledger, chain Chain, env Environment, image string, now time.Time
 		next, _ := chain.Get(name)
 		n := l.Track(name, image)
 		frozenUntil, frozen := FrozenUntil(next.Freeze, now)
-		if soaked && n.Pinned != t.Proven && l.Held(name, image, t.Proven) == nil && !frozen &&
+		// Proposed as soon as it is proven, its gate pending until the
+		// soak completes: reviewers read the change during the soak,
+		// and the gate (and auto-merge) turn green when it ends.
+		if t.Proven != "" && n.Pinned != t.Proven && l.Held(name, image, t.Proven) == nil && !frozen &&
 			(n.Proposal == nil || n.Proposal.Digest != t.Proven) && n.Rollback == nil && !settling(n, next, now) && !ranBefore(n, t.Proven) {
 			out = append(out, Action{Kind: Promote, Env: name, Image: image, Digest: t.Proven, Tag: t.PinnedTag, From: env.Name, Proof: &Proof{
 				Env: env.Name, Apps: env.Apps, Image: image, Digest: t.Proven, Commit: t.Commit, Pods: t.Pods,
@@ -357,6 +360,8 @@ func onward(l *Ledger, chain Chain, env Environment, image string, now time.Time
 		switch {
 		case frozen:
 			state, desc = GatePending, "frozen until "+frozenUntil.UTC().Format(time.RFC3339)
+		case t.Proven == p.Digest && !soaked:
+			state, desc = GatePending, fmt.Sprintf("proven in %s, soaking until %s", env.Name, stamp(t.ProvenSince.Add(env.Soak)))
 		case t.Proven == p.Digest:
 			desc = fmt.Sprintf("proven in %s for %s", env.Name, held.Round(time.Second))
 		case t.Rollback != nil || l.Held(env.Name, image, p.Digest) != nil:

@@ -74,48 +74,63 @@ func find(as []Action, k Kind) *Action {
 	return nil
 }
 
-// TestSoakThenOnward: a digest proven in staging moves to prod once it
-// has held for the soak, carrying the proof; a break restarts the soak.
+// TestSoakThenOnward: a digest proven in staging is proposed to prod at
+// once, carrying the proof; its gate stays pending until the proof has
+// held for the soak, a break restarts the soak, and the gate goes green
+// when it completes. Auto-merge waits for the green gate.
 func TestSoakThenOnward(t *testing.T) {
 	c, l, w := chain(), New(), newWorld()
+	c[1].AutoMerge = true
 	w.proven("prod", dA)
 	w.proven("staging", dA)
 	Step(l, w.input(c, t0)) // first look
 	w.proven("staging", dB)
-	if got := kinds(Step(l, w.input(c, t0.Add(time.Minute)))); len(got) != 0 {
-		t.Fatalf("a fresh proof: actions %q, want none before the soak", got)
+	as := Step(l, w.input(c, t0.Add(time.Minute)))
+	p := find(as, Promote)
+	if p == nil || p.Env != "prod" || p.Digest != dB || p.From != "staging" {
+		t.Fatalf("a fresh proof: actions %+v, want a promotion of B into prod", as)
+	}
+	if p.Proof.Since != t0.Add(time.Minute) || p.Proof.Held != 0 || p.Proof.Soak != 10*time.Minute || len(p.Proof.Pods) != 1 {
+		t.Errorf("proof %+v, want it proven since +1m, soak 10m, with its Pod", p.Proof)
+	}
+	l.Proposed("prod", img, Proposal{PR: 7, Digest: dB, Head: "h1", From: "staging"})
+	gate := func(at time.Duration) *Action {
+		t.Helper()
+		as := Step(l, w.input(c, t0.Add(at)))
+		if find(as, Promote) != nil || (find(as, MergePR) != nil) != (at >= 17*time.Minute && at < 20*time.Minute) {
+			t.Fatalf("at +%s: %+v, want no second promotion, and merges only once the soak completed and while green", at, as)
+		}
+		g := find(as, Gate)
+		if g != nil {
+			l.Posted("prod", img, g.State+": "+g.Description)
+		}
+		return g
+	}
+	if g := gate(2 * time.Minute); g == nil || g.State != GatePending || g.PR != 7 || g.Head != "h1" ||
+		g.Description != "proven in staging, soaking until 2026-12-02T12:11:00Z" {
+		t.Fatalf("during the soak: gate %+v, want pending until +11m", g)
 	}
 	// A stale Pod at +6m breaks the proof: the soak restarts at +7m.
 	w.broken("staging", dB, "pod staging/web-1 container app is Mismatch")
-	Step(l, w.input(c, t0.Add(6*time.Minute)))
+	if g := gate(6 * time.Minute); g == nil || g.State != GateFailure || !strings.Contains(g.Description, "web-1") {
+		t.Fatalf("after the break: gate %+v, want failure naming the Pod", g)
+	}
 	w.proven("staging", dB)
-	Step(l, w.input(c, t0.Add(7*time.Minute)))
-	if got := kinds(Step(l, w.input(c, t0.Add(12*time.Minute)))); len(got) != 0 {
-		t.Fatalf("soak restarted at +7m: actions at +12m %q, want none", got)
+	if g := gate(7 * time.Minute); g == nil || g.State != GatePending || !strings.HasSuffix(g.Description, "until 2026-12-02T12:17:00Z") {
+		t.Fatalf("proven again: gate %+v, want pending until +17m", g)
 	}
-	as := Step(l, w.input(c, t0.Add(17*time.Minute)))
-	p := find(as, Promote)
-	if p == nil || p.Env != "prod" || p.Digest != dB || p.From != "staging" {
-		t.Fatalf("after the soak: actions %+v, want a promotion of B into prod", as)
+	if g := gate(12 * time.Minute); g != nil {
+		t.Fatalf("soak restarted at +7m: gate at +12m %+v, want none posted", g)
 	}
-	if p.Proof.Since != t0.Add(7*time.Minute) || p.Proof.Held != 10*time.Minute || len(p.Proof.Pods) != 1 {
-		t.Errorf("proof %+v, want it held 10m since +7m with its Pod", p.Proof)
+	if g := gate(17 * time.Minute); g == nil || g.State != GateSuccess || g.Description != "proven in staging for 10m0s" {
+		t.Fatalf("after the soak: gate %+v, want green", g)
 	}
-	// Recorded: no second promotion, but the gate goes green once.
-	l.Proposed("prod", img, Proposal{PR: 7, Digest: dB, Head: "h1", From: "staging"})
-	as = Step(l, w.input(c, t0.Add(18*time.Minute)))
-	g := find(as, Gate)
-	if find(as, Promote) != nil || g == nil || g.State != GateSuccess || g.PR != 7 || g.Head != "h1" {
-		t.Fatalf("with the pull request open: %+v, want its gate green and no promotion", as)
-	}
-	l.Posted("prod", img, g.State+": "+g.Description)
-	if g := find(Step(l, w.input(c, t0.Add(19*time.Minute))), Gate); g != nil {
+	if g := gate(19 * time.Minute); g != nil {
 		t.Errorf("gate posted again while it stays green: %+v", g)
 	}
 	// Upstream regresses: the gate turns red, naming why.
 	w.broken("staging", dB, "pod staging/web-2 container app is Mismatch: running sha256:dd…")
-	g = find(Step(l, w.input(c, t0.Add(20*time.Minute))), Gate)
-	if g == nil || g.State != GateFailure || !strings.Contains(g.Description, "web-2") {
+	if g := gate(20 * time.Minute); g == nil || g.State != GateFailure || !strings.Contains(g.Description, "web-2") {
 		t.Errorf("after the regression: gate %+v, want failure naming the Pod", g)
 	}
 }

@@ -232,7 +232,26 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 		log.Warn("judging the open pull requests failed", "error", redact.String(err.Error()))
 	}
 	next, _ := l.NextDeadline(chain, now)
+	if opened(todo, l) {
+		// A proposal just opened: its gate (pending while the upstream
+		// soaks) goes on it now, not at the next tick.
+		next = now
+	}
 	return next, nil
+}
+
+// opened reports whether one of the actions opened a pull request that
+// has no gate posted yet.
+func opened(todo []release.Action, l *release.Ledger) bool {
+	for _, a := range todo {
+		if a.Kind != release.Promote {
+			continue
+		}
+		if t := l.Lookup(a.Env, a.Image); t != nil && t.Proposal != nil && t.Proposal.Digest == a.Digest && t.Proposal.Gate == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // observe looks at every environment's apps once, and judges each image

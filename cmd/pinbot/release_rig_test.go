@@ -241,6 +241,27 @@ func (r *releaseRig) ask(rep *replica, token string, q gate.Query) (int, gate.An
 }
 
 // gateStatus is the pinbot/gate status on sha, "" when none.
+// gateHistory lists every pinbot/gate status posted on sha, as
+// "state: description".
+func (r *releaseRig) gateHistory(sha string) []string {
+	g := r.peers.Gitea
+	c, err := g.Client(r.ctx)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	sts, _, err := c.ListStatuses(g.AdminUser, "manifests", sha, sdk.ListStatusesOption{ListOptions: sdk.ListOptions{PageSize: 50}})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var out []string
+	for _, s := range sts {
+		if s.Context == "pinbot/gate" {
+			out = append(out, string(s.State)+": "+s.Description)
+		}
+	}
+	return out
+}
+
 func (r *releaseRig) gateStatus(sha string) (state, desc string) {
 	g := r.peers.Gitea
 	c, err := g.Client(r.ctx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,9 +28,10 @@ const twoEnvs = `environments:
 `
 
 // TestReleaseChain: CI promotes into staging, a reviewer merges, staging
-// proves it; a stale Pod during the soak restarts the soak and no prod
-// pull request opens; once the soak completes, pinbot opens prod's pull
-// request with staging's proof and a green pinbot/gate. A CI promotion of
+// proves it, and pinbot opens prod's pull request with staging's proof and
+// pinbot/gate pending while staging soaks; a stale Pod during the soak
+// turns the gate red and restarts the soak, and the gate goes green once
+// the restarted soak completes. A CI promotion of
 // an unproven digest into prod is refused, and forced with a reason. The
 // gate endpoint answers for a proven digest, an unproven one, and refuses
 // a request without the token.
@@ -48,17 +50,27 @@ func TestReleaseChain(t *testing.T) {
 	r.merge(staging.Index)
 	first := r.waitProven("staging", v2, 2*time.Minute)
 
-	// A stale Pod mid-soak: the proof breaks, the soak restarts.
+	// Proposed as soon as staging proves it: prod's pull request carries
+	// staging's proof, its gate pending while staging soaks.
+	prod := r.pull(r.branch("prod"), time.Minute)
+	for _, want := range []string{"### Proven in staging", "web-staging", "staging/web-", v2[:len("sha256:")+12], "soak 6s"} {
+		if !strings.Contains(prod.Body, want) {
+			t.Errorf("prod's pull request body lacks %q:\n%s", want, prod.Body)
+		}
+	}
+
+	// A stale Pod mid-soak: the proof breaks, the gate fails, the soak
+	// restarts.
 	if err := r.peers.Node.StaleImage(r.app, r.v1); err != nil {
 		t.Fatal(err)
 	}
 	poll.Until(t, time.Minute, "staging's proof broken by the stale Pod", func() (bool, string) {
 		return r.track("staging").Proven == "", r.ledgerSummary()
 	})
-	time.Sleep(7 * time.Second) // longer than the soak: no onward promotion may open
-	if pr := r.openPull(r.branch("prod")); pr != nil {
-		t.Fatalf("prod's pull request opened while staging's proof was broken: #%d", pr.Index)
-	}
+	poll.Until(t, time.Minute, "a red pinbot/gate on prod's pull request", func() (bool, string) {
+		state, desc := r.gateStatus(prod.Head.Sha)
+		return state == "failure" && strings.Contains(desc, "staging no longer proves"), state + ": " + desc
+	})
 	if err := r.peers.Node.StaleImage(r.app, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -66,20 +78,20 @@ func TestReleaseChain(t *testing.T) {
 	if !again.ProvenSince.After(*first.ProvenSince) {
 		t.Errorf("the soak did not restart: proven since %v, then %v", first.ProvenSince, again.ProvenSince)
 	}
-	prod := r.pull(r.branch("prod"), time.Minute)
-	opened := time.Now()
-	if held := opened.Sub(*again.ProvenSince); held < 6*time.Second {
-		t.Errorf("prod's pull request opened %s after the proof held, before the 6s soak", held)
-	}
-	for _, want := range []string{"### Proven in staging", "web-staging", "staging/web-", v2[:len("sha256:")+12]} {
-		if !strings.Contains(prod.Body, want) {
-			t.Errorf("prod's pull request body lacks %q:\n%s", want, prod.Body)
-		}
-	}
+	soaked := again.ProvenSince.Add(6 * time.Second)
 	poll.Until(t, time.Minute, "a green pinbot/gate on prod's pull request", func() (bool, string) {
 		state, desc := r.gateStatus(prod.Head.Sha)
 		return state == "success" && strings.Contains(desc, "proven in staging"), state + ": " + desc
 	})
+	if green := time.Now(); green.Before(soaked) {
+		t.Errorf("prod's gate went green at %s, before the soak ended at %s", green.Format(time.RFC3339Nano), soaked.Format(time.RFC3339Nano))
+	}
+	if h := r.gateHistory(prod.Head.Sha); !slices.Contains(h, "pending: proven in staging, soaking until "+soaked.UTC().Format(time.RFC3339)) {
+		t.Errorf("prod's gate never said until when the restarted soak ran (%s): %q", soaked.UTC().Format(time.RFC3339), h)
+	}
+	if pr := r.openPull(r.branch("prod")); pr == nil || pr.Index != prod.Index {
+		t.Errorf("the soak's restart replaced prod's pull request #%d", prod.Index)
+	}
 
 	// The gate endpoint: proven, unproven, no token.
 	if code, a := r.ask(rep, r.gateToken, gate.Query{Env: "staging", Image: r.app, Digest: v2}); code != http.StatusOK || !a.Verified || a.Since == nil || len(a.Pods) != 2 {
@@ -324,8 +336,9 @@ func TestReleaseFreezeAndAutoMerge(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 // TestReleaseFailover: serve's leader dies mid-soak; the new leader keeps
-// the soak's start from the ledger, and opens the onward pull request
-// when the original soak ends, not one soak after the failover.
+// the soak's start from the ledger, and turns the onward pull request's
+// gate green when the original soak ends, not one soak after the
+// failover.
 func TestReleaseFailover(t *testing.T) {
 	ctx := context.Background()
 	r := newReleaseRig(ctx, t, strings.Replace(twoEnvs, "soak: 6s", "soak: 15s", 1), 1)
@@ -345,13 +358,17 @@ func TestReleaseFailover(t *testing.T) {
 	}
 	<-a.done
 	poll.Until(t, time.Minute, "replica b leading", func() (bool, string) { return r.holder() == "b", r.holder() })
-	r.pull(r.branch("prod"), 2*time.Minute)
-	opened := time.Now()
+	prod := r.pull(r.branch("prod"), 2*time.Minute)
+	poll.Until(t, time.Minute, "a green pinbot/gate on prod's pull request", func() (bool, string) {
+		state, desc := r.gateStatus(prod.Head.Sha)
+		return state == "success", state + ": " + desc
+	})
+	green := time.Now()
 	if after := r.track("staging"); after.ProvenSince == nil || !after.ProvenSince.Equal(*proven.ProvenSince) {
 		t.Errorf("the soak's start changed over the failover: %v, then %v", proven.ProvenSince, after.ProvenSince)
 	}
-	if late := opened.Sub(proven.ProvenSince.Add(15 * time.Second)); late > 12*time.Second {
-		t.Errorf("prod's pull request opened %s after the soak ended: the soak restarted on failover", late)
+	if late := green.Sub(proven.ProvenSince.Add(15 * time.Second)); late > 12*time.Second || late < 0 {
+		t.Errorf("prod's gate went green %s after the soak ended: the soak restarted on failover, or was cut short", late)
 	}
 }
 

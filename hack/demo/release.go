@@ -20,14 +20,16 @@ import (
 	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/release/store"
+	"pinbot.dev/pinbot/serve"
 )
 
 const releases = "releases"
 
 // releaseChain shows the proof deciding a release: a repository with
 // staging then prod, pinbot serve watching both; CI promotes v2 into
-// staging, a reviewer merges, staging proves it, and after the soak pinbot
-// opens prod's pull request itself, with staging's proof. Then a bad
+// staging, a reviewer merges, staging proves it, and pinbot opens prod's
+// pull request itself, with staging's proof and its gate pending until the
+// soak completes. Then a bad
 // release (its Pods never get Ready) is forced into prod and merged:
 // pinbot rolls it back to the last proven digest and holds it.
 func (d *demo) releaseChain(ctx context.Context) error {
@@ -121,6 +123,16 @@ promote:
 	}
 	banner(fmt.Sprintf("pinbot opened prod's pull request #%d itself, with staging's proof", prod.Index))
 	fmt.Println(section(prod.Body, "### Proven in staging"))
+	soaking, err := d.waitGate(ctx, prod, "pending", time.Minute)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("pinbot/gate on #%d: %s\n", prod.Index, soaking)
+	green, err := d.waitGate(ctx, prod, "success", time.Minute)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("pinbot/gate on #%d: %s\n", prod.Index, green)
 	if _, err := d.gitea.MergePull(ctx, owner, releases, prod.Index); err != nil {
 		return err
 	}
@@ -220,6 +232,35 @@ func (d *demo) waitHeld(ctx context.Context, cs kubernetes.Interface, image, dig
 
 // waitPull waits for the open pull request on branch of the releases
 // repository.
+// waitGate waits for the pinbot/gate status of pr's head to be state (or
+// to have been: a short soak may end between two looks) and returns it as
+// "state: description".
+func (d *demo) waitGate(ctx context.Context, pr *sdk.PullRequest, state string, within time.Duration) (string, error) {
+	deadline := time.Now().Add(within)
+	for {
+		c, err := d.gitea.Client(ctx)
+		if err != nil {
+			return "", err
+		}
+		sts, _, err := c.ListStatuses(owner, releases, pr.Head.Sha, sdk.ListStatusesOption{})
+		if err == nil {
+			for _, st := range sts {
+				if st.Context == serve.GateContext && string(st.State) == state {
+					return state + ": " + st.Description, nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("no %s pinbot/gate on #%d within %s (see the serve log)", state, pr.Index, within)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 func (d *demo) waitPull(ctx context.Context, branch string, within time.Duration) (*sdk.PullRequest, error) {
 	deadline := time.Now().Add(within)
 	for {
