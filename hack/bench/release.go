@@ -18,6 +18,7 @@ import (
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/release/store"
+	"pinbot.dev/pinbot/serve"
 )
 
 func init() { register("release", benchRelease) }
@@ -70,16 +71,17 @@ func benchRelease(ctx context.Context, r *report) error {
 		return err
 	}
 
-	var onward, noticed []time.Duration
+	var onward, opened, noticed []time.Duration
 	for i := 1; i <= releaseRounds; i++ {
-		late, lag, err := b.onward(ctx, b.refs[i])
+		late, open, lag, err := b.onward(ctx, b.refs[i])
 		if err != nil {
 			return fmt.Errorf("round %d: %w", i, err)
 		}
-		onward, noticed = append(onward, late), append(noticed, lag)
+		onward, opened, noticed = append(onward, late), append(opened, open), append(noticed, lag)
 	}
 	p50 := recMedian(onward)
-	r.check("release: soak complete upstream → downstream PR open, p50", recRound(p50).String()+" ("+recDurations(onward)+")", "≤ 2s", p50 <= 2*time.Second)
+	r.check("release: soak complete upstream → downstream PR's gate green, p50", recRound(p50).String()+" ("+recDurations(onward)+")", "≤ 2s", p50 <= 2*time.Second)
+	r.info("release: proof held in the cluster → downstream PR open (gate pending while it soaks), p50", recRound(recMedian(opened)).String()+" ("+recDurations(opened)+")")
 	r.info("release: proof held in the cluster → in pinbot's ledger, p50", recRound(recMedian(noticed)).String()+" ("+recDurations(noticed)+")")
 
 	var rollback []time.Duration
@@ -141,20 +143,21 @@ promote:
 
 // onward promotes ref into staging as CI would and merges it, then
 // returns how long after the soak's end (counted from when every staging
-// replica ran it Ready) prod's pull request for it was open, and how long
-// pinbot took to record the proof. It merges prod's pull request and
-// waits for prod's proof, so that prod has a last proven digest.
-func (b *releaseBench) onward(ctx context.Context, ref string) (late, noticed time.Duration, err error) {
+// replica ran it Ready) prod's pull request for it had a green gate, how
+// long after the proof it was open, and how long pinbot took to record
+// the proof. It merges prod's pull request and waits for prod's proof, so
+// that prod has a last proven digest.
+func (b *releaseBench) onward(ctx context.Context, ref string) (late, opened, noticed time.Duration, err error) {
 	digest := refDigest(ref)
 	if err := b.promote(ctx, ref); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	pr, err := b.waitPull(ctx, promote.Branch("pinbot/", "staging", b.repository()), digest, time.Minute)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	if _, err := b.gitea.MergePull(ctx, b.owner, releaseRepo, pr.Index); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	var held time.Time
 	if _, err := b.poll(ctx, 2*time.Minute, "staging running "+digest[:19], func() bool {
@@ -164,24 +167,59 @@ func (b *releaseBench) onward(ctx context.Context, ref string) (late, noticed ti
 		}
 		return ok
 	}); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	prod, err := b.waitPull(ctx, promote.Branch("pinbot/", "prod", b.repository()), digest, 2*time.Minute)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	opened := time.Now()
+	opened = time.Since(held)
+	if err := b.waitGate(ctx, prod, "success", time.Minute); err != nil {
+		return 0, 0, 0, err
+	}
+	green := time.Now()
 	t := b.track(ctx, "staging")
 	if t.ProvenSince == nil {
-		return 0, 0, errors.New("prod's pull request opened while the ledger has no proof for staging")
+		return 0, 0, 0, errors.New("prod's gate went green while the ledger has no proof for staging")
+	}
+	if green.Before(t.ProvenSince.Add(releaseSoak)) {
+		return 0, 0, 0, fmt.Errorf("prod's gate went green at %s, before staging's soak ended at %s", green.Format(time.RFC3339Nano), t.ProvenSince.Add(releaseSoak).Format(time.RFC3339Nano))
 	}
 	if _, err := b.gitea.MergePull(ctx, b.owner, releaseRepo, prod.Index); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	if err := b.waitProven(ctx, "prod", digest); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	return opened.Sub(held.Add(releaseSoak)), t.ProvenSince.Sub(held), nil
+	return green.Sub(held.Add(releaseSoak)), opened, t.ProvenSince.Sub(held), nil
+}
+
+// waitGate polls the pinbot/gate status of pr's head until it is state.
+func (b *releaseBench) waitGate(ctx context.Context, pr *sdk.PullRequest, state string, within time.Duration) error {
+	c, err := b.gitea.Client(ctx)
+	if err != nil {
+		return err
+	}
+	last := "none"
+	_, err = b.poll(ctx, within, "pinbot/gate "+state+" on #"+fmt.Sprint(pr.Index), func() bool {
+		combined, _, err := c.GetCombinedStatus(b.owner, releaseRepo, pr.Head.Sha)
+		if err != nil {
+			time.Sleep(15 * time.Millisecond)
+			return false
+		}
+		for _, st := range combined.Statuses { // the newest of each context
+			if st.Context == serve.GateContext {
+				last = string(st.State) + ": " + st.Description
+				return string(st.State) == state
+			}
+		}
+		time.Sleep(15 * time.Millisecond)
+		return false
+	})
+	if err != nil {
+		return fmt.Errorf("%w (last: %s)", err, last)
+	}
+	return nil
 }
 
 // rollback makes ref's Pods fail with fail, forces ref into prod and
