@@ -1,0 +1,96 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"pinbot.dev/pinbot/internal/testenv/kube"
+	"pinbot.dev/pinbot/release"
+)
+
+// TestLedgersOnARealAPIServer runs the ledgers against a real
+// kube-apiserver, which the fake clientset is not: it validates every
+// ConfigMap name (the fake takes any string) and answers a write over a
+// newer resourceVersion with a real conflict. Repositories whose names
+// differ only in '/', '-', '_' and '.', and the longest names Gitea
+// allows, each keep a ledger of their own, holds included; one spelled
+// in other case is the same repository, as Gitea has it, and the same
+// ledger.
+func TestLedgersOnARealAPIServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped under testing.Short: needs the control plane binaries in bin/ (make kube)")
+	}
+	ctx := context.Background()
+	c, err := kube.Start(ctx, kube.Options{})
+	if err != nil {
+		t.Fatalf("starting the control plane: %s", err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	client, err := kubernetes.NewForConfig(c.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pinbot-system"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s := New(client, "pinbot-system")
+
+	repos := []string{"acme/web-app", "acme-web/app", "acme/web_app", "acme/web.app",
+		strings.Repeat("o", 40) + "/" + strings.Repeat("r.-_", 25)}
+	for _, r := range repos {
+		err := s.Update(ctx, r, func(l *release.Ledger) error {
+			l.Holds = append(l.Holds, release.Hold{Env: "prod", Image: "r.example/web", Digest: "sha256:" + r})
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("the ledger of %s: %s", r, err)
+		}
+	}
+	for _, r := range repos {
+		l, _, err := s.Get(ctx, r)
+		if err != nil || len(l.Holds) != 1 || l.Holds[0].Digest != "sha256:"+r {
+			t.Errorf("the ledger of %s holds %+v, %v; want its own hold only", r, l.Holds, err)
+		}
+	}
+	err = s.Update(ctx, "Acme/Web.App", func(l *release.Ledger) error {
+		if len(l.Holds) != 1 || l.Holds[0].Digest != "sha256:acme/web.app" {
+			t.Errorf("Acme/Web.App reads holds %+v; want acme/web.app's", l.Holds)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, err := s.Repositories(ctx)
+	if err != nil || len(listed) != len(repos) {
+		t.Errorf("Repositories = %q, %v; want the %d repositories", listed, err, len(repos))
+	}
+
+	// Two replicas read the same ledger; the second write meets the
+	// first's.
+	a, va, err := s.Get(ctx, repos[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, vb, err := s.Get(ctx, repos[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Track("prod", "r.example/web").Pinned = "sha256:aa"
+	if _, err := s.Put(ctx, repos[0], a, va); err != nil {
+		t.Fatal(err)
+	}
+	b.Track("prod", "r.example/web").Pinned = "sha256:bb"
+	if _, err := s.Put(ctx, repos[0], b, vb); !errors.Is(err, ErrConflict) {
+		t.Errorf("a write over a newer ledger = %v, want ErrConflict", err)
+	}
+	if l, _, err := s.Get(ctx, repos[0]); err != nil || l.Lookup("prod", "r.example/web").Pinned != "sha256:aa" {
+		t.Errorf("after the conflict the ledger pins %+v, %v; want the first write's", l.Lookup("prod", "r.example/web"), err)
+	}
+}
