@@ -234,6 +234,40 @@ func TestReleaseRollback(t *testing.T) {
 		}
 		r.peers.Node.FailReadiness(nil)
 	})
+
+	// prod holds the bad digests now. Renaming it in .pinbot.yaml must not
+	// drop them: serve stops the chain and every admission is refused,
+	// naming the holds, until the name comes back.
+	t.Run("renaming an environment keeps its holds", func(t *testing.T) {
+		held := r.ledger().Holds
+		if len(held) == 0 {
+			t.Fatal("no holds to keep")
+		}
+		g := r.peers.Gitea
+		commit := func(chain, msg string) {
+			t.Helper()
+			if _, err := g.Commit(ctx, g.AdminUser, "manifests", "main", "main", map[string]string{".pinbot.yaml": chain}, msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		commit(strings.ReplaceAll(chain, "name: prod", "name: production"), "Rename prod")
+		poll.Until(t, time.Minute, "the chain stopped", func() (bool, string) {
+			return strings.Contains(r.ledger().Stopped, "no longer declares the environment of these holds"), r.ledgerSummary()
+		})
+		_, next := r.image("app", "after-rename")
+		code, out := r.pinbot(append([]string{"promote", "--image", r.app, "--digest", next}, gateArgs...)...)
+		if code != 1 || !strings.Contains(out, "the chain is stopped") {
+			t.Errorf("promoting into staging while the chain is stopped: exit %d: %s", code, out)
+		}
+		commit(chain, "Name prod again")
+		poll.Until(t, time.Minute, "the chain running again, its holds kept", func() (bool, string) {
+			l := r.ledger()
+			return l.Stopped == "" && len(l.Holds) == len(held), r.ledgerSummary()
+		})
+		if code, out := r.pinbot(append([]string{"promote", "--image", r.app, "--digest", next}, gateArgs...)...); code != 0 {
+			t.Errorf("promoting into staging once the name is back: exit %d: %s", code, out)
+		}
+	})
 }
 
 func hasLabel(pr *sdk.PullRequest, name string) bool {
