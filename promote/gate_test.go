@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,8 +21,9 @@ func (g ledgerGate) Admit(_ context.Context, a release.Admission) error {
 
 // TestNothingWalksAroundTheGate: a promotion into an environment of the
 // release chain is refused without a gate, forced or not, and into the
-// first environment too; with a gate, --force waives the upstream proof
-// but never a hold; drift proposes nothing into an environment without a
+// first environment too; with a gate, a digest still soaking upstream is
+// refused, and --force waives the upstream proof and its soak but never a
+// hold; drift proposes nothing into an environment without a
 // gate. Nothing is pushed or opened for a refused promotion.
 func TestNothingWalksAroundTheGate(t *testing.T) {
 	f := newFixture(t)
@@ -33,6 +35,7 @@ func TestNothingWalksAroundTheGate(t *testing.T) {
   - name: staging
     paths: ["envs/staging/**"]
     apps: [web-staging]
+    soak: 30m
   - name: prod
     from: staging
     paths: ["envs/prod/**"]
@@ -46,6 +49,10 @@ func TestNothingWalksAroundTheGate(t *testing.T) {
 	held := release.New()
 	held.Holds = append(held.Holds, release.Hold{Env: "prod", Image: app, Digest: v2, Reason: "crash loop", Since: time.Now().Add(-time.Hour)},
 		release.Hold{Env: "staging", Image: app, Digest: v2, Reason: "crash loop", Since: time.Now().Add(-time.Hour)})
+	soaking := release.New()
+	st := soaking.Track("staging", app)
+	since := time.Now().Add(-5 * time.Minute)
+	st.Pinned, st.Proven, st.ProvenSince = v2, v2, &since
 
 	for _, tc := range []struct {
 		name string
@@ -58,6 +65,7 @@ func TestNothingWalksAroundTheGate(t *testing.T) {
 		{name: "forced into prod, held there", req: Request{Inputs: in, Target: "prod", Force: true, Reason: "hotfix", Gate: ledgerGate{held}}, rule: release.RuleHeld},
 		{name: "into the first environment, held there", req: Request{Inputs: in, Gate: ledgerGate{held}}, rule: release.RuleHeld},
 		{name: "into prod, not proven in staging", req: Request{Inputs: in, Target: "prod", Gate: ledgerGate{release.New()}}, rule: release.RuleNotProven},
+		{name: "into prod, proven in staging, still soaking", req: Request{Inputs: in, Target: "prod", Gate: ledgerGate{soaking}}, rule: release.RuleSoaking},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Run(ctx, f.env(), tc.req)
@@ -78,5 +86,43 @@ func TestNothingWalksAroundTheGate(t *testing.T) {
 	res, err := Run(ctx, f.env(), Request{Inputs: in, Target: "prod", Force: true, Reason: "hotfix", Gate: ledgerGate{release.New()}})
 	if err != nil || len(res) != 1 || res[0].Pull == nil {
 		t.Fatalf("forced with a gate: %v, %+v; want the prod pull request", err, res)
+	}
+}
+
+// TestOverlappingEnvironmentsAreRefused: a chain whose environments share
+// files (staging's envs/** holds prod's envs/prod/**) would let a staging
+// promotion rewrite prod past its proof and holds. The repository's
+// .pinbot.yaml is refused, naming the file and line, and nothing is
+// pushed or opened, forced or not.
+func TestOverlappingEnvironmentsAreRefused(t *testing.T) {
+	f := newFixture(t)
+	app := f.image("app")
+	v1 := f.pushImage(app, "v1", time.Time{})
+	f.createRepo(map[string]string{
+		".pinbot.yaml": `environments:
+  - name: staging
+    paths: ["envs/**"]
+    apps: [web-staging]
+  - name: prod
+    from: staging
+    paths: ["envs/prod/**"]
+    apps: [web-prod]
+`,
+		"envs/staging/web.yaml": fmt.Sprintf("image: %s:v1@%s\n", app, v1),
+		"envs/prod/web.yaml":    fmt.Sprintf("image: %s:v1@%s\n", app, v1),
+	})
+	v2 := f.pushImage(app, "v2", time.Time{})
+	in := []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: SourceFlag}}
+	for _, req := range []Request{
+		{Inputs: in, Gate: ledgerGate{release.New()}},
+		{Inputs: in, Target: "prod", Force: true, Reason: "hotfix", Gate: ledgerGate{release.New()}},
+	} {
+		_, err := Run(context.Background(), f.env(), req)
+		if err == nil || !strings.Contains(err.Error(), ".pinbot.yaml:7:") || !strings.Contains(err.Error(), `overlaps environment "staging"'s "envs/**"`) {
+			t.Errorf("Run into %q = %v, want the overlap refused at .pinbot.yaml:7", req.Target, err)
+		}
+	}
+	if pulls, branches := f.openPulls(), f.branches(); len(pulls) != 0 || len(branches) != 1 {
+		t.Errorf("a refused chain left %d pull requests and branches %q", len(pulls), branches)
 	}
 }
