@@ -1,13 +1,14 @@
 // Command schema writes the JSON Schemas of pinbot's config files into a
-// directory (docs/schema): make schemas.
+// directory (docs/schema): make schemas. The schemas are generated from
+// the config files' Go types (schema.go): for editors
+// (`# yaml-language-server: $schema=`) and for docs/schema. Unknown keys
+// are not allowed, as the loaders refuse them.
 package main
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
-
-	"pinbot.dev/pinbot/internal/schema"
 )
 
 func main() {
@@ -15,7 +16,7 @@ func main() {
 	if len(os.Args) > 1 {
 		dir = os.Args[1]
 	}
-	for name, gen := range schema.Files {
+	for name, gen := range Files {
 		b, err := gen()
 		if err == nil {
 			err = os.WriteFile(filepath.Join(dir, name), b, 0o644)

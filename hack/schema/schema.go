@@ -1,8 +1,4 @@
-// Package schema generates the JSON Schemas of pinbot's two config files
-// from their Go types, for editors (`# yaml-language-server: $schema=`)
-// and for docs/schema. Unknown keys are not allowed, as the loaders
-// refuse them.
-package schema
+package main
 
 import (
 	stdjson "encoding/json"
