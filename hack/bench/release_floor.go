@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	sdk "code.gitea.io/sdk/gitea"
+)
+
+// releaseFloor measures what Gitea itself takes to do what an onward or
+// rollback pull request needs, in the same run: push a one-line commit to
+// a new branch with the git CLI, then open a pull request with one API
+// call. Each pull request is closed after.
+func (b *releaseBench) releaseFloor(ctx context.Context, n int) ([]time.Duration, error) {
+	dir := filepath.Join(b.tmp, "floor")
+	basic := base64.StdEncoding.EncodeToString([]byte(b.gitea.AdminUser + ":" + b.gitea.Token))
+	git := func(args ...string) error {
+		full := append([]string{"-c", "http.extraHeader=Authorization: Basic " + basic,
+			"-c", "user.name=floor", "-c", "user.email=floor@bench.invalid"}, args...)
+		cmd := exec.CommandContext(ctx, "git", full...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("git %s: %w\n%s", args[0], err, out)
+		}
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := git("clone", "--quiet", "--depth", "1", "--branch", "main", b.gitea.RepoURL(b.owner, releaseRepo), "."); err != nil {
+		return nil, err
+	}
+	c, err := b.gitea.Client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []time.Duration
+	for i := range n {
+		branch := fmt.Sprintf("floor-%d", i)
+		if err := git("checkout", "--quiet", "-B", branch, "origin/main"); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "floor.txt"), fmt.Appendf(nil, "%d\n", i), 0o644); err != nil {
+			return nil, err
+		}
+		if err := git("add", "floor.txt"); err != nil {
+			return nil, err
+		}
+		if err := git("commit", "--quiet", "-m", "floor "+branch); err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		if err := git("push", "--quiet", "origin", branch); err != nil {
+			return nil, err
+		}
+		pr, _, err := c.CreatePullRequest(b.owner, releaseRepo, sdk.CreatePullRequestOption{Head: branch, Base: "main", Title: "floor " + branch})
+		if err != nil {
+			return nil, fmt.Errorf("opening the floor's pull request: %w", err)
+		}
+		out = append(out, time.Since(start))
+		closed := sdk.StateClosed
+		if _, _, err := c.EditPullRequest(b.owner, releaseRepo, pr.Index, sdk.EditPullRequestOption{State: &closed}); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
