@@ -21,6 +21,36 @@ func (r *Reconciler) Last(name string) (*status.App, *verdict.Verification, erro
 	return s, v, nil
 }
 
+// ProofSource says where a proof Proof returned comes from.
+type ProofSource string
+
+// Proof sources.
+const (
+	// ProofLast is the last pass of the app's loop in this process, which
+	// its watches keep current: every change to the app's objects, Pods
+	// or deployer passes it again.
+	ProofLast ProofSource = "last pass"
+	// ProofFresh is an observe pass run for the asking: the app's loop
+	// runs on another replica (or nowhere), or has not passed yet.
+	ProofFresh ProofSource = "fresh"
+)
+
+// Proof is app's status and verification, read once for every consumer
+// (the release chain, the gate): the last pass of this process's loop of
+// the app when there is one, else a fresh observe pass. The source says
+// which.
+func (r *Reconciler) Proof(ctx context.Context, name string) (*status.App, *verdict.Verification, ProofSource, error) {
+	a, st, err := r.app(name)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if s, v := st.lastPass(); s != nil && v != nil {
+		return s, v, ProofLast, nil
+	}
+	s, v, err := r.pass(ctx, a, st, modeObserve, nil)
+	return s, v, ProofFresh, err
+}
+
 // PullLister is the part of a Forge that lists pull requests
 // (*gitforge.Gitea is one).
 type PullLister interface {

@@ -32,12 +32,13 @@ func (d *daemon) gateAnswer(ctx context.Context, q gate.Query) (gate.Answer, err
 	return gate.Answer{}, fmt.Errorf("%w: environment %q", gate.ErrUnknown, q.Env)
 }
 
-// appAnswer answers for an app from its last pass.
+// appAnswer answers for an app from its proof: the last pass of its loop
+// here, or a fresh observe pass on a replica that does not run it.
 func (d *daemon) appAnswer(ctx context.Context, q gate.Query) (gate.Answer, error) {
 	if _, err := d.r.Config().App(q.App); err != nil {
 		return gate.Answer{}, fmt.Errorf("%w: app %q", gate.ErrUnknown, q.App)
 	}
-	st, v, err := d.r.Last(q.App)
+	st, v, _, err := d.r.Proof(ctx, q.App)
 	if err != nil {
 		return gate.Answer{}, err
 	}

@@ -280,9 +280,10 @@ func (rl *releaser) observe(ctx context.Context, chain release.Chain, inv *promo
 	return out
 }
 
-// view is the reconciler's status of app now.
+// view is the reconciler's proof of app: its loop's last pass here, or a
+// fresh observe pass when its loop runs on another replica.
 func (rl *releaser) view(ctx context.Context, app string) release.AppView {
-	st, v, err := rl.d.r.Status(ctx, app)
+	st, v, _, err := rl.d.r.Proof(ctx, app)
 	return appView(app, st, v, err)
 }
 
