@@ -206,6 +206,7 @@ func TestRealKubeletMovedTag(t *testing.T) {
 func TestRealKubeletPullsThroughAMirror(t *testing.T) {
 	const name = "kubelet-mirror"
 	upstream := "upstream.invalid:5000"
+	needPeers(t)
 	hollowNode(t, kube.KubeletOptions{Node: name, Mirrors: map[string]string{upstream: env.Gitea.RegistryHost}})
 	_, digest := pushImage(t, name, "v1")
 	pinned := upstream + "/" + org + "/" + name + "@" + digest
