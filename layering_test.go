@@ -17,7 +17,7 @@ const module = "pinbot.dev/pinbot"
 // The leaves every package may share: one job each, stdlib or a narrow
 // dependency, none of them I/O of their own.
 var leaves = []string{"internal/imageref", "internal/redact", "internal/logctx", "internal/clip", "internal/loopback", "internal/httpbound", "internal/retry", "internal/filelock",
-	"internal/private", "internal/confined", "internal/peermetrics", "internal/jsonkeys", "internal/capool", "internal/opfile"}
+	"internal/private", "internal/confined", "internal/peermetrics", "internal/jsonkeys", "internal/capool", "internal/opfile", "internal/commitstatus"}
 
 // pure are the reconciler's decisions: their module dependencies are
 // pure too (the leaves, render's error type excepted).
@@ -28,7 +28,7 @@ var pure = []string{"reconciler/object", "reconciler/ignore", "reconciler/verdic
 // core is what the reconciler's config, and every decision above it, may
 // build on: the objects, the verdict core and the leaves they need.
 var core = []string{"reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "trust/policy",
-	"internal/imageref", "internal/loopback", "internal/clip", "internal/redact", "internal/opfile"}
+	"internal/imageref", "internal/loopback", "internal/clip", "internal/redact", "internal/opfile", "internal/commitstatus"}
 
 // above is core and the decisions a package sits above.
 func above(core []string, pkgs ...string) []string { return append(slices.Clone(core), pkgs...) }
@@ -38,22 +38,24 @@ func above(core []string, pkgs ...string) []string { return append(slices.Clone(
 // on, directly or not. A package missing from it fails the test, so a new
 // package must say where it sits.
 var allowed = map[string][]string{
-	"internal/imageref":    {"internal/clip"},
-	"internal/redact":      {},
-	"internal/logctx":      {},
-	"internal/clip":        {},
-	"internal/loopback":    {},
-	"internal/httpbound":   {},
-	"internal/filelock":    {},
-	"internal/private":     {},
-	"internal/confined":    {},
-	"internal/peermetrics": {},
-	"internal/jsonkeys":    {},
-	"internal/capool":      {},
-	"internal/opfile":      {},
-	"internal/retry":       {"internal/logctx", "internal/redact"},
-	"internal/logsink":     {"internal/redact"},
-	"internal/imagebuild":  {"internal/redact"},
+	"internal/imageref": {"internal/clip"},
+	"internal/redact":   {},
+	// The commit-status states every package posts or reads.
+	"internal/commitstatus": {},
+	"internal/logctx":       {},
+	"internal/clip":         {},
+	"internal/loopback":     {},
+	"internal/httpbound":    {},
+	"internal/filelock":     {},
+	"internal/private":      {},
+	"internal/confined":     {},
+	"internal/peermetrics":  {},
+	"internal/jsonkeys":     {},
+	"internal/capool":       {},
+	"internal/opfile":       {},
+	"internal/retry":        {"internal/logctx", "internal/redact"},
+	"internal/logsink":      {"internal/redact"},
+	"internal/imagebuild":   {"internal/redact"},
 
 	"pins":     {"internal/imageref", "internal/filelock", "internal/private", "internal/confined", "internal/clip"},
 	"registry": leaves,
@@ -69,9 +71,9 @@ var allowed = map[string][]string{
 
 	// The release chain: pure decisions, their store in the cluster, and
 	// the gate other tools ask.
-	"release":       {"internal/imageref", "internal/clip", "internal/jsonkeys"},
-	"release/store": {"release", "internal/imageref", "internal/clip", "internal/jsonkeys"},
-	"release/gate":  {"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/loopback"},
+	"release":       {"internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"},
+	"release/store": {"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"},
+	"release/gate":  {"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/loopback", "internal/commitstatus"},
 
 	// The reconciler's leaves and decisions, bottom up.
 	"reconciler/object":   {},

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/commitstatus"
 	"pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
 )
@@ -184,9 +185,9 @@ func TestStatuses(t *testing.T) {
 	g := newGitea(t, srv)
 	repo, sha := newRepo(t, srv, map[string]string{"f.yaml": "v: 0\n"})
 	for _, st := range []gitforge.Status{
-		{Context: "pinbot/staging", State: gitforge.StatusPending, Description: "rolling out"},
-		{Context: "pinbot/prod", State: gitforge.StatusFailure, Description: "image mismatch", TargetURL: "http://example.com/prod"},
-		{Context: "pinbot/staging", State: gitforge.StatusSuccess, Description: "running the pinned digests"},
+		{Context: "pinbot/staging", State: commitstatus.Pending, Description: "rolling out"},
+		{Context: "pinbot/prod", State: commitstatus.Failure, Description: "image mismatch", TargetURL: "http://example.com/prod"},
+		{Context: "pinbot/staging", State: commitstatus.Success, Description: "running the pinned digests"},
 	} {
 		if err := g.SetStatus(ctx, repo, sha, st); err != nil {
 			t.Fatal(err)
@@ -300,7 +301,7 @@ func TestConcurrentCalls(t *testing.T) {
 			if _, err := g.DefaultBranch(ctx, repo); err != nil {
 				errs <- err
 			}
-			st := gitforge.Status{Context: "ctx/" + strconv.Itoa(i), State: gitforge.StatusSuccess}
+			st := gitforge.Status{Context: "ctx/" + strconv.Itoa(i), State: commitstatus.Success}
 			if err := g.SetStatus(ctx, repo, sha, st); err != nil {
 				errs <- err
 			}

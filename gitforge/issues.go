@@ -8,26 +8,18 @@ import (
 	"sort"
 
 	sdk "code.gitea.io/sdk/gitea"
+	"pinbot.dev/pinbot/internal/commitstatus"
 )
 
 // Status is a commit status, as CI systems and pinbot's reconciler report
 // them next to a commit.
 type Status struct {
 	// Context names the check, e.g. "pinbot/staging".
-	Context string
-	// State is StatusPending, StatusSuccess, StatusFailure or StatusError.
-	State       string
+	Context     string
+	State       commitstatus.State
 	Description string
 	TargetURL   string
 }
-
-// Commit status states.
-const (
-	StatusPending = "pending"
-	StatusSuccess = "success"
-	StatusFailure = "failure"
-	StatusError   = "error"
-)
 
 // labelColors are the colours of labels AddLabels creates, picked by name
 // so a label gets the same colour on every repository.
@@ -155,7 +147,7 @@ func (g *Gitea) Comments(ctx context.Context, repo Repo, number int64) ([]string
 // SetStatus sets the commit status st.Context of commit sha.
 func (g *Gitea) SetStatus(ctx context.Context, repo Repo, sha string, st Status) error {
 	switch st.State {
-	case StatusPending, StatusSuccess, StatusFailure, StatusError:
+	case commitstatus.Pending, commitstatus.Success, commitstatus.Failure, commitstatus.Error:
 	default:
 		return fmt.Errorf("setting status %q on %s@%s: unknown state %q (want pending, success, failure or error)", st.Context, repo, sha, st.State)
 	}
@@ -177,7 +169,7 @@ func (g *Gitea) Statuses(ctx context.Context, repo Repo, ref string) ([]Status, 
 			return resp, err
 		}
 		for _, s := range cs.Statuses {
-			out = append(out, Status{Context: s.Context, State: string(s.State), Description: s.Description, TargetURL: s.TargetURL})
+			out = append(out, Status{Context: s.Context, State: commitstatus.State(s.State), Description: s.Description, TargetURL: s.TargetURL})
 		}
 		return resp, nil
 	})

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"pinbot.dev/pinbot/internal/commitstatus"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/deployer"
@@ -273,7 +274,7 @@ func (p *pass) stopped(ctx context.Context, err error) (*status.App, *verdict.Ve
 		if l := txn.Current().Latest(); l != nil && l.Commit == e.Commit && l.Result == history.Refused && l.Reason == e.Reason {
 			e = *l // already recorded and reported
 		} else {
-			p.post(ctx, &e, stateFailure, "refused: "+s.Error, "the refusal")
+			p.post(ctx, &e, commitstatus.Failure, "refused: "+s.Error, "the refusal")
 		}
 		txn.Add(e)
 	}

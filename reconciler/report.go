@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/lru"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/commitstatus"
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler/verdict"
@@ -67,7 +68,7 @@ func (r *reporter) repoOf(repoURL string) (gitforge.Repo, bool) {
 
 // status sets pinbot/<app> on sha in the repository at repoURL. A
 // repository outside the forge is skipped.
-func (r *reporter) status(ctx context.Context, app, repoURL, sha, state, desc string) error {
+func (r *reporter) status(ctx context.Context, app, repoURL, sha string, state commitstatus.State, desc string) error {
 	repo, ok := r.repoOf(repoURL)
 	if !ok || sha == "" {
 		return nil

@@ -350,7 +350,7 @@ func indentStatus(st *gitforge.Status) string {
 	if st == nil {
 		return "no status"
 	}
-	return st.State + ": " + st.Description
+	return string(st.State) + ": " + st.Description
 }
 
 func boolString(b bool) string {

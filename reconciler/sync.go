@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/commitstatus"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/hook"
@@ -13,14 +14,6 @@ import (
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
 	"pinbot.dev/pinbot/reconciler/wave"
-)
-
-// Commit status states, as settle decides them and Gitea names them.
-const (
-	statePending = settle.Pending
-	stateSuccess = settle.Success
-	stateFailure = settle.Failure
-	stateError   = settle.Error
 )
 
 // sync applies the pass's desired objects wave by wave (see wave.Plan and
@@ -52,7 +45,7 @@ func (p *pass) sync(ctx context.Context) error {
 		p.fail(ctx, &e, prefix)
 		return err
 	}
-	p.post(ctx, &e, statePending, "syncing "+shortSHA(commit), "the sync")
+	p.post(ctx, &e, commitstatus.Pending, "syncing "+shortSHA(commit), "the sync")
 	p.supersede(ctx, commit)
 	applied, err := p.applyWaves(ctx, waves)
 	e.Applied = len(applied)
@@ -93,7 +86,7 @@ func (p *pass) sync(ctx context.Context) error {
 // commit (the description starts with prefix) and records it.
 func (p *pass) fail(ctx context.Context, e *history.Entry, prefix string) {
 	p.r.metrics.countSync(p.app.Name, e.Result)
-	p.post(ctx, e, stateFailure, prefix+e.Reason, "the failed sync")
+	p.post(ctx, e, commitstatus.Failure, prefix+e.Reason, "the failed sync")
 	p.txn.Add(*e)
 }
 
@@ -101,7 +94,7 @@ func (p *pass) fail(ctx context.Context, e *history.Entry, prefix string) {
 // and, once it is posted, says so in e.Reported. A failure is logged as
 // "reporting <what>" and the pass goes on: the next state posted replaces
 // it.
-func (p *pass) post(ctx context.Context, e *history.Entry, state, desc, what string) {
+func (p *pass) post(ctx context.Context, e *history.Entry, state commitstatus.State, desc, what string) {
 	if err := p.r.report.status(ctx, p.app.Name, p.repo(), e.Commit, state, desc); err != nil {
 		p.log.Warn("reporting "+what, "error", err)
 		return
@@ -157,7 +150,7 @@ func (p *pass) supersede(ctx context.Context, by string) {
 	}
 	e := *l
 	e.Final, e.Summary = true, "superseded by "+shortSHA(by)+" before it was verified"
-	p.post(ctx, &e, stateError, e.Summary, "the superseded sync")
+	p.post(ctx, &e, commitstatus.Error, e.Summary, "the superseded sync")
 	p.txn.Replace(e)
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"pinbot.dev/pinbot/internal/commitstatus"
 	"pinbot.dev/pinbot/internal/imageref"
 )
 
@@ -22,7 +23,7 @@ const PullContext = "pinbot/gate"
 // environment, image and digest (a digest still soaking upstream leaves it
 // pending: that ends by itself); a pull request that changes no pin of
 // the chain, or only admissible ones, succeeds.
-func JudgePull(l *Ledger, chain Chain, base, head map[string]map[string]string, now time.Time) (state, description string) {
+func JudgePull(l *Ledger, chain Chain, base, head map[string]map[string]string, now time.Time) (state commitstatus.State, description string) {
 	var admitted []string
 	envs := make([]string, 0, len(head))
 	for env := range head {
@@ -47,15 +48,15 @@ func JudgePull(l *Ledger, chain Chain, base, head map[string]map[string]string, 
 			if err := Admit(a, FactsFrom(l, a, now)); err != nil {
 				// A soak ends by itself: the gate waits for it.
 				if r := (*Refusal)(nil); errors.As(err, &r) && r.Rule == RuleSoaking {
-					return GatePending, err.Error()
+					return commitstatus.Pending, err.Error()
 				}
-				return GateFailure, err.Error()
+				return commitstatus.Failure, err.Error()
 			}
 			admitted = append(admitted, env+": "+imageref.Short(digest))
 		}
 	}
 	if len(admitted) == 0 {
-		return GateSuccess, "changes no pin of the release chain"
+		return commitstatus.Success, "changes no pin of the release chain"
 	}
-	return GateSuccess, fmt.Sprintf("admitted (%s)", strings.Join(admitted, ", "))
+	return commitstatus.Success, fmt.Sprintf("admitted (%s)", strings.Join(admitted, ", "))
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"pinbot.dev/pinbot/internal/commitstatus"
 )
 
 // TestJudgePull: a person's or another bot's pull request is judged pin by
@@ -19,14 +21,14 @@ func TestJudgePull(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		head      map[string]map[string]string
-		state     string
+		state     commitstatus.State
 		wantInMsg string
 	}{
-		{"no pin changed", base, GateSuccess, "changes no pin of the release chain"},
-		{"a digest proven in staging into prod", map[string]map[string]string{"staging": {img: dB}, "prod": {img: dB}}, GateSuccess, "admitted (prod: sha256:bbbbbbbbbbbb)"},
-		{"an unproven digest into prod", map[string]map[string]string{"staging": {img: dB}, "prod": {img: dD}}, GateFailure, "is not proven in staging"},
-		{"a held digest into prod", map[string]map[string]string{"staging": {img: dB}, "prod": {img: dC}}, GateFailure, "is held in prod since"},
-		{"a held digest into staging", map[string]map[string]string{"staging": {img: dC}, "prod": {img: dA}}, GateSuccess, "admitted (staging: sha256:cccccccccccc)"},
+		{"no pin changed", base, commitstatus.Success, "changes no pin of the release chain"},
+		{"a digest proven in staging into prod", map[string]map[string]string{"staging": {img: dB}, "prod": {img: dB}}, commitstatus.Success, "admitted (prod: sha256:bbbbbbbbbbbb)"},
+		{"an unproven digest into prod", map[string]map[string]string{"staging": {img: dB}, "prod": {img: dD}}, commitstatus.Failure, "is not proven in staging"},
+		{"a held digest into prod", map[string]map[string]string{"staging": {img: dB}, "prod": {img: dC}}, commitstatus.Failure, "is held in prod since"},
+		{"a held digest into staging", map[string]map[string]string{"staging": {img: dC}, "prod": {img: dA}}, commitstatus.Success, "admitted (staging: sha256:cccccccccccc)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			state, desc := JudgePull(l, c, base, tc.head, t0)
@@ -40,10 +42,10 @@ func TestJudgePull(t *testing.T) {
 	soaking := t0.Add(-5 * time.Minute)
 	st.ProvenSince = &soaking
 	head := map[string]map[string]string{"staging": {img: dB}, "prod": {img: dB}}
-	if state, desc := JudgePull(l, c, base, head, t0); state != GatePending || !strings.Contains(desc, "soaks there until 2026-12-02T12:05:00Z") {
+	if state, desc := JudgePull(l, c, base, head, t0); state != commitstatus.Pending || !strings.Contains(desc, "soaks there until 2026-12-02T12:05:00Z") {
 		t.Errorf("during the soak: %s: %s; want pending until +5m", state, desc)
 	}
-	if state, _ := JudgePull(l, c, base, head, t0.Add(5*time.Minute)); state != GateSuccess {
+	if state, _ := JudgePull(l, c, base, head, t0.Add(5*time.Minute)); state != commitstatus.Success {
 		t.Errorf("after the soak: %s, want success", state)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"pinbot.dev/pinbot/internal/commitstatus"
 	"pinbot.dev/pinbot/internal/imageref"
 )
 
@@ -58,7 +59,8 @@ type Action struct {
 	Head string
 	// State and Description: a Gate's status ("success", "failure",
 	// "pending").
-	State, Description string
+	State       commitstatus.State
+	Description string
 	// Failed and Evidence: a Rollback's failed digest and why.
 	Failed   string
 	Evidence string
@@ -82,13 +84,6 @@ type Proof struct {
 	Held   time.Duration `json:"held"`
 	Soak   time.Duration `json:"soak"`
 }
-
-// Gate states.
-const (
-	GateSuccess = "success"
-	GateFailure = "failure"
-	GatePending = "pending"
-)
 
 // Step brings the ledger up to what in shows and returns what to do: a
 // digest proven upstream is proposed onward at once, its gate pending
@@ -356,25 +351,25 @@ func onward(l *Ledger, chain Chain, env Environment, image string, now time.Time
 		if p == nil || p.From != env.Name || p.Head == "" {
 			continue
 		}
-		state, desc := GateSuccess, ""
+		state, desc := commitstatus.Success, ""
 		switch {
 		case frozen:
-			state, desc = GatePending, "frozen until "+frozenUntil.UTC().Format(time.RFC3339)
+			state, desc = commitstatus.Pending, "frozen until "+frozenUntil.UTC().Format(time.RFC3339)
 		case t.Proven == p.Digest && !soaked:
-			state, desc = GatePending, fmt.Sprintf("proven in %s, soaking until %s", env.Name, stamp(t.ProvenSince.Add(env.Soak)))
+			state, desc = commitstatus.Pending, fmt.Sprintf("proven in %s, soaking until %s", env.Name, stamp(t.ProvenSince.Add(env.Soak)))
 		case t.Proven == p.Digest:
 			desc = fmt.Sprintf("proven in %s for %s", env.Name, held.Round(time.Second))
 		case t.Rollback != nil || l.Held(env.Name, image, p.Digest) != nil:
-			state, desc = GateFailure, fmt.Sprintf("%s was rolled back in %s", imageref.Short(p.Digest), env.Name)
+			state, desc = commitstatus.Failure, fmt.Sprintf("%s was rolled back in %s", imageref.Short(p.Digest), env.Name)
 		case t.Pinned != p.Digest:
-			state, desc = GateFailure, fmt.Sprintf("%s no longer pins %s", env.Name, imageref.Short(p.Digest))
+			state, desc = commitstatus.Failure, fmt.Sprintf("%s no longer pins %s", env.Name, imageref.Short(p.Digest))
 		default:
-			state, desc = GateFailure, fmt.Sprintf("%s no longer proves %s: %s", env.Name, imageref.Short(p.Digest), t.Why)
+			state, desc = commitstatus.Failure, fmt.Sprintf("%s no longer proves %s: %s", env.Name, imageref.Short(p.Digest), t.Why)
 		}
-		if gate := state + ": " + desc; gate != p.Gate && (state != GateSuccess || gateKind(p.Gate) != GateSuccess) {
+		if gate := string(state) + ": " + desc; gate != p.Gate && (state != commitstatus.Success || gateKind(p.Gate) != commitstatus.Success) {
 			out = append(out, Action{Kind: Gate, Env: name, Image: image, PR: p.PR, Head: p.Head, Digest: p.Digest, State: state, Description: desc})
 		}
-		if next.AutoMerge && state == GateSuccess && !frozen {
+		if next.AutoMerge && state == commitstatus.Success && !frozen {
 			out = append(out, Action{Kind: MergePR, Env: name, Image: image, PR: p.PR, Head: p.Head, Digest: p.Digest})
 		}
 	}
@@ -382,13 +377,9 @@ func onward(l *Ledger, chain Chain, env Environment, image string, now time.Time
 }
 
 // gateKind is the state of a posted gate "state: description".
-func gateKind(gate string) string {
-	for i := 0; i < len(gate); i++ {
-		if gate[i] == ':' {
-			return gate[:i]
-		}
-	}
-	return gate
+func gateKind(gate string) commitstatus.State {
+	state, _, _ := strings.Cut(gate, ":")
+	return commitstatus.State(state)
 }
 
 // knownDigests are the digests proven in t's environment before a hold:

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"pinbot.dev/pinbot/internal/commitstatus"
 )
 
 const (
@@ -102,27 +103,27 @@ func TestSoakThenOnward(t *testing.T) {
 		}
 		g := find(as, Gate)
 		if g != nil {
-			l.Posted("prod", img, g.State+": "+g.Description)
+			l.Posted("prod", img, string(g.State)+": "+g.Description)
 		}
 		return g
 	}
-	if g := gate(2 * time.Minute); g == nil || g.State != GatePending || g.PR != 7 || g.Head != "h1" ||
+	if g := gate(2 * time.Minute); g == nil || g.State != commitstatus.Pending || g.PR != 7 || g.Head != "h1" ||
 		g.Description != "proven in staging, soaking until 2026-12-02T12:11:00Z" {
 		t.Fatalf("during the soak: gate %+v, want pending until +11m", g)
 	}
 	// A stale Pod at +6m breaks the proof: the soak restarts at +7m.
 	w.broken("staging", dB, "pod staging/web-1 container app is Mismatch")
-	if g := gate(6 * time.Minute); g == nil || g.State != GateFailure || !strings.Contains(g.Description, "web-1") {
+	if g := gate(6 * time.Minute); g == nil || g.State != commitstatus.Failure || !strings.Contains(g.Description, "web-1") {
 		t.Fatalf("after the break: gate %+v, want failure naming the Pod", g)
 	}
 	w.proven("staging", dB)
-	if g := gate(7 * time.Minute); g == nil || g.State != GatePending || !strings.HasSuffix(g.Description, "until 2026-12-02T12:17:00Z") {
+	if g := gate(7 * time.Minute); g == nil || g.State != commitstatus.Pending || !strings.HasSuffix(g.Description, "until 2026-12-02T12:17:00Z") {
 		t.Fatalf("proven again: gate %+v, want pending until +17m", g)
 	}
 	if g := gate(12 * time.Minute); g != nil {
 		t.Fatalf("soak restarted at +7m: gate at +12m %+v, want none posted", g)
 	}
-	if g := gate(17 * time.Minute); g == nil || g.State != GateSuccess || g.Description != "proven in staging for 10m0s" {
+	if g := gate(17 * time.Minute); g == nil || g.State != commitstatus.Success || g.Description != "proven in staging for 10m0s" {
 		t.Fatalf("after the soak: gate %+v, want green", g)
 	}
 	if g := gate(19 * time.Minute); g != nil {
@@ -130,7 +131,7 @@ func TestSoakThenOnward(t *testing.T) {
 	}
 	// Upstream regresses: the gate turns red, naming why.
 	w.broken("staging", dB, "pod staging/web-2 container app is Mismatch: running sha256:dd…")
-	if g := gate(20 * time.Minute); g == nil || g.State != GateFailure || !strings.Contains(g.Description, "web-2") {
+	if g := gate(20 * time.Minute); g == nil || g.State != commitstatus.Failure || !strings.Contains(g.Description, "web-2") {
 		t.Errorf("after the regression: gate %+v, want failure naming the Pod", g)
 	}
 }
@@ -171,15 +172,15 @@ func TestFreezeHoldsOnwardAndMerge(t *testing.T) {
 	l.Proposed("prod", img, Proposal{PR: 7, Digest: dB, Head: "h1", From: "staging"})
 	as := Step(l, w.input(c, t0.Add(-30*time.Minute))) // 11:30 UTC: frozen
 	g := find(as, Gate)
-	if find(as, MergePR) != nil || g == nil || g.State != GatePending || !strings.Contains(g.Description, "frozen until 2026-12-02T12:00:00Z") {
+	if find(as, MergePR) != nil || g == nil || g.State != commitstatus.Pending || !strings.Contains(g.Description, "frozen until 2026-12-02T12:00:00Z") {
 		t.Fatalf("inside the window: %+v, want a pending gate saying until 12:00Z and no merge", as)
 	}
 	if tr := l.Lookup("prod", img); tr.FrozenUntil == nil || !tr.FrozenUntil.Equal(t0) {
 		t.Errorf("ledger FrozenUntil = %v, want %v", tr.FrozenUntil, t0)
 	}
-	l.Posted("prod", img, g.State+": "+g.Description)
+	l.Posted("prod", img, string(g.State)+": "+g.Description)
 	as = Step(l, w.input(c, t0.Add(time.Minute)))
-	if g := find(as, Gate); g == nil || g.State != GateSuccess || find(as, MergePR) == nil {
+	if g := find(as, Gate); g == nil || g.State != commitstatus.Success || find(as, MergePR) == nil {
 		t.Errorf("after the window: %+v, want the gate green and a merge", as)
 	}
 }

@@ -67,7 +67,7 @@ func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.L
 			seen = &pullSeen{head: p.HeadSHA, pinned: inv.Pinned}
 		}
 		state, desc := release.JudgePull(l, chain, base.Pinned, seen.pinned, rl.now())
-		if posted := state + ": " + desc; posted != seen.posted {
+		if posted := string(state) + ": " + desc; posted != seen.posted {
 			err := forge.SetStatus(ctx, env.Repo, p.HeadSHA, gitforge.Status{Context: GateContext, State: state, Description: clipStatus(desc)})
 			if err != nil {
 				errs = append(errs, fmt.Errorf("pull request #%d: %w", p.Number, err))

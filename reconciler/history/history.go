@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"pinbot.dev/pinbot/internal/commitstatus"
 	"pinbot.dev/pinbot/reconciler/diff"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/status"
@@ -69,8 +70,8 @@ type Entry struct {
 	Final      bool          `json:"final"`
 	// Reported is the last Gitea commit status state posted for the
 	// entry; Commented says the pull request got its comment.
-	Reported  string `json:"reported,omitempty"`
-	Commented bool   `json:"commented,omitempty"`
+	Reported  commitstatus.State `json:"reported,omitempty"`
+	Commented bool               `json:"commented,omitempty"`
 }
 
 // DigestCount is a verified digest and how many Pods run it.

@@ -10,24 +10,17 @@ import (
 	"sort"
 	"time"
 
+	"pinbot.dev/pinbot/internal/commitstatus"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
-// Commit status states, as Gitea's API names them.
-const (
-	Pending = "pending"
-	Success = "success"
-	Failure = "failure"
-	Error   = "error"
-)
-
 // Outcome is what one verification means for the entry awaiting it.
 type Outcome struct {
-	Entry   history.Entry // the updated entry
-	State   string        // commit status to post, "" for none
-	Desc    string        // its description
-	Comment bool          // comment the verification on the promotion pull request
+	Entry   history.Entry      // the updated entry
+	State   commitstatus.State // commit status to post, "" for none
+	Desc    string             // its description
+	Comment bool               // comment the verification on the promotion pull request
 }
 
 // Sync decides what verification v and health h mean for entry e, a sync
@@ -51,16 +44,16 @@ func Sync(e history.Entry, v *verdict.Verification, h verdict.HealthReport, now 
 		t := now
 		e.VerifiedAt = &t
 		e.Digests = DigestCounts(v)
-		s.State, s.Desc = Success, e.Summary
+		s.State, s.Desc = commitstatus.Success, e.Summary
 		s.Comment = !e.Commented
 	case now.Sub(e.Time) > timeout:
 		e.Final = true
-		s.State, s.Desc = Failure, fmt.Sprintf("not verified %s after the sync: %s", timeout, failureReason(v, h))
+		s.State, s.Desc = commitstatus.Failure, fmt.Sprintf("not verified %s after the sync: %s", timeout, failureReason(v, h))
 		s.Comment = !e.Commented
 	case h.Health == verdict.Degraded:
-		s.State, s.Desc = Failure, "Degraded: "+h.Reason
+		s.State, s.Desc = commitstatus.Failure, "Degraded: "+h.Reason
 	default:
-		s.State, s.Desc = Pending, "rolling out: "+e.Summary
+		s.State, s.Desc = commitstatus.Pending, "rolling out: "+e.Summary
 	}
 	if s.State == e.Reported {
 		s.State, s.Desc = "", ""
@@ -114,14 +107,14 @@ func Observed(e history.Entry, v *verdict.Verification, now time.Time) Outcome {
 			e.VerifiedAt = &t
 		}
 		e.Verified, e.Digests = true, DigestCounts(v)
-		s.State, s.Desc = Success, e.Summary
+		s.State, s.Desc = commitstatus.Success, e.Summary
 		s.Comment = !e.Commented
 	case mismatch:
 		e.Verified = false
-		s.State, s.Desc = Failure, e.Summary
+		s.State, s.Desc = commitstatus.Failure, e.Summary
 	default:
-		s.State, s.Desc = Pending, e.Summary
-		if e.Reported == Success {
+		s.State, s.Desc = commitstatus.Pending, e.Summary
+		if e.Reported == commitstatus.Success {
 			s.State, s.Desc = "", ""
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"pinbot.dev/pinbot/internal/commitstatus"
 	"pinbot.dev/pinbot/reconciler/deployer"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/internal/fixture"
@@ -24,16 +25,16 @@ func TestObservedReport(t *testing.T) {
 		name        string
 		e           history.Entry
 		v           *verdict.Verification
-		state       string
+		state       commitstatus.State
 		comment     bool
 		wantVerfied bool
 	}{
-		{name: "behind is pending", v: pending, state: Pending},
-		{name: "pending once", e: history.Entry{Reported: Pending}, v: pending, state: ""},
-		{name: "verified is success and a comment", e: history.Entry{Reported: Pending}, v: verified, state: Success, comment: true, wantVerfied: true},
-		{name: "verified again posts nothing", e: history.Entry{Reported: Success, Verified: true, Commented: true}, v: verified, wantVerfied: true},
-		{name: "a restart after success stays success", e: history.Entry{Reported: Success, Verified: true, Commented: true}, v: pending, wantVerfied: true},
-		{name: "a mismatch is failure", e: history.Entry{Reported: Success, Verified: true, Commented: true}, v: mismatch, state: Failure},
+		{name: "behind is pending", v: pending, state: commitstatus.Pending},
+		{name: "pending once", e: history.Entry{Reported: commitstatus.Pending}, v: pending, state: ""},
+		{name: "verified is success and a comment", e: history.Entry{Reported: commitstatus.Pending}, v: verified, state: commitstatus.Success, comment: true, wantVerfied: true},
+		{name: "verified again posts nothing", e: history.Entry{Reported: commitstatus.Success, Verified: true, Commented: true}, v: verified, wantVerfied: true},
+		{name: "a restart after success stays success", e: history.Entry{Reported: commitstatus.Success, Verified: true, Commented: true}, v: pending, wantVerfied: true},
+		{name: "a mismatch is failure", e: history.Entry{Reported: commitstatus.Success, Verified: true, Commented: true}, v: mismatch, state: commitstatus.Failure},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.e.Commit, tc.e.Result = head, history.Observed
@@ -52,30 +53,30 @@ func TestSettle(t *testing.T) {
 	synced := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	verified := verdict.Verify("web", "abc", fixture.RolledOut(fixture.Repo+"@"+fixture.DigestB, fixture.Repo+"@"+fixture.DigestB))
 	rolling := verdict.Verify("web", "abc", fixture.RolledOut(fixture.Repo+"@"+fixture.DigestB))
-	pending := history.Entry{Commit: "abc", Time: synced, Result: history.Applied, Reported: Pending}
+	pending := history.Entry{Commit: "abc", Time: synced, Result: history.Applied, Reported: commitstatus.Pending}
 	for _, tc := range []struct {
 		name    string
 		entry   history.Entry
 		v       *verdict.Verification
 		h       verdict.HealthReport
 		at      time.Duration // after the sync
-		state   string
+		state   commitstatus.State
 		desc    string
 		final   bool
 		comment bool
 	}{
 		{name: "verified", entry: pending, v: verified, h: verdict.HealthReport{Health: verdict.Healthy}, at: time.Minute,
-			state: Success, desc: "2/2 Pods run sha256:bbbbbbbbbbbb…", final: true, comment: true},
+			state: commitstatus.Success, desc: "2/2 Pods run sha256:bbbbbbbbbbbb…", final: true, comment: true},
 		{name: "verified while the rollout still progresses", entry: pending, v: verified, h: verdict.HealthReport{Health: verdict.Progressing}, at: time.Minute},
-		{name: "already commented", entry: history.Entry{Commit: "abc", Time: synced, Result: history.Applied, Reported: Failure, Commented: true},
-			v: verified, h: verdict.HealthReport{Health: verdict.Healthy}, state: Success, final: true},
+		{name: "already commented", entry: history.Entry{Commit: "abc", Time: synced, Result: history.Applied, Reported: commitstatus.Failure, Commented: true},
+			v: verified, h: verdict.HealthReport{Health: verdict.Healthy}, state: commitstatus.Success, final: true},
 		{name: "rolling out, status already pending", entry: pending, v: rolling, h: verdict.HealthReport{Health: verdict.Progressing}, at: time.Minute},
 		{name: "rolling out, no status yet", entry: history.Entry{Commit: "abc", Time: synced, Result: history.Applied}, v: rolling,
-			h: verdict.HealthReport{Health: verdict.Progressing}, state: Pending, desc: "rolling out: Deployment web/web: 1/2 Pods"},
+			h: verdict.HealthReport{Health: verdict.Progressing}, state: commitstatus.Pending, desc: "rolling out: Deployment web/web: 1/2 Pods"},
 		{name: "degraded stays open", entry: pending, v: rolling, h: verdict.HealthReport{Health: verdict.Degraded, Reason: "Deployment web/web: pod x container app: ErrImagePull"},
-			at: time.Minute, state: Failure, desc: "Degraded: Deployment web/web: pod x container app: ErrImagePull"},
+			at: time.Minute, state: commitstatus.Failure, desc: "Degraded: Deployment web/web: pod x container app: ErrImagePull"},
 		{name: "timed out", entry: pending, v: rolling, h: verdict.HealthReport{Health: verdict.Progressing, Reason: "Deployment web/web: Ready: 1/2"}, at: 11 * time.Minute,
-			state: Failure, desc: "not verified 10m0s after the sync: Deployment web/web: 1/2 Pods", final: true, comment: true},
+			state: commitstatus.Failure, desc: "not verified 10m0s after the sync: Deployment web/web: 1/2 Pods", final: true, comment: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Sync(tc.entry, tc.v, tc.h, synced.Add(tc.at), 10*time.Minute)
