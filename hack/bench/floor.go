@@ -47,9 +47,15 @@ func newHandFloor(ctx context.Context, b *promoteBench) (*handFloor, error) {
 // git runs git in dir with the admin's credentials in a header, so that
 // no URL carries them.
 func (h *handFloor) git(ctx context.Context, dir string, args ...string) error {
-	basic := base64.StdEncoding.EncodeToString([]byte(h.b.srv.AdminUser + ":" + h.b.srv.Token))
+	return gitAs(ctx, dir, "hand", h.b.srv.AdminUser, h.b.srv.Token, args...)
+}
+
+// gitAs runs git in dir as author with user's token in a header, so that
+// no URL carries it.
+func gitAs(ctx context.Context, dir, author, user, token string, args ...string) error {
+	basic := base64.StdEncoding.EncodeToString([]byte(user + ":" + token))
 	full := append([]string{"-c", "http.extraHeader=Authorization: Basic " + basic,
-		"-c", "user.name=hand", "-c", "user.email=hand@bench.invalid"}, args...)
+		"-c", "user.name=" + author, "-c", "user.email=" + author + "@bench.invalid"}, args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {

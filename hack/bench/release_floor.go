@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -18,17 +16,7 @@ import (
 // call. Each pull request is closed after.
 func (b *releaseBench) releaseFloor(ctx context.Context, n int) ([]time.Duration, error) {
 	dir := filepath.Join(b.tmp, "floor")
-	basic := base64.StdEncoding.EncodeToString([]byte(b.gitea.AdminUser + ":" + b.gitea.Token))
-	git := func(args ...string) error {
-		full := append([]string{"-c", "http.extraHeader=Authorization: Basic " + basic,
-			"-c", "user.name=floor", "-c", "user.email=floor@bench.invalid"}, args...)
-		cmd := exec.CommandContext(ctx, "git", full...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("git %s: %w\n%s", args[0], err, out)
-		}
-		return nil
-	}
+	git := func(args ...string) error { return gitAs(ctx, dir, "floor", b.gitea.AdminUser, b.gitea.Token, args...) }
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
