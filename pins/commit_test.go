@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"pinbot.dev/pinbot/internal/testenv/filetree"
 )
 
 // killedAt runs Set on dir and stops it dead at phase, as kill -9 would:
@@ -75,7 +76,7 @@ func TestSetKilledAtEachPhase(t *testing.T) {
 		}
 	}
 	after := func(digests ...string) map[string]string {
-		dir := writeTree(t, files)
+		dir := filetree.Write(t, files)
 		for _, d := range digests {
 			if _, err := Set(dir, Update{Image: "nginx", Digest: d}, WithJournalDir(t.TempDir())); err != nil {
 				t.Fatal(err)
@@ -96,7 +97,7 @@ func TestSetKilledAtEachPhase(t *testing.T) {
 		{PhaseRenaming, "set", after(digestB, digestC)},
 	} {
 		t.Run(string(tc.phase)+"/then "+tc.next, func(t *testing.T) {
-			dir, jd := writeTree(t, files), t.TempDir()
+			dir, jd := filetree.Write(t, files), t.TempDir()
 			killedAt(t, dir, Update{Image: "nginx", Digest: digestB}, tc.phase, WithJournalDir(jd))
 			if len(leftovers(t, dir)) == 0 || len(journalIn(t, jd)) != 1 {
 				t.Fatalf("the kill left %d staged files and %d journals: the test did not stop Set mid-way", len(leftovers(t, dir)), len(journalIn(t, jd)))
@@ -124,7 +125,7 @@ func TestSetKilledAtEachPhase(t *testing.T) {
 // they were staged (a git reset, another edit) is undone, not replayed
 // over the newer content.
 func TestJournalRollsBackAMovedTree(t *testing.T) {
-	dir, jd := writeTree(t, map[string]string{
+	dir, jd := filetree.Write(t, map[string]string{
 		"a.yaml": "image: nginx@" + digestA + "\n",
 		"b.yaml": "image: nginx@" + digestA + "\n",
 	}), t.TempDir()
@@ -174,7 +175,7 @@ func TestSetRollsBackWhenAReplaceFails(t *testing.T) {
 		}
 	}
 	t.Run("a file became a directory", func(t *testing.T) {
-		dir, jd := writeTree(t, files), t.TempDir()
+		dir, jd := filetree.Write(t, files), t.TempDir()
 		_, err := Set(dir, Update{Image: "nginx", Digest: digestB}, WithJournalDir(jd), WithPhaseHook(func(p Phase) {
 			if p == PhaseRenaming { // a.yaml is replaced; b.yaml goes
 				os.Remove(filepath.Join(dir, "b.yaml"))
@@ -186,7 +187,7 @@ func TestSetRollsBackWhenAReplaceFails(t *testing.T) {
 		check(t, dir, jd, err, want)
 	})
 	t.Run("an immutable file", func(t *testing.T) {
-		dir, jd := writeTree(t, files), t.TempDir()
+		dir, jd := filetree.Write(t, files), t.TempDir()
 		b := filepath.Join(dir, "b.yaml")
 		chattr, err := exec.LookPath("chattr")
 		if err == nil {
@@ -234,7 +235,7 @@ func TestHostileJournal(t *testing.T) {
 		"a link": {link: true, want: "not a regular file"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			dir, jd := writeTree(t, files), t.TempDir()
+			dir, jd := filetree.Write(t, files), t.TempDir()
 			tr, err := openTree(dir)
 			if err != nil {
 				t.Fatal(err)
@@ -268,7 +269,7 @@ func TestHostileJournal(t *testing.T) {
 // TestJournalDirNotPrivate: a journal directory another user may write to
 // is refused: whoever can write there could plant a journal.
 func TestJournalDirNotPrivate(t *testing.T) {
-	dir, jd := writeTree(t, map[string]string{"a.yaml": "image: nginx@" + digestA + "\n"}), t.TempDir()
+	dir, jd := filetree.Write(t, map[string]string{"a.yaml": "image: nginx@" + digestA + "\n"}), t.TempDir()
 	if err := os.Chmod(jd, 0o777); err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +291,7 @@ func TestStagedLookalikeIsTheRepositorys(t *testing.T) {
 		".a.yaml.pinbot-" + strings.Repeat("0", 24):          "notes\n",
 		".a.yaml.pinbot-" + strings.Repeat("0", 24) + ".old": "older notes\n",
 	}
-	dir := writeTree(t, files)
+	dir := filetree.Write(t, files)
 	if _, err := Set(dir, Update{Image: "nginx", Digest: digestB}, WithJournalDir(t.TempDir())); err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +311,7 @@ func TestSetStopsWhenCancelled(t *testing.T) {
 		"b/c.yaml":   "image: nginx@" + digestA + "\n",
 		"Dockerfile": "FROM nginx@" + digestA + "\n",
 	}
-	dir := writeTree(t, files)
+	dir := filetree.Write(t, files)
 	ctx, cancel := context.WithCancel(context.Background())
 	_, err := SetContext(ctx, dir, Update{Image: "nginx", Digest: digestB}, WithPhaseHook(func(p Phase) {
 		if p == PhaseStaged {
@@ -329,7 +330,7 @@ func TestSetStopsWhenCancelled(t *testing.T) {
 // well as its mode (nobody:nogroup stayed nobody:nogroup). Run as another
 // user, the file is that user's already and stays so.
 func TestSetKeepsOwner(t *testing.T) {
-	dir := writeTree(t, map[string]string{"pod.yaml": "image: nginx@" + digestA + "\n"})
+	dir := filetree.Write(t, map[string]string{"pod.yaml": "image: nginx@" + digestA + "\n"})
 	p := filepath.Join(dir, "pod.yaml")
 	uid, gid := os.Getuid(), os.Getgid()
 	if uid == 0 {
@@ -359,7 +360,7 @@ func TestSetKeepsOwner(t *testing.T) {
 // rewritten; Scan and Set warn about it and carry on with the rest.
 func TestLargeFileSkipped(t *testing.T) {
 	big := "image: nginx@" + digestA + "\n" + strings.Repeat("# padding padding padding\n", MaxFileSize/26+1)
-	dir := writeTree(t, map[string]string{
+	dir := filetree.Write(t, map[string]string{
 		"big.yaml":   big,
 		"small.yaml": "image: nginx@" + digestA + "\n",
 	})
@@ -420,7 +421,7 @@ func TestVendoredDirsSkipped(t *testing.T) {
 		"node_modules/pkg/Dockerfile":    "FROM nginx@" + digestA + "\n",
 		"vendor/github.com/x/chart.yaml": "image: nginx@" + digestA + "\n",
 	}
-	dir := writeTree(t, files)
+	dir := filetree.Write(t, files)
 	changes, err := Set(dir, Update{Image: "nginx", Digest: digestB})
 	if err != nil {
 		t.Fatal(err)
@@ -441,7 +442,7 @@ func TestVendoredDirsSkipped(t *testing.T) {
 // give one warning, not two.
 func TestWarningsOnce(t *testing.T) {
 	esc := `"sha256:\x61` + strings.Repeat("a", 63) + `"`
-	dir := writeTree(t, map[string]string{
+	dir := filetree.Write(t, map[string]string{
 		"kustomization.yaml": "images: [{name: nginx, digest: " + esc + "}, {name: redis, digest: " + esc + "}]\n",
 	})
 	var got []string

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/internal/testenv/filetree"
 )
 
 var (
@@ -19,24 +20,8 @@ var (
 	digestC = "sha256:" + strings.Repeat("c", 64)
 )
 
-// writeTree writes files (slash paths) under a new temporary directory.
-func writeTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for p, content := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 func TestScan(t *testing.T) {
-	dir := writeTree(t, map[string]string{
+	dir := filetree.Write(t, map[string]string{
 		"apps/pod.yaml": "kind: Pod\nspec:\n  containers:\n  - name: a\n    image: nginx:1.27@" + digestA + "\n" +
 			"  - name: b\n    image: '127.0.0.1:5000/org/app@" + digestB + "' # pinbot: ignore\n" +
 			"  - name: c\n    image: nginx:1.27\n",
@@ -70,7 +55,7 @@ func TestSetMalformedYAMLMentioningImage(t *testing.T) {
 		"b/bad.yaml":  "kind: Pod\nspec:\n  containers:\n  - image: nginx@" + digestA + "\n    args: [unclosed\n",
 		"c/good.yaml": "image: nginx@" + digestA + "\n",
 	}
-	dir := writeTree(t, files)
+	dir := filetree.Write(t, files)
 	before := readTree(t, dir)
 	_, err := Set(dir, Update{Image: "nginx", Digest: digestB})
 	var se *SyntaxError
@@ -89,7 +74,7 @@ func TestSetMalformedYAMLMentioningImage(t *testing.T) {
 }
 
 func TestSetMalformedYAMLNotMentioningImage(t *testing.T) {
-	dir := writeTree(t, map[string]string{
+	dir := filetree.Write(t, map[string]string{
 		"good.yaml":  "image: nginx@" + digestA + "\n",
 		"other.yaml": "image: redis@" + digestA + "\n  : [\n",
 	})
@@ -155,12 +140,12 @@ func TestInvalidUpdate(t *testing.T) {
 }
 
 func TestSymlinks(t *testing.T) {
-	outside := writeTree(t, map[string]string{
+	outside := filetree.Write(t, map[string]string{
 		"out.yaml":      "image: nginx@" + digestA + "\n",
 		"dir/more.yaml": "image: nginx@" + digestA + "\n",
 	})
 	outsideBefore := readTree(t, outside)
-	dir := writeTree(t, map[string]string{"real.yaml": "image: nginx@" + digestA + "\n"})
+	dir := filetree.Write(t, map[string]string{"real.yaml": "image: nginx@" + digestA + "\n"})
 	for link, target := range map[string]string{
 		"link-out.yaml": filepath.Join(outside, "out.yaml"),
 		"link-dir":      filepath.Join(outside, "dir"),
@@ -193,7 +178,7 @@ func TestSymlinks(t *testing.T) {
 }
 
 func TestSetKeepsFileMode(t *testing.T) {
-	dir := writeTree(t, map[string]string{
+	dir := filetree.Write(t, map[string]string{
 		"private.yaml": "image: nginx@" + digestA + "\n",
 		"Dockerfile":   "FROM nginx@" + digestA + "\n",
 	})
@@ -222,7 +207,7 @@ func TestSetKeepsFileMode(t *testing.T) {
 }
 
 func TestSetAllOrNothing(t *testing.T) {
-	dir := writeTree(t, map[string]string{
+	dir := filetree.Write(t, map[string]string{
 		"a.yaml": "image: nginx@" + digestA + "\n",
 		"b.yaml": "image: nginx@" + digestA + "\n",
 		"z.yaml": "image: nginx:1@" + digestA + "\nargs: [unclosed\n",
@@ -243,7 +228,7 @@ func TestSetAllOrNothing(t *testing.T) {
 }
 
 func TestDigestsTableAndInclude(t *testing.T) {
-	dir := writeTree(t, map[string]string{
+	dir := filetree.Write(t, map[string]string{
 		"prod/pod.yaml":   "image: nginx@" + digestA + "\n",
 		"prod/Dockerfile": "FROM nginx@" + digestA + "\n",
 		"prod/other.yaml": "image: nginx:1@" + digestC + "\n",
@@ -327,7 +312,7 @@ func TestRewriteChanges(t *testing.T) {
 // name:tag, newTag tag@digest and newName ref@digest, a Flux
 // Kustomization's images, and Bitnami-style Helm tags.
 func TestScanDigestForms(t *testing.T) {
-	dir := writeTree(t, map[string]string{
+	dir := filetree.Write(t, map[string]string{
 		"Dockerfile": "ARG BASE=golang:1.26@" + digestA + "\nARG UNUSED=golang@" + digestA + "\nFROM ${BASE} AS build\nFROM $BASE\n",
 		"task.yaml":  "spec:\n  params:\n  - name: b\n    default: nginx:1.27@" + digestA + "\n  - name: s\n    default: run nginx@" + digestA + "\n",
 		"kustomization.yaml": "images:\n- name: nginx:1.27\n  digest: " + digestA + "\n- name: web\n  newTag: v1@" + digestB +

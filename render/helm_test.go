@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"pinbot.dev/pinbot/internal/testenv/filetree"
 )
 
 // webChart is a chart with a committed dependency, CRDs, hooks of every
@@ -112,7 +113,7 @@ func byName(objs []*unstructured.Unstructured) map[string]*unstructured.Unstruct
 var cluster = Capabilities{KubeVersion: "v1.34.2", APIVersions: []string{"v1", "apps/v1", "example.com/v1", "example.com/v1/Widget"}}
 
 func TestDirHelm(t *testing.T) {
-	root := writeTree(t, webChart())
+	root := filetree.Write(t, webChart())
 	got, err := FS(dirFS(t, root), "charts/web", WithCapabilities(cluster), WithHelm(Helm{
 		ReleaseName: "shop",
 		Namespace:   "prod",
@@ -168,7 +169,7 @@ func TestDirHelmDefaults(t *testing.T) {
 	files := webChart()
 	files["charts/web/Chart.yaml"] = strings.Replace(files["charts/web/Chart.yaml"], `kubeVersion: ">=1.30.0-0"`, "", 1)
 	files["charts/web/values.yaml"] = strings.Replace(files["charts/web/values.yaml"], "enabled: true", "enabled: false", 1)
-	got, err := FS(dirFS(t, writeTree(t, files)), "charts/web")
+	got, err := FS(dirFS(t, filetree.Write(t, files)), "charts/web")
 	if err != nil {
 		t.Fatalf("Dir: %s", err)
 	}
@@ -228,7 +229,7 @@ func TestDirHelmErrors(t *testing.T) {
 			if tc.helm != nil {
 				opts = append(opts, WithHelm(*tc.helm))
 			}
-			_, err := FS(dirFS(t, writeTree(t, files)), "charts/web", opts...)
+			_, err := FS(dirFS(t, filetree.Write(t, files)), "charts/web", opts...)
 			var re *Error
 			if !errors.As(err, &re) {
 				t.Fatalf("Dir error = %v, want an *Error", err)
@@ -241,8 +242,8 @@ func TestDirHelmErrors(t *testing.T) {
 }
 
 func TestDirHelmSymlinkOutOfRepo(t *testing.T) {
-	outside := writeTree(t, map[string]string{"secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: stolen}\n"})
-	root := writeTree(t, map[string]string{"app/Chart.yaml": "apiVersion: v2\nname: app\nversion: 1.0.0\n"})
+	outside := filetree.Write(t, map[string]string{"secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: stolen}\n"})
+	root := filetree.Write(t, map[string]string{"app/Chart.yaml": "apiVersion: v2\nname: app\nversion: 1.0.0\n"})
 	if err := os.MkdirAll(filepath.Join(root, "app", "templates"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +257,7 @@ func TestDirHelmSymlinkOutOfRepo(t *testing.T) {
 }
 
 func TestDirHelmSettingsWithoutChart(t *testing.T) {
-	root := writeTree(t, map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"})
+	root := filetree.Write(t, map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"})
 	_, err := FS(dirFS(t, root), "app", WithHelm(Helm{ReleaseName: "x"}))
 	if err == nil || !strings.Contains(err.Error(), "no Chart.yaml") {
 		t.Errorf("Dir error = %v, want a refusal of helm settings on a plain directory", err)
@@ -264,7 +265,7 @@ func TestDirHelmSettingsWithoutChart(t *testing.T) {
 }
 
 func TestDirWithDiscovery(t *testing.T) {
-	root := writeTree(t, map[string]string{
+	root := filetree.Write(t, map[string]string{
 		"plain/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
 	})
 	calls := 0
@@ -276,7 +277,7 @@ func TestDirWithDiscovery(t *testing.T) {
 		t.Errorf("discovery called %d times for a plain directory, want 0", calls)
 	}
 
-	root = writeTree(t, webChart())
+	root = filetree.Write(t, webChart())
 	got, err := FS(dirFS(t, root), "charts/web", WithDiscovery(discover))
 	if err != nil {
 		t.Fatalf("Dir(chart): %s", err)

@@ -15,23 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"pinbot.dev/pinbot/internal/confined"
+	"pinbot.dev/pinbot/internal/testenv/filetree"
 )
-
-// writeTree creates files (slash paths to contents) under a temp dir.
-func writeTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	root := t.TempDir()
-	for name, body := range files {
-		p := filepath.Join(root, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
-}
 
 // names lists "Kind ns/name" for each object, in order.
 func names(objs []*unstructured.Unstructured) []string {
@@ -52,7 +37,7 @@ const (
 )
 
 func TestDirPlain(t *testing.T) {
-	root := writeTree(t, map[string]string{
+	root := filetree.Write(t, map[string]string{
 		"envs/prod/a.yaml":         "# leading comment\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: one}\ndata: {n: '1'}\n---\n---\n# only a comment\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: two, namespace: other}\n",
 		"envs/prod/sub/b.yml":      "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 3\n  template:\n    spec:\n      containers: [{name: app, image: 'r.example/app@" + digestA + "'}]\n",
 		"envs/prod/c.json":         `{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc"}}]}`,
@@ -102,7 +87,7 @@ func TestDirErrors(t *testing.T) {
 			path: "../etc", want: "path escapes the repository", file: "../etc"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root := writeTree(t, tc.files)
+			root := filetree.Write(t, tc.files)
 			_, err := FS(dirFS(t, root), tc.path)
 			var re *Error
 			if !errors.As(err, &re) {
@@ -116,7 +101,7 @@ func TestDirErrors(t *testing.T) {
 }
 
 func TestDirKustomize(t *testing.T) {
-	root := writeTree(t, map[string]string{
+	root := filetree.Write(t, map[string]string{
 		"base/kustomization.yaml":      "resources: [deploy.yaml]\n",
 		"base/deploy.yaml":             "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      containers: [{name: app, image: 'r.example/app:v1'}]\n",
 		"envs/prod/kustomization.yaml": "namespace: prod\nresources: [../../base, cm.yaml]\nimages:\n- name: r.example/app\n  digest: " + digestB + "\n",
@@ -162,7 +147,7 @@ func TestDirKustomizeRefusals(t *testing.T) {
 			"render: app/kustomization.yaml: kustomize build:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := FS(dirFS(t, writeTree(t, tc.files)), "app")
+			_, err := FS(dirFS(t, filetree.Write(t, tc.files)), "app")
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Dir error = %v, want it to contain %q", err, tc.want)
 			}
@@ -171,8 +156,8 @@ func TestDirKustomizeRefusals(t *testing.T) {
 }
 
 func TestDirKustomizeSymlinkOutOfRepo(t *testing.T) {
-	outside := writeTree(t, map[string]string{"secret.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stolen}\n"})
-	root := writeTree(t, map[string]string{"app/kustomization.yaml": "resources: [link.yaml]\n"})
+	outside := filetree.Write(t, map[string]string{"secret.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stolen}\n"})
+	root := filetree.Write(t, map[string]string{"app/kustomization.yaml": "resources: [link.yaml]\n"})
 	if err := os.Symlink(filepath.Join(outside, "secret.yaml"), filepath.Join(root, "app", "link.yaml")); err != nil {
 		t.Fatal(err)
 	}
@@ -198,8 +183,8 @@ func dirFS(t *testing.T, root string) fs.FS {
 // outside the repository, to /dev/zero and to a FIFO are skipped, not
 // read: the render holds the repository's own manifest only, at once.
 func TestPlainDirFollowsNoLink(t *testing.T) {
-	outside := writeTree(t, map[string]string{"secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: outside}\n"})
-	root := writeTree(t, map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: inside}\n"})
+	outside := filetree.Write(t, map[string]string{"secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: outside}\n"})
+	root := filetree.Write(t, map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: inside}\n"})
 	for name, target := range map[string]string{"out.yaml": filepath.Join(outside, "secret.yaml"), "zero.yaml": "/dev/zero", "dir": outside} {
 		if err := os.Symlink(target, filepath.Join(root, "app", name)); err != nil {
 			t.Fatal(err)
@@ -234,7 +219,7 @@ func TestPlainDirFollowsNoLink(t *testing.T) {
 // on when the render's context ends, instead of holding the caller (a
 // sync, a SIGTERM).
 func TestRenderStopsWithTheContext(t *testing.T) {
-	root := writeTree(t, map[string]string{
+	root := filetree.Write(t, map[string]string{
 		"chart/Chart.yaml":          "apiVersion: v2\nname: busy\nversion: 0.1.0\n",
 		"chart/templates/loop.yaml": "{{ range until 20000 }}{{ range until 20000 }}{{ end }}{{ end }}\n",
 	})

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"pinbot.dev/pinbot/internal/testenv/filetree"
 )
 
 // These tests run the built binary and signal or kill it at a named phase
@@ -55,21 +56,6 @@ func manyFiles(n int, digest string) map[string]string {
 			"kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n      - image: nginx:1.27@" + digest + " # keep\n"
 	}
 	return files
-}
-
-func writeTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for p, c := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
 }
 
 // readTree returns every file under dir by relative path.
@@ -150,7 +136,7 @@ func TestSignalStopsPinsSet(t *testing.T) {
 	files := manyFiles(300, digestA)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
-			dir := writeTree(t, files)
+			dir := filetree.Write(t, files)
 			cmd := startPaused(t, "staged", "pins", "set", "nginx@"+digestB, "--dir", dir)
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
@@ -175,7 +161,7 @@ func TestKillDuringPinsSet(t *testing.T) {
 	files, want := manyFiles(n, digestA), manyFiles(n, digestB)
 	for _, phase := range []string{"staged", "journaled", "renaming"} {
 		t.Run(phase, func(t *testing.T) {
-			dir := writeTree(t, files)
+			dir := filetree.Write(t, files)
 			cmd := startPaused(t, phase, "pins", "set", "nginx@"+digestB, "--dir", dir)
 			if err := cmd.Process.Kill(); err != nil {
 				t.Fatal(err)
@@ -205,7 +191,7 @@ func TestKillDuringPinsSet(t *testing.T) {
 // warning; the rest is listed and the exit code is 0. Run as root, the
 // command runs as nobody so that permissions apply.
 func TestPinsListUnreadableFile(t *testing.T) {
-	dir := writeTree(t, map[string]string{
+	dir := filetree.Write(t, map[string]string{
 		"a.yaml":      "image: nginx@" + digestA + "\n",
 		"secret.yaml": "image: redis@" + digestA + "\n",
 		"z.yaml":      "image: busybox@" + digestA + "\n",

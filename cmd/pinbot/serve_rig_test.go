@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"pinbot.dev/pinbot/internal/testenv/filetree"
 	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/internal/testenv/stack"
 	"pinbot.dev/pinbot/reconciler/history"
@@ -75,7 +76,7 @@ func (r *serveRig) image(name, tag string) (repo, digest string) {
 func (r *serveRig) createRepo(name string, files map[string]string) string {
 	r.t.Helper()
 	g := r.peers.Gitea
-	commit, err := g.CreateRepoFromDir(r.ctx, g.AdminUser, name, "main", writeTree(r.t, files))
+	commit, err := g.CreateRepoFromDir(r.ctx, g.AdminUser, name, "main", filetree.Write(r.t, files))
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"pinbot.dev/pinbot/internal/testenv/filetree"
 	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/internal/testenv/stack"
 	"pinbot.dev/pinbot/reconciler/history"
@@ -155,7 +156,7 @@ func TestServeShards(t *testing.T) {
 	}
 
 	// A push, announced to one replica only, reaches each app's holder.
-	second, err := g.PushDir(ctx, g.AdminUser, "manifests", "main", writeTree(t, files(2)), "Generation 2")
+	second, err := g.PushDir(ctx, g.AdminUser, "manifests", "main", filetree.Write(t, files(2)), "Generation 2")
 	if err != nil {
 		t.Fatal(err)
 	}

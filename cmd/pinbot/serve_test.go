@@ -19,6 +19,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"pinbot.dev/pinbot/internal/testenv/filetree"
 	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/internal/testenv/stack"
 	"pinbot.dev/pinbot/reconciler/history"
@@ -87,7 +88,7 @@ spec:
 	repo, digest = rig.image("web", "v1")
 	first := rig.createRepo("manifests", manifest(1))
 	rig.config(fmt.Sprintf("{url: %q}", g.URL), "")
-	writeApp := func(replicas int) string { return writeTree(t, manifest(replicas)) }
+	writeApp := func(replicas int) string { return filetree.Write(t, manifest(replicas)) }
 	start := func(id string) *replica { return rig.serve(id, "--shutdown-timeout", "10s", "-v") }
 	holder, entries := rig.holder, rig.entries
 	synced := func(commit string) int {
