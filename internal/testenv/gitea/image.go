@@ -2,6 +2,7 @@ package gitea
 
 import (
 	"fmt"
+	"runtime"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -69,12 +70,18 @@ type Index struct {
 }
 
 // PushRandomIndex pushes an OCI index of small random images to Gitea's
-// registry as ref: one for linux/amd64, one for linux/arm64/v8 and an
-// unknown/unknown entry, the platform buildx gives attestations.
+// registry as ref: one for linux/amd64, one for linux/arm64/v8, one for
+// the host's architecture when it is neither (a node of the host's
+// platform always finds its child), and an unknown/unknown entry, the
+// platform buildx gives attestations.
 func (s *Server) PushRandomIndex(ref string) (Index, error) {
 	out := Index{Children: map[string]string{}, Configs: map[string]string{}}
+	platforms := []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64", Variant: "v8"}}
+	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		platforms = append(platforms, v1.Platform{OS: "linux", Architecture: runtime.GOARCH})
+	}
 	var adds []mutate.IndexAddendum
-	for _, p := range []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64", Variant: "v8"}, {OS: "unknown", Architecture: "unknown"}} {
+	for _, p := range append(platforms, v1.Platform{OS: "unknown", Architecture: "unknown"}) {
 		img, err := platformImage(p)
 		if err != nil {
 			return out, err
