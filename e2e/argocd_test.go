@@ -173,14 +173,7 @@ func TestArgoCDAppliesToAnotherCluster(t *testing.T) {
 	_, v2 := pushImage(t, "argo-spoke", "v2")
 	a, first := newArgoAppTo(t, "argo-spoke", map[string]string{"deploy/web.yaml": deployment(2, repo+"@"+v1)}, "    path: deploy\n", cfg.Host)
 	a.waitSynced(first)
-	_, v := a.waitStatus("verified on the spoke", func(st *status.App, v *verdict.Verification) bool {
-		return st.Commit == first && v != nil && v.Verified
-	})
-	for _, c := range v.Containers {
-		if c.Node != "spoke-amd64" || c.RunningDigest != v1 {
-			t.Errorf("container %s/%s on %s runs %s; want it on the spoke's node, running %s", c.Pod, c.Container, c.Node, c.RunningDigest, v1)
-		}
-	}
+	a.waitVerifiedOn("verified on the spoke", first, "spoke-amd64", v1)
 	if _, err := env.Kube.AppsV1().Deployments("argo-spoke").Get(testCtx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the hub has Deployment argo-spoke/web (err %v): Argo CD should have synced to the spoke only", err)
 	}
@@ -405,14 +398,7 @@ spec:
 	a.start("argocd: {application: argo-api, namespace: argocd}",
 		fmt.Sprintf("argocd: {url: %q, tokenFile: %q, via: api}", env.argo.URL, tokenFile))
 	a.waitSynced(first)
-	_, v := a.waitStatus("verified through Argo CD's API", func(st *status.App, v *verdict.Verification) bool {
-		return st.Commit == first && v != nil && v.Verified
-	})
-	for _, c := range v.Containers {
-		if c.Node != "spoke-amd64" || c.RunningDigest != v1 {
-			t.Errorf("container %s/%s on %s runs %s; want it on the spoke's node, running %s", c.Pod, c.Container, c.Node, c.RunningDigest, v1)
-		}
-	}
+	a.waitVerifiedOn("verified through Argo CD's API", first, "spoke-amd64", v1)
 	merge := a.push(map[string]string{"deploy/web.yaml": deployment(2, repo+"@"+v2)}, "Promote argo-api to v2")
 	a.waitSynced(merge)
 	a.wantDigests(merge, map[string]string{"app": v2})

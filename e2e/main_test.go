@@ -353,6 +353,20 @@ func (a *app) waitStatus(what string, cond func(*status.App, *verdict.Verificati
 	return st, v
 }
 
+// waitVerifiedOn waits for the app's proof at commit and checks that every
+// container runs digest on node.
+func (a *app) waitVerifiedOn(what, commit, node, digest string) {
+	a.t.Helper()
+	_, v := a.waitStatus(what, func(st *status.App, v *verdict.Verification) bool {
+		return st.Commit == commit && v != nil && v.Verified
+	})
+	for _, c := range v.Containers {
+		if c.Node != node || c.RunningDigest != digest {
+			a.t.Errorf("container %s/%s on %s runs %s; want it on %s, running %s", c.Pod, c.Container, c.Node, c.RunningDigest, node, digest)
+		}
+	}
+}
+
 func describe(st *status.App, v *verdict.Verification) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "commit %.8s deployed %.8s sync %s health %s (%s) verified %t: %s; error %q", st.Commit, st.DeployedCommit, st.Sync, st.Health, st.HealthReason, st.Verified, st.Verification, st.Error)
