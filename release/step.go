@@ -87,8 +87,9 @@ type Proof struct {
 
 // Step brings the ledger up to what in shows and returns what to do: a
 // digest proven upstream is proposed onward at once, its gate pending
-// until it has held for the soak and then following its upstream proof, a merged digest that fails to prove within the window
-// is rolled back to the last proven one and held there and below, and an
+// until it has held for the soak and then following its upstream proof;
+// a merged digest that fails to prove within the window is rolled back
+// to the last proven one and held there and below; and an
 // environment in a freeze window gets nothing opened or merged. It
 // changes l; actions that succeed are recorded with Ledger.Proposed and
 // friends.
