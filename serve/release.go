@@ -38,6 +38,7 @@ type releaser struct {
 
 	mu     sync.Mutex
 	chains map[string]release.Chain // by repository, as last read
+	sched  *schedule
 
 	// kick wakes run when the proof of an app in a chain changed.
 	kick chan struct{}
@@ -53,17 +54,19 @@ func newReleaser(d *daemon) *releaser {
 	if interval <= 0 {
 		interval = DefaultReleaseInterval
 	}
-	return &releaser{d: d, ledgers: store.New(d.kube, d.ns), interval: interval, now: time.Now, chains: map[string]release.Chain{}, kick: make(chan struct{}, 1)}
+	return &releaser{d: d, ledgers: store.New(d.kube, d.ns), interval: interval, now: time.Now, chains: map[string]release.Chain{}, sched: newSchedule(interval), kick: make(chan struct{}, 1)}
 }
 
-// proofChanged wakes run when app counts in a chain: a proof that starts
-// (or breaks) starts (or restarts) its soak now, not at the next tick.
+// proofChanged makes the chains app counts in due now, and wakes run: a
+// proof that starts (or breaks) starts (or restarts) its soak now, not at
+// the next round.
 func (rl *releaser) proofChanged(app string) {
 	rl.mu.Lock()
 	counts := false
-	for _, c := range rl.chains {
-		for _, e := range c {
-			counts = counts || slices.Contains(e.Apps, app)
+	for repo, c := range rl.chains {
+		if slices.ContainsFunc(c, func(e release.Environment) bool { return slices.Contains(e.Apps, app) }) {
+			rl.sched.wake(repo, rl.now())
+			counts = true
 		}
 	}
 	rl.mu.Unlock()
@@ -126,10 +129,11 @@ func (rl *releaser) warnUnknownApps(ctx context.Context, repo string, chain rele
 		"repo", repo, "apps", unknown)
 }
 
-// run steps every chain each interval until ctx ends, and sooner when a
-// ledger has a deadline due (a soak ending, a readyTimeout passing):
-// then the onward pull request or the rollback opens when it is due, not
-// up to an interval later.
+// run steps each chain when it is due (schedule) until ctx ends: when
+// its ledger has a deadline due (a soak ending, a readyTimeout passing),
+// when the proof of one of its apps changed, and otherwise every
+// interval. So the onward pull request or the rollback opens when it is
+// due, not up to an interval (or a round of every other chain) later.
 func (rl *releaser) run(ctx context.Context) {
 	if rl.d.promote == nil {
 		return
@@ -137,17 +141,30 @@ func (rl *releaser) run(ctx context.Context) {
 	rl.d.r.OnProofChange(rl.proofChanged)
 	defer rl.d.r.OnProofChange(func(string) {})
 	for {
-		wake := rl.now().Add(rl.interval)
+		targets := map[string]Target{}
+		var names []string
 		for _, t := range rl.repos() {
-			next, err := rl.step(ctx, t)
-			if err != nil && ctx.Err() == nil {
-				logctx.From(ctx).Warn("release step failed", "repo", t.Repo, "error", redact.String(err.Error()))
-			}
-			if !next.IsZero() && next.Before(wake) {
-				wake = next
-			}
+			targets[t.Repo] = t
+			names = append(names, t.Repo)
 		}
-		timer := time.NewTimer(max(time.Until(wake), 0) + deadlineSlack)
+		rl.mu.Lock()
+		repo, wait := rl.sched.next(names, rl.now())
+		rl.mu.Unlock()
+		if repo != "" {
+			now := rl.now()
+			next, err := rl.step(ctx, targets[repo])
+			if err != nil && ctx.Err() == nil {
+				logctx.From(ctx).Warn("release step failed", "repo", repo, "error", redact.String(err.Error()))
+			}
+			rl.mu.Lock()
+			rl.sched.stepped(repo, now, next)
+			rl.mu.Unlock()
+			if ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		timer := time.NewTimer(max(wait, 0) + deadlineSlack)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
@@ -195,12 +212,15 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 	// The decisions go into the ledger before anything is done: a step
 	// whose write meets another's (a leader change, a person's hold
 	// release) does nothing, and the next step decides again from what
-	// is there. So actions and ledger cannot diverge.
-	if v, err = rl.ledgers.Put(ctx, t.Repo, l, v); errors.Is(err, store.ErrConflict) {
-		log.Info("the ledger changed while the step decided; stepping again")
-		return now.Add(time.Second), nil
-	} else if err != nil {
-		return time.Time{}, err
+	// is there. So actions and ledger cannot diverge. A step that
+	// decided nothing and has nothing to do writes nothing.
+	if len(todo) > 0 || v.Changed(l) {
+		if v, err = rl.ledgers.Put(ctx, t.Repo, l, v); errors.Is(err, store.ErrConflict) {
+			log.Info("the ledger changed while the step decided; stepping again")
+			return now.Add(time.Second), nil
+		} else if err != nil {
+			return time.Time{}, err
+		}
 	}
 	var records []func(*release.Ledger)
 	record := func(r func(*release.Ledger)) {

@@ -1,0 +1,89 @@
+package serve
+
+import (
+	"time"
+)
+
+// schedule is when each release chain is due for its next step. A chain
+// is due for a reason (its ledger's deadline passed, a proof of one of
+// its apps changed, a pull request just opened) or for its round (every
+// interval). Chains due for a reason go first, earliest first, so that a
+// soak ending or a rollback's deadline in one repository never waits for
+// the rounds of a thousand others: the cost of a step that matters
+// follows what changed, not how many chains there are.
+//
+// It is not safe for concurrent use; the releaser guards it.
+type schedule struct {
+	interval time.Duration
+	round    map[string]time.Time // the next round, by repository
+	reason   map[string]time.Time // an earlier step, for a reason
+}
+
+func newSchedule(interval time.Duration) *schedule {
+	return &schedule{interval: interval, round: map[string]time.Time{}, reason: map[string]time.Time{}}
+}
+
+// next returns the repository among repos to step at now, or "" and how
+// long until one is due. A repository seen for the first time is due at
+// once; one no longer in repos is forgotten.
+func (s *schedule) next(repos []string, now time.Time) (string, time.Duration) {
+	if len(repos) == 0 {
+		clear(s.round)
+		clear(s.reason)
+		return "", s.interval
+	}
+	known := make(map[string]bool, len(repos))
+	for _, r := range repos {
+		known[r] = true
+		if _, ok := s.round[r]; !ok {
+			s.round[r] = now
+		}
+	}
+	for r := range s.round {
+		if !known[r] {
+			delete(s.round, r)
+			delete(s.reason, r)
+		}
+	}
+	if r, at := earliest(s.reason); r != "" && !at.After(now) {
+		return r, 0
+	}
+	r, at := earliest(s.round)
+	if r != "" && !at.After(now) {
+		return r, 0
+	}
+	if rr, rat := earliest(s.reason); rr != "" && rat.Before(at) {
+		at = rat
+	}
+	return "", at.Sub(now)
+}
+
+// stepped records that repo was stepped at now, and the deadline its
+// ledger gave (zero for none).
+func (s *schedule) stepped(repo string, now, deadline time.Time) {
+	delete(s.reason, repo)
+	s.round[repo] = now.Add(s.interval)
+	if !deadline.IsZero() {
+		s.reason[repo] = deadline
+	}
+}
+
+// wake makes repo due at now, for a reason.
+func (s *schedule) wake(repo string, now time.Time) {
+	if at, ok := s.reason[repo]; !ok || now.Before(at) {
+		s.reason[repo] = now
+	}
+}
+
+// earliest is the repository due first in m, by name on a tie so that
+// the order is stable.
+func earliest(m map[string]time.Time) (string, time.Time) {
+	var repo string
+	var at time.Time
+	for r, t := range m {
+		if repo == "" || t.Before(at) || (t.Equal(at) && r < repo) {
+			repo, at = r, t
+		}
+	}
+	return repo, at
+}
