@@ -53,6 +53,16 @@ type Version struct {
 	// legacy is the ConfigMap of an older pinbot it was read from, to
 	// remove once the ledger is written under Name.
 	legacy string
+	// data is the ledger as read.
+	data string
+}
+
+// Changed reports whether l differs from the ledger v was read with:
+// writing an unchanged ledger costs an API request and tells no one
+// anything, unless the write is to fence what follows.
+func (v Version) Changed(l *release.Ledger) bool {
+	data, err := l.Marshal()
+	return err != nil || !v.exists || v.legacy != "" || string(data) != v.data
 }
 
 // Name is the ConfigMap of repository owner/name: a readable slug and a
@@ -89,7 +99,7 @@ func (s *Ledgers) Get(ctx context.Context, repository string) (*release.Ledger, 
 	if err != nil {
 		return nil, Version{}, fmt.Errorf("ConfigMap %s/%s: %w", s.namespace, Name(repository), err)
 	}
-	return l, Version{rv: cm.ResourceVersion, exists: true}, nil
+	return l, Version{rv: cm.ResourceVersion, exists: true, data: cm.Data[ledgerKey]}, nil
 }
 
 // getLegacy reads repository's ledger from its older name, when the
@@ -142,7 +152,7 @@ func (s *Ledgers) Put(ctx context.Context, repository string, l *release.Ledger,
 			return Version{rv: out.ResourceVersion, exists: true}, fmt.Errorf("removing the ledger's old ConfigMap %s/%s: %w", s.namespace, v.legacy, err)
 		}
 	}
-	return Version{rv: out.ResourceVersion, exists: true}, nil
+	return Version{rv: out.ResourceVersion, exists: true, data: string(data)}, nil
 }
 
 // Update reads repository's ledger, applies change and writes it,

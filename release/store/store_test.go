@@ -101,3 +101,32 @@ func TestLegacyLedgerIsReadOnlyByItsOwnRepository(t *testing.T) {
 		t.Error("the old ConfigMap is still there")
 	}
 }
+
+// TestChangedSkipsTheUnchangedWrite: a ledger read and left as it was is
+// not Changed, one edited or never written is.
+func TestChangedSkipsTheUnchangedWrite(t *testing.T) {
+	ctx := context.Background()
+	s := New(fake.NewSimpleClientset(), "pinbot-system")
+	l, v, err := s.Get(ctx, "platform/manifests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.Changed(l) {
+		t.Error("a ledger never written is not Changed: nothing would create it")
+	}
+	l.Track("prod", "r.example/web").Pinned = "sha256:aa"
+	if _, err := s.Put(ctx, "platform/manifests", l, v); err != nil {
+		t.Fatal(err)
+	}
+	l, v, err = s.Get(ctx, "platform/manifests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Changed(l) {
+		t.Error("the ledger as read is Changed")
+	}
+	l.Track("prod", "r.example/web").Proven = "sha256:aa"
+	if !v.Changed(l) {
+		t.Error("an edited ledger is not Changed")
+	}
+}
