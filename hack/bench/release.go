@@ -21,7 +21,10 @@ import (
 	"pinbot.dev/pinbot/serve"
 )
 
-func init() { register("release", benchRelease) }
+func init() {
+	register("release", func(ctx context.Context, r *report) error { return benchRelease(ctx, r, 0) })
+	register("release-scale", func(ctx context.Context, r *report) error { return benchRelease(ctx, r, releaseFillApps) })
+}
 
 // The release measurements: one repository with staging then prod, two
 // replicas each, pinbot serve stepping the chain every second.
@@ -35,12 +38,15 @@ const (
 )
 
 // releaseBench is one run's chain: the peers, the pinned references
-// (repo:tag@digest) pushed for it, and the serve child.
+// (repo:tag@digest) pushed for it, serve's config and the serve child.
 type releaseBench struct {
 	*recBench
 	refs  []string
 	cfg   string
 	serve *serveChild
+	// fill is how many other apps serve runs besides the chain measured
+	// (release_scale.go), in chains of their own.
+	fill int
 }
 
 // benchRelease measures the targets of issue 21: from the upstream proof
@@ -48,14 +54,15 @@ type releaseBench struct {
 // a failing proof's deadline to the rollback pull request being open. The
 // proof's start is what the bench itself sees in the cluster (every
 // replica Ready on the digest, no other Pod), so pinbot's own lag in
-// noticing it counts against pinbot.
-func benchRelease(ctx context.Context, r *report) error {
+// noticing it counts against pinbot. With fill, serve also runs that many
+// other apps in chains of their own, which must not slow the one measured.
+func benchRelease(ctx context.Context, r *report, fill int) error {
 	rb, done, err := startRecBench(ctx, "release")
 	defer done()
 	if err != nil {
 		return err
 	}
-	b, tmp := &releaseBench{recBench: rb}, rb.tmp
+	b, tmp := &releaseBench{recBench: rb, fill: fill}, rb.tmp
 	if err := b.setUp(ctx); err != nil {
 		return err
 	}
@@ -79,10 +86,11 @@ func benchRelease(ctx context.Context, r *report) error {
 		}
 		onward, opened, noticed = append(onward, late), append(opened, open), append(noticed, lag)
 	}
+	at := fmt.Sprintf(" (%s apps)", thousands(2+fill))
 	p50 := recMedian(onward)
-	r.check("release: soak complete upstream → downstream PR's gate green, p50", recRound(p50).String()+" ("+recDurations(onward)+")", "≤ 2s", p50 <= 2*time.Second)
-	r.info("release: proof held in the cluster → downstream PR open (gate pending while it soaks), p50", recRound(recMedian(opened)).String()+" ("+recDurations(opened)+")")
-	r.info("release: proof held in the cluster → in pinbot's ledger, p50", recRound(recMedian(noticed)).String()+" ("+recDurations(noticed)+")")
+	r.check("release"+at+": soak complete upstream → downstream PR's gate green, p50", recRound(p50).String()+" ("+recDurations(onward)+")", "≤ 2s", p50 <= 2*time.Second)
+	r.info("release"+at+": proof held in the cluster → downstream PR open (gate pending while it soaks), p50", recRound(recMedian(opened)).String()+" ("+recDurations(opened)+")")
+	r.info("release"+at+": proof held in the cluster → in pinbot's ledger, p50", recRound(recMedian(noticed)).String()+" ("+recDurations(noticed)+")")
 
 	var rollback []time.Duration
 	bad := b.refs[releaseRounds+1:]
@@ -94,19 +102,20 @@ func benchRelease(ctx context.Context, r *report) error {
 		rollback = append(rollback, late)
 	}
 	worst := max(rollback[0], rollback[1])
-	r.check("release: failing proof's deadline → rollback PR open, worst", recRound(worst).String()+" (never Ready "+recRound(rollback[0]).String()+", crash loop "+recRound(rollback[1]).String()+")", "≤ 5s", worst <= 5*time.Second)
+	r.check("release"+at+": failing proof's deadline → rollback PR open, worst", recRound(worst).String()+" (never Ready "+recRound(rollback[0]).String()+", crash loop "+recRound(rollback[1]).String()+")", "≤ 5s", worst <= 5*time.Second)
 	mid := recMedian(rollback)
-	r.check("release: failing proof's deadline → rollback PR open, p50", recRound(mid).String(), "≤ 2s", mid <= 2*time.Second)
+	r.check("release"+at+": failing proof's deadline → rollback PR open, p50", recRound(mid).String(), "≤ 2s", mid <= 2*time.Second)
 
 	// What Gitea itself takes to push a branch and open a pull request:
 	// the part of the rollback's figure no pinbot change can remove.
-	floor, err := b.releaseFloor(ctx, 3)
+	floor, open, err := b.releaseFloor(ctx, 3)
 	if err != nil {
 		return fmt.Errorf("the Gitea floor: %w", err)
 	}
 	f50 := recMedian(floor)
-	r.info("release: Gitea's floor, git push of a branch + one API call opening its PR, p50", recRound(f50).String()+" ("+recDurations(floor)+")")
-	r.info("release: rollback PR p50 over Gitea's floor", fmt.Sprintf("%.2fx", float64(mid)/float64(f50)))
+	r.info("release"+at+": Gitea's floor, the API call opening a PR alone, p50", recRound(recMedian(open)).String()+" ("+recDurations(open)+")")
+	r.info("release"+at+": Gitea's floor, git push of a branch + one API call opening its PR, p50", recRound(f50).String()+" ("+recDurations(floor)+")")
+	r.info("release"+at+": rollback PR p50 over Gitea's floor", fmt.Sprintf("%.2fx", float64(mid)/float64(f50)))
 	return nil
 }
 
@@ -142,15 +151,23 @@ func (b *releaseBench) setUp(ctx context.Context) error {
 		return err
 	}
 	url := b.gitea.RepoURL(b.owner, releaseRepo)
-	b.cfg = filepath.Join(b.tmp, "release.yaml")
-	return os.WriteFile(b.cfg, fmt.Appendf(nil, `interval: 2s
+	cfg := fmt.Sprintf(`interval: 2s
 forge: {url: %q, tokenFile: %q}
 apps:
   - {name: shop-staging, repo: %s, branch: main, path: envs/staging, namespace: staging, allowNamespaces: [staging], syncPolicy: {automated: true}}
   - {name: shop-prod, repo: %s, branch: main, path: envs/prod, namespace: prod, allowNamespaces: [prod], syncPolicy: {automated: true}}
 promote:
   - {repo: %s/%s, images: [%s]}
-`, b.gitea.URL, b.token, url, url, b.owner, releaseRepo, b.repository()), 0o600)
+`, b.gitea.URL, b.token, url, url, b.owner, releaseRepo, b.repository())
+	if b.fill > 0 {
+		more, err := b.setUpFill(ctx)
+		if err != nil {
+			return fmt.Errorf("the other %d apps: %w", b.fill, err)
+		}
+		cfg += more
+	}
+	b.cfg = filepath.Join(b.tmp, "release.yaml")
+	return os.WriteFile(b.cfg, []byte(cfg), 0o600)
 }
 
 // onward promotes ref into staging as CI would and merges it, then
@@ -373,3 +390,9 @@ func releaseDeployment(ns, image string) string {
 
 // refDigest is the digest of a pinned reference repo:tag@digest.
 func refDigest(ref string) string { return ref[strings.LastIndex(ref, "@")+1:] }
+
+// byDigest is a pinned reference repo:tag@digest as repo@digest.
+func byDigest(ref string) string {
+	tagged, digest, _ := strings.Cut(ref, "@")
+	return tagged[:strings.LastIndex(tagged, ":")] + "@" + digest
+}

@@ -113,8 +113,7 @@ func (b *scaleBench) populate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tagged, digest, _ := strings.Cut(refs[0], "@")
-	b.image = tagged[:strings.LastIndex(tagged, ":")] + "@" + digest
+	b.image = byDigest(refs[0])
 	dir := filepath.Join(b.tmp, "manifests")
 	for i := range scaleApps {
 		d := filepath.Join(dir, "apps", appName(i))
@@ -208,28 +207,37 @@ func (b *scaleBench) application(i int) *unstructured.Unstructured {
 	if i%2 == 1 {
 		dest = map[string]any{"name": "spoke", "namespace": appNamespace(i)}
 	}
+	return syncedApplication(appName(i), "bench=scale", b.gitea.RepoURL(b.owner, "scale"), "apps/"+appName(i), dest, appName(i), b.commit)
+}
+
+// syncedApplication is Application name, labelled with label (k=v) for
+// serve's discovery, whose source is path of repoURL, synced at commit as
+// Argo CD reports it, with one resource: Deployment deployment in dest's
+// namespace.
+func syncedApplication(name, label, repoURL, path string, dest map[string]any, deployment, commit string) *unstructured.Unstructured {
+	k, v, _ := strings.Cut(label, "=")
 	now := time.Now().UTC().Format(time.RFC3339)
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1",
 		"kind":       "Application",
-		"metadata":   map[string]any{"name": appName(i), "namespace": "argocd", "labels": map[string]any{"bench": "scale"}},
+		"metadata":   map[string]any{"name": name, "namespace": "argocd", "labels": map[string]any{k: v}},
 		"spec": map[string]any{
 			"project":     "default",
-			"source":      map[string]any{"repoURL": b.gitea.RepoURL(b.owner, "scale"), "path": "apps/" + appName(i), "targetRevision": "main"},
+			"source":      map[string]any{"repoURL": repoURL, "path": path, "targetRevision": "main"},
 			"destination": dest,
 		},
 		"status": map[string]any{
 			"reconciledAt": now,
 			"operationState": map[string]any{
-				"operation": map[string]any{"sync": map[string]any{"revision": b.commit}},
+				"operation": map[string]any{"sync": map[string]any{"revision": commit}},
 				"phase":     "Succeeded", "startedAt": now, "finishedAt": now,
-				"syncResult": map[string]any{"revision": b.commit},
+				"syncResult": map[string]any{"revision": commit},
 			},
-			"history": []any{map[string]any{"id": int64(0), "revision": b.commit, "deployedAt": now}},
+			"history": []any{map[string]any{"id": int64(0), "revision": commit, "deployedAt": now}},
 			"health":  map[string]any{"status": "Healthy"},
-			"sync":    map[string]any{"status": "Synced", "revision": b.commit},
+			"sync":    map[string]any{"status": "Synced", "revision": commit},
 			"resources": []any{map[string]any{"group": "apps", "version": "v1", "kind": "Deployment",
-				"namespace": appNamespace(i), "name": appName(i), "status": "Synced", "health": map[string]any{"status": "Healthy"}}},
+				"namespace": dest["namespace"], "name": deployment, "status": "Synced", "health": map[string]any{"status": "Healthy"}}},
 		},
 	}}
 }
