@@ -45,6 +45,9 @@ func TestReleaseLeaderChangeBetweenActionAndRecord(t *testing.T) {
 		rb := r.track("prod").Rollback
 		return rb != nil && rb.PR == 0 && rb.Failed == bad, r.ledgerSummary()
 	})
+	poll.Until(t, 30*time.Second, "replica a's record of the pull request refused", func() (bool, string) {
+		return strings.Contains(a.log.String(), "the test refuses to record a rollback's pull request"), ""
+	})
 
 	if err := a.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
