@@ -143,6 +143,40 @@ func TestPushRejected(t *testing.T) {
 	}
 }
 
+// TestDeleteBranchAtItsHead: a branch is deleted only while it is at the
+// head given (a lease); one moved since is kept and ErrPushRejected; one
+// gone already is no error.
+func TestDeleteBranchAtItsHead(t *testing.T) {
+	srv := giteatest.Server(t)
+	ctx := context.Background()
+	repo, _ := newRepo(t, srv, map[string]string{"f.yaml": "v: 0\n"})
+	url := srv.RepoURL(repo.Owner, repo.Name)
+	auth := gitforge.Auth{Token: srv.Token}
+	base := fetch(t, "", url, "main", auth)
+	readied := edit(t, base, map[string]string{"f.yaml": "v: 1\n"}, "readied")
+	moved := edit(t, readied, map[string]string{"f.yaml": "v: 2\n"}, "moved")
+	for _, s := range []*gitforge.Snapshot{readied, moved} {
+		if err := s.Push(ctx, "pinbot/rollback", false, auth); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := gitforge.DeleteBranch(ctx, url, "pinbot/rollback", readied.Commit(), auth); !errors.Is(err, gitforge.ErrPushRejected) {
+		t.Fatalf("deleting a branch moved past the lease = %v, want ErrPushRejected", err)
+	}
+	if got := branchSHA(t, srv, repo, "pinbot/rollback"); got != moved.Commit() {
+		t.Fatalf("the moved branch = %q, want it kept at %s", got, moved.Commit())
+	}
+	if err := gitforge.DeleteBranch(ctx, url, "pinbot/rollback", moved.Commit(), auth); err != nil {
+		t.Fatal(err)
+	}
+	if heads, err := gitforge.RemoteHeads(ctx, url, auth, "pinbot/rollback"); err != nil || heads["pinbot/rollback"] != "" {
+		t.Errorf("after the delete: %v, %v; want the branch gone", heads, err)
+	}
+	if err := gitforge.DeleteBranch(ctx, url, "pinbot/rollback", moved.Commit(), auth); err != nil {
+		t.Errorf("deleting a branch gone already = %v", err)
+	}
+}
+
 // TestWarmFetchIsIncremental: a cache on disk, reopened as a new process
 // would, fetches only the objects of what changed since its head: one
 // commit, the trees on the changed path and the changed blob, not the

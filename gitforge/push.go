@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"pinbot.dev/pinbot/internal/redact"
 )
@@ -31,20 +32,11 @@ func (s *Snapshot) push(ctx context.Context, branch string, force bool, auth Aut
 	if branch == "" {
 		return errors.New("pushing: empty branch name")
 	}
-	redact.Register(auth.Token)
-	tr, ep, err := gitTransport(r.url, auth)
+	sess, ar, err := receiving(ctx, r.url, auth)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	sess, err := tr.NewReceivePackSession(ep, auth.method())
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, classify(err))
-	}
 	defer sess.Close()
-	ar, err := sess.AdvertisedReferencesContext(ctx)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, classify(err))
-	}
 	name := plumbing.NewBranchReferenceName(branch)
 	old := plumbing.ZeroHash
 	if refs, err := ar.AllReferences(); err == nil {
@@ -58,12 +50,9 @@ func (s *Snapshot) push(ctx context.Context, branch string, force bool, auth Aut
 	case !force && old != plumbing.ZeroHash && old != s.parent:
 		return fmt.Errorf("%s: %w: the branch is at %s, not at %s", what, ErrPushRejected, Short(old.String()), Short(s.parent.String()))
 	}
-	req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
-	req.Commands = []*packp.Command{{Name: name, Old: old, New: s.commit}}
-	if ar.Capabilities.Supports(capability.ReportStatus) {
-		if err := req.Capabilities.Set(capability.ReportStatus); err != nil {
-			return err
-		}
+	req, err := updateRequest(ar, &packp.Command{Name: name, Old: old, New: s.commit})
+	if err != nil {
+		return err
 	}
 	rd, wr := io.Pipe()
 	req.Packfile = rd
@@ -98,4 +87,82 @@ func pushError(err error) error {
 		return fmt.Errorf("%w: %w", ErrPushRejected, err)
 	}
 	return classify(err)
+}
+
+// DeleteBranch deletes branch on the remote at url when it still points
+// at head, as `git push --force-with-lease=branch:head url :branch` does:
+// a branch moved since (a pull request's new commits) is kept, and
+// reported as ErrPushRejected. A branch already gone is not an error.
+func DeleteBranch(ctx context.Context, url, branch, head string, auth Auth) error {
+	return redact.Error(deleteBranch(ctx, url, branch, head, auth))
+}
+
+func deleteBranch(ctx context.Context, url, branch, head string, auth Auth) error {
+	what := fmt.Sprintf("deleting %s of %s", branch, redact.URL(url))
+	sess, ar, err := receiving(ctx, url, auth)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	defer sess.Close()
+	name := plumbing.NewBranchReferenceName(branch)
+	refs, err := ar.AllReferences()
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	ref, err := refs.Reference(name)
+	switch {
+	case err != nil:
+		return nil // gone already
+	case ref.Hash().String() != head:
+		return fmt.Errorf("%s: %w: it is at %s now, not at %s", what, ErrPushRejected, Short(ref.Hash().String()), Short(head))
+	case !ar.Capabilities.Supports(capability.DeleteRefs):
+		return fmt.Errorf("%s: the remote does not delete branches by push", what)
+	}
+	req, err := updateRequest(ar, &packp.Command{Name: name, Old: ref.Hash(), New: plumbing.ZeroHash})
+	if err != nil {
+		return err
+	}
+	rs, err := sess.ReceivePack(ctx, req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, pushError(err))
+	}
+	if rs != nil {
+		if err := rs.Error(); err != nil {
+			return fmt.Errorf("%s: %w", what, pushError(err))
+		}
+	}
+	return nil
+}
+
+// receiving opens a push session to url and reads the references the
+// remote advertises.
+func receiving(ctx context.Context, url string, auth Auth) (transport.ReceivePackSession, *packp.AdvRefs, error) {
+	redact.Register(auth.Token)
+	tr, ep, err := gitTransport(url, auth)
+	if err != nil {
+		return nil, nil, err
+	}
+	sess, err := tr.NewReceivePackSession(ep, auth.method())
+	if err != nil {
+		return nil, nil, classify(err)
+	}
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		sess.Close()
+		return nil, nil, classify(err)
+	}
+	return sess, ar, nil
+}
+
+// updateRequest is the reference update of cmd, asking for a status
+// report when the remote gives one.
+func updateRequest(ar *packp.AdvRefs, cmd *packp.Command) (*packp.ReferenceUpdateRequest, error) {
+	req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
+	req.Commands = []*packp.Command{cmd}
+	if ar.Capabilities.Supports(capability.ReportStatus) {
+		if err := req.Capabilities.Set(capability.ReportStatus); err != nil {
+			return nil, err
+		}
+	}
+	return req, nil
 }
