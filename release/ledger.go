@@ -68,6 +68,10 @@ type Track struct {
 	// environment; Rollback its open rollback pull request.
 	Proposal *Proposal `json:"proposal,omitempty"`
 	Rollback *Proposal `json:"rollback,omitempty"`
+	// Readied is the rollback branch pushed, with no pull request, while
+	// Merged was inside its readiness window: should it fail, only the
+	// pull request is left to open.
+	Readied *Readied `json:"readied,omitempty"`
 	// FrozenUntil is set while a freeze window holds the environment.
 	FrozenUntil *time.Time `json:"frozenUntil,omitempty"`
 }
@@ -105,6 +109,19 @@ type Proposal struct {
 	// short (a leader change) is redone, never forgotten.
 	Evidence string `json:"evidence,omitempty"`
 	Tag      string `json:"tag,omitempty"`
+	// At is, for a rollback, its commit's time: the failed digest's
+	// merge. The branch readied during the readiness window and the one
+	// the rollback pushes are then the same commit (ReadyRollback).
+	At time.Time `json:"at,omitzero"`
+}
+
+// Readied is a rollback branch pushed ahead of its need: the merged
+// digest it would roll back (Failed), and once pushed, the branch and its
+// head.
+type Readied struct {
+	Failed string `json:"failed"`
+	Branch string `json:"branch,omitempty"`
+	Head   string `json:"head,omitempty"`
 }
 
 // Hold keeps a digest that failed to prove out of an environment.
@@ -254,6 +271,14 @@ func (l *Ledger) Proposed(env, image string, p Proposal) { l.Track(env, image).P
 
 // RollbackOpened records pinbot's open rollback pull request in env.
 func (l *Ledger) RollbackOpened(env, image string, p Proposal) { l.Track(env, image).Rollback = &p }
+
+// RollbackReadied records the rollback branch pushed for failed in env,
+// unless the ledger moved on meanwhile.
+func (l *Ledger) RollbackReadied(env, image, failed, branch, head string) {
+	if t := l.Lookup(env, image); t != nil && t.Readied != nil && t.Readied.Failed == failed {
+		t.Readied.Branch, t.Readied.Head = branch, head
+	}
+}
 
 // Posted records the gate status posted on env's promotion pull request.
 func (l *Ledger) Posted(env, image, gate string) {

@@ -43,6 +43,14 @@ const (
 	Rollback Kind = "rollback"
 	// Report says what pinbot saw and did not act on.
 	Report Kind = "report"
+	// ReadyRollback pushes the branch of the rollback restoring Digest
+	// in Env, should Failed (merged, inside its readiness window) fail,
+	// and opens no pull request: at the deadline only the pull request
+	// is left to open.
+	ReadyRollback Kind = "ready-rollback"
+	// DropRollback deletes a readied rollback's Branch, still at Head:
+	// Failed proved, or the ledger moved on.
+	DropRollback Kind = "drop-rollback"
 )
 
 // Action is one thing Step asks serve to do.
@@ -70,6 +78,10 @@ type Action struct {
 	Tag string
 	// IsRollback: a MergePR of a rollback pull request.
 	IsRollback bool
+	// At is a Rollback's or ReadyRollback's commit time (Proposal.At).
+	At time.Time
+	// Branch and Head: a DropRollback's branch, as it was pushed.
+	Branch string
 }
 
 // Proof is the upstream proof a promotion carries to reviewers.
@@ -126,6 +138,7 @@ func Step(l *Ledger, in Input) []Action {
 			}
 			prove(l, t, env, image, obs, now)
 			out = append(out, watch(l, in.Chain, t, env, image, obs, now, rollbacksHeld)...)
+			out = append(out, readyRollback(t, env.Name, image)...)
 			if t.Rollback != nil && t.Rollback.PR != 0 && env.Rollback == RollbackAuto && !rollbacksHeld {
 				out = append(out, Action{Kind: MergePR, Env: env.Name, Image: image, PR: t.Rollback.PR, Digest: t.Rollback.Digest, IsRollback: true})
 			}
@@ -286,23 +299,51 @@ func watch(l *Ledger, chain Chain, t *Track, env Environment, image string, obs 
 	case m.Rollback:
 		return report(fmt.Sprintf("the rollback to %s failed to prove; pinbot does not roll back a rollback: %s", imageref.Short(m.Digest), failure))
 	}
-	to := t.LastProven
-	if to == m.Digest {
-		to = t.PrevProven
-	}
+	to, tag := rollbackTo(t, m)
 	l.hold(chain.Below(env.Name), Hold{Image: image, Digest: m.Digest, Reason: failure, Since: now, From: env.Name, RolledBackTo: to,
 		Known: knownDigests(t)})
 	if to == "" {
 		return report(fmt.Sprintf("%s failed to prove and is held; no digest was proven here before it, so there is nothing to roll back to: %s", imageref.Short(m.Digest), failure))
 	}
 	l.event(now, env.Name, image, fmt.Sprintf("%s failed to prove and is held; rolling back to %s: %s", imageref.Short(m.Digest), imageref.Short(to), failure))
-	tag := t.LastProvenTag
-	if to == t.PrevProven {
-		tag = t.PrevProvenTag
-	}
 	// The decision goes into the ledger before the pull request exists.
-	t.Rollback = &Proposal{Digest: to, Failed: m.Digest, Evidence: failure, Tag: tag}
+	t.Rollback = &Proposal{Digest: to, Failed: m.Digest, Evidence: failure, Tag: tag, At: m.At}
 	return []Action{rollbackOf(env.Name, image, t.Rollback)}
+}
+
+// rollbackTo is the digest a failure of merge m rolls back to, the last
+// one proven before it, and the tag it had when it was proven.
+func rollbackTo(t *Track, m *Merge) (digest, tag string) {
+	if t.LastProven == m.Digest {
+		return t.PrevProven, t.PrevProvenTag
+	}
+	return t.LastProven, t.LastProvenTag
+}
+
+// readyRollback readies the rollback of a digest merged into env while
+// its readiness window runs: its branch is pushed now, so that a failure
+// at the deadline only has the pull request left to open. The branch
+// goes once the digest proves or the ledger moves on; a rollback that
+// opened keeps it.
+func readyRollback(t *Track, env, image string) []Action {
+	m, r := t.Merged, t.Readied
+	switch {
+	case r != nil && t.Rollback != nil && t.Rollback.Failed == r.Failed:
+		t.Readied = nil // the rollback's pull request is on the branch
+	case r != nil && (m == nil || m.Digest != r.Failed || m.Proved || m.Done):
+		t.Readied = nil
+		if r.Branch != "" {
+			return []Action{{Kind: DropRollback, Env: env, Image: image, Failed: r.Failed, Branch: r.Branch, Head: r.Head}}
+		}
+	case r == nil && m != nil && m.Digest == t.Pinned && !m.Done && !m.Proved && !m.Rollback && t.Rollback == nil:
+		to, tag := rollbackTo(t, m)
+		if to == "" || to == m.Digest {
+			return nil
+		}
+		t.Readied = &Readied{Failed: m.Digest}
+		return []Action{{Kind: ReadyRollback, Env: env, Image: image, Digest: to, Tag: tag, Failed: m.Digest, At: m.At}}
+	}
+	return nil
 }
 
 // settling reports whether the digest merged into n is still inside its
@@ -439,5 +480,5 @@ func Pending(l *Ledger, this []Action) []Action {
 
 // rollbackOf is the Rollback action of decision rb in env.
 func rollbackOf(env, image string, rb *Proposal) Action {
-	return Action{Kind: Rollback, Env: env, Image: image, Digest: rb.Digest, Tag: rb.Tag, Failed: rb.Failed, Evidence: rb.Evidence}
+	return Action{Kind: Rollback, Env: env, Image: image, Digest: rb.Digest, Tag: rb.Tag, Failed: rb.Failed, Evidence: rb.Evidence, At: rb.At}
 }
