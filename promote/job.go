@@ -222,12 +222,18 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 		res.Meta, res.Notes = meta, notes
 		var commit func() (*gitforge.Snapshot, error)
 		if len(changes) > 0 && !dryRun {
-			commit = s.commitOnce(ctx, meta, files)
+			commit = s.commitOnce(ctx, j, meta, files)
 		}
 
 		open, err := lookup()
 		if err != nil {
 			return res, fmt.Errorf("finding the open pull request of %s: %w", j.branch, err)
+		}
+		readying := j.rollback != nil && j.rollback.Ready
+		if readying && open != nil {
+			res.Status, res.Pull = StatusSkipped, open
+			res.Notes = append(notes, fmt.Sprintf("#%d is open on %s: the rollback is not readied over it", open.Number, j.branch))
+			return res, nil
 		}
 		var openMeta *Meta
 		if open != nil {
@@ -284,7 +290,7 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 		}
 
 		if commit == nil {
-			commit = s.commitOnce(ctx, meta, files)
+			commit = s.commitOnce(ctx, j, meta, files)
 		}
 		edited, err := commit()
 		if err != nil {
@@ -317,6 +323,11 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 			continue
 		}
 		meta.Head = head
+		if readying {
+			res.Status, res.Meta = StatusReadied, meta
+			log.Info("readied the rollback branch; no pull request opened", "head", head)
+			return res, nil
+		}
 		proposal.Meta = meta
 		res.Meta, res.Body = meta, RenderBody(proposal)
 		start = time.Now()
@@ -348,8 +359,14 @@ func (s *session) lookupPull(ctx context.Context, j job, attempt int) func() (*g
 // commitOnce commits files, the rewritten pins of meta, on top of the
 // base now and returns a function that gives the commit (or the error).
 // The commit is in the local store only until it is pushed.
-func (s *session) commitOnce(ctx context.Context, meta Meta, files map[string][]byte) func() (*gitforge.Snapshot, error) {
-	author := gitforge.Signature{Name: s.cfg.Author.Name, Email: s.cfg.Author.Email, When: s.env.Now()}
+func (s *session) commitOnce(ctx context.Context, j job, meta Meta, files map[string][]byte) func() (*gitforge.Snapshot, error) {
+	when := s.env.Now()
+	if j.rollback != nil && !j.rollback.At.IsZero() {
+		// Git keeps whole seconds: the readied branch's commit and the
+		// rollback's are the same.
+		when = j.rollback.At.UTC().Truncate(time.Second)
+	}
+	author := gitforge.Signature{Name: s.cfg.Author.Name, Email: s.cfg.Author.Email, When: when}
 	start := time.Now()
 	edited, err := s.snap.Edit(files, CommitMessage(meta), author)
 	if err != nil {

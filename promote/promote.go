@@ -133,6 +133,12 @@ type Request struct {
 type Rollback struct {
 	Failed   string
 	Evidence string
+	// At, when set, is the commit's time (the failed digest's merge), so
+	// that a branch readied ahead (Ready) and the rollback pushed at the
+	// deadline are the same commit, and that push is a no-op.
+	At time.Time
+	// Ready pushes the branch and opens no pull request.
+	Ready bool
 }
 
 // Gate admits a promotion into an environment, or says why not.
@@ -162,8 +168,12 @@ const (
 	StatusSuperseded Status = "superseded"
 	// StatusDryRun: nothing was pushed; Diff and Body show the proposal.
 	StatusDryRun Status = "dry-run"
-	// StatusSkipped: drift left the branch alone (see Result.Notes).
+	// StatusSkipped: drift left the branch alone (see Result.Notes), or a
+	// rollback readied ahead found a pull request open on its branch.
 	StatusSkipped Status = "skipped"
+	// StatusReadied: a rollback's branch was pushed ahead (Rollback.Ready)
+	// and no pull request opened; Meta.Head is its head.
+	StatusReadied Status = "readied"
 )
 
 // Result is the outcome for one branch.
