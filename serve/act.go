@@ -43,13 +43,30 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*
 			log.Info("proposed a proven digest onward", "digest", a.Digest, "from", a.From, "number", p.Number)
 		}
 		return err
+	case release.ReadyRollback:
+		// The branch a failure would open its rollback on, pushed while
+		// the readiness window runs: at the deadline only the pull
+		// request is left to open. Should this fail, the rollback pushes
+		// it then.
+		res, err := promote.Run(ctx, env, rollbackRequest(a, true))
+		for _, r := range res {
+			if r.Status == promote.StatusReadied {
+				record(func(l *release.Ledger) { l.RollbackReadied(a.Env, a.Image, a.Failed, r.Branch, r.Meta.Head) })
+				log.Debug("readied the rollback branch", "branch", r.Branch, "to", a.Digest, "failed", a.Failed)
+			}
+		}
+		return err
+	case release.DropRollback:
+		err := gitforge.DeleteBranch(ctx, env.CloneURL, a.Branch, a.Head, env.Auth)
+		if errors.Is(err, gitforge.ErrPushRejected) {
+			log.Info("the readied rollback branch moved since; kept", "branch", a.Branch)
+			return nil
+		}
+		return err
 	case release.Rollback:
 		// The restored digest goes back with the tag it had when it was
 		// proven here, never the failed release's.
-		res, err := promote.Run(ctx, env, promote.Request{
-			Inputs: []promote.Input{{Image: a.Image, Digest: a.Digest, Tags: tagsOf(a.Tag), Source: promote.SourceRollback}},
-			Target: a.Env, AllowOlder: true, AllowTagMoved: true, Rollback: &promote.Rollback{Failed: a.Failed, Evidence: a.Evidence},
-		})
+		res, err := promote.Run(ctx, env, rollbackRequest(a, false))
 		if p := openPull(res); p != nil {
 			record(func(l *release.Ledger) {
 				l.RollbackOpened(a.Env, a.Image, release.Proposal{PR: p.Number, Digest: a.Digest, Head: p.HeadSHA, Failed: a.Failed})
@@ -89,6 +106,16 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*
 		log.Warn("release: " + a.Evidence)
 	}
 	return nil
+}
+
+// rollbackRequest is the promotion of a Rollback, or of a ReadyRollback
+// (ready): the same commit either way (promote.Rollback.At).
+func rollbackRequest(a release.Action, ready bool) promote.Request {
+	return promote.Request{
+		Inputs: []promote.Input{{Image: a.Image, Digest: a.Digest, Tags: tagsOf(a.Tag), Source: promote.SourceRollback}},
+		Target: a.Env, AllowOlder: true, AllowTagMoved: true,
+		Rollback: &promote.Rollback{Failed: a.Failed, Evidence: a.Evidence, At: a.At, Ready: ready},
+	}
 }
 
 // tagsOf is an Input's Tags for tag, none for "".
