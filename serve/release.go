@@ -88,16 +88,19 @@ func (rl *releaser) repos() []Target {
 			out = append(out, t)
 		}
 	}
-	// Every repository an app of serve's lives in may declare a chain,
+	// Every repository an app of serve's lives in (a discovered app's
+	// too: where its Application deploys from) may declare a chain,
 	// listed under promote: or not.
 	if f := rl.d.cfg.Forge; f != nil {
 		for _, app := range rl.d.r.Config().Apps {
-			repo, err := gitforge.RepoOf(f.URL, app.Repo)
-			if err != nil || seen[repo.String()] {
-				continue // on another forge, or listed already
+			for _, url := range append([]string{app.Repo}, app.DeployedFrom...) {
+				repo, err := gitforge.RepoOf(f.URL, url)
+				if url == "" || err != nil || seen[repo.String()] {
+					continue // none, on another forge, or listed already
+				}
+				seen[repo.String()] = true
+				out = append(out, Target{Repo: repo.String()})
 			}
-			seen[repo.String()] = true
-			out = append(out, Target{Repo: repo.String()})
 		}
 	}
 	return out

@@ -217,6 +217,10 @@ type App struct {
 	Name string `yaml:"name"`
 	// Repo is the Git URL (http, https or file).
 	Repo string `yaml:"repo"`
+	// DeployedFrom are the Git URLs a discovered app's deployer object
+	// names (an Application's sources), so that serve runs the release
+	// chains they declare; never read from the file.
+	DeployedFrom []string `yaml:"-"`
 	// Branch to follow. Default "main".
 	Branch string `yaml:"branch"`
 	// Path of the manifests inside the repository, slash-separated; "" or

@@ -57,6 +57,9 @@ type Selected struct {
 	Annotations     map[string]string
 	// Project is an Application's spec.project.
 	Project string
+	// Repos are the Git repositories an Application deploys from: its
+	// spec.source's and spec.sources' repoURLs.
+	Repos []string
 }
 
 // Kind is who deploys what the discovery selects.
@@ -111,7 +114,7 @@ func (d Discovery) Matches(o Selected) bool {
 // App is the verify-only app of the selected object o.
 func (d Discovery) App(o Selected) App {
 	if d.ArgoCD != nil {
-		return App{Name: o.Name, ArgoCD: &deployer.ArgoCDApp{Application: o.Name, Namespace: o.Namespace}}
+		return App{Name: o.Name, ArgoCD: &deployer.ArgoCDApp{Application: o.Name, Namespace: o.Namespace}, DeployedFrom: o.Repos}
 	}
 	if d.Flux.HelmReleases() {
 		return App{Name: o.Name, Flux: &deployer.FluxApp{HelmRelease: o.Name, Namespace: o.Namespace}}

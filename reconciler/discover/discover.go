@@ -36,7 +36,29 @@ func resourceOf(d config.Discovery) schema.GroupVersionResource {
 // selected is what a discovery sees of an object.
 func selected(u *unstructured.Unstructured) config.Selected {
 	project, _, _ := unstructured.NestedString(u.Object, "spec", "project")
-	return config.Selected{Namespace: u.GetNamespace(), Name: u.GetName(), Labels: u.GetLabels(), Annotations: u.GetAnnotations(), Project: project}
+	return config.Selected{Namespace: u.GetNamespace(), Name: u.GetName(), Labels: u.GetLabels(), Annotations: u.GetAnnotations(), Project: project, Repos: sourceRepos(u)}
+}
+
+// sourceRepos are the repoURLs of an Application's spec.source and
+// spec.sources, each once, in order.
+func sourceRepos(u *unstructured.Unstructured) []string {
+	var out []string
+	add := func(src any) {
+		m, _ := src.(map[string]any)
+		if url, _ := m["repoURL"].(string); url != "" && !slices.Contains(out, url) {
+			out = append(out, url)
+		}
+	}
+	if src, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "source"); ok {
+		add(src)
+	}
+	if srcs, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "sources"); ok {
+		list, _ := srcs.([]any)
+		for _, src := range list {
+			add(src)
+		}
+	}
+	return out
 }
 
 // keepSelected trims a watched object to what selected reads, before it
@@ -62,6 +84,13 @@ func keepSelected(obj any) (any, error) {
 	}
 	if s.Project != "" {
 		_ = unstructured.SetNestedField(out.Object, s.Project, "spec", "project")
+	}
+	if len(s.Repos) > 0 {
+		sources := make([]any, len(s.Repos))
+		for i, url := range s.Repos {
+			sources[i] = map[string]any{"repoURL": url}
+		}
+		_ = unstructured.SetNestedSlice(out.Object, sources, "spec", "sources")
 	}
 	return out, nil
 }

@@ -27,6 +27,9 @@ metadata:
 spec:
   project: prod
   source: {repoURL: https://git.example/shop.git, path: app}
+  sources:
+    - {repoURL: https://git.example/shop.git, path: other}
+    - {repoURL: https://git.example/values.git, ref: values}
 status:
   resources: [{kind: Deployment, name: web}]
   history: [{revision: abc}]
@@ -34,6 +37,9 @@ status:
 		t.Fatal(err)
 	}
 	want := selected(u)
+	if !reflect.DeepEqual(want.Repos, []string{"https://git.example/shop.git", "https://git.example/values.git"}) {
+		t.Errorf("the Application deploys from %q; want its sources' repositories, each once", want.Repos)
+	}
 	got, err := keepSelected(u.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
