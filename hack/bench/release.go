@@ -74,6 +74,9 @@ func benchRelease(ctx context.Context, r *report, fill int) error {
 		return err
 	}
 	defer b.serve.stop()
+	if err := b.hook(ctx, secret); err != nil {
+		return err
+	}
 	if err := b.waitProven(ctx, "prod", refDigest(b.refs[0])); err != nil {
 		return err
 	}
@@ -151,7 +154,7 @@ func (b *releaseBench) setUp(ctx context.Context) error {
 		return err
 	}
 	url := b.gitea.RepoURL(b.owner, releaseRepo)
-	cfg := fmt.Sprintf(`interval: 2s
+	cfg := fmt.Sprintf(`interval: 30s # merges arrive by webhook (hook)
 forge: {url: %q, tokenFile: %q}
 apps:
   - {name: shop-staging, repo: %s, branch: main, path: envs/staging, namespace: staging, allowNamespaces: [staging], syncPolicy: {automated: true}}
@@ -221,6 +224,27 @@ func (b *releaseBench) onward(ctx context.Context, ref string) (late, opened, no
 		return 0, 0, 0, err
 	}
 	return green.Sub(held.Add(releaseSoak)), opened, t.ProvenSince.Sub(held), nil
+}
+
+// hook points the repository's push webhook at serve, as an install
+// does: a merge syncs at once, and serve polls each app's branch only
+// every 30 s.
+func (b *releaseBench) hook(ctx context.Context, secretFile string) error {
+	secret, err := os.ReadFile(secretFile)
+	if err != nil {
+		return err
+	}
+	c, err := b.gitea.Client(ctx)
+	if err != nil {
+		return err
+	}
+	_, _, err = c.CreateRepoHook(b.owner, releaseRepo, sdk.CreateHookOption{
+		Type:   sdk.HookTypeGitea,
+		Config: map[string]string{"url": "http://" + b.serve.addr + "/webhook/gitea", "content_type": "json", "secret": string(secret)},
+		Events: []string{"push"},
+		Active: true,
+	})
+	return err
 }
 
 // waitGate polls the pinbot/gate status of pr's head until it is state.
