@@ -14,6 +14,7 @@ import (
 	sdk "code.gitea.io/sdk/gitea"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/internal/testenv/stack"
 	"pinbot.dev/pinbot/promote"
@@ -143,6 +144,17 @@ func (r *releaseRig) openPull(branch string) *sdk.PullRequest {
 		}
 	}
 	return nil
+}
+
+// branchExists reports whether the repository has branch.
+func (r *releaseRig) branchExists(branch string) bool {
+	r.t.Helper()
+	g := r.peers.Gitea
+	heads, err := gitforge.RemoteHeads(r.ctx, g.RepoURL(g.AdminUser, "manifests"), gitforge.Auth{Token: g.Token}, branch)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return heads[branch] != ""
 }
 
 // merge merges pull request number as a reviewer and returns the merge

@@ -49,6 +49,13 @@ func TestReleaseChain(t *testing.T) {
 	staging := r.pull(r.branch("staging"), time.Minute)
 	r.merge(staging.Index)
 	first := r.waitProven("staging", v2, 2*time.Minute)
+	// v2's rollback was readied while staging's readiness window ran;
+	// once v2 proves, its branch goes.
+	poll.Until(t, 30*time.Second, "the readied rollback of staging dropped", func() (bool, string) {
+		readied := strings.Contains(rep.log.String(), "readied the rollback branch")
+		return readied && !r.branchExists(r.rollbackBranch("staging")) && r.track("staging").Readied == nil,
+			fmt.Sprintf("readied %v; %s", readied, r.ledgerSummary())
+	})
 
 	// Proposed as soon as staging proves it: prod's pull request carries
 	// staging's proof, its gate pending while staging soaks.
