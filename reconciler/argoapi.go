@@ -70,7 +70,7 @@ type apiReader struct {
 // no Nodes: a Pod's platform is what it demands of its Node (see
 // verdict.Snapshot.NodesUnread). It returns the confirm that reads the
 // workloads again.
-func (r *Reconciler) snapshotViaAPI(ctx context.Context, api *spoke.ArgoAPI, app, appNS string, namespaces []string, desired []*unstructured.Unstructured, want map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, func(context.Context, *verdict.Snapshot) string, error) {
+func (r *Reconciler) snapshotViaAPI(ctx context.Context, api *spoke.ArgoAPI, app, appNS string, namespaces []string, desired []*unstructured.Unstructured, want map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, confirmFunc, error) {
 	nodes, err := api.Tree(ctx, app, appNS)
 	if err != nil {
 		return nil, nil, err
@@ -116,7 +116,7 @@ func (r *Reconciler) snapshotViaAPI(ctx context.Context, api *spoke.ArgoAPI, app
 	sort.Slice(snap.Pods, func(i, j int) bool {
 		return snap.Pods[i].Namespace+"/"+snap.Pods[i].Name < snap.Pods[j].Namespace+"/"+snap.Pods[j].Name
 	})
-	confirm := func(ctx context.Context, snap *verdict.Snapshot) string { return confirmWith(ctx, snap, rd.read) }
+	confirm := func(ctx context.Context, snap *verdict.Snapshot) (string, bool) { return confirmWith(ctx, snap, rd.read) }
 	return snap, confirm, nil
 }
 

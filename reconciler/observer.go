@@ -256,7 +256,7 @@ func (ob *observer) verify(ctx context.Context, p *pass, d *deployedApp, auth gi
 	if err != nil {
 		return nil, err
 	}
-	vHead := r.proveWith(ctx, confirm, p.app.Name, head, snap)
+	vHead := r.proveWith(ctx, confirm, p.app.Name, head, snap, p.st.lookAgain)
 	if atHead || d.revision.Commit == "" || d.revision.Abbreviated() {
 		// An abbreviated commit (a HelmRelease of a Git chart) is not
 		// fetched: the head alone is proved.
@@ -282,7 +282,7 @@ func (ob *observer) verify(ctx context.Context, p *pass, d *deployedApp, auth gi
 // the deployer applies to, or, for an Argo CD app read via: api, through
 // Argo CD's API server. It returns the confirm that reads the workloads
 // again. want is desired by reference.
-func (ob *observer) snapshot(ctx context.Context, p *pass, d *deployedApp, namespaces []string, desired []*unstructured.Unstructured, want map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, func(context.Context, *verdict.Snapshot) string, error) {
+func (ob *observer) snapshot(ctx context.Context, p *pass, d *deployedApp, namespaces []string, desired []*unstructured.Unstructured, want map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, confirmFunc, error) {
 	r := ob.r
 	if r.cfg.ArgoCDVia(p.app) == deployer.ViaAPI {
 		api, err := r.argoAPI()

@@ -184,6 +184,10 @@ func (st *appState) runsIn(ns string, owners, allowed []string) bool {
 }
 
 // signal wakes whoever waits on ch, without blocking.
+// lookAgain asks the app's loop for a follow-up pass, as an event of its
+// Pods does.
+func (st *appState) lookAgain() { signal(st.observe) }
+
 func signal(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:

@@ -166,7 +166,7 @@ func (p *pass) observe(ctx context.Context) (*verdict.Verification, verdict.Heal
 		return nil, verdict.HealthReport{}, p.c.fault(err)
 	}
 	p.snap = snap
-	return p.r.proveOn(ctx, p.c, p.app.Name, p.o.Commit, snap), verdict.AssessHealth(snap), nil
+	return p.r.proveOn(ctx, p.c, p.app.Name, p.o.Commit, snap, p.st.lookAgain), verdict.AssessHealth(snap), nil
 }
 
 // conclude settles the sync awaiting verification, if it is for the commit

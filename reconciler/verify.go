@@ -38,13 +38,16 @@ func (r *Reconciler) verify(ctx context.Context, app, commit string, snap *verdi
 // proveOn is verify for the verification that is reported, of Pods in
 // cluster c: a proof it has not made before is final only once the
 // workloads, read again in c after the Pods were collected, are as they
-// were (confirm).
-func (r *Reconciler) proveOn(ctx context.Context, c *cluster, app, commit string, snap *verdict.Snapshot) *verdict.Verification {
-	return r.proveWith(ctx, c.confirm, app, commit, snap)
+// were (confirm). When they were not, again is called: the workload
+// moved during the pass (a status update as the last Pod turned Ready),
+// and nothing may come to say when it stops, so the app's loop looks
+// again shortly instead of at its interval.
+func (r *Reconciler) proveOn(ctx context.Context, c *cluster, app, commit string, snap *verdict.Snapshot, again func()) *verdict.Verification {
+	return r.proveWith(ctx, c.confirm, app, commit, snap, again)
 }
 
 // proveWith is proveOn with the confirm that reads the workloads again.
-func (r *Reconciler) proveWith(ctx context.Context, confirm func(context.Context, *verdict.Snapshot) string, app, commit string, snap *verdict.Snapshot) *verdict.Verification {
+func (r *Reconciler) proveWith(ctx context.Context, confirm confirmFunc, app, commit string, snap *verdict.Snapshot, again func()) *verdict.Verification {
 	v := r.verify(ctx, app, commit, snap)
 	if !v.Verified {
 		return v
@@ -53,9 +56,12 @@ func (r *Reconciler) proveWith(ctx context.Context, confirm func(context.Context
 	if prev, ok := r.confirmed.Load(app); ok && prev == key {
 		return v
 	}
-	if reason := confirm(ctx, snap); reason != "" {
+	if reason, moved := confirm(ctx, snap); reason != "" {
 		v.Verified = false
 		v.Reasons = append(v.Reasons, reason)
+		if moved {
+			again()
+		}
 		return v
 	}
 	r.confirmed.Store(app, key)
@@ -73,16 +79,21 @@ func proofOf(v *verdict.Verification) string {
 	return v.Commit + " " + strings.Join(parts, " ")
 }
 
+// confirmFunc reads a snapshot's workloads again and says why its proof
+// is not final ("" when it is); moved says a workload changed (rather
+// than the read failing), so a look shortly after may find it settled.
+type confirmFunc func(context.Context, *verdict.Snapshot) (reason string, moved bool)
+
 // confirm reads snap's workloads again, past the caches, and says how one
 // changed since the snapshot read it ("" when none did): a rollout begun
 // or a Pod replaced while the Pods were collected would make the proof
 // describe a state that no longer holds.
-func (c *cluster) confirm(ctx context.Context, snap *verdict.Snapshot) string {
+func (c *cluster) confirm(ctx context.Context, snap *verdict.Snapshot) (string, bool) {
 	return confirmWith(ctx, snap, c.applier.GetMissing)
 }
 
 // confirmWith is confirm, reading the workloads with read.
-func confirmWith(ctx context.Context, snap *verdict.Snapshot, read func(context.Context, map[object.Ref]*unstructured.Unstructured, map[object.Ref]*unstructured.Unstructured) error) string {
+func confirmWith(ctx context.Context, snap *verdict.Snapshot, read func(context.Context, map[object.Ref]*unstructured.Unstructured, map[object.Ref]*unstructured.Unstructured) error) (string, bool) {
 	want := map[object.Ref]*unstructured.Unstructured{}
 	for _, d := range snap.Desired {
 		if verdict.IsWorkload(d) {
@@ -91,7 +102,7 @@ func confirmWith(ctx context.Context, snap *verdict.Snapshot, read func(context.
 	}
 	again := map[object.Ref]*unstructured.Unstructured{}
 	if err := read(ctx, want, again); err != nil {
-		return fmt.Sprintf("not final: reading the workloads again after collecting their Pods: %s", err)
+		return fmt.Sprintf("not final: reading the workloads again after collecting their Pods: %s", err), false
 	}
 	refs := make([]object.Ref, 0, len(want))
 	for ref := range want {
@@ -103,10 +114,10 @@ func confirmWith(ctx context.Context, snap *verdict.Snapshot, read func(context.
 		switch {
 		case before == nil:
 		case after == nil:
-			return fmt.Sprintf("not final: %s was deleted while its Pods were collected", ref)
+			return fmt.Sprintf("not final: %s was deleted while its Pods were collected", ref), true
 		case after.GetUID() != before.GetUID() || after.GetResourceVersion() != before.GetResourceVersion():
-			return fmt.Sprintf("not final: %s changed while its Pods were collected (resourceVersion %s, then %s)", ref, before.GetResourceVersion(), after.GetResourceVersion())
+			return fmt.Sprintf("not final: %s changed while its Pods were collected (resourceVersion %s, then %s)", ref, before.GetResourceVersion(), after.GetResourceVersion()), true
 		}
 	}
-	return ""
+	return "", false
 }
