@@ -52,7 +52,6 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*
 		for _, r := range res {
 			if r.Status == promote.StatusReadied {
 				record(func(l *release.Ledger) { l.RollbackReadied(a.Env, a.Image, a.Failed, r.Branch, r.Meta.Head) })
-				log.Debug("readied the rollback branch", "branch", r.Branch, "to", a.Digest, "failed", a.Failed)
 			}
 		}
 		return err

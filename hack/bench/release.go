@@ -154,7 +154,7 @@ func (b *releaseBench) setUp(ctx context.Context) error {
 		return err
 	}
 	url := b.gitea.RepoURL(b.owner, releaseRepo)
-	cfg := fmt.Sprintf(`interval: 30s # merges arrive by webhook (hook)
+	cfg := fmt.Sprintf(`# merges arrive by webhook (hook); each app's branch is polled every minute
 forge: {url: %q, tokenFile: %q}
 apps:
   - {name: shop-staging, repo: %s, branch: main, path: envs/staging, namespace: staging, allowNamespaces: [staging], syncPolicy: {automated: true}}
@@ -228,7 +228,7 @@ func (b *releaseBench) onward(ctx context.Context, ref string) (late, opened, no
 
 // hook points the repository's push webhook at serve, as an install
 // does: a merge syncs at once, and serve polls each app's branch only
-// every 30 s.
+// every minute (the default interval).
 func (b *releaseBench) hook(ctx context.Context, secretFile string) error {
 	secret, err := os.ReadFile(secretFile)
 	if err != nil {
