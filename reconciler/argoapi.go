@@ -116,7 +116,9 @@ func (r *Reconciler) snapshotViaAPI(ctx context.Context, api *spoke.ArgoAPI, app
 	sort.Slice(snap.Pods, func(i, j int) bool {
 		return snap.Pods[i].Namespace+"/"+snap.Pods[i].Name < snap.Pods[j].Namespace+"/"+snap.Pods[j].Name
 	})
-	confirm := func(ctx context.Context, snap *verdict.Snapshot) (string, bool) { return confirmWith(ctx, snap, rd.read) }
+	confirm := func(ctx context.Context, snap *verdict.Snapshot) (string, bool) {
+		return confirmWith(ctx, snap, rd.read)
+	}
 	return snap, confirm, nil
 }
 
