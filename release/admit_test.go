@@ -2,6 +2,7 @@ package release
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,13 +84,32 @@ func TestFactsFrom(t *testing.T) {
 func TestReleaseByRecordsWhoAndWhy(t *testing.T) {
 	l := New()
 	l.hold([]string{"prod"}, Hold{Image: img, Digest: dB, Since: t0, From: "prod"})
-	if l.ReleaseBy(chain(), "prod", img, dA, "alice", "x", t0) {
+	if l.ReleaseBy("prod", img, dA, "alice", "x", t0) {
 		t.Error("released a digest that is not held")
 	}
-	if !l.ReleaseBy(chain(), "prod", img, dB, "alice@example.com", "the outage was the database, not the image", t0) || l.Held("prod", img, dB) != nil {
+	if !l.ReleaseBy("prod", img, dB, "alice@example.com", "the outage was the database, not the image", t0) || l.Held("prod", img, dB) != nil {
 		t.Fatal("the hold is still there")
 	}
 	if e := l.Events[len(l.Events)-1]; e.What != "alice@example.com released the hold on sha256:bbbbbbbbbbbb: the outage was the database, not the image" {
 		t.Errorf("event %q", e.What)
+	}
+}
+
+// TestReleaseLiftsEnvAndBelow: a failure in staging held the digest in
+// staging, qa and prod; lifting it in qa lifts qa and prod, never staging,
+// nor another failure's hold on the same digest, from the ledger alone.
+func TestReleaseLiftsEnvAndBelow(t *testing.T) {
+	l := New()
+	l.hold([]string{"canary"}, Hold{Image: img, Digest: dB, Since: t0, From: "canary"})
+	l.hold([]string{"staging", "qa", "prod"}, Hold{Image: img, Digest: dB, Since: t0, From: "staging"})
+	if !l.Release("qa", img, dB) {
+		t.Fatal("nothing released in qa")
+	}
+	var left []string
+	for _, h := range l.Holds {
+		left = append(left, h.From+">"+h.Env)
+	}
+	if strings.Join(left, " ") != "canary>canary staging>staging" {
+		t.Errorf("holds left %q, want canary's and staging's own", left)
 	}
 }

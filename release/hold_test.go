@@ -68,7 +68,7 @@ func TestRenameKeepsHolds(t *testing.T) {
 	if !errors.As(err, &r) || r.Rule != RuleStopped {
 		t.Errorf("Admit into the renamed environment: %v, want the chain-stopped refusal", err)
 	}
-	l.Release(renamed, "prod", img, dB)
+	l.Release("prod", img, dB)
 	if as := Step(l, w.input(renamed, t0.Add(3*time.Minute))); l.Stopped != "" || find(as, Promote) == nil {
 		t.Errorf("after the release: stopped %q, actions %+v; want the chain going on", l.Stopped, as)
 	}

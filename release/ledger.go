@@ -221,24 +221,27 @@ func (l *Ledger) hold(envs []string, h Hold) {
 
 // Release lifts the hold on digest of image in env and in the
 // environments the same failure held it in below env, and reports
-// whether there was one.
-func (l *Ledger) Release(chain Chain, env, image, digest string) bool {
+// whether there was one. One failure's holds are placed at once, in the
+// chain's order (hold), so the ledger alone says which are below env:
+// neither the chain nor a rename of it since is needed.
+func (l *Ledger) Release(env, image, digest string) bool {
 	h := l.Held(env, image, digest)
 	if h == nil {
 		return false
 	}
-	from := h.From
-	below := chain.Below(env)
+	from, below := h.From, false
 	l.Holds = slices.DeleteFunc(l.Holds, func(x Hold) bool {
-		return x.Image == image && x.Digest == digest && x.From == from && slices.Contains(below, x.Env)
+		same := x.Image == image && x.Digest == digest && x.From == from
+		below = below || (same && x.Env == env)
+		return same && below
 	})
 	return true
 }
 
 // ReleaseBy is Release by a person: who released the hold and why go into
 // the ledger's events.
-func (l *Ledger) ReleaseBy(chain Chain, env, image, digest, who, why string, now time.Time) bool {
-	if !l.Release(chain, env, image, digest) {
+func (l *Ledger) ReleaseBy(env, image, digest, who, why string, now time.Time) bool {
+	if !l.Release(env, image, digest) {
 		return false
 	}
 	l.event(now, env, image, fmt.Sprintf("%s released the hold on %s: %s", who, imageref.Short(digest), why))

@@ -265,7 +265,7 @@ func TestHeldDigestGoesNowhere(t *testing.T) {
 	if p := find(Step(l, w.input(c, t0.Add(time.Minute))), Promote); p != nil {
 		t.Fatalf("a held digest was proposed: %+v", p)
 	}
-	if !l.Release(c, "prod", img, dB) || l.Held("prod", img, dB) != nil {
+	if !l.Release("prod", img, dB) || l.Held("prod", img, dB) != nil {
 		t.Fatal("Release did not lift the hold")
 	}
 	if p := find(Step(l, w.input(c, t0.Add(2*time.Minute))), Promote); p == nil || p.Digest != dB {

@@ -234,8 +234,7 @@ newer digest is pinned in the environment.`,
 					if l.Held(env, ref.Repository, ref.Digest) == nil {
 						return nil
 					}
-					chain := chainOf(l)
-					if l.ReleaseBy(chain, env, ref.Repository, ref.Digest, who, why, time.Now()) {
+					if l.ReleaseBy(env, ref.Repository, ref.Digest, who, why, time.Now()) {
 						released = r
 					}
 					return nil
@@ -258,26 +257,6 @@ newer digest is pinned in the environment.`,
 	releaseCmd.Flags().StringVar(&why, "reason", "", "why the hold is lifted (required; recorded in the ledger with who lifted it)")
 	cmd.AddCommand(listCmd, releaseCmd)
 	return cmd
-}
-
-// chainOf rebuilds enough of a chain from a ledger's holds for Release:
-// each hold's From is an environment above the ones it holds.
-func chainOf(l *release.Ledger) release.Chain {
-	var c release.Chain
-	seen := map[string]bool{}
-	for _, h := range l.Holds {
-		if !seen[h.From] {
-			seen[h.From] = true
-			c = append(c, release.Environment{Name: h.From})
-		}
-	}
-	for _, h := range l.Holds {
-		if !seen[h.Env] {
-			seen[h.Env] = true
-			c = append(c, release.Environment{Name: h.Env, From: h.From})
-		}
-	}
-	return c
 }
 
 // whoAmI is the user the cluster knows the caller as, for the ledger's
