@@ -18,20 +18,8 @@ import (
 )
 
 // The rules of a Snapshot's files are internal/confined's, the one home of
-// how pinbot reads a repository: no link followed, every read bounded.
-const (
-	// MaxBlob bounds the size of a file a Snapshot reads.
-	MaxBlob = confined.MaxFile
-)
-
-var (
-	// ErrLink refuses to open a symbolic link, or a path through one: a
-	// repository's link never reaches a file outside it.
-	ErrLink = confined.ErrLink
-	// ErrTooLarge refuses a file over MaxBlob. It says so through a
-	// TooLarge method too, which package pins, which imports no Git, asks.
-	ErrTooLarge = confined.ErrTooLarge
-)
+// how pinbot reads a repository: no link followed (confined.ErrLink),
+// every read bounded (confined.MaxFile, confined.ErrTooLarge).
 
 // Snapshot is one commit of a repository, read straight from the object
 // store: there is no working copy, so nothing of the repository is ever
@@ -74,7 +62,7 @@ func (s *Snapshot) Commit() string { return s.commit.String() }
 func (s *Snapshot) FS() fs.FS { return snapshotFS{s} }
 
 // ReadFile reads the regular file at name (a slash path), bounded by
-// MaxBlob.
+// confined.MaxFile.
 func (s *Snapshot) ReadFile(name string) ([]byte, error) { return fs.ReadFile(s.FS(), name) }
 
 // entry finds the tree entry at name, refusing paths through links. The
@@ -105,7 +93,7 @@ func (s *Snapshot) entry(name string) (object.TreeEntry, error) {
 		case i == len(parts)-1:
 			return *found, nil
 		case found.Mode == filemode.Symlink:
-			return object.TreeEntry{}, ErrLink
+			return object.TreeEntry{}, confined.ErrLink
 		case found.Mode != filemode.Dir:
 			return object.TreeEntry{}, fs.ErrNotExist
 		}
@@ -129,7 +117,7 @@ func (f snapshotFS) Open(name string) (fs.File, error) {
 		return &snapshotDir{fs: f, name: name, info: info, hash: e.Hash}, nil
 	case filemode.Regular, filemode.Executable, filemode.Deprecated:
 	case filemode.Symlink:
-		return nil, &fs.PathError{Op: "open", Path: name, Err: ErrLink}
+		return nil, &fs.PathError{Op: "open", Path: name, Err: confined.ErrLink}
 	default:
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("not a regular file (%s)", e.Mode)}
 	}
@@ -165,7 +153,7 @@ func (f snapshotFS) ReadLink(name string) (string, error) {
 	return string(b), err
 }
 
-// blob reads the blob hash, bounded by MaxBlob.
+// blob reads the blob hash, bounded by confined.MaxFile.
 func (s *Snapshot) blob(hash plumbing.Hash) ([]byte, error) {
 	s.repo.mu.Lock()
 	defer s.repo.mu.Unlock()
@@ -173,15 +161,15 @@ func (s *Snapshot) blob(hash plumbing.Hash) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if b.Size > MaxBlob {
-		return nil, ErrTooLarge
+	if b.Size > confined.MaxFile {
+		return nil, confined.ErrTooLarge
 	}
 	rd, err := b.Reader()
 	if err != nil {
 		return nil, err
 	}
 	defer rd.Close()
-	return io.ReadAll(io.LimitReader(rd, MaxBlob+1))
+	return io.ReadAll(io.LimitReader(rd, confined.MaxFile+1))
 }
 
 // entryInfo is the fs.FileInfo and fs.DirEntry of a tree entry.

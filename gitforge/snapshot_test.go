@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/confined"
 )
 
 // These tests run on a local bare repository (no Gitea), made and checked
@@ -102,7 +103,7 @@ func TestEditMatchesGit(t *testing.T) {
 func TestSnapshotFollowsNoLink(t *testing.T) {
 	s := fetch(t, "", localRemote(t, hostile), "main", gitforge.Auth{})
 	for _, name := range []string{"link.yaml", "passwd.yaml", "up/etc/passwd", "dirlink/b.yaml", "up"} {
-		if b, err := s.ReadFile(name); !errors.Is(err, gitforge.ErrLink) {
+		if b, err := s.ReadFile(name); !errors.Is(err, confined.ErrLink) {
 			t.Errorf("ReadFile(%s) = %q, %v; want ErrLink", name, b, err)
 		}
 	}
@@ -131,19 +132,19 @@ func TestSnapshotFollowsNoLink(t *testing.T) {
 	}
 }
 
-// TestSnapshotBoundsReads: a blob over MaxBlob is refused, saying so
+// TestSnapshotBoundsReads: a blob over confined.MaxFile is refused, saying so
 // through TooLarge, without being read.
 func TestSnapshotBoundsReads(t *testing.T) {
 	url := localRemote(t, func(dir string) {
 		os.WriteFile(filepath.Join(dir, "small.yaml"), []byte("s: 1\n"), 0o644)
 		f, _ := os.Create(filepath.Join(dir, "huge.yaml"))
-		f.Truncate(gitforge.MaxBlob + 1)
+		f.Truncate(confined.MaxFile + 1)
 		f.Close()
 	})
 	s := fetch(t, "", url, "main", gitforge.Auth{})
 	_, err := s.ReadFile("huge.yaml")
 	var tl interface{ TooLarge() bool }
-	if !errors.Is(err, gitforge.ErrTooLarge) || !errors.As(err, &tl) {
+	if !errors.Is(err, confined.ErrTooLarge) || !errors.As(err, &tl) {
 		t.Errorf("ReadFile(huge.yaml) = %v, want ErrTooLarge", err)
 	}
 	if b, err := s.ReadFile("small.yaml"); err != nil || string(b) != "s: 1\n" {
