@@ -16,11 +16,12 @@ import (
 type schedule struct {
 	interval time.Duration
 	round    map[string]time.Time // the next round, by repository
-	reason   map[string]time.Time // an earlier step, for a reason
+	deadline map[string]time.Time // the ledger's next deadline
+	woken    map[string]time.Time // when a changed proof woke it
 }
 
 func newSchedule(interval time.Duration) *schedule {
-	return &schedule{interval: interval, round: map[string]time.Time{}, reason: map[string]time.Time{}}
+	return &schedule{interval: interval, round: map[string]time.Time{}, deadline: map[string]time.Time{}, woken: map[string]time.Time{}}
 }
 
 // next returns the repository among repos to step at now, or "" and how
@@ -29,7 +30,8 @@ func newSchedule(interval time.Duration) *schedule {
 func (s *schedule) next(repos []string, now time.Time) (string, time.Duration) {
 	if len(repos) == 0 {
 		clear(s.round)
-		clear(s.reason)
+		clear(s.deadline)
+		clear(s.woken)
 		return "", s.interval
 	}
 	known := make(map[string]bool, len(repos))
@@ -42,47 +44,51 @@ func (s *schedule) next(repos []string, now time.Time) (string, time.Duration) {
 	for r := range s.round {
 		if !known[r] {
 			delete(s.round, r)
-			delete(s.reason, r)
+			delete(s.deadline, r)
+			delete(s.woken, r)
 		}
 	}
-	if r, at := earliest(s.reason); r != "" && !at.After(now) {
+	if r, at := earliest(s.deadline, s.woken); r != "" && !at.After(now) {
 		return r, 0
 	}
 	r, at := earliest(s.round)
 	if r != "" && !at.After(now) {
 		return r, 0
 	}
-	if rr, rat := earliest(s.reason); rr != "" && rat.Before(at) {
+	if rr, rat := earliest(s.deadline, s.woken); rr != "" && rat.Before(at) {
 		at = rat
 	}
 	return "", at.Sub(now)
 }
 
-// stepped records that repo was stepped at now, and the deadline its
-// ledger gave (zero for none).
-func (s *schedule) stepped(repo string, now, deadline time.Time) {
-	delete(s.reason, repo)
-	s.round[repo] = now.Add(s.interval)
+// stepped records that a step of repo began at started, and the deadline
+// its ledger gave (zero for none). A wake that came while it stepped
+// stands: the step may have read the proof before it changed.
+func (s *schedule) stepped(repo string, started, deadline time.Time) {
+	s.round[repo] = started.Add(s.interval)
+	delete(s.deadline, repo)
 	if !deadline.IsZero() {
-		s.reason[repo] = deadline
+		s.deadline[repo] = deadline
+	}
+	if at, ok := s.woken[repo]; ok && !at.After(started) {
+		delete(s.woken, repo)
 	}
 }
 
-// wake makes repo due at now, for a reason.
-func (s *schedule) wake(repo string, now time.Time) {
-	if at, ok := s.reason[repo]; !ok || now.Before(at) {
-		s.reason[repo] = now
-	}
-}
+// wake makes repo due at now: a proof in its chain changed. The latest
+// wake is kept, so that a step begun before it does not clear it.
+func (s *schedule) wake(repo string, now time.Time) { s.woken[repo] = now }
 
-// earliest is the repository due first in m, by name on a tie so that
+// earliest is the repository due first in ms, by name on a tie so that
 // the order is stable.
-func earliest(m map[string]time.Time) (string, time.Time) {
+func earliest(ms ...map[string]time.Time) (string, time.Time) {
 	var repo string
 	var at time.Time
-	for r, t := range m {
-		if repo == "" || t.Before(at) || (t.Equal(at) && r < repo) {
-			repo, at = r, t
+	for _, m := range ms {
+		for r, t := range m {
+			if repo == "" || t.Before(at) || (t.Equal(at) && r < repo) {
+				repo, at = r, t
+			}
 		}
 	}
 	return repo, at

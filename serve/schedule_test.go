@@ -71,7 +71,6 @@ func TestScheduleWaitsForTheEarlierOfDeadlineAndRound(t *testing.T) {
 		t.Errorf("deadline after the round: %q due, wait %s; want 15s", repo, wait)
 	}
 	s.wake("acme/shop", t0.Add(time.Second))
-	s.wake("acme/shop", t0.Add(3*time.Second)) // a later wake keeps the earlier one
 	if repo, wait := s.next(repos, t0); repo != "" || wait != time.Second {
 		t.Errorf("woken for 1s: %q due, wait %s", repo, wait)
 	}
@@ -84,10 +83,31 @@ func TestScheduleForgetsChainsNoLongerListed(t *testing.T) {
 	if repo, _ := s.next([]string{"acme/shop"}, t0.Add(2*time.Second)); repo != "acme/shop" {
 		t.Errorf("%q due; want the listed chain, never the removed one", repo)
 	}
-	if _, ok := s.reason["acme/gone"]; ok {
+	if _, ok := s.deadline["acme/gone"]; ok {
 		t.Error("the removed chain's deadline is kept")
 	}
 	if repo, wait := s.next(nil, t0); repo != "" || wait != time.Second {
 		t.Errorf("no chains: %q due, wait %s; want none, one interval", repo, wait)
+	}
+}
+
+// A proof that changes while its chain steps wakes it again: the step
+// may have read the proof before the change.
+func TestScheduleKeepsAWakeDuringTheStep(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	s := newSchedule(15 * time.Second)
+	repos := []string{"acme/shop"}
+	s.wake("acme/shop", t0)
+	if repo, _ := s.next(repos, t0); repo != "acme/shop" {
+		t.Fatalf("woken: %q due", repo)
+	}
+	s.wake("acme/shop", t0.Add(time.Second)) // while it steps
+	s.stepped("acme/shop", t0, time.Time{})
+	if repo, _ := s.next(repos, t0.Add(3*time.Second)); repo != "acme/shop" {
+		t.Errorf("the wake during the step was lost: %q due; want acme/shop at once, not at its round", repo)
+	}
+	s.stepped("acme/shop", t0.Add(3*time.Second), time.Time{})
+	if repo, wait := s.next(repos, t0.Add(4*time.Second)); repo != "" || wait != 14*time.Second {
+		t.Errorf("after the second step: %q due, wait %s; want its round", repo, wait)
 	}
 }
