@@ -236,10 +236,3 @@ func FromLedger(l *release.Ledger, q Query, now time.Time) Answer {
 	}
 	return a
 }
-
-func short(d string) string {
-	if d == "" {
-		return "nothing"
-	}
-	return imageref.Short(d)
-}

@@ -133,8 +133,8 @@ func writeStatuses(w io.Writer, statuses []*status.App) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "APP\tSOURCE\tCOMMIT\tSYNC\tHEALTH\tVERIFIED\tDEPLOYED COMMIT\tAUTOMATED")
 	for _, s := range statuses {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%t\n", s.App, orDash(s.Source), orDash(abbrev(s.Commit, 12)), s.Sync, s.Health,
-			s.Verified, orDash(abbrev(s.DeployedCommit, 12)), s.Automated)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%t\n", s.App, orDash(s.Source), orDash(gitforge.Short(s.Commit)), s.Sync, s.Health,
+			s.Verified, orDash(gitforge.Short(s.DeployedCommit)), s.Automated)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"pinbot.dev/pinbot/dashboard"
+	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/loopback"
 	"pinbot.dev/pinbot/internal/redact"
@@ -75,7 +76,7 @@ func serverStatus(ctx context.Context, w io.Writer, g *globals, base string, ins
 	for _, a := range apps {
 		line := fmt.Sprintf("%s: %s, %s, %s", a.Name, a.Sync, a.Health, a.Proof)
 		if a.HeadCommit != "" {
-			line += " at " + abbrev(a.HeadCommit, 12)
+			line += " at " + gitforge.Short(a.HeadCommit)
 		}
 		if a.Verification != "" {
 			line += ": " + a.Verification

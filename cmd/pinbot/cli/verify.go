@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/reconciler/deployer"
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
@@ -105,9 +107,9 @@ func writeVerification(w io.Writer, s *status.App, v *verdict.Verification) erro
 	if v.Verified {
 		verdict = "VERIFIED"
 	}
-	fmt.Fprintf(w, "%s at %s: %s: %s\n", v.App, abbrev(v.Commit, 12), verdict, v.Summary())
+	fmt.Fprintf(w, "%s at %s: %s: %s\n", v.App, gitforge.Short(v.Commit), verdict, v.Summary())
 	if s.Source != "" && s.Source != "pinbot" {
-		fmt.Fprintf(w, "  deployed by %s at %s (sync %s, health %s)\n", deployer.Kind(s.Source).Title(), orDash(abbrev(s.DeployedCommit, 12)), s.Sync, s.Health)
+		fmt.Fprintf(w, "  deployed by %s at %s (sync %s, health %s)\n", deployer.Kind(s.Source).Title(), orDash(gitforge.Short(s.DeployedCommit)), s.Sync, s.Health)
 	}
 	for _, r := range v.Reasons {
 		if r != v.Summary() { // the verdict line says it already
@@ -136,23 +138,7 @@ func writeContainers(w io.Writer, cs []verdict.ContainerVerdict) error {
 			name += " (init)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Namespace, c.Pod, name,
-			abbrevDigest(c.GitDigest), abbrevDigest(c.RunningDigest), c.Verdict, c.Reason)
+			orDash(imageref.Short(c.GitDigest)), orDash(imageref.Short(c.RunningDigest)), c.Verdict, c.Reason)
 	}
 	return tw.Flush()
-}
-
-// abbrevDigest abbreviates "sha256:<64 hex>" to "sha256:<12 hex>"; "-" for
-// none.
-func abbrevDigest(d string) string {
-	if d == "" {
-		return "-"
-	}
-	return abbrev(d, len("sha256:")+12)
-}
-
-func abbrev(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }
