@@ -332,6 +332,9 @@ func (l *Ledger) NextDeadline(chain Chain, now time.Time) (next time.Time, ok bo
 			}
 			if m := t.Merged; m != nil && !m.Done && !m.Proved {
 				due(m.At.Add(env.ReadyTimeout))
+				if t.Readied == nil && !m.Rollback {
+					due(readyAt(m, env))
+				}
 			}
 			if m := t.Merged; m != nil && !m.Done && m.FailingSince != nil {
 				due(m.FailingSince.Add(env.ReadyTimeout))

@@ -116,7 +116,7 @@ func Step(l *Ledger, in Input) []Action {
 		return []Action{{Kind: Report, Evidence: stop}}
 	}
 	l.Stopped = ""
-	var out []Action
+	var out, readying []Action
 	for _, env := range in.Chain {
 		frozenUntil, frozen := FrozenUntil(env.Freeze, now)
 		_, rollbacksHeld := RollbacksHeldUntil(env.Freeze, now)
@@ -138,7 +138,7 @@ func Step(l *Ledger, in Input) []Action {
 			}
 			prove(l, t, env, image, obs, now)
 			out = append(out, watch(l, in.Chain, t, env, image, obs, now, rollbacksHeld)...)
-			out = append(out, readyRollback(t, env.Name, image)...)
+			readying = append(readying, readyRollback(t, env, image, now)...)
 			if t.Rollback != nil && t.Rollback.PR != 0 && env.Rollback == RollbackAuto && !rollbacksHeld {
 				out = append(out, Action{Kind: MergePR, Env: env.Name, Image: image, PR: t.Rollback.PR, Digest: t.Rollback.Digest, IsRollback: true})
 			}
@@ -150,7 +150,8 @@ func Step(l *Ledger, in Input) []Action {
 			out = append(out, onward(l, in.Chain, env, image, now)...)
 		}
 	}
-	return out
+	// Readied rollbacks last: what a reviewer waits for goes first.
+	return append(out, readying...)
 }
 
 // imagesOf are the images Git pins in env or the ledger tracks there.
@@ -320,12 +321,13 @@ func rollbackTo(t *Track, m *Merge) (digest, tag string) {
 	return t.LastProven, t.LastProvenTag
 }
 
-// readyRollback readies the rollback of a digest merged into env while
-// its readiness window runs: its branch is pushed now, so that a failure
-// at the deadline only has the pull request left to open. The branch
-// goes once the digest proves or the ledger moves on; a rollback that
-// opened keeps it.
-func readyRollback(t *Track, env, image string) []Action {
+// readyRollback readies the rollback of a digest merged into env that is
+// still not proven halfway through its readiness window (readyAt): its
+// branch is pushed then, so that a failure at the deadline only has the
+// pull request left to open. A release that proves sooner, as most do,
+// costs no push. The branch goes once the digest proves or the ledger
+// moves on; a rollback that opened keeps it.
+func readyRollback(t *Track, env Environment, image string, now time.Time) []Action {
 	m, r := t.Merged, t.Readied
 	switch {
 	case r != nil && t.Rollback != nil && t.Rollback.Failed == r.Failed:
@@ -333,18 +335,22 @@ func readyRollback(t *Track, env, image string) []Action {
 	case r != nil && (m == nil || m.Digest != r.Failed || m.Proved || m.Done):
 		t.Readied = nil
 		if r.Branch != "" {
-			return []Action{{Kind: DropRollback, Env: env, Image: image, Failed: r.Failed, Branch: r.Branch, Head: r.Head}}
+			return []Action{{Kind: DropRollback, Env: env.Name, Image: image, Failed: r.Failed, Branch: r.Branch, Head: r.Head}}
 		}
-	case r == nil && m != nil && m.Digest == t.Pinned && !m.Done && !m.Proved && !m.Rollback && t.Rollback == nil:
+	case r == nil && m != nil && m.Digest == t.Pinned && !m.Done && !m.Proved && !m.Rollback && t.Rollback == nil && !now.Before(readyAt(m, env)):
 		to, tag := rollbackTo(t, m)
 		if to == "" || to == m.Digest {
 			return nil
 		}
 		t.Readied = &Readied{Failed: m.Digest}
-		return []Action{{Kind: ReadyRollback, Env: env, Image: image, Digest: to, Tag: tag, Failed: m.Digest, At: m.At}}
+		return []Action{{Kind: ReadyRollback, Env: env.Name, Image: image, Digest: to, Tag: tag, Failed: m.Digest, At: m.At}}
 	}
 	return nil
 }
+
+// readyAt is when the rollback of merge m is readied: halfway through
+// env's readiness window.
+func readyAt(m *Merge, env Environment) time.Time { return m.At.Add(env.ReadyTimeout / 2) }
 
 // settling reports whether the digest merged into n is still inside its
 // readiness window, or failed and awaits its rollback: an onward pull

@@ -336,11 +336,16 @@ func TestNextDeadline(t *testing.T) {
 	if next, ok := l.NextDeadline(c, t0.Add(2*time.Minute)); !ok || !next.Equal(t0.Add(11*time.Minute)) {
 		t.Errorf("NextDeadline = %v %t, want the end of staging's soak at +11m", next, ok)
 	}
-	// C merges into prod unproven at +3m: its readyTimeout (2m) ends
-	// at +5m, before staging's soak.
+	// C merges into prod unproven at +3m: its rollback is readied
+	// halfway through its readyTimeout (2m), at +4m, which ends at +5m,
+	// both before staging's soak.
 	w.broken("prod", dC, "pod prod/web-1 container app is not Ready")
 	Step(l, w.input(c, t0.Add(3*time.Minute)))
-	if next, ok := l.NextDeadline(c, t0.Add(3*time.Minute)); !ok || !next.Equal(t0.Add(5*time.Minute)) {
+	if next, ok := l.NextDeadline(c, t0.Add(3*time.Minute)); !ok || !next.Equal(t0.Add(4*time.Minute)) {
+		t.Errorf("NextDeadline = %v %t, want the rollback readied at +4m", next, ok)
+	}
+	Step(l, w.input(c, t0.Add(4*time.Minute)))
+	if next, ok := l.NextDeadline(c, t0.Add(4*time.Minute)); !ok || !next.Equal(t0.Add(5*time.Minute)) {
 		t.Errorf("NextDeadline = %v %t, want prod's readyTimeout at +5m", next, ok)
 	}
 }
