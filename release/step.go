@@ -106,20 +106,20 @@ type Proof struct {
 // changes l; actions that succeed are recorded with Ledger.Proposed and
 // friends.
 func Step(l *Ledger, in Input) []Action {
-	now := in.Now
+	s := stepper{l: l, chain: in.Chain, now: in.Now}
 	if stop := orphanHolds(l, in.Chain); stop != "" {
 		if l.Stopped == stop {
 			return nil
 		}
 		l.Stopped = stop
-		l.event(now, "", "", stop)
+		l.event(s.now, "", "", stop)
 		return []Action{{Kind: Report, Evidence: stop}}
 	}
 	l.Stopped = ""
 	var out, readying []Action
 	for _, env := range in.Chain {
-		frozenUntil, frozen := FrozenUntil(env.Freeze, now)
-		_, rollbacksHeld := RollbacksHeldUntil(env.Freeze, now)
+		frozenUntil, frozen := FrozenUntil(env.Freeze, s.now)
+		_, rollbacksHeld := RollbacksHeldUntil(env.Freeze, s.now)
 		for _, image := range imagesOf(in, l, env.Name) {
 			t := l.Track(env.Name, image)
 			if frozen {
@@ -129,16 +129,16 @@ func Step(l *Ledger, in Input) []Action {
 				t.FrozenUntil = nil
 			}
 			if pinned := in.Pinned[env.Name][image]; pinned != "" {
-				repin(l, t, env, image, pinned, now)
+				s.repin(t, env, image, pinned)
 				t.PinnedTag = in.Tags[env.Name][image]
 			}
 			obs, observed := in.Observed[env.Name][image]
 			if !observed {
 				continue
 			}
-			prove(l, t, env, image, obs, now)
-			out = append(out, watch(l, in.Chain, t, env, image, obs, now, rollbacksHeld)...)
-			readying = append(readying, readyRollback(t, env, image, now)...)
+			s.prove(t, env, image, obs)
+			out = append(out, s.watch(t, env, image, obs, rollbacksHeld)...)
+			readying = append(readying, s.readyRollback(t, env, image)...)
 			if t.Rollback != nil && t.Rollback.PR != 0 && env.Rollback == RollbackAuto && !rollbacksHeld {
 				out = append(out, Action{Kind: MergePR, Env: env.Name, Image: image, PR: t.Rollback.PR, Digest: t.Rollback.Digest, IsRollback: true})
 			}
@@ -147,11 +147,19 @@ func Step(l *Ledger, in Input) []Action {
 	// Onward, once every environment's proof is up to date.
 	for _, env := range in.Chain {
 		for _, image := range imagesOf(in, l, env.Name) {
-			out = append(out, onward(l, in.Chain, env, image, now)...)
+			out = append(out, s.onward(env, image)...)
 		}
 	}
 	// Readied rollbacks last: what a reviewer waits for goes first.
 	return append(out, readying...)
+}
+
+// stepper is one Step: the ledger it changes, the chain and the time it
+// decides at.
+type stepper struct {
+	l     *Ledger
+	chain Chain
+	now   time.Time
 }
 
 // imagesOf are the images Git pins in env or the ledger tracks there.
@@ -176,18 +184,18 @@ func imagesOf(in Input, l *Ledger, env string) []string {
 
 // repin notes a new digest pinned in env: a merge to watch, pull
 // requests it fulfils, holds a newer digest lifts.
-func repin(l *Ledger, t *Track, env Environment, image, pinned string, now time.Time) {
+func (s stepper) repin(t *Track, env Environment, image, pinned string) {
 	if t.Pinned == pinned {
 		return
 	}
 	first := t.Pinned == ""
-	t.Pinned, t.PinnedAt = pinned, now
+	t.Pinned, t.PinnedAt = pinned, s.now
 	t.Proven, t.ProvenSince = "", nil
 	if first {
 		return // pinbot's first look: nothing merged that it saw
 	}
 	rollback := t.Rollback != nil && t.Rollback.Digest == pinned
-	t.Merged = &Merge{Digest: pinned, At: now, Rollback: rollback}
+	t.Merged = &Merge{Digest: pinned, At: s.now, Rollback: rollback}
 	// Whatever merged, the proposal the ledger knows is no longer what
 	// it shows as open: it merged, or another pull request (a person's
 	// forced release) overtook it. The next step proposes afresh where a
@@ -200,7 +208,7 @@ func repin(l *Ledger, t *Track, env Environment, image, pinned string, now time.
 	if rollback {
 		what = "merged the rollback to " + imageref.Short(pinned)
 	}
-	l.event(now, env.Name, image, what)
+	s.l.event(s.now, env.Name, image, what)
 }
 
 // liftHolds lifts the holds on image in env that digest, newly proven
@@ -208,41 +216,41 @@ func repin(l *Ledger, t *Track, env Environment, image, pinned string, now time.
 // since, which is neither the rollback's own nor one proven there before
 // the hold (Hold.Known). Pinning a digest for a pass lifts nothing, nor
 // does an older digest proven again.
-func liftHolds(l *Ledger, env, image, digest string, pinnedAt, now time.Time) {
-	kept := l.Holds[:0]
-	for _, h := range l.Holds {
+func (s stepper) liftHolds(env, image, digest string, pinnedAt time.Time) {
+	kept := s.l.Holds[:0]
+	for _, h := range s.l.Holds {
 		if h.Env == env && h.Image == image && h.Digest != digest && h.RolledBackTo != digest &&
 			pinnedAt.After(h.Since) && !slices.Contains(h.Known, digest) {
-			l.event(now, env, image, "lifted the hold on "+imageref.Short(h.Digest)+": "+imageref.Short(digest)+", pinned after it, is proven now")
+			s.l.event(s.now, env, image, "lifted the hold on "+imageref.Short(h.Digest)+": "+imageref.Short(digest)+", pinned after it, is proven now")
 			continue
 		}
 		kept = append(kept, h)
 	}
-	l.Holds = kept
+	s.l.Holds = kept
 }
 
 // prove records whether the pinned digest is proven, and since when.
-func prove(l *Ledger, t *Track, env Environment, image string, obs Observation, now time.Time) {
+func (s stepper) prove(t *Track, env Environment, image string, obs Observation) {
 	t.Pods, t.Commit = obs.Pods, obs.Commit
 	if !obs.Proven || obs.Digest != t.Pinned {
 		if t.Proven != "" {
-			l.event(now, env.Name, image, "the proof of "+imageref.Short(t.Proven)+" broke: "+obs.Why)
+			s.l.event(s.now, env.Name, image, "the proof of "+imageref.Short(t.Proven)+" broke: "+obs.Why)
 		}
 		t.Proven, t.ProvenSince, t.Why = "", nil, obs.Why
 		return
 	}
 	t.Why = ""
 	if t.Proven != t.Pinned {
-		since := now
+		since := s.now
 		t.Proven, t.ProvenSince = t.Pinned, &since
-		l.event(now, env.Name, image, "proven "+imageref.Short(t.Pinned))
-		liftHolds(l, env.Name, image, t.Pinned, t.PinnedAt, now)
+		s.l.event(s.now, env.Name, image, "proven "+imageref.Short(t.Pinned))
+		s.liftHolds(env.Name, image, t.Pinned, t.PinnedAt)
 	}
 	if t.LastProven != t.Pinned {
 		t.PrevProven, t.LastProven = t.LastProven, t.Pinned
 		t.PrevProvenTag, t.LastProvenTag = t.LastProvenTag, t.PinnedTag
 	}
-	t.LastProvenAt = now
+	t.LastProvenAt = s.now
 	if t.Merged != nil && t.Merged.Digest == t.Pinned {
 		t.Merged.Proved, t.Merged.FailingSince = true, nil
 	}
@@ -252,23 +260,23 @@ func prove(l *Ledger, t *Track, env Environment, image string, obs Observation, 
 // proof rolls back to the last digest proven before it and holds the
 // failed one in env and below. held is a freeze window that holds
 // rollbacks (Freeze.HoldRollbacks): the failure is acted on when it ends.
-func watch(l *Ledger, chain Chain, t *Track, env Environment, image string, obs Observation, now time.Time, held bool) []Action {
+func (s stepper) watch(t *Track, env Environment, image string, obs Observation, held bool) []Action {
 	m := t.Merged
 	if m == nil || m.Done || m.Digest != t.Pinned {
 		return nil
 	}
-	age := now.Sub(m.At)
+	age := s.now.Sub(m.At)
 	failure := obs.Failure
 	if failure == "" && !obs.Proven {
 		since := m.At
 		if m.Proved {
 			if m.FailingSince == nil {
-				f := now
+				f := s.now
 				m.FailingSince = &f
 			}
 			since = *m.FailingSince
 		}
-		if now.Sub(since) >= env.ReadyTimeout {
+		if s.now.Sub(since) >= env.ReadyTimeout {
 			why := obs.Stuck()
 			if why == "" {
 				why = obs.Why
@@ -291,7 +299,7 @@ func watch(l *Ledger, chain Chain, t *Track, env Environment, image string, obs 
 	}
 	m.Done, m.Failure = true, failure
 	report := func(what string) []Action {
-		l.event(now, env.Name, image, what)
+		s.l.event(s.now, env.Name, image, what)
 		return []Action{{Kind: Report, Env: env.Name, Image: image, Digest: m.Digest, Evidence: what}}
 	}
 	switch {
@@ -301,12 +309,12 @@ func watch(l *Ledger, chain Chain, t *Track, env Environment, image string, obs 
 		return report(fmt.Sprintf("the rollback to %s failed to prove; pinbot does not roll back a rollback: %s", imageref.Short(m.Digest), failure))
 	}
 	to, tag := rollbackTo(t, m)
-	l.hold(chain.Below(env.Name), Hold{Image: image, Digest: m.Digest, Reason: failure, Since: now, From: env.Name, RolledBackTo: to,
+	s.l.hold(s.chain.Below(env.Name), Hold{Image: image, Digest: m.Digest, Reason: failure, Since: s.now, From: env.Name, RolledBackTo: to,
 		Known: knownDigests(t)})
 	if to == "" {
 		return report(fmt.Sprintf("%s failed to prove and is held; no digest was proven here before it, so there is nothing to roll back to: %s", imageref.Short(m.Digest), failure))
 	}
-	l.event(now, env.Name, image, fmt.Sprintf("%s failed to prove and is held; rolling back to %s: %s", imageref.Short(m.Digest), imageref.Short(to), failure))
+	s.l.event(s.now, env.Name, image, fmt.Sprintf("%s failed to prove and is held; rolling back to %s: %s", imageref.Short(m.Digest), imageref.Short(to), failure))
 	// The decision goes into the ledger before the pull request exists.
 	t.Rollback = &Proposal{Digest: to, Failed: m.Digest, Evidence: failure, Tag: tag, At: m.At}
 	return []Action{rollbackOf(env.Name, image, t.Rollback)}
@@ -327,7 +335,7 @@ func rollbackTo(t *Track, m *Merge) (digest, tag string) {
 // pull request left to open. A release that proves sooner, as most do,
 // costs no push. The branch goes once the digest proves or the ledger
 // moves on; a rollback that opened keeps it.
-func readyRollback(t *Track, env Environment, image string, now time.Time) []Action {
+func (s stepper) readyRollback(t *Track, env Environment, image string) []Action {
 	m, r := t.Merged, t.Readied
 	switch {
 	case r != nil && t.Rollback != nil && t.Rollback.Failed == r.Failed:
@@ -337,7 +345,7 @@ func readyRollback(t *Track, env Environment, image string, now time.Time) []Act
 		if r.Branch != "" {
 			return []Action{{Kind: DropRollback, Env: env.Name, Image: image, Failed: r.Failed, Branch: r.Branch, Head: r.Head}}
 		}
-	case r == nil && m != nil && m.Digest == t.Pinned && !m.Done && !m.Proved && !m.Rollback && t.Rollback == nil && !now.Before(readyAt(m, env)):
+	case r == nil && m != nil && m.Digest == t.Pinned && !m.Done && !m.Proved && !m.Rollback && t.Rollback == nil && !s.now.Before(readyAt(m, env)):
 		to, tag := rollbackTo(t, m)
 		if to == "" || to == m.Digest {
 			return nil
@@ -374,22 +382,22 @@ func ranBefore(n *Track, digest string) bool {
 
 // onward proposes env's proven, soaked digest of image to the
 // environments that come from env, and keeps their gates.
-func onward(l *Ledger, chain Chain, env Environment, image string, now time.Time) []Action {
-	t := l.Lookup(env.Name, image)
+func (s stepper) onward(env Environment, image string) []Action {
+	t := s.l.Lookup(env.Name, image)
 	if t == nil {
 		return nil
 	}
 	var out []Action
-	held, soaked := t.Soaked(now, env.Soak)
-	for _, name := range chain.Next(env.Name) {
-		next, _ := chain.Get(name)
-		n := l.Track(name, image)
-		frozenUntil, frozen := FrozenUntil(next.Freeze, now)
+	held, soaked := t.Soaked(s.now, env.Soak)
+	for _, name := range s.chain.Next(env.Name) {
+		next, _ := s.chain.Get(name)
+		n := s.l.Track(name, image)
+		frozenUntil, frozen := FrozenUntil(next.Freeze, s.now)
 		// Proposed as soon as it is proven, its gate pending until the
 		// soak completes: reviewers read the change during the soak,
 		// and the gate (and auto-merge) turn green when it ends.
-		if t.Proven != "" && n.Pinned != t.Proven && l.Held(name, image, t.Proven) == nil && !frozen &&
-			(n.Proposal == nil || n.Proposal.Digest != t.Proven) && n.Rollback == nil && !settling(n, next, now) && !ranBefore(n, t.Proven) {
+		if t.Proven != "" && n.Pinned != t.Proven && s.l.Held(name, image, t.Proven) == nil && !frozen &&
+			(n.Proposal == nil || n.Proposal.Digest != t.Proven) && n.Rollback == nil && !settling(n, next, s.now) && !ranBefore(n, t.Proven) {
 			out = append(out, Action{Kind: Promote, Env: name, Image: image, Digest: t.Proven, Tag: t.PinnedTag, From: env.Name, Proof: &Proof{
 				Env: env.Name, Apps: env.Apps, Image: image, Digest: t.Proven, Commit: t.Commit, Pods: t.Pods,
 				Since: *t.ProvenSince, Held: held, Soak: env.Soak,
@@ -407,7 +415,7 @@ func onward(l *Ledger, chain Chain, env Environment, image string, now time.Time
 			state, desc = commitstatus.Pending, fmt.Sprintf("proven in %s, soaking until %s", env.Name, stamp(t.ProvenSince.Add(env.Soak)))
 		case t.Proven == p.Digest:
 			desc = fmt.Sprintf("proven in %s for %s", env.Name, held.Round(time.Second))
-		case t.Rollback != nil || l.Held(env.Name, image, p.Digest) != nil:
+		case t.Rollback != nil || s.l.Held(env.Name, image, p.Digest) != nil:
 			state, desc = commitstatus.Failure, fmt.Sprintf("%s was rolled back in %s", imageref.Short(p.Digest), env.Name)
 		case t.Pinned != p.Digest:
 			state, desc = commitstatus.Failure, fmt.Sprintf("%s no longer pins %s", env.Name, imageref.Short(p.Digest))
