@@ -11,7 +11,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
-	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"pinbot.dev/pinbot/internal/redact"
 )
@@ -132,26 +131,6 @@ func deleteBranch(ctx context.Context, url, branch, head string, auth Auth) erro
 		}
 	}
 	return nil
-}
-
-// receiving opens a push session to url and reads the references the
-// remote advertises.
-func receiving(ctx context.Context, url string, auth Auth) (transport.ReceivePackSession, *packp.AdvRefs, error) {
-	redact.Register(auth.Token)
-	tr, ep, err := gitTransport(url, auth)
-	if err != nil {
-		return nil, nil, err
-	}
-	sess, err := tr.NewReceivePackSession(ep, auth.method())
-	if err != nil {
-		return nil, nil, classify(err)
-	}
-	ar, err := sess.AdvertisedReferencesContext(ctx)
-	if err != nil {
-		sess.Close()
-		return nil, nil, classify(err)
-	}
-	return sess, ar, nil
 }
 
 // updateRequest is the reference update of cmd, asking for a status

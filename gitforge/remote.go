@@ -69,21 +69,34 @@ func httpTransport(caFile string, pem []byte) (*http.Transport, error) {
 	return got.(*http.Transport), nil
 }
 
-// advertised asks the remote which references it has.
+// advertised asks the remote which references it has, in a session to
+// read from it.
 func advertised(ctx context.Context, url string, auth Auth) (transport.UploadPackSession, *packp.AdvRefs, error) {
+	return session(ctx, url, auth, transport.Transport.NewUploadPackSession)
+}
+
+// receiving is advertised in a session to push to the remote.
+func receiving(ctx context.Context, url string, auth Auth) (transport.ReceivePackSession, *packp.AdvRefs, error) {
+	return session(ctx, url, auth, transport.Transport.NewReceivePackSession)
+}
+
+// session opens a session to url with open and reads the references the
+// remote advertises.
+func session[S transport.Session](ctx context.Context, url string, auth Auth, open func(transport.Transport, *transport.Endpoint, transport.AuthMethod) (S, error)) (S, *packp.AdvRefs, error) {
+	var none S
 	redact.Register(auth.Token)
 	tr, ep, err := gitTransport(url, auth)
 	if err != nil {
-		return nil, nil, err
+		return none, nil, err
 	}
-	sess, err := tr.NewUploadPackSession(ep, auth.method())
+	sess, err := open(tr, ep, auth.method())
 	if err != nil {
-		return nil, nil, classify(err)
+		return none, nil, classify(err)
 	}
 	ar, err := sess.AdvertisedReferencesContext(ctx)
 	if err != nil {
 		sess.Close()
-		return nil, nil, classify(err)
+		return none, nil, classify(err)
 	}
 	return sess, ar, nil
 }
