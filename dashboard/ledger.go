@@ -82,8 +82,8 @@ func BuildLedger(ledgers []Ledger, now time.Time, refresh time.Duration) Page {
 				}
 				if p := t.Proposal; p != nil {
 					row.Proposal = "#" + itoa(p.PR) + " " + imageref.Short(p.Digest)
-					if p.Gate != "" {
-						row.Proposal += " (gate " + p.Gate + ")"
+					if g := p.Gate; g != nil {
+						row.Proposal += " (gate " + string(g.State) + ": " + g.Description + ")"
 					}
 				}
 				if p := t.Rollback; p != nil {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
+	"pinbot.dev/pinbot/internal/commitstatus"
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/jsonkeys"
 )
@@ -99,8 +101,8 @@ type Proposal struct {
 	Head   string `json:"head,omitempty"` // the commit its gate status goes on
 	// From is the environment whose proof it carries ("" for CI's).
 	From string `json:"from,omitempty"`
-	// Gate is the pinbot/gate status last posted: "state: description".
-	Gate string `json:"gate,omitempty"`
+	// Gate is the pinbot/gate status last posted on it.
+	Gate *PostedGate `json:"gate,omitempty"`
 	// Failed is, for a rollback, the digest rolled back from.
 	Failed string `json:"failed,omitempty"`
 	// Evidence and Tag are, for a rollback decided (PR 0 until its pull
@@ -113,6 +115,25 @@ type Proposal struct {
 	// merge. The branch readied during the readiness window and the one
 	// the rollback pushes are then the same commit (ReadyRollback).
 	At time.Time `json:"at,omitzero"`
+}
+
+// PostedGate is a pinbot/gate commit status as posted.
+type PostedGate struct {
+	State       commitstatus.State `json:"state"`
+	Description string             `json:"description"`
+}
+
+// UnmarshalJSON reads a posted gate, or the "state: description" string
+// that older pinbots wrote.
+func (g *PostedGate) UnmarshalJSON(data []byte) error {
+	var old string
+	if json.Unmarshal(data, &old) == nil {
+		state, desc, _ := strings.Cut(old, ": ")
+		*g = PostedGate{State: commitstatus.State(state), Description: desc}
+		return nil
+	}
+	type plain PostedGate
+	return json.Unmarshal(data, (*plain)(g))
 }
 
 // Readied is a rollback branch pushed ahead of its need: the merged
@@ -284,9 +305,9 @@ func (l *Ledger) RollbackReadied(env, image, failed, branch, head string) {
 }
 
 // Posted records the gate status posted on env's promotion pull request.
-func (l *Ledger) Posted(env, image, gate string) {
+func (l *Ledger) Posted(env, image string, state commitstatus.State, description string) {
 	if t := l.Lookup(env, image); t != nil && t.Proposal != nil {
-		t.Proposal.Gate = gate
+		t.Proposal.Gate = &PostedGate{State: state, Description: description}
 	}
 }
 

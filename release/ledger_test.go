@@ -3,6 +3,8 @@ package release
 import (
 	"testing"
 	"time"
+
+	"pinbot.dev/pinbot/internal/commitstatus"
 )
 
 // A ledger an earlier release kept, with snake_case keys, still reads: an
@@ -30,5 +32,27 @@ func TestParseLedgerWrittenBeforeCamelCase(t *testing.T) {
 	}
 	if len(l.Holds) != 1 || l.Holds[0].RolledBackTo != "sha256:b" {
 		t.Errorf("Holds = %+v, want one with RolledBackTo sha256:b", l.Holds)
+	}
+}
+
+// A proposal's gate that an earlier release kept as "state: description"
+// reads as its state and description, and is written back as both.
+func TestParseGatePostedAsOneString(t *testing.T) {
+	l, err := Parse([]byte(`{"envs":{"prod":{"reg/app":{"proposal":{"pr":7,"digest":"sha256:b","gate":"pending: proven in staging, soaking until 2026-12-04T10:00:00Z"}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := l.Lookup("prod", "reg/app").Proposal
+	want := PostedGate{State: commitstatus.Pending, Description: "proven in staging, soaking until 2026-12-04T10:00:00Z"}
+	if p == nil || p.Gate == nil || *p.Gate != want {
+		t.Fatalf("proposal %+v; want its gate %+v", p, want)
+	}
+	data, err := l.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Parse(data)
+	if err != nil || *again.Lookup("prod", "reg/app").Proposal.Gate != want {
+		t.Errorf("written and read back: %s, %v", data, err)
 	}
 }

@@ -422,7 +422,8 @@ func (s stepper) onward(env Environment, image string) []Action {
 		default:
 			state, desc = commitstatus.Failure, fmt.Sprintf("%s no longer proves %s: %s", env.Name, imageref.Short(p.Digest), t.Why)
 		}
-		if gate := string(state) + ": " + desc; gate != p.Gate && (state != commitstatus.Success || gateKind(p.Gate) != commitstatus.Success) {
+		// A green gate stays posted as it was: its "for how long" moves.
+		if posted := (PostedGate{State: state, Description: desc}); p.Gate == nil || *p.Gate != posted && (state != commitstatus.Success || p.Gate.State != commitstatus.Success) {
 			out = append(out, Action{Kind: Gate, Env: name, Image: image, PR: p.PR, Head: p.Head, Digest: p.Digest, State: state, Description: desc})
 		}
 		if next.AutoMerge && state == commitstatus.Success && !frozen {
@@ -430,12 +431,6 @@ func (s stepper) onward(env Environment, image string) []Action {
 		}
 	}
 	return out
-}
-
-// gateKind is the state of a posted gate "state: description".
-func gateKind(gate string) commitstatus.State {
-	state, _, _ := strings.Cut(gate, ":")
-	return commitstatus.State(state)
 }
 
 // knownDigests are the digests proven in t's environment before a hold:

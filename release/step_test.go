@@ -103,7 +103,7 @@ func TestSoakThenOnward(t *testing.T) {
 		}
 		g := find(as, Gate)
 		if g != nil {
-			l.Posted("prod", img, string(g.State)+": "+g.Description)
+			l.Posted("prod", img, g.State, g.Description)
 		}
 		return g
 	}
@@ -178,7 +178,7 @@ func TestFreezeHoldsOnwardAndMerge(t *testing.T) {
 	if tr := l.Lookup("prod", img); tr.FrozenUntil == nil || !tr.FrozenUntil.Equal(t0) {
 		t.Errorf("ledger FrozenUntil = %v, want %v", tr.FrozenUntil, t0)
 	}
-	l.Posted("prod", img, string(g.State)+": "+g.Description)
+	l.Posted("prod", img, g.State, g.Description)
 	as = Step(l, w.input(c, t0.Add(time.Minute)))
 	if g := find(as, Gate); g == nil || g.State != commitstatus.Success || find(as, MergePR) == nil {
 		t.Errorf("after the window: %+v, want the gate green and a merge", as)

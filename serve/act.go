@@ -80,7 +80,7 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*
 		}
 		err := forge.SetStatus(ctx, env.Repo, a.Head, gitforge.Status{Context: GateContext, State: a.State, Description: clipStatus(a.Description)})
 		if err == nil {
-			record(func(l *release.Ledger) { l.Posted(a.Env, a.Image, string(a.State)+": "+a.Description) })
+			record(func(l *release.Ledger) { l.Posted(a.Env, a.Image, a.State, a.Description) })
 		}
 		return err
 	case release.MergePR:

@@ -270,7 +270,7 @@ func opened(todo []release.Action, l *release.Ledger) bool {
 		if a.Kind != release.Promote {
 			continue
 		}
-		if t := l.Lookup(a.Env, a.Image); t != nil && t.Proposal != nil && t.Proposal.Digest == a.Digest && t.Proposal.Gate == "" {
+		if t := l.Lookup(a.Env, a.Image); t != nil && t.Proposal != nil && t.Proposal.Digest == a.Digest && t.Proposal.Gate == nil {
 			return true
 		}
 	}

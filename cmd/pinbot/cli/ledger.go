@@ -128,8 +128,8 @@ func writeLedgers(w io.Writer, ls []repoLedger, now time.Time) error {
 				}
 				if p := t.Proposal; p != nil {
 					pr = fmt.Sprintf("#%d %s", p.PR, imageref.Short(p.Digest))
-					if p.Gate != "" {
-						pr += " (" + strings.SplitN(p.Gate, ":", 2)[0] + ")"
+					if p.Gate != nil {
+						pr += " (" + string(p.Gate.State) + ")"
 					}
 				}
 				if p := t.Rollback; p != nil && p.PR != 0 {
