@@ -2,13 +2,13 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"pinbot.dev/pinbot/gitforge"
@@ -59,7 +59,7 @@ func (f *serveFlags) bind(cmd *cobra.Command) {
 		`serve Go's runtime profiles (/debug/pprof/) on this address of their own, e.g. ":6060" (loopback unless a host is named; default: none)`)
 	cmd.Flags().StringVar(&f.memoryLimit, "memory-limit", "auto",
 		`the Go runtime's soft memory limit: a size such as "96Mi", "none", or "auto": the container's memory limit less 64Mi, unless $GOMEMLIMIT is set`)
-	cmd.Flags().DurationVar(&f.reloadInterval, "reload-interval", DefaultReloadInterval,
+	cmd.Flags().DurationVar(&f.reloadInterval, "reload-interval", serve.DefaultReloadInterval,
 		"how often the config file is looked at; a valid change is applied in place, an invalid one logged and kept out")
 }
 
@@ -152,11 +152,34 @@ func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Op
 	if sf.reloadInterval <= 0 {
 		return usageErrorf("flag --reload-interval: must be positive")
 	}
-	reload := newReloader(f, sf.reloadInterval)
-	if o.Shards > 0 {
-		reload.opts = append(reload.opts, reconciler.WithReplica(o.Lease.ID))
+	src := serve.Source{
+		File: f.config, Every: sf.reloadInterval, Load: f.load,
+		Build: func(cfg *serve.Config, opts []reconciler.Option) (*reconciler.Reconciler, *gitforge.Cache, error) {
+			r, err := f.build(cfg, opts)
+			return r, f.gitCache, err
+		},
+		Kube: func() (kubernetes.Interface, error) {
+			rc, err := f.restConfig()
+			if err != nil {
+				return nil, err
+			}
+			kube, err := kubernetes.NewForConfig(rc)
+			if err != nil {
+				return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+			}
+			return kube, nil
+		},
+		Dynamic: func() (dynamic.Interface, error) {
+			rc, err := f.restConfig()
+			if err != nil {
+				return nil, err
+			}
+			return dynamic.NewForConfig(rc)
+		},
 	}
-	o.Collectors = reload.collectors()
+	if o.Shards > 0 {
+		src.Options = append(src.Options, reconciler.WithReplica(o.Lease.ID))
+	}
 	if err := f.Validate(); err != nil {
 		return err
 	}
@@ -168,46 +191,5 @@ func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Op
 			return err
 		}
 	}
-	cur, err := reload.open(cmd.Context())
-	if err != nil {
-		return err
-	}
-	rc, err := f.restConfig()
-	if err != nil {
-		cur.r.Close()
-		return err
-	}
-	kube, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		cur.r.Close()
-		return fmt.Errorf("creating the Kubernetes client: %w", err)
-	}
-	// Each turn runs serve on one config until the process ends, or the
-	// file holds a new valid config, or the discovered apps change: serve
-	// then shuts down as at SIGTERM (the pass in flight ends, the Lease is
-	// released) and starts again on the new one, in the same process.
-	for {
-		o.Cache = f.gitCache
-		ctx, cancel := context.WithCancel(cmd.Context())
-		next := make(chan turn, 1)
-		go func(cur turn) {
-			if t, ok := reload.next(ctx, cur); ok {
-				next <- t
-				cancel()
-			}
-		}(cur)
-		err := serve.Run(ctx, cur.cfg, cur.r, kube, o)
-		cancel()
-		cur.r.Close()
-		select {
-		case t := <-next:
-			if cmd.Context().Err() != nil {
-				t.r.Close()
-				return err
-			}
-			cur = t
-		default:
-			return err
-		}
-	}
+	return serve.RunReloading(cmd.Context(), src, o)
 }

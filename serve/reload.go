@@ -1,4 +1,4 @@
-package cli
+package serve
 
 import (
 	"bytes"
@@ -9,12 +9,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
+	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/discover"
-	"pinbot.dev/pinbot/serve"
 )
 
 // DefaultReloadInterval is how often serve looks at its config file. A
@@ -23,34 +24,98 @@ import (
 // cheap and always right.
 const DefaultReloadInterval = 5 * time.Second
 
+// Source is where serve's config comes from and how what runs on it is
+// built; the command binds it to its flags.
+type Source struct {
+	// File is the config file, looked at every Every.
+	File  string
+	Every time.Duration
+	// Load reads and validates File.
+	Load func() (*Config, error)
+	// Build makes the Reconciler of cfg with opts, and the Git cache it
+	// shares with promotions.
+	Build func(cfg *Config, opts []reconciler.Option) (*reconciler.Reconciler, *gitforge.Cache, error)
+	// Kube is the client serve runs with; Dynamic the one discover:
+	// lists and watches with.
+	Kube    func() (kubernetes.Interface, error)
+	Dynamic func() (dynamic.Interface, error)
+	// Options are more options of every Reconciler.
+	Options []reconciler.Option
+}
+
+// RunReloading runs serve (Run) on the config src holds, and, in the same
+// process, on each new valid config the file holds and each change of the
+// apps its discover: entries select: the old turn shuts down as at
+// SIGTERM (the pass in flight ends, the Lease is released) before the
+// new one starts. A change that fails to validate or to open is logged
+// with its reason and counted, and serve keeps the config it runs. The
+// first config failing is the error.
+func RunReloading(ctx context.Context, src Source, o Options) error {
+	l := newReloader(src)
+	o.Collectors = append(o.Collectors, l.collectors()...)
+	cur, err := l.open(ctx)
+	if err != nil {
+		return err
+	}
+	kube, err := src.Kube()
+	if err != nil {
+		cur.r.Close()
+		return err
+	}
+	for {
+		o.Cache = cur.cache
+		turnCtx, cancel := context.WithCancel(ctx)
+		next := make(chan turn, 1)
+		go func(cur turn) {
+			if t, ok := l.next(turnCtx, cur); ok {
+				next <- t
+				cancel()
+			}
+		}(cur)
+		err := Run(turnCtx, cur.cfg, cur.r, kube, o)
+		cancel()
+		cur.r.Close()
+		select {
+		case t := <-next:
+			if ctx.Err() != nil {
+				t.r.Close()
+				return err
+			}
+			cur = t
+		default:
+			return err
+		}
+	}
+}
+
 // turn is what serve runs on until the config changes: the Reconciler,
-// its config, and the apps the config's discover: entries selected (its
-// apps include them, after its own).
+// its config and Git cache, and the apps the config's discover: entries
+// selected (its apps include them, after its own).
 type turn struct {
 	r          *reconciler.Reconciler
-	cfg        *serve.Config
+	cfg        *Config
+	cache      *gitforge.Cache
 	discovered []config.App
 }
 
 // reloader watches serve's config file and the deployer objects its
 // discover: entries select. A change is validated and opened (a
-// Reconciler built on it) before serve stops the old one; a config that
-// fails either is logged with its reason and counted, and serve keeps
-// running on the one it has.
+// Reconciler built on it) before serve stops the old one.
 type reloader struct {
-	f     *reconcilerFlags
-	every time.Duration
-	sum   [sha256.Size]byte // of the file serve runs on, or last refused
-	dyn   dynamic.Interface // for discover:, made on first use
-	opts  []reconciler.Option
+	src Source
+	sum [sha256.Size]byte // of the file serve runs on, or last refused
+	dyn dynamic.Interface // for discover:, made on first use
 
 	reloads *prometheus.CounterVec // pinbot_config_reloads_total{result}
 	ok      prometheus.Gauge       // pinbot_config_last_reload_successful
 }
 
-func newReloader(f *reconcilerFlags, every time.Duration) *reloader {
+func newReloader(src Source) *reloader {
+	if src.Every <= 0 {
+		src.Every = DefaultReloadInterval
+	}
 	return &reloader{
-		f: f, every: every,
+		src: src,
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pinbot_config_reloads_total",
 			Help: "Changes of serve's config file seen, by result: applied, or refused (invalid; serve kept the config it had).",
@@ -74,8 +139,8 @@ func (l *reloader) collectors() []prometheus.Collector {
 // now, and builds the Reconciler; it notes the file's content as the one
 // serve runs on.
 func (l *reloader) open(ctx context.Context) (turn, error) {
-	data, _ := os.ReadFile(l.f.config)
-	cfg, err := l.f.load()
+	data, _ := os.ReadFile(l.src.File)
+	cfg, err := l.src.Load()
 	if err != nil {
 		return turn{}, err
 	}
@@ -94,26 +159,24 @@ func (l *reloader) open(ctx context.Context) (turn, error) {
 		}
 		cfg.Config = *merged
 	}
-	r, err := l.f.build(cfg, l.opts)
+	r, cache, err := l.src.Build(cfg, l.src.Options)
 	if err != nil {
 		return turn{}, err
 	}
 	l.sum = sha256.Sum256(data)
-	return turn{r: r, cfg: cfg, discovered: discovered}, nil
+	return turn{r: r, cfg: cfg, cache: cache, discovered: discovered}, nil
 }
 
 func (l *reloader) dynamic() (dynamic.Interface, error) {
 	if l.dyn != nil {
 		return l.dyn, nil
 	}
-	rc, err := l.f.restConfig()
+	dyn, err := l.src.Dynamic()
 	if err != nil {
 		return nil, err
 	}
-	if l.dyn, err = dynamic.NewForConfig(rc); err != nil {
-		return nil, err
-	}
-	return l.dyn, nil
+	l.dyn = dyn
+	return dyn, nil
 }
 
 // next blocks until the file holds a new valid config, or the apps that
@@ -127,7 +190,7 @@ func (l *reloader) next(ctx context.Context, cur turn) (next turn, ok bool) {
 			changed = discover.Watch(ctx, dyn, cur.cfg.Discover, cur.discovered).Changed()
 		}
 	}
-	tick := time.NewTicker(l.every)
+	tick := time.NewTicker(l.src.Every)
 	defer tick.Stop()
 	pending := false // the discovered apps changed, and the reopen failed
 	for {
@@ -144,10 +207,10 @@ func (l *reloader) next(ctx context.Context, cur turn) (next turn, ok bool) {
 			continue
 		case <-tick.C:
 		}
-		data, err := os.ReadFile(l.f.config)
+		data, err := os.ReadFile(l.src.File)
 		if err != nil {
 			// A ConfigMap's swap, or a file being written: the next look.
-			log.Debug("cannot read the config file", "file", l.f.config, "error", err.Error())
+			log.Debug("cannot read the config file", "file", l.src.File, "error", err.Error())
 			continue
 		}
 		sum := sha256.Sum256(data)
@@ -161,7 +224,7 @@ func (l *reloader) next(ctx context.Context, cur turn) (next turn, ok bool) {
 			l.sum = sum // refused once, not again at every look
 			l.reloads.WithLabelValues("refused").Inc()
 			l.ok.Set(0)
-			log.Error("the config file changed, but the new config is refused; serve keeps the one it runs", "file", l.f.config, "error", err.Error())
+			log.Error("the config file changed, but the new config is refused; serve keeps the one it runs", "file", l.src.File, "error", err.Error())
 			continue
 		case err != nil:
 			log.Error("cannot apply the discovered apps yet; serve keeps the ones it runs and tries again", "error", err.Error())
@@ -170,7 +233,7 @@ func (l *reloader) next(ctx context.Context, cur turn) (next turn, ok bool) {
 		if fileChanged {
 			l.reloads.WithLabelValues("applied").Inc()
 			l.ok.Set(1)
-			log.Info("the config file changed; serve restarts its loops on the new config", "file", l.f.config, "apps", len(t.cfg.Apps))
+			log.Info("the config file changed; serve restarts its loops on the new config", "file", l.src.File, "apps", len(t.cfg.Apps))
 		}
 		return t, true
 	}
