@@ -340,7 +340,7 @@ func TestReleaseFreezeAndAutoMerge(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r.serveReleases("a")
+	rep := r.serveReleases("a", "--log-level", "debug")
 	r.waitProven("staging", r.v1, 2*time.Minute)
 	_, v2 := r.image("app", "v2")
 	if code, out := r.pinbot("promote", "--image", r.app, "--digest", v2); code != 0 {
@@ -365,7 +365,9 @@ func TestReleaseFreezeAndAutoMerge(t *testing.T) {
 	if opened := time.Now(); opened.Before(frozenUntil) {
 		t.Errorf("prod's pull request opened at %s, inside the window until %s", opened, frozenUntil)
 	}
-	time.Sleep(3 * time.Second) // pinbot tries to merge: the approval is missing
+	poll.Until(t, time.Minute, "pinbot trying to merge prod's pull request without its approval", func() (bool, string) {
+		return strings.Contains(rep.log.String(), fmt.Sprintf("not mergeable yet (approvals, checks)\" env=prod image=%s number=%d", r.app, prod.Index)), ""
+	})
 	if pr, _, _ := c.GetPullRequest(g.AdminUser, "manifests", prod.Index); pr.HasMerged {
 		t.Fatal("pinbot merged without the required approval")
 	}
