@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -31,12 +32,19 @@ func TestIdleVerifyOnlyPassesReadFromWatches(t *testing.T) {
 	s.waitStatus(rollout, "verified", func(_ *status.App, v *verdict.Verification) bool { return v != nil && v.Verified })
 
 	r, log := s.counted()
+	reg := prometheus.NewRegistry()
+	if err := r.Register(reg); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(testCtx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = r.Run(ctx) }()
-	time.Sleep(5 * time.Second) // the first passes start the watches
+	// The first passes start the watches; then eight passes more, each
+	// of which must ask for nothing.
+	poll.Until(t, time.Minute, "the loop's first two passes", func() (bool, string) { return passesOf(t, reg, s.name) >= 2, "" })
 	log.take()
-	time.Sleep(8 * time.Second)
+	from := passesOf(t, reg, s.name)
+	poll.Until(t, time.Minute, "eight passes more", func() (bool, string) { return passesOf(t, reg, s.name) >= from+8, "" })
 	_, seen := log.take()
 	got := map[string]int{}
 	for _, req := range seen {
@@ -50,7 +58,7 @@ func TestIdleVerifyOnlyPassesReadFromWatches(t *testing.T) {
 		lines = append(lines, fmt.Sprintf("%4d %s", n, k))
 	}
 	sort.Strings(lines)
-	t.Logf("API requests over 8 s of passes every second:\n%s", strings.Join(lines, "\n"))
+	t.Logf("API requests over 8 passes, one a second:\n%s", strings.Join(lines, "\n"))
 	// Only the liveness question may be asked (at most once per 30 s).
 	for path, n := range got {
 		if path != "GET /version" {
@@ -107,4 +115,27 @@ func TestPodReplacedUnderAProofIsJudgedAtOnce(t *testing.T) {
 		now := pods(v)
 		return v.Verified && len(now) == 2 && !slices.Contains(now, before[0]), fmt.Sprintf("verified %t, pods %v (before %v)", v.Verified, now, before)
 	})
+}
+
+// passesOf is how many passes of app the Reconciler registered with reg
+// has made (pinbot_reconcile_duration_seconds' count).
+func passesOf(t *testing.T, reg *prometheus.Registry, app string) uint64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "pinbot_reconcile_duration_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "app" && l.GetValue() == app {
+					return m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return 0
 }
