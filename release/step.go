@@ -24,79 +24,6 @@ type Input struct {
 	Tags map[string]map[string]string
 }
 
-// Kind is what an Action asks for.
-type Kind string
-
-// The kinds of Action.
-const (
-	// Promote opens or updates the promotion pull request of Digest into
-	// Env, carrying From's Proof.
-	Promote Kind = "promote"
-	// Gate posts the pinbot/gate status State with Description on PR's
-	// Head.
-	Gate Kind = "gate"
-	// MergePR merges PR (a promotion, or with Rollback a rollback) through
-	// the forge's merge API, as far as branch protection lets it.
-	MergePR Kind = "merge"
-	// Rollback opens the rollback pull request restoring Digest in Env,
-	// with the Evidence against Failed.
-	Rollback Kind = "rollback"
-	// Report says what pinbot saw and did not act on.
-	Report Kind = "report"
-	// ReadyRollback pushes the branch of the rollback restoring Digest
-	// in Env, should Failed (merged, inside its readiness window) fail,
-	// and opens no pull request: at the deadline only the pull request
-	// is left to open.
-	ReadyRollback Kind = "ready-rollback"
-	// DropRollback deletes a readied rollback's Branch, still at Head:
-	// Failed proved, or the ledger moved on.
-	DropRollback Kind = "drop-rollback"
-)
-
-// Action is one thing Step asks serve to do.
-type Action struct {
-	Kind   Kind
-	Env    string
-	Image  string
-	Digest string
-	// From and Proof: a Promote's upstream environment and its proof.
-	From  string
-	Proof *Proof
-	// PR and Head: a Gate's or a MergePR's pull request.
-	PR   int64
-	Head string
-	// State and Description: a Gate's status ("success", "failure",
-	// "pending").
-	State       commitstatus.State
-	Description string
-	// Failed and Evidence: a Rollback's failed digest and why.
-	Failed   string
-	Evidence string
-	// Tag is the tag a Promote or a Rollback writes with Digest: the one
-	// the upstream pins it with, or the one it had when it was proven
-	// here; "" keeps the pins' tags.
-	Tag string
-	// IsRollback: a MergePR of a rollback pull request.
-	IsRollback bool
-	// At is a Rollback's or ReadyRollback's commit time (Proposal.At).
-	At time.Time
-	// Branch and Head: a DropRollback's branch, as it was pushed.
-	Branch string
-}
-
-// Proof is the upstream proof a promotion carries to reviewers.
-type Proof struct {
-	Env    string        `json:"env"`
-	Apps   []string      `json:"apps"`
-	Image  string        `json:"image"`
-	Digest string        `json:"digest"`
-	Commit string        `json:"commit,omitempty"`
-	Pods   []Pod         `json:"pods"`
-	Since  time.Time     `json:"since"`
-	Held   time.Duration `json:"held"`
-	Soak   time.Duration `json:"soak"`
-}
-
 // Step brings the ledger up to what in shows and returns what to do: a
 // digest proven upstream is proposed onward at once, its gate pending
 // until it has held for the soak and then following its upstream proof;
@@ -113,7 +40,7 @@ func Step(l *Ledger, in Input) []Action {
 		}
 		l.Stopped = stop
 		l.event(s.now, "", "", stop)
-		return []Action{{Kind: Report, Evidence: stop}}
+		return []Action{reportAction("", "", "", stop)}
 	}
 	l.Stopped = ""
 	var out, readying []Action
@@ -140,7 +67,7 @@ func Step(l *Ledger, in Input) []Action {
 			out = append(out, s.watch(t, env, image, obs, rollbacksHeld)...)
 			readying = append(readying, s.readyRollback(t, env, image)...)
 			if t.Rollback != nil && t.Rollback.PR != 0 && env.Rollback == RollbackAuto && !rollbacksHeld {
-				out = append(out, Action{Kind: MergePR, Env: env.Name, Image: image, PR: t.Rollback.PR, Digest: t.Rollback.Digest, IsRollback: true})
+				out = append(out, mergeAction(env.Name, image, t.Rollback, true))
 			}
 		}
 	}
@@ -300,7 +227,7 @@ func (s stepper) watch(t *Track, env Environment, image string, obs Observation,
 	m.Done, m.Failure = true, failure
 	report := func(what string) []Action {
 		s.l.event(s.now, env.Name, image, what)
-		return []Action{{Kind: Report, Env: env.Name, Image: image, Digest: m.Digest, Evidence: what}}
+		return []Action{reportAction(env.Name, image, m.Digest, what)}
 	}
 	switch {
 	case age > env.RollbackWindow:
@@ -343,7 +270,7 @@ func (s stepper) readyRollback(t *Track, env Environment, image string) []Action
 	case r != nil && (m == nil || m.Digest != r.Failed || m.Proved || m.Done):
 		t.Readied = nil
 		if r.Branch != "" {
-			return []Action{{Kind: DropRollback, Env: env.Name, Image: image, Failed: r.Failed, Branch: r.Branch, Head: r.Head}}
+			return []Action{dropAction(env.Name, image, r)}
 		}
 	case r == nil && m != nil && m.Digest == t.Pinned && !m.Done && !m.Proved && !m.Rollback && t.Rollback == nil && !s.now.Before(readyAt(m, env)):
 		to, tag := rollbackTo(t, m)
@@ -351,7 +278,7 @@ func (s stepper) readyRollback(t *Track, env Environment, image string) []Action
 			return nil
 		}
 		t.Readied = &Readied{Failed: m.Digest}
-		return []Action{{Kind: ReadyRollback, Env: env.Name, Image: image, Digest: to, Tag: tag, Failed: m.Digest, At: m.At}}
+		return []Action{readyAction(env.Name, image, to, tag, m)}
 	}
 	return nil
 }
@@ -398,10 +325,7 @@ func (s stepper) onward(env Environment, image string) []Action {
 		// and the gate (and auto-merge) turn green when it ends.
 		if t.Proven != "" && n.Pinned != t.Proven && s.l.Held(name, image, t.Proven) == nil && !frozen &&
 			(n.Proposal == nil || n.Proposal.Digest != t.Proven) && n.Rollback == nil && !settling(n, next, s.now) && !ranBefore(n, t.Proven) {
-			out = append(out, Action{Kind: Promote, Env: name, Image: image, Digest: t.Proven, Tag: t.PinnedTag, From: env.Name, Proof: &Proof{
-				Env: env.Name, Apps: env.Apps, Image: image, Digest: t.Proven, Commit: t.Commit, Pods: t.Pods,
-				Since: *t.ProvenSince, Held: held, Soak: env.Soak,
-			}})
+			out = append(out, promoteAction(name, image, env, t, held))
 		}
 		p := n.Proposal
 		if p == nil || p.From != env.Name || p.Head == "" {
@@ -424,10 +348,10 @@ func (s stepper) onward(env Environment, image string) []Action {
 		}
 		// A green gate stays posted as it was: its "for how long" moves.
 		if posted := (PostedGate{State: state, Description: desc}); p.Gate == nil || *p.Gate != posted && (state != commitstatus.Success || p.Gate.State != commitstatus.Success) {
-			out = append(out, Action{Kind: Gate, Env: name, Image: image, PR: p.PR, Head: p.Head, Digest: p.Digest, State: state, Description: desc})
+			out = append(out, gateAction(name, image, p, state, desc))
 		}
 		if next.AutoMerge && state == commitstatus.Success && !frozen {
-			out = append(out, Action{Kind: MergePR, Env: name, Image: image, PR: p.PR, Head: p.Head, Digest: p.Digest})
+			out = append(out, mergeAction(name, image, p, false))
 		}
 	}
 	return out
@@ -485,9 +409,4 @@ func Pending(l *Ledger, this []Action) []Action {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Env+out[i].Image < out[j].Env+out[j].Image })
 	return out
-}
-
-// rollbackOf is the Rollback action of decision rb in env.
-func rollbackOf(env, image string, rb *Proposal) Action {
-	return Action{Kind: Rollback, Env: env, Image: image, Digest: rb.Digest, Tag: rb.Tag, Failed: rb.Failed, Evidence: rb.Evidence, At: rb.At}
 }
