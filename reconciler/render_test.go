@@ -2,12 +2,12 @@ package reconciler
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"pinbot.dev/pinbot/internal/testenv/filetree"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/internal/fixture"
 	"pinbot.dev/pinbot/render"
@@ -19,24 +19,14 @@ import (
 // parameters everything; a helm block on a directory without Chart.yaml
 // is an error naming the directory.
 func TestHelmRenderOptions(t *testing.T) {
-	root := t.TempDir()
-	files := map[string]string{
+	root := filetree.Write(t, map[string]string{
 		"chart/Chart.yaml":               "apiVersion: v2\nname: web\nversion: 0.1.0\n",
 		"chart/values.yaml":              "a: chart\nb: chart\nc: chart\nd: chart\n",
 		"chart/values-base.yaml":         "b: base\nc: base\nd: base\n",
 		"chart/values-prod.yaml":         "c: prod\nd: prod\n",
 		"chart/templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Release.Name }}'}\ndata:\n  ns: '{{ .Release.Namespace }}'\n  a: '{{ .Values.a }}'\n  b: '{{ .Values.b }}'\n  c: '{{ .Values.c }}'\n  d: '{{ .Values.d }}'\n  count: '{{ .Values.count }}'\n",
 		"plain/configmap.yaml":           "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\n",
-	}
-	for name, body := range files {
-		p := filepath.Join(root, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	for _, tc := range []struct {
 		name string
 		helm *config.HelmConfig

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"pinbot.dev/pinbot/internal/testenv/filetree"
 )
 
 var (
@@ -30,21 +32,10 @@ func runPins(t *testing.T, args ...string) (int, string, string) {
 // pinsTree writes a small manifest tree and returns its directory.
 func pinsTree(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	files := map[string]string{
+	return filetree.Write(t, map[string]string{
 		"apps/web.yaml": "kind: Pod\nspec:\n  containers:\n  - name: web\n    image: nginx:1.27@" + pinsDigestA + " # web\n",
 		"Dockerfile":    "FROM 127.0.0.1:5000/org/base@" + pinsDigestA + "\n",
-	}
-	for p, c := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	})
 }
 
 func TestPinsListJSON(t *testing.T) {
