@@ -59,7 +59,11 @@ func TestReleaseLeaderChangeBetweenActionAndRecord(t *testing.T) {
 		rb := r.track("prod").Rollback
 		return rb != nil && rb.PR == opened.Index, r.ledgerSummary()
 	})
-	if n := r.pullsOn(r.rollbackBranch("prod")); len(n) != 1 {
+	if prs := r.pullsOn(r.rollbackBranch("prod"), sdk.StateAll); len(prs) != 1 {
+		var n []int64
+		for _, pr := range prs {
+			n = append(n, pr.Index)
+		}
 		t.Fatalf("rollback pull requests %v, want #%d alone: the next leader opened a second", n, opened.Index)
 	}
 	if pr := r.openPull(r.rollbackBranch("prod")); pr == nil || !strings.Contains(pr.Body, r.v1[:len("sha256:")+12]) {
@@ -85,7 +89,6 @@ func TestReleaseLeaderChangeBetweenActionAndRecord(t *testing.T) {
 func (r *releaseRig) refuseRecordedRollbacks() func() {
 	r.t.Helper()
 	k := r.peers.Kube.AdmissionregistrationV1()
-	deny := admissionv1.Deny
 	policy := &admissionv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "refuse-recorded-rollbacks"},
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
@@ -105,7 +108,7 @@ func (r *releaseRig) refuseRecordedRollbacks() func() {
 		ObjectMeta: metav1.ObjectMeta{Name: "refuse-recorded-rollbacks"},
 		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
 			PolicyName:        policy.Name,
-			ValidationActions: []admissionv1.ValidationAction{deny},
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
 			MatchResources: &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
 				MatchLabels: map[string]string{"kubernetes.io/metadata.name": "pinbot-system"},
 			}},
@@ -141,26 +144,4 @@ func (r *releaseRig) refuseRecordedRollbacks() func() {
 			return r.peers.Kube.CoreV1().ConfigMaps("pinbot-system").Delete(r.ctx, probe.Name, metav1.DeleteOptions{}) == nil, ""
 		})
 	}
-}
-
-// pullsOn lists the numbers of every pull request on branch, open or
-// closed.
-func (r *releaseRig) pullsOn(branch string) []int64 {
-	r.t.Helper()
-	g := r.peers.Gitea
-	c, err := g.Client(r.ctx)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	prs, _, err := c.ListRepoPullRequests(g.AdminUser, "manifests", sdk.ListPullRequestsOptions{State: sdk.StateAll})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	var out []int64
-	for _, pr := range prs {
-		if pr.Head != nil && pr.Head.Ref == branch {
-			out = append(out, pr.Index)
-		}
-	}
-	return out
 }

@@ -129,21 +129,32 @@ func (r *releaseRig) pull(branch string, within time.Duration) *sdk.PullRequest 
 
 // openPull is the open pull request on branch, or nil.
 func (r *releaseRig) openPull(branch string) *sdk.PullRequest {
+	if prs := r.pullsOn(branch, sdk.StateOpen); len(prs) > 0 {
+		return prs[0]
+	}
+	return nil
+}
+
+// pullsOn lists the pull requests on branch in state (open, closed or
+// all).
+func (r *releaseRig) pullsOn(branch string, state sdk.StateType) []*sdk.PullRequest {
+	r.t.Helper()
 	g := r.peers.Gitea
 	c, err := g.Client(r.ctx)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	prs, _, err := c.ListRepoPullRequests(g.AdminUser, "manifests", sdk.ListPullRequestsOptions{State: sdk.StateOpen})
+	prs, _, err := c.ListRepoPullRequests(g.AdminUser, "manifests", sdk.ListPullRequestsOptions{State: state})
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	var out []*sdk.PullRequest
 	for _, pr := range prs {
 		if pr.Head != nil && pr.Head.Ref == branch {
-			return pr
+			out = append(out, pr)
 		}
 	}
-	return nil
+	return out
 }
 
 // branchExists reports whether the repository has branch.
