@@ -274,7 +274,7 @@ func (s stepper) readyRollback(t *Track, env Environment, image string) []Action
 		}
 	case r == nil && m != nil && m.Digest == t.Pinned && !m.Done && !m.Proved && !m.Rollback && t.Rollback == nil && !s.now.Before(readyAt(m, env)):
 		to, tag := rollbackTo(t, m)
-		if to == "" || to == m.Digest {
+		if to == "" {
 			return nil
 		}
 		t.Readied = &Readied{Failed: m.Digest}

@@ -48,14 +48,15 @@ func (s *schedule) next(repos []string, now time.Time) (string, time.Duration) {
 			delete(s.woken, r)
 		}
 	}
-	if r, at := earliest(s.deadline, s.woken); r != "" && !at.After(now) {
-		return r, 0
+	reason, rat := earliest(s.deadline, s.woken)
+	if reason != "" && !rat.After(now) {
+		return reason, 0
 	}
 	r, at := earliest(s.round)
 	if r != "" && !at.After(now) {
 		return r, 0
 	}
-	if rr, rat := earliest(s.deadline, s.woken); rr != "" && rat.Before(at) {
+	if reason != "" && rat.Before(at) {
 		at = rat
 	}
 	return "", at.Sub(now)

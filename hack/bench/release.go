@@ -27,8 +27,8 @@ func init() {
 }
 
 // The release measurements: one repository with staging then prod, two
-// replicas each. serve looks at each chain at its default interval (15
-// s): what the figures time comes from deadlines and proofs, not polls.
+// replicas each. serve looks at each chain at its default interval, 15 s:
+// what the figures time comes from deadlines and proofs, not polls.
 const (
 	releaseRounds   = 3
 	releaseReplicas = 2
