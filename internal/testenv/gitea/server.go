@@ -77,6 +77,7 @@ type Server struct {
 	cmd     *exec.Cmd
 	exited  chan struct{}
 	waitErr error
+	logFrom int64 // the log's size when this launch began
 	stop    sync.Once
 	stopErr error
 }
@@ -177,7 +178,8 @@ func start(ctx context.Context, bin, root string, opts Options) (_ *Server, err 
 	return s, nil
 }
 
-func freePort() (int, error) {
+// freePort is a variable so that a test can hand out a taken port.
+var freePort = func() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("finding a free loopback port: %w", err)
@@ -244,6 +246,9 @@ func (s *Server) launch() error {
 		return fmt.Errorf("starting Gitea: %w", err)
 	}
 	defer logf.Close() // the child holds its own descriptor
+	if fi, err := logf.Stat(); err == nil {
+		s.logFrom = fi.Size()
+	}
 	cmd := exec.Command(s.bin, append(s.globalArgs(), "web", "--quiet")...)
 	cmd.Dir = s.Dir
 	// Start-up allocates a lot and frees little: collecting garbage then is
@@ -267,7 +272,9 @@ func (s *Server) waitReady(ctx context.Context) error {
 	tick := time.NewTicker(25 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/api/v1/version", nil)
+		// Another process may hold the port and never answer: probe briefly.
+		probe, cancel := context.WithTimeout(ctx, 2*time.Second)
+		req, _ := http.NewRequestWithContext(probe, http.MethodGet, s.URL+"/api/v1/version", nil)
 		resp, err := s.client.Do(req)
 		if err == nil {
 			var v struct {
@@ -276,15 +283,18 @@ func (s *Server) waitReady(ctx context.Context) error {
 			err = json.NewDecoder(resp.Body).Decode(&v)
 			resp.Body.Close()
 			if err == nil && resp.StatusCode == http.StatusOK {
+				cancel()
 				s.Version = v.Version
 				return nil
 			}
 		}
+		cancel()
+		// Gitea logs a failed bind and keeps running without a listener.
+		if s.bindFailed() {
+			return fmt.Errorf("starting Gitea on %s: %w", s.URL, errPortTaken)
+		}
 		select {
 		case <-s.exited:
-			if strings.Contains(s.LogTail(50), "address already in use") {
-				return fmt.Errorf("starting Gitea on %s: %w", s.URL, errPortTaken)
-			}
 			return fmt.Errorf("gitea exited while starting: %w", s.waitErr)
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for Gitea at %s: %w", s.URL, ctx.Err())
@@ -401,6 +411,16 @@ func (s *Server) LogTail(n int) string {
 		return ""
 	}
 	return lastLines(string(raw), n)
+}
+
+// bindFailed reports whether this launch of Gitea logged that its port
+// was taken.
+func (s *Server) bindFailed() bool {
+	raw, err := os.ReadFile(s.LogFile)
+	if err != nil || int64(len(raw)) < s.logFrom {
+		return false
+	}
+	return bytes.Contains(raw[s.logFrom:], []byte("address already in use"))
 }
 
 // withLog adds the tail of Gitea's output to a start-up error.

@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "code.gitea.io/sdk/gitea"
 	"github.com/google/go-cmp/cmp"
@@ -231,6 +234,40 @@ func TestStop(t *testing.T) {
 	}
 	if err := srv.Stop(); err != nil {
 		t.Errorf("second Stop: %s", err)
+	}
+}
+
+// A port taken between the probe and Gitea's bind (another test package
+// starting at the same moment) costs a retry, not a minute's time-out.
+func TestStartRetriesATakenPort(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	taken := held.Addr().(*net.TCPAddr).Port
+	calls := 0
+	restore := gitea.SetFreePort(func() (int, error) {
+		calls++
+		if calls == 1 {
+			return taken, nil
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		defer l.Close()
+		return l.Addr().(*net.TCPAddr).Port, nil
+	})
+	defer restore()
+
+	srv, err := gitea.Start(context.Background(), gitea.Options{StartTimeout: 45 * time.Second})
+	if err != nil {
+		t.Fatalf("Start with the first port taken: %s", err)
+	}
+	defer srv.Stop()
+	if calls != 2 || strings.HasSuffix(srv.URL, fmt.Sprintf(":%d", taken)) {
+		t.Errorf("Start took %d ports and serves at %s; want a second port, not %d", calls, srv.URL, taken)
 	}
 }
 

@@ -101,8 +101,26 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
+	// A free port can be taken by another test package between our probe
+	// and the component's bind; such an attempt is retried on new ports.
+	var c *Cluster
+	for attempt := 1; ; attempt++ {
+		c, err = startOnce(ctx, bin, opts)
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.StartupTime = time.Since(begin)
+	return c, nil
+}
+
+func startOnce(ctx context.Context, bin string, opts Options) (*Cluster, error) {
 	c := &Cluster{Dir: opts.Dir}
 	if c.Dir == "" {
+		var err error
 		c.Dir, err = os.MkdirTemp("", "pinbot-kube-")
 		if err != nil {
 			return nil, fmt.Errorf("creating cluster directory: %w", err)
@@ -110,6 +128,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		c.tempDir = true
 	} else if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating cluster directory %s: %w", c.Dir, err)
+	} else if err := os.RemoveAll(filepath.Join(c.Dir, "etcd")); err != nil {
+		// A failed attempt may have left etcd's data behind.
+		return nil, fmt.Errorf("clearing cluster directory %s: %w", c.Dir, err)
 	}
 	if err := c.start(ctx, bin, opts); err != nil {
 		if stopErr := c.Stop(); stopErr != nil {
@@ -117,7 +138,6 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 		return nil, err
 	}
-	c.StartupTime = time.Since(begin)
 	return c, nil
 }
 
