@@ -108,7 +108,12 @@ var allowed = map[string][]string{
 	"e2e":                     {}, // tests only: they import what they prove
 	"reconciler/internal/...": {"reconciler/object", "reconciler/verdict", "internal/imageref", "internal/clip"},
 	"reconciler/spoke":        {"internal/redact"},
-	"reconciler/discover":     above(core, "reconciler/config"),
+	// The I/O shells the reconciler reads through: each cluster's clients
+	// and watch caches, the fetched branches, the registry's answers.
+	"reconciler/cluster":   append([]string{"reconciler/object", "reconciler/ssa", "reconciler/verdict", "reconciler/deployer", "reconciler/spoke"}, leaves...),
+	"reconciler/gitsource": append([]string{"gitforge"}, leaves...),
+	"reconciler/lookup":    append([]string{"reconciler/object", "reconciler/verdict", "registry", "trust", "trust/policy"}, leaves...),
+	"reconciler/discover":  above(core, "reconciler/config"),
 	// Charts of Helm repositories: plain HTTP, and OCI through the registry.
 	"reconciler/chartrepo":               append([]string{"registry"}, leaves...),
 	"reconciler/chartrepo/chartrepotest": {},

@@ -33,7 +33,7 @@ func (p *pass) applyWaves(ctx context.Context, waves []wave.Wave) ([]*unstructur
 		if err != nil {
 			return applied, err
 		}
-		done, err := p.c.applier.Apply(ctx, p.app.Name, objs)
+		done, err := p.c.Applier.Apply(ctx, p.app.Name, objs)
 		applied = append(applied, done...)
 		if err != nil {
 			return applied, err
@@ -65,7 +65,7 @@ func (p *pass) awaitWave(ctx context.Context, w wave.Wave) error {
 		// A direct read, not the watch caches: they may not have seen the
 		// apply yet, and an object cached from before it (its old
 		// generation observed, so Current) would end the wave too early.
-		live, err := p.c.applier.Live(wctx, p.app.Name, w.Objects)
+		live, err := p.c.Applier.Live(wctx, p.app.Name, w.Objects)
 		var snap *verdict.Snapshot
 		if err == nil {
 			snap, err = p.r.snapshotOn(wctx, p.c, p.app.AllowNamespaces, w.Objects, live)
@@ -117,7 +117,7 @@ func (p *pass) prepareWave(ctx context.Context, w wave.Wave) ([]*unstructured.Un
 	if len(hooks) == 0 {
 		return w.Objects, nil
 	}
-	live, err := p.c.applier.Live(ctx, p.app.Name, hooks)
+	live, err := p.c.Applier.Live(ctx, p.app.Name, hooks)
 	if err != nil {
 		return nil, err
 	}
@@ -160,11 +160,11 @@ func (p *pass) deleteHook(ctx context.Context, w wave.Wave, desired, live *unstr
 		if cur != nil && cur.GetDeletionTimestamp() == nil {
 			// A conflict (the Job's status moved since it was read) deletes
 			// nothing; the next look reads it again.
-			if _, err := p.c.applier.DeleteForeground(wctx, cur); err != nil && wctx.Err() == nil {
+			if _, err := p.c.Applier.DeleteForeground(wctx, cur); err != nil && wctx.Err() == nil {
 				return err
 			}
 		}
-		got, err := p.c.applier.Live(wctx, p.app.Name, []*unstructured.Unstructured{desired})
+		got, err := p.c.Applier.Live(wctx, p.app.Name, []*unstructured.Unstructured{desired})
 		if err == nil {
 			cur = got[ref]
 			if cur == nil || cur.GetUID() != uid {

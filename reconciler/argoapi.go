@@ -15,6 +15,7 @@ import (
 	"pinbot.dev/pinbot/internal/capool"
 	"pinbot.dev/pinbot/internal/httpbound"
 	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/spoke"
 	"pinbot.dev/pinbot/reconciler/verdict"
@@ -45,7 +46,7 @@ func (r *Reconciler) argoAPI() (*spoke.ArgoAPI, error) {
 // Reconciler: bounded as the spokes' clients are, trusting the config's
 // caFile.
 func (r *Reconciler) newArgoHTTP() (*http.Client, error) {
-	t := httpbound.Transport(r.remotes.answer)
+	t := httpbound.Transport(r.answer)
 	if s := r.cfg.ArgoCD; s != nil && s.CAFile != "" {
 		pool, err := capool.Load(s.CAFile)
 		if err != nil {
@@ -117,7 +118,7 @@ func (r *Reconciler) snapshotViaAPI(ctx context.Context, api *spoke.ArgoAPI, app
 		return snap.Pods[i].Namespace+"/"+snap.Pods[i].Name < snap.Pods[j].Namespace+"/"+snap.Pods[j].Name
 	})
 	confirm := func(ctx context.Context, snap *verdict.Snapshot) (string, bool) {
-		return confirmWith(ctx, snap, rd.read)
+		return cluster.ConfirmWith(ctx, snap, rd.read)
 	}
 	return snap, confirm, nil
 }

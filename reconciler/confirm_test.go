@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"pinbot.dev/pinbot/reconciler/internal/fixture"
+	"pinbot.dev/pinbot/reconciler/lookup"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
@@ -18,7 +19,7 @@ import (
 // again (its last Pod event may have come before the move, and nothing
 // else would come until the interval); a confirmed proof asks nothing.
 func TestUnconfirmedProofLooksAgain(t *testing.T) {
-	r := &Reconciler{lookups: newLookupCache(nil)}
+	r := &Reconciler{lookups: lookup.New(nil)}
 	r.metrics = newMetrics(r)
 	snap := &verdict.Snapshot{
 		Desired:     []*unstructured.Unstructured{fixture.GitDeployment("web", fixture.Repo+"@"+fixture.DigestB)},

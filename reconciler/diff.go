@@ -38,7 +38,7 @@ func (d *Diff) InSync() bool { return len(d.Fields)+len(d.Missing)+len(d.Orphane
 // apply dry runs), objects Git declares that the cluster lacks (Missing),
 // and objects of the app's inventory Git no longer declares (Orphaned).
 // Fields under the app's ignore rules are left out. When Git cannot be
-// fetched the error is a *SourceError and there is no Diff.
+// fetched the error is a *gitsource.Error and there is no Diff.
 func (r *Reconciler) Diff(ctx context.Context, name string) (*Diff, error) {
 	app, st, err := r.app(name)
 	if err != nil {
@@ -53,7 +53,7 @@ func (r *Reconciler) Diff(ctx context.Context, name string) (*Diff, error) {
 	if err := p.load(ctx); err != nil {
 		return nil, err
 	}
-	if p.live, err = r.live(ctx, p.c, app, p.desired); err != nil {
+	if p.live, err = p.c.Live(ctx, app.Name, app.AllowNamespaces, p.desired); err != nil {
 		return nil, fmt.Errorf("reading the cluster: %w", err)
 	}
 	return p.diff(ctx)
@@ -130,7 +130,7 @@ func (p *pass) fieldDiffs(ctx context.Context, desired []*unstructured.Unstructu
 			break
 		}
 		g.Go(func() error {
-			dry, err := p.c.applier.ApplyObject(ctx, p.app.Name, j.desired, ssa.DryRun())
+			dry, err := p.c.Applier.ApplyObject(ctx, p.app.Name, j.desired, ssa.DryRun())
 			var fields []diff.Field
 			if err == nil {
 				fields, err = diff.Fields(dry, j.live, nil)

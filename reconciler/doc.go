@@ -14,11 +14,12 @@
 // (fields left to others), heal.Guard (drift wars), verdict.Verify and
 // verdict.AssessHealth (the proof and health), settle (what a
 // verification means for the record and the commit status) and status.Of
-// (the app's status). The I/O shells around them are the Applier
-// (reconciler/ssa), the record per app (reconciler/history), a cached
-// go-git clone (Source), informer caches of Pods and of each app's
-// inventory, the registry for config-digest and index-child lookups, and
-// Gitea commit statuses and pull-request comments.
+// (the app's status). The I/O shells around them are each cluster's
+// clients and watch caches (reconciler/cluster: the Applier of
+// reconciler/ssa, Pods, inventories, spokes), the record per app
+// (reconciler/history), the fetched branches (reconciler/gitsource), the
+// registry for config-digest and index-child lookups, and Gitea commit
+// statuses and pull-request comments.
 //
 // One pass of one app is one value (pass): the app and its state, what
 // the pass may do (its mode and options), the record transaction, and
@@ -32,8 +33,8 @@
 // (promote's drift is a tag that moved off its pinned digest). Nothing is
 // applied, healed or pruned on a commit that was not just fetched from a
 // reachable source. Errors are sorted at the loop: Git unreachable
-// (*SourceError) and Kubernetes API hiccups are retried with backoff, and
-// nothing is applied meanwhile; problems in Git (*render.Error,
+// (*gitsource.Error) and Kubernetes API hiccups are retried with backoff,
+// and nothing is applied meanwhile; problems in Git (*render.Error,
 // *guard.Error, *ssa.ApplyError, *wave.Error) are recorded, reported on
 // the commit, and retried only at the next interval.
 //

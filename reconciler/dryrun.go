@@ -110,7 +110,7 @@ func (r *Reconciler) DryRun(ctx context.Context, name string, opts ...SyncOption
 	// after a change (a sync, a person's edit) and must show it, and the
 	// caches may not have seen it yet. The plan and its heal list share
 	// this one read.
-	if p.live, err = p.c.applier.Live(ctx, app.Name, p.desired); err != nil {
+	if p.live, err = p.c.Applier.Live(ctx, app.Name, p.desired); err != nil {
 		return nil, fmt.Errorf("reading the cluster: %w", err)
 	}
 	plan := &SyncPlan{App: app.Name, Commit: p.o.Commit, Prune: app.SyncPolicy.Prune || so.prune}
@@ -134,7 +134,7 @@ func (r *Reconciler) DryRun(ctx context.Context, name string, opts ...SyncOption
 		return nil, err
 	}
 	plan.Heal = d.Fields
-	inv, err := p.c.applier.InventoryIn(ctx, app.Name, app.AllowNamespaces)
+	inv, err := p.c.Applier.InventoryIn(ctx, app.Name, app.AllowNamespaces)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func (p *pass) planObject(ctx context.Context, o *unstructured.Unstructured, com
 	po := PlannedObject{Object: object.RefOf(o), Action: ActionCreate}
 	l := p.live[po.Object]
 	if l == nil {
-		po.Error, po.Note = check(ctx, p.c.applier, p.app.Name, o, comes)
+		po.Error, po.Note = check(ctx, p.c.Applier, p.app.Name, o, comes)
 		return po, nil
 	}
 	if hook.Is(o) {
@@ -170,7 +170,7 @@ func (p *pass) planObject(ctx context.Context, o *unstructured.Unstructured, com
 	if !same {
 		po.Action = ActionUpdate
 	}
-	po.Error, po.Note = check(ctx, p.c.applier, p.app.Name, o, comes)
+	po.Error, po.Note = check(ctx, p.c.Applier, p.app.Name, o, comes)
 	return po, nil
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/diff"
 	"pinbot.dev/pinbot/reconciler/history"
@@ -67,9 +68,9 @@ func (p *pass) heal(ctx context.Context, fields []diff.Field) (map[object.Ref]*u
 	out := map[object.Ref]*unstructured.Unstructured{}
 	e := history.Entry{Commit: commit, Time: now, Trigger: history.TriggerHeal, Result: history.Applied, Healed: healed}
 	for _, o := range targets {
-		got, err := p.c.applier.ApplyObject(ctx, p.app.Name, o, keepingIgnored(p.app, p.live[object.RefOf(o)]))
+		got, err := p.c.Applier.ApplyObject(ctx, p.app.Name, o, keepingIgnored(p.app, p.live[object.RefOf(o)]))
 		if err != nil {
-			if isTransient(err) {
+			if cluster.Transient(err) {
 				return out, err
 			}
 			e.Result, e.Reason, e.Final = history.Failed, err.Error(), true

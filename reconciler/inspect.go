@@ -63,7 +63,7 @@ func (p *pass) frozenDrift(ctx context.Context) {
 	if p.st.desired == nil {
 		return
 	}
-	live, err := p.r.live(ctx, p.c, p.app, p.st.desired)
+	live, err := p.c.Live(ctx, p.app.Name, p.app.AllowNamespaces, p.st.desired)
 	var fields []diff.Field
 	if err == nil {
 		fields, err = p.fieldDiffs(ctx, p.st.desired, live)

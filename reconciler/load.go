@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/reconciler/gitsource"
 	"pinbot.dev/pinbot/reconciler/guard"
 	"pinbot.dev/pinbot/reconciler/hook"
 	"pinbot.dev/pinbot/render"
@@ -15,7 +16,7 @@ import (
 
 // load fetches the app's branch, renders it and places the objects (see
 // guard.Place). On success the render is the pass's desired objects and
-// is remembered for follow-up passes. A fetch failure is a *SourceError,
+// is remembered for follow-up passes. A fetch failure is a *gitsource.Error,
 // and dates the outage.
 func (p *pass) load(ctx context.Context) error {
 	if p.app.VerifyOnly() {
@@ -24,7 +25,7 @@ func (p *pass) load(ctx context.Context) error {
 	var desired []*unstructured.Unstructured
 	auth, err := p.r.auth(p.app)
 	if err == nil {
-		err = p.r.source.With(ctx, p.app, auth, func(rev Revision) error {
+		err = p.r.source.Head(ctx, p.app.Repo, p.app.Branch, auth, func(rev gitsource.Revision) error {
 			p.o.Commit = rev.Commit
 			objs, err := p.r.render(ctx, rev.FS, p.app.Path, renderOptions(p.app)...)
 			if err != nil {
@@ -34,13 +35,13 @@ func (p *pass) load(ctx context.Context) error {
 			if len(objs) == 0 && !p.app.SyncPolicy.AllowEmpty {
 				return &render.Error{File: p.app.Path, Err: guard.ErrEmpty}
 			}
-			desired, err = guard.Place(p.app, objs, p.c.applier.Scope)
+			desired, err = guard.Place(p.app, objs, p.c.Applier.Scope)
 			return err
 		})
 	} else {
-		err = &SourceError{Repo: redact.URL(p.app.Repo), Err: err}
+		err = &gitsource.Error{Repo: redact.URL(p.app.Repo), Err: err}
 	}
-	var se *SourceError
+	var se *gitsource.Error
 	if errors.As(err, &se) {
 		if p.st.sourceDown.IsZero() {
 			p.st.sourceDown = p.r.now()

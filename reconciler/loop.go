@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/gitsource"
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
@@ -66,7 +68,7 @@ func (r *Reconciler) RunSome(ctx context.Context, stop <-chan struct{}, keep fun
 		if err == nil {
 			break
 		}
-		if !isTransient(err) || ctx.Err() != nil {
+		if !cluster.Transient(err) || ctx.Err() != nil {
 			return err
 		}
 		logctx.From(ctx).Warn("kubernetes API unreachable; retrying", "in", backoff, "error", err)
@@ -226,6 +228,6 @@ func stopped(stop <-chan struct{}) bool {
 // retryable reports whether a pass error is a transient fault to retry
 // with backoff: the source unreachable or a Kubernetes API hiccup.
 func retryable(err error) bool {
-	var se *SourceError
-	return errors.As(err, &se) || isTransient(err)
+	var se *gitsource.Error
+	return errors.As(err, &se) || cluster.Transient(err)
 }

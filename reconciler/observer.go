@@ -14,8 +14,10 @@ import (
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler/chartrepo"
+	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/deployer"
+	"pinbot.dev/pinbot/reconciler/gitsource"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/settle"
@@ -34,7 +36,7 @@ import (
 type observer struct {
 	r       *Reconciler
 	dyn     dynamic.Interface // reads Argo CD's and Flux's objects
-	objects *objectCache      // and follows them: the local cluster's
+	objects *cluster.Objects  // and follows them: the local cluster's
 }
 
 // observed is what a verify-only app's passes keep between them (owned
@@ -147,14 +149,14 @@ func (ob *observer) pass(ctx context.Context, p *pass) (*status.App, *verdict.Ve
 	}
 	fail := func(err error) (*status.App, *verdict.Verification, error) {
 		p.o.Err = err
-		var se *SourceError
+		var se *gitsource.Error
 		switch {
 		case errors.As(err, &se):
 			if st.sourceDown.IsZero() {
 				st.sourceDown = r.now()
 			}
 			p.o.SourceDown = st.sourceDown
-		case isTransient(err):
+		case cluster.Transient(err):
 			if st.clusterDown.IsZero() {
 				st.clusterDown = r.now()
 			}
@@ -188,7 +190,7 @@ func (ob *observer) pass(ctx context.Context, p *pass) (*status.App, *verdict.Ve
 		head, heads, err = ob.chartRender(ctx, p, d)
 	} else {
 		if auth, err = r.auth(p.tracked); err != nil {
-			return fail(&SourceError{Repo: redact.URL(p.tracked.Repo), Err: err})
+			return fail(&gitsource.Error{Repo: redact.URL(p.tracked.Repo), Err: err})
 		}
 		if d.branch, err = trackedBranch(ctx, d.source, auth); err != nil {
 			return fail(err)
@@ -263,7 +265,7 @@ func (ob *observer) verify(ctx context.Context, p *pass, d *deployedApp, auth gi
 		return deployer.RelateVerifications(d.source.Kind, head, atHead, vHead, nil), nil
 	}
 	old, err := ob.deployedRender(ctx, p, d, auth)
-	var se *SourceError
+	var se *gitsource.Error
 	switch {
 	case errors.As(err, &se):
 		return nil, err
@@ -302,19 +304,19 @@ func (ob *observer) snapshot(ctx context.Context, p *pass, d *deployedApp, names
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := c.answers(ctx); err != nil {
+	if err := c.Answers(ctx); err != nil {
 		return nil, nil, err
 	}
 	live := map[object.Ref]*unstructured.Unstructured{}
-	if err := c.objects.fill(ctx, c.applier.Mapping, want, live, p.fresh); err != nil {
-		return nil, nil, c.fault(err)
+	if err := c.Objects.Fill(ctx, c.Applier.Mapping, want, live, p.fresh); err != nil {
+		return nil, nil, c.Fault(err)
 	}
 	snap, err := r.snapshotOn(ctx, c, namespaces, desired, live)
 	if err != nil {
-		return nil, nil, c.fault(err)
+		return nil, nil, c.Fault(err)
 	}
 	p.snap, p.remote = snap, c != r.local
-	return snap, c.confirm, nil
+	return snap, c.Confirm, nil
 }
 
 // report records v as the entry of its head commit and, when the source

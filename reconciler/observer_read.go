@@ -14,6 +14,7 @@ import (
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/deployer"
+	"pinbot.dev/pinbot/reconciler/gitsource"
 )
 
 // read reads the app's Application, or its Kustomization and
@@ -135,7 +136,7 @@ func (ob *observer) readChartSource(ctx context.Context, kind, ns, name string, 
 // readObject GETs one deployer object. A missing or unreadable one says
 // what to check.
 func (ob *observer) readObject(ctx context.Context, gvr schema.GroupVersionResource, kind, ns, name string, fresh bool) (*unstructured.Unstructured, error) {
-	u, err := ob.objects.get(ctx, gvr, ns, name, fresh)
+	u, err := ob.objects.Get(ctx, gvr, ns, name, fresh)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("%s %s/%s (%s) not found: check the name and namespace in the config, and that the CRD is installed", kind, ns, name, gvr.GroupVersion())
@@ -160,7 +161,7 @@ func trackedBranch(ctx context.Context, src deployer.Source, auth gitforge.Auth)
 	case ref.Revision == "HEAD":
 		b, err := gitforge.DefaultBranch(ctx, src.RepoURL, auth)
 		if err != nil {
-			return "", &SourceError{Repo: redact.URL(src.RepoURL), Err: err}
+			return "", &gitsource.Error{Repo: redact.URL(src.RepoURL), Err: err}
 		}
 		return b, nil
 	case ref.Revision != "":

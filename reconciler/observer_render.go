@@ -18,6 +18,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/chartrepo"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/deployer"
+	"pinbot.dev/pinbot/reconciler/gitsource"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/render"
 )
@@ -32,7 +33,7 @@ func (ob *observer) headRender(ctx context.Context, p *pass, d *deployedApp, aut
 	}
 	var objs []*unstructured.Unstructured
 	version := st.vo.headVersion
-	err := ob.r.source.With(ctx, p.tracked, auth, func(rev Revision) error {
+	err := ob.r.source.Head(ctx, p.tracked.Repo, p.tracked.Branch, auth, func(rev gitsource.Revision) error {
 		head = rev.Commit
 		if d.revision.Version != "" {
 			var err error
@@ -83,12 +84,12 @@ func (ob *observer) chartRender(ctx context.Context, p *pass, d *deployedApp) (s
 
 // renderChart fetches version (a version or a range) of the source's
 // chart and renders it, reusing a render of the exact version. A chart
-// that cannot be fetched is a *SourceError.
+// that cannot be fetched is a *gitsource.Error.
 func (ob *observer) renderChart(ctx context.Context, p *pass, d *deployedApp, version string) (string, []*unstructured.Unstructured, error) {
 	c := d.source.Chart
 	chart, err := ob.r.charts.Fetch(ctx, chartrepo.Ref{RepoURL: c.RepoURL, Name: c.Name, Version: version}, ob.chartAuth(c))
 	if err != nil {
-		return "", nil, &SourceError{Repo: redact.URL(c.RepoURL), Err: err}
+		return "", nil, &gitsource.Error{Repo: redact.URL(c.RepoURL), Err: err}
 	}
 	if objs := p.st.vo.renders[chart.Version]; objs != nil {
 		return chart.Version, objs, nil
@@ -109,7 +110,7 @@ func (ob *observer) deployedRender(ctx context.Context, p *pass, d *deployedApp,
 	if d.source.Chart != nil {
 		_, objs, err = ob.renderChart(ctx, p, d, commit)
 	} else {
-		err = ob.r.source.withCommit(ctx, p.tracked, commit, auth, func(rev Revision) error {
+		err = ob.r.source.At(ctx, p.tracked.Repo, p.tracked.Branch, commit, auth, func(rev gitsource.Revision) error {
 			var err error
 			objs, err = ob.render(ctx, rev.FS, d)
 			return err

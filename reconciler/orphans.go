@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/reconciler/hook"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/prune"
@@ -21,7 +22,7 @@ func (p *pass) orphans(ctx context.Context) ([]object.Ref, error) {
 	st := p.st
 	var found []*unstructured.Unstructured
 	if !st.listed {
-		inv, err := p.c.applier.InventoryIn(ctx, p.app.Name, p.app.AllowNamespaces)
+		inv, err := p.c.Applier.InventoryIn(ctx, p.app.Name, p.app.AllowNamespaces)
 		if err != nil {
 			return nil, err
 		}
@@ -39,23 +40,23 @@ func (p *pass) orphans(ctx context.Context) ([]object.Ref, error) {
 		declared[object.RefOf(d)] = true
 		st.kinds[d.GroupVersionKind()] = true
 	}
-	var specs []watchSpec
+	var specs []cluster.WatchSpec
 	for gvk := range st.kinds {
-		if m, err := p.c.applier.Mapping(gvk); err == nil {
-			specs = append(specs, specsOf(p.app, gvk, m)...)
+		if m, err := p.c.Applier.Mapping(gvk); err == nil {
+			specs = append(specs, cluster.Specs(gvk, m, p.app.AllowNamespaces)...)
 		}
 	}
-	if err := p.c.lives.ensure(ctx, p.app.Name, specs); err != nil {
+	if err := p.c.Lives.Ensure(ctx, p.app.Name, specs); err != nil {
 		return nil, err
 	}
 	seen := map[object.Ref]bool{}
 	var out []object.Ref
 	for _, s := range specs {
-		objs, ok := p.c.lives.objects(p.app.Name, s)
+		objs, ok := p.c.Lives.Objects(p.app.Name, s)
 		if !ok {
 			objs = nil
 			for _, o := range found { // a kind we may list once but not watch
-				if o.GroupVersionKind() == s.gvk && (s.ns == "" || o.GetNamespace() == s.ns) {
+				if o.GroupVersionKind() == s.GVK && (s.Namespace == "" || o.GetNamespace() == s.Namespace) {
 					objs = append(objs, o)
 				}
 			}
@@ -87,7 +88,7 @@ func (p *pass) orphans(ctx context.Context) ([]object.Ref, error) {
 func (p *pass) pruneOrphans(ctx context.Context) (prune.Orphans, []object.Ref, error) {
 	// Namespaced kinds in the app's allowNamespaces only (an app never
 	// deletes what it may not write), cluster-scoped kinds cluster-wide.
-	inv, err := p.c.applier.InventoryIn(ctx, p.app.Name, p.app.AllowNamespaces)
+	inv, err := p.c.Applier.InventoryIn(ctx, p.app.Name, p.app.AllowNamespaces)
 	if err != nil {
 		return prune.Orphans{}, nil, err
 	}
@@ -101,7 +102,7 @@ func (p *pass) pruneOrphans(ctx context.Context) (prune.Orphans, []object.Ref, e
 	}
 	var deleted []object.Ref
 	for _, ref := range plan.Delete {
-		ok, err := p.c.applier.DeleteForeground(ctx, live[ref])
+		ok, err := p.c.Applier.DeleteForeground(ctx, live[ref])
 		if err != nil {
 			return plan, deleted, err
 		}

@@ -10,9 +10,11 @@ import (
 
 	"pinbot.dev/pinbot/internal/commitstatus"
 	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/deployer"
 	"pinbot.dev/pinbot/reconciler/diff"
+	"pinbot.dev/pinbot/reconciler/gitsource"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/status"
@@ -101,7 +103,7 @@ type pass struct {
 	remote bool
 	// c is the cluster the pass applies to and reads (reach): the app's
 	// cluster:, else pinbot's own.
-	c *cluster
+	c *cluster.Cluster
 	// fresh says a verify-only app's pass reads the objects it would read
 	// from watches afresh (freshReads).
 	fresh bool
@@ -166,7 +168,7 @@ func (p *pass) run(ctx context.Context) (*status.App, *verdict.Verification, err
 		p.o.Commit, p.desired = p.st.commit, p.st.desired
 	}
 	var err error
-	if p.live, err = p.r.live(ctx, p.c, p.app, p.desired); err != nil {
+	if p.live, err = p.c.Live(ctx, p.app.Name, p.app.AllowNamespaces, p.desired); err != nil {
 		return p.clusterFault("reading the cluster", err)
 	}
 	// The pass reads the app's record once and writes it once, at its
@@ -208,7 +210,7 @@ func (p *pass) reconcile(ctx context.Context) (*verdict.Verification, error) {
 		return nil, err
 	}
 	derr := p.inspect(ctx)
-	if derr != nil && isTransient(derr) {
+	if derr != nil && cluster.Transient(derr) {
 		_, _, err := p.clusterFault("diffing", derr)
 		return nil, err
 	}
@@ -246,7 +248,7 @@ func (p *pass) compare() error {
 // refusal and reports it on the commit.
 func (p *pass) stopped(ctx context.Context, err error) (*status.App, *verdict.Verification, error) {
 	p.o.Err = err
-	var se *SourceError
+	var se *gitsource.Error
 	if errors.As(err, &se) {
 		p.o.SourceDown = p.st.sourceDown
 		p.frozenDrift(ctx)
@@ -256,7 +258,7 @@ func (p *pass) stopped(ctx context.Context, err error) (*status.App, *verdict.Ve
 		}
 		return s, nil, err
 	}
-	if isTransient(err) {
+	if cluster.Transient(err) {
 		return p.clusterFault("", err)
 	}
 	if !p.mode.records() {
@@ -315,9 +317,9 @@ func syncedCommit(rec *history.Record) string {
 // timing out) is dated: the status says since when, and the loop backs off
 // and retries.
 func (p *pass) clusterFault(stage string, err error) (*status.App, *verdict.Verification, error) {
-	err = p.c.fault(err) // names another cluster
+	err = p.c.Fault(err) // names another cluster
 	p.o.Err, p.o.Stage = err, stage
-	if isTransient(err) {
+	if cluster.Transient(err) {
 		if p.st.clusterDown.IsZero() {
 			p.st.clusterDown = p.r.now()
 		}
@@ -334,13 +336,13 @@ func (p *pass) clusterFault(stage string, err error) (*status.App, *verdict.Veri
 func (p *pass) reach(ctx context.Context) error {
 	if p.app.Cluster == nil {
 		p.c = p.r.local
-		return p.c.answers(ctx)
+		return p.c.Answers(ctx)
 	}
 	ref := p.app.Cluster.KubeConfig.SecretRef
-	c, err := p.r.fluxCluster(ctx, &deployer.SecretKey{Namespace: p.r.cfg.StateNamespace, Name: ref.Name, Key: ref.Key})
+	c, err := p.r.remotes.Flux(ctx, &deployer.SecretKey{Namespace: p.r.cfg.StateNamespace, Name: ref.Name, Key: ref.Key})
 	if err != nil {
 		return err
 	}
 	p.c, p.remote = c, true
-	return c.answers(ctx)
+	return c.Answers(ctx)
 }

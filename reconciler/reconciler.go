@@ -18,9 +18,12 @@ import (
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/httpbound"
 	"pinbot.dev/pinbot/reconciler/chartrepo"
+	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/deployer"
+	"pinbot.dev/pinbot/reconciler/gitsource"
 	"pinbot.dev/pinbot/reconciler/history"
+	"pinbot.dev/pinbot/reconciler/lookup"
 	"pinbot.dev/pinbot/reconciler/spoke"
 	"pinbot.dev/pinbot/reconciler/ssa"
 	"pinbot.dev/pinbot/reconciler/status"
@@ -36,15 +39,14 @@ import (
 type Reconciler struct {
 	cfg       *config.Config
 	kube      kubernetes.Interface
-	applier   *ssa.Applier
-	watcher   *watcher
-	local     *cluster                     // applier and watcher: the cluster pinbot runs against
+	applier   *ssa.Applier                 // local's
+	answer    time.Duration                // WithAPIResponseTimeout
+	local     *cluster.Cluster             // the cluster pinbot runs against
 	argoHTTP  func() (*http.Client, error) // the client of Argo CD's API server (argoapi.go)
-	remotes   *remotes                     // the clusters Argo CD destinations name (remote.go)
+	remotes   *cluster.Remotes             // the spokes Argo CD and Flux name (clusterof.go)
 	events    *eventer                     // Events on the workloads verified (events.go)
-	lives     *liveCache                   // watches of each app's inventory (live.go)
-	source    *Source
-	lookups   *lookupCache
+	source    *gitsource.Source
+	lookups   *lookup.Cache
 	mirrors   []verdict.Mirror // cfg.Rules(), normalised once
 	confirmed sync.Map         // app -> proofOf its last confirmed Verified verification
 	history   *store.History
@@ -62,7 +64,7 @@ type Reconciler struct {
 	// signatures is cfg.Signatures with its keys loaded, and reg the
 	// registry it reads signatures from (verifySignatures).
 	signatures *trust.Verifier
-	reg        Registry
+	reg        lookup.Registry
 	charts     *chartrepo.Repos // the charts of Helm repositories Argo CD apps name
 	trust      spoke.Trust      // what others' cluster credentials may carry (WithSpokeTrust)
 }
@@ -70,7 +72,7 @@ type Reconciler struct {
 type options struct {
 	cacheDir string
 	gitCache *gitforge.Cache
-	registry Registry
+	registry lookup.Registry
 	forge    Forge
 	token    string
 	now      func() time.Time
@@ -88,7 +90,7 @@ type Option func(*options)
 func WithAPIResponseTimeout(d time.Duration) Option { return func(o *options) { o.answer = d } }
 
 // WithCacheDir sets where Git objects are cached, under dir/git. Default
-// DefaultCacheDir().
+// gitsource.DefaultCacheDir().
 func WithCacheDir(dir string) Option { return func(o *options) { o.cacheDir = dir } }
 
 // WithGitCache shares cache, one other parts of the process use too (pinbot
@@ -98,7 +100,7 @@ func WithGitCache(cache *gitforge.Cache) Option { return func(o *options) { o.gi
 // WithRegistry sets the registry client verification uses for config-digest
 // and index-child lookups. Default registry.New(): credentials from the
 // docker config keychain (DOCKER_CONFIG).
-func WithRegistry(r Registry) Option { return func(o *options) { o.registry = r } }
+func WithRegistry(r lookup.Registry) Option { return func(o *options) { o.registry = r } }
 
 // WithForge sets where commit statuses and pull-request comments go.
 // Default: a *gitforge.Gitea for the config's forge section, if any.
@@ -148,7 +150,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	}
 	if o.gitCache == nil {
 		if o.cacheDir == "" {
-			d, err := DefaultCacheDir()
+			d, err := gitsource.DefaultCacheDir()
 			if err != nil {
 				return nil, err
 			}
@@ -193,13 +195,13 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 		reg:        o.registry,
 		cfg:        cfg,
 		kube:       kube,
-		applier:    ssa.New(dyn, kube.Discovery()),
-		source:     NewSource(o.gitCache),
-		lookups:    newLookupCache(o.registry),
+		source:     gitsource.New(o.gitCache),
+		lookups:    lookup.New(o.registry),
 		charts:     chartrepo.New(o.registry),
 		mirrors:    cfg.Rules(),
 		history:    store.New(kube, cfg.StateNamespace),
 		token:      o.token,
+		answer:     o.answer,
 		now:        o.now,
 		replica:    o.replica,
 		trust:      o.trust,
@@ -208,15 +210,14 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 		loopSlots:  make(chan struct{}, loopPasses),
 	}
 	r.metrics = newMetrics(r)
-	alive := newLiveness(probeVersion(kube), time.Now)
-	r.watcher = newWatcher(kube, alive, r.changed)
-	r.lives = newLiveCache(dyn, alive, r.inventoryChanged)
-	objects := newObjectCache(dyn, alive, r.objectChanged)
-	r.local = &cluster{applier: r.applier, watcher: r.watcher, lives: r.lives, objects: objects, alive: alive}
-	r.remotes = newRemotes(o.answer)
+	h := r.handlers()
+	h.ObjectChanged = r.objectChanged
+	r.local = cluster.New("", "", kube, dyn, h, 0)
+	r.applier = r.local.Applier
+	r.remotes = cluster.NewRemotes(kube, o.trust, o.answer, r.handlers())
 	r.argoHTTP = sync.OnceValues(r.newArgoHTTP)
 	r.events = newEventer(kube)
-	r.observer = &observer{r: r, dyn: dyn, objects: objects}
+	r.observer = &observer{r: r, dyn: dyn, objects: r.local.Objects}
 	if o.forge == nil && cfg.Forge != nil && !o.noForge {
 		g, err := gitforge.Dial(cfg.Forge.URL, cfg.Forge.TokenFile, cfg.Forge.CAFile, o.token)
 		if err != nil {
@@ -235,10 +236,8 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 
 // Close stops the Reconciler's watches.
 func (r *Reconciler) Close() {
-	r.observer.objects.close()
-	r.watcher.close()
-	r.lives.close()
-	r.remotes.close()
+	r.local.Close()
+	r.remotes.Close()
 	r.events.close()
 }
 
@@ -265,7 +264,13 @@ func (r *Reconciler) Trigger(name string) error {
 	return nil
 }
 
-// changed is the watcher's callback: a Pod or ReplicaSet in namespace,
+// handlers tell the app loops of a cluster's changes (a spoke's; pinbot's
+// own cluster also follows verify-only apps' objects).
+func (r *Reconciler) handlers() cluster.Handlers {
+	return cluster.Handlers{Changed: r.changed, InventoryChanged: r.inventoryChanged}
+}
+
+// changed is the Pod watches' callback: a Pod or ReplicaSet in namespace,
 // owned by owners, changed. It wakes the apps it may belong to (runsIn),
 // whose loops re-verify from their caches, so that a proof follows the
 // Pods it is about; it never blocks.
@@ -284,7 +289,7 @@ func (r *Reconciler) changed(namespace string, owners []string) {
 // Deployment's status says its rollout is done). It wakes the apps that
 // read it, whose loops re-verify from their caches; it never blocks.
 func (r *Reconciler) objectChanged(resource schema.GroupVersionResource, ns, name string) {
-	if !deployerKinds[resource] {
+	if !deployer.IsDeployment(resource) {
 		r.changed(ns, []string{name})
 		return
 	}

@@ -22,6 +22,7 @@ import (
 	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/gitsource"
 	"pinbot.dev/pinbot/reconciler/guard"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/status"
@@ -442,9 +443,9 @@ func TestSourceUnreachable(t *testing.T) {
 	}
 	defer r.Close()
 	st, _, err := r.Sync(testCtx, "gone", 0)
-	var se *reconciler.SourceError
+	var se *gitsource.Error
 	if !errors.As(err, &se) {
-		t.Fatalf("Sync error = %v, want a *SourceError", err)
+		t.Fatalf("Sync error = %v, want a *gitsource.Error", err)
 	}
 	if st.Sync != status.SyncUnknown || st.Health != verdict.HealthUnknown || st.SourceUnreachableSince == nil ||
 		!strings.HasPrefix(st.Error, "source unreachable since ") {

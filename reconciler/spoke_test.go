@@ -27,7 +27,7 @@ import (
 	"pinbot.dev/pinbot/internal/testenv/kube"
 	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/internal/testenv/poll"
-	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
@@ -94,7 +94,7 @@ func TestArgoCDSpoke(t *testing.T) {
 	// The spoke stops answering.
 	stop()
 	var st *status.App
-	var ce *reconciler.ClusterError
+	var ce *cluster.Error
 	poll.Until(t, time.Minute, "the spoke's app Unknown, naming the cluster", func() (bool, string) {
 		var err error
 		st, _, err = r.Status(testCtx, "hs-spoke")
@@ -277,7 +277,7 @@ func TestPinbotAppOnSpoke(t *testing.T) {
 	}
 	token := sp.Config().BearerToken
 	stop()
-	var ce *reconciler.ClusterError
+	var ce *cluster.Error
 	poll.Until(t, time.Minute, "the app's error naming its cluster", func() (bool, string) {
 		st, _, err = s.r.Status(testCtx, s.name)
 		return errors.As(err, &ce), fmt.Sprint(err)

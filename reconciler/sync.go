@@ -78,7 +78,7 @@ func (p *pass) sync(ctx context.Context) error {
 	// A direct read, not the watch caches: they may not have seen the
 	// apply yet, and an object cached from before it (the old config
 	// hash) would call the app OutOfSync right after syncing it.
-	p.live, err = p.c.applier.Live(ctx, p.app.Name, p.desired)
+	p.live, err = p.c.Applier.Live(ctx, p.app.Name, p.desired)
 	return err
 }
 
@@ -163,7 +163,7 @@ func (p *pass) observe(ctx context.Context) (*verdict.Verification, verdict.Heal
 	p.st.setWorkloads(p.desired)
 	snap, err := p.r.snapshotOn(ctx, p.c, p.app.AllowNamespaces, hook.Without(p.desired), p.live)
 	if err != nil {
-		return nil, verdict.HealthReport{}, p.c.fault(err)
+		return nil, verdict.HealthReport{}, p.c.Fault(err)
 	}
 	p.snap = snap
 	return p.r.proveOn(ctx, p.c, p.app.Name, p.o.Commit, snap, p.st.lookAgain), verdict.AssessHealth(snap), nil

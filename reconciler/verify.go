@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
@@ -17,12 +18,12 @@ import (
 // c: the live objects, and, from the watcher's caches of namespaces
 // (started on first use), their Pods, ReplicaSets, ControllerRevisions
 // and the Nodes.
-func (r *Reconciler) snapshotOn(ctx context.Context, c *cluster, namespaces []string, desired []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, error) {
-	if err := c.watcher.watch(ctx, namespaces); err != nil {
+func (r *Reconciler) snapshotOn(ctx context.Context, c *cluster.Cluster, namespaces []string, desired []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, error) {
+	if err := c.Pods.Watch(ctx, namespaces); err != nil {
 		return nil, fmt.Errorf("watching the Pods of %v: %w", namespaces, err)
 	}
 	snap := &verdict.Snapshot{Desired: desired, Live: live, Mirrors: r.mirrors}
-	c.watcher.fill(snap, namespaces)
+	c.Pods.Fill(snap, namespaces)
 	return snap, nil
 }
 
@@ -31,7 +32,7 @@ func (r *Reconciler) snapshotOn(ctx context.Context, c *cluster, namespaces []st
 func (r *Reconciler) verify(ctx context.Context, app, commit string, snap *verdict.Snapshot) *verdict.Verification {
 	start := time.Now()
 	defer func() { r.metrics.proofs.WithLabelValues(app).Observe(time.Since(start).Seconds()) }()
-	snap.Lookups = r.lookups.answer(ctx, verdict.Needs(snap))
+	snap.Lookups = r.lookups.Answers(ctx, verdict.Needs(snap))
 	return verdict.Verify(app, commit, snap)
 }
 
@@ -42,8 +43,8 @@ func (r *Reconciler) verify(ctx context.Context, app, commit string, snap *verdi
 // moved during the pass (a status update as the last Pod turned Ready),
 // and nothing may come to say when it stops, so the app's loop looks
 // again shortly instead of at its interval.
-func (r *Reconciler) proveOn(ctx context.Context, c *cluster, app, commit string, snap *verdict.Snapshot, again func()) *verdict.Verification {
-	return r.proveWith(ctx, c.confirm, app, commit, snap, again)
+func (r *Reconciler) proveOn(ctx context.Context, c *cluster.Cluster, app, commit string, snap *verdict.Snapshot, again func()) *verdict.Verification {
+	return r.proveWith(ctx, c.Confirm, app, commit, snap, again)
 }
 
 // proveWith is proveOn with the confirm that reads the workloads again.
@@ -83,41 +84,3 @@ func proofOf(v *verdict.Verification) string {
 // is not final ("" when it is); moved says a workload changed (rather
 // than the read failing), so a look shortly after may find it settled.
 type confirmFunc func(context.Context, *verdict.Snapshot) (reason string, moved bool)
-
-// confirm reads snap's workloads again, past the caches, and says how one
-// changed since the snapshot read it ("" when none did): a rollout begun
-// or a Pod replaced while the Pods were collected would make the proof
-// describe a state that no longer holds.
-func (c *cluster) confirm(ctx context.Context, snap *verdict.Snapshot) (string, bool) {
-	return confirmWith(ctx, snap, c.applier.GetMissing)
-}
-
-// confirmWith is confirm, reading the workloads with read.
-func confirmWith(ctx context.Context, snap *verdict.Snapshot, read func(context.Context, map[object.Ref]*unstructured.Unstructured, map[object.Ref]*unstructured.Unstructured) error) (string, bool) {
-	want := map[object.Ref]*unstructured.Unstructured{}
-	for _, d := range snap.Desired {
-		if verdict.IsWorkload(d) {
-			want[object.RefOf(d)] = d
-		}
-	}
-	again := map[object.Ref]*unstructured.Unstructured{}
-	if err := read(ctx, want, again); err != nil {
-		return fmt.Sprintf("not final: reading the workloads again after collecting their Pods: %s", err), false
-	}
-	refs := make([]object.Ref, 0, len(want))
-	for ref := range want {
-		refs = append(refs, ref)
-	}
-	sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
-	for _, ref := range refs {
-		before, after := snap.Live[ref], again[ref]
-		switch {
-		case before == nil:
-		case after == nil:
-			return fmt.Sprintf("not final: %s was deleted while its Pods were collected", ref), true
-		case after.GetUID() != before.GetUID() || after.GetResourceVersion() != before.GetResourceVersion():
-			return fmt.Sprintf("not final: %s changed while its Pods were collected (resourceVersion %s, then %s)", ref, before.GetResourceVersion(), after.GetResourceVersion()), true
-		}
-	}
-	return "", false
-}

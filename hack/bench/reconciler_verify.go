@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/lookup"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
@@ -166,7 +166,7 @@ func (b *recBench) snapshot(ctx context.Context, files map[string]string) (*verd
 	}
 	s.Lookups = verdict.Lookups{}
 	for _, l := range verdict.Needs(s) {
-		s.Lookups[l] = reconciler.Answer(ctx, b.reg, l)
+		s.Lookups[l] = lookup.Answer(ctx, b.reg, l)
 	}
 	image := pods.Items[0].Spec.Containers[0].Image
 	_, digest, ok := strings.Cut(image, "@")

@@ -12,3 +12,9 @@ var (
 	HelmRepositoriesResource = schema.GroupVersionResource{Group: SourceGroup, Version: "v1", Resource: "helmrepositories"}
 	OCIRepositoriesResource  = schema.GroupVersionResource{Group: SourceGroup, Version: "v1", Resource: "ocirepositories"}
 )
+
+// IsDeployment reports whether resource is one whose status says what a
+// deployer deployed: an Application, a Kustomization or a HelmRelease.
+func IsDeployment(resource schema.GroupVersionResource) bool {
+	return resource == ApplicationsResource || resource == KustomizationsResource || resource == HelmReleasesResource
+}

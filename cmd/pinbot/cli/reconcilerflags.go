@@ -16,6 +16,7 @@ import (
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/discover"
+	"pinbot.dev/pinbot/reconciler/gitsource"
 	"pinbot.dev/pinbot/reconciler/spoke"
 	"pinbot.dev/pinbot/serve"
 )
@@ -138,7 +139,7 @@ func (f *reconcilerFlags) build(cfg *serve.Config, opts []reconciler.Option) (*r
 	}
 	dir := f.cacheDir
 	if dir == "" {
-		if dir, err = reconciler.DefaultCacheDir(); err != nil {
+		if dir, err = gitsource.DefaultCacheDir(); err != nil {
 			return nil, err
 		}
 	}

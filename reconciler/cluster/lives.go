@@ -1,4 +1,4 @@
-package reconciler
+package cluster
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,7 +15,6 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
-	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/object"
 )
 
@@ -24,14 +22,14 @@ import (
 // that does not answer is a transient fault, not a hang.
 const cacheSyncTimeout = 30 * time.Second
 
-// liveCache follows the objects of each app's inventory with watches: one
+// Lives follows the objects of each app's inventory with watches: one
 // dynamic informer per app, kind and namespace (cluster-scoped kinds:
 // cluster-wide), selecting on the inventory label. A pass reads live state
 // from these caches instead of LISTing every interval, so an idle, in-sync
 // app costs the API server its open watches and nothing per pass. Cached
 // objects keep their content (the drift diff compares it) but lose their
 // managed fields except a bare marker of pinbot's apply entry.
-type liveCache struct {
+type Lives struct {
 	dyn      dynamic.Interface
 	onChange func(app string) // an inventory object changed; must not block
 	alive    *liveness        // told of every failed watch
@@ -56,12 +54,12 @@ type liveInformer struct {
 	forbidden bool
 }
 
-func newLiveCache(dyn dynamic.Interface, alive *liveness, onChange func(app string)) *liveCache {
-	return &liveCache{dyn: dyn, alive: alive, onChange: onChange, stop: make(chan struct{}), infs: map[liveKey]*liveInformer{}}
+func newLives(dyn dynamic.Interface, alive *liveness, onChange func(app string)) *Lives {
+	return &Lives{dyn: dyn, alive: alive, onChange: onChange, stop: make(chan struct{}), infs: map[liveKey]*liveInformer{}}
 }
 
 // close stops every watch.
-func (c *liveCache) close() {
+func (c *Lives) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.closed {
@@ -70,22 +68,23 @@ func (c *liveCache) close() {
 	}
 }
 
-// watchSpec is one kind in one namespace to follow.
-type watchSpec struct {
-	gvk schema.GroupVersionKind
-	gvr schema.GroupVersionResource
-	ns  string
+// WatchSpec is one kind in one namespace to follow.
+type WatchSpec struct {
+	GVK schema.GroupVersionKind
+	GVR schema.GroupVersionResource
+	// Namespace is "" for a cluster-scoped kind.
+	Namespace string
 }
 
-// ensure starts the watches of specs not yet followed for app and waits
+// Ensure starts the watches of specs not yet followed for app and waits
 // until their caches hold a first LIST. A kind the API server will not
 // let pinbot list is remembered as forbidden; its objects are then read
-// one by one (see Reconciler.live).
-func (c *liveCache) ensure(ctx context.Context, app string, specs []watchSpec) error {
+// one by one.
+func (c *Lives) Ensure(ctx context.Context, app string, specs []WatchSpec) error {
 	var syncs []cache.InformerSynced
 	c.startMu.Lock()
 	for _, s := range specs {
-		key := liveKey{app: app, gvr: s.gvr, ns: s.ns}
+		key := liveKey{app: app, gvr: s.GVR, ns: s.Namespace}
 		c.mu.Lock()
 		li, closed := c.infs[key], c.closed
 		c.mu.Unlock()
@@ -95,7 +94,7 @@ func (c *liveCache) ensure(ctx context.Context, app string, specs []watchSpec) e
 		}
 		if li == nil {
 			var err error
-			if li, err = c.start(ctx, key, s.gvk); err != nil {
+			if li, err = c.start(ctx, key, s.GVK); err != nil {
 				c.startMu.Unlock()
 				return err
 			}
@@ -117,7 +116,7 @@ func (c *liveCache) ensure(ctx context.Context, app string, specs []watchSpec) e
 }
 
 // start probes that key's kind may be listed, then starts its informer.
-func (c *liveCache) start(ctx context.Context, key liveKey, gvk schema.GroupVersionKind) (*liveInformer, error) {
+func (c *Lives) start(ctx context.Context, key liveKey, gvk schema.GroupVersionKind) (*liveInformer, error) {
 	sel := object.LabelApp + "=" + key.app
 	var ri dynamic.ResourceInterface = c.dyn.Resource(key.gvr)
 	if key.ns != "" {
@@ -168,11 +167,11 @@ func (c *liveCache) start(ctx context.Context, key liveKey, gvk schema.GroupVers
 	return li, nil
 }
 
-// objects returns the cached objects of app for spec, and false when the
+// Objects returns the cached objects of app for spec, and false when the
 // kind is forbidden (not cached). The objects are shared: do not modify.
-func (c *liveCache) objects(app string, s watchSpec) ([]*unstructured.Unstructured, bool) {
+func (c *Lives) Objects(app string, s WatchSpec) ([]*unstructured.Unstructured, bool) {
 	c.mu.Lock()
-	li := c.infs[liveKey{app: app, gvr: s.gvr, ns: s.ns}]
+	li := c.infs[liveKey{app: app, gvr: s.GVR, ns: s.Namespace}]
 	c.mu.Unlock()
 	if li == nil || li.inf == nil {
 		return nil, false
@@ -234,61 +233,4 @@ func contentChanged(a, b *unstructured.Unstructured) bool {
 		return out
 	}
 	return !reflect.DeepEqual(strip(a), strip(b))
-}
-
-// live returns the cluster's copy of each desired object that exists,
-// read from the watch caches of app's inventory (started on first use):
-// desired kinds in app's allowed namespaces, cluster-scoped kinds
-// cluster-wide. Desired objects the caches lack (not yet labelled for the
-// app, or of a kind pinbot may not list) are read with a GET. Kinds not
-// served yet (a CRD not applied) leave their objects missing. The objects
-// are shared with the caches: do not modify them.
-func (r *Reconciler) live(ctx context.Context, c *cluster, app *config.App, desired []*unstructured.Unstructured) (map[object.Ref]*unstructured.Unstructured, error) {
-	want := make(map[object.Ref]*unstructured.Unstructured, len(desired))
-	specs := map[watchSpec]bool{}
-	for _, d := range desired {
-		m, err := c.applier.Mapping(d.GroupVersionKind())
-		switch {
-		case meta.IsNoMatchError(err):
-			continue // kind not served: missing
-		case err != nil:
-			return nil, err // discovery failed: the API is not answering
-		}
-		want[object.RefOf(d)] = d
-		for _, s := range specsOf(app, d.GroupVersionKind(), m) {
-			specs[s] = true
-		}
-	}
-	list := make([]watchSpec, 0, len(specs))
-	for s := range specs {
-		list = append(list, s)
-	}
-	if err := c.lives.ensure(ctx, app.Name, list); err != nil {
-		return nil, err
-	}
-	live := make(map[object.Ref]*unstructured.Unstructured, len(want))
-	for _, s := range list {
-		objs, _ := c.lives.objects(app.Name, s)
-		for _, o := range objs {
-			if ref := object.RefOf(o); want[ref] != nil {
-				live[ref] = o
-			}
-		}
-	}
-	if err := c.applier.GetMissing(ctx, want, live); err != nil {
-		return nil, err
-	}
-	return live, nil
-}
-
-// specsOf lists the watches that cover kind gvk for app.
-func specsOf(app *config.App, gvk schema.GroupVersionKind, m *meta.RESTMapping) []watchSpec {
-	if m.Scope.Name() != meta.RESTScopeNameNamespace {
-		return []watchSpec{{gvk: gvk, gvr: m.Resource}}
-	}
-	out := make([]watchSpec, 0, len(app.AllowNamespaces))
-	for _, ns := range app.AllowNamespaces {
-		out = append(out, watchSpec{gvk: gvk, gvr: m.Resource, ns: ns})
-	}
-	return out
 }

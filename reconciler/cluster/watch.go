@@ -1,4 +1,4 @@
-package reconciler
+package cluster
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
-// watcher keeps list/watch caches of what verification reads: Pods,
+// Watcher keeps list/watch caches of what verification reads: Pods,
 // ReplicaSets and ControllerRevisions, and Nodes. Where pinbot may list
 // them in every namespace (the pinbot-observe ClusterRole), one cache of
 // each kind covers the cluster, indexed by namespace: a thousand apps in
@@ -26,7 +26,7 @@ import (
 // Otherwise there is one cache of each per namespace apps write to.
 // Cached objects are trimmed to the fields verification uses, to keep an
 // idle reconciler small. Snapshots read the caches; no pass GETs a Pod.
-type watcher struct {
+type Watcher struct {
 	client   kubernetes.Interface
 	onChange func(namespace string, owners []string)
 	alive    *liveness // told of every failed watch
@@ -52,19 +52,19 @@ type nsCache struct {
 	pods, replicaSets, revisions cache.SharedIndexInformer
 }
 
-// newWatcher returns a watcher whose failed watches alive hears of.
+// newWatcher returns a Watcher whose failed watches alive hears of.
 // onChange, when not nil, is called (from an informer goroutine; it must
 // not block) after a Pod or ReplicaSet in a watched namespace changes,
 // with the names of the object's owners (none for a bare Pod, or a
 // deletion whose last state is unknown).
-func newWatcher(client kubernetes.Interface, alive *liveness, onChange func(namespace string, owners []string)) *watcher {
-	return &watcher{client: client, alive: alive, onChange: onChange, stop: make(chan struct{}), spaces: map[string]*nsCache{}}
+func newWatcher(client kubernetes.Interface, alive *liveness, onChange func(namespace string, owners []string)) *Watcher {
+	return &Watcher{client: client, alive: alive, onChange: onChange, stop: make(chan struct{}), spaces: map[string]*nsCache{}}
 }
 
 // scope decides, at the first watch, whether the caches cover the
 // cluster: they do when pinbot may list Pods, ReplicaSets and
 // ControllerRevisions in all namespaces.
-func (w *watcher) scope(ctx context.Context) (wide bool, err error) {
+func (w *Watcher) scope(ctx context.Context) (wide bool, err error) {
 	w.scopeMu.Lock()
 	defer w.scopeMu.Unlock()
 	if w.scoped {
@@ -88,9 +88,9 @@ func (w *watcher) scope(ctx context.Context) (wide bool, err error) {
 	return wide, nil
 }
 
-// watch starts the caches for namespaces (and Nodes) not yet watched and
+// Watch starts the caches for namespaces (and Nodes) not yet watched and
 // waits until they have synced or ctx ends.
-func (w *watcher) watch(ctx context.Context, namespaces []string) error {
+func (w *Watcher) Watch(ctx context.Context, namespaces []string) error {
 	wide, err := w.scope(ctx)
 	if err != nil {
 		return err
@@ -159,9 +159,9 @@ func (w *watcher) watch(ctx context.Context, namespaces []string) error {
 	return nil
 }
 
-// fill copies the cached Pods, ReplicaSets and ControllerRevisions of
+// Fill copies the cached Pods, ReplicaSets and ControllerRevisions of
 // namespaces, and all Nodes, into s. Watch them first.
-func (w *watcher) fill(s *verdict.Snapshot, namespaces []string) {
+func (w *Watcher) Fill(s *verdict.Snapshot, namespaces []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	s.Pods, s.ReplicaSets, s.Revisions, s.Nodes = nil, nil, nil, nil
@@ -231,7 +231,7 @@ func ownerNames(o any) []string {
 }
 
 // close stops every informer.
-func (w *watcher) close() {
+func (w *Watcher) close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.closed {

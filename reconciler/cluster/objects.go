@@ -1,4 +1,4 @@
-package reconciler
+package cluster
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/object"
 )
 
-// objectCache follows the objects verify-only apps read, in one cluster:
+// Objects follows the objects verify-only apps read, in one cluster:
 // on the hub, the deployers' objects (Argo CD's Applications, Flux's
 // Kustomizations and HelmReleases and their sources); in every cluster,
 // the workloads the deployers applied. There is one watch per kind and
@@ -29,12 +29,12 @@ import (
 // server no request, however many apps there are. Until the watch holds
 // its first LIST, for a kind pinbot may get but not list, and when the
 // API server does not answer (see liveness), a read is a GET.
-type objectCache struct {
+type Objects struct {
 	dyn   dynamic.Interface
 	alive *liveness // the cluster's: told of every failed watch
 	stop  chan struct{}
-	// onChange, when not nil, is told of every change of an object of
-	// deployerKinds and workloadKinds; it must not block.
+	// onChange, when not nil, is told of every change of a deployer's
+	// object or a workload (reported); it must not block.
 	onChange func(gvr schema.GroupVersionResource, ns, name string)
 
 	mu        sync.Mutex
@@ -48,32 +48,29 @@ type objectKey struct {
 	ns  string
 }
 
-func newObjectCache(dyn dynamic.Interface, alive *liveness, onChange func(gvr schema.GroupVersionResource, ns, name string)) *objectCache {
-	return &objectCache{dyn: dyn, alive: alive, onChange: onChange, stop: make(chan struct{}), infs: map[objectKey]cache.SharedIndexInformer{}, forbidden: map[objectKey]bool{}}
+func newObjects(dyn dynamic.Interface, alive *liveness, onChange func(gvr schema.GroupVersionResource, ns, name string)) *Objects {
+	return &Objects{dyn: dyn, alive: alive, onChange: onChange, stop: make(chan struct{}), infs: map[objectKey]cache.SharedIndexInformer{}, forbidden: map[objectKey]bool{}}
 }
 
-// deployerKinds are the deployers' objects, whose status says what the
-// deployer did: a change is news for the app that reads it (the real
-// kustomize-controller writes lastAppliedRevision well after the push
-// webhook woke pinbot, and before any Pod of the new revision exists).
-// workloadKinds are the workloads, whose status says where a rollout is
-// (a Deployment's status settles after its last Pod's and ReplicaSet's
-// events, which the Pod watch reports). objectCache reports both.
-var (
-	deployerKinds = map[schema.GroupVersionResource]bool{
-		deployer.ApplicationsResource:   true,
-		deployer.KustomizationsResource: true,
-		deployer.HelmReleasesResource:   true,
-	}
-	workloadKinds = map[schema.GroupVersionResource]bool{
-		{Group: "apps", Version: "v1", Resource: "deployments"}:  true,
-		{Group: "apps", Version: "v1", Resource: "statefulsets"}: true,
-		{Group: "apps", Version: "v1", Resource: "daemonsets"}:   true,
-	}
-)
+// reported says whether a change of resource is news for the apps that
+// read it: a deployer's object, whose status says what the deployer did
+// (the real kustomize-controller writes lastAppliedRevision well after
+// the push webhook woke pinbot, and before any Pod of the new revision
+// exists), or a workload, whose status says where a rollout is (a
+// Deployment's status settles after its last Pod's and ReplicaSet's
+// events, which the Pod watch reports).
+func reported(resource schema.GroupVersionResource) bool {
+	return deployer.IsDeployment(resource) || workloadKinds[resource]
+}
+
+var workloadKinds = map[schema.GroupVersionResource]bool{
+	{Group: "apps", Version: "v1", Resource: "deployments"}:  true,
+	{Group: "apps", Version: "v1", Resource: "statefulsets"}: true,
+	{Group: "apps", Version: "v1", Resource: "daemonsets"}:   true,
+}
 
 // close stops every watch.
-func (c *objectCache) close() {
+func (c *Objects) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.closed {
@@ -82,10 +79,10 @@ func (c *objectCache) close() {
 	}
 }
 
-// get returns the object ns/name of gvr: from the watch once it holds a
+// Get returns the object ns/name of gvr: from the watch once it holds a
 // first LIST, unless fresh, else by GET. An object the watch does not
 // hold is NotFound, as a GET would say. The caller may modify the object.
-func (c *objectCache) get(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, fresh bool) (*unstructured.Unstructured, error) {
+func (c *Objects) Get(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, fresh bool) (*unstructured.Unstructured, error) {
 	key := objectKey{gvr: gvr, ns: ns}
 	c.mu.Lock()
 	inf, forbidden := c.infs[key], c.forbidden[key]
@@ -106,11 +103,11 @@ func (c *objectCache) get(ctx context.Context, gvr schema.GroupVersionResource, 
 	return u, err
 }
 
-// fill reads the objects of want that live lacks, as ssa's GetMissing
+// Fill reads the objects of want that live lacks, as ssa's GetMissing
 // does, but through get: from the watches of their kinds and namespaces.
 // A kind mapping cannot resolve (not served) leaves its objects missing,
 // as does an object that does not exist.
-func (c *objectCache) fill(ctx context.Context, mapping func(schema.GroupVersionKind) (*meta.RESTMapping, error), want, live map[object.Ref]*unstructured.Unstructured, fresh bool) error {
+func (c *Objects) Fill(ctx context.Context, mapping func(schema.GroupVersionKind) (*meta.RESTMapping, error), want, live map[object.Ref]*unstructured.Unstructured, fresh bool) error {
 	for ref, d := range want {
 		if live[ref] != nil {
 			continue
@@ -123,7 +120,7 @@ func (c *objectCache) fill(ctx context.Context, mapping func(schema.GroupVersion
 		if m.Scope.Name() != meta.RESTScopeNameNamespace {
 			ns = ""
 		}
-		u, err := c.get(ctx, m.Resource, ns, d.GetName(), fresh)
+		u, err := c.Get(ctx, m.Resource, ns, d.GetName(), fresh)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -137,7 +134,7 @@ func (c *objectCache) fill(ctx context.Context, mapping func(schema.GroupVersion
 
 // start probes that key's kind may be listed, and starts its watch;
 // a kind that may not be listed is remembered, and read by GET.
-func (c *objectCache) start(ctx context.Context, key objectKey) {
+func (c *Objects) start(ctx context.Context, key objectKey) {
 	_, err := c.dyn.Resource(key.gvr).Namespace(key.ns).List(ctx, metav1.ListOptions{Limit: 1})
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -155,7 +152,7 @@ func (c *objectCache) start(ctx context.Context, key objectKey) {
 	inf := dynamicinformer.NewFilteredDynamicInformer(c.dyn, key.gvr, key.ns, 0, cache.Indexers{}, nil).Informer()
 	_ = inf.SetTransform(compactObject)
 	_ = c.alive.watch(inf) // fails only once inf runs
-	if c.onChange != nil && (deployerKinds[key.gvr] || workloadKinds[key.gvr]) {
+	if c.onChange != nil && reported(key.gvr) {
 		notify := func(o any) {
 			if m, err := meta.Accessor(o); err == nil {
 				c.onChange(key.gvr, m.GetNamespace(), m.GetName())
@@ -173,7 +170,7 @@ func (c *objectCache) start(ctx context.Context, key objectKey) {
 	go inf.Run(c.stop)
 }
 
-// compactObject is an object as objectCache keeps it: its JSON, without
+// compactObject is an object as Objects keeps it: its JSON, without
 // what pinbot never reads (its managed fields and kubectl's last applied
 // copy), and the metadata the store keys it by. JSON takes a fraction of
 // the memory of the maps an Unstructured holds: a thousand Applications

@@ -1,4 +1,4 @@
-package reconciler
+package cluster
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"pinbot.dev/pinbot/reconciler/ssa"
 )
 
-// isTransient reports whether a Kubernetes API error is worth retrying with
+// Transient reports whether a Kubernetes API error is worth retrying with
 // backoff rather than reporting as a verdict on the manifests.
-func isTransient(err error) bool {
+func Transient(err error) bool {
 	var ae *ssa.ApplyError
 	if errors.As(err, &ae) {
 		err = ae.Err

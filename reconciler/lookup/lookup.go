@@ -1,4 +1,7 @@
-package reconciler
+// Package lookup answers the questions verification asks the registry
+// (an image's config digests, an index's children), remembering the
+// definite answers.
+package lookup
 
 import (
 	"context"
@@ -18,20 +21,21 @@ type Registry interface {
 	trust.Registry
 }
 
-// lookupCache answers Lookups through a Registry, remembering definite
+// Cache answers Lookups through a Registry, remembering definite
 // answers. Failed lookups are not cached, so they are retried next pass.
-type lookupCache struct {
+type Cache struct {
 	reg Registry
 	mu  sync.Mutex
 	m   map[verdict.Lookup]verdict.Answer
 }
 
-func newLookupCache(reg Registry) *lookupCache {
-	return &lookupCache{reg: reg, m: map[verdict.Lookup]verdict.Answer{}}
+// New returns an empty Cache over reg.
+func New(reg Registry) *Cache {
+	return &Cache{reg: reg, m: map[verdict.Lookup]verdict.Answer{}}
 }
 
-// answer resolves every lookup in needs and returns them all.
-func (c *lookupCache) answer(ctx context.Context, needs []verdict.Lookup) verdict.Lookups {
+// Answers resolves every lookup in needs and returns them all.
+func (c *Cache) Answers(ctx context.Context, needs []verdict.Lookup) verdict.Lookups {
 	out := verdict.Lookups{}
 	for _, l := range needs {
 		c.mu.Lock()

@@ -1,4 +1,4 @@
-package reconciler
+package cluster
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// objectCache keeps an object's JSON, less what pinbot never reads, and
+// Objects keeps an object's JSON, less what pinbot never reads, and
 // every read decodes a copy of its own.
 func TestCompactObject(t *testing.T) {
 	u := &unstructured.Unstructured{Object: map[string]any{
