@@ -14,7 +14,7 @@ import (
 	"pinbot.dev/pinbot/internal/jsonkeys"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/release"
-	"pinbot.dev/pinbot/trust"
+	"pinbot.dev/pinbot/trust/policy"
 )
 
 // MetaVersion is the version of the hidden block's JSON.
@@ -110,7 +110,7 @@ type Facts struct {
 	Size      int64
 	// Trust is what the signature policy found; nil when it was not
 	// asked (a rollback).
-	Trust *trust.Provenance
+	Trust *policy.Provenance
 }
 
 // Proposal is everything a pull request body shows.
@@ -357,7 +357,7 @@ func renderProof(b *strings.Builder, pr *release.Proof) {
 
 // renderSignature writes who signed a digest and how it was built: the
 // facts a reviewer needs to judge a 64-hex change.
-func renderSignature(b *strings.Builder, t trust.Provenance) {
+func renderSignature(b *strings.Builder, t policy.Provenance) {
 	b.WriteString("#### Signed and built by\n\n")
 	if !t.Guarded {
 		fmt.Fprintf(b, "No signature policy for this image: nothing checked who built or signed it (see `signatures:` in %s).\n\n", ConfigFile)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"pinbot.dev/pinbot/trust"
+	"pinbot.dev/pinbot/trust/policy"
 )
 
 // forgeries are texts a person or a peer controls that try to pass for
@@ -75,7 +76,7 @@ func TestBodyRendersOnlyPinbotsStructure(t *testing.T) {
 			Forced: text,
 			Facts: map[string]Facts{m.Images[0].Image: {
 				Created: time.Date(2026, 11, 30, 9, 15, 0, 0, time.UTC), Source: text, Version: text, Revision: text,
-				Platforms: []string{text}, Trust: &trust.Provenance{Guarded: true, Signer: text, Format: trust.FormatBundle},
+				Platforms: []string{text}, Trust: &policy.Provenance{Guarded: true, Signer: text, Format: trust.FormatBundle},
 			}},
 			Notes: []string{text},
 		}

@@ -14,7 +14,7 @@ import (
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/pins"
 	"pinbot.dev/pinbot/release"
-	"pinbot.dev/pinbot/trust"
+	"pinbot.dev/pinbot/trust/policy"
 )
 
 // job is one branch's worth of promotion: the digests it proposes for the
@@ -194,7 +194,7 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 	for _, jp := range j.proms {
 		if jp.Trust != nil {
 			if res.Signatures == nil {
-				res.Signatures = map[string]trust.Provenance{}
+				res.Signatures = map[string]policy.Provenance{}
 			}
 			res.Signatures[jp.Image] = *jp.Trust
 		}

@@ -15,6 +15,7 @@ import (
 	"pinbot.dev/pinbot/registry"
 	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/trust"
+	"pinbot.dev/pinbot/trust/policy"
 )
 
 // Forge is the part of the Gitea API promote uses; *gitforge.Gitea
@@ -195,7 +196,7 @@ type Result struct {
 	// Signatures says, per image, who signed the digest and how it was
 	// built (see package trust); nil for a rollback, which restores a
 	// digest proven before and is not checked again.
-	Signatures map[string]trust.Provenance
+	Signatures map[string]policy.Provenance
 }
 
 // Run promotes each input into every target holding pins of its image. It

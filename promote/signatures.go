@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"pinbot.dev/pinbot/trust"
+	"pinbot.dev/pinbot/trust/policy"
 )
 
 // checkSignatures checks every promotion against .pinbot.yaml's signature
@@ -26,17 +27,17 @@ func (s *session) checkSignatures(ctx context.Context, proms []Promotion, extra 
 // policy and extra. A refusal is a *trust.Refusal, naming the image, the
 // digest and the rule. The provenance shown is the repository's policy's,
 // or extra's where only that one guards the image.
-func (s *session) signature(ctx context.Context, p Promotion, extra *trust.Verifier) (trust.Provenance, error) {
+func (s *session) signature(ctx context.Context, p Promotion, extra *trust.Verifier) (policy.Provenance, error) {
 	start := time.Now()
 	subject := trust.Subject{Image: p.Image, Digest: p.Digest}
 	prov, err := s.cfg.Trust.Check(ctx, s.env.Registry, subject)
 	if err != nil {
-		return trust.Provenance{}, fmt.Errorf("checking %s's signature policy: %w", ConfigFile, err)
+		return policy.Provenance{}, fmt.Errorf("checking %s's signature policy: %w", ConfigFile, err)
 	}
 	if extra != nil {
 		more, err := extra.Check(ctx, s.env.Registry, subject)
 		if err != nil {
-			return trust.Provenance{}, fmt.Errorf("checking pinbot's own signature policy: %w", err)
+			return policy.Provenance{}, fmt.Errorf("checking pinbot's own signature policy: %w", err)
 		}
 		if !prov.Guarded {
 			prov = more

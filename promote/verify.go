@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"pinbot.dev/pinbot/registry"
-	"pinbot.dev/pinbot/trust"
+	"pinbot.dev/pinbot/trust/policy"
 )
 
 // ErrTagMoved means a tag CI says it pushed with a digest points to another
@@ -35,7 +35,7 @@ type Promotion struct {
 	Described registry.Image
 	// Trust is what the signature policy found: who signed Digest and
 	// how it was built. Nil until checked (a rollback is not).
-	Trust *trust.Provenance
+	Trust *policy.Provenance
 }
 
 // Verify checks an Input against the registry before anything is written:

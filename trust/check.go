@@ -14,6 +14,7 @@ import (
 
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/registry"
+	"pinbot.dev/pinbot/trust/policy"
 )
 
 // ErrRefused is what every Refusal matches with errors.Is.
@@ -52,46 +53,15 @@ type Subject struct {
 	Tag string
 }
 
-// Provenance is what Check learnt of a digest that passed: who signed it
-// and how it was built. The zero value (Guarded false) means no rule
-// names the image.
-type Provenance struct {
-	Guarded bool   `json:"guarded"`
-	Rule    string `json:"rule,omitempty"`
-	// Digest is the digest whose signature counted: the subject's own, or
-	// the index's that covers it.
-	Digest string `json:"digest,omitempty"`
-	Format string `json:"format,omitempty"`
-	// Signer is "key <file> (<fingerprint>)" or "issuer <iss>, subject <san>".
-	Signer string `json:"signer,omitempty"`
-	// SignedAt is the signature's verified time (a log's or a timestamp
-	// authority's); zero for a key signature with neither.
-	SignedAt     time.Time  `json:"signedAt,omitzero"`
-	Attestations []Attested `json:"attestations,omitempty"`
-}
-
-// Attested is one attestation that passed, with the build facts its
-// provenance states.
-type Attested struct {
-	PredicateType    string `json:"predicateType"`
-	Signer           string `json:"signer"`
-	BuilderID        string `json:"builderID,omitempty"`
-	SourceRepository string `json:"sourceRepository,omitempty"`
-	Ref              string `json:"ref,omitempty"`
-	Commit           string `json:"commit,omitempty"`
-	// Invocation names the build run (its URL or ID).
-	Invocation string `json:"invocation,omitempty"`
-}
-
 // Check decides whether s may move under the policy. A digest no rule
-// names passes with a zero Provenance. A digest a rule names passes with
-// its Provenance, or fails with a *Refusal; an error of any other kind
-// (the registry could not be read) decides nothing, and the digest must
-// not move either.
-func (v *Verifier) Check(ctx context.Context, reg Registry, s Subject) (Provenance, error) {
+// names passes with a zero policy.Provenance. A digest a rule names
+// passes with its Provenance, or fails with a *Refusal; an error of any
+// other kind (the registry could not be read) decides nothing, and the
+// digest must not move either.
+func (v *Verifier) Check(ctx context.Context, reg Registry, s Subject) (policy.Provenance, error) {
 	i := v.Policy().For(s.Image)
 	if i < 0 {
-		return Provenance{}, nil
+		return policy.Provenance{}, nil
 	}
 	r := v.rules[i]
 	if p, ok := v.remembered(i, s.Image, s.Digest); ok {
@@ -116,36 +86,36 @@ func (v *Verifier) Check(ctx context.Context, reg Registry, s Subject) (Provenan
 				break
 			}
 			if !errors.As(ierr, new(*Refusal)) {
-				return Provenance{}, ierr
+				return policy.Provenance{}, ierr
 			}
 		}
 	}
 	if err != nil {
-		return Provenance{}, err
+		return policy.Provenance{}, err
 	}
 	v.remember(i, s.Image, s.Digest, p)
 	return p, nil
 }
 
 // checkIndex checks that index lists child, then the index itself.
-func (v *Verifier) checkIndex(ctx context.Context, reg Registry, r *rule, image, index, child string) (Provenance, error) {
+func (v *Verifier) checkIndex(ctx context.Context, reg Registry, r *rule, image, index, child string) (policy.Provenance, error) {
 	img, err := reg.Describe(ctx, image+"@"+index)
 	if err != nil {
-		return Provenance{}, fmt.Errorf("reading the index %s@%s: %w", image, index, err)
+		return policy.Provenance{}, fmt.Errorf("reading the index %s@%s: %w", image, index, err)
 	}
 	if !slices.ContainsFunc(img.Children, func(c registry.Child) bool { return c.Digest == child }) {
-		return Provenance{}, v.refuse(r, image, child, "", "the index %s does not list it", imageref.Short(index))
+		return policy.Provenance{}, v.refuse(r, image, child, "", "the index %s does not list it", imageref.Short(index))
 	}
 	return v.checkDigest(ctx, reg, r, image, index)
 }
 
 // checkDigest checks digest's own signature and attestations.
-func (v *Verifier) checkDigest(ctx context.Context, reg Registry, r *rule, image, digest string) (Provenance, error) {
+func (v *Verifier) checkDigest(ctx context.Context, reg Registry, r *rule, image, digest string) (policy.Provenance, error) {
 	cands, err := find(ctx, reg, image, digest)
 	if err != nil {
-		return Provenance{}, err
+		return policy.Provenance{}, err
 	}
-	p := Provenance{Guarded: true, Rule: fmt.Sprintf("signatures[%d]", r.index), Digest: digest}
+	p := policy.Provenance{Guarded: true, Rule: fmt.Sprintf("signatures[%d]", r.index), Digest: digest}
 	var why []string
 	for _, c := range cands {
 		if c.predicateType != "" && c.predicateType != CosignSign {
@@ -161,14 +131,14 @@ func (v *Verifier) checkDigest(ctx context.Context, reg Registry, r *rule, image
 	}
 	if p.Signer == "" {
 		if len(why) == 0 {
-			return Provenance{}, v.refuse(r, image, digest, "", "no signature found: no Sigstore bundle among its referrers and no %s tag", strings.Replace(digest, ":", "-", 1)+".sig")
+			return policy.Provenance{}, v.refuse(r, image, digest, "", "no signature found: no Sigstore bundle among its referrers and no %s tag", strings.Replace(digest, ":", "-", 1)+".sig")
 		}
-		return Provenance{}, v.refuse(r, image, digest, "", "no signature verifies: %s", strings.Join(why, "; "))
+		return policy.Provenance{}, v.refuse(r, image, digest, "", "no signature verifies: %s", strings.Join(why, "; "))
 	}
 	for j, a := range r.attest {
 		got, err := r.attested(cands, a, digest)
 		if err != nil {
-			return Provenance{}, v.refuse(r, image, digest, fmt.Sprintf(".attestations[%d]", j), "%s", err)
+			return policy.Provenance{}, v.refuse(r, image, digest, fmt.Sprintf(".attestations[%d]", j), "%s", err)
 		}
 		p.Attestations = append(p.Attestations, got)
 	}
@@ -258,7 +228,7 @@ func (r *rule) verifyLegacy(c candidate, digest string) (signed, error) {
 
 // attested finds an attestation of a's predicate type over digest that a
 // signer of r signed and whose provenance matches a's patterns.
-func (r *rule) attested(cands []candidate, a attestation, digest string) (Attested, error) {
+func (r *rule) attested(cands []candidate, a attestation, digest string) (policy.Attested, error) {
 	var why []string
 	for _, c := range cands {
 		if c.predicateType != a.PredicateType {
@@ -278,13 +248,13 @@ func (r *rule) attested(cands []candidate, a attestation, digest string) (Attest
 		return got, nil
 	}
 	if len(why) == 0 {
-		return Attested{}, fmt.Errorf("no attestation of predicate type %s is attached", a.PredicateType)
+		return policy.Attested{}, fmt.Errorf("no attestation of predicate type %s is attached", a.PredicateType)
 	}
-	return Attested{}, fmt.Errorf("no attestation of predicate type %s passes: %s", a.PredicateType, strings.Join(why, "; "))
+	return policy.Attested{}, fmt.Errorf("no attestation of predicate type %s passes: %s", a.PredicateType, strings.Join(why, "; "))
 }
 
 // match checks the attestation's facts against a's patterns.
-func (a attestation) match(got Attested) error {
+func (a attestation) match(got policy.Attested) error {
 	for _, f := range []struct {
 		name, value string
 		re          interface{ MatchString(string) bool }
@@ -337,14 +307,14 @@ func orNothing(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-func (v *Verifier) remembered(rule int, image, digest string) (Provenance, bool) {
+func (v *Verifier) remembered(rule int, image, digest string) (policy.Provenance, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	p, ok := v.passed[fmt.Sprintf("%d@%s@%s", rule, image, digest)]
 	return p, ok
 }
 
-func (v *Verifier) remember(rule int, image, digest string, p Provenance) {
+func (v *Verifier) remember(rule int, image, digest string, p policy.Provenance) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.passed[fmt.Sprintf("%d@%s@%s", rule, image, digest)] = p

@@ -93,7 +93,7 @@ func (w *world) verifier(t *testing.T, p policy.Rules) *trust.Verifier {
 	return v
 }
 
-func (w *world) check(t *testing.T, p policy.Rules, s trust.Subject) (trust.Provenance, error) {
+func (w *world) check(t *testing.T, p policy.Rules, s trust.Subject) (policy.Provenance, error) {
 	t.Helper()
 	if s.Image == "" {
 		s.Image = w.image
@@ -225,7 +225,7 @@ func TestAttestations(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Check: %v", err)
 	}
-	want := []trust.Attested{{PredicateType: trusttest.SLSAProvenance, Signer: "issuer https://ci.example, subject builder@acme.example",
+	want := []policy.Attested{{PredicateType: trusttest.SLSAProvenance, Signer: "issuer https://ci.example, subject builder@acme.example",
 		BuilderID: build.BuilderID, SourceRepository: build.Repository, Ref: build.Ref, Commit: build.Commit, Invocation: build.Invocation}}
 	if diff := cmp.Diff(want, p.Attestations); diff != "" {
 		t.Errorf("attestations (-want +got):\n%s", diff)

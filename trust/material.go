@@ -32,7 +32,7 @@ type Verifier struct {
 	rules  []*rule
 
 	mu     sync.Mutex
-	passed map[string]Provenance // "<rule>@<image>@<digest>"
+	passed map[string]policy.Provenance // "<rule>@<image>@<digest>"
 }
 
 // rule is a Rule ready to verify with.
@@ -71,7 +71,7 @@ func Compile(p policy.Rules, files fs.FS) (*Verifier, error) {
 	if probs := p.Validate(); len(probs) > 0 {
 		return nil, &probs[0]
 	}
-	v := &Verifier{policy: p, passed: map[string]Provenance{}}
+	v := &Verifier{policy: p, passed: map[string]policy.Provenance{}}
 	for i, r := range p {
 		c := &rule{index: i}
 		for j, file := range r.Keys {

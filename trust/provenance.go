@@ -4,13 +4,14 @@ import (
 	"strings"
 
 	"github.com/sigstore/sigstore-go/pkg/verify"
+	"pinbot.dev/pinbot/trust/policy"
 )
 
 // provenanceOf reads the build facts of a verified attestation: SLSA
 // provenance v1 (runDetails, buildDefinition) or v0.2 (builder,
 // invocation, materials). Fields a predicate does not state stay empty.
-func provenanceOf(res *verify.VerificationResult) Attested {
-	var a Attested
+func provenanceOf(res *verify.VerificationResult) policy.Attested {
+	var a policy.Attested
 	if res == nil || res.Statement == nil || res.Statement.GetPredicate() == nil {
 		return a
 	}

@@ -10,6 +10,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Rules is the signature policy: rules by image, the first rule that
@@ -222,4 +223,35 @@ func (p *Problem) Error() string {
 		}
 	}
 	return s + ": " + p.Msg
+}
+
+// Provenance is what trust.Check learnt of a digest that passed: who signed it
+// and how it was built. The zero value (Guarded false) means no rule
+// names the image.
+type Provenance struct {
+	Guarded bool   `json:"guarded"`
+	Rule    string `json:"rule,omitempty"`
+	// Digest is the digest whose signature counted: the subject's own, or
+	// the index's that covers it.
+	Digest string `json:"digest,omitempty"`
+	Format string `json:"format,omitempty"`
+	// Signer is "key <file> (<fingerprint>)" or "issuer <iss>, subject <san>".
+	Signer string `json:"signer,omitempty"`
+	// SignedAt is the signature's verified time (a log's or a timestamp
+	// authority's); zero for a key signature with neither.
+	SignedAt     time.Time  `json:"signedAt,omitzero"`
+	Attestations []Attested `json:"attestations,omitempty"`
+}
+
+// Attested is one attestation that passed, with the build facts its
+// provenance states.
+type Attested struct {
+	PredicateType    string `json:"predicateType"`
+	Signer           string `json:"signer"`
+	BuilderID        string `json:"builderID,omitempty"`
+	SourceRepository string `json:"sourceRepository,omitempty"`
+	Ref              string `json:"ref,omitempty"`
+	Commit           string `json:"commit,omitempty"`
+	// Invocation names the build run (its URL or ID).
+	Invocation string `json:"invocation,omitempty"`
 }

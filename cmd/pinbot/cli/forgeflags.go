@@ -19,7 +19,7 @@ import (
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/registry"
-	"pinbot.dev/pinbot/trust"
+	"pinbot.dev/pinbot/trust/policy"
 )
 
 // tokenEnv is the environment variable holding the Gitea token when no
@@ -205,9 +205,9 @@ type resultJSON struct {
 	Notes    []string               `json:"notes,omitempty"`
 	// Signatures are, per image, who signed the digest and how it was
 	// built, as the signature policy found it.
-	Signatures map[string]trust.Provenance `json:"signatures,omitempty"`
-	Diff       string                      `json:"diff,omitempty"`
-	Body       string                      `json:"body,omitempty"`
+	Signatures map[string]policy.Provenance `json:"signatures,omitempty"`
+	Diff       string                       `json:"diff,omitempty"`
+	Body       string                       `json:"body,omitempty"`
 }
 
 func toJSON(r promote.Result, withText bool) resultJSON {

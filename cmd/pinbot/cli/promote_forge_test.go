@@ -14,6 +14,7 @@ import (
 	"pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
 	"pinbot.dev/pinbot/trust"
+	"pinbot.dev/pinbot/trust/policy"
 	"pinbot.dev/pinbot/trust/trusttest"
 )
 
@@ -100,8 +101,8 @@ func testCLISignaturePolicy(t *testing.T, srv *gitea.Server) {
 		t.Fatalf("signed: exit %d: %s", code, stderr)
 	}
 	var got struct {
-		Status     string                      `json:"status"`
-		Signatures map[string]trust.Provenance `json:"signatures"`
+		Status     string                       `json:"status"`
+		Signatures map[string]policy.Provenance `json:"signatures"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatalf("output is not one JSON object: %s\n%s", err, stdout)
