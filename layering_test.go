@@ -16,7 +16,7 @@ const module = "pinbot.dev/pinbot"
 
 // The leaves every package may share: one job each, stdlib or a narrow
 // dependency, none of them I/O of their own.
-var leaves = []string{"internal/imageref", "internal/redact", "internal/logctx", "internal/clip", "internal/loopback", "internal/httpbound", "internal/retry", "internal/filelock",
+var leaves = []string{"internal/imageref", "internal/commitid", "internal/redact", "internal/logctx", "internal/clip", "internal/loopback", "internal/httpbound", "internal/retry", "internal/filelock",
 	"internal/private", "internal/confined", "internal/peermetrics", "internal/jsonkeys", "internal/capool", "internal/opfile", "internal/commitstatus"}
 
 // pure are the reconciler's decisions: their module dependencies are
@@ -52,6 +52,7 @@ var allowed = map[string][]string{
 	"internal/peermetrics":  {},
 	"internal/jsonkeys":     {},
 	"internal/capool":       {},
+	"internal/commitid":     {},
 	"internal/opfile":       {},
 	"internal/retry":        {"internal/logctx", "internal/redact"},
 	"internal/logsink":      {"internal/redact"},
@@ -144,7 +145,7 @@ var forbiddenDirect = map[string][]string{
 
 // stdlibOnly are packages that may import nothing but the standard library
 // (and themselves), so that every other package can share them.
-var stdlibOnly = []string{"internal/imageref", "internal/loopback", "internal/jsonkeys", "internal/capool"}
+var stdlibOnly = []string{"internal/imageref", "internal/loopback", "internal/jsonkeys", "internal/capool", "internal/commitid"}
 
 // testSupport are packages only tests, the demo, the benchmarks and the
 // build tooling may use. The product must not import "testing" itself

@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 
+	"pinbot.dev/pinbot/internal/commitid"
 	"pinbot.dev/pinbot/internal/redact"
 )
 
@@ -47,7 +48,7 @@ func (s *Snapshot) push(ctx context.Context, branch string, force bool, auth Aut
 	case old == s.commit:
 		return nil
 	case !force && old != plumbing.ZeroHash && old != s.parent:
-		return fmt.Errorf("%s: %w: the branch is at %s, not at %s", what, ErrPushRejected, Short(old.String()), Short(s.parent.String()))
+		return fmt.Errorf("%s: %w: the branch is at %s, not at %s", what, ErrPushRejected, commitid.Short(old.String()), commitid.Short(s.parent.String()))
 	}
 	req, err := updateRequest(ar, &packp.Command{Name: name, Old: old, New: s.commit})
 	if err != nil {
@@ -113,7 +114,7 @@ func deleteBranch(ctx context.Context, url, branch, head string, auth Auth) erro
 	case err != nil:
 		return nil // gone already
 	case ref.Hash().String() != head:
-		return fmt.Errorf("%s: %w: it is at %s now, not at %s", what, ErrPushRejected, Short(ref.Hash().String()), Short(head))
+		return fmt.Errorf("%s: %w: it is at %s now, not at %s", what, ErrPushRejected, commitid.Short(ref.Hash().String()), commitid.Short(head))
 	case !ar.Capabilities.Supports(capability.DeleteRefs):
 		return fmt.Errorf("%s: the remote does not delete branches by push", what)
 	}

@@ -90,11 +90,3 @@ func RepoKey(u string) string {
 	path = strings.TrimRight(path, "/")
 	return strings.ToLower(p.Scheme) + "://" + strings.ToLower(p.Host) + path
 }
-
-// Short is a commit id as people read it: its first 12 hex digits.
-func Short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
-}

@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode"
 
-	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/commitid"
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/jsonkeys"
 	"pinbot.dev/pinbot/internal/redact"
@@ -346,7 +346,7 @@ func renderProof(b *strings.Builder, pr *release.Proof) {
 		fmt.Fprintf(b, ": %s (soak %s).", pr.Held.Round(time.Second), pr.Soak)
 	}
 	if pr.Commit != "" {
-		fmt.Fprintf(b, " Commit `%s`.", gitforge.Short(pr.Commit))
+		fmt.Fprintf(b, " Commit `%s`.", commitid.Short(pr.Commit))
 	}
 	b.WriteString("\n\n| Pod | Node | Container | Running |\n|---|---|---|---|\n")
 	for _, pod := range pr.Pods {

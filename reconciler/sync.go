@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/commitid"
 	"pinbot.dev/pinbot/internal/commitstatus"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/reconciler/history"
@@ -227,4 +227,4 @@ func recordContext(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // shortSHA is a commit as people read it.
-func shortSHA(s string) string { return gitforge.Short(s) }
+func shortSHA(s string) string { return commitid.Short(s) }

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/commitid"
 	"pinbot.dev/pinbot/internal/logctx"
 )
 
@@ -180,7 +181,7 @@ func (h *webhook) triggerPush(ctx context.Context, p PushEvent) []string {
 		}
 		triggered = append(triggered, name)
 	}
-	log.Debug("webhook push", "repo", p.Repository.FullName, "ref", p.Ref, "after", gitforge.Short(p.After), "triggered", triggered)
+	log.Debug("webhook push", "repo", p.Repository.FullName, "ref", p.Ref, "after", commitid.Short(p.After), "triggered", triggered)
 	return triggered
 }
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/commitid"
 	"pinbot.dev/pinbot/reconciler"
 )
 
@@ -57,7 +57,7 @@ unreachable; stderr says which).
 				return err
 			}
 			if !d.InSync() {
-				return fmt.Errorf("%s differs from Git at %s: %s", d.App, gitforge.Short(d.Commit), diffCounts(d))
+				return fmt.Errorf("%s differs from Git at %s: %s", d.App, commitid.Short(d.Commit), diffCounts(d))
 			}
 			return nil
 		},
@@ -70,10 +70,10 @@ unreachable; stderr says which).
 // missing object and orphaned object.
 func writeDiff(w io.Writer, d *reconciler.Diff) error {
 	if d.InSync() {
-		_, err := fmt.Fprintf(w, "%s at %s: %s: in sync\n", d.App, gitforge.Short(d.Commit), d.Sync)
+		_, err := fmt.Fprintf(w, "%s at %s: %s: in sync\n", d.App, commitid.Short(d.Commit), d.Sync)
 		return err
 	}
-	fmt.Fprintf(w, "%s at %s: %s: %s\n", d.App, gitforge.Short(d.Commit), d.Sync, diffCounts(d))
+	fmt.Fprintf(w, "%s at %s: %s: %s\n", d.App, commitid.Short(d.Commit), d.Sync, diffCounts(d))
 	for _, x := range d.Fields {
 		fmt.Fprintln(w, x.String())
 	}

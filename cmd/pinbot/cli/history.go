@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/commitid"
 	"pinbot.dev/pinbot/reconciler/history"
 )
 
@@ -60,7 +60,7 @@ func writeHistory(w io.Writer, app string, rec *history.Record) error {
 		if e.Reason != "" {
 			detail = e.Reason
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\n", e.Time.UTC().Format(time.RFC3339), gitforge.Short(e.Commit),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\n", e.Time.UTC().Format(time.RFC3339), commitid.Short(e.Commit),
 			e.Trigger, e.Result, orDash(string(e.Health)), e.Verified, detail)
 	}
 	return tw.Flush()

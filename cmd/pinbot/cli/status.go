@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/commitid"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/status"
@@ -133,8 +134,8 @@ func writeStatuses(w io.Writer, statuses []*status.App) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "APP\tSOURCE\tCOMMIT\tSYNC\tHEALTH\tVERIFIED\tDEPLOYED COMMIT\tAUTOMATED")
 	for _, s := range statuses {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%t\n", s.App, orDash(s.Source), orDash(gitforge.Short(s.Commit)), s.Sync, s.Health,
-			s.Verified, orDash(gitforge.Short(s.DeployedCommit)), s.Automated)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%t\n", s.App, orDash(s.Source), orDash(commitid.Short(s.Commit)), s.Sync, s.Health,
+			s.Verified, orDash(commitid.Short(s.DeployedCommit)), s.Automated)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

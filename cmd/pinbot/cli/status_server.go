@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"pinbot.dev/pinbot/dashboard"
-	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/clip"
+	"pinbot.dev/pinbot/internal/commitid"
 	"pinbot.dev/pinbot/internal/loopback"
 	"pinbot.dev/pinbot/internal/redact"
 )
@@ -76,7 +76,7 @@ func serverStatus(ctx context.Context, w io.Writer, g *globals, base string, ins
 	for _, a := range apps {
 		line := fmt.Sprintf("%s: %s, %s, %s", a.Name, a.Sync, a.Health, a.Proof)
 		if a.HeadCommit != "" {
-			line += " at " + gitforge.Short(a.HeadCommit)
+			line += " at " + commitid.Short(a.HeadCommit)
 		}
 		if a.Verification != "" {
 			line += ": " + a.Verification

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/commitid"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/status"
@@ -97,7 +97,7 @@ unless verified. --wait 0 returns right after applying.`,
 					return err
 				}
 				if p.Failed() {
-					return fmt.Errorf("%s: the API server would refuse objects of %s (see above)", p.App, gitforge.Short(p.Commit))
+					return fmt.Errorf("%s: the API server would refuse objects of %s (see above)", p.App, commitid.Short(p.Commit))
 				}
 				return nil
 			}
@@ -111,7 +111,7 @@ unless verified. --wait 0 returns right after applying.`,
 			case err != nil:
 				return err
 			case o.wait > 0 && !s.Verified:
-				return fmt.Errorf("%s synced to %s but not verified: %s", s.App, gitforge.Short(s.Commit), s.Verification)
+				return fmt.Errorf("%s synced to %s but not verified: %s", s.App, commitid.Short(s.Commit), s.Verification)
 			}
 			return nil
 		},
@@ -155,7 +155,7 @@ func writePlan(w io.Writer, g *globals, p *reconciler.SyncPlan) error {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "%s at %s: dry run, nothing changed\n", p.App, gitforge.Short(p.Commit))
+	fmt.Fprintf(&b, "%s at %s: dry run, nothing changed\n", p.App, commitid.Short(p.Commit))
 	for _, wave := range p.Waves {
 		if wave.Phase != "" {
 			b.WriteString(wave.Phase + " ")

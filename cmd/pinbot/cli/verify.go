@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/commitid"
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/reconciler/deployer"
 	"pinbot.dev/pinbot/reconciler/status"
@@ -107,9 +107,9 @@ func writeVerification(w io.Writer, s *status.App, v *verdict.Verification) erro
 	if v.Verified {
 		verdict = "VERIFIED"
 	}
-	fmt.Fprintf(w, "%s at %s: %s: %s\n", v.App, gitforge.Short(v.Commit), verdict, v.Summary())
+	fmt.Fprintf(w, "%s at %s: %s: %s\n", v.App, commitid.Short(v.Commit), verdict, v.Summary())
 	if s.Source != "" && s.Source != "pinbot" {
-		fmt.Fprintf(w, "  deployed by %s at %s (sync %s, health %s)\n", deployer.Kind(s.Source).Title(), orDash(gitforge.Short(s.DeployedCommit)), s.Sync, s.Health)
+		fmt.Fprintf(w, "  deployed by %s at %s (sync %s, health %s)\n", deployer.Kind(s.Source).Title(), orDash(commitid.Short(s.DeployedCommit)), s.Sync, s.Health)
 	}
 	for _, r := range v.Reasons {
 		if r != v.Summary() { // the verdict line says it already
