@@ -23,7 +23,7 @@ var leaves = []string{"internal/imageref", "internal/commitid", "internal/redact
 // pure too (the leaves, render's error type excepted).
 var pure = []string{"reconciler/object", "reconciler/ignore", "reconciler/verdict", "reconciler/deployer", "reconciler/config",
 	"reconciler/guard", "reconciler/hook", "reconciler/wave", "reconciler/prune", "reconciler/diff", "reconciler/heal",
-	"reconciler/status", "reconciler/history", "reconciler/settle", "release"}
+	"reconciler/status", "reconciler/history", "reconciler/settle", "release", "promote/pr"}
 
 // core is what the reconciler's config, and every decision above it, may
 // build on: the objects, the verdict core and the leaves they need.
@@ -62,7 +62,9 @@ var allowed = map[string][]string{
 	"registry": leaves,
 	"gitforge": leaves,
 	"render":   {"internal/confined"},
-	"promote":  append([]string{"pins", "registry", "gitforge", "render", "release", "trust", "trust/policy"}, leaves...),
+	"promote":  append([]string{"pins", "registry", "gitforge", "render", "release", "trust", "trust/policy", "promote/pr"}, leaves...),
+	// What a pull request says: pure, no client.
+	"promote/pr": {"release", "trust/policy", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus", "internal/commitid", "internal/redact"},
 
 	// The signature policy: it reads signatures through the registry and
 	// decides with sigstore-go; promote and the reconciler ask it.
@@ -98,7 +100,7 @@ var allowed = map[string][]string{
 
 	"dashboard": append([]string{"gitforge", "reconciler/...", "release", "trust/policy"}, leaves...),
 	// serve drives the reconciler and promote; nothing imports it but cmd.
-	"serve": append([]string{"reconciler", "reconciler/...", "promote", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/...", "trust", "trust/...", "serve/shard"}, leaves...),
+	"serve": append([]string{"reconciler", "reconciler/...", "promote", "promote/pr", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/...", "trust", "trust/...", "serve/shard"}, leaves...),
 	// The shards' Leases: Kubernetes' leader election, and nothing of pinbot.
 	"serve/shard":             {},
 	"deploy":                  {},

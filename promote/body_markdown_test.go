@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"pinbot.dev/pinbot/promote/pr"
 	"pinbot.dev/pinbot/trust"
 	"pinbot.dev/pinbot/trust/policy"
 )
@@ -69,25 +70,28 @@ func structure(html string) map[string]int {
 func TestBodyRendersOnlyPinbotsStructure(t *testing.T) {
 	f := newFixture(t)
 	f.createRepo(map[string]string{"README.md": "x"})
-	proposal := func(text string) Proposal {
-		m := sampleMeta()
-		return Proposal{
+	proposal := func(text string) pr.Proposal {
+		m := pr.Meta{Version: pr.MetaVersion, Target: "prod",
+			Images: []pr.ImageMeta{{Image: "127.0.0.1:3000/org/app", Digest: d2, Tag: "v2", Source: pr.SourceDigestFile}},
+			Changes: []pr.ChangeRecord{{File: "app.yaml", Line: 3, Kind: "manifest", Image: "127.0.0.1:3000/org/app", OldDigest: d1, NewDigest: d2,
+				Before: "image: 127.0.0.1:3000/org/app@" + d1, After: "image: 127.0.0.1:3000/org/app@" + d2}}}
+		return pr.Proposal{
 			Meta:   m,
 			Forced: text,
-			Facts: map[string]Facts{m.Images[0].Image: {
+			Facts: map[string]pr.Facts{m.Images[0].Image: {
 				Created: time.Date(2026, 11, 30, 9, 15, 0, 0, time.UTC), Source: text, Version: text, Revision: text,
 				Platforms: []string{text}, Trust: &policy.Provenance{Guarded: true, Signer: text, Format: trust.FormatBundle},
 			}},
 			Notes: []string{text},
 		}
 	}
-	plain := structure(renderOnGitea(t, f, RenderBody(proposal("plain words"))))
+	plain := structure(renderOnGitea(t, f, pr.RenderBody(proposal("plain words"))))
 	if plain["h3"] == 0 || plain["table"] == 0 {
 		t.Fatalf("the plain body renders no headings or tables: %v", plain)
 	}
 	for i, forged := range forgeries {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			html := renderOnGitea(t, f, RenderBody(proposal(forged)))
+			html := renderOnGitea(t, f, pr.RenderBody(proposal(forged)))
 			got := structure(html)
 			for el, n := range got {
 				if n != plain[el] {

@@ -3,9 +3,10 @@
 // on the manifest repository.
 //
 // The package is a pure core with an I/O shell around it. The core parses
-// CI's files (Kaniko's digest files, buildx metadata), reads .pinbot.yaml,
-// chooses the digest each pin gets, names branches and renders the pull
-// request text; it is tested from literals. The shell (Run and Drift)
+// CI's files (Kaniko's digest files, buildx metadata), reads .pinbot.yaml
+// and chooses the digest each pin gets; package promote/pr names branches,
+// renders the pull request text and plans what a branch needs. Both are
+// tested from literals. The shell (Run and Drift)
 // clones the base branch, rewrites pins with package pins, commits, pushes
 // and creates or edits the pull request through the small Forge and
 // Registry interfaces declared here.
@@ -13,7 +14,7 @@
 // # Branches and pull requests
 //
 // Every (target, image) pair has one deterministic branch,
-// "<branchPrefix><target>/<image-slug>" (see Branch and Slug). A promotion
+// "<branchPrefix><target>/<image-slug>" (see pr.Branch and pr.Slug). A promotion
 // force-pushes a fresh commit on top of the current base to that branch,
 // replacing the previous promotion, and creates or edits the one open pull
 // request whose head is that branch. A merged or closed pull request leads
@@ -64,7 +65,7 @@
 // # Hidden block
 //
 // Each pull request body ends with an HTML comment holding JSON
-// ("<!-- pinbot:{...} -->", see Meta and ParseBody): the target, the images
+// ("<!-- pinbot:{...} -->", see pr.Meta and pr.ParseBody): the target, the images
 // with their digests, tags and sources, the head commit and the changed
 // pins. Later runs read it to recognise their own pull requests.
 package promote

@@ -11,6 +11,7 @@ import (
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/pins"
+	"pinbot.dev/pinbot/promote/pr"
 	"pinbot.dev/pinbot/trust"
 )
 
@@ -105,8 +106,12 @@ func (r DriftReport) Closed() int {
 
 // Summary is the one-line summary of a run.
 func (r DriftReport) Summary() string {
+	tags := "tags"
+	if r.Checked == 1 {
+		tags = "tag"
+	}
 	return fmt.Sprintf("drift: checked %d %s, %d moved, %d held; pull requests: %d opened, %d updated, %d unchanged, %d closed; %d failed",
-		r.Checked, plural(r.Checked, "tag", "tags"), len(r.Moved), len(r.Held),
+		r.Checked, tags, len(r.Moved), len(r.Held),
 		r.Count(StatusOpened), r.Count(StatusUpdated), r.Count(StatusUnchanged), r.Closed(), len(r.Failed))
 }
 
@@ -249,13 +254,13 @@ func Drift(ctx context.Context, env Env, opts DriftOptions) (DriftReport, error)
 	planned := map[string]bool{}
 	for _, j := range jobs {
 		planned[j.branch] = true
-		if pr := byBranch[j.branch]; pr != nil {
-			if m, err := ParseBody(pr.Body); err == nil && !driftOnly(m) {
+		if pull := byBranch[j.branch]; pull != nil {
+			if m, err := pr.ParseBody(pull.Body); err == nil && !driftOnly(m) {
 				rep.Results = append(rep.Results, Result{
-					Target: j.target, Branch: j.branch, Status: StatusSkipped, Pull: pr, Meta: j.meta(),
-					Notes: []string{fmt.Sprintf("open pull request #%d was opened by a promotion (%s); drift leaves it alone", pr.Number, sourcesOf(m))},
+					Target: j.target, Branch: j.branch, Status: StatusSkipped, Pull: pull, Meta: j.meta(),
+					Notes: []string{fmt.Sprintf("open pull request #%d was opened by a promotion (%s); drift leaves it alone", pull.Number, sourcesOf(m))},
 				})
-				log.Info("skipping a branch with an open promotion", "branch", j.branch, "number", pr.Number)
+				log.Info("skipping a branch with an open promotion", "branch", j.branch, "number", pull.Number)
 				continue
 			}
 		}
@@ -287,9 +292,9 @@ func (s *session) driftJobs(moved []*tracking, group Group, opts ChooseOptions) 
 			}
 			j := byKey[k]
 			if j == nil {
-				branch := GroupBranch(s.cfg.BranchPrefix, k.target)
+				branch := pr.GroupBranch(s.cfg.BranchPrefix, k.target)
 				if group == GroupImage {
-					branch = Branch(s.cfg.BranchPrefix, k.target, k.image)
+					branch = pr.Branch(s.cfg.BranchPrefix, k.target, k.image)
 				}
 				j = &job{target: k.target, branch: branch, obsolete: closeIfDrift}
 				byKey[k] = j

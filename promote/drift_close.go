@@ -7,27 +7,28 @@ import (
 	"strings"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/promote/pr"
 )
 
 // closeIfDrift closes an open pull request that drift opened (every image
 // in its hidden block came from drift) once the base needs no change.
-func closeIfDrift(open *Meta) (bool, string) {
+func closeIfDrift(open *pr.Meta) (bool, string) {
 	if open == nil || !driftOnly(*open) {
 		return false, ""
 	}
 	return true, "pinbot closes this pull request: every tag it followed points at the digest the base branch pins now, so it is obsolete."
 }
 
-func driftOnly(m Meta) bool {
+func driftOnly(m pr.Meta) bool {
 	for _, im := range m.Images {
-		if im.Source != SourceDrift {
+		if im.Source != pr.SourceDrift {
 			return false
 		}
 	}
 	return len(m.Images) > 0
 }
 
-func sourcesOf(m Meta) string {
+func sourcesOf(m pr.Meta) string {
 	var out []string
 	for _, im := range m.Images {
 		if d := im.Source.Describe(); !slices.Contains(out, d) {
@@ -50,11 +51,11 @@ func (s *session) closeStale(ctx context.Context, open map[string]*gitforge.Pull
 	var out []Result
 	branches := sortedKeys(open)
 	for _, branch := range branches {
-		pr := open[branch]
+		pull := open[branch]
 		if planned[branch] || !strings.HasPrefix(branch, s.cfg.BranchPrefix) {
 			continue
 		}
-		m, err := ParseBody(pr.Body)
+		m, err := pr.ParseBody(pull.Body)
 		if err != nil || !driftOnly(m) {
 			continue
 		}
@@ -68,10 +69,10 @@ func (s *session) closeStale(ctx context.Context, open map[string]*gitforge.Pull
 			continue
 		}
 		_, comment := closeIfDrift(&m)
-		res := Result{Target: m.Target, Branch: branch, Status: StatusAlreadyPinned, Closed: pr, Meta: Meta{Version: MetaVersion, Target: m.Target}}
+		res := Result{Target: m.Target, Branch: branch, Status: StatusAlreadyPinned, Closed: pull, Meta: pr.Meta{Version: pr.MetaVersion, Target: m.Target}}
 		if !dryRun {
-			if err := s.env.Forge.ClosePull(ctx, s.env.Repo, pr.Number, comment); err != nil {
-				rep.Failed = append(rep.Failed, Failure{Branch: branch, Err: fmt.Errorf("closing obsolete pull request #%d: %w", pr.Number, err)})
+			if err := s.env.Forge.ClosePull(ctx, s.env.Repo, pull.Number, comment); err != nil {
+				rep.Failed = append(rep.Failed, Failure{Branch: branch, Err: fmt.Errorf("closing obsolete pull request #%d: %w", pull.Number, err)})
 				continue
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"pinbot.dev/pinbot/pins"
+	"pinbot.dev/pinbot/promote/pr"
 )
 
 type tagKey struct{ image, tag string }
@@ -82,7 +83,7 @@ func (s *session) check(ctx context.Context, t *tracking, opts ChooseOptions) er
 	if err != nil {
 		return fmt.Errorf("resolving %s: %w", ref, err)
 	}
-	t.promo = Promotion{Image: t.key.image, Tag: t.key.tag, Tags: []string{t.key.tag}, Digest: d.Digest, Source: SourceDrift}
+	t.promo = Promotion{Image: t.key.image, Tag: t.key.tag, Tags: []string{t.key.tag}, Digest: d.Digest, Source: pr.SourceDrift}
 	differs := false
 	for _, p := range t.pins {
 		if p.Digest != d.Digest {

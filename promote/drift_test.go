@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"pinbot.dev/pinbot/promote/pr"
 )
 
 func TestDrift(t *testing.T) {
@@ -71,7 +72,7 @@ func TestDrift(t *testing.T) {
 	if len(rep.Results) != 2 || len(f.openPulls()) != 2 {
 		t.Fatalf("results %d, open pull requests %d; want one per moved image", len(rep.Results), len(f.openPulls()))
 	}
-	appPR := byBranch[Branch("pinbot/", "default", app)].Pull
+	appPR := byBranch[pr.Branch("pinbot/", "default", app)].Pull
 	removed, added := f.pullDiffLines(appPR.Number)
 	if diff := cmp.Diff([][]string{
 		{fmt.Sprintf("  - image: %s:main@%s", app, app1.Digest)},
@@ -79,12 +80,12 @@ func TestDrift(t *testing.T) {
 	}, [][]string{removed, added}); diff != "" {
 		t.Errorf("app pull request diff (-want +got):\n%s", diff)
 	}
-	apiPR := byBranch[Branch("pinbot/", "default", api)].Pull
+	apiPR := byBranch[pr.Branch("pinbot/", "default", api)].Pull
 	removed, added = f.pullDiffLines(apiPR.Number)
 	if diff := cmp.Diff([][]string{{"    digest: " + api1}, {"    digest: " + api2}}, [][]string{removed, added}); diff != "" {
 		t.Errorf("api pull request diff (-want +got):\n%s", diff)
 	}
-	if m, err := ParseBody(apiPR.Body); err != nil || m.Images[0].Source != SourceDrift || m.Images[0].Tag != "main" {
+	if m, err := pr.ParseBody(apiPR.Body); err != nil || m.Images[0].Source != pr.SourceDrift || m.Images[0].Tag != "main" {
 		t.Errorf("api hidden block = %+v, %v", m, err)
 	}
 
@@ -186,7 +187,7 @@ func TestDriftMinAge(t *testing.T) {
 	if len(rep.Held) != 0 || len(rep.Moved) != 2 || rep.Count(StatusOpened) != 1 || rep.Count(StatusUnchanged) != 1 {
 		t.Errorf("after the window: %s", rep.Summary())
 	}
-	if got := f.file(Branch("pinbot/", "default", built), "app.yaml"); !strings.Contains(got, b2) || strings.Contains(got, r2) {
+	if got := f.file(pr.Branch("pinbot/", "default", built), "app.yaml"); !strings.Contains(got, b2) || strings.Contains(got, r2) {
 		t.Errorf("built's branch:\n%s", got)
 	}
 }
@@ -211,11 +212,11 @@ func TestDriftGroupAndPromotion(t *testing.T) {
 	if len(rep.Results) != 1 || rep.Results[0].Branch != "pinbot/default/drift" || rep.Results[0].Status != StatusOpened {
 		t.Fatalf("grouped drift: %+v", rep.Results)
 	}
-	pr := rep.Results[0].Pull
-	if want := "Promote 2 images (default)"; pr.Title != want {
-		t.Errorf("title = %q, want %q", pr.Title, want)
+	pull := rep.Results[0].Pull
+	if want := "Promote 2 images (default)"; pull.Title != want {
+		t.Errorf("title = %q, want %q", pull.Title, want)
 	}
-	_, added := f.pullDiffLines(pr.Number)
+	_, added := f.pullDiffLines(pull.Number)
 	if diff := cmp.Diff([]string{"- image: " + a + ":main@" + a2, "- image: " + b + ":main@" + b2}, added); diff != "" {
 		t.Errorf("grouped diff (-want +got):\n%s", diff)
 	}
@@ -224,7 +225,7 @@ func TestDriftGroupAndPromotion(t *testing.T) {
 	// would use c's branch, which holds CI's open promotion: it skips it.
 	// (CI's tag is main too: a digest belongs to one tag variant.)
 	c2 := f.pushImage(c, "main", time.Time{})
-	if _, err := Run(ctx, f.env(), Request{Inputs: []Input{{Image: c, Tags: []string{"main"}, Digest: c2, Source: SourceDigestFile}}}); err != nil {
+	if _, err := Run(ctx, f.env(), Request{Inputs: []Input{{Image: c, Tags: []string{"main"}, Digest: c2, Source: pr.SourceDigestFile}}}); err != nil {
 		t.Fatal(err)
 	}
 	f.pushImage(c, "main", time.Time{})
@@ -238,14 +239,14 @@ func TestDriftGroupAndPromotion(t *testing.T) {
 	}
 	sort.Strings(statuses)
 	want := []string{
-		"opened " + Branch("pinbot/", "default", a),
-		"opened " + Branch("pinbot/", "default", b),
-		"skipped " + Branch("pinbot/", "default", c),
+		"opened " + pr.Branch("pinbot/", "default", a),
+		"opened " + pr.Branch("pinbot/", "default", b),
+		"skipped " + pr.Branch("pinbot/", "default", c),
 	}
 	if diff := cmp.Diff(want, statuses); diff != "" {
 		t.Errorf("per-image drift with a promotion open (-want +got):\n%s", diff)
 	}
-	promo, err := f.forge.OpenPull(context.Background(), f.repo, Branch("pinbot/", "default", c))
+	promo, err := f.forge.OpenPull(context.Background(), f.repo, pr.Branch("pinbot/", "default", c))
 	if err != nil || promo == nil || !strings.Contains(promo.Body, c2) {
 		t.Errorf("CI's pull request was touched: %+v, %v", promo, err)
 	}

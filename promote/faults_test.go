@@ -14,6 +14,7 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/testenv/faultproxy"
+	"pinbot.dev/pinbot/promote/pr"
 	"pinbot.dev/pinbot/registry"
 )
 
@@ -43,14 +44,14 @@ func TestPromoteForgeGone(t *testing.T) {
 	}
 	env := f.env()
 	env.Forge, env.CloneURL = forge, proxy.URL()+"/"+f.owner+"/"+f.name+".git"
-	req := Request{Inputs: []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: SourceDigestFile}}}
+	req := Request{Inputs: []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: pr.SourceDigestFile}}}
 
 	_, err = Run(ctx, env, req)
 	if err == nil {
 		t.Fatal("promotion succeeded with the forge gone")
 	}
 	t.Logf("error: %s", err)
-	for _, want := range []string{"promoting " + app + " in target default", "after pushing " + Branch("pinbot/", "default", app)} {
+	for _, want := range []string{"promoting " + app + " in target default", "after pushing " + pr.Branch("pinbot/", "default", app)} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
@@ -113,7 +114,7 @@ func TestPromoteRegistry5xx(t *testing.T) {
 	env := f.env()
 	env.Registry = f.registry(registry.WithTransport(tr), registry.WithRetry(2*time.Second))
 	started := time.Now()
-	_, err := Run(context.Background(), env, Request{Inputs: []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: SourceDigestFile}}})
+	_, err := Run(context.Background(), env, Request{Inputs: []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: pr.SourceDigestFile}}})
 	if err == nil {
 		t.Fatal("promotion succeeded through a failing registry")
 	}
@@ -161,7 +162,7 @@ func TestPromoteBaseMoves(t *testing.T) {
 	}
 	env := f.env()
 	env.CloneURL = proxy.URL() + "/" + f.owner + "/" + f.name + ".git"
-	res, err := Run(ctx, env, Request{Inputs: []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: SourceFlag}}})
+	res, err := Run(ctx, env, Request{Inputs: []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: pr.SourceFlag}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"pinbot.dev/pinbot/promote/pr"
 	"pinbot.dev/pinbot/release"
 )
 
@@ -45,7 +46,7 @@ func TestNothingWalksAroundTheGate(t *testing.T) {
 		"envs/prod/web.yaml":    fmt.Sprintf("image: %s:v1@%s\n", app, v1),
 	})
 	v2 := f.pushImage(app, "v2", time.Time{})
-	in := []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: SourceFlag}}
+	in := []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: pr.SourceFlag}}
 	held := release.New()
 	held.Holds = append(held.Holds, release.Hold{Env: "prod", Image: app, Digest: v2, Reason: "crash loop", Since: time.Now().Add(-time.Hour)},
 		release.Hold{Env: "staging", Image: app, Digest: v2, Reason: "crash loop", Since: time.Now().Add(-time.Hour)})
@@ -112,7 +113,7 @@ func TestOverlappingEnvironmentsAreRefused(t *testing.T) {
 		"envs/prod/web.yaml":    fmt.Sprintf("image: %s:v1@%s\n", app, v1),
 	})
 	v2 := f.pushImage(app, "v2", time.Time{})
-	in := []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: SourceFlag}}
+	in := []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: pr.SourceFlag}}
 	for _, req := range []Request{
 		{Inputs: in, Gate: ledgerGate{release.New()}},
 		{Inputs: in, Target: "prod", Force: true, Reason: "hotfix", Gate: ledgerGate{release.New()}},

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"pinbot.dev/pinbot/promote/pr"
 )
 
 // TestPromoteHostileRepository promotes into a repository built to make
@@ -46,7 +48,7 @@ func TestPromoteHostileRepository(t *testing.T) {
 	env := f.env()
 	env.CacheDir = t.TempDir()
 	v2 := f.pushImage(app, "v2", time.Time{})
-	res, err := Run(ctx, env, Request{Inputs: []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: SourceFlag}}})
+	res, err := Run(ctx, env, Request{Inputs: []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: pr.SourceFlag}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +92,7 @@ func TestPromoteConfigLink(t *testing.T) {
 	v1 := f.pushImage(app, "v1", time.Time{})
 	f.createRepo(map[string]string{"app.yaml": "image: " + app + ":v1@" + v1 + "\n", ConfigFile: "symlink:/etc/passwd"})
 	v2 := f.pushImage(app, "v2", time.Time{})
-	_, err := Run(context.Background(), f.env(), Request{Inputs: []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: SourceFlag}}})
+	_, err := Run(context.Background(), f.env(), Request{Inputs: []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: pr.SourceFlag}}})
 	if err == nil || !strings.Contains(err.Error(), ConfigFile) || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("Run = %v, want .pinbot.yaml refused as a link", err)
 	}

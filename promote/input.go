@@ -10,56 +10,8 @@ import (
 
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/promote/pr"
 )
-
-// Source says where a promoted digest came from. It is shown in the pull
-// request and kept in its hidden block.
-type Source string
-
-// The sources of a digest.
-const (
-	// SourceDigestFile is Kaniko's --digest-file: just "sha256:...".
-	SourceDigestFile Source = "digest-file"
-	// SourceImageNameFile is Kaniko's --image-name-with-digest-file:
-	// "repo@sha256:..." (or "repo:tag@sha256:...").
-	SourceImageNameFile Source = "image-name-with-digest-file"
-	// SourceBuildxMetadata is buildx's --metadata-file JSON.
-	SourceBuildxMetadata Source = "buildx-metadata"
-	// SourceFlag is a digest given on the command line (--digest).
-	SourceFlag Source = "flag"
-	// SourceRegistry is a tag looked up in the registry at promotion time.
-	SourceRegistry Source = "registry"
-	// SourceDrift is a tracked tag that moved, found by Drift.
-	SourceDrift Source = "drift"
-	// SourceProof is a digest proven upstream, moved onward by serve.
-	SourceProof Source = "proof"
-	// SourceRollback is the last proven digest, restored by serve after
-	// a failed proof.
-	SourceRollback Source = "rollback"
-)
-
-// Describe is a human phrase for the pull request body.
-func (s Source) Describe() string {
-	switch s {
-	case SourceDigestFile:
-		return "Kaniko digest file"
-	case SourceImageNameFile:
-		return "Kaniko image-name-with-digest file"
-	case SourceBuildxMetadata:
-		return "buildx metadata file"
-	case SourceFlag:
-		return "--digest flag"
-	case SourceRegistry:
-		return "registry lookup of the tag at promotion time"
-	case SourceDrift:
-		return "drift: the tracked tag moved"
-	case SourceProof:
-		return "proven upstream (see above)"
-	case SourceRollback:
-		return "the last digest proven in the environment"
-	}
-	return string(s)
-}
 
 // Input is one digest to promote as CI handed it over, before it is checked
 // against the registry.
@@ -72,7 +24,7 @@ type Input struct {
 	// Digest is "sha256:<64 hex>", or "" to resolve Tags[0].
 	Digest string
 	// Source says where Digest came from.
-	Source Source
+	Source pr.Source
 	// File is the CI file Digest came from, if any.
 	File string
 }
@@ -121,7 +73,7 @@ func ParseImageNameWithDigest(file string, data []byte) ([]Input, error) {
 		if len(ins) > 0 && ins[0].Digest != digest {
 			return nil, fmt.Errorf("%s:%d: digest %s differs from %s on an earlier line", file, i+1, digest, ins[0].Digest)
 		}
-		ins = addInput(ins, byRepo, Input{Image: repo, Digest: digest, Source: SourceImageNameFile, File: file}, tag)
+		ins = addInput(ins, byRepo, Input{Image: repo, Digest: digest, Source: pr.SourceImageNameFile, File: file}, tag)
 	}
 	if len(ins) == 0 {
 		return nil, fmt.Errorf("%s: empty image-name-with-digest file", file)
@@ -230,7 +182,7 @@ func parseMetadataObject(file, prefix string, obj map[string]json.RawMessage) ([
 		if d != "" && d != digest {
 			return nil, fmt.Errorf("%s: key %s: %s names digest %s, but %s is %s", file, clip.Quote(prefix+metaNameKey), clip.Quote(n), d, clip.Quote(prefix+metaDigestKey), digest)
 		}
-		ins = addInput(ins, byRepo, Input{Image: repo, Digest: digest, Source: SourceBuildxMetadata, File: file}, tag)
+		ins = addInput(ins, byRepo, Input{Image: repo, Digest: digest, Source: pr.SourceBuildxMetadata, File: file}, tag)
 	}
 	if len(ins) == 0 {
 		return nil, fmt.Errorf("%s: key %s is empty", file, clip.Quote(prefix+metaNameKey))
@@ -318,7 +270,7 @@ func (s InputSpec) Read(read func(string) ([]byte, error)) ([]Input, error) {
 	}
 	switch {
 	case s.Digest != "":
-		return []Input{withTag(Input{Image: repo, Digest: s.Digest, Source: SourceFlag})}, nil
+		return []Input{withTag(Input{Image: repo, Digest: s.Digest, Source: pr.SourceFlag})}, nil
 	case s.DigestFile != "":
 		data, err := readInput(read, s.DigestFile, "digest file", MaxDigestFile)
 		if err != nil {
@@ -328,7 +280,7 @@ func (s InputSpec) Read(read func(string) ([]byte, error)) ([]Input, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []Input{withTag(Input{Image: repo, Digest: d, Source: SourceDigestFile, File: s.DigestFile})}, nil
+		return []Input{withTag(Input{Image: repo, Digest: d, Source: pr.SourceDigestFile, File: s.DigestFile})}, nil
 	case s.ImageNameFile != "", s.MetadataFile != "":
 		file, parse, what, limit := s.ImageNameFile, ParseImageNameWithDigest, "image-name-with-digest file", MaxImageNameFile
 		if s.MetadataFile != "" {
@@ -347,9 +299,9 @@ func (s InputSpec) Read(read func(string) ([]byte, error)) ([]Input, error) {
 		}
 		return selectInput(file, ins, repo, tag, digest)
 	case digest != "":
-		return []Input{withTag(Input{Image: repo, Digest: digest, Source: SourceFlag})}, nil
+		return []Input{withTag(Input{Image: repo, Digest: digest, Source: pr.SourceFlag})}, nil
 	}
-	return []Input{{Image: repo, Tags: []string{tag}, Source: SourceRegistry}}, nil
+	return []Input{{Image: repo, Tags: []string{tag}, Source: pr.SourceRegistry}}, nil
 }
 
 // selectInput keeps the Input of repo, checking what --image adds.

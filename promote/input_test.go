@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/promote/pr"
 )
 
 const (
@@ -61,19 +62,19 @@ func TestParseImageNameWithDigest(t *testing.T) {
 		{
 			name: "repo@digest",
 			data: "127.0.0.1:3000/org/app@" + d2 + "\n",
-			want: []Input{{Image: "127.0.0.1:3000/org/app", Digest: d2, Source: SourceImageNameFile, File: "f"}},
+			want: []Input{{Image: "127.0.0.1:3000/org/app", Digest: d2, Source: pr.SourceImageNameFile, File: "f"}},
 		},
 		{
 			name: "repo:tag@digest",
 			data: "127.0.0.1:3000/org/app:v2@" + d2,
-			want: []Input{{Image: "127.0.0.1:3000/org/app", Tags: []string{"v2"}, Digest: d2, Source: SourceImageNameFile, File: "f"}},
+			want: []Input{{Image: "127.0.0.1:3000/org/app", Tags: []string{"v2"}, Digest: d2, Source: pr.SourceImageNameFile, File: "f"}},
 		},
 		{
 			name: "one line per destination",
 			data: "r.example/app:v2@" + d2 + "\nr.example/app:latest@" + d2 + "\nmirror.example/app:v2@" + d2 + "\n",
 			want: []Input{
-				{Image: "r.example/app", Tags: []string{"v2", "latest"}, Digest: d2, Source: SourceImageNameFile, File: "f"},
-				{Image: "mirror.example/app", Tags: []string{"v2"}, Digest: d2, Source: SourceImageNameFile, File: "f"},
+				{Image: "r.example/app", Tags: []string{"v2", "latest"}, Digest: d2, Source: pr.SourceImageNameFile, File: "f"},
+				{Image: "mirror.example/app", Tags: []string{"v2"}, Digest: d2, Source: pr.SourceImageNameFile, File: "f"},
 			},
 		},
 		{name: "no digest", data: "r.example/app:v2\n", wantErr: `f:1: "r.example/app:v2" has no @sha256`},
@@ -111,16 +112,16 @@ func TestParseMetadata(t *testing.T) {
 			name: "several names, several repositories",
 			file: "buildx-metadata.json",
 			want: []Input{
-				{Image: "registry.example/org/app", Tags: []string{"1.4.0", "latest"}, Digest: d2, Source: SourceBuildxMetadata, File: "buildx-metadata.json"},
-				{Image: "registry.example/org/app-mirror", Tags: []string{"1.4.0"}, Digest: d2, Source: SourceBuildxMetadata, File: "buildx-metadata.json"},
+				{Image: "registry.example/org/app", Tags: []string{"1.4.0", "latest"}, Digest: d2, Source: pr.SourceBuildxMetadata, File: "buildx-metadata.json"},
+				{Image: "registry.example/org/app-mirror", Tags: []string{"1.4.0"}, Digest: d2, Source: pr.SourceBuildxMetadata, File: "buildx-metadata.json"},
 			},
 		},
 		{
 			name: "bake",
 			file: "buildx-bake-metadata.json",
 			want: []Input{
-				{Image: "registry.example/org/api", Tags: []string{"main"}, Digest: d3, Source: SourceBuildxMetadata, File: "buildx-bake-metadata.json"},
-				{Image: "registry.example/org/web", Tags: []string{"main"}, Digest: d4, Source: SourceBuildxMetadata, File: "buildx-bake-metadata.json"},
+				{Image: "registry.example/org/api", Tags: []string{"main"}, Digest: d3, Source: pr.SourceBuildxMetadata, File: "buildx-bake-metadata.json"},
+				{Image: "registry.example/org/web", Tags: []string{"main"}, Digest: d4, Source: pr.SourceBuildxMetadata, File: "buildx-bake-metadata.json"},
 			},
 		},
 		{name: "not JSON", data: "sha256:abc", wantErr: "meta.json:1: parsing buildx metadata JSON"},
@@ -197,32 +198,32 @@ func TestInputSpec(t *testing.T) {
 		{
 			name: "tag resolved now",
 			spec: InputSpec{Image: app + ":v2"},
-			want: []Input{{Image: app, Tags: []string{"v2"}, Source: SourceRegistry}},
+			want: []Input{{Image: app, Tags: []string{"v2"}, Source: pr.SourceRegistry}},
 		},
 		{
 			name: "image and digest",
 			spec: InputSpec{Image: app, Digest: d2},
-			want: []Input{{Image: app, Digest: d2, Source: SourceFlag}},
+			want: []Input{{Image: app, Digest: d2, Source: pr.SourceFlag}},
 		},
 		{
 			name: "image with digest",
 			spec: InputSpec{Image: app + ":v2@" + d2},
-			want: []Input{{Image: app, Tags: []string{"v2"}, Digest: d2, Source: SourceFlag}},
+			want: []Input{{Image: app, Tags: []string{"v2"}, Digest: d2, Source: pr.SourceFlag}},
 		},
 		{
 			name: "digest file and tagged image",
 			spec: InputSpec{Image: app + ":1.4.0", DigestFile: "digest"},
-			want: []Input{{Image: app, Tags: []string{"1.4.0"}, Digest: d2, Source: SourceDigestFile, File: "digest"}},
+			want: []Input{{Image: app, Tags: []string{"1.4.0"}, Digest: d2, Source: pr.SourceDigestFile, File: "digest"}},
 		},
 		{
 			name: "image-name-with-digest file",
 			spec: InputSpec{ImageNameFile: "name"},
-			want: []Input{{Image: app, Tags: []string{"1.4.0"}, Digest: d2, Source: SourceImageNameFile, File: "name"}},
+			want: []Input{{Image: app, Tags: []string{"1.4.0"}, Digest: d2, Source: pr.SourceImageNameFile, File: "name"}},
 		},
 		{
 			name: "metadata selected by image",
 			spec: InputSpec{MetadataFile: "metadata", Image: "registry.example/org/app-mirror"},
-			want: []Input{{Image: "registry.example/org/app-mirror", Tags: []string{"1.4.0"}, Digest: d2, Source: SourceBuildxMetadata, File: "metadata"}},
+			want: []Input{{Image: "registry.example/org/app-mirror", Tags: []string{"1.4.0"}, Digest: d2, Source: pr.SourceBuildxMetadata, File: "metadata"}},
 		},
 		{name: "metadata without the image", spec: InputSpec{MetadataFile: "metadata", Image: "registry.example/org/other"}, readErr: "metadata names no image registry.example/org/other"},
 		{name: "metadata with another digest", spec: InputSpec{MetadataFile: "metadata", Image: app + "@" + d1}, readErr: "metadata names digest " + d2},
@@ -261,10 +262,10 @@ func TestInputSpec(t *testing.T) {
 }
 
 func TestRefAndDigestErrors(t *testing.T) {
-	if got := Ref("v2", d2); got != "v2@sha256:222222222222" {
+	if got := pr.Ref("v2", d2); got != "v2@sha256:222222222222" {
 		t.Errorf("Ref = %q", got)
 	}
-	if got := Ref("", d2); got != "sha256:222222222222" {
+	if got := pr.Ref("", d2); got != "sha256:222222222222" {
 		t.Errorf("Ref without tag = %q", got)
 	}
 	if !errors.Is(func() error { _, err := ParseDigestFile("f", []byte("x")); return err }(), imageref.ErrInvalidDigest) {

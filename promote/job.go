@@ -13,6 +13,7 @@ import (
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/pins"
+	"pinbot.dev/pinbot/promote/pr"
 	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/trust/policy"
 )
@@ -27,7 +28,7 @@ type job struct {
 	// obsolete says whether an open pull request on the branch, whose
 	// hidden block is open (nil when unreadable), is to be closed when the
 	// base needs no change, and with which comment.
-	obsolete func(open *Meta) (bool, string)
+	obsolete func(open *pr.Meta) (bool, string)
 	// listed, when set, is the branch's open pull request (nil for none)
 	// from a listing made at the start of the run: the first attempt uses
 	// it instead of asking again.
@@ -59,13 +60,13 @@ type jobPromotion struct {
 }
 
 // meta returns the job's Meta before anything is applied.
-func (j job) meta() Meta {
-	m := Meta{Version: MetaVersion, Target: j.target}
+func (j job) meta() pr.Meta {
+	m := pr.Meta{Version: pr.MetaVersion, Target: j.target}
 	if j.rollback != nil {
-		m.Kind = KindRollback
+		m.Kind = pr.KindRollback
 	}
 	for _, p := range j.proms {
-		m.Images = append(m.Images, ImageMeta{Image: p.Image, Digest: p.Digest, Tag: p.Tag, Source: p.Source})
+		m.Images = append(m.Images, pr.ImageMeta{Image: p.Image, Digest: p.Digest, Tag: p.Tag, Source: p.Source})
 	}
 	return m
 }
@@ -74,8 +75,8 @@ func (j job) meta() Meta {
 // changes and notes for reviewers, and the new content of each changed
 // file. Every pin's digest is chosen first (see chooseDigests); pins then
 // rewrites from that table, reading the base's blobs. Nothing is written.
-func (s *session) apply(ctx context.Context, j job) ([]ChangeRecord, []string, map[string][]byte, error) {
-	var changes []ChangeRecord
+func (s *session) apply(ctx context.Context, j job) ([]pr.ChangeRecord, []string, map[string][]byte, error) {
+	var changes []pr.ChangeRecord
 	var notes []string
 	tree := overlay{base: s.snap.FS(), files: map[string][]byte{}}
 	for _, p := range j.proms {
@@ -124,7 +125,7 @@ func (s *session) apply(ctx context.Context, j job) ([]ChangeRecord, []string, m
 			tree.files[f.Path] = f.Data
 		}
 		for _, c := range got {
-			changes = append(changes, ChangeRecord{
+			changes = append(changes, pr.ChangeRecord{
 				File: c.File, Line: c.Line, Kind: string(c.Kind), Image: c.Image,
 				OldDigest: c.OldDigest, NewDigest: c.NewDigest, OldTag: c.OldTag, NewTag: c.NewTag,
 				Before: c.Before, After: c.After,
@@ -235,9 +236,9 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 			res.Notes = append(notes, fmt.Sprintf("#%d is open on %s: the rollback is not readied over it", open.Number, j.branch))
 			return res, nil
 		}
-		var openMeta *Meta
+		var openMeta *pr.Meta
 		if open != nil {
-			if m, err := ParseBody(open.Body); err == nil {
+			if m, err := pr.ParseBody(open.Body); err == nil {
 				openMeta = &m
 			}
 		}
@@ -258,15 +259,19 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 				return res, nil
 			}
 		}
-		obsolete := func(m *Meta) bool { ok, _ := j.obsolete(m); return ok }
-		switch Plan(meta, open, openMeta, obsolete) {
-		case ActionNone:
+		obsolete := func(m *pr.Meta) bool { ok, _ := j.obsolete(m); return ok }
+		var planOpen *pr.Open
+		if open != nil {
+			planOpen = &pr.Open{Head: open.HeadSHA, Meta: openMeta}
+		}
+		switch pr.Plan(meta, planOpen, obsolete) {
+		case pr.ActionNone:
 			res.Status = StatusAlreadyPinned
 			return res, nil
-		case ActionLeave:
+		case pr.ActionLeave:
 			res.Status, res.Pull = StatusAlreadyPinned, open
 			return res, nil
-		case ActionClose:
+		case pr.ActionClose:
 			res.Status, res.Closed = StatusAlreadyPinned, open
 			if !dryRun {
 				_, comment := j.obsolete(openMeta)
@@ -276,16 +281,16 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 				log.Info("closed obsolete pull request", "number", open.Number)
 			}
 			return res, nil
-		case ActionKeep:
+		case pr.ActionKeep:
 			res.Status, res.Pull, res.Meta, res.Body = StatusUnchanged, open, *openMeta, open.Body
-			res.Diff = RenderDiff(changes)
+			res.Diff = pr.RenderDiff(changes)
 			return res, nil
 		}
 
 		proposal := s.proposal(j, meta, notes)
-		res.Diff = RenderDiff(changes)
+		res.Diff = pr.RenderDiff(changes)
 		if dryRun {
-			res.Status, res.Pull, res.Body = StatusDryRun, open, RenderBody(proposal)
+			res.Status, res.Pull, res.Body = StatusDryRun, open, pr.RenderBody(proposal)
 			return res, nil
 		}
 
@@ -329,9 +334,9 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 			return res, nil
 		}
 		proposal.Meta = meta
-		res.Meta, res.Body = meta, RenderBody(proposal)
+		res.Meta, res.Body = meta, pr.RenderBody(proposal)
 		start = time.Now()
-		res.Pull, res.Status, err = s.publish(ctx, j, open, head, heads[j.branch], Title(meta), res.Body)
+		res.Pull, res.Status, err = s.publish(ctx, j, open, head, heads[j.branch], pr.Title(meta), res.Body)
 		took(ctx, "published", start, "status", string(res.Status))
 		return res, err
 	}
@@ -359,7 +364,7 @@ func (s *session) lookupPull(ctx context.Context, j job, attempt int) func() (*g
 // commitOnce commits files, the rewritten pins of meta, on top of the
 // base now and returns a function that gives the commit (or the error).
 // The commit is in the local store only until it is pushed.
-func (s *session) commitOnce(ctx context.Context, j job, meta Meta, files map[string][]byte) func() (*gitforge.Snapshot, error) {
+func (s *session) commitOnce(ctx context.Context, j job, meta pr.Meta, files map[string][]byte) func() (*gitforge.Snapshot, error) {
 	when := s.env.Now()
 	if j.rollback != nil && !j.rollback.At.IsZero() {
 		// Git keeps whole seconds: the readied branch's commit and the
@@ -368,7 +373,7 @@ func (s *session) commitOnce(ctx context.Context, j job, meta Meta, files map[st
 	}
 	author := gitforge.Signature{Name: s.cfg.Author.Name, Email: s.cfg.Author.Email, When: when}
 	start := time.Now()
-	edited, err := s.snap.Edit(files, CommitMessage(meta), author)
+	edited, err := s.snap.Edit(files, pr.CommitMessage(meta), author)
 	if err != nil {
 		err = fmt.Errorf("committing on %s: %w", s.base, err)
 	} else {
@@ -377,9 +382,12 @@ func (s *session) commitOnce(ctx context.Context, j job, meta Meta, files map[st
 	return func() (*gitforge.Snapshot, error) { return edited, err }
 }
 
-func (s *session) proposal(j job, meta Meta, notes []string) Proposal {
-	p := Proposal{Meta: meta, Facts: map[string]Facts{}, Files: map[string]string{}, Notes: notes,
-		Proof: j.proof, Rollback: j.rollback, Forced: j.forced}
+func (s *session) proposal(j job, meta pr.Meta, notes []string) pr.Proposal {
+	p := pr.Proposal{Meta: meta, Facts: map[string]pr.Facts{}, Files: map[string]string{}, Notes: notes,
+		Proof: j.proof, Forced: j.forced, Policy: ConfigFile}
+	if rb := j.rollback; rb != nil {
+		p.Rollback = &pr.Undone{Failed: rb.Failed, Evidence: rb.Evidence}
+	}
 	for _, jp := range j.proms {
 		f := factsOf(jp.Described)
 		f.Trust = jp.Trust

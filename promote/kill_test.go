@@ -16,6 +16,7 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/promote"
+	"pinbot.dev/pinbot/promote/pr"
 )
 
 // These tests run the real pinbot binary as a child process and kill it
@@ -132,7 +133,7 @@ func (r *cliRepo) onePull(t *testing.T, digest string) {
 	if len(prs) != 1 {
 		t.Fatalf("%d open pull requests, want 1: %+v", len(prs), prs)
 	}
-	meta, err := promote.ParseBody(prs[0].Body)
+	meta, err := pr.ParseBody(prs[0].Body)
 	if err != nil {
 		t.Fatalf("pull request #%d body: %s", prs[0].Number, err)
 	}

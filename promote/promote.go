@@ -12,6 +12,7 @@ import (
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/pins"
+	"pinbot.dev/pinbot/promote/pr"
 	"pinbot.dev/pinbot/registry"
 	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/trust"
@@ -184,7 +185,7 @@ type Result struct {
 	Status Status
 	// Meta is what the branch proposes; its Changes are empty when the
 	// base already pins the digests.
-	Meta Meta
+	Meta pr.Meta
 	// Pull is the open pull request of the branch, if any.
 	Pull *gitforge.Pull
 	// Closed is a pull request closed as obsolete, if any.
@@ -265,7 +266,7 @@ func Run(ctx context.Context, env Env, req Request) ([]Result, error) {
 				}
 			}
 			if req.Rollback != nil {
-				j.branch = RollbackBranch(s.cfg.BranchPrefix, target, p.Image)
+				j.branch = pr.RollbackBranch(s.cfg.BranchPrefix, target, p.Image)
 			}
 			res, err := s.runJob(ctx, j, req.DryRun)
 			if err != nil {
@@ -358,15 +359,15 @@ func imagesOf(proms []Promotion) string {
 func (s *session) promoteJob(p Promotion, target string, opts ChooseOptions) job {
 	return job{
 		target: target,
-		branch: Branch(s.cfg.BranchPrefix, target, p.Image),
+		branch: pr.Branch(s.cfg.BranchPrefix, target, p.Image),
 		proms: []jobPromotion{{
 			Promotion: p,
 			tag:       p.Tag,
 			match:     func(pin pins.Pin) bool { return s.cfg.TargetOf(pin.File) == target },
 			choose:    opts,
 		}},
-		obsolete: func(open *Meta) (bool, string) {
-			return true, closeComment(s.base, []ImageMeta{{Image: p.Image, Digest: p.Digest, Tag: p.Tag, Source: p.Source}}, open)
+		obsolete: func(open *pr.Meta) (bool, string) {
+			return true, closeComment(s.base, []pr.ImageMeta{{Image: p.Image, Digest: p.Digest, Tag: p.Tag, Source: p.Source}}, open)
 		},
 	}
 }

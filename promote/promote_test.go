@@ -15,6 +15,7 @@ import (
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/pins"
+	"pinbot.dev/pinbot/promote/pr"
 )
 
 // appRepo is a manifest repository with an index pin (with tag) and a
@@ -55,7 +56,7 @@ func TestPromoteLifecycle(t *testing.T) {
 	env.CacheDir = t.TempDir() // every promotion after the first reuses the clone
 	promote := func(tag string, digest string) Result {
 		t.Helper()
-		res, err := Run(ctx, env, Request{Inputs: []Input{{Image: app, Tags: []string{tag}, Digest: digest, Source: SourceDigestFile, File: "digest.txt"}}})
+		res, err := Run(ctx, env, Request{Inputs: []Input{{Image: app, Tags: []string{tag}, Digest: digest, Source: pr.SourceDigestFile, File: "digest.txt"}}})
 		if err != nil {
 			t.Fatalf("promoting %s: %s", tag, err)
 		}
@@ -64,7 +65,7 @@ func TestPromoteLifecycle(t *testing.T) {
 		}
 		return res[0]
 	}
-	branch := Branch("pinbot/", "default", app)
+	branch := pr.Branch("pinbot/", "default", app)
 
 	// 1. A promotion opens a pull request whose diff is exactly the pins.
 	v2 := f.pushIndex(app, "v2")
@@ -87,11 +88,11 @@ func TestPromoteLifecycle(t *testing.T) {
 	if diff := cmp.Diff([][]string{wantRemoved, wantAdded}, [][]string{removed, added}); diff != "" {
 		t.Errorf("pull request diff (-want +got):\n%s", diff)
 	}
-	meta, err := ParseBody(first.Pull.Body)
+	meta, err := pr.ParseBody(first.Pull.Body)
 	if err != nil {
 		t.Fatalf("reading the pull request body: %s", err)
 	}
-	if meta.Head != first.Pull.HeadSHA || meta.Images[0].Digest != v2.Digest || meta.Images[0].Source != SourceDigestFile {
+	if meta.Head != first.Pull.HeadSHA || meta.Images[0].Digest != v2.Digest || meta.Images[0].Source != pr.SourceDigestFile {
 		t.Errorf("hidden block = %+v; want head %s, digest %s from the digest file", meta, first.Pull.HeadSHA, v2.Digest)
 	}
 	if want := "Promote " + app + " to v2@" + imageref.Short(v2.Digest) + " (default)"; first.Pull.Title != want {
@@ -171,10 +172,10 @@ func TestPromoteRefusals(t *testing.T) {
 		allow   bool
 		wantErr error
 	}{
-		{name: "digest file and registry disagree", in: Input{Image: app, Tags: []string{"v2"}, Digest: built.Digest, Source: SourceDigestFile, File: "digest"}, wantErr: ErrTagMoved},
-		{name: "tag moved and the built digest is gone", in: Input{Image: app, Tags: []string{"v3"}, Digest: lost.Digest, Source: SourceBuildxMetadata, File: "meta.json"}, allow: true, wantErr: ErrTagMoved},
-		{name: "digest not in the registry", in: Input{Image: app, Digest: missing, Source: SourceFlag}, wantErr: ErrDigestNotFound},
-		{name: "tag gone", in: Input{Image: app, Tags: []string{"gone"}, Digest: built.Digest, Source: SourceImageNameFile, File: "name"}, wantErr: ErrTagMoved},
+		{name: "digest file and registry disagree", in: Input{Image: app, Tags: []string{"v2"}, Digest: built.Digest, Source: pr.SourceDigestFile, File: "digest"}, wantErr: ErrTagMoved},
+		{name: "tag moved and the built digest is gone", in: Input{Image: app, Tags: []string{"v3"}, Digest: lost.Digest, Source: pr.SourceBuildxMetadata, File: "meta.json"}, allow: true, wantErr: ErrTagMoved},
+		{name: "digest not in the registry", in: Input{Image: app, Digest: missing, Source: pr.SourceFlag}, wantErr: ErrDigestNotFound},
+		{name: "tag gone", in: Input{Image: app, Tags: []string{"gone"}, Digest: built.Digest, Source: pr.SourceImageNameFile, File: "name"}, wantErr: ErrTagMoved},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -206,7 +207,7 @@ func TestPromoteConcurrent(t *testing.T) {
 	v1 := f.pushIndex(app, "v1")
 	sideDigest := f.pushImage(side, "1.0", time.Time{})
 	f.createRepo(appRepo(f, app, v1, side, sideDigest))
-	branch := Branch("pinbot/", "default", app)
+	branch := pr.Branch("pinbot/", "default", app)
 
 	for round := range 3 {
 		a, b := f.pushIndex(app, fmt.Sprintf("a%d", round)), f.pushIndex(app, fmt.Sprintf("b%d", round))
@@ -217,7 +218,7 @@ func TestPromoteConcurrent(t *testing.T) {
 		done := make(chan out, 2)
 		for _, d := range []string{a.Digest, b.Digest} {
 			go func() {
-				res, err := Run(ctx, f.env(), Request{Inputs: []Input{{Image: app, Digest: d, Source: SourceFlag}}})
+				res, err := Run(ctx, f.env(), Request{Inputs: []Input{{Image: app, Digest: d, Source: pr.SourceFlag}}})
 				done <- out{res, err}
 			}()
 		}
@@ -230,7 +231,7 @@ func TestPromoteConcurrent(t *testing.T) {
 		if len(prs) != 1 {
 			t.Fatalf("round %d: %d open pull requests, want exactly 1", round, len(prs))
 		}
-		pr := prs[0]
+		pull := prs[0]
 		// Git is the authority on what the branch holds. Gitea records a
 		// pushed head in its pull request asynchronously and, when two
 		// pushes race, not always in order, so pr.HeadSHA may name a
@@ -239,8 +240,8 @@ func TestPromoteConcurrent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if pr.HeadSHA != head {
-			t.Logf("round %d: Gitea's pull request #%d shows head %s, Git holds %s", round, pr.Number, pr.HeadSHA, head)
+		if pull.HeadSHA != head {
+			t.Logf("round %d: Gitea's pull request #%d shows head %s, Git holds %s", round, pull.Number, pull.HeadSHA, head)
 		}
 		content := f.file(head, "envs/prod/app.yaml")
 		var onBranch string
@@ -252,13 +253,13 @@ func TestPromoteConcurrent(t *testing.T) {
 		if onBranch == "" {
 			t.Fatalf("round %d: the branch pins neither digest:\n%s", round, content)
 		}
-		meta, err := ParseBody(pr.Body)
+		meta, err := pr.ParseBody(pull.Body)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if meta.Images[0].Digest != onBranch || meta.Head != head {
 			t.Errorf("round %d: pull request #%d describes %s at %s, but its branch holds %s at %s",
-				round, pr.Number, meta.Images[0].Digest, meta.Head, onBranch, head)
+				round, pull.Number, meta.Images[0].Digest, meta.Head, onBranch, head)
 		}
 	}
 }
@@ -287,7 +288,7 @@ author: {name: Release Bot, email: release@example.com}
 		"other/app.yaml":        "image: " + app + ":v1@" + v1 + "\n", // in no target
 	})
 	v2 := f.pushImage(app, "v2", time.Time{})
-	res, err := Run(ctx, f.env(), Request{Inputs: []Input{{Image: app, Tags: []string{"v2"}, Source: SourceRegistry}}})
+	res, err := Run(ctx, f.env(), Request{Inputs: []Input{{Image: app, Tags: []string{"v2"}, Source: pr.SourceRegistry}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +299,7 @@ author: {name: Release Bot, email: release@example.com}
 			t.Errorf("%s: %+v", r.Target, r.Meta)
 		}
 	}
-	slug := Slug(app)
+	slug := pr.Slug(app)
 	want := []string{
 		"staging bot/staging/" + slug + " opened [pinbot promotion] [reviewer-" + f.name + "]",
 		"prod bot/prod/" + slug + " opened [pinbot promotion] [reviewer-" + f.name + "]",
@@ -334,7 +335,7 @@ func TestPromoteDryRun(t *testing.T) {
 	env := f.env()
 	env.CacheDir = filepath.Join(t.TempDir(), "not-a-dir")
 	writeFile(t, env.CacheDir, "a file where the cache should go: pinbot falls back to a temporary clone\n")
-	res, err := Run(context.Background(), env, Request{DryRun: true, Inputs: []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: SourceFlag}}})
+	res, err := Run(context.Background(), env, Request{DryRun: true, Inputs: []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: pr.SourceFlag}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +368,7 @@ func TestPromoteVariants(t *testing.T) {
 	})
 	next := f.pushImage(app, "1.1-slim", time.Time{})
 	env := f.env()
-	res, err := Run(context.Background(), env, Request{DryRun: true, Inputs: []Input{{Image: app, Tags: []string{"1.1-slim"}, Digest: next, Source: SourceFlag}}})
+	res, err := Run(context.Background(), env, Request{DryRun: true, Inputs: []Input{{Image: app, Tags: []string{"1.1-slim"}, Digest: next, Source: pr.SourceFlag}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,11 +381,11 @@ func TestPromoteVariants(t *testing.T) {
 		t.Errorf("body and notes lack %q:\n%s\nnotes %q", skip, res[0].Body, res[0].Notes)
 	}
 
-	_, err = Run(context.Background(), env, Request{DryRun: true, Inputs: []Input{{Image: app, Digest: next, Source: SourceFlag}}})
+	_, err = Run(context.Background(), env, Request{DryRun: true, Inputs: []Input{{Image: app, Digest: next, Source: pr.SourceFlag}}})
 	if !errors.Is(err, pins.ErrMixedVariants) {
 		t.Errorf("promoting without a tag: %v, want ErrMixedVariants", err)
 	}
-	res, err = Run(context.Background(), env, Request{DryRun: true, Choose: ChooseOptions{AnyVariant: true}, Inputs: []Input{{Image: app, Digest: next, Source: SourceFlag}}})
+	res, err = Run(context.Background(), env, Request{DryRun: true, Choose: ChooseOptions{AnyVariant: true}, Inputs: []Input{{Image: app, Digest: next, Source: pr.SourceFlag}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,11 +7,12 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/promote/pr"
 )
 
 // closeComment explains why a promotion closes the open pull request of its
 // branch: the base already pins what was promoted.
-func closeComment(base string, promoted []ImageMeta, open *Meta) string {
+func closeComment(base string, promoted []pr.ImageMeta, open *pr.Meta) string {
 	what := "its proposal"
 	if open != nil && len(open.Images) > 0 {
 		what = "its proposal (" + describeImages(open.Images) + ")"
@@ -20,13 +21,13 @@ func closeComment(base string, promoted []ImageMeta, open *Meta) string {
 		base, describeImages(promoted), what)
 }
 
-func describeImages(ims []ImageMeta) string {
+func describeImages(ims []pr.ImageMeta) string {
 	s := ""
 	for i, im := range ims {
 		if i > 0 {
 			s += ", "
 		}
-		s += im.Image + " " + Ref(im.Tag, im.Digest)
+		s += im.Image + " " + pr.Ref(im.Tag, im.Digest)
 	}
 	return s
 }
@@ -58,10 +59,10 @@ func (s *session) publish(ctx context.Context, j job, known *gitforge.Pull, head
 		}
 		return h, nil
 	}
-	var pr *gitforge.Pull
+	var pull *gitforge.Pull
 	for round := 1; ; round++ {
 		if round > 5 {
-			return pr, status, fmt.Errorf("writing pull request of %s: its text kept changing under pinbot", j.branch)
+			return pull, status, fmt.Errorf("writing pull request of %s: its text kept changing under pinbot", j.branch)
 		}
 		now, err := gitHead()
 		if err != nil {
@@ -82,7 +83,7 @@ func (s *session) publish(ctx context.Context, j job, known *gitforge.Pull, head
 		}
 		switch {
 		case open == nil:
-			pr, err = s.env.Forge.CreatePull(ctx, repo, gitforge.Pull{Head: j.branch, Base: s.base, Title: title, Body: body})
+			pull, err = s.env.Forge.CreatePull(ctx, repo, gitforge.Pull{Head: j.branch, Base: s.base, Title: title, Body: body})
 			if err != nil {
 				// Another promotion may have created it meanwhile: look again.
 				again, lookErr := s.env.Forge.OpenPull(ctx, repo, j.branch)
@@ -93,31 +94,31 @@ func (s *session) publish(ctx context.Context, j job, known *gitforge.Pull, head
 				return nil, "", fmt.Errorf("creating a pull request for %s: %w", j.branch, err)
 			}
 			status = StatusOpened
-			log.Info("opened pull request", "number", pr.Number)
+			log.Info("opened pull request", "number", pull.Number)
 			s.env.reached(PhasePullOpened)
 			if len(s.cfg.Reviewers) > 0 {
-				if err := s.env.Forge.RequestReviewers(ctx, repo, pr.Number, s.cfg.Reviewers); err != nil {
-					return pr, status, fmt.Errorf("requesting reviewers on #%d: %w", pr.Number, err)
+				if err := s.env.Forge.RequestReviewers(ctx, repo, pull.Number, s.cfg.Reviewers); err != nil {
+					return pull, status, fmt.Errorf("requesting reviewers on #%d: %w", pull.Number, err)
 				}
 			}
 		default:
 			// Written even when it reads the same: a known pull request
 			// may be stale, and an edit of the same text is harmless.
-			if pr, err = s.env.Forge.EditPull(ctx, repo, open.Number, title, body); err != nil {
+			if pull, err = s.env.Forge.EditPull(ctx, repo, open.Number, title, body); err != nil {
 				return nil, "", fmt.Errorf("editing pull request #%d: %w", open.Number, err)
 			}
-			if pr.State != gitforge.StateOpen {
+			if pull.State != gitforge.StateOpen {
 				continue // merged or closed meanwhile: look for an open one
 			}
 			log.Info("updated pull request", "number", open.Number)
 		}
 		labels := s.cfg.Labels
 		if j.rollback != nil {
-			labels = append(slices.Clone(labels), RollbackLabel)
+			labels = append(slices.Clone(labels), pr.RollbackLabel)
 		}
 		if len(labels) > 0 {
-			if err := s.env.Forge.AddLabels(ctx, repo, pr.Number, labels); err != nil {
-				return pr, status, fmt.Errorf("labelling #%d: %w", pr.Number, err)
+			if err := s.env.Forge.AddLabels(ctx, repo, pull.Number, labels); err != nil {
+				return pull, status, fmt.Errorf("labelling #%d: %w", pull.Number, err)
 			}
 		}
 		// Check that the text stands and the branch is still at head: a
@@ -129,10 +130,10 @@ func (s *session) publish(ctx context.Context, j job, known *gitforge.Pull, head
 			now, err = gitHead()
 			headRead <- err
 		}()
-		got, err := s.env.Forge.GetPull(ctx, repo, pr.Number)
+		got, err := s.env.Forge.GetPull(ctx, repo, pull.Number)
 		headErr := <-headRead
 		if err != nil {
-			return pr, status, fmt.Errorf("re-reading pull request #%d: %w", pr.Number, err)
+			return pull, status, fmt.Errorf("re-reading pull request #%d: %w", pull.Number, err)
 		}
 		if headErr != nil {
 			return got, status, headErr

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"pinbot.dev/pinbot/promote/pr"
 )
 
 // TestRollbackReadiedThenOpened: a rollback readied during the readiness
@@ -29,7 +31,7 @@ func TestRollbackReadiedThenOpened(t *testing.T) {
 	merged := time.Date(2026, 12, 4, 19, 30, 0, 123, time.Local)
 	req := func(ready bool) Request {
 		return Request{
-			Inputs: []Input{{Image: app, Tags: []string{"v1"}, Digest: v1, Source: SourceRollback}},
+			Inputs: []Input{{Image: app, Tags: []string{"v1"}, Digest: v1, Source: pr.SourceRollback}},
 			Target: "staging", AllowOlder: true, AllowTagMoved: true,
 			Rollback: &Rollback{Failed: v2, Evidence: "not Ready", At: merged, Ready: ready},
 		}

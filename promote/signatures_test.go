@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"pinbot.dev/pinbot/promote/pr"
 	"pinbot.dev/pinbot/trust"
 	"pinbot.dev/pinbot/trust/policy"
 	"pinbot.dev/pinbot/trust/trusttest"
@@ -107,7 +108,7 @@ func TestPromoteSigned(t *testing.T) {
 		{"signed by another key", legacy, byOther, "signatures[0]", "no signature verifies"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Run(ctx, f.env(), Request{Inputs: []Input{{Image: tc.image, Digest: tc.digest, Source: SourceDigestFile, File: "digest"}}})
+			_, err := Run(ctx, f.env(), Request{Inputs: []Input{{Image: tc.image, Digest: tc.digest, Source: pr.SourceDigestFile, File: "digest"}}})
 			var r *trust.Refusal
 			if !errors.As(err, &r) {
 				t.Fatalf("promoting: %v; want a refusal", err)
@@ -130,7 +131,7 @@ func TestPromoteSigned(t *testing.T) {
 	// Passed: a keyless signature with its provenance.
 	trusttest.Sign(t, ref(app, good), acme, opts...)
 	trusttest.Attest(t, ref(app, good), acme, trusttest.SLSAProvenance, trusttest.Provenance(acmeBuild), opts...)
-	res, err := Run(ctx, f.env(), Request{Inputs: []Input{{Image: app, Tags: []string{"v2"}, Digest: good, Source: SourceDigestFile, File: "digest"}}})
+	res, err := Run(ctx, f.env(), Request{Inputs: []Input{{Image: app, Tags: []string{"v2"}, Digest: good, Source: pr.SourceDigestFile, File: "digest"}}})
 	if err != nil {
 		t.Fatalf("promoting a signed digest: %v", err)
 	}
@@ -160,7 +161,7 @@ func TestPromoteSigned(t *testing.T) {
 	// Passed: the legacy signature tag, by the rule's key.
 	l2 := f.pushImage(legacy, "v2", time.Time{})
 	trusttest.SignLegacy(t, ref(legacy, l2), key, trusttest.LegacyPayload(t, legacy, l2), opts...)
-	res, err = Run(ctx, f.env(), Request{Inputs: []Input{{Image: legacy, Digest: l2, Source: SourceDigestFile, File: "digest"}}})
+	res, err = Run(ctx, f.env(), Request{Inputs: []Input{{Image: legacy, Digest: l2, Source: pr.SourceDigestFile, File: "digest"}}})
 	if err != nil {
 		t.Fatalf("promoting a digest with a legacy signature: %v", err)
 	}
@@ -177,7 +178,7 @@ func TestPromoteUnguarded(t *testing.T) {
 	v1 := f.pushImage(app, "v1", time.Time{})
 	f.createRepo(map[string]string{"deploy/app.yaml": "image: " + app + "@" + v1 + "\n"})
 	v2 := f.pushImage(app, "v2", time.Time{})
-	res, err := Run(testContext(t), f.env(), Request{Inputs: []Input{{Image: app, Digest: v2, Source: SourceFlag}}})
+	res, err := Run(testContext(t), f.env(), Request{Inputs: []Input{{Image: app, Digest: v2, Source: pr.SourceFlag}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +266,7 @@ func TestOperatorPolicyIsAFloor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Run(testContext(t), f.env(), Request{Inputs: []Input{{Image: app, Digest: v2, Source: SourceFlag}}, Policy: floor})
+	_, err = Run(testContext(t), f.env(), Request{Inputs: []Input{{Image: app, Digest: v2, Source: pr.SourceFlag}}, Policy: floor})
 	var refusal *trust.Refusal
 	if !errors.As(err, &refusal) || refusal.Digest != v2 {
 		t.Fatalf("Run = %v, want the operator's policy to refuse the unsigned digest", err)

@@ -10,6 +10,7 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/testenv/faultproxy"
+	"pinbot.dev/pinbot/promote/pr"
 )
 
 // TestStalledForge puts a fault proxy in front of the real Gitea (API and
@@ -34,7 +35,7 @@ func TestStalledForge(t *testing.T) {
 	}
 	env.CloneURL = strings.Replace(f.srv.RepoURL(f.owner, f.name), f.srv.URL, proxied, 1)
 	env.Base = "main" // straight to the Git clone: the API client was bounded already
-	req := Request{Inputs: []Input{{Image: app, Tags: []string{"2"}, Digest: d2, Source: SourceDigestFile, File: "digest.txt"}}}
+	req := Request{Inputs: []Input{{Image: app, Tags: []string{"2"}, Digest: d2, Source: pr.SourceDigestFile, File: "digest.txt"}}}
 
 	for _, tc := range []struct {
 		mode  faultproxy.Mode

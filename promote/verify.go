@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"pinbot.dev/pinbot/promote/pr"
 	"pinbot.dev/pinbot/registry"
 	"pinbot.dev/pinbot/trust/policy"
 )
@@ -29,7 +30,7 @@ type Promotion struct {
 	// Digest is the promoted digest.
 	Digest string
 	// Source and File say where Digest came from.
-	Source Source
+	Source pr.Source
 	File   string
 	// Described is what the registry says Digest is.
 	Described registry.Image
@@ -112,8 +113,8 @@ func describeSource(in Input) string {
 }
 
 // factsOf turns what the registry says into the pull request's image facts.
-func factsOf(img registry.Image) Facts {
-	f := Facts{
+func factsOf(img registry.Image) pr.Facts {
+	f := pr.Facts{
 		Created:  img.Created,
 		Revision: img.Revision,
 		Source:   img.Source,

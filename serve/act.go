@@ -8,6 +8,7 @@ import (
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/promote"
+	"pinbot.dev/pinbot/promote/pr"
 	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/trust"
 )
@@ -24,7 +25,7 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*
 		// The digest goes on with the tag the upstream pins it with, and
 		// the digest is what counts: a tag moved since changes nothing.
 		req := promote.Request{
-			Inputs: []promote.Input{{Image: a.Image, Digest: a.Digest, Tags: tagsOf(a.Tag), Source: promote.SourceProof}},
+			Inputs: []promote.Input{{Image: a.Image, Digest: a.Digest, Tags: tagsOf(a.Tag), Source: pr.SourceProof}},
 			Target: a.Env, Proof: a.Proof, AllowTagMoved: true,
 		}
 		if rl.d.promote != nil {
@@ -111,7 +112,7 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*
 // (ready): the same commit either way (promote.Rollback.At).
 func rollbackRequest(a release.Action, ready bool) promote.Request {
 	return promote.Request{
-		Inputs: []promote.Input{{Image: a.Image, Digest: a.Digest, Tags: tagsOf(a.Tag), Source: promote.SourceRollback}},
+		Inputs: []promote.Input{{Image: a.Image, Digest: a.Digest, Tags: tagsOf(a.Tag), Source: pr.SourceRollback}},
 		Target: a.Env, AllowOlder: true, AllowTagMoved: true,
 		Rollback: &promote.Rollback{Failed: a.Failed, Evidence: a.Evidence, At: a.At, Ready: ready},
 	}

@@ -17,7 +17,7 @@ import (
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/internal/testenv/stack"
-	"pinbot.dev/pinbot/promote"
+	"pinbot.dev/pinbot/promote/pr"
 	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/release/gate"
 	"pinbot.dev/pinbot/release/store"
@@ -181,11 +181,11 @@ func (r *releaseRig) merge(number int64) string {
 }
 
 // branch is the branch of pinbot's promotion of the app into env.
-func (r *releaseRig) branch(env string) string { return promote.Branch("pinbot/", env, r.app) }
+func (r *releaseRig) branch(env string) string { return pr.Branch("pinbot/", env, r.app) }
 
 // rollbackBranch is the branch of pinbot's rollback of the app in env.
 func (r *releaseRig) rollbackBranch(env string) string {
-	return promote.RollbackBranch("pinbot/", env, r.app)
+	return pr.RollbackBranch("pinbot/", env, r.app)
 }
 
 // ledger is the repository's ledger as pinbot serve stored it.

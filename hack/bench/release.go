@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
-	"pinbot.dev/pinbot/promote"
+	"pinbot.dev/pinbot/promote/pr"
 	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/release/store"
 	"pinbot.dev/pinbot/serve"
@@ -185,11 +185,11 @@ func (b *releaseBench) onward(ctx context.Context, ref string) (late, opened, no
 	if err := b.promote(ctx, ref); err != nil {
 		return 0, 0, 0, err
 	}
-	pr, err := b.waitPull(ctx, promote.Branch("pinbot/", "staging", b.repository()), digest, time.Minute)
+	pull, err := b.waitPull(ctx, pr.Branch("pinbot/", "staging", b.repository()), digest, time.Minute)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	if _, err := b.gitea.MergePull(ctx, b.owner, releaseRepo, pr.Index); err != nil {
+	if _, err := b.gitea.MergePull(ctx, b.owner, releaseRepo, pull.Index); err != nil {
 		return 0, 0, 0, err
 	}
 	var held time.Time
@@ -202,7 +202,7 @@ func (b *releaseBench) onward(ctx context.Context, ref string) (late, opened, no
 	}); err != nil {
 		return 0, 0, 0, err
 	}
-	prod, err := b.waitPull(ctx, promote.Branch("pinbot/", "prod", b.repository()), digest, 2*time.Minute)
+	prod, err := b.waitPull(ctx, pr.Branch("pinbot/", "prod", b.repository()), digest, 2*time.Minute)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -249,14 +249,14 @@ func (b *releaseBench) hook(ctx context.Context, secretFile string) error {
 }
 
 // waitGate polls the pinbot/gate status of pr's head until it is state.
-func (b *releaseBench) waitGate(ctx context.Context, pr *sdk.PullRequest, state string, within time.Duration) error {
+func (b *releaseBench) waitGate(ctx context.Context, pull *sdk.PullRequest, state string, within time.Duration) error {
 	c, err := b.gitea.Client(ctx)
 	if err != nil {
 		return err
 	}
 	last := "none"
-	_, err = b.poll(ctx, within, "pinbot/gate "+state+" on #"+fmt.Sprint(pr.Index), func() bool {
-		combined, _, err := c.GetCombinedStatus(b.owner, releaseRepo, pr.Head.Sha)
+	_, err = b.poll(ctx, within, "pinbot/gate "+state+" on #"+fmt.Sprint(pull.Index), func() bool {
+		combined, _, err := c.GetCombinedStatus(b.owner, releaseRepo, pull.Head.Sha)
 		if err != nil {
 			time.Sleep(15 * time.Millisecond)
 			return false
@@ -286,16 +286,16 @@ func (b *releaseBench) rollback(ctx context.Context, ref string, fail func(kubel
 	if err := b.promote(ctx, ref, "--env", "prod", "--force", "--reason", "bench: a bad release"); err != nil {
 		return 0, err
 	}
-	pr, err := b.waitPull(ctx, promote.Branch("pinbot/", "prod", b.repository()), digest, time.Minute)
+	pull, err := b.waitPull(ctx, pr.Branch("pinbot/", "prod", b.repository()), digest, time.Minute)
 	if err != nil {
 		return 0, err
 	}
 	last := b.track(ctx, "prod").LastProven
-	if _, err := b.gitea.MergePull(ctx, b.owner, releaseRepo, pr.Index); err != nil {
+	if _, err := b.gitea.MergePull(ctx, b.owner, releaseRepo, pull.Index); err != nil {
 		return 0, err
 	}
 	deadline := time.Now().Add(releaseReady)
-	rb, err := b.waitPull(ctx, promote.RollbackBranch("pinbot/", "prod", b.repository()), last, 2*time.Minute)
+	rb, err := b.waitPull(ctx, pr.RollbackBranch("pinbot/", "prod", b.repository()), last, 2*time.Minute)
 	if err != nil {
 		return 0, err
 	}
@@ -348,9 +348,9 @@ func (b *releaseBench) waitPull(ctx context.Context, branch, digest string, with
 	var found *sdk.PullRequest
 	_, err = b.poll(ctx, within, "an open pull request on "+branch+" for "+digest[:19], func() bool {
 		prs, _, err := c.ListRepoPullRequests(b.owner, releaseRepo, sdk.ListPullRequestsOptions{State: sdk.StateOpen})
-		for _, pr := range prs {
-			if err == nil && pr.Head != nil && pr.Head.Ref == branch && strings.Contains(pr.Body, digest) {
-				found = pr
+		for _, pull := range prs {
+			if err == nil && pull.Head != nil && pull.Head.Ref == branch && strings.Contains(pull.Body, digest) {
+				found = pull
 				return true
 			}
 		}

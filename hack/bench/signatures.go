@@ -16,6 +16,7 @@ import (
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/promote"
+	"pinbot.dev/pinbot/promote/pr"
 	"pinbot.dev/pinbot/registry"
 	"pinbot.dev/pinbot/trust"
 	"pinbot.dev/pinbot/trust/trusttest"
@@ -134,7 +135,7 @@ func signatureRounds(ctx context.Context, b *testing.B, srv *gitea.Server, tmp s
 		}
 		for _, name := range order {
 			start := time.Now()
-			if _, err := promote.Run(ctx, envs[name], promote.Request{Inputs: []promote.Input{{Image: app, Digest: d, Source: promote.SourceFlag}}}); err != nil {
+			if _, err := promote.Run(ctx, envs[name], promote.Request{Inputs: []promote.Input{{Image: app, Digest: d, Source: pr.SourceFlag}}}); err != nil {
 				return nil, nil, nil, fmt.Errorf("promoting into %s: %w", name, err)
 			}
 			took := time.Since(start)

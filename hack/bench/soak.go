@@ -18,6 +18,7 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/promote"
+	"pinbot.dev/pinbot/promote/pr"
 )
 
 func init() { register("soak", benchSoak) }
@@ -116,7 +117,7 @@ func (b *recBench) soakPromote(ctx context.Context, r *report) error {
 	for _, p := range queue {
 		g.Go(func() error {
 			res, err := promote.Run(gctx, env, promote.Request{Inputs: []promote.Input{{
-				Image: p.image, Tags: []string{p.tag}, Digest: p.digest, Source: promote.SourceFlag,
+				Image: p.image, Tags: []string{p.tag}, Digest: p.digest, Source: pr.SourceFlag,
 			}}})
 			if err != nil {
 				return fmt.Errorf("promoting %s:%s: %w", p.image, p.tag, err)
@@ -138,7 +139,7 @@ func (b *recBench) soakPromote(ctx context.Context, r *report) error {
 	late := 0
 	for _, p := range queue[(builds/2-1)*soakImages : builds/2*soakImages] {
 		res, err := promote.Run(ctx, env, promote.Request{Inputs: []promote.Input{{
-			Image: p.image, Tags: []string{p.tag}, Digest: p.digest, Source: promote.SourceFlag,
+			Image: p.image, Tags: []string{p.tag}, Digest: p.digest, Source: pr.SourceFlag,
 		}}})
 		if err != nil {
 			return fmt.Errorf("promoting the late %s:%s: %w", p.image, p.tag, err)
@@ -153,15 +154,15 @@ func (b *recBench) soakPromote(ctx context.Context, r *report) error {
 	}
 	right := 0
 	var wrong []string
-	for _, pr := range prs {
-		m, err := promote.ParseBody(pr.Body)
+	for _, pull := range prs {
+		m, err := pr.ParseBody(pull.Body)
 		switch {
 		case err != nil:
-			wrong = append(wrong, fmt.Sprintf("#%d: %s", pr.Number, err))
+			wrong = append(wrong, fmt.Sprintf("#%d: %s", pull.Number, err))
 		case len(m.Images) == 1 && newest[m.Images[0].Image] == m.Images[0].Digest:
 			right++
 		default:
-			wrong = append(wrong, fmt.Sprintf("#%d proposes %s:%s", pr.Number, m.Images[0].Image, m.Images[0].Tag))
+			wrong = append(wrong, fmt.Sprintf("#%d proposes %s:%s", pull.Number, m.Images[0].Image, m.Images[0].Tag))
 		}
 	}
 	var counts []string

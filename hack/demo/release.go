@@ -18,7 +18,7 @@ import (
 
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
-	"pinbot.dev/pinbot/promote"
+	"pinbot.dev/pinbot/promote/pr"
 	"pinbot.dev/pinbot/release/store"
 	"pinbot.dev/pinbot/serve"
 )
@@ -109,7 +109,7 @@ promote:
 	if _, err := d.run(ctx, append([]string{"promote", "--image", v2.repo + ":v2", "--digest", v2.digest}, forge...)...); err != nil {
 		return err
 	}
-	staging, err := d.waitPull(ctx, promote.Branch("pinbot/", "staging", v2.repo), time.Minute)
+	staging, err := d.waitPull(ctx, pr.Branch("pinbot/", "staging", v2.repo), time.Minute)
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ promote:
 		return err
 	}
 	fmt.Printf("a reviewer merged #%d; staging syncs, proves v2 and soaks it for 5s\n", staging.Index)
-	prod, err := d.waitPull(ctx, promote.Branch("pinbot/", "prod", v2.repo), 3*time.Minute)
+	prod, err := d.waitPull(ctx, pr.Branch("pinbot/", "prod", v2.repo), 3*time.Minute)
 	if err != nil {
 		return err
 	}
@@ -147,14 +147,14 @@ promote:
 	if _, err := d.run(ctx, append([]string{"promote", "--env", "prod", "--force", "--reason", "demo: skip staging", "--image", v3.repo + ":v3", "--digest", v3.digest}, forge...)...); err != nil {
 		return err
 	}
-	bad, err := d.waitPull(ctx, promote.Branch("pinbot/", "prod", v3.repo), time.Minute)
+	bad, err := d.waitPull(ctx, pr.Branch("pinbot/", "prod", v3.repo), time.Minute)
 	if err != nil {
 		return err
 	}
 	if _, err := d.gitea.MergePull(ctx, owner, releases, bad.Index); err != nil {
 		return err
 	}
-	rb, err := d.waitPull(ctx, promote.RollbackBranch("pinbot/", "prod", v3.repo), 3*time.Minute)
+	rb, err := d.waitPull(ctx, pr.RollbackBranch("pinbot/", "prod", v3.repo), 3*time.Minute)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"pinbot.dev/pinbot/internal/loopback"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
+	"pinbot.dev/pinbot/promote/pr"
 	"pinbot.dev/pinbot/registry"
 	"pinbot.dev/pinbot/trust/policy"
 )
@@ -191,18 +192,18 @@ func (f *forgeFlags) choose() promote.ChooseOptions {
 
 // resultJSON is one branch's outcome in `-o json`.
 type resultJSON struct {
-	PRNumber int64                  `json:"prNumber,omitempty"`
-	PRURL    string                 `json:"prURL,omitempty"`
-	Branch   string                 `json:"branch"`
-	Changes  []promote.ChangeRecord `json:"changes"`
-	Digest   string                 `json:"digest,omitempty"`
-	Image    string                 `json:"image,omitempty"`
-	Tag      string                 `json:"tag,omitempty"`
-	Images   []promote.ImageMeta    `json:"images,omitempty"`
-	Target   string                 `json:"target"`
-	Status   promote.Status         `json:"status"`
-	Closed   int64                  `json:"closedPRNumber,omitempty"`
-	Notes    []string               `json:"notes,omitempty"`
+	PRNumber int64             `json:"prNumber,omitempty"`
+	PRURL    string            `json:"prURL,omitempty"`
+	Branch   string            `json:"branch"`
+	Changes  []pr.ChangeRecord `json:"changes"`
+	Digest   string            `json:"digest,omitempty"`
+	Image    string            `json:"image,omitempty"`
+	Tag      string            `json:"tag,omitempty"`
+	Images   []pr.ImageMeta    `json:"images,omitempty"`
+	Target   string            `json:"target"`
+	Status   promote.Status    `json:"status"`
+	Closed   int64             `json:"closedPRNumber,omitempty"`
+	Notes    []string          `json:"notes,omitempty"`
 	// Signatures are, per image, who signed the digest and how it was
 	// built, as the signature policy found it.
 	Signatures map[string]policy.Provenance `json:"signatures,omitempty"`
@@ -213,7 +214,7 @@ type resultJSON struct {
 func toJSON(r promote.Result, withText bool) resultJSON {
 	out := resultJSON{Branch: r.Branch, Changes: r.Meta.Changes, Target: r.Target, Status: r.Status, Notes: r.Notes, Signatures: r.Signatures}
 	if out.Changes == nil {
-		out.Changes = []promote.ChangeRecord{}
+		out.Changes = []pr.ChangeRecord{}
 	}
 	if len(r.Meta.Images) == 1 {
 		im := r.Meta.Images[0]

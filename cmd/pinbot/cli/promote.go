@@ -11,6 +11,7 @@ import (
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
+	"pinbot.dev/pinbot/promote/pr"
 )
 
 // promoteOptions are the flags of `pinbot promote`.
@@ -191,13 +192,13 @@ func writePromoteText(w io.Writer, results []promote.Result) error {
 	return nil
 }
 
-func describe(ims []promote.ImageMeta) string {
+func describe(ims []pr.ImageMeta) string {
 	s := ""
 	for i, im := range ims {
 		if i > 0 {
 			s += ", "
 		}
-		s += im.Image + " " + promote.Ref(im.Tag, im.Digest)
+		s += im.Image + " " + pr.Ref(im.Tag, im.Digest)
 	}
 	return s
 }

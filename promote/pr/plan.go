@@ -1,6 +1,4 @@
-package promote
-
-import "pinbot.dev/pinbot/gitforge"
+package pr
 
 // Action is what one branch needs, as Plan decides it.
 type Action string
@@ -23,24 +21,32 @@ const (
 	ActionPush Action = "push"
 )
 
+// Open is a branch's open pull request as Plan reads it.
+type Open struct {
+	// Head is the commit the branch points at.
+	Head string
+	// Meta is its hidden block, nil when unreadable.
+	Meta *Meta
+}
+
 // Plan decides what a branch needs. planned is the promotion rewritten on
 // the current base (no Changes when the base already pins its digests);
-// open is the branch's open pull request (nil when none) and openMeta its
-// hidden block (nil when unreadable); obsolete says whether an open pull
-// request may be closed once the base needs no change.
+// open is the branch's open pull request (nil when none); obsolete says
+// whether an open pull request may be closed once the base needs no
+// change.
 //
 // A promotion whose digests the base already pins is a no-op; an open pull
 // request that proposes the same pins and whose text describes its head
 // commit is kept as it is, so running a promotion twice changes nothing.
-func Plan(planned Meta, open *gitforge.Pull, openMeta *Meta, obsolete func(open *Meta) bool) Action {
+func Plan(planned Meta, open *Open, obsolete func(open *Meta) bool) Action {
 	switch {
 	case len(planned.Changes) == 0 && open == nil:
 		return ActionNone
-	case len(planned.Changes) == 0 && obsolete(openMeta):
+	case len(planned.Changes) == 0 && obsolete(open.Meta):
 		return ActionClose
 	case len(planned.Changes) == 0:
 		return ActionLeave
-	case open != nil && openMeta != nil && openMeta.SameProposal(planned) && openMeta.Head == open.HeadSHA:
+	case open != nil && open.Meta != nil && open.Meta.SameProposal(planned) && open.Meta.Head == open.Head:
 		return ActionKeep
 	}
 	return ActionPush

@@ -1,4 +1,4 @@
-package promote
+package pr
 
 import (
 	"errors"
@@ -212,3 +212,7 @@ func TestNaming(t *testing.T) {
 		t.Errorf("Title = %q, want %q", got, want)
 	}
 }
+
+func digest(c string) string { return "sha256:" + strings.Repeat(c, 64) }
+
+var d1, d2, d3, d4 = digest("1"), digest("2"), digest("3"), digest("4")

@@ -1,10 +1,6 @@
-package promote
+package pr
 
-import (
-	"testing"
-
-	"pinbot.dev/pinbot/gitforge"
-)
+import "testing"
 
 func TestPlan(t *testing.T) {
 	planned := sampleMeta() // proposes d2/d3 on the current base
@@ -20,15 +16,14 @@ func TestPlan(t *testing.T) {
 	otherLine := proposal
 	otherLine.Changes = append([]ChangeRecord(nil), proposal.Changes...)
 	otherLine.Changes[0].Line = 22
-	pr := &gitforge.Pull{Number: 7, HeadSHA: "head-sha"}
-	replaced := &gitforge.Pull{Number: 7, HeadSHA: "someone-elses-push"}
+	pr, replaced := "head-sha", "someone-elses-push" // the open branch's heads
 	always := func(*Meta) bool { return true }
-	driftOnly := closeIfDriftBool
+	driftOnly := func(m *Meta) bool { return m != nil && m.Images[0].Source == SourceDrift }
 
 	tests := []struct {
 		name     string
 		planned  Meta
-		open     *gitforge.Pull
+		open     string // the open pull request's head; "" when none is open
 		openMeta *Meta
 		obsolete func(*Meta) bool
 		want     Action
@@ -52,11 +47,13 @@ func TestPlan(t *testing.T) {
 			if obsolete == nil {
 				obsolete = func(*Meta) bool { t.Error("obsolete called without an open pull request"); return false }
 			}
-			if got := Plan(tc.planned, tc.open, tc.openMeta, obsolete); got != tc.want {
+			var open *Open
+			if tc.open != "" {
+				open = &Open{Head: tc.open, Meta: tc.openMeta}
+			}
+			if got := Plan(tc.planned, open, obsolete); got != tc.want {
 				t.Errorf("Plan = %s, want %s", got, tc.want)
 			}
 		})
 	}
 }
-
-func closeIfDriftBool(m *Meta) bool { ok, _ := closeIfDrift(m); return ok }

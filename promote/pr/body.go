@@ -1,4 +1,4 @@
-package promote
+package pr
 
 import (
 	"encoding/json"
@@ -113,13 +113,19 @@ type Facts struct {
 	Trust *policy.Provenance
 }
 
+// Undone is the failure a rollback undoes: the digest that failed to
+// prove, and the evidence.
+type Undone struct {
+	Failed, Evidence string
+}
+
 // Proposal is everything a pull request body shows.
 type Proposal struct {
 	Meta Meta
 	// Proof is the upstream proof an onward promotion carries.
 	Proof *release.Proof
 	// Rollback is the failure a rollback undoes.
-	Rollback *Rollback
+	Rollback *Undone
 	// Forced is why a promotion was forced past the gate, "" if it was
 	// not.
 	Forced string
@@ -130,6 +136,9 @@ type Proposal struct {
 	// Notes are remarks a reviewer must see, such as a pin whose kind
 	// could not be checked.
 	Notes []string
+	// Policy is the file whose signatures: rules the Facts' Trust
+	// follows.
+	Policy string
 }
 
 const (
@@ -222,7 +231,7 @@ func RenderBody(p Proposal) string {
 		row("Digest from", from)
 		b.WriteString("\n")
 		if f.Trust != nil {
-			renderSignature(&b, *f.Trust)
+			renderSignature(&b, *f.Trust, p.Policy)
 		}
 	}
 	if len(p.Notes) > 0 {
@@ -357,10 +366,10 @@ func renderProof(b *strings.Builder, pr *release.Proof) {
 
 // renderSignature writes who signed a digest and how it was built: the
 // facts a reviewer needs to judge a 64-hex change.
-func renderSignature(b *strings.Builder, t policy.Provenance) {
+func renderSignature(b *strings.Builder, t policy.Provenance, file string) {
 	b.WriteString("#### Signed and built by\n\n")
 	if !t.Guarded {
-		fmt.Fprintf(b, "No signature policy for this image: nothing checked who built or signed it (see `signatures:` in %s).\n\n", ConfigFile)
+		fmt.Fprintf(b, "No signature policy for this image: nothing checked who built or signed it (see `signatures:` in %s).\n\n", file)
 		return
 	}
 	b.WriteString("| | |\n|---|---|\n")
@@ -377,7 +386,7 @@ func renderSignature(b *strings.Builder, t policy.Provenance) {
 	row("Signed", signed)
 	row("Format", t.Format) // one of trust.Format*
 	row("Signature on", code(t.Digest))
-	row("Policy", code(t.Rule)+" of "+code(ConfigFile))
+	row("Policy", code(t.Rule)+" of "+code(file))
 	for _, a := range t.Attestations {
 		row("Attestation", code(a.PredicateType)+", signed by "+md(a.Signer))
 		row("Builder", code(a.BuilderID))
