@@ -1,14 +1,13 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/internal/confined"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
@@ -22,14 +21,6 @@ func newConfigCommand(g *globals) *cobra.Command {
 	}
 	cmd.AddCommand(newConfigValidateCommand(g))
 	return cmd
-}
-
-// validated is one file `pinbot config validate` checked.
-type validated struct {
-	File  string `json:"file"`
-	Kind  string `json:"kind"`
-	Valid bool   `json:"valid"`
-	Error string `json:"error,omitempty"`
 }
 
 func newConfigValidateCommand(g *globals) *cobra.Command {
@@ -57,7 +48,7 @@ present. Exits 1 when any file is invalid.`,
 			if len(files) == 0 {
 				return usageErrorf("no FILE given, $%s is not set and there is no %s here", configEnv, promote.ConfigFile)
 			}
-			var out []validated
+			var out []output.Validated
 			bad := 0
 			for _, f := range files {
 				v := validateFile(f)
@@ -66,7 +57,7 @@ present. Exits 1 when any file is invalid.`,
 				}
 				out = append(out, v)
 			}
-			if err := writeValidated(cmd.OutOrStdout(), g, out); err != nil {
+			if err := output.ConfigsValidated(cmd.OutOrStdout(), g.json(), out); err != nil {
 				return err
 			}
 			if bad > 0 {
@@ -79,8 +70,8 @@ present. Exits 1 when any file is invalid.`,
 }
 
 // validateFile validates one file, by its name's kind.
-func validateFile(file string) validated {
-	v := validated{File: file, Kind: "reconciler"}
+func validateFile(file string) output.Validated {
+	v := output.Validated{File: file, Kind: "reconciler"}
 	var err error
 	if filepath.Base(file) == promote.ConfigFile {
 		v.Kind = "repository"
@@ -98,22 +89,4 @@ func validateFile(file string) validated {
 	}
 	v.Valid = true
 	return v
-}
-
-func writeValidated(w io.Writer, g *globals, out []validated) error {
-	if g.json() {
-		return json.NewEncoder(w).Encode(out)
-	}
-	for _, v := range out {
-		var err error
-		if v.Valid {
-			_, err = fmt.Fprintf(w, "%s: valid %s config\n", v.File, v.Kind)
-		} else {
-			_, err = fmt.Fprintf(w, "%s: invalid %s config:\n  %s\n", v.File, v.Kind, v.Error)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 )
 
 // TestConfigValidate: the typos a new user made (path:, reviewer:) and a
@@ -30,7 +32,7 @@ func TestConfigValidate(t *testing.T) {
 	signed := filepath.Join(dir, "signed")
 	writeTestFile(t, filepath.Join(signed, ".pinbot.yaml"), "signatures:\n  - images: [r.example/*]\n    keys: [keys/cosign.pub]\n")
 	code, stdout, _ = run(t, "config", "validate", filepath.Join(signed, ".pinbot.yaml"), "-o", "json")
-	var got []validated
+	var got []output.Validated
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != exitError || len(got) != 1 || got[0].Valid || !strings.Contains(got[0].Error, ".pinbot.yaml:3: signatures[0].keys[0]: key keys/cosign.pub") {
 		t.Errorf("a missing key: exit %d, %s (%v)", code, stdout, err)
 	}

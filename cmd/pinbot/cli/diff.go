@@ -3,12 +3,11 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/internal/commitid"
-	"pinbot.dev/pinbot/reconciler"
 )
 
 func newDiffCommand(g *globals) *cobra.Command {
@@ -53,48 +52,15 @@ unreachable; stderr says which).
 				if err := json.NewEncoder(cmd.OutOrStdout()).Encode(d); err != nil {
 					return err
 				}
-			} else if err := writeDiff(cmd.OutOrStdout(), d); err != nil {
+			} else if err := output.Diff(cmd.OutOrStdout(), d); err != nil {
 				return err
 			}
 			if !d.InSync() {
-				return fmt.Errorf("%s differs from Git at %s: %s", d.App, commitid.Short(d.Commit), diffCounts(d))
+				return fmt.Errorf("%s differs from Git at %s: %s", d.App, commitid.Short(d.Commit), output.DiffSummary(d))
 			}
 			return nil
 		},
 	}
 	f.bind(cmd)
 	return cmd
-}
-
-// writeDiff prints a verdict line, then one line per field out of sync,
-// missing object and orphaned object.
-func writeDiff(w io.Writer, d *reconciler.Diff) error {
-	if d.InSync() {
-		_, err := fmt.Fprintf(w, "%s at %s: %s: in sync\n", d.App, commitid.Short(d.Commit), d.Sync)
-		return err
-	}
-	fmt.Fprintf(w, "%s at %s: %s: %s\n", d.App, commitid.Short(d.Commit), d.Sync, diffCounts(d))
-	for _, x := range d.Fields {
-		fmt.Fprintln(w, x.String())
-	}
-	for _, m := range d.Missing {
-		fmt.Fprintf(w, "%s: missing (in Git, not in the cluster)\n", m)
-	}
-	for _, o := range d.Orphaned {
-		if _, err := fmt.Fprintf(w, "%s: orphaned (in the cluster, no longer in Git)\n", o); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func diffCounts(d *reconciler.Diff) string {
-	return fmt.Sprintf("%s, %d missing, %d orphaned", plural(len(d.Fields), "field")+" out of sync", len(d.Missing), len(d.Orphaned))
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,46 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"pinbot.dev/pinbot/internal/testenv/stack"
-	"pinbot.dev/pinbot/reconciler"
-	"pinbot.dev/pinbot/reconciler/diff"
-	"pinbot.dev/pinbot/reconciler/object"
-	"pinbot.dev/pinbot/reconciler/status"
 )
-
-func TestWriteDiff(t *testing.T) {
-	web := object.Ref{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web"}
-	for _, tc := range []struct {
-		name string
-		d    reconciler.Diff
-		want string
-	}{
-		{"in sync", reconciler.Diff{App: "shop", Commit: "0123456789abcdef", Sync: status.Synced},
-			"shop at 0123456789ab: Synced: in sync\n"},
-		{"out of sync, missing and orphaned", reconciler.Diff{App: "shop", Commit: "0123456789abcdef", Sync: status.OutOfSync,
-			Fields:   []diff.Field{{Object: web, Path: "spec.replicas", Git: int64(3), Live: int64(1)}},
-			Missing:  []object.Ref{{Kind: "ConfigMap", Namespace: "shop", Name: "new"}},
-			Orphaned: []object.Ref{{Kind: "ConfigMap", Namespace: "shop", Name: "old"}}},
-			"shop at 0123456789ab: OutOfSync: 1 field out of sync, 1 missing, 1 orphaned\n" +
-				"Deployment shop/web: spec.replicas git=3 live=1\n" +
-				"ConfigMap shop/new: missing (in Git, not in the cluster)\n" +
-				"ConfigMap shop/old: orphaned (in the cluster, no longer in Git)\n"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var b bytes.Buffer
-			if err := writeDiff(&b, &tc.d); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, b.String()); diff != "" {
-				t.Errorf("output (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
 
 func TestDiffUsage(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "pinbot.yaml")

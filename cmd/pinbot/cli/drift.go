@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -10,12 +9,11 @@ import (
 	"github.com/robfig/cron/v3"
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
-
-	"pinbot.dev/pinbot/internal/imageref"
 )
 
 // driftOptions are the flags of `pinbot drift`.
@@ -153,104 +151,11 @@ func (o *driftOptions) run(cmd *cobra.Command, g *globals) error {
 // report prints one run's outcome and returns an error when anything
 // failed (exit code 1).
 func (o *driftOptions) report(w io.Writer, g *globals, rep promote.DriftReport) error {
-	var err error
-	if g.json() {
-		err = writeDriftJSON(w, rep, o.forge.dryRun)
-	} else {
-		err = writeDriftText(w, rep)
-	}
-	if err != nil {
+	if err := output.Drift(w, g.json(), o.forge.dryRun, rep); err != nil {
 		return err
 	}
 	if len(rep.Failed) > 0 {
 		return fmt.Errorf("drift: %d of %d failed: %w", len(rep.Failed), rep.Checked, rep.Err())
 	}
 	return nil
-}
-
-type trackedJSON struct {
-	Image   string   `json:"image"`
-	Tag     string   `json:"tag"`
-	Digest  string   `json:"digest"`
-	Age     string   `json:"age,omitempty"`
-	Targets []string `json:"targets"`
-}
-
-type failureJSON struct {
-	Image  string `json:"image,omitempty"`
-	Tag    string `json:"tag,omitempty"`
-	Branch string `json:"branch,omitempty"`
-	Error  string `json:"error"`
-}
-
-func writeDriftJSON(w io.Writer, rep promote.DriftReport, withText bool) error {
-	tracked := func(ts []promote.Tracked) []trackedJSON {
-		out := []trackedJSON{}
-		for _, t := range ts {
-			j := trackedJSON{Image: t.Image, Tag: t.Tag, Digest: t.Digest, Targets: t.Targets}
-			if t.AgeKnown {
-				j.Age = t.Age.Round(time.Second).String()
-			}
-			out = append(out, j)
-		}
-		return out
-	}
-	out := struct {
-		Checked int           `json:"checked"`
-		Moved   []trackedJSON `json:"moved"`
-		Held    []trackedJSON `json:"held"`
-		Failed  []failureJSON `json:"failed"`
-		Results []resultJSON  `json:"results"`
-		Summary string        `json:"summary"`
-	}{Checked: rep.Checked, Moved: tracked(rep.Moved), Held: tracked(rep.Held), Failed: []failureJSON{}, Results: []resultJSON{}, Summary: rep.Summary()}
-	for _, f := range rep.Failed {
-		out.Failed = append(out.Failed, failureJSON{Image: f.Image, Tag: f.Tag, Branch: f.Branch, Error: redact.String(f.Error())})
-	}
-	for _, r := range rep.Results {
-		out.Results = append(out.Results, toJSON(r, withText))
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
-}
-
-func writeDriftText(w io.Writer, rep promote.DriftReport) error {
-	for _, r := range rep.Results {
-		line := fmt.Sprintf("%-14s %s", r.Status, r.Branch)
-		switch {
-		case r.Closed != nil:
-			line += fmt.Sprintf(" (closed obsolete #%d)", r.Closed.Number)
-		case r.Pull != nil:
-			line += " " + r.Pull.URL
-		}
-		if _, err := fmt.Fprintln(w, line); err != nil {
-			return err
-		}
-		if r.Status == promote.StatusDryRun {
-			if _, err := fmt.Fprintf(w, "%s\n", r.Diff); err != nil {
-				return err
-			}
-		}
-		for _, n := range r.Notes {
-			if _, err := fmt.Fprintf(w, "  note: %s\n", n); err != nil {
-				return err
-			}
-		}
-	}
-	for _, h := range rep.Held {
-		age := "unknown age"
-		if h.AgeKnown {
-			age = h.Age.Round(time.Second).String() + " old"
-		}
-		if _, err := fmt.Fprintf(w, "%-14s %s:%s -> %s (%s)\n", "held", h.Image, h.Tag, imageref.Short(h.Digest), age); err != nil {
-			return err
-		}
-	}
-	for _, f := range rep.Failed {
-		if _, err := fmt.Fprintf(w, "%-14s %s\n", "failed", redact.String(f.Error())); err != nil {
-			return err
-		}
-	}
-	_, err := fmt.Fprintln(w, rep.Summary())
-	return err
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/pins"
 	"pinbot.dev/pinbot/release"
 )
@@ -48,9 +49,9 @@ func TestJSONErrorNamesTheFile(t *testing.T) {
 		{&pins.SyntaxError{File: "a.yaml", Line: 3, Err: errors.New("bad")}, `"file":"a.yaml","line":3`},
 	} {
 		var b strings.Builder
-		writeJSONError(&b, tc.err)
+		output.Error(&b, tc.err)
 		if !strings.Contains(b.String(), tc.want) {
-			t.Errorf("writeJSONError(%v) = %s, want %s", tc.err, b.String(), tc.want)
+			t.Errorf("output.Error(%v) = %s, want %s", tc.err, b.String(), tc.want)
 		}
 	}
 }
@@ -62,25 +63,8 @@ func TestJSONErrorCarriesTheGatesRefusal(t *testing.T) {
 	err := fmt.Errorf("promoting r.example/web into prod: %w", &release.Refusal{Rule: release.RuleHeld, Env: "prod", Image: "r.example/web",
 		Digest: "sha256:" + strings.Repeat("b", 64), Since: &since, Detail: "crash loop"})
 	var b strings.Builder
-	writeJSONError(&b, err)
+	output.Error(&b, err)
 	if want := `"gate":{"rule":"held","env":"prod","image":"r.example/web","digest":"sha256:` + strings.Repeat("b", 64) + `","since":"2026-12-02T12:00:00Z","detail":"crash loop"}`; !strings.Contains(b.String(), want) {
 		t.Errorf("got %s\nwant it to hold %s", b.String(), want)
-	}
-}
-
-// TestLedgerSaysWhyTheChainStopped: pinbot ledger leads a stopped chain
-// with why, and shows a rollback decided but not yet opened.
-func TestLedgerSaysWhyTheChainStopped(t *testing.T) {
-	l := release.New()
-	l.Stopped = "the chain is stopped: .pinbot.yaml no longer declares the environment of these holds"
-	l.Track("prod", "r.example/web").Rollback = &release.Proposal{Digest: "sha256:" + strings.Repeat("a", 64), Failed: "sha256:" + strings.Repeat("b", 64)}
-	var b strings.Builder
-	if err := writeLedgers(&b, []repoLedger{{Repo: "acme/manifests", Ledger: l}}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"STOPPED: the chain is stopped", "decided: to sha256:aaaaaaaaaaaa"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("ledger output lacks %q:\n%s", want, b.String())
-		}
 	}
 }

@@ -18,9 +18,7 @@ import (
 	"pinbot.dev/pinbot/internal/loopback"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
-	"pinbot.dev/pinbot/promote/pr"
 	"pinbot.dev/pinbot/registry"
-	"pinbot.dev/pinbot/trust/policy"
 )
 
 // tokenEnv is the environment variable holding the Gitea token when no
@@ -188,48 +186,4 @@ func (f *forgeFlags) choose() promote.ChooseOptions {
 		o.Platform, _ = imageref.ParsePlatform(f.platform)
 	}
 	return o
-}
-
-// resultJSON is one branch's outcome in `-o json`.
-type resultJSON struct {
-	PRNumber int64             `json:"prNumber,omitempty"`
-	PRURL    string            `json:"prURL,omitempty"`
-	Branch   string            `json:"branch"`
-	Changes  []pr.ChangeRecord `json:"changes"`
-	Digest   string            `json:"digest,omitempty"`
-	Image    string            `json:"image,omitempty"`
-	Tag      string            `json:"tag,omitempty"`
-	Images   []pr.ImageMeta    `json:"images,omitempty"`
-	Target   string            `json:"target"`
-	Status   promote.Status    `json:"status"`
-	Closed   int64             `json:"closedPRNumber,omitempty"`
-	Notes    []string          `json:"notes,omitempty"`
-	// Signatures are, per image, who signed the digest and how it was
-	// built, as the signature policy found it.
-	Signatures map[string]policy.Provenance `json:"signatures,omitempty"`
-	Diff       string                       `json:"diff,omitempty"`
-	Body       string                       `json:"body,omitempty"`
-}
-
-func toJSON(r promote.Result, withText bool) resultJSON {
-	out := resultJSON{Branch: r.Branch, Changes: r.Meta.Changes, Target: r.Target, Status: r.Status, Notes: r.Notes, Signatures: r.Signatures}
-	if out.Changes == nil {
-		out.Changes = []pr.ChangeRecord{}
-	}
-	if len(r.Meta.Images) == 1 {
-		im := r.Meta.Images[0]
-		out.Image, out.Digest, out.Tag = im.Image, im.Digest, im.Tag
-	} else {
-		out.Images = r.Meta.Images
-	}
-	if r.Pull != nil {
-		out.PRNumber, out.PRURL = r.Pull.Number, r.Pull.URL
-	}
-	if r.Closed != nil {
-		out.Closed = r.Closed.Number
-	}
-	if withText {
-		out.Diff, out.Body = r.Diff, r.Body
-	}
-	return out
 }

@@ -2,14 +2,10 @@ package cli
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"pinbot.dev/pinbot/internal/commitid"
+	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/reconciler/history"
 )
 
@@ -41,27 +37,9 @@ digests the Pods run. -o json prints {"status":{...},"entries":[...]}.`,
 				}
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(rec)
 			}
-			return writeHistory(cmd.OutOrStdout(), args[0], rec)
+			return output.History(cmd.OutOrStdout(), args[0], rec)
 		},
 	}
 	f.bind(cmd)
 	return cmd
-}
-
-func writeHistory(w io.Writer, app string, rec *history.Record) error {
-	if len(rec.Entries) == 0 {
-		_, err := fmt.Fprintf(w, "%s has no syncs recorded\n", app)
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tCOMMIT\tTRIGGER\tRESULT\tHEALTH\tVERIFIED\tDETAIL")
-	for _, e := range rec.Entries {
-		detail := e.Summary
-		if e.Reason != "" {
-			detail = e.Reason
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\n", e.Time.UTC().Format(time.RFC3339), commitid.Short(e.Commit),
-			e.Trigger, e.Result, orDash(string(e.Health)), e.Verified, detail)
-	}
-	return tw.Flush()
 }

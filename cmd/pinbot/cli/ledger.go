@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,10 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/imageref"
-	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/release/store"
 )
 
@@ -79,78 +76,22 @@ windows in force, the held digests and the latest decisions.`,
 			if err != nil {
 				return err
 			}
-			var out []repoLedger
+			var out []output.RepoLedger
 			for _, r := range repos {
 				l, _, err := s.Get(ctx, r)
 				if err != nil {
 					return err
 				}
-				out = append(out, repoLedger{Repo: r, Ledger: l})
+				out = append(out, output.RepoLedger{Repo: r, Ledger: l})
 			}
 			if g.json() {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
 			}
-			return writeLedgers(cmd.OutOrStdout(), out, time.Now())
+			return output.Ledgers(cmd.OutOrStdout(), out, time.Now())
 		},
 	}
 	f.bind(cmd)
 	return cmd
-}
-
-type repoLedger struct {
-	Repo   string          `json:"repo"`
-	Ledger *release.Ledger `json:"ledger"`
-}
-
-func writeLedgers(w io.Writer, ls []repoLedger, now time.Time) error {
-	if len(ls) == 0 {
-		_, err := fmt.Fprintln(w, "no ledgers: no repository declares environments, or pinbot serve has not looked yet")
-		return err
-	}
-	for _, rl := range ls {
-		fmt.Fprintf(w, "%s\n", rl.Repo)
-		if rl.Ledger.Stopped != "" {
-			fmt.Fprintf(w, "STOPPED: %s\n", rl.Ledger.Stopped)
-		}
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ENV\tIMAGE\tPINNED\tPROVEN\tSINCE\tPULL REQUEST\tROLLBACK\tFROZEN")
-		envs := make([]string, 0, len(rl.Ledger.Envs))
-		for env := range rl.Ledger.Envs {
-			envs = append(envs, env)
-		}
-		sort.Strings(envs)
-		for _, env := range envs {
-			for _, image := range rl.Ledger.Images(env) {
-				t := rl.Ledger.Lookup(env, image)
-				since, pr, rb, frozen := "-", "-", "-", "-"
-				if t.ProvenSince != nil {
-					since = t.ProvenSince.UTC().Format(time.RFC3339)
-				}
-				if p := t.Proposal; p != nil {
-					pr = fmt.Sprintf("#%d %s", p.PR, imageref.Short(p.Digest))
-					if p.Gate != nil {
-						pr += " (" + string(p.Gate.State) + ")"
-					}
-				}
-				if p := t.Rollback; p != nil && p.PR != 0 {
-					rb = fmt.Sprintf("#%d to %s", p.PR, imageref.Short(p.Digest))
-				} else if p != nil {
-					rb = "decided: to " + imageref.Short(p.Digest)
-				}
-				if t.FrozenUntil != nil && t.FrozenUntil.After(now) {
-					frozen = "until " + t.FrozenUntil.UTC().Format(time.RFC3339)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", env, image, orDash(imageref.Short(t.Pinned)), orDash(imageref.Short(t.Proven)), since, pr, rb, frozen)
-			}
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		for _, h := range rl.Ledger.Holds {
-			fmt.Fprintf(w, "held: %s %s@%s since %s: %s\n", h.Env, h.Image, imageref.Short(h.Digest), h.Since.UTC().Format(time.RFC3339), h.Reason)
-		}
-	}
-	return nil
 }
 
 func newHoldCommand(g *globals) *cobra.Command {
@@ -174,36 +115,11 @@ newer digest is pinned in the environment.`,
 			if err != nil {
 				return err
 			}
-			type held struct {
-				Repo string `json:"repo"`
-				release.Hold
-			}
-			var out []held
-			for _, r := range repos {
-				l, _, err := s.Get(ctx, r)
-				if err != nil {
-					return err
-				}
-				for _, h := range l.Holds {
-					out = append(out, held{Repo: r, Hold: h})
-				}
-			}
-			if g.json() {
-				if out == nil {
-					out = []held{}
-				}
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
-			}
-			if len(out) == 0 {
-				_, err := fmt.Fprintln(cmd.OutOrStdout(), "no digest is held")
+			holds, err := s.Holds(ctx, repos)
+			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "REPO\tENV\tIMAGE\tDIGEST\tSINCE\tWHY")
-			for _, h := range out {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", h.Repo, h.Env, h.Image, h.Digest, h.Since.UTC().Format(time.RFC3339), h.Reason)
-			}
-			return tw.Flush()
+			return output.Holds(cmd.OutOrStdout(), g.json(), holds)
 		},
 	}
 	list.bind(listCmd)
@@ -227,24 +143,9 @@ newer digest is pinned in the environment.`,
 			if err != nil {
 				return err
 			}
-			who := whoAmI(ctx, rel.kube)
-			released := ""
-			for _, r := range repos {
-				err := s.Update(ctx, r, func(l *release.Ledger) error {
-					if l.Held(env, ref.Repository, ref.Digest) == nil {
-						return nil
-					}
-					if l.ReleaseBy(env, ref.Repository, ref.Digest, who, why, time.Now()) {
-						released = r
-					}
-					return nil
-				})
-				if err != nil {
-					return err
-				}
-				if released != "" {
-					break
-				}
+			released, err := s.Release(ctx, repos, env, ref.Repository, ref.Digest, whoAmI(ctx, rel.kube), why, time.Now())
+			if err != nil {
+				return err
 			}
 			if released == "" {
 				return fmt.Errorf("%s is not held in %s", args[1], env)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"encoding"
 	"encoding/json"
 	"reflect"
@@ -9,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"pinbot.dev/pinbot/promote"
+	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/status"
@@ -28,8 +27,8 @@ var camelKey = regexp.MustCompile(`^[a-z][a-zA-Z0-9]*$`)
 // encoding/json would print as Capitalised.
 func TestJSONOutputKeysAreCamelCase(t *testing.T) {
 	outputs := []any{
-		validated{}, resultJSON{}, trackedJSON{}, failureJSON{}, repoLedger{}, skipJSON{}, changeJSON{},
-		verifyOutput{}, buildInfo{}, reconciler.Diff{}, reconciler.SyncPlan{}, registry.Image{},
+		output.Validated{}, output.Result{}, output.Tracked{}, output.Failure{}, output.RepoLedger{}, output.Skip{}, output.Change{},
+		output.VerifyResult{}, buildInfo{}, reconciler.Diff{}, reconciler.SyncPlan{}, registry.Image{},
 		status.App{}, history.Record{}, verdict.Verification{}, release.Hold{}, gate.Answer{}, trust.Refusal{},
 	}
 	for _, v := range outputs {
@@ -78,37 +77,4 @@ func badKeys(t reflect.Type, path string, seen map[reflect.Type]bool) []string {
 		bad = append(bad, badKeys(f.Type, path+"."+name, seen)...)
 	}
 	return bad
-}
-
-// TestPromoteJSONIsOneDocument: several targets print one array, one
-// target its object, so `-o json > promotion.json` is always JSON.
-func TestPromoteJSONIsOneDocument(t *testing.T) {
-	one := promote.Result{Branch: "pinbot/prod", Target: "prod", Status: promote.StatusOpened}
-	two := promote.Result{Branch: "pinbot/staging", Target: "staging", Status: promote.StatusOpened}
-	for _, tc := range []struct {
-		name    string
-		results []promote.Result
-		want    any
-	}{
-		{"one target", []promote.Result{one}, map[string]any{}},
-		{"two targets", []promote.Result{one, two}, []any{}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var buf bytes.Buffer
-			if err := writePromoteJSON(&buf, tc.results, false); err != nil {
-				t.Fatal(err)
-			}
-			dec := json.NewDecoder(&buf)
-			got := reflect.New(reflect.TypeOf(tc.want)).Interface()
-			if err := dec.Decode(got); err != nil {
-				t.Fatalf("output is not one %T: %v\n%s", tc.want, err, buf.String())
-			}
-			if dec.More() {
-				t.Errorf("output holds more than one JSON document")
-			}
-			if list, ok := got.(*[]any); ok && len(*list) != 2 {
-				t.Errorf("array of %d results, want 2", len(*list))
-			}
-		})
-	}
 }

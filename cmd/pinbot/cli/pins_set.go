@@ -1,14 +1,13 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/confined"
 	"pinbot.dev/pinbot/internal/imageref"
@@ -33,28 +32,6 @@ func (o *pinsSetOptions) Validate() error {
 		return usageErrorf("flag --dir: want a directory, got an empty string")
 	}
 	return nil
-}
-
-// skipJSON is one pin left out of scope in `pins set -o json`.
-type skipJSON struct {
-	File   string `json:"file"`
-	Line   int    `json:"line"`
-	Tag    string `json:"tag"`
-	Reason string `json:"reason"`
-}
-
-// changeJSON is one changed line in `pins set -o json`.
-type changeJSON struct {
-	File      string    `json:"file"`
-	Line      int       `json:"line"`
-	Kind      pins.Kind `json:"kind"`
-	Image     string    `json:"image"`
-	OldDigest string    `json:"oldDigest"`
-	NewDigest string    `json:"newDigest"`
-	OldTag    string    `json:"oldTag,omitempty"`
-	NewTag    string    `json:"newTag,omitempty"`
-	Before    string    `json:"before"`
-	After     string    `json:"after"`
 }
 
 func newPinsSetCommand(g *globals) *cobra.Command {
@@ -135,44 +112,6 @@ func (o *pinsSetOptions) update(arg string) (pins.Update, error) {
 	return u, nil
 }
 
-// writeChanges prints each changed line as a -/+ pair, then a summary.
-func writeChanges(w io.Writer, changes []pins.Change, u pins.Update, dryRun bool) error {
-	if len(changes) == 0 {
-		_, err := fmt.Fprintf(w, "nothing to change: no pin of %s differs from %s\n", u.Image, u.Digest)
-		return err
-	}
-	files := map[string]bool{}
-	for _, c := range changes {
-		files[c.File] = true
-		if c.Before != "" {
-			fmt.Fprintf(w, "%s:%d  - %s\n", clip.Name(c.File), c.Line, c.Before)
-		}
-		if _, err := fmt.Fprintf(w, "%s:%d  + %s\n", clip.Name(c.File), c.Line, c.After); err != nil {
-			return err
-		}
-	}
-	verb := "changed"
-	if dryRun {
-		verb = "would change (dry run)"
-	}
-	_, err := fmt.Fprintf(w, "%s %d lines in %d files\n", verb, len(changes), len(files))
-	return err
-}
-
-// writeSkipped prints a line per pin left out of the set's scope.
-func writeSkipped(w io.Writer, skipped []pins.Skip) error {
-	for _, s := range skipped {
-		tag := s.Tag
-		if tag == "" {
-			tag = "-"
-		}
-		if _, err := fmt.Fprintf(w, "skipped %s:%d (tag %s): %s\n", clip.Name(s.File), s.Line, tag, s.Reason); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // run sets the pins and prints what changed.
 func (o *pinsSetOptions) run(cmd *cobra.Command, g *globals, arg string) error {
 	if err := o.Validate(); err != nil {
@@ -226,29 +165,5 @@ func (o *pinsSetOptions) run(cmd *cobra.Command, g *globals, arg string) error {
 	if err != nil {
 		return err
 	}
-	if g.json() {
-		out := struct {
-			Changes    []changeJSON `json:"changes"`
-			Skipped    []skipJSON   `json:"skipped"`
-			Unverified []string     `json:"unverified,omitempty"`
-		}{Changes: make([]changeJSON, len(changes)), Skipped: make([]skipJSON, len(skipped)), Unverified: unverified}
-		for i, s := range skipped {
-			out.Skipped[i] = skipJSON{File: s.File, Line: s.Line, Tag: s.Tag, Reason: s.Reason}
-		}
-		for i, c := range changes {
-			out.Changes[i] = changeJSON{File: c.File, Line: c.Line, Kind: c.Kind, Image: c.Image,
-				OldDigest: c.OldDigest, NewDigest: c.NewDigest, OldTag: c.OldTag, NewTag: c.NewTag,
-				Before: c.Before, After: c.After}
-		}
-		return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
-	}
-	if err := writeChanges(cmd.OutOrStdout(), changes, u, o.dryRun); err != nil {
-		return err
-	}
-	for _, n := range unverified {
-		if _, err := fmt.Fprintln(cmd.OutOrStdout(), n); err != nil {
-			return err
-		}
-	}
-	return writeSkipped(cmd.OutOrStdout(), skipped)
+	return output.PinsSet(cmd.OutOrStdout(), g.json(), u, o.dryRun, changes, skipped, unverified)
 }

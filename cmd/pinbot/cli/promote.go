@@ -1,17 +1,14 @@
 package cli
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
-	"pinbot.dev/pinbot/promote/pr"
 )
 
 // promoteOptions are the flags of `pinbot promote`.
@@ -142,63 +139,12 @@ func (o *promoteOptions) run(cmd *cobra.Command, g *globals) error {
 	case g.json() && len(results) == 0 && runErr != nil:
 		// The error's object is the one document.
 	case g.json():
-		werr = writePromoteJSON(cmd.OutOrStdout(), results, o.forge.dryRun)
+		werr = output.PromoteJSON(cmd.OutOrStdout(), results, o.forge.dryRun)
 	default:
-		werr = writePromoteText(cmd.OutOrStdout(), results)
+		werr = output.PromoteText(cmd.OutOrStdout(), results)
 	}
 	if runErr != nil {
 		return runErr
 	}
 	return werr
-}
-
-// writePromoteJSON writes one JSON document: the target's object, or an
-// array of them when the promotion had several targets.
-func writePromoteJSON(w io.Writer, results []promote.Result, withText bool) error {
-	enc := json.NewEncoder(w)
-	if len(results) == 1 {
-		return enc.Encode(toJSON(results[0], withText))
-	}
-	out := make([]resultJSON, 0, len(results))
-	for _, r := range results {
-		out = append(out, toJSON(r, withText))
-	}
-	return enc.Encode(out)
-}
-
-// writePromoteText prints the pull request URL of each target; a dry run
-// prints the diff and the body, and a no-op says "already pinned".
-func writePromoteText(w io.Writer, results []promote.Result) error {
-	for _, r := range results {
-		var err error
-		switch {
-		case r.Status == promote.StatusDryRun:
-			_, err = fmt.Fprintf(w, "# dry run: branch %s (target %s)\n%s\n%s\n", r.Branch, r.Target, r.Diff, r.Body)
-		case r.Status == promote.StatusAlreadyPinned:
-			msg := fmt.Sprintf("already pinned: %s in target %s", describe(r.Meta.Images), r.Target)
-			if r.Closed != nil {
-				msg += fmt.Sprintf("; closed obsolete pull request #%d", r.Closed.Number)
-			}
-			_, err = fmt.Fprintln(w, msg)
-		case r.Pull != nil:
-			_, err = fmt.Fprintln(w, r.Pull.URL)
-		default:
-			_, err = fmt.Fprintf(w, "%s: branch %s (target %s)\n", r.Status, r.Branch, r.Target)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func describe(ims []pr.ImageMeta) string {
-	s := ""
-	for i, im := range ims {
-		if i > 0 {
-			s += ", "
-		}
-		s += im.Image + " " + pr.Ref(im.Tag, im.Digest)
-	}
-	return s
 }

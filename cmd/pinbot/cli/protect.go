@@ -3,11 +3,11 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/loopback"
@@ -79,7 +79,7 @@ It exits 1 when the check is not required and --apply was not given.`,
 					Applied    bool                `json:"applied"`
 				}{branch, p, p.Requires(release.PullContext), applied})
 			} else {
-				err = printProtection(out, repo, branch, p, applied)
+				err = output.Protection(out, repo, branch, p, applied)
 			}
 			if err != nil {
 				return err
@@ -99,23 +99,4 @@ It exits 1 when the check is not required and --apply was not given.`,
 	fl.StringVar(&o.branch, "branch", "", "the branch pull requests go into (default: the repository's default branch)")
 	fl.BoolVar(&o.apply, "apply", false, "make pinbot/gate a required status check where it is not")
 	return cmd
-}
-
-// printProtection says whether p makes the gate binding on branch.
-func printProtection(w io.Writer, repo gitforge.Repo, branch string, p gitforge.Protection, applied bool) error {
-	var err error
-	switch {
-	case p.Requires(release.PullContext) && applied:
-		_, err = fmt.Fprintf(w, "%s of %s: made %s a required status check (rule %s)\n", branch, repo, release.PullContext, p.Rule)
-	case p.Requires(release.PullContext):
-		_, err = fmt.Fprintf(w, "%s of %s: %s is a required status check (rule %s): the gate is binding\n", branch, repo, release.PullContext, p.Rule)
-	case p.Rule == "":
-		_, err = fmt.Fprintf(w, "%s of %s: no branch protection rule covers it\n", branch, repo)
-	default:
-		_, err = fmt.Fprintf(w, "%s of %s: rule %s does not require %s\n", branch, repo, p.Rule, release.PullContext)
-	}
-	if err == nil && p.Requires(release.PullContext) && p.AdminOverride {
-		_, err = fmt.Fprintf(w, "note: repository admins may merge past a failing check (a forced release needs one)\n")
-	}
-	return err
 }

@@ -2,16 +2,11 @@ package cli
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
-	"maps"
-	"slices"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/registry"
 )
@@ -64,57 +59,10 @@ those named with --insecure-registry.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(img)
 			}
-			return writeImage(cmd.OutOrStdout(), img)
+			return output.Image(cmd.OutOrStdout(), img)
 		},
 	}
 	cmd.Flags().StringArrayVar(&o.insecure, "insecure-registry", nil,
 		"allow plain HTTP to this registry host or host:port (repeatable); loopback is always allowed")
 	return cmd
-}
-
-// writeImage prints img as aligned key/value lines; lists continue on lines
-// with an empty key.
-func writeImage(w io.Writer, img registry.Image) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	line := func(key string, values ...string) {
-		fmt.Fprintf(tw, "%s\t%s\n", key, strings.Join(values, "\t"))
-	}
-	line("digest", img.Digest)
-	line("reference", img.Reference)
-	line("media type", img.MediaType)
-	if img.Index {
-		if len(img.Children) == 0 {
-			line("platforms", "(none)")
-		}
-		for i, c := range img.Children {
-			key := ""
-			if i == 0 {
-				key = "platforms"
-			}
-			line(key, c.Platform.String(), c.Digest)
-		}
-	} else if img.Platform != nil {
-		line("platform", img.Platform.String())
-	}
-	if !img.Created.IsZero() {
-		line("created", img.Created.UTC().Format(time.RFC3339))
-	}
-	for _, kv := range [][2]string{{"revision", img.Revision}, {"source", img.Source}, {"version", img.Version}} {
-		if kv[1] != "" {
-			line(kv[0], kv[1])
-		}
-	}
-	line("size", fmt.Sprintf("%d bytes", img.Size))
-	listMap(line, "labels", img.Labels)
-	listMap(line, "annotations", img.Annotations)
-	return tw.Flush()
-}
-
-func listMap(line func(string, ...string), key string, m map[string]string) {
-	for i, k := range slices.Sorted(maps.Keys(m)) {
-		if i == 1 {
-			key = ""
-		}
-		line(key, k+"="+m[k])
-	}
 }

@@ -5,23 +5,18 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/logsink"
-	"pinbot.dev/pinbot/internal/redact"
-	"pinbot.dev/pinbot/pins"
-	"pinbot.dev/pinbot/release"
-	"pinbot.dev/pinbot/trust"
 )
 
 // Exit codes, as documented in the README.
@@ -75,7 +70,7 @@ func (g *globals) logger(w io.Writer) *slog.Logger {
 }
 
 // json reports whether the command should write structured output: JSON,
-// which -o yaml turns into YAML on its way out (outputWriter).
+// which -o yaml turns into YAML on its way out (output.Writer).
 func (g *globals) json() bool { return g.output == "json" || g.output == "yaml" }
 
 // usageError marks an error as bad usage (exit code 2).
@@ -93,7 +88,7 @@ func NewRootCommand() *cobra.Command { return newRootCommand(nil) }
 
 // newRootCommand is the command tree; under -o yaml it has out convert
 // the commands' JSON (out may be nil when the caller wants JSON as is).
-func newRootCommand(out *outputWriter) *cobra.Command {
+func newRootCommand(out *output.Writer) *cobra.Command {
 	g := &globals{}
 	root := &cobra.Command{
 		Use:           "pinbot",
@@ -105,7 +100,7 @@ func newRootCommand(out *outputWriter) *cobra.Command {
 				return err
 			}
 			if g.output == "yaml" && out != nil {
-				out.toYAML()
+				out.ToYAML()
 			}
 			logger := g.logger(cmd.ErrOrStderr())
 			logsink.Klog(logger)
@@ -143,8 +138,8 @@ func newRootCommand(out *outputWriter) *cobra.Command {
 
 // Execute runs the command line args and returns the process exit code.
 func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	ow := &outputWriter{w: stdout}
-	defer ow.close()
+	ow := output.NewWriter(stdout)
+	defer ow.Close()
 	root := newRootCommand(ow)
 	out := &countingWriter{w: ow}
 	root.SetArgs(args)
@@ -159,54 +154,13 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// already printed its result (a diff that differs, a verification
 	// that failed) says so by its exit code, not by a second document.
 	if f := root.PersistentFlags().Lookup("output"); f != nil && (f.Value.String() == "json" || f.Value.String() == "yaml") && out.n == 0 {
-		writeJSONError(ow, err)
+		output.Error(ow, err)
 	}
 	var ue *usageError
 	if errors.As(err, &ue) || isCobraUsage(err) {
 		return exitUsage
 	}
 	return exitError
-}
-
-// writeJSONError prints, under -o json, a failed command's error as one
-// JSON object on stdout, {"error": "...", "file": "...", "line": N}, so
-// that a CI step can parse it; file and line are those of an error that
-// names them (a *pins.SyntaxError; a *pins.WriteError or *fs.PathError
-// names a file only), "" and 0 otherwise; a refusal of the
-// signature policy adds "refused". The message on
-// stderr and the exit code stay as they are.
-func writeJSONError(w io.Writer, err error) {
-	out := struct {
-		Error string `json:"error"`
-		File  string `json:"file"`
-		Line  int    `json:"line"`
-		// Refused is the signature policy's refusal, when that is what
-		// failed: the image, digest, rule and reason.
-		Refused *trust.Refusal `json:"refused,omitempty"`
-		// Gate is the release chain's refusal: the rule, environment,
-		// image, digest and since when.
-		Gate *release.Refusal `json:"gate,omitempty"`
-	}{Error: redact.String(err.Error())}
-	var se *pins.SyntaxError
-	var we *pins.WriteError
-	var pe *fs.PathError
-	switch {
-	case errors.As(err, &se):
-		out.File, out.Line = se.File, se.Line
-	case errors.As(err, &we):
-		out.File = we.File
-	case errors.As(err, &pe):
-		out.File = pe.Path
-	}
-	var refusal *trust.Refusal
-	if errors.As(err, &refusal) {
-		out.Refused = refusal
-	}
-	var gated *release.Refusal
-	if errors.As(err, &gated) {
-		out.Gate = gated
-	}
-	_ = json.NewEncoder(w).Encode(out)
 }
 
 // countingWriter counts the bytes written through it.

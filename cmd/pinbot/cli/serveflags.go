@@ -183,12 +183,12 @@ func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Op
 	if err := f.Validate(); err != nil {
 		return err
 	}
-	if _, err := setMemoryLimit(cmd.Context(), sf.memoryLimit); err != nil {
-		return err
+	if _, err := serve.SetMemoryLimit(cmd.Context(), sf.memoryLimit); err != nil {
+		return &usageError{err: err}
 	}
 	if sf.pprofListen != "" {
-		if err := servePprof(cmd.Context(), sf.pprofListen); err != nil {
-			return err
+		if err := serve.ServeProfiles(cmd.Context(), sf.pprofListen); err != nil {
+			return &usageError{err: err}
 		}
 	}
 	return serve.RunReloading(cmd.Context(), src, o)

@@ -1,18 +1,15 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/gitforge"
-	"pinbot.dev/pinbot/internal/commitid"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/status"
@@ -84,7 +81,7 @@ when a status could not be computed (Git, render or cluster failing).`,
 					statuses = append(statuses, s)
 				}
 			}
-			if err := printStatuses(cmd.OutOrStdout(), g, statuses, len(args) == 1); err != nil {
+			if err := output.AppStatuses(cmd.OutOrStdout(), g.json(), statuses, len(args) == 1); err != nil {
 				return err
 			}
 			return errors.Join(errs...)
@@ -112,66 +109,6 @@ func appStatus(cmd *cobra.Command, r *reconciler.Reconciler, name string, cached
 		return nil, fmt.Errorf("no status stored yet: is pinbot reconcile running?")
 	}
 	return rec.Status, nil
-}
-
-func printStatuses(w io.Writer, g *globals, statuses []*status.App, one bool) error {
-	if g.json() {
-		enc := json.NewEncoder(w)
-		if one && len(statuses) == 1 {
-			return enc.Encode(statuses[0])
-		}
-		if statuses == nil {
-			statuses = []*status.App{}
-		}
-		return enc.Encode(statuses)
-	}
-	return writeStatuses(w, statuses)
-}
-
-// writeStatuses prints one line per app and, under it, why it is not
-// Synced, Healthy and Verified.
-func writeStatuses(w io.Writer, statuses []*status.App) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "APP\tSOURCE\tCOMMIT\tSYNC\tHEALTH\tVERIFIED\tDEPLOYED COMMIT\tAUTOMATED")
-	for _, s := range statuses {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%t\n", s.App, orDash(s.Source), orDash(commitid.Short(s.Commit)), s.Sync, s.Health,
-			s.Verified, orDash(commitid.Short(s.DeployedCommit)), s.Automated)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, s := range statuses {
-		if s.Error != "" {
-			fmt.Fprintf(w, "%s: error: %s\n", s.App, s.Error)
-		}
-		if len(s.OutOfSync) > 0 {
-			fmt.Fprintf(w, "%s: out of sync: %s", s.App, s.OutOfSync[0])
-			if n := len(s.OutOfSync) - 1; n > 0 {
-				fmt.Fprintf(w, " and %d more", n)
-			}
-			fmt.Fprintln(w)
-		}
-		for _, d := range s.Drift {
-			fmt.Fprintf(w, "%s: field out of sync: %s\n", s.App, d)
-		}
-		for _, o := range s.Orphaned {
-			fmt.Fprintf(w, "%s: orphaned (in the cluster, no longer in Git): %s\n", s.App, o)
-		}
-		if s.HealthReason != "" {
-			fmt.Fprintf(w, "%s: %s: %s\n", s.App, s.Health, s.HealthReason)
-		}
-		if s.Verification != "" {
-			fmt.Fprintf(w, "%s: verification: %s\n", s.App, s.Verification)
-		}
-	}
-	return nil
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // serverToken is the read token of --server: the file's, else the

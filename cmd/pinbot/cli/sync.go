@@ -1,20 +1,15 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/internal/commitid"
 	"pinbot.dev/pinbot/reconciler"
-	"pinbot.dev/pinbot/reconciler/object"
-	"pinbot.dev/pinbot/reconciler/status"
-	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 // syncOptions are the flags of `pinbot sync` besides the shared ones.
@@ -93,7 +88,7 @@ unless verified. --wait 0 returns right after applying.`,
 				if err != nil {
 					return err
 				}
-				if err := writePlan(cmd.OutOrStdout(), g, p); err != nil {
+				if err := output.Plan(cmd.OutOrStdout(), g.json(), p); err != nil {
 					return err
 				}
 				if p.Failed() {
@@ -103,7 +98,7 @@ unless verified. --wait 0 returns right after applying.`,
 			}
 			s, v, err := r.Sync(cmd.Context(), args[0], o.wait, o.options()...)
 			if s != nil {
-				if werr := writeSync(cmd, g, s, v); werr != nil {
+				if werr := output.Sync(cmd.OutOrStdout(), g.json(), s, v); werr != nil {
 					return errors.Join(err, werr)
 				}
 			}
@@ -121,78 +116,4 @@ unless verified. --wait 0 returns right after applying.`,
 	cmd.Flags().BoolVar(&o.prune, "prune", false, "delete the app's objects Git no longer declares in this sync, even if the app's policy has prune off")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print what the sync would apply, heal and prune; change nothing")
 	return cmd
-}
-
-func writeSync(cmd *cobra.Command, g *globals, s *status.App, v *verdict.Verification) error {
-	w := cmd.OutOrStdout()
-	if g.json() {
-		return json.NewEncoder(w).Encode(struct {
-			Status       *status.App           `json:"status"`
-			Verification *verdict.Verification `json:"verification"`
-		}{s, v})
-	}
-	if err := writeStatuses(w, []*status.App{s}); err != nil {
-		return err
-	}
-	if v != nil {
-		fmt.Fprintln(w)
-		return writeVerification(w, s, v)
-	}
-	return nil
-}
-
-// writePlan prints a dry run: the objects of each wave with their action,
-// then what a sync would heal and prune.
-func writePlan(w io.Writer, g *globals, p *reconciler.SyncPlan) error {
-	if g.json() {
-		return json.NewEncoder(w).Encode(p)
-	}
-	var b strings.Builder
-	line := func(action string, ref object.Ref, detail string) {
-		fmt.Fprintf(&b, "  %-9s %s", action, ref)
-		if detail != "" {
-			b.WriteString(": " + detail)
-		}
-		b.WriteString("\n")
-	}
-	fmt.Fprintf(&b, "%s at %s: dry run, nothing changed\n", p.App, commitid.Short(p.Commit))
-	for _, wave := range p.Waves {
-		if wave.Phase != "" {
-			b.WriteString(wave.Phase + " ")
-		}
-		fmt.Fprintf(&b, "wave %d\n", wave.Wave)
-		for _, o := range wave.Objects {
-			detail := o.Note
-			if o.Error != "" {
-				detail = "REFUSED: " + o.Error
-			}
-			line(o.Action, o.Object, detail)
-		}
-	}
-	if len(p.Heal) > 0 {
-		b.WriteString("heal\n")
-		for _, d := range p.Heal {
-			fmt.Fprintf(&b, "  %-9s %s\n", "heal", d)
-		}
-	}
-	switch {
-	case p.Prune && len(p.Orphans.Delete) > 0:
-		b.WriteString("prune\n")
-		for _, ref := range p.Orphans.Delete {
-			line("delete", ref, "")
-		}
-	case len(p.Orphans.Delete) > 0:
-		b.WriteString("orphaned (prune is off: kept; --prune would delete them)\n")
-		for _, ref := range p.Orphans.Delete {
-			line("orphan", ref, "")
-		}
-	}
-	if len(p.Orphans.Keep) > 0 {
-		b.WriteString("orphaned, never pruned\n")
-		for _, k := range p.Orphans.Keep {
-			line("keep", k.Object, k.Reason)
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }

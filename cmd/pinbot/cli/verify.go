@@ -1,16 +1,11 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"pinbot.dev/pinbot/internal/commitid"
-	"pinbot.dev/pinbot/internal/imageref"
-	"pinbot.dev/pinbot/reconciler/deployer"
+	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
@@ -73,12 +68,7 @@ last deployed (for pinbot's own apps, the last commit pinbot synced).`,
 			if err != nil {
 				return err
 			}
-			if g.json() {
-				out := verifyOutput{Verification: v, Source: s.Source, DeployedCommit: s.DeployedCommit, HeadCommit: s.HeadCommit}
-				if err := json.NewEncoder(cmd.OutOrStdout()).Encode(out); err != nil {
-					return err
-				}
-			} else if err := writeVerification(cmd.OutOrStdout(), s, v); err != nil {
+			if err := output.Verify(cmd.OutOrStdout(), g.json(), s, v); err != nil {
 				return err
 			}
 			if !v.Verified {
@@ -90,55 +80,4 @@ last deployed (for pinbot's own apps, the last commit pinbot synced).`,
 	f.bind(cmd)
 	cmd.Flags().BoolVar(&report, "report", false, "post the result on the head commit (verify-only apps): commit status pinbot/APP and, once verified, the proof on the promotion pull request")
 	return cmd
-}
-
-// verifyOutput is verify -o json: the verification's keys, and who
-// deployed what.
-type verifyOutput struct {
-	*verdict.Verification
-	Source         string `json:"source"`
-	DeployedCommit string `json:"deployedCommit"`
-	HeadCommit     string `json:"headCommit"`
-}
-
-// writeVerification prints the verdict line and per-container tables.
-func writeVerification(w io.Writer, s *status.App, v *verdict.Verification) error {
-	verdict := "NOT VERIFIED"
-	if v.Verified {
-		verdict = "VERIFIED"
-	}
-	fmt.Fprintf(w, "%s at %s: %s: %s\n", v.App, commitid.Short(v.Commit), verdict, v.Summary())
-	if s.Source != "" && s.Source != "pinbot" {
-		fmt.Fprintf(w, "  deployed by %s at %s (sync %s, health %s)\n", deployer.Kind(s.Source).Title(), orDash(commitid.Short(s.DeployedCommit)), s.Sync, s.Health)
-	}
-	for _, r := range v.Reasons {
-		if r != v.Summary() { // the verdict line says it already
-			fmt.Fprintf(w, "  %s\n", r)
-		}
-	}
-	if len(v.Containers) > 0 {
-		fmt.Fprintln(w)
-		if err := writeContainers(w, v.Containers); err != nil {
-			return err
-		}
-	}
-	if len(v.OldRevisions) > 0 {
-		fmt.Fprintln(w, "\nOlder revisions (not counted):")
-		return writeContainers(w, v.OldRevisions)
-	}
-	return nil
-}
-
-func writeContainers(w io.Writer, cs []verdict.ContainerVerdict) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAMESPACE\tPOD\tCONTAINER\tGIT DIGEST\tRUNNING DIGEST\tVERDICT\tREASON")
-	for _, c := range cs {
-		name := c.Container
-		if c.Init {
-			name += " (init)"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Namespace, c.Pod, name,
-			orDash(imageref.Short(c.GitDigest)), orDash(imageref.Short(c.RunningDigest)), c.Verdict, c.Reason)
-	}
-	return tw.Flush()
 }

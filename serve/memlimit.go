@@ -1,8 +1,9 @@
-package cli
+package serve
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"runtime/debug"
@@ -19,14 +20,15 @@ import (
 // the cgroup counts and the runtime does not) and some page cache.
 const memoryReserve = 64 << 20
 
-// setMemoryLimit sets the Go runtime's soft memory limit, as
+// SetMemoryLimit sets the Go runtime's soft memory limit, as
 // --memory-limit says: "auto" (the default) takes the container's memory
 // limit less memoryReserve, unless $GOMEMLIMIT is set; "none" sets no
 // limit; a quantity such as "96Mi" sets that. Under the limit the runtime
 // collects garbage sooner and returns freed memory to the system at once:
 // a replica's idle memory is then its live heap plus little, at the cost
-// of more GC work. It returns the limit set, 0 for none.
-func setMemoryLimit(ctx context.Context, flag string) (int64, error) {
+// of more GC work. It returns the limit set, 0 for none; its only error
+// is a flag it cannot read.
+func SetMemoryLimit(ctx context.Context, flag string) (int64, error) {
 	log := logctx.From(ctx)
 	switch flag {
 	case "", "auto":
@@ -51,7 +53,7 @@ func setMemoryLimit(ctx context.Context, flag string) (int64, error) {
 	}
 	q, err := resource.ParseQuantity(flag)
 	if err != nil || q.Sign() <= 0 || strings.HasPrefix(flag, "+") {
-		return 0, usageErrorf("flag --memory-limit: %q: want auto, none, or a size such as 96Mi", flag)
+		return 0, fmt.Errorf("flag --memory-limit: %q: want auto, none, or a size such as 96Mi", flag)
 	}
 	v := q.Value()
 	debug.SetMemoryLimit(v)

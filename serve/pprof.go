@@ -1,8 +1,9 @@
-package cli
+package serve
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -11,17 +12,18 @@ import (
 	"pinbot.dev/pinbot/internal/logctx"
 )
 
-// servePprof serves Go's runtime profiles (/debug/pprof/) on addr until
+// ServeProfiles serves Go's runtime profiles (/debug/pprof/) on addr until
 // ctx ends, for an operator who asks with --pprof-listen why a replica
 // holds the memory it holds. They are on an address of their own, never
 // --listen's, so that they are not exposed with the dashboard. An address
 // without a host (":6060") listens on loopback only: the profiles hold
-// the process's memory, and whoever reaches them could read it.
-func servePprof(ctx context.Context, addr string) error {
+// the process's memory, and whoever reaches them could read it. Its only
+// error is an address it cannot listen on.
+func ServeProfiles(ctx context.Context, addr string) error {
 	addr = pprofAddr(addr)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return usageErrorf("flag --pprof-listen: %w", err)
+		return fmt.Errorf("flag --pprof-listen: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)

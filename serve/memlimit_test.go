@@ -1,4 +1,4 @@
-package cli
+package serve
 
 import (
 	"context"
@@ -14,20 +14,20 @@ func TestSetMemoryLimit(t *testing.T) {
 	t.Cleanup(func() { debug.SetMemoryLimit(before) })
 	ctx := context.Background()
 
-	got, err := setMemoryLimit(ctx, "96Mi")
+	got, err := SetMemoryLimit(ctx, "96Mi")
 	if err != nil || got != 96<<20 || debug.SetMemoryLimit(-1) != 96<<20 {
 		t.Errorf("96Mi: set %d, %v; the runtime has %d; want %d", got, err, debug.SetMemoryLimit(-1), 96<<20)
 	}
-	if got, err = setMemoryLimit(ctx, "none"); err != nil || got != 0 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
+	if got, err = SetMemoryLimit(ctx, "none"); err != nil || got != 0 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
 		t.Errorf("none: set %d, %v; the runtime has %d; want no limit", got, err, debug.SetMemoryLimit(-1))
 	}
 	t.Setenv("GOMEMLIMIT", "200MiB")
 	debug.SetMemoryLimit(200 << 20) // as the runtime does at start
-	if got, err = setMemoryLimit(ctx, "auto"); err != nil || got != 200<<20 {
+	if got, err = SetMemoryLimit(ctx, "auto"); err != nil || got != 200<<20 {
 		t.Errorf("auto under $GOMEMLIMIT: %d, %v; want $GOMEMLIMIT's %d kept", got, err, 200<<20)
 	}
 	for _, bad := range []string{"lots", "0", "-1Gi", "+5Mi"} {
-		if _, err := setMemoryLimit(ctx, bad); err == nil {
+		if _, err := SetMemoryLimit(ctx, bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}

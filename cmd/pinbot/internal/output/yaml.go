@@ -1,4 +1,4 @@
-package cli
+package output
 
 import (
 	"bytes"
@@ -9,19 +9,23 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// outputWriter is stdout. Under -o yaml it turns the stream of JSON
+// Writer is stdout. Under -o yaml it turns the stream of JSON
 // documents a command writes (its -o json output) into YAML documents,
 // separated by "---", as each one completes: every command gets YAML with
 // the same field names as its JSON, as kubectl's -o yaml has.
-type outputWriter struct {
+type Writer struct {
 	w    io.Writer
 	mu   sync.Mutex
 	pw   *io.PipeWriter
 	done chan struct{}
 }
 
-// toYAML starts converting; called once the flags are parsed.
-func (o *outputWriter) toYAML() {
+// NewWriter returns a Writer to w that passes writes through until
+// ToYAML.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// ToYAML starts converting; called once the flags are parsed.
+func (o *Writer) ToYAML() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.pw != nil {
@@ -35,7 +39,8 @@ func (o *outputWriter) toYAML() {
 	}()
 }
 
-func (o *outputWriter) Write(p []byte) (int, error) {
+// Write writes p, or converts it once ToYAML was called.
+func (o *Writer) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	pw := o.pw
 	o.mu.Unlock()
@@ -45,8 +50,8 @@ func (o *outputWriter) Write(p []byte) (int, error) {
 	return pw.Write(p)
 }
 
-// close flushes the conversion, if any.
-func (o *outputWriter) close() {
+// Close flushes the conversion, if any.
+func (o *Writer) Close() {
 	o.mu.Lock()
 	pw, done := o.pw, o.done
 	o.mu.Unlock()

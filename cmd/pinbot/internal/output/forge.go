@@ -1,0 +1,28 @@
+package output
+
+import (
+	"fmt"
+	"io"
+
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/release"
+)
+
+// Protection says whether p makes the gate binding on branch.
+func Protection(w io.Writer, repo gitforge.Repo, branch string, p gitforge.Protection, applied bool) error {
+	var err error
+	switch {
+	case p.Requires(release.PullContext) && applied:
+		_, err = fmt.Fprintf(w, "%s of %s: made %s a required status check (rule %s)\n", branch, repo, release.PullContext, p.Rule)
+	case p.Requires(release.PullContext):
+		_, err = fmt.Fprintf(w, "%s of %s: %s is a required status check (rule %s): the gate is binding\n", branch, repo, release.PullContext, p.Rule)
+	case p.Rule == "":
+		_, err = fmt.Fprintf(w, "%s of %s: no branch protection rule covers it\n", branch, repo)
+	default:
+		_, err = fmt.Fprintf(w, "%s of %s: rule %s does not require %s\n", branch, repo, p.Rule, release.PullContext)
+	}
+	if err == nil && p.Requires(release.PullContext) && p.AdminOverride {
+		_, err = fmt.Fprintf(w, "note: repository admins may merge past a failing check (a forced release needs one)\n")
+	}
+	return err
+}

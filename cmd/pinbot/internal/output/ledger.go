@@ -1,0 +1,92 @@
+package output
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/release/store"
+)
+
+// RepoLedger is one repository's release ledger, as `pinbot ledger`
+// prints it.
+type RepoLedger struct {
+	Repo   string          `json:"repo"`
+	Ledger *release.Ledger `json:"ledger"`
+}
+
+// Ledgers prints each repository's release chain: whether it is stopped,
+// and per environment and image what is pinned, proven, held and decided.
+func Ledgers(w io.Writer, ls []RepoLedger, now time.Time) error {
+	if len(ls) == 0 {
+		_, err := fmt.Fprintln(w, "no ledgers: no repository declares environments, or pinbot serve has not looked yet")
+		return err
+	}
+	for _, rl := range ls {
+		fmt.Fprintf(w, "%s\n", rl.Repo)
+		if rl.Ledger.Stopped != "" {
+			fmt.Fprintf(w, "STOPPED: %s\n", rl.Ledger.Stopped)
+		}
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ENV\tIMAGE\tPINNED\tPROVEN\tSINCE\tPULL REQUEST\tROLLBACK\tFROZEN")
+		envs := make([]string, 0, len(rl.Ledger.Envs))
+		for env := range rl.Ledger.Envs {
+			envs = append(envs, env)
+		}
+		sort.Strings(envs)
+		for _, env := range envs {
+			for _, image := range rl.Ledger.Images(env) {
+				t := rl.Ledger.Lookup(env, image)
+				since, pr, rb, frozen := "-", "-", "-", "-"
+				if t.ProvenSince != nil {
+					since = t.ProvenSince.UTC().Format(time.RFC3339)
+				}
+				if p := t.Proposal; p != nil {
+					pr = fmt.Sprintf("#%d %s", p.PR, imageref.Short(p.Digest))
+					if p.Gate != nil {
+						pr += " (" + string(p.Gate.State) + ")"
+					}
+				}
+				if p := t.Rollback; p != nil && p.PR != 0 {
+					rb = fmt.Sprintf("#%d to %s", p.PR, imageref.Short(p.Digest))
+				} else if p != nil {
+					rb = "decided: to " + imageref.Short(p.Digest)
+				}
+				if t.FrozenUntil != nil && t.FrozenUntil.After(now) {
+					frozen = "until " + t.FrozenUntil.UTC().Format(time.RFC3339)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", env, image, orDash(imageref.Short(t.Pinned)), orDash(imageref.Short(t.Proven)), since, pr, rb, frozen)
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, h := range rl.Ledger.Holds {
+			fmt.Fprintf(w, "held: %s %s@%s since %s: %s\n", h.Env, h.Image, imageref.Short(h.Digest), h.Since.UTC().Format(time.RFC3339), h.Reason)
+		}
+	}
+	return nil
+}
+
+// Holds prints the held digests: under asJSON a list of store.RepoHold,
+// else a table.
+func Holds(w io.Writer, asJSON bool, holds []store.RepoHold) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(holds)
+	}
+	if len(holds) == 0 {
+		_, err := fmt.Fprintln(w, "no digest is held")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "REPO\tENV\tIMAGE\tDIGEST\tSINCE\tWHY")
+	for _, h := range holds {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", h.Repo, h.Env, h.Image, h.Digest, h.Since.UTC().Format(time.RFC3339), h.Reason)
+	}
+	return tw.Flush()
+}
