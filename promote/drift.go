@@ -134,7 +134,6 @@ func (r DriftReport) Err() error {
 // return is for failures that stop the whole run (no clone, bad config).
 func Drift(ctx context.Context, env Env, opts DriftOptions) (DriftReport, error) {
 	env.defaults()
-	log := logctx.From(ctx)
 	var rep DriftReport
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
@@ -175,8 +174,30 @@ func Drift(ctx context.Context, env Env, opts DriftOptions) (DriftReport, error)
 	}()
 	tracked := s.tracked()
 	s.resolveAll(ctx, tracked, opts)
-	now := env.Now()
-	var promote []*tracking
+	moved := s.decide(ctx, tracked, minAge, opts, &rep)
+	keepState(opts.State, tracked, &rep)
+
+	l := <-listed
+	if l.err != nil {
+		return rep, fmt.Errorf("listing open pull requests of %s: %w", env.Repo, l.err)
+	}
+	byBranch := map[string]*gitforge.Pull{}
+	for i := range l.pulls {
+		byBranch[l.pulls[i].Head] = &l.pulls[i]
+	}
+	planned := s.publishDrift(ctx, moved, group, byBranch, opts, &rep)
+	rep.Results = append(rep.Results, s.closeStale(ctx, byBranch, planned, tracked, opts.DryRun, &rep)...)
+	return rep, nil
+}
+
+// decide says which resolved tags drift proposes, counting each checked
+// tag in rep: a tag that failed to resolve, a digest younger than minAge
+// (held), a target the release gate does not admit it into, or a digest
+// the signature policy refuses is reported and not proposed.
+func (s *session) decide(ctx context.Context, tracked []*tracking, minAge time.Duration, opts DriftOptions, rep *DriftReport) []*tracking {
+	log := logctx.From(ctx)
+	now := s.env.Now()
+	var moved []*tracking
 	for _, t := range tracked {
 		if !t.checked {
 			continue
@@ -225,34 +246,37 @@ func Drift(ctx context.Context, env Env, opts DriftOptions) (DriftReport, error)
 		}
 		t.promo.Trust = &prov
 		rep.Moved = append(rep.Moved, tr)
-		promote = append(promote, t)
+		moved = append(moved, t)
 	}
-	if opts.State != nil {
-		current := map[string]bool{}
-		for _, t := range tracked {
-			if t.err == nil && t.promo.Digest != "" {
-				current[stateKey(t.key.image, t.key.tag, t.promo.Digest)] = true
-			}
-		}
-		opts.State.Keep(func(image, tag, digest string) bool { return current[stateKey(image, tag, digest)] })
-		if err := opts.State.Save(); err != nil {
-			rep.Failed = append(rep.Failed, Failure{Err: err})
-		}
-	}
+	return moved
+}
 
-	l := <-listed
-	openPulls, err := l.pulls, l.err
-	if err != nil {
-		return rep, fmt.Errorf("listing open pull requests of %s: %w", env.Repo, err)
+// keepState forgets the first-seen times of digests no tracked tag points
+// at any more, and saves the rest; a failed save is reported in rep.
+func keepState(state *State, tracked []*tracking, rep *DriftReport) {
+	if state == nil {
+		return
 	}
-	byBranch := map[string]*gitforge.Pull{}
-	for i := range openPulls {
-		byBranch[openPulls[i].Head] = &openPulls[i]
+	current := map[string]bool{}
+	for _, t := range tracked {
+		if t.err == nil && t.promo.Digest != "" {
+			current[stateKey(t.key.image, t.key.tag, t.promo.Digest)] = true
+		}
 	}
+	state.Keep(func(image, tag, digest string) bool { return current[stateKey(image, tag, digest)] })
+	if err := state.Save(); err != nil {
+		rep.Failed = append(rep.Failed, Failure{Err: err})
+	}
+}
 
-	jobs := s.driftJobs(promote, group, opts.Choose)
+// publishDrift opens or updates the pull request of each branch the moved
+// tags group into (byBranch are the open ones), leaving alone a branch
+// whose open pull request a promotion opened, records each outcome in
+// rep, and returns the branches it planned.
+func (s *session) publishDrift(ctx context.Context, moved []*tracking, group Group, byBranch map[string]*gitforge.Pull, opts DriftOptions, rep *DriftReport) map[string]bool {
+	log := logctx.From(ctx)
 	planned := map[string]bool{}
-	for _, j := range jobs {
+	for _, j := range s.driftJobs(moved, group, opts.Choose) {
 		planned[j.branch] = true
 		if pull := byBranch[j.branch]; pull != nil {
 			if m, err := pr.ParseBody(pull.Body); err == nil && !driftOnly(m) {
@@ -272,8 +296,7 @@ func Drift(ctx context.Context, env Env, opts DriftOptions) (DriftReport, error)
 		}
 		rep.Results = append(rep.Results, res)
 	}
-	rep.Results = append(rep.Results, s.closeStale(ctx, byBranch, planned, tracked, opts.DryRun, &rep)...)
-	return rep, nil
+	return planned
 }
 
 // driftJobs groups the moved tags into branches.
