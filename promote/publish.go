@@ -15,21 +15,10 @@ import (
 func closeComment(base string, promoted []pr.ImageMeta, open *pr.Meta) string {
 	what := "its proposal"
 	if open != nil && len(open.Images) > 0 {
-		what = "its proposal (" + describeImages(open.Images) + ")"
+		what = "its proposal (" + pr.DescribeImages(open.Images) + ")"
 	}
 	return fmt.Sprintf("pinbot closes this pull request: the %s branch already pins %s, so %s is obsolete.",
-		base, describeImages(promoted), what)
-}
-
-func describeImages(ims []pr.ImageMeta) string {
-	s := ""
-	for i, im := range ims {
-		if i > 0 {
-			s += ", "
-		}
-		s += im.Image + " " + pr.Ref(im.Tag, im.Digest)
-	}
-	return s
+		base, pr.DescribeImages(promoted), what)
 }
 
 // publish creates or edits the one open pull request of the branch after

@@ -216,3 +216,11 @@ func TestNaming(t *testing.T) {
 func digest(c string) string { return "sha256:" + strings.Repeat(c, 64) }
 
 var d1, d2, d3, d4 = digest("1"), digest("2"), digest("3"), digest("4")
+
+func TestDescribeImages(t *testing.T) {
+	ims := []ImageMeta{{Image: "r.example/web", Tag: "v2", Digest: d2}, {Image: "r.example/api", Digest: d3}}
+	want := "r.example/web v2@sha256:222222222222, r.example/api sha256:333333333333"
+	if got := DescribeImages(ims); got != want {
+		t.Errorf("DescribeImages = %q, want %q", got, want)
+	}
+}

@@ -134,3 +134,16 @@ func plural(n int, one, many string) string {
 	}
 	return many
 }
+
+// DescribeImages names each image and the reference it is promoted to,
+// comma-separated, for a sentence people read.
+func DescribeImages(ims []ImageMeta) string {
+	s := ""
+	for i, im := range ims {
+		if i > 0 {
+			s += ", "
+		}
+		s += im.Image + " " + Ref(im.Tag, im.Digest)
+	}
+	return s
+}

@@ -169,7 +169,7 @@ func PromoteText(w io.Writer, results []promote.Result) error {
 		case r.Status == promote.StatusDryRun:
 			_, err = fmt.Fprintf(w, "# dry run: branch %s (target %s)\n%s\n%s\n", r.Branch, r.Target, r.Diff, r.Body)
 		case r.Status == promote.StatusAlreadyPinned:
-			msg := fmt.Sprintf("already pinned: %s in target %s", describe(r.Meta.Images), r.Target)
+			msg := fmt.Sprintf("already pinned: %s in target %s", pr.DescribeImages(r.Meta.Images), r.Target)
 			if r.Closed != nil {
 				msg += fmt.Sprintf("; closed obsolete pull request #%d", r.Closed.Number)
 			}
@@ -184,17 +184,6 @@ func PromoteText(w io.Writer, results []promote.Result) error {
 		}
 	}
 	return nil
-}
-
-func describe(ims []pr.ImageMeta) string {
-	s := ""
-	for i, im := range ims {
-		if i > 0 {
-			s += ", "
-		}
-		s += im.Image + " " + pr.Ref(im.Tag, im.Digest)
-	}
-	return s
 }
 
 // Drift prints one drift run: under asJSON its document (with each pull
