@@ -35,10 +35,10 @@ type DriftOptions struct {
 	Choose ChooseOptions
 	// DryRun resolves and renders but pushes, edits and closes nothing.
 	DryRun bool
-	// Gate admits each moved digest into each environment it would go
+	// Admitter admits each moved digest into each environment it would go
 	// to (a hold refuses it); nil admits all. With environments, drift
 	// proposes only into the first ones: the rest take what is proven.
-	Gate Gate
+	Admitter Admitter
 	// Policy, when set, is a signature policy checked besides the
 	// repository's own (see Request.Policy).
 	Policy *trust.Verifier
@@ -228,8 +228,8 @@ func (s *session) decide(ctx context.Context, tracked []*tracking, minAge time.D
 				continue
 			}
 			err := ErrNoGate
-			if opts.Gate != nil {
-				err = opts.Gate.Admit(ctx, a)
+			if opts.Admitter != nil {
+				err = opts.Admitter.Admit(ctx, a)
 			}
 			if err != nil {
 				delete(t.moved, target)

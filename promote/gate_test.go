@@ -63,10 +63,10 @@ func TestNothingWalksAroundTheGate(t *testing.T) {
 	}{
 		{name: "forced into prod without a gate", req: Request{Inputs: in, Target: "prod", Force: true, Reason: "hotfix"}, want: ErrNoGate},
 		{name: "into the first environment without a gate", req: Request{Inputs: in}, want: ErrNoGate},
-		{name: "forced into prod, held there", req: Request{Inputs: in, Target: "prod", Force: true, Reason: "hotfix", Gate: ledgerGate{held}}, rule: release.RuleHeld},
-		{name: "into the first environment, held there", req: Request{Inputs: in, Gate: ledgerGate{held}}, rule: release.RuleHeld},
-		{name: "into prod, not proven in staging", req: Request{Inputs: in, Target: "prod", Gate: ledgerGate{release.New()}}, rule: release.RuleNotProven},
-		{name: "into prod, proven in staging, still soaking", req: Request{Inputs: in, Target: "prod", Gate: ledgerGate{soaking}}, rule: release.RuleSoaking},
+		{name: "forced into prod, held there", req: Request{Inputs: in, Target: "prod", Force: true, Reason: "hotfix", Admitter: ledgerGate{held}}, rule: release.RuleHeld},
+		{name: "into the first environment, held there", req: Request{Inputs: in, Admitter: ledgerGate{held}}, rule: release.RuleHeld},
+		{name: "into prod, not proven in staging", req: Request{Inputs: in, Target: "prod", Admitter: ledgerGate{release.New()}}, rule: release.RuleNotProven},
+		{name: "into prod, proven in staging, still soaking", req: Request{Inputs: in, Target: "prod", Admitter: ledgerGate{soaking}}, rule: release.RuleSoaking},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Run(ctx, f.env(), tc.req)
@@ -84,7 +84,7 @@ func TestNothingWalksAroundTheGate(t *testing.T) {
 	}
 	// Forced past the proof with a gate and no hold: the prod pull
 	// request opens, saying so.
-	res, err := Run(ctx, f.env(), Request{Inputs: in, Target: "prod", Force: true, Reason: "hotfix", Gate: ledgerGate{release.New()}})
+	res, err := Run(ctx, f.env(), Request{Inputs: in, Target: "prod", Force: true, Reason: "hotfix", Admitter: ledgerGate{release.New()}})
 	if err != nil || len(res) != 1 || res[0].Pull == nil {
 		t.Fatalf("forced with a gate: %v, %+v; want the prod pull request", err, res)
 	}
@@ -115,8 +115,8 @@ func TestOverlappingEnvironmentsAreRefused(t *testing.T) {
 	v2 := f.pushImage(app, "v2", time.Time{})
 	in := []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: pr.SourceFlag}}
 	for _, req := range []Request{
-		{Inputs: in, Gate: ledgerGate{release.New()}},
-		{Inputs: in, Target: "prod", Force: true, Reason: "hotfix", Gate: ledgerGate{release.New()}},
+		{Inputs: in, Admitter: ledgerGate{release.New()}},
+		{Inputs: in, Target: "prod", Force: true, Reason: "hotfix", Admitter: ledgerGate{release.New()}},
 	} {
 		_, err := Run(context.Background(), f.env(), req)
 		if err == nil || !strings.Contains(err.Error(), ".pinbot.yaml:7:") || !strings.Contains(err.Error(), `overlaps environment "staging"'s "envs/**"`) {

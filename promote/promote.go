@@ -110,11 +110,11 @@ type Request struct {
 	// first ones (those that come from none); one without, into every
 	// target holding pins of the image.
 	Target string
-	// Gate admits or refuses each promotion into an environment: serve's
-	// ledger, or `pinbot promote --gate-url`. Without one, a promotion
-	// into an environment that comes from another is refused (unless
-	// Force, or it carries a Proof).
-	Gate Gate
+	// Admitter admits or refuses each promotion into an environment:
+	// serve's ledger, or `pinbot promote --gate-url`. Without one, a
+	// promotion into an environment that comes from another is refused
+	// (unless Force, or it carries a Proof).
+	Admitter Admitter
 	// Force promotes past the gate's proof check (never past a hold);
 	// Reason says why. Both go into the pull request body.
 	Force  bool
@@ -143,8 +143,8 @@ type Rollback struct {
 	Ready bool
 }
 
-// Gate admits a promotion into an environment, or says why not.
-type Gate interface {
+// Admitter admits a promotion into an environment, or says why not.
+type Admitter interface {
 	Admit(ctx context.Context, a release.Admission) error
 }
 
@@ -314,10 +314,10 @@ func (s *session) admit(ctx context.Context, req Request, target string, p Promo
 		return nil // not an environment, or serve's own promotion
 	}
 	a.Force = req.Force
-	if req.Gate == nil {
+	if req.Admitter == nil {
 		return fmt.Errorf("promoting %s into %s: %w", p.Image, target, ErrNoGate)
 	}
-	if err := req.Gate.Admit(ctx, a); err != nil {
+	if err := req.Admitter.Admit(ctx, a); err != nil {
 		return fmt.Errorf("promoting %s into %s: %w", p.Image, target, err)
 	}
 	return nil

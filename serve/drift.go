@@ -48,7 +48,7 @@ func (p *promoter) driftJobs(cfg *Config, rl *releaser) ([]driftJob, error) {
 		jobs = append(jobs, driftJob{
 			spec:    t.Drift,
 			env:     env,
-			opts:    promote.DriftOptions{Concurrency: promote.DefaultConcurrency, State: promote.NewState(), Gate: rl.admit(t.Repo), Policy: p.policy},
+			opts:    promote.DriftOptions{Concurrency: promote.DefaultConcurrency, State: promote.NewState(), Admitter: rl.admit(t.Repo), Policy: p.policy},
 			refused: func(ctx context.Context, err error) { p.noteRefusal(ctx, repo, err) },
 			took:    p.took,
 		})

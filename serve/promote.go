@@ -25,7 +25,7 @@ type promoter struct {
 	cache *gitforge.Cache
 	// gate admits promotions into a repository's environments (the
 	// release ledger's holds and freezes); nil admits all.
-	gate func(repo string) promote.Gate
+	gate func(repo string) promote.Admitter
 	// policy is the config's signatures:, checked besides each
 	// repository's own; refused is told of each digest a policy refuses.
 	policy  *trust.Verifier
@@ -106,7 +106,7 @@ func (p *promoter) promoteImage(ctx context.Context, t Target, image, tag string
 	}
 	req := promote.Request{Inputs: ins, Policy: p.policy}
 	if p.gate != nil {
-		req.Gate = p.gate(t.Repo)
+		req.Admitter = p.gate(t.Repo)
 	}
 	start := time.Now()
 	results, err := promote.Run(ctx, env, req)

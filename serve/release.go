@@ -345,7 +345,7 @@ func (rl *releaser) chain(repo string) (release.Chain, bool) {
 // admit is serve's own promotion gate, from the ledger: its drift and
 // package-event promotions refuse a held digest, and an environment in
 // a freeze window. (Onward promotions come from the ledger itself.)
-func (rl *releaser) admit(repo string) promote.Gate {
+func (rl *releaser) admit(repo string) promote.Admitter {
 	if rl == nil {
 		return nil
 	}

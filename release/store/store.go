@@ -190,7 +190,7 @@ func (s *Ledgers) Repositories(ctx context.Context) ([]string, error) {
 
 // Gate is the release chain's gate read straight from the ledger of
 // Repo: serve's own promotions and a CLI with a kubeconfig ask it, as
-// others ask serve's gate endpoint. It implements promote.Gate.
+// others ask serve's gate endpoint. It implements promote.Admitter.
 type Gate struct {
 	Ledgers *Ledgers
 	Repo    string

@@ -113,7 +113,7 @@ func (o *driftOptions) run(cmd *cobra.Command, g *globals) error {
 		Concurrency: o.concurrency,
 		Choose:      o.forge.choose(),
 		DryRun:      o.forge.dryRun,
-		Gate:        gate,
+		Admitter:    gate,
 		Policy:      floor,
 	}
 	if cmd.Flags().Changed("min-age") {

@@ -52,7 +52,7 @@ func (f *gateFlags) bind(cmd *cobra.Command) {
 
 // gate is the promotion gate the flags name: serve's endpoint, else the
 // ledger in the cluster, else nil when there is no kubeconfig either.
-func (f *gateFlags) gate(repo string) (promote.Gate, error) {
+func (f *gateFlags) gate(repo string) (promote.Admitter, error) {
 	if f.url == "" {
 		return f.ledgerGate(repo)
 	}
@@ -76,7 +76,7 @@ func (f *gateFlags) gate(repo string) (promote.Gate, error) {
 
 // ledgerGate reads repo's ledger from the cluster a kubeconfig reaches;
 // nil when no kubeconfig is found.
-func (f *gateFlags) ledgerGate(repo string) (promote.Gate, error) {
+func (f *gateFlags) ledgerGate(repo string) (promote.Admitter, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = f.kubeconfig
 	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context}).ClientConfig()

@@ -123,7 +123,7 @@ func (o *promoteOptions) run(cmd *cobra.Command, g *globals) error {
 		Choose:        o.forge.choose(),
 		DryRun:        o.forge.dryRun,
 		Target:        o.env,
-		Gate:          gate,
+		Admitter:      gate,
 		Force:         o.force,
 		Reason:        o.reason,
 	})
