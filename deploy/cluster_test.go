@@ -31,7 +31,7 @@ import (
 	"pinbot.dev/pinbot/internal/testenv/kube"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/status"
-	"pinbot.dev/pinbot/reconciler/store"
+	"pinbot.dev/pinbot/reconciler/record"
 )
 
 // The ServiceAccount deploy/ runs pinbot as, as the API server
@@ -359,14 +359,14 @@ func testHistory(ctx context.Context, t *testing.T, saKube kubernetes.Interface)
 	if _, err := saKube.CoreV1().Namespaces().Get(ctx, stateNamespace, metav1.GetOptions{}); err != nil {
 		t.Fatalf("reading the state namespace: %s", err)
 	}
-	h := store.New(saKube, stateNamespace)
+	h := record.New(saKube, stateNamespace)
 	if err := h.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// Another state namespace than deploy/'s: the ServiceAccount may not
 	// read it, and the check must still stop rather than pass silently.
-	err := store.New(saKube, "pinbot-elsewhere").Check(ctx)
-	if !errors.Is(err, store.ErrNoStateNamespace) || !strings.Contains(err.Error(), `"pinbot-elsewhere"`) {
+	err := record.New(saKube, "pinbot-elsewhere").Check(ctx)
+	if !errors.Is(err, record.ErrNoStateNamespace) || !strings.Contains(err.Error(), `"pinbot-elsewhere"`) {
 		t.Errorf("History.Check of a namespace the ServiceAccount cannot see = %v, want ErrNoStateNamespace naming it", err)
 	}
 	for _, commit := range []string{"c1", "c2"} {

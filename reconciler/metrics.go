@@ -10,7 +10,7 @@ import (
 
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/status"
-	"pinbot.dev/pinbot/reconciler/store"
+	"pinbot.dev/pinbot/reconciler/record"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
@@ -174,7 +174,7 @@ type storedStatus struct {
 
 // get returns app's stored status, read again when older than storedTTL
 // and ctx leaves time for it; nil when none was ever read.
-func (c *storedStatuses) get(ctx context.Context, h *store.History, app string) *status.App {
+func (c *storedStatuses) get(ctx context.Context, h *record.History, app string) *status.App {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byApp == nil {

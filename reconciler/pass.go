@@ -18,7 +18,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/status"
-	"pinbot.dev/pinbot/reconciler/store"
+	"pinbot.dev/pinbot/reconciler/record"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
@@ -57,9 +57,9 @@ func (p *pass) freshReads() bool {
 }
 
 // begin reads the app's record for the pass: the loop's passes, which
-// this process alone makes, from the copy it keeps (store.BeginCached);
+// this process alone makes, from the copy it keeps (record.BeginCached);
 // the commands' passes afresh.
-func (p *pass) begin(ctx context.Context) (*store.Txn, error) {
+func (p *pass) begin(ctx context.Context) (*record.Txn, error) {
 	if p.mode == modeLoop || p.mode == modeFollow {
 		return p.r.history.BeginCached(ctx, p.app.Name)
 	}
@@ -89,7 +89,7 @@ type pass struct {
 	log   *slog.Logger
 
 	o       status.Observation
-	txn     *store.Txn
+	txn     *record.Txn
 	desired []*unstructured.Unstructured
 	live    map[object.Ref]*unstructured.Unstructured
 	// synced says this pass applied the commit.

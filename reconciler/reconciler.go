@@ -27,7 +27,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/spoke"
 	"pinbot.dev/pinbot/reconciler/ssa"
 	"pinbot.dev/pinbot/reconciler/status"
-	"pinbot.dev/pinbot/reconciler/store"
+	"pinbot.dev/pinbot/reconciler/record"
 	"pinbot.dev/pinbot/reconciler/verdict"
 	"pinbot.dev/pinbot/registry"
 	"pinbot.dev/pinbot/trust"
@@ -49,7 +49,7 @@ type Reconciler struct {
 	lookups   *lookup.Cache
 	mirrors   []verdict.Mirror // cfg.Rules(), normalised once
 	confirmed sync.Map         // app -> proofOf its last confirmed Verified verification
-	history   *store.History
+	history   *record.History
 	report    *reporter
 	observer  *observer // verify-only apps (observer.go)
 	token     string
@@ -199,7 +199,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 		lookups:    lookup.New(o.registry),
 		charts:     chartrepo.New(o.registry),
 		mirrors:    cfg.Rules(),
-		history:    store.New(kube, cfg.StateNamespace),
+		history:    record.New(kube, cfg.StateNamespace),
 		token:      o.token,
 		answer:     o.answer,
 		now:        o.now,

@@ -10,7 +10,7 @@ import (
 
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/config"
-	"pinbot.dev/pinbot/reconciler/store"
+	"pinbot.dev/pinbot/reconciler/record"
 )
 
 // A sync against a cluster without the state namespace stops before
@@ -38,7 +38,7 @@ func TestSyncWithoutStateNamespaceAppliesNothing(t *testing.T) {
 	defer r.Close()
 
 	_, _, err = r.Sync(testCtx, s.name, 0)
-	if !errors.Is(err, store.ErrNoStateNamespace) {
+	if !errors.Is(err, record.ErrNoStateNamespace) {
 		t.Fatalf("sync: got error %v, want ErrNoStateNamespace", err)
 	}
 	for _, want := range []string{`"nostate-missing"`, "kubectl create namespace nostate-missing", "kubectl apply -k deploy/overlays/example"} {

@@ -33,7 +33,7 @@ import (
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/reconciler"
-	"pinbot.dev/pinbot/reconciler/store"
+	"pinbot.dev/pinbot/reconciler/record"
 	"pinbot.dev/pinbot/serve/shard"
 )
 
@@ -194,7 +194,7 @@ func (d *daemon) trigger(ctx context.Context, app string) error {
 func (d *daemon) run(ctx context.Context) error {
 	log := logctx.From(ctx)
 	err := d.r.Check(ctx)
-	if errors.Is(err, store.ErrNoStateNamespace) {
+	if errors.Is(err, record.ErrNoStateNamespace) {
 		return err
 	}
 	// The shutdown runs on a context of its own: ctx's end starts it.
@@ -305,7 +305,7 @@ func (d *daemon) recheck(ctx context.Context) {
 			logctx.From(ctx).Info("the state namespace is there; ready")
 			return
 		}
-		if errors.Is(err, store.ErrNoStateNamespace) {
+		if errors.Is(err, record.ErrNoStateNamespace) {
 			logctx.From(ctx).Error("the state namespace is missing: create it (deploy/namespace.yaml); not ready", "error", err.Error())
 		}
 	}

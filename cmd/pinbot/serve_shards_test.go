@@ -16,7 +16,7 @@ import (
 	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/internal/testenv/stack"
 	"pinbot.dev/pinbot/reconciler/history"
-	"pinbot.dev/pinbot/reconciler/store"
+	"pinbot.dev/pinbot/reconciler/record"
 	"pinbot.dev/pinbot/serve/shard"
 )
 
@@ -49,7 +49,7 @@ func TestServeShards(t *testing.T) {
 			name, g.RepoURL(g.AdminUser, "manifests"), name)
 	}
 	rig.cfg = rig.write("pinbot.yaml", cfg.String())
-	records := store.New(kube, "pinbot-system")
+	records := record.New(kube, "pinbot-system")
 
 	holders := func() map[int]string {
 		out := map[int]string{}

@@ -1,8 +1,8 @@
-// Package store keeps pinbot's state in the cluster: each app's record
+// Package record keeps pinbot's state in the cluster: each app's record
 // (its last status and syncs, see package history) in a ConfigMap
 // "pinbot-app-<app>" in pinbot's state namespace. A pass reads an app's
 // record once and writes it once (Txn).
-package store
+package record
 
 import (
 	"context"
