@@ -76,7 +76,7 @@ var allowed = map[string][]string{
 	// the gate other tools ask.
 	"release":       {"internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"},
 	"release/store": {"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"},
-	"release/gate":  {"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/loopback", "internal/commitstatus"},
+	"release/proofapi":  {"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/loopback", "internal/commitstatus"},
 
 	// The reconciler's leaves and decisions, bottom up.
 	"reconciler/object":   {},

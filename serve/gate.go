@@ -5,13 +5,13 @@ import (
 	"fmt"
 
 	"pinbot.dev/pinbot/release"
-	"pinbot.dev/pinbot/release/gate"
+	"pinbot.dev/pinbot/release/proofapi"
 )
 
 // gateAnswer answers the gate endpoint from the ledgers in the cluster
 // (the same on every replica) and, for an app, the reconciler's last
 // look.
-func (d *daemon) gateAnswer(ctx context.Context, q gate.Query) (gate.Answer, error) {
+func (d *daemon) gateAnswer(ctx context.Context, q proofapi.Query) (proofapi.Answer, error) {
 	if q.App != "" {
 		return d.appAnswer(ctx, q)
 	}
@@ -21,28 +21,28 @@ func (d *daemon) gateAnswer(ctx context.Context, q gate.Query) (gate.Answer, err
 		}
 		l, _, err := d.release.ledgers.Get(ctx, t.Repo)
 		if err != nil {
-			return gate.Answer{}, err
+			return proofapi.Answer{}, err
 		}
 		if l.Envs[q.Env] == nil {
 			continue
 		}
 		q.Repo = t.Repo
-		return gate.FromLedger(l, q, d.release.now()), nil
+		return proofapi.FromLedger(l, q, d.release.now()), nil
 	}
-	return gate.Answer{}, fmt.Errorf("%w: environment %q", gate.ErrUnknown, q.Env)
+	return proofapi.Answer{}, fmt.Errorf("%w: environment %q", proofapi.ErrUnknown, q.Env)
 }
 
 // appAnswer answers for an app from its proof: the last pass of its loop
 // here, or a fresh observe pass on a replica that does not run it.
-func (d *daemon) appAnswer(ctx context.Context, q gate.Query) (gate.Answer, error) {
+func (d *daemon) appAnswer(ctx context.Context, q proofapi.Query) (proofapi.Answer, error) {
 	if _, err := d.r.Config().App(q.App); err != nil {
-		return gate.Answer{}, fmt.Errorf("%w: app %q", gate.ErrUnknown, q.App)
+		return proofapi.Answer{}, fmt.Errorf("%w: app %q", proofapi.ErrUnknown, q.App)
 	}
 	st, v, _, err := d.r.Proof(ctx, q.App)
 	if err != nil {
-		return gate.Answer{}, err
+		return proofapi.Answer{}, err
 	}
-	a := gate.Answer{Query: q}
+	a := proofapi.Answer{Query: q}
 	view := appView(q.App, st, v, nil)
 	image := q.Image
 	if image == "" {

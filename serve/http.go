@@ -16,7 +16,7 @@ import (
 
 	"pinbot.dev/pinbot/dashboard"
 	"pinbot.dev/pinbot/internal/peermetrics"
-	"pinbot.dev/pinbot/release/gate"
+	"pinbot.dev/pinbot/release/proofapi"
 )
 
 // registerMetrics gathers the reconciler's metrics and serve's own in
@@ -70,7 +70,7 @@ func (d *daemon) mux(webhook bool) http.Handler {
 		})
 	}
 	if len(d.o.GateToken) > 0 {
-		mux.Handle("GET "+gate.Path, gate.Handler(d.gateAnswer, d.o.GateToken))
+		mux.Handle("GET "+proofapi.Path, proofapi.Handler(d.gateAnswer, d.o.GateToken))
 	}
 	if webhook {
 		d.handleWebhook(mux)

@@ -19,7 +19,7 @@ import (
 	"pinbot.dev/pinbot/internal/testenv/stack"
 	"pinbot.dev/pinbot/promote/pr"
 	"pinbot.dev/pinbot/release"
-	"pinbot.dev/pinbot/release/gate"
+	"pinbot.dev/pinbot/release/proofapi"
 	"pinbot.dev/pinbot/release/store"
 )
 
@@ -246,9 +246,9 @@ func (r *releaseRig) waitProven(env, digest string, within time.Duration) releas
 }
 
 // ask asks rep's gate endpoint with token.
-func (r *releaseRig) ask(rep *replica, token string, q gate.Query) (int, gate.Answer) {
+func (r *releaseRig) ask(rep *replica, token string, q proofapi.Query) (int, proofapi.Answer) {
 	r.t.Helper()
-	u := fmt.Sprintf("http://%s%s?env=%s&image=%s&digest=%s", rep.addr, gate.Path, q.Env, q.Image, q.Digest)
+	u := fmt.Sprintf("http://%s%s?env=%s&image=%s&digest=%s", rep.addr, proofapi.Path, q.Env, q.Image, q.Digest)
 	req, _ := http.NewRequestWithContext(r.ctx, http.MethodGet, u, nil)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -258,7 +258,7 @@ func (r *releaseRig) ask(rep *replica, token string, q gate.Query) (int, gate.An
 		r.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var a gate.Answer
+	var a proofapi.Answer
 	_ = json.NewDecoder(resp.Body).Decode(&a)
 	return resp.StatusCode, a
 }

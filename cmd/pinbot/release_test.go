@@ -13,7 +13,7 @@ import (
 
 	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/internal/testenv/poll"
-	"pinbot.dev/pinbot/release/gate"
+	"pinbot.dev/pinbot/release/proofapi"
 )
 
 const twoEnvs = `environments:
@@ -99,14 +99,14 @@ func TestReleaseChain(t *testing.T) {
 	}
 
 	// The gate endpoint: proven, unproven, no token.
-	if code, a := r.ask(rep, r.gateToken, gate.Query{Env: "staging", Image: r.app, Digest: v2}); code != http.StatusOK || !a.Verified || a.Since == nil || len(a.Pods) != 2 {
+	if code, a := r.ask(rep, r.gateToken, proofapi.Query{Env: "staging", Image: r.app, Digest: v2}); code != http.StatusOK || !a.Verified || a.Since == nil || len(a.Pods) != 2 {
 		t.Errorf("gate for staging's v2: %d %+v, want verified with its 2 Pods", code, a)
 	}
 	_, v3 := r.image("app", "v3")
-	if code, a := r.ask(rep, r.gateToken, gate.Query{Env: "staging", Image: r.app, Digest: v3}); code != http.StatusOK || a.Verified || !strings.Contains(a.Why, "staging pins") {
+	if code, a := r.ask(rep, r.gateToken, proofapi.Query{Env: "staging", Image: r.app, Digest: v3}); code != http.StatusOK || a.Verified || !strings.Contains(a.Why, "staging pins") {
 		t.Errorf("gate for an unproven digest: %d %+v", code, a)
 	}
-	if code, _ := r.ask(rep, "", gate.Query{Env: "staging", Image: r.app, Digest: v2}); code != http.StatusUnauthorized {
+	if code, _ := r.ask(rep, "", proofapi.Query{Env: "staging", Image: r.app, Digest: v2}); code != http.StatusUnauthorized {
 		t.Errorf("gate without a token: %d, want 401", code)
 	}
 

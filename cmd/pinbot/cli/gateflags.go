@@ -15,7 +15,7 @@ import (
 	"pinbot.dev/pinbot/internal/loopback"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
-	"pinbot.dev/pinbot/release/gate"
+	"pinbot.dev/pinbot/release/proofapi"
 	"pinbot.dev/pinbot/release/store"
 )
 
@@ -71,7 +71,7 @@ func (f *gateFlags) gate(repo string) (promote.Admitter, error) {
 	if tok == "" {
 		return nil, usageErrorf("flag --gate-url: needs a token: --gate-token-file FILE or $%s", gateTokenEnv)
 	}
-	return gate.Admit{Asker: gate.Client{URL: f.url, Token: tok}, Repo: repo}, nil
+	return proofapi.Admit{Asker: proofapi.Client{URL: f.url, Token: tok}, Repo: repo}, nil
 }
 
 // ledgerGate reads repo's ledger from the cluster a kubeconfig reaches;

@@ -15,7 +15,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/verdict"
 	"pinbot.dev/pinbot/registry"
 	"pinbot.dev/pinbot/release"
-	"pinbot.dev/pinbot/release/gate"
+	"pinbot.dev/pinbot/release/proofapi"
 	"pinbot.dev/pinbot/trust"
 )
 
@@ -29,7 +29,7 @@ func TestJSONOutputKeysAreCamelCase(t *testing.T) {
 	outputs := []any{
 		output.Validated{}, output.Result{}, output.Tracked{}, output.Failure{}, output.RepoLedger{}, output.Skip{}, output.Change{},
 		output.VerifyResult{}, buildInfo{}, reconciler.Diff{}, reconciler.SyncPlan{}, registry.Image{},
-		status.App{}, history.Record{}, verdict.Verification{}, release.Hold{}, gate.Answer{}, trust.Refusal{},
+		status.App{}, history.Record{}, verdict.Verification{}, release.Hold{}, proofapi.Answer{}, trust.Refusal{},
 	}
 	for _, v := range outputs {
 		t.Run(reflect.TypeOf(v).String(), func(t *testing.T) {

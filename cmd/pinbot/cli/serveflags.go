@@ -14,7 +14,7 @@ import (
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler"
-	"pinbot.dev/pinbot/release/gate"
+	"pinbot.dev/pinbot/release/proofapi"
 	"pinbot.dev/pinbot/serve"
 )
 
@@ -46,7 +46,7 @@ func (f *serveFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.secretFile, "webhook-secret-file", "",
 		"file holding the Gitea webhook secret, required with --listen (default $"+webhookSecretEnv+")")
 	cmd.Flags().StringVar(&f.gateTokenFile, "gate-token-file", "",
-		"file holding the bearer token of the gate endpoint "+gate.Path+" (default $"+gateTokenEnv+"; neither: no gate endpoint)")
+		"file holding the bearer token of the gate endpoint "+proofapi.Path+" (default $"+gateTokenEnv+"; neither: no gate endpoint)")
 	cmd.Flags().DurationVar(&f.releaseInterval, "release-interval", serve.DefaultReleaseInterval,
 		"how often the release chains (.pinbot.yaml environments) are looked at: proofs, soaks, gates, rollbacks")
 	cmd.Flags().StringVar(&f.readTokenFile, "dashboard-token-file", "",

@@ -1,4 +1,4 @@
-// Package gate is the proof as a gate for other tools: pinbot serve
+// Package proofapi is the proof as a gate for other tools: pinbot serve
 // answers, over HTTP with a bearer token, whether a digest is proven in
 // an environment (or an app), since when, on which Pods, and whether it is
 // held; `pinbot promote --gate-url` asks it before promoting into an
@@ -11,7 +11,7 @@
 //	{"env":"staging","image":"registry.example/org/web","digest":"sha256:...",
 //	 "verified":true,"since":"2026-12-02T12:00:00Z","pinned":"sha256:...",
 //	 "pods":[{"app":"web-staging","namespace":"staging","pod":"web-1",...}]}
-package gate
+package proofapi
 
 import (
 	"context"
