@@ -1,10 +1,10 @@
 // Package release decides what moves where: the chain of environments a
 // manifest repository declares, when a digest proven in one moves to the
 // next, when a merged digest failed to prove and is rolled back and held,
-// and the ledger that remembers it all. It is pure: observations come in
-// (what Git pins, what the reconciler proved), actions go out (open a
-// pull request, post a gate status, merge, roll back), and serve carries
-// them out.
+// and the ledger that remembers it all. It is pure: facts come in (what
+// Git pins, what the reconciler proved), actions go out (open a pull
+// request, post a gate status, merge, roll back), and serve carries them
+// out.
 package release
 
 import (

@@ -18,9 +18,9 @@ func TestOnlyANewerProvenDigestLiftsAHold(t *testing.T) {
 	l.hold([]string{"prod"}, Hold{Image: img, Digest: dB, Since: t0.Add(time.Minute), From: "prod", Known: []string{dA}})
 
 	// C pinned for one pass, not proven, then the held B again.
-	w.pinned["prod"], w.obs["prod"] = dC, Observation{Image: img, Digest: dC, Why: "0/2 ready"}
+	w.pinned["prod"], w.obs["prod"] = dC, Assessment{Image: img, Digest: dC, Why: "0/2 ready"}
 	Step(l, w.input(c, t0.Add(2*time.Minute)))
-	w.pinned["prod"], w.obs["prod"] = dB, Observation{Image: img, Digest: dB, Why: "0/2 ready"}
+	w.pinned["prod"], w.obs["prod"] = dB, Assessment{Image: img, Digest: dB, Why: "0/2 ready"}
 	Step(l, w.input(c, t0.Add(3*time.Minute)))
 	if l.Held("prod", img, dB) == nil {
 		t.Fatal("pinning another digest for a pass lifted the hold")
@@ -88,7 +88,7 @@ func TestFreezeDoesNotStopARollback(t *testing.T) {
 			w.proven("prod", dA)
 			Step(l, w.input(c, start))
 			Step(l, w.input(c, start.Add(time.Minute)))
-			w.pinned["prod"], w.obs["prod"] = dB, Observation{Image: img, Digest: dB, Failure: "app web-prod is Degraded"}
+			w.pinned["prod"], w.obs["prod"] = dB, Assessment{Image: img, Digest: dB, Failure: "app web-prod is Degraded"}
 			as := Step(l, w.input(c, start.Add(2*time.Minute)))
 			if rb := find(as, Rollback); (rb != nil) == hold {
 				t.Fatalf("inside the freeze: %+v; want a rollback %t", as, !hold)

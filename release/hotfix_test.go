@@ -33,7 +33,7 @@ func TestHotfixDayTags(t *testing.T) {
 	w.proven("prod", dB)
 	Step(l, withTags(w.input(c, t0.Add(2*time.Minute)), map[string]string{"prod": "1.0.1", "staging": "1.0.1"}))
 	Step(l, withTags(w.input(c, t0.Add(3*time.Minute)), map[string]string{"prod": "1.0.1", "staging": "1.0.1"}))
-	w.pinned["prod"], w.obs["prod"] = dC, Observation{Image: img, Digest: dC, Failure: "app web-prod is Degraded"}
+	w.pinned["prod"], w.obs["prod"] = dC, Assessment{Image: img, Digest: dC, Failure: "app web-prod is Degraded"}
 	as = Step(l, withTags(w.input(c, t0.Add(4*time.Minute)), map[string]string{"prod": "1.0.3", "staging": "1.0.1"}))
 	as = append(as, Step(l, withTags(w.input(c, t0.Add(5*time.Minute)), map[string]string{"prod": "1.0.3", "staging": "1.0.1"}))...)
 	if rb := find(as, Rollback); rb == nil || rb.Digest != dB || rb.Tag != "1.0.1" {
@@ -59,7 +59,7 @@ func TestHotfixDay(t *testing.T) {
 	}
 	l.Proposed("prod", img, Proposal{PR: 7, Digest: dB, Head: "h1", From: "staging"})
 	// A person forces the hotfix C into prod over it, through PR 7.
-	w.pinned["prod"], w.obs["prod"] = dC, Observation{Image: img, Digest: dC, Why: "0/2 ready"}
+	w.pinned["prod"], w.obs["prod"] = dC, Assessment{Image: img, Digest: dC, Why: "0/2 ready"}
 	as := Step(l, w.input(c, t0.Add(3*time.Minute)))
 	if p := find(as, Promote); p != nil {
 		t.Fatalf("inside the hotfix's readiness window: %+v, want no onward pull request", p)
@@ -96,7 +96,7 @@ func TestDecidedRollbackSurvivesALeaderChange(t *testing.T) {
 	w.proven("prod", dA)
 	Step(l, w.input(c, t0))
 	Step(l, w.input(c, t0.Add(time.Minute)))
-	w.pinned["prod"], w.obs["prod"] = dB, Observation{Image: img, Digest: dB, Failure: "Degraded"}
+	w.pinned["prod"], w.obs["prod"] = dB, Assessment{Image: img, Digest: dB, Failure: "Degraded"}
 	as := Step(l, w.input(c, t0.Add(2*time.Minute)))
 	if find(as, Rollback) == nil || len(Pending(l, as)) != 0 {
 		t.Fatalf("the deciding step: %+v, pending %+v; want the rollback once", as, Pending(l, as))

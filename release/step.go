@@ -18,7 +18,7 @@ type Input struct {
 	Now      time.Time
 	Chain    Chain
 	Pinned   map[string]map[string]string
-	Observed map[string]map[string]Observation
+	Assessed map[string]map[string]Assessment
 	// Tags are the tags Pinned's pins carry (environment, image), ""
 	// where they carry none.
 	Tags map[string]map[string]string
@@ -59,7 +59,7 @@ func Step(l *Ledger, in Input) []Action {
 				s.repin(t, env, image, pinned)
 				t.PinnedTag = in.Tags[env.Name][image]
 			}
-			obs, observed := in.Observed[env.Name][image]
+			obs, observed := in.Assessed[env.Name][image]
 			if !observed {
 				continue
 			}
@@ -157,7 +157,7 @@ func (s stepper) liftHolds(env, image, digest string, pinnedAt time.Time) {
 }
 
 // prove records whether the pinned digest is proven, and since when.
-func (s stepper) prove(t *Track, env Environment, image string, obs Observation) {
+func (s stepper) prove(t *Track, env Environment, image string, obs Assessment) {
 	t.Pods, t.Commit = obs.Pods, obs.Commit
 	if !obs.Proven || obs.Digest != t.Pinned {
 		if t.Proven != "" {
@@ -187,7 +187,7 @@ func (s stepper) prove(t *Track, env Environment, image string, obs Observation)
 // proof rolls back to the last digest proven before it and holds the
 // failed one in env and below. held is a freeze window that holds
 // rollbacks (Freeze.HoldRollbacks): the failure is acted on when it ends.
-func (s stepper) watch(t *Track, env Environment, image string, obs Observation, held bool) []Action {
+func (s stepper) watch(t *Track, env Environment, image string, obs Assessment, held bool) []Action {
 	m := t.Merged
 	if m == nil || m.Done || m.Digest != t.Pinned {
 		return nil

@@ -31,29 +31,29 @@ func chain() Chain {
 // world is what Git pins and what the environments show, changed by the
 // test between steps.
 type world struct {
-	pinned map[string]string      // env to the digest of img
-	obs    map[string]Observation // env to the observation of img
+	pinned map[string]string     // env to the digest of img
+	obs    map[string]Assessment // env to the observation of img
 }
 
-func newWorld() *world { return &world{pinned: map[string]string{}, obs: map[string]Observation{}} }
+func newWorld() *world { return &world{pinned: map[string]string{}, obs: map[string]Assessment{}} }
 
 func (w *world) proven(env, digest string) {
 	w.pinned[env] = digest
-	w.obs[env] = Observation{Image: img, Digest: digest, Proven: true, Pods: []Pod{{App: "web-" + env, Namespace: env, Pod: "web-1", Container: "app", Node: "n1", Running: digest, Verdict: "Verified", Ready: true}}}
+	w.obs[env] = Assessment{Image: img, Digest: digest, Proven: true, Pods: []Pod{{App: "web-" + env, Namespace: env, Pod: "web-1", Container: "app", Node: "n1", Running: digest, Verdict: "Verified", Ready: true}}}
 }
 
 func (w *world) broken(env, digest, why string) {
 	w.pinned[env] = digest
-	w.obs[env] = Observation{Image: img, Digest: digest, Why: why}
+	w.obs[env] = Assessment{Image: img, Digest: digest, Why: why}
 }
 
 func (w *world) input(c Chain, now time.Time) Input {
-	in := Input{Now: now, Chain: c, Pinned: map[string]map[string]string{}, Observed: map[string]map[string]Observation{}}
+	in := Input{Now: now, Chain: c, Pinned: map[string]map[string]string{}, Assessed: map[string]map[string]Assessment{}}
 	for env, d := range w.pinned {
 		in.Pinned[env] = map[string]string{img: d}
 	}
 	for env, o := range w.obs {
-		in.Observed[env] = map[string]Observation{img: o}
+		in.Assessed[env] = map[string]Assessment{img: o}
 	}
 	return in
 }
@@ -192,14 +192,14 @@ func TestRollbackToLastProven(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		after time.Duration
-		obs   Observation
+		obs   Assessment
 		want  string // part of the evidence
 	}{
-		{"never ready", 3 * time.Minute, Observation{Image: img, Digest: dB, Why: "app web-prod is Progressing: 0/2 ready", Pods: []Pod{{Namespace: "prod", Pod: "web-9", Container: "app", Verdict: "Verified"}}}, "not proven within 2m0s of the merge (merged 2026-12-02T12:02:00Z, deadline 2026-12-02T12:04:00Z): app web-prod is Progressing"},
-		{"crash loop", 3 * time.Minute, Observation{Image: img, Digest: dB, Why: "waiting", Pods: []Pod{{Namespace: "prod", Pod: "web-9", Container: "app", Verdict: "Verified", Waiting: "CrashLoopBackOff"}}}, "pod prod/web-9 container app: CrashLoopBackOff"},
-		{"image pull", 3 * time.Minute, Observation{Image: img, Digest: dB, Why: "pending", Pods: []Pod{{Namespace: "prod", Pod: "web-9", Container: "app", Verdict: "Pending", Reason: "not started yet: ImagePullBackOff"}}}, "ImagePullBackOff"},
-		{"mismatch", 3 * time.Minute, Observation{Image: img, Digest: dB, Why: "pod prod/web-9 container app is Mismatch: running sha256:dd…, Git sha256:bb…"}, "running sha256:dd"},
-		{"degraded at once", 10 * time.Second, Observation{Image: img, Digest: dB, Why: "x", Failure: "app web-prod is Degraded: ProgressDeadlineExceeded"}, "ProgressDeadlineExceeded"},
+		{"never ready", 3 * time.Minute, Assessment{Image: img, Digest: dB, Why: "app web-prod is Progressing: 0/2 ready", Pods: []Pod{{Namespace: "prod", Pod: "web-9", Container: "app", Verdict: "Verified"}}}, "not proven within 2m0s of the merge (merged 2026-12-02T12:02:00Z, deadline 2026-12-02T12:04:00Z): app web-prod is Progressing"},
+		{"crash loop", 3 * time.Minute, Assessment{Image: img, Digest: dB, Why: "waiting", Pods: []Pod{{Namespace: "prod", Pod: "web-9", Container: "app", Verdict: "Verified", Waiting: "CrashLoopBackOff"}}}, "pod prod/web-9 container app: CrashLoopBackOff"},
+		{"image pull", 3 * time.Minute, Assessment{Image: img, Digest: dB, Why: "pending", Pods: []Pod{{Namespace: "prod", Pod: "web-9", Container: "app", Verdict: "Pending", Reason: "not started yet: ImagePullBackOff"}}}, "ImagePullBackOff"},
+		{"mismatch", 3 * time.Minute, Assessment{Image: img, Digest: dB, Why: "pod prod/web-9 container app is Mismatch: running sha256:dd…, Git sha256:bb…"}, "running sha256:dd"},
+		{"degraded at once", 10 * time.Second, Assessment{Image: img, Digest: dB, Why: "x", Failure: "app web-prod is Degraded: ProgressDeadlineExceeded"}, "ProgressDeadlineExceeded"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, l, w := chain(), New(), newWorld()
@@ -225,7 +225,7 @@ func TestRollbackToLastProven(t *testing.T) {
 			}
 			// The rollback merges and fails too: not rolled back.
 			l.RollbackOpened("prod", img, Proposal{PR: 9, Digest: dA, Failed: dB})
-			w.pinned["prod"], w.obs["prod"] = dA, Observation{Image: img, Digest: dA, Failure: "mismatch again"}
+			w.pinned["prod"], w.obs["prod"] = dA, Assessment{Image: img, Digest: dA, Failure: "mismatch again"}
 			as = Step(l, w.input(c, merge.Add(tc.after+2*time.Minute)))
 			if find(as, Rollback) != nil || find(as, Report) == nil || !strings.Contains(find(as, Report).Evidence, "does not roll back a rollback") {
 				t.Errorf("a failing rollback: %+v, want it reported and not rolled back", as)
@@ -246,7 +246,7 @@ func TestFailureAfterTheWindow(t *testing.T) {
 	Step(l, w.input(c, t0))
 	w.proven("prod", dB)
 	Step(l, w.input(c, t0.Add(time.Minute)))
-	w.obs["prod"] = Observation{Image: img, Digest: dB, Failure: "mismatch"}
+	w.obs["prod"] = Assessment{Image: img, Digest: dB, Failure: "mismatch"}
 	as := Step(l, w.input(c, t0.Add(30*time.Minute)))
 	if find(as, Rollback) != nil || l.Held("prod", img, dB) != nil {
 		t.Errorf("failure after the window: %+v, holds %+v; want neither a rollback nor a hold", as, l.Holds)

@@ -43,16 +43,16 @@ func (d *daemon) appAnswer(ctx context.Context, q proofapi.Query) (proofapi.Answ
 		return proofapi.Answer{}, err
 	}
 	a := proofapi.Answer{Query: q}
-	view := appView(q.App, st, v, nil)
+	report := appReport(q.App, st, v, nil)
 	image := q.Image
 	if image == "" {
-		for _, c := range view.Containers {
+		for _, c := range report.Containers {
 			if c.GitDigest == q.Digest {
 				image = c.Image
 			}
 		}
 	}
-	obs := release.Observe(image, q.Digest, []release.AppView{view})
+	obs := release.Assess(image, q.Digest, []release.AppReport{report})
 	a.Verified, a.Why, a.Pods = obs.Proven, obs.Why, obs.Pods
 	return a, nil
 }

@@ -209,7 +209,7 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 		return time.Time{}, err
 	}
 	now := rl.now()
-	in := release.Input{Now: now, Chain: chain, Pinned: inv.Pinned, Tags: inv.Tags, Observed: rl.observe(ctx, chain, inv)}
+	in := release.Input{Now: now, Chain: chain, Pinned: inv.Pinned, Tags: inv.Tags, Assessed: rl.assess(ctx, chain, inv)}
 	decided := release.Step(l, in)
 	todo := append(decided, release.Pending(l, decided)...)
 	// The decisions go into the ledger before anything is done: a step
@@ -277,42 +277,42 @@ func opened(todo []release.Action, l *release.Ledger) bool {
 	return false
 }
 
-// observe looks at every environment's apps once, and judges each image
+// assess looks at every environment's apps once, and judges each image
 // Git pins there.
-func (rl *releaser) observe(ctx context.Context, chain release.Chain, inv *promote.Inventory) map[string]map[string]release.Observation {
-	views := map[string]release.AppView{}
-	out := map[string]map[string]release.Observation{}
+func (rl *releaser) assess(ctx context.Context, chain release.Chain, inv *promote.Inventory) map[string]map[string]release.Assessment {
+	reports := map[string]release.AppReport{}
+	out := map[string]map[string]release.Assessment{}
 	for _, e := range chain {
 		if len(e.Apps) == 0 {
 			continue
 		}
-		var vs []release.AppView
+		var vs []release.AppReport
 		for _, app := range e.Apps {
-			v, ok := views[app]
+			v, ok := reports[app]
 			if !ok {
-				v = rl.view(ctx, app)
-				views[app] = v
+				v = rl.report(ctx, app)
+				reports[app] = v
 			}
 			vs = append(vs, v)
 		}
-		out[e.Name] = map[string]release.Observation{}
+		out[e.Name] = map[string]release.Assessment{}
 		for image, digest := range inv.Pinned[e.Name] {
-			out[e.Name][image] = release.Observe(image, digest, vs)
+			out[e.Name][image] = release.Assess(image, digest, vs)
 		}
 	}
 	return out
 }
 
-// view is the reconciler's proof of app: its loop's last pass here, or a
+// report is the reconciler's proof of app: its loop's last pass here, or a
 // fresh observe pass when its loop runs on another replica.
-func (rl *releaser) view(ctx context.Context, app string) release.AppView {
+func (rl *releaser) report(ctx context.Context, app string) release.AppReport {
 	st, v, _, err := rl.d.r.Proof(ctx, app)
-	return appView(app, st, v, err)
+	return appReport(app, st, v, err)
 }
 
-// appView converts the reconciler's answer for release.
-func appView(app string, st *status.App, v *verdict.Verification, err error) release.AppView {
-	out := release.AppView{App: app, Err: err}
+// appReport converts the reconciler's answer for release.
+func appReport(app string, st *status.App, v *verdict.Verification, err error) release.AppReport {
+	out := release.AppReport{App: app, Err: err}
 	if err != nil {
 		return out
 	}

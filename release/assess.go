@@ -10,10 +10,10 @@ import (
 	"pinbot.dev/pinbot/internal/imageref"
 )
 
-// AppView is what the reconciler observed of one app of an environment
+// AppReport is what the reconciler found of one app of an environment
 // in one look (serve fills it from the app's status and verification),
 // or why it could not look.
-type AppView struct {
+type AppReport struct {
 	App string
 	// Health is the app's health (Healthy, Progressing, Degraded, ...)
 	// and why.
@@ -46,7 +46,7 @@ type Container struct {
 	NotReadySince                   *time.Time // when its Pod went not Ready, if it is not
 }
 
-// Health values Observe reads.
+// Health values Assess reads.
 const (
 	healthy  = "Healthy"
 	degraded = "Degraded"
@@ -71,11 +71,11 @@ type Pod struct {
 	NotReadySince *time.Time `json:"notReadySince,omitempty"`
 }
 
-// Observation is what an environment shows of one image now: whether
+// Assessment is what an environment shows of one image now: whether
 // the digest Git pins there is proven (every replica of every app running
 // the image Verified, the apps verified and healthy), and if not, why,
 // and whether what it shows is a failure.
-type Observation struct {
+type Assessment struct {
 	Image  string `json:"image"`
 	Digest string `json:"digest"` // the digest Git pins in the environment
 	Commit string `json:"commit,omitempty"`
@@ -94,14 +94,14 @@ type Observation struct {
 // environment's readyTimeout has passed.
 var waitingFailures = []string{"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError", "InvalidImageName"}
 
-// Observe judges image in an environment whose Git pins digest, from the
-// views of its apps. Apps that run no container of the image do not count;
+// Assess judges image in an environment whose Git pins digest, from the
+// reports of its apps. Apps that run no container of the image do not count;
 // an environment none of whose apps runs it proves nothing.
-func Observe(image, digest string, views []AppView) Observation {
-	o := Observation{Image: image, Digest: digest}
+func Assess(image, digest string, reports []AppReport) Assessment {
+	o := Assessment{Image: image, Digest: digest}
 	var why []string
 	counted := 0
-	for _, v := range views {
+	for _, v := range reports {
 		if v.Err != nil {
 			why = append(why, fmt.Sprintf("app %s: %s", v.App, v.Err))
 			continue
@@ -179,15 +179,15 @@ func Observe(image, digest string, views []AppView) Observation {
 	return o
 }
 
-// settled says an app's rollout is done: synced, healthy, nothing left to
-// observe. Only then is a container running another digest than Git a
+// settled says an app's rollout is done: synced, healthy, nothing left
+// to wait for. Only then is a container running another digest than Git a
 // failure; before, it is a rollout under way.
-func settled(v AppView) bool { return v.Synced && v.Health == healthy && len(v.Reasons) == 0 }
+func settled(v AppReport) bool { return v.Synced && v.Health == healthy && len(v.Reasons) == 0 }
 
 // Stuck names a container that waits for a reason that fails a proof once
 // the readyTimeout has passed (a crash loop, an image that cannot be
 // pulled), or "".
-func (o Observation) Stuck() string {
+func (o Assessment) Stuck() string {
 	for _, p := range o.Pods {
 		for _, w := range waitingFailures {
 			if p.Waiting == w || strings.Contains(p.Reason, w) {
