@@ -19,6 +19,10 @@ const module = "pinbot.dev/pinbot"
 var leaves = []string{"internal/imageref", "internal/commitid", "internal/redact", "internal/logctx", "internal/clip", "internal/loopback", "internal/httpbound", "internal/retry", "internal/filelock",
 	"internal/private", "internal/confined", "internal/peermetrics", "internal/jsonkeys", "internal/capool", "internal/opfile", "internal/commitstatus"}
 
+// proofWords are the proof's vocabulary (a verification, its verdicts,
+// health and containers), which the release chain judges.
+var proofWords = []string{"reconciler/verdict", "reconciler/object", "internal/clip", "internal/imageref"}
+
 // pure are the reconciler's decisions: their module dependencies are
 // pure too (the leaves, render's error type excepted).
 var pure = []string{"reconciler/object", "reconciler/ignore", "reconciler/verdict", "reconciler/deployer", "reconciler/config",
@@ -62,9 +66,10 @@ var allowed = map[string][]string{
 	"registry": leaves,
 	"gitforge": leaves,
 	"render":   {"internal/confined"},
-	"promote":  append([]string{"pins", "registry", "gitforge", "render", "release", "trust", "trust/policy", "promote/pr"}, leaves...),
+	// promote reaches the proof's vocabulary only through release.
+	"promote": append([]string{"pins", "registry", "gitforge", "render", "release", "trust", "trust/policy", "promote/pr"}, append(proofWords, leaves...)...),
 	// What a pull request says: pure, no client.
-	"promote/pr": {"release", "trust/policy", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus", "internal/commitid", "internal/redact"},
+	"promote/pr": append([]string{"release", "trust/policy", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus", "internal/commitid", "internal/redact"}, proofWords...),
 
 	// The signature policy: it reads signatures through the registry and
 	// decides with sigstore-go; promote and the reconciler ask it.
@@ -74,9 +79,10 @@ var allowed = map[string][]string{
 
 	// The release chain: pure decisions, their store in the cluster, and
 	// the gate other tools ask.
-	"release":       {"internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"},
-	"release/store": {"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"},
-	"release/proofapi":  {"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/loopback", "internal/commitstatus"},
+	// It judges the reconciler's verifications in their own types.
+	"release":          append([]string{"internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
+	"release/store":    append([]string{"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
+	"release/proofapi": append([]string{"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/loopback", "internal/commitstatus"}, proofWords...),
 
 	// The reconciler's leaves and decisions, bottom up.
 	"reconciler/object":   {},
@@ -94,7 +100,7 @@ var allowed = map[string][]string{
 	"reconciler/status":   above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff"),
 	"reconciler/history":  above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status"),
 	"reconciler/settle":   above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status", "reconciler/history"),
-	"reconciler/record":    above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status", "reconciler/history", "internal/jsonkeys"),
+	"reconciler/record":   above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status", "reconciler/history", "internal/jsonkeys"),
 	// The reconciler orchestrates them; it knows nothing of promotion.
 	"reconciler": append([]string{"reconciler/...", "gitforge", "registry", "render", "trust", "trust/policy"}, leaves...),
 

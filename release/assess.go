@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 // AppReport is what the reconciler found of one app of an environment
@@ -17,7 +18,7 @@ type AppReport struct {
 	App string
 	// Health is the app's health (Healthy, Progressing, Degraded, ...)
 	// and why.
-	Health       string
+	Health       verdict.Health
 	HealthReason string
 	// Synced says the cluster holds what the app's Git commit declares:
 	// until then a container running another digest is a rollout not
@@ -29,44 +30,23 @@ type AppReport struct {
 	Verified   bool
 	Commit     string
 	Reasons    []string
-	Containers []Container
+	Containers []verdict.ContainerVerdict
 	Err        error
 }
-
-// Container is one container of an app's current Pods, as the verifier
-// judged it.
-type Container struct {
-	Namespace, Pod, Container, Node string
-	Image                           string // the repository Git pins
-	GitDigest, RunningDigest        string
-	Verdict                         string // Verified, Mismatch, Inconclusive, Pending, Unknown
-	Reason                          string
-	Ready                           bool
-	Waiting                         string
-	NotReadySince                   *time.Time // when its Pod went not Ready, if it is not
-}
-
-// Health values Assess reads.
-const (
-	healthy  = "Healthy"
-	degraded = "Degraded"
-	verified = "Verified"
-	mismatch = "Mismatch"
-)
 
 // Pod is one container of an environment's Pods running an image, as the
 // proof shows it.
 type Pod struct {
-	App       string `json:"app"`
-	Namespace string `json:"namespace"`
-	Pod       string `json:"pod"`
-	Container string `json:"container"`
-	Node      string `json:"node,omitempty"`
-	Running   string `json:"running,omitempty"` // the digest the runtime reports
-	Verdict   string `json:"verdict"`
-	Reason    string `json:"reason,omitempty"`
-	Ready     bool   `json:"ready"`
-	Waiting   string `json:"waiting,omitempty"`
+	App       string          `json:"app"`
+	Namespace string          `json:"namespace"`
+	Pod       string          `json:"pod"`
+	Container string          `json:"container"`
+	Node      string          `json:"node,omitempty"`
+	Running   string          `json:"running,omitempty"` // the digest the runtime reports
+	Verdict   verdict.Verdict `json:"verdict"`
+	Reason    string          `json:"reason,omitempty"`
+	Ready     bool            `json:"ready"`
+	Waiting   string          `json:"waiting,omitempty"`
 	// NotReadySince is when the Pod went not Ready, if it is not.
 	NotReadySince *time.Time `json:"notReadySince,omitempty"`
 }
@@ -106,7 +86,7 @@ func Assess(image, digest string, reports []AppReport) Assessment {
 			why = append(why, fmt.Sprintf("app %s: %s", v.App, v.Err))
 			continue
 		}
-		var mine []Container
+		var mine []verdict.ContainerVerdict
 		for _, c := range v.Containers {
 			if sameRepository(c.Image, image) {
 				mine = append(mine, c)
@@ -128,13 +108,13 @@ func Assess(image, digest string, reports []AppReport) Assessment {
 			switch {
 			case c.GitDigest != digest:
 				why = append(why, fmt.Sprintf("app %s: Git of its current revision pins %s, not %s", v.App, imageref.Short(c.GitDigest), imageref.Short(digest)))
-			case c.Verdict == mismatch && settled(v):
+			case c.Verdict == verdict.Mismatch && settled(v):
 				// A failure once it lasts the readyTimeout (see Step): a
 				// stale node, a registry that changed under the tag.
 				why = append(why, fmt.Sprintf("pod %s/%s container %s is Mismatch: %s", c.Namespace, c.Pod, c.Container, c.Reason))
-			case c.Verdict == mismatch:
+			case c.Verdict == verdict.Mismatch:
 				why = append(why, fmt.Sprintf("pod %s/%s container %s still runs %s", c.Namespace, c.Pod, c.Container, imageref.Short(c.RunningDigest)))
-			case c.Verdict != verified:
+			case c.Verdict != verdict.Verified:
 				why = append(why, fmt.Sprintf("pod %s/%s container %s is %s: %s", c.Namespace, c.Pod, c.Container, c.Verdict, c.Reason))
 			case c.Waiting != "":
 				why = append(why, fmt.Sprintf("pod %s/%s container %s is waiting: %s%s", c.Namespace, c.Pod, c.Container, c.Waiting, sinceOf(c.NotReadySince)))
@@ -148,8 +128,8 @@ func Assess(image, digest string, reports []AppReport) Assessment {
 			}
 		}
 		switch v.Health {
-		case healthy:
-		case degraded:
+		case verdict.Healthy:
+		case verdict.Degraded:
 			if o.Failure == "" && v.Synced {
 				// kstatus says Failed: the rollout will not finish.
 				o.Failure = fmt.Sprintf("app %s is Degraded: %s", v.App, v.HealthReason)
@@ -182,7 +162,7 @@ func Assess(image, digest string, reports []AppReport) Assessment {
 // settled says an app's rollout is done: synced, healthy, nothing left
 // to wait for. Only then is a container running another digest than Git a
 // failure; before, it is a rollout under way.
-func settled(v AppReport) bool { return v.Synced && v.Health == healthy && len(v.Reasons) == 0 }
+func settled(v AppReport) bool { return v.Synced && v.Health == verdict.Healthy && len(v.Reasons) == 0 }
 
 // Stuck names a container that waits for a reason that fails a proof once
 // the readyTimeout has passed (a crash loop, an image that cannot be

@@ -320,16 +320,9 @@ func appReport(app string, st *status.App, v *verdict.Verification, err error) r
 		out.Err = errors.New("not observed yet")
 		return out
 	}
-	out.Health, out.HealthReason = string(st.Health), st.HealthReason
+	out.Health, out.HealthReason = st.Health, st.HealthReason
 	out.Synced = st.Sync == status.Synced
-	out.Verified, out.Commit, out.Reasons = v.Verified, v.Commit, v.Reasons
-	for _, c := range v.Containers {
-		out.Containers = append(out.Containers, release.Container{
-			Namespace: c.Namespace, Pod: c.Pod, Container: c.Container, Node: c.Node, Image: c.Image,
-			GitDigest: c.GitDigest, RunningDigest: c.RunningDigest, Verdict: string(c.Verdict), Reason: c.Reason,
-			Ready: c.Ready, Waiting: c.Waiting, NotReadySince: c.NotReadySince,
-		})
-	}
+	out.Verified, out.Commit, out.Reasons, out.Containers = v.Verified, v.Commit, v.Reasons, v.Containers
 	return out
 }
 
