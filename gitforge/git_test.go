@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/testenv/filetree"
 	"pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
 )
@@ -28,7 +29,7 @@ func newRepo(t *testing.T, srv *gitea.Server, files map[string]string) (gitforge
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {
-		writeFile(t, filepath.Join(dir, name), content)
+		filetree.WriteFile(t, filepath.Join(dir, name), content)
 	}
 	repo := gitforge.Repo{Owner: srv.AdminUser, Name: giteatest.Name(t)}
 	sha, err := srv.CreateRepoFromDir(context.Background(), repo.Owner, repo.Name, "main", dir)
@@ -396,14 +397,4 @@ func branchSHA(t *testing.T, srv *gitea.Server, repo gitforge.Repo, branch strin
 		t.Fatalf("reading branch %s: %s", branch, err)
 	}
 	return b.Commit.ID
-}
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }

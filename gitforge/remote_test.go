@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/testenv/filetree"
 	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
 )
 
@@ -72,7 +73,7 @@ func TestDefaultBranch(t *testing.T) {
 	srv := giteatest.Server(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "f.yaml"), "v: 0\n")
+	filetree.WriteFile(t, filepath.Join(dir, "f.yaml"), "v: 0\n")
 	repo := gitforge.Repo{Owner: srv.AdminUser, Name: giteatest.Name(t)}
 	if _, err := srv.CreateRepoFromDir(ctx, repo.Owner, repo.Name, "trunk", dir); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/testenv/faultproxy"
+	"pinbot.dev/pinbot/internal/testenv/filetree"
 	"pinbot.dev/pinbot/promote/pr"
 	"pinbot.dev/pinbot/registry"
 )
@@ -152,8 +153,8 @@ func TestPromoteBaseMoves(t *testing.T) {
 			return
 		}
 		dir := t.TempDir()
-		writeFile(t, filepath.Join(dir, "app.yaml"), files["app.yaml"])
-		writeFile(t, filepath.Join(dir, "README.md"), "someone merged something else\n")
+		filetree.WriteFile(t, filepath.Join(dir, "app.yaml"), files["app.yaml"])
+		filetree.WriteFile(t, filepath.Join(dir, "README.md"), "someone merged something else\n")
 		sha, err := f.srv.PushDir(context.Background(), f.owner, f.name, "main", dir, "Unrelated change")
 		if err != nil {
 			t.Errorf("moving the base: %s", err)

@@ -23,6 +23,7 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/internal/testenv/filetree"
 	"pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
 	"pinbot.dev/pinbot/internal/testenv/poll"
@@ -74,23 +75,13 @@ func (f *fixture) createRepo(files map[string]string) string {
 			}
 			continue
 		}
-		writeFile(f.t, filepath.Join(dir, p), content)
+		filetree.WriteFile(f.t, filepath.Join(dir, p), content)
 	}
 	sha, err := f.srv.CreateRepoFromDir(context.Background(), f.owner, f.name, "main", dir)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	return sha
-}
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func (f *fixture) registry(opts ...registry.Option) *registry.Client {

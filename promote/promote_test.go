@@ -14,6 +14,7 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/internal/testenv/filetree"
 	"pinbot.dev/pinbot/pins"
 	"pinbot.dev/pinbot/promote/pr"
 )
@@ -334,7 +335,7 @@ func TestPromoteDryRun(t *testing.T) {
 	v2 := f.pushImage(app, "v2", time.Time{})
 	env := f.env()
 	env.CacheDir = filepath.Join(t.TempDir(), "not-a-dir")
-	writeFile(t, env.CacheDir, "a file where the cache should go: pinbot falls back to a temporary clone\n")
+	filetree.WriteFile(t, env.CacheDir, "a file where the cache should go: pinbot falls back to a temporary clone\n")
 	res, err := Run(context.Background(), env, Request{DryRun: true, Inputs: []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: pr.SourceFlag}}})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/testenv/filetree"
 	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/config"
@@ -98,33 +99,12 @@ func (s *scenario) reload() {
 func (s *scenario) push(files map[string]string, msg string) string {
 	s.t.Helper()
 	dir := s.t.TempDir()
-	writeFiles(s.t, dir, files)
+	filetree.WriteIn(s.t, dir, files)
 	sha, err := env.gitea.PushDir(testCtx, org, s.name, "main", dir, msg)
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	return sha
-}
-
-// writeFiles writes files under dir; a body of "symlink:TARGET" makes a
-// symbolic link to TARGET, which pushes as one.
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for n, body := range files {
-		p := filepath.Join(dir, filepath.FromSlash(n))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if target, ok := strings.CutPrefix(body, "symlink:"); ok {
-			if err := os.Symlink(target, p); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // deployment is a Deployment "web" of replicas Pods running image on the

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"pinbot.dev/pinbot/internal/testenv/filetree"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/trust"
@@ -73,7 +74,7 @@ func TestVerifySignatures(t *testing.T) {
 func (s *scenario) requireSignatures(key *trusttest.Key) {
 	s.t.Helper()
 	dir := filepath.Dir(s.cfg)
-	writeFiles(s.t, dir, map[string]string{"keys/cosign.pub": string(key.PublicPEM(s.t))})
+	filetree.WriteIn(s.t, dir, map[string]string{"keys/cosign.pub": string(key.PublicPEM(s.t))})
 	b, err := os.ReadFile(s.cfg)
 	if err != nil {
 		s.t.Fatal(err)

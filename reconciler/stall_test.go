@@ -16,6 +16,7 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/testenv/faultproxy"
+	"pinbot.dev/pinbot/internal/testenv/filetree"
 	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/config"
@@ -136,7 +137,7 @@ func twoApps(t *testing.T, prefix, slowBase string) *config.Config {
 			t.Fatal(err)
 		}
 		dir := t.TempDir()
-		writeFiles(t, dir, map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  k: v\n"})
+		filetree.WriteIn(t, dir, map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  k: v\n"})
 		if _, err := env.gitea.PushDir(testCtx, org, name, "main", dir, "settings"); err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,6 @@ import (
 	sdk "code.gitea.io/sdk/gitea"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/internal/testenv/stack"
 )
 
@@ -38,10 +37,7 @@ func TestServePackageEventOnFollower(t *testing.T) {
 		fmt.Sprintf("promote:\n  - repo: %s/manifests\n    images: [%s]\n", g.AdminUser, image))
 	start := func(id string) *replica { return rig.serve(id, "-v") }
 	holder := rig.holder
-	waitFor := func(timeout time.Duration, what string, cond func() bool) {
-		t.Helper()
-		poll.Until(t, timeout, what, func() (bool, string) { return cond(), fmt.Sprintf("lease holder %q", holder()) })
-	}
+	waitFor := rig.waitFor
 	a, b := start("pkg-a"), start("pkg-b")
 	byID := map[string]*replica{a.id: a, b.id: b}
 	waitFor(60*time.Second, "a leader elected", func() bool { return byID[holder()] != nil })

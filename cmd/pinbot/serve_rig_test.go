@@ -15,6 +15,7 @@ import (
 
 	"pinbot.dev/pinbot/internal/testenv/filetree"
 	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
+	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/internal/testenv/stack"
 	"pinbot.dev/pinbot/reconciler/history"
 )
@@ -139,6 +140,18 @@ func (r *serveRig) serve(id string, args ...string) *replica {
 		}
 	})
 	return rep
+}
+
+// waitFor polls cond until it holds or timeout passes, reporting the
+// Lease's holder and app web's history when it fails, and returns how
+// long it waited.
+func (r *serveRig) waitFor(timeout time.Duration, what string, cond func() bool) time.Duration {
+	r.t.Helper()
+	begin := time.Now()
+	poll.Until(r.t, timeout, what, func() (bool, string) {
+		return cond(), fmt.Sprintf("lease holder %q, history %+v", r.holder(), r.entries())
+	})
+	return time.Since(begin)
 }
 
 // holder is the Lease's holder, "" when none.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler/history"
 )
 
@@ -47,10 +45,7 @@ func TestServeSIGTERMCutsOffSync(t *testing.T) {
 		}
 		return err == nil
 	}
-	waitFor := func(timeout time.Duration, what string, cond func() bool) {
-		t.Helper()
-		poll.Until(t, timeout, what, func() (bool, string) { return cond(), fmt.Sprintf("lease holder %q, history %+v", holder(), entries()) })
-	}
+	waitFor := rig.waitFor
 
 	a := start("cut-a")
 	waitFor(60*time.Second, "cut-a leads", func() bool { return holder() == "cut-a" })

@@ -20,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pinbot.dev/pinbot/internal/testenv/filetree"
-	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/internal/testenv/stack"
 	"pinbot.dev/pinbot/reconciler/history"
 )
@@ -100,14 +99,7 @@ spec:
 		}
 		return n
 	}
-	waitFor := func(timeout time.Duration, what string, cond func() bool) time.Duration {
-		t.Helper()
-		begin := time.Now()
-		poll.Until(t, timeout, what, func() (bool, string) {
-			return cond(), fmt.Sprintf("lease holder %q, history %+v", holder(), entries())
-		})
-		return time.Since(begin)
-	}
+	waitFor := rig.waitFor
 	ready := func(r *replica) bool {
 		resp, err := http.Get("http://" + r.addr + "/readyz")
 		if err != nil {
@@ -260,10 +252,7 @@ func TestServeSIGTERMMidSync(t *testing.T) {
 	kube, commit := rig.peers.Kube, rig.commit
 	start := func(id string) *replica { return rig.serve(id, "--shutdown-timeout", "20s") }
 	holder := rig.holder
-	waitFor := func(timeout time.Duration, what string, cond func() bool) {
-		t.Helper()
-		poll.Until(t, timeout, what, func() (bool, string) { return cond(), fmt.Sprintf("lease holder %q", holder()) })
-	}
+	waitFor := rig.waitFor
 	a := start("mid-a")
 	waitFor(60*time.Second, "mid-a leads", func() bool { return holder() == "mid-a" })
 	b := start("mid-b")

@@ -4,6 +4,7 @@ package filetree
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -12,14 +13,36 @@ import (
 func Write(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
+	WriteIn(t, dir, files)
+	return dir
+}
+
+// WriteIn writes files (slash paths to contents) under dir. A body of
+// "symlink:TARGET" makes a symbolic link to TARGET instead.
+func WriteIn(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
 	for name, body := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
+		if target, ok := strings.CutPrefix(body, "symlink:"); ok {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, p); err != nil {
+				t.Fatal(err)
+			}
+			continue
 		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		WriteFile(t, p, body)
 	}
-	return dir
+}
+
+// WriteFile writes content to the file at path, making its directory.
+func WriteFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

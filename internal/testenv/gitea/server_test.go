@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"pinbot.dev/pinbot/internal/testenv/filetree"
 	"pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
 )
@@ -58,7 +59,7 @@ func TestCreateRepoFromDir(t *testing.T) {
 		"envs/prod/nested/a.yaml": "x: 1\n",
 	}
 	for name, content := range files {
-		writeFile(t, filepath.Join(dir, name), content)
+		filetree.WriteFile(t, filepath.Join(dir, name), content)
 	}
 	org := giteatest.Name(t)
 	if err := srv.CreateOrg(ctx, org); err != nil {
@@ -107,11 +108,11 @@ func TestMergePull(t *testing.T) {
 	ctx := context.Background()
 	name := giteatest.Name(t)
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "a.txt"), "one\n")
+	filetree.WriteFile(t, filepath.Join(dir, "a.txt"), "one\n")
 	if _, err := srv.CreateRepoFromDir(ctx, srv.AdminUser, name, "main", dir); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(dir, "a.txt"), "two\n")
+	filetree.WriteFile(t, filepath.Join(dir, "a.txt"), "two\n")
 	if _, err := srv.PushDir(ctx, srv.AdminUser, name, "feature", dir, "two"); err != nil {
 		t.Fatal(err)
 	}
@@ -295,15 +296,5 @@ func TestBinDir(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(filepath.Dir(got), "go.mod")); err != nil || filepath.Base(got) != "bin" {
 		t.Errorf("BinDir from the working dir = %q, want bin/ next to pinbot's go.mod", got)
-	}
-}
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
