@@ -30,8 +30,8 @@ import (
 
 	"pinbot.dev/pinbot/internal/testenv/kube"
 	"pinbot.dev/pinbot/reconciler/history"
-	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/record"
+	"pinbot.dev/pinbot/reconciler/status"
 )
 
 // The ServiceAccount deploy/ runs pinbot as, as the API server

@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"pinbot.dev/pinbot/reconciler/history"
-	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/record"
+	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
 

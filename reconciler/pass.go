@@ -17,8 +17,8 @@ import (
 	"pinbot.dev/pinbot/reconciler/gitsource"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/object"
-	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/record"
+	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
