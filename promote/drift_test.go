@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"pinbot.dev/pinbot/promote/pr"
 )
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"pinbot.dev/pinbot/internal/commitstatus"
 )
 

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/sigstore/sigstore-go/pkg/verify"
+
 	"pinbot.dev/pinbot/trust/policy"
 )
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/diff"
 	"pinbot.dev/pinbot/reconciler/object"
