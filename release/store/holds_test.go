@@ -1,0 +1,50 @@
+package store
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes/fake"
+
+	"pinbot.dev/pinbot/release"
+)
+
+// TestHoldsAndRelease: Holds lists every repository's holds in the order
+// asked, an empty list when none; Release lifts the hold in the first
+// repository that has it, records who and why, and leaves the others.
+func TestHoldsAndRelease(t *testing.T) {
+	ctx := context.Background()
+	s := New(fake.NewSimpleClientset(), "pinbot-system")
+	repos := []string{"acme/web", "acme/api"}
+	if got, err := s.Holds(ctx, repos); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("Holds with no ledgers = %#v, %v; want an empty, non-nil list", got, err)
+	}
+	const img, bad = "r.example/web", "sha256:bad"
+	for _, r := range repos {
+		if err := s.Update(ctx, r, func(l *release.Ledger) error {
+			l.Holds = append(l.Holds, release.Hold{Env: "prod", Image: img, Digest: bad, Reason: "failed in " + r})
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holds, err := s.Holds(ctx, repos)
+	if err != nil || len(holds) != 2 || holds[0].Repo != "acme/web" || holds[1].Repo != "acme/api" || holds[1].Reason != "failed in acme/api" {
+		t.Fatalf("Holds = %+v, %v; want acme/web's, then acme/api's", holds, err)
+	}
+
+	got, err := s.Release(ctx, repos, "prod", img, bad, "alice", "rolled forward", time.Now())
+	if err != nil || got != "acme/web" {
+		t.Fatalf("Release = %q, %v; want acme/web, the first that holds it", got, err)
+	}
+	if l, _, _ := s.Get(ctx, "acme/web"); l.Held("prod", img, bad) != nil {
+		t.Errorf("acme/web still holds %s", bad)
+	}
+	if l, _, _ := s.Get(ctx, "acme/api"); l.Held("prod", img, bad) == nil {
+		t.Errorf("acme/api's hold was lifted too")
+	}
+	if got, err := s.Release(ctx, []string{"acme/web"}, "prod", img, bad, "alice", "again", time.Now()); err != nil || got != "" {
+		t.Errorf("Release of a digest no longer held = %q, %v; want none", got, err)
+	}
+}
