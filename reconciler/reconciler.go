@@ -26,7 +26,6 @@ import (
 	"pinbot.dev/pinbot/reconciler/lookup"
 	"pinbot.dev/pinbot/reconciler/record"
 	"pinbot.dev/pinbot/reconciler/spoke"
-	"pinbot.dev/pinbot/reconciler/ssa"
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
 	"pinbot.dev/pinbot/registry"
@@ -39,7 +38,6 @@ import (
 type Reconciler struct {
 	cfg       *config.Config
 	kube      kubernetes.Interface
-	applier   *ssa.Applier                 // local's
 	answer    time.Duration                // WithAPIResponseTimeout
 	local     *cluster.Cluster             // the cluster pinbot runs against
 	argoHTTP  func() (*http.Client, error) // the client of Argo CD's API server (argoapi.go)
@@ -213,7 +211,6 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	h := r.handlers()
 	h.ObjectChanged = r.objectChanged
 	r.local = cluster.New("", "", kube, dyn, h, 0)
-	r.applier = r.local.Applier
 	r.remotes = cluster.NewRemotes(kube, o.trust, o.answer, r.handlers())
 	r.argoHTTP = sync.OnceValues(r.newArgoHTTP)
 	r.events = newEventer(kube)
