@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/logctx"
@@ -23,25 +22,6 @@ import (
 // events follow badly; a read of a small file every few seconds is
 // cheap and always right.
 const DefaultReloadInterval = 5 * time.Second
-
-// Source is where serve's config comes from and how what runs on it is
-// built; the command binds it to its flags.
-type Source struct {
-	// File is the config file, looked at every Every.
-	File  string
-	Every time.Duration
-	// Load reads and validates File.
-	Load func() (*Config, error)
-	// Build makes the Reconciler of cfg with opts, and the Git cache it
-	// shares with promotions.
-	Build func(cfg *Config, opts []reconciler.Option) (*reconciler.Reconciler, *gitforge.Cache, error)
-	// Kube is the client serve runs with; Dynamic the one discover:
-	// lists and watches with.
-	Kube    func() (kubernetes.Interface, error)
-	Dynamic func() (dynamic.Interface, error)
-	// Options are more options of every Reconciler.
-	Options []reconciler.Option
-}
 
 // RunReloading runs serve (Run) on the config src holds, and, in the same
 // process, on each new valid config the file holds and each change of the
@@ -140,26 +120,11 @@ func (l *reloader) collectors() []prometheus.Collector {
 // serve runs on.
 func (l *reloader) open(ctx context.Context) (turn, error) {
 	data, _ := os.ReadFile(l.src.File)
-	cfg, err := l.src.Load()
+	cfg, discovered, err := l.src.config(ctx, l.dynamic)
 	if err != nil {
 		return turn{}, err
 	}
-	var discovered []config.App
-	if len(cfg.Discover) > 0 {
-		dyn, err := l.dynamic()
-		if err != nil {
-			return turn{}, err
-		}
-		if discovered, err = discover.List(ctx, dyn, cfg.Discover); err != nil {
-			return turn{}, err
-		}
-		merged, skipped := cfg.WithDiscovered(discovered)
-		if len(skipped) > 0 {
-			logctx.From(ctx).Info("discovered apps left out: an app of that name is listed, or was discovered first", "apps", skipped)
-		}
-		cfg.Config = *merged
-	}
-	r, cache, err := l.src.Build(cfg, l.src.Options)
+	r, cache, err := l.src.Build(cfg)
 	if err != nil {
 		return turn{}, err
 	}

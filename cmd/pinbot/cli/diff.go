@@ -39,7 +39,7 @@ unreachable; stderr says which).
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeApps(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, _, err := f.open(args[0])
+			r, _, err := f.open(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

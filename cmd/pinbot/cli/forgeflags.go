@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -20,11 +19,6 @@ import (
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/registry"
 )
-
-// tokenEnv is the environment variable holding the Gitea token when no
-// --token-file is given. A token is never a flag value: flags show in
-// process listings and shell history.
-const tokenEnv = "PINBOT_GITEA_TOKEN"
 
 // forgeFlags are the flags promote and drift share: the manifest repository
 // on its Gitea, and how to reach the registry.
@@ -118,26 +112,14 @@ func (f *forgeFlags) Validate() error {
 	return nil
 }
 
-// token reads the Gitea token: --token-file, else $PINBOT_GITEA_TOKEN. It
-// is registered with redact so it never shows in output, and refused when
-// it could not go in an HTTP header (see gitforge.CheckToken).
+// token reads the Gitea token: --token-file, else $PINBOT_GITEA_TOKEN
+// (credential); a dry run needs none.
 func (f *forgeFlags) token() (string, error) {
-	if f.tokenFile != "" {
-		tok, err := gitforge.ReadToken(f.tokenFile)
-		if err != nil {
-			return "", tokenFileError("--token-file", err)
-		}
-		return tok, nil
-	}
-	tok := strings.TrimSpace(os.Getenv(tokenEnv))
-	if tok == "" && !f.dryRun {
+	tok, err := credential("--token-file", f.tokenFile, tokenEnv)
+	if err == nil && tok == "" && !f.dryRun {
 		return "", usageErrorf("no Gitea token: pass --token-file FILE or set $%s", tokenEnv)
 	}
-	redact.Register(tok)
-	if err := gitforge.CheckToken(tok); err != nil {
-		return "", fmt.Errorf("$%s: %w", tokenEnv, err)
-	}
-	return tok, nil
+	return tok, err
 }
 
 // env resolves the flags and the environment into a promote.Env. Registry

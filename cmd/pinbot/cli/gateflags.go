@@ -1,16 +1,12 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/loopback"
 	"pinbot.dev/pinbot/internal/redact"
@@ -18,9 +14,6 @@ import (
 	"pinbot.dev/pinbot/release/proofapi"
 	"pinbot.dev/pinbot/release/store"
 )
-
-// gateTokenEnv holds the gate token when --gate-token-file is not given.
-const gateTokenEnv = "PINBOT_GATE_TOKEN"
 
 // gateFlags are the flags of the commands that ask the release chain
 // before promoting into an environment: promote and drift. They ask
@@ -59,14 +52,9 @@ func (f *gateFlags) gate(repo string) (promote.Admitter, error) {
 	if _, err := loopback.CheckURL(f.url, f.insecure); err != nil {
 		return nil, usageErrorf("flag --gate-url %s: %w (--insecure-gate-url allows plain HTTP)", clip.Quote(redact.URL(f.url)), err)
 	}
-	tok := strings.TrimSpace(os.Getenv(gateTokenEnv))
-	redact.Register(tok)
-	if f.tokenFile != "" {
-		t, err := gitforge.ReadToken(f.tokenFile)
-		if err != nil {
-			return nil, tokenFileError("--gate-token-file", err)
-		}
-		tok = t
+	tok, err := credential("--gate-token-file", f.tokenFile, gateTokenEnv)
+	if err != nil {
+		return nil, err
 	}
 	if tok == "" {
 		return nil, usageErrorf("flag --gate-url: needs a token: --gate-token-file FILE or $%s", gateTokenEnv)
@@ -91,14 +79,4 @@ func (f *gateFlags) ledgerGate(repo string) (promote.Admitter, error) {
 		return nil, fmt.Errorf("the ledger's cluster: %w", err)
 	}
 	return store.Gate{Ledgers: store.New(kube, f.ledgerNamespace), Repo: repo}, nil
-}
-
-// tokenFileError is err of the token file of flag: bad usage when the
-// file holds no token, which would leave an endpoint open or send no
-// credential.
-func tokenFileError(flag string, err error) error {
-	if errors.Is(err, gitforge.ErrEmptyToken) {
-		return usageErrorf("flag %s: %w", flag, err)
-	}
-	return fmt.Errorf("flag %s: %w", flag, err)
 }

@@ -22,7 +22,7 @@ digests the Pods run. -o json prints {"status":{...},"entries":[...]}.`,
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeApps(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, _, err := f.openReading(args[0])
+			r, _, err := f.openReading(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

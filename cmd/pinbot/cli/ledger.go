@@ -34,17 +34,17 @@ func (f *ledgerFlags) bind(cmd *cobra.Command) {
 
 // ledgers opens the ledger store and names the repositories asked for.
 func (f *ledgerFlags) ledgers(ctx context.Context) (*store.Ledgers, []string, error) {
-	cfg, err := f.rf.load()
+	src, err := f.rf.source()
 	if err != nil {
 		return nil, nil, err
 	}
-	rc, err := f.rf.restConfig()
+	cfg, err := src.Load()
 	if err != nil {
 		return nil, nil, err
 	}
-	kube, err := kubernetes.NewForConfig(rc)
+	kube, err := src.Kube()
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+		return nil, nil, err
 	}
 	f.kube = kube
 	s := store.New(kube, cfg.StateNamespace)

@@ -2,21 +2,11 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/homedir"
 
-	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/reconciler"
-	"pinbot.dev/pinbot/reconciler/discover"
-	"pinbot.dev/pinbot/reconciler/gitsource"
 	"pinbot.dev/pinbot/reconciler/spoke"
 	"pinbot.dev/pinbot/serve"
 )
@@ -28,7 +18,6 @@ type reconcilerFlags struct {
 	kubeconfig string
 	context    string
 	cacheDir   string
-	gitCache   *gitforge.Cache // open's, shared with serve's promotions
 	spokes     spoke.Trust
 }
 
@@ -71,104 +60,44 @@ func (f *reconcilerFlags) Validate() error {
 	return nil
 }
 
-// load reads the config file: the reconciler's config with serve's
-// promote section, one file for every reconciler command.
-func (f *reconcilerFlags) load() (*serve.Config, error) {
+// source is the flags' serve.Source: the config file and the cluster.
+func (f *reconcilerFlags) source() (serve.Source, error) {
 	if err := f.Validate(); err != nil {
-		return nil, err
+		return serve.Source{}, err
 	}
-	return serve.Load(f.config)
+	return serve.Source{File: f.config, Kubeconfig: f.kubeconfig, Context: f.context, CacheDir: f.cacheDir, Spokes: f.spokes}, nil
 }
 
 // open loads the config and returns a Reconciler on the cluster, and the
-// config. An app named in apps must be in the config (else bad usage).
-// Environment defaults are resolved here: KUBECONFIG, the in-cluster
-// config, and the registry credentials of the docker config
-// (DOCKER_CONFIG); the reconciler reads PINBOT_GITEA_TOKEN for a forge
-// without tokenFile itself.
-func (f *reconcilerFlags) open(apps ...string) (*reconciler.Reconciler, *serve.Config, error) {
-	return f.openWith(nil, apps...)
+// config (serve.Source). An app named in apps must be in the config
+// (else bad usage). Environment defaults are resolved there: KUBECONFIG,
+// the in-cluster config, and the registry credentials of the docker
+// config (DOCKER_CONFIG); the reconciler reads PINBOT_GITEA_TOKEN for a
+// forge without tokenFile itself.
+func (f *reconcilerFlags) open(ctx context.Context, apps ...string) (*reconciler.Reconciler, *serve.Config, error) {
+	return f.openWith(ctx, nil, apps)
 }
 
 // openReading is open for a command that reads only what pinbot stored in
 // the cluster (history, stored status): no forge token is needed.
-func (f *reconcilerFlags) openReading(apps ...string) (*reconciler.Reconciler, *serve.Config, error) {
-	return f.openWith([]reconciler.Option{reconciler.WithoutForge()}, apps...)
+func (f *reconcilerFlags) openReading(ctx context.Context, apps ...string) (*reconciler.Reconciler, *serve.Config, error) {
+	return f.openWith(ctx, []reconciler.Option{reconciler.WithoutForge()}, apps)
 }
 
-func (f *reconcilerFlags) openWith(opts []reconciler.Option, apps ...string) (*reconciler.Reconciler, *serve.Config, error) {
-	cfg, err := f.load()
+func (f *reconcilerFlags) openWith(ctx context.Context, opts []reconciler.Option, apps []string) (*reconciler.Reconciler, *serve.Config, error) {
+	src, err := f.source()
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(cfg.Discover) > 0 {
-		// The apps discover: selects, as serve runs them.
-		rc, err := f.restConfig()
-		if err != nil {
-			return nil, nil, err
-		}
-		dyn, err := dynamic.NewForConfig(rc)
-		if err != nil {
-			return nil, nil, err
-		}
-		found, err := discover.List(context.Background(), dyn, cfg.Discover)
-		if err != nil {
-			return nil, nil, err
-		}
-		merged, _ := cfg.WithDiscovered(found)
-		cfg.Config = *merged
+	cfg, err := src.Config(ctx)
+	if err != nil {
+		return nil, nil, err
 	}
 	for _, a := range apps {
 		if _, err := cfg.App(a); err != nil {
 			return nil, nil, usageErrorf("argument APP: %w", err)
 		}
 	}
-	r, err := f.build(cfg, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	return r, cfg, nil
-}
-
-// build returns a Reconciler of cfg on the cluster, with the Git cache of
-// --cache-dir.
-func (f *reconcilerFlags) build(cfg *serve.Config, opts []reconciler.Option) (*reconciler.Reconciler, error) {
-	rc, err := f.restConfig()
-	if err != nil {
-		return nil, err
-	}
-	dir := f.cacheDir
-	if dir == "" {
-		if dir, err = gitsource.DefaultCacheDir(); err != nil {
-			return nil, err
-		}
-	}
-	if f.gitCache, err = gitforge.NewCache(dir); err != nil {
-		return nil, fmt.Errorf("flag --cache-dir: %w", err)
-	}
-	return reconciler.New(&cfg.Config, rc, append(opts, reconciler.WithGitCache(f.gitCache), reconciler.WithSpokeTrust(f.spokes))...)
-}
-
-// restConfig resolves the cluster as kubectl does: --kubeconfig, else
-// $KUBECONFIG (a path list, merged), else ~/.kube/config, and --context
-// over the current-context; with no kubeconfig at all, the in-cluster
-// service account.
-func (f *reconcilerFlags) restConfig() (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = f.kubeconfig
-	if os.Getenv(clientcmd.RecommendedConfigPathEnvVar) == "" {
-		// The home directory as it is now, not as it was at start-up.
-		rules.Precedence = []string{filepath.Join(homedir.HomeDir(), clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName)}
-	}
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: f.context}
-	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
-	switch {
-	case clientcmd.IsEmptyConfig(err):
-		return nil, errors.New("no kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config), and not running in a cluster")
-	case err != nil && f.context != "":
-		return nil, fmt.Errorf("flag --context %q: loading kubeconfig: %w", f.context, err)
-	case err != nil:
-		return nil, fmt.Errorf("loading kubeconfig: %w", err)
-	}
-	return rc, nil
+	r, _, err := src.Build(cfg, opts...)
+	return r, cfg, err
 }

@@ -5,7 +5,6 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 
 	"pinbot.dev/pinbot/serve"
 )
@@ -23,18 +22,18 @@ shows the pass. It needs only patch (and create) on that ConfigMap.`,
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeApps(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := f.load()
+			src, err := f.source()
+			if err != nil {
+				return err
+			}
+			cfg, err := src.Load()
 			if err != nil {
 				return err
 			}
 			if _, err := cfg.App(args[0]); err != nil {
 				return usageErrorf("argument APP: %w", err)
 			}
-			rc, err := f.restConfig()
-			if err != nil {
-				return err
-			}
-			kube, err := kubernetes.NewForConfig(rc)
+			kube, err := src.Kube()
 			if err != nil {
 				return err
 			}

@@ -2,25 +2,16 @@ package cli
 
 import (
 	"bytes"
-	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
-	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/release/proofapi"
 	"pinbot.dev/pinbot/serve"
 )
-
-// webhookSecretEnv holds the webhook secret when --webhook-secret-file is
-// not given.
-const webhookSecretEnv = "PINBOT_WEBHOOK_SECRET"
 
 // serveFlags are the HTTP endpoint flags of serve and reconcile.
 type serveFlags struct {
@@ -35,10 +26,6 @@ type serveFlags struct {
 	pprofListen     string
 	memoryLimit     string
 }
-
-// readTokenEnv holds the dashboard's read token when
-// --dashboard-token-file is not given.
-const readTokenEnv = "PINBOT_DASHBOARD_TOKEN"
 
 func (f *serveFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.listen, "listen", "",
@@ -65,37 +52,21 @@ func (f *serveFlags) bind(cmd *cobra.Command) {
 
 // readToken is the dashboard's read token, nil for none.
 func (f *serveFlags) readToken() ([]byte, error) {
-	tok := strings.TrimSpace(os.Getenv(readTokenEnv))
-	if f.readTokenFile != "" {
-		t, err := gitforge.ReadToken(f.readTokenFile)
-		if err != nil {
-			return nil, usageErrorf("flag --dashboard-token-file: %w", err)
-		}
-		tok = t
-	}
-	redact.Register(tok)
-	if tok == "" {
-		return nil, nil
+	tok, err := credential("--dashboard-token-file", f.readTokenFile, readTokenEnv)
+	if err != nil || tok == "" {
+		return nil, err
 	}
 	return []byte(tok), nil
 }
 
 // gateToken is the gate endpoint's token, nil for no endpoint.
 func (f *serveFlags) gateToken() ([]byte, error) {
-	tok := strings.TrimSpace(os.Getenv(gateTokenEnv))
-	if f.gateTokenFile != "" {
-		t, err := gitforge.ReadToken(f.gateTokenFile)
-		if err != nil {
-			return nil, usageErrorf("flag --gate-token-file: %w", err)
-		}
-		tok = t
-	}
-	if tok != "" && f.listen == "" {
+	tok, err := credential("--gate-token-file", f.gateTokenFile, gateTokenEnv)
+	switch {
+	case err != nil || tok == "":
+		return nil, err
+	case f.listen == "":
 		return nil, usageErrorf("flag --gate-token-file: the gate endpoint needs --listen")
-	}
-	redact.Register(tok)
-	if tok == "" {
-		return nil, nil
 	}
 	return []byte(tok), nil
 }
@@ -152,36 +123,13 @@ func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Op
 	if sf.reloadInterval <= 0 {
 		return usageErrorf("flag --reload-interval: must be positive")
 	}
-	src := serve.Source{
-		File: f.config, Every: sf.reloadInterval, Load: f.load,
-		Build: func(cfg *serve.Config, opts []reconciler.Option) (*reconciler.Reconciler, *gitforge.Cache, error) {
-			r, err := f.build(cfg, opts)
-			return r, f.gitCache, err
-		},
-		Kube: func() (kubernetes.Interface, error) {
-			rc, err := f.restConfig()
-			if err != nil {
-				return nil, err
-			}
-			kube, err := kubernetes.NewForConfig(rc)
-			if err != nil {
-				return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
-			}
-			return kube, nil
-		},
-		Dynamic: func() (dynamic.Interface, error) {
-			rc, err := f.restConfig()
-			if err != nil {
-				return nil, err
-			}
-			return dynamic.NewForConfig(rc)
-		},
+	src, err := f.source()
+	if err != nil {
+		return err
 	}
+	src.Every = sf.reloadInterval
 	if o.Shards > 0 {
 		src.Options = append(src.Options, reconciler.WithReplica(o.Lease.ID))
-	}
-	if err := f.Validate(); err != nil {
-		return err
 	}
 	if _, err := serve.SetMemoryLimit(cmd.Context(), sf.memoryLimit); err != nil {
 		return &usageError{err: err}

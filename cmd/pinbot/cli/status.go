@@ -3,14 +3,10 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
-	"pinbot.dev/pinbot/gitforge"
-	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/status"
 )
@@ -45,7 +41,7 @@ when a status could not be computed (Git, render or cluster failing).`,
 		ValidArgsFunction: completeApps(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.server != "" {
-				token, err := serverToken(o.serverToken)
+				token, err := credential("--server-token-file", o.serverToken, readTokenEnv)
 				if err != nil {
 					return err
 				}
@@ -59,7 +55,7 @@ when a status could not be computed (Git, render or cluster failing).`,
 			if o.cached {
 				open = f.openReading // the stored status needs no forge
 			}
-			r, cfg, err := open(args...)
+			r, cfg, err := open(cmd.Context(), args...)
 			if err != nil {
 				return err
 			}
@@ -109,20 +105,4 @@ func appStatus(cmd *cobra.Command, r *reconciler.Reconciler, name string, cached
 		return nil, fmt.Errorf("no status stored yet: is pinbot reconcile running?")
 	}
 	return rec.Status, nil
-}
-
-// serverToken is the read token of --server: the file's, else the
-// environment's, else none.
-func serverToken(file string) (string, error) {
-	if file == "" {
-		tok := strings.TrimSpace(os.Getenv(readTokenEnv))
-		redact.Register(tok)
-		return tok, nil
-	}
-	tok, err := gitforge.ReadToken(file)
-	if err != nil {
-		return "", usageErrorf("flag --server-token-file: %w", err)
-	}
-	redact.Register(tok)
-	return tok, nil
 }

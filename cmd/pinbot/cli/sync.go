@@ -78,7 +78,7 @@ unless verified. --wait 0 returns right after applying.`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			r, _, err := f.open(args[0])
+			r, _, err := f.open(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

@@ -50,7 +50,7 @@ last deployed (for pinbot's own apps, the last commit pinbot synced).`,
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeApps(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, _, err := f.open(args[0])
+			r, _, err := f.open(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

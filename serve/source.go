@@ -1,0 +1,146 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/homedir"
+
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/discover"
+	"pinbot.dev/pinbot/reconciler/gitsource"
+	"pinbot.dev/pinbot/reconciler/spoke"
+)
+
+// Source is where pinbot's config comes from and the cluster its
+// Reconcilers run on: what serve reloads from, and what every command
+// reading the cluster opens. The commands bind it to their flags.
+type Source struct {
+	// File is the config file; serve looks at it every Every.
+	File  string
+	Every time.Duration
+	// Kubeconfig and Context name the cluster as kubectl's flags do.
+	Kubeconfig, Context string
+	// CacheDir keeps the fetched Git objects, a directory of pinbot's own
+	// (default gitsource.DefaultCacheDir).
+	CacheDir string
+	// Spokes is what the cluster credentials others write may carry.
+	Spokes spoke.Trust
+	// Options are more options of every Reconciler.
+	Options []reconciler.Option
+}
+
+// Load reads and validates the config file.
+func (s Source) Load() (*Config, error) { return Load(s.File) }
+
+// Config loads the config file and adds the apps its discover: entries
+// select now.
+func (s Source) Config(ctx context.Context) (*Config, error) {
+	cfg, _, err := s.config(ctx, s.Dynamic)
+	return cfg, err
+}
+
+// config is Config with the dynamic client dyn gives, and the apps
+// discovered.
+func (s Source) config(ctx context.Context, dyn func() (dynamic.Interface, error)) (*Config, []config.App, error) {
+	cfg, err := s.Load()
+	if err != nil || len(cfg.Discover) == 0 {
+		return cfg, nil, err
+	}
+	d, err := dyn()
+	if err != nil {
+		return nil, nil, err
+	}
+	discovered, err := discover.List(ctx, d, cfg.Discover)
+	if err != nil {
+		return nil, nil, err
+	}
+	merged, skipped := cfg.WithDiscovered(discovered)
+	if len(skipped) > 0 {
+		logctx.From(ctx).Info("discovered apps left out: an app of that name is listed, or was discovered first", "apps", skipped)
+	}
+	cfg.Config = *merged
+	return cfg, discovered, nil
+}
+
+// Build makes a Reconciler of cfg on the cluster with opts and s.Options,
+// and the Git cache it shares with promotions.
+func (s Source) Build(cfg *Config, opts ...reconciler.Option) (*reconciler.Reconciler, *gitforge.Cache, error) {
+	rc, err := s.RestConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	dir := s.CacheDir
+	if dir == "" {
+		if dir, err = gitsource.DefaultCacheDir(); err != nil {
+			return nil, nil, err
+		}
+	}
+	cache, err := gitforge.NewCache(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("flag --cache-dir: %w", err)
+	}
+	opts = append(append(opts, s.Options...), reconciler.WithGitCache(cache), reconciler.WithSpokeTrust(s.Spokes))
+	r, err := reconciler.New(&cfg.Config, rc, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, cache, nil
+}
+
+// RestConfig resolves the cluster as kubectl does: Kubeconfig, else
+// $KUBECONFIG (a path list, merged), else ~/.kube/config, and Context over
+// the current-context; with no kubeconfig at all, the in-cluster service
+// account.
+func (s Source) RestConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = s.Kubeconfig
+	if os.Getenv(clientcmd.RecommendedConfigPathEnvVar) == "" {
+		// The home directory as it is now, not as it was at start-up.
+		rules.Precedence = []string{filepath.Join(homedir.HomeDir(), clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName)}
+	}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: s.Context}
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	switch {
+	case clientcmd.IsEmptyConfig(err):
+		return nil, errors.New("no kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config), and not running in a cluster")
+	case err != nil && s.Context != "":
+		return nil, fmt.Errorf("flag --context %q: loading kubeconfig: %w", s.Context, err)
+	case err != nil:
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	return rc, nil
+}
+
+// Kube is a client of the cluster.
+func (s Source) Kube() (kubernetes.Interface, error) {
+	rc, err := s.RestConfig()
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	return kube, nil
+}
+
+// Dynamic is a dynamic client of the cluster, for discover:.
+func (s Source) Dynamic() (dynamic.Interface, error) {
+	rc, err := s.RestConfig()
+	if err != nil {
+		return nil, err
+	}
+	return dynamic.NewForConfig(rc)
+}
