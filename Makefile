@@ -11,9 +11,9 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null)
 # The commit's date, not the clock's: the same commit builds the same binary.
 BUILD_DATE  ?= $(shell git log -1 --format=%cI 2>/dev/null)
-LDFLAGS     := -X pinbot.dev/pinbot/cmd/pinbot/cli.version=$(VERSION) \
-	-X pinbot.dev/pinbot/cmd/pinbot/cli.commit=$(COMMIT) \
-	-X pinbot.dev/pinbot/cmd/pinbot/cli.buildDate=$(BUILD_DATE)
+LDFLAGS     := -X pinbot.dev/pinbot/internal/buildinfo.Version=$(VERSION) \
+	-X pinbot.dev/pinbot/internal/buildinfo.Commit=$(COMMIT) \
+	-X pinbot.dev/pinbot/internal/buildinfo.BuildDate=$(BUILD_DATE)
 
 GITEA_VERSION := 1.26.0
 KUBE_VERSION  := v1.37.2

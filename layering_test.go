@@ -17,7 +17,7 @@ const module = "pinbot.dev/pinbot"
 // The leaves every package may share: one job each, stdlib or a narrow
 // dependency, none of them I/O of their own.
 var leaves = []string{"internal/imageref", "internal/commitid", "internal/redact", "internal/logctx", "internal/clip", "internal/loopback", "internal/httpbound", "internal/retry", "internal/filelock",
-	"internal/private", "internal/confined", "internal/peermetrics", "internal/jsonkeys", "internal/capool", "internal/opfile", "internal/commitstatus"}
+	"internal/private", "internal/confined", "internal/peermetrics", "internal/jsonkeys", "internal/capool", "internal/opfile", "internal/commitstatus", "internal/buildinfo"}
 
 // proofWords are the proof's vocabulary (a verification, its verdicts,
 // health and containers), which the release chain judges.
@@ -32,7 +32,7 @@ var pure = []string{"reconciler/object", "reconciler/ignore", "reconciler/verdic
 // core is what the reconciler's config, and every decision above it, may
 // build on: the objects, the verdict core and the leaves they need.
 var core = []string{"reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "trust/policy",
-	"internal/imageref", "internal/loopback", "internal/clip", "internal/redact", "internal/opfile", "internal/commitstatus"}
+	"internal/imageref", "internal/loopback", "internal/clip", "internal/redact", "internal/opfile", "internal/commitstatus", "internal/buildinfo"}
 
 // above is core and the decisions a package sits above.
 func above(core []string, pkgs ...string) []string { return append(slices.Clone(core), pkgs...) }
@@ -58,6 +58,7 @@ var allowed = map[string][]string{
 	"internal/capool":       {},
 	"internal/commitid":     {},
 	"internal/opfile":       {},
+	"internal/buildinfo":    {},
 	"internal/retry":        {"internal/logctx", "internal/redact"},
 	"internal/logsink":      {"internal/redact"},
 	"internal/imagebuild":   {"internal/redact"},

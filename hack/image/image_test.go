@@ -63,7 +63,7 @@ func TestMain(m *testing.M) {
 func testOptions(t *testing.T, image string) *options {
 	t.Helper()
 	o, err := parse([]string{"--image", image, "--dir", moduleDir, "--source", testSource, "--version", testVersion,
-		"--ldflags", "-X pinbot.dev/pinbot/cmd/pinbot/cli.version=" + testVersion},
+		"--ldflags", "-X pinbot.dev/pinbot/internal/buildinfo.Version=" + testVersion},
 		func(k string) string {
 			if k == "SOURCE_DATE_EPOCH" {
 				return "1796128395"

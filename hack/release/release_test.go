@@ -55,7 +55,7 @@ func TestMakeRelease(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	err := run(ctx, []string{"--version", testVersion, "--out", out, "--dir", moduleDir, "--image", repo,
 		"--platforms", "linux/amd64,darwin/arm64", "--busybox", "linux/amd64=/bin/busybox",
-		"--ldflags", "-X pinbot.dev/pinbot/cmd/pinbot/cli.version=" + testVersion},
+		"--ldflags", "-X pinbot.dev/pinbot/internal/buildinfo.Version=" + testVersion},
 		&stdout, &stderr, func(k string) string {
 			if k == "SOURCE_DATE_EPOCH" {
 				return "1796128395"

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
+	"pinbot.dev/pinbot/internal/buildinfo"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/status"
@@ -28,7 +29,7 @@ var camelKey = regexp.MustCompile(`^[a-z][a-zA-Z0-9]*$`)
 func TestJSONOutputKeysAreCamelCase(t *testing.T) {
 	outputs := []any{
 		output.Validated{}, output.Result{}, output.Tracked{}, output.Failure{}, output.RepoLedger{}, output.Skip{}, output.Change{},
-		output.VerifyResult{}, buildInfo{}, reconciler.Diff{}, reconciler.SyncPlan{}, registry.Image{},
+		output.VerifyResult{}, buildinfo.Info{}, reconciler.Diff{}, reconciler.SyncPlan{}, registry.Image{},
 		status.App{}, history.Record{}, verdict.Verification{}, release.Hold{}, proofapi.Answer{}, trust.Refusal{},
 	}
 	for _, v := range outputs {

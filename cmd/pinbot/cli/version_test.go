@@ -6,11 +6,13 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"pinbot.dev/pinbot/internal/buildinfo"
 )
 
 func TestVersion(t *testing.T) {
-	defer func(v, c, d string) { version, commit, buildDate = v, c, d }(version, commit, buildDate)
-	version, commit, buildDate = "v1.2.3", "0123456789abcdef0123456789abcdef01234567", "2026-12-01T10:00:00Z"
+	defer func(v, c, d string) { buildinfo.Version, buildinfo.Commit, buildinfo.BuildDate = v, c, d }(buildinfo.Version, buildinfo.Commit, buildinfo.BuildDate)
+	buildinfo.Version, buildinfo.Commit, buildinfo.BuildDate = "v1.2.3", "0123456789abcdef0123456789abcdef01234567", "2026-12-01T10:00:00Z"
 	platform := runtime.GOOS + "/" + runtime.GOARCH
 
 	code, out, stderr := run(t, "version")
@@ -24,7 +26,7 @@ func TestVersion(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); code != exitOK || err != nil {
 		t.Fatalf("version -o json: exit %d, %q: %v", code, out, err)
 	}
-	wantJSON := map[string]string{"version": "v1.2.3", "commit": commit, "buildDate": buildDate, "goVersion": runtime.Version(), "platform": platform}
+	wantJSON := map[string]string{"version": "v1.2.3", "commit": buildinfo.Commit, "buildDate": buildinfo.BuildDate, "goVersion": runtime.Version(), "platform": platform}
 	for k, v := range wantJSON {
 		if got[k] != v {
 			t.Errorf("version -o json: %s = %q, want %q (all: %v)", k, got[k], v, got)
@@ -38,8 +40,8 @@ func TestVersion(t *testing.T) {
 // -o yaml prints what -o json prints, as YAML with the same field names;
 // a stream of JSON documents becomes YAML documents separated by "---".
 func TestOutputYAML(t *testing.T) {
-	defer func(v, c, d string) { version, commit, buildDate = v, c, d }(version, commit, buildDate)
-	version, commit, buildDate = "v1.2.3", "abc", "2026-12-01T10:00:00Z"
+	defer func(v, c, d string) { buildinfo.Version, buildinfo.Commit, buildinfo.BuildDate = v, c, d }(buildinfo.Version, buildinfo.Commit, buildinfo.BuildDate)
+	buildinfo.Version, buildinfo.Commit, buildinfo.BuildDate = "v1.2.3", "abc", "2026-12-01T10:00:00Z"
 	code, out, _ := run(t, "version", "-o", "yaml")
 	want := "buildDate: \"2026-12-01T10:00:00Z\"\ncommit: abc\ngoVersion: " + runtime.Version() + "\nplatform: " + runtime.GOOS + "/" + runtime.GOARCH + "\nversion: v1.2.3\n"
 	if code != exitOK || out != want {
