@@ -58,6 +58,7 @@ var allowed = map[string][]string{
 	"internal/capool":       {},
 	"internal/commitid":     {},
 	"internal/opfile":       {},
+	"internal/gctune":       {"internal/logctx"},
 	"internal/buildinfo":    {},
 	"internal/retry":        {"internal/logctx", "internal/redact"},
 	"internal/logsink":      {"internal/redact"},

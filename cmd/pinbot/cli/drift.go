@@ -11,6 +11,7 @@ import (
 
 	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/internal/clip"
+	"pinbot.dev/pinbot/internal/gctune"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
@@ -93,9 +94,9 @@ overlapping runs, and logs a one-line summary per run.`,
 }
 
 func (o *driftOptions) run(cmd *cobra.Command, g *globals) error {
-	defer leanGC()()
+	defer gctune.Lean()()
 	ctx := cmd.Context()
-	defer logMemory(ctx)
+	defer gctune.LogMemory(ctx)
 	env, err := o.forge.env(ctx)
 	if err != nil {
 		return err

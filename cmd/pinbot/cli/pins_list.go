@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
+	"pinbot.dev/pinbot/internal/gctune"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/pins"
 )
@@ -52,7 +53,7 @@ func (o *pinsListOptions) run(cmd *cobra.Command, g *globals) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	defer batchGC()()
+	defer gctune.Batch()()
 	opts := []pins.Option{pinsWarnings(logctx.From(cmd.Context()))}
 	if o.vendored {
 		opts = append(opts, pins.WithVendored())

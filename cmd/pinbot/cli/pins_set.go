@@ -10,6 +10,7 @@ import (
 	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/confined"
+	"pinbot.dev/pinbot/internal/gctune"
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/pins"
@@ -117,7 +118,7 @@ func (o *pinsSetOptions) run(cmd *cobra.Command, g *globals, arg string) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	defer batchGC()()
+	defer gctune.Batch()()
 	u, err := o.update(arg)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
+	"pinbot.dev/pinbot/internal/gctune"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
@@ -95,7 +96,7 @@ credentials from the docker config.`,
 }
 
 func (o *promoteOptions) run(cmd *cobra.Command, g *globals) error {
-	defer leanGC()()
+	defer gctune.Lean()()
 	ctx := cmd.Context()
 	ins, err := o.input.Read(nil)
 	if err != nil {
