@@ -13,6 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"pinbot.dev/pinbot/internal/confined"
 	"pinbot.dev/pinbot/pins"
 	"pinbot.dev/pinbot/render"
 )
@@ -104,6 +105,28 @@ func HelmForms(ctx context.Context, fsys fs.FS, u pins.Update, opts ...pins.Opti
 		checks = append(checks, c)
 	}
 	return choices, checks, nil
+}
+
+// HelmFormsIn is HelmForms on the directory dir: it sets u.Helm and
+// returns the notes of the values files no chart renders, which pinbot
+// pins unverified.
+func HelmFormsIn(ctx context.Context, dir string, u *pins.Update, opts ...pins.Option) (unverified []string, err error) {
+	tree, err := confined.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer tree.Close()
+	choices, checks, err := HelmForms(ctx, tree, *u, opts...)
+	if err != nil {
+		return nil, err
+	}
+	u.Helm = choices
+	for _, c := range checks {
+		if c.Unverified {
+			unverified = append(unverified, c.Note())
+		}
+	}
+	return unverified, nil
 }
 
 // declared applies what .pinbot.yaml declares for the chart a values file

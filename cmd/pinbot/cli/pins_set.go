@@ -9,7 +9,6 @@ import (
 
 	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/internal/clip"
-	"pinbot.dev/pinbot/internal/confined"
 	"pinbot.dev/pinbot/internal/gctune"
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
@@ -124,7 +123,7 @@ func (o *pinsSetOptions) run(cmd *cobra.Command, g *globals, arg string) error {
 		return err
 	}
 	ctx := cmd.Context()
-	opts := []pins.Option{pinsWarnings(logctx.From(ctx)), pauseHook(ctx, cmd.ErrOrStderr())}
+	var opts []pins.Option
 	if o.vendored {
 		opts = append(opts, pins.WithVendored())
 	}
@@ -132,26 +131,11 @@ func (o *pinsSetOptions) run(cmd *cobra.Command, g *globals, arg string) error {
 	// the form that does.
 	var unverified []string
 	if u.PinTags {
-		var probeOpts []pins.Option
-		if o.vendored {
-			probeOpts = append(probeOpts, pins.WithVendored())
-		}
-		tree, err := confined.Open(o.dir)
-		if err != nil {
-			return fmt.Errorf("--dir: %w", err)
-		}
-		choices, checks, err := promote.HelmForms(ctx, tree, u, probeOpts...)
-		tree.Close()
-		if err != nil {
+		if unverified, err = promote.HelmFormsIn(ctx, o.dir, &u, opts...); err != nil {
 			return err
 		}
-		u.Helm = choices
-		for _, c := range checks {
-			if c.Unverified {
-				unverified = append(unverified, c.Note())
-			}
-		}
 	}
+	opts = append(opts, pinsWarnings(logctx.From(ctx)), pauseHook(ctx, cmd.ErrOrStderr()))
 	var skipped []pins.Skip
 	opts = append(opts, pins.WithSkipped(func(s pins.Skip) { skipped = append(skipped, s) }))
 	var changes []pins.Change
