@@ -83,6 +83,30 @@ type Options struct {
 	Collectors []prometheus.Collector
 }
 
+// Validate checks the options as serve's flags set them; its errors name
+// the flags.
+func (o *Options) Validate() error {
+	switch {
+	case o.Dashboard && o.Listen == "":
+		return errors.New("flag --listen: required")
+	case o.WebhookListen != "" && o.Listen == "":
+		return errors.New("flag --webhook-listen: needs --listen (the dashboard, metrics and probes)")
+	case len(o.GateToken) > 0 && o.Listen == "":
+		return errors.New("flag --gate-token-file: the gate endpoint needs --listen")
+	case o.Shards < 0:
+		return fmt.Errorf("flag --shards: want 0 (no sharding) or more, got %d", o.Shards)
+	case o.Shards > 0 && !o.Elect:
+		return errors.New("flag --shards: needs --leader-elect (the leader runs the promotions and the release chains)")
+	case o.ShutdownTimeout <= 0:
+		return fmt.Errorf("flag --shutdown-timeout: want a positive duration, got %s", o.ShutdownTimeout)
+	case o.ReleaseInterval <= 0:
+		return errors.New("flag --release-interval: must be positive")
+	case o.Elect:
+		return o.Lease.Validate()
+	}
+	return nil
+}
+
 // recordGrace is how long a pass cut off at the shutdown timeout gets to
 // record that it was interrupted, before the Lease is released.
 const recordGrace = 10 * time.Second

@@ -19,9 +19,7 @@ import (
 
 // driftOptions are the flags of `pinbot drift`.
 type driftOptions struct {
-	forge       forgeFlags
-	gate        gateFlags
-	policy      policyFlag
+	publishFlags
 	minAge      time.Duration
 	group       string
 	stateFile   string
@@ -87,9 +85,7 @@ overlapping runs, and logs a one-line summary per run.`,
 	fl.StringVar(&o.stateFile, "state-file", "", "JSON file remembering when each digest was first seen (measures --min-age)")
 	fl.StringVar(&o.schedule, "schedule", "", `keep running on this cron schedule, e.g. "*/10 * * * *" or "@every 5m"`)
 	fl.IntVar(&o.concurrency, "concurrency", promote.DefaultConcurrency, "tags resolved at once")
-	o.forge.bind(cmd)
-	o.gate.bind(cmd)
-	o.policy.bind(cmd)
+	o.publishFlags.bind(cmd)
 	return cmd
 }
 
@@ -97,15 +93,7 @@ func (o *driftOptions) run(cmd *cobra.Command, g *globals) error {
 	defer gctune.Lean()()
 	ctx := cmd.Context()
 	defer gctune.LogMemory(ctx)
-	env, err := o.forge.env(ctx)
-	if err != nil {
-		return err
-	}
-	gate, err := o.gate.gate(env.Repo.String())
-	if err != nil {
-		return err
-	}
-	floor, err := o.policy.verifier()
+	env, gate, floor, err := o.open(ctx)
 	if err != nil {
 		return err
 	}

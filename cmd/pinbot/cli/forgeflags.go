@@ -18,6 +18,7 @@ import (
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/registry"
+	"pinbot.dev/pinbot/trust"
 )
 
 // forgeFlags are the flags promote and drift share: the manifest repository
@@ -159,6 +160,36 @@ func (f *forgeFlags) env(ctx context.Context) (promote.Env, error) {
 		Base:     f.base,
 		CacheDir: f.cache(),
 	}, nil
+}
+
+// publishFlags are what promote and drift share: the manifest
+// repository on its forge, the gate before an environment and the
+// signature policy.
+type publishFlags struct {
+	forge  forgeFlags
+	gate   gateFlags
+	policy policyFlag
+}
+
+func (f *publishFlags) bind(cmd *cobra.Command) {
+	f.forge.bind(cmd)
+	f.gate.bind(cmd)
+	f.policy.bind(cmd)
+}
+
+// open resolves the flags: the promote.Env, the gate (nil for none) and
+// the signature policy.
+func (f *publishFlags) open(ctx context.Context) (promote.Env, promote.Admitter, *trust.Verifier, error) {
+	env, err := f.forge.env(ctx)
+	if err != nil {
+		return env, nil, nil, err
+	}
+	gate, err := f.gate.gate(env.Repo.String())
+	if err != nil {
+		return env, nil, nil, err
+	}
+	floor, err := f.policy.verifier()
+	return env, gate, floor, err
 }
 
 // choose returns the digest choice options.

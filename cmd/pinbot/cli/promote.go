@@ -14,9 +14,7 @@ import (
 
 // promoteOptions are the flags of `pinbot promote`.
 type promoteOptions struct {
-	forge      forgeFlags
-	gate       gateFlags
-	policy     policyFlag
+	publishFlags
 	input      promote.InputSpec
 	tagMovedOK bool
 	olderOK    bool
@@ -89,9 +87,7 @@ credentials from the docker config.`,
 	fl.StringVar(&o.env, "env", "", "promote into this environment (or target) alone (default: the first environments of .pinbot.yaml's chain, or every target)")
 	fl.BoolVar(&o.force, "force", false, "promote into an environment even though the digest is not proven upstream (needs --reason; a hold still refuses)")
 	fl.StringVar(&o.reason, "reason", "", "why --force: written into the pull request body")
-	o.forge.bind(cmd)
-	o.gate.bind(cmd)
-	o.policy.bind(cmd)
+	o.publishFlags.bind(cmd)
 	return cmd
 }
 
@@ -103,19 +99,11 @@ func (o *promoteOptions) run(cmd *cobra.Command, g *globals) error {
 		// Bad input, as a bad --digest is: the same exit code.
 		return usageErrorf("%w", err)
 	}
-	env, err := o.forge.env(ctx)
+	env, gate, floor, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
 	env.OnPhase = func(p promote.Phase) { pauseAt(ctx, cmd.ErrOrStderr(), string(p)) }
-	gate, err := o.gate.gate(env.Repo.String())
-	if err != nil {
-		return err
-	}
-	floor, err := o.policy.verifier()
-	if err != nil {
-		return err
-	}
 	results, runErr := promote.Run(ctx, env, promote.Request{
 		Policy:        floor,
 		Inputs:        ins,

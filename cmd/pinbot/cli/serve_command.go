@@ -50,24 +50,8 @@ so the next leader applies it again), the Lease is released and serve
 exits 0.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if sf.listen == "" {
-				return usageErrorf("flag --listen: required")
-			}
-			if o.Elect {
-				if err := o.Lease.Validate(); err != nil {
-					return &usageError{err: err}
-				}
-			}
-			switch {
-			case o.Shards < 0:
-				return usageErrorf("flag --shards: want 0 (no sharding) or more, got %d", o.Shards)
-			case o.Shards > 0 && !o.Elect:
-				return usageErrorf("flag --shards: needs --leader-elect (the leader runs the promotions and the release chains)")
-			case o.Shards > 0 && o.Lease.ID == "":
+			if o.Shards > 0 && o.Lease.ID == "" {
 				o.Lease.ID = serve.DefaultID()
-			}
-			if o.ShutdownTimeout <= 0 {
-				return usageErrorf("flag --shutdown-timeout: want a positive duration, got %s", o.ShutdownTimeout)
 			}
 			return runServe(cmd, f, sf, o)
 		},

@@ -62,11 +62,8 @@ func (f *serveFlags) readToken() ([]byte, error) {
 // gateToken is the gate endpoint's token, nil for no endpoint.
 func (f *serveFlags) gateToken() ([]byte, error) {
 	tok, err := credential("--gate-token-file", f.gateTokenFile, gateTokenEnv)
-	switch {
-	case err != nil || tok == "":
+	if err != nil || tok == "" {
 		return nil, err
-	case f.listen == "":
-		return nil, usageErrorf("flag --gate-token-file: the gate endpoint needs --listen")
 	}
 	return []byte(tok), nil
 }
@@ -101,24 +98,20 @@ func (f *serveFlags) secret() ([]byte, error) {
 // runServe opens the reconciler and runs serve with o: serve's and
 // reconcile's shared RunE.
 func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Options) error {
-	secret, err := sf.secret()
-	if err != nil {
-		return err
-	}
-	o.Listen, o.Secret = sf.listen, secret
+	o.Listen, o.ReleaseInterval = sf.listen, sf.releaseInterval
+	o.AuthHeader, o.WebhookListen = sf.authHeader, sf.webhookListen
+	var err error
 	if o.GateToken, err = sf.gateToken(); err != nil {
 		return err
 	}
-	if sf.releaseInterval <= 0 {
-		return usageErrorf("flag --release-interval: must be positive")
+	if err := o.Validate(); err != nil {
+		return &usageError{err: err}
 	}
-	o.ReleaseInterval = sf.releaseInterval
-	if o.ReadToken, err = sf.readToken(); err != nil {
+	if o.Secret, err = sf.secret(); err != nil {
 		return err
 	}
-	o.AuthHeader, o.WebhookListen = sf.authHeader, sf.webhookListen
-	if sf.webhookListen != "" && sf.listen == "" {
-		return usageErrorf("flag --webhook-listen: needs --listen (the dashboard, metrics and probes)")
+	if o.ReadToken, err = sf.readToken(); err != nil {
+		return err
 	}
 	if sf.reloadInterval <= 0 {
 		return usageErrorf("flag --reload-interval: must be positive")
