@@ -37,6 +37,43 @@ func (g *Gitea) Protection(ctx context.Context, repo Repo, branch string) (Prote
 	return out, nil
 }
 
+// Binding is whether a branch's protection makes a status check binding
+// on the pull requests into it.
+type Binding struct {
+	Branch     string     `json:"branch"`
+	Protection Protection `json:"protection"`
+	Binding    bool       `json:"binding"`
+	// Applied: Bind made the check required.
+	Applied bool `json:"applied"`
+}
+
+// Bind reads the protection of branch (default: the repository's default
+// branch) and whether it requires check; with apply, a check it does not
+// require is made required first (RequireCheck).
+func (g *Gitea) Bind(ctx context.Context, repo Repo, branch, check string, apply bool) (Binding, error) {
+	b := Binding{Branch: branch}
+	var err error
+	if b.Branch == "" {
+		if b.Branch, err = g.DefaultBranch(ctx, repo); err != nil {
+			return b, err
+		}
+	}
+	if b.Protection, err = g.Protection(ctx, repo, b.Branch); err != nil {
+		return b, err
+	}
+	if !b.Protection.Requires(check) && apply {
+		if err := g.RequireCheck(ctx, repo, b.Branch, check); err != nil {
+			return b, fmt.Errorf("%w (a repository admin's token may set branch protection)", err)
+		}
+		if b.Protection, err = g.Protection(ctx, repo, b.Branch); err != nil {
+			return b, err
+		}
+		b.Applied = true
+	}
+	b.Binding = b.Protection.Requires(check)
+	return b, nil
+}
+
 // RequireCheck makes the status check required on pull requests into
 // branch: the rule that covers the branch gets it, or a new rule for the
 // branch is made. It needs a token of a repository admin.

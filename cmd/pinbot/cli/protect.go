@@ -49,43 +49,20 @@ It exits 1 when the check is not required and --apply was not given.`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			branch := o.branch
-			if branch == "" {
-				if branch, err = forge.DefaultBranch(ctx, repo); err != nil {
-					return err
-				}
-			}
-			p, err := forge.Protection(ctx, repo, branch)
+			b, err := forge.Bind(cmd.Context(), repo, o.branch, release.PullContext, o.apply)
 			if err != nil {
 				return err
 			}
-			applied := false
-			if !p.Requires(release.PullContext) && o.apply {
-				if err := forge.RequireCheck(ctx, repo, branch, release.PullContext); err != nil {
-					return fmt.Errorf("%w (a repository admin's token may set branch protection)", err)
-				}
-				if p, err = forge.Protection(ctx, repo, branch); err != nil {
-					return err
-				}
-				applied = true
-			}
-			out := cmd.OutOrStdout()
 			if g.json() {
-				err = json.NewEncoder(out).Encode(struct {
-					Branch     string              `json:"branch"`
-					Protection gitforge.Protection `json:"protection"`
-					Binding    bool                `json:"binding"`
-					Applied    bool                `json:"applied"`
-				}{branch, p, p.Requires(release.PullContext), applied})
+				err = json.NewEncoder(cmd.OutOrStdout()).Encode(b)
 			} else {
-				err = output.Protection(out, repo, branch, p, applied)
+				err = output.Protection(cmd.OutOrStdout(), repo, b)
 			}
 			if err != nil {
 				return err
 			}
-			if !p.Requires(release.PullContext) {
-				return fmt.Errorf("%s of %s: %s is not a required status check, so the gate only advises (run pinbot protect --apply with an admin's token)", branch, repo, release.PullContext)
+			if !b.Binding {
+				return fmt.Errorf("%s of %s: %s is not a required status check, so the gate only advises (run pinbot protect --apply with an admin's token)", b.Branch, repo, release.PullContext)
 			}
 			return nil
 		},

@@ -8,8 +8,10 @@ import (
 	"pinbot.dev/pinbot/release"
 )
 
-// Protection says whether p makes the gate binding on branch.
-func Protection(w io.Writer, repo gitforge.Repo, branch string, p gitforge.Protection, applied bool) error {
+// Protection says whether b's protection makes the gate binding on its
+// branch.
+func Protection(w io.Writer, repo gitforge.Repo, b gitforge.Binding) error {
+	branch, p, applied := b.Branch, b.Protection, b.Applied
 	var err error
 	switch {
 	case p.Requires(release.PullContext) && applied:
