@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -48,11 +47,7 @@ unreachable; stderr says which).
 			if err != nil {
 				return err
 			}
-			if g.json() {
-				if err := json.NewEncoder(cmd.OutOrStdout()).Encode(d); err != nil {
-					return err
-				}
-			} else if err := output.Diff(cmd.OutOrStdout(), d); err != nil {
+			if err := output.Diff(cmd.OutOrStdout(), g.json(), d); err != nil {
 				return err
 			}
 			if !d.InSync() {

@@ -1,12 +1,9 @@
 package cli
 
 import (
-	"encoding/json"
-
 	"github.com/spf13/cobra"
 
 	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
-	"pinbot.dev/pinbot/reconciler/history"
 )
 
 func newHistoryCommand(g *globals) *cobra.Command {
@@ -31,13 +28,7 @@ digests the Pods run. -o json prints {"status":{...},"entries":[...]}.`,
 			if err != nil {
 				return err
 			}
-			if g.json() {
-				if rec.Entries == nil {
-					rec.Entries = []history.Entry{}
-				}
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(rec)
-			}
-			return output.History(cmd.OutOrStdout(), args[0], rec)
+			return output.History(cmd.OutOrStdout(), g.json(), args[0], rec)
 		},
 	}
 	f.bind(cmd)

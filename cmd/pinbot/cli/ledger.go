@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -84,10 +83,7 @@ windows in force, the held digests and the latest decisions.`,
 				}
 				out = append(out, output.RepoLedger{Repo: r, Ledger: l})
 			}
-			if g.json() {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
-			}
-			return output.Ledgers(cmd.OutOrStdout(), out, time.Now())
+			return output.Ledgers(cmd.OutOrStdout(), g.json(), out, time.Now())
 		},
 	}
 	f.bind(cmd)

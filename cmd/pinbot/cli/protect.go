@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 
@@ -53,12 +52,7 @@ It exits 1 when the check is not required and --apply was not given.`,
 			if err != nil {
 				return err
 			}
-			if g.json() {
-				err = json.NewEncoder(cmd.OutOrStdout()).Encode(b)
-			} else {
-				err = output.Protection(cmd.OutOrStdout(), repo, b)
-			}
-			if err != nil {
+			if err := output.Protection(cmd.OutOrStdout(), g.json(), repo, b); err != nil {
 				return err
 			}
 			if !b.Binding {

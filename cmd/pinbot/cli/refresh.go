@@ -1,11 +1,11 @@
 package cli
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/serve"
 )
 
@@ -40,12 +40,7 @@ shows the pass. It needs only patch (and create) on that ConfigMap.`,
 			if err := serve.Refresh(cmd.Context(), kube, cfg.StateNamespace, args[0]); err != nil {
 				return err
 			}
-			if g.json() {
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "{\"app\":%q,\"requested\":true}\n", args[0])
-				return err
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "asked pinbot serve to pass %s\n", args[0])
-			return err
+			return output.Refreshed(cmd.OutOrStdout(), g.json(), args[0])
 		},
 	}
 	f.bindCluster(cmd)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -54,12 +53,7 @@ those named with --insecure-registry.`,
 			if err != nil {
 				return err
 			}
-			if g.json() {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(img)
-			}
-			return output.Image(cmd.OutOrStdout(), img)
+			return output.Image(cmd.OutOrStdout(), g.json(), img)
 		},
 	}
 	cmd.Flags().StringArrayVar(&o.insecure, "insecure-registry", nil,

@@ -107,9 +107,12 @@ func containers(w io.Writer, cs []verdict.ContainerVerdict) error {
 	return tw.Flush()
 }
 
-// Diff prints a verdict line, then one line per field out of sync,
-// missing object and orphaned object.
-func Diff(w io.Writer, d *reconciler.Diff) error {
+// Diff prints d as JSON under asJSON, else a verdict line, then one line
+// per field out of sync, missing object and orphaned object.
+func Diff(w io.Writer, asJSON bool, d *reconciler.Diff) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(d)
+	}
 	if d.InSync() {
 		_, err := fmt.Fprintf(w, "%s at %s: %s: in sync\n", d.App, commitid.Short(d.Commit), d.Sync)
 		return err
@@ -129,9 +132,15 @@ func Diff(w io.Writer, d *reconciler.Diff) error {
 	return nil
 }
 
-// History prints the entries of app's record as a table, or that it
-// has none.
-func History(w io.Writer, app string, rec *history.Record) error {
+// History prints app's record as JSON under asJSON, else its entries as
+// a table, or that it has none.
+func History(w io.Writer, asJSON bool, app string, rec *history.Record) error {
+	if asJSON {
+		if rec.Entries == nil {
+			rec.Entries = []history.Entry{}
+		}
+		return json.NewEncoder(w).Encode(rec)
+	}
 	if len(rec.Entries) == 0 {
 		_, err := fmt.Fprintf(w, "%s has no syncs recorded\n", app)
 		return err

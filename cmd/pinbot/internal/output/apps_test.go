@@ -35,7 +35,7 @@ func TestWriteDiff(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := Diff(&b, &tc.d); err != nil {
+			if err := Diff(&b, false, &tc.d); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, b.String()); diff != "" {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"pinbot.dev/pinbot/internal/buildinfo"
 )
 
 // Validated is one file `pinbot config validate` checked.
@@ -32,4 +34,26 @@ func ConfigsValidated(w io.Writer, asJSON bool, out []Validated) error {
 		}
 	}
 	return nil
+}
+
+// Version prints which pinbot this is, as JSON under asJSON.
+func Version(w io.Writer, asJSON bool, b buildinfo.Info) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(b)
+	}
+	_, err := fmt.Fprintf(w, "pinbot %s\n  commit:   %s\n  built:    %s\n  go:       %s\n  platform: %s\n",
+		b.Version, b.Commit, b.BuildDate, b.GoVersion, b.Platform)
+	return err
+}
+
+// Refreshed says that serve was asked to pass app.
+func Refreshed(w io.Writer, asJSON bool, app string) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(struct {
+			App       string `json:"app"`
+			Requested bool   `json:"requested"`
+		}{app, true})
+	}
+	_, err := fmt.Fprintf(w, "asked pinbot serve to pass %s\n", app)
+	return err
 }

@@ -1,6 +1,7 @@
 package output
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 
@@ -10,7 +11,10 @@ import (
 
 // Protection says whether b's protection makes the gate binding on its
 // branch.
-func Protection(w io.Writer, repo gitforge.Repo, b gitforge.Binding) error {
+func Protection(w io.Writer, asJSON bool, repo gitforge.Repo, b gitforge.Binding) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(b)
+	}
 	branch, p, applied := b.Branch, b.Protection, b.Applied
 	var err error
 	switch {

@@ -22,7 +22,10 @@ type RepoLedger struct {
 
 // Ledgers prints each repository's release chain: whether it is stopped,
 // and per environment and image what is pinned, proven, held and decided.
-func Ledgers(w io.Writer, ls []RepoLedger, now time.Time) error {
+func Ledgers(w io.Writer, asJSON bool, ls []RepoLedger, now time.Time) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(ls)
+	}
 	if len(ls) == 0 {
 		_, err := fmt.Fprintln(w, "no ledgers: no repository declares environments, or pinbot serve has not looked yet")
 		return err

@@ -1,6 +1,7 @@
 package output
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -14,7 +15,12 @@ import (
 
 // Image prints img as aligned key/value lines; lists continue on lines
 // with an empty key.
-func Image(w io.Writer, img registry.Image) error {
+func Image(w io.Writer, asJSON bool, img registry.Image) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(img)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	line := func(key string, values ...string) {
 		fmt.Fprintf(tw, "%s\t%s\n", key, strings.Join(values, "\t"))
