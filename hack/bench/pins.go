@@ -23,16 +23,11 @@ const pinsReps = 11
 // benchPins times `pinbot pins list` against `grep -rl sha256:` over the
 // same generated tree, and one `pinbot pins set` that changes 100 files.
 func benchPins(ctx context.Context, r *report) error {
-	tmp, err := os.MkdirTemp("", "pinbot-bench-pins-")
+	tmp, bin, done, err := workWithPinbot(ctx, "pins")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-
-	bin := filepath.Join(tmp, "pinbot")
-	if err := buildPinbot(ctx, bin); err != nil {
-		return err
-	}
+	defer done()
 
 	tree := filepath.Join(tmp, "tree")
 	if err := os.Mkdir(tree, 0o755); err != nil {

@@ -43,16 +43,11 @@ const (
 // run (see floor.go): the git CLI and one API call for a promotion, plus
 // one token and 100 concurrent HEADs for a drift.
 func benchPromote(ctx context.Context, r *report) error {
-	tmp, err := os.MkdirTemp("", "pinbot-bench-promote-")
+	tmp, bin, done, err := workWithPinbot(ctx, "promote")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-
-	bin := filepath.Join(tmp, "pinbot")
-	if err := buildPinbot(ctx, bin); err != nil {
-		return err
-	}
+	defer done()
 	floor, err := runPeakRSS(exec.CommandContext(ctx, bin, "version"))
 	if err != nil {
 		return fmt.Errorf("pinbot version: %w", err)

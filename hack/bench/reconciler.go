@@ -206,6 +206,17 @@ func (b *recBench) reconciler(file string) (*reconciler.Reconciler, error) {
 	return b.reconcilerCache(file, strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)))
 }
 
+// open writes the config file for apps and returns an in-process
+// Reconciler of it (reconciler), and the file.
+func (b *recBench) open(file string, interval time.Duration, apps ...recApp) (*reconciler.Reconciler, string, error) {
+	path, err := b.config(file, interval, apps...)
+	if err != nil {
+		return nil, "", err
+	}
+	rc, err := b.reconciler(path)
+	return rc, path, err
+}
+
 // reconcilerCache is reconciler with the clone cache called cache, which
 // Reconcilers used one after the other may share.
 func (b *recBench) reconcilerCache(file, cache string) (*reconciler.Reconciler, error) {

@@ -65,11 +65,7 @@ func (b *recBench) rollout(ctx context.Context, r *report) error {
 		return err
 	}
 	pinbotImages, baseImages := images[:rolloutRuns+1], images[rolloutRuns+1:]
-	file, err := b.config("rollout.yaml", time.Minute, recApp{name: rolloutApp, automated: true})
-	if err != nil {
-		return err
-	}
-	rc, err := b.reconciler(file)
+	rc, _, err := b.open("rollout.yaml", time.Minute, recApp{name: rolloutApp, automated: true})
 	if err != nil {
 		return err
 	}

@@ -63,11 +63,7 @@ func (b *recBench) manyObjects(ctx context.Context, r *report) error {
 	if err != nil {
 		return err
 	}
-	file, err := b.config("many.yaml", time.Minute, recApp{name: manyApp})
-	if err != nil {
-		return err
-	}
-	rc, err := b.reconciler(file)
+	rc, file, err := b.open("many.yaml", time.Minute, recApp{name: manyApp})
 	if err != nil {
 		return err
 	}

@@ -45,11 +45,7 @@ func (b *recBench) verify(ctx context.Context, r *report) error {
 	if _, err := b.push(ctx, fleetApp, files); err != nil {
 		return err
 	}
-	file, err := b.config("fleet.yaml", time.Minute, recApp{name: fleetApp})
-	if err != nil {
-		return err
-	}
-	rc, err := b.reconciler(file)
+	rc, _, err := b.open("fleet.yaml", time.Minute, recApp{name: fleetApp})
 	if err != nil {
 		return err
 	}

@@ -46,15 +46,11 @@ func benchRenovate(ctx context.Context, r *report) error {
 		r.check("drift against Renovate", "skipped ("+why+")", ">= 10x faster", false)
 		return nil
 	}
-	tmp, err := os.MkdirTemp("", "pinbot-bench-renovate-")
+	tmp, bin, done, err := workWithPinbot(ctx, "renovate")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "pinbot")
-	if err := buildPinbot(ctx, bin); err != nil {
-		return err
-	}
+	defer done()
 	printIdleRSS(ctx, bin)
 	fmt.Println("   starting Gitea with TLS")
 	srv, err := gitea.Start(ctx, gitea.Options{TLS: true})

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -123,6 +124,21 @@ func buildPinbot(ctx context.Context, out string) error {
 		return fmt.Errorf("building pinbot: %w\n%s", err, b)
 	}
 	return nil
+}
+
+// workWithPinbot makes a temporary directory for the section name and
+// builds pinbot into it (buildPinbot); done removes the directory.
+func workWithPinbot(ctx context.Context, name string) (tmp, bin string, done func(), err error) {
+	tmp, err = os.MkdirTemp("", "pinbot-bench-"+name+"-")
+	if err != nil {
+		return "", "", nil, err
+	}
+	bin = filepath.Join(tmp, "pinbot")
+	if err := buildPinbot(ctx, bin); err != nil {
+		os.RemoveAll(tmp)
+		return "", "", nil, err
+	}
+	return tmp, bin, func() { os.RemoveAll(tmp) }, nil
 }
 
 // mb formats bytes as MB.

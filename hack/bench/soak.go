@@ -220,11 +220,7 @@ func (b *recBench) soakReconcile(ctx context.Context, r *report) error {
 			return err
 		}
 	}
-	file, err := b.config("soak.yaml", time.Hour, apps...)
-	if err != nil {
-		return err
-	}
-	rec, err := b.reconciler(file)
+	rec, _, err := b.open("soak.yaml", time.Hour, apps...)
 	if err != nil {
 		return err
 	}
