@@ -211,15 +211,7 @@ func startCluster(ctx context.Context, t *testing.T) (*kube.Cluster, *applier) {
 			t.Errorf("stopping the control plane: %s", err)
 		}
 	})
-	var crds []string
-	for _, name := range []string{kube.ApplicationCRD, kube.KustomizationCRD, kube.GitRepositoryCRD} {
-		f, err := kube.CRDFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		crds = append(crds, f)
-	}
-	if err := cluster.InstallCRDs(ctx, crds...); err != nil {
+	if err := cluster.InstallNamedCRDs(ctx, kube.ApplicationCRD, kube.KustomizationCRD, kube.GitRepositoryCRD); err != nil {
 		t.Fatal(err)
 	}
 	admin := kubernetes.NewForConfigOrDie(cluster.Config())

@@ -52,15 +52,7 @@ type deployerScenario struct {
 func newDeployerScenario(t *testing.T, name, kind string, extra ...string) *deployerScenario {
 	t.Helper()
 	needPeers(t)
-	var files []string
-	for _, crd := range []string{kube.ApplicationCRD, kube.KustomizationCRD, kube.GitRepositoryCRD, kube.HelmReleaseCRD, kube.HelmRepositoryCRD, kube.OCIRepositoryCRD} {
-		f, err := kube.CRDFile(crd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
-	}
-	if err := env.cluster.InstallCRDs(testCtx, files...); err != nil {
+	if err := env.cluster.InstallNamedCRDs(testCtx, kube.ApplicationCRD, kube.KustomizationCRD, kube.GitRepositoryCRD, kube.HelmReleaseCRD, kube.HelmRepositoryCRD, kube.OCIRepositoryCRD); err != nil {
 		t.Fatal(err)
 	}
 	for _, ns := range []string{"argocd", "flux-system", name} {

@@ -59,15 +59,7 @@ func TestOnTheRealCRDs(t *testing.T) {
 			t.Errorf("stopping the control plane: %s", err)
 		}
 	})
-	var files []string
-	for _, name := range []string{kube.ApplicationCRD, kube.KustomizationCRD, kube.GitRepositoryCRD} {
-		f, err := kube.CRDFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
-	}
-	if err := cluster.InstallCRDs(ctx, files...); err != nil {
+	if err := cluster.InstallNamedCRDs(ctx, kube.ApplicationCRD, kube.KustomizationCRD, kube.GitRepositoryCRD); err != nil {
 		t.Fatal(err)
 	}
 	core := kubernetes.NewForConfigOrDie(cluster.Config())

@@ -40,15 +40,7 @@ func TestVerifyReportDeployerApps(t *testing.T) {
 	}
 	t.Cleanup(peers.Stop)
 	g, c := peers.Gitea, peers.Cluster
-	var crds []string
-	for _, name := range []string{kube.ApplicationCRD, kube.KustomizationCRD, kube.GitRepositoryCRD} {
-		f, err := kube.CRDFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		crds = append(crds, f)
-	}
-	if err := c.InstallCRDs(ctx, crds...); err != nil {
+	if err := c.InstallNamedCRDs(ctx, kube.ApplicationCRD, kube.KustomizationCRD, kube.GitRepositoryCRD); err != nil {
 		t.Fatal(err)
 	}
 	dockerDir, err := g.DockerConfig()

@@ -94,15 +94,7 @@ func (c *Cluster) StartArgoCD(ctx context.Context, resync time.Duration) (*ArgoC
 	if err != nil {
 		return nil, fmt.Errorf("Argo CD needs redis: %w (install Debian's redis-server; make test-deps does)", err)
 	}
-	var crds []string
-	for _, name := range []string{ApplicationCRD, AppProjectCRD} {
-		f, err := CRDFile(name)
-		if err != nil {
-			return nil, err
-		}
-		crds = append(crds, f)
-	}
-	if err := c.InstallCRDs(ctx, crds...); err != nil {
+	if err := c.InstallNamedCRDs(ctx, ApplicationCRD, AppProjectCRD); err != nil {
 		return nil, err
 	}
 	if err := c.ensureNamespace(ctx, ArgoCDNamespace); err != nil {

@@ -74,6 +74,20 @@ func CRDFile(name string) (string, error) {
 	return filepath.Join(dir, name), nil
 }
 
+// InstallNamedCRDs installs the CRDs of the peers' files named (CRDFile),
+// as InstallCRDs does.
+func (c *Cluster) InstallNamedCRDs(ctx context.Context, names ...string) error {
+	files := make([]string, 0, len(names))
+	for _, name := range names {
+		f, err := CRDFile(name)
+		if err != nil {
+			return err
+		}
+		files = append(files, f)
+	}
+	return c.InstallCRDs(ctx, files...)
+}
+
 // InstallCRDs applies the CustomResourceDefinitions in files (YAML, one
 // or more documents each) to the cluster with server-side apply, so
 // installing again is a no-op, and waits until each is Established and

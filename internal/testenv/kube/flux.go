@@ -53,15 +53,7 @@ func (c *Cluster) StartFlux(ctx context.Context) (*Flux, error) {
 			return nil, fmt.Errorf("finding %s in %s: %w (run `make flux` to build Flux's controllers)", b, bin, err)
 		}
 	}
-	var crds []string
-	for _, name := range fluxCRDs {
-		f, err := CRDFile(name)
-		if err != nil {
-			return nil, err
-		}
-		crds = append(crds, f)
-	}
-	if err := c.InstallCRDs(ctx, crds...); err != nil {
+	if err := c.InstallNamedCRDs(ctx, fluxCRDs...); err != nil {
 		return nil, err
 	}
 	if err := c.ensureNamespace(ctx, FluxNamespace); err != nil {
