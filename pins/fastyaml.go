@@ -133,13 +133,8 @@ func (p *fastParser) line(l []byte, n int) error {
 		if top.open {
 			top.open = false
 			if ind > top.indent || ind == top.indent && dash && !top.seq() {
-				var kind yaml.Kind
-				switch {
-				case dash:
-					kind = yaml.SequenceNode
-				case isKey(rest):
-					kind = yaml.MappingNode
-				default:
+				kind, ok := collectionKind(dash, rest)
+				if !ok {
 					return errFallback
 				}
 				child := p.collection(kind, n, ind)
@@ -160,13 +155,8 @@ func (p *fastParser) line(l []byte, n int) error {
 		if ind != 0 {
 			return errFallback
 		}
-		var kind yaml.Kind
-		switch {
-		case dash:
-			kind = yaml.SequenceNode
-		case isKey(rest):
-			kind = yaml.MappingNode
-		default:
+		kind, ok := collectionKind(dash, rest)
+		if !ok {
 			return errFallback
 		}
 		root := p.collection(kind, n, 0)
@@ -253,6 +243,18 @@ func (p *fastParser) entry(f *fastFrame, col int, rest []byte, n int) error {
 		p.add(f.node, p.scalar(p.keys.str(rest[:k]), 0, n, col), v)
 	}
 	return nil
+}
+
+// collectionKind is the collection a line opens: a sequence for a dash,
+// a mapping for a key; ok is false for anything else.
+func collectionKind(dash bool, rest []byte) (kind yaml.Kind, ok bool) {
+	switch {
+	case dash:
+		return yaml.SequenceNode, true
+	case isKey(rest):
+		return yaml.MappingNode, true
+	}
+	return 0, false
 }
 
 // isDash reports a block sequence entry: "-" followed by a space or the end.
