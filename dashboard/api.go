@@ -43,21 +43,9 @@ type APIApp struct {
 	// Unavailable says which peer could not be read for this answer.
 	Unavailable string `json:"unavailable,omitempty"`
 	// Containers, History and Pulls are only in one app's answer.
-	Containers []APIContainer `json:"containers,omitempty"`
-	History    []APIEntry     `json:"history,omitempty"`
-	Pulls      []APIPull      `json:"pulls,omitempty"`
-}
-
-// APIContainer is the proof of one container of one Pod.
-type APIContainer struct {
-	Namespace     string `json:"namespace"`
-	Pod           string `json:"pod"`
-	Container     string `json:"container"`
-	Image         string `json:"image,omitempty"`
-	GitDigest     string `json:"gitDigest"`
-	RunningDigest string `json:"runningDigest"`
-	Verdict       string `json:"verdict"`
-	Reason        string `json:"reason,omitempty"`
+	Containers []verdict.ContainerVerdict `json:"containers,omitempty"`
+	History    []APIEntry                 `json:"history,omitempty"`
+	Pulls      []APIPull                  `json:"pulls,omitempty"`
 }
 
 // APIEntry is one sync of the app's history.
@@ -105,10 +93,7 @@ func apiApp(a App, detail bool) APIApp {
 		return out
 	}
 	if v := a.Verification; v != nil {
-		for _, c := range v.Containers {
-			out.Containers = append(out.Containers, APIContainer{Namespace: c.Namespace, Pod: c.Pod, Container: c.Container,
-				Image: c.Image, GitDigest: c.GitDigest, RunningDigest: c.RunningDigest, Verdict: string(c.Verdict), Reason: c.Reason})
-		}
+		out.Containers = v.Containers
 	}
 	if a.Record != nil {
 		for _, e := range a.Record.Entries {
