@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	sdk "code.gitea.io/sdk/gitea"
@@ -92,11 +90,11 @@ promote:
 	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
 		return err
 	}
-	stop, err := d.serveChain(ctx, config)
+	srv, err := d.startServe(ctx, "release-serve", config, "--release-interval", "1s")
 	if err != nil {
 		return err
 	}
-	defer stop()
+	defer srv.stop()
 
 	// --kubeconfig: promote reads the release chain's ledger (holds, proofs)
 	// from the cluster, as CI does without serve's gate endpoint.
@@ -173,42 +171,6 @@ promote:
 	}
 	d.node.FailReadiness(nil)
 	return nil
-}
-
-// serveChain runs `pinbot serve` on config with the release chain looked
-// at every second, until the returned func stops it.
-func (d *demo) serveChain(ctx context.Context, config string) (func(), error) {
-	addr, err := freeLoopback()
-	if err != nil {
-		return nil, err
-	}
-	secret := filepath.Join(d.dir, "release-secret")
-	if err := os.WriteFile(secret, []byte("demo-release\n"), 0o600); err != nil {
-		return nil, err
-	}
-	logFile := filepath.Join(d.dir, "release-serve.log")
-	log, err := os.Create(logFile)
-	if err != nil {
-		return nil, err
-	}
-	args := []string{"serve", "--config", config, "--kubeconfig", d.kubeconfig, "--cache-dir", filepath.Join(d.dir, "release-cache"),
-		"--listen", addr, "--webhook-secret-file", secret, "--release-interval", "1s"}
-	fmt.Printf("\n$ pinbot %s\n", strings.Join(args, " "))
-	cmd := exec.Command(d.pinbot, args...)
-	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+d.dockerConfig())
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting pinbot serve: %w", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stop := func() { stopByPID(cmd.Process, exited); _ = log.Close() }
-	if err := waitReady(ctx, "http://"+addr+"/readyz", exited); err != nil {
-		stop()
-		return nil, fmt.Errorf("%w (log: %s)", err, logFile)
-	}
-	return stop, nil
 }
 
 // waitHeld waits for serve's ledger to hold digest of image in prod.

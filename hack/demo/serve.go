@@ -39,50 +39,22 @@ func (d *demo) serve(ctx context.Context) error {
 		return errors.New("the serve step needs the cluster half to have run")
 	}
 	banner("pinbot serve: the reconcile loop, webhooks and the dashboard, in one process")
-	secret := filepath.Join(d.dir, "webhook-secret")
-	if err := os.WriteFile(secret, []byte(fmt.Sprintf("demo-%d\n", time.Now().UnixNano())), 0o600); err != nil {
-		return err
-	}
-	addr, err := freeLoopback()
+	srv, err := d.startServe(ctx, "serve", d.reconcilerConfig)
 	if err != nil {
 		return err
 	}
-	logFile := filepath.Join(d.dir, "serve.log")
-	log, err := os.Create(logFile)
-	if err != nil {
-		return err
-	}
-	d.closers = append(d.closers, func() { _ = log.Close() })
-	args := []string{"serve", "--config", d.reconcilerConfig, "--kubeconfig", d.kubeconfig,
-		"--cache-dir", filepath.Join(d.dir, "serve-cache"), "--listen", addr, "--webhook-secret-file", secret}
-	fmt.Printf("\n$ pinbot %s\n", strings.Join(args, " "))
-	cmd := exec.Command(d.pinbot, args...)
-	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+d.dockerConfig())
-	cmd.Stdout, cmd.Stderr = log, log
-	// A process group of its own: Ctrl-C reaches the demo only, which
-	// stops serve in order, before the cluster and Gitea.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting pinbot serve: %w", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	d.closers = append(d.closers, func() { stopByPID(cmd.Process, exited) })
-
-	base := "http://" + addr
-	if err := waitReady(ctx, base+"/readyz", exited); err != nil {
-		return fmt.Errorf("%w (log: %s)", err, logFile)
-	}
-	fmt.Printf("\npinbot serve is running (PID %d, log %s).\n", cmd.Process.Pid, logFile)
+	d.closers = append(d.closers, srv.stop)
+	base := "http://" + srv.addr
+	fmt.Printf("\npinbot serve is running (PID %d, log %s).\n", srv.cmd.Process.Pid, srv.logFile)
 	fmt.Printf("Dashboard: %s/\n", base)
 	fmt.Printf("Open it:   xdg-open %s/    (or: curl -s %s/apps/web)\n", base, base)
 	fmt.Println("Press Ctrl-C to stop pinbot serve, the cluster and Gitea.")
 	select {
 	case <-ctx.Done():
 		return nil
-	case err := <-exited:
-		exited <- err // for the closer
-		return fmt.Errorf("pinbot serve exited: %v (log: %s)", err, logFile)
+	case err := <-srv.exited:
+		srv.exited <- err // for the closer
+		return fmt.Errorf("pinbot serve exited: %v (log: %s)", err, srv.logFile)
 	}
 }
 
@@ -133,4 +105,52 @@ func stopByPID(p *os.Process, exited chan error) {
 		_ = p.Kill()
 		<-exited
 	}
+}
+
+// served is a pinbot serve the demo started.
+type served struct {
+	addr, logFile string
+	cmd           *exec.Cmd
+	exited        chan error // cmd.Wait's error, once it exits
+	stop          func()
+}
+
+// startServe starts pinbot serve on config and a free loopback port, with
+// a webhook secret, log and Git cache named after name in the demo's
+// directory, and waits until it is ready. It runs in a process group of
+// its own: Ctrl-C reaches the demo only, which stops serve in order,
+// before the cluster and Gitea.
+func (d *demo) startServe(ctx context.Context, name, config string, extra ...string) (*served, error) {
+	addr, err := freeLoopback()
+	if err != nil {
+		return nil, err
+	}
+	secret := filepath.Join(d.dir, name+"-secret")
+	if err := os.WriteFile(secret, []byte(fmt.Sprintf("demo-%d\n", time.Now().UnixNano())), 0o600); err != nil {
+		return nil, err
+	}
+	logFile := filepath.Join(d.dir, name+".log")
+	log, err := os.Create(logFile)
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"serve", "--config", config, "--kubeconfig", d.kubeconfig,
+		"--cache-dir", filepath.Join(d.dir, name+"-cache"), "--listen", addr, "--webhook-secret-file", secret}, extra...)
+	fmt.Printf("\n$ pinbot %s\n", strings.Join(args, " "))
+	cmd := exec.Command(d.pinbot, args...)
+	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+d.dockerConfig())
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("starting pinbot serve: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func() { stopByPID(cmd.Process, exited); _ = log.Close() }
+	if err := waitReady(ctx, "http://"+addr+"/readyz", exited); err != nil {
+		stop()
+		return nil, fmt.Errorf("%w (log: %s)", err, logFile)
+	}
+	return &served{addr: addr, logFile: logFile, cmd: cmd, exited: exited, stop: stop}, nil
 }
