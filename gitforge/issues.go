@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	sdk "code.gitea.io/sdk/gitea"
+
 	"pinbot.dev/pinbot/internal/commitstatus"
 )
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"pinbot.dev/pinbot/internal/testenv/filetree"
 )
 

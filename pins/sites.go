@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
 	"pinbot.dev/pinbot/internal/clip"
 )
 

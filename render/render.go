@@ -26,8 +26,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"pinbot.dev/pinbot/internal/confined"
 	sigsyaml "sigs.k8s.io/yaml"
+
+	"pinbot.dev/pinbot/internal/confined"
 )
 
 // Error stops a sync before anything is applied. File is the slash path,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"pinbot.dev/pinbot/internal/testenv/filetree"
 )
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
 	"pinbot.dev/pinbot/internal/clip"
 )
 
