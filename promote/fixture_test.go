@@ -15,17 +15,14 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/testenv/filetree"
 	"pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
+	"pinbot.dev/pinbot/internal/testenv/images"
 	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/registry"
 )
@@ -113,36 +110,21 @@ func (f *fixture) remoteOpts() []remote.Option {
 // repo:tag and returns its digest. created sets its config's created time.
 func (f *fixture) pushImage(repo, tag string, created time.Time) string {
 	f.t.Helper()
-	img := f.platformImage("amd64", created)
-	ref, err := name.ParseReference(repo+":"+tag, name.Insecure)
+	p, err := images.Push(repo+":"+tag, f.platformImage("amd64", created), f.remoteOpts()...)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if err := remote.Write(ref, img, f.remoteOpts()...); err != nil {
-		f.t.Fatalf("pushing %s: %s", ref, err)
-	}
-	d, err := img.Digest()
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return d.String()
+	return p.Digest
 }
 
+// platformImage is a random linux/arch image created at created, with the
+// OCI revision and source labels.
 func (f *fixture) platformImage(arch string, created time.Time) v1.Image {
 	f.t.Helper()
-	img, err := random.Image(256, 1)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", arch
-	cf.Created = v1.Time{Time: created}
-	cf.Config.Labels = map[string]string{"org.opencontainers.image.revision": "c0ffee", "org.opencontainers.image.source": "https://git.example/app"}
-	img, err = mutate.ConfigFile(img, cf)
+	img, err := images.Random(images.OnPlatform(v1.Platform{OS: "linux", Architecture: arch}), func(cf *v1.ConfigFile) {
+		cf.Created = v1.Time{Time: created}
+		cf.Config.Labels = map[string]string{"org.opencontainers.image.revision": "c0ffee", "org.opencontainers.image.source": "https://git.example/app"}
+	})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -156,36 +138,15 @@ type index struct {
 }
 
 // pushIndex pushes a new index with linux/amd64 and linux/arm64 children
-// and a buildx-style attestation manifest (unknown/unknown) first.
+// after a buildx-style attestation manifest (images.PushIndex).
 func (f *fixture) pushIndex(repo, tag string) index {
 	f.t.Helper()
-	att, err := random.Image(64, 1)
+	children := []v1.Image{f.platformImage("amd64", time.Time{}), f.platformImage("arm64", time.Time{})}
+	idx, err := images.PushIndex(repo+":"+tag, children, f.remoteOpts()...)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	amd, arm := f.platformImage("amd64", time.Time{}), f.platformImage("arm64", time.Time{})
-	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
-	idx = mutate.AppendManifests(idx,
-		mutate.IndexAddendum{Add: att, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "unknown", Architecture: "unknown"},
-			Annotations: map[string]string{"vnd.docker.reference.type": "attestation-manifest"}}},
-		mutate.IndexAddendum{Add: amd, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "amd64"}}},
-		mutate.IndexAddendum{Add: arm, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "arm64"}}},
-	)
-	ref, err := name.ParseReference(repo+":"+tag, name.Insecure)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	if err := remote.WriteIndex(ref, idx, f.remoteOpts()...); err != nil {
-		f.t.Fatalf("pushing %s: %s", ref, err)
-	}
-	digest := func(d interface{ Digest() (v1.Hash, error) }) string {
-		h, err := d.Digest()
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		return h.String()
-	}
-	return index{Digest: digest(idx), Amd64: digest(amd), Arm64: digest(arm)}
+	return index{Digest: idx.Digest, Amd64: idx.Children["amd64"], Arm64: idx.Children["arm64"]}
 }
 
 // sdk returns a Gitea SDK client for assertions.

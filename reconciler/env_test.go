@@ -12,16 +12,14 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"k8s.io/client-go/kubernetes"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/testenv/gitea"
+	"pinbot.dev/pinbot/internal/testenv/images"
 	"pinbot.dev/pinbot/internal/testenv/kube"
 	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/internal/testenv/stack"
@@ -147,20 +145,16 @@ func (p *peers) auth() remote.Option {
 func pushImage(t *testing.T, name_, tag string) image {
 	t.Helper()
 	needPeers(t)
-	img, cfgDigest := randomImage(t, "amd64", "")
+	img, err := images.Random(images.OnPlatform(v1.Platform{OS: "linux", Architecture: "amd64"}))
+	if err != nil {
+		t.Fatal(err)
+	}
 	repo := env.gitea.RegistryHost + "/" + org + "/" + name_
-	ref, err := name.ParseReference(repo + ":" + tag)
+	p, err := images.Push(repo+":"+tag, img, env.auth())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(ref, img, env.auth()); err != nil {
-		t.Fatalf("pushing %s: %s", ref, err)
-	}
-	d, err := img.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return image{repo: repo, digest: d.String(), configs: map[string]string{"": cfgDigest}}
+	return image{repo: repo, digest: p.Digest, configs: map[string]string{"": p.Config}}
 }
 
 // pushIndex pushes an index of linux/amd64 and linux/arm64/v8 images plus
@@ -174,31 +168,6 @@ func pushIndex(t *testing.T, name_, tag string) image {
 		t.Fatal(err)
 	}
 	return image{repo: repo, digest: idx.Digest, children: idx.Children, configs: idx.Configs}
-}
-
-func randomImage(t *testing.T, arch, variant string) (v1.Image, string) {
-	t.Helper()
-	img, err := random.Image(512, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture, cf.Variant = "linux", arch, variant
-	if arch == "unknown" {
-		cf.OS = "unknown"
-	}
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		t.Fatal(err)
-	}
-	cd, err := img.ConfigName()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img, cd.String()
 }
 
 // indent prefixes each line of s, for multi-line failure messages.

@@ -13,14 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +23,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/internal/testenv/images"
 	"pinbot.dev/pinbot/internal/testenv/kube"
 	"pinbot.dev/pinbot/internal/testenv/poll"
 )
@@ -106,7 +101,7 @@ func (p pushed) ref() string { return p.repo + "@" + p.digest }
 // tag is not empty.
 func pushImage(t *testing.T, repo, tag string) pushed {
 	t.Helper()
-	img, err := random.Image(256, 1)
+	img, err := images.Random()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,22 +109,16 @@ func pushImage(t *testing.T, repo, tag string) pushed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := img.ConfigName()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := pushed{repo: regHost + "/" + repo, digest: d.String(), config: cfg.String()}
+	p := pushed{repo: regHost + "/" + repo, digest: d.String()}
 	ref := p.ref()
 	if tag != "" {
 		ref = p.repo + ":" + tag
 	}
-	r, err := name.ParseReference(ref)
+	got, err := images.Push(ref, img)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(r, img); err != nil {
-		t.Fatal(err)
-	}
+	p.config = got.Config
 	return p
 }
 
@@ -139,37 +128,12 @@ func pushImage(t *testing.T, repo, tag string) pushed {
 // "amd64" and "arm64" to the platform manifests' digests.
 func pushIndex(t *testing.T, repo string) (pushed, map[string]string) {
 	t.Helper()
-	adds := []mutate.IndexAddendum{}
-	configs := map[string]string{}
-	children := map[string]string{}
-	for _, pl := range []v1.Platform{
-		{OS: "unknown", Architecture: "unknown"},
-		{OS: "linux", Architecture: "amd64"},
-		{OS: "linux", Architecture: "arm64", Variant: "v8"},
-	} {
-		img, err := random.Image(128, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, _ := img.Digest()
-		cfg, _ := img.ConfigName()
-		children[pl.Architecture], configs[pl.Architecture] = d.String(), cfg.String()
-		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &pl}})
-	}
-	idx := mutate.IndexMediaType(mutate.AppendManifests(empty.Index, adds...), types.OCIImageIndex)
-	d, err := idx.Digest()
+	idx, err := images.RandomIndex(regHost+"/"+repo+":latest",
+		[]v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64", Variant: "v8"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := pushed{repo: regHost + "/" + repo, digest: d.String(), config: configs["amd64"], children: children}
-	r, err := name.ParseReference(p.ref())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.WriteIndex(r, idx); err != nil {
-		t.Fatal(err)
-	}
-	return p, configs
+	return pushed{repo: regHost + "/" + repo, digest: idx.Digest, config: idx.Configs["amd64"], children: idx.Children}, idx.Configs
 }
 
 // namespace creates a namespace for one test and deletes it afterwards.
