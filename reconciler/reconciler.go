@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -413,6 +414,19 @@ func (r *Reconciler) History(ctx context.Context, name string) (*history.Record,
 		return nil, err
 	}
 	return r.history.Get(ctx, name)
+}
+
+// StoredStatus is the status the reconcile loop last stored for app,
+// read without fetching Git.
+func (r *Reconciler) StoredStatus(ctx context.Context, name string) (*status.App, error) {
+	rec, err := r.History(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Status == nil {
+		return nil, errors.New("no status stored yet: is pinbot serve running?")
+	}
+	return rec.Status, nil
 }
 
 // Check verifies what must hold before the loop starts: the history

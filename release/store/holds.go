@@ -4,6 +4,9 @@ import (
 	"context"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"pinbot.dev/pinbot/release"
 )
 
@@ -48,4 +51,14 @@ func (s *Ledgers) Release(ctx context.Context, repos []string, env, image, diges
 		}
 	}
 	return "", nil
+}
+
+// Caller is the user the cluster knows the store's client as, for the
+// ledger's record of who lifted a hold; "unknown" when it will not say.
+func (s *Ledgers) Caller(ctx context.Context) string {
+	r, err := s.client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil || r.Status.UserInfo.Username == "" {
+		return "unknown"
+	}
+	return r.Status.UserInfo.Username
 }
