@@ -108,9 +108,11 @@ var allowed = map[string][]string{
 
 	"dashboard": append([]string{"gitforge", "reconciler/...", "release", "trust/policy"}, leaves...),
 	// serve drives the reconciler and promote; nothing imports it but cmd.
-	"serve": append([]string{"reconciler", "reconciler/...", "promote", "promote/pr", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/...", "trust", "trust/...", "serve/shard"}, leaves...),
+	"serve": append([]string{"reconciler", "reconciler/...", "promote", "promote/pr", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/...", "trust", "trust/...", "serve/shard", "serve/installed"}, leaves...),
 	// The shards' Leases: Kubernetes' leader election, and nothing of pinbot.
-	"serve/shard":             {},
+	"serve/shard": {},
+	// serve as a namespace installs it: client-go, and nothing of pinbot.
+	"serve/installed":         {},
 	"deploy":                  {},
 	"cmd/...":                 {"*"},
 	"hack/...":                {"*"},

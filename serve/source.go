@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/dynamic"
@@ -21,6 +22,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/discover"
 	"pinbot.dev/pinbot/reconciler/gitsource"
 	"pinbot.dev/pinbot/reconciler/spoke"
+	"pinbot.dev/pinbot/serve/installed"
 )
 
 // Source is where pinbot's config comes from and the cluster its
@@ -39,10 +41,46 @@ type Source struct {
 	Spokes spoke.Trust
 	// Options are more options of every Reconciler.
 	Options []reconciler.Option
+	// Paths, when set, maps the credential paths the config names
+	// (config.Config.MapPaths): FromCluster's.
+	Paths func(string) string
 }
 
 // Load reads and validates the config file.
-func (s Source) Load() (*Config, error) { return Load(s.File) }
+func (s Source) Load() (*Config, error) {
+	cfg, err := Load(s.File)
+	if err == nil && s.Paths != nil {
+		cfg.MapPaths(s.Paths)
+	}
+	return cfg, err
+}
+
+// FromCluster points s at the config pinbot serve runs in namespace ns,
+// as the kustomize base or the chart installs it (package installed):
+// its config file and the credentials its Pod mounts, laid out in a
+// private directory that done removes. A credential the caller may not
+// read is left out with a warning on ctx's logger; a token left out is
+// then taken from the environment, as for a config without one.
+func (s *Source) FromCluster(ctx context.Context, ns string) (done func() error, err error) {
+	kube, err := s.Kube()
+	if err != nil {
+		return nil, fmt.Errorf("no config file given, and no cluster to read pinbot serve's from: %w", err)
+	}
+	srv, err := installed.Find(ctx, kube, ns)
+	if err != nil {
+		return nil, err
+	}
+	file, ok := srv.Local(srv.Config)
+	if !ok {
+		srv.Close()
+		return nil, fmt.Errorf("pinbot serve %s: its config %s is in no volume pinbot could read: %s", srv.Deployment, srv.Config, strings.Join(srv.Unread, "; "))
+	}
+	for _, u := range srv.Unread {
+		logctx.From(ctx).Warn("a volume of pinbot serve could not be read; its files are left out (a token left out comes from the environment)", "volume", u)
+	}
+	s.File, s.Paths = file, srv.Path
+	return srv.Close, nil
+}
 
 // Config loads the config file and adds the apps its discover: entries
 // select now.

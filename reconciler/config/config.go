@@ -448,23 +448,35 @@ func (c *Config) setDefaults() {
 // ResolvePaths makes credential paths relative to the config file absolute.
 func (c *Config) ResolvePaths(dir string) {
 	c.dir = dir
-	abs := func(p *string) {
-		if *p != "" && !filepath.IsAbs(*p) {
-			*p = filepath.Join(dir, *p)
+	c.MapPaths(func(p string) string {
+		if !filepath.IsAbs(p) {
+			return filepath.Join(dir, p)
+		}
+		return p
+	})
+}
+
+// MapPaths replaces each credential path the config names (token files
+// and CA bundles of the forge, Argo CD and the apps' repositories) with
+// f's answer; "" is none.
+func (c *Config) MapPaths(f func(string) string) {
+	each := func(p *string) {
+		if *p != "" {
+			*p = f(*p)
 		}
 	}
 	if c.Forge != nil {
-		abs(&c.Forge.TokenFile)
-		abs(&c.Forge.CAFile)
+		each(&c.Forge.TokenFile)
+		each(&c.Forge.CAFile)
 	}
 	if c.ArgoCD != nil {
-		abs(&c.ArgoCD.TokenFile)
-		abs(&c.ArgoCD.CAFile)
+		each(&c.ArgoCD.TokenFile)
+		each(&c.ArgoCD.CAFile)
 	}
 	for i := range c.Apps {
 		if a := c.Apps[i].Auth; a != nil {
-			abs(&a.TokenFile)
-			abs(&a.CAFile)
+			each(&a.TokenFile)
+			each(&a.CAFile)
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 // given. A credential is never a flag value: flags show in process
 // listings and shell history.
 const (
-	tokenEnv         = "PINBOT_GITEA_TOKEN"     // --token-file
+	tokenEnv         = gitforge.TokenEnv        // --token-file
 	gateTokenEnv     = "PINBOT_GATE_TOKEN"      // --gate-token-file
 	readTokenEnv     = "PINBOT_DASHBOARD_TOKEN" // --dashboard-token-file, --server-token-file
 	webhookSecretEnv = "PINBOT_WEBHOOK_SECRET"  // --webhook-secret-file

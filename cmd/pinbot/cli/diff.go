@@ -12,7 +12,7 @@ import (
 func newDiffCommand(g *globals) *cobra.Command {
 	f := &reconcilerFlags{}
 	cmd := &cobra.Command{
-		Use:   "diff APP --config FILE",
+		Use:   "diff APP [--config FILE | -n NAMESPACE]",
 		Short: "Show how the cluster differs from APP's Git commit, field by field; exit 1 when it does",
 		Long: `Diff fetches APP's branch, renders its manifests and compares them with the
 cluster, applying nothing. For each object it asks the API server for a
@@ -56,6 +56,6 @@ unreachable; stderr says which).
 			return nil
 		},
 	}
-	f.bind(cmd)
+	f.bindReading(cmd)
 	return cmd
 }

@@ -105,7 +105,12 @@ func (f *forgeFlags) Validate() error {
 			return usageErrorf("flag --platform: %w", err)
 		}
 	}
-	for _, h := range f.insecure {
+	return checkInsecureRegistries(f.insecure)
+}
+
+// checkInsecureRegistries checks the hosts of --insecure-registry.
+func checkInsecureRegistries(hosts []string) error {
+	for _, h := range hosts {
 		if h == "" || strings.ContainsAny(h, "/ ") {
 			return usageErrorf("flag --insecure-registry: want a registry host such as registry.internal:5000, got %s", clip.Quote(h))
 		}

@@ -9,7 +9,7 @@ import (
 func newHistoryCommand(g *globals) *cobra.Command {
 	f := &reconcilerFlags{}
 	cmd := &cobra.Command{
-		Use:   "history APP --config FILE",
+		Use:   "history APP [--config FILE | -n NAMESPACE]",
 		Short: "Show APP's last syncs: commit, time, result, health and the digests verified",
 		Long: `History prints the last 10 syncs of APP, newest first, as the reconciler
 keeps them in the ConfigMap pinbot-app-<APP> of its stateNamespace: the
@@ -31,6 +31,6 @@ digests the Pods run. -o json prints {"status":{...},"entries":[...]}.`,
 			return output.History(cmd.OutOrStdout(), g.json(), args[0], rec)
 		},
 	}
-	f.bind(cmd)
+	f.bindReading(cmd)
 	return cmd
 }

@@ -7,9 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/gitforge"
@@ -22,18 +19,17 @@ import (
 type ledgerFlags struct {
 	rf   reconcilerFlags
 	repo string
-	kube kubernetes.Interface // ledgers' client, once made
 }
 
 func (f *ledgerFlags) bind(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.rf.config, "config", "", "pinbot's config file (required): its stateNamespace holds the ledgers")
-	f.rf.bindCluster(cmd)
+	f.rf.bindConfig(cmd)
+	f.rf.bindNamespace(cmd)
 	cmd.Flags().StringVar(&f.repo, "repo", "", "manifest repository OWNER/NAME (default: every repository with a ledger)")
 }
 
 // ledgers opens the ledger store and names the repositories asked for.
 func (f *ledgerFlags) ledgers(ctx context.Context) (*store.Ledgers, []string, error) {
-	src, err := f.rf.source()
+	src, err := f.rf.source(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -45,7 +41,6 @@ func (f *ledgerFlags) ledgers(ctx context.Context) (*store.Ledgers, []string, er
 	if err != nil {
 		return nil, nil, err
 	}
-	f.kube = kube
 	s := store.New(kube, cfg.StateNamespace)
 	if f.repo != "" {
 		if _, err := gitforge.ParseRepo(f.repo); err != nil {
@@ -60,7 +55,7 @@ func (f *ledgerFlags) ledgers(ctx context.Context) (*store.Ledgers, []string, er
 func newLedgerCommand(g *globals) *cobra.Command {
 	f := &ledgerFlags{}
 	cmd := &cobra.Command{
-		Use:   "ledger --config FILE [--repo OWNER/NAME]",
+		Use:   "ledger [--config FILE | -n NAMESPACE] [--repo OWNER/NAME]",
 		Short: "Show which digest runs where: each environment's pinned and proven digest, soaks, gates, holds",
 		Long: `The ledger pinbot serve keeps in the cluster (a ConfigMap per manifest
 repository in the state namespace), for each environment of the
@@ -102,7 +97,7 @@ newer digest is pinned in the environment.`,
 	}
 	list := &ledgerFlags{}
 	listCmd := &cobra.Command{
-		Use:   "list --config FILE [--repo OWNER/NAME]",
+		Use:   "list [--config FILE | -n NAMESPACE] [--repo OWNER/NAME]",
 		Short: "List the held digests",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -122,7 +117,7 @@ newer digest is pinned in the environment.`,
 	rel := &ledgerFlags{}
 	var why string
 	releaseCmd := &cobra.Command{
-		Use:   "release ENV IMAGE@DIGEST --reason TEXT --config FILE [--repo OWNER/NAME]",
+		Use:   "release ENV IMAGE@DIGEST --reason TEXT [--config FILE | -n NAMESPACE] [--repo OWNER/NAME]",
 		Short: "Release a held digest in an environment (and where the same failure held it after it)",
 		Args:  exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -139,7 +134,7 @@ newer digest is pinned in the environment.`,
 			if err != nil {
 				return err
 			}
-			released, err := s.Release(ctx, repos, env, ref.Repository, ref.Digest, whoAmI(ctx, rel.kube), why, time.Now())
+			released, err := s.Release(ctx, repos, env, ref.Repository, ref.Digest, s.Caller(ctx), why, time.Now())
 			if err != nil {
 				return err
 			}
@@ -154,17 +149,4 @@ newer digest is pinned in the environment.`,
 	releaseCmd.Flags().StringVar(&why, "reason", "", "why the hold is lifted (required; recorded in the ledger with who lifted it)")
 	cmd.AddCommand(listCmd, releaseCmd)
 	return cmd
-}
-
-// whoAmI is the user the cluster knows the caller as, for the ledger's
-// record of who released a hold; "unknown" when it will not say.
-func whoAmI(ctx context.Context, kube kubernetes.Interface) string {
-	if kube == nil {
-		return "unknown"
-	}
-	r, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-	if err != nil || r.Status.UserInfo.Username == "" {
-		return "unknown"
-	}
-	return r.Status.UserInfo.Username
 }

@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"pinbot.dev/pinbot/internal/testenv/stack"
 )
@@ -33,7 +36,8 @@ func TestReconcilerCommandErrors(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{[]string{"verify", "web"}, exitUsage, "flag --config: required"},
+		{[]string{"verify", "web", "--kubeconfig", filepath.Join(dir, "none")}, exitError, "no config file given, and no cluster to read pinbot serve's from"},
+		{[]string{"reconcile"}, exitUsage, "flag --config: required"},
 		{[]string{"verify"}, exitUsage, "accepts 1 arg"},
 		{[]string{"status", "a", "b", "--config", good}, exitUsage, "accepts at most 1 arg"},
 		{[]string{"sync", "web", "--config", good, "--wait", "-1s"}, exitUsage, "flag --wait"},
@@ -215,6 +219,21 @@ apps:
 		}
 	}
 
+	// With only a context: the config, and the Gitea token, are the ones
+	// pinbot serve's Deployment mounts in -n's namespace.
+	installServe(ctx, t, peers.Kube, "pinbot-system", strings.Replace(config, "forge: {", "forge: {tokenFile: /etc/pinbot/gitea/token, ", 1), g.Token)
+	t.Setenv("PINBOT_GITEA_TOKEN", "")
+	for args, want := range map[string]string{"verify web": "VERIFIED", "history web": "manual", "status --cached": "Healthy"} {
+		code, out, stderr := run(t, append(strings.Fields(args), "-n", "pinbot-system", "--kubeconfig", c.Kubeconfig, "--cache-dir", t.TempDir())...)
+		if code != exitOK || !strings.Contains(out, want) || strings.Contains(stderr, "could not be read") {
+			t.Errorf("%v with only a context: exit %d, %s %s", args, code, out, stderr)
+		}
+	}
+	if code, _, stderr := run(t, "status", "--cached", "-n", "web", "--kubeconfig", c.Kubeconfig); code != exitError || !strings.Contains(stderr, "no pinbot serve in namespace web") {
+		t.Errorf("status in a namespace without pinbot: exit %d, %s", code, stderr)
+	}
+	t.Setenv("PINBOT_GITEA_TOKEN", g.Token)
+
 	// refresh asks the running serve through the trigger ConfigMap.
 	if code, out, stderr := run(t, "refresh", "web", "--config", cfg, "--kubeconfig", c.Kubeconfig); code != exitOK || !strings.Contains(out, "asked pinbot serve to pass web") {
 		t.Fatalf("refresh: exit %d, %s %s", code, out, stderr)
@@ -234,5 +253,51 @@ apps:
 	}
 	if code, _, stderr := run(t, "refresh", "nope", "--config", cfg, "--kubeconfig", c.Kubeconfig); code != exitUsage || !strings.Contains(stderr, "argument APP") {
 		t.Errorf("refresh of an unknown app: exit %d, %s", code, stderr)
+	}
+}
+
+// installServe creates what the kustomize base installs, as far as the
+// reading commands look: serve's Deployment (no replicas), its config in
+// a ConfigMap and the Gitea token in a Secret, mounted as the base mounts
+// them.
+func installServe(ctx context.Context, t *testing.T, kc kubernetes.Interface, ns, config, token string) {
+	t.Helper()
+	if _, err := kc.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pinbot-config", Namespace: ns},
+		Data: map[string]string{"reconciler.yaml": config}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kc.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "pinbot-gitea", Namespace: ns},
+		Data: map[string][]byte{"token": []byte(token)}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	none := int32(0)
+	labels := map[string]string{"app.kubernetes.io/name": "pinbot"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "pinbot", Namespace: ns, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &none,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{
+						Name: "pinbot", Image: "pinbot.invalid/pinbot:v0",
+						Args: []string{"serve", "--config", "/etc/pinbot/config/reconciler.yaml", "--listen", ":8080"},
+						VolumeMounts: []corev1.VolumeMount{
+							{Name: "config", MountPath: "/etc/pinbot/config", ReadOnly: true},
+							{Name: "gitea", MountPath: "/etc/pinbot/gitea", ReadOnly: true},
+						},
+					}},
+					Volumes: []corev1.Volume{
+						{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+							LocalObjectReference: corev1.LocalObjectReference{Name: "pinbot-config"}}}},
+						{Name: "gitea", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "pinbot-gitea"}}},
+					},
+				},
+			},
+		},
+	}
+	if _, err := kc.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }

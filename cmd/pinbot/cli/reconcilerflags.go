@@ -14,7 +14,11 @@ import (
 // reconcilerFlags are the flags every reconciler command shares: reconcile,
 // sync, verify, status and history.
 type reconcilerFlags struct {
-	config     string
+	config string
+	// namespace is pinbot's, whose serve's config a reading command
+	// reads when --config is not given (reading).
+	namespace  string
+	reading    bool
 	kubeconfig string
 	context    string
 	cacheDir   string
@@ -22,8 +26,7 @@ type reconcilerFlags struct {
 }
 
 func (f *reconcilerFlags) bind(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.config, "config", os.Getenv(configEnv), "reconciler config file (required; default $"+configEnv+")")
-	f.bindCluster(cmd)
+	f.bindConfig(cmd)
 	cmd.Flags().StringVar(&f.cacheDir, "cache-dir", "", "where fetched Git objects are kept, a directory of pinbot's own (default $XDG_CACHE_HOME/pinbot)")
 	f.bindSpokes(cmd)
 }
@@ -45,6 +48,12 @@ func (f *reconcilerFlags) bindSpokes(cmd *cobra.Command) {
 		"also read Argo CD cluster Secrets from the namespace of the Application verified (Argo CD itself never does)")
 }
 
+// bindConfig binds --config and the cluster's flags.
+func (f *reconcilerFlags) bindConfig(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.config, "config", os.Getenv(configEnv), "reconciler config file (required; default $"+configEnv+")")
+	f.bindCluster(cmd)
+}
+
 // bindCluster binds --kubeconfig and --context, as kubectl has them.
 func (f *reconcilerFlags) bindCluster(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "",
@@ -52,20 +61,45 @@ func (f *reconcilerFlags) bindCluster(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.context, "context", "", "kubeconfig context to use (default: its current-context)")
 }
 
+// bindReading binds the flags of a command that reads the cluster: bind's,
+// with --config optional, and -n for pinbot's namespace.
+func (f *reconcilerFlags) bindReading(cmd *cobra.Command) {
+	f.bind(cmd)
+	f.bindNamespace(cmd)
+}
+
+// bindNamespace binds -n: without --config, the config is the one pinbot
+// serve runs in that namespace.
+func (f *reconcilerFlags) bindNamespace(cmd *cobra.Command) {
+	f.reading = true
+	cmd.Flags().Lookup("config").Usage = "pinbot's config file (default $" + configEnv + ", else the one pinbot serve runs in --namespace)"
+	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "pinbot-system",
+		"pinbot's namespace: without --config, read the config (and the credentials you may read) that pinbot serve runs there")
+}
+
 // Validate checks the flags.
 func (f *reconcilerFlags) Validate() error {
-	if f.config == "" {
+	if f.config == "" && !f.reading {
 		return usageErrorf("flag --config: required")
 	}
 	return nil
 }
 
 // source is the flags' serve.Source: the config file and the cluster.
-func (f *reconcilerFlags) source() (serve.Source, error) {
+// Without --config, a reading command reads serve's from -n's namespace.
+func (f *reconcilerFlags) source(ctx context.Context) (serve.Source, error) {
 	if err := f.Validate(); err != nil {
 		return serve.Source{}, err
 	}
-	return serve.Source{File: f.config, Kubeconfig: f.kubeconfig, Context: f.context, CacheDir: f.cacheDir, Spokes: f.spokes}, nil
+	src := serve.Source{File: f.config, Kubeconfig: f.kubeconfig, Context: f.context, CacheDir: f.cacheDir, Spokes: f.spokes}
+	if f.config != "" {
+		return src, nil
+	}
+	done, err := src.FromCluster(ctx, f.namespace)
+	if err == nil {
+		atExit(ctx, done)
+	}
+	return src, err
 }
 
 // open loads the config and returns a Reconciler on the cluster, and the
@@ -85,7 +119,7 @@ func (f *reconcilerFlags) openReading(ctx context.Context, apps ...string) (*rec
 }
 
 func (f *reconcilerFlags) openWith(ctx context.Context, opts []reconciler.Option, apps []string) (*reconciler.Reconciler, *serve.Config, error) {
-	src, err := f.source()
+	src, err := f.source(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"os"
-
 	"github.com/spf13/cobra"
 
 	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
@@ -12,7 +10,7 @@ import (
 func newRefreshCommand(g *globals) *cobra.Command {
 	f := &reconcilerFlags{}
 	cmd := &cobra.Command{
-		Use:   "refresh APP --config FILE",
+		Use:   "refresh APP [--config FILE | -n NAMESPACE]",
 		Short: "Ask the running pinbot serve to pass APP now",
 		Long: `Refresh asks the running pinbot serve (its leader, whichever replica that
 is) to pass APP at once, as flux reconcile asks a controller: it stamps
@@ -22,7 +20,7 @@ shows the pass. It needs only patch (and create) on that ConfigMap.`,
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeApps(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			src, err := f.source()
+			src, err := f.source(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -43,7 +41,7 @@ shows the pass. It needs only patch (and create) on that ConfigMap.`,
 			return output.Refreshed(cmd.OutOrStdout(), g.json(), args[0])
 		},
 	}
-	f.bindCluster(cmd)
-	cmd.Flags().StringVar(&f.config, "config", os.Getenv(configEnv), "reconciler config file (required; default $"+configEnv+")")
+	f.bindConfig(cmd)
+	f.bindNamespace(cmd)
 	return cmd
 }

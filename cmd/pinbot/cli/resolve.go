@@ -1,12 +1,9 @@
 package cli
 
 import (
-	"strings"
-
 	"github.com/spf13/cobra"
 
 	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
-	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/registry"
 )
 
@@ -17,12 +14,7 @@ type resolveOptions struct {
 
 // Validate checks the flags.
 func (o *resolveOptions) Validate() error {
-	for _, h := range o.insecure {
-		if h == "" || strings.ContainsAny(h, "/ ") {
-			return usageErrorf("flag --insecure-registry: want a registry host such as registry.internal:5000, got %s", clip.Quote(h))
-		}
-	}
-	return nil
+	return checkInsecureRegistries(o.insecure)
 }
 
 func newResolveCommand(g *globals) *cobra.Command {

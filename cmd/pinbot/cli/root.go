@@ -140,6 +140,13 @@ func newRootCommand(out *output.Writer) *cobra.Command {
 func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ow := output.NewWriter(stdout)
 	defer ow.Close()
+	var closers []func() error
+	defer func() {
+		for _, c := range closers {
+			_ = c()
+		}
+	}()
+	ctx = context.WithValue(ctx, closersKey{}, &closers)
 	root := newRootCommand(ow)
 	out := &countingWriter{w: ow}
 	root.SetArgs(args)
@@ -163,6 +170,15 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitError
 }
 
+type closersKey struct{}
+
+// atExit has Execute run c when the command ends.
+func atExit(ctx context.Context, c func() error) {
+	if closers, ok := ctx.Value(closersKey{}).(*[]func() error); ok {
+		*closers = append(*closers, c)
+	}
+}
+
 // countingWriter counts the bytes written through it.
 type countingWriter struct {
 	w io.Writer
@@ -182,20 +198,13 @@ func isCobraUsage(err error) bool {
 	return strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "required flag")
 }
 
-// exactArgs is cobra.ExactArgs with the error marked as bad usage.
-func exactArgs(n int) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
-			return &usageError{err: err}
-		}
-		return nil
-	}
-}
+// exactArgs and maxArgs are cobra's, with the error marked as bad usage.
+func exactArgs(n int) cobra.PositionalArgs { return usageArgs(cobra.ExactArgs(n)) }
+func maxArgs(n int) cobra.PositionalArgs   { return usageArgs(cobra.MaximumNArgs(n)) }
 
-// maxArgs is cobra.MaximumNArgs with the error marked as bad usage.
-func maxArgs(n int) cobra.PositionalArgs {
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if err := cobra.MaximumNArgs(n)(cmd, args); err != nil {
+		if err := check(cmd, args); err != nil {
 			return &usageError{err: err}
 		}
 		return nil

@@ -50,18 +50,10 @@ func (f *serveFlags) bind(cmd *cobra.Command) {
 		"how often the config file is looked at; a valid change is applied in place, an invalid one logged and kept out")
 }
 
-// readToken is the dashboard's read token, nil for none.
-func (f *serveFlags) readToken() ([]byte, error) {
-	tok, err := credential("--dashboard-token-file", f.readTokenFile, readTokenEnv)
-	if err != nil || tok == "" {
-		return nil, err
-	}
-	return []byte(tok), nil
-}
-
-// gateToken is the gate endpoint's token, nil for no endpoint.
-func (f *serveFlags) gateToken() ([]byte, error) {
-	tok, err := credential("--gate-token-file", f.gateTokenFile, gateTokenEnv)
+// tokenBytes is credential's token as bytes, nil for none: the
+// dashboard's read token, or the gate endpoint's.
+func tokenBytes(flag, file, env string) ([]byte, error) {
+	tok, err := credential(flag, file, env)
 	if err != nil || tok == "" {
 		return nil, err
 	}
@@ -101,7 +93,7 @@ func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Op
 	o.Listen, o.ReleaseInterval = sf.listen, sf.releaseInterval
 	o.AuthHeader, o.WebhookListen = sf.authHeader, sf.webhookListen
 	var err error
-	if o.GateToken, err = sf.gateToken(); err != nil {
+	if o.GateToken, err = tokenBytes("--gate-token-file", sf.gateTokenFile, gateTokenEnv); err != nil {
 		return err
 	}
 	if err := o.Validate(); err != nil {
@@ -110,13 +102,13 @@ func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Op
 	if o.Secret, err = sf.secret(); err != nil {
 		return err
 	}
-	if o.ReadToken, err = sf.readToken(); err != nil {
+	if o.ReadToken, err = tokenBytes("--dashboard-token-file", sf.readTokenFile, readTokenEnv); err != nil {
 		return err
 	}
 	if sf.reloadInterval <= 0 {
 		return usageErrorf("flag --reload-interval: must be positive")
 	}
-	src, err := f.source()
+	src, err := f.source(cmd.Context())
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ func newStatusCommand(g *globals) *cobra.Command {
 	f := &reconcilerFlags{}
 	o := &statusOptions{}
 	cmd := &cobra.Command{
-		Use:   "status [APP] --config FILE",
+		Use:   "status [APP] [--config FILE | -n NAMESPACE]",
 		Short: "Show each app's sync status, health and verification",
 		Long: `Status answers, per app, two separate questions and a proof: sync (does the
 cluster hold what the branch head declares? Synced or OutOfSync), health
@@ -83,7 +83,7 @@ when a status could not be computed (Git, render or cluster failing).`,
 			return errors.Join(errs...)
 		},
 	}
-	f.bind(cmd)
+	f.bindReading(cmd)
 	cmd.Flags().BoolVar(&o.cached, "cached", false, "print the status the reconcile loop stored, without fetching Git")
 	cmd.Flags().StringVar(&o.server, "server", "", "read the status from a running pinbot serve at this URL, through its JSON API")
 	cmd.Flags().StringVar(&o.serverToken, "server-token-file", "", "file holding the bearer token of --server's dashboard (default $"+readTokenEnv+")")
@@ -93,16 +93,9 @@ when a status could not be computed (Git, render or cluster failing).`,
 }
 
 func appStatus(cmd *cobra.Command, r *reconciler.Reconciler, name string, cached bool) (*status.App, error) {
-	if !cached {
-		s, _, err := r.Status(cmd.Context(), name)
-		return s, err
+	if cached {
+		return r.StoredStatus(cmd.Context(), name)
 	}
-	rec, err := r.History(cmd.Context(), name)
-	if err != nil {
-		return nil, err
-	}
-	if rec.Status == nil {
-		return nil, fmt.Errorf("no status stored yet: is pinbot reconcile running?")
-	}
-	return rec.Status, nil
+	s, _, err := r.Status(cmd.Context(), name)
+	return s, err
 }

@@ -43,7 +43,7 @@ func newSyncCommand(g *globals) *cobra.Command {
 	f := &reconcilerFlags{}
 	o := &syncOptions{}
 	cmd := &cobra.Command{
-		Use:   "sync APP --config FILE [--prune] [--dry-run]",
+		Use:   "sync APP [--config FILE | -n NAMESPACE] [--prune] [--dry-run]",
 		Short: "Apply APP's current Git commit once, then follow the rollout until it is verified",
 		Long: `Sync fetches APP's branch, renders and checks its manifests, and applies
 them with server-side apply (field manager "pinbot"), wave by wave in
@@ -111,7 +111,7 @@ unless verified. --wait 0 returns right after applying.`,
 			return nil
 		},
 	}
-	f.bind(cmd)
+	f.bindReading(cmd)
 	cmd.Flags().DurationVar(&o.wait, "wait", 5*time.Minute, "how long to follow the rollout until verified (0: do not wait)")
 	cmd.Flags().BoolVar(&o.prune, "prune", false, "delete the app's objects Git no longer declares in this sync, even if the app's policy has prune off")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print what the sync would apply, heal and prune; change nothing")

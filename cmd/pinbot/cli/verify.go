@@ -14,7 +14,7 @@ func newVerifyCommand(g *globals) *cobra.Command {
 	f := &reconcilerFlags{}
 	var report bool
 	cmd := &cobra.Command{
-		Use:   "verify APP --config FILE [--report]",
+		Use:   "verify APP [--config FILE | -n NAMESPACE] [--report]",
 		Short: "Prove that APP's running Pods run the image digests Git pins; exit 1 unless they all do",
 		Long: `Verify fetches APP's branch, renders its manifests and compares, for every
 container of every Pod of each workload's current revision (init containers
@@ -77,7 +77,7 @@ last deployed (for pinbot's own apps, the last commit pinbot synced).`,
 			return nil
 		},
 	}
-	f.bind(cmd)
+	f.bindReading(cmd)
 	cmd.Flags().BoolVar(&report, "report", false, "post the result on the head commit (verify-only apps): commit status pinbot/APP and, once verified, the proof on the promotion pull request")
 	return cmd
 }

@@ -1,0 +1,234 @@
+// Package installed finds pinbot serve as a namespace installs it (the
+// kustomize base or the Helm chart: a Deployment of pinbot's name label
+// whose container runs "serve") and lays the files its Pod mounts from
+// ConfigMaps and Secrets out in a private local directory, so that a
+// command run with nothing but a kubeconfig context reads the config, and
+// the credentials, serve reads.
+package installed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Selector finds serve's Deployment: the label both installs set.
+const Selector = "app.kubernetes.io/name=pinbot"
+
+// Serve is the serve a namespace runs, its files laid out under Root.
+type Serve struct {
+	// Deployment is the Deployment's namespace/name.
+	Deployment string
+	// Root is the private directory the Pod's files are laid out in: the
+	// Pod's path /etc/x is Root/etc/x.
+	Root string
+	// Config is the config file's path in the Pod (its --config).
+	Config string
+	// Unread are the mounts that could not be read, each with why (a
+	// Secret the caller may not get, say): their files are missing.
+	Unread []string
+}
+
+// Find finds serve's Deployment in namespace ns and lays the files of its
+// ConfigMap, Secret and projected volumes out under a new private
+// directory; Close removes it.
+func Find(ctx context.Context, kube kubernetes.Interface, ns string) (*Serve, error) {
+	list, err := kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: Selector})
+	if err != nil {
+		return nil, fmt.Errorf("finding pinbot serve in namespace %s: %w", ns, err)
+	}
+	for _, d := range list.Items {
+		spec := d.Spec.Template.Spec
+		for _, c := range spec.Containers {
+			file, ok := configArg(c.Args)
+			if !ok {
+				continue
+			}
+			s := &Serve{Deployment: ns + "/" + d.Name, Config: file}
+			if s.Root, err = os.MkdirTemp("", "pinbot-installed-"); err != nil {
+				return nil, err
+			}
+			if err := s.layOut(ctx, kube, ns, spec.Volumes, c.VolumeMounts); err != nil {
+				s.Close()
+				return nil, err
+			}
+			return s, nil
+		}
+	}
+	return nil, fmt.Errorf("no pinbot serve in namespace %s (no Deployment labelled %s runs serve --config): name pinbot's namespace with -n, or pass --config", ns, Selector)
+}
+
+// Close removes the laid-out files.
+func (s *Serve) Close() error { return os.RemoveAll(s.Root) }
+
+// Local is the local path of the Pod's path p, and whether it was laid
+// out: false for a path no readable mount holds.
+func (s *Serve) Local(p string) (string, bool) {
+	if !path.IsAbs(p) {
+		return p, false
+	}
+	local := filepath.Join(s.Root, filepath.FromSlash(path.Clean(p)))
+	fi, err := os.Stat(local)
+	return local, err == nil && fi.Mode().IsRegular()
+}
+
+// Path maps a credential path of the config, once loaded from Root: a
+// Pod path laid out under Root, or a path under Root already, stays
+// readable; "" for a file no readable mount holds.
+func (s *Serve) Path(p string) string {
+	if rel, err := filepath.Rel(s.Root, p); err == nil && !strings.HasPrefix(rel, "..") {
+		p = "/" + filepath.ToSlash(rel)
+	}
+	if local, ok := s.Local(p); ok {
+		return local
+	}
+	return ""
+}
+
+// configArg is the value of serve's --config in args.
+func configArg(args []string) (string, bool) {
+	if len(args) == 0 || args[0] != "serve" {
+		return "", false
+	}
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--config="); ok {
+			return v, v != ""
+		}
+		if a == "--config" && i+1 < len(args) {
+			return args[i+1], true
+		}
+	}
+	return "", false
+}
+
+// layOut writes the files of every mount of a ConfigMap, Secret or
+// projected volume under s.Root, as the kubelet does in the Pod.
+func (s *Serve) layOut(ctx context.Context, kube kubernetes.Interface, ns string, volumes []corev1.Volume, mounts []corev1.VolumeMount) error {
+	for _, m := range mounts {
+		i := slices.IndexFunc(volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
+		if i < 0 {
+			continue
+		}
+		files, err := volumeFiles(ctx, kube, ns, volumes[i].VolumeSource)
+		if err != nil {
+			s.Unread = append(s.Unread, fmt.Sprintf("%s (volume %s): %s", m.MountPath, m.Name, err))
+			continue
+		}
+		for p, data := range files {
+			if m.SubPath != "" {
+				// The mount is the one file, or the directory, at subPath.
+				rel, ok := strings.CutPrefix(p, strings.TrimSuffix(m.SubPath, "/"))
+				if !ok || rel != "" && !strings.HasPrefix(rel, "/") {
+					continue
+				}
+				p = strings.TrimPrefix(rel, "/")
+			}
+			if err := s.write(path.Join(m.MountPath, p), data); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Serve) write(p string, data []byte) error {
+	local := filepath.Join(s.Root, filepath.FromSlash(path.Clean("/"+p)))
+	if err := os.MkdirAll(filepath.Dir(local), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(local, data, 0o600)
+}
+
+// volumeFiles are the files a volume holds, by their paths in it; nil for
+// a kind of volume that is not a ConfigMap, Secret or projection of them.
+func volumeFiles(ctx context.Context, kube kubernetes.Interface, ns string, v corev1.VolumeSource) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	var errs []error
+	add := func(data map[string][]byte, items []corev1.KeyToPath, err error) {
+		if err != nil {
+			errs = append(errs, err)
+			return
+		}
+		for p, k := range keyPaths(data, items) {
+			files[p] = data[k]
+		}
+	}
+	cm := func(name string, items []corev1.KeyToPath, optional *bool) {
+		obj, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			add(nil, nil, optionalMissing("ConfigMap", name, optional, err))
+			return
+		}
+		data := make(map[string][]byte, len(obj.Data)+len(obj.BinaryData))
+		for k, v := range obj.Data {
+			data[k] = []byte(v)
+		}
+		for k, v := range obj.BinaryData {
+			data[k] = v
+		}
+		add(data, items, nil)
+	}
+	secret := func(name string, items []corev1.KeyToPath, optional *bool) {
+		obj, err := kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			add(nil, nil, optionalMissing("Secret", name, optional, err))
+			return
+		}
+		add(obj.Data, items, nil)
+	}
+	switch {
+	case v.ConfigMap != nil:
+		cm(v.ConfigMap.Name, v.ConfigMap.Items, v.ConfigMap.Optional)
+	case v.Secret != nil:
+		secret(v.Secret.SecretName, v.Secret.Items, v.Secret.Optional)
+	case v.Projected != nil:
+		for _, src := range v.Projected.Sources {
+			switch {
+			case src.ConfigMap != nil:
+				cm(src.ConfigMap.Name, src.ConfigMap.Items, src.ConfigMap.Optional)
+			case src.Secret != nil:
+				secret(src.Secret.Name, src.Secret.Items, src.Secret.Optional)
+			}
+		}
+	default:
+		return nil, nil
+	}
+	return files, errors.Join(errs...)
+}
+
+// keyPaths maps each file's path to the key it holds: every key under its
+// own name, or only the items' keys under their paths.
+func keyPaths(data map[string][]byte, items []corev1.KeyToPath) map[string]string {
+	out := map[string]string{}
+	if len(items) == 0 {
+		for k := range data {
+			out[k] = k
+		}
+		return out
+	}
+	for _, it := range items {
+		if _, ok := data[it.Key]; ok {
+			out[it.Path] = it.Key
+		}
+	}
+	return out
+}
+
+// optionalMissing is nil for an optional object that does not exist (the
+// kubelet mounts nothing), else err naming the object.
+func optionalMissing(kind, name string, optional *bool, err error) error {
+	if apierrors.IsNotFound(err) && optional != nil && *optional {
+		return nil
+	}
+	return fmt.Errorf("%s %s: %w", kind, name, err)
+}
