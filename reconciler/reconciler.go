@@ -338,6 +338,48 @@ func (r *Reconciler) Status(ctx context.Context, name string) (*status.App, *ver
 	return r.pass(ctx, a, st, modeObserve, nil)
 }
 
+// Await proves app as Status does (as Report does, with report) until
+// it is verified or wait passes, proving again at each change of its Pods
+// and at least every second, and returns the last proof. A proof that
+// cannot be made ends it, unless it is a passing hiccup.
+func (r *Reconciler) Await(ctx context.Context, name string, wait time.Duration, report bool) (*status.App, *verdict.Verification, error) {
+	prove := r.Status
+	if report {
+		prove = r.Report
+	}
+	_, st, err := r.app(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var s *status.App
+	var v *verdict.Verification
+	for {
+		s2, v2, err := prove(ctx, name)
+		switch {
+		case ctx.Err() != nil && s != nil:
+			return s, v, nil
+		case err != nil && s != nil && retryable(err):
+		case err != nil:
+			return s2, v2, err
+		default:
+			s, v = s2, v2
+		}
+		if v != nil && v.Verified {
+			return s, v, nil
+		}
+		select {
+		case <-ctx.Done():
+			return s, v, nil
+		case <-st.observe:
+		case <-tick.C:
+		}
+	}
+}
+
 // Verify is Status's verification.
 func (r *Reconciler) Verify(ctx context.Context, name string) (*verdict.Verification, error) {
 	_, v, err := r.Status(ctx, name)

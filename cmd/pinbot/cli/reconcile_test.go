@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +39,8 @@ func TestReconcilerCommandErrors(t *testing.T) {
 	}{
 		{[]string{"verify", "web", "--kubeconfig", filepath.Join(dir, "none")}, exitError, "no config file given, and no cluster to read pinbot serve's from"},
 		{[]string{"reconcile"}, exitUsage, "flag --config: required"},
+		{[]string{"verify", "web", "--config", good, "--timeout", "1m"}, exitUsage, "flag --timeout: want a positive duration, with --wait"},
+		{[]string{"verify", "web", "--config", good, "--wait", "--timeout", "0s"}, exitUsage, "flag --timeout"},
 		{[]string{"verify"}, exitUsage, "accepts 1 arg"},
 		{[]string{"status", "a", "b", "--config", good}, exitUsage, "accepts at most 1 arg"},
 		{[]string{"sync", "web", "--config", good, "--wait", "-1s"}, exitUsage, "flag --wait"},
@@ -141,6 +144,11 @@ apps:
 		t.Errorf("verify before sync: exit %d, %s", code, out)
 	}
 
+	// verify --wait gives up at --timeout, unverified.
+	began := time.Now()
+	if code, out, stderr := pinbot("verify", "web", "--wait", "--timeout", "2s"); code != exitError || !strings.Contains(stderr, "is not verified") || time.Since(began) < 2*time.Second {
+		t.Errorf("verify --wait before sync: exit %d after %v, %s %s", code, time.Since(began), out, stderr)
+	}
 	if code, out, stderr := pinbot("sync", "web", "--wait", "90s"); code != exitOK || !strings.Contains(out, "VERIFIED") {
 		t.Fatalf("sync: exit %d\n%s\n%s", code, out, stderr)
 	}
@@ -182,6 +190,13 @@ apps:
 	code, out, _ = pinbot("verify", "web")
 	if code != exitOK || !strings.Contains(out, "web at "+commit[:12]+": VERIFIED: 2/2 Pods run "+digest[:19]) {
 		t.Errorf("verify table: exit %d\n%s", code, out)
+	}
+	// The Pods replaced: verify --wait follows the new ones until verified.
+	if err := peers.Kube.CoreV1().Pods("web").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "app=web"}); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, stderr := pinbot("verify", "web", "--wait", "--timeout", "90s"); code != exitOK || !strings.Contains(out, "VERIFIED: 2/2 Pods") {
+		t.Errorf("verify --wait after the Pods were replaced: exit %d\n%s\n%s", code, out, stderr)
 	}
 	code, out, _ = pinbot("history", "web", "-o", "json")
 	var rec struct {

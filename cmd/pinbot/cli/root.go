@@ -148,9 +148,8 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}()
 	ctx = context.WithValue(ctx, closersKey{}, &closers)
 	root := newRootCommand(ow)
-	out := &countingWriter{w: ow}
 	root.SetArgs(args)
-	root.SetOut(out)
+	root.SetOut(ow)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -160,7 +159,7 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// Under -o json stdout holds one JSON document: a command that
 	// already printed its result (a diff that differs, a verification
 	// that failed) says so by its exit code, not by a second document.
-	if f := root.PersistentFlags().Lookup("output"); f != nil && (f.Value.String() == "json" || f.Value.String() == "yaml") && out.n == 0 {
+	if f := root.PersistentFlags().Lookup("output"); f != nil && (f.Value.String() == "json" || f.Value.String() == "yaml") && !ow.Written() {
 		output.Error(ow, err)
 	}
 	var ue *usageError
@@ -177,18 +176,6 @@ func atExit(ctx context.Context, c func() error) {
 	if closers, ok := ctx.Value(closersKey{}).(*[]func() error); ok {
 		*closers = append(*closers, c)
 	}
-}
-
-// countingWriter counts the bytes written through it.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // isCobraUsage reports errors cobra raises for bad command lines that do not

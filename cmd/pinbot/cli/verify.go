@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,9 +13,10 @@ import (
 
 func newVerifyCommand(g *globals) *cobra.Command {
 	f := &reconcilerFlags{}
-	var report bool
+	var report, wait bool
+	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "verify APP [--config FILE | -n NAMESPACE] [--report]",
+		Use:   "verify APP [--config FILE | -n NAMESPACE] [--wait [--timeout 5m]] [--report]",
 		Short: "Prove that APP's running Pods run the image digests Git pins; exit 1 unless they all do",
 		Long: `Verify fetches APP's branch, renders its manifests and compares, for every
 container of every Pod of each workload's current revision (init containers
@@ -36,6 +38,9 @@ head, a container that runs the deployed revision's digest is Pending
 ("Argo CD has not synced <head> yet", "Flux has not applied <head> yet"),
 one that runs neither is Mismatch, and the app is not verified.
 
+--wait proves again at each change of the Pods until verified or
+--timeout passes (a rollout, or Argo CD or Flux reaching the head).
+
 --report (verify-only apps) posts the result once on the head commit: the
 Gitea commit status pinbot/APP, pending while the deployer is behind,
 success when verified, failure on a mismatch; on success, the per-Pod proof
@@ -50,6 +55,9 @@ last deployed (for pinbot's own apps, the last commit pinbot synced).`,
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeApps(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if timeout <= 0 || cmd.Flags().Changed("timeout") && !wait {
+				return usageErrorf("flag --timeout: want a positive duration, with --wait")
+			}
 			r, _, err := f.open(cmd.Context(), args[0])
 			if err != nil {
 				return err
@@ -57,9 +65,12 @@ last deployed (for pinbot's own apps, the last commit pinbot synced).`,
 			defer r.Close()
 			var s *status.App
 			var v *verdict.Verification
-			if report {
+			switch {
+			case wait:
+				s, v, err = r.Await(cmd.Context(), args[0], timeout, report)
+			case report:
 				s, v, err = r.Report(cmd.Context(), args[0])
-			} else {
+			default:
 				s, v, err = r.Status(cmd.Context(), args[0])
 			}
 			if err == nil && v == nil {
@@ -78,6 +89,8 @@ last deployed (for pinbot's own apps, the last commit pinbot synced).`,
 		},
 	}
 	f.bindReading(cmd)
+	cmd.Flags().BoolVar(&wait, "wait", false, "prove again, at each change of the app's Pods, until verified or --timeout passes (as kubectl rollout status waits)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "with --wait, how long to wait for the proof")
 	cmd.Flags().BoolVar(&report, "report", false, "post the result on the head commit (verify-only apps): commit status pinbot/APP and, once verified, the proof on the promotion pull request")
 	return cmd
 }

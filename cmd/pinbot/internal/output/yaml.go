@@ -18,6 +18,7 @@ type Writer struct {
 	mu   sync.Mutex
 	pw   *io.PipeWriter
 	done chan struct{}
+	n    int64 // bytes written through it
 }
 
 // NewWriter returns a Writer to w that passes writes through until
@@ -43,11 +44,19 @@ func (o *Writer) ToYAML() {
 func (o *Writer) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	pw := o.pw
+	o.n += int64(len(p))
 	o.mu.Unlock()
 	if pw == nil {
 		return o.w.Write(p)
 	}
 	return pw.Write(p)
+}
+
+// Written reports whether anything was written through o.
+func (o *Writer) Written() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.n > 0
 }
 
 // Close flushes the conversion, if any.
