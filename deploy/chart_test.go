@@ -157,6 +157,37 @@ func TestChartRenders(t *testing.T) {
 	}
 }
 
+// TestChartWithoutAWebhookSecret: secrets.webhook "" is a working
+// install (a verify-only one next to Argo CD, say): serve runs with
+// --no-webhook, which its flags accept, and nothing names a webhook port.
+func TestChartWithoutAWebhookSecret(t *testing.T) {
+	objs, err := chart(t, "ci/verify-only-values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dep appsv1.Deployment
+	find(t, objs, "Deployment", "pinbot", &dep)
+	c := dep.Spec.Template.Spec.Containers[0]
+	cmd, rest, err := cli.NewRootCommand().Find(c.Args)
+	if err != nil || cmd.Name() != "serve" {
+		t.Fatalf("args %q do not run pinbot serve: %v", c.Args, err)
+	}
+	if err := cmd.ParseFlags(rest); err != nil {
+		t.Fatalf("args %q: %s", c.Args, err)
+	}
+	flag := func(name string) string { return cmd.Flags().Lookup(name).Value.String() }
+	if flag("no-webhook") != "true" || flag("webhook-secret-file") != "" || flag("webhook-listen") != "" {
+		t.Errorf("args %q: want --no-webhook, and no webhook secret or port", c.Args)
+	}
+	var svc corev1.Service
+	find(t, objs, "Service", "pinbot", &svc)
+	for _, p := range svc.Spec.Ports {
+		if p.Name == "webhook" {
+			t.Errorf("Service port %+v without a webhook", p)
+		}
+	}
+}
+
 // TestChartGrantsWhatTheBaseGrants holds the chart's RBAC to deploy/base's
 // (and the deployers component's), rule for rule, so the two install
 // paths cannot drift apart.

@@ -113,6 +113,24 @@ func TestMuxRoutes(t *testing.T) {
 	}
 }
 
+// TestNoWebhook: with NoWebhook serve needs no secret to listen, and
+// /webhook/gitea is not served.
+func TestNoWebhook(t *testing.T) {
+	if _, err := newDaemon(&Config{}, nil, nil, Options{Listen: ":0"}); err == nil {
+		t.Fatal("listening without a secret, and with the webhook on: no error")
+	}
+	d := testDaemon(t, &Config{}, Options{Listen: ":0", NoWebhook: true})
+	rec := httptest.NewRecorder()
+	d.mux(!d.o.NoWebhook).ServeHTTP(rec, httptest.NewRequest("POST", "/webhook/gitea", nil))
+	if rec.Code != 404 {
+		t.Errorf("POST /webhook/gitea with NoWebhook: %d, want 404", rec.Code)
+	}
+	o := Options{Listen: ":0", NoWebhook: true, WebhookListen: ":0", ShutdownTimeout: time.Second, ReleaseInterval: time.Second}
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--no-webhook") {
+		t.Errorf("--webhook-listen with --no-webhook: %v", err)
+	}
+}
+
 // testDaemon is serve set up for cfg on a cluster it never reaches.
 func testDaemon(t *testing.T, cfg *Config, o Options) *daemon {
 	t.Helper()

@@ -79,6 +79,9 @@ type Options struct {
 	// WebhookListen, when set, serves /webhook/gitea on this address of
 	// its own, and no longer on Listen.
 	WebhookListen string
+	// NoWebhook serves no /webhook/gitea: the apps are passed at their
+	// interval, and Secret is not needed (an install without one).
+	NoWebhook bool
 	// Collectors are more metrics for /metrics (the config reload's).
 	Collectors []prometheus.Collector
 }
@@ -91,6 +94,8 @@ func (o *Options) Validate() error {
 		return errors.New("flag --listen: required")
 	case o.WebhookListen != "" && o.Listen == "":
 		return errors.New("flag --webhook-listen: needs --listen (the dashboard, metrics and probes)")
+	case o.WebhookListen != "" && o.NoWebhook:
+		return errors.New("flag --webhook-listen: serves the webhook, which --no-webhook turns off")
 	case len(o.GateToken) > 0 && o.Listen == "":
 		return errors.New("flag --gate-token-file: the gate endpoint needs --listen")
 	case o.Shards < 0:
@@ -154,7 +159,7 @@ func Run(ctx context.Context, cfg *Config, r *reconciler.Reconciler, kube kubern
 
 // newDaemon sets serve up: the promoter, the drift jobs and the metrics.
 func newDaemon(cfg *Config, r *reconciler.Reconciler, kube kubernetes.Interface, o Options) (*daemon, error) {
-	if o.Listen != "" && len(o.Secret) == 0 {
+	if o.Listen != "" && len(o.Secret) == 0 && !o.NoWebhook {
 		return nil, errors.New("serving webhooks needs a secret")
 	}
 	if o.ShutdownTimeout <= 0 {
@@ -247,7 +252,7 @@ func (d *daemon) run(ctx context.Context) error {
 		}
 		log.Info("serving", "addr", ln.Addr().String())
 		if d.o.WebhookListen == "" {
-			go func() { served <- serveHTTP(work, ln, d.mux(true)) }()
+			go func() { served <- serveHTTP(work, ln, d.mux(!d.o.NoWebhook)) }()
 		} else {
 			hl, err := net.Listen("tcp", d.o.WebhookListen)
 			if err != nil {

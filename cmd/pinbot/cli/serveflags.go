@@ -23,6 +23,7 @@ type serveFlags struct {
 	readTokenFile   string
 	authHeader      string
 	webhookListen   string
+	noWebhook       bool
 	pprofListen     string
 	memoryLimit     string
 }
@@ -42,6 +43,8 @@ func (f *serveFlags) bind(cmd *cobra.Command) {
 		"a header an authenticating proxy sets, such as X-Forwarded-User: a request carrying it reads the dashboard (only behind that proxy)")
 	cmd.Flags().StringVar(&f.webhookListen, "webhook-listen", "",
 		`serve /webhook/gitea on this address of its own instead of --listen's, e.g. ":8081"`)
+	cmd.Flags().BoolVar(&f.noWebhook, "no-webhook", false,
+		"serve no /webhook/gitea, so no webhook secret is needed: apps are passed at their interval only")
 	cmd.Flags().StringVar(&f.pprofListen, "pprof-listen", "",
 		`serve Go's runtime profiles (/debug/pprof/) on this address of their own, e.g. ":6060" (loopback unless a host is named; default: none)`)
 	cmd.Flags().StringVar(&f.memoryLimit, "memory-limit", "auto",
@@ -61,10 +64,10 @@ func tokenBytes(flag, file, env string) ([]byte, error) {
 }
 
 // secret validates the flags and returns the webhook secret, nil when
-// --listen is off. Without a secret the webhook would trigger on anyone's
-// request, so it is a usage error.
+// --listen or the webhook is off. Without a secret the webhook would
+// trigger on anyone's request, so it is a usage error.
 func (f *serveFlags) secret() ([]byte, error) {
-	if f.listen == "" {
+	if f.listen == "" || f.noWebhook {
 		return nil, nil
 	}
 	var secret []byte
@@ -91,7 +94,7 @@ func (f *serveFlags) secret() ([]byte, error) {
 // reconcile's shared RunE.
 func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Options) error {
 	o.Listen, o.ReleaseInterval = sf.listen, sf.releaseInterval
-	o.AuthHeader, o.WebhookListen = sf.authHeader, sf.webhookListen
+	o.AuthHeader, o.WebhookListen, o.NoWebhook = sf.authHeader, sf.webhookListen, sf.noWebhook
 	var err error
 	if o.GateToken, err = tokenBytes("--gate-token-file", sf.gateTokenFile, gateTokenEnv); err != nil {
 		return err
