@@ -97,6 +97,12 @@ func TestServeDeployment(t *testing.T) {
 	if http == nil || port != strconv.Itoa(int(http.ContainerPort)) {
 		t.Errorf("containerPort http %v, want --listen's port %s", http, port)
 	}
+	// The webhook on a port of its own, as the chart has it, which the
+	// docs' URL names.
+	_, hookPort, err := net.SplitHostPort(flag("webhook-listen"))
+	if hook := containerPort(c, "webhook"); err != nil || hook == nil || hookPort != "8081" || hookPort != strconv.Itoa(int(hook.ContainerPort)) {
+		t.Errorf("--webhook-listen %q, containerPort webhook %v: want both 8081 (%v)", flag("webhook-listen"), hook, err)
+	}
 
 	for _, p := range []struct {
 		name  string
@@ -175,8 +181,9 @@ func TestServeDeployment(t *testing.T) {
 	if !labels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels) || len(svc.Spec.Selector) == 0 {
 		t.Errorf("Service selector %v does not select the Pods %v", svc.Spec.Selector, podLabels)
 	}
-	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort.String() != "http" || svc.Spec.Ports[0].Port != 80 {
-		t.Errorf("Service ports %+v, want 80 to the Pods' http", svc.Spec.Ports)
+	if len(svc.Spec.Ports) != 2 || svc.Spec.Ports[0].TargetPort.String() != "http" || svc.Spec.Ports[0].Port != 80 ||
+		svc.Spec.Ports[1].TargetPort.String() != "webhook" || svc.Spec.Ports[1].Port != 8081 {
+		t.Errorf("Service ports %+v, want 80 to the Pods' http and 8081 to their webhook, as the chart's", svc.Spec.Ports)
 	}
 	var pdb policyv1.PodDisruptionBudget
 	decode(t, m, "PodDisruptionBudget", "pinbot", &pdb)
