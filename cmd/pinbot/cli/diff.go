@@ -28,15 +28,16 @@ Each field out of sync prints as one line:
 
   Deployment web/web: spec.replicas git=3 live=1
 
-Like argocd app diff, the command exits 0 when the cluster matches Git and 1
-when it differs (or when the diff could not be made: Git or the cluster
-unreachable; stderr says which).
+As kubectl diff does, the command exits 0 when the cluster matches Git, 1
+when it differs, and 2 when the diff could not be made (Git or the
+cluster unreachable; stderr says which).
 
 -o json prints {"app","commit","sync","fields":[{"object":{"group","kind",
 "namespace","name"},"path","pointer","git","live"}],"missing":[...],
 "orphaned":[...]}.`,
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeApps(f),
+		Annotations:       map[string]string{checkAnnotation: "in sync"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, _, err := f.open(cmd.Context(), args[0])
 			if err != nil {
@@ -51,7 +52,7 @@ unreachable; stderr says which).
 				return err
 			}
 			if !d.InSync() {
-				return fmt.Errorf("%s differs from Git at %s: %s", d.App, commitid.Short(d.Commit), output.DiffSummary(d))
+				return &answer{fmt.Errorf("%s differs from Git at %s: %s", d.App, commitid.Short(d.Commit), output.DiffSummary(d))}
 			}
 			return nil
 		},

@@ -26,7 +26,7 @@ func TestDiffUsage(t *testing.T) {
 		stderr string
 	}{
 		{[]string{"diff"}, exitUsage, "accepts 1 arg"},
-		{[]string{"diff", "web", "--kubeconfig", filepath.Join(t.TempDir(), "none")}, exitError, "no config file given, and no cluster to read pinbot serve's from"},
+		{[]string{"diff", "web", "--kubeconfig", filepath.Join(t.TempDir(), "none")}, exitUsage, "no config file given, and no cluster to read pinbot serve's from"},
 		{[]string{"diff", "api", "--config", cfg}, exitUsage, `no app "api" (apps: web)`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -37,20 +37,20 @@ func TestReconcilerCommandErrors(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{[]string{"verify", "web", "--kubeconfig", filepath.Join(dir, "none")}, exitError, "no config file given, and no cluster to read pinbot serve's from"},
+		{[]string{"verify", "web", "--kubeconfig", filepath.Join(dir, "none")}, exitUsage, "no config file given, and no cluster to read pinbot serve's from"},
 		{[]string{"reconcile"}, exitUsage, "flag --config: required"},
 		{[]string{"verify", "web", "--config", good, "--timeout", "1m"}, exitUsage, "flag --timeout: want a positive duration, with --wait"},
 		{[]string{"verify", "web", "--config", good, "--wait", "--timeout", "0s"}, exitUsage, "flag --timeout"},
 		{[]string{"verify"}, exitUsage, "accepts 1 arg"},
 		{[]string{"status", "a", "b", "--config", good}, exitUsage, "accepts at most 1 arg"},
 		{[]string{"sync", "web", "--config", good, "--wait", "-1s"}, exitUsage, "flag --wait"},
-		{[]string{"verify", "web", "--config", bad}, exitError, `bad.yaml:5: unknown field "prun"`},
+		{[]string{"verify", "web", "--config", bad}, exitUsage, `bad.yaml:5: unknown field "prun"`},
 		{[]string{"verify", "api", "--config", good}, exitUsage, `no app "api" (apps: web)`},
 		{[]string{"history", "api", "--config", good}, exitUsage, `no app "api"`},
 		{[]string{"status", "api", "--config", good}, exitUsage, `no app "api"`},
-		{[]string{"verify", "web", "--config", good, "--kubeconfig", filepath.Join(dir, "nope")}, exitError, "loading kubeconfig"},
+		{[]string{"verify", "web", "--config", good, "--kubeconfig", filepath.Join(dir, "nope")}, exitUsage, "loading kubeconfig"},
 		{[]string{"history", "web", "--config", good}, exitError, "no kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config), and not running in a cluster"},
-		{[]string{"verify", "web", "--config", good, "--context", "nope"}, exitError, `flag --context "nope"`},
+		{[]string{"verify", "web", "--config", good, "--context", "nope"}, exitUsage, `flag --context "nope"`},
 		{[]string{"reconcile", "--config", filepath.Join(dir, "missing.yaml")}, exitError, "reading config"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -19,12 +19,23 @@ import (
 	"pinbot.dev/pinbot/internal/logsink"
 )
 
-// Exit codes, as documented in the README.
+// Exit codes, as documented in the README. A check (verify, diff) exits
+// exitError for its negative answer alone (not verified, differs), and
+// exitUsage when it could not be made, as kubectl diff does.
 const (
 	exitOK    = 0
 	exitError = 1
 	exitUsage = 2
 )
+
+// checkAnnotation marks a check command.
+const checkAnnotation = "pinbot.dev/check"
+
+// answer marks a check's negative answer: exitError.
+type answer struct{ err error }
+
+func (e *answer) Error() string { return e.err.Error() }
+func (e *answer) Unwrap() error { return e.err }
 
 // globals are the flags every command shares.
 type globals struct {
@@ -151,7 +162,7 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(ow)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
@@ -163,8 +174,12 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		output.Error(ow, err)
 	}
 	var ue *usageError
-	if errors.As(err, &ue) || isCobraUsage(err) {
+	var no *answer
+	switch {
+	case errors.As(err, &ue) || isCobraUsage(err):
 		return exitUsage
+	case cmd != nil && cmd.Annotations[checkAnnotation] != "" && !errors.As(err, &no):
+		return exitUsage // the check could not be made
 	}
 	return exitError
 }

@@ -27,8 +27,9 @@ Node's platform child of a pinned index.
 
 Each container gets a verdict: Verified, Mismatch, Pending or Unknown. Pods
 of older revisions (still terminating, or kept by a stuck rollout) are listed
-apart and do not count. The command exits 1 unless every current Pod is
-Verified and each workload has all its Pods.
+apart and do not count. The command exits 0 when every current Pod is
+Verified and each workload has all its Pods, 1 when not, and 2 when the
+proof could not be made (Git, render or the cluster failing).
 
 A verify-only app (argocd: or flux: in the config) is deployed by Argo CD
 or Flux: pinbot reads the Application or Kustomization (read-only), renders
@@ -54,6 +55,7 @@ source is pinbot, argocd or flux, and deployedCommit what the deployer
 last deployed (for pinbot's own apps, the last commit pinbot synced).`,
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeApps(f),
+		Annotations:       map[string]string{checkAnnotation: "verified"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if timeout <= 0 || cmd.Flags().Changed("timeout") && !wait {
 				return usageErrorf("flag --timeout: want a positive duration, with --wait")
@@ -83,7 +85,7 @@ last deployed (for pinbot's own apps, the last commit pinbot synced).`,
 				return err
 			}
 			if !v.Verified {
-				return fmt.Errorf("%s is not verified: %s", v.App, v.Summary())
+				return &answer{fmt.Errorf("%s is not verified: %s", v.App, v.Summary())}
 			}
 			return nil
 		},
