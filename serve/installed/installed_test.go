@@ -9,12 +9,14 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"pinbot.dev/pinbot/internal/testenv/kube"
+	"pinbot.dev/pinbot/internal/testenv/poll"
 )
 
 func TestConfigArg(t *testing.T) {
@@ -124,6 +126,16 @@ func TestFindLaysTheMountsOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// RBAC's authorizer learns of the binding a moment after it is made.
+	poll.Until(t, 30*time.Second, "the reader may list Deployments", func() (bool, string) {
+		review, err := reader.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: ns, Verb: "list", Group: "apps", Resource: "deployments"}}}, metav1.CreateOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return review.Status.Allowed, review.Status.Reason
+	})
 	r, err := Find(ctx, reader, ns)
 	if err != nil {
 		t.Fatal(err)
