@@ -162,7 +162,11 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 		o.gitCache = c
 	}
 	if o.registry == nil {
-		reg, err := registry.New()
+		var ca string // Gitea's own registry is behind the forge's CA, as a rule
+		if cfg.Forge != nil {
+			ca = cfg.Forge.CAFile
+		}
+		reg, err := registry.New(registry.WithCAFile(ca))
 		if err != nil {
 			return nil, err
 		}
@@ -340,12 +344,16 @@ func (r *Reconciler) Status(ctx context.Context, name string) (*status.App, *ver
 
 // Await proves app as Status does (as Report does, with report) until
 // it is verified or wait passes, proving again at each change of its Pods
-// and at least every second, and returns the last proof. A proof that
-// cannot be made ends it, unless it is a passing hiccup.
+// and at least every second, and returns the last proof; with wait 0 it
+// proves once. A proof that cannot be made ends it, unless it is a
+// passing hiccup.
 func (r *Reconciler) Await(ctx context.Context, name string, wait time.Duration, report bool) (*status.App, *verdict.Verification, error) {
 	prove := r.Status
 	if report {
 		prove = r.Report
+	}
+	if wait <= 0 {
+		return prove(ctx, name)
 	}
 	_, st, err := r.app(name)
 	if err != nil {

@@ -34,6 +34,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"pinbot.dev/pinbot/internal/capool"
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/loopback"
 	"pinbot.dev/pinbot/internal/peermetrics"
@@ -77,6 +78,7 @@ type options struct {
 	stall       time.Duration
 	call        time.Duration
 	transport   http.RoundTripper
+	caFile      string
 }
 
 // Option configures a Client.
@@ -150,6 +152,14 @@ func WithTransport(rt http.RoundTripper) Option {
 	return func(o *options) { o.transport = rt }
 }
 
+// WithCAFile trusts the PEM certificates in path, besides the system
+// roots, for registries behind a private CA (Gitea's own registry, often
+// behind the forge's); "" adds none. It goes with the default transport
+// only.
+func WithCAFile(path string) Option {
+	return func(o *options) { o.caFile = path }
+}
+
 // New returns a Client, or an error naming the option that is invalid.
 func New(opts ...Option) (*Client, error) {
 	o := options{
@@ -166,7 +176,17 @@ func New(opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("configuring the registry client: %w", err)
 	}
 	if o.transport == nil {
-		o.transport = defaultTransport(o.concurrency, o.stall)
+		t := defaultTransport(o.concurrency, o.stall)
+		if o.caFile != "" {
+			pool, err := capool.Load(o.caFile)
+			if err != nil {
+				return nil, fmt.Errorf("configuring the registry client: WithCAFile: %w", err)
+			}
+			if ht, ok := t.(*http.Transport); ok {
+				ht.TLSClientConfig = capool.TLS(pool)
+			}
+		}
+		o.transport = t
 	}
 	c := &Client{
 		keychain:    redactingKeychain{o.keychain},
@@ -207,6 +227,9 @@ func (o *options) validate() error {
 	}
 	if o.keychain == nil {
 		errs = append(errs, errors.New("WithKeychain(nil): want a keychain"))
+	}
+	if o.caFile != "" && o.transport != nil {
+		errs = append(errs, errors.New("WithCAFile and WithTransport exclude each other: put the CA in the transport"))
 	}
 	if _, ok := o.basic[""]; ok {
 		errs = append(errs, errors.New("WithBasicAuth: empty registry host"))

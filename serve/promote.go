@@ -40,7 +40,8 @@ func newPromoter(cfg *Config, cache *gitforge.Cache) (*promoter, error) {
 	if cfg.Forge == nil {
 		return nil, nil
 	}
-	reg, err := registry.New()
+	// Gitea's own registry is behind the forge's CA, as a rule.
+	reg, err := registry.New(registry.WithCAFile(cfg.Forge.CAFile))
 	if err != nil {
 		return nil, fmt.Errorf("registry client: %w", err)
 	}
