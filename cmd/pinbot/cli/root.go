@@ -32,10 +32,7 @@ const (
 const checkAnnotation = "pinbot.dev/check"
 
 // answer marks a check's negative answer: exitError.
-type answer struct{ err error }
-
-func (e *answer) Error() string { return e.err.Error() }
-func (e *answer) Unwrap() error { return e.err }
+type answer struct{ error }
 
 // globals are the flags every command shares.
 type globals struct {

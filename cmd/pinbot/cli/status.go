@@ -1,12 +1,19 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
+	"pinbot.dev/pinbot/dashboard"
+	"pinbot.dev/pinbot/internal/clip"
+	"pinbot.dev/pinbot/internal/loopback"
+	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/status"
 )
@@ -45,11 +52,7 @@ when a status could not be computed (Git, render or cluster failing).`,
 				if err != nil {
 					return err
 				}
-				app := ""
-				if len(args) == 1 {
-					app = args[0]
-				}
-				return serverStatus(cmd.Context(), cmd.OutOrStdout(), g, o.server, o.insecureServer, token, app)
+				return serverStatus(cmd.Context(), cmd.OutOrStdout(), g, o.server, o.insecureServer, token, strings.Join(args, ""))
 			}
 			open := f.open
 			if o.cached {
@@ -98,4 +101,19 @@ func appStatus(cmd *cobra.Command, r *reconciler.Reconciler, name string, cached
 	}
 	s, _, err := r.Status(cmd.Context(), name)
 	return s, err
+}
+
+// serverStatus reads the apps (or app, when not "") from the JSON API of
+// a running pinbot serve at base and prints them: -o json and yaml the
+// API's documents, text a line each.
+func serverStatus(ctx context.Context, w io.Writer, g *globals, base string, insecure bool, token, app string) error {
+	u, err := loopback.CheckURL(base, insecure)
+	if err != nil {
+		return usageErrorf("flag --server %s: %w (the http(s) URL of pinbot serve; --insecure-server allows plain HTTP)", clip.Quote(redact.URL(base)), err)
+	}
+	apps, err := dashboard.Fetch(ctx, u, token, app)
+	if err != nil {
+		return err
+	}
+	return output.ServerApps(w, g.json(), app != "", apps)
 }

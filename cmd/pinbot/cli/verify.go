@@ -7,8 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
-	"pinbot.dev/pinbot/reconciler/status"
-	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 func newVerifyCommand(g *globals) *cobra.Command {
@@ -65,16 +63,10 @@ last deployed (for pinbot's own apps, the last commit pinbot synced).`,
 				return err
 			}
 			defer r.Close()
-			var s *status.App
-			var v *verdict.Verification
-			switch {
-			case wait:
-				s, v, err = r.Await(cmd.Context(), args[0], timeout, report)
-			case report:
-				s, v, err = r.Report(cmd.Context(), args[0])
-			default:
-				s, v, err = r.Status(cmd.Context(), args[0])
+			if !wait {
+				timeout = 0 // prove once
 			}
+			s, v, err := r.Await(cmd.Context(), args[0], timeout, report)
 			if err == nil && v == nil {
 				err = fmt.Errorf("%s: nothing verified: %s", args[0], s.Error)
 			}
