@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -179,50 +178,33 @@ func install(ctx context.Context, t *testing.T, kc kubernetes.Interface, ns stri
 		Data: map[string][]byte{"token": []byte("s3cret"), "other": []byte("x")}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	none := int32(0)
-	labels := map[string]string{"app.kubernetes.io/name": "pinbot"}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "pinbot", Namespace: ns, Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &none,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					Containers: []corev1.Container{{
-						Name: "pinbot", Image: "pinbot.invalid/pinbot:v0",
-						Args: []string{"serve", "--config", "/etc/pinbot/config/reconciler.yaml", "--listen=:8080"},
-						VolumeMounts: []corev1.VolumeMount{
-							{Name: "config", MountPath: "/etc/pinbot/config", ReadOnly: true},
-							{Name: "keys", MountPath: "/etc/pinbot/config/keys", ReadOnly: true},
-							{Name: "gitea", MountPath: "/etc/pinbot/gitea", ReadOnly: true},
-							{Name: "ca", MountPath: "/etc/ssl/extra/ca.pem", SubPath: "ca.pem", ReadOnly: true},
-							{Name: "projected", MountPath: "/etc/pinbot/projected", ReadOnly: true},
-							{Name: "cache", MountPath: "/var/cache/pinbot"},
-						},
-					}},
-					Volumes: []corev1.Volume{
-						{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-							LocalObjectReference: corev1.LocalObjectReference{Name: "pinbot-config"}}}},
-						{Name: "keys", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-							LocalObjectReference: corev1.LocalObjectReference{Name: "keys"}}}},
-						{Name: "gitea", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-							SecretName: "pinbot-gitea", Items: []corev1.KeyToPath{{Key: "token", Path: "token"}}}}},
-						{Name: "ca", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-							LocalObjectReference: corev1.LocalObjectReference{Name: "ca"},
-							Items:                []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.pem"}}}}},
-						{Name: "projected", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
-							{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "pinbot-config"},
-								Items: []corev1.KeyToPath{{Key: "reconciler.yaml", Path: "r.yaml"}}}},
-							{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "pinbot-gitea"},
-								Items: []corev1.KeyToPath{{Key: "token", Path: "token"}}}},
-						}}}},
-						{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-					},
-				},
-			},
+	d := kube.ServeDeployment(ns, []string{"serve", "--config", "/etc/pinbot/config/reconciler.yaml", "--listen=:8080"},
+		[]corev1.VolumeMount{
+			{Name: "config", MountPath: "/etc/pinbot/config", ReadOnly: true},
+			{Name: "keys", MountPath: "/etc/pinbot/config/keys", ReadOnly: true},
+			{Name: "gitea", MountPath: "/etc/pinbot/gitea", ReadOnly: true},
+			{Name: "ca", MountPath: "/etc/ssl/extra/ca.pem", SubPath: "ca.pem", ReadOnly: true},
+			{Name: "projected", MountPath: "/etc/pinbot/projected", ReadOnly: true},
+			{Name: "cache", MountPath: "/var/cache/pinbot"},
 		},
-	}
+		[]corev1.Volume{
+			{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "pinbot-config"}}}},
+			{Name: "keys", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "keys"}}}},
+			{Name: "gitea", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+				SecretName: "pinbot-gitea", Items: []corev1.KeyToPath{{Key: "token", Path: "token"}}}}},
+			{Name: "ca", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "ca"},
+				Items:                []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.pem"}}}}},
+			{Name: "projected", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "pinbot-config"},
+					Items: []corev1.KeyToPath{{Key: "reconciler.yaml", Path: "r.yaml"}}}},
+				{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "pinbot-gitea"},
+					Items: []corev1.KeyToPath{{Key: "token", Path: "token"}}}},
+			}}}},
+			{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		})
 	if _, err := kc.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

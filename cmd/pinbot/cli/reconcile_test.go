@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"pinbot.dev/pinbot/internal/testenv/kube"
 	"pinbot.dev/pinbot/internal/testenv/stack"
 )
 
@@ -285,33 +285,16 @@ func installServe(ctx context.Context, t *testing.T, kc kubernetes.Interface, ns
 		Data: map[string][]byte{"token": []byte(token)}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	none := int32(0)
-	labels := map[string]string{"app.kubernetes.io/name": "pinbot"}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "pinbot", Namespace: ns, Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &none,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					Containers: []corev1.Container{{
-						Name: "pinbot", Image: "pinbot.invalid/pinbot:v0",
-						Args: []string{"serve", "--config", "/etc/pinbot/config/reconciler.yaml", "--listen", ":8080"},
-						VolumeMounts: []corev1.VolumeMount{
-							{Name: "config", MountPath: "/etc/pinbot/config", ReadOnly: true},
-							{Name: "gitea", MountPath: "/etc/pinbot/gitea", ReadOnly: true},
-						},
-					}},
-					Volumes: []corev1.Volume{
-						{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-							LocalObjectReference: corev1.LocalObjectReference{Name: "pinbot-config"}}}},
-						{Name: "gitea", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "pinbot-gitea"}}},
-					},
-				},
-			},
+	d := kube.ServeDeployment(ns, []string{"serve", "--config", "/etc/pinbot/config/reconciler.yaml", "--listen", ":8080"},
+		[]corev1.VolumeMount{
+			{Name: "config", MountPath: "/etc/pinbot/config", ReadOnly: true},
+			{Name: "gitea", MountPath: "/etc/pinbot/gitea", ReadOnly: true},
 		},
-	}
+		[]corev1.Volume{
+			{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "pinbot-config"}}}},
+			{Name: "gitea", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "pinbot-gitea"}}},
+		})
 	if _, err := kc.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
