@@ -41,7 +41,8 @@ type Serve struct {
 
 // Find finds serve's Deployment in namespace ns and lays the files of its
 // ConfigMap, Secret and projected volumes out under a new private
-// directory; Close removes it.
+// directory ($XDG_RUNTIME_DIR's, else the temporary directory's); Close
+// removes it.
 func Find(ctx context.Context, kube kubernetes.Interface, ns string) (*Serve, error) {
 	list, err := kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: Selector})
 	if err != nil {
@@ -55,7 +56,7 @@ func Find(ctx context.Context, kube kubernetes.Interface, ns string) (*Serve, er
 				continue
 			}
 			s := &Serve{Deployment: ns + "/" + d.Name, Config: file}
-			if s.Root, err = os.MkdirTemp("", "pinbot-installed-"); err != nil {
+			if s.Root, err = privateDir(); err != nil {
 				return nil, err
 			}
 			if err := s.layOut(ctx, kube, ns, spec.Volumes, c.VolumeMounts); err != nil {
@@ -66,6 +67,19 @@ func Find(ctx context.Context, kube kubernetes.Interface, ns string) (*Serve, er
 		}
 	}
 	return nil, fmt.Errorf("no pinbot serve in namespace %s (no Deployment labelled %s runs serve --config): name pinbot's namespace with -n, or pass --config", ns, Selector)
+}
+
+// privateDir makes the directory the files are laid out in: in the
+// user's runtime directory when there is one (a tmpfs of theirs alone,
+// gone at logout even if pinbot is killed before Close), else in the
+// temporary directory.
+func privateDir() (string, error) {
+	if run := os.Getenv("XDG_RUNTIME_DIR"); run != "" {
+		if dir, err := os.MkdirTemp(run, "pinbot-installed-"); err == nil {
+			return dir, nil
+		}
+	}
+	return os.MkdirTemp("", "pinbot-installed-")
 }
 
 // Close removes the laid-out files.

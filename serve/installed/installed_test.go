@@ -64,9 +64,14 @@ func TestFindLaysTheMountsOut(t *testing.T) {
 	const ns = "pinbot-system"
 	install(ctx, t, admin, ns)
 
+	runtimeDir := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", runtimeDir)
 	s, err := Find(ctx, admin, ns)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.HasPrefix(s.Root, runtimeDir+string(os.PathSeparator)) {
+		t.Errorf("laid out in %s, want the user's runtime directory %s", s.Root, runtimeDir)
 	}
 	if s.Deployment != ns+"/pinbot" || s.Config != "/etc/pinbot/config/reconciler.yaml" || len(s.Unread) != 0 {
 		t.Errorf("found %+v", s)
