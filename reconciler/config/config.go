@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -355,11 +356,11 @@ func Decode(file string, data []byte, v any) (*yaml.Node, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty config", file)
 		}
-		return nil, yamlError(file, err)
+		return nil, yamlError(file, err, data)
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, yamlError(file, err)
+		return nil, yamlError(file, err, data)
 	}
 	return &root, nil
 }
@@ -386,8 +387,9 @@ var (
 	unknownField = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
 )
 
-// yamlError turns yaml.v3's "line N: msg" errors into "file:N: msg".
-func yamlError(file string, err error) error {
+// yamlError turns yaml.v3's "line N: msg" errors into "file:N: msg",
+// with a hint where the key there is written as Argo CD writes it.
+func yamlError(file string, err error, data []byte) error {
 	var lines []string
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
@@ -405,6 +407,11 @@ func yamlError(file string, err error) error {
 		msg := m[2]
 		if f := unknownField.FindStringSubmatch(msg); f != nil {
 			msg = fmt.Sprintf("unknown field %s", clip.Quote(f[1]))
+		}
+		if n, err := strconv.Atoi(m[1]); err == nil {
+			if hint := hintAt(data, n); hint != "" {
+				msg += " (" + hint + ")"
+			}
 		}
 		errs = append(errs, fmt.Errorf("%s:%s: %s", file, m[1], msg))
 	}
