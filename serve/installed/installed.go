@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -128,12 +129,13 @@ func configArg(args []string) (string, bool) {
 // layOut writes the files of every mount of a ConfigMap, Secret or
 // projected volume under s.Root, as the kubelet does in the Pod.
 func (s *Serve) layOut(ctx context.Context, kube kubernetes.Interface, ns string, volumes []corev1.Volume, mounts []corev1.VolumeMount) error {
+	objs := &objects{kube: kube, ns: ns, read: map[string]read{}}
 	for _, m := range mounts {
 		i := slices.IndexFunc(volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
 		if i < 0 {
 			continue
 		}
-		files, err := volumeFiles(ctx, kube, ns, volumes[i].VolumeSource)
+		files, err := objs.files(ctx, volumes[i].VolumeSource)
 		if err != nil {
 			s.Unread = append(s.Unread, fmt.Sprintf("%s (volume %s): %s", m.MountPath, m.Name, err))
 			continue
@@ -163,59 +165,90 @@ func (s *Serve) write(p string, data []byte) error {
 	return os.WriteFile(local, data, 0o600)
 }
 
-// volumeFiles are the files a volume holds, by their paths in it; nil for
-// a kind of volume that is not a ConfigMap, Secret or projection of them.
-func volumeFiles(ctx context.Context, kube kubernetes.Interface, ns string, v corev1.VolumeSource) (map[string][]byte, error) {
-	files := map[string][]byte{}
-	var errs []error
-	add := func(data map[string][]byte, items []corev1.KeyToPath, err error) {
-		if err != nil {
-			errs = append(errs, err)
-			return
-		}
-		for p, k := range keyPaths(data, items) {
-			files[p] = data[k]
-		}
-	}
-	cm := func(name string, items []corev1.KeyToPath, optional *bool) {
-		obj, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			add(nil, nil, optionalMissing("ConfigMap", name, optional, err))
-			return
-		}
-		data := make(map[string][]byte, len(obj.Data)+len(obj.BinaryData))
-		for k, v := range obj.Data {
-			data[k] = []byte(v)
-		}
-		for k, v := range obj.BinaryData {
-			data[k] = v
-		}
-		add(data, items, nil)
-	}
-	secret := func(name string, items []corev1.KeyToPath, optional *bool) {
-		obj, err := kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			add(nil, nil, optionalMissing("Secret", name, optional, err))
-			return
-		}
-		add(obj.Data, items, nil)
-	}
+// source is one object a volume projects: a ConfigMap or a Secret, the
+// keys it maps, and whether it may be missing.
+type source struct {
+	kind, name string
+	items      []corev1.KeyToPath
+	optional   *bool
+}
+
+// sources are the ConfigMaps and Secrets volume v projects; none for
+// another kind of volume.
+func sources(v corev1.VolumeSource) []source {
 	switch {
 	case v.ConfigMap != nil:
-		cm(v.ConfigMap.Name, v.ConfigMap.Items, v.ConfigMap.Optional)
+		return []source{{"ConfigMap", v.ConfigMap.Name, v.ConfigMap.Items, v.ConfigMap.Optional}}
 	case v.Secret != nil:
-		secret(v.Secret.SecretName, v.Secret.Items, v.Secret.Optional)
+		return []source{{"Secret", v.Secret.SecretName, v.Secret.Items, v.Secret.Optional}}
 	case v.Projected != nil:
-		for _, src := range v.Projected.Sources {
+		var out []source
+		for _, p := range v.Projected.Sources {
 			switch {
-			case src.ConfigMap != nil:
-				cm(src.ConfigMap.Name, src.ConfigMap.Items, src.ConfigMap.Optional)
-			case src.Secret != nil:
-				secret(src.Secret.Name, src.Secret.Items, src.Secret.Optional)
+			case p.ConfigMap != nil:
+				out = append(out, source{"ConfigMap", p.ConfigMap.Name, p.ConfigMap.Items, p.ConfigMap.Optional})
+			case p.Secret != nil:
+				out = append(out, source{"Secret", p.Secret.Name, p.Secret.Items, p.Secret.Optional})
 			}
 		}
-	default:
-		return nil, nil
+		return out
+	}
+	return nil
+}
+
+// objects reads the ConfigMaps and Secrets the mounts project, each once
+// however many volumes name it.
+type objects struct {
+	kube kubernetes.Interface
+	ns   string
+	read map[string]read // by kind/name
+}
+
+type read struct {
+	data map[string][]byte
+	err  error
+}
+
+func (o *objects) get(ctx context.Context, kind, name string) (map[string][]byte, error) {
+	key := kind + "/" + name
+	if r, ok := o.read[key]; ok {
+		return r.data, r.err
+	}
+	var r read
+	if kind == "Secret" {
+		obj, err := o.kube.CoreV1().Secrets(o.ns).Get(ctx, name, metav1.GetOptions{})
+		if r.err = err; err == nil {
+			r.data = obj.Data
+		}
+	} else {
+		obj, err := o.kube.CoreV1().ConfigMaps(o.ns).Get(ctx, name, metav1.GetOptions{})
+		if r.err = err; err == nil {
+			r.data = make(map[string][]byte, len(obj.Data)+len(obj.BinaryData))
+			for k, v := range obj.Data {
+				r.data[k] = []byte(v)
+			}
+			maps.Copy(r.data, obj.BinaryData)
+		}
+	}
+	o.read[key] = r
+	return r.data, r.err
+}
+
+// files are the files volume v holds, by their paths in it.
+func (o *objects) files(ctx context.Context, v corev1.VolumeSource) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	var errs []error
+	for _, src := range sources(v) {
+		data, err := o.get(ctx, src.kind, src.name)
+		if err != nil {
+			if err := optionalMissing(src, err); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		for p, k := range keyPaths(data, src.items) {
+			files[p] = data[k]
+		}
 	}
 	return files, errors.Join(errs...)
 }
@@ -240,9 +273,9 @@ func keyPaths(data map[string][]byte, items []corev1.KeyToPath) map[string]strin
 
 // optionalMissing is nil for an optional object that does not exist (the
 // kubelet mounts nothing), else err naming the object.
-func optionalMissing(kind, name string, optional *bool, err error) error {
-	if apierrors.IsNotFound(err) && optional != nil && *optional {
+func optionalMissing(src source, err error) error {
+	if apierrors.IsNotFound(err) && src.optional != nil && *src.optional {
 		return nil
 	}
-	return fmt.Errorf("%s %s: %w", kind, name, err)
+	return fmt.Errorf("%s %s: %w", src.kind, src.name, err)
 }
