@@ -361,31 +361,40 @@ func (r *Reconciler) Await(ctx context.Context, name string, wait time.Duration,
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	s, v, err := prove(ctx, name)
+	if err != nil {
+		return s, v, err
+	}
+	return follow(ctx, st, s, v, func(ctx context.Context) (*status.App, *verdict.Verification, error) { return prove(ctx, name) },
+		func(v *verdict.Verification) bool { return v != nil && v.Verified })
+}
+
+// follow waits for a change of st's Pods (at most a second), then runs
+// step, until done says the last proof is final or ctx ends, and returns
+// the last proof; a retryable error only tries again.
+func follow(ctx context.Context, st *appState, s *status.App, v *verdict.Verification,
+	step func(context.Context) (*status.App, *verdict.Verification, error), done func(*verdict.Verification) bool) (*status.App, *verdict.Verification, error) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	var s *status.App
-	var v *verdict.Verification
-	for {
-		s2, v2, err := prove(ctx, name)
-		switch {
-		case ctx.Err() != nil && s != nil:
-			return s, v, nil
-		case err != nil && s != nil && retryable(err):
-		case err != nil:
-			return s2, v2, err
-		default:
-			s, v = s2, v2
-		}
-		if v != nil && v.Verified {
-			return s, v, nil
-		}
+	for !done(v) {
 		select {
 		case <-ctx.Done():
 			return s, v, nil
 		case <-st.observe:
 		case <-tick.C:
 		}
+		s2, v2, err := step(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return s, v, nil
+		case err != nil && retryable(err):
+			continue // a hiccup: the next event or tick tries again
+		case err != nil:
+			return s2, v2, err
+		}
+		s, v = s2, v2
 	}
+	return s, v, nil
 }
 
 // Verify is Status's verification.
@@ -435,27 +444,10 @@ func (r *Reconciler) Sync(ctx context.Context, name string, wait time.Duration, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for st.awaiting.Load() {
-		select {
-		case <-ctx.Done():
-			return s, v, nil
-		case <-st.observe:
-		case <-tick.C:
-		}
-		s2, v2, err := r.pass(ctx, a, st, modeFollow, nil)
-		switch {
-		case ctx.Err() != nil:
-			return s, v, nil
-		case err != nil && retryable(err):
-			continue // a hiccup: the next event or tick tries again
-		case err != nil:
-			return s2, v2, err
-		}
-		s, v = s2, v2
-	}
-	return s, v, nil
+	return follow(ctx, st, s, v, func(ctx context.Context) (*status.App, *verdict.Verification, error) {
+		return r.pass(ctx, a, st, modeFollow, nil)
+	},
+		func(*verdict.Verification) bool { return !st.awaiting.Load() })
 }
 
 // History returns app's recorded status and syncs, newest first.
