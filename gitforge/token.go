@@ -16,17 +16,22 @@ import (
 const TokenEnv = "PINBOT_GITEA_TOKEN"
 
 // ResolveToken is the one place pinbot finds a Gitea token: the token file
-// when one is named (see ReadToken), else $PINBOT_GITEA_TOKEN, trimmed. The
-// token is registered with internal/redact and checked (CheckToken). It
-// is "" when neither holds one.
-func ResolveToken(file string) (string, error) {
+// when one is named (see ReadToken), else $PINBOT_GITEA_TOKEN (see
+// ResolveTokenFrom).
+func ResolveToken(file string) (string, error) { return ResolveTokenFrom(file, TokenEnv) }
+
+// ResolveTokenFrom finds a bearer token: the token file when one is named
+// (see ReadToken), else the environment variable env, trimmed. The token
+// is registered with internal/redact and checked (CheckToken). It is ""
+// when neither holds one.
+func ResolveTokenFrom(file, env string) (string, error) {
 	if file != "" {
 		return ReadToken(file)
 	}
-	tok := strings.TrimSpace(strings.TrimPrefix(os.Getenv(TokenEnv), "\ufeff"))
+	tok := strings.TrimSpace(strings.TrimPrefix(os.Getenv(env), "\ufeff"))
 	redact.Register(tok)
 	if err := CheckToken(tok); err != nil {
-		return "", fmt.Errorf("$%s: %w", TokenEnv, err)
+		return "", fmt.Errorf("$%s: %w", env, err)
 	}
 	return tok, nil
 }

@@ -3,11 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strings"
 
 	"pinbot.dev/pinbot/gitforge"
-	"pinbot.dev/pinbot/internal/redact"
 )
 
 // The environment variables holding a credential whose file flag is not
@@ -21,26 +18,15 @@ const (
 )
 
 // credential reads the token of flag: its file, else the environment
-// variable env, "" for neither. It is registered with redact so it never
-// shows in output, and refused when it could not go in an HTTP header
-// (gitforge.CheckToken).
+// variable env, "" for neither (gitforge.ResolveTokenFrom). An empty file
+// is bad usage: it would leave an endpoint open or send no credential.
 func credential(flag, file, env string) (string, error) {
-	if file != "" {
-		tok, err := gitforge.ReadToken(file)
-		if errors.Is(err, gitforge.ErrEmptyToken) {
-			// An empty file would leave an endpoint open or send no
-			// credential: bad usage.
-			return "", usageErrorf("flag %s: %w", flag, err)
-		}
-		if err != nil {
-			return "", fmt.Errorf("flag %s: %w", flag, err)
-		}
-		return tok, nil
+	tok, err := gitforge.ResolveTokenFrom(file, env)
+	switch {
+	case err == nil || file == "":
+		return tok, err
+	case errors.Is(err, gitforge.ErrEmptyToken):
+		return "", usageErrorf("flag %s: %w", flag, err)
 	}
-	tok := strings.TrimSpace(os.Getenv(env))
-	redact.Register(tok)
-	if err := gitforge.CheckToken(tok); err != nil {
-		return "", fmt.Errorf("$%s: %w", env, err)
-	}
-	return tok, nil
+	return "", fmt.Errorf("flag %s: %w", flag, err)
 }
