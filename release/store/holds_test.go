@@ -5,10 +5,7 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 
 	"pinbot.dev/pinbot/release"
 )
@@ -49,23 +46,5 @@ func TestHoldsAndRelease(t *testing.T) {
 	}
 	if got, err := s.Release(ctx, []string{"acme/web"}, "prod", img, bad, "alice", "again", time.Now()); err != nil || got != "" {
 		t.Errorf("Release of a digest no longer held = %q, %v; want none", got, err)
-	}
-}
-
-// TestCaller: the user the API server names in a SelfSubjectReview, and
-// "unknown" when it names none.
-func TestCaller(t *testing.T) {
-	ctx := context.Background()
-	kc := fake.NewSimpleClientset()
-	s := New(kc, "pinbot-system")
-	if got := s.Caller(ctx); got != "unknown" {
-		t.Errorf("Caller with no name = %q, want unknown", got)
-	}
-	kc.PrependReactor("create", "selfsubjectreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, &authenticationv1.SelfSubjectReview{Status: authenticationv1.SelfSubjectReviewStatus{
-			UserInfo: authenticationv1.UserInfo{Username: "alice@example.com"}}}, nil
-	})
-	if got := s.Caller(ctx); got != "alice@example.com" {
-		t.Errorf("Caller = %q, want alice@example.com", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"pinbot.dev/pinbot/internal/testenv/kube"
 	"pinbot.dev/pinbot/release"
@@ -92,5 +93,39 @@ func TestLedgersOnARealAPIServer(t *testing.T) {
 	}
 	if l, _, err := s.Get(ctx, repos[0]); err != nil || l.Lookup("prod", "r.example/web").Pinned != "sha256:aa" {
 		t.Errorf("after the conflict the ledger pins %+v, %v; want the first write's", l.Lookup("prod", "r.example/web"), err)
+	}
+}
+
+// TestCaller: the user the API server names in a SelfSubjectReview, for
+// the admin and another user, and "unknown" when no server answers.
+func TestCaller(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped under testing.Short: needs the control plane binaries in bin/ (make kube)")
+	}
+	ctx := context.Background()
+	c, err := kube.Start(ctx, kube.Options{Users: []kube.User{{Name: "alice"}}})
+	if err != nil {
+		t.Fatalf("starting the control plane: %s", err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	alice, err := c.UserConfig("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		rc   *rest.Config
+		want string
+	}{
+		{c.Config(), kube.AdminUser},
+		{alice, "alice"},
+		{&rest.Config{Host: "http://127.0.0.1:1"}, "unknown"},
+	} {
+		client, err := kubernetes.NewForConfig(tc.rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := New(client, "pinbot-system").Caller(ctx); got != tc.want {
+			t.Errorf("Caller as %s = %q, want %q", tc.want, got, tc.want)
+		}
 	}
 }
