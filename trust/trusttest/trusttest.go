@@ -8,8 +8,13 @@
 package trusttest
 
 import (
-	"bytes"
 	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -28,17 +33,16 @@ import (
 	protorekor "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/root"
-	"github.com/sigstore/sigstore-go/pkg/sign"
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	pinsign "pinbot.dev/pinbot/trust/sign"
 )
 
 // Media types and annotations of cosign v3's referrers.
 const (
-	BundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json"
-	inTotoPayload   = "application/vnd.in-toto+json"
-	emptyMediaType  = "application/vnd.oci.empty.v1+json"
-	CosignSign      = "https://sigstore.dev/cosign/sign/v1"
+	BundleMediaType = pinsign.BundleMediaType
+	CosignSign      = pinsign.CosignSign
 	SLSAProvenance  = "https://slsa.dev/provenance/v1"
 )
 
@@ -48,9 +52,10 @@ type Signer interface {
 	Bundle(t testing.TB, statement []byte) []byte
 }
 
-// Key is a generated signing key, as `cosign generate-key-pair` makes one.
+// Key is a generated signing key, as `cosign generate-key-pair` makes one;
+// it signs with package sign, as pinbot's releases and attestations do.
 type Key struct {
-	kp *sign.EphemeralKeypair
+	k *pinsign.Key
 }
 
 // Algorithms NewKey takes.
@@ -63,42 +68,54 @@ const (
 // NewKey generates a key of alg (ECDSA, Ed25519 or RSA).
 func NewKey(t testing.TB, alg string) *Key {
 	t.Helper()
-	details := map[string]protocommon.PublicKeyDetails{
-		ECDSA:   protocommon.PublicKeyDetails_PKIX_ECDSA_P256_SHA_256,
-		Ed25519: protocommon.PublicKeyDetails_PKIX_ED25519,
-		RSA:     protocommon.PublicKeyDetails_PKIX_RSA_PKCS1V15_2048_SHA256,
-	}[alg]
-	kp, err := sign.NewEphemeralKeypair(&sign.EphemeralKeypairOptions{Algorithm: details})
+	var (
+		priv crypto.PrivateKey
+		err  error
+	)
+	switch alg {
+	case ECDSA:
+		priv, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	case Ed25519:
+		_, priv, err = ed25519.GenerateKey(rand.Reader)
+	case RSA:
+		priv, err = rsa.GenerateKey(rand.Reader, 2048)
+	default:
+		t.Fatalf("no key algorithm %q", alg)
+	}
 	if err != nil {
 		t.Fatalf("generating a %s key: %v", alg, err)
 	}
-	return &Key{kp: kp}
+	k, err := pinsign.NewKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Key{k: k}
 }
 
 // PublicPEM is the public key, as cosign.pub holds it.
 func (k *Key) PublicPEM(t testing.TB) []byte {
 	t.Helper()
-	pem, err := k.kp.GetPublicKeyPem()
+	pem, err := k.k.PublicPEM()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []byte(pem)
+	return pem
 }
 
 // Bundle implements Signer.
 func (k *Key) Bundle(t testing.TB, statement []byte) []byte {
 	t.Helper()
-	pb, err := sign.Bundle(&sign.DSSEData{Data: statement, PayloadType: inTotoPayload}, k.kp, sign.BundleOptions{})
+	b, err := k.k.Statement(statement)
 	if err != nil {
-		t.Fatalf("signing a bundle: %v", err)
+		t.Fatal(err)
 	}
-	return marshal(t, pb)
+	return b
 }
 
 // SignRaw signs data as a legacy cosign signature does.
 func (k *Key) SignRaw(t testing.TB, data []byte) []byte {
 	t.Helper()
-	sig, _, err := k.kp.SignData(context.Background(), data)
+	sig, _, err := k.k.SignData(context.Background(), data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,31 +301,18 @@ func Attest(t testing.TB, ref string, s Signer, predicateType string, predicate 
 // Referrers API, go-containerregistry adds it to the fallback tag.
 func Attach(t testing.TB, ref, predicateType string, bundleJSON []byte, opts ...remote.Option) {
 	t.Helper()
-	d := digestOf(t, ref)
-	subject, err := remote.Head(d, opts...)
-	if err != nil {
-		t.Fatalf("reading the subject %s: %v", ref, err)
-	}
-	config := static.NewLayer([]byte("{}"), emptyMediaType)
-	layer := static.NewLayer(bundleJSON, BundleMediaType)
-	for _, l := range []v1.Layer{config, layer} {
-		if err := remote.WriteLayer(d.Context(), l, opts...); err != nil {
-			t.Fatalf("uploading a blob: %v", err)
-		}
-	}
-	m := v1.Manifest{
-		SchemaVersion: 2,
-		MediaType:     types.OCIManifestSchema1,
-		ArtifactType:  BundleMediaType,
-		Config:        descriptor(t, config, emptyMediaType),
-		Layers:        []v1.Descriptor{descriptor(t, layer, BundleMediaType)},
-		Subject:       &v1.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size},
+	_, err := pinsign.Attach(context.Background(), digestOf(t, ref), pinsign.Artifact{
+		ArtifactType: BundleMediaType,
+		MediaType:    BundleMediaType,
+		Data:         bundleJSON,
 		Annotations: map[string]string{
 			"dev.sigstore.bundle.content":       "dsse-envelope",
 			"dev.sigstore.bundle.predicateType": predicateType,
 		},
+	}, opts...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	put(t, d.Context(), m, opts...)
 }
 
 // LegacyPayload is cosign's simple signing payload for image@digest.
@@ -355,21 +359,6 @@ func SignLegacy(t testing.TB, ref string, k *Key, payload []byte, opts ...remote
 	}
 	if err := remote.Put(tag, rawManifest{raw, types.OCIManifestSchema1}, opts...); err != nil {
 		t.Fatalf("writing %s: %v", tag, err)
-	}
-}
-
-func put(t testing.TB, repo name.Repository, m v1.Manifest, opts ...remote.Option) {
-	t.Helper()
-	raw, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, _, err := v1.SHA256(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Put(repo.Digest(h.String()), rawManifest{raw, m.MediaType}, opts...); err != nil {
-		t.Fatalf("writing the referrer of %s: %v", m.Subject.Digest, err)
 	}
 }
 
