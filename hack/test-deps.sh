@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # test-deps.sh [PACKAGE...]: the system packages make test needs besides
 # Go, gcc, git and make: Debian's chromium (the dashboard's browser test),
-# e2fsprogs (chattr, for a rollback test), busybox-static (the release's
-# debug image) and redis-server (Argo CD's cache, in the e2e tests and the
+# e2fsprogs (chattr, for a rollback test) and redis-server (Argo CD's cache, in the e2e tests and the
 # demo). With arguments, only those (make demo needs redis-server alone).
 # Installed with apt-get when missing and we are root; otherwise the
 # missing ones are named, so the failure is clear.
 set -euo pipefail
 
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=(chromium e2fsprogs busybox-static redis-server)
+[ ${#want[@]} -eq 0 ] && want=(chromium e2fsprogs redis-server)
 
 installed() {
 	case $1 in

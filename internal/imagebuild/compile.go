@@ -32,7 +32,9 @@ type CompileOptions struct {
 	Platforms []v1.Platform
 	// LDFlags are passed to -ldflags, such as the version's -X.
 	LDFlags string
-	// OutDir receives one binary per platform, named pinbot-OS-ARCH.
+	// Name names the binaries; default "pinbot".
+	Name string
+	// OutDir receives one binary per platform, named NAME-OS-ARCH.
 	OutDir string
 	// Stderr receives the go command's output; default discarded (it is
 	// quoted in the error of a failed build).
@@ -51,6 +53,9 @@ func Compile(ctx context.Context, o CompileOptions) ([]Binary, error) {
 	if len(o.Platforms) == 0 {
 		o.Platforms = DefaultPlatforms
 	}
+	if o.Name == "" {
+		o.Name = "pinbot"
+	}
 	if o.OutDir == "" {
 		return nil, fmt.Errorf("compiling %s: no output directory", o.Package)
 	}
@@ -59,7 +64,7 @@ func Compile(ctx context.Context, o CompileOptions) ([]Binary, error) {
 		if p.OS == "" || p.Architecture == "" {
 			return nil, fmt.Errorf("compiling %s: platform %q: want OS and architecture", o.Package, p.String())
 		}
-		bin := filepath.Join(o.OutDir, "pinbot-"+p.OS+"-"+p.Architecture+variantSuffix(p))
+		bin := filepath.Join(o.OutDir, o.Name+"-"+p.OS+"-"+p.Architecture+variantSuffix(p))
 		cmd := exec.CommandContext(ctx, o.Go, "build", "-trimpath", "-ldflags", o.LDFlags, "-o", bin, o.Package)
 		cmd.Dir = o.Dir
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture)

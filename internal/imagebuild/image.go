@@ -70,10 +70,11 @@ type Options struct {
 	// Annotations go on the index and on each image's manifest (see
 	// Annotations).
 	Annotations map[string]string
-	// Busybox, when set, makes the debug variant: each platform's image
-	// gains a shell, the static busybox at that path (keyed by the
-	// platform, "linux/amd64"), and a platform without one is left out.
-	Busybox map[string]string
+	// Shell, when set, makes the debug variant: each platform's image
+	// gains a shell, the static hack/debugshell at that path (keyed by
+	// the platform, "linux/amd64"), and a platform without one is left
+	// out.
+	Shell map[string]string
 }
 
 // Index returns the OCI index of one image per binary, each on an empty
@@ -103,12 +104,12 @@ func Index(o Options) (v1.ImageIndex, error) {
 		}
 		seen[p.String()] = true
 		var shell v1.Layer
-		if o.Busybox != nil {
-			bb, ok := o.Busybox[p.String()]
+		if o.Shell != nil {
+			sh, ok := o.Shell[p.String()]
 			if !ok {
 				continue
 			}
-			if shell, err = Layer(BusyboxFiles(bb), created); err != nil {
+			if shell, err = Layer(ShellFiles(sh), created); err != nil {
 				return nil, fmt.Errorf("building the %s shell layer: %w", p, err)
 			}
 		}
@@ -120,7 +121,7 @@ func Index(o Options) (v1.ImageIndex, error) {
 		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &p}})
 	}
 	if len(adds) == 0 {
-		return nil, errors.New("building the debug image index: no platform has a busybox")
+		return nil, errors.New("building the debug image index: no platform has a shell")
 	}
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	idx = mutate.AppendManifests(idx, adds...)
@@ -172,7 +173,7 @@ func image(base, shell v1.Layer, b Binary, labels map[string]string, created tim
 		Created: v1.Time{Time: created}, CreatedBy: "pinbot hack/image: CA bundle, passwd, group", Comment: "base"}}}
 	if shell != nil {
 		layers = append(layers, mutate.Addendum{Layer: shell, MediaType: types.OCILayer, History: v1.History{
-			Created: v1.Time{Time: created}, CreatedBy: "pinbot hack/release: " + BusyboxPath, Comment: "debug shell"}})
+			Created: v1.Time{Time: created}, CreatedBy: "pinbot hack/release: " + ShellPath, Comment: "debug shell"}})
 	}
 	layers = append(layers, mutate.Addendum{Layer: app, MediaType: types.OCILayer, History: v1.History{
 		Created: v1.Time{Time: created}, CreatedBy: "pinbot hack/image: " + BinaryPath, Comment: "pinbot"}})

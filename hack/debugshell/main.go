@@ -1,0 +1,241 @@
+// Command debugshell is the shell of pinbot's -debug image, which a
+// Jenkins container() step or `kubectl debug` runs: one static binary,
+// built by make release from Go modules alone, that answers to the name
+// it is called by, as busybox does.
+//
+//   - sh: a POSIX shell with bash's builtins (mvdan.cc/sh's interpreter):
+//     sh -c CMD [NAME ARGS...], sh SCRIPT [ARGS...], or commands on stdin;
+//     -e, -x, -u and the other set options as flags.
+//   - cat, chmod, cp, find, ls, mkdir, mv, rm, touch, xargs, base64,
+//     gzip, gunzip, mktemp, shasum and tar: u-root's core commands.
+//   - sleep SECONDS and nohup COMMAND, which the Kubernetes plugin of
+//     Jenkins runs to keep a container alive and to start a step.
+//
+// The shell runs the core commands, sleep and nohup in process; any
+// other command runs from PATH.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/term"
+	"mvdan.cc/sh/v3/interp"
+	"mvdan.cc/sh/v3/syntax"
+	"mvdan.cc/sh/x/coreutils"
+)
+
+// Applets are the names the binary answers to; the -debug image links
+// each in /bin.
+var Applets = []string{
+	"sh", "cat", "chmod", "cp", "find", "ls", "mkdir", "mv", "rm", "touch", "xargs",
+	"base64", "gzip", "gunzip", "mktemp", "shasum", "tar", "sleep", "nohup",
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, filepath.Base(os.Args[0]), os.Args[1:])
+	stop()
+	if es, ok := errors.AsType[interp.ExitStatus](err); ok {
+		os.Exit(int(es))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// run is the applet called as name, with args.
+func run(ctx context.Context, name string, args []string) error {
+	if name == "debugshell" {
+		if len(args) == 0 {
+			return fmt.Errorf("usage: debugshell APPLET [ARGS...]; applets: %s", strings.Join(Applets, " "))
+		}
+		name, args = args[0], args[1:]
+	}
+	switch name {
+	case "sh":
+		return shell(ctx, args)
+	case "sleep":
+		return sleep(ctx, args)
+	case "nohup":
+		return nohup(ctx, args)
+	}
+	// A core command runs as the shell would run it.
+	r, err := newRunner(append([]string{"--"}, args...))
+	if err != nil {
+		return err
+	}
+	prog, err := syntax.NewParser().Parse(strings.NewReader(strconv.Quote(name)+` "$@"`), name)
+	if err != nil {
+		return err
+	}
+	return r.Run(ctx, prog)
+}
+
+// newRunner is the interpreter with params (set options and positional
+// parameters) and the in-process commands.
+func newRunner(params []string) (*interp.Runner, error) {
+	return interp.New(
+		interp.StdIO(os.Stdin, os.Stdout, os.Stderr),
+		interp.Params(params...),
+		interp.ExecHandlers(builtins, coreutils.ExecHandler),
+	)
+}
+
+// builtins runs sleep in process, so a script's sleep needs no fork.
+func builtins(next interp.ExecHandlerFunc) interp.ExecHandlerFunc {
+	return func(ctx context.Context, args []string) error {
+		if args[0] != "sleep" {
+			return next(ctx, args)
+		}
+		if err := sleep(ctx, args[1:]); err != nil {
+			fmt.Fprintln(interp.HandlerCtx(ctx).Stderr, err)
+			return interp.ExitStatus(1)
+		}
+		return nil
+	}
+}
+
+// shell runs sh's command line: options, then -c's command, a script, or
+// stdin.
+func shell(ctx context.Context, args []string) error {
+	var opts []string
+	command := false
+	for len(args) > 0 && len(args[0]) > 1 && (args[0][0] == '-' || args[0][0] == '+') && args[0] != "--" {
+		a := args[0]
+		args = args[1:]
+		if a == "-o" || a == "+o" {
+			if len(args) == 0 {
+				return interp.ExitStatus(2)
+			}
+			opts, args = append(opts, a, args[0]), args[1:]
+			continue
+		}
+		for _, c := range a[1:] {
+			if c == 'c' {
+				command = true
+				continue
+			}
+			opts = append(opts, string(a[0])+string(c))
+		}
+	}
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	var (
+		src  io.Reader
+		name string
+	)
+	switch {
+	case command:
+		if len(args) == 0 {
+			return errors.New("sh: -c: option requires an argument")
+		}
+		src, args = strings.NewReader(args[0]), args[1:]
+		if len(args) > 0 { // $0, then the positional parameters
+			name, args = args[0], args[1:]
+		}
+	case len(args) > 0:
+		f, err := os.Open(args[0])
+		if err != nil {
+			return fmt.Errorf("sh: %w", err)
+		}
+		defer f.Close()
+		src, name, args = f, args[0], args[1:]
+	default:
+		src = os.Stdin
+	}
+	r, err := newRunner(append(append(opts, "--"), args...))
+	if err != nil {
+		return err
+	}
+	if src == os.Stdin && term.IsTerminal(int(os.Stdin.Fd())) {
+		return interactive(ctx, r)
+	}
+	prog, err := syntax.NewParser().Parse(src, name)
+	if err != nil {
+		return err
+	}
+	return r.Run(ctx, prog)
+}
+
+// interactive reads and runs commands from a terminal, with a prompt.
+func interactive(ctx context.Context, r *interp.Runner) error {
+	parser := syntax.NewParser()
+	fmt.Fprint(os.Stdout, "$ ")
+	var last error
+	for stmts, err := range parser.InteractiveSeq(os.Stdin) {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			fmt.Fprint(os.Stdout, "$ ")
+			continue
+		}
+		if parser.Incomplete() {
+			fmt.Fprint(os.Stdout, "> ")
+			continue
+		}
+		for _, stmt := range stmts {
+			last = r.Run(ctx, stmt)
+			if r.Exited() {
+				return last
+			}
+		}
+		fmt.Fprint(os.Stdout, "$ ")
+	}
+	return last
+}
+
+// sleep waits for the sum of its arguments, each seconds (fractions
+// allowed) or a Go duration, or "infinity".
+func sleep(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return errors.New("sleep: missing operand")
+	}
+	var total time.Duration
+	for _, a := range args {
+		if a == "infinity" {
+			<-ctx.Done()
+			return nil
+		}
+		if s, err := strconv.ParseFloat(a, 64); err == nil && s >= 0 {
+			total += time.Duration(s * float64(time.Second))
+			continue
+		}
+		d, err := time.ParseDuration(a)
+		if err != nil || d < 0 {
+			return fmt.Errorf("sleep: invalid time interval %q", a)
+		}
+		total += d
+	}
+	t := time.NewTimer(total)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// nohup runs a command that outlives a hangup.
+func nohup(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return errors.New("nohup: missing operand")
+	}
+	signal.Ignore(syscall.SIGHUP)
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		return fmt.Errorf("nohup: %w", err)
+	}
+	return syscall.Exec(path, args, os.Environ())
+}
