@@ -7,11 +7,19 @@
 
 GO          ?= go
 BIN         := $(CURDIR)/bin
-VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The version has one source, the file VERSION: the release this source is
+# or is becoming. A build of the commit tagged with it is that release; any
+# other build says which commit it is (v0.4.0-dev+3f2a1c9, .dirty for
+# uncommitted changes). TestOneVersion keeps the chart, deploy/base, the
+# docs and the CHANGELOG on it.
+ifeq ($(origin VERSION),undefined)
+VERSION     := $(shell v=$$(cat VERSION); if [ "$$(git describe --tags --exact-match --dirty 2>/dev/null)" = "$$v" ]; then echo $$v; \
+	else echo $$v-dev+$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo .dirty); fi)
+endif
 COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null)
 # The commit's date, not the clock's: the same commit builds the same binary.
 BUILD_DATE  ?= $(shell git log -1 --format=%cI 2>/dev/null)
-LDFLAGS     := -X pinbot.dev/pinbot/internal/buildinfo.Version=$(VERSION) \
+LDFLAGS      = -X pinbot.dev/pinbot/internal/buildinfo.Version=$(VERSION) \
 	-X pinbot.dev/pinbot/internal/buildinfo.Commit=$(COMMIT) \
 	-X pinbot.dev/pinbot/internal/buildinfo.BuildDate=$(BUILD_DATE)
 
@@ -36,7 +44,7 @@ export PINBOT_BIN_DIR := $(BIN)
 
 RELEASE_DIR ?= dist/$(VERSION)
 
-.PHONY: all build demo-bin image release test test-deps unit lint bench demo tools gitea kube kubelet flux argocd renderers crds clean schemas docs
+.PHONY: all build demo-bin image release test test-deps unit lint bench demo tools gitea kube kubelet flux argocd renderers cosign crds clean schemas docs
 
 all: build
 
@@ -63,17 +71,22 @@ image:
 		--version '$(VERSION)' --ldflags '$(LDFLAGS)' --source '$(SOURCE)' \
 		--pin-with $(BIN)/pinbot --pin-dir deploy/base $(if $(PIN_REPO),--pin-repo '$(PIN_REPO)')
 
-## release: a release into dist/VERSION (hack/release): static binaries for
-## linux and darwin on amd64 and arm64, a CycloneDX SBOM of each,
-## checksums.txt and provenance.intoto.json; with IMAGE=registry/repo also
-## the images REPO:VERSION and REPO:VERSION-debug (a busybox shell), with
-## OCI annotations and a provenance referrer each.
-##   make release VERSION=v0.3.0 [IMAGE=gitea.example/platform/pinbot]
-## BUSYBOX=linux/amd64=/bin/busybox,linux/arm64=PATH names the static
-## busybox of each debug platform (default: this machine's /bin/busybox).
+## release: a release into dist/VERSION (hack/release): per-platform
+## archives (binary, LICENSE, README, completions) for linux and darwin on
+## amd64 and arm64, a CycloneDX SBOM of each, the Helm chart, checksums.txt
+## and provenance.intoto.json. With REGISTRY=host/org it also pushes the
+## images host/org/pinbot:VERSION and :VERSION-debug (with a shell built
+## from hack/debugshell) and the chart oci://host/org/charts/pinbot, with
+## the docker config's credentials; with SIGNING_KEY=cosign.key (its
+## password in COSIGN_PASSWORD) it signs the checksums, the images and
+## the chart as cosign does. The version is the file VERSION's; a
+## VERSION=… that differs is refused.
+##   make release REGISTRY=gitea.example/platform SIGNING_KEY=cosign.key
+release: VERSION = $(shell cat VERSION)
 release:
 	@SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)' $(GO) run ./hack/release --version '$(VERSION)' --out '$(RELEASE_DIR)' \
-		--go '$(GO)' --ldflags '$(LDFLAGS)' --source '$(SOURCE)' $(if $(IMAGE),--image '$(IMAGE)') $(if $(BUSYBOX),--busybox '$(BUSYBOX)')
+		--go '$(GO)' --ldflags '$(LDFLAGS)' --source '$(SOURCE)' $(if $(REGISTRY),--registry '$(REGISTRY)') \
+		$(if $(SIGNING_KEY),--key '$(SIGNING_KEY)')
 
 ## tools: the real peers the end-to-end tests start on loopback. Gitea,
 ## the control plane, Flux, Argo CD and the renderers Argo CD runs build
@@ -81,7 +94,7 @@ release:
 ## Kubernetes libraries; Argo CD builds with another Go), and each build
 ## leaves a core idle while it downloads modules and links.
 tools:
-	@$(MAKE) --no-print-directory -j2 gitea kube crds flux argocd renderers
+	@$(MAKE) --no-print-directory -j2 gitea kube crds flux argocd renderers cosign
 
 gitea: $(BIN)/gitea
 $(BIN)/gitea: hack/tools/gitea/go.mod hack/tools/gitea/go.sum
@@ -155,6 +168,16 @@ $(RENDERERS) &: hack/tools/renderers/go.mod hack/tools/renderers/go.sum
 		helm.sh/helm/v4/cmd/helm sigs.k8s.io/kustomize/kustomize/v5
 	mv $(BIN)/.renderers/helm $(BIN)/.renderers/kustomize $(BIN)/argocd-path/
 	@rmdir $(BIN)/.renderers
+
+## cosign: Sigstore's cosign CLI into bin/, which the release test runs to
+## verify what make release signed, as a user would.
+cosign: $(BIN)/cosign
+$(BIN)/cosign: hack/tools/cosign/go.mod hack/tools/cosign/go.sum
+	@echo ">> building cosign into bin/ (about 5 minutes the first time)"
+	@rm -rf $(BIN)/.cosign && mkdir -p $(BIN)/.cosign
+	cd hack/tools/cosign && ../../with-progress.sh cosign $(GO) build -o $(BIN)/.cosign/cosign github.com/sigstore/cosign/v3/cmd/cosign
+	mv $(BIN)/.cosign/cosign $(BIN)/cosign
+	@rmdir $(BIN)/.cosign
 
 ## crds: the real CustomResourceDefinitions of Argo CD's Application,
 ## Flux's Kustomization, HelmRelease, GitRepository, HelmRepository and

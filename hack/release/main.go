@@ -1,23 +1,35 @@
 // Command release builds a pinbot release without Docker: `make release
-// VERSION=vX.Y.Z` runs it. Into --out it writes static binaries for each
-// platform, a CycloneDX SBOM of each (CycloneDX's cyclonedx-gomod, from the
-// binary's Go build information), checksums.txt (SHA-256 of every file)
-// and provenance.intoto.json, an in-toto statement of SLSA provenance v1
-// naming the binaries, the commit and the command.
+// VERSION=vX.Y.Z [REGISTRY=host/org] [SIGNING_KEY=cosign.key]` runs it.
+// Into --out it writes:
 //
-// With --image REGISTRY/REPO it also pushes two images: REPO:VERSION, the
-// linux binaries on an empty base (as make image builds it), and
-// REPO:VERSION-debug, the same with Debian's static busybox as a shell for
-// a Jenkins container() step. Both carry OCI annotations and a provenance
-// statement attached as an OCI 1.1 referrer. The digests are printed on
-// stdout, one line each.
+//   - pinbot_VERSION_OS_ARCH.tar.gz per platform: the static binary,
+//     LICENSE, README.md and the bash, zsh and fish completions;
+//   - pinbot_VERSION_OS_ARCH.cdx.json, the CycloneDX SBOM of each binary
+//     (CycloneDX's cyclonedx-gomod, from its Go build information);
+//   - pinbot-CHART_VERSION.tgz, the Helm chart at the release's version;
+//   - provenance.intoto.json, an in-toto statement of SLSA provenance v1
+//     naming those files, the commit and the command;
+//   - checksums.txt (SHA-256 of every file) and, with --key,
+//     checksums.txt.sigstore.json (its cosign bundle) and cosign.pub.
 //
-//	go run ./hack/release --version v0.3.0 [--out dist] [--image REGISTRY/REPO]
-//	    [--platforms linux/amd64,...] [--busybox linux/amd64=/bin/busybox,...]
-//	    [--ldflags FLAGS] [--source URL] [--insecure]
+// With --registry REGISTRY/ORG it first pushes two images: ORG/pinbot:VERSION,
+// the linux binaries on an empty base (as make image builds it), and
+// ORG/pinbot:VERSION-debug, the same with a shell the release compiles
+// from hack/debugshell (no host package), for a Jenkins container() step.
+// Both carry OCI annotations and their provenance as an OCI 1.1 referrer.
+// The chart, whose values then pin both images by digest, is pushed to
+// oci://REGISTRY/ORG/charts/pinbot:CHART_VERSION as helm push does. With
+// --key, the images and the chart are signed as cosign sign --key does,
+// and the provenance is a signed attestation: cosign verify --key
+// cosign.pub --insecure-ignore-tlog checks each. stdout gets the images'
+// and the chart's digest references, one a line.
 //
-// SOURCE_DATE_EPOCH (seconds) is the images' creation time: make release
-// sets the commit's time; unset, it is now.
+//	go run ./hack/release --version v0.4.0 [--out dist] [--registry REGISTRY/ORG]
+//	    [--key cosign.key] [--platforms linux/amd64,...] [--ldflags FLAGS]
+//	    [--source URL] [--insecure]
+//
+// SOURCE_DATE_EPOCH (seconds) is the images' creation time and every
+// archived file's: make release sets the commit's time; unset, it is now.
 package main
 
 import (

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -18,25 +17,32 @@ import (
 
 	"pinbot.dev/pinbot/hack/internal/command"
 	"pinbot.dev/pinbot/internal/imagebuild"
+	"pinbot.dev/pinbot/trust/sign"
 )
 
 // options are the command line, checked.
 type options struct {
-	version   string
-	out       string
-	image     name.Repository
-	hasImage  bool
-	platforms []v1.Platform
-	busybox   map[string]string
-	ldflags   string
-	goCmd     string
-	dir       string
-	sbomDir   string
-	source    string
-	revision  string
-	caBundle  string
-	insecure  bool
-	created   time.Time
+	version     string
+	out         string
+	registry    string // REGISTRY/ORG, "" for no images and no chart
+	image       name.Repository
+	chart       name.Repository
+	platforms   []v1.Platform
+	ldflags     string
+	goCmd       string
+	dir         string
+	sbomDir     string
+	shellDir    string
+	chartDir    string
+	source      string
+	revision    string
+	caBundle    string
+	insecure    bool
+	keyFile     string
+	key         *sign.Key
+	created     time.Time
+	password    []byte
+	nameOptions []name.Option
 }
 
 // usagef is a bad command line; main exits 2 on it.
@@ -49,22 +55,24 @@ var semver = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-
 // DefaultPlatforms are the release's binaries.
 const DefaultPlatforms = "linux/amd64,linux/arm64,darwin/amd64,darwin/arm64"
 
-// parse reads args and SOURCE_DATE_EPOCH.
+// parse reads args, SOURCE_DATE_EPOCH and COSIGN_PASSWORD.
 func parse(args []string, getenv func(string) string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("release", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		image     = fs.String("image", "", "registry/repo to push the images to, as REPO:VERSION and REPO:VERSION-debug (default: no images)")
 		platforms = fs.String("platforms", DefaultPlatforms, "comma-separated OS/ARCH to build binaries for; the linux ones go into the images")
-		busybox   = fs.String("busybox", "linux/"+runtime.GOARCH+"=/bin/busybox", "comma-separated PLATFORM=PATH of static busybox binaries for the -debug image (Debian's busybox-static)")
 		o         = &options{}
 	)
 	fs.StringVar(&o.version, "version", "", "the release's version, vX.Y.Z (required)")
 	fs.StringVar(&o.out, "out", "dist", "directory to write the release into; it must not exist or be empty")
+	fs.StringVar(&o.registry, "registry", "", "REGISTRY/ORG to push to: the images REGISTRY/ORG/pinbot:VERSION and :VERSION-debug, the chart oci://REGISTRY/ORG/charts/pinbot (default: nothing pushed)")
+	fs.StringVar(&o.keyFile, "key", "", "the private key to sign with, as cosign generate-key-pair writes it (its password in COSIGN_PASSWORD); default: nothing signed")
 	fs.StringVar(&o.ldflags, "ldflags", "", "go build -ldflags, such as the version's -X")
 	fs.StringVar(&o.goCmd, "go", "go", "the go command")
 	fs.StringVar(&o.dir, "dir", ".", "the module directory to build in")
 	fs.StringVar(&o.sbomDir, "sbom-tool", filepath.Join("hack", "tools", "sbom"), "the tools module of cyclonedx-gomod, relative to --dir")
+	fs.StringVar(&o.shellDir, "shell", filepath.Join("hack", "debugshell"), "the module of the -debug image's shell, relative to --dir")
+	fs.StringVar(&o.chartDir, "chart", filepath.Join("charts", "pinbot"), "the Helm chart, relative to --dir")
 	fs.StringVar(&o.source, "source", "", "source annotation, a URL (default: git remote get-url origin)")
 	fs.StringVar(&o.caBundle, "ca-bundle", imagebuild.DefaultCABundle, "CA bundle of the build machine to copy into the images")
 	fs.BoolVar(&o.insecure, "insecure", false, "allow plain HTTP to a registry that is not on loopback")
@@ -75,7 +83,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*option
 		return nil, usagef("unexpected argument %q", fs.Arg(0))
 	}
 	if !semver.MatchString(o.version) {
-		return nil, usagef("flag --version %q: want vMAJOR.MINOR.PATCH, as in make release VERSION=v0.3.0", o.version)
+		return nil, usagef("flag --version %q: want vMAJOR.MINOR.PATCH, as in make release VERSION=v0.4.0", o.version)
 	}
 	for _, p := range strings.Split(*platforms, ",") {
 		pl, err := v1.ParsePlatform(strings.TrimSpace(p))
@@ -84,23 +92,17 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*option
 		}
 		o.platforms = append(o.platforms, *pl)
 	}
-	if *image != "" {
-		var opts []name.Option
+	if o.registry != "" {
+		o.nameOptions = []name.Option{name.StrictValidation}
 		if o.insecure {
-			opts = append(opts, name.Insecure)
+			o.nameOptions = append(o.nameOptions, name.Insecure)
 		}
-		repo, err := name.NewRepository(*image, append(opts, name.StrictValidation)...)
-		if err != nil {
-			return nil, usagef("flag --image: %s", err)
+		var err error
+		if o.image, err = name.NewRepository(strings.TrimSuffix(o.registry, "/")+"/pinbot", o.nameOptions...); err != nil {
+			return nil, usagef("flag --registry %q: %s (want REGISTRY/ORG)", o.registry, err)
 		}
-		o.image, o.hasImage = repo, true
-		o.busybox = map[string]string{}
-		for _, kv := range strings.Split(*busybox, ",") {
-			p, path, ok := strings.Cut(strings.TrimSpace(kv), "=")
-			if !ok || p == "" || path == "" {
-				return nil, usagef("flag --busybox: %q: want PLATFORM=PATH", kv)
-			}
-			o.busybox[p] = path
+		if o.chart, err = name.NewRepository(strings.TrimSuffix(o.registry, "/")+"/charts/pinbot", o.nameOptions...); err != nil {
+			return nil, usagef("flag --registry %q: %s (want REGISTRY/ORG)", o.registry, err)
 		}
 	}
 	if s := getenv("SOURCE_DATE_EPOCH"); s != "" {
@@ -110,11 +112,12 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*option
 		}
 		o.created = time.Unix(sec, 0).UTC()
 	}
+	o.password = []byte(getenv("COSIGN_PASSWORD"))
 	return o, nil
 }
 
 // resolve fills what the flags left to the work tree, and checks the
-// output directory and the busybox binaries before minutes of compiling.
+// output directory and the key before minutes of compiling.
 func (o *options) resolve(ctx context.Context) error {
 	facts, err := imagebuild.Git(ctx, o.dir)
 	if err != nil {
@@ -127,13 +130,33 @@ func (o *options) resolve(ctx context.Context) error {
 	if o.created.IsZero() {
 		o.created = time.Now().UTC()
 	}
+	src, err := os.ReadFile(filepath.Join(o.dir, "VERSION"))
+	if err != nil {
+		return fmt.Errorf("reading the source's version: %w", err)
+	}
+	if v := strings.TrimSpace(string(src)); v != o.version {
+		return fmt.Errorf("flag --version %s: this source is %s (file VERSION); to release %s, set it in VERSION, the chart, deploy/base and the CHANGELOG first (TestOneVersion names every place)", o.version, v, o.version)
+	}
 	if entries, err := os.ReadDir(o.out); err == nil && len(entries) > 0 {
 		return fmt.Errorf("--out %s is not empty: remove it first, so no file of another release is mixed in", o.out)
 	}
-	for p, path := range o.busybox {
-		if err := checkStatic(path); err != nil {
-			return fmt.Errorf("flag --busybox %s: %w", p, err)
+	if o.keyFile != "" {
+		if o.key, err = sign.LoadKey(o.keyFile, o.password); err != nil {
+			return fmt.Errorf("flag --key: %w", err)
 		}
 	}
 	return nil
+}
+
+// chartVersion is the chart's version of the release: its version
+// without the v, as SemVer 2 wants it.
+func (o *options) chartVersion() string { return strings.TrimPrefix(o.version, "v") }
+
+// archiveName is the base name of the platform's archive and SBOM.
+func (o *options) archiveName(p v1.Platform) string {
+	n := "pinbot_" + o.version + "_" + p.OS + "_" + p.Architecture
+	if p.Variant != "" {
+		n += "_" + p.Variant
+	}
+	return n
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"pinbot.dev/pinbot/hack/internal/command"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -24,26 +23,43 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"pinbot.dev/pinbot/hack/internal/command"
 	"pinbot.dev/pinbot/internal/imagebuild"
+	"pinbot.dev/pinbot/trust/sign"
 )
 
-const (
-	testVersion = "v0.3.0"
-	moduleDir   = "../.."
-)
+const moduleDir = "../.."
 
-// TestMakeRelease runs what `make release VERSION=v0.3.0 IMAGE=…` does,
-// into a temporary directory and go-containerregistry's registry on
-// loopback, for one linux and one darwin platform (the four of a real
-// release are the same code, twice as long): the binaries, their SBOMs,
-// checksums.txt and the provenance; both images with their annotations
-// and attached provenance; and the debug image's shell runs pinbot.
+// testVersion is the source's version: a release of any other is refused.
+var testVersion = func() string {
+	b, err := os.ReadFile(filepath.Join(moduleDir, "VERSION"))
+	if err != nil {
+		panic(err)
+	}
+	return strings.TrimSpace(string(b))
+}()
+
+// testEnv is the release's environment in tests: a fixed
+// SOURCE_DATE_EPOCH, and env's other variables.
+func testEnv(env map[string]string) func(string) string {
+	return func(k string) string {
+		if k == "SOURCE_DATE_EPOCH" {
+			return "1796128395"
+		}
+		return env[k]
+	}
+}
+
+// TestMakeRelease runs what `make release VERSION=… REGISTRY=…` does
+// without a key, into a temporary directory and go-containerregistry's
+// registry on loopback, for one linux and one darwin platform (the four
+// of a real release are the same code, twice as long): the archives,
+// their SBOMs, the chart, checksums.txt and the provenance; both images
+// with their annotations and attached provenance; and the debug image's
+// shell, which the release compiled, runs pinbot and its core commands.
 func TestMakeRelease(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles pinbot for two platforms; skipped under testing.Short (-short)")
-	}
-	if err := checkStatic("/bin/busybox"); err != nil {
-		t.Fatalf("the debug image needs Debian's busybox-static (make test-deps installs it): %s", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
@@ -53,15 +69,10 @@ func TestMakeRelease(t *testing.T) {
 	repo := u.Host + "/platform/pinbot"
 	out := filepath.Join(t.TempDir(), "dist")
 	var stdout, stderr bytes.Buffer
-	err := run(ctx, []string{"--version", testVersion, "--out", out, "--dir", moduleDir, "--image", repo,
-		"--platforms", "linux/amd64,darwin/arm64", "--busybox", "linux/amd64=/bin/busybox",
+	err := run(ctx, []string{"--version", testVersion, "--out", out, "--dir", moduleDir, "--registry", u.Host + "/platform",
+		"--platforms", "linux/amd64,darwin/arm64",
 		"--ldflags", "-X pinbot.dev/pinbot/internal/buildinfo.Version=" + testVersion},
-		&stdout, &stderr, func(k string) string {
-			if k == "SOURCE_DATE_EPOCH" {
-				return "1796128395"
-			}
-			return ""
-		})
+		&stdout, &stderr, testEnv(nil))
 	if err != nil {
 		t.Fatalf("%s\n%s", err, stderr.String())
 	}
@@ -79,8 +90,11 @@ func TestMakeRelease(t *testing.T) {
 		}
 		listed[file] = sum
 	}
-	for _, f := range []string{"pinbot-linux-amd64", "pinbot-darwin-arm64", "pinbot-linux-amd64.cdx.json",
-		"pinbot-darwin-arm64.cdx.json", "provenance.intoto.json"} {
+	linuxArchive := "pinbot_" + testVersion + "_linux_amd64"
+	darwinArchive := "pinbot_" + testVersion + "_darwin_arm64"
+	chartFile := "pinbot-" + strings.TrimPrefix(testVersion, "v") + ".tgz"
+	for _, f := range []string{linuxArchive + ".tar.gz", darwinArchive + ".tar.gz", linuxArchive + ".cdx.json",
+		darwinArchive + ".cdx.json", chartFile, "provenance.intoto.json"} {
 		got, err := sha256File(filepath.Join(out, f))
 		if err != nil {
 			t.Errorf("%s: %s", f, err)
@@ -99,7 +113,7 @@ func TestMakeRelease(t *testing.T) {
 			Version string `json:"version"`
 		} `json:"components"`
 	}
-	b, err := os.ReadFile(filepath.Join(out, "pinbot-linux-amd64.cdx.json"))
+	b, err := os.ReadFile(filepath.Join(out, linuxArchive+".cdx.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,21 +128,36 @@ func TestMakeRelease(t *testing.T) {
 		t.Errorf("the SBOM is %q with %d components, want CycloneDX naming go-containerregistry", bom.BOMFormat, len(bom.Components))
 	}
 
-	// The release's provenance names the binaries by digest.
-	var st imagebuild.Statement
+	// Each archive holds the binary, the license, the README and the
+	// completions, under one directory.
+	for _, a := range []string{linuxArchive, darwinArchive} {
+		list, err := exec.Command("tar", "-tzvf", filepath.Join(out, a+".tar.gz")).CombinedOutput()
+		if err != nil {
+			t.Fatalf("listing %s: %v\n%s", a, err, list)
+		}
+		for _, member := range []string{"-rwxr-xr-x 0/0 .* " + a + "/pinbot$", a + "/LICENSE$", a + "/README.md$",
+			a + "/completions/pinbot.bash$", a + "/completions/_pinbot$", a + "/completions/pinbot.fish$"} {
+			if !regexp.MustCompile("(?m)" + member).Match(list) {
+				t.Errorf("%s.tar.gz has no member matching %q:\n%s", a, member, list)
+			}
+		}
+	}
+
+	// The release's provenance names its files by digest.
+	var st sign.Statement
 	b, _ = os.ReadFile(filepath.Join(out, "provenance.intoto.json"))
 	if err := json.Unmarshal(b, &st); err != nil {
 		t.Fatal(err)
 	}
-	if st.PredicateType != imagebuild.ProvenanceType || len(st.Subject) != 4 || st.Subject[0].Digest["sha256"] != listed[st.Subject[0].Name] {
-		t.Errorf("provenance.intoto.json: %+v, want SLSA provenance of the 4 files by their digests", st)
+	if st.PredicateType != imagebuild.ProvenanceType || len(st.Subject) != 5 || st.Subject[0].Digest["sha256"] != listed[st.Subject[0].Name] {
+		t.Errorf("provenance.intoto.json: %+v, want SLSA provenance of the 5 files by their digests", st)
 	}
 
 	// Two images, each an index with OCI annotations and a provenance
 	// referrer naming it.
 	refs := strings.Fields(stdout.String())
-	if len(refs) != 2 {
-		t.Fatalf("stdout %q, want the two images' digest references", stdout.String())
+	if len(refs) != 3 || !strings.HasPrefix(refs[2], "oci://"+u.Host+"/platform/charts/pinbot:"+strings.TrimPrefix(testVersion, "v")+"@sha256:") {
+		t.Fatalf("stdout %q, want the two images' and the chart's digest references", stdout.String())
 	}
 	for i, tag := range []string{testVersion, testVersion + "-debug"} {
 		d, err := name.NewDigest(refs[i])
@@ -160,16 +189,19 @@ func TestMakeRelease(t *testing.T) {
 		t.Error("the plain image holds /bin/sh")
 	}
 	fs := rootfs(t, refs[1])
+	// What a Jenkins container() step runs: sh, sleep, touch, cat, mv,
+	// nohup and pinbot.
+	const script = `mkdir -p /tmp; sleep 0.1; touch /tmp/t; echo sh cat ls > /tmp/t.tmp; mv /tmp/t.tmp /tmp/t; cat /tmp/t; ls /bin > /tmp/ls; nohup pinbot version`
 	var cmd *exec.Cmd
 	if os.Geteuid() == 0 {
-		cmd = exec.Command("chroot", fs, "/bin/sh", "-c", "pinbot version")
+		cmd = exec.Command("chroot", fs, "/bin/sh", "-ec", script)
 	} else {
-		cmd = exec.Command(filepath.Join(fs, "bin", "sh"), "-c", "pinbot version")
-		cmd.Env = []string{"PATH=" + filepath.Join(fs, "usr", "local", "bin")}
+		cmd = exec.Command(filepath.Join(fs, "bin", "sh"), "-ec", script)
+		cmd.Env = []string{"PATH=" + filepath.Join(fs, "usr", "local", "bin") + ":" + filepath.Join(fs, "bin")}
 	}
 	got, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(got), testVersion) {
-		t.Errorf("sh -c 'pinbot version' in the debug image: %v\n%s", err, got)
+	if err != nil || !strings.Contains(string(got), testVersion) || !strings.Contains(string(got), "sh cat ls") {
+		t.Errorf("sh -ec %q in the debug image: %v\n%s", script, err, got)
 	}
 }
 
@@ -198,7 +230,7 @@ func checkProvenance(t *testing.T, d name.Digest) {
 		}
 		b, _ := io.ReadAll(rc)
 		rc.Close()
-		var st imagebuild.Statement
+		var st sign.Statement
 		if err := json.Unmarshal(b, &st); err != nil {
 			t.Fatal(err)
 		}
@@ -249,7 +281,7 @@ func TestReleaseUsage(t *testing.T) {
 		{"--version", "e6f9ea3-dirty"},
 		{"--version", "v0.3"},
 		{"--version", "v0.3.0", "--platforms", "linux"},
-		{"--version", "v0.3.0", "--image", "r.example/p", "--busybox", "linux/amd64"},
+		{"--version", "v0.3.0", "--registry", "r.example/UPPER"},
 	} {
 		err := run(context.Background(), args, io.Discard, io.Discard, func(string) string { return "" })
 		var ue *command.UsageError

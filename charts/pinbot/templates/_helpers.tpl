@@ -24,9 +24,10 @@ app.kubernetes.io/component: serve
 {{/* The image: repository:tag[-debug][@digest]. */}}
 {{- define "pinbot.image" -}}
 {{- $tag := .Values.image.tag | default .Chart.AppVersion -}}
-{{- if .Values.image.debug }}{{ $tag = printf "%s-debug" $tag }}{{ end -}}
+{{- $digest := .Values.image.digest -}}
+{{- if .Values.image.debug }}{{ $tag = printf "%s-debug" $tag }}{{ $digest = .Values.image.debugDigest }}{{ end -}}
 {{- printf "%s:%s" .Values.image.repository $tag -}}
-{{- with .Values.image.digest }}@{{ . }}{{ end -}}
+{{- with $digest }}@{{ . }}{{ end -}}
 {{- end -}}
 
 {{/* The ConfigMap that holds reconciler.yaml. */}}
