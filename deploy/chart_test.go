@@ -36,7 +36,7 @@ func chart(t *testing.T, valueFiles ...string) ([]*unstructured.Unstructured, er
 	t.Helper()
 	return render.FS(os.DirFS(".."), "charts/pinbot",
 		render.WithHelm(render.Helm{ReleaseName: "pinbot", Namespace: stateNamespace, ValueFiles: valueFiles}),
-		render.WithCapabilities(render.Capabilities{KubeVersion: "v1.37.2", APIVersions: []string{"monitoring.coreos.com/v1"}}))
+		render.WithCapabilities(render.Capabilities{KubeVersion: "v1.37.2", APIVersions: []string{"monitoring.coreos.com/v1", "monitoring.coreos.com/v1/ServiceMonitor"}}))
 }
 
 // find decodes the object kind/name of objs into out.
