@@ -1,0 +1,92 @@
+package deploy
+
+import (
+	"os"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"pinbot.dev/pinbot/render"
+)
+
+// helmLabels are the labels the chart adds for Helm's bookkeeping (a
+// release's instance, version and chart); deploy/base has no release.
+var helmLabels = []string{"app.kubernetes.io/instance", "app.kubernetes.io/managed-by", "app.kubernetes.io/version", "helm.sh/chart"}
+
+// TestChartAndBaseAreOneInstall: the chart with only a config (the
+// ConfigMap deploy/ makes) and deploy/base run the same serve: the same
+// Pod (args, ports, probes, env, mounts, security, resources, grace,
+// affinity), the same rollout, the same Service ports and the same
+// disruption budget. Only the image (the chart's default pins no digest)
+// and Helm's own labels differ.
+func TestChartAndBaseAreOneInstall(t *testing.T) {
+	charted, err := render.FS(os.DirFS(".."), "charts/pinbot", render.WithHelm(render.Helm{
+		ReleaseName: "pinbot", Namespace: stateNamespace,
+		Values: map[string]any{"config": map[string]any{"existingConfigMap": "pinbot-config"}},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped := resources(t, build(t, "base"))
+	for _, objs := range [][]*unstructured.Unstructured{charted, shipped} {
+		for _, o := range objs {
+			stripHelmLabels(o)
+		}
+	}
+
+	var base, chart appsv1.Deployment
+	find(t, shipped, "Deployment", "pinbot", &base)
+	find(t, charted, "Deployment", "pinbot", &chart)
+	if len(base.Spec.Template.Spec.Containers) != 1 || len(chart.Spec.Template.Spec.Containers) != 1 {
+		t.Fatalf("want one container each: base %d, chart %d", len(base.Spec.Template.Spec.Containers), len(chart.Spec.Template.Spec.Containers))
+	}
+	base.Spec.Template.Spec.Containers[0].Image, chart.Spec.Template.Spec.Containers[0].Image = "", ""
+	if diff := cmp.Diff(base.Spec, chart.Spec); diff != "" {
+		t.Errorf("the Deployment (-deploy/base +chart):\n%s", diff)
+	}
+
+	var baseSvc, chartSvc corev1.Service
+	find(t, shipped, "Service", "pinbot", &baseSvc)
+	find(t, charted, "Service", "pinbot", &chartSvc)
+	if diff := cmp.Diff(baseSvc.Spec, chartSvc.Spec); diff != "" {
+		t.Errorf("the Service (-deploy/base +chart):\n%s", diff)
+	}
+
+	var basePDB, chartPDB policyv1.PodDisruptionBudget
+	find(t, shipped, "PodDisruptionBudget", "pinbot", &basePDB)
+	find(t, charted, "PodDisruptionBudget", "pinbot", &chartPDB)
+	if diff := cmp.Diff(basePDB.Spec, chartPDB.Spec, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("the PodDisruptionBudget (-deploy/base +chart):\n%s", diff)
+	}
+}
+
+// stripHelmLabels removes helmLabels wherever an object carries labels or
+// selects by them.
+func stripHelmLabels(o *unstructured.Unstructured) {
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, child := range v {
+				if k == "labels" || k == "matchLabels" || k == "selector" && o.GetKind() == "Service" {
+					if m, ok := child.(map[string]any); ok {
+						for _, l := range helmLabels {
+							delete(m, l)
+						}
+					}
+				}
+				walk(child)
+			}
+		case []any:
+			for _, child := range v {
+				walk(child)
+			}
+		}
+	}
+	walk(o.Object)
+}
