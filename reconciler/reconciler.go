@@ -98,7 +98,8 @@ func WithGitCache(cache *gitforge.Cache) Option { return func(o *options) { o.gi
 
 // WithRegistry sets the registry client verification uses for config-digest
 // and index-child lookups. Default registry.New(): credentials from the
-// docker config keychain (DOCKER_CONFIG).
+// docker config keychain (DOCKER_CONFIG), then, for the forge's own
+// registry, the forge token.
 func WithRegistry(r lookup.Registry) Option { return func(o *options) { o.registry = r } }
 
 // WithForge sets where commit statuses and pull-request comments go.
@@ -162,11 +163,18 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 		o.gitCache = c
 	}
 	if o.registry == nil {
-		var ca string // Gitea's own registry is behind the forge's CA, as a rule
+		var opts []registry.Option
 		if cfg.Forge != nil {
-			ca = cfg.Forge.CAFile
+			// Gitea's own registry is behind the forge's CA, as a rule,
+			// and reads packages with the forge token.
+			opts = append(opts, registry.WithCAFile(cfg.Forge.CAFile))
+			if tok := o.token; tok != "" {
+				opts = append(opts, registry.WithForgeToken(cfg.Forge.URL, tok))
+			} else if tok, err := gitforge.ResolveToken(cfg.Forge.TokenFile); err == nil {
+				opts = append(opts, registry.WithForgeToken(cfg.Forge.URL, tok))
+			}
 		}
-		reg, err := registry.New(registry.WithCAFile(ca))
+		reg, err := registry.New(opts...)
 		if err != nil {
 			return nil, err
 		}

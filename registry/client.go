@@ -61,6 +61,7 @@ const userAgent = "pinbot"
 type Client struct {
 	rt          http.RoundTripper // user agent → verify → retry → host guard → base
 	keychain    authn.Keychain
+	creds       *credentials
 	insecure    map[string]bool
 	maxElapsed  time.Duration
 	callTimeout time.Duration
@@ -72,6 +73,8 @@ type Client struct {
 type options struct {
 	keychain    authn.Keychain
 	basic       map[string]authn.AuthConfig
+	forgeHost   string
+	forgeAuth   authn.AuthConfig
 	insecure    []string
 	concurrency int
 	maxElapsed  time.Duration
@@ -86,8 +89,10 @@ type Option func(*options)
 
 // WithKeychain sets where credentials come from. Default
 // authn.DefaultKeychain: the docker config file ($DOCKER_CONFIG/config.json
-// or ~/.docker/config.json, including credential helpers). Credentials are
-// resolved once per registry host.
+// or ~/.docker/config.json: auths, and the docker-credential-* programs
+// credHelpers and credsStore name). Credentials are resolved once per
+// registry host: WithBasicAuth's first, then the keychain's, then
+// WithForgeToken's.
 func WithKeychain(kc authn.Keychain) Option {
 	return func(o *options) { o.keychain = kc }
 }
@@ -188,8 +193,10 @@ func New(opts ...Option) (*Client, error) {
 		}
 		o.transport = t
 	}
+	creds := newCredentials(o)
 	c := &Client{
-		keychain:    redactingKeychain{o.keychain},
+		keychain:    redactingKeychain{creds},
+		creds:       creds,
 		insecure:    map[string]bool{},
 		maxElapsed:  o.maxElapsed,
 		callTimeout: o.call,
@@ -199,9 +206,6 @@ func New(opts ...Option) (*Client, error) {
 	}
 	for _, h := range o.insecure {
 		c.insecure[canonicalHost(h)] = true
-	}
-	if len(o.basic) > 0 {
-		c.keychain = redactingKeychain{authn.NewMultiKeychain(explicitKeychain(o.basic), o.keychain)}
 	}
 	var rt http.RoundTripper = newHostTransport(peermetrics.Registry(o.transport), c.plainHTTPAllowed, o.concurrency, c.seen)
 	rt = retry.New(rt, o.maxElapsed)

@@ -38,7 +38,10 @@ type Error struct {
 	Reference  string // as the caller gave it
 	Registry   string // registry host, e.g. "127.0.0.1:5000" or "index.docker.io"
 	StatusCode int    // the registry's HTTP status; 0 when it never answered
-	Err        error
+	// Hint, on a 401 or 403, says where the credentials came from or
+	// were looked for.
+	Hint string
+	Err  error
 }
 
 // Error implements error.
@@ -52,6 +55,9 @@ func (e *Error) Error() string {
 	}
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
+	}
+	if e.Hint != "" {
+		msg += " (" + e.Hint + ")"
 	}
 	return redact.String(msg)
 }
@@ -85,6 +91,7 @@ func (c *Client) fail(op, ref, registry string, err error) error {
 	var te *transport.Error
 	if errors.As(err, &te) {
 		out.StatusCode = te.StatusCode
+		out.Hint = c.creds.hint(registry, te.StatusCode)
 	}
 	return out
 }

@@ -57,7 +57,16 @@ func (c *Client) pullerFor(ctx context.Context, repo name.Repository) (*remote.P
 	if err != nil {
 		return nil, err
 	}
-	rt, err := transport.NewWithContext(ctx, repo.Registry, auth, c.rt, c.sessions.scopesOf(s, repo.Scope(transport.PullScope)))
+	scopes := c.sessions.scopesOf(s, repo.Scope(transport.PullScope))
+	rt, err := transport.NewWithContext(ctx, repo.Registry, auth, c.rt, scopes)
+	if err != nil && c.creds.forgeTokenRefused(host, err) {
+		// A forge token without read:package is refused even where
+		// anyone may read: read as anyone.
+		if anon, aerr := transport.NewWithContext(ctx, repo.Registry, authn.Anonymous, c.rt, scopes); aerr == nil {
+			c.creds.used.Store(canonicalHost(host), "")
+			rt, err = anon, nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -40,8 +40,13 @@ func newPromoter(cfg *Config, cache *gitforge.Cache) (*promoter, error) {
 	if cfg.Forge == nil {
 		return nil, nil
 	}
-	// Gitea's own registry is behind the forge's CA, as a rule.
-	reg, err := registry.New(registry.WithCAFile(cfg.Forge.CAFile))
+	// Gitea's own registry is behind the forge's CA, as a rule, and reads
+	// packages with the forge token when the docker config has nothing.
+	opts := []registry.Option{registry.WithCAFile(cfg.Forge.CAFile)}
+	if tok, err := gitforge.ResolveToken(cfg.Forge.TokenFile); err == nil {
+		opts = append(opts, registry.WithForgeToken(cfg.Forge.URL, tok))
+	}
+	reg, err := registry.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("registry client: %w", err)
 	}

@@ -152,7 +152,7 @@ func (f *forgeFlags) env(ctx context.Context) (promote.Env, error) {
 	if err != nil {
 		return promote.Env{}, err
 	}
-	reg, err := registry.New(registry.WithInsecure(f.insecure...), registry.WithCAFile(f.caFile))
+	reg, err := registry.New(registry.WithInsecure(f.insecure...), registry.WithCAFile(f.caFile), registry.WithForgeToken(f.forgeURL, tok))
 	if err != nil {
 		return promote.Env{}, usageErrorf("--insecure-registry: %w", err)
 	}
