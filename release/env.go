@@ -173,6 +173,21 @@ type Problem struct {
 
 // Validate checks the chain: unique names, From naming an environment
 // declared before, paths that no two environments share, non-negative
+// UnknownApps are the apps the chain names that known does not, as
+// "environment/app": an environment whose apps none runs proves nothing,
+// so nothing moves onward from it.
+func (c Chain) UnknownApps(known func(app string) bool) []string {
+	var out []string
+	for _, e := range c {
+		for _, a := range e.Apps {
+			if !known(a) {
+				out = append(out, e.Name+"/"+a)
+			}
+		}
+	}
+	return out
+}
+
 // durations, known rollback modes and freeze windows that parse.
 func (c Chain) Validate(validName func(string) bool, checkGlob func(string) error) []Problem {
 	var out []Problem

@@ -110,14 +110,11 @@ func (rl *releaser) repos() []Target {
 // chain names that serve does not run: their environments can prove
 // nothing, so nothing moves onward from them.
 func (rl *releaser) warnUnknownApps(ctx context.Context, repo string, chain release.Chain) {
-	var unknown []string
-	for _, e := range chain {
-		for _, a := range e.Apps {
-			if _, err := rl.d.r.Config().App(a); err != nil {
-				unknown = append(unknown, e.Name+"/"+a)
-			}
-		}
-	}
+	cfg := rl.d.r.Config()
+	unknown := chain.UnknownApps(func(a string) bool {
+		_, err := cfg.App(a)
+		return err == nil
+	})
 	key := repo + " " + strings.Join(unknown, ",")
 	rl.mu.Lock()
 	defer rl.mu.Unlock()

@@ -44,6 +44,44 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// TestConfigValidateTogether: a .pinbot.yaml validated with serve's
+// config must name, in its environments, apps serve runs; where serve
+// discovers apps, an unlisted one is a note, not an error.
+func TestConfigValidateTogether(t *testing.T) {
+	dir := t.TempDir()
+	repo := filepath.Join(dir, "repo", ".pinbot.yaml")
+	writeTestFile(t, repo, "environments:\n  - name: staging\n    paths: [envs/staging/**]\n    apps: [web-staging]\n"+
+		"  - name: prod\n    from: staging\n    paths: [envs/prod/**]\n    apps: [web-prod]\n")
+	listed := filepath.Join(dir, "listed.yaml")
+	writeTestFile(t, listed, "apps:\n  - name: web-staging\n    repo: https://gitea.example/o/r.git\n    namespace: web\n")
+	discovering := filepath.Join(dir, "discovering.yaml")
+	writeTestFile(t, discovering, "apps:\n  - name: web-staging\n    repo: https://gitea.example/o/r.git\n    namespace: web\n"+
+		"discover:\n  - argocd: {namespace: argocd, annotated: true}\n")
+	all := filepath.Join(dir, "all.yaml")
+	writeTestFile(t, all, "apps:\n  - name: web-staging\n    repo: https://gitea.example/o/r.git\n    namespace: web\n"+
+		"  - name: web-prod\n    repo: https://gitea.example/o/r.git\n    namespace: web-prod\n")
+	for _, tc := range []struct {
+		name, serve string
+		code        int
+		want        string
+	}{
+		{"an app serve does not run", listed, exitError, "environments name apps " + listed + " does not run: prod/web-prod: those environments prove nothing"},
+		{"serve discovers apps", discovering, exitOK, "note: environments name apps " + discovering + " does not run: prod/web-prod; they must be discovered"},
+		{"every app", all, exitOK, repo + ": valid repository config"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := run(t, "config", "validate", repo, tc.serve)
+			if code != tc.code || !strings.Contains(stdout, tc.want) {
+				t.Errorf("exit %d, want %d; output lacks %q:\n%s%s", code, tc.code, tc.want, stdout, stderr)
+			}
+		})
+	}
+	// Alone, the .pinbot.yaml has nothing to be checked against.
+	if code, stdout, _ := run(t, "config", "validate", repo); code != exitOK {
+		t.Errorf(".pinbot.yaml alone: exit %d\n%s", code, stdout)
+	}
+}
+
 // TestReferenceIsCurrent: docs/cli is what the commands say; change a
 // command or flag, and make docs writes it anew.
 func TestReferenceIsCurrent(t *testing.T) {

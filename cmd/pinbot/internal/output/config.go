@@ -14,6 +14,9 @@ type Validated struct {
 	Kind  string `json:"kind"`
 	Valid bool   `json:"valid"`
 	Error string `json:"error,omitempty"`
+	// Notes are what may be wrong but need not be: a cross-check the
+	// files alone cannot settle.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // ConfigsValidated prints what `pinbot config validate` found of each
@@ -31,6 +34,11 @@ func ConfigsValidated(w io.Writer, asJSON bool, out []Validated) error {
 		}
 		if err != nil {
 			return err
+		}
+		for _, n := range v.Notes {
+			if _, err := fmt.Fprintf(w, "  note: %s\n", n); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
