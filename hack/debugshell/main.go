@@ -196,27 +196,32 @@ func interactive(ctx context.Context, r *interp.Runner) error {
 	return last
 }
 
-// sleep waits for the sum of its arguments, each seconds (fractions
-// allowed) or a Go duration, or "infinity".
+// sleep waits for the sum of its arguments, each a number (fractions
+// allowed) with an optional suffix s, m, h or d, as coreutils' sleep takes
+// them, or "infinity".
 func sleep(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		return errors.New("sleep: missing operand")
 	}
+	units := map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour}
 	var total time.Duration
 	for _, a := range args {
 		if a == "infinity" {
 			<-ctx.Done()
 			return nil
 		}
-		if s, err := strconv.ParseFloat(a, 64); err == nil && s >= 0 {
-			total += time.Duration(s * float64(time.Second))
-			continue
+		num, unit := a, time.Second
+		if a == "" {
+			return errors.New("sleep: invalid time interval \"\"")
 		}
-		d, err := time.ParseDuration(a)
-		if err != nil || d < 0 {
+		if u, ok := units[a[len(a)-1]]; ok {
+			num, unit = a[:len(a)-1], u
+		}
+		n, err := strconv.ParseFloat(num, 64)
+		if err != nil || n < 0 {
 			return fmt.Errorf("sleep: invalid time interval %q", a)
 		}
-		total += d
+		total += time.Duration(n * float64(unit))
 	}
 	t := time.NewTimer(total)
 	defer t.Stop()

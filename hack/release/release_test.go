@@ -191,7 +191,7 @@ func TestMakeRelease(t *testing.T) {
 	fs := rootfs(t, refs[1])
 	// What a Jenkins container() step runs: sh, sleep, touch, cat, mv,
 	// nohup and pinbot.
-	const script = `mkdir -p /tmp; sleep 0.1; touch /tmp/t; echo sh cat ls > /tmp/t.tmp; mv /tmp/t.tmp /tmp/t; cat /tmp/t; ls /bin > /tmp/ls; nohup pinbot version`
+	const script = `mkdir -p /tmp; sleep 0.1 0.0005m; touch /tmp/t; echo sh cat ls > /tmp/t.tmp; mv /tmp/t.tmp /tmp/t; cat /tmp/t; ls /bin > /tmp/ls; nohup pinbot version`
 	var cmd *exec.Cmd
 	if os.Geteuid() == 0 {
 		cmd = exec.Command("chroot", fs, "/bin/sh", "-ec", script)

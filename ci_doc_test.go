@@ -1,0 +1,50 @@
+package pinbot_test
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"pinbot.dev/pinbot/internal/imagebuild"
+)
+
+// TestCIPodTemplate: docs/ci.md's pod template for the Kubernetes plugin
+// is a valid Pod (strict: no field Kubernetes does not know), whose
+// pinbot container runs this release's -debug image and keeps alive with
+// a command the debug image's shell provides.
+func TestCIPodTemplate(t *testing.T) {
+	doc := string(read(t, "docs/ci.md"))
+	_, after, ok := strings.Cut(doc, "### The Kubernetes plugin's pod template")
+	if !ok {
+		t.Fatal("docs/ci.md has no pod template section")
+	}
+	m := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindStringSubmatch(after)
+	if m == nil {
+		t.Fatal("docs/ci.md's pod template section has no YAML block")
+	}
+	var pod corev1.Pod
+	if err := yaml.UnmarshalStrict([]byte(m[1]), &pod); err != nil {
+		t.Fatalf("docs/ci.md's pod template: %s", err)
+	}
+	version := strings.TrimSpace(string(read(t, "VERSION")))
+	i := slices.IndexFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == "pinbot" })
+	if i < 0 {
+		t.Fatal("docs/ci.md's pod template has no container pinbot, which the Jenkinsfile's container('pinbot') names")
+	}
+	c := pod.Spec.Containers[i]
+	if !strings.HasSuffix(c.Image, "/pinbot:"+version+"-debug") {
+		t.Errorf("the pinbot container runs %s, want this release's -debug image (pinbot:%s-debug)", c.Image, version)
+	}
+	if len(c.Command) == 0 || !slices.Contains(imagebuild.ShellApplets, c.Command[0]) {
+		t.Errorf("the pinbot container's command %q is not one the debug image has (%v)", c.Command, imagebuild.ShellApplets)
+	}
+	for _, v := range c.VolumeMounts {
+		if !slices.ContainsFunc(pod.Spec.Volumes, func(vol corev1.Volume) bool { return vol.Name == v.Name }) {
+			t.Errorf("the pinbot container mounts %s, which the pod has no volume of", v.Name)
+		}
+	}
+}
