@@ -48,3 +48,34 @@ func TestCIPodTemplate(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsFilesAreMounted: every file a doc's config or command line
+// points serve at (tokenFile:, caFile:, --…-file) lies inside a directory
+// the chart or deploy/base mounts: a Secret is mounted as a directory, so
+// the token is /etc/pinbot/token/token, never /etc/pinbot/token.
+func TestDocsFilesAreMounted(t *testing.T) {
+	var mounts []string
+	for _, f := range []string{"charts/pinbot/templates/deployment.yaml", "deploy/base/serve.yaml"} {
+		for _, m := range regexp.MustCompile(`mountPath: (/etc/pinbot/[^,}\s]+)`).FindAllStringSubmatch(string(read(t, f)), -1) {
+			mounts = append(mounts, m[1])
+		}
+	}
+	if len(mounts) < 5 {
+		t.Fatalf("found %d mounts under /etc/pinbot; the test lost them", len(mounts))
+	}
+	files := append(userDocs(t), "charts/pinbot/ci/example-values.yaml", "charts/pinbot/ci/verify-only-values.yaml",
+		"deploy/overlays/example/reconciler.yaml")
+	pointed := regexp.MustCompile(`(?:[A-Za-z]File:|-file[ =])\s*(/etc/pinbot/[^,}\s]+)`)
+	checked := 0
+	for _, f := range files {
+		for _, m := range pointed.FindAllStringSubmatch(string(read(t, f)), -1) {
+			checked++
+			if !slices.ContainsFunc(mounts, func(dir string) bool { return strings.HasPrefix(m[1], dir+"/") }) {
+				t.Errorf("%s points at %s, which is in no directory the chart or deploy/base mounts (%v)", f, m[1], mounts)
+			}
+		}
+	}
+	if checked < 5 {
+		t.Errorf("checked %d file paths; the test lost them", checked)
+	}
+}
