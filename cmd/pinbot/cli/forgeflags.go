@@ -52,7 +52,7 @@ func (f *forgeFlags) bind(cmd *cobra.Command) {
 	fl.StringVar(&f.repo, "repo", os.Getenv(repoEnv), "manifest repository OWNER/NAME (required; default $"+repoEnv+")")
 	fl.StringVar(&f.base, "base", "", "base branch of the pull requests (default: the repository's default branch)")
 	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the Gitea token (default: $"+tokenEnv+")")
-	fl.StringVar(&f.caFile, "ca-file", "", "PEM bundle to trust for the forge and the registries, besides the system roots ($SSL_CERT_FILE replaces those)")
+	fl.StringVar(&f.caFile, "ca-file", "", "PEM bundle to trust for the forge, the registries and --gate-url, besides the system roots ($SSL_CERT_FILE replaces those)")
 	fl.BoolVar(&f.plainOK, "insecure-forge", false,
 		"allow a plain-HTTP --forge-url that is not loopback (the token then crosses the network in clear)")
 	fl.StringArrayVar(&f.insecure, "insecure-registry", nil,
@@ -189,7 +189,7 @@ func (f *publishFlags) open(ctx context.Context) (promote.Env, promote.Admitter,
 	if err != nil {
 		return env, nil, nil, err
 	}
-	gate, err := f.gate.gate(env.Repo.String())
+	gate, err := f.gate.gate(env.Repo.String(), f.forge.caFile)
 	if err != nil {
 		return env, nil, nil, err
 	}

@@ -2,11 +2,14 @@ package cli
 
 import (
 	"fmt"
+	"net/http"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"pinbot.dev/pinbot/internal/capool"
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/loopback"
 	"pinbot.dev/pinbot/internal/redact"
@@ -43,9 +46,10 @@ func (f *gateFlags) bind(cmd *cobra.Command) {
 		"without --gate-url: the namespace of pinbot's ledger ConfigMaps (serve's stateNamespace)")
 }
 
-// gate is the promotion gate the flags name: serve's endpoint, else the
-// ledger in the cluster, else nil when there is no kubeconfig either.
-func (f *gateFlags) gate(repo string) (promote.Admitter, error) {
+// gate is the promotion gate the flags name: serve's endpoint (trusting
+// caFile's CA too, as the forge's clients do), else the ledger in the
+// cluster, else nil when there is no kubeconfig either.
+func (f *gateFlags) gate(repo, caFile string) (promote.Admitter, error) {
 	if f.url == "" {
 		return f.ledgerGate(repo)
 	}
@@ -59,7 +63,16 @@ func (f *gateFlags) gate(repo string) (promote.Admitter, error) {
 	if tok == "" {
 		return nil, usageErrorf("flag --gate-url: needs a token: --gate-token-file FILE or $%s", gateTokenEnv)
 	}
-	return proofapi.Admit{Asker: proofapi.Client{URL: f.url, Token: tok}, Repo: repo}, nil
+	client := proofapi.Client{URL: f.url, Token: tok}
+	if caFile != "" {
+		pool, err := capool.Load(caFile)
+		if err != nil {
+			return nil, usageErrorf("flag --ca-file: %w", err)
+		}
+		client.HTTP = loopback.Client(30 * time.Second)
+		client.HTTP.Transport = &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: capool.TLS(pool)}
+	}
+	return proofapi.Admit{Asker: client, Repo: repo}, nil
 }
 
 // ledgerGate reads repo's ledger from the cluster a kubeconfig reaches;
