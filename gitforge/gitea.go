@@ -32,6 +32,9 @@ type APIError struct {
 	Op string
 	// StatusCode is the HTTP status, or 0 when no response came back.
 	StatusCode int
+	// TokenSource says where the token came from ("--token-file F",
+	// "$PINBOT_GITEA_TOKEN"), for a 401 or 403; "" when unknown.
+	TokenSource string
 	// Err is the SDK's error.
 	Err error
 }
@@ -43,13 +46,21 @@ func (e *APIError) Error() string {
 	case 0:
 		msg = fmt.Sprintf("%s: %s", e.Op, e.Err)
 	case http.StatusUnauthorized:
-		msg = fmt.Sprintf("%s: Gitea rejected the token (401 Unauthorized): %s", e.Op, e.Err)
+		msg = fmt.Sprintf("%s: Gitea rejected the token%s (401 Unauthorized): %s", e.Op, e.from(), e.Err)
 	case http.StatusForbidden:
-		msg = fmt.Sprintf("%s: the token lacks permission (403 Forbidden): %s", e.Op, e.Err)
+		msg = fmt.Sprintf("%s: the token%s lacks permission (403 Forbidden; pinbot needs write:repository and write:issue): %s", e.Op, e.from(), e.Err)
 	default:
 		msg = fmt.Sprintf("%s: HTTP %d: %s", e.Op, e.StatusCode, e.Err)
 	}
 	return redact.String(msg)
+}
+
+// from names the token's source in a message.
+func (e *APIError) from() string {
+	if e.TokenSource == "" {
+		return ""
+	}
+	return " from " + e.TokenSource
 }
 
 // Unwrap returns the SDK's error.
@@ -86,7 +97,8 @@ type Gitea struct {
 	url     string   // the base URL without a trailing slash, for the SDK
 	baseURL *url.URL // the base URL as given, parsed
 	hc      *http.Client
-	auth    Auth // for Git over HTTP: the same token and CA
+	auth    Auth   // for Git over HTTP: the same token and CA
+	source  string // where the token came from, for errors
 
 	mu      sync.Mutex
 	version string // the server's, probed once on first use
@@ -98,6 +110,14 @@ type GiteaOption func(*giteaOptions) error
 type giteaOptions struct {
 	hc     *http.Client
 	caFile string
+	source string
+}
+
+// WithTokenSource says where the token came from ("--token-file F",
+// "$PINBOT_GITEA_TOKEN", "forge.tokenFile F"), so that a 401 or 403
+// names it.
+func WithTokenSource(source string) GiteaOption {
+	return func(o *giteaOptions) error { o.source = source; return nil }
 }
 
 // WithCAFile trusts the PEM certificates in path, besides the system roots,
@@ -146,7 +166,7 @@ func NewGitea(baseURL, token string, opts ...GiteaOption) (*Gitea, error) {
 	}
 	hc = withToken(hc, u, token)
 	hc.Transport = peermetrics.Forge(hc.Transport)
-	return &Gitea{url: strings.TrimSuffix(u.String(), "/"), baseURL: u, hc: hc, auth: Auth{Token: token, CAFile: o.caFile}}, nil
+	return &Gitea{url: strings.TrimSuffix(u.String(), "/"), baseURL: u, hc: hc, auth: Auth{Token: token, CAFile: o.caFile}, source: o.source}, nil
 }
 
 // client returns an SDK client for one call, bound to ctx.
@@ -206,7 +226,7 @@ func (g *Gitea) call(ctx context.Context, op string, fn func(c *sdk.Client) (*sd
 	if err == nil {
 		return nil
 	}
-	e := &APIError{Op: op, Err: err}
+	e := &APIError{Op: op, Err: err, TokenSource: g.source}
 	if resp != nil && resp.Response != nil {
 		e.StatusCode = resp.StatusCode
 	}

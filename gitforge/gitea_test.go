@@ -245,7 +245,7 @@ func TestInvalidToken(t *testing.T) {
 	ctx := context.Background()
 	repo, _ := newRepo(t, srv, map[string]string{"f.yaml": "v: 0\n"})
 	const bad = "0123456789abcdef0123456789abcdef01234567"
-	g, err := gitforge.NewGitea(srv.URL, bad)
+	g, err := gitforge.NewGitea(srv.URL, bad, gitforge.WithTokenSource("--token-file ./token"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestInvalidToken(t *testing.T) {
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 401 || !errors.Is(err, gitforge.ErrUnauthorized) {
 		t.Errorf("error = %#v, want an *APIError with status 401 matching ErrUnauthorized", err)
 	}
-	if msg := err.Error(); !strings.Contains(msg, "Gitea rejected the token (401") || strings.Contains(msg, bad) {
+	if msg := err.Error(); !strings.Contains(msg, "Gitea rejected the token from --token-file ./token (401") || strings.Contains(msg, bad) {
 		t.Errorf("error = %q, want a 401 message without the token", msg)
 	}
 

@@ -87,13 +87,17 @@ func CheckToken(tok string) error {
 // named) besides the system roots, with token, or when that is "" the
 // token ResolveToken finds for tokenFile.
 func Dial(baseURL, tokenFile, caFile, token string) (*Gitea, error) {
+	var opts []GiteaOption
 	if token == "" {
 		var err error
 		if token, err = ResolveToken(tokenFile); err != nil {
 			return nil, err
 		}
+		opts = append(opts, WithTokenSource("$"+TokenEnv))
+		if tokenFile != "" {
+			opts[0] = WithTokenSource("the token file " + tokenFile)
+		}
 	}
-	var opts []GiteaOption
 	if caFile != "" {
 		opts = append(opts, WithCAFile(caFile))
 	}

@@ -121,6 +121,7 @@ apps:
 		return err
 	}
 	fmt.Printf("\nreconciler config (%s):\n%s", config, body)
+	d.ran.apps = append(d.ran.apps, "{name: guestbook, argocd: {application: guestbook, namespace: argocd}}")
 	common := []string{"--config", config, "--kubeconfig", c.Kubeconfig, "--cache-dir", filepath.Join(d.dir, "cache")}
 	if err := waitGuestbook(ctx, cs, v1.pinned()); err != nil {
 		return err

@@ -36,6 +36,9 @@ type demo struct {
 	// reconcilerConfig and kubeconfig are set once the cluster half
 	// runs; the serve step reuses them.
 	reconcilerConfig, kubeconfig string
+	// ran is what each step left running, for the last step's serve:
+	// its apps and promote entries, one YAML flow mapping each.
+	ran struct{ apps, promote []string }
 }
 
 func newDemo(ctx context.Context) (*demo, error) {

@@ -73,6 +73,8 @@ apps:
 	fmt.Printf("\nreconciler config (%s):\n%s", config, body)
 	common := []string{"--config", config, "--kubeconfig", cluster.Kubeconfig, "--cache-dir", filepath.Join(d.dir, "cache")}
 	d.reconcilerConfig, d.kubeconfig = config, cluster.Kubeconfig
+	d.ran.apps = append(d.ran.apps, fmt.Sprintf("{name: web, repo: %s, branch: main, path: envs/prod, namespace: web, "+
+		"allowNamespaces: [web], allowClusterScoped: [Namespace], syncPolicy: {automated: false}}", d.gitea.RepoURL(owner, repo)))
 
 	banner("pinbot syncs the merged commit, follows the rollout and verifies the running Pods")
 	if _, err := d.run(ctx, append([]string{"sync", "web"}, common...)...); err != nil {

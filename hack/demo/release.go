@@ -90,6 +90,10 @@ promote:
 	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
 		return err
 	}
+	d.ran.apps = append(d.ran.apps,
+		fmt.Sprintf("{name: shop-staging, repo: %s, branch: main, path: envs/staging, namespace: staging, allowNamespaces: [staging], syncPolicy: {automated: true}}", url),
+		fmt.Sprintf("{name: shop-prod, repo: %s, branch: main, path: envs/prod, namespace: prod, allowNamespaces: [prod], syncPolicy: {automated: true}}", url))
+	d.ran.promote = append(d.ran.promote, fmt.Sprintf("{repo: %s/%s, images: [%s]}", owner, releases, v1.repo))
 	srv, err := d.startServe(ctx, "release-serve", config, "--release-interval", "1s")
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -12,11 +13,16 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
+
+	"pinbot.dev/pinbot/dashboard"
 )
 
 // serveEnv set to "0" (or the flag noServeFlag) skips the serve step, so
-// that a script or CI run of the demo ends instead of waiting for Ctrl-C.
+// that a script or CI run of the demo ends instead of waiting for Ctrl-C;
+// set to "once", serve starts, the dashboard's apps are shown, and the
+// demo ends.
 const (
 	serveEnv    = "PINBOT_DEMO_SERVE"
 	noServeFlag = "--no-serve"
@@ -38,16 +44,27 @@ func (d *demo) serve(ctx context.Context) error {
 	if d.reconcilerConfig == "" {
 		return errors.New("the serve step needs the cluster half to have run")
 	}
-	banner("pinbot serve: the reconcile loop, webhooks and the dashboard, in one process")
-	srv, err := d.startServe(ctx, "serve", d.reconcilerConfig)
+	banner("pinbot serve: every app the demo ran, its release chain, webhooks and the dashboard, in one process")
+	config, err := d.finalConfig()
+	if err != nil {
+		return err
+	}
+	srv, err := d.startServe(ctx, "serve", config)
 	if err != nil {
 		return err
 	}
 	d.closers = append(d.closers, srv.stop)
 	base := "http://" + srv.addr
 	fmt.Printf("\npinbot serve is running (PID %d, log %s).\n", srv.cmd.Process.Pid, srv.logFile)
-	fmt.Printf("Dashboard: %s/\n", base)
-	fmt.Printf("Open it:   xdg-open %s/    (or: curl -s %s/apps/web)\n", base, base)
+	fmt.Printf("Dashboard: %s/         every app the demo ran: web (pinbot's), guestbook (Argo CD's), shop-staging and shop-prod\n", base)
+	fmt.Printf("Ledger:    %s/ledger   the release chain: what is proven where, the hold and the rollback\n", base)
+	fmt.Printf("Open it:   xdg-open %s/    (or: curl -s %s/api/v1/apps)\n", base, base)
+	if err := d.showDashboard(ctx, base); err != nil {
+		return err
+	}
+	if os.Getenv(serveEnv) == "once" {
+		return nil
+	}
 	fmt.Println("Press Ctrl-C to stop pinbot serve, the cluster and Gitea.")
 	select {
 	case <-ctx.Done():
@@ -56,6 +73,70 @@ func (d *demo) serve(ctx context.Context) error {
 		srv.exited <- err // for the closer
 		return fmt.Errorf("pinbot serve exited: %v (log: %s)", err, srv.logFile)
 	}
+}
+
+// finalConfig writes the last serve's config: every app and promote
+// entry the steps before ran, so the dashboard shows the demo's own
+// release chain, its hold and its rollback.
+func (d *demo) finalConfig() (string, error) {
+	body := fmt.Sprintf("interval: 10s\nforge: {url: %q, tokenFile: %q}\napps:\n", d.gitea.URL, d.token)
+	for _, a := range d.ran.apps {
+		body += "  - " + a + "\n"
+	}
+	if len(d.ran.promote) > 0 {
+		body += "promote:\n"
+		for _, p := range d.ran.promote {
+			body += "  - " + p + "\n"
+		}
+	}
+	config := filepath.Join(d.dir, "serve.yaml")
+	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
+		return "", err
+	}
+	fmt.Printf("\nserve's config (%s):\n%s", config, body)
+	return config, nil
+}
+
+// showDashboard waits until the dashboard's API shows every app the demo
+// ran as observed, and prints them as the apps page does.
+func (d *demo) showDashboard(ctx context.Context, base string) error {
+	var list dashboard.APIList
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		list = dashboard.APIList{}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+dashboard.APIPath, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&list)
+			resp.Body.Close()
+		}
+		observed := 0
+		for _, a := range list.Apps {
+			if a.ObservedAt != nil {
+				observed++
+			}
+		}
+		if err == nil && observed == len(d.ran.apps) && len(list.Apps) == len(d.ran.apps) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the dashboard shows %d of the demo's %d apps observed (err %v; see the serve log)", observed, len(d.ran.apps), err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	fmt.Println("\nThe dashboard's apps:")
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "  APP\tSOURCE\tSYNC\tHEALTH\tPROOF")
+	for _, a := range list.Apps {
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", a.Name, a.Source, a.Sync, a.Health, a.Proof)
+	}
+	return w.Flush()
 }
 
 // freeLoopback is a free 127.0.0.1 address.

@@ -144,7 +144,10 @@ func (f *forgeFlags) env(ctx context.Context) (promote.Env, error) {
 		return promote.Env{}, err
 	}
 	repo, _ := gitforge.ParseRepo(f.repo)
-	var opts []gitforge.GiteaOption
+	opts := []gitforge.GiteaOption{gitforge.WithTokenSource("$" + tokenEnv)}
+	if f.tokenFile != "" {
+		opts[0] = gitforge.WithTokenSource("--token-file " + f.tokenFile)
+	}
 	if f.caFile != "" {
 		opts = append(opts, gitforge.WithCAFile(f.caFile))
 	}
