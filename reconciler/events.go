@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -16,11 +17,14 @@ import (
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
-// Reasons of the Events pinbot writes on the workloads it verifies.
+// Reasons of the Events pinbot writes on the apps and workloads it
+// verifies.
 const (
 	EventVerified     = "Verified"
 	EventMismatch     = "Mismatch"
 	EventInconclusive = "Inconclusive"
+	EventPending      = "Pending"
+	EventUnknown      = "Unknown"
 )
 
 // eventer writes Kubernetes Events through client-go's broadcaster, which
@@ -40,9 +44,12 @@ func newEventer(kube kubernetes.Interface) *eventer {
 func (e *eventer) close() { e.bc.Shutdown() }
 
 // announce says, once a pass's proof changed state, what it is now: a
-// log line at Info, and an Event on each workload of the pinbot's own
-// cluster that it judged. Passes that only look (pinbot status) say
-// nothing.
+// log line at Info; an Event on the app's object (the Argo CD
+// Application, Flux Kustomization or HelmRelease a verify-only app
+// proves, the ConfigMap of a pinbot app's record) for every state; and
+// one on each workload of pinbot's own cluster that it judged, for
+// Verified, Mismatch and Inconclusive. Passes that only look (pinbot
+// status) say nothing.
 func (p *pass) announce(ctx context.Context, prev verdict.Verdict, v *verdict.Verification) {
 	if v == nil || !p.mode.records() {
 		return
@@ -52,9 +59,6 @@ func (p *pass) announce(ctx context.Context, prev verdict.Verdict, v *verdict.Ve
 		return
 	}
 	p.log.Info("verification", "commit", shortSHA(v.Commit), "state", string(state), "summary", v.Summary())
-	if p.snap == nil || p.remote {
-		return
-	}
 	reason, kind, msg := string(state), corev1.EventTypeNormal, ""
 	switch state {
 	case verdict.Verified:
@@ -63,8 +67,16 @@ func (p *pass) announce(ctx context.Context, prev verdict.Verdict, v *verdict.Ve
 		reason, kind, msg = EventMismatch, corev1.EventTypeWarning, mismatches(v)
 	case verdict.Inconclusive:
 		reason, kind, msg = EventInconclusive, corev1.EventTypeWarning, "the registry could not prove what some Pods run: "+v.Summary()
+	case verdict.Unknown:
+		reason, kind, msg = EventUnknown, corev1.EventTypeWarning, "commit "+shortSHA(v.Commit)+": "+v.Summary()
 	default:
-		return // Pending and Unknown are passing states, not news
+		reason, msg = EventPending, "commit "+shortSHA(v.Commit)+": "+v.Summary()
+	}
+	if owner := p.owner(); owner != nil {
+		p.r.events.rec.Event(owner, kind, reason, msg)
+	}
+	if p.snap == nil || p.remote || state == verdict.Pending || state == verdict.Unknown {
+		return // Pending and Unknown are passing states: no news on each workload
 	}
 	for _, d := range p.snap.Desired {
 		if !verdict.IsWorkload(d) {
@@ -74,6 +86,43 @@ func (p *pass) announce(ctx context.Context, prev verdict.Verdict, v *verdict.Ve
 			p.r.events.rec.Event(live, kind, reason, msg)
 		}
 	}
+}
+
+// owner is the object the app's own Events go on: the deployer's object
+// the pass read, or the ConfigMap of a pinbot app's record.
+func (p *pass) owner() *corev1.ObjectReference {
+	if p.app.VerifyOnly() {
+		return p.st.owner.Load()
+	}
+	return p.r.history.Ref(p.app.Name)
+}
+
+// Event writes an Event on app's object (see announce): what the release
+// chain decided about it, a hold, a rollback, a soak. Nothing is written
+// for an app unknown, or whose object no pass has read yet.
+func (r *Reconciler) Event(app string, warning bool, reason, message string) {
+	st, ok := r.apps[app]
+	if !ok {
+		return
+	}
+	owner := st.owner.Load()
+	if a, err := r.cfg.App(app); err == nil && !a.VerifyOnly() {
+		owner = r.history.Ref(app)
+	}
+	if owner == nil {
+		return
+	}
+	kind := corev1.EventTypeNormal
+	if warning {
+		kind = corev1.EventTypeWarning
+	}
+	r.events.rec.Event(owner, kind, reason, message)
+}
+
+// refOf is the reference of u, for an Event's involvedObject.
+func refOf(u *unstructured.Unstructured) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(),
+		Name: u.GetName(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion()}
 }
 
 // mismatches names the Pods that run another digest than Git pins.

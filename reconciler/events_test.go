@@ -43,6 +43,8 @@ func TestEventsAndDurations(t *testing.T) {
 		}
 		return false, fmt.Sprintf("events: %q", got)
 	})
+	// The app's own object, the ConfigMap of its record, carries it too.
+	waitEvents(t, s.r.Config().StateNamespace, "ConfigMap", "pinbot-app-"+s.name, reconciler.EventVerified)
 	for _, name := range []string{"pinbot_reconcile_duration_seconds", "pinbot_verify_duration_seconds"} {
 		if n, err := testutil.GatherAndCount(reg, name); err != nil || n == 0 {
 			t.Errorf("%s: %d series, %v", name, n, err)

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
@@ -71,6 +72,9 @@ type deployedApp struct {
 	// noInventory: the deployer keeps no record of what it applied (a
 	// HelmRelease), so the render's workloads are the ones to prove.
 	noInventory bool
+	// owner is the deployer's object (the Application, Kustomization or
+	// HelmRelease), which the app's Events go on.
+	owner *corev1.ObjectReference
 }
 
 func (d *deployedApp) path() string {
@@ -178,6 +182,7 @@ func (ob *observer) pass(ctx context.Context, p *pass) (*status.App, *verdict.Ve
 	if deployedAs == "" {
 		deployedAs = d.revision.Version
 	}
+	p.st.owner.Store(d.owner)
 	p.o.Deployed = &status.Deployed{Source: string(d.source.Kind), Repo: d.source.RepoURL, Path: d.path(), Commit: deployedAs}
 	p.tracked = d.tracked(p.app)
 	var (

@@ -33,6 +33,7 @@ func (ob *observer) read(ctx context.Context, app *config.App, fresh bool) (*dep
 		if err != nil {
 			return nil, err
 		}
+		d.owner = refOf(u)
 		if d.source, err = a.Source(); err != nil {
 			return nil, err
 		}
@@ -52,6 +53,7 @@ func (ob *observer) read(ctx context.Context, app *config.App, fresh bool) (*dep
 		if err != nil {
 			return nil, err
 		}
+		d.owner = refOf(u)
 		rns, rname, err := k.GitRepository()
 		if err != nil {
 			return nil, err
@@ -101,7 +103,7 @@ func (ob *observer) readHelmRelease(ctx context.Context, app *config.App, fresh 
 	if err != nil {
 		return nil, err
 	}
-	d := &deployedApp{noInventory: true}
+	d := &deployedApp{noInventory: true, owner: refOf(u)}
 	if d.source, err = h.Source(src); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,6 +41,10 @@ type appState struct {
 	awaiting atomic.Bool
 
 	passMu sync.Mutex // held by the pass under way
+
+	// owner is a verify-only app's deployer object, as the last pass
+	// read it, for Events.
+	owner atomic.Pointer[corev1.ObjectReference]
 
 	// Owned by the pass.
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/history"
@@ -244,6 +246,36 @@ func TestFluxAppIsVerifiedByTheLoop(t *testing.T) {
 	poll.Until(t, rollout, "failure on the stale node", func() (bool, string) {
 		got := s.commitStatus(third)
 		return got != nil && got.State == "failure" && strings.Contains(got.Description, "Mismatch"), indentStatus(got)
+	})
+
+	// Each change of the proof is an Event on the Kustomization itself,
+	// which kubectl describe and Flux's own tooling show.
+	waitEvents(t, "flux-system", "Kustomization", s.name, reconciler.EventVerified, reconciler.EventPending, reconciler.EventMismatch)
+}
+
+// waitEvents waits for pinbot's Events with each of reasons on the object
+// kind/name in ns, bound to its UID as kubectl describe selects them.
+func waitEvents(t *testing.T, ns, kind, name string, reasons ...string) {
+	t.Helper()
+	poll.Until(t, 30*time.Second, fmt.Sprintf("Events %v on %s %s/%s", reasons, kind, ns, name), func() (bool, string) {
+		evs, err := env.kube.CoreV1().Events(ns).List(testCtx, metav1.ListOptions{FieldSelector: "involvedObject.kind=" + kind + ",involvedObject.name=" + name})
+		if err != nil {
+			return false, err.Error()
+		}
+		seen := map[string]bool{}
+		var got []string
+		for _, e := range evs.Items {
+			got = append(got, fmt.Sprintf("%s %s (uid %q): %s", e.Type, e.Reason, e.InvolvedObject.UID, e.Message))
+			if e.Source.Component == "pinbot" && e.InvolvedObject.UID != "" {
+				seen[e.Reason] = true
+			}
+		}
+		for _, r := range reasons {
+			if !seen[r] {
+				return false, strings.Join(got, "\n")
+			}
+		}
+		return true, ""
 	})
 }
 

@@ -169,6 +169,35 @@ type Event struct {
 	Env   string    `json:"env"`
 	Image string    `json:"image"`
 	What  string    `json:"what"`
+	// Reason names the kind of decision in one CamelCase word, as a
+	// Kubernetes Event's reason does (ReasonProven, ReasonHeld, ...).
+	Reason string `json:"reason,omitempty"`
+}
+
+// The reasons of the ledger's events, which serve writes as Kubernetes
+// Events on the objects of the environment's apps.
+const (
+	ReasonProven          = "Proven"
+	ReasonProofBroke      = "ProofBroke"
+	ReasonMerged          = "Merged"
+	ReasonSoaked          = "Soaked"
+	ReasonPromotionOpened = "PromotionOpened"
+	ReasonHeld            = "Held"
+	ReasonHoldLifted      = "HoldLifted"
+	ReasonRollbackOpened  = "RollbackOpened"
+	ReasonReported        = "Reported"
+	ReasonRefused         = "Refused"
+	ReasonChainStopped    = "ChainStopped"
+)
+
+// Warning says whether an event of reason is bad news: a Kubernetes
+// Event of type Warning rather than Normal.
+func Warning(reason string) bool {
+	switch reason {
+	case ReasonProofBroke, ReasonHeld, ReasonRollbackOpened, ReasonReported, ReasonRefused, ReasonChainStopped:
+		return true
+	}
+	return false
 }
 
 // New returns an empty ledger.
@@ -265,13 +294,19 @@ func (l *Ledger) ReleaseBy(env, image, digest, who, why string, now time.Time) b
 	if !l.Release(env, image, digest) {
 		return false
 	}
-	l.event(now, env, image, fmt.Sprintf("%s released the hold on %s: %s", who, imageref.Short(digest), why))
+	l.event(now, env, image, ReasonHoldLifted, fmt.Sprintf("%s released the hold on %s: %s", who, imageref.Short(digest), why))
 	return true
 }
 
+// Log records something pinbot did, with its reason (ReasonProven, ...):
+// a pull request it opened, for one.
+func (l *Ledger) Log(now time.Time, env, image, reason, what string) {
+	l.event(now, env, image, reason, what)
+}
+
 // event records something pinbot decided.
-func (l *Ledger) event(now time.Time, env, image, what string) {
-	l.Events = append(l.Events, Event{At: now, Env: env, Image: image, What: what})
+func (l *Ledger) event(now time.Time, env, image, reason, what string) {
+	l.Events = append(l.Events, Event{At: now, Env: env, Image: image, What: what, Reason: reason})
 	if n := len(l.Events); n > MaxEvents {
 		l.Events = slices.Clone(l.Events[n-MaxEvents:])
 	}
@@ -287,7 +322,7 @@ func (l *Ledger) Refused(now time.Time, image, digest, what string) {
 			return
 		}
 	}
-	l.event(now, "", image, what)
+	l.event(now, "", image, ReasonRefused, what)
 }
 
 // Proposed records pinbot's open promotion pull request into env.

@@ -39,7 +39,7 @@ func Step(l *Ledger, in Input) []Action {
 			return nil
 		}
 		l.Stopped = stop
-		l.event(s.now, "", "", stop)
+		l.event(s.now, "", "", ReasonChainStopped, stop)
 		return []Action{reportAction("", "", "", stop)}
 	}
 	l.Stopped = ""
@@ -135,7 +135,7 @@ func (s stepper) repin(t *Track, env Environment, image, pinned string) {
 	if rollback {
 		what = "merged the rollback to " + imageref.Short(pinned)
 	}
-	s.l.event(s.now, env.Name, image, what)
+	s.l.event(s.now, env.Name, image, ReasonMerged, what)
 }
 
 // liftHolds lifts the holds on image in env that digest, newly proven
@@ -148,7 +148,7 @@ func (s stepper) liftHolds(env, image, digest string, pinnedAt time.Time) {
 	for _, h := range s.l.Holds {
 		if h.Env == env && h.Image == image && h.Digest != digest && h.RolledBackTo != digest &&
 			pinnedAt.After(h.Since) && !slices.Contains(h.Known, digest) {
-			s.l.event(s.now, env, image, "lifted the hold on "+imageref.Short(h.Digest)+": "+imageref.Short(digest)+", pinned after it, is proven now")
+			s.l.event(s.now, env, image, ReasonHoldLifted, "lifted the hold on "+imageref.Short(h.Digest)+": "+imageref.Short(digest)+", pinned after it, is proven now")
 			continue
 		}
 		kept = append(kept, h)
@@ -161,7 +161,7 @@ func (s stepper) prove(t *Track, env Environment, image string, obs Assessment) 
 	t.Pods, t.Commit = obs.Pods, obs.Commit
 	if !obs.Proven || obs.Digest != t.Pinned {
 		if t.Proven != "" {
-			s.l.event(s.now, env.Name, image, "the proof of "+imageref.Short(t.Proven)+" broke: "+obs.Why)
+			s.l.event(s.now, env.Name, image, ReasonProofBroke, "the proof of "+imageref.Short(t.Proven)+" broke: "+obs.Why)
 		}
 		t.Proven, t.ProvenSince, t.Why = "", nil, obs.Why
 		return
@@ -170,7 +170,7 @@ func (s stepper) prove(t *Track, env Environment, image string, obs Assessment) 
 	if t.Proven != t.Pinned {
 		since := s.now
 		t.Proven, t.ProvenSince = t.Pinned, &since
-		s.l.event(s.now, env.Name, image, "proven "+imageref.Short(t.Pinned))
+		s.l.event(s.now, env.Name, image, ReasonProven, "proven "+imageref.Short(t.Pinned))
 		s.liftHolds(env.Name, image, t.Pinned, t.PinnedAt)
 	}
 	if t.LastProven != t.Pinned {
@@ -226,7 +226,7 @@ func (s stepper) watch(t *Track, env Environment, image string, obs Assessment, 
 	}
 	m.Done, m.Failure = true, failure
 	report := func(what string) []Action {
-		s.l.event(s.now, env.Name, image, what)
+		s.l.event(s.now, env.Name, image, ReasonReported, what)
 		return []Action{reportAction(env.Name, image, m.Digest, what)}
 	}
 	switch {
@@ -241,7 +241,7 @@ func (s stepper) watch(t *Track, env Environment, image string, obs Assessment, 
 	if to == "" {
 		return report(fmt.Sprintf("%s failed to prove and is held; no digest was proven here before it, so there is nothing to roll back to: %s", imageref.Short(m.Digest), failure))
 	}
-	s.l.event(s.now, env.Name, image, fmt.Sprintf("%s failed to prove and is held; rolling back to %s: %s", imageref.Short(m.Digest), imageref.Short(to), failure))
+	s.l.event(s.now, env.Name, image, ReasonHeld, fmt.Sprintf("%s failed to prove and is held; rolling back to %s: %s", imageref.Short(m.Digest), imageref.Short(to), failure))
 	// The decision goes into the ledger before the pull request exists.
 	t.Rollback = &Proposal{Digest: to, Failed: m.Digest, Evidence: failure, Tag: tag, At: m.At}
 	return []Action{rollbackOf(env.Name, image, t.Rollback)}
@@ -349,6 +349,9 @@ func (s stepper) onward(env Environment, image string) []Action {
 		// A green gate stays posted as it was: its "for how long" moves.
 		if posted := (PostedGate{State: state, Description: desc}); p.Gate == nil || *p.Gate != posted && (state != commitstatus.Success || p.Gate.State != commitstatus.Success) {
 			out = append(out, gateAction(name, image, p, state, desc))
+			if state == commitstatus.Success && t.Proven == p.Digest && env.Soak > 0 {
+				s.l.event(s.now, env.Name, image, ReasonSoaked, fmt.Sprintf("%s soaked in %s for %s: the promotion into %s (#%d) may merge", imageref.Short(p.Digest), env.Name, env.Soak, name, p.PR))
+			}
 		}
 		if next.AutoMerge && state == commitstatus.Success && !frozen {
 			out = append(out, mergeAction(name, image, p, false))

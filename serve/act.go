@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/imageref"
@@ -38,8 +39,11 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*
 			record(func(l *release.Ledger) { noteRefusal(l, now, r) })
 		}
 		if p := openPull(res); p != nil {
+			now := rl.now()
 			record(func(l *release.Ledger) {
 				l.Proposed(a.Env, a.Image, release.Proposal{PR: p.Number, Digest: a.Digest, Head: p.HeadSHA, From: a.From})
+				l.Log(now, a.Env, a.Image, release.ReasonPromotionOpened,
+					fmt.Sprintf("opened #%d: %s, proven in %s, into %s", p.Number, imageref.Short(a.Digest), a.From, a.Env))
 			})
 			log.Info("proposed a proven digest onward", "digest", a.Digest, "from", a.From, "number", p.Number)
 		}
@@ -68,8 +72,11 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*
 		// proven here, never the failed release's.
 		res, err := promote.Run(ctx, env, rollbackRequest(a, false))
 		if p := openPull(res); p != nil {
+			now := rl.now()
 			record(func(l *release.Ledger) {
 				l.RollbackOpened(a.Env, a.Image, release.Proposal{PR: p.Number, Digest: a.Digest, Head: p.HeadSHA, Failed: a.Failed})
+				l.Log(now, a.Env, a.Image, release.ReasonRollbackOpened,
+					fmt.Sprintf("opened the rollback #%d from %s to %s", p.Number, imageref.Short(a.Failed), imageref.Short(a.Digest)))
 			})
 			log.Warn("opened a rollback", "failed", a.Failed, "to", a.Digest, "number", p.Number, "evidence", a.Evidence)
 		}

@@ -248,6 +248,7 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 			return time.Time{}, err
 		}
 	}
+	rl.announce(chain, l.Events, now)
 	if err := rl.gatePulls(ctx, env, l, chain, inv); err != nil && ctx.Err() == nil {
 		log.Warn("judging the open pull requests failed", "error", redact.String(err.Error()))
 	}
@@ -258,6 +259,33 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 		next = now
 	}
 	return next, nil
+}
+
+// announce writes the ledger's events of this step (those since now, when
+// it decided), once written, as Kubernetes Events on the objects of the
+// apps of their environment (of every environment, for one of the whole
+// chain).
+func (rl *releaser) announce(chain release.Chain, events []release.Event, now time.Time) {
+	for _, e := range events {
+		if e.At.Before(now) {
+			continue
+		}
+		var apps []string
+		if env, ok := chain.Get(e.Env); ok {
+			apps = env.Apps
+		} else {
+			for _, env := range chain {
+				apps = append(apps, env.Apps...)
+			}
+		}
+		msg := e.What
+		if e.Image != "" {
+			msg = e.Image + ": " + msg
+		}
+		for _, app := range apps {
+			rl.d.r.Event(app, release.Warning(e.Reason), e.Reason, msg)
+		}
+	}
 }
 
 // opened reports whether one of the actions opened a pull request that

@@ -10,9 +10,12 @@ import (
 	"time"
 
 	sdk "code.gitea.io/sdk/gitea"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/internal/testenv/poll"
+	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/release/proofapi"
 )
 
@@ -158,6 +161,23 @@ func TestReleaseRollback(t *testing.T) {
 		poll.Until(t, 30*time.Second, "the bad digest held in staging and prod", func() (bool, string) {
 			l := r.ledger()
 			return l.Held("staging", r.appKey(), bad) != nil && l.Held("prod", r.appKey(), bad) != nil, r.ledgerSummary()
+		})
+		// kubectl get events shows the hold and the rollback on the
+		// staging app's object, as Warnings.
+		poll.Until(t, 30*time.Second, "Held and RollbackOpened Events on web-staging", func() (bool, string) {
+			evs, err := r.peers.Kube.CoreV1().Events("pinbot-system").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=pinbot-app-web-staging"})
+			if err != nil {
+				return false, err.Error()
+			}
+			var got []string
+			warned := map[string]bool{}
+			for _, e := range evs.Items {
+				got = append(got, e.Type+" "+e.Reason+": "+e.Message)
+				if e.Type == "Warning" && strings.Contains(e.Message, imageref.Short(bad)) {
+					warned[e.Reason] = true
+				}
+			}
+			return warned[release.ReasonHeld] && warned[release.ReasonRollbackOpened], strings.Join(got, "\n")
 		})
 		r.merge(rb.Index)
 		r.waitProven("staging", r.v1, 2*time.Minute)

@@ -190,6 +190,18 @@ func (h *History) Forget(app string) {
 	delete(h.cached, app)
 }
 
+// Ref is the reference of app's record ConfigMap, for an Event: with its
+// UID once this History read or wrote it.
+func (h *History) Ref(app string) *corev1.ObjectReference {
+	ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: h.namespace, Name: configMapName(app)}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c, ok := h.cached[app]; ok && c.cm != nil {
+		ref.UID, ref.ResourceVersion = c.cm.UID, c.cm.ResourceVersion
+	}
+	return ref
+}
+
 func (h *History) remember(app string, cm *corev1.ConfigMap) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
