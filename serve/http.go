@@ -35,7 +35,7 @@ func (d *daemon) registerMetrics() error {
 		return 0
 	})
 	for _, c := range append([]prometheus.Collector{
-		leader, d.shardsHeld(), d.refusals, d.promotions, d.requests,
+		leader, d.shardsHeld(), d.refusals, d.promotions, d.requests, d.release.decisions, d.release.holds,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	}, append(peermetrics.Collectors(), d.o.Collectors...)...) {

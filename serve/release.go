@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
@@ -42,6 +44,9 @@ type releaser struct {
 
 	// kick wakes run when the proof of an app in a chain changed.
 	kick chan struct{}
+
+	decisions *prometheus.CounterVec // pinbot_release_decisions_total
+	holds     *prometheus.GaugeVec   // pinbot_release_holds
 	// warned are the unknown apps already logged (warnUnknownApps).
 	warned map[string]bool
 	// pulls are the other pull requests' heads as last read, and the
@@ -54,7 +59,16 @@ func newReleaser(d *daemon) *releaser {
 	if interval <= 0 {
 		interval = DefaultReleaseInterval
 	}
-	return &releaser{d: d, ledgers: store.New(d.kube, d.ns), interval: interval, now: time.Now, chains: map[string]release.Chain{}, sched: newSchedule(interval), kick: make(chan struct{}, 1)}
+	return &releaser{d: d, ledgers: store.New(d.kube, d.ns), interval: interval, now: time.Now, chains: map[string]release.Chain{}, sched: newSchedule(interval), kick: make(chan struct{}, 1),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pinbot_release_decisions_total",
+			Help: "What the release chains decided, by manifest repository, environment and reason (Proven, Soaked, PromotionOpened, Held, RollbackOpened, ...), counted by the replica that decided.",
+		}, []string{"repo", "env", "reason"}),
+		holds: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "pinbot_release_holds",
+			Help: "Digests held, by manifest repository and environment, as the leader last stepped the chain.",
+		}, []string{"repo", "env"}),
+	}
 }
 
 // proofChanged makes the chains app counts in due now, and wakes run: a
@@ -248,7 +262,14 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 			return time.Time{}, err
 		}
 	}
-	rl.announce(chain, l.Events, now)
+	rl.announce(t.Repo, chain, l.Events, now)
+	rl.holds.DeletePartialMatch(prometheus.Labels{"repo": t.Repo})
+	for _, e := range chain {
+		rl.holds.WithLabelValues(t.Repo, e.Name).Set(0)
+	}
+	for _, h := range l.Holds {
+		rl.holds.WithLabelValues(t.Repo, h.Env).Inc()
+	}
 	if err := rl.gatePulls(ctx, env, l, chain, inv); err != nil && ctx.Err() == nil {
 		log.Warn("judging the open pull requests failed", "error", redact.String(err.Error()))
 	}
@@ -261,15 +282,16 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 	return next, nil
 }
 
-// announce writes the ledger's events of this step (those since now, when
-// it decided), once written, as Kubernetes Events on the objects of the
-// apps of their environment (of every environment, for one of the whole
-// chain).
-func (rl *releaser) announce(chain release.Chain, events []release.Event, now time.Time) {
+// announce counts the ledger's events of this step (those since now,
+// when it decided), once written, and writes each as a Kubernetes Event
+// on the objects of the apps of its environment (of every environment,
+// for one of the whole chain).
+func (rl *releaser) announce(repo string, chain release.Chain, events []release.Event, now time.Time) {
 	for _, e := range events {
 		if e.At.Before(now) {
 			continue
 		}
+		rl.decisions.WithLabelValues(repo, e.Env, e.Reason).Inc()
 		var apps []string
 		if env, ok := chain.Get(e.Env); ok {
 			apps = env.Apps

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -178,6 +179,25 @@ func TestReleaseRollback(t *testing.T) {
 				}
 			}
 			return warned[release.ReasonHeld] && warned[release.ReasonRollbackOpened], strings.Join(got, "\n")
+		})
+		// And on /metrics, for the alerts.
+		poll.Until(t, 30*time.Second, "the rollback and the holds on /metrics", func() (bool, string) {
+			resp, err := http.Get("http://" + rep.addr + "/metrics")
+			if err != nil {
+				return false, err.Error()
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			var lines []string
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(l, "pinbot_release_") {
+					lines = append(lines, l)
+				}
+			}
+			m := strings.Join(lines, "\n")
+			return strings.Contains(m, `pinbot_release_decisions_total{env="staging",reason="RollbackOpened",repo="`) &&
+				strings.Contains(m, `pinbot_release_holds{env="prod",repo="`) && strings.Contains(m, `pinbot_release_holds{env="staging",repo="`) &&
+				!strings.Contains(m, `pinbot_release_holds{env="staging",repo="`+r.peers.Gitea.AdminUser+`/manifests"} 0`), m
 		})
 		r.merge(rb.Index)
 		r.waitProven("staging", r.v1, 2*time.Minute)
