@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sort"
+	"strings"
+	"unicode/utf8"
 
 	sdk "code.gitea.io/sdk/gitea"
 
@@ -154,10 +156,31 @@ func (g *Gitea) SetStatus(ctx context.Context, repo Repo, sha string, st Status)
 	}
 	return g.call(ctx, fmt.Sprintf("setting status %q on %s@%s", st.Context, repo, sha), func(c *sdk.Client) (*sdk.Response, error) {
 		_, resp, err := c.CreateStatus(repo.Owner, repo.Name, sha, sdk.CreateStatusOption{
-			State: sdk.StatusState(st.State), Context: st.Context, Description: st.Description, TargetURL: st.TargetURL,
+			State: sdk.StatusState(st.State), Context: st.Context, Description: ClipDescription(st.Description), TargetURL: st.TargetURL,
 		})
 		return resp, err
 	})
+}
+
+// MaxDescription bounds a commit status description, in bytes: Gitea
+// keeps 255 characters.
+const MaxDescription = 250
+
+// ClipDescription is desc cut to MaxDescription bytes at a word boundary
+// (never inside a word or a UTF-8 character), with "…" saying it was
+// cut; SetStatus clips every description so.
+func ClipDescription(desc string) string {
+	if len(desc) <= MaxDescription {
+		return desc
+	}
+	cut := desc[:MaxDescription-len("…")]
+	for !utf8.ValidString(cut) {
+		cut = cut[:len(cut)-1]
+	}
+	if i := strings.LastIndexAny(cut, " ,;:"); i > len(cut)/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " ,;:") + "…"
 }
 
 // Statuses returns the current status of each context on ref (a commit

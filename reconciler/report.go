@@ -24,10 +24,6 @@ type Forge interface {
 // StatusContext is the commit status context pinbot sets for app.
 func StatusContext(app string) string { return "pinbot/" + app }
 
-// maxDescription bounds a commit status description; Gitea truncates
-// longer ones anyway.
-const maxDescription = 250
-
 // reporter posts commit statuses and pull-request comments for apps whose
 // repository lives on the forge.
 type reporter struct {
@@ -74,9 +70,6 @@ func (r *reporter) status(ctx context.Context, app, repoURL, sha string, state c
 		return nil
 	}
 	desc = redact.String(desc)
-	if len(desc) > maxDescription {
-		desc = desc[:maxDescription-len("…")] + "…"
-	}
 	return r.forge.SetStatus(ctx, repo, sha, gitforge.Status{Context: StatusContext(app), State: state, Description: desc})
 }
 

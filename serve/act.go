@@ -86,7 +86,7 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*
 		if !ok {
 			return errors.New("posting a gate status needs the Gitea forge")
 		}
-		err := forge.SetStatus(ctx, env.Repo, a.Head, gitforge.Status{Context: GateContext, State: a.State, Description: clipStatus(a.Description)})
+		err := forge.SetStatus(ctx, env.Repo, a.Head, gitforge.Status{Context: GateContext, State: a.State, Description: a.Description})
 		if err == nil {
 			record(func(l *release.Ledger) { l.Posted(a.Env, a.Image, a.State, a.Description) })
 		}
@@ -141,12 +141,4 @@ func openPull(res []promote.Result) *gitforge.Pull {
 		}
 	}
 	return nil
-}
-
-// clipStatus bounds a status description: Gitea keeps 255 characters.
-func clipStatus(s string) string {
-	if len(s) > 250 {
-		return s[:247] + "..."
-	}
-	return s
 }

@@ -68,7 +68,7 @@ func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.L
 		}
 		state, desc := release.JudgePull(l, chain, base.Pinned, seen.pinned, rl.now())
 		if posted := string(state) + ": " + desc; posted != seen.posted {
-			err := forge.SetStatus(ctx, env.Repo, p.HeadSHA, gitforge.Status{Context: GateContext, State: state, Description: clipStatus(desc)})
+			err := forge.SetStatus(ctx, env.Repo, p.HeadSHA, gitforge.Status{Context: GateContext, State: state, Description: desc})
 			if err != nil {
 				errs = append(errs, fmt.Errorf("pull request #%d: %w", p.Number, err))
 				continue
