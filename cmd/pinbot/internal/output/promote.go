@@ -2,6 +2,7 @@ package output
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/promote/pr"
+	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/trust"
 	"pinbot.dev/pinbot/trust/policy"
 )
 
@@ -28,6 +31,12 @@ type Failure struct {
 	Tag    string `json:"tag,omitempty"`
 	Branch string `json:"branch,omitempty"`
 	Error  string `json:"error"`
+	// Refused is the signature policy's refusal, when that is what
+	// failed: the image, digest, rule and reason, as promote -o json
+	// gives them.
+	Refused *trust.Refusal `json:"refused,omitempty"`
+	// Gate is the release chain's refusal (held, not proven, frozen).
+	Gate *release.Refusal `json:"gate,omitempty"`
 }
 
 func driftJSON(w io.Writer, rep promote.DriftReport, withText bool) error {
@@ -51,7 +60,16 @@ func driftJSON(w io.Writer, rep promote.DriftReport, withText bool) error {
 		Summary string    `json:"summary"`
 	}{Checked: rep.Checked, Moved: tracked(rep.Moved), Held: tracked(rep.Held), Failed: []Failure{}, Results: []Result{}, Summary: rep.Summary()}
 	for _, f := range rep.Failed {
-		out.Failed = append(out.Failed, Failure{Image: f.Image, Tag: f.Tag, Branch: f.Branch, Error: redact.String(f.Error())})
+		j := Failure{Image: f.Image, Tag: f.Tag, Branch: f.Branch, Error: redact.String(f.Error())}
+		var refusal *trust.Refusal
+		if errors.As(f.Err, &refusal) {
+			j.Refused = refusal
+		}
+		var gated *release.Refusal
+		if errors.As(f.Err, &gated) {
+			j.Gate = gated
+		}
+		out.Failed = append(out.Failed, j)
 	}
 	for _, r := range rep.Results {
 		out.Results = append(out.Results, result(r, withText))
