@@ -85,9 +85,14 @@ func (v *Verifier) Check(ctx context.Context, reg Registry, s Subject) (policy.P
 				p, err = ip, nil
 				break
 			}
-			if !errors.As(ierr, new(*Refusal)) {
+			var irefusal *Refusal
+			if !errors.As(ierr, &irefusal) {
 				return policy.Provenance{}, ierr
 			}
+			// A multi-arch image is signed on its index, as cosign
+			// signs it: the index's failure is the one to read.
+			err = &Refusal{Image: s.Image, Digest: s.Digest, Rule: irefusal.Rule,
+				Reason: fmt.Sprintf("the index %s: %s (and the platform image itself: %s)", imageref.Short(idx), irefusal.Reason, refusal.Reason)}
 		}
 	}
 	if err != nil {

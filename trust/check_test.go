@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/registry"
 	"pinbot.dev/pinbot/trust"
 	"pinbot.dev/pinbot/trust/policy"
@@ -266,6 +267,22 @@ func TestIndexCoversChildren(t *testing.T) {
 	}
 	if p.Digest != id.String() {
 		t.Errorf("the signature counted is %s's, want the index's", p.Digest)
+	}
+	// An index signed by another key: the refusal names the index and
+	// why it failed, not only that the platform image is unsigned.
+	other := trusttest.NewKey(t, trusttest.ECDSA)
+	idx2, _ := random.Index(128, 1, 2)
+	ref2, _ := name.ParseReference(w.image+":multi2", name.Insecure)
+	if err := remote.WriteIndex(ref2, idx2); err != nil {
+		t.Fatal(err)
+	}
+	id2, _ := idx2.Digest()
+	m2, _ := idx2.IndexManifest()
+	trusttest.Sign(t, w.ref(id2.String()), other)
+	_, err = w.check(t, keyRule(w), trust.Subject{Digest: m2.Manifests[0].Digest.String(), Indexes: []string{id2.String()}})
+	var r *trust.Refusal
+	if !errors.As(err, &r) || !strings.Contains(r.Reason, "the index "+imageref.Short(id2.String())+": no signature verifies") || r.Digest != m2.Manifests[0].Digest.String() {
+		t.Errorf("Check of a child of an index signed by another key = %v, want a refusal naming the index's failure", err)
 	}
 	// An index that does not list the digest covers nothing.
 	if _, err := w.check(t, keyRule(w), trust.Subject{Indexes: []string{id.String()}}); !errors.Is(err, trust.ErrRefused) {
