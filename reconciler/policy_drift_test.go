@@ -304,7 +304,8 @@ func TestClusterUnreachable(t *testing.T) {
 	}
 	defer r.Close()
 	st, _, err := r.Status(testCtx, s.name)
-	if err == nil || st.ClusterUnreachableSince == nil || !strings.HasPrefix(st.Error, "kubernetes API unreachable since ") || st.Sync != status.SyncUnknown {
+	if err == nil || st.ClusterUnreachableSince == nil || !strings.HasPrefix(st.Error, "kubernetes API unreachable since ") || st.Sync != status.SyncUnknown ||
+		st.Proof != verdict.Unknown {
 		t.Fatalf("status with the API down: %v; %s", err, jsonOf(st))
 	}
 	again, _, err := r.Status(testCtx, s.name)

@@ -212,6 +212,9 @@ func Of(o Observation) *App {
 	case !o.ClusterDown.IsZero():
 		down := o.ClusterDown
 		s.ClusterUnreachableSince = &down
+		// Nothing can be proven of a cluster that does not answer: not
+		// Pending (which waits for a rollout), Unknown.
+		s.Proof = verdict.Unknown
 		msg = fmt.Sprintf("kubernetes API unreachable since %s: %s", since(down), msg)
 	}
 	s.Error = msg

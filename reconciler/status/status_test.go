@@ -86,7 +86,7 @@ func TestStatusOf(t *testing.T) {
 		{"cluster unreachable while reading it",
 			Observation{Commit: "c1", Err: errors.New("connection refused"), Stage: "reading the cluster", ClusterDown: down},
 			base(func(s *App) {
-				s.Commit, s.ClusterUnreachableSince = "c1", &down
+				s.Commit, s.ClusterUnreachableSince, s.Proof = "c1", &down, verdict.Unknown
 				s.Error = "kubernetes API unreachable since 2026-05-04T09:57:00Z: reading the cluster: connection refused"
 			})},
 		{"a forbidden object, not transient: the stage prefixes the error",
