@@ -75,6 +75,9 @@ func (p *pass) announce(ctx context.Context, prev verdict.Verdict, v *verdict.Ve
 	if owner := p.owner(); owner != nil {
 		p.r.events.rec.Event(owner, kind, reason, msg)
 	}
+	if f := p.r.onEvent.Load(); f != nil {
+		(*f)(ProofEvent{App: p.app.Name, Warning: kind == corev1.EventTypeWarning, Reason: reason, Message: msg})
+	}
 	if p.snap == nil || p.remote || state == verdict.Pending || state == verdict.Unknown {
 		return // Pending and Unknown are passing states: no news on each workload
 	}
@@ -86,6 +89,26 @@ func (p *pass) announce(ctx context.Context, prev verdict.Verdict, v *verdict.Ve
 			p.r.events.rec.Event(live, kind, reason, msg)
 		}
 	}
+}
+
+// ProofEvent is a change of an app's proof, as announce writes it in an
+// Event: Reason is Verified, Pending, Mismatch, Inconclusive or Unknown.
+type ProofEvent struct {
+	App     string
+	Warning bool
+	Reason  string
+	Message string
+}
+
+// OnProofEvent calls f with each change of an app's proof that a pass
+// writing the app's status announces (serve's notifications). f must not
+// block; nil stops the calls.
+func (r *Reconciler) OnProofEvent(f func(ProofEvent)) {
+	if f == nil {
+		r.onEvent.Store(nil)
+		return
+	}
+	r.onEvent.Store(&f)
 }
 
 // owner is the object the app's own Events go on: the deployer's object

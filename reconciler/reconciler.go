@@ -57,9 +57,10 @@ type Reconciler struct {
 	metrics   *metrics
 	caps      *capabilities // the cluster's, for Helm renders (render.go)
 	apps      map[string]*appState
-	loopSlots chan struct{}                    // bounds the loop's passes under way (loop.go)
-	stored    storedStatuses                   // the leader's, for a follower's metrics
-	onProof   atomic.Pointer[func(app string)] // OnProofChange
+	loopSlots chan struct{}                      // bounds the loop's passes under way (loop.go)
+	stored    storedStatuses                     // the leader's, for a follower's metrics
+	onProof   atomic.Pointer[func(app string)]   // OnProofChange
+	onEvent   atomic.Pointer[func(e ProofEvent)] // OnProofEvent
 	// signatures is cfg.Signatures with its keys loaded, and reg the
 	// registry it reads signatures from (verifySignatures).
 	signatures *trust.Verifier

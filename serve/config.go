@@ -2,6 +2,7 @@ package serve
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/robfig/cron/v3"
@@ -9,6 +10,7 @@ import (
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/serve/notify"
 )
 
 // Config is the file `pinbot serve` runs from: the reconciler's config
@@ -19,6 +21,10 @@ type Config struct {
 	// Promote lists the manifest repositories serve promotes into on its
 	// own: on a drift schedule, and when Gitea says an image was pushed.
 	Promote []Target `yaml:"promote"`
+	// Notify lists where serve sends what it proves and decides: JSON
+	// webhooks signed with HMAC-SHA256, or Slack-compatible incoming
+	// webhooks, each selecting events by reason and environment.
+	Notify []notify.Target `yaml:"notify"`
 }
 
 // Target is one manifest repository that serve promotes into on its own:
@@ -57,12 +63,30 @@ func Parse(file string, data []byte) (*Config, error) {
 			c.Promote[i].line = n.Line
 		}
 	}
+	for i, n := range config.ListNodes(root, "notify") {
+		if i < len(c.Notify) {
+			c.Notify[i].SetLine(n.Line)
+		}
+	}
 	var problems []string
 	for i := range c.Promote {
 		t := &c.Promote[i]
 		for _, msg := range t.problems() {
 			problems = append(problems, fmt.Sprintf("%s:%d: promote %s: %s", file, t.line, clip.Quote(t.Repo), msg))
 		}
+	}
+	names := map[string]bool{}
+	for i := range c.Notify {
+		n := &c.Notify[i]
+		msgs := n.Problems()
+		if names[n.Name] {
+			msgs = append(msgs, "name: another notify entry has it")
+		}
+		names[n.Name] = true
+		for _, msg := range msgs {
+			problems = append(problems, fmt.Sprintf("%s:%d: notify %s: %s", file, n.Line(), clip.Quote(n.Name), msg))
+		}
+		n.Resolve(filepath.Dir(file))
 	}
 	err = c.Complete(file, root)
 	if len(problems) > 0 {

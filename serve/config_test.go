@@ -28,6 +28,18 @@ func TestParsePromote(t *testing.T) {
 	}
 }
 
+// TestParseNotify: a notify entry's files are taken relative to the
+// config file's directory.
+func TestParseNotify(t *testing.T) {
+	got, err := Parse("/etc/pinbot/config/pinbot.yaml", []byte(app+"notify:\n  - {name: chat, urlFile: slack-url, format: slack, envs: [prod], warningsOnly: true}\n"))
+	if err != nil {
+		t.Fatalf("Parse: %s", err)
+	}
+	if len(got.Notify) != 1 || got.Notify[0].URLFile != "/etc/pinbot/config/slack-url" || got.Notify[0].Line() != 4 || !got.Notify[0].WarningsOnly {
+		t.Errorf("Notify = %+v", got.Notify)
+	}
+}
+
 func TestParsePromoteErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, config string
@@ -41,6 +53,13 @@ func TestParsePromoteErrors(t *testing.T) {
 		}},
 		{"unknown promote field", app + "promote:\n  - repo: o/r\n    drfit: '@hourly'\n", []string{`c.yaml:5: unknown field "drfit"`}},
 		{"unknown top-level field", app + "promotes: []\n", []string{`c.yaml:3: unknown field "promotes"`}},
+		{"bad notify", app + "notify:\n  - {name: chat, url: 'ftp://x.example'}\n  - {name: chat, urlFile: /s, format: teams}\n  - {url: https://x.example}\n", []string{
+			`c.yaml:4: notify "chat": url: "ftp://x.example": want an http or https URL`,
+			`c.yaml:5: notify "chat": format "teams": want json or slack`,
+			`c.yaml:5: notify "chat": name: another notify entry has it`,
+			`c.yaml:6: notify "": name: want a name`,
+		}},
+		{"unknown notify field", app + "notify:\n  - {name: n, url: 'https://x.example', event: [Held]}\n", []string{`c.yaml:4: unknown field "event"`}},
 		{"the reconciler's problems too", "apps:\n  - {name: Web}\npromote:\n  - {repo: o/r}\n", []string{
 			`c.yaml:2: app "Web": name: want a DNS-1123 label`, `c.yaml:4: promote "o/r": want drift, images or both`,
 		}},

@@ -34,11 +34,12 @@ func (d *daemon) registerMetrics() error {
 		}
 		return 0
 	})
-	for _, c := range append([]prometheus.Collector{
-		leader, d.shardsHeld(), d.refusals, d.promotions, d.requests, d.release.decisions, d.release.holds,
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	}, append(peermetrics.Collectors(), d.o.Collectors...)...) {
+	cs := []prometheus.Collector{leader, d.shardsHeld(), d.refusals, d.promotions, d.requests, d.release.decisions, d.release.holds}
+	if d.notify != nil {
+		cs = append(cs, d.notify.Collector())
+	}
+	cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, c := range append(append(cs, peermetrics.Collectors()...), d.o.Collectors...) {
 		if err := d.metrics.Register(c); err != nil {
 			return err
 		}

@@ -18,6 +18,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/verdict"
 	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/release/store"
+	"pinbot.dev/pinbot/serve/notify"
 )
 
 // DefaultReleaseInterval is how often serve looks at each release chain:
@@ -44,6 +45,11 @@ type releaser struct {
 
 	// kick wakes run when the proof of an app in a chain changed.
 	kick chan struct{}
+
+	// announced is, by repository, the time of the newest ledger event
+	// announce wrote as an Event; unset until its first step, which
+	// announces nothing older than the ledger it read.
+	announced map[string]time.Time
 
 	decisions *prometheus.CounterVec // pinbot_release_decisions_total
 	holds     *prometheus.GaugeVec   // pinbot_release_holds
@@ -219,6 +225,20 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
+	rl.mu.Lock()
+	if _, ok := rl.announced[t.Repo]; !ok {
+		// A replica that starts leading announces what it decides, not
+		// the ledger's history.
+		if rl.announced == nil {
+			rl.announced = map[string]time.Time{}
+		}
+		if n := len(l.Events); n > 0 {
+			rl.announced[t.Repo] = l.Events[n-1].At
+		} else {
+			rl.announced[t.Repo] = time.Time{}
+		}
+	}
+	rl.mu.Unlock()
 	now := rl.now()
 	in := release.Input{Now: now, Chain: chain, Pinned: inv.Pinned, Tags: inv.Tags, Assessed: rl.assess(ctx, chain, inv)}
 	decided := release.Step(l, in)
@@ -262,7 +282,7 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 			return time.Time{}, err
 		}
 	}
-	rl.announce(t.Repo, chain, l.Events, now)
+	rl.announce(t.Repo, chain, l.Events)
 	rl.holds.DeletePartialMatch(prometheus.Labels{"repo": t.Repo})
 	for _, e := range chain {
 		rl.holds.WithLabelValues(t.Repo, e.Name).Set(0)
@@ -282,13 +302,20 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 	return next, nil
 }
 
-// announce counts the ledger's events of this step (those since now,
-// when it decided), once written, and writes each as a Kubernetes Event
-// on the objects of the apps of its environment (of every environment,
-// for one of the whole chain).
-func (rl *releaser) announce(repo string, chain release.Chain, events []release.Event, now time.Time) {
+// announce counts the ledger's events newer than the last it announced
+// for repo (this step's decisions, and what a person did between steps,
+// such as lifting a hold), once written, and writes each as a Kubernetes
+// Event on the objects of the apps of its environment (of every
+// environment, for one of the whole chain).
+func (rl *releaser) announce(repo string, chain release.Chain, events []release.Event) {
+	rl.mu.Lock()
+	since := rl.announced[repo]
+	if n := len(events); n > 0 && events[n-1].At.After(since) {
+		rl.announced[repo] = events[n-1].At
+	}
+	rl.mu.Unlock()
 	for _, e := range events {
-		if e.At.Before(now) {
+		if !e.At.After(since) {
 			continue
 		}
 		rl.decisions.WithLabelValues(repo, e.Env, e.Reason).Inc()
@@ -307,7 +334,32 @@ func (rl *releaser) announce(repo string, chain release.Chain, events []release.
 		for _, app := range apps {
 			rl.d.r.Event(app, release.Warning(e.Reason), e.Reason, msg)
 		}
+		n := notify.Event{At: e.At, Type: notify.Normal, Reason: e.Reason, Repo: repo, Image: e.Image, Message: e.What}
+		if release.Warning(e.Reason) {
+			n.Type = notify.Warning
+		}
+		if e.Env != "" {
+			n.Envs = []string{e.Env}
+		}
+		rl.d.notify.Send(n)
 	}
+}
+
+// envsOf are the environments of the chains last read whose apps include
+// app.
+func (rl *releaser) envsOf(app string) []string {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	var out []string
+	for _, c := range rl.chains {
+		for _, e := range c {
+			if slices.Contains(e.Apps, app) && !slices.Contains(out, e.Name) {
+				out = append(out, e.Name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // opened reports whether one of the actions opened a pull request that

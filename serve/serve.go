@@ -34,6 +34,7 @@ import (
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/record"
+	"pinbot.dev/pinbot/serve/notify"
 	"pinbot.dev/pinbot/serve/shard"
 )
 
@@ -126,6 +127,7 @@ type daemon struct {
 	promote *promoter // nil without a forge or promote entries
 	drift   []driftJob
 	release *releaser
+	notify  *notify.Notifier // nil without notify entries
 
 	metrics    *prometheus.Registry
 	requests   *prometheus.CounterVec   // pinbot_webhook_requests_total
@@ -157,6 +159,16 @@ func Run(ctx context.Context, cfg *Config, r *reconciler.Reconciler, kube kubern
 	return d.run(ctx)
 }
 
+// notifyProof sends a change of an app's proof to the notify targets,
+// with the environments the app is in.
+func (d *daemon) notifyProof(e reconciler.ProofEvent) {
+	typ := notify.Normal
+	if e.Warning {
+		typ = notify.Warning
+	}
+	d.notify.Send(notify.Event{Type: typ, Reason: e.Reason, App: e.App, Envs: d.release.envsOf(e.App), Message: e.Message})
+}
+
 // newDaemon sets serve up: the promoter, the drift jobs and the metrics.
 func newDaemon(cfg *Config, r *reconciler.Reconciler, kube kubernetes.Interface, o Options) (*daemon, error) {
 	if o.Listen != "" && len(o.Secret) == 0 && !o.NoWebhook {
@@ -174,6 +186,11 @@ func newDaemon(cfg *Config, r *reconciler.Reconciler, kube kubernetes.Interface,
 		return nil, err
 	}
 	d.release = newReleaser(d)
+	if len(cfg.Notify) > 0 {
+		if d.notify, err = notify.New(cfg.Notify, notify.Options{}); err != nil {
+			return nil, err
+		}
+	}
 	d.refusals = newRefusalCounter()
 	d.promotions = newPromoteHistogram()
 	if d.promote != nil {
@@ -241,6 +258,11 @@ func (d *daemon) run(ctx context.Context) error {
 		if d.shards, err = d.newShards(ctx); err != nil {
 			return err
 		}
+	}
+	if d.notify != nil {
+		d.notify.Run(work)
+		d.r.OnProofEvent(d.notifyProof)
+		defer d.r.OnProofEvent(nil)
 	}
 
 	var served chan error // nil without a server: never ready in wait's select

@@ -2,12 +2,19 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +28,7 @@ import (
 	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/release/proofapi"
 	"pinbot.dev/pinbot/release/store"
+	"pinbot.dev/pinbot/serve/notify"
 )
 
 // releaseRig is a release chain on the real peers: a manifest repository
@@ -33,6 +41,48 @@ type releaseRig struct {
 	v1        string // the digest both environments start on
 	gateToken string
 	gateFile  string
+	// notified is what serve's notify: webhook received.
+	notified *notified
+}
+
+// notified is a JSON webhook that keeps the notifications posted to it
+// whose HMAC-SHA256 signature is right.
+type notified struct {
+	mu     sync.Mutex
+	events []notify.Event
+	bad    int
+}
+
+const notifySecret = "notify-s3cret-for-tests"
+
+func (n *notified) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	mac := hmac.New(sha256.New, []byte(notifySecret))
+	mac.Write(b)
+	var e notify.Event
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if r.Header.Get(notify.SignatureHeader) != "sha256="+hex.EncodeToString(mac.Sum(nil)) || json.Unmarshal(b, &e) != nil {
+		n.bad++
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	n.events = append(n.events, e)
+}
+
+// has reports whether a notification of reason about env arrived whose
+// message contains text.
+func (n *notified) has(reason, env, text string) (bool, string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var got []string
+	for _, e := range n.events {
+		got = append(got, e.Reason+" "+strings.Join(e.Envs, ",")+": "+e.Message)
+		if e.Reason == reason && slices.Contains(e.Envs, env) && strings.Contains(e.Message, text) {
+			return true, ""
+		}
+	}
+	return false, fmt.Sprintf("%d badly signed; received:\n%s", n.bad, strings.Join(got, "\n"))
 }
 
 const releaseToken = "gate-t0ken-for-tests"
@@ -51,14 +101,20 @@ func newReleaseRig(ctx context.Context, t *testing.T, chain string, replicas int
 	})
 	g := r.peers.Gitea
 	repo := g.RepoURL(g.AdminUser, "manifests")
+	r.notified = &notified{}
+	hook := httptest.NewServer(r.notified)
+	t.Cleanup(hook.Close)
+	secret := r.write("notify-secret", notifySecret+"\n")
 	r.cfg = r.write("pinbot.yaml", fmt.Sprintf(`interval: 2s
+notify:
+  - {name: test, url: %q, secretFile: %q}
 forge: {url: %q}
 apps:
   - {name: web-staging, repo: %s, branch: main, path: envs/staging, namespace: staging, allowNamespaces: [staging], syncPolicy: {automated: true}}
   - {name: web-prod, repo: %s, branch: main, path: envs/prod, namespace: prod, allowNamespaces: [prod], syncPolicy: {automated: true}}
 promote:
   - {repo: %s/manifests, images: [%s]}
-`, g.URL, repo, repo, g.AdminUser, r.app))
+`, hook.URL, secret, g.URL, repo, repo, g.AdminUser, r.app))
 	r.gateToken = releaseToken
 	r.gateFile = r.write("gate-token", releaseToken+"\n")
 	return r
