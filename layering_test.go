@@ -62,7 +62,9 @@ var allowed = map[string][]string{
 	"internal/buildinfo":    {},
 	"internal/retry":        {"internal/logctx", "internal/redact"},
 	"internal/logsink":      {"internal/redact"},
-	"internal/imagebuild":   {"internal/redact"},
+	// The release's images: their provenance is attached, and signed,
+	// through trust/sign.
+	"internal/imagebuild": {"internal/redact", "trust/sign"},
 
 	"pins":     {"internal/imageref", "internal/filelock", "internal/private", "internal/confined", "internal/clip"},
 	"registry": leaves,
@@ -75,9 +77,11 @@ var allowed = map[string][]string{
 
 	// The signature policy: it reads signatures through the registry and
 	// decides with sigstore-go; promote and the reconciler ask it.
-	"trust":           append([]string{"registry", "trust/policy"}, leaves...),
-	"trust/policy":    {},
-	"trust/trusttest": {},
+	"trust":        append([]string{"registry", "trust/policy"}, leaves...),
+	"trust/policy": {},
+	// Signing as cosign does: a key, bundles, referrers; no policy.
+	"trust/sign":      {"internal/redact"},
+	"trust/trusttest": {"trust/sign", "internal/redact"},
 
 	// The release chain: pure decisions, their store in the cluster, and
 	// the gate other tools ask.
@@ -108,11 +112,13 @@ var allowed = map[string][]string{
 
 	"dashboard": append([]string{"gitforge", "reconciler/...", "release", "trust/policy"}, leaves...),
 	// serve drives the reconciler and promote; nothing imports it but cmd.
-	"serve": append([]string{"reconciler", "reconciler/...", "promote", "promote/pr", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/...", "trust", "trust/...", "serve/shard", "serve/installed"}, leaves...),
+	"serve": append([]string{"reconciler", "reconciler/...", "promote", "promote/pr", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/...", "trust", "trust/...", "serve/shard", "serve/installed", "serve/notify"}, leaves...),
 	// The shards' Leases: Kubernetes' leader election, and nothing of pinbot.
 	"serve/shard": {},
 	// serve as a namespace installs it: client-go, and nothing of pinbot.
-	"serve/installed":         {},
+	"serve/installed": {},
+	// Notifications: HTTP out, with the leaves' bounds and redaction.
+	"serve/notify":            leaves,
 	"deploy":                  {},
 	"cmd/...":                 {"*"},
 	"hack/...":                {"*"},
