@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
@@ -111,27 +112,28 @@ func (r *Reconciler) OnProofEvent(f func(ProofEvent)) {
 	r.onEvent.Store(&f)
 }
 
-// owner is the object the app's own Events go on: the deployer's object
-// the pass read, or the ConfigMap of a pinbot app's record.
-func (p *pass) owner() *corev1.ObjectReference {
-	if p.app.VerifyOnly() {
-		return p.st.owner.Load()
+// owner is the object the pass's app's Events go on (Reconciler.owner).
+func (p *pass) owner() *corev1.ObjectReference { return p.r.owner(p.app, p.st) }
+
+// owner is the object app's Events go on: a verify-only app's deployer
+// object as its last pass read it (nil before one), else the ConfigMap of
+// its record.
+func (r *Reconciler) owner(app *config.App, st *appState) *corev1.ObjectReference {
+	if app.VerifyOnly() {
+		return st.owner.Load()
 	}
-	return p.r.history.Ref(p.app.Name)
+	return r.history.Ref(app.Name)
 }
 
 // Event writes an Event on app's object (see announce): what the release
 // chain decided about it, a hold, a rollback, a soak. Nothing is written
 // for an app unknown, or whose object no pass has read yet.
 func (r *Reconciler) Event(app string, warning bool, reason, message string) {
-	st, ok := r.apps[app]
-	if !ok {
+	a, st, err := r.app(app)
+	if err != nil {
 		return
 	}
-	owner := st.owner.Load()
-	if a, err := r.cfg.App(app); err == nil && !a.VerifyOnly() {
-		owner = r.history.Ref(app)
-	}
+	owner := r.owner(a, st)
 	if owner == nil {
 		return
 	}
