@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -107,8 +106,9 @@ func lookup(m *yaml.Node, key string) *yaml.Node {
 
 // pushChart pushes the packaged chart as an OCI artifact to
 // REGISTRY/ORG/charts/pinbot:CHART_VERSION with Helm's registry client,
-// as helm push does, and returns its digest.
-func (r *release) pushChart(ctx context.Context, tgz string) (name.Digest, error) {
+// as helm push does, and returns its digest. Helm's client takes no
+// context: the push runs to its end.
+func (r *release) pushChart(tgz string) (name.Digest, error) {
 	data, err := os.ReadFile(tgz)
 	if err != nil {
 		return name.Digest{}, err
@@ -126,9 +126,6 @@ func (r *release) pushChart(ctx context.Context, tgz string) (name.Digest, error
 	res, err := client.Push(data, ref.String(), registry.PushOptCreationTime(r.o.created.Format("2006-01-02T15:04:05Z07:00")))
 	if err != nil {
 		return name.Digest{}, fmt.Errorf("pushing the chart to oci://%s: %w", ref, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return name.Digest{}, err
 	}
 	return name.NewDigest(r.o.chart.Name()+"@"+res.Manifest.Digest, r.o.nameOptions...)
 }

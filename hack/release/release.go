@@ -99,7 +99,7 @@ func (r *release) build(ctx context.Context) error {
 	if r.o.registry == "" {
 		return nil
 	}
-	chartRef, err := r.pushChart(ctx, tgz)
+	chartRef, err := r.pushChart(tgz)
 	if err != nil {
 		return err
 	}
