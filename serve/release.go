@@ -66,6 +66,7 @@ func newReleaser(d *daemon) *releaser {
 		interval = DefaultReleaseInterval
 	}
 	return &releaser{d: d, ledgers: store.New(d.kube, d.ns), interval: interval, now: time.Now, chains: map[string]release.Chain{}, sched: newSchedule(interval), kick: make(chan struct{}, 1),
+		announced: map[string]time.Time{},
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pinbot_release_decisions_total",
 			Help: "What the release chains decided, by manifest repository, environment and reason (Proven, Soaked, PromotionOpened, Held, RollbackOpened, ...), counted by the replica that decided.",
@@ -229,14 +230,11 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 	if _, ok := rl.announced[t.Repo]; !ok {
 		// A replica that starts leading announces what it decides, not
 		// the ledger's history.
-		if rl.announced == nil {
-			rl.announced = map[string]time.Time{}
-		}
+		var newest time.Time
 		if n := len(l.Events); n > 0 {
-			rl.announced[t.Repo] = l.Events[n-1].At
-		} else {
-			rl.announced[t.Repo] = time.Time{}
+			newest = l.Events[n-1].At
 		}
+		rl.announced[t.Repo] = newest
 	}
 	rl.mu.Unlock()
 	now := rl.now()
