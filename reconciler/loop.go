@@ -63,6 +63,7 @@ func (r *Reconciler) RunUntil(ctx context.Context, stop <-chan struct{}) error {
 // then on another replica passes them, and the metrics and the dashboard
 // show the status that replica stores.
 func (r *Reconciler) RunSome(ctx context.Context, stop <-chan struct{}, keep func(app string) bool) error {
+	r.log.Store(logctx.From(ctx))
 	for backoff := minBackoff; ; backoff = min(2*backoff, time.Duration(r.cfg.Interval)) {
 		err := r.Check(ctx)
 		if err == nil {

@@ -309,6 +309,7 @@ func (ob *observer) snapshot(ctx context.Context, p *pass, d *deployedApp, names
 	if err != nil {
 		return nil, nil, err
 	}
+	p.on(c)
 	if err := c.Answers(ctx); err != nil {
 		return nil, nil, err
 	}

@@ -336,6 +336,7 @@ func (p *pass) clusterFault(stage string, err error) (*status.App, *verdict.Veri
 func (p *pass) reach(ctx context.Context) error {
 	if p.app.Cluster == nil {
 		p.c = p.r.local
+		p.on(p.c)
 		return p.c.Answers(ctx)
 	}
 	ref := p.app.Cluster.KubeConfig.SecretRef
@@ -344,5 +345,16 @@ func (p *pass) reach(ctx context.Context) error {
 		return err
 	}
 	p.c, p.remote = c, true
+	p.on(c)
 	return c.Answers(ctx)
+}
+
+// on notes that the pass reads c: its status names the cluster, and a
+// change in c's reachability wakes the app (Reconciler.reachability).
+func (p *pass) on(c *cluster.Cluster) {
+	p.o.Cluster = c.Name
+	if old := p.st.cluster.Load(); old == nil || *old != c.Name {
+		name := c.Name
+		p.st.cluster.Store(&name)
+	}
 }

@@ -1,9 +1,11 @@
 package reconciler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"sync"
@@ -18,6 +20,7 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/httpbound"
+	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/reconciler/chartrepo"
 	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/reconciler/config"
@@ -53,7 +56,9 @@ type Reconciler struct {
 	observer  *observer // verify-only apps (observer.go)
 	token     string
 	now       func() time.Time
-	replica   string // WithReplica
+	replica   string                      // WithReplica
+	downAfter time.Duration               // WithClusterDownAfter
+	log       atomic.Pointer[slog.Logger] // the loop's (RunSome), for callbacks
 	metrics   *metrics
 	caps      *capabilities // the cluster's, for Helm renders (render.go)
 	apps      map[string]*appState
@@ -80,6 +85,7 @@ type options struct {
 	noForge  bool
 	replica  string
 	trust    spoke.Trust
+	downAft  time.Duration
 }
 
 // Option configures New.
@@ -88,6 +94,11 @@ type Option func(*options)
 // WithAPIResponseTimeout sets how long a Kubernetes API request waits for
 // the server to start answering. Default APIResponseTimeout.
 func WithAPIResponseTimeout(d time.Duration) Option { return func(o *options) { o.answer = d } }
+
+// WithClusterDownAfter sets how long a cluster whose watches failed may
+// go unanswered before its apps say Unknown, without waiting for their
+// next pass. Default cluster.DefaultDownAfter.
+func WithClusterDownAfter(d time.Duration) Option { return func(o *options) { o.downAft = d } }
 
 // WithCacheDir sets where Git objects are cached, under dir/git. Default
 // gitsource.DefaultCacheDir().
@@ -216,6 +227,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 		answer:     o.answer,
 		now:        o.now,
 		replica:    o.replica,
+		downAfter:  o.downAft,
 		trust:      o.trust,
 		caps:       newCapabilities(kube.Discovery(), o.now),
 		apps:       map[string]*appState{},
@@ -278,7 +290,25 @@ func (r *Reconciler) Trigger(name string) error {
 // handlers tell the app loops of a cluster's changes (a spoke's; pinbot's
 // own cluster also follows verify-only apps' objects).
 func (r *Reconciler) handlers() cluster.Handlers {
-	return cluster.Handlers{Changed: r.changed, InventoryChanged: r.inventoryChanged}
+	return cluster.Handlers{Changed: r.changed, InventoryChanged: r.inventoryChanged,
+		Reachability: r.reachability, DownAfter: r.downAfter}
+}
+
+// reachability is the clusters' callback: the cluster named name stopped
+// answering (down) or answers again. It wakes the apps whose last pass
+// read it, which then say Unknown, naming the cluster and its error, or
+// prove again; it never blocks.
+func (r *Reconciler) reachability(name string, down bool) {
+	log := r.log.Load()
+	if log == nil {
+		log = logctx.From(context.Background())
+	}
+	log.Info("cluster reachability changed", "cluster", cmp.Or(name, "(pinbot's own)"), "down", down)
+	for _, st := range r.apps {
+		if c := st.cluster.Load(); c != nil && *c == name {
+			signal(st.observe)
+		}
+	}
 }
 
 // changed is the Pod watches' callback: a Pod or ReplicaSet in namespace,

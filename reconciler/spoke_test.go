@@ -37,7 +37,7 @@ import (
 // the spoke's credentials from Argo CD's own cluster Secret on the hub
 // and verifies the Pods there; a stale Pod on the spoke is a Mismatch; a
 // spoke that stops answering makes only its app Unknown, naming the
-// cluster, while an app on the hub stays Verified. The credentials show
+// cluster, within the cluster timeout and without anyone asking, while an app on the hub stays Verified. The credentials show
 // nowhere.
 func TestArgoCDSpoke(t *testing.T) {
 	spokeApp := newDeployerScenario(t, "hs-spoke", "argocd")
@@ -91,8 +91,20 @@ func TestArgoCDSpoke(t *testing.T) {
 		return v != nil && !v.Verified && hasVerdict(v, verdict.Mismatch)
 	})
 
-	// The spoke stops answering.
+	// The spoke stops answering. The loop says so by itself, within
+	// the cluster's timeout (cluster.DefaultDownAfter) and a pass: no
+	// one asks for the app's status.
+	spokeApp.runLoop()
 	stop()
+	stopped := time.Now()
+	poll.Until(t, 3*cluster.DefaultDownAfter, "the loop's status of the spoke's app Unknown", func() (bool, string) {
+		last, _, err := r.Last("hs-spoke")
+		if err != nil || last == nil {
+			return false, fmt.Sprint(err)
+		}
+		return last.Proof == verdict.Unknown && strings.Contains(last.Error, "cluster spoke ("), fmt.Sprintf("%s: %s", last.Proof, last.Error)
+	})
+	t.Logf("the spoke's app Unknown %s after its control plane stopped", time.Since(stopped).Round(time.Millisecond))
 	var st *status.App
 	var ce *cluster.Error
 	poll.Until(t, time.Minute, "the spoke's app Unknown, naming the cluster", func() (bool, string) {

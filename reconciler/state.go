@@ -45,6 +45,9 @@ type appState struct {
 	// owner is a verify-only app's deployer object, as the last pass
 	// read it, for Events.
 	owner atomic.Pointer[corev1.ObjectReference]
+	// cluster names the cluster the last pass read ("" for pinbot's
+	// own), so that one cluster going away wakes only its apps.
+	cluster atomic.Pointer[string]
 
 	// Owned by the pass.
 

@@ -8,6 +8,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,6 +54,13 @@ type Handlers struct {
 	InventoryChanged func(app string)
 	// ObjectChanged: an object a verify-only app reads changed.
 	ObjectChanged func(gvr schema.GroupVersionResource, ns, name string)
+	// Reachability: the cluster named name ("" for pinbot's own) has not
+	// answered for DownAfter since a watch failed (down), or answers
+	// again (up).
+	Reachability func(name string, down bool)
+	// DownAfter is how long a cluster may go unanswered before
+	// Reachability says down; DefaultDownAfter when 0.
+	DownAfter time.Duration
 }
 
 // New returns the cluster the clients reach, its caches empty until
@@ -69,11 +77,15 @@ func New(name, server string, kube kubernetes.Interface, dyn dynamic.Interface, 
 		alive:   alive,
 	}
 	c.Pods.syncTimeout = syncTimeout
+	if h.Reachability != nil {
+		alive.follow(cmp.Or(h.DownAfter, DefaultDownAfter), func(down bool) { h.Reachability(name, down) })
+	}
 	return c
 }
 
 // Close stops c's watches.
 func (c *Cluster) Close() {
+	c.alive.stop()
 	c.Pods.close()
 	c.Lives.close()
 	c.Objects.close()

@@ -41,13 +41,20 @@ type liveness struct {
 	errAt   time.Time
 	probing bool // a question is under way
 
+	// downAfter and changed follow the server's reachability (follow);
+	// suspecting says suspect runs; done stops it.
+	downAfter  time.Duration
+	changed    func(down bool)
+	suspecting bool
+	done       chan struct{}
+
 	probeMu sync.Mutex // one question at a time
 }
 
 // newLiveness returns a liveness that asks with probe, starting as
 // answered now: the first LIST of each watch tells a dead server anyway.
 func newLiveness(probe func(context.Context) error, now func() time.Time) *liveness {
-	return &liveness{probe: probe, now: now, checked: now()}
+	return &liveness{probe: probe, now: now, checked: now(), done: make(chan struct{})}
 }
 
 // watchFailed is the informers' watch error handler: it logs as
@@ -61,7 +68,12 @@ func (l *liveness) watchFailed(ctx context.Context, r *cache.Reflector, err erro
 func (l *liveness) broke() {
 	l.mu.Lock()
 	l.broken++
+	start := l.changed != nil && !l.suspecting
+	l.suspecting = l.suspecting || start
 	l.mu.Unlock()
+	if start {
+		go l.suspect()
+	}
 }
 
 // watch makes inf report its watch failures to l; call before inf runs.

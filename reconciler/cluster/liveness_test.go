@@ -190,3 +190,52 @@ func TestLivenessDoesNotQueueBehindAHangingQuestion(t *testing.T) {
 	}
 	close(release)
 }
+
+// TestLivenessFollowsReachability: a server that stops answering after a
+// watch broke is reported down once it has not answered for downAfter,
+// and up, once, when it answers again; one that answers at once is
+// never reported.
+func TestLivenessFollowsReachability(t *testing.T) {
+	srv := &fakeServer{}
+	l := newLiveness(srv.probe, time.Now)
+	t.Cleanup(l.stop)
+	changes := make(chan bool, 10)
+	l.follow(200*time.Millisecond, func(down bool) { changes <- down })
+
+	l.broke() // a blip: the server answers
+	select {
+	case c := <-changes:
+		t.Fatalf("a server that answers was reported down=%v", c)
+	case <-time.After(time.Second):
+	}
+
+	srv.set(errors.New("dial tcp 127.0.0.1:6443: connect: connection refused"))
+	start := time.Now()
+	l.broke()
+	l.broke() // a second failure does not start a second follower
+	select {
+	case down := <-changes:
+		if !down {
+			t.Fatal("reported up while the server does not answer")
+		}
+		if took := time.Since(start); took < 200*time.Millisecond {
+			t.Errorf("reported down after %s, before downAfter", took)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a server that does not answer was never reported down")
+	}
+	srv.set(nil)
+	select {
+	case down := <-changes:
+		if down {
+			t.Fatal("reported down twice")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a server that answers again was never reported up")
+	}
+	select {
+	case c := <-changes:
+		t.Errorf("an extra report down=%v", c)
+	case <-time.After(500 * time.Millisecond):
+	}
+}

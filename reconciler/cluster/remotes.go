@@ -124,6 +124,8 @@ func (rs *Remotes) clients(key, version string, a spoke.Cluster) (*Cluster, erro
 	// Innermost, below the exec plugin's and token auth: its tokens are
 	// registered before a spoke could echo them into an error or log.
 	rc.Wrap(redact.Credentials)
+	trip := &tripwire{}
+	rc.Wrap(trip.wrap)
 	rc.QPS, rc.Burst = 50, 100
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
@@ -141,6 +143,7 @@ func (rs *Remotes) clients(key, version string, a spoke.Cluster) (*Cluster, erro
 		old.Close()
 	}
 	c := New(name, a.Server, kube, dyn, rs.h, remoteSyncTimeout)
+	trip.alive.Store(c.alive)
 	rs.byKey[key] = &remote{Cluster: c, version: version}
 	return c, nil
 }

@@ -82,6 +82,13 @@ type App struct {
 	// MaxPods of them: what every replica's dashboard shows, since only
 	// the leader verifies.
 	Pods []verdict.ContainerVerdict `json:"pods,omitempty"`
+	// OldPods are the containers of Pods of other revisions still there
+	// (a rollout under way, or stuck with the old Pods serving), at most
+	// MaxPods of them; never failures.
+	OldPods []verdict.ContainerVerdict `json:"oldPods,omitempty"`
+	// Cluster names the cluster the app runs on: "" for pinbot's own, a
+	// spoke's name, or its server.
+	Cluster string `json:"cluster,omitempty"`
 	// Objects are each desired object's health (not persisted).
 	Objects []verdict.ObjectHealth `json:"objects,omitempty"`
 	// Source is who deploys the app: "pinbot", "argocd" or "flux".
@@ -120,6 +127,8 @@ type Observation struct {
 	At  time.Time
 	// Replica names the replica of serve that passes the app, if any.
 	Replica string
+	// Cluster names the cluster the pass read ("" for pinbot's own).
+	Cluster string
 	// Commit is the head the pass compared against (while the source is
 	// unreachable, the last one fetched).
 	Commit string
@@ -172,7 +181,7 @@ func Of(o Observation) *App {
 	s := &App{
 		App: a.Name, Repo: redact.URL(a.Repo), Branch: a.Branch, Path: a.Path, Automated: a.SyncPolicy.Automated,
 		ObservedAt: o.At, Commit: o.Commit, Sync: SyncUnknown, Health: verdict.HealthUnknown,
-		SyncedCommit: o.SyncedCommit, Drift: o.Drift, Orphaned: o.Orphans, Replica: o.Replica,
+		SyncedCommit: o.SyncedCommit, Drift: o.Drift, Orphaned: o.Orphans, Replica: o.Replica, Cluster: o.Cluster,
 	}
 	s.Source, s.HeadCommit, s.DeployedCommit = string(deployer.Pinbot), o.Commit, o.SyncedCommit
 	if d := o.Deployed; d != nil {
@@ -196,6 +205,7 @@ func Of(o Observation) *App {
 	if v := o.Verification; v != nil {
 		s.Verified, s.Verification = v.Verified, v.Summary()
 		s.Pods = v.Containers[:min(len(v.Containers), MaxPods)]
+		s.OldPods = v.OldRevisions[:min(len(v.OldRevisions), MaxPods)]
 	}
 	if o.Err == nil {
 		return s

@@ -72,8 +72,11 @@ type ContainerVerdict struct {
 	Container string `json:"container"`
 	// Image is the repository Git pins for the container, "" when its
 	// image is not pinned.
-	Image         string  `json:"image,omitempty"`
-	GitDigest     string  `json:"gitDigest"`
+	Image     string `json:"image,omitempty"`
+	GitDigest string `json:"gitDigest"`
+	// Tag is the tag Git writes beside the digest ("" for none): the
+	// version people know the digest by.
+	Tag           string  `json:"tag,omitempty"`
 	RunningDigest string  `json:"runningDigest"`
 	Verdict       Verdict `json:"verdict"`
 	Reason        string  `json:"reason,omitempty"`
@@ -183,6 +186,7 @@ func judgePod(ix *index, lookups Lookups, need func(Lookup), r *rollout, p *core
 		cv.GitDigest = gitDigest
 		if pinned {
 			cv.Image = repo
+			_, cv.Tag, _ = imageref.Split(c.image)
 		}
 		var st *corev1.ContainerStatus
 		for i := range statuses {

@@ -9,6 +9,7 @@ import (
 
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler"
+	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/release/proofapi"
 	"pinbot.dev/pinbot/serve"
 )
@@ -26,6 +27,7 @@ type serveFlags struct {
 	noWebhook       bool
 	pprofListen     string
 	memoryLimit     string
+	clusterTimeout  time.Duration
 }
 
 func (f *serveFlags) bind(cmd *cobra.Command) {
@@ -49,6 +51,8 @@ func (f *serveFlags) bind(cmd *cobra.Command) {
 		`serve Go's runtime profiles (/debug/pprof/) on this address of their own, e.g. ":6060" (loopback unless a host is named; default: none)`)
 	cmd.Flags().StringVar(&f.memoryLimit, "memory-limit", "auto",
 		`the Go runtime's soft memory limit: a size such as "96Mi", "none", or "auto": the container's memory limit less 64Mi, unless $GOMEMLIMIT is set`)
+	cmd.Flags().DurationVar(&f.clusterTimeout, "cluster-timeout", cluster.DefaultDownAfter,
+		"how long a cluster whose watches broke may go unanswered before its apps say Unknown (proof, dashboard, gate, metrics); they recover by themselves")
 	cmd.Flags().DurationVar(&f.reloadInterval, "reload-interval", serve.DefaultReloadInterval,
 		"how often the config file is looked at; a valid change is applied in place, an invalid one logged and kept out")
 }
@@ -116,6 +120,10 @@ func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Op
 		return err
 	}
 	src.Every = sf.reloadInterval
+	if sf.clusterTimeout <= 0 {
+		return usageErrorf("flag --cluster-timeout: must be positive")
+	}
+	src.Options = append(src.Options, reconciler.WithClusterDownAfter(sf.clusterTimeout))
 	if o.Shards > 0 {
 		src.Options = append(src.Options, reconciler.WithReplica(o.Lease.ID))
 	}
