@@ -188,6 +188,8 @@ const (
 	ReasonReported        = "Reported"
 	ReasonRefused         = "Refused"
 	ReasonChainStopped    = "ChainStopped"
+	ReasonFreezeStarted   = "FreezeStarted"
+	ReasonFreezeEnded     = "FreezeEnded"
 )
 
 // Warning says whether an event of reason is bad news: a Kubernetes
@@ -245,6 +247,16 @@ func (l *Ledger) Images(env string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// frozen says whether a freeze window held env at the last step.
+func (l *Ledger) frozen(env string) bool {
+	for _, t := range l.Envs[env] {
+		if t.FrozenUntil != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Held returns the hold on digest of image in env, or nil.

@@ -47,6 +47,12 @@ func Step(l *Ledger, in Input) []Action {
 	for _, env := range in.Chain {
 		frozenUntil, frozen := FrozenUntil(env.Freeze, s.now)
 		_, rollbacksHeld := RollbacksHeldUntil(env.Freeze, s.now)
+		switch was := l.frozen(env.Name); {
+		case frozen && !was:
+			l.event(s.now, env.Name, "", ReasonFreezeStarted, "a freeze window holds "+env.Name+" until "+frozenUntil.UTC().Format(time.RFC3339)+": nothing is opened or merged there")
+		case !frozen && was:
+			l.event(s.now, env.Name, "", ReasonFreezeEnded, "the freeze window of "+env.Name+" ended")
+		}
 		for _, image := range imagesOf(in, l, env.Name) {
 			t := l.Track(env.Name, image)
 			if frozen {

@@ -1,6 +1,7 @@
 package release
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -183,6 +184,21 @@ func TestFreezeHoldsOnwardAndMerge(t *testing.T) {
 	as = Step(l, w.input(c, t0.Add(time.Minute)))
 	if g := find(as, Gate); g == nil || g.State != commitstatus.Success || find(as, MergePR) == nil {
 		t.Errorf("after the window: %+v, want the gate green and a merge", as)
+	}
+	// The window's start and end are each one event of prod's, at the
+	// step that saw them.
+	var freezes []string
+	for _, e := range l.Events {
+		if e.Reason == ReasonFreezeStarted || e.Reason == ReasonFreezeEnded {
+			freezes = append(freezes, e.At.UTC().Format("15:04")+" "+e.Env+" "+e.Reason+": "+e.What)
+		}
+	}
+	want := []string{
+		"11:30 prod FreezeStarted: a freeze window holds prod until 2026-12-02T12:00:00Z: nothing is opened or merged there",
+		"12:01 prod FreezeEnded: the freeze window of prod ended",
+	}
+	if !slices.Equal(freezes, want) {
+		t.Errorf("freeze events:\n%s\nwant\n%s", strings.Join(freezes, "\n"), strings.Join(want, "\n"))
 	}
 }
 
