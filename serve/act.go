@@ -89,6 +89,7 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*
 		err := forge.SetStatus(ctx, env.Repo, a.Head, gitforge.Status{Context: GateContext, State: a.State, Description: a.Description})
 		if err == nil {
 			record(func(l *release.Ledger) { l.Posted(a.Env, a.Image, a.State, a.Description) })
+			rl.chainm.gates.WithLabelValues(env.Repo.String(), a.Env, string(a.State)).Inc()
 		}
 		return err
 	case release.MergePR:

@@ -35,6 +35,7 @@ func (d *daemon) registerMetrics() error {
 		return 0
 	})
 	cs := []prometheus.Collector{leader, d.shardsHeld(), d.refusals, d.promotions, d.requests, d.release.decisions, d.release.holds}
+	cs = append(cs, d.release.chainm.collectors()...)
 	if d.notify != nil {
 		cs = append(cs, d.notify.Collector())
 	}
@@ -71,7 +72,7 @@ func (d *daemon) mux(webhook bool) http.Handler {
 		})
 	}
 	if len(d.o.GateToken) > 0 {
-		mux.Handle("GET "+proofapi.Path, proofapi.Handler(d.gateAnswer, d.o.GateToken))
+		mux.Handle("GET "+proofapi.Path, proofapi.Handler(d.release.chainm.answer(d.gateAnswer), d.o.GateToken))
 	}
 	if webhook {
 		d.handleWebhook(mux)

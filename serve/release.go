@@ -53,6 +53,7 @@ type releaser struct {
 
 	decisions *prometheus.CounterVec // pinbot_release_decisions_total
 	holds     *prometheus.GaugeVec   // pinbot_release_holds
+	chainm    *chainMetrics
 	// warned are the unknown apps already logged (warnUnknownApps).
 	warned map[string]bool
 	// pulls are the other pull requests' heads as last read, and the
@@ -66,7 +67,7 @@ func newReleaser(d *daemon) *releaser {
 		interval = DefaultReleaseInterval
 	}
 	return &releaser{d: d, ledgers: store.New(d.kube, d.ns), interval: interval, now: time.Now, chains: map[string]release.Chain{}, sched: newSchedule(interval), kick: make(chan struct{}, 1),
-		announced: map[string]time.Time{},
+		announced: map[string]time.Time{}, chainm: newChainMetrics(),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pinbot_release_decisions_total",
 			Help: "What the release chains decided, by manifest repository, environment and reason (Proven, Soaked, PromotionOpened, Held, RollbackOpened, ...), counted by the replica that decided.",
@@ -280,7 +281,7 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 			return time.Time{}, err
 		}
 	}
-	rl.announce(t.Repo, chain, l.Events)
+	rl.announce(t.Repo, chain, l)
 	rl.holds.DeletePartialMatch(prometheus.Labels{"repo": t.Repo})
 	for _, e := range chain {
 		rl.holds.WithLabelValues(t.Repo, e.Name).Set(0)
@@ -305,7 +306,8 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 // such as lifting a hold), once written, and writes each as a Kubernetes
 // Event on the objects of the apps of its environment (of every
 // environment, for one of the whole chain).
-func (rl *releaser) announce(repo string, chain release.Chain, events []release.Event) {
+func (rl *releaser) announce(repo string, chain release.Chain, l *release.Ledger) {
+	events := l.Events
 	rl.mu.Lock()
 	since := rl.announced[repo]
 	if n := len(events); n > 0 && events[n-1].At.After(since) {
@@ -317,6 +319,7 @@ func (rl *releaser) announce(repo string, chain release.Chain, events []release.
 			continue
 		}
 		rl.decisions.WithLabelValues(repo, e.Env, e.Reason).Inc()
+		rl.chainm.observe(repo, chain, l, e)
 		var apps []string
 		if env, ok := chain.Get(e.Env); ok {
 			apps = env.Apps
