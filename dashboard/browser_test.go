@@ -4,22 +4,37 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"pinbot.dev/pinbot/internal/testenv/browser"
+	"pinbot.dev/pinbot/internal/testenv/poll"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/release"
 )
 
-// literalSource serves fixtureApps.
-type literalSource []App
+// liveSource serves apps and ledgers that a test changes while a page
+// shows them.
+type liveSource struct {
+	mu      sync.Mutex
+	apps    []App
+	ledgers []Ledger
+}
 
-func (s literalSource) Apps(context.Context) ([]App, error) { return s, nil }
+func (s *liveSource) Apps(context.Context) ([]App, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]App(nil), s.apps...), nil
+}
 
-func (s literalSource) App(_ context.Context, name string) (App, error) {
-	for _, a := range s {
+func (s *liveSource) App(_ context.Context, name string) (App, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range s.apps {
 		if a.Name == name {
 			return a, nil
 		}
@@ -27,117 +42,177 @@ func (s literalSource) App(_ context.Context, name string) (App, error) {
 	return App{}, fmt.Errorf("app %q: %w", name, ErrNoApp)
 }
 
-// browser starts Debian's chromium headless (installed by .ci/run) with a
-// fresh profile, and returns a chromedp context on it.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("starts chromium; skipped under testing.Short (-short)")
-	}
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatalf("chromium not found (apt-get install -y chromium; .ci/run does): %s", err)
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(bin),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1400, 900),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
-	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
-	return ctx
+func (s *liveSource) Ledgers(context.Context) ([]Ledger, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Ledger(nil), s.ledgers...), nil
 }
 
-// TestDashboardInBrowser loads both pages in a real headless chromium,
-// asserts on the DOM and saves screenshots into the test's artifact
-// directory (kept with go test -artifacts).
+func (s *liveSource) change(f func(s *liveSource)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(s)
+}
+
+// TestDashboardInBrowser loads the pages in a real headless chromium
+// under their Content-Security-Policy: the apps grouped by chain, the
+// release page of a bad release, an app's Pods; it follows a change
+// without a reload, keeps an expanded detail open across it, is
+// keyboard navigable and readable in dark and light, and saves
+// screenshots into the test's artifact directory (kept with go test
+// -artifacts).
 func TestDashboardInBrowser(t *testing.T) {
-	ctx := browser(t)
-	srv := httptest.NewServer(Handler(literalSource(fixtureApps()), time.Minute))
+	b := browser.Start(t)
+	apps := fixtureApps()
+	apps[0].Repo, apps[0].Env, apps[0].Stage = "platform/manifests", "prod", 1
+	apps[2].Repo, apps[2].Env, apps[2].Stage = "platform/manifests", "staging", 0
+	src := &liveSource{apps: apps, ledgers: []Ledger{fixtureLedger()}}
+	srv := httptest.NewServer(Handler(src, time.Second))
 	t.Cleanup(srv.Close)
 	dir := t.ArtifactDir()
+	check := func(page string, cases [][3]string) {
+		t.Helper()
+		for _, c := range cases {
+			if got := b.Eval(c[1]); got != c[2] {
+				t.Errorf("%s: %s: %q, want %q", page, c[0], got, c[2])
+			}
+		}
+	}
 
-	navigate(t, ctx, srv.URL+"/", "#apps")
-	save(t, ctx, dir, "apps.png")
-	for _, tc := range []struct{ name, js, want string }{
-		{"app names", `[...document.querySelectorAll("#apps tr.app a.name")].map(e => e.textContent).join(",")`, "api,billing,web"},
-		{"sources", `[...document.querySelectorAll("#apps tr.app td.source")].map(e => e.textContent).join(",")`, "pinbot,argocd,pinbot"},
-		{"sync", `[...document.querySelectorAll("#apps tr.app td.sync")].map(e => e.textContent).join(",")`, "Synced,Unknown,OutOfSync"},
+	b.Dark(false)
+	b.Open(srv.URL+"/", "table.apps")
+	waitLive(t, b)
+	b.Save(dir, "apps.png")
+	check("apps", [][3]string{
+		{"navigation", `[...document.querySelectorAll("nav a")].map(a => a.textContent).join(",")`, "pinbot,Apps,Releases"},
+		{"current section", `document.querySelector('nav a[aria-current="page"]').textContent`, "Apps"},
+		{"grouped by chain, in environment order", `[...document.querySelectorAll("section.group")].map(s => s.dataset.repo + ":" + [...s.querySelectorAll("tr.app")].map(r => r.dataset.app).join(" ")).join(",")`, "platform/manifests:api web,:billing"},
+		{"chain links its release page", `document.querySelector('section.group h2 a').pathname`, "/releases/platform/manifests"},
 		{"mismatching Pods", `[...document.querySelectorAll('tr[data-app="web"] .pod.mismatch')].map(e => e.dataset.pod).join(",")`, "web-2"},
-		{"mismatch in red", `getComputedStyle(document.querySelector('tr[data-app="web"] .pod.mismatch')).color`, "rgb(197, 34, 31)"},
-		{"matching Pod not red", `getComputedStyle(document.querySelector('tr[data-app="web"] .pod[data-pod="web-1"]')).color`, "rgb(29, 29, 31)"},
-		{"Git digest beside Pods", `document.querySelector('tr[data-app="web"] .workload code.git').textContent`, "sha256:aaaaaaaaaaaa"},
-		{"commit link", `document.querySelector('tr[data-app="web"] td.commit a').href`, "http://gitea.test/platform/manifests/commit/" + commit1},
-		{"meta refresh", `document.querySelector('meta[http-equiv="refresh"]').content`, "60"},
-	} {
-		if got := eval(t, ctx, tc.js); got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
-		}
+		{"mismatch in red (the stylesheet applies)", `getComputedStyle(document.querySelector('tr[data-app="web"] .pod.mismatch')).color`, "rgb(197, 34, 31)"},
+		{"version beside the digest", `document.querySelector('tr[data-app="web"] td.version').textContent.trim().replace(/\s+/g, " ")`, "v2 sha256:aaaaaaaaaaaa"},
+		{"Ready count", `document.querySelector('tr[data-app="web"] td.pods .ready').textContent`, "1/2 Ready"},
+		{"absolute time on hover", `document.querySelector('tr[data-app="web"] td.changed time').title`, "2026-12-01T11:59:00Z"},
+		{"relative time", `String(/ ago$/.test(document.querySelector('tr[data-app="web"] td.changed time').textContent))`, "true"},
+		{"no inline style", `String(document.querySelectorAll("[style], style").length)`, "0"},
+	})
+
+	// The page follows a change by itself, without a reload.
+	b.Eval(`window.pinbotMarker = "kept"; "ok"`)
+	src.change(func(s *liveSource) { s.apps[0].Status.Sync = status.Synced })
+	poll.Until(t, 5*time.Second, "the apps page showing the new sync state", func() (bool, string) {
+		got := b.Eval(`document.querySelector('tr[data-app="web"] td.sync').textContent`)
+		return got == "Synced", got
+	})
+	if got := b.Eval(`String(window.pinbotMarker)`); got != "kept" {
+		t.Errorf("the page reloaded to update (marker %q)", got)
 	}
 
-	if _, err := chromedp.Run(ctx, chromedp.Click(chromedp.CSS(`tr[data-app="web"] a.name`))); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Run(ctx, chromedp.WaitVisible(chromedp.CSS("#history"))); err != nil {
-		t.Fatal(err)
-	}
-	save(t, ctx, dir, "app-web.png")
-	for _, tc := range []struct{ name, js, want string }{
+	// Keyboard: the first Tab reaches the skip link, the next the
+	// navigation.
+	b.Do(chromedp.KeyEvent("\t"))
+	check("keyboard", [][3]string{{"first Tab", `document.activeElement.textContent`, "Skip to content"}})
+	b.Do(chromedp.KeyEvent("\t"))
+	check("keyboard", [][3]string{{"second Tab", `document.activeElement.textContent`, "pinbot"}})
+
+	b.Dark(true)
+	check("apps, dark", [][3]string{{"dark background", `getComputedStyle(document.body).backgroundColor`, "rgb(23, 24, 26)"}})
+	b.Save(dir, "apps-dark.png")
+	b.Dark(false)
+
+	// The release page of a bad release.
+	b.Open(srv.URL+"/releases/platform/manifests", "ol.stages")
+	waitLive(t, b)
+	b.Save(dir, "release.png")
+	prod := `document.querySelector('li.stage[data-env="prod"]')`
+	check("release", [][3]string{
+		{"title", `document.title`, "pinbot: platform/manifests"},
+		{"stages in chain order", `[...document.querySelectorAll("li.stage")].map(s => s.dataset.env).join(",")`, "staging,prod"},
+		{"staging proven", `document.querySelector('li.stage[data-env="staging"] .state').textContent`, "Proven"},
+		{"staging's soak done", `(e => e.value + "/" + e.max)(document.querySelector('li.stage[data-env="staging"] progress'))`, "1800/1800"},
+		{"prod failing", `String(` + prod + `.classList.contains("bad")) + " " + ` + prod + `.querySelector(".state").textContent`, "true Rolling back"},
+		{"prod failing in red", `getComputedStyle(` + prod + `).borderTopColor`, "rgb(197, 34, 31)"},
+		{"short reason first", prod + `.querySelector("summary").textContent.slice(0, 36)`, "sha256:bbbbbbbbbbbb failed and is ro"},
+		{"detail folded", `String(` + prod + `.querySelector("details").open)`, "false"},
+		{"version pinned", prod + `.querySelector("dd.pinned").textContent.trim().replace(/\s+/g, " ")`, "v3 sha256:bbbbbbbbbbbb"},
+		{"rollback linked", prod + `.querySelector("dd.rollback a").href`, "http://gitea.test/platform/manifests/pulls/12"},
+		{"Pods per cluster, old ones serving", prod + `.querySelector("li.cluster").textContent.trim().replace(/\s+/g, " ")`, "in-cluster: 0/1 Pods Ready, 2 old-revision Pods still serving v2 (sha256:aaaaaaaaaaaa)"},
+		{"hold", prod + `.querySelector("li.hold").textContent.slice(0, 24)`, "v3 sha256:bbbbbbbbbbbb s"},
+		{"the gate into prod", `document.querySelector("li.gate .waiting").textContent`, "v3 (sha256:bbbbbbbbbbbb) is held here"},
+		{"decisions, newest first", `[...document.querySelectorAll("ol.events li")].map(e => e.dataset.reason).join(",")`, "RollbackOpened,Soaked"},
+	})
+	// The detail expands by keyboard-reachable summary, and stays open
+	// across an update.
+	b.Do(chromedp.Click(chromedp.CSS(`li.stage[data-env="prod"] summary`)))
+	src.change(func(s *liveSource) {
+		l := *s.ledgers[0].Ledger
+		l.Events = append(append([]release.Event(nil), l.Events...), release.Event{At: now, Env: "prod", Reason: release.ReasonReported, What: "a person looked"})
+		s.ledgers[0].Ledger = &l
+	})
+	poll.Until(t, 5*time.Second, "the release page showing the new decision", func() (bool, string) {
+		got := b.Eval(`document.querySelector("ol.events li").dataset.reason`)
+		return got == release.ReasonReported, got
+	})
+	check("release", [][3]string{{"detail still open after the update", `String(` + prod + `.querySelector("details").open)`, "true"}})
+	b.Save(dir, "release-detail.png")
+	b.Dark(true)
+	b.Save(dir, "release-dark.png")
+	b.Dark(false)
+
+	// An app's page: its Pods with readiness, revision and node.
+	b.Open(srv.URL+"/apps/web", "#pods")
+	waitLive(t, b)
+	b.Save(dir, "app-web.png")
+	check("app", [][3]string{
 		{"title", `document.title`, "pinbot: web"},
-		{"open pull requests", `[...document.querySelectorAll("#pulls li a")].map(e => e.textContent + " " + e.href).join(",")`,
-			"#7 promote web http://gitea.test/platform/manifests/pulls/7"},
+		{"Pods", `[...document.querySelectorAll("#pods tr.pod")].map(r => [r.dataset.pod, r.querySelector(".ready").textContent, r.querySelector(".revision").textContent, r.querySelector(".node").textContent].join(" ")).join(",")`,
+			"web-1 Ready 5 node-a,web-2 not Ready 5 node-b"},
+		{"old revisions", `[...document.querySelectorAll("#old-pods tr.pod")].map(r => r.dataset.pod).join(",")`, "web-old-1"},
+		{"open pull requests", `[...document.querySelectorAll("#pulls li a")].map(e => e.textContent + " " + e.href).join(",")`, "#7 promote web http://gitea.test/platform/manifests/pulls/7"},
 		{"history", `[...document.querySelectorAll("#history tr.entry td:nth-child(4)")].map(e => e.textContent).join(",")`, "Applied"},
-	} {
-		if got := eval(t, ctx, tc.js); got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+	})
+
+	b.Open(srv.URL+"/ledger", "ol.stages")
+	check("old ledger address", [][3]string{{"redirected", `location.pathname`, "/releases"}})
+	b.Open(srv.URL+"/apps/nope", "body")
+	check("unknown app", [][3]string{{"404", `document.body.textContent.trim()`, "no app nope"}})
+}
+
+// waitLive waits until the page's script fetched it once: the script
+// runs, and the CSP lets it fetch.
+func waitLive(t *testing.T, b *browser.Browser) {
+	t.Helper()
+	poll.Until(t, 10*time.Second, "the page's script running", func() (bool, string) {
+		got := b.Eval(`String(document.body.dataset.live)`)
+		return got == "ok", got
+	})
+}
+
+// TestPagesKeepAStrictCSP: every page forbids inline script and style
+// and any other origin.
+func TestPagesKeepAStrictCSP(t *testing.T) {
+	h := Handler(&liveSource{apps: fixtureApps(), ledgers: []Ledger{fixtureLedger()}}, time.Second)
+	for _, p := range []string{"/", "/apps/web", "/releases", "/releases/platform/manifests"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", p, nil))
+		if rec.Code != 200 {
+			t.Fatalf("GET %s: %d %s", p, rec.Code, rec.Body)
+		}
+		if got := rec.Header().Get("Content-Security-Policy"); got != csp || strings.Contains(got, "unsafe") {
+			t.Errorf("GET %s: CSP %q", p, got)
+		}
+		body := rec.Body.String()
+		for _, bad := range []string{"<style", " style=", "<script>", "http://", "https://"} {
+			if strings.Contains(strings.ReplaceAll(body, "http://gitea.test", ""), bad) {
+				t.Errorf("GET %s: the page holds %q", p, bad)
+			}
 		}
 	}
-
-	navigate(t, ctx, srv.URL+"/apps/nope", "body")
-	if got := eval(t, ctx, `document.body.textContent.trim()`); got != "no app nope" {
-		t.Errorf("unknown app page says %q, want \"no app nope\"", got)
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/releases", nil)
+	req.Header.Set(LiveHeader, "1")
+	h.ServeHTTP(rec, req)
+	if b := rec.Body.String(); strings.Contains(b, "<html") || !strings.Contains(b, `class="stages"`) {
+		t.Errorf("the live fragment is not <main> alone:\n%s", b)
 	}
-}
-
-func navigate(t *testing.T, ctx context.Context, url, wait string) {
-	t.Helper()
-	if _, err := chromedp.Run(ctx, chromedp.Navigate(url)); err != nil {
-		t.Fatalf("opening %s: %s", url, err)
-	}
-	if _, err := chromedp.Run(ctx, chromedp.WaitVisible(chromedp.CSS(wait))); err != nil {
-		t.Fatalf("waiting for %s on %s: %s", wait, url, err)
-	}
-}
-
-// eval is the string value of a DOM expression in the page.
-func eval(t *testing.T, ctx context.Context, js string) string {
-	t.Helper()
-	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
-	if err != nil {
-		t.Fatalf("evaluating %s: %s", js, err)
-	}
-	return s
-}
-
-func save(t *testing.T, ctx context.Context, dir, name string) {
-	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // 100: PNG; below, JPEG
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", p)
 }

@@ -3,10 +3,15 @@ package dashboard
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"html/template"
+	"io/fs"
+	"mime"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
@@ -14,13 +19,25 @@ import (
 	"pinbot.dev/pinbot/internal/redact"
 )
 
-//go:embed templates/*.html
-var templates embed.FS
+var (
+	//go:embed templates/*.html
+	templates embed.FS
+	//go:embed assets
+	assets embed.FS
+)
 
-var page = template.Must(template.New("").ParseFS(templates, "templates/*.html"))
+var pages = template.Must(template.New("").ParseFS(templates, "templates/*.html"))
 
-// DefaultRefresh is how often the page reloads itself.
-const DefaultRefresh = 10 * time.Second
+// DefaultRefresh is how often a page fetches itself again.
+const DefaultRefresh = 5 * time.Second
+
+// LiveHeader, on a request for a page, asks for its <main> alone: what
+// the page's script fetches to update itself without a reload.
+const LiveHeader = "X-Pinbot-Live"
+
+// csp allows the dashboard's own stylesheet, script and fetches, and
+// nothing else: no inline style or script, no other origin, no frames.
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // ErrNoApp is what Source.App returns for a name it does not know; the
 // handler answers 404.
@@ -35,20 +52,28 @@ type Source interface {
 	App(ctx context.Context, name string) (App, error)
 }
 
-// Handler serves the list at "/", each app's page at "/apps/{name}", and
-// the same as JSON at APIPath and APIPath/{name}.
-// Everything is rendered on the server; a failed fetch answers 500 with
-// a plain message, never a half page.
+// Handler serves the apps at "/", each app's page at "/apps/{name}", the
+// release pages at "/releases" and "/releases/{owner}/{name}" when src
+// is a LedgerSource, the pages' stylesheet and script under "/assets/",
+// and the apps as JSON at APIPath and APIPath/{name}. Everything is
+// rendered on the server; a failed fetch answers 500 with a plain
+// message, never a half page.
 func Handler(src Source, refresh time.Duration) http.Handler {
 	mux := http.NewServeMux()
 	api(mux, src)
+	mux.Handle("GET /assets/", assetHandler())
+	ls, releases := src.(LedgerSource)
+	show := func(w http.ResponseWriter, req *http.Request, p Page) {
+		p.ReleasesNav = releases
+		render(w, req, p)
+	}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, req *http.Request) {
 		apps, err := src.Apps(req.Context())
 		if err != nil {
 			fail(w, req, err)
 			return
 		}
-		render(w, req, Build(apps, time.Now(), refresh))
+		show(w, req, Build(apps, time.Now(), refresh))
 	})
 	mux.HandleFunc("GET /apps/{name}", func(w http.ResponseWriter, req *http.Request) {
 		app, err := src.App(req.Context(), req.PathValue("name"))
@@ -60,39 +85,105 @@ func Handler(src Source, refresh time.Duration) http.Handler {
 			fail(w, req, err)
 			return
 		}
-		render(w, req, BuildApp(app, time.Now(), refresh))
+		show(w, req, BuildApp(app, time.Now(), refresh))
 	})
-	if ls, ok := src.(LedgerSource); ok {
-		mux.HandleFunc("GET /ledger", func(w http.ResponseWriter, req *http.Request) {
-			ledgers, err := ls.Ledgers(req.Context())
-			if err != nil {
-				fail(w, req, err)
+	if !releases {
+		return mux
+	}
+	mux.HandleFunc("GET /releases", func(w http.ResponseWriter, req *http.Request) {
+		ledgers, err := ls.Ledgers(req.Context())
+		if err != nil {
+			fail(w, req, err)
+			return
+		}
+		show(w, req, BuildReleases(ledgers, time.Now(), refresh))
+	})
+	mux.HandleFunc("GET /releases/{owner}/{name}", func(w http.ResponseWriter, req *http.Request) {
+		repo := req.PathValue("owner") + "/" + req.PathValue("name")
+		ledgers, err := ls.Ledgers(req.Context())
+		if err != nil {
+			fail(w, req, err)
+			return
+		}
+		for _, lg := range ledgers {
+			if lg.Repo == repo {
+				show(w, req, BuildReleases([]Ledger{lg}, time.Now(), refresh))
 				return
 			}
-			render(w, req, BuildLedger(ledgers, time.Now(), refresh))
-		})
-	}
+		}
+		http.Error(w, "no release chain in "+repo, http.StatusNotFound)
+	})
+	// The release pages were one ledger page before.
+	mux.Handle("GET /ledger", http.RedirectHandler("/releases", http.StatusMovedPermanently))
 	return mux
 }
 
-// Render writes p as HTML.
-func Render(p Page) ([]byte, error) {
+// Render writes p as HTML: the whole page, or with live its <main> alone.
+func Render(p Page, live bool) ([]byte, error) {
+	name := "layout"
+	if live {
+		name = "main"
+	}
 	var buf bytes.Buffer
-	if err := page.ExecuteTemplate(&buf, "layout", p); err != nil {
+	if err := pages.ExecuteTemplate(&buf, name, p); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
 }
 
 func render(w http.ResponseWriter, req *http.Request, p Page) {
-	b, err := Render(p)
+	b, err := Render(p, req.Header.Get(LiveHeader) != "")
 	if err != nil {
 		fail(w, req, err)
 		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'")
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", csp)
+	h.Set("Cache-Control", "no-store")
+	h.Set("Vary", LiveHeader)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
 	_, _ = w.Write(b)
+}
+
+// assetHandler serves the embedded stylesheet and script, revalidated
+// by their content's hash.
+func assetHandler() http.Handler {
+	type asset struct {
+		body        []byte
+		etag, ctype string
+	}
+	files := map[string]asset{}
+	_ = fs.WalkDir(assets, "assets", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := assets.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		files["/"+p] = asset{body: b, etag: `"` + hex.EncodeToString(sum[:8]) + `"`, ctype: mime.TypeByExtension(path.Ext(p))}
+		return nil
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		a, ok := files[req.URL.Path]
+		if !ok {
+			http.NotFound(w, req)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", a.ctype)
+		h.Set("ETag", a.etag)
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Content-Type-Options", "nosniff")
+		if strings.Contains(req.Header.Get("If-None-Match"), a.etag) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		_, _ = w.Write(a.body)
+	})
 }
 
 func fail(w http.ResponseWriter, req *http.Request, err error) {

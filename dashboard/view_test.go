@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -34,8 +35,10 @@ func fixtureApps() []App {
 				Sync: status.OutOfSync, Health: verdict.Degraded, HealthReason: "Deployment/web: 1 of 2 updated",
 				Verification: "1 of 2 Pods run what Git pins"},
 			Verification: &verdict.Verification{Containers: []verdict.ContainerVerdict{
-				{Workload: "Deployment/web", Container: "web", Pod: "web-1", GitDigest: "gitea.test/p/web@" + digestA, RunningDigest: "gitea.test/p/web@" + digestA, Verdict: verdict.Verified},
-				{Workload: "Deployment/web", Container: "web", Pod: "web-2", GitDigest: "gitea.test/p/web@" + digestA, RunningDigest: "gitea.test/p/web@" + digestB, Verdict: verdict.Mismatch},
+				{Workload: "Deployment/web", Container: "web", Pod: "web-1", GitDigest: "gitea.test/p/web@" + digestA, Tag: "v2", RunningDigest: "gitea.test/p/web@" + digestA, Verdict: verdict.Verified, Ready: true, Revision: "5", Node: "node-a"},
+				{Workload: "Deployment/web", Container: "web", Pod: "web-2", GitDigest: "gitea.test/p/web@" + digestA, Tag: "v2", RunningDigest: "gitea.test/p/web@" + digestB, Verdict: verdict.Mismatch, Revision: "5", Node: "node-b"},
+			}, OldRevisions: []verdict.ContainerVerdict{
+				{Workload: "Deployment/web", Container: "web", Pod: "web-old-1", RunningDigest: "gitea.test/p/web@" + digestB, Verdict: verdict.Mismatch, Ready: true, Revision: "4", Node: "node-a"},
 			}},
 			Record: &history.Record{
 				Status: &status.App{ObservedAt: checked},
@@ -54,38 +57,74 @@ func fixtureApps() []App {
 	}
 }
 
+// TestBuild: apps grouped by release chain, in environment order, the
+// apps of none last; versions beside digests; a Verified proof of a Pod
+// that is not Ready says so; times relative, absolute on hover.
 func TestBuild(t *testing.T) {
-	want := Page{Title: "pinbot", Refresh: 10, Generated: "2026-12-01T12:00:00Z", Apps: []AppView{
-		{Name: "api", Href: "/apps/api", Source: "pinbot", Sync: "Synced", SyncClass: "ok", Health: "Healthy", HealthClass: "ok",
-			Verified: true, Verification: "2 of 2 Pods verified", VerifyClass: "ok", Commit: Link{Text: "01234567"},
-			Changed: "2026-12-01T11:58:00Z"},
-		{Name: "billing", Href: "/apps/billing", Source: "argocd", Sync: "Unknown", SyncClass: "warn", Health: "Unknown",
-			HealthClass: "warn", Verification: "not verified", VerifyClass: "warn"},
-		{Name: "web", Href: "/apps/web", Source: "pinbot", Sync: "OutOfSync", SyncClass: "warn", Health: "Degraded",
-			HealthClass: "bad", HealthReason: "Deployment/web: 1 of 2 updated", Verification: "1 of 2 Pods run what Git pins",
-			VerifyClass: "bad",
-			Commit:      Link{Text: "01234567", URL: "http://gitea.test/platform/manifests/commit/" + commit1},
-			Changed:     "2026-12-01T11:59:00Z",
-			Workloads: []WorkloadView{{Workload: "Deployment/web", Container: "web", Git: "sha256:aaaaaaaaaaaa", Pods: []PodView{
-				{Pod: "web-1", Running: "sha256:aaaaaaaaaaaa", Verdict: "Verified"},
-				{Pod: "web-2", Running: "sha256:bbbbbbbbbbbb", Verdict: "Mismatch", Mismatch: true},
-			}}}},
-	}}
-	if diff := cmp.Diff(want, Build(fixtureApps(), now, 10*time.Second)); diff != "" {
-		t.Errorf("Build (-want +got):\n%s", diff)
+	apps := fixtureApps()
+	apps[0].Repo, apps[0].Env, apps[0].Stage = "platform/manifests", "prod", 1
+	apps[2].Repo, apps[2].Env, apps[2].Stage = "platform/manifests", "staging", 0
+	p := Build(apps, now, 10*time.Second)
+	var got []string
+	for _, g := range p.Groups {
+		var names []string
+		for _, a := range g.Apps {
+			names = append(names, a.Env+"/"+a.Name)
+		}
+		got = append(got, g.Repo+" "+g.Href+": "+strings.Join(names, ","))
+	}
+	want := []string{"platform/manifests /releases/platform/manifests: staging/api,prod/web", " : /billing"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("groups (-want +got):\n%s", diff)
+	}
+	web := p.Groups[0].Apps[1]
+	if web.Proof != "Pending" || web.ProofClass != "warn" || web.Versions != "v2" || web.Ready != 1 || web.Pods != 2 || web.Old != 1 {
+		t.Errorf("web: proof %q (%s), versions %q, %d/%d Ready, %d old; want Pending, v2, 1/2, 1 old", web.Proof, web.ProofClass, web.Versions, web.Ready, web.Pods, web.Old)
+	}
+	pods := web.Workloads[0].Pods
+	if pods[1].Class != "bad" || !pods[1].Mismatch || pods[0].Class != "ok" || pods[0].Readiness != "Ready" {
+		t.Errorf("web's Pods: %+v", pods)
+	}
+	if web.Changed != (Time{Abs: "2026-12-01T11:59:00Z", Rel: "1m ago"}) {
+		t.Errorf("web changed %+v, want 1m ago", web.Changed)
+	}
+	api := p.Groups[0].Apps[0]
+	if api.Proof != "Verified" || api.ProofClass != "ok" || api.Commit.Text != "01234567" {
+		t.Errorf("api: %+v", api)
+	}
+
+	// The stuck rollout: the new Pod runs the right digest but is not
+	// Ready, the old one still serves.
+	notReady := now.Add(-3 * time.Minute)
+	stuck := App{Name: "shop", Status: &status.App{Verified: true, Proof: verdict.Verified},
+		Verification: &verdict.Verification{Verified: true,
+			Containers:   []verdict.ContainerVerdict{{Workload: "Deployment/shop", Container: "app", Pod: "shop-new", GitDigest: digestB, RunningDigest: digestB, Verdict: verdict.Verified, Tag: "v3", Waiting: "", NotReadySince: &notReady, Revision: "7", Node: "node-a"}},
+			OldRevisions: []verdict.ContainerVerdict{{Workload: "Deployment/shop", Container: "app", Pod: "shop-old", RunningDigest: digestA, Verdict: verdict.Mismatch, Ready: true, Revision: "6"}}}}
+	v := Build([]App{stuck}, now, 0).Groups[0].Apps[0]
+	if v.Proof != "Verified, 1 not Ready" || v.ProofClass != "warn" {
+		t.Errorf("a Verified Pod that is not Ready shows as %q (%s)", v.Proof, v.ProofClass)
+	}
+	if p := v.Workloads[0].Pods[0]; p.Class != "warn" || p.Readiness != "not Ready for 3m" || p.Revision != "7" || p.Node != "node-a" {
+		t.Errorf("the new Pod: %+v", p)
+	}
+	if v.Old != 1 || v.OldPods[0].Pod != "shop-old" || v.OldPods[0].Running != "sha256:aaaaaaaaaaaa" {
+		t.Errorf("old Pods: %d %+v", v.Old, v.OldPods)
 	}
 }
 
 func TestBuildApp(t *testing.T) {
 	got := BuildApp(fixtureApps()[0], now, 0).Detail
-	want := &DetailView{
-		History: []EntryView{{Time: "2026-12-01T11:58:00Z", Trigger: "auto", Result: "Applied", ResultClass: "ok",
-			Commit:  Link{Text: "01234567", URL: "http://gitea.test/platform/manifests/commit/" + commit1},
-			Summary: "1 of 2 Pods run what Git pins"}},
-		Pulls: []Link{{Text: "#7 promote web", URL: "http://gitea.test/platform/manifests/pulls/7"}},
+	if got.App.Name != "web" {
+		t.Errorf("detail of %q", got.App.Name)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("BuildApp detail (-want +got):\n%s", diff)
+	wantHistory := []EntryView{{Time: Time{Abs: "2026-12-01T11:58:00Z", Rel: "2m ago"}, Trigger: "auto", Result: "Applied", ResultClass: "ok",
+		Commit:  Link{Text: "01234567", URL: "http://gitea.test/platform/manifests/commit/" + commit1},
+		Summary: "1 of 2 Pods run what Git pins"}}
+	if diff := cmp.Diff(wantHistory, got.History); diff != "" {
+		t.Errorf("history (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]Link{{Text: "#7 promote web", URL: "http://gitea.test/platform/manifests/pulls/7"}}, got.Pulls); diff != "" {
+		t.Errorf("pulls (-want +got):\n%s", diff)
 	}
 }
 

@@ -32,6 +32,9 @@ type Ledger struct {
 	// admission is refused until a person releases them or the name comes
 	// back.
 	Stopped string `json:"stopped,omitempty"`
+	// Chain is the chain .pinbot.yaml declared when the leader last
+	// stepped this ledger: what every replica's release page shows.
+	Chain Chain `json:"chain,omitempty"`
 }
 
 // MaxEvents bounds the events a Ledger keeps.

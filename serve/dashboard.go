@@ -3,9 +3,11 @@ package serve
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"pinbot.dev/pinbot/dashboard"
+	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/verdict"
@@ -21,7 +23,8 @@ type dashboardSource struct {
 }
 
 // Ledgers implements dashboard.LedgerSource: every repository's ledger,
-// read from the cluster, so every replica shows the leader's.
+// read from the cluster, so every replica shows the leader's, with the
+// chain's apps as the apps page has them.
 func (s dashboardSource) Ledgers(ctx context.Context) ([]dashboard.Ledger, error) {
 	if s.rl == nil {
 		return nil, nil
@@ -35,23 +38,78 @@ func (s dashboardSource) Ledgers(ctx context.Context) ([]dashboard.Ledger, error
 		if len(l.Envs) == 0 && len(l.Events) == 0 {
 			continue // neither environments nor refusals to show
 		}
-		chain, _ := s.rl.chain(t.Repo)
-		out = append(out, dashboard.Ledger{Repo: t.Repo, Chain: chain, Ledger: l})
+		chain, ok := s.rl.chain(t.Repo)
+		if !ok {
+			chain = l.Chain // a follower: as the leader last stepped it
+		}
+		lg := dashboard.Ledger{Repo: t.Repo, Chain: chain, Ledger: l, Apps: map[string]dashboard.App{}}
+		if f := s.r.Config().Forge; f != nil {
+			lg.Web = strings.TrimRight(redact.URL(f.URL), "/") + "/" + t.Repo
+		}
+		for _, e := range chain {
+			for _, name := range e.Apps {
+				if app, err := s.app(ctx, name); err == nil {
+					lg.Apps[name] = app
+				}
+			}
+		}
+		out = append(out, lg)
 	}
 	return out, nil
 }
 
-// Apps implements dashboard.Source.
+// Apps implements dashboard.Source: each app placed in the release chain
+// that names it.
 func (s dashboardSource) Apps(ctx context.Context) ([]dashboard.App, error) {
+	places := s.places(ctx)
 	var out []dashboard.App
 	for _, a := range s.r.Config().Apps {
 		app, err := s.app(ctx, a.Name)
 		if err != nil {
 			return nil, err
 		}
+		if p, ok := places[a.Name]; ok {
+			app.Repo, app.Env, app.Stage = p.repo, p.env, p.stage
+		}
 		out = append(out, app)
 	}
 	return out, nil
+}
+
+// place is where a release chain names an app.
+type place struct {
+	repo, env string
+	stage     int
+}
+
+// places are the apps the release chains name, each in its first
+// chain (by repository) and environment. A chain this replica does not
+// step is read from its ledger, as the leader last stepped it.
+func (s dashboardSource) places(ctx context.Context) map[string]place {
+	out := map[string]place{}
+	if s.rl == nil {
+		return out
+	}
+	repos := s.rl.repos()
+	slices.SortFunc(repos, func(a, b Target) int { return strings.Compare(a.Repo, b.Repo) })
+	for _, t := range repos {
+		chain, ok := s.rl.chain(t.Repo)
+		if !ok {
+			l, _, err := s.rl.ledgers.Get(ctx, t.Repo)
+			if err != nil {
+				continue // the apps still show, ungrouped
+			}
+			chain = l.Chain
+		}
+		for i, e := range chain {
+			for _, app := range e.Apps {
+				if _, seen := out[app]; !seen {
+					out[app] = place{repo: t.Repo, env: e.Name, stage: i}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // App implements dashboard.Source.
@@ -59,6 +117,9 @@ func (s dashboardSource) App(ctx context.Context, name string) (dashboard.App, e
 	app, err := s.app(ctx, name)
 	if err != nil {
 		return app, err
+	}
+	if p, ok := s.places(ctx)[name]; ok {
+		app.Repo, app.Env, app.Stage = p.repo, p.env, p.stage
 	}
 	if app.Pulls, err = s.r.OpenPulls(ctx, name); err != nil {
 		// The forge feeds only the pull requests: the rest still shows.

@@ -84,9 +84,9 @@ func TestPromoteRefusedBySignaturePolicy(t *testing.T) {
 		t.Errorf("ledger events = %+v; want the refusal", l.Events)
 	}
 	rec := httptest.NewRecorder()
-	d.mux(true).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ledger", nil))
+	d.mux(true).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/releases", nil))
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "refused "+v2) {
-		t.Errorf("the dashboard's ledger page (%d) does not show the refusal:\n%s", rec.Code, rec.Body.String())
+		t.Errorf("the dashboard's release page (%d) does not show the refusal:\n%s", rec.Code, rec.Body.String())
 	}
 	c, err := srv.Client(ctx)
 	if err != nil {

@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -238,6 +239,9 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 		rl.announced[t.Repo] = newest
 	}
 	rl.mu.Unlock()
+	if !reflect.DeepEqual(l.Chain, chain) {
+		l.Chain = chain // for every replica's release page
+	}
 	now := rl.now()
 	in := release.Input{Now: now, Chain: chain, Pinned: inv.Pinned, Tags: inv.Tags, Assessed: rl.assess(ctx, chain, inv)}
 	decided := release.Step(l, in)

@@ -146,7 +146,7 @@ spec:
 	// The leader's dashboard shows, next to the digest Git pins, the one
 	// its Pod runs.
 	waitFor(30*time.Second, "the leader's dashboard shows the running Pod's digest", func() bool {
-		resp, err := http.Get("http://" + leader.addr + "/")
+		resp, err := http.Get("http://" + leader.addr + "/apps/web")
 		if err != nil {
 			return false
 		}

@@ -1,0 +1,421 @@
+package dashboard
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/release"
+)
+
+// Ledger is one manifest repository's release ledger (package release),
+// with what its release page shows beside it.
+type Ledger struct {
+	Repo   string
+	Chain  release.Chain // nil when not known here: the ledger's environments, by name
+	Ledger *release.Ledger
+	// Web is the repository's page on the forge, for links to its pull
+	// requests; "" when not known.
+	Web string
+	// Apps are the chain's apps by name, as the apps page has them: their
+	// Pods, per cluster, on each stage.
+	Apps map[string]App
+}
+
+// LedgerSource is a Source that also has release ledgers: the dashboard
+// then serves the release pages.
+type LedgerSource interface {
+	Ledgers(ctx context.Context) ([]Ledger, error)
+}
+
+// ReleaseView is one repository's release page: its environments as
+// stages in chain order, what waits at each gate, the holds and the
+// latest decisions.
+type ReleaseView struct {
+	Repo, Href string
+	// Stopped says why the whole chain is stopped.
+	Stopped string
+	Stages  []StageView
+	Events  []EventView
+}
+
+// StageView is one environment. Class is ok, info (soaking, frozen),
+// warn (a digest not proven yet) or bad (failing: held, rolled back,
+// its proof broke, its cluster gone); State says it in a word or two and
+// Summary why, short, with Detail the whole text.
+type StageView struct {
+	Name, From, ID  string
+	Class, State    string
+	Summary, Detail string
+	Images          []StageImage
+	Clusters        []ClusterPods
+	FrozenUntil     Time
+	Holds           []HoldView
+	Lifted          []EventView
+	// Gate is what waits to come in from From; nil for a first stage.
+	Gate *ArrowView
+}
+
+// StageImage is one image in one environment.
+type StageImage struct {
+	Image          string
+	Pinned, Proven Version
+	ProvenSince    Time
+	Soak           *SoakView
+	Why            string
+	Proposal       *PullView
+	Rollback       *PullView
+}
+
+// Version is a digest and the tag it is known by.
+type Version struct{ Tag, Digest string }
+
+// SoakView is the progress of a soak: Held of Need seconds.
+type SoakView struct {
+	Done       bool
+	Held, Need int
+	Text       string
+}
+
+// PullView is pinbot's open pull request into an environment.
+type PullView struct {
+	Link        Link
+	Text, Class string
+}
+
+// ClusterPods are a stage's Pods on one cluster: Ready of Total in the
+// current revision, and Old Pods of other revisions still there (Serving
+// says what they run).
+type ClusterPods struct {
+	Cluster           string
+	Ready, Total, Old int
+	Serving           string
+	Unknown           string // why the cluster's Pods are not known now
+}
+
+// ArrowView is what waits at a stage's gate, for the arrow into it.
+type ArrowView struct{ Text, Class string }
+
+// HoldView is one hold.
+type HoldView struct {
+	Image  string
+	Digest Version
+	Since  Time
+	Reason string
+	From   string
+}
+
+// EventView is one decision.
+type EventView struct {
+	At                       Time
+	Env, Image, Reason, What string
+	Class                    string
+}
+
+// BuildReleases is the release page of ledgers at now.
+func BuildReleases(ledgers []Ledger, now time.Time, refresh time.Duration) Page {
+	title := "pinbot: releases"
+	if len(ledgers) == 1 {
+		title = "pinbot: " + ledgers[0].Repo
+	}
+	p := page(title, "releases", now, refresh)
+	for _, lg := range ledgers {
+		p.Releases = append(p.Releases, releaseView(lg, now))
+		for _, a := range lg.Apps {
+			p.notice(a.Unavailable)
+		}
+	}
+	return p
+}
+
+func releaseView(lg Ledger, now time.Time) ReleaseView {
+	l := lg.Ledger
+	rv := ReleaseView{Repo: lg.Repo, Href: releaseHref(lg.Repo), Stopped: l.Stopped}
+	for _, env := range envOrder(lg) {
+		e, _ := lg.Chain.Get(env)
+		if e == nil {
+			e = &release.Environment{Name: env}
+		}
+		rv.Stages = append(rv.Stages, stageView(lg, e, now))
+	}
+	for i := len(l.Events) - 1; i >= 0 && len(rv.Events) < 20; i-- {
+		rv.Events = append(rv.Events, eventView(l.Events[i], now))
+	}
+	return rv
+}
+
+// stageView is env's stage: its images, Pods, holds, and what waits at
+// its gate; the worst of its images and clusters sets its state.
+func stageView(lg Ledger, env *release.Environment, now time.Time) StageView {
+	l := lg.Ledger
+	s := StageView{Name: env.Name, From: env.From, ID: "stage-" + env.Name, Class: "ok", State: "Proven"}
+	worst := 0
+	judge := func(rank int, class, state, why string) {
+		if rank > worst {
+			worst, s.Class, s.State = rank, class, state
+			s.Summary, s.Detail = brief(why)
+		}
+	}
+	for _, image := range l.Images(env.Name) {
+		t := l.Lookup(env.Name, image)
+		si := StageImage{Image: image, Pinned: Version{t.PinnedTag, imageref.Short(t.Pinned)},
+			Proven: Version{tagOf(t, t.Proven), imageref.Short(t.Proven)}, ProvenSince: atPtr(t.ProvenSince, now)}
+		if held, ok := t.Soaked(now, env.Soak); t.ProvenSince != nil && env.Soak > 0 {
+			si.Soak = &SoakView{Done: ok, Held: int(min(held, env.Soak) / time.Second), Need: int(env.Soak / time.Second), Text: "soaked " + span(env.Soak)}
+			if !ok {
+				si.Soak.Text = span(held) + " of " + span(env.Soak) + ", " + span(env.Soak-held) + " to go"
+				judge(1, "info", "Soaking", "soaking: "+span(env.Soak-held)+" to go")
+			}
+		}
+		if t.Pinned != "" && t.Proven != t.Pinned {
+			si.Why = t.Why
+			judge(2, "warn", "Proving", cmp.Or(t.Why, "not proven yet"))
+		}
+		if p := t.Proposal; p != nil {
+			si.Proposal = &PullView{Link: pullLink(lg.Web, p.PR, "#"+itoa(p.PR)), Text: "promotes " + label(Version{p.Tag, imageref.Short(p.Digest)}), Class: "info"}
+			if g := p.Gate; g != nil {
+				si.Proposal.Text += "; gate " + string(g.State) + ": " + g.Description
+				si.Proposal.Class = gateClass(string(g.State))
+			}
+		}
+		if m := t.Merged; m != nil && m.FailingSince != nil && !m.Done {
+			judge(3, "bad", "Proof broke", "the proof of "+label(si.Pinned)+" broke "+at(*m.FailingSince, now).Rel+": "+t.Why)
+		}
+		if h := l.Held(env.Name, image, t.Pinned); h != nil {
+			judge(4, "bad", "Held", label(si.Pinned)+" is held: "+h.Reason)
+		}
+		if p := t.Rollback; p != nil {
+			text := "rolls back to " + label(Version{p.Tag, imageref.Short(p.Digest)}) + " from " + imageref.Short(p.Failed)
+			if p.PR == 0 {
+				text += " (decided; the pull request is being opened)"
+			}
+			si.Rollback = &PullView{Link: pullLink(lg.Web, p.PR, "#"+itoa(p.PR)), Text: text, Class: "bad"}
+			judge(5, "bad", "Rolling back", imageref.Short(p.Failed)+" failed and is rolled back to "+label(Version{p.Tag, imageref.Short(p.Digest)})+": "+p.Evidence)
+		}
+		if t.FrozenUntil != nil && t.FrozenUntil.After(now) {
+			s.FrozenUntil = at(*t.FrozenUntil, now)
+		}
+		s.Images = append(s.Images, si)
+	}
+	s.Clusters = clusterPods(lg, env, now)
+	for _, c := range s.Clusters {
+		if c.Unknown != "" {
+			judge(6, "bad", "Unknown", c.Unknown)
+		}
+	}
+	if worst <= 1 && s.FrozenUntil != (Time{}) {
+		s.Class, s.State, s.Summary, s.Detail = "info", "Frozen", "a freeze window holds it until "+s.FrozenUntil.Abs, ""
+	}
+	if len(s.Images) == 0 {
+		s.Class, s.State, s.Summary = "warn", "Nothing yet", "no image tracked here yet"
+	}
+	for _, h := range l.Holds {
+		if h.Env == env.Name {
+			reason, _ := brief(h.Reason)
+			s.Holds = append(s.Holds, HoldView{Image: h.Image, Digest: Version{tagOf(l.Lookup(h.Env, h.Image), h.Digest), imageref.Short(h.Digest)}, Since: at(h.Since, now), Reason: reason, From: h.From})
+		}
+	}
+	for i := len(l.Events) - 1; i >= 0 && len(s.Lifted) < 3; i-- {
+		if e := l.Events[i]; e.Env == env.Name && e.Reason == release.ReasonHoldLifted {
+			s.Lifted = append(s.Lifted, eventView(e, now))
+		}
+	}
+	if env.From != "" {
+		s.Gate = gate(lg, env, now)
+	}
+	return s
+}
+
+// gate says what waits to move into env from its upstream: per image
+// proven there, whether it moved on, waits for its soak, has a pull
+// request open, or is held.
+func gate(lg Ledger, env *release.Environment, now time.Time) *ArrowView {
+	l := lg.Ledger
+	up, _ := lg.Chain.Get(env.From)
+	var parts []string
+	class := "ok"
+	worse := func(c string) {
+		order := map[string]int{"ok": 0, "info": 1, "warn": 2, "bad": 3}
+		if order[c] > order[class] {
+			class = c
+		}
+	}
+	for _, image := range l.Images(env.From) {
+		u := l.Lookup(env.From, image)
+		if u.Proven == "" {
+			continue
+		}
+		v := label(Version{tagOf(u, u.Proven), imageref.Short(u.Proven)})
+		t := l.Lookup(env.Name, image)
+		switch {
+		case l.Held(env.Name, image, u.Proven) != nil:
+			parts = append(parts, v+" is held here")
+			worse("bad")
+		case t != nil && t.Pinned == u.Proven:
+			parts = append(parts, v+" is in")
+		case t != nil && t.Proposal != nil && t.Proposal.Digest == u.Proven:
+			parts = append(parts, v+" waits in #"+itoa(t.Proposal.PR))
+			worse("info")
+		default:
+			if held, ok := u.Soaked(now, soakOf(up)); !ok {
+				parts = append(parts, v+" soaks upstream, "+span(soakOf(up)-held)+" to go")
+			} else {
+				parts = append(parts, v+" is next")
+			}
+			worse("info")
+		}
+	}
+	if len(parts) == 0 {
+		return &ArrowView{Text: "nothing proven in " + env.From + " yet", Class: "warn"}
+	}
+	return &ArrowView{Text: strings.Join(parts, "; "), Class: class}
+}
+
+func soakOf(e *release.Environment) time.Duration {
+	if e == nil {
+		return 0
+	}
+	return e.Soak
+}
+
+// clusterPods counts env's apps' Pods per cluster.
+func clusterPods(lg Ledger, env *release.Environment, now time.Time) []ClusterPods {
+	var out []ClusterPods
+	idx := map[string]int{}
+	for _, name := range env.Apps {
+		a, ok := lg.Apps[name]
+		if !ok {
+			continue
+		}
+		cluster := "in-cluster"
+		if a.Status != nil && a.Status.Cluster != "" {
+			cluster = a.Status.Cluster
+		}
+		i, ok := idx[cluster]
+		if !ok {
+			i = len(out)
+			idx[cluster] = i
+			out = append(out, ClusterPods{Cluster: cluster})
+		}
+		c := &out[i]
+		v := appView(a, now)
+		c.Ready += v.Ready
+		c.Total += v.Pods
+		c.Old += v.Old
+		if v.Old > 0 {
+			c.Serving = serving(lg, env.Name, v.OldPods)
+		}
+		if a.Status != nil && a.Status.Proof == "Unknown" {
+			c.Unknown = a.Name + ": " + a.Status.Error
+		}
+	}
+	return out
+}
+
+// serving says what old-revision Pods run: each digest once, with the
+// tag the ledger knows it by.
+func serving(lg Ledger, env string, ps []PodView) string {
+	var out []string
+	for _, p := range ps {
+		text := p.Running
+		for _, image := range lg.Ledger.Images(env) {
+			t := lg.Ledger.Lookup(env, image)
+			for _, d := range []string{t.LastProven, t.PrevProven, t.Pinned} {
+				if d != "" && imageref.Short(d) == p.Running {
+					text = label(Version{tagOf(t, d), p.Running})
+				}
+			}
+		}
+		if !slices.Contains(out, text) {
+			out = append(out, text)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// tagOf is the tag t knows digest by, "" for none.
+func tagOf(t *release.Track, digest string) string {
+	switch {
+	case t == nil || digest == "":
+		return ""
+	case digest == t.Pinned:
+		return t.PinnedTag
+	case digest == t.LastProven:
+		return t.LastProvenTag
+	case digest == t.PrevProven:
+		return t.PrevProvenTag
+	}
+	return ""
+}
+
+// label is a version as text: "v3 (sha256:abc…)", or the digest alone.
+func label(v Version) string {
+	switch {
+	case v.Digest == "":
+		return "-"
+	case v.Tag == "":
+		return v.Digest
+	}
+	return v.Tag + " (" + v.Digest + ")"
+}
+
+func eventView(e release.Event, now time.Time) EventView {
+	ev := EventView{At: at(e.At, now), Env: e.Env, Image: e.Image, Reason: e.Reason, What: e.What, Class: "ok"}
+	if release.Warning(e.Reason) {
+		ev.Class = "bad"
+	}
+	return ev
+}
+
+// brief splits a long text into its first sentence or line, at most 140
+// characters cut at a word, and the whole text when that is longer.
+func brief(s string) (summary, detail string) {
+	s = strings.TrimSpace(s)
+	first, _, more := strings.Cut(s, "\n")
+	if len(first) > 140 {
+		cut := strings.LastIndexByte(first[:140], ' ')
+		if cut < 60 {
+			cut = 140
+		}
+		first, more = strings.TrimRight(first[:cut], " ,;:")+"…", true
+	}
+	if more {
+		return first, s
+	}
+	return first, ""
+}
+
+func gateClass(state string) string {
+	switch state {
+	case "success":
+		return "ok"
+	case "failure", "error":
+		return "bad"
+	}
+	return "info"
+}
+
+// envOrder is the chain's order where known, else the ledger's names.
+func envOrder(lg Ledger) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, e := range lg.Chain {
+		out = append(out, e.Name)
+		seen[e.Name] = true
+	}
+	var rest []string
+	for env := range lg.Ledger.Envs {
+		if !seen[env] {
+			rest = append(rest, env)
+		}
+	}
+	sort.Strings(rest)
+	return append(out, rest...)
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,120 @@
+package dashboard
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/verdict"
+	"pinbot.dev/pinbot/release"
+)
+
+// fixtureLedger is a bad release: v3 proven and soaked in staging,
+// forced into prod, where its new Pod never became Ready while the two
+// old Pods still serve v2; pinbot held v3 in prod and opened the
+// rollback to v2.
+func fixtureLedger() Ledger {
+	t := func(ago time.Duration) *time.Time { v := now.Add(-ago); return &v }
+	l := release.New()
+	*l.Track("staging", "platform/web") = release.Track{Pinned: digestB, PinnedTag: "v3", Proven: digestB, ProvenSince: t(40 * time.Minute),
+		LastProven: digestB, LastProvenTag: "v3", PrevProven: digestA, PrevProvenTag: "v2"}
+	*l.Track("prod", "platform/web") = release.Track{Pinned: digestB, PinnedTag: "v3",
+		Why:        "app web-prod is Progressing: Deployment/web-prod: 1 of 3 updated replicas are not Ready\nPod prod/web-prod-new container app: not Ready",
+		LastProven: digestA, LastProvenTag: "v2",
+		Merged:     &release.Merge{Digest: digestB, At: now.Add(-2 * time.Minute), Done: true, Failure: "not proven within 1m"},
+		Rollback:   &release.Proposal{PR: 12, Digest: digestA, Tag: "v2", Failed: digestB, Evidence: "not proven within 1m0s of the merge: app web-prod is Progressing\nPod prod/web-prod-new container app: not Ready for 1m30s"}}
+	l.Holds = []release.Hold{{Env: "prod", Image: "platform/web", Digest: digestB, Reason: "failed to prove in prod: not proven within 1m0s of the merge", Since: now.Add(-time.Minute), From: "prod"}}
+	l.Events = []release.Event{
+		{At: now.Add(-10 * time.Minute), Env: "staging", Image: "platform/web", Reason: release.ReasonSoaked, What: "soaked 30m"},
+		{At: now.Add(-time.Minute), Env: "prod", Image: "platform/web", Reason: release.ReasonRollbackOpened, What: "opened #12"},
+	}
+	notReady := now.Add(-90 * time.Second)
+	return Ledger{
+		Repo: "platform/manifests", Web: "http://gitea.test/platform/manifests", Ledger: l,
+		Chain: release.Chain{
+			{Name: "staging", Apps: []string{"web-staging"}, Soak: 30 * time.Minute},
+			{Name: "prod", From: "staging", Apps: []string{"web-prod"}},
+		},
+		Apps: map[string]App{
+			"web-staging": {Name: "web-staging", Status: &status.App{Verified: true, Proof: verdict.Verified},
+				Verification: &verdict.Verification{Verified: true, Containers: []verdict.ContainerVerdict{
+					{Workload: "Deployment/web", Container: "app", Pod: "web-staging-1", GitDigest: digestB, RunningDigest: digestB, Tag: "v3", Verdict: verdict.Verified, Ready: true}}}},
+			"web-prod": {Name: "web-prod", Status: &status.App{Proof: verdict.Verified, Verified: true},
+				Verification: &verdict.Verification{Verified: true, Containers: []verdict.ContainerVerdict{
+					{Workload: "Deployment/web-prod", Container: "app", Pod: "web-prod-new", GitDigest: digestB, RunningDigest: digestB, Tag: "v3", Verdict: verdict.Verified, NotReadySince: &notReady}},
+					OldRevisions: []verdict.ContainerVerdict{
+						{Workload: "Deployment/web-prod", Container: "app", Pod: "web-prod-old-1", GitDigest: digestB, RunningDigest: digestA, Verdict: verdict.Mismatch, Ready: true},
+						{Workload: "Deployment/web-prod", Container: "app", Pod: "web-prod-old-2", GitDigest: digestB, RunningDigest: digestA, Verdict: verdict.Mismatch, Ready: true},
+					}}},
+		},
+	}
+}
+
+// TestReleasePage: the stages in chain order, the failing one failing
+// with its short reason first, its Pods per cluster with the old ones
+// serving v2, the rollback linked, the hold, and what waits at the gate.
+func TestReleasePage(t *testing.T) {
+	p := BuildReleases([]Ledger{fixtureLedger()}, now, 5*time.Second)
+	if p.Title != "pinbot: platform/manifests" || p.Section != "releases" || len(p.Releases) != 1 {
+		t.Fatalf("page %q, section %q, %d releases", p.Title, p.Section, len(p.Releases))
+	}
+	r := p.Releases[0]
+	if len(r.Stages) != 2 || r.Stages[0].Name != "staging" || r.Stages[1].Name != "prod" {
+		t.Fatalf("stages %+v, want staging then prod", r.Stages)
+	}
+	staging, prod := r.Stages[0], r.Stages[1]
+	if staging.Class != "ok" || staging.State != "Proven" || staging.Gate != nil {
+		t.Errorf("staging: %s %s, gate %+v; want ok Proven, no gate", staging.Class, staging.State, staging.Gate)
+	}
+	im := staging.Images[0]
+	if im.Proven != (Version{"v3", "sha256:bbbbbbbbbbbb"}) || im.ProvenSince.Rel != "40m ago" || im.Soak == nil || !im.Soak.Done || im.Soak.Text != "soaked 30m" {
+		t.Errorf("staging's image: %+v, soak %+v", im, im.Soak)
+	}
+	if prod.Class != "bad" || prod.State != "Rolling back" ||
+		!strings.HasPrefix(prod.Summary, "sha256:bbbbbbbbbbbb failed and is rolled back to v2 (sha256:aaaaaaaaaaaa)") {
+		t.Errorf("prod: %s %s %q", prod.Class, prod.State, prod.Summary)
+	}
+	rb := prod.Images[0].Rollback
+	if rb == nil || rb.Link.URL != "http://gitea.test/platform/manifests/pulls/12" || rb.Link.Text != "#12" {
+		t.Errorf("prod's rollback: %+v", rb)
+	}
+	if len(prod.Holds) != 1 || prod.Holds[0].Digest != (Version{"v3", "sha256:bbbbbbbbbbbb"}) || prod.Holds[0].Since.Rel != "1m ago" {
+		t.Errorf("prod's holds: %+v", prod.Holds)
+	}
+	want := ClusterPods{Cluster: "in-cluster", Ready: 0, Total: 1, Old: 2, Serving: "v2 (sha256:aaaaaaaaaaaa)"}
+	if len(prod.Clusters) != 1 || prod.Clusters[0] != want {
+		t.Errorf("prod's Pods: %+v, want %+v", prod.Clusters, want)
+	}
+	if g := prod.Gate; g == nil || g.Class != "bad" || g.Text != "v3 (sha256:bbbbbbbbbbbb) is held here" {
+		t.Errorf("prod's gate: %+v", g)
+	}
+	if len(r.Events) != 2 || r.Events[0].Reason != release.ReasonRollbackOpened || r.Events[0].Class != "bad" {
+		t.Errorf("events, newest first: %+v", r.Events)
+	}
+
+	// A remote cluster that stopped answering makes its stage Unknown,
+	// naming it.
+	lg := fixtureLedger()
+	a := lg.Apps["web-staging"]
+	a.Status = &status.App{Proof: verdict.Unknown, Cluster: "spoke", Error: "cluster spoke (https://10.0.0.9:6443): the API server does not answer"}
+	lg.Apps["web-staging"] = a
+	s := BuildReleases([]Ledger{lg}, now, 0).Releases[0].Stages[0]
+	if s.Class != "bad" || s.State != "Unknown" || !strings.Contains(s.Summary, "cluster spoke") || s.Clusters[0].Cluster != "spoke" {
+		t.Errorf("staging with its cluster gone: %s %s %q %+v", s.Class, s.State, s.Summary, s.Clusters)
+	}
+}
+
+func TestBrief(t *testing.T) {
+	long := strings.Repeat("word ", 40)
+	for _, tc := range []struct{ in, summary, detail string }{
+		{"short", "short", ""},
+		{"first\nsecond", "first", "first\nsecond"},
+		{long, strings.TrimSpace(long[:139]) + "…", strings.TrimSpace(long)},
+	} {
+		s, d := brief(tc.in)
+		if s != tc.summary || d != tc.detail {
+			t.Errorf("brief(%q) = %q, %q; want %q, %q", tc.in, s, d, tc.summary, tc.detail)
+		}
+	}
+}
