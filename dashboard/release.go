@@ -107,6 +107,7 @@ type HoldView struct {
 	Digest Version
 	Since  Time
 	Reason string
+	Detail string // the whole reason
 	From   string
 }
 
@@ -190,12 +191,17 @@ func stageView(lg Ledger, env *release.Environment, now time.Time) StageView {
 			judge(4, "bad", "Held", label(si.Pinned)+" is held: "+h.Reason)
 		}
 		if p := t.Rollback; p != nil {
-			text := "rolls back to " + label(Version{p.Tag, imageref.Short(p.Digest)}) + " from " + imageref.Short(p.Failed)
+			to := label(Version{cmp.Or(p.Tag, tagOf(t, p.Digest)), imageref.Short(p.Digest)})
+			text := "rolls back to " + to + " from " + imageref.Short(p.Failed)
 			if p.PR == 0 {
 				text += " (decided; the pull request is being opened)"
 			}
 			si.Rollback = &PullView{Link: pullLink(lg.Web, p.PR, "#"+itoa(p.PR)), Text: text, Class: "bad"}
-			judge(5, "bad", "Rolling back", imageref.Short(p.Failed)+" failed and is rolled back to "+label(Version{p.Tag, imageref.Short(p.Digest)})+": "+p.Evidence)
+			why := imageref.Short(p.Failed) + " failed and is rolled back to " + to
+			if e := failure(l, env.Name, image, t, p); e != "" {
+				why += ": " + e
+			}
+			judge(5, "bad", "Rolling back", why)
 		}
 		if t.FrozenUntil != nil && t.FrozenUntil.After(now) {
 			s.FrozenUntil = at(*t.FrozenUntil, now)
@@ -217,7 +223,7 @@ func stageView(lg Ledger, env *release.Environment, now time.Time) StageView {
 	for _, h := range l.Holds {
 		if h.Env == env.Name {
 			reason, _ := brief(h.Reason)
-			s.Holds = append(s.Holds, HoldView{Image: h.Image, Digest: Version{tagOf(l.Lookup(h.Env, h.Image), h.Digest), imageref.Short(h.Digest)}, Since: at(h.Since, now), Reason: reason, From: h.From})
+			s.Holds = append(s.Holds, HoldView{Image: h.Image, Digest: Version{tagOf(l.Lookup(h.Env, h.Image), h.Digest), imageref.Short(h.Digest)}, Since: at(h.Since, now), Reason: reason, Detail: h.Reason, From: h.From})
 		}
 	}
 	for i := len(l.Events) - 1; i >= 0 && len(s.Lifted) < 3; i-- {
@@ -258,6 +264,9 @@ func gate(lg Ledger, env *release.Environment, now time.Time) *ArrowView {
 			worse("bad")
 		case t != nil && t.Pinned == u.Proven:
 			parts = append(parts, v+" is in")
+		case t != nil && t.Rollback != nil && t.Rollback.Digest == u.Proven:
+			parts = append(parts, v+" comes back with the rollback #"+itoa(t.Rollback.PR))
+			worse("bad")
 		case t != nil && t.Proposal != nil && t.Proposal.Digest == u.Proven:
 			parts = append(parts, v+" waits in #"+itoa(t.Proposal.PR))
 			worse("info")
@@ -274,6 +283,22 @@ func gate(lg Ledger, env *release.Environment, now time.Time) *ArrowView {
 		return &ArrowView{Text: "nothing proven in " + env.From + " yet", Class: "warn"}
 	}
 	return &ArrowView{Text: strings.Join(parts, "; "), Class: class}
+}
+
+// failure says why the rollback p of image in env was decided: its
+// evidence while it is being opened, else what the merge's watch or the
+// hold on the failed digest say.
+func failure(l *release.Ledger, env, image string, t *release.Track, p *release.Proposal) string {
+	if p.Evidence != "" {
+		return p.Evidence
+	}
+	if m := t.Merged; m != nil && m.Digest == p.Failed && m.Failure != "" {
+		return m.Failure
+	}
+	if h := l.Held(env, image, p.Failed); h != nil {
+		return h.Reason
+	}
+	return ""
 }
 
 func soakOf(e *release.Environment) time.Duration {
