@@ -231,6 +231,9 @@ func TestReleaseRollback(t *testing.T) {
 			poll.Until(t, 30*time.Second, "the bad digest held in prod", func() (bool, string) {
 				return r.ledger().Held("prod", r.appKey(), bad) != nil, r.ledgerSummary()
 			})
+			if tc.name == "never ready" {
+				r.seeBadRelease(t, rep, bad, rb)
+			}
 			code, out := r.pinbot(append([]string{"promote", "--env", "prod", "--image", r.app, "--digest", bad, "--force", "--reason", "again"}, gateArgs...)...)
 			if code != 1 || !strings.Contains(out, "held in prod") {
 				t.Errorf("promoting the held digest: exit %d: %s", code, out)
