@@ -57,7 +57,7 @@ func (d *demo) serve(ctx context.Context) error {
 	base := "http://" + srv.addr
 	fmt.Printf("\npinbot serve is running (PID %d, log %s).\n", srv.cmd.Process.Pid, srv.logFile)
 	fmt.Printf("Dashboard: %s/         every app the demo ran: web (pinbot's), guestbook (Argo CD's), shop-staging and shop-prod\n", base)
-	fmt.Printf("Ledger:    %s/ledger   the release chain: what is proven where, the hold and the rollback\n", base)
+	fmt.Printf("Releases:  %s/releases the release chain: what is proven where, the hold and the rollback\n", base)
 	fmt.Printf("Open it:   xdg-open %s/    (or: curl -s %s/api/v1/apps)\n", base, base)
 	if err := d.showDashboard(ctx, base); err != nil {
 		return err
