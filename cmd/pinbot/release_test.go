@@ -380,6 +380,8 @@ func TestReleaseFreezeAndAutoMerge(t *testing.T) {
 		if pr := r.openPull(r.branch("prod")); pr != nil {
 			t.Fatalf("prod's pull request opened inside the freeze window: #%d", pr.Index)
 		}
+		defer r.waitEvent(t, "web-prod", release.ReasonFreezeEnded, "the freeze window of prod ended")
+		r.waitEvent(t, "web-prod", release.ReasonFreezeStarted, "until "+frozenUntil.Format(time.RFC3339))
 	} else {
 		t.Logf("the set-up outlasted the freeze window (until %s); its check is left out this run", frozenUntil)
 	}
@@ -402,6 +404,26 @@ func TestReleaseFreezeAndAutoMerge(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// waitEvent waits for a Kubernetes Event of reason on app's object (its
+// record ConfigMap) whose message holds text.
+func (r *releaseRig) waitEvent(t *testing.T, app, reason, text string) {
+	t.Helper()
+	poll.Until(t, time.Minute, "a "+reason+" Event on "+app, func() (bool, string) {
+		evs, err := r.peers.Kube.CoreV1().Events("pinbot-system").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=pinbot-app-" + app + ",reason=" + reason})
+		if err != nil {
+			return false, err.Error()
+		}
+		var got []string
+		for _, e := range evs.Items {
+			if strings.Contains(e.Message, text) {
+				return true, ""
+			}
+			got = append(got, e.Message)
+		}
+		return false, strings.Join(got, "\n")
+	})
+}
 
 // TestReleaseFailover: serve's leader dies mid-soak; the new leader keeps
 // the soak's start from the ledger, and turns the onward pull request's
