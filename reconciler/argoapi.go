@@ -26,7 +26,7 @@ import (
 // the next pass; the HTTP client, and its connections, are the
 // Reconciler's one (argoHTTP).
 func (r *Reconciler) argoAPI() (*spoke.ArgoAPI, error) {
-	s := r.cfg.ArgoCD
+	s := r.Config().ArgoCD
 	if s == nil || s.URL == "" {
 		return nil, fmt.Errorf("reading Pods through Argo CD's API: no argocd.url in the config")
 	}
@@ -47,7 +47,7 @@ func (r *Reconciler) argoAPI() (*spoke.ArgoAPI, error) {
 // caFile.
 func (r *Reconciler) newArgoHTTP() (*http.Client, error) {
 	t := httpbound.Transport(r.answer)
-	if s := r.cfg.ArgoCD; s != nil && s.CAFile != "" {
+	if s := r.Config().ArgoCD; s != nil && s.CAFile != "" {
 		pool, err := capool.Load(s.CAFile)
 		if err != nil {
 			return nil, fmt.Errorf("Argo CD's API: %w", err)

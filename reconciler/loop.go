@@ -3,7 +3,6 @@ package reconciler
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"pinbot.dev/pinbot/internal/logctx"
@@ -64,7 +63,7 @@ func (r *Reconciler) RunUntil(ctx context.Context, stop <-chan struct{}) error {
 // show the status that replica stores.
 func (r *Reconciler) RunSome(ctx context.Context, stop <-chan struct{}, keep func(app string) bool) error {
 	r.log.Store(logctx.From(ctx))
-	for backoff := minBackoff; ; backoff = min(2*backoff, time.Duration(r.cfg.Interval)) {
+	for backoff := minBackoff; ; backoff = min(2*backoff, time.Duration(r.Config().Interval)) {
 		err := r.Check(ctx)
 		if err == nil {
 			break
@@ -81,30 +80,21 @@ func (r *Reconciler) RunSome(ctx context.Context, stop <-chan struct{}, keep fun
 		case <-time.After(backoff):
 		}
 	}
-	var wg sync.WaitGroup
-	for i := range r.cfg.Apps {
-		app := &r.cfg.Apps[i]
-		if keep != nil && !keep(app.Name) {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.runApp(ctx, stop, app)
-			if keep != nil {
-				r.apps[app.Name].forget()
-				r.history.Forget(app.Name)
-			}
-		}()
+	a := &appRuns{r: r, ctx: ctx, stop: stop, keep: keep, running: map[string]*appRun{}}
+	r.runs.add(a)
+	a.startAll(r.set.Load())
+	select { // apps come and go (SetApps) until then
+	case <-ctx.Done():
+	case <-stop:
 	}
-	wg.Wait()
+	r.runs.remove(a)
+	a.wg.Wait()
 	return nil
 }
 
-func (r *Reconciler) runApp(ctx context.Context, stop <-chan struct{}, app *config.App) {
+func (r *Reconciler) runApp(ctx context.Context, stop <-chan struct{}, app *config.App, st *appState) {
 	log := logctx.From(ctx).With("app", app.Name)
-	st := r.apps[app.Name]
-	interval := time.Duration(r.cfg.Interval)
+	interval := time.Duration(r.Config().Interval)
 	backoff := minBackoff
 	for {
 		if stopped(stop) {

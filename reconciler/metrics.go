@@ -139,9 +139,10 @@ type lastPass struct {
 // out.
 func (r *Reconciler) statuses(ctx context.Context) []lastPass {
 	var out []lastPass
-	for i := range r.cfg.Apps {
-		name := r.cfg.Apps[i].Name
-		if s, v := r.apps[name].lastPass(); s != nil {
+	set := r.set.Load()
+	for i := range set.cfg.Apps {
+		name := set.cfg.Apps[i].Name
+		if s, v := set.states[name].lastPass(); s != nil {
 			out = append(out, lastPass{status: *s, verification: v})
 			continue
 		}

@@ -25,10 +25,10 @@ func TestMetricsStatusGauges(t *testing.T) {
 		config.App{Name: "api", Repo: "http://gitea:3000/org/api.git", Branch: "main"},
 		config.App{Name: "fresh", Repo: "http://gitea:3000/org/fresh.git", Branch: "main"},
 	)
-	r.apps["web"].remember(&status.App{App: "web", Sync: status.Synced, Health: verdict.Healthy, Verified: true}, nil)
-	r.apps["api"].remember(&status.App{App: "api", Sync: status.OutOfSync, Health: verdict.Degraded},
+	r.states()["web"].remember(&status.App{App: "web", Sync: status.Synced, Health: verdict.Healthy, Verified: true}, nil)
+	r.states()["api"].remember(&status.App{App: "api", Sync: status.OutOfSync, Health: verdict.Degraded},
 		&verdict.Verification{Containers: []verdict.ContainerVerdict{{Verdict: verdict.Verified}, {Verdict: verdict.Inconclusive}, {Verdict: verdict.Pending}}})
-	r.apps["api"].remember(nil, nil) // a pass without a status keeps the last one
+	r.states()["api"].remember(nil, nil) // a pass without a status keeps the last one
 	r.metrics.countSync("web", history.Applied)
 	r.metrics.countSync("web", history.Applied)
 	r.metrics.countSync("api", history.Refused)
@@ -77,7 +77,7 @@ pinbot_sync_total{app="web",result="Applied"} 2
 	}
 
 	// The gauges follow the latest status, with no bookkeeping.
-	r.apps["api"].remember(&status.App{App: "api", Sync: status.Synced, Health: verdict.Healthy, Verified: true}, nil)
+	r.states()["api"].remember(&status.App{App: "api", Sync: status.Synced, Health: verdict.Healthy, Verified: true}, nil)
 	if err := testutil.CollectAndCompare(statusCollector{r}, strings.NewReader(`
 # HELP pinbot_app_verified 1 if every current Pod of the app runs the digests Git pins, else 0.
 # TYPE pinbot_app_verified gauge

@@ -127,16 +127,17 @@ func (r *Reconciler) Following(branch string, repoURLs ...string) []string {
 		return nil
 	}
 	var names []string
-	for i := range r.cfg.Apps {
-		a := r.cfg.Apps[i]
+	set := r.set.Load()
+	for i := range set.cfg.Apps {
+		a := set.cfg.Apps[i]
 		if a.VerifyOnly() {
-			st := r.apps[a.Name]
+			st := set.states[a.Name]
 			st.mu.Lock()
 			a = st.tracked
 			st.mu.Unlock()
 		}
 		if a.Branch == branch && want[gitforge.RepoKey(a.Repo)] {
-			names = append(names, r.cfg.Apps[i].Name)
+			names = append(names, set.cfg.Apps[i].Name)
 		}
 	}
 	return names
@@ -291,7 +292,7 @@ func (ob *observer) verify(ctx context.Context, p *pass, d *deployedApp, auth gi
 // again. want is desired by reference.
 func (ob *observer) snapshot(ctx context.Context, p *pass, d *deployedApp, namespaces []string, desired []*unstructured.Unstructured, want map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, confirmFunc, error) {
 	r := ob.r
-	if r.cfg.ArgoCDVia(p.app) == deployer.ViaAPI {
+	if r.Config().ArgoCDVia(p.app) == deployer.ViaAPI {
 		api, err := r.argoAPI()
 		if err != nil {
 			return nil, nil, err
@@ -368,7 +369,7 @@ func (r *Reconciler) Report(ctx context.Context, name string) (*status.App, *ver
 	case !a.VerifyOnly():
 		return nil, nil, fmt.Errorf("app %s: pinbot reports its own apps as it syncs them; --report is for apps Argo CD or Flux deploy", name)
 	case r.report == nil:
-		return nil, nil, fmt.Errorf("%s: reporting needs the forge section (forge.url)", r.cfg.File())
+		return nil, nil, fmt.Errorf("%s: reporting needs the forge section (forge.url)", r.Config().File())
 	}
 	if err := r.Check(ctx); err != nil {
 		return nil, nil, err

@@ -340,7 +340,7 @@ func (p *pass) reach(ctx context.Context) error {
 		return p.c.Answers(ctx)
 	}
 	ref := p.app.Cluster.KubeConfig.SecretRef
-	c, err := p.r.remotes.Flux(ctx, &deployer.SecretKey{Namespace: p.r.cfg.StateNamespace, Name: ref.Name, Key: ref.Key})
+	c, err := p.r.remotes.Flux(ctx, &deployer.SecretKey{Namespace: p.r.Config().StateNamespace, Name: ref.Name, Key: ref.Key})
 	if err != nil {
 		return err
 	}

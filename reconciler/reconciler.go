@@ -40,7 +40,9 @@ import (
 // are safe for concurrent use; passes of one app take turns. Close
 // releases its watches.
 type Reconciler struct {
-	cfg       *config.Config
+	set       atomic.Pointer[appSet] // the config and the apps' states (apps.go)
+	setMu     sync.Mutex             // serializes SetApps
+	runs      runs                   // the RunSome under way (apps.go)
 	kube      kubernetes.Interface
 	answer    time.Duration                // WithAPIResponseTimeout
 	local     *cluster.Cluster             // the cluster pinbot runs against
@@ -60,8 +62,7 @@ type Reconciler struct {
 	downAfter time.Duration               // WithClusterDownAfter
 	log       atomic.Pointer[slog.Logger] // the loop's (RunSome), for callbacks
 	metrics   *metrics
-	caps      *capabilities // the cluster's, for Helm renders (render.go)
-	apps      map[string]*appState
+	caps      *capabilities                      // the cluster's, for Helm renders (render.go)
 	loopSlots chan struct{}                      // bounds the loop's passes under way (loop.go)
 	stored    storedStatuses                     // the leader's, for a follower's metrics
 	onProof   atomic.Pointer[func(app string)]   // OnProofChange
@@ -216,7 +217,6 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	r := &Reconciler{
 		signatures: signatures,
 		reg:        o.registry,
-		cfg:        cfg,
 		kube:       kube,
 		source:     gitsource.New(o.gitCache),
 		lookups:    lookup.New(o.registry),
@@ -230,7 +230,6 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 		downAfter:  o.downAft,
 		trust:      o.trust,
 		caps:       newCapabilities(kube.Discovery(), o.now),
-		apps:       map[string]*appState{},
 		loopSlots:  make(chan struct{}, loopPasses),
 	}
 	r.metrics = newMetrics(r)
@@ -251,9 +250,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	if cfg.Forge != nil && !o.noForge {
 		r.report = &reporter{forge: o.forge, forgeURL: cfg.Forge.URL, merged: lru.New(maxMerged)}
 	}
-	for i := range cfg.Apps {
-		r.apps[cfg.Apps[i].Name] = newAppState()
-	}
+	r.set.Store(newAppSet(cfg, nil))
 	return r, nil
 }
 
@@ -262,17 +259,6 @@ func (r *Reconciler) Close() {
 	r.local.Close()
 	r.remotes.Close()
 	r.events.close()
-}
-
-// Config returns the Reconciler's configuration.
-func (r *Reconciler) Config() *config.Config { return r.cfg }
-
-func (r *Reconciler) app(name string) (*config.App, *appState, error) {
-	a, err := r.cfg.App(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	return a, r.apps[name], nil
 }
 
 // Trigger asks the running loop for a full pass of app now (a webhook, a
@@ -304,7 +290,7 @@ func (r *Reconciler) reachability(name string, down bool) {
 		log = logctx.From(context.Background())
 	}
 	log.Info("cluster reachability changed", "cluster", cmp.Or(name, "(pinbot's own)"), "down", down)
-	for _, st := range r.apps {
+	for _, st := range r.states() {
 		if c := st.cluster.Load(); c != nil && *c == name {
 			signal(st.observe)
 		}
@@ -316,9 +302,10 @@ func (r *Reconciler) reachability(name string, down bool) {
 // whose loops re-verify from their caches, so that a proof follows the
 // Pods it is about; it never blocks.
 func (r *Reconciler) changed(namespace string, owners []string) {
-	for i := range r.cfg.Apps {
-		a := &r.cfg.Apps[i]
-		if st := r.apps[a.Name]; st.runsIn(namespace, owners, a.AllowNamespaces) {
+	s := r.set.Load()
+	for i := range s.cfg.Apps {
+		a := &s.cfg.Apps[i]
+		if st := s.states[a.Name]; st.runsIn(namespace, owners, a.AllowNamespaces) {
 			signal(st.observe)
 		}
 	}
@@ -334,10 +321,11 @@ func (r *Reconciler) objectChanged(resource schema.GroupVersionResource, ns, nam
 		r.changed(ns, []string{name})
 		return
 	}
-	for i := range r.cfg.Apps {
-		a := &r.cfg.Apps[i]
+	s := r.set.Load()
+	for i := range s.cfg.Apps {
+		a := &s.cfg.Apps[i]
 		if res, ans, aname, ok := deployerObject(a); ok && res == resource && ans == ns && aname == name {
-			if st := r.apps[a.Name]; st != nil {
+			if st := s.states[a.Name]; st != nil {
 				signal(st.observe)
 			}
 		}
@@ -365,7 +353,7 @@ func deployerObject(app *config.App) (res schema.GroupVersionResource, ns, name 
 // inventory changed its content (or appeared, or went away). It wakes a
 // self-healing app's loop; it never blocks.
 func (r *Reconciler) inventoryChanged(app string) {
-	if st := r.apps[app]; st != nil {
+	if st := r.states()[app]; st != nil {
 		signal(st.wake)
 	}
 }

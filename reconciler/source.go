@@ -24,7 +24,7 @@ func (r *Reconciler) auth(app *config.App) (gitforge.Auth, error) {
 		}
 		return gitforge.Auth{Token: tok, CAFile: app.Auth.CAFile}, nil
 	}
-	f := r.cfg.Forge
+	f := r.Config().Forge
 	if f == nil || !sameHost(f.URL, app.Repo) {
 		return gitforge.Auth{}, nil
 	}

@@ -31,7 +31,9 @@ func TestCredentialsRefuseABadTokenFile(t *testing.T) {
 			want: "app web: token file " + bad + ": the token holds a line break"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := (&Reconciler{cfg: tc.cfg}).auth(tc.app)
+			r := &Reconciler{}
+			r.set.Store(newAppSet(tc.cfg, nil))
+			_, err := r.auth(tc.app)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("auth = %v, want %q", err, tc.want)
 			}

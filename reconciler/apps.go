@@ -1,0 +1,184 @@
+package reconciler
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"sync"
+
+	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/reconciler/config"
+)
+
+// appSet is the config and each app's state, replaced whole (SetApps):
+// readers take one snapshot and see a config and states that agree.
+type appSet struct {
+	cfg    *config.Config
+	states map[string]*appState
+}
+
+func newAppSet(cfg *config.Config, old *appSet) *appSet {
+	s := &appSet{cfg: cfg, states: make(map[string]*appState, len(cfg.Apps))}
+	for i := range cfg.Apps {
+		a := &cfg.Apps[i]
+		if old != nil && old.states[a.Name] != nil && sameApp(old.cfg, a) {
+			s.states[a.Name] = old.states[a.Name] // its caches and its loop go on
+			continue
+		}
+		s.states[a.Name] = newAppState()
+	}
+	return s
+}
+
+// sameApp says whether cfg declares a as it is.
+func sameApp(cfg *config.Config, a *config.App) bool {
+	was, err := cfg.App(a.Name)
+	return err == nil && reflect.DeepEqual(was, a)
+}
+
+// Config returns the Reconciler's configuration: the one it was made
+// with, its apps as SetApps last set them.
+func (r *Reconciler) Config() *config.Config { return r.set.Load().cfg }
+
+// states are the apps' states, as of now.
+func (r *Reconciler) states() map[string]*appState { return r.set.Load().states }
+
+func (r *Reconciler) app(name string) (*config.App, *appState, error) {
+	s := r.set.Load()
+	a, err := s.cfg.App(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, s.states[name], nil
+}
+
+// SetApps replaces the config's apps with apps, as a change of what
+// discover: selects is applied: the loops of the apps no longer there
+// stop (after their pass under way), those of new apps start in every
+// RunSome that keeps them, and an app whose definition changed restarts;
+// every other app's loop runs on undisturbed, its caches and its state
+// kept. The apps must be valid, as config.Config.WithDiscovered makes
+// them.
+func (r *Reconciler) SetApps(apps []config.App) (added, removed []string) {
+	r.setMu.Lock()
+	defer r.setMu.Unlock()
+	old := r.set.Load()
+	cfg := *old.cfg
+	cfg.Apps = apps
+	next := newAppSet(&cfg, old)
+	for name, st := range old.states {
+		if next.states[name] != st {
+			removed = append(removed, name)
+		}
+	}
+	for name, st := range next.states {
+		if old.states[name] != st {
+			added = append(added, name)
+		}
+	}
+	slices.Sort(added)
+	slices.Sort(removed)
+	r.set.Store(next)
+	r.runs.changed(next, removed)
+	return added, removed
+}
+
+// runs are the RunSome under way, told when the apps change.
+type runs struct {
+	mu  sync.Mutex
+	all map[*appRuns]bool
+}
+
+func (rs *runs) add(a *appRuns) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.all == nil {
+		rs.all = map[*appRuns]bool{}
+	}
+	rs.all[a] = true
+}
+
+func (rs *runs) remove(a *appRuns) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	delete(rs.all, a)
+}
+
+func (rs *runs) changed(s *appSet, removed []string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for a := range rs.all {
+		for _, name := range removed {
+			a.end(name)
+		}
+		a.startAll(s)
+	}
+}
+
+// appRuns are the app loops of one RunSome: one goroutine per app it
+// keeps, each with a stop of its own.
+type appRuns struct {
+	r    *Reconciler
+	ctx  context.Context
+	stop <-chan struct{}
+	keep func(string) bool
+
+	mu      sync.Mutex
+	running map[string]*appRun
+	wg      sync.WaitGroup
+}
+
+type appRun struct {
+	st   *appState
+	quit chan struct{}
+}
+
+// startAll starts the loop of each app of s that keep keeps and that
+// has none.
+func (a *appRuns) startAll(s *appSet) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := range s.cfg.Apps {
+		app := &s.cfg.Apps[i]
+		st := s.states[app.Name]
+		if (a.keep != nil && !a.keep(app.Name)) || a.running[app.Name] != nil {
+			continue
+		}
+		run := &appRun{st: st, quit: make(chan struct{})}
+		a.running[app.Name] = run
+		stop := merge(a.stop, run.quit)
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			a.r.runApp(a.ctx, stop, app, st)
+			if a.keep != nil {
+				st.forget()
+				a.r.history.Forget(app.Name)
+			}
+		}()
+	}
+}
+
+// end stops app's loop, after its pass under way.
+func (a *appRuns) end(name string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if run := a.running[name]; run != nil {
+		close(run.quit)
+		delete(a.running, name)
+		logctx.From(a.ctx).Info("the app is gone from the config; its loop stops", "app", name)
+	}
+}
+
+// merge is a channel closed when either a or b is.
+func merge(a <-chan struct{}, b chan struct{}) <-chan struct{} {
+	out := make(chan struct{})
+	go func() {
+		select {
+		case <-a:
+		case <-b:
+		}
+		close(out)
+	}()
+	return out
+}
