@@ -24,10 +24,11 @@ import (
 const DefaultReloadInterval = 5 * time.Second
 
 // RunReloading runs serve (Run) on the config src holds, and, in the same
-// process, on each new valid config the file holds and each change of the
-// apps its discover: entries select: the old turn shuts down as at
-// SIGTERM (the pass in flight ends, the Lease is released) before the
-// new one starts. A change that fails to validate or to open is logged
+// process, on each new valid config the file holds: the old turn shuts
+// down as at SIGTERM (the pass in flight ends, the Lease is released)
+// before the new one starts. A change of the apps its discover: entries
+// select is applied in place: only the loops of the apps that came or
+// went start or stop. A change that fails to validate or to open is logged
 // with its reason and counted, and serve keeps the config it runs. The
 // first config failing is the error.
 func RunReloading(ctx context.Context, src Source, o Options) error {
@@ -47,7 +48,7 @@ func RunReloading(ctx context.Context, src Source, o Options) error {
 		turnCtx, cancel := context.WithCancel(ctx)
 		next := make(chan turn, 1)
 		go func(cur turn) {
-			if t, ok := l.next(turnCtx, cur); ok {
+			if t, ok := l.next(turnCtx, &cur); ok {
 				next <- t
 				cancel()
 			}
@@ -88,6 +89,8 @@ type reloader struct {
 
 	reloads *prometheus.CounterVec // pinbot_config_reloads_total{result}
 	ok      prometheus.Gauge       // pinbot_config_last_reload_successful
+	// rediscoveries counts changes of the discovered apps applied in place.
+	rediscoveries prometheus.Counter // pinbot_discovery_changes_total
 }
 
 func newReloader(src Source) *reloader {
@@ -104,6 +107,10 @@ func newReloader(src Source) *reloader {
 			Name: "pinbot_config_last_reload_successful",
 			Help: "1 unless the config file's last change was refused; serve then runs on the config it had.",
 		}),
+		rediscoveries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pinbot_discovery_changes_total",
+			Help: "Changes of the apps discover: selects, applied in place: only the apps that came or went start or stop.",
+		}),
 	}
 }
 
@@ -112,7 +119,7 @@ func (l *reloader) collectors() []prometheus.Collector {
 	l.ok.Set(1)
 	l.reloads.WithLabelValues("applied")
 	l.reloads.WithLabelValues("refused")
-	return []prometheus.Collector{l.reloads, l.ok}
+	return []prometheus.Collector{l.reloads, l.ok, l.rediscoveries}
 }
 
 // open loads the config file, adds the apps its discover: entries select
@@ -147,12 +154,16 @@ func (l *reloader) dynamic() (dynamic.Interface, error) {
 // next blocks until the file holds a new valid config, or the apps that
 // cur's discover: entries select change, and returns the new turn; ok is
 // false when ctx ended first.
-func (l *reloader) next(ctx context.Context, cur turn) (next turn, ok bool) {
+func (l *reloader) next(ctx context.Context, cur *turn) (next turn, ok bool) {
 	log := logctx.From(ctx)
-	var changed <-chan struct{}
+	var (
+		changed <-chan struct{}
+		watch   *discover.Watcher
+	)
 	if len(cur.cfg.Discover) > 0 {
 		if dyn, err := l.dynamic(); err == nil {
-			changed = discover.Watch(ctx, dyn, cur.cfg.Discover, cur.discovered).Changed()
+			watch = discover.Watch(ctx, dyn, cur.cfg.Discover, cur.discovered)
+			changed = watch.Changed()
 		}
 	}
 	tick := time.NewTicker(l.src.Every)
@@ -166,7 +177,7 @@ func (l *reloader) next(ctx context.Context, cur turn) (next turn, ok bool) {
 			// Applied at the next look: a burst of changes (many objects
 			// created at once) is one restart, not one each.
 			if !pending {
-				log.Info("the apps discover: selects changed; serve restarts its loops on them at the next look")
+				log.Info("the apps discover: selects changed; their loops start or stop at the next look")
 			}
 			pending = true
 			continue
@@ -181,6 +192,16 @@ func (l *reloader) next(ctx context.Context, cur turn) (next turn, ok bool) {
 		sum := sha256.Sum256(data)
 		fileChanged := !bytes.Equal(sum[:], l.sum[:])
 		if !fileChanged && !pending {
+			continue
+		}
+		if !fileChanged {
+			// Only what discover: selects changed: the apps that came
+			// start, those gone stop, and every other loop runs on.
+			if err := l.rediscover(ctx, cur, watch); err != nil {
+				log.Error("cannot apply the discovered apps yet; serve keeps the ones it runs and tries again", "error", err.Error())
+				continue
+			}
+			pending = false
 			continue
 		}
 		t, err := l.open(ctx)
@@ -202,4 +223,22 @@ func (l *reloader) next(ctx context.Context, cur turn) (next turn, ok bool) {
 		}
 		return t, true
 	}
+}
+
+// rediscover applies a change of the apps cur's discover: entries select
+// to its running Reconciler (reconciler.Reconciler.SetApps), and re-arms
+// watch on the apps now run.
+func (l *reloader) rediscover(ctx context.Context, cur *turn, watch *discover.Watcher) error {
+	cfg, discovered, err := l.src.config(ctx, l.dynamic)
+	if err != nil {
+		return err
+	}
+	added, removed := cur.r.SetApps(cfg.Apps)
+	cur.discovered = discovered
+	if watch != nil {
+		watch.Apps() // reported: the next change is one from these
+	}
+	l.rediscoveries.Inc()
+	logctx.From(ctx).Info("the apps discover: selects changed; only theirs start and stop", "started", added, "stopped", removed, "apps", len(cfg.Apps))
+	return nil
 }

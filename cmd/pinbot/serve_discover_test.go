@@ -24,7 +24,8 @@ import (
 // TestServeDiscoversApplications runs serve on a config that lists no
 // app and selects Argo CD Applications by label: the three labelled ones
 // become verify-only apps, the unlabelled one does not; a fourth created
-// later is picked up, and a deleted one goes, with no restart.
+// later is picked up, and a deleted one goes, in place: only their loops
+// start and stop.
 func TestServeDiscoversApplications(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -97,6 +98,17 @@ spec:
 		t.Fatal(err)
 	}
 	want("a deleted Application gone", "alpha", "delta", "gamma")
+	// In place: only delta's and beta's loops started and stopped; the
+	// others ran on, and serve never restarted its turn.
+	log := rep.log.String()
+	for _, line := range []string{`started=[delta] stopped=[]`, `started=[] stopped=[beta]`, `"the app is gone from the config; its loop stops" app=beta`} {
+		if !strings.Contains(log, line) {
+			t.Errorf("serve's log lacks %s:\n%s", line, log)
+		}
+	}
+	if strings.Contains(log, "restarts its loops") {
+		t.Errorf("serve restarted every loop on a discovery change:\n%s", log)
+	}
 	select {
 	case err := <-rep.done:
 		t.Fatalf("serve exited: %v", err)
