@@ -50,6 +50,9 @@ type Track struct {
 	// proof first held without a break since: the soak's start.
 	Proven      string     `json:"proven,omitempty"`
 	ProvenSince *time.Time `json:"provenSince,omitempty"`
+	// SoakedAt is when Proven completed the environment's soak (unset
+	// while it soaks, or with no soak).
+	SoakedAt *time.Time `json:"soakedAt,omitempty"`
 	// Commit and Pods are the last proof's (or the last look's).
 	Commit string `json:"commit,omitempty"`
 	Pods   []Pod  `json:"pods,omitempty"`
@@ -193,13 +196,17 @@ const (
 	ReasonChainStopped    = "ChainStopped"
 	ReasonFreezeStarted   = "FreezeStarted"
 	ReasonFreezeEnded     = "FreezeEnded"
+	// ReasonAttested and ReasonAttestationFailed say whether serve
+	// attached the signed "proven running" attestation of a proof.
+	ReasonAttested          = "Attested"
+	ReasonAttestationFailed = "AttestationFailed"
 )
 
 // Warning says whether an event of reason is bad news: a Kubernetes
 // Event of type Warning rather than Normal.
 func Warning(reason string) bool {
 	switch reason {
-	case ReasonProofBroke, ReasonHeld, ReasonRollbackOpened, ReasonReported, ReasonRefused, ReasonChainStopped:
+	case ReasonProofBroke, ReasonHeld, ReasonRollbackOpened, ReasonReported, ReasonRefused, ReasonChainStopped, ReasonAttestationFailed:
 		return true
 	}
 	return false

@@ -123,7 +123,7 @@ func (s stepper) repin(t *Track, env Environment, image, pinned string) {
 	}
 	first := t.Pinned == ""
 	t.Pinned, t.PinnedAt = pinned, s.now
-	t.Proven, t.ProvenSince = "", nil
+	t.Proven, t.ProvenSince, t.SoakedAt = "", nil, nil
 	if first {
 		return // pinbot's first look: nothing merged that it saw
 	}
@@ -169,15 +169,20 @@ func (s stepper) prove(t *Track, env Environment, image string, obs Assessment) 
 		if t.Proven != "" {
 			s.l.event(s.now, env.Name, image, ReasonProofBroke, "the proof of "+imageref.Short(t.Proven)+" broke: "+obs.Why)
 		}
-		t.Proven, t.ProvenSince, t.Why = "", nil, obs.Why
+		t.Proven, t.ProvenSince, t.SoakedAt, t.Why = "", nil, nil, obs.Why
 		return
 	}
 	t.Why = ""
 	if t.Proven != t.Pinned {
 		since := s.now
-		t.Proven, t.ProvenSince = t.Pinned, &since
+		t.Proven, t.ProvenSince, t.SoakedAt = t.Pinned, &since, nil
 		s.l.event(s.now, env.Name, image, ReasonProven, "proven "+imageref.Short(t.Pinned))
 		s.liftHolds(env.Name, image, t.Pinned, t.PinnedAt)
+	}
+	if _, soaked := t.Soaked(s.now, env.Soak); env.Soak > 0 && soaked && t.SoakedAt == nil {
+		at := s.now
+		t.SoakedAt = &at
+		s.l.event(s.now, env.Name, image, ReasonSoaked, fmt.Sprintf("%s soaked in %s for %s", imageref.Short(t.Proven), env.Name, env.Soak))
 	}
 	if t.LastProven != t.Pinned {
 		t.PrevProven, t.LastProven = t.LastProven, t.Pinned
@@ -355,9 +360,6 @@ func (s stepper) onward(env Environment, image string) []Action {
 		// A green gate stays posted as it was: its "for how long" moves.
 		if posted := (PostedGate{State: state, Description: desc}); p.Gate == nil || *p.Gate != posted && (state != commitstatus.Success || p.Gate.State != commitstatus.Success) {
 			out = append(out, gateAction(name, image, p, state, desc))
-			if state == commitstatus.Success && t.Proven == p.Digest && env.Soak > 0 {
-				s.l.event(s.now, env.Name, image, ReasonSoaked, fmt.Sprintf("%s soaked in %s for %s: the promotion into %s (#%d) may merge", imageref.Short(p.Digest), env.Name, env.Soak, name, p.PR))
-			}
 		}
 		if next.AutoMerge && state == commitstatus.Success && !frozen {
 			out = append(out, mergeAction(name, image, p, false))
