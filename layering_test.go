@@ -82,6 +82,9 @@ var allowed = map[string][]string{
 	// Signing as cosign does: a key, bundles, referrers; no policy.
 	"trust/sign":      {"internal/redact"},
 	"trust/trusttest": {"trust/sign", "internal/redact"},
+	// pinbot's "proven running" attestation: written with trust/sign,
+	// read back through trust's verification; nothing of the release.
+	"trust/attest": append([]string{"trust", "trust/sign", "trust/policy", "registry"}, leaves...),
 
 	// The release chain: pure decisions, their store in the cluster, and
 	// the gate other tools ask.

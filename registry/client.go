@@ -309,6 +309,13 @@ func canonicalHost(host string) string {
 // explicitKeychain serves WithBasicAuth credentials by registry host.
 type explicitKeychain map[string]authn.AuthConfig
 
+// PushOptions are go-containerregistry's remote options to write to
+// registries as this Client reads them: its credentials (the same
+// chain), its transport (retries, bounds, CA, redaction) and ctx.
+func (c *Client) PushOptions(ctx context.Context) []remote.Option {
+	return []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(c.keychain), remote.WithTransport(c.rt)}
+}
+
 // Resolve implements authn.Keychain.
 func (k explicitKeychain) Resolve(target authn.Resource) (authn.Authenticator, error) {
 	if cfg, ok := k[canonicalHost(target.RegistryStr())]; ok {

@@ -1,0 +1,114 @@
+package attest_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"io"
+	"log"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"pinbot.dev/pinbot/registry"
+	"pinbot.dev/pinbot/trust/attest"
+	"pinbot.dev/pinbot/trust/sign"
+)
+
+func newKey(t *testing.T) (*sign.Key, []byte) {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := sign.NewKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := k.PublicPEM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, pub
+}
+
+// TestWriteThenVerify: an attestation written for a proof is read back
+// from the registry alone and passes for its environment and soak; it
+// fails for another key, another environment, a longer soak, and a
+// digest with none, each saying why. On a registry with and without the
+// Referrers API.
+func TestWriteThenVerify(t *testing.T) {
+	for _, referrers := range []bool{true, false} {
+		t.Run(map[bool]string{true: "referrers API", false: "tag scheme"}[referrers], func(t *testing.T) {
+			srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.WithReferrersSupport(referrers), ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+			t.Cleanup(srv.Close)
+			image := strings.TrimPrefix(srv.URL, "http://") + "/acme/web"
+			push := func(tag string) string {
+				img, err := random.Image(512, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ref, _ := name.ParseReference(image + ":" + tag)
+				if err := remote.Write(ref, img); err != nil {
+					t.Fatal(err)
+				}
+				d, _ := img.Digest()
+				return d.String()
+			}
+			digest, other := push("v3"), push("v4")
+			key, pub := newKey(t)
+			_, otherPub := newKey(t)
+			files := fstest.MapFS{"cosign.pub": {Data: pub}, "other.pub": {Data: otherPub}}
+			since := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+			p := attest.Predicate{Environment: "staging", Repository: "acme/manifests", Commit: "0123456789abcdef0123456789abcdef01234567",
+				Image: image, Digest: digest, Tag: "v3", Stage: attest.StageSoaked, ProvenSince: since, ProvenFor: attest.Duration(25 * time.Hour),
+				Soak: attest.Duration(24 * time.Hour), Clusters: []string{"in-cluster"}, Apps: []string{"web-staging"},
+				Pods: []attest.Pod{{Namespace: "staging", Name: "web-1", Container: "app", Node: "node-a", Running: digest}},
+				Rules: attest.Rules, Pinbot: "v0.4.0", AttestedAt: since.Add(25 * time.Hour)}
+			ctx := context.Background()
+			if _, err := attest.Write(ctx, key, p); err != nil {
+				t.Fatal(err)
+			}
+			reg, err := registry.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range []struct {
+				name   string
+				q      attest.Query
+				passed bool
+				why    string
+			}{
+				{"its environment and soak", attest.Query{Env: "staging", MinSoak: 24 * time.Hour, Keys: []string{"cosign.pub"}}, true, ""},
+				{"another key", attest.Query{Env: "staging", Keys: []string{"other.pub"}}, false, "key other.pub"},
+				{"another environment", attest.Query{Env: "prod", Keys: []string{"cosign.pub"}}, false, "proven in staging, not prod"},
+				{"a longer soak", attest.Query{Env: "staging", MinSoak: 48 * time.Hour, Keys: []string{"cosign.pub"}}, false, "for 25h0m0s, less than 48h0m0s"},
+				{"no attestation", attest.Query{Digest: other, Env: "staging", Keys: []string{"cosign.pub"}}, false, "no " + attest.PredicateType + " attestation is attached"},
+			} {
+				q := tc.q
+				q.Image, q.Files = image, files
+				if q.Digest == "" {
+					q.Digest = digest
+				}
+				a, err := attest.Verify(ctx, reg, q)
+				if err != nil {
+					t.Fatalf("%s: %v", tc.name, err)
+				}
+				if a.Passed != tc.passed || !strings.Contains(strings.Join(a.Why, "\n"), tc.why) {
+					t.Errorf("%s: passed %v, why %q; want %v and %q", tc.name, a.Passed, a.Why, tc.passed, tc.why)
+				}
+				if a.Passed && (a.Predicate.Pods[0].Name != "web-1" || a.Predicate.Tag != "v3" || !strings.HasPrefix(a.Signer, "key cosign.pub")) {
+					t.Errorf("%s: predicate %+v signer %q", tc.name, a.Predicate, a.Signer)
+				}
+			}
+		})
+	}
+}
