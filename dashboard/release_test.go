@@ -22,8 +22,8 @@ func fixtureLedger() Ledger {
 	*l.Track("prod", "platform/web") = release.Track{Pinned: digestB, PinnedTag: "v3",
 		Why:        "app web-prod is Progressing: Deployment/web-prod: 1 of 3 updated replicas are not Ready\nPod prod/web-prod-new container app: not Ready",
 		LastProven: digestA, LastProvenTag: "v2",
-		Merged:     &release.Merge{Digest: digestB, At: now.Add(-2 * time.Minute), Done: true, Failure: "not proven within 1m"},
-		Rollback:   &release.Proposal{PR: 12, Digest: digestA, Tag: "v2", Failed: digestB, Evidence: "not proven within 1m0s of the merge: app web-prod is Progressing\nPod prod/web-prod-new container app: not Ready for 1m30s"}}
+		Merged:   &release.Merge{Digest: digestB, At: now.Add(-2 * time.Minute), Done: true, Failure: "not proven within 1m"},
+		Rollback: &release.Proposal{PR: 12, Digest: digestA, Tag: "v2", Failed: digestB, Evidence: "not proven within 1m0s of the merge: app web-prod is Progressing\nPod prod/web-prod-new container app: not Ready for 1m30s"}}
 	l.Holds = []release.Hold{{Env: "prod", Image: "platform/web", Digest: digestB, Reason: "failed to prove in prod: not proven within 1m0s of the merge", Since: now.Add(-time.Minute), From: "prod"}}
 	l.Events = []release.Event{
 		{At: now.Add(-10 * time.Minute), Env: "staging", Image: "platform/web", Reason: release.ReasonSoaked, What: "soaked 30m"},

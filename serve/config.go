@@ -25,6 +25,11 @@ type Config struct {
 	// webhooks signed with HMAC-SHA256, or Slack-compatible incoming
 	// webhooks, each selecting events by reason and environment.
 	Notify []notify.Target `yaml:"notify"`
+	// Attest, when set, makes serve sign a "proven running" attestation
+	// each time a digest is proven in an environment of a release chain,
+	// and again when its soak completes, and attach it to the image
+	// (package trust/attest).
+	Attest *Attest `yaml:"attest"`
 }
 
 // Target is one manifest repository that serve promotes into on its own:
@@ -87,6 +92,9 @@ func Parse(file string, data []byte) (*Config, error) {
 			problems = append(problems, fmt.Sprintf("%s:%d: notify %s: %s", file, n.Line(), clip.Quote(n.Name), msg))
 		}
 		n.Resolve(filepath.Dir(file))
+	}
+	if c.Attest != nil && c.Attest.KeyFile == "" {
+		problems = append(problems, fmt.Sprintf("%s: attest.keyFile: required: the private key the attestations are signed with", file))
 	}
 	err = c.Complete(file, root)
 	if len(problems) > 0 {

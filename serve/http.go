@@ -36,6 +36,9 @@ func (d *daemon) registerMetrics() error {
 	})
 	cs := []prometheus.Collector{leader, d.shardsHeld(), d.refusals, d.promotions, d.requests, d.release.decisions, d.release.holds}
 	cs = append(cs, d.release.chainm.collectors()...)
+	if a := d.release.attester; a != nil {
+		cs = append(cs, a.written)
+	}
 	if d.notify != nil {
 		cs = append(cs, d.notify.Collector())
 	}

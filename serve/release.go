@@ -55,6 +55,7 @@ type releaser struct {
 	decisions *prometheus.CounterVec // pinbot_release_decisions_total
 	holds     *prometheus.GaugeVec   // pinbot_release_holds
 	chainm    *chainMetrics
+	attester  *attester // nil without attest:
 	// warned are the unknown apps already logged (warnUnknownApps).
 	warned map[string]bool
 	// pulls are the other pull requests' heads as last read, and the
@@ -98,6 +99,18 @@ func (rl *releaser) proofChanged(app string) {
 		case rl.kick <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// wake makes repo's chain due now, so that what was written into its
+// ledger between steps (an attestation's outcome) is announced at once.
+func (rl *releaser) wake(repo string) {
+	rl.mu.Lock()
+	rl.sched.wake(repo, rl.now())
+	rl.mu.Unlock()
+	select {
+	case rl.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -324,6 +337,7 @@ func (rl *releaser) announce(repo string, chain release.Chain, l *release.Ledger
 		}
 		rl.decisions.WithLabelValues(repo, e.Env, e.Reason).Inc()
 		rl.chainm.observe(repo, chain, l, e)
+		rl.attester.observe(repo, chain, l, e, rl.now())
 		var apps []string
 		if env, ok := chain.Get(e.Env); ok {
 			apps = env.Apps

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -186,6 +187,13 @@ func newDaemon(cfg *Config, r *reconciler.Reconciler, kube kubernetes.Interface,
 		return nil, err
 	}
 	d.release = newReleaser(d)
+	if cfg.Attest != nil && d.promote != nil {
+		key, err := cfg.Attest.key(filepath.Dir(cfg.File()))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.File(), err)
+		}
+		d.release.attester = newAttester(d.release, key)
+	}
 	if len(cfg.Notify) > 0 {
 		if d.notify, err = notify.New(cfg.Notify, notify.Options{}); err != nil {
 			return nil, err
@@ -379,6 +387,9 @@ func (d *daemon) loops(ctx context.Context, stop <-chan struct{}) error {
 	go func() { drifted <- runDrift(driftCtx, d.drift) }()
 	released := make(chan struct{})
 	go func() { defer close(released); d.release.run(driftCtx) }()
+	if a := d.release.attester; a != nil {
+		go a.run(driftCtx)
+	}
 	var err error
 	if d.sharded() { // the shards' holders pass the apps
 		select {

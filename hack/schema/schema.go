@@ -14,6 +14,7 @@ import (
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/serve"
+	"pinbot.dev/pinbot/trust/attest"
 )
 
 // Files are what docs/schema holds, by file name: each config file's
@@ -23,6 +24,7 @@ var Files = map[string]func() ([]byte, error){
 	"pinbot-config.schema.json":     jsonFile(Config),
 	"pinbot-repository.md":          markdownFile(Repository, "`.pinbot.yaml` reference", repositoryIntro),
 	"pinbot-config.md":              markdownFile(Config, "serve's config reference", configIntro),
+	"proven-running.v1.schema.json": jsonFile(ProvenRunning),
 }
 
 const (
@@ -44,6 +46,13 @@ func Repository() (*jsonschema.Schema, error) {
 func Config() (*jsonschema.Schema, error) {
 	return generate(&serve.Config{}, "https://pinbot.dev/schema/pinbot-config.schema.json",
 		"pinbot serve and reconciler config: the apps, the forge, promote entries and the signature policy")
+}
+
+// ProvenRunning is the schema of the predicate of pinbot's "proven
+// running" attestation (attest.PredicateType).
+func ProvenRunning() (*jsonschema.Schema, error) {
+	return generateTagged(&attest.Predicate{}, "json", "https://pinbot.dev/schema/proven-running.v1.schema.json",
+		"pinbot proven running attestation, predicate v1 ("+attest.PredicateType+")")
 }
 
 func jsonFile(gen func() (*jsonschema.Schema, error)) func() ([]byte, error) {
@@ -71,11 +80,16 @@ func markdownFile(gen func() (*jsonschema.Schema, error), title, intro string) f
 }
 
 // The packages whose doc comments describe the config types' fields.
-var commented = []string{"promote", "release", "serve", "reconciler/config", "reconciler/deployer", "reconciler/ignore", "trust/policy"}
+var commented = []string{"promote", "release", "serve", "reconciler/config", "reconciler/deployer", "reconciler/ignore", "trust/policy", "trust/attest"}
 
 func generate(v any, id, title string) (*jsonschema.Schema, error) {
+	return generateTagged(v, "yaml", id, title)
+}
+
+// generateTagged is the schema of v, its field names from tag.
+func generateTagged(v any, tag, id, title string) (*jsonschema.Schema, error) {
 	r := &jsonschema.Reflector{
-		FieldNameTag:               "yaml",
+		FieldNameTag:               tag,
 		RequiredFromJSONSchemaTags: true, // nothing is required by the Go types alone
 		AllowAdditionalProperties:  false,
 		Mapper:                     durations,
@@ -105,7 +119,7 @@ func generate(v any, id, title string) (*jsonschema.Schema, error) {
 
 // durations are written as Go duration strings ("60s", "30m").
 func durations(t reflect.Type) *jsonschema.Schema {
-	if t == reflect.TypeFor[time.Duration]() || t == reflect.TypeFor[config.Duration]() {
+	if t == reflect.TypeFor[time.Duration]() || t == reflect.TypeFor[config.Duration]() || t == reflect.TypeFor[attest.Duration]() {
 		return &jsonschema.Schema{Type: "string", Pattern: `^-?([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`, Description: "a Go duration such as 60s, 30m or 1h30m"}
 	}
 	return nil

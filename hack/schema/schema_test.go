@@ -2,15 +2,19 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	invopop "github.com/invopop/jsonschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"sigs.k8s.io/yaml"
+
+	"pinbot.dev/pinbot/trust/attest"
 )
 
 // TestCommittedSchemasAreCurrent: docs/schema holds what the Go types
@@ -161,5 +165,32 @@ func TestReferencePages(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPredicateSchemaJudgesAttestations: what serve writes as the proven
+// running predicate passes its schema; a predicate with an unknown key
+// or a number for a duration fails.
+func TestPredicateSchemaJudgesAttestations(t *testing.T) {
+	s := compile(t, "proven-running.v1.schema.json")
+	since := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	p := attest.Predicate{Environment: "staging", Repository: "acme/manifests", Image: "gitea.example/acme/web", Digest: "sha256:" + strings.Repeat("a", 64),
+		Stage: attest.StageSoaked, ProvenSince: since, ProvenFor: attest.Duration(25 * time.Hour), Soak: attest.Duration(24 * time.Hour),
+		Clusters: []string{"in-cluster"}, Apps: []string{"web-staging"}, Pods: []attest.Pod{{Namespace: "staging", Name: "web-1", Container: "app"}},
+		Rules: attest.Rules, Pinbot: "v0.4.0", AttestedAt: since}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(instance(t, string(b))); err != nil {
+		t.Errorf("a predicate serve writes fails its schema: %v", err)
+	}
+	for _, bad := range []string{
+		strings.Replace(string(b), `"stage"`, `"stagee"`, 1),
+		strings.Replace(string(b), `"provenFor":"25h0m0s"`, `"provenFor":90000`, 1),
+	} {
+		if err := s.Validate(instance(t, bad)); err == nil {
+			t.Errorf("the schema passes a bad predicate:\n%s", bad)
+		}
 	}
 }

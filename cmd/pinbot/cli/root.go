@@ -140,6 +140,7 @@ func newRootCommand(out *output.Writer) *cobra.Command {
 		newLedgerCommand(g),
 		newHoldCommand(g),
 		newProtectCommand(g),
+		newAttestCommand(g),
 	)
 	return root
 }

@@ -1,0 +1,209 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"pinbot.dev/pinbot/internal/buildinfo"
+	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/trust/attest"
+	signing "pinbot.dev/pinbot/trust/sign"
+)
+
+// Attest is serve's attest: section: the key it signs its "proven
+// running" attestations with (package trust/attest).
+//
+//	attest:
+//	  keyFile: /etc/pinbot/attest/cosign.key     # cosign generate-key-pair's, or a PEM key
+//	  passwordFile: /etc/pinbot/attest/password  # its password, if it has one
+type Attest struct {
+	// KeyFile is the private key, relative to the config file's directory.
+	KeyFile string `yaml:"keyFile"`
+	// PasswordFile holds the key's password (COSIGN_PASSWORD's), if any.
+	PasswordFile string `yaml:"passwordFile"`
+}
+
+// key loads the key, its paths relative to dir.
+func (a *Attest) key(dir string) (*signing.Key, error) {
+	if a.KeyFile == "" {
+		return nil, fmt.Errorf("attest.keyFile: required: the private key the attestations are signed with")
+	}
+	path := a.KeyFile
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, path)
+	}
+	var password []byte
+	if a.PasswordFile != "" {
+		pw := a.PasswordFile
+		if !filepath.IsAbs(pw) {
+			pw = filepath.Join(dir, pw)
+		}
+		b, err := os.ReadFile(pw)
+		if err != nil {
+			return nil, fmt.Errorf("attest.passwordFile: %w", err)
+		}
+		password = []byte(strings.TrimRight(string(b), "\r\n"))
+		redact.Register(string(password))
+	}
+	k, err := signing.LoadKey(path, password)
+	if err != nil {
+		return nil, fmt.Errorf("attest.keyFile %s: %w", a.KeyFile, err)
+	}
+	return k, nil
+}
+
+// attestQueue bounds the attestations waiting to be written: a registry
+// that is down holds up no more than this many, the oldest dropped.
+const attestQueue = 64
+
+// attestTries bounds the writes of one attestation, with backoff from
+// attestRetry.
+const (
+	attestTries = 5
+	attestRetry = 2 * time.Second
+)
+
+// attester writes a signed "proven running" attestation each time the
+// leader's release step says a digest was proven in an environment, and
+// again when its soak completed. It never holds up the release: a write
+// that fails is retried, then recorded in the ledger (an
+// AttestationFailed decision: an Event, a notification, the release
+// page) and counted.
+type attester struct {
+	rl   *releaser
+	key  *signing.Key
+	jobs chan attest.Predicate
+
+	written *prometheus.CounterVec // pinbot_attestations_total{result}
+}
+
+func newAttester(rl *releaser, key *signing.Key) *attester {
+	a := &attester{rl: rl, key: key, jobs: make(chan attest.Predicate, attestQueue),
+		written: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pinbot_attestations_total",
+			Help: "Proven running attestations, by result: written (signed and attached to the image), failed (after retries) or dropped (the queue was full).",
+		}, []string{"result"})}
+	for _, r := range []string{"written", "failed", "dropped"} {
+		a.written.WithLabelValues(r)
+	}
+	return a
+}
+
+// observe queues the attestation that event e of repo's ledger l calls
+// for: a proof, or a soak completed.
+func (a *attester) observe(repo string, chain release.Chain, l *release.Ledger, e release.Event, now time.Time) {
+	if a == nil || (e.Reason != release.ReasonProven && e.Reason != release.ReasonSoaked) {
+		return
+	}
+	t := l.Lookup(e.Env, e.Image)
+	if t == nil || t.Proven == "" || t.ProvenSince == nil {
+		return
+	}
+	env, _ := chain.Get(e.Env)
+	p := attest.Predicate{Environment: e.Env, Repository: repo, Commit: t.Commit, Image: e.Image, Digest: t.Proven, Tag: t.PinnedTag,
+		Stage: attest.StageProven, ProvenSince: *t.ProvenSince, ProvenFor: attest.Duration(max(e.At.Sub(*t.ProvenSince), 0)),
+		Rules: attest.Rules, Pinbot: buildinfo.Current().Version, AttestedAt: now}
+	if e.Reason == release.ReasonSoaked {
+		p.Stage = attest.StageSoaked
+	}
+	if env != nil {
+		p.Soak = attest.Duration(env.Soak)
+		p.Apps = slices.Clone(env.Apps)
+	}
+	clusters := map[string]string{}
+	for _, app := range p.Apps {
+		if st, _, err := a.rl.d.r.Last(app); err == nil && st != nil {
+			clusters[app] = cmpOr(st.Cluster, "in-cluster")
+		}
+	}
+	for _, pod := range t.Pods {
+		p.Pods = append(p.Pods, attest.Pod{Cluster: clusters[pod.App], Namespace: pod.Namespace, Name: pod.Pod, Container: pod.Container, Node: pod.Node, Running: pod.Running})
+		if c := clusters[pod.App]; c != "" && !slices.Contains(p.Clusters, c) {
+			p.Clusters = append(p.Clusters, c)
+		}
+		if id := pod.Running; id != "" && !slices.Contains(p.ImageIDs, id) {
+			p.ImageIDs = append(p.ImageIDs, id)
+		}
+	}
+	select {
+	case a.jobs <- p:
+	default:
+		a.written.WithLabelValues("dropped").Inc()
+	}
+}
+
+// run writes the queued attestations until ctx ends.
+func (a *attester) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case p := <-a.jobs:
+			a.write(ctx, p)
+		}
+	}
+}
+
+// write signs and attaches p, retrying; the outcome goes into the ledger.
+func (a *attester) write(ctx context.Context, p attest.Predicate) {
+	log := logctx.From(ctx).With("env", p.Environment, "image", p.Image, "digest", p.Digest, "stage", p.Stage)
+	var err error
+	for try, wait := 1, attestRetry; try <= attestTries; try, wait = try+1, 2*wait {
+		opts := a.rl.d.promote.reg.PushOptions(ctx)
+		ref, werr := attest.Write(ctx, a.key, p, opts...)
+		if err = werr; err == nil {
+			a.written.WithLabelValues("written").Inc()
+			log.Info("wrote the proven running attestation", "attestation", ref.String())
+			a.record(ctx, p, release.ReasonAttested, fmt.Sprintf("attested %s proven running (%s, for %s) as %s", imageref.Short(p.Digest), p.Stage, time.Duration(p.ProvenFor).Round(time.Second), imageref.Short(digestOf(ref.String()))))
+			return
+		}
+		if try == attestTries || ctx.Err() != nil {
+			break
+		}
+		log.Warn("writing the proven running attestation failed; retrying", "in", wait, "error", redact.String(err.Error()))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+	a.written.WithLabelValues("failed").Inc()
+	msg := redact.String(err.Error())
+	log.Warn("writing the proven running attestation failed", "error", msg)
+	a.record(ctx, p, release.ReasonAttestationFailed, fmt.Sprintf("could not attest %s proven running (%s): %s", imageref.Short(p.Digest), p.Stage, msg))
+}
+
+// record notes an attestation's outcome in the ledger, whose next step
+// announces it (Event, notification, the release page).
+func (a *attester) record(ctx context.Context, p attest.Predicate, reason, what string) {
+	err := a.rl.ledgers.Update(ctx, p.Repository, func(l *release.Ledger) error {
+		l.Log(time.Now(), p.Environment, p.Image, reason, what)
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		logctx.From(ctx).Warn("recording the attestation in the ledger", "error", redact.String(err.Error()))
+	}
+	a.rl.wake(p.Repository)
+}
+
+func digestOf(ref string) string {
+	_, d, _ := strings.Cut(ref, "@")
+	return d
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
