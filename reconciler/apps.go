@@ -79,7 +79,7 @@ func (r *Reconciler) SetApps(apps []config.App) (added, removed []string) {
 	slices.Sort(added)
 	slices.Sort(removed)
 	r.set.Store(next)
-	r.runs.changed(next, removed)
+	r.runs.changed(removed)
 	return added, removed
 }
 
@@ -104,14 +104,14 @@ func (rs *runs) remove(a *appRuns) {
 	delete(rs.all, a)
 }
 
-func (rs *runs) changed(s *appSet, removed []string) {
+func (rs *runs) changed(removed []string) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	for a := range rs.all {
 		for _, name := range removed {
 			a.end(name)
 		}
-		a.startAll(s)
+		a.startAll()
 	}
 }
 
@@ -133,11 +133,14 @@ type appRun struct {
 	quit chan struct{}
 }
 
-// startAll starts the loop of each app of s that keep keeps and that
-// has none.
-func (a *appRuns) startAll(s *appSet) {
+// startAll starts the loop of each app that keep keeps and that has
+// none. It reads the apps under its lock, so that a SetApps meanwhile
+// (which ends the loops of apps gone under the same lock) is either
+// seen here or ends what this starts.
+func (a *appRuns) startAll() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	s := a.r.set.Load()
 	for i := range s.cfg.Apps {
 		app := &s.cfg.Apps[i]
 		st := s.states[app.Name]
@@ -146,7 +149,7 @@ func (a *appRuns) startAll(s *appSet) {
 		}
 		run := &appRun{st: st, quit: make(chan struct{})}
 		a.running[app.Name] = run
-		stop := merge(a.stop, run.quit)
+		stop := merge(a.ctx, a.stop, run.quit)
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
@@ -170,13 +173,14 @@ func (a *appRuns) end(name string) {
 	}
 }
 
-// merge is a channel closed when either a or b is.
-func merge(a <-chan struct{}, b chan struct{}) <-chan struct{} {
+// merge is a channel closed when either a or b is, or ctx ends.
+func merge(ctx context.Context, a <-chan struct{}, b chan struct{}) <-chan struct{} {
 	out := make(chan struct{})
 	go func() {
 		select {
 		case <-a:
 		case <-b:
+		case <-ctx.Done():
 		}
 		close(out)
 	}()

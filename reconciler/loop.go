@@ -82,7 +82,7 @@ func (r *Reconciler) RunSome(ctx context.Context, stop <-chan struct{}, keep fun
 	}
 	a := &appRuns{r: r, ctx: ctx, stop: stop, keep: keep, running: map[string]*appRun{}}
 	r.runs.add(a)
-	a.startAll(r.set.Load())
+	a.startAll()
 	select { // apps come and go (SetApps) until then
 	case <-ctx.Done():
 	case <-stop:

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -123,7 +124,7 @@ func (a *attester) observe(repo string, chain release.Chain, l *release.Ledger, 
 	clusters := map[string]string{}
 	for _, app := range p.Apps {
 		if st, _, err := a.rl.d.r.Last(app); err == nil && st != nil {
-			clusters[app] = cmpOr(st.Cluster, "in-cluster")
+			clusters[app] = cmp.Or(st.Cluster, "in-cluster")
 		}
 	}
 	for _, pod := range t.Pods {
@@ -199,11 +200,4 @@ func (a *attester) record(ctx context.Context, p attest.Predicate, reason, what 
 func digestOf(ref string) string {
 	_, d, _ := strings.Cut(ref, "@")
 	return d
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
