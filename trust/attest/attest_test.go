@@ -71,7 +71,7 @@ func TestWriteThenVerify(t *testing.T) {
 			p := attest.Predicate{Environment: "staging", Repository: "acme/manifests", Commit: "0123456789abcdef0123456789abcdef01234567",
 				Image: image, Digest: digest, Tag: "v3", Stage: attest.StageSoaked, ProvenSince: since, ProvenFor: attest.Duration(25 * time.Hour),
 				Soak: attest.Duration(24 * time.Hour), Clusters: []string{"in-cluster"}, Apps: []string{"web-staging"},
-				Pods: []attest.Pod{{Namespace: "staging", Name: "web-1", Container: "app", Node: "node-a", Running: digest}},
+				Pods:  []attest.Pod{{Namespace: "staging", Name: "web-1", Container: "app", Node: "node-a", Running: digest}},
 				Rules: attest.Rules, Pinbot: "v0.4.0", AttestedAt: since.Add(25 * time.Hour)}
 			ctx := context.Background()
 			if _, err := attest.Write(ctx, key, p); err != nil {
