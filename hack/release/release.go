@@ -304,7 +304,7 @@ func (r *release) image(ctx context.Context, bins []imagebuild.Binary, tag strin
 		return name.Digest{}, err
 	}
 	if r.o.key != nil {
-		_, err = sign.Attest(ctx, r.o.key, d, imagebuild.ProvenanceType, imagebuild.ProvenancePredicate(r.facts()), r.remote...)
+		_, err = sign.Attest(ctx, r.o.key, d, imagebuild.ProvenanceType, imagebuild.ProvenancePredicate(r.facts()), nil, r.remote...)
 		return d, err
 	}
 	st, err := imagebuild.Provenance([]sign.Subject{imagebuild.ImageSubject(d)}, r.facts())

@@ -116,37 +116,13 @@ func Write(ctx context.Context, k *sign.Key, p Predicate, opts ...remote.Option)
 	if err != nil {
 		return name.Digest{}, fmt.Errorf("the attestation's subject: %w", err)
 	}
-	subjects := []string{p.Digest}
+	var children []string
 	for _, pod := range p.Pods {
-		if pod.Running != "" && !slices.Contains(subjects, pod.Running) {
-			subjects = append(subjects, pod.Running)
+		if pod.Running != "" && pod.Running != p.Digest && !slices.Contains(children, pod.Running) {
+			children = append(children, pod.Running)
 		}
 	}
-	var ss []sign.Subject
-	for _, d := range subjects {
-		s, err := sign.DigestSubject(ref.Context().Name(), d)
-		if err != nil {
-			return name.Digest{}, err
-		}
-		ss = append(ss, s)
-	}
-	st, err := sign.NewStatement(PredicateType, p, ss...)
-	if err != nil {
-		return name.Digest{}, err
-	}
-	bundle, err := k.Statement(st)
-	if err != nil {
-		return name.Digest{}, fmt.Errorf("signing the attestation: %w", err)
-	}
-	return sign.Attach(ctx, ref, sign.Artifact{
-		ArtifactType: sign.BundleMediaType,
-		MediaType:    sign.BundleMediaType,
-		Data:         bundle,
-		Annotations: map[string]string{
-			"dev.sigstore.bundle.content":       "dsse-envelope",
-			"dev.sigstore.bundle.predicateType": PredicateType,
-		},
-	}, opts...)
+	return sign.Attest(ctx, k, ref, PredicateType, p, children, opts...)
 }
 
 // Query is what Verify asks of a digest's attestations.

@@ -75,17 +75,23 @@ func Attach(ctx context.Context, subject name.Digest, a Artifact, opts ...remote
 // Image signs subject (an image, an index or any artifact) with k and
 // attaches the signature, as `cosign sign --key` v3 does.
 func Image(ctx context.Context, k *Key, subject name.Digest, opts ...remote.Option) (name.Digest, error) {
-	return Attest(ctx, k, subject, CosignSign, nil, opts...)
+	return Attest(ctx, k, subject, CosignSign, nil, nil, opts...)
 }
 
 // Attest signs the statement of predicate (of predicateType) about
-// subject with k and attaches it, as `cosign attest --key` v3 does.
-func Attest(ctx context.Context, k *Key, subject name.Digest, predicateType string, predicate any, opts ...remote.Option) (name.Digest, error) {
-	s, err := DigestSubject(subject.Context().Name(), subject.DigestStr())
-	if err != nil {
-		return name.Digest{}, err
+// subject, and the other digests of its repository also (platform
+// children, say), with k and attaches it to subject, as `cosign attest
+// --key` v3 does.
+func Attest(ctx context.Context, k *Key, subject name.Digest, predicateType string, predicate any, also []string, opts ...remote.Option) (name.Digest, error) {
+	var subjects []Subject
+	for _, d := range append([]string{subject.DigestStr()}, also...) {
+		s, err := DigestSubject(subject.Context().Name(), d)
+		if err != nil {
+			return name.Digest{}, err
+		}
+		subjects = append(subjects, s)
 	}
-	st, err := NewStatement(predicateType, predicate, s)
+	st, err := NewStatement(predicateType, predicate, subjects...)
 	if err != nil {
 		return name.Digest{}, err
 	}
