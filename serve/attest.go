@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"pinbot.dev/pinbot/internal/buildinfo"
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/internal/opfile"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/trust/attest"
@@ -34,29 +34,28 @@ type Attest struct {
 	PasswordFile string `yaml:"passwordFile"`
 }
 
-// key loads the key, its paths relative to dir.
-func (a *Attest) key(dir string) (*signing.Key, error) {
-	if a.KeyFile == "" {
-		return nil, fmt.Errorf("attest.keyFile: required: the private key the attestations are signed with")
+// resolve makes the section's files absolute, relative to dir (the
+// config file's directory), as notify.Target.Resolve does its own.
+func (a *Attest) resolve(dir string) {
+	for _, p := range []*string{&a.KeyFile, &a.PasswordFile} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
 	}
-	path := a.KeyFile
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(dir, path)
-	}
+}
+
+// key loads the key, with its password if it has one.
+func (a *Attest) key() (*signing.Key, error) {
 	var password []byte
 	if a.PasswordFile != "" {
-		pw := a.PasswordFile
-		if !filepath.IsAbs(pw) {
-			pw = filepath.Join(dir, pw)
-		}
-		b, err := os.ReadFile(pw)
+		b, err := opfile.Read(a.PasswordFile, 4096)
 		if err != nil {
 			return nil, fmt.Errorf("attest.passwordFile: %w", err)
 		}
 		password = []byte(strings.TrimRight(string(b), "\r\n"))
 		redact.Register(string(password))
 	}
-	k, err := signing.LoadKey(path, password)
+	k, err := signing.LoadKey(a.KeyFile, password)
 	if err != nil {
 		return nil, fmt.Errorf("attest.keyFile %s: %w", a.KeyFile, err)
 	}
@@ -165,7 +164,7 @@ func (a *attester) write(ctx context.Context, p attest.Predicate) {
 		if err = werr; err == nil {
 			a.written.WithLabelValues("written").Inc()
 			log.Info("wrote the proven running attestation", "attestation", ref.String())
-			a.record(ctx, p, release.ReasonAttested, fmt.Sprintf("attested %s proven running (%s, for %s) as %s", imageref.Short(p.Digest), p.Stage, time.Duration(p.ProvenFor).Round(time.Second), imageref.Short(digestOf(ref.String()))))
+			a.record(ctx, p, release.ReasonAttested, fmt.Sprintf("attested %s proven running (%s, for %s) as %s", imageref.Short(p.Digest), p.Stage, time.Duration(p.ProvenFor).Round(time.Second), imageref.Short(ref.DigestStr())))
 			return
 		}
 		if try == attestTries || ctx.Err() != nil {
@@ -195,9 +194,4 @@ func (a *attester) record(ctx context.Context, p attest.Predicate, reason, what 
 		logctx.From(ctx).Warn("recording the attestation in the ledger", "error", redact.String(err.Error()))
 	}
 	a.rl.wake(p.Repository)
-}
-
-func digestOf(ref string) string {
-	_, d, _ := strings.Cut(ref, "@")
-	return d
 }

@@ -93,8 +93,11 @@ func Parse(file string, data []byte) (*Config, error) {
 		}
 		n.Resolve(filepath.Dir(file))
 	}
-	if c.Attest != nil && c.Attest.KeyFile == "" {
-		problems = append(problems, fmt.Sprintf("%s: attest.keyFile: required: the private key the attestations are signed with", file))
+	if c.Attest != nil {
+		if c.Attest.KeyFile == "" {
+			problems = append(problems, fmt.Sprintf("%s: attest.keyFile: required: the private key the attestations are signed with", file))
+		}
+		c.Attest.resolve(filepath.Dir(file))
 	}
 	err = c.Complete(file, root)
 	if len(problems) > 0 {

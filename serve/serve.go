@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -188,7 +187,7 @@ func newDaemon(cfg *Config, r *reconciler.Reconciler, kube kubernetes.Interface,
 	}
 	d.release = newReleaser(d)
 	if cfg.Attest != nil && d.promote != nil {
-		key, err := cfg.Attest.key(filepath.Dir(cfg.File()))
+		key, err := cfg.Attest.key()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", cfg.File(), err)
 		}
