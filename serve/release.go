@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"errors"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -95,10 +94,15 @@ func (rl *releaser) proofChanged(app string) {
 	}
 	rl.mu.Unlock()
 	if counts {
-		select {
-		case rl.kick <- struct{}{}:
-		default:
-		}
+		rl.kickRun()
+	}
+}
+
+// kickRun wakes run, which steps the chains now due.
+func (rl *releaser) kickRun() {
+	select {
+	case rl.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -108,10 +112,7 @@ func (rl *releaser) wake(repo string) {
 	rl.mu.Lock()
 	rl.sched.wake(repo, rl.now())
 	rl.mu.Unlock()
-	select {
-	case rl.kick <- struct{}{}:
-	default:
-	}
+	rl.kickRun()
 }
 
 // repos are the promote entries' repositories, each once.
@@ -252,9 +253,7 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 		rl.announced[t.Repo] = newest
 	}
 	rl.mu.Unlock()
-	if !reflect.DeepEqual(l.Chain, chain) {
-		l.Chain = chain // for every replica's release page
-	}
+	l.Chain = chain // for every replica's release page; written only when it changed
 	now := rl.now()
 	in := release.Input{Now: now, Chain: chain, Pinned: inv.Pinned, Tags: inv.Tags, Assessed: rl.assess(ctx, chain, inv)}
 	decided := release.Step(l, in)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -94,7 +93,7 @@ The same check with cosign: cosign verify-attestation --key cosign.pub
 				return err
 			}
 			if !a.Passed {
-				return errors.New(fmt.Sprintf("%s@%s: no attestation says it was proven running in %s", q.Image, q.Digest, f.env) + soakText(f.minSoak))
+				return fmt.Errorf("%s@%s: no attestation says it was proven running in %s%s", q.Image, q.Digest, f.env, soakText(f.minSoak))
 			}
 			return nil
 		},
