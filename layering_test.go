@@ -31,7 +31,7 @@ var pure = []string{"reconciler/object", "reconciler/ignore", "reconciler/verdic
 
 // core is what the reconciler's config, and every decision above it, may
 // build on: the objects, the verdict core and the leaves they need.
-var core = []string{"reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "trust/policy",
+var core = []string{"reconciler/deployer", "reconciler/ignore", "reconciler/object", "reconciler/verdict", "trust/policy", "trust/proven",
 	"internal/imageref", "internal/loopback", "internal/clip", "internal/redact", "internal/opfile", "internal/commitstatus", "internal/buildinfo"}
 
 // above is core and the decisions a package sits above.
@@ -71,20 +71,23 @@ var allowed = map[string][]string{
 	"gitforge": leaves,
 	"render":   {"internal/confined"},
 	// promote reaches the proof's vocabulary only through release.
-	"promote": append([]string{"pins", "registry", "gitforge", "render", "release", "trust", "trust/policy", "promote/pr"}, append(proofWords, leaves...)...),
+	"promote": append([]string{"pins", "registry", "gitforge", "render", "release", "trust", "trust/policy", "trust/proven", "promote/pr"}, append(proofWords, leaves...)...),
 	// What a pull request says: pure, no client.
-	"promote/pr": append([]string{"release", "trust/policy", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus", "internal/commitid", "internal/redact"}, proofWords...),
+	"promote/pr": append([]string{"release", "trust/policy", "trust/proven", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus", "internal/commitid", "internal/redact"}, proofWords...),
 
 	// The signature policy: it reads signatures through the registry and
 	// decides with sigstore-go; promote and the reconciler ask it.
-	"trust":        append([]string{"registry", "trust/policy"}, leaves...),
-	"trust/policy": {},
+	"trust":        append([]string{"registry", "trust/policy", "trust/proven"}, leaves...),
+	"trust/policy": {"trust/proven"},
+	// pinbot's proven-running predicate and what passes: a leaf the
+	// policy, the attestation and the release chain share.
+	"trust/proven": {},
 	// Signing as cosign does: a key, bundles, referrers; no policy.
 	"trust/sign":      {"internal/redact"},
 	"trust/trusttest": {"trust/sign", "internal/redact"},
 	// pinbot's "proven running" attestation: written with trust/sign,
 	// read back through trust's verification; nothing of the release.
-	"trust/attest": append([]string{"trust", "trust/sign", "trust/policy", "registry"}, leaves...),
+	"trust/attest": append([]string{"trust", "trust/sign", "trust/policy", "trust/proven", "registry"}, leaves...),
 
 	// The release chain: pure decisions, their store in the cluster, and
 	// the gate other tools ask.
@@ -111,9 +114,9 @@ var allowed = map[string][]string{
 	"reconciler/settle":   above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status", "reconciler/history"),
 	"reconciler/record":   above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status", "reconciler/history", "internal/jsonkeys"),
 	// The reconciler orchestrates them; it knows nothing of promotion.
-	"reconciler": append([]string{"reconciler/...", "gitforge", "registry", "render", "trust", "trust/policy"}, leaves...),
+	"reconciler": append([]string{"reconciler/...", "gitforge", "registry", "render", "trust", "trust/policy", "trust/proven"}, leaves...),
 
-	"dashboard": append([]string{"gitforge", "reconciler/...", "release", "trust/policy"}, leaves...),
+	"dashboard": append([]string{"gitforge", "reconciler/...", "release", "trust/policy", "trust/proven"}, leaves...),
 	// serve drives the reconciler and promote; nothing imports it but cmd.
 	"serve": append([]string{"reconciler", "reconciler/...", "promote", "promote/pr", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/...", "trust", "trust/...", "serve/shard", "serve/installed", "serve/notify"}, leaves...),
 	// The shards' Leases: Kubernetes' leader election, and nothing of pinbot.
@@ -134,7 +137,7 @@ var allowed = map[string][]string{
 	// and watch caches, the fetched branches, the registry's answers.
 	"reconciler/cluster":   append([]string{"reconciler/object", "reconciler/ssa", "reconciler/verdict", "reconciler/deployer", "reconciler/spoke"}, leaves...),
 	"reconciler/gitsource": append([]string{"gitforge"}, leaves...),
-	"reconciler/lookup":    append([]string{"reconciler/object", "reconciler/verdict", "registry", "trust", "trust/policy"}, leaves...),
+	"reconciler/lookup":    append([]string{"reconciler/object", "reconciler/verdict", "registry", "trust", "trust/policy", "trust/proven"}, leaves...),
 	"reconciler/discover":  above(core, "reconciler/config"),
 	// Charts of Helm repositories: plain HTTP, and OCI through the registry.
 	"reconciler/chartrepo":               append([]string{"registry"}, leaves...),

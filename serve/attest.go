@@ -18,6 +18,7 @@ import (
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/trust/attest"
+	"pinbot.dev/pinbot/trust/proven"
 	signing "pinbot.dev/pinbot/trust/sign"
 )
 
@@ -82,13 +83,13 @@ const (
 type attester struct {
 	rl   *releaser
 	key  *signing.Key
-	jobs chan attest.Predicate
+	jobs chan proven.Predicate
 
 	written *prometheus.CounterVec // pinbot_attestations_total{result}
 }
 
 func newAttester(rl *releaser, key *signing.Key) *attester {
-	a := &attester{rl: rl, key: key, jobs: make(chan attest.Predicate, attestQueue),
+	a := &attester{rl: rl, key: key, jobs: make(chan proven.Predicate, attestQueue),
 		written: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pinbot_attestations_total",
 			Help: "Proven running attestations, by result: written (signed and attached to the image), failed (after retries) or dropped (the queue was full).",
@@ -110,14 +111,14 @@ func (a *attester) observe(repo string, chain release.Chain, l *release.Ledger, 
 		return
 	}
 	env, _ := chain.Get(e.Env)
-	p := attest.Predicate{Environment: e.Env, Repository: repo, Commit: t.Commit, Image: e.Image, Digest: t.Proven, Tag: t.PinnedTag,
-		Stage: attest.StageProven, ProvenSince: *t.ProvenSince, ProvenFor: attest.Duration(max(e.At.Sub(*t.ProvenSince), 0)),
-		Rules: attest.Rules, Pinbot: buildinfo.Current().Version, AttestedAt: now}
+	p := proven.Predicate{Environment: e.Env, Repository: repo, Commit: t.Commit, Image: e.Image, Digest: t.Proven, Tag: t.PinnedTag,
+		Stage: proven.StageProven, ProvenSince: *t.ProvenSince, ProvenFor: proven.Duration(max(e.At.Sub(*t.ProvenSince), 0)),
+		Rules: proven.Rules, Pinbot: buildinfo.Current().Version, AttestedAt: now}
 	if e.Reason == release.ReasonSoaked {
-		p.Stage = attest.StageSoaked
+		p.Stage = proven.StageSoaked
 	}
 	if env != nil {
-		p.Soak = attest.Duration(env.Soak)
+		p.Soak = proven.Duration(env.Soak)
 		p.Apps = slices.Clone(env.Apps)
 	}
 	clusters := map[string]string{}
@@ -127,7 +128,7 @@ func (a *attester) observe(repo string, chain release.Chain, l *release.Ledger, 
 		}
 	}
 	for _, pod := range t.Pods {
-		p.Pods = append(p.Pods, attest.Pod{Cluster: clusters[pod.App], Namespace: pod.Namespace, Name: pod.Pod, Container: pod.Container, Node: pod.Node, Running: pod.Running})
+		p.Pods = append(p.Pods, proven.Pod{Cluster: clusters[pod.App], Namespace: pod.Namespace, Name: pod.Pod, Container: pod.Container, Node: pod.Node, Running: pod.Running})
 		if c := clusters[pod.App]; c != "" && !slices.Contains(p.Clusters, c) {
 			p.Clusters = append(p.Clusters, c)
 		}
@@ -155,7 +156,7 @@ func (a *attester) run(ctx context.Context) {
 }
 
 // write signs and attaches p, retrying; the outcome goes into the ledger.
-func (a *attester) write(ctx context.Context, p attest.Predicate) {
+func (a *attester) write(ctx context.Context, p proven.Predicate) {
 	log := logctx.From(ctx).With("env", p.Environment, "image", p.Image, "digest", p.Digest, "stage", p.Stage)
 	var err error
 	for try, wait := 1, attestRetry; try <= attestTries; try, wait = try+1, 2*wait {
@@ -185,7 +186,7 @@ func (a *attester) write(ctx context.Context, p attest.Predicate) {
 
 // record notes an attestation's outcome in the ledger, whose next step
 // announces it (Event, notification, the release page).
-func (a *attester) record(ctx context.Context, p attest.Predicate, reason, what string) {
+func (a *attester) record(ctx context.Context, p proven.Predicate, reason, what string) {
 	err := a.rl.ledgers.Update(ctx, p.Repository, func(l *release.Ledger) error {
 		l.Log(time.Now(), p.Environment, p.Image, reason, what)
 		return nil

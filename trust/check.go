@@ -15,6 +15,7 @@ import (
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/registry"
 	"pinbot.dev/pinbot/trust/policy"
+	"pinbot.dev/pinbot/trust/proven"
 )
 
 // ErrRefused is what every Refusal matches with errors.Is.
@@ -250,6 +251,10 @@ func (r *rule) attested(cands []candidate, a attestation, digest string) (policy
 			why = append(why, fmt.Sprintf("%s: %s", c.where, err))
 			continue
 		}
+		if err := a.provenRunning(s, digest, &got); err != nil {
+			why = append(why, fmt.Sprintf("%s: %s", c.where, err))
+			continue
+		}
 		return got, nil
 	}
 	if len(why) == 0 {
@@ -273,6 +278,27 @@ func (a attestation) match(got policy.Attested) error {
 			return fmt.Errorf("its %s %s does not match %s", f.name, orNothing(f.value), f.pattern)
 		}
 	}
+	return nil
+}
+
+// provenRunning checks what a pinbot proven-running attestation says
+// against a's environment and soak, and notes where and how long it ran.
+func (a attestation) provenRunning(s signed, digest string, got *policy.Attested) error {
+	if a.PredicateType != proven.PredicateType {
+		return nil
+	}
+	raw, err := s.predicate()
+	if err != nil {
+		return err
+	}
+	var p proven.Predicate
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return fmt.Errorf("its predicate: %w", err)
+	}
+	if err := p.Check(proven.Want{Env: a.Environment, Digest: digest, MinSoak: a.MinSoak}); err != nil {
+		return err
+	}
+	got.Environment, got.ProvenFor = p.Environment, time.Duration(p.ProvenFor).String()
 	return nil
 }
 

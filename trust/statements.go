@@ -3,12 +3,11 @@ package trust
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 
 	"google.golang.org/protobuf/encoding/protojson"
-
-	"pinbot.dev/pinbot/trust/policy"
 )
 
 // Statement is an attestation attached to a digest that a key verified:
@@ -20,20 +19,44 @@ type Statement struct {
 	Predicate json.RawMessage
 }
 
-// Statements returns the attestations of predicateType attached to
-// image@digest (OCI referrers, or the tag scheme's index) that one of
-// keys (cosign public keys, PEM files read from files) verifies over
-// digest, and, for the others of that type, why each failed.
-func Statements(ctx context.Context, reg Registry, image, digest, predicateType string, keys []string, files fs.FS) (verified []Statement, failed []string, err error) {
-	v, err := Compile(policy.Rules{{Images: []string{image}, Keys: keys}}, files)
-	if err != nil {
-		return nil, nil, err
+// Keys are cosign public keys, loaded once, that statements are verified
+// with.
+type Keys struct {
+	r *rule
+}
+
+// LoadKeys reads the cosign public keys (PEM files) named by files'
+// paths.
+func LoadKeys(keys []string, files fs.FS) (*Keys, error) {
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("no keys to verify attestations with")
 	}
-	r := v.rules[0]
+	k := &Keys{r: &rule{}}
+	for _, file := range keys {
+		key, err := loadKey(files, file)
+		if err != nil {
+			return nil, err
+		}
+		k.r.keys = append(k.r.keys, key)
+	}
+	return k, nil
+}
+
+// Statements returns the attestations of predicateType attached to
+// image@digest (OCI referrers, or the tag scheme's index) that one of k
+// verifies over digest, and, for the others of that type, why each
+// failed.
+func (k *Keys) Statements(ctx context.Context, reg Registry, image, digest, predicateType string) (verified []Statement, failed []string, err error) {
 	cands, err := find(ctx, reg, image, digest)
 	if err != nil {
 		return nil, nil, err
 	}
+	verified, failed = k.r.statements(cands, digest, predicateType)
+	return verified, failed, nil
+}
+
+// statements verifies the candidates of predicateType with r's signers.
+func (r *rule) statements(cands []candidate, digest, predicateType string) (verified []Statement, failed []string) {
 	for _, c := range cands {
 		if c.predicateType != predicateType {
 			continue
@@ -43,16 +66,24 @@ func Statements(ctx context.Context, reg Registry, image, digest, predicateType 
 			failed = append(failed, fmt.Sprintf("%s: %s", c.where, err))
 			continue
 		}
-		if s.result == nil || s.result.Statement == nil {
-			failed = append(failed, c.where+": it holds no in-toto statement")
-			continue
-		}
-		pred, err := protojson.Marshal(s.result.Statement.GetPredicate())
+		pred, err := s.predicate()
 		if err != nil {
-			failed = append(failed, fmt.Sprintf("%s: its predicate: %s", c.where, err))
+			failed = append(failed, fmt.Sprintf("%s: %s", c.where, err))
 			continue
 		}
 		verified = append(verified, Statement{Signer: s.signer, Where: c.where, Predicate: pred})
 	}
-	return verified, failed, nil
+	return verified, failed
+}
+
+// predicate is the verified statement's predicate, as JSON.
+func (s signed) predicate() (json.RawMessage, error) {
+	if s.result == nil || s.result.Statement == nil {
+		return nil, errors.New("it holds no in-toto statement")
+	}
+	pred, err := protojson.Marshal(s.result.Statement.GetPredicate())
+	if err != nil {
+		return nil, fmt.Errorf("its predicate: %w", err)
+	}
+	return pred, nil
 }

@@ -12,7 +12,7 @@ import (
 	"pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/release"
-	"pinbot.dev/pinbot/trust/attest"
+	"pinbot.dev/pinbot/trust/proven"
 )
 
 // TestReleaseAttestsProofs: serve, given a key cosign generated, signs a
@@ -70,12 +70,12 @@ func TestReleaseAttestsProofs(t *testing.T) {
 
 	ref := r.app + "@" + r.v1
 	pub := filepath.Join(keys, "cosign.pub")
-	if out, err := cosignRun("verify-attestation", "--key", pub, "--insecure-ignore-tlog", "--allow-http-registry", "--type", attest.PredicateType, ref); err != nil {
+	if out, err := cosignRun("verify-attestation", "--key", pub, "--insecure-ignore-tlog", "--allow-http-registry", "--type", proven.PredicateType, ref); err != nil {
 		t.Fatalf("cosign verify-attestation: %v\n%s", err, out)
 	} else if !strings.Contains(out, `"environment":"staging"`) && !strings.Contains(out, "Verification for") {
 		t.Errorf("cosign verify-attestation printed:\n%s", out)
 	}
-	if out, err := cosignRun("verify-attestation", "--key", filepath.Join(keys, "other.pub"), "--insecure-ignore-tlog", "--allow-http-registry", "--type", attest.PredicateType, ref); err == nil {
+	if out, err := cosignRun("verify-attestation", "--key", filepath.Join(keys, "other.pub"), "--insecure-ignore-tlog", "--allow-http-registry", "--type", proven.PredicateType, ref); err == nil {
 		t.Errorf("cosign verify-attestation passed with another key:\n%s", out)
 	}
 
@@ -90,7 +90,7 @@ func TestReleaseAttestsProofs(t *testing.T) {
 		{"another environment", []string{ref, "--env", "qa", "--key", pub}, 1, "proven in staging, not qa"},
 		{"a longer soak", []string{ref, "--env", "staging", "--min-soak", "24h", "--key", pub}, 1, "less than 24h0m0s"},
 		{"another key", []string{ref, "--env", "staging", "--key", filepath.Join(keys, "other.pub")}, 1, "other.pub"},
-		{"never proven", []string{r.app + "@" + never, "--env", "staging", "--key", pub}, 1, "no " + attest.PredicateType + " attestation is attached"},
+		{"never proven", []string{r.app + "@" + never, "--env", "staging", "--key", pub}, 1, "no " + proven.PredicateType + " attestation is attached"},
 	} {
 		cmd := exec.Command(pinbotBin, append([]string{"attest", "verify"}, tc.args...)...)
 		cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+r.docker)

@@ -14,7 +14,7 @@ import (
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/serve"
-	"pinbot.dev/pinbot/trust/attest"
+	"pinbot.dev/pinbot/trust/proven"
 )
 
 // Files are what docs/schema holds, by file name: each config file's
@@ -49,10 +49,10 @@ func Config() (*jsonschema.Schema, error) {
 }
 
 // ProvenRunning is the schema of the predicate of pinbot's "proven
-// running" attestation (attest.PredicateType).
+// running" attestation (proven.PredicateType).
 func ProvenRunning() (*jsonschema.Schema, error) {
-	return generateTagged(&attest.Predicate{}, "json", "https://pinbot.dev/schema/proven-running.v1.schema.json",
-		"pinbot proven running attestation, predicate v1 ("+attest.PredicateType+")")
+	return generateTagged(&proven.Predicate{}, "json", "https://pinbot.dev/schema/proven-running.v1.schema.json",
+		"pinbot proven running attestation, predicate v1 ("+proven.PredicateType+")")
 }
 
 func jsonFile(gen func() (*jsonschema.Schema, error)) func() ([]byte, error) {
@@ -80,7 +80,7 @@ func markdownFile(gen func() (*jsonschema.Schema, error), title, intro string) f
 }
 
 // The packages whose doc comments describe the config types' fields.
-var commented = []string{"promote", "release", "serve", "reconciler/config", "reconciler/deployer", "reconciler/ignore", "trust/policy", "trust/attest"}
+var commented = []string{"promote", "release", "serve", "reconciler/config", "reconciler/deployer", "reconciler/ignore", "trust/policy", "trust/proven"}
 
 func generate(v any, id, title string) (*jsonschema.Schema, error) {
 	return generateTagged(v, "yaml", id, title)
@@ -119,7 +119,7 @@ func generateTagged(v any, tag, id, title string) (*jsonschema.Schema, error) {
 
 // durations are written as Go duration strings ("60s", "30m").
 func durations(t reflect.Type) *jsonschema.Schema {
-	if t == reflect.TypeFor[time.Duration]() || t == reflect.TypeFor[config.Duration]() || t == reflect.TypeFor[attest.Duration]() {
+	if t == reflect.TypeFor[time.Duration]() || t == reflect.TypeFor[config.Duration]() || t == reflect.TypeFor[proven.Duration]() {
 		return &jsonschema.Schema{Type: "string", Pattern: `^-?([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`, Description: "a Go duration such as 60s, 30m or 1h30m"}
 	}
 	return nil

@@ -14,7 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"sigs.k8s.io/yaml"
 
-	"pinbot.dev/pinbot/trust/attest"
+	"pinbot.dev/pinbot/trust/proven"
 )
 
 // TestCommittedSchemasAreCurrent: docs/schema holds what the Go types
@@ -174,10 +174,10 @@ func TestReferencePages(t *testing.T) {
 func TestPredicateSchemaJudgesAttestations(t *testing.T) {
 	s := compile(t, "proven-running.v1.schema.json")
 	since := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
-	p := attest.Predicate{Environment: "staging", Repository: "acme/manifests", Image: "gitea.example/acme/web", Digest: "sha256:" + strings.Repeat("a", 64),
-		Stage: attest.StageSoaked, ProvenSince: since, ProvenFor: attest.Duration(25 * time.Hour), Soak: attest.Duration(24 * time.Hour),
-		Clusters: []string{"in-cluster"}, Apps: []string{"web-staging"}, Pods: []attest.Pod{{Namespace: "staging", Name: "web-1", Container: "app"}},
-		Rules: attest.Rules, Pinbot: "v0.4.0", AttestedAt: since}
+	p := proven.Predicate{Environment: "staging", Repository: "acme/manifests", Image: "gitea.example/acme/web", Digest: "sha256:" + strings.Repeat("a", 64),
+		Stage: proven.StageSoaked, ProvenSince: since, ProvenFor: proven.Duration(25 * time.Hour), Soak: proven.Duration(24 * time.Hour),
+		Clusters: []string{"in-cluster"}, Apps: []string{"web-staging"}, Pods: []proven.Pod{{Namespace: "staging", Name: "web-1", Container: "app"}},
+		Rules: proven.Rules, Pinbot: "v0.4.0", AttestedAt: since}
 	b, err := json.Marshal(p)
 	if err != nil {
 		t.Fatal(err)

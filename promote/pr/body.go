@@ -394,6 +394,9 @@ func renderSignature(b *strings.Builder, t policy.Provenance, file string) {
 		row("Ref", code(a.Ref))
 		row("Commit", code(a.Commit))
 		row("Build", md(a.Invocation))
+		if a.Environment != "" {
+			row("Proven running", md(a.Environment)+" for "+md(a.ProvenFor))
+		}
 	}
 	b.WriteString("\n")
 }

@@ -19,7 +19,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"pinbot.dev/pinbot/registry"
+	"pinbot.dev/pinbot/trust"
 	"pinbot.dev/pinbot/trust/attest"
+	"pinbot.dev/pinbot/trust/policy"
+	"pinbot.dev/pinbot/trust/proven"
 	"pinbot.dev/pinbot/trust/sign"
 )
 
@@ -68,11 +71,11 @@ func TestWriteThenVerify(t *testing.T) {
 			_, otherPub := newKey(t)
 			files := fstest.MapFS{"cosign.pub": {Data: pub}, "other.pub": {Data: otherPub}}
 			since := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
-			p := attest.Predicate{Environment: "staging", Repository: "acme/manifests", Commit: "0123456789abcdef0123456789abcdef01234567",
-				Image: image, Digest: digest, Tag: "v3", Stage: attest.StageSoaked, ProvenSince: since, ProvenFor: attest.Duration(25 * time.Hour),
-				Soak: attest.Duration(24 * time.Hour), Clusters: []string{"in-cluster"}, Apps: []string{"web-staging"},
-				Pods:  []attest.Pod{{Namespace: "staging", Name: "web-1", Container: "app", Node: "node-a", Running: digest}},
-				Rules: attest.Rules, Pinbot: "v0.4.0", AttestedAt: since.Add(25 * time.Hour)}
+			p := proven.Predicate{Environment: "staging", Repository: "acme/manifests", Commit: "0123456789abcdef0123456789abcdef01234567",
+				Image: image, Digest: digest, Tag: "v3", Stage: proven.StageSoaked, ProvenSince: since, ProvenFor: proven.Duration(25 * time.Hour),
+				Soak: proven.Duration(24 * time.Hour), Clusters: []string{"in-cluster"}, Apps: []string{"web-staging"},
+				Pods:  []proven.Pod{{Namespace: "staging", Name: "web-1", Container: "app", Node: "node-a", Running: digest}},
+				Rules: proven.Rules, Pinbot: "v0.4.0", AttestedAt: since.Add(25 * time.Hour)}
 			ctx := context.Background()
 			if _, err := attest.Write(ctx, key, p); err != nil {
 				t.Fatal(err)
@@ -84,17 +87,21 @@ func TestWriteThenVerify(t *testing.T) {
 			for _, tc := range []struct {
 				name   string
 				q      attest.Query
+				key    string
 				passed bool
 				why    string
 			}{
-				{"its environment and soak", attest.Query{Env: "staging", MinSoak: 24 * time.Hour, Keys: []string{"cosign.pub"}}, true, ""},
-				{"another key", attest.Query{Env: "staging", Keys: []string{"other.pub"}}, false, "key other.pub"},
-				{"another environment", attest.Query{Env: "prod", Keys: []string{"cosign.pub"}}, false, "proven in staging, not prod"},
-				{"a longer soak", attest.Query{Env: "staging", MinSoak: 48 * time.Hour, Keys: []string{"cosign.pub"}}, false, "for 25h0m0s, less than 48h0m0s"},
-				{"no attestation", attest.Query{Digest: other, Env: "staging", Keys: []string{"cosign.pub"}}, false, "no " + attest.PredicateType + " attestation is attached"},
+				{"its environment and soak", attest.Query{Env: "staging", MinSoak: 24 * time.Hour}, "cosign.pub", true, ""},
+				{"another key", attest.Query{Env: "staging"}, "other.pub", false, "key other.pub"},
+				{"another environment", attest.Query{Env: "prod"}, "cosign.pub", false, "proven in staging, not prod"},
+				{"a longer soak", attest.Query{Env: "staging", MinSoak: 48 * time.Hour}, "cosign.pub", false, "for 25h0m0s (attested at 2026-12-05T10:00:00Z), less than 48h0m0s"},
+				{"no attestation", attest.Query{Digest: other, Env: "staging"}, "cosign.pub", false, "no " + proven.PredicateType + " attestation is attached"},
 			} {
 				q := tc.q
-				q.Image, q.Files = image, files
+				q.Image = image
+				if q.Keys, err = trust.LoadKeys([]string{tc.key}, files); err != nil {
+					t.Fatal(err)
+				}
 				if q.Digest == "" {
 					q.Digest = digest
 				}
@@ -107,6 +114,36 @@ func TestWriteThenVerify(t *testing.T) {
 				}
 				if a.Passed && (a.Predicate.Pods[0].Name != "web-1" || a.Predicate.Tag != "v3" || !strings.HasPrefix(a.Signer, "key cosign.pub")) {
 					t.Errorf("%s: predicate %+v signer %q", tc.name, a.Predicate, a.Signer)
+				}
+			}
+
+			// The signature policy requires it the same way.
+			subject, _ := name.NewDigest(image + "@" + digest)
+			if _, err := sign.Image(ctx, key, subject); err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range []struct {
+				name, env string
+				soak      time.Duration
+				why       string
+			}{
+				{"its environment and soak", "staging", 24 * time.Hour, ""},
+				{"another environment", "prod", 0, "is refused by signatures[0].attestations[0]: no attestation of predicate type " + proven.PredicateType + " passes: "},
+				{"a longer soak", "staging", 48 * time.Hour, "for 25h0m0s (attested at 2026-12-05T10:00:00Z), less than 48h0m0s"},
+			} {
+				v, err := trust.Compile(policy.Rules{{Images: []string{image}, Keys: []string{"cosign.pub"},
+					Attestations: []policy.Attestation{{PredicateType: proven.PredicateType, Environment: tc.env, MinSoak: tc.soak}}}}, files)
+				if err != nil {
+					t.Fatal(err)
+				}
+				prov, err := v.Check(ctx, reg, trust.Subject{Image: image, Digest: digest})
+				switch {
+				case tc.why == "" && err != nil:
+					t.Errorf("policy, %s: %v", tc.name, err)
+				case tc.why == "" && (len(prov.Attestations) != 1 || prov.Attestations[0].Environment != "staging" || prov.Attestations[0].ProvenFor != "25h0m0s"):
+					t.Errorf("policy, %s: %+v", tc.name, prov.Attestations)
+				case tc.why != "" && (err == nil || !strings.Contains(err.Error(), tc.why)):
+					t.Errorf("policy, %s: %v; want %q", tc.name, err, tc.why)
 				}
 			}
 		})

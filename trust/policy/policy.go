@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"pinbot.dev/pinbot/trust/proven"
 )
 
 // Rules is the signature policy: rules by image, the first rule that
@@ -29,6 +31,9 @@ import (
 //	        builderID: https://jenkins\.example/.*
 //	        sourceRepository: https://gitea\.example/acme/app
 //	        ref: refs/heads/main
+//	      - predicateType: https://pinbot.dev/attestations/proven-running/v1
+//	        environment: staging          # pinbot proved it running there
+//	        minSoak: 24h                  # for at least this long
 //
 // Patterns (issuerRegExp, subjectRegExp, builderID, sourceRepository,
 // ref) are regular expressions that must match the whole value.
@@ -77,6 +82,13 @@ type Attestation struct {
 	// Ref is a pattern over the Git ref it was built from,
 	// refs/heads/main.
 	Ref string `yaml:"ref" json:"ref,omitempty"`
+	// Environment, for pinbot's proven-running attestation
+	// (proven.PredicateType) and required with it, is the environment
+	// the digest must have been proven running in.
+	Environment string `yaml:"environment" json:"environment,omitempty"`
+	// MinSoak, for pinbot's proven-running attestation, is how long it
+	// must have stayed proven there.
+	MinSoak time.Duration `yaml:"minSoak" json:"minSoak,omitempty"`
 }
 
 // Problem is one invalid field of Rules: Index of the rule, Path the
@@ -132,6 +144,14 @@ func (p Rules) Validate() []Problem {
 		for j, a := range r.Attestations {
 			if a.PredicateType == "" {
 				add(i, "an attestation needs a predicateType", "attestations", j)
+			}
+			switch {
+			case a.PredicateType == proven.PredicateType && a.Environment == "":
+				add(i, "pinbot's proven-running attestation needs the environment it must have been proven in", "attestations", j)
+			case a.PredicateType != proven.PredicateType && (a.Environment != "" || a.MinSoak != 0):
+				add(i, "environment and minSoak are what pinbot's proven-running attestation ("+proven.PredicateType+") states, not "+a.PredicateType, "attestations", j)
+			case a.MinSoak < 0:
+				add(i, "minSoak must not be negative", "attestations", j, "minSoak")
 			}
 			for _, f := range []struct{ key, v string }{{"builderID", a.BuilderID}, {"sourceRepository", a.SourceRepository}, {"ref", a.Ref}} {
 				if _, err := Pattern(f.v); err != nil {
@@ -254,4 +274,8 @@ type Attested struct {
 	Commit           string `json:"commit,omitempty"`
 	// Invocation names the build run (its URL or ID).
 	Invocation string `json:"invocation,omitempty"`
+	// Environment and ProvenFor are where and how long a pinbot
+	// proven-running attestation says the digest ran.
+	Environment string `json:"environment,omitempty"`
+	ProvenFor   string `json:"provenFor,omitempty"`
 }

@@ -3,6 +3,9 @@ package policy
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"pinbot.dev/pinbot/trust/proven"
 )
 
 func TestFor(t *testing.T) {
@@ -43,6 +46,10 @@ func TestValidate(t *testing.T) {
 		{"digest in image", Rule{Images: []string{"r.example/a@sha256:00"}, Keys: []string{"k.pub"}}, "image glob"},
 		{"absolute key", Rule{Images: []string{"r.example/*"}, Keys: []string{"/etc/k.pub"}}, "want a path relative"},
 		{"attestation without type", Rule{Images: []string{"r.example/*"}, Keys: []string{"k.pub"}, Attestations: []Attestation{{Ref: "main"}}}, "needs a predicateType"},
+		{"proven running", Rule{Images: []string{"r.example/*"}, Keys: []string{"k.pub"}, Attestations: []Attestation{{PredicateType: proven.PredicateType, Environment: "staging", MinSoak: time.Hour}}}, ""},
+		{"proven running nowhere", Rule{Images: []string{"r.example/*"}, Keys: []string{"k.pub"}, Attestations: []Attestation{{PredicateType: proven.PredicateType}}}, "attestations[0]: pinbot's proven-running attestation needs the environment"},
+		{"environment of provenance", Rule{Images: []string{"r.example/*"}, Keys: []string{"k.pub"}, Attestations: []Attestation{{PredicateType: "https://slsa.dev/provenance/v1", Environment: "staging"}}}, "not https://slsa.dev/provenance/v1"},
+		{"negative soak", Rule{Images: []string{"r.example/*"}, Keys: []string{"k.pub"}, Attestations: []Attestation{{PredicateType: proven.PredicateType, Environment: "staging", MinSoak: -time.Hour}}}, "attestations[0].minSoak: minSoak must not be negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			probs := Rules{tc.rule}.Validate()

@@ -10,7 +10,9 @@ import (
 
 	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/registry"
+	"pinbot.dev/pinbot/trust"
 	"pinbot.dev/pinbot/trust/attest"
+	"pinbot.dev/pinbot/trust/proven"
 )
 
 func newAttestCommand(g *globals) *cobra.Command {
@@ -60,7 +62,7 @@ for at least --min-soak. Otherwise exit 1, saying why for each attestation.
 Nothing but the registry is asked: not pinbot serve, not the cluster.
 
 The same check with cosign: cosign verify-attestation --key cosign.pub
---type ` + attest.PredicateType + ` IMAGE.`,
+--type ` + proven.PredicateType + ` IMAGE.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.Validate(); err != nil {
@@ -77,13 +79,17 @@ The same check with cosign: cosign verify-attestation --key cosign.pub
 			if err != nil {
 				return err
 			}
-			q := attest.Query{Image: d.Repository, Digest: d.Digest, Env: f.env, MinSoak: f.minSoak, Files: os.DirFS("/")}
+			q := attest.Query{Image: d.Repository, Digest: d.Digest, Env: f.env, MinSoak: f.minSoak}
+			var keys []string
 			for _, k := range f.keys {
 				abs, err := filepath.Abs(k)
 				if err != nil {
 					return usageErrorf("flag --key: %w", err)
 				}
-				q.Keys = append(q.Keys, abs[1:]) // relative to the root os.DirFS reads
+				keys = append(keys, abs[1:]) // relative to the root os.DirFS reads
+			}
+			if q.Keys, err = trust.LoadKeys(keys, os.DirFS("/")); err != nil {
+				return usageErrorf("flag --key: %w", err)
 			}
 			a, err := attest.Verify(cmd.Context(), reg, q)
 			if err != nil {

@@ -1,0 +1,132 @@
+// Package proven is pinbot's "proven running" predicate: what its
+// attestation says of a digest (where it ran, which Pods, since when and
+// for how long), and the one rule of whether an attestation says enough
+// (Predicate.Check). trust/attest writes and reads the attestation; the
+// signature policy (package trust) and the release chain's
+// requireAttestation ask Check. It reads no file and speaks to no
+// registry.
+package proven
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// PredicateType is the attestation's predicate type; its version changes
+// only with an incompatible predicate. The predicate's JSON Schema is
+// docs/schema/proven-running.v1.schema.json.
+const PredicateType = "https://pinbot.dev/attestations/proven-running/v1"
+
+// Stages of a proof an attestation is written at.
+const (
+	// StageProven: the digest became proven in the environment.
+	StageProven = "proven"
+	// StageSoaked: it stayed proven for the environment's soak.
+	StageSoaked = "soaked"
+)
+
+// Predicate says that Digest of Image ran, proven, in Environment.
+type Predicate struct {
+	// Environment is the release chain's environment, Repository the
+	// manifest repository (OWNER/NAME) that declares it, Commit the
+	// commit whose pins were proven.
+	Environment string `json:"environment"`
+	Repository  string `json:"repository"`
+	Commit      string `json:"commit,omitempty"`
+	// Image is the repository and Digest the digest Git pins; Tag the
+	// tag written beside it, if any.
+	Image  string `json:"image"`
+	Digest string `json:"digest"`
+	Tag    string `json:"tag,omitempty"`
+	// Stage is StageProven or StageSoaked.
+	Stage string `json:"stage"`
+	// ProvenSince is when the proof first held without a break;
+	// ProvenFor how long it had held when this was written, and Soak the
+	// soak the environment asks of a digest before it moves on.
+	ProvenSince time.Time `json:"provenSince"`
+	ProvenFor   Duration  `json:"provenFor"`
+	Soak        Duration  `json:"soak,omitempty"`
+	// Clusters and Apps are where it ran; Pods each container that ran
+	// it, with the imageID forms the runtimes reported.
+	Clusters []string `json:"clusters"`
+	Apps     []string `json:"apps"`
+	Pods     []Pod    `json:"pods"`
+	ImageIDs []string `json:"imageIDs,omitempty"`
+	// Rules are what the proof required.
+	Rules []string `json:"rules"`
+	// Pinbot is the version of pinbot that proved it; AttestedAt when.
+	Pinbot     string    `json:"pinbot"`
+	AttestedAt time.Time `json:"attestedAt"`
+}
+
+// Pod is one container that ran the digest.
+type Pod struct {
+	Cluster   string `json:"cluster,omitempty"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Container string `json:"container"`
+	Node      string `json:"node,omitempty"`
+	// Running is the digest the runtime reported: the index's or a
+	// platform child's.
+	Running string `json:"running,omitempty"`
+}
+
+// Duration is a time.Duration written as Go writes one ("24h0m0s").
+type Duration time.Duration
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Rules are the proof's rules every attestation states.
+var Rules = []string{
+	"every container of every Pod of each workload's current revision runs the digest Git pins (status.containerStatuses[].imageID)",
+	"each workload has its desired number of such Pods, all Ready",
+	"the app is healthy and Git's head is deployed",
+}
+
+// Want is what an attestation must say: that Digest was proven in Env,
+// for at least MinSoak.
+type Want struct {
+	Env, Digest string
+	MinSoak     time.Duration
+}
+
+// Check returns nil when p says what w wants, or why it does not.
+func (p *Predicate) Check(w Want) error {
+	switch {
+	case p.Digest != w.Digest && !p.ran(w.Digest):
+		return fmt.Errorf("it is about %s, not %s", p.Digest, w.Digest)
+	case p.Environment != w.Env:
+		return fmt.Errorf("proven in %s, not %s", p.Environment, w.Env)
+	case time.Duration(p.ProvenFor) < w.MinSoak:
+		return fmt.Errorf("proven in %s for %s (attested at %s), less than %s", p.Environment, time.Duration(p.ProvenFor),
+			p.AttestedAt.UTC().Format(time.RFC3339), w.MinSoak)
+	}
+	return nil
+}
+
+// ran reports whether one of p's Pods ran digest: a platform child of the
+// index p pins, which the attestation has as a subject too.
+func (p *Predicate) ran(digest string) bool {
+	for _, pod := range p.Pods {
+		if pod.Running == digest {
+			return true
+		}
+	}
+	return false
+}
