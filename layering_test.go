@@ -20,8 +20,9 @@ var leaves = []string{"internal/imageref", "internal/commitid", "internal/redact
 	"internal/private", "internal/confined", "internal/peermetrics", "internal/jsonkeys", "internal/capool", "internal/opfile", "internal/commitstatus", "internal/buildinfo"}
 
 // proofWords are the proof's vocabulary (a verification, its verdicts,
-// health and containers), which the release chain judges.
-var proofWords = []string{"reconciler/verdict", "reconciler/object", "internal/clip", "internal/imageref"}
+// health and containers, and what a signed attestation of it says),
+// which the release chain judges.
+var proofWords = []string{"reconciler/verdict", "reconciler/object", "internal/clip", "internal/imageref", "trust/proven"}
 
 // pure are the reconciler's decisions: their module dependencies are
 // pure too (the leaves, render's error type excepted).
@@ -71,7 +72,7 @@ var allowed = map[string][]string{
 	"gitforge": leaves,
 	"render":   {"internal/confined"},
 	// promote reaches the proof's vocabulary only through release.
-	"promote": append([]string{"pins", "registry", "gitforge", "render", "release", "trust", "trust/policy", "trust/proven", "promote/pr"}, append(proofWords, leaves...)...),
+	"promote": append([]string{"pins", "registry", "gitforge", "render", "release", "trust", "trust/policy", "trust/proven", "trust/attest", "trust/sign", "promote/pr"}, append(proofWords, leaves...)...),
 	// What a pull request says: pure, no client.
 	"promote/pr": append([]string{"release", "trust/policy", "trust/proven", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus", "internal/commitid", "internal/redact"}, proofWords...),
 

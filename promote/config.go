@@ -98,6 +98,10 @@ type Config struct {
 	// Trust is Signatures with its keys and trusted roots loaded from
 	// the repository; LoadConfig sets it.
 	Trust *trust.Verifier `yaml:"-"`
+	// AttestationKeys are, by environment, the keys of its
+	// attestationKeys, loaded from the repository by LoadConfig: what the
+	// upstream's attestation must be signed with.
+	AttestationKeys map[string]*trust.Keys `yaml:"-"`
 }
 
 // HelmChart declares how a chart that is not in the repository reads an
@@ -209,6 +213,23 @@ func LoadConfig(fsys fs.FS) (Config, error) {
 	// policy that names them.
 	if c.Trust, err = trust.Compile(c.Signatures, fsys); err != nil {
 		return Config{}, policyError(ConfigFile, root, err)
+	}
+	for i, e := range c.Environments {
+		if !e.RequireAttestation {
+			continue
+		}
+		k, err := trust.LoadKeys(e.AttestationKeys, fsys)
+		if err != nil {
+			where := ConfigFile
+			if l := lineOf(root, "environments", i, "attestationKeys"); l > 0 {
+				where += ":" + strconv.Itoa(l)
+			}
+			return Config{}, fmt.Errorf("%s: environment %s's attestationKeys: %w", where, e.Name, err)
+		}
+		if c.AttestationKeys == nil {
+			c.AttestationKeys = map[string]*trust.Keys{}
+		}
+		c.AttestationKeys[e.Name] = k
 	}
 	return c, nil
 }

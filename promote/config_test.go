@@ -1,6 +1,11 @@
 package promote
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -29,6 +34,24 @@ func TestLoadConfigSignatureKeys(t *testing.T) {
 				t.Errorf("LoadConfig = %v, want an error with %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestLoadConfigAttestationKeys: an environment that requires its
+// upstream's attestation has its keys loaded from the same files; a
+// missing one is an error naming the line of attestationKeys.
+func TestLoadConfigAttestationKeys(t *testing.T) {
+	cfg := "environments:\n  - name: prod\n    from: staging\n    paths: [\"prod/**\"]\n    requireAttestation: true\n    attestationKeys: [keys/staging.pub]\n    upstreamSoak: 1h\n"
+	if _, err := LoadConfig(fstest.MapFS{ConfigFile: {Data: []byte(cfg)}}); err == nil ||
+		!strings.Contains(err.Error(), ".pinbot.yaml:6: environment prod's attestationKeys: key keys/staging.pub: open keys/staging.pub") {
+		t.Errorf("a missing key: %v", err)
+	}
+	c, err := LoadConfig(fstest.MapFS{ConfigFile: {Data: []byte(cfg)}, "keys/staging.pub": {Data: testPublicKey(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := c.AttestationKeys["prod"]; k == nil || !strings.HasPrefix(k.String(), "SHA256:") {
+		t.Errorf("AttestationKeys = %v, want prod's key", c.AttestationKeys)
 	}
 }
 
@@ -196,4 +219,18 @@ func TestMatchGlob(t *testing.T) {
 			t.Errorf("matchGlob(%q, %q) = %v, want %v", tc.pattern, tc.file, got, tc.want)
 		}
 	}
+}
+
+// testPublicKey is a fresh ECDSA public key, PEM.
+func testPublicKey(t *testing.T) []byte {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(&priv.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
 }

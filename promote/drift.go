@@ -223,7 +223,7 @@ func (s *session) decide(ctx context.Context, tracked []*tracking, minAge time.D
 				"image", tr.Image, "tag", tr.Tag, "digest", tr.Digest)
 		}
 		for target := range t.moved {
-			a, ok := s.cfg.Environments.Admission(target, t.key.image, t.promo.Digest)
+			a, ok := s.admission(ctx, target, t.key.image, t.promo.Digest, false)
 			if !ok {
 				continue
 			}

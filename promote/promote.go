@@ -16,6 +16,7 @@ import (
 	"pinbot.dev/pinbot/registry"
 	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/trust"
+	"pinbot.dev/pinbot/trust/attest"
 	"pinbot.dev/pinbot/trust/policy"
 )
 
@@ -309,11 +310,10 @@ func (s *session) targets(named string) ([]string, error) {
 // a promotion into an environment never skips its holds and proofs
 // because the caller did not say where they are.
 func (s *session) admit(ctx context.Context, req Request, target string, p Promotion) error {
-	a, ok := s.cfg.Environments.Admission(target, p.Image, p.Digest)
-	if !ok || req.Proof != nil || req.Rollback != nil {
+	if _, ok := s.cfg.Environments.Get(target); !ok || req.Proof != nil || req.Rollback != nil {
 		return nil // not an environment, or serve's own promotion
 	}
-	a.Force = req.Force
+	a, _ := s.admission(ctx, target, p.Image, p.Digest, req.Force)
 	if req.Admitter == nil {
 		return fmt.Errorf("promoting %s into %s: %w", p.Image, target, ErrNoGate)
 	}
@@ -321,6 +321,19 @@ func (s *session) admit(ctx context.Context, req Request, target string, p Promo
 		return fmt.Errorf("promoting %s into %s: %w", p.Image, target, err)
 	}
 	return nil
+}
+
+// admission is the admission of image@digest into target, an
+// environment, with the upstream's attestation read when target requires
+// one (and force does not waive it): from the registry, verified with
+// target's attestationKeys.
+func (s *session) admission(ctx context.Context, target, image, digest string, force bool) (release.Admission, bool) {
+	a, ok := s.cfg.Environments.Admission(target, image, digest)
+	a.Force = force
+	if ok && a.RequireAttestation && !force {
+		a.Attested = attest.Read(ctx, s.env.Registry, s.cfg.AttestationKeys[target], image, digest, a.Upstream)
+	}
+	return a, ok
 }
 
 // ErrNoGate: a promotion into an environment of the release chain, with

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/trust/proven"
 )
 
 // Admission is one promotion into an environment to judge: Digest of
@@ -19,6 +20,14 @@ type Admission struct {
 	// Force waives the upstream proof and its soak. It never lifts a
 	// hold, nor opens a freeze.
 	Force bool
+	// RequireAttestation asks for pinbot's signed attestation that
+	// Digest was proven in Upstream for Soak. External says Upstream is
+	// not in this chain: the attestation is the only proof there is.
+	RequireAttestation, External bool
+	// Attested is what Upstream's attestations say of Digest, read by
+	// the one asking (who holds the registry and the environment's
+	// keys) when RequireAttestation; nil when none was read.
+	Attested *proven.Attested
 }
 
 // Facts are what pinbot knows of an admission: from a ledger
@@ -49,6 +58,9 @@ const (
 	RuleSoaking   = "soaking"
 	RuleFrozen    = "frozen"
 	RuleStopped   = "chain-stopped"
+	// RuleNotAttested: no attestation says the digest was proven
+	// upstream (for the soak), and the environment requires one.
+	RuleNotAttested = "not-attested"
 )
 
 // Refusal is a promotion the release chain refuses. Its message names the
@@ -80,6 +92,9 @@ func (r *Refusal) Error() string {
 	case RuleSoaking:
 		return fmt.Sprintf("%s of %s is proven in %s since %s and soaks there until %s before %s takes it; pass --force with --reason to promote it anyway",
 			d, r.Image, r.Upstream, r.Since.UTC().Format(time.RFC3339), r.Until.UTC().Format(time.RFC3339), r.Env)
+	case RuleNotAttested:
+		return fmt.Sprintf("%s of %s carries no attestation that it was proven in %s, which %s requires: %s; pass --force with --reason to promote it anyway",
+			d, r.Image, r.Upstream, r.Env, r.Detail)
 	}
 	return fmt.Sprintf("%s of %s is not proven in %s, which %s takes its digests from: %s; pass --force with --reason to promote it anyway",
 		d, r.Image, r.Upstream, r.Env, r.Detail)
@@ -100,18 +115,50 @@ func Admit(a Admission, f Facts) error {
 		since := h.Since
 		return &Refusal{Rule: RuleHeld, Env: a.Env, Image: a.Image, Digest: a.Digest, Since: &since, Detail: h.Reason}
 	}
-	if a.Upstream != "" && !a.Force && !f.Proven {
+	ledger := a.Upstream != "" && !a.Force && !a.External
+	if ledger && !f.Proven {
 		return notProven(a, f)
 	}
-	if until := f.Since.Add(a.Soak); a.Upstream != "" && !a.Force && a.Soak > 0 && f.Now.Before(until) {
+	if until := f.Since.Add(a.Soak); ledger && a.Soak > 0 && f.Now.Before(until) {
 		since := f.Since
 		return &Refusal{Rule: RuleSoaking, Env: a.Env, Image: a.Image, Digest: a.Digest, Upstream: a.Upstream, Since: &since, Until: &until}
+	}
+	if a.RequireAttestation && !a.Force {
+		if err := attested(a, f.Now); err != nil {
+			return err
+		}
 	}
 	if f.FrozenUntil != nil {
 		until := *f.FrozenUntil
 		return &Refusal{Rule: RuleFrozen, Env: a.Env, Image: a.Image, Digest: a.Digest, Until: &until}
 	}
 	return nil
+}
+
+// attested judges the attestation an admission requires: one that says
+// the digest was proven upstream for the soak. One that says less, and
+// was signed before the soak could have ended, waits for the next (the
+// upstream attests again when its soak ends); one signed after says all
+// it will.
+func attested(a Admission, now time.Time) error {
+	at := a.Attested
+	refuse := func(detail string) error {
+		return &Refusal{Rule: RuleNotAttested, Env: a.Env, Image: a.Image, Digest: a.Digest, Upstream: a.Upstream, Detail: detail}
+	}
+	switch {
+	case at == nil:
+		return refuse("no attestation was read")
+	case !at.Passed:
+		return refuse(at.Why)
+	case at.ProvenFor >= a.Soak:
+		return nil
+	}
+	since, until := at.ProvenSince, at.ProvenSince.Add(a.Soak)
+	if now.Before(until) {
+		return &Refusal{Rule: RuleSoaking, Env: a.Env, Image: a.Image, Digest: a.Digest, Upstream: a.Upstream, Since: &since, Until: &until}
+	}
+	return refuse(fmt.Sprintf("the longest-proven attestation says %s for %s (attested at %s), less than %s; %s attests when a digest proves and when its soak ends, so ask for at most its soak",
+		a.Upstream, at.ProvenFor, stamp(at.AttestedAt), a.Soak, a.Upstream))
 }
 
 // notProven is the refusal of a digest not proven upstream.
@@ -136,7 +183,7 @@ func FactsFrom(l *Ledger, a Admission, now time.Time) Facts {
 		u := *t.FrozenUntil
 		f.FrozenUntil = &u
 	}
-	if a.Upstream == "" {
+	if a.Upstream == "" || a.External {
 		return f
 	}
 	if t := l.Lookup(a.Upstream, a.Image); t != nil {

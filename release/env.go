@@ -33,6 +33,11 @@ import (
 //	    readyTimeout: 5m        # proven within this after a merge, or it failed
 //	    freeze:
 //	      - {start: "0 18 * * 5", duration: 62h, timeZone: Europe/Berlin}
+//	  - name: dr
+//	    from: staging           # another installation's: not declared here
+//	    requireAttestation: true
+//	    attestationKeys: [keys/pinbot-staging.pub]
+//	    upstreamSoak: 1h        # the attestation must say this long
 type Environment struct {
 	// Name names the environment and its promotion branches.
 	Name string `yaml:"name" json:"name"`
@@ -64,6 +69,19 @@ type Environment struct {
 	// Freeze lists the windows in which pinbot opens, updates and merges
 	// nothing for this environment.
 	Freeze []Freeze `yaml:"freeze" json:"freeze,omitempty"`
+	// RequireAttestation admits a digest only with pinbot's signed
+	// attestation that it was proven running in From, for From's soak:
+	// besides the ledger's proof when From is declared in this chain,
+	// instead of it when From is not (another installation's
+	// environment, whose pinbot attests).
+	RequireAttestation bool `yaml:"requireAttestation" json:"requireAttestation,omitempty"`
+	// AttestationKeys are the cosign public keys (PEM files, paths in the
+	// repository) one of which must have signed the attestation.
+	AttestationKeys []string `yaml:"attestationKeys" json:"attestationKeys,omitempty"`
+	// UpstreamSoak is how long the attestation must say the digest was
+	// proven in From when From is not declared here; a declared From's
+	// own soak counts otherwise.
+	UpstreamSoak time.Duration `yaml:"upstreamSoak" json:"upstreamSoak,omitempty"`
 }
 
 // RollbackMode is what pinbot does with a failed proof.
@@ -124,9 +142,11 @@ func (c Chain) Admission(env, image, digest string) (a Admission, ok bool) {
 	if !ok {
 		return Admission{}, false
 	}
-	a = Admission{Env: env, Upstream: e.From, Image: image, Digest: digest}
+	a = Admission{Env: env, Upstream: e.From, Image: image, Digest: digest, RequireAttestation: e.RequireAttestation}
 	if up, ok := c.Get(e.From); ok {
 		a.Soak = up.Soak
+	} else if e.From != "" {
+		a.External, a.Soak = true, e.UpstreamSoak
 	}
 	return a, true
 }
@@ -171,8 +191,6 @@ type Problem struct {
 	Msg   string
 }
 
-// Validate checks the chain: unique names, From naming an environment
-// declared before, paths that no two environments share, non-negative
 // UnknownApps are the apps the chain names that known does not, as
 // "environment/app": an environment whose apps none runs proves nothing,
 // so nothing moves onward from it.
@@ -188,6 +206,9 @@ func (c Chain) UnknownApps(known func(app string) bool) []string {
 	return out
 }
 
+// Validate checks the chain: unique names, From naming an environment
+// declared before (or another installation's, whose attestation is
+// required), paths that no two environments share, non-negative
 // durations, known rollback modes and freeze windows that parse.
 func (c Chain) Validate(validName func(string) bool, checkGlob func(string) error) []Problem {
 	var out []Problem
@@ -202,8 +223,18 @@ func (c Chain) Validate(validName func(string) bool, checkGlob func(string) erro
 			add(i, "name", "environment %q defined twice", e.Name)
 		}
 		declared := slices.ContainsFunc(c[:i], func(p Environment) bool { return p.Name == e.From })
-		if e.From != "" && !declared {
-			add(i, "from", "environment %q comes from %q, which is not declared before it", e.Name, e.From)
+		if e.From != "" && !declared && !e.RequireAttestation {
+			add(i, "from", "environment %q comes from %q, which is not declared before it (or set requireAttestation to take another installation's attestation of %q)", e.Name, e.From, e.From)
+		}
+		switch {
+		case e.RequireAttestation && e.From == "":
+			add(i, "requireAttestation", "environment %q requires an attestation but comes from no environment: name it in from", e.Name)
+		case e.RequireAttestation && len(e.AttestationKeys) == 0:
+			add(i, "attestationKeys", "environment %q requires an attestation: name the cosign public keys that sign it in attestationKeys", e.Name)
+		case !e.RequireAttestation && (len(e.AttestationKeys) > 0 || e.UpstreamSoak != 0):
+			add(i, "requireAttestation", "environment %q names attestationKeys or upstreamSoak without requireAttestation: true", e.Name)
+		case e.UpstreamSoak != 0 && declared:
+			add(i, "upstreamSoak", "environment %q comes from %q, declared here: its own soak counts, not upstreamSoak", e.Name, e.From)
 		}
 		if len(e.Paths) == 0 {
 			add(i, "", "environment %q has no paths", e.Name)
@@ -226,7 +257,7 @@ func (c Chain) Validate(validName func(string) bool, checkGlob func(string) erro
 		if e.From != "" && declared && len(c.appsOf(e.From)) == 0 {
 			add(i, "from", "environment %q comes from %q, which names no apps to prove a digest", e.Name, e.From)
 		}
-		for key, d := range map[string]time.Duration{"soak": e.Soak, "rollbackWindow": e.RollbackWindow, "readyTimeout": e.ReadyTimeout} {
+		for key, d := range map[string]time.Duration{"soak": e.Soak, "rollbackWindow": e.RollbackWindow, "readyTimeout": e.ReadyTimeout, "upstreamSoak": e.UpstreamSoak} {
 			if d < 0 {
 				add(i, key, "%s must not be negative", key)
 			}

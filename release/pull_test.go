@@ -31,7 +31,7 @@ func TestJudgePull(t *testing.T) {
 		{"a held digest into staging", map[string]map[string]string{"staging": {img: dC}, "prod": {img: dA}}, commitstatus.Success, "admitted (staging: sha256:cccccccccccc)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			state, desc := JudgePull(l, c, base, tc.head, t0)
+			state, desc := JudgePull(l, c, base, tc.head, t0, nil)
 			if state != tc.state || !strings.Contains(desc, tc.wantInMsg) {
 				t.Errorf("JudgePull = %s: %s; want %s with %q", state, desc, tc.state, tc.wantInMsg)
 			}
@@ -42,10 +42,10 @@ func TestJudgePull(t *testing.T) {
 	soaking := t0.Add(-5 * time.Minute)
 	st.ProvenSince = &soaking
 	head := map[string]map[string]string{"staging": {img: dB}, "prod": {img: dB}}
-	if state, desc := JudgePull(l, c, base, head, t0); state != commitstatus.Pending || !strings.Contains(desc, "soaks there until 2026-12-02T12:05:00Z") {
+	if state, desc := JudgePull(l, c, base, head, t0, nil); state != commitstatus.Pending || !strings.Contains(desc, "soaks there until 2026-12-02T12:05:00Z") {
 		t.Errorf("during the soak: %s: %s; want pending until +5m", state, desc)
 	}
-	if state, _ := JudgePull(l, c, base, head, t0.Add(5*time.Minute)); state != commitstatus.Success {
+	if state, _ := JudgePull(l, c, base, head, t0.Add(5*time.Minute), nil); state != commitstatus.Success {
 		t.Errorf("after the soak: %s, want success", state)
 	}
 }

@@ -1,6 +1,7 @@
 package release
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -22,6 +23,9 @@ type Input struct {
 	// Tags are the tags Pinned's pins carry (environment, image), ""
 	// where they carry none.
 	Tags map[string]map[string]string
+	// Attested reads the attestation an environment that requires one
+	// needs of a proposal's digest before its gate turns green.
+	Attested AttestationOf
 }
 
 // Step brings the ledger up to what in shows and returns what to do: a
@@ -33,7 +37,7 @@ type Input struct {
 // changes l; actions that succeed are recorded with Ledger.Proposed and
 // friends.
 func Step(l *Ledger, in Input) []Action {
-	s := stepper{l: l, chain: in.Chain, now: in.Now}
+	s := stepper{l: l, chain: in.Chain, now: in.Now, attested: in.Attested}
 	if stop := orphanHolds(l, in.Chain); stop != "" {
 		if l.Stopped == stop {
 			return nil
@@ -90,9 +94,10 @@ func Step(l *Ledger, in Input) []Action {
 // stepper is one Step: the ledger it changes, the chain and the time it
 // decides at.
 type stepper struct {
-	l     *Ledger
-	chain Chain
-	now   time.Time
+	l        *Ledger
+	chain    Chain
+	now      time.Time
+	attested AttestationOf
 }
 
 // imagesOf are the images Git pins in env or the ledger tracks there.
@@ -356,6 +361,17 @@ func (s stepper) onward(env Environment, image string) []Action {
 			state, desc = commitstatus.Failure, fmt.Sprintf("%s no longer pins %s", env.Name, imageref.Short(p.Digest))
 		default:
 			state, desc = commitstatus.Failure, fmt.Sprintf("%s no longer proves %s: %s", env.Name, imageref.Short(p.Digest), t.Why)
+		}
+		if state == commitstatus.Success && next.RequireAttestation {
+			// The ledger's proof holds; the attestation must say so too.
+			a, _ := s.chain.Admission(name, image, p.Digest)
+			a.Attested = s.attested.of(a)
+			if err := attested(a, s.now); err != nil {
+				state, desc = commitstatus.Pending, fmt.Sprintf("proven in %s; waiting for its signed attestation", env.Name)
+				if r := (*Refusal)(nil); errors.As(err, &r) && r.Detail != "" {
+					desc += ": " + r.Detail
+				}
+			}
 		}
 		// A green gate stays posted as it was: its "for how long" moves.
 		if posted := (PostedGate{State: state, Description: desc}); p.Gate == nil || *p.Gate != posted && (state != commitstatus.Success || p.Gate.State != commitstatus.Success) {

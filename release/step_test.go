@@ -324,7 +324,7 @@ func TestValidate(t *testing.T) {
 	want := []string{
 		`from: environment "b" comes from "a", which names no apps to prove a digest`,
 		`name: environment "b" defined twice`,
-		`from: environment "b" comes from "z", which is not declared before it`,
+		`from: environment "b" comes from "z", which is not declared before it (or set requireAttestation to take another installation's attestation of "z")`,
 		`: environment "b" has no paths`,
 		`soak: soak must not be negative`,
 		`rollback: rollback "maybe": want pr or auto`,

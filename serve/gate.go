@@ -23,13 +23,45 @@ func (d *daemon) gateAnswer(ctx context.Context, q proofapi.Query) (proofapi.Ans
 		if err != nil {
 			return proofapi.Answer{}, err
 		}
-		if l.Envs[q.Env] == nil {
+		chain, _ := d.release.chain(t.Repo)
+		down, attested := requiresAttestationOf(chain, q.Env)
+		if l.Envs[q.Env] == nil && !attested {
 			continue
 		}
 		q.Repo = t.Repo
-		return proofapi.FromLedger(l, q, d.release.now()), nil
+		var a proofapi.Answer
+		if l.Envs[q.Env] != nil {
+			a = proofapi.FromLedger(l, q, d.release.now())
+		} else {
+			a = proofapi.Answer{Query: q}
+		}
+		if attested && q.Image != "" && q.Digest != "" {
+			at := d.release.attestationOf(ctx, t.Repo)(release.Admission{Env: down, Upstream: q.Env, Image: q.Image, Digest: q.Digest})
+			a.Attestation = at
+			if l.Envs[q.Env] == nil {
+				// Another installation's environment: its attestation is
+				// all there is to say.
+				a.Verified, a.Why = at.Passed, at.Why
+				if at.Passed {
+					since := at.ProvenSince
+					a.Since = &since
+				}
+			}
+		}
+		return a, nil
 	}
 	return proofapi.Answer{}, fmt.Errorf("%w: environment %q", proofapi.ErrUnknown, q.Env)
+}
+
+// requiresAttestationOf names the environment of chain that requires the
+// attestation of env (requireAttestation with from: env), if one does.
+func requiresAttestationOf(chain release.Chain, env string) (string, bool) {
+	for _, e := range chain {
+		if e.From == env && e.RequireAttestation {
+			return e.Name, true
+		}
+	}
+	return "", false
 }
 
 // appAnswer answers for an app from its proof: the last pass of its loop

@@ -24,7 +24,7 @@ type pullSeen struct {
 // requests (Step keeps theirs): a person's, Renovate's, CI's. Each is
 // judged pin by pin by release.JudgePull against the ledger, again
 // whenever its head, a hold, a proof or a window changes the answer.
-func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.Ledger, chain release.Chain, base *promote.Inventory) error {
+func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.Ledger, chain release.Chain, base *promote.Inventory, attested release.AttestationOf) error {
 	forge, ok := env.Forge.(*gitforge.Gitea)
 	if !ok {
 		return nil
@@ -66,7 +66,7 @@ func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.L
 			}
 			seen = &pullSeen{head: p.HeadSHA, pinned: inv.Pinned}
 		}
-		state, desc := release.JudgePull(l, chain, base.Pinned, seen.pinned, rl.now())
+		state, desc := release.JudgePull(l, chain, base.Pinned, seen.pinned, rl.now(), attested)
 		if posted := string(state) + ": " + desc; posted != seen.posted {
 			err := forge.SetStatus(ctx, env.Repo, p.HeadSHA, gitforge.Status{Context: GateContext, State: state, Description: desc})
 			if err != nil {

@@ -19,6 +19,9 @@ import (
 	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/release/store"
 	"pinbot.dev/pinbot/serve/notify"
+	"pinbot.dev/pinbot/trust"
+	"pinbot.dev/pinbot/trust/attest"
+	"pinbot.dev/pinbot/trust/proven"
 )
 
 // DefaultReleaseInterval is how often serve looks at each release chain:
@@ -55,6 +58,11 @@ type releaser struct {
 	holds     *prometheus.GaugeVec   // pinbot_release_holds
 	chainm    *chainMetrics
 	attester  *attester // nil without attest:
+	// attested reads upstream attestations for the environments that
+	// require them; keys are their attestationKeys, by repository and
+	// environment, as last read.
+	attested *attest.Reader
+	keys     map[string]map[string]*trust.Keys
 	// warned are the unknown apps already logged (warnUnknownApps).
 	warned map[string]bool
 	// pulls are the other pull requests' heads as last read, and the
@@ -68,6 +76,7 @@ func newReleaser(d *daemon) *releaser {
 		interval = DefaultReleaseInterval
 	}
 	return &releaser{d: d, ledgers: store.New(d.kube, d.ns), interval: interval, now: time.Now, chains: map[string]release.Chain{}, sched: newSchedule(interval), kick: make(chan struct{}, 1),
+		attested: attest.NewReader(d.promote.reg), keys: map[string]map[string]*trust.Keys{},
 		announced: map[string]time.Time{}, chainm: newChainMetrics(),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pinbot_release_decisions_total",
@@ -233,6 +242,7 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 	chain := inv.Config.Environments
 	rl.mu.Lock()
 	rl.chains[t.Repo] = chain
+	rl.keys[t.Repo] = inv.Config.AttestationKeys
 	rl.mu.Unlock()
 	if len(chain) == 0 {
 		return time.Time{}, nil
@@ -255,7 +265,8 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 	rl.mu.Unlock()
 	l.Chain = chain // for every replica's release page; written only when it changed
 	now := rl.now()
-	in := release.Input{Now: now, Chain: chain, Pinned: inv.Pinned, Tags: inv.Tags, Assessed: rl.assess(ctx, chain, inv)}
+	attested := rl.attestationOf(ctx, t.Repo)
+	in := release.Input{Now: now, Chain: chain, Pinned: inv.Pinned, Tags: inv.Tags, Assessed: rl.assess(ctx, chain, inv), Attested: attested}
 	decided := release.Step(l, in)
 	todo := append(decided, release.Pending(l, decided)...)
 	// The decisions go into the ledger before anything is done: a step
@@ -305,7 +316,7 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 	for _, h := range l.Holds {
 		rl.holds.WithLabelValues(t.Repo, h.Env).Inc()
 	}
-	if err := rl.gatePulls(ctx, env, l, chain, inv); err != nil && ctx.Err() == nil {
+	if err := rl.gatePulls(ctx, env, l, chain, inv, attested); err != nil && ctx.Err() == nil {
 		log.Warn("judging the open pull requests failed", "error", redact.String(err.Error()))
 	}
 	next, _ := l.NextDeadline(chain, now)
@@ -450,6 +461,17 @@ func (rl *releaser) chain(repo string) (release.Chain, bool) {
 	defer rl.mu.Unlock()
 	c, ok := rl.chains[repo]
 	return c, ok && len(c) > 0
+}
+
+// attestationOf reads, for repo's environments that require one, what
+// the upstream's attestations say of a digest (cached for a while).
+func (rl *releaser) attestationOf(ctx context.Context, repo string) release.AttestationOf {
+	return func(a release.Admission) *proven.Attested {
+		rl.mu.Lock()
+		keys := rl.keys[repo][a.Env]
+		rl.mu.Unlock()
+		return rl.attested.Read(ctx, keys, a.Image, a.Digest, a.Upstream)
+	}
 }
 
 // admit is serve's own promotion gate, from the ledger: its drift and

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
 )
@@ -40,6 +42,17 @@ func LoadKeys(keys []string, files fs.FS) (*Keys, error) {
 		k.r.keys = append(k.r.keys, key)
 	}
 	return k, nil
+}
+
+// String names the keys by their fingerprints: two Keys of the same
+// keys name the same.
+func (k *Keys) String() string {
+	fps := make([]string, 0, len(k.r.keys))
+	for _, key := range k.r.keys {
+		fps = append(fps, key.fingerprint)
+	}
+	slices.Sort(fps)
+	return strings.Join(fps, ",")
 }
 
 // Statements returns the attestations of predicateType attached to

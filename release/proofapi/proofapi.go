@@ -29,6 +29,7 @@ import (
 	"pinbot.dev/pinbot/internal/jsonkeys"
 	"pinbot.dev/pinbot/internal/loopback"
 	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/trust/proven"
 )
 
 // Path is the endpoint's path on serve.
@@ -65,6 +66,11 @@ type Answer struct {
 	// Stopped says why the repository's whole chain is stopped (holds on
 	// an environment renamed away); nothing is admitted meanwhile.
 	Stopped string `json:"stopped,omitempty"`
+	// Attestation is what Digest's signed attestations say of the
+	// environment, when an environment of the chain requires one of it
+	// (requireAttestation). For an environment of another installation,
+	// it is the whole answer.
+	Attestation *proven.Attested `json:"attestation,omitempty"`
 }
 
 // Source answers queries (serve, from its ledgers and its reconciler).
@@ -194,8 +200,13 @@ func (g Admit) Admit(ctx context.Context, a release.Admission) error {
 	if err != nil {
 		return err
 	}
-	f := release.Facts{Hold: here.Hold, FrozenUntil: here.FrozenUntil, Stopped: here.Stopped}
-	if a.Upstream != "" && !a.Force {
+	f := release.Facts{Hold: here.Hold, FrozenUntil: here.FrozenUntil, Stopped: here.Stopped, Now: time.Now()}
+	if g.Now != nil {
+		f.Now = g.Now()
+	}
+	// An upstream of another installation has no ledger here: its
+	// attestation (a.Attested) is its proof.
+	if a.Upstream != "" && !a.Force && !a.External {
 		up, err := g.Asker.Ask(ctx, Query{Repo: g.Repo, Env: a.Upstream, Image: a.Image, Digest: a.Digest})
 		if err != nil {
 			return err
@@ -203,10 +214,6 @@ func (g Admit) Admit(ctx context.Context, a release.Admission) error {
 		f.Proven, f.Pinned, f.ProvenDigest, f.Why = up.Verified, up.Pinned, up.Proven, up.Why
 		if up.Since != nil {
 			f.Since = *up.Since
-		}
-		f.Now = time.Now()
-		if g.Now != nil {
-			f.Now = g.Now()
 		}
 	}
 	return release.Admit(a, f)

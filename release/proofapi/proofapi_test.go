@@ -9,27 +9,28 @@ import (
 	"time"
 
 	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/trust/proven"
 )
 
 const (
-	image   = "registry.example/org/web"
-	proven  = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
-	pending = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
-	held    = "sha256:3333333333333333333333333333333333333333333333333333333333333333"
+	image        = "registry.example/org/web"
+	provenDigest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	pending      = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+	held         = "sha256:3333333333333333333333333333333333333333333333333333333333333333"
 )
 
 // fakeLedger answers as serve would for two environments: staging, where
 // proven runs and held is held, and prod, frozen.
 func fakeLedger(_ context.Context, q Query) (Answer, error) {
 	since := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	a := Answer{Query: q, Pinned: proven, Proven: proven}
+	a := Answer{Query: q, Pinned: provenDigest, Proven: provenDigest}
 	switch q.Env {
 	case "staging":
-		if q.Digest == proven {
+		if q.Digest == provenDigest {
 			a.Verified, a.Since = true, &since
-			a.Pods = []release.Pod{{App: "web-staging", Namespace: "staging", Pod: "web-1", Running: proven, Verdict: "Verified", Ready: true}}
+			a.Pods = []release.Pod{{App: "web-staging", Namespace: "staging", Pod: "web-1", Running: provenDigest, Verdict: "Verified", Ready: true}}
 		} else {
-			a.Why = "pins " + proven[:19]
+			a.Why = "pins " + provenDigest[:19]
 		}
 		if q.Digest == held {
 			a.Hold = &release.Hold{Env: "staging", Image: image, Digest: held, Reason: "crash loop", Since: since}
@@ -53,7 +54,7 @@ func newGate(t *testing.T) Client {
 func TestHandlerRefusesWithoutTheToken(t *testing.T) {
 	c := newGate(t)
 	for _, token := range []string{"", "t0ke", "t0ken2", "T0KEN"} {
-		req, _ := http.NewRequest(http.MethodGet, c.URL+Path+"?env=staging&image="+image+"&digest="+proven, nil)
+		req, _ := http.NewRequest(http.MethodGet, c.URL+Path+"?env=staging&image="+image+"&digest="+provenDigest, nil)
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
@@ -71,7 +72,7 @@ func TestHandlerRefusesWithoutTheToken(t *testing.T) {
 func TestHandlerAnswers(t *testing.T) {
 	c := newGate(t)
 	ctx := context.Background()
-	a, err := c.Ask(ctx, Query{Env: "staging", Image: image + ":v1", Digest: proven})
+	a, err := c.Ask(ctx, Query{Env: "staging", Image: image + ":v1", Digest: provenDigest})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,12 +87,12 @@ func TestHandlerAnswers(t *testing.T) {
 		q    Query
 		want string
 	}{
-		{Query{Image: image, Digest: proven}, "HTTP 400: give env (with image) or app"},
-		{Query{Env: "staging", App: "web", Image: image, Digest: proven}, "HTTP 400: give env (with image) or app"},
-		{Query{Env: "staging", Digest: proven}, "HTTP 400: env needs image"},
+		{Query{Image: image, Digest: provenDigest}, "HTTP 400: give env (with image) or app"},
+		{Query{Env: "staging", App: "web", Image: image, Digest: provenDigest}, "HTTP 400: give env (with image) or app"},
+		{Query{Env: "staging", Digest: provenDigest}, "HTTP 400: env needs image"},
 		{Query{Env: "staging", Image: image, Digest: "sha256:abc"}, "HTTP 400: digest"},
-		{Query{Env: "staging", Image: "Registry.example/web:", Digest: proven}, "HTTP 400: image: "},
-		{Query{Env: "qa", Image: image, Digest: proven}, "HTTP 404: no such environment or app"},
+		{Query{Env: "staging", Image: "Registry.example/web:", Digest: provenDigest}, "HTTP 400: image: "},
+		{Query{Env: "qa", Image: image, Digest: provenDigest}, "HTTP 404: no such environment or app"},
 	} {
 		if _, err := c.Ask(ctx, tc.q); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Ask(%+v) = %v; want an error with %q", tc.q, err, tc.want)
@@ -110,9 +111,9 @@ func TestAdmit(t *testing.T) {
 		soak                  time.Duration
 		want                  string // "" admits
 	}{
-		{"proven upstream", "canary", "staging", proven, false, 0, "404"}, // canary is unknown to the ledger
-		{"proven upstream, soaking", "prod", "staging", proven, false, 2 * time.Hour, "is proven in staging since 2026-12-02T12:00:00Z and soaks there until 2026-12-02T14:00:00Z before prod takes it"},
-		{"proven upstream, soaked, frozen downstream", "prod", "staging", proven, false, time.Hour, "prod is frozen until"},
+		{"proven upstream", "canary", "staging", provenDigest, false, 0, "404"}, // canary is unknown to the ledger
+		{"proven upstream, soaking", "prod", "staging", provenDigest, false, 2 * time.Hour, "is proven in staging since 2026-12-02T12:00:00Z and soaks there until 2026-12-02T14:00:00Z before prod takes it"},
+		{"proven upstream, soaked, frozen downstream", "prod", "staging", provenDigest, false, time.Hour, "prod is frozen until"},
 		{"unproven upstream", "prod", "staging", pending, false, 0, "is not proven in staging, which prod takes its digests from: staging pins sha256:111111111111, proven; pass --force"},
 		{"unproven, forced, frozen downstream", "prod", "staging", pending, true, 0, "prod is frozen until 2026-12-02T13:00:00Z"},
 		{"held in the environment", "staging", "", held, false, 0, "is held in staging since 2026-12-02T12:00:00Z: crash loop (lift it with: pinbot hold release staging " + image + "@" + held + " --reason TEXT)"},
@@ -125,5 +126,21 @@ func TestAdmit(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s: %v; want an error with %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestAdmitAnotherInstallationsUpstream: an upstream that is not in the
+// chain is never asked (its ledger is another installation's); the
+// attestation the caller read decides.
+func TestAdmitAnotherInstallationsUpstream(t *testing.T) {
+	noon := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	g := Admit{Asker: newGate(t), Now: func() time.Time { return noon }}
+	a := release.Admission{Env: "prod", Upstream: "elsewhere", External: true, RequireAttestation: true, Image: image, Digest: pending, Soak: time.Hour}
+	if err := g.Admit(context.Background(), a); err == nil || !strings.Contains(err.Error(), "carries no attestation that it was proven in elsewhere, which prod requires: no attestation was read") {
+		t.Errorf("no attestation: %v; want refused for it", err)
+	}
+	a.Attested = &proven.Attested{Passed: true, ProvenSince: noon.Add(-2 * time.Hour), ProvenFor: 90 * time.Minute, AttestedAt: noon.Add(-30 * time.Minute)}
+	if err := g.Admit(context.Background(), a); err == nil || !strings.Contains(err.Error(), "prod is frozen until") {
+		t.Errorf("attested: %v; want only prod's own freeze to refuse it", err)
 	}
 }

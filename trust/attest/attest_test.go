@@ -146,6 +146,29 @@ func TestWriteThenVerify(t *testing.T) {
 					t.Errorf("policy, %s: %v; want %q", tc.name, err, tc.why)
 				}
 			}
+
+			// A Reader keeps what it read until told the digest was
+			// attested.
+			keys, err := trust.LoadKeys([]string{"cosign.pub"}, files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reader := attest.NewReader(reg)
+			if at := reader.Read(ctx, keys, image, other, "staging"); at.Passed || !strings.Contains(at.Why, "no "+proven.PredicateType+" attestation is attached") {
+				t.Fatalf("before its attestation: %+v", at)
+			}
+			q := p
+			q.Digest, q.Pods = other, nil
+			if _, err := attest.Write(ctx, key, q); err != nil {
+				t.Fatal(err)
+			}
+			if at := reader.Read(ctx, keys, image, other, "staging"); at.Passed {
+				t.Errorf("read again at once: %+v, want the kept answer", at)
+			}
+			reader.Forget(image, other)
+			if at := reader.Read(ctx, keys, image, other, "staging"); !at.Passed || at.ProvenFor != 25*time.Hour || !at.ProvenSince.Equal(since) {
+				t.Errorf("after Forget: %+v, want it passed, proven for 25h since %s", at, since)
+			}
 		})
 	}
 }

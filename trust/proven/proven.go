@@ -130,3 +130,20 @@ func (p *Predicate) ran(digest string) bool {
 	}
 	return false
 }
+
+// Attested is what the attestations attached to a digest say of an
+// environment: the longest-proven one a trusted key signed, or why none
+// passed.
+type Attested struct {
+	// Passed: one, signed by a trusted key, says the digest was proven in
+	// the environment.
+	Passed bool `json:"passed"`
+	// ProvenSince and ProvenFor are what it says: since when, and for
+	// how long when it was signed (AttestedAt).
+	ProvenSince time.Time     `json:"provenSince,omitzero"`
+	ProvenFor   time.Duration `json:"provenFor,omitempty"`
+	AttestedAt  time.Time     `json:"attestedAt,omitzero"`
+	Signer      string        `json:"signer,omitempty"`
+	// Why says why none passed.
+	Why string `json:"why,omitempty"`
+}
