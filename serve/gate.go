@@ -25,20 +25,21 @@ func (d *daemon) gateAnswer(ctx context.Context, q proofapi.Query) (proofapi.Ans
 		}
 		chain, _ := d.release.chain(t.Repo)
 		down, attested := requiresAttestationOf(chain, q.Env)
-		if l.Envs[q.Env] == nil && !attested {
+		_, declared := chain.Get(q.Env)
+		if l.Envs[q.Env] == nil && !declared && !attested {
 			continue
 		}
 		q.Repo = t.Repo
-		var a proofapi.Answer
-		if l.Envs[q.Env] != nil {
+		a := proofapi.Answer{Query: q}
+		if l.Envs[q.Env] != nil || declared {
+			// Declared, but not stepped yet: it pins nothing pinbot
+			// has seen, and holds nothing.
 			a = proofapi.FromLedger(l, q, d.release.now())
-		} else {
-			a = proofapi.Answer{Query: q}
 		}
 		if attested && q.Image != "" && q.Digest != "" {
 			at := d.release.attestationOf(ctx, t.Repo)(release.Admission{Env: down, Upstream: q.Env, Image: q.Image, Digest: q.Digest})
 			a.Attestation = at
-			if l.Envs[q.Env] == nil {
+			if !declared {
 				// Another installation's environment: its attestation is
 				// all there is to say.
 				a.Verified, a.Why = at.Passed, at.Why
