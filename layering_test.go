@@ -28,7 +28,7 @@ var proofWords = []string{"reconciler/verdict", "reconciler/object", "internal/c
 // pure too (the leaves, render's error type excepted).
 var pure = []string{"reconciler/object", "reconciler/ignore", "reconciler/verdict", "reconciler/deployer", "reconciler/config",
 	"reconciler/guard", "reconciler/hook", "reconciler/wave", "reconciler/prune", "reconciler/diff", "reconciler/heal",
-	"reconciler/status", "reconciler/history", "reconciler/settle", "release", "promote/pr"}
+	"reconciler/status", "reconciler/history", "reconciler/settle", "release", "release/admission", "promote/pr"}
 
 // core is what the reconciler's config, and every decision above it, may
 // build on: the objects, the verdict core and the leaves they need.
@@ -93,9 +93,12 @@ var allowed = map[string][]string{
 	// The release chain: pure decisions, their store in the cluster, and
 	// the gate other tools ask.
 	// It judges the reconciler's verifications in their own types.
-	"release":          append([]string{"internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
-	"release/store":    append([]string{"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
-	"release/proofapi": append([]string{"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/loopback", "internal/commitstatus"}, proofWords...),
+	"release": append([]string{"internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
+	// What the cluster may run in an environment: the admission
+	// webhook's decision, from a ledger, pure.
+	"release/admission": append([]string{"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
+	"release/store":     append([]string{"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
+	"release/proofapi":  append([]string{"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/loopback", "internal/commitstatus"}, proofWords...),
 
 	// The reconciler's leaves and decisions, bottom up.
 	"reconciler/object":   {},

@@ -30,6 +30,11 @@ type Config struct {
 	// and again when its soak completes, and attach it to the image
 	// (package trust/attest).
 	Attest *Attest `yaml:"attest"`
+	// Admission, when set, serves a validating admission webhook that
+	// holds the cluster to the release chain: a Pod or workload in an
+	// environment's namespaces may run only digests the chain admits
+	// (package release/admission).
+	Admission *Admission `yaml:"admission"`
 }
 
 // Target is one manifest repository that serve promotes into on its own:
@@ -98,6 +103,12 @@ func Parse(file string, data []byte) (*Config, error) {
 			problems = append(problems, fmt.Sprintf("%s: attest.keyFile: required: the private key the attestations are signed with", file))
 		}
 		c.Attest.resolve(filepath.Dir(file))
+	}
+	if c.Admission != nil {
+		for _, msg := range c.Admission.problems() {
+			problems = append(problems, fmt.Sprintf("%s: %s", file, msg))
+		}
+		c.Admission.resolve(filepath.Dir(file))
 	}
 	err = c.Complete(file, root)
 	if len(problems) > 0 {

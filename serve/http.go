@@ -42,6 +42,9 @@ func (d *daemon) registerMetrics() error {
 	if d.notify != nil {
 		cs = append(cs, d.notify.Collector())
 	}
+	if d.admission != nil {
+		cs = append(cs, d.admission.decisions)
+	}
 	cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, c := range append(append(cs, peermetrics.Collectors()...), d.o.Collectors...) {
 		if err := d.metrics.Register(c); err != nil {

@@ -17,10 +17,13 @@
 package serve
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -128,6 +131,9 @@ type daemon struct {
 	drift   []driftJob
 	release *releaser
 	notify  *notify.Notifier // nil without notify entries
+	// admission is the validating admission webhook; nil without
+	// admission:.
+	admission *admitter
 
 	metrics    *prometheus.Registry
 	requests   *prometheus.CounterVec   // pinbot_webhook_requests_total
@@ -192,6 +198,9 @@ func newDaemon(cfg *Config, r *reconciler.Reconciler, kube kubernetes.Interface,
 			return nil, fmt.Errorf("%s: %w", cfg.File(), err)
 		}
 		d.release.attester = newAttester(d.release, key)
+	}
+	if cfg.Admission != nil {
+		d.admission = newAdmitter(d, *cfg.Admission)
 	}
 	if len(cfg.Notify) > 0 {
 		if d.notify, err = notify.New(cfg.Notify, notify.Options{}); err != nil {
@@ -298,6 +307,25 @@ func (d *daemon) run(ctx context.Context) error {
 				served <- errors.Join(first, <-both)
 			}()
 		}
+	}
+
+	if a := d.admission; a != nil {
+		if _, err := a.cert.get(nil); err != nil {
+			return fmt.Errorf("%s: admission: %w", d.cfg.File(), err)
+		}
+		ln, err := net.Listen("tcp", a.cfg.Listen)
+		if err != nil {
+			return fmt.Errorf("%s: admission.listen: %w", d.cfg.File(), err)
+		}
+		log.Info("serving the admission webhook", "addr", ln.Addr().String(), "mode", cmp.Or(a.cfg.Mode, AdmissionAudit))
+		mux := http.NewServeMux()
+		mux.Handle(AdmissionPath, a)
+		tlsLn := tls.NewListener(ln, a.tlsConfig())
+		go func() {
+			if err := serveHTTP(work, tlsLn, mux); err != nil {
+				log.Warn("the admission webhook stopped", "error", err)
+			}
+		}()
 	}
 
 	// SIGTERM (ctx's end) stops the loops from starting passes; work,

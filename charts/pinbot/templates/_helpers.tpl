@@ -41,3 +41,8 @@ app.kubernetes.io/component: serve
   name: {{ include "pinbot.fullname" . }}
   namespace: {{ .Release.Namespace }}
 {{- end -}}
+
+{{/* The Secret holding the admission webhook's serving certificate. */}}
+{{- define "pinbot.admissionSecret" -}}
+{{- .Values.admission.certSecret | default (printf "%s-admission-tls" (include "pinbot.fullname" .)) -}}
+{{- end }}
