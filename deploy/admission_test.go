@@ -10,11 +10,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"pinbot.dev/pinbot/render"
 	"pinbot.dev/pinbot/serve"
@@ -112,28 +110,7 @@ func TestAdmissionIsOneInstall(t *testing.T) {
 	shipped := resources(t, buildWith(t, "overlays/admission", map[string]string{
 		"overlays/admission/kustomization.yaml": "resources: [../../base]\ncomponents: [../../components/admission]\n",
 	}))
-	for _, objs := range [][]*unstructured.Unstructured{charted, shipped} {
-		for _, o := range objs {
-			stripHelmLabels(o)
-		}
-	}
-	var base, chart appsv1.Deployment
-	find(t, shipped, "Deployment", "pinbot", &base)
-	find(t, charted, "Deployment", "pinbot", &chart)
-	base.Spec.Template.Spec.Containers[0].Image, chart.Spec.Template.Spec.Containers[0].Image = "", ""
-	// A patch appends where a template inserts: the order of mounts and
-	// volumes means nothing.
-	byName := cmp.Options{cmpopts.SortSlices(func(a, b corev1.VolumeMount) bool { return a.Name < b.Name }),
-		cmpopts.SortSlices(func(a, b corev1.Volume) bool { return a.Name < b.Name })}
-	if diff := cmp.Diff(base.Spec, chart.Spec, byName); diff != "" {
-		t.Errorf("the Deployment (-deploy/base+admission +chart):\n%s", diff)
-	}
-	var baseSvc, chartSvc corev1.Service
-	find(t, shipped, "Service", "pinbot", &baseSvc)
-	find(t, charted, "Service", "pinbot", &chartSvc)
-	if diff := cmp.Diff(baseSvc.Spec, chartSvc.Spec); diff != "" {
-		t.Errorf("the Service (-deploy/base+admission +chart):\n%s", diff)
-	}
+	sameServe(t, shipped, charted, "deploy/base+admission")
 	var baseHook, chartHook admissionregistrationv1.ValidatingWebhookConfiguration
 	find(t, shipped, "ValidatingWebhookConfiguration", "pinbot", &baseHook)
 	find(t, charted, "ValidatingWebhookConfiguration", "pinbot", &chartHook)

@@ -33,35 +33,45 @@ func TestChartAndBaseAreOneInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	shipped := resources(t, build(t, "base"))
-	for _, objs := range [][]*unstructured.Unstructured{charted, shipped} {
-		for _, o := range objs {
-			stripHelmLabels(o)
-		}
-	}
-
-	var base, chart appsv1.Deployment
-	find(t, shipped, "Deployment", "pinbot", &base)
-	find(t, charted, "Deployment", "pinbot", &chart)
-	if len(base.Spec.Template.Spec.Containers) != 1 || len(chart.Spec.Template.Spec.Containers) != 1 {
-		t.Fatalf("want one container each: base %d, chart %d", len(base.Spec.Template.Spec.Containers), len(chart.Spec.Template.Spec.Containers))
-	}
-	base.Spec.Template.Spec.Containers[0].Image, chart.Spec.Template.Spec.Containers[0].Image = "", ""
-	if diff := cmp.Diff(base.Spec, chart.Spec); diff != "" {
-		t.Errorf("the Deployment (-deploy/base +chart):\n%s", diff)
-	}
-
-	var baseSvc, chartSvc corev1.Service
-	find(t, shipped, "Service", "pinbot", &baseSvc)
-	find(t, charted, "Service", "pinbot", &chartSvc)
-	if diff := cmp.Diff(baseSvc.Spec, chartSvc.Spec); diff != "" {
-		t.Errorf("the Service (-deploy/base +chart):\n%s", diff)
-	}
+	sameServe(t, shipped, charted, "deploy/base")
 
 	var basePDB, chartPDB policyv1.PodDisruptionBudget
 	find(t, shipped, "PodDisruptionBudget", "pinbot", &basePDB)
 	find(t, charted, "PodDisruptionBudget", "pinbot", &chartPDB)
 	if diff := cmp.Diff(basePDB.Spec, chartPDB.Spec, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("the PodDisruptionBudget (-deploy/base +chart):\n%s", diff)
+	}
+}
+
+// sameServe holds the chart's rendering (charted) to deploy/'s (shipped,
+// named so in the diffs): with Helm's labels stripped, the same Pod
+// (images aside: the chart's default pins no digest) and the same
+// Service. The order of mounts and volumes means nothing: a kustomize
+// patch appends where a template inserts.
+func sameServe(t *testing.T, shipped, charted []*unstructured.Unstructured, name string) {
+	t.Helper()
+	for _, objs := range [][]*unstructured.Unstructured{charted, shipped} {
+		for _, o := range objs {
+			stripHelmLabels(o)
+		}
+	}
+	var base, chart appsv1.Deployment
+	find(t, shipped, "Deployment", "pinbot", &base)
+	find(t, charted, "Deployment", "pinbot", &chart)
+	if len(base.Spec.Template.Spec.Containers) != 1 || len(chart.Spec.Template.Spec.Containers) != 1 {
+		t.Fatalf("want one container each: %s %d, chart %d", name, len(base.Spec.Template.Spec.Containers), len(chart.Spec.Template.Spec.Containers))
+	}
+	base.Spec.Template.Spec.Containers[0].Image, chart.Spec.Template.Spec.Containers[0].Image = "", ""
+	byName := cmp.Options{cmpopts.SortSlices(func(a, b corev1.VolumeMount) bool { return a.Name < b.Name }),
+		cmpopts.SortSlices(func(a, b corev1.Volume) bool { return a.Name < b.Name })}
+	if diff := cmp.Diff(base.Spec, chart.Spec, byName); diff != "" {
+		t.Errorf("the Deployment (-%s +chart):\n%s", name, diff)
+	}
+	var baseSvc, chartSvc corev1.Service
+	find(t, shipped, "Service", "pinbot", &baseSvc)
+	find(t, charted, "Service", "pinbot", &chartSvc)
+	if diff := cmp.Diff(baseSvc.Spec, chartSvc.Spec); diff != "" {
+		t.Errorf("the Service (-%s +chart):\n%s", name, diff)
 	}
 }
 

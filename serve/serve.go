@@ -17,13 +17,10 @@
 package serve
 
 import (
-	"cmp"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -310,22 +307,9 @@ func (d *daemon) run(ctx context.Context) error {
 	}
 
 	if a := d.admission; a != nil {
-		if _, err := a.cert.get(nil); err != nil {
-			return fmt.Errorf("%s: admission: %w", d.cfg.File(), err)
+		if err := a.start(ctx, work); err != nil {
+			return err
 		}
-		ln, err := net.Listen("tcp", a.cfg.Listen)
-		if err != nil {
-			return fmt.Errorf("%s: admission.listen: %w", d.cfg.File(), err)
-		}
-		log.Info("serving the admission webhook", "addr", ln.Addr().String(), "mode", cmp.Or(a.cfg.Mode, AdmissionAudit))
-		mux := http.NewServeMux()
-		mux.Handle(AdmissionPath, a)
-		tlsLn := tls.NewListener(ln, a.tlsConfig())
-		go func() {
-			if err := serveHTTP(work, tlsLn, mux); err != nil {
-				log.Warn("the admission webhook stopped", "error", err)
-			}
-		}()
 	}
 
 	// SIGTERM (ctx's end) stops the loops from starting passes; work,

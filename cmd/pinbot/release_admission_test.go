@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"pinbot.dev/pinbot/internal/testenv/poll"
@@ -35,7 +36,7 @@ import (
 // update of prod's Deployment) to that digest is refused with the
 // chain's reason, and so is a tag; the digest staging proved, which
 // pinbot's merged pull request then pins, goes through, and serve's own
-// syncs are admitted all along.
+// syncs are admitted all along, a person's forced release included.
 func TestReleaseAdmission(t *testing.T) {
 	ctx := context.Background()
 	r := newReleaseRig(ctx, t, twoEnvs, 1)
@@ -149,6 +150,17 @@ func TestReleaseAdmission(t *testing.T) {
 	})
 	r.merge(prod.Index)
 	r.waitProven("prod", v2, 2*time.Minute)
+
+	// A person's forced release, merged: serve's own sync applies what
+	// Git pins and is admitted at once, though the digest alice could not
+	// set is proven nowhere.
+	code, out := r.pinbot("promote", "--env", "prod", "--image", r.app, "--digest", never, "--force", "--reason", "hotfix",
+		"--gate-url", "http://"+rep.addr, "--gate-token-file", r.gateFile)
+	if code != 0 {
+		t.Fatalf("forced promote into prod: exit %d: %s", code, out)
+	}
+	r.merge(r.pull(r.branch("prod"), time.Minute).Index)
+	r.waitProven("prod", never, 2*time.Minute)
 	if strings.Contains(rep.log.String(), "denied the request") {
 		t.Errorf("serve's own sync was refused:\n%s", rep.log.String())
 	}
@@ -222,7 +234,8 @@ func (w *warnings) all() string {
 	return strings.Join(w.got, "\n")
 }
 
-// warningClient is a client of kubeconfig's cluster that keeps the
+// warningClient is a client of kubeconfig's cluster, as a person with
+// cluster access (alice, an admin: not pinbot's own user), that keeps the
 // warnings it is sent.
 func warningClient(t *testing.T, kubeconfig string) (kubernetes.Interface, *warnings) {
 	t.Helper()
@@ -232,6 +245,7 @@ func warningClient(t *testing.T, kubeconfig string) (kubernetes.Interface, *warn
 	}
 	w := &warnings{}
 	cfg.WarningHandler = w
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "alice", Groups: []string{"system:masters"}}
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
