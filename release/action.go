@@ -64,6 +64,19 @@ type Action struct {
 	At time.Time
 	// Branch and Head: a DropRollback's branch, as it was pushed.
 	Branch string
+	// Group and Members: a Promote, Gate, MergePR or Rollback of a group
+	// of images that move as one (Environment.Together). Image and
+	// Digest are then the first member's.
+	Group   string
+	Members []Member
+}
+
+// Member is one image of a group's Action: the digest it moves to, with
+// its tag, and a Promote's proof or a Rollback's failed digest.
+type Member struct {
+	Image, Digest, Tag string
+	Proof              *Proof
+	Failed             string
 }
 
 // Proof is the upstream proof a promotion carries to reviewers.

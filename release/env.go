@@ -9,7 +9,9 @@ package release
 
 import (
 	"fmt"
+	"path"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -82,6 +84,13 @@ type Environment struct {
 	// proven in From when From is not declared here; a declared From's
 	// own soak counts otherwise.
 	UpstreamSoak time.Duration `yaml:"upstreamSoak" json:"upstreamSoak,omitempty"`
+	// Together lists groups of images that move here as one: an image
+	// by its repository, or by the last segment of its path ("web" for
+	// gitea.example/acme/web). A group is proposed once every member is
+	// proven in From, in one pull request whose gate waits for them all;
+	// when one fails here, every member merged with it is rolled back to
+	// the digest proven before and held.
+	Together [][]string `yaml:"together" json:"together,omitempty"`
 }
 
 // RollbackMode is what pinbot does with a failed proof.
@@ -272,8 +281,55 @@ func (c Chain) Validate(validName func(string) bool, checkGlob func(string) erro
 				add(i, "freeze", "%s", err)
 			}
 		}
+		seen := map[string]bool{}
+		for _, g := range e.Together {
+			if len(g) < 2 {
+				add(i, "together", "environment %q: a group of images needs two or more, not %q", e.Name, g)
+			}
+			for _, m := range g {
+				switch {
+				case m == "" || strings.ContainsAny(m, " \t@"):
+					add(i, "together", "environment %q: group member %q: want an image repository, or the last segment of its path", e.Name, m)
+				case seen[m]:
+					add(i, "together", "environment %q: %q is in two groups: an image moves with one group only", e.Name, m)
+				}
+				seen[m] = true
+			}
+		}
 	}
 	return out
+}
+
+// Group is a group of images that move into an environment as one
+// (Environment.Together): its name, and its members as the ledger names
+// them.
+type Group struct {
+	Name    string
+	Members []string
+}
+
+// groupOf returns image's group in e among images (the repositories the
+// step sees), if it has one: every image that a member names, sorted.
+func (e *Environment) groupOf(image string, images []string) (Group, bool) {
+	for _, g := range e.Together {
+		if !slices.ContainsFunc(g, func(m string) bool { return names(m, image) }) {
+			continue
+		}
+		out := Group{Name: strings.Join(g, "+")}
+		for _, im := range images {
+			if slices.ContainsFunc(g, func(m string) bool { return names(m, im) }) {
+				out.Members = append(out.Members, im)
+			}
+		}
+		slices.Sort(out.Members)
+		return out, true
+	}
+	return Group{}, false
+}
+
+// names reports whether member, as Together spells it, names image.
+func names(member, image string) bool {
+	return member == image || path.Base(image) == member && !strings.Contains(member, "/")
 }
 
 func (c Chain) appsOf(name string) []string {

@@ -121,6 +121,9 @@ type Proposal struct {
 	// merge. The branch readied during the readiness window and the one
 	// the rollback pushes are then the same commit (ReadyRollback).
 	At time.Time `json:"at,omitzero"`
+	// Group names the group of images it moves as one, if any: every
+	// member's track holds the same pull request.
+	Group string `json:"group,omitempty"`
 }
 
 // PostedGate is a pinbot/gate commit status as posted.

@@ -38,6 +38,13 @@ type Input struct {
 // friends.
 func Step(l *Ledger, in Input) []Action {
 	s := stepper{l: l, chain: in.Chain, now: in.Now, attested: in.Attested}
+	for _, env := range in.Chain {
+		for _, im := range imagesOf(in, l, env.Name) {
+			if !slices.Contains(s.images, im) {
+				s.images = append(s.images, im)
+			}
+		}
+	}
 	if stop := orphanHolds(l, in.Chain); stop != "" {
 		if l.Stopped == stop {
 			return nil
@@ -81,14 +88,21 @@ func Step(l *Ledger, in Input) []Action {
 			}
 		}
 	}
-	// Onward, once every environment's proof is up to date.
+	// Onward, once every environment's proof is up to date: each image,
+	// then each group that moves as one.
 	for _, env := range in.Chain {
 		for _, image := range imagesOf(in, l, env.Name) {
 			out = append(out, s.onward(env, image)...)
 		}
+		for _, name := range in.Chain.Next(env.Name) {
+			next, _ := in.Chain.Get(name)
+			for _, g := range next.groups(s.images) {
+				out = append(out, s.onwardGroup(env, next, g)...)
+			}
+		}
 	}
 	// Readied rollbacks last: what a reviewer waits for goes first.
-	return append(out, readying...)
+	return onePerPull(append(out, readying...))
 }
 
 // stepper is one Step: the ledger it changes, the chain and the time it
@@ -98,6 +112,9 @@ type stepper struct {
 	chain    Chain
 	now      time.Time
 	attested AttestationOf
+	// images are every image the step sees, in any environment: what
+	// groups (Environment.Together) resolve against.
+	images []string
 }
 
 // imagesOf are the images Git pins in env or the ledger tracks there.
@@ -260,6 +277,9 @@ func (s stepper) watch(t *Track, env Environment, image string, obs Assessment, 
 	s.l.event(s.now, env.Name, image, ReasonHeld, fmt.Sprintf("%s failed to prove and is held; rolling back to %s: %s", imageref.Short(m.Digest), imageref.Short(to), failure))
 	// The decision goes into the ledger before the pull request exists.
 	t.Rollback = &Proposal{Digest: to, Failed: m.Digest, Evidence: failure, Tag: tag, At: m.At}
+	if g, grouped := env.groupOf(image, s.images); grouped {
+		return []Action{s.rollbackSet(env, g, image, t)}
+	}
 	return []Action{rollbackOf(env.Name, image, t.Rollback)}
 }
 
@@ -279,6 +299,9 @@ func rollbackTo(t *Track, m *Merge) (digest, tag string) {
 // costs no push. The branch goes once the digest proves or the ledger
 // moves on; a rollback that opened keeps it.
 func (s stepper) readyRollback(t *Track, env Environment, image string) []Action {
+	if _, grouped := env.groupOf(image, s.images); grouped {
+		return nil // a group's rollback is pushed when one fails
+	}
 	m, r := t.Merged, t.Readied
 	switch {
 	case r != nil && t.Rollback != nil && t.Rollback.Failed == r.Failed:
@@ -331,9 +354,12 @@ func (s stepper) onward(env Environment, image string) []Action {
 		return nil
 	}
 	var out []Action
-	held, soaked := t.Soaked(s.now, env.Soak)
+	held, _ := t.Soaked(s.now, env.Soak)
 	for _, name := range s.chain.Next(env.Name) {
 		next, _ := s.chain.Get(name)
+		if _, grouped := next.groupOf(image, s.images); grouped {
+			continue // onwardGroup moves it with its group
+		}
 		n := s.l.Track(name, image)
 		frozenUntil, frozen := FrozenUntil(next.Freeze, s.now)
 		// Proposed as soon as it is proven, its gate pending until the
@@ -347,32 +373,7 @@ func (s stepper) onward(env Environment, image string) []Action {
 		if p == nil || p.From != env.Name || p.Head == "" {
 			continue
 		}
-		state, desc := commitstatus.Success, ""
-		switch {
-		case frozen:
-			state, desc = commitstatus.Pending, "frozen until "+frozenUntil.UTC().Format(time.RFC3339)
-		case t.Proven == p.Digest && !soaked:
-			state, desc = commitstatus.Pending, fmt.Sprintf("proven in %s, soaking until %s", env.Name, stamp(t.ProvenSince.Add(env.Soak)))
-		case t.Proven == p.Digest:
-			desc = fmt.Sprintf("proven in %s for %s", env.Name, held.Round(time.Second))
-		case t.Rollback != nil || s.l.Held(env.Name, image, p.Digest) != nil:
-			state, desc = commitstatus.Failure, fmt.Sprintf("%s was rolled back in %s", imageref.Short(p.Digest), env.Name)
-		case t.Pinned != p.Digest:
-			state, desc = commitstatus.Failure, fmt.Sprintf("%s no longer pins %s", env.Name, imageref.Short(p.Digest))
-		default:
-			state, desc = commitstatus.Failure, fmt.Sprintf("%s no longer proves %s: %s", env.Name, imageref.Short(p.Digest), t.Why)
-		}
-		if state == commitstatus.Success && next.RequireAttestation {
-			// The ledger's proof holds; the attestation must say so too.
-			a, _ := s.chain.Admission(name, image, p.Digest)
-			a.Attested = s.attested.of(a)
-			if err := attested(a, s.now); err != nil {
-				state, desc = commitstatus.Pending, fmt.Sprintf("proven in %s; waiting for its signed attestation", env.Name)
-				if r := (*Refusal)(nil); errors.As(err, &r) && r.Detail != "" {
-					desc += ": " + r.Detail
-				}
-			}
-		}
+		state, desc := s.gateOf(env, next, image, t, p, frozen, frozenUntil)
 		// A green gate stays posted as it was: its "for how long" moves.
 		if posted := (PostedGate{State: state, Description: desc}); p.Gate == nil || *p.Gate != posted && (state != commitstatus.Success || p.Gate.State != commitstatus.Success) {
 			out = append(out, gateAction(name, image, p, state, desc))
@@ -382,6 +383,41 @@ func (s stepper) onward(env Environment, image string) []Action {
 		}
 	}
 	return out
+}
+
+// gateOf is the gate of proposal p of image, proven in env as t says,
+// into next: pending while it soaks there (or next is frozen, or its
+// attestation is not in yet), green once it has soaked, red once env no
+// longer proves it.
+func (s stepper) gateOf(env Environment, next *Environment, image string, t *Track, p *Proposal, frozen bool, frozenUntil time.Time) (commitstatus.State, string) {
+	held, soaked := t.Soaked(s.now, env.Soak)
+	state, desc := commitstatus.Success, ""
+	switch {
+	case frozen:
+		state, desc = commitstatus.Pending, "frozen until "+frozenUntil.UTC().Format(time.RFC3339)
+	case t.Proven == p.Digest && !soaked:
+		state, desc = commitstatus.Pending, fmt.Sprintf("proven in %s, soaking until %s", env.Name, stamp(t.ProvenSince.Add(env.Soak)))
+	case t.Proven == p.Digest:
+		desc = fmt.Sprintf("proven in %s for %s", env.Name, held.Round(time.Second))
+	case t.Rollback != nil || s.l.Held(env.Name, image, p.Digest) != nil:
+		state, desc = commitstatus.Failure, fmt.Sprintf("%s was rolled back in %s", imageref.Short(p.Digest), env.Name)
+	case t.Pinned != p.Digest:
+		state, desc = commitstatus.Failure, fmt.Sprintf("%s no longer pins %s", env.Name, imageref.Short(p.Digest))
+	default:
+		state, desc = commitstatus.Failure, fmt.Sprintf("%s no longer proves %s: %s", env.Name, imageref.Short(p.Digest), t.Why)
+	}
+	if state == commitstatus.Success && next.RequireAttestation {
+		// The ledger's proof holds; the attestation must say so too.
+		a, _ := s.chain.Admission(next.Name, image, p.Digest)
+		a.Attested = s.attested.of(a)
+		if err := attested(a, s.now); err != nil {
+			state, desc = commitstatus.Pending, fmt.Sprintf("proven in %s; waiting for its signed attestation", env.Name)
+			if r := (*Refusal)(nil); errors.As(err, &r) && r.Detail != "" {
+				desc += ": " + r.Detail
+			}
+		}
+	}
+	return state, desc
 }
 
 // knownDigests are the digests proven in t's environment before a hold:
@@ -422,16 +458,26 @@ func orphanHolds(l *Ledger, chain Chain) string {
 // them out after Step's own.
 func Pending(l *Ledger, this []Action) []Action {
 	var out []Action
+	this = slices.Clone(this)
 	for env, images := range l.Envs {
 		for image, t := range images {
 			rb := t.Rollback
 			if rb == nil || rb.PR != 0 || t.Pinned != rb.Failed {
 				continue
 			}
-			if slices.ContainsFunc(this, func(a Action) bool { return a.Kind == Rollback && a.Env == env && a.Image == image }) {
+			if slices.ContainsFunc(this, func(a Action) bool {
+				return a.Kind == Rollback && a.Env == env && (a.Image == image || slices.ContainsFunc(a.Members, func(m Member) bool { return m.Image == image }))
+			}) {
 				continue
 			}
-			out = append(out, rollbackOf(env, image, rb))
+			a := rollbackOf(env, image, rb)
+			if rb.Group != "" {
+				// One pull request for the group's members decided together.
+				a.Group = rb.Group
+				a = groupRollback(l, a, env, l.Images(env))
+			}
+			this = append(this, a)
+			out = append(out, a)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Env+out[i].Image < out[j].Env+out[j].Image })
