@@ -178,7 +178,7 @@ func stageView(lg Ledger, env *release.Environment, now time.Time) StageView {
 			judge(2, "warn", "Proving", cmp.Or(t.Why, "not proven yet"))
 		}
 		if p := t.Proposal; p != nil {
-			si.Proposal = &PullView{Link: pullLink(lg.Web, p.PR, "#"+itoa(p.PR)), Text: "promotes " + label(Version{p.Tag, imageref.Short(p.Digest)}), Class: "info"}
+			si.Proposal = &PullView{Link: pullLink(lg.Web, p.PR, "#"+itoa(p.PR)), Text: "promotes " + label(Version{p.Tag, imageref.Short(p.Digest)}) + withGroup(p.Group), Class: "info"}
 			if g := p.Gate; g != nil {
 				si.Proposal.Text += "; gate " + string(g.State) + ": " + g.Description
 				si.Proposal.Class = gateClass(string(g.State))
@@ -192,7 +192,7 @@ func stageView(lg Ledger, env *release.Environment, now time.Time) StageView {
 		}
 		if p := t.Rollback; p != nil {
 			to := label(Version{cmp.Or(p.Tag, tagOf(t, p.Digest)), imageref.Short(p.Digest)})
-			text := "rolls back to " + to + " from " + imageref.Short(p.Failed)
+			text := "rolls back to " + to + " from " + imageref.Short(p.Failed) + withGroup(p.Group)
 			if p.PR == 0 {
 				text += " (decided; the pull request is being opened)"
 			}
@@ -283,6 +283,14 @@ func gate(lg Ledger, env *release.Environment, now time.Time) *ArrowView {
 		return &ArrowView{Text: "nothing proven in " + env.From + " yet", Class: "warn"}
 	}
 	return &ArrowView{Text: strings.Join(parts, "; "), Class: class}
+}
+
+// withGroup says that a pull request moves an image with its group.
+func withGroup(group string) string {
+	if group == "" {
+		return ""
+	}
+	return ", with its group " + group
 }
 
 // failure says why the rollback p of image in env was decided: its

@@ -36,10 +36,12 @@ type job struct {
 	// checkOrder holds back a promotion older than what the base pins or
 	// the open pull request proposes (see Superseded).
 	checkOrder bool
-	// proof, rollback and forced go into the body: the upstream proof
-	// of an onward promotion, the failure a rollback undoes, and why a
-	// promotion was forced past the gate.
-	proof    *release.Proof
+	// proofs, group, rollback and forced go into the body: the upstream
+	// proofs of an onward promotion, the group its images move as, the
+	// failure a rollback undoes, and why a promotion was forced past the
+	// gate.
+	proofs   []*release.Proof
+	group    string
 	rollback *Rollback
 	forced   string
 }
@@ -384,7 +386,7 @@ func (s *session) commitOnce(ctx context.Context, j job, meta pr.Meta, files map
 
 func (s *session) proposal(j job, meta pr.Meta, notes []string) pr.Proposal {
 	p := pr.Proposal{Meta: meta, Facts: map[string]pr.Facts{}, Files: map[string]string{}, Notes: notes,
-		Proof: j.proof, Forced: j.forced, Policy: ConfigFile}
+		Proofs: j.proofs, Group: j.group, Forced: j.forced, Policy: ConfigFile}
 	if rb := j.rollback; rb != nil {
 		p.Rollback = &pr.Undone{Failed: rb.Failed, Evidence: rb.Evidence}
 	}

@@ -120,8 +120,13 @@ type Request struct {
 	// Reason says why. Both go into the pull request body.
 	Force  bool
 	Reason string
-	// Proof is the upstream proof an onward promotion carries (serve's).
-	Proof *release.Proof
+	// Proofs are the upstream proofs an onward promotion carries
+	// (serve's), one per image.
+	Proofs []*release.Proof
+	// Group, when set, moves the inputs as one (serve's image groups,
+	// environments' together:): one commit and one pull request per
+	// target, on the group's branch.
+	Group string
 	// Rollback makes the promotion a rollback (serve's): its own branch
 	// and label, and the digest may be older than what is pinned.
 	Rollback *Rollback
@@ -245,6 +250,7 @@ func Run(ctx context.Context, env Env, req Request) ([]Result, error) {
 	}
 	var results []Result
 	var errs []error
+	grouped := map[string]*job{} // by target, with Group
 	for _, p := range proms {
 		if !s.hasPins(p.Image, "") {
 			logctx.From(ctx).Warn("no pins of the image in any target; nothing to promote", "image", p.Image)
@@ -259,7 +265,7 @@ func Run(ctx context.Context, env Env, req Request) ([]Result, error) {
 			}
 			j := s.promoteJob(p, target, req.Choose)
 			j.checkOrder = !req.AllowOlder && req.Rollback == nil
-			j.proof, j.rollback = req.Proof, req.Rollback
+			j.proofs, j.rollback, j.group = req.Proofs, req.Rollback, req.Group
 			if req.Force {
 				j.forced = req.Reason
 				if j.forced == "" {
@@ -269,6 +275,11 @@ func Run(ctx context.Context, env Env, req Request) ([]Result, error) {
 			if req.Rollback != nil {
 				j.branch = pr.RollbackBranch(s.cfg.BranchPrefix, target, p.Image)
 			}
+			if req.Group != "" {
+				// The group's images go into one job: one commit.
+				grouped[target] = joinJob(grouped[target], j, s.cfg.BranchPrefix, req.Rollback != nil)
+				continue
+			}
 			res, err := s.runJob(ctx, j, req.DryRun)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("promoting %s in target %s: %w", p.Image, target, err))
@@ -276,6 +287,18 @@ func Run(ctx context.Context, env Env, req Request) ([]Result, error) {
 			}
 			results = append(results, res)
 		}
+	}
+	for _, target := range targets {
+		j, ok := grouped[target]
+		if !ok {
+			continue
+		}
+		res, err := s.runJob(ctx, *j, req.DryRun)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("promoting the group %s in target %s: %w", req.Group, target, err))
+			continue
+		}
+		results = append(results, res)
 	}
 	if len(results) == 0 && len(errs) == 0 {
 		where := ""
@@ -310,7 +333,7 @@ func (s *session) targets(named string) ([]string, error) {
 // a promotion into an environment never skips its holds and proofs
 // because the caller did not say where they are.
 func (s *session) admit(ctx context.Context, req Request, target string, p Promotion) error {
-	if _, ok := s.cfg.Environments.Get(target); !ok || req.Proof != nil || req.Rollback != nil {
+	if _, ok := s.cfg.Environments.Get(target); !ok || len(req.Proofs) > 0 || req.Rollback != nil {
 		return nil // not an environment, or serve's own promotion
 	}
 	a, _ := s.admission(ctx, target, p.Image, p.Digest, req.Force)
@@ -364,6 +387,20 @@ func imagesOf(proms []Promotion) string {
 		s += p.Image
 	}
 	return s
+}
+
+// joinJob adds j's promotion to a group's job in j's target (nil for the
+// first), on the group's branch.
+func joinJob(into *job, j job, prefix string, rollback bool) *job {
+	if into == nil {
+		j.branch = pr.TogetherBranch(prefix, j.target, j.group)
+		if rollback {
+			j.branch = pr.TogetherRollbackBranch(prefix, j.target, j.group)
+		}
+		return &j
+	}
+	into.proms = append(into.proms, j.proms...)
+	return into
 }
 
 // promoteJob is the job of one promotion in one target: every pin of the

@@ -166,3 +166,30 @@ func onePerPull(as []Action) []Action {
 	}
 	return out
 }
+
+// GroupProven is the group that image moves with out of env (a group of
+// an environment that comes from env), with the members' digests proven
+// in env now, if every member is proven there.
+func GroupProven(l *Ledger, chain Chain, env, image string) (Group, map[string]string, bool) {
+	var images []string
+	for _, e := range chain {
+		images = append(images, l.Images(e.Name)...)
+	}
+	for _, name := range chain.Next(env) {
+		next, _ := chain.Get(name)
+		g, ok := next.groupOf(image, images)
+		if !ok {
+			continue
+		}
+		digests := map[string]string{}
+		for _, m := range g.Members {
+			t := l.Lookup(env, m)
+			if t == nil || t.Proven == "" {
+				return Group{}, nil, false
+			}
+			digests[m] = t.Proven
+		}
+		return g, digests, true
+	}
+	return Group{}, nil, false
+}

@@ -96,6 +96,12 @@ func TestGroupMovesAsOne(t *testing.T) {
 		t.Fatalf("api proven too: %+v, want the group updated to both at B", as)
 	}
 	record(as, 7, "h2")
+	if g, digests, ok := GroupProven(l, c, "staging", web); !ok || g.Name != "web+api" || digests[api] != dB || digests[web] != dB {
+		t.Errorf("GroupProven = %+v %v %v, want both proven at B in staging", g, digests, ok)
+	}
+	if _, _, ok := GroupProven(l, c, "prod", web); ok {
+		t.Error("GroupProven in prod, which no environment comes from")
+	}
 	as = Step(l, p.input(c, 5*time.Minute))
 	g := find(as, Gate)
 	if g == nil || g.State != commitstatus.Pending || g.Description != "api: proven in staging, soaking until 2026-12-02T12:13:00Z" || len(g.Members) != 2 || g.Head != "h2" {

@@ -25,9 +25,12 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*
 		// proven to run is still refused when the policy does not pass it.
 		// The digest goes on with the tag the upstream pins it with, and
 		// the digest is what counts: a tag moved since changes nothing.
-		req := promote.Request{
-			Inputs: []promote.Input{{Image: a.Image, Digest: a.Digest, Tags: tagsOf(a.Tag), Source: pr.SourceProof}},
-			Target: a.Env, Proof: a.Proof, AllowTagMoved: true,
+		req := promote.Request{Target: a.Env, AllowTagMoved: true, Group: a.Group}
+		for _, m := range membersOf(a) {
+			req.Inputs = append(req.Inputs, promote.Input{Image: m.Image, Digest: m.Digest, Tags: tagsOf(m.Tag), Source: pr.SourceProof})
+			if m.Proof != nil {
+				req.Proofs = append(req.Proofs, m.Proof)
+			}
 		}
 		if rl.d.promote != nil {
 			req.Policy = rl.d.promote.policy
@@ -41,9 +44,11 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*
 		if p := openPull(res); p != nil {
 			now := rl.now()
 			record(func(l *release.Ledger) {
-				l.Proposed(a.Env, a.Image, release.Proposal{PR: p.Number, Digest: a.Digest, Head: p.HeadSHA, From: a.From})
-				l.Log(now, a.Env, a.Image, release.ReasonPromotionOpened,
-					fmt.Sprintf("opened #%d: %s, proven in %s, into %s", p.Number, imageref.Short(a.Digest), a.From, a.Env))
+				for _, m := range membersOf(a) {
+					l.Proposed(a.Env, m.Image, release.Proposal{PR: p.Number, Digest: m.Digest, Head: p.HeadSHA, From: a.From, Group: a.Group})
+					l.Log(now, a.Env, m.Image, release.ReasonPromotionOpened,
+						fmt.Sprintf("opened #%d: %s, proven in %s, into %s%s", p.Number, imageref.Short(m.Digest), a.From, a.Env, withGroup(a.Group)))
+				}
 			})
 			log.Info("proposed a proven digest onward", "digest", a.Digest, "from", a.From, "number", p.Number)
 		}
@@ -74,9 +79,11 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*
 		if p := openPull(res); p != nil {
 			now := rl.now()
 			record(func(l *release.Ledger) {
-				l.RollbackOpened(a.Env, a.Image, release.Proposal{PR: p.Number, Digest: a.Digest, Head: p.HeadSHA, Failed: a.Failed})
-				l.Log(now, a.Env, a.Image, release.ReasonRollbackOpened,
-					fmt.Sprintf("opened the rollback #%d from %s to %s", p.Number, imageref.Short(a.Failed), imageref.Short(a.Digest)))
+				for _, m := range membersOf(a) {
+					l.RollbackOpened(a.Env, m.Image, release.Proposal{PR: p.Number, Digest: m.Digest, Head: p.HeadSHA, Failed: m.Failed, Group: a.Group})
+					l.Log(now, a.Env, m.Image, release.ReasonRollbackOpened,
+						fmt.Sprintf("opened the rollback #%d from %s to %s%s", p.Number, imageref.Short(m.Failed), imageref.Short(m.Digest), withGroup(a.Group)))
+				}
 			})
 			log.Warn("opened a rollback", "failed", a.Failed, "to", a.Digest, "number", p.Number, "evidence", a.Evidence)
 		}
@@ -88,7 +95,11 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*
 		}
 		err := forge.SetStatus(ctx, env.Repo, a.Head, gitforge.Status{Context: GateContext, State: a.State, Description: a.Description})
 		if err == nil {
-			record(func(l *release.Ledger) { l.Posted(a.Env, a.Image, a.State, a.Description) })
+			record(func(l *release.Ledger) {
+				for _, m := range membersOf(a) {
+					l.Posted(a.Env, m.Image, a.State, a.Description)
+				}
+			})
 			rl.chainm.gates.WithLabelValues(env.Repo.String(), a.Env, string(a.State)).Inc()
 		}
 		return err
@@ -119,11 +130,28 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*
 // rollbackRequest is the promotion of a Rollback, or of a ReadyRollback
 // (ready): the same commit either way (promote.Rollback.At).
 func rollbackRequest(a release.Action, ready bool) promote.Request {
-	return promote.Request{
-		Inputs: []promote.Input{{Image: a.Image, Digest: a.Digest, Tags: tagsOf(a.Tag), Source: pr.SourceRollback}},
-		Target: a.Env, AllowOlder: true, AllowTagMoved: true,
-		Rollback: &promote.Rollback{Failed: a.Failed, Evidence: a.Evidence, At: a.At, Ready: ready},
+	req := promote.Request{Target: a.Env, AllowOlder: true, AllowTagMoved: true, Group: a.Group,
+		Rollback: &promote.Rollback{Failed: a.Failed, Evidence: a.Evidence, At: a.At, Ready: ready}}
+	for _, m := range membersOf(a) {
+		req.Inputs = append(req.Inputs, promote.Input{Image: m.Image, Digest: m.Digest, Tags: tagsOf(m.Tag), Source: pr.SourceRollback})
 	}
+	return req
+}
+
+// membersOf are a's images: a group's members, or a's own.
+func membersOf(a release.Action) []release.Member {
+	if len(a.Members) > 0 {
+		return a.Members
+	}
+	return []release.Member{{Image: a.Image, Digest: a.Digest, Tag: a.Tag, Proof: a.Proof, Failed: a.Failed}}
+}
+
+// withGroup says which group an action moved, if any.
+func withGroup(group string) string {
+	if group == "" {
+		return ""
+	}
+	return " with its group " + group
 }
 
 // tagsOf is an Input's Tags for tag, none for "".

@@ -122,8 +122,12 @@ type Undone struct {
 // Proposal is everything a pull request body shows.
 type Proposal struct {
 	Meta Meta
-	// Proof is the upstream proof an onward promotion carries.
-	Proof *release.Proof
+	// Proofs are the upstream proofs an onward promotion carries: one per
+	// image.
+	Proofs []*release.Proof
+	// Group names the images' group when they move as one
+	// (environments' together:).
+	Group string
 	// Rollback is the failure a rollback undoes.
 	Rollback *Undone
 	// Forced is why a promotion was forced past the gate, "" if it was
@@ -158,6 +162,11 @@ func RenderBody(p Proposal) string {
 		target = "every target"
 	}
 	switch {
+	case p.Rollback != nil && p.Group != "":
+		fmt.Fprintf(&b, "pinbot rolls the group **%s** back in %s: `%s` failed to prove there, and the images merged with it go back with it to the digests proven there before.\n\n",
+			md(p.Group), target, imageref.Short(p.Rollback.Failed))
+	case p.Group != "":
+		fmt.Fprintf(&b, "pinbot promotes the group **%s** in %s: the %d images move as one, with the digests proven together upstream.\n\n", md(p.Group), target, len(m.Images))
 	case p.Rollback != nil && len(m.Images) == 1:
 		im := m.Images[0]
 		fmt.Fprintf(&b, "pinbot rolls **%s** back to `%s` in %s: `%s` failed to prove there.\n\n", md(im.Image), Ref(im.Tag, im.Digest), target, imageref.Short(p.Rollback.Failed))
@@ -173,7 +182,11 @@ func RenderBody(p Proposal) string {
 	if rb := p.Rollback; rb != nil {
 		b.WriteString("### Why\n\n")
 		fmt.Fprintf(&b, "%s\n\n", md(rb.Evidence))
-		fmt.Fprintf(&b, "`%s` is held in %s and the environments after it: drift, promote and pinbot's onward promotions refuse it until a person releases it (`pinbot hold release`) or a newer digest is pinned. The digest restored is the last one proven here; the commits since are kept.\n\n", imageref.Short(rb.Failed), target)
+		held := "`" + imageref.Short(rb.Failed) + "` is"
+		if p.Group != "" {
+			held = "The digests this replaces are"
+		}
+		fmt.Fprintf(&b, "%s held in %s and the environments after it: drift, promote and pinbot's onward promotions refuse them until a person releases them (`pinbot hold release`) or a newer digest is pinned. The digest restored is the last one proven here; the commits since are kept.\n\n", held, target)
 	}
 
 	fmt.Fprintf(&b, "### Pins (%d)\n\n", len(m.Changes))
@@ -189,7 +202,7 @@ func RenderBody(p Proposal) string {
 	}
 	fence := fenceFor(diff.String())
 	fmt.Fprintf(&b, "%sdiff\n%s%s\n\n", fence, diff.String(), fence)
-	if pr := p.Proof; pr != nil {
+	for _, pr := range p.Proofs {
 		renderProof(&b, pr)
 	}
 
@@ -345,7 +358,7 @@ const KindRollback = "rollback"
 // environment, since when it held and its soak, and every Pod with its
 // node and running digest.
 func renderProof(b *strings.Builder, pr *release.Proof) {
-	fmt.Fprintf(b, "### Proven in %s\n\n", pr.Env) // a validated name
+	fmt.Fprintf(b, "### Proven in %s: %s\n\n", pr.Env, md(pr.Image)) // a validated name
 	fmt.Fprintf(b, "Every replica of %s has run `%s` as Verified since %s, without a break",
 		md(strings.Join(pr.Apps, ", ")), imageref.Short(pr.Digest), pr.Since.UTC().Format(time.RFC3339))
 	if pr.Held < pr.Soak {

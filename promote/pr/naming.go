@@ -44,6 +44,18 @@ func RollbackBranch(prefix, target, image string) string {
 	return prefix + "rollback/" + target + "/" + Slug(image)
 }
 
+// TogetherBranch is the branch of a group of images that move into target
+// as one: "<prefix><target>/together/<Slug(group)>".
+func TogetherBranch(prefix, target, group string) string {
+	return prefix + target + "/together/" + Slug(group)
+}
+
+// TogetherRollbackBranch is the branch of a group's rollback:
+// "<prefix>rollback/<target>/together/<Slug(group)>".
+func TogetherRollbackBranch(prefix, target, group string) string {
+	return prefix + "rollback/" + target + "/together/" + Slug(group)
+}
+
 // RollbackLabel marks pinbot's rollback pull requests.
 const RollbackLabel = "pinbot-rollback"
 

@@ -53,6 +53,11 @@ type Predicate struct {
 	Apps     []string `json:"apps"`
 	Pods     []Pod    `json:"pods"`
 	ImageIDs []string `json:"imageIDs,omitempty"`
+	// Group is the group of images (a downstream environment's
+	// together:) that Image moves with, and each member's digest proven
+	// in Environment when this was written; unset when Image is in no
+	// group, or a member was not proven there.
+	Group *Group `json:"group,omitempty"`
 	// Rules are what the proof required.
 	Rules []string `json:"rules"`
 	// Pinbot is the version of pinbot that proved it; AttestedAt when.
@@ -70,6 +75,18 @@ type Pod struct {
 	// Running is the digest the runtime reported: the index's or a
 	// platform child's.
 	Running string `json:"running,omitempty"`
+}
+
+// Group is an image group proven together: its name and its members.
+type Group struct {
+	Name    string   `json:"name"`
+	Members []Member `json:"members"`
+}
+
+// Member is one image of a Group and its digest proven.
+type Member struct {
+	Image  string `json:"image"`
+	Digest string `json:"digest"`
 }
 
 // Duration is a time.Duration written as Go writes one ("24h0m0s").
