@@ -322,6 +322,7 @@ func (e *Environment) groupOf(image string, images []string) (Group, bool) {
 			}
 		}
 		slices.Sort(out.Members)
+		out.Members = slices.Compact(out.Members)
 		return out, true
 	}
 	return Group{}, false

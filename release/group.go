@@ -7,6 +7,7 @@ import (
 
 	"pinbot.dev/pinbot/internal/commitstatus"
 	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/trust/proven"
 )
 
 // groups are e's groups among images, each with at least one member.
@@ -168,9 +169,9 @@ func onePerPull(as []Action) []Action {
 }
 
 // GroupProven is the group that image moves with out of env (a group of
-// an environment that comes from env), with the members' digests proven
-// in env now, if every member is proven there.
-func GroupProven(l *Ledger, chain Chain, env, image string) (Group, map[string]string, bool) {
+// an environment that comes from env), with each member's digest proven
+// in env now; nil unless every member is proven there.
+func GroupProven(l *Ledger, chain Chain, env, image string) *proven.Group {
 	var images []string
 	for _, e := range chain {
 		images = append(images, l.Images(e.Name)...)
@@ -181,15 +182,15 @@ func GroupProven(l *Ledger, chain Chain, env, image string) (Group, map[string]s
 		if !ok {
 			continue
 		}
-		digests := map[string]string{}
+		out := &proven.Group{Name: g.Name}
 		for _, m := range g.Members {
 			t := l.Lookup(env, m)
 			if t == nil || t.Proven == "" {
-				return Group{}, nil, false
+				return nil
 			}
-			digests[m] = t.Proven
+			out.Members = append(out.Members, proven.Member{Image: m, Digest: t.Proven})
 		}
-		return g, digests, true
+		return out
 	}
-	return Group{}, nil, false
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"pinbot.dev/pinbot/internal/commitstatus"
+	"pinbot.dev/pinbot/trust/proven"
 )
 
 const (
@@ -96,11 +97,11 @@ func TestGroupMovesAsOne(t *testing.T) {
 		t.Fatalf("api proven too: %+v, want the group updated to both at B", as)
 	}
 	record(as, 7, "h2")
-	if g, digests, ok := GroupProven(l, c, "staging", web); !ok || g.Name != "web+api" || digests[api] != dB || digests[web] != dB {
-		t.Errorf("GroupProven = %+v %v %v, want both proven at B in staging", g, digests, ok)
+	if g := GroupProven(l, c, "staging", web); g == nil || g.Name != "web+api" || len(g.Members) != 2 || g.Members[0] != (proven.Member{Image: api, Digest: dB}) || g.Members[1] != (proven.Member{Image: web, Digest: dB}) {
+		t.Errorf("GroupProven = %+v, want both proven at B in staging", g)
 	}
-	if _, _, ok := GroupProven(l, c, "prod", web); ok {
-		t.Error("GroupProven in prod, which no environment comes from")
+	if g := GroupProven(l, c, "prod", web); g != nil {
+		t.Errorf("GroupProven in prod, which no environment comes from: %+v", g)
 	}
 	as = Step(l, p.input(c, 5*time.Minute))
 	g := find(as, Gate)

@@ -121,12 +121,7 @@ func (a *attester) observe(repo string, chain release.Chain, l *release.Ledger, 
 		p.Soak = proven.Duration(env.Soak)
 		p.Apps = slices.Clone(env.Apps)
 	}
-	if g, digests, ok := release.GroupProven(l, chain, e.Env, e.Image); ok {
-		p.Group = &proven.Group{Name: g.Name}
-		for _, m := range g.Members {
-			p.Group.Members = append(p.Group.Members, proven.Member{Image: m, Digest: digests[m]})
-		}
-	}
+	p.Group = release.GroupProven(l, chain, e.Env, e.Image)
 	clusters := map[string]string{}
 	for _, app := range p.Apps {
 		if st, _, err := a.rl.d.r.Last(app); err == nil && st != nil {

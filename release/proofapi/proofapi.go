@@ -71,6 +71,11 @@ type Answer struct {
 	// (requireAttestation). For an environment of another installation,
 	// it is the whole answer.
 	Attestation *proven.Attested `json:"attestation,omitempty"`
+	// Group is the group Image moves onward with (an environment that
+	// comes from this one declares together:) and each member's digest
+	// proven here, when every member is: the set a Kargo stage should
+	// take as one.
+	Group *proven.Group `json:"group,omitempty"`
 }
 
 // Source answers queries (serve, from its ledgers and its reconciler).
@@ -229,6 +234,7 @@ func FromLedger(l *release.Ledger, q Query, now time.Time) Answer {
 		return a
 	}
 	a.Pinned, a.Proven = t.Pinned, t.Proven
+	a.Group = release.GroupProven(l, l.Chain, q.Env, q.Image)
 	if t.FrozenUntil != nil && t.FrozenUntil.After(now) {
 		a.FrozenUntil = t.FrozenUntil
 	}
