@@ -44,10 +44,12 @@ type Admission struct {
 	Mode string `yaml:"mode"`
 	// Listen is the HTTPS address the webhook is served on.
 	Listen string `yaml:"listen"`
-	// CertFile and KeyFile are the serving certificate and its key (PEM),
-	// relative to the config file's directory.
+	// CertFile is the serving certificate (PEM), relative to the config
+	// file's directory; reread when it changes.
 	CertFile string `yaml:"certFile"`
-	KeyFile  string `yaml:"keyFile"`
+	// KeyFile is the certificate's private key (PEM), relative to the
+	// config file's directory.
+	KeyFile string `yaml:"keyFile"`
 }
 
 // Admission modes.
