@@ -165,7 +165,9 @@ func (a *attester) write(ctx context.Context, p proven.Predicate) {
 		ref, werr := attest.Write(ctx, a.key, p, opts...)
 		if err = werr; err == nil {
 			a.written.WithLabelValues("written").Inc()
-			a.rl.attested.Forget(p.Image, p.Digest)
+			if a.rl.attested != nil {
+				a.rl.attested.Forget(p.Image, p.Digest)
+			}
 			log.Info("wrote the proven running attestation", "attestation", ref.String())
 			a.record(ctx, p, release.ReasonAttested, fmt.Sprintf("attested %s proven running (%s, for %s) as %s", imageref.Short(p.Digest), p.Stage, time.Duration(p.ProvenFor).Round(time.Second), imageref.Short(ref.DigestStr())))
 			return

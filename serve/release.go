@@ -75,8 +75,13 @@ func newReleaser(d *daemon) *releaser {
 	if interval <= 0 {
 		interval = DefaultReleaseInterval
 	}
-	return &releaser{d: d, ledgers: store.New(d.kube, d.ns), interval: interval, now: time.Now, chains: map[string]release.Chain{}, sched: newSchedule(interval), kick: make(chan struct{}, 1),
-		attested: attest.NewReader(d.promote.reg), keys: map[string]map[string]*trust.Keys{},
+	var attested *attest.Reader
+	if d.promote != nil {
+		// Without a forge there are no chains, and nothing to attest.
+		attested = attest.NewReader(d.promote.reg)
+	}
+	return &releaser{attested: attested, d: d, ledgers: store.New(d.kube, d.ns), interval: interval, now: time.Now, chains: map[string]release.Chain{}, sched: newSchedule(interval), kick: make(chan struct{}, 1),
+		keys:      map[string]map[string]*trust.Keys{},
 		announced: map[string]time.Time{}, chainm: newChainMetrics(),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pinbot_release_decisions_total",
@@ -467,6 +472,9 @@ func (rl *releaser) chain(repo string) (release.Chain, bool) {
 // the upstream's attestations say of a digest (cached for a while).
 func (rl *releaser) attestationOf(ctx context.Context, repo string) release.AttestationOf {
 	return func(a release.Admission) *proven.Attested {
+		if rl.attested == nil {
+			return &proven.Attested{Why: "serve reads no registry: it has no forge: section"}
+		}
 		rl.mu.Lock()
 		keys := rl.keys[repo][a.Env]
 		rl.mu.Unlock()
