@@ -309,23 +309,28 @@ type Group struct {
 }
 
 // groupOf returns image's group in e among images (the repositories the
-// step sees), if it has one: every image that a member names, sorted.
+// step sees), if it has one.
 func (e *Environment) groupOf(image string, images []string) (Group, bool) {
 	for _, g := range e.Together {
-		if !slices.ContainsFunc(g, func(m string) bool { return names(m, image) }) {
-			continue
+		if slices.ContainsFunc(g, func(m string) bool { return names(m, image) }) {
+			return resolve(g, images), true
 		}
-		out := Group{Name: strings.Join(g, "+")}
-		for _, im := range images {
-			if slices.ContainsFunc(g, func(m string) bool { return names(m, im) }) {
-				out.Members = append(out.Members, im)
-			}
-		}
-		slices.Sort(out.Members)
-		out.Members = slices.Compact(out.Members)
-		return out, true
 	}
 	return Group{}, false
+}
+
+// resolve is group g of Together among images: every image a member
+// names, each once, sorted.
+func resolve(g []string, images []string) Group {
+	out := Group{Name: strings.Join(g, "+")}
+	for _, im := range images {
+		if slices.ContainsFunc(g, func(m string) bool { return names(m, im) }) {
+			out.Members = append(out.Members, im)
+		}
+	}
+	slices.Sort(out.Members)
+	out.Members = slices.Compact(out.Members)
+	return out
 }
 
 // names reports whether member, as Together spells it, names image.

@@ -2,7 +2,7 @@ package release
 
 import (
 	"fmt"
-	"slices"
+	"path"
 	"strings"
 
 	"pinbot.dev/pinbot/internal/commitstatus"
@@ -14,12 +14,8 @@ import (
 func (e *Environment) groups(images []string) []Group {
 	var out []Group
 	for _, g := range e.Together {
-		for _, im := range images {
-			if slices.ContainsFunc(g, func(m string) bool { return names(m, im) }) {
-				grp, _ := e.groupOf(im, images)
-				out = append(out, grp)
-				break
-			}
+		if grp := resolve(g, images); len(grp.Members) > 0 {
+			out = append(out, grp)
 		}
 	}
 	return out
@@ -75,9 +71,9 @@ func (s stepper) onwardGroup(env Environment, next *Environment, g Group) []Acti
 		st, d := s.gateOf(env, next, m, ts[i], q, frozen, frozenUntil)
 		switch {
 		case st == commitstatus.Success:
-			green = append(green, shortName(m))
+			green = append(green, path.Base(m))
 		case state == commitstatus.Success || st == commitstatus.Failure && state != commitstatus.Failure:
-			state, desc = st, shortName(m)+": "+d
+			state, desc = st, path.Base(m)+": "+d
 		}
 	}
 	if state == commitstatus.Success {
@@ -141,14 +137,6 @@ func members(images []string) []Member {
 		out[i] = Member{Image: im}
 	}
 	return out
-}
-
-// shortName is an image's last path segment, as a group names it.
-func shortName(image string) string {
-	if i := strings.LastIndexByte(image, '/'); i >= 0 {
-		return image[i+1:]
-	}
-	return image
 }
 
 // onePerPull drops the second and later merges of one pull request: a

@@ -209,7 +209,6 @@ func (a *admitter) review(ctx context.Context, req *admissionv1.AdmissionRequest
 	if len(changed) == 0 {
 		return resp, nil
 	}
-	what := fmt.Sprintf("%s %s/%s", req.Kind.Kind, req.Namespace, nameOf(req))
 	places, err := a.d.release.gated(ctx, a.d.r.Config(), req.Namespace)
 	if err != nil {
 		return nil, err
@@ -220,12 +219,13 @@ func (a *admitter) review(ctx context.Context, req *admissionv1.AdmissionRequest
 		}
 		return resp, nil // serve's own sync: what Git pins
 	}
+	what := fmt.Sprintf("%s %s/%s", req.Kind.Kind, req.Namespace, nameOf(req))
+	dryRun := req.DryRun != nil && *req.DryRun // a dry run has no side effects
 	var refused []string
 	for _, p := range places {
-		l := p.ledger
 		var here []string
 		for _, c := range changed {
-			if r := admission.Judge(l, p.chain, p.env, c.Name, c.Image); r != nil {
+			if r := admission.Judge(p.ledger, p.chain, p.env, c.Name, c.Image); r != nil {
 				here = append(here, r.Error())
 			}
 		}
@@ -236,8 +236,8 @@ func (a *admitter) review(ctx context.Context, req *admissionv1.AdmissionRequest
 		case len(here) > 0:
 			result = "audited"
 			for _, app := range p.apps {
-				if req.DryRun != nil && *req.DryRun {
-					break // a dry run has no side effects
+				if dryRun {
+					continue
 				}
 				a.d.r.Event(app, true, "AdmissionAudited", fmt.Sprintf("the admission webhook (audit mode) admitted %s, which the release chain of %s refuses in %s: %s", what, p.repo, p.env, strings.Join(here, "; ")))
 			}

@@ -15,6 +15,7 @@ package admission
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/imageref"
@@ -60,7 +61,7 @@ func Judge(l *release.Ledger, chain release.Chain, env, container, image string)
 		return refuse(RuleNotPinned, "it is not pinned by digest: %s admits only a digest it can check against its ledger", env)
 	}
 	if h := l.Held(env, ref.Repository, ref.Digest); h != nil {
-		return refuse(RuleHeld, "%s is held there since %s: %s", imageref.Short(ref.Digest), h.Since.UTC().Format("2006-01-02T15:04:05Z"), h.Reason)
+		return refuse(RuleHeld, "%s is held there since %s: %s", imageref.Short(ref.Digest), h.Since.UTC().Format(time.RFC3339), h.Reason)
 	}
 	t := l.Lookup(env, ref.Repository)
 	if t == nil {
