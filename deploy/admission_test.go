@@ -36,12 +36,7 @@ func TestChartAdmission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cm corev1.ConfigMap
-	find(t, objs, "ConfigMap", "pinbot-config", &cm)
-	cfg, err := serve.Parse("reconciler.yaml", []byte(cm.Data["reconciler.yaml"]))
-	if err != nil {
-		t.Fatalf("the chart's config does not parse: %s", err)
-	}
+	cfg := chartConfig(t, objs)
 	if a := cfg.Admission; a == nil || a.Mode != "enforce" || a.Listen != ":9443" || a.CertFile != "/etc/pinbot/admission/tls.crt" {
 		t.Errorf("admission section %+v, want enforce on :9443 with the mounted certificate", a)
 	}

@@ -39,6 +39,19 @@ func chart(t *testing.T, valueFiles ...string) ([]*unstructured.Unstructured, er
 		render.WithCapabilities(render.Capabilities{KubeVersion: "v1.37.2", APIVersions: []string{"monitoring.coreos.com/v1", "monitoring.coreos.com/v1/ServiceMonitor"}}))
 }
 
+// chartConfig is serve's config the chart renders into objs, as serve
+// parses it.
+func chartConfig(t *testing.T, objs []*unstructured.Unstructured) *serve.Config {
+	t.Helper()
+	var cm corev1.ConfigMap
+	find(t, objs, "ConfigMap", "pinbot-config", &cm)
+	cfg, err := serve.Parse("reconciler.yaml", []byte(cm.Data["reconciler.yaml"]))
+	if err != nil {
+		t.Fatalf("the chart's config does not parse: %s", err)
+	}
+	return cfg
+}
+
 // find decodes the object kind/name of objs into out.
 func find(t *testing.T, objs []*unstructured.Unstructured, kind, name string, out any) {
 	t.Helper()
@@ -64,12 +77,7 @@ func TestChartRenders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cm corev1.ConfigMap
-	find(t, objs, "ConfigMap", "pinbot-config", &cm)
-	cfg, err := serve.Parse("reconciler.yaml", []byte(cm.Data["reconciler.yaml"]))
-	if err != nil {
-		t.Fatalf("the chart's config does not parse: %s", err)
-	}
+	cfg := chartConfig(t, objs)
 	if cfg.StateNamespace != stateNamespace {
 		t.Errorf("stateNamespace %q, want the release's namespace %q", cfg.StateNamespace, stateNamespace)
 	}

@@ -43,6 +43,18 @@ func (p *pair) input(c Chain, at time.Duration) Input {
 	return Input{Now: t0.Add(at), Chain: c, Pinned: p.pinned, Assessed: p.obs}
 }
 
+// onA is grouped's chain with web and api pinned and proven at A in both
+// environments, after the ledger's first look.
+func onA() (Chain, *Ledger, *pair) {
+	c, l, p := grouped(), New(), newPair()
+	for _, env := range []string{"staging", "prod"} {
+		p.set(env, web, dA, true)
+		p.set(env, api, dA, true)
+	}
+	Step(l, p.input(c, 0))
+	return c, l, p
+}
+
 func grouped() Chain {
 	c := Chain{
 		{Name: "staging", Paths: []string{"staging/**"}, Apps: []string{"staging"}, Soak: 10 * time.Minute},
@@ -59,12 +71,7 @@ func grouped() Chain {
 // worst member's, so it waits for the soak of the last to prove, and the
 // pull request merges once.
 func TestGroupMovesAsOne(t *testing.T) {
-	c, l, p := grouped(), New(), newPair()
-	for _, env := range []string{"staging", "prod"} {
-		p.set(env, web, dA, true)
-		p.set(env, api, dA, true)
-	}
-	Step(l, p.input(c, 0))
+	c, l, p := onA()
 	p.set("staging", web, dB, true)
 	as := Step(l, p.input(c, time.Minute))
 	if n := countKind(as, Promote); n != 1 {
@@ -128,12 +135,7 @@ func TestGroupMovesAsOne(t *testing.T) {
 // leader that stops before the pull request opens leaves one pending
 // rollback of the set.
 func TestGroupRollsBackAsOne(t *testing.T) {
-	c, l, p := grouped(), New(), newPair()
-	for _, env := range []string{"staging", "prod"} {
-		p.set(env, web, dA, true)
-		p.set(env, api, dA, true)
-	}
-	Step(l, p.input(c, 0))
+	c, l, p := onA()
 	p.set("staging", web, dB, true)
 	p.set("staging", api, dB, true)
 	Step(l, p.input(c, time.Minute))

@@ -17,16 +17,7 @@ import (
 )
 
 // groupChain: prod takes app and api from staging together.
-const groupChain = `environments:
-  - name: staging
-    paths: ["envs/staging/**"]
-    apps: [web-staging]
-    soak: 6s
-  - name: prod
-    from: staging
-    paths: ["envs/prod/**"]
-    apps: [web-prod]
-    readyTimeout: 8s
+const groupChain = twoEnvs + `    readyTimeout: 8s
     rollbackWindow: 10m
     together: [[app, api]]
 `
