@@ -232,7 +232,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	h := r.handlers()
 	h.ObjectChanged = r.objectChanged
 	r.local = cluster.New("", "", kube, dyn, h, 0)
-	r.remotes = cluster.NewRemotes(kube, o.trust, o.answer, r.handlers())
+	r.remotes = cluster.NewRemotes(kube, o.trust, o.answer, rc.UserAgent, r.handlers())
 	r.argoHTTP = sync.OnceValues(r.newArgoHTTP)
 	r.events = newEventer(kube)
 	r.observer = &observer{r: r, dyn: dyn, objects: r.local.Objects}

@@ -44,6 +44,10 @@ type Source struct {
 	// Paths, when set, maps the credential paths the config names
 	// (config.Config.MapPaths): FromCluster's.
 	Paths func(string) string
+	// Replica, when set, names this replica in the User-Agent of every
+	// request to a cluster ("… replica/<id>"), so the API server's audit
+	// log and its priority and fairness metrics tell replicas apart.
+	Replica string
 }
 
 // Load reads and validates the config file.
@@ -157,6 +161,9 @@ func (s Source) RestConfig() (*rest.Config, error) {
 		return nil, fmt.Errorf("flag --context %q: loading kubeconfig: %w", s.Context, err)
 	case err != nil:
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	if s.Replica != "" {
+		rc.UserAgent = rest.DefaultKubernetesUserAgent() + " replica/" + s.Replica
 	}
 	return rc, nil
 }

@@ -32,6 +32,7 @@ type Remotes struct {
 	kube   kubernetes.Interface // pinbot's own cluster, holding the Secrets
 	trust  spoke.Trust
 	answer time.Duration
+	agent  string // the User-Agent of the spokes' clients
 	h      Handlers
 
 	mu      sync.Mutex
@@ -51,10 +52,11 @@ type secretList struct {
 
 // NewRemotes returns no spokes yet. Their Secrets are read with kube as
 // trust allows; each spoke's API responses are bounded by answer, and h
-// is told of changes in its caches (ObjectChanged as Changed).
-func NewRemotes(kube kubernetes.Interface, trust spoke.Trust, answer time.Duration, h Handlers) *Remotes {
+// is told of changes in its caches (ObjectChanged as Changed). Their
+// clients say agent as their User-Agent ("" for client-go's).
+func NewRemotes(kube kubernetes.Interface, trust spoke.Trust, answer time.Duration, agent string, h Handlers) *Remotes {
 	h.ObjectChanged = func(_ schema.GroupVersionResource, ns, name string) { h.Changed(ns, []string{name}) }
-	return &Remotes{kube: kube, trust: trust, answer: answer, h: h, byKey: map[string]*remote{}, secrets: map[string]secretList{}}
+	return &Remotes{kube: kube, trust: trust, answer: answer, agent: agent, h: h, byKey: map[string]*remote{}, secrets: map[string]secretList{}}
 }
 
 // Close stops every spoke's watches.
@@ -127,6 +129,7 @@ func (rs *Remotes) clients(key, version string, a spoke.Cluster) (*Cluster, erro
 	trip := &tripwire{}
 	rc.Wrap(trip.wrap)
 	rc.QPS, rc.Burst = 50, 100
+	rc.UserAgent = rs.agent
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("creating the client: %w", err)

@@ -127,6 +127,9 @@ func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Op
 	if o.Shards > 0 {
 		src.Options = append(src.Options, reconciler.WithReplica(o.Lease.ID))
 	}
+	if o.Elect {
+		src.Replica = o.Lease.ID
+	}
 	if _, err := serve.SetMemoryLimit(cmd.Context(), sf.memoryLimit); err != nil {
 		return &usageError{err: err}
 	}
