@@ -138,7 +138,7 @@ func (d *daemon) webhook() *webhook {
 	h := &webhook{
 		secret:   d.o.Secret,
 		follow:   d.r.Following,
-		trigger:  d.trigger,
+		trigger:  d.triggerFollowing,
 		merged:   d.r.Merged,
 		targets:  d.cfg.Targets,
 		requests: d.requests,

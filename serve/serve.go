@@ -241,13 +241,38 @@ func (d *daemon) cutLoops() {
 // leads reports whether this process writes: it leads, or does not elect.
 func (d *daemon) leads() bool { return !d.o.Elect || d.leading.Load() }
 
-// trigger asks for a pass of app: at once on the replica that passes it,
-// through the trigger ConfigMap on another.
-func (d *daemon) trigger(ctx context.Context, app string) error {
-	if d.passesHere(app) {
-		return d.r.Trigger(app)
+// triggerFollowing asks for a pass of each of apps, which follow branch
+// of the repository at urls, and returns those asked for: at once for
+// the apps this replica passes, and for the others with one forwarded
+// push, which the replicas passing them turn into their passes
+// (triggerPushed). A forward that fails leaves the others out.
+func (d *daemon) triggerFollowing(ctx context.Context, branch string, urls, apps []string) ([]string, error) {
+	var here, away []string
+	for _, app := range apps {
+		if d.passesHere(app) {
+			_ = d.r.Trigger(app)
+			here = append(here, app)
+		} else {
+			away = append(away, app)
+		}
 	}
-	return forwardTrigger(ctx, d.kube, d.ns, app)
+	if len(away) == 0 {
+		return here, nil
+	}
+	if err := forwardPush(ctx, d.kube, d.ns, branch, urls); err != nil {
+		return here, err
+	}
+	return append(here, away...), nil
+}
+
+// triggerPushed passes the apps this replica holds that follow a push
+// another replica forwarded.
+func (d *daemon) triggerPushed(p pushRequest) {
+	for _, app := range d.r.Following(p.Branch, p.URLs...) {
+		if d.passesHere(app) {
+			_ = d.r.Trigger(app)
+		}
+	}
 }
 
 func (d *daemon) run(ctx context.Context) error {
@@ -327,12 +352,12 @@ func (d *daemon) run(ctx context.Context) error {
 		OnStartedLeading: func(lctx context.Context) {
 			log.Info("leading", "lease", d.ns+"/"+leaseName, "id", d.o.Lease.ID)
 			d.leading.Store(true)
-			trigger := func(app string) { _ = d.r.Trigger(app) }
-			if d.sharded() { // each replica answers for its own shards
-				trigger = func(string) {}
+			h := triggerHandlers{promote: func(p promoteRequest) { go d.promoteForwarded(lctx, p) }}
+			if !d.sharded() { // else each replica answers for its own shards
+				h.app = func(app string) { _ = d.r.Trigger(app) }
+				h.push = d.triggerPushed
 			}
-			promote := func(p promoteRequest) { go d.promoteForwarded(lctx, p) }
-			if err := watchTriggers(lctx, d.kube, d.ns, trigger, promote); err != nil && lctx.Err() == nil {
+			if err := watchTriggers(lctx, d.kube, d.ns, h); err != nil && lctx.Err() == nil {
 				loopDone <- err
 				return
 			}

@@ -38,7 +38,64 @@ const (
 	// and image, holding a forwarded package event (promoteRequest as
 	// JSON): the newest pushed tag of that image wins.
 	triggerPromotePrefix = "promote.pinbot.dev/"
+	// triggerPushPrefix prefixes one annotation per repository and
+	// branch, holding a forwarded push (pushRequest as JSON): one write
+	// however many apps follow the branch, so a repository of thousands
+	// of apps neither costs a write per app nor outgrows the 256 KiB the
+	// API server allows a ConfigMap's annotations.
+	triggerPushPrefix = "push.pinbot.dev/"
 )
+
+// pushRequest is a push a replica forwards to the others: each passes the
+// apps it holds that follow Branch of the repository at URLs.
+type pushRequest struct {
+	Branch string   `json:"branch"`
+	URLs   []string `json:"urls"`
+	// At tells two pushes apart, so each is forwarded.
+	At string `json:"at"`
+}
+
+// key is the request's annotation key: one per repository and branch.
+func (p pushRequest) key() string {
+	h := sha256.Sum256([]byte(p.Branch + " " + strings.Join(p.URLs, " ")))
+	return triggerPushPrefix + hex.EncodeToString(h[:8])
+}
+
+// forwardPush stamps a push of branch of the repository at urls on the
+// trigger ConfigMap, which every replica watches (watchTriggers).
+func forwardPush(ctx context.Context, kube kubernetes.Interface, ns, branch string, urls []string) error {
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	v, err := json.Marshal(pushRequest{Branch: branch, URLs: urls, At: now})
+	if err != nil {
+		return fmt.Errorf("encoding the push: %w", err)
+	}
+	key := pushRequest{Branch: branch, URLs: urls}.key()
+	return annotateTrigger(ctx, kube, ns, map[string]string{annotationRequestedAt: now, key: string(v)}, "a push of "+branch)
+}
+
+// requestedPushes lists the pushes whose annotation differs between old
+// and cur; a value that does not decode was not written by pinbot.
+func requestedPushes(old, cur map[string]string) []pushRequest {
+	var out []pushRequest
+	for k, v := range cur {
+		if !strings.HasPrefix(k, triggerPushPrefix) || old[k] == v {
+			continue
+		}
+		var p pushRequest
+		if json.Unmarshal([]byte(v), &p) == nil && p.Branch != "" && len(p.URLs) > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// triggerHandlers are what watchTriggers calls for each forwarded
+// request: a pass of one app, a package event, and a push.
+type triggerHandlers struct {
+	app     func(app string)
+	promote func(promoteRequest)
+	push    func(pushRequest)
+}
 
 // promoteRequest is a package event a follower forwards to the leader:
 // promote Image:Tag into Repo (a promote entry of the config).
@@ -131,11 +188,11 @@ func requestedApps(old, cur map[string]string) []string {
 	return apps
 }
 
-// watchTriggers watches the trigger ConfigMap until ctx ends and calls
-// trigger for each app, and promote for each package event, a follower
-// forwarded after the watch started. It returns once the watch's cache
-// has synced.
-func watchTriggers(ctx context.Context, kube kubernetes.Interface, ns string, trigger func(app string), promote func(promoteRequest)) error {
+// watchTriggers watches the trigger ConfigMap until ctx ends and calls h
+// for each request another replica forwarded after the watch started: an
+// app's pass, a package event, a push. A nil handler skips its requests.
+// It returns once the watch's cache has synced.
+func watchTriggers(ctx context.Context, kube kubernetes.Interface, ns string, h triggerHandlers) error {
 	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", triggerName).String()
@@ -143,13 +200,24 @@ func watchTriggers(ctx context.Context, kube kubernetes.Interface, ns string, tr
 	inf := f.Core().V1().ConfigMaps().Informer()
 	var synced bool
 	fire := func(old, cur map[string]string) {
+		log := logctx.From(ctx)
 		for _, app := range requestedApps(old, cur) {
-			logctx.From(ctx).Debug("forwarded trigger", "app", app)
-			trigger(app)
+			if h.app != nil {
+				log.Debug("forwarded trigger", "app", app)
+				h.app(app)
+			}
 		}
 		for _, p := range requestedPromotions(old, cur) {
-			logctx.From(ctx).Debug("forwarded promotion", "repo", p.Repo, "image", p.Image, "tag", p.Tag)
-			promote(p)
+			if h.promote != nil {
+				log.Debug("forwarded promotion", "repo", p.Repo, "image", p.Image, "tag", p.Tag)
+				h.promote(p)
+			}
+		}
+		for _, p := range requestedPushes(old, cur) {
+			if h.push != nil {
+				log.Debug("forwarded push", "branch", p.Branch, "urls", p.URLs)
+				h.push(p)
+			}
 		}
 	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -42,6 +42,35 @@ func TestRequestedApps(t *testing.T) {
 	}
 }
 
+func TestRequestedPushes(t *testing.T) {
+	p := pushRequest{Branch: "main", URLs: []string{"https://git.example/o/r.git", "https://git.example/o/r"}}
+	stamped := func(at string) map[string]string {
+		q := p
+		q.At = at
+		v, err := json.Marshal(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return map[string]string{annotationRequestedAt: at, p.key(): string(v)}
+	}
+	if got := requestedPushes(nil, stamped("t1")); len(got) != 1 || got[0].Branch != "main" || len(got[0].URLs) != 2 || got[0].At != "t1" {
+		t.Errorf("first push: got %+v", got)
+	}
+	if got := requestedPushes(stamped("t1"), stamped("t1")); len(got) != 0 {
+		t.Errorf("unchanged: got %+v, want none", got)
+	}
+	if got := requestedPushes(stamped("t1"), stamped("t2")); len(got) != 1 || got[0].At != "t2" {
+		t.Errorf("pushed again: got %+v, want the second push", got)
+	}
+	if got := requestedPushes(nil, map[string]string{p.key(): "not json", triggerPushPrefix + "x": `{"branch":"main"}`}); len(got) != 0 {
+		t.Errorf("not pinbot's: got %+v, want none", got)
+	}
+	other := pushRequest{Branch: "dev", URLs: p.URLs}
+	if other.key() == p.key() {
+		t.Errorf("two branches share the key %s", p.key())
+	}
+}
+
 func TestLeaseValidate(t *testing.T) {
 	for _, tc := range []struct {
 		o    Lease

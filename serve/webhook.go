@@ -63,9 +63,10 @@ type webhook struct {
 	// follow names the apps following branch of the repository at any of
 	// the URLs (reconciler.Following).
 	follow func(branch string, repoURLs ...string) []string
-	// trigger asks for a pass of app (the leader runs it; a follower
-	// forwards it); an app it fails for is left out of the answer.
-	trigger func(ctx context.Context, app string) error
+	// trigger asks for a pass of each of apps, which follow branch of
+	// the repository at urls (the replica passing an app runs it, the
+	// others are forwarded), and returns those asked for.
+	trigger func(ctx context.Context, branch string, urls, apps []string) ([]string, error)
 	// merged is told of each merged pull request.
 	merged func(*gitforge.Pull)
 	// targets are the promote entries listing an image; promote, when
@@ -173,13 +174,13 @@ func (h *webhook) count(result string) {
 // names.
 func (h *webhook) triggerPush(ctx context.Context, p PushEvent) []string {
 	log := logctx.From(ctx)
+	urls := []string{p.Repository.CloneURL, p.Repository.HTMLURL}
 	var triggered []string
-	for _, name := range h.follow(p.Branch(), p.Repository.CloneURL, p.Repository.HTMLURL) {
-		if err := h.trigger(ctx, name); err != nil {
-			log.Warn("webhook: triggering failed", "app", name, "error", err)
-			continue
+	if apps := h.follow(p.Branch(), urls...); len(apps) > 0 {
+		var err error
+		if triggered, err = h.trigger(ctx, p.Branch(), urls, apps); err != nil {
+			log.Warn("webhook: forwarding the push to the other replicas failed", "apps", len(apps)-len(triggered), "error", err)
 		}
-		triggered = append(triggered, name)
 	}
 	log.Debug("webhook push", "repo", p.Repository.FullName, "ref", p.Ref, "after", commitid.Short(p.After), "triggered", triggered)
 	return triggered

@@ -132,11 +132,11 @@ func testWebhook(t *testing.T, secret string, promote []Target, apps ...config.A
 	h := &webhook{
 		secret: []byte(secret),
 		follow: r.Following,
-		trigger: func(_ context.Context, app string) error {
+		trigger: func(_ context.Context, _ string, _, apps []string) ([]string, error) {
 			rc.mu.Lock()
 			defer rc.mu.Unlock()
-			rc.apps = append(rc.apps, app)
-			return nil
+			rc.apps = append(rc.apps, apps...)
+			return apps, nil
 		},
 		merged:  r.Merged,
 		targets: cfg.Targets,
