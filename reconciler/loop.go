@@ -100,7 +100,7 @@ func (r *Reconciler) runApp(ctx context.Context, stop <-chan struct{}, app *conf
 		if stopped(stop) {
 			return
 		}
-		s, _, err := r.loopPass(ctx, app, st, modeLoop)
+		s, _, err := r.loopPass(ctx, stop, app, st, modeLoop)
 		if ctx.Err() != nil || stopped(stop) {
 			return
 		}
@@ -164,7 +164,10 @@ func (r *Reconciler) idle(ctx context.Context, stop <-chan struct{}, app *config
 			case <-st.observe:
 			default:
 			}
-			s, _, err := r.loopPass(ctx, app, st, modeFollow)
+			s, _, err := r.loopPass(ctx, stop, app, st, modeFollow)
+			if stopped(stop) {
+				return false
+			}
 			if err == nil {
 				logctx.From(ctx).Debug("follow-up pass", "app", app.Name, "commit", shortSHA(s.Commit), "verified", s.Verified, "verification", s.Verification)
 			}
@@ -180,16 +183,21 @@ func (r *Reconciler) idle(ctx context.Context, stop <-chan struct{}, app *config
 }
 
 // loopPass is a pass of the loop in mode m, once one of loopPasses is
-// free. A command's pass (Status, Sync) does not wait for one. The pass
+// free; when stop closes first, there is none (errStopped), so a replica
+// giving a shard up waits only for the passes under way, not for every
+// app queued behind them. A command's pass (Status, Sync) does not wait
+// for a slot. The pass
 // runs on a goroutine of its own, which ends with it: the deep stack a
 // pass grows (rendering, decoding) goes with it, and the app's loop,
 // which mostly waits, keeps a small one. A thousand apps' loops would
 // otherwise hold their passes' stacks between passes.
-func (r *Reconciler) loopPass(ctx context.Context, app *config.App, st *appState, m mode) (*status.App, *verdict.Verification, error) {
+func (r *Reconciler) loopPass(ctx context.Context, stop <-chan struct{}, app *config.App, st *appState, m mode) (*status.App, *verdict.Verification, error) {
 	select {
 	case r.loopSlots <- struct{}{}:
 	case <-ctx.Done():
 		return nil, nil, context.Cause(ctx)
+	case <-stop:
+		return nil, nil, errStopped
 	}
 	type result struct {
 		s   *status.App
@@ -205,6 +213,10 @@ func (r *Reconciler) loopPass(ctx context.Context, app *config.App, st *appState
 	res := <-done
 	return res.s, res.v, res.err
 }
+
+// errStopped is a loop pass that did not run: its loop was stopped
+// while it waited for a slot.
+var errStopped = errors.New("the app's loop stopped before its pass")
 
 // stopped reports whether stop is closed.
 func stopped(stop <-chan struct{}) bool {

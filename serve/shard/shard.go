@@ -144,12 +144,19 @@ func (m *Manager) Run(ctx context.Context, stop <-chan struct{}) {
 	terms := map[int]*term{}
 	tick := time.NewTicker(m.o.RetryPeriod)
 	defer tick.Stop()
+	// The first survey only counts the members: replicas started
+	// together then each see the others before asking for shards, so
+	// the first up does not take every shard, pass thousands of apps,
+	// and give most back.
+	warm := false
 	for {
 		if err := m.renewMember(ctx); err != nil && ctx.Err() == nil {
 			m.log.Warn("renewing the member Lease", "lease", m.o.Namespace+"/"+memberName(m.o.ID), "error", err.Error())
 		}
 		members, err := m.survey(ctx)
 		switch {
+		case !warm:
+			warm = err == nil
 		case err != nil && ctx.Err() == nil:
 			// Keep what is held: the elector of each shard decides alone
 			// whether it is still held.
