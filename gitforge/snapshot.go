@@ -130,6 +130,17 @@ func (f snapshotFS) Open(name string) (fs.File, error) {
 	return &snapshotFile{info: info, r: bytes.NewReader(data)}, nil
 }
 
+// Hash is the object id of the entry at name (a blob, or a tree whose id
+// covers everything under it), "" when there is none: two snapshots
+// agree on what lies at name exactly when their hashes do.
+func (f snapshotFS) Hash(name string) string {
+	e, err := f.s.entry(name)
+	if err != nil {
+		return ""
+	}
+	return e.Hash.String()
+}
+
 // Lstat implements fs.ReadLinkFS: the entry at name, a link not
 // followed.
 func (f snapshotFS) Lstat(name string) (fs.FileInfo, error) {

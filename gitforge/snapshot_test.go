@@ -151,3 +151,29 @@ func TestSnapshotBoundsReads(t *testing.T) {
 		t.Errorf("ReadFile(small.yaml) = %q, %v", b, err)
 	}
 }
+
+// TestSnapshotHashIsGits: the FS names each entry by git's own object id
+// (git rev-parse <commit>:<path>), a tree's covering all under it, and
+// "" for a path the commit lacks.
+func TestSnapshotHashIsGits(t *testing.T) {
+	remote := localRemote(t, hostile)
+	s := fetch(t, "", remote, "main", gitforge.Auth{})
+	h, ok := s.FS().(interface{ Hash(string) string })
+	if !ok {
+		t.Fatal("the snapshot's FS does not name its objects")
+	}
+	bare := strings.TrimPrefix(remote, "file://")
+	for _, name := range []string{"a.yaml", "dir", "dir/sub/c.yaml", "link.yaml"} {
+		if got, want := h.Hash(name), gitCLI(t, bare, "rev-parse", "main:"+name); got != want {
+			t.Errorf("Hash(%s) = %q, want git's %q", name, got, want)
+		}
+	}
+	if got, want := h.Hash("."), gitCLI(t, bare, "rev-parse", "main^{tree}"); got != want {
+		t.Errorf("Hash(.) = %q, want the root tree %q", got, want)
+	}
+	for _, name := range []string{"missing.yaml", "dir/missing", "dirlink/b.yaml", "../x"} {
+		if got := h.Hash(name); got != "" {
+			t.Errorf("Hash(%s) = %q, want none", name, got)
+		}
+	}
+}

@@ -27,10 +27,12 @@ func (p *pass) load(ctx context.Context) error {
 	if err == nil {
 		err = p.r.source.Head(ctx, p.app.Repo, p.app.Branch, auth, func(rev gitsource.Revision) error {
 			p.o.Commit = rev.Commit
-			objs, err := p.r.render(ctx, rev.FS, p.app.Path, renderOptions(p.app)...)
+			reads := newReadFS(rev.FS)
+			objs, err := p.r.render(ctx, reads, p.app.Path, renderOptions(p.app)...)
 			if err != nil {
 				return err
 			}
+			p.st.setInputs(&inputs{repo: p.app.Repo, branch: p.app.Branch, auth: auth, read: reads.read()})
 			objs = hook.Applicable(objs)
 			if len(objs) == 0 && !p.app.SyncPolicy.AllowEmpty {
 				return &render.Error{File: p.app.Path, Err: guard.ErrEmpty}

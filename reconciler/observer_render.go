@@ -35,9 +35,10 @@ func (ob *observer) headRender(ctx context.Context, p *pass, d *deployedApp, aut
 	version := st.vo.headVersion
 	err := ob.r.source.Head(ctx, p.tracked.Repo, p.tracked.Branch, auth, func(rev gitsource.Revision) error {
 		head = rev.Commit
+		reads := newReadFS(rev.FS)
 		if d.revision.Version != "" {
 			var err error
-			if version, err = render.ChartVersion(rev.FS, d.root()); err != nil {
+			if version, err = render.ChartVersion(reads, d.root()); err != nil {
 				return err
 			}
 		}
@@ -45,7 +46,9 @@ func (ob *observer) headRender(ctx context.Context, p *pass, d *deployedApp, aut
 			return nil
 		}
 		var err error
-		objs, err = ob.render(ctx, rev.FS, d)
+		if objs, err = ob.render(ctx, reads, d); err == nil {
+			st.setInputs(&inputs{repo: p.tracked.Repo, branch: p.tracked.Branch, auth: auth, read: reads.read()})
+		}
 		return err
 	})
 	if err != nil {

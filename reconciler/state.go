@@ -88,6 +88,9 @@ type appState struct {
 	// push webhooks (Following).
 	workloads map[string][]string
 	tracked   config.App
+	// inputs are what the last render of the app's branch read (nil
+	// before one), for TriggerChanged.
+	inputs *inputs
 }
 
 func newAppState() *appState {

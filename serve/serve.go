@@ -241,37 +241,45 @@ func (d *daemon) cutLoops() {
 // leads reports whether this process writes: it leads, or does not elect.
 func (d *daemon) leads() bool { return !d.o.Elect || d.leading.Load() }
 
-// triggerFollowing asks for a pass of each of apps, which follow branch
-// of the repository at urls, and returns those asked for: at once for
-// the apps this replica passes, and for the others with one forwarded
-// push, which the replicas passing them turn into their passes
-// (triggerPushed). A forward that fails leaves the others out.
+// triggerFollowing answers a push of branch of the repository at urls,
+// which apps follow: this replica passes those of its apps the push
+// changed (Reconciler.TriggerChanged), and forwards the push once for the
+// others, which the replicas passing them answer alike (triggerPushed).
+// It returns the apps it passes and those it forwarded; a forward that
+// fails leaves the latter out.
 func (d *daemon) triggerFollowing(ctx context.Context, branch string, urls, apps []string) ([]string, error) {
 	var here, away []string
 	for _, app := range apps {
 		if d.passesHere(app) {
-			_ = d.r.Trigger(app)
 			here = append(here, app)
 		} else {
 			away = append(away, app)
 		}
 	}
+	passed := []string{}
+	if len(here) > 0 {
+		passed = d.r.TriggerChanged(ctx, here)
+	}
 	if len(away) == 0 {
-		return here, nil
+		return passed, nil
 	}
 	if err := forwardPush(ctx, d.kube, d.ns, branch, urls); err != nil {
-		return here, err
+		return passed, err
 	}
-	return append(here, away...), nil
+	return append(passed, away...), nil
 }
 
-// triggerPushed passes the apps this replica holds that follow a push
-// another replica forwarded.
-func (d *daemon) triggerPushed(p pushRequest) {
+// triggerPushed passes the apps this replica holds that a push another
+// replica forwarded changed.
+func (d *daemon) triggerPushed(ctx context.Context, p pushRequest) {
+	var here []string
 	for _, app := range d.r.Following(p.Branch, p.URLs...) {
 		if d.passesHere(app) {
-			_ = d.r.Trigger(app)
+			here = append(here, app)
 		}
+	}
+	if len(here) > 0 {
+		d.r.TriggerChanged(ctx, here)
 	}
 }
 
@@ -355,7 +363,7 @@ func (d *daemon) run(ctx context.Context) error {
 			h := triggerHandlers{promote: func(p promoteRequest) { go d.promoteForwarded(lctx, p) }}
 			if !d.sharded() { // else each replica answers for its own shards
 				h.app = func(app string) { _ = d.r.Trigger(app) }
-				h.push = d.triggerPushed
+				h.push = func(p pushRequest) { go d.triggerPushed(lctx, p) }
 			}
 			if err := watchTriggers(lctx, d.kube, d.ns, h); err != nil && lctx.Err() == nil {
 				loopDone <- err

@@ -51,7 +51,7 @@ func (d *daemon) runShards(work context.Context) error {
 			_ = d.r.Trigger(app)
 		}
 	}
-	if err := watchTriggers(work, d.kube, d.ns, triggerHandlers{app: trigger, push: d.triggerPushed}); err != nil {
+	if err := watchTriggers(work, d.kube, d.ns, triggerHandlers{app: trigger, push: func(p pushRequest) { go d.triggerPushed(work, p) }}); err != nil {
 		return err
 	}
 	ctx, cut := context.WithCancel(work)

@@ -42,7 +42,8 @@ const promoteTimeout = 5 * time.Minute
 // hex HMAC-SHA256 of its body with secret is routed on its event type
 // (see EventType):
 //   - push triggers a full pass of each app following the pushed branch
-//     (follow);
+//     (follow) whose inputs it changed (Reconciler.TriggerChanged: the
+//     files its last render read);
 //   - pull_request closed with merged true does the same for its base
 //     branch, and tells the reconciler a pinbot pull request merged
 //     (merged), for the proof comment on its merge commit;

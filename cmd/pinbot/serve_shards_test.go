@@ -173,6 +173,36 @@ func TestServeShards(t *testing.T) {
 	}
 	syncedOnce(rig.commit)
 	syncedOnce(second)
+
+	// A push that changes one app's files passes that app alone: the
+	// others' last renders read nothing it changed, so they note the
+	// commit at their interval (10m here), not now.
+	one := files(2)
+	one["app-07/cm.yaml"] = files(3)["app-07/cm.yaml"]
+	third, err := g.PushDir(ctx, g.AdminUser, "manifests", "main", filetree.Write(t, one), "Generation 3 of app-07")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := pushHook(t, rs["shard-c"].addr, secret, third, g.RepoURL(g.AdminUser, "manifests")); code != http.StatusAccepted {
+		t.Fatalf("push webhook: %d, want 202", code)
+	}
+	poll.Until(t, 60*time.Second, "app-07 synced the push that changed it", func() (bool, string) {
+		rec, err := records.Get(ctx, "app-07")
+		if err != nil || rec.Status == nil {
+			return false, fmt.Sprint(err)
+		}
+		return rec.Status.SyncedCommit == third, "app-07 synced " + rec.Status.SyncedCommit
+	})
+	time.Sleep(2 * time.Second) // a pass the push wrongly asked for would have ended
+	for _, app := range names {
+		rec, err := records.Get(ctx, app)
+		if err != nil || rec.Status == nil {
+			t.Fatalf("app %s: %v", app, err)
+		}
+		if app != "app-07" && rec.Status.Commit != second {
+			t.Errorf("app %s was passed at %.8s after a push that did not change it (want its last pass at %.8s)", app, rec.Status.Commit, second)
+		}
+	}
 	var held []string
 	for k, id := range holders() {
 		held = append(held, fmt.Sprintf("%d:%s", k, id))
