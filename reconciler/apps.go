@@ -14,26 +14,48 @@ import (
 // readers take one snapshot and see a config and states that agree.
 type appSet struct {
 	cfg    *config.Config
+	apps   map[string]*config.App // cfg's apps by name
 	states map[string]*appState
+	// byDeployer are the verify-only apps by their deployer's object
+	// (deployerKey), and wakes the apps by namespace: what the clusters'
+	// callbacks wake, without looking at every app.
+	byDeployer map[string][]*appState
+	wakes      *wakeIndex
 }
 
 func newAppSet(cfg *config.Config, old *appSet) *appSet {
-	s := &appSet{cfg: cfg, states: make(map[string]*appState, len(cfg.Apps))}
+	s := &appSet{cfg: cfg, apps: make(map[string]*config.App, len(cfg.Apps)), states: make(map[string]*appState, len(cfg.Apps)),
+		byDeployer: map[string][]*appState{}, wakes: newWakeIndex()}
+	if old != nil {
+		s.wakes = old.wakes // the namespaces the passes found go on
+	}
 	for i := range cfg.Apps {
 		a := &cfg.Apps[i]
-		if old != nil && old.states[a.Name] != nil && sameApp(old.cfg, a) {
-			s.states[a.Name] = old.states[a.Name] // its caches and its loop go on
-			continue
+		s.apps[a.Name] = a
+		st := old.keep(a)
+		if st == nil {
+			st = newAppState()
 		}
-		s.states[a.Name] = newAppState()
+		s.states[a.Name] = st
+		if res, ns, name, ok := deployerObject(a); ok {
+			k := deployerKey(res, ns, name)
+			s.byDeployer[k] = append(s.byDeployer[k], st)
+		}
+		s.wakes.add(a.Name, a.AllowNamespaces...)
 	}
 	return s
 }
 
-// sameApp says whether cfg declares a as it is.
-func sameApp(cfg *config.Config, a *config.App) bool {
-	was, err := cfg.App(a.Name)
-	return err == nil && reflect.DeepEqual(was, a)
+// keep is the state of a when s declares it alike: its caches and its
+// loop go on. nil when s is nil or a is new or changed.
+func (s *appSet) keep(a *config.App) *appState {
+	if s == nil || s.states[a.Name] == nil {
+		return nil
+	}
+	if was := s.apps[a.Name]; was == nil || !reflect.DeepEqual(was, a) {
+		return nil
+	}
+	return s.states[a.Name]
 }
 
 // Config returns the Reconciler's configuration: the one it was made
@@ -45,8 +67,9 @@ func (r *Reconciler) states() map[string]*appState { return r.set.Load().states 
 
 func (r *Reconciler) app(name string) (*config.App, *appState, error) {
 	s := r.set.Load()
-	a, err := s.cfg.App(name)
-	if err != nil {
+	a := s.apps[name]
+	if a == nil {
+		_, err := s.cfg.App(name) // says which apps there are
 		return nil, nil, err
 	}
 	return a, s.states[name], nil

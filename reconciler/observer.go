@@ -259,7 +259,7 @@ func (ob *observer) verify(ctx context.Context, p *pass, d *deployedApp, auth gi
 		namespaces = append(namespaces, ns)
 	}
 	sort.Strings(namespaces)
-	p.st.setWorkloads(desired)
+	p.setWorkloads(desired)
 	snap, confirm, err := ob.snapshot(ctx, p, d, namespaces, desired, want)
 	if err != nil {
 		return nil, err

@@ -152,17 +152,24 @@ func (st *appState) lastPass() (*status.App, *verdict.Verification) {
 	return st.last, st.lastV
 }
 
-// setWorkloads keeps the workloads among desired, for runsIn.
-func (st *appState) setWorkloads(desired []*unstructured.Unstructured) {
+// setWorkloads keeps the workloads among desired, for runsIn, and
+// returns their namespaces.
+func (st *appState) setWorkloads(desired []*unstructured.Unstructured) []string {
 	w := map[string][]string{}
+	var namespaces []string
 	for _, o := range desired {
 		if verdict.IsWorkload(o) {
-			w[o.GetNamespace()] = append(w[o.GetNamespace()], o.GetName())
+			ns := o.GetNamespace()
+			if _, ok := w[ns]; !ok {
+				namespaces = append(namespaces, ns)
+			}
+			w[ns] = append(w[ns], o.GetName())
 		}
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.workloads = w
+	return namespaces
 }
 
 // runsIn reports whether a Pod or ReplicaSet in ns owned by owners may be

@@ -160,7 +160,7 @@ func (p *pass) supersede(ctx context.Context, by string) {
 // complete), not afterwards, when a completed hook Job may have been
 // deleted by its TTL.
 func (p *pass) observe(ctx context.Context) (*verdict.Verification, verdict.HealthReport, error) {
-	p.st.setWorkloads(p.desired)
+	p.setWorkloads(p.desired)
 	snap, err := p.r.snapshotOn(ctx, p.c, p.app.AllowNamespaces, hook.Without(p.desired), p.live)
 	if err != nil {
 		return nil, verdict.HealthReport{}, p.c.Fault(err)

@@ -6,7 +6,10 @@ package reconciler
 import (
 	"cmp"
 	"context"
+	"slices"
+	"sync"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"pinbot.dev/pinbot/internal/logctx"
@@ -57,9 +60,12 @@ func (r *Reconciler) reachability(name string, down bool) {
 // Pods it is about; it never blocks.
 func (r *Reconciler) changed(namespace string, owners []string) {
 	s := r.set.Load()
-	for i := range s.cfg.Apps {
-		a := &s.cfg.Apps[i]
-		if st := s.states[a.Name]; st.runsIn(namespace, owners, a.AllowNamespaces) {
+	for _, name := range s.wakes.in(namespace) {
+		a := s.apps[name]
+		if a == nil {
+			continue // gone since
+		}
+		if st := s.states[name]; st.runsIn(namespace, owners, a.AllowNamespaces) {
 			signal(st.observe)
 		}
 	}
@@ -75,15 +81,42 @@ func (r *Reconciler) objectChanged(resource schema.GroupVersionResource, ns, nam
 		r.changed(ns, []string{name})
 		return
 	}
-	s := r.set.Load()
-	for i := range s.cfg.Apps {
-		a := &s.cfg.Apps[i]
-		if res, ans, aname, ok := deployerObject(a); ok && res == resource && ans == ns && aname == name {
-			if st := s.states[a.Name]; st != nil {
-				signal(st.observe)
-			}
+	for _, st := range r.set.Load().byDeployer[deployerKey(resource, ns, name)] {
+		signal(st.observe)
+	}
+}
+
+func deployerKey(res schema.GroupVersionResource, ns, name string) string {
+	return res.Resource + "." + res.Group + "/" + ns + "/" + name
+}
+
+// wakeIndex names, by namespace, the apps whose workloads a pass found
+// there or that may deploy there (allowNamespaces): the apps a Pod event
+// there may concern (runsIn decides). It only grows, by namespaces, while
+// serve runs; a name no longer in the set is skipped.
+type wakeIndex struct {
+	mu sync.RWMutex
+	ns map[string][]string
+}
+
+func newWakeIndex() *wakeIndex { return &wakeIndex{ns: map[string][]string{}} }
+
+// add notes app under each of namespaces.
+func (x *wakeIndex) add(app string, namespaces ...string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, ns := range namespaces {
+		if !slices.Contains(x.ns[ns], app) {
+			x.ns[ns] = append(x.ns[ns], app)
 		}
 	}
+}
+
+// in are the apps noted under ns; the caller must not change them.
+func (x *wakeIndex) in(ns string) []string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.ns[ns]
 }
 
 // deployerObject names the object whose status says what app's deployer
@@ -110,4 +143,10 @@ func (r *Reconciler) inventoryChanged(app string) {
 	if st := r.states()[app]; st != nil {
 		signal(st.wake)
 	}
+}
+
+// setWorkloads keeps the app's workloads among desired (runsIn) and
+// notes their namespaces in the wake index.
+func (p *pass) setWorkloads(desired []*unstructured.Unstructured) {
+	p.r.set.Load().wakes.add(p.app.Name, p.st.setWorkloads(desired)...)
 }
