@@ -92,23 +92,29 @@ func (d Discovery) LabelSelector() string {
 }
 
 // Matches reports whether the discovery selects o. Pure.
-func (d Discovery) Matches(o Selected) bool {
-	if o.Namespace != d.Namespace() {
-		return false
-	}
+func (d Discovery) Matches(o Selected) bool { return d.Matcher()(o) }
+
+// Matcher is Matches with the selector parsed once, for many objects.
+func (d Discovery) Matcher() func(Selected) bool {
+	ns := d.Namespace()
 	sel, err := labels.Parse(d.LabelSelector())
-	if err != nil || !sel.Matches(labels.Set(o.Labels)) {
-		return false
+	if err != nil {
+		return func(Selected) bool { return false }
 	}
-	if a := d.ArgoCD; a != nil {
-		if a.Project != "" && o.Project != a.Project {
+	return func(o Selected) bool {
+		if o.Namespace != ns || !sel.Matches(labels.Set(o.Labels)) {
 			return false
 		}
-		if a.Annotated && o.Annotations[VerifyAnnotation] != "true" {
-			return false
+		if a := d.ArgoCD; a != nil {
+			if a.Project != "" && o.Project != a.Project {
+				return false
+			}
+			if a.Annotated && o.Annotations[VerifyAnnotation] != "true" {
+				return false
+			}
 		}
+		return true
 	}
-	return true
 }
 
 // App is the verify-only app of the selected object o.

@@ -101,8 +101,9 @@ func appsOf(ds []config.Discovery, objs [][]*unstructured.Unstructured) []config
 	var out []config.App
 	for i, d := range ds {
 		var apps []config.App
+		matches := d.Matcher()
 		for _, u := range objs[i] {
-			if o := selected(u); d.Matches(o) {
+			if o := selected(u); matches(o) {
 				apps = append(apps, d.App(o))
 			}
 		}
@@ -134,6 +135,10 @@ type Watcher struct {
 	stores  []cache.Store
 	synced  []cache.InformerSynced
 	changed chan struct{}
+	// dirty asks for a look at the caches (compare): the events of a
+	// burst (the informers' first list, a resync of thousands of
+	// Applications) cost one look or two, not one each.
+	dirty chan struct{}
 
 	mu   sync.Mutex
 	last []string // the names of the apps last reported
@@ -142,7 +147,17 @@ type Watcher struct {
 // Watch starts watching until ctx ends. apps is the set the caller runs
 // on now: Changed fires when the selected set differs from it.
 func Watch(ctx context.Context, dyn dynamic.Interface, ds []config.Discovery, apps []config.App) *Watcher {
-	w := &Watcher{ds: ds, changed: make(chan struct{}, 1), last: names(apps)}
+	w := &Watcher{ds: ds, changed: make(chan struct{}, 1), dirty: make(chan struct{}, 1), last: names(apps)}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-w.dirty:
+				w.compare()
+			}
+		}
+	}()
 	for _, d := range ds {
 		selector := d.LabelSelector()
 		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 10*time.Minute, d.Namespace(),
@@ -194,9 +209,17 @@ func (w *Watcher) current() []config.App {
 	return appsOf(w.ds, objs)
 }
 
-// check signals Changed when the caches are synced and select another
-// set of apps than the last reported.
+// check asks for a look at the caches; it never blocks.
 func (w *Watcher) check() {
+	select {
+	case w.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// compare signals Changed when the caches are synced and select another
+// set of apps than the last reported.
+func (w *Watcher) compare() {
 	for _, s := range w.synced {
 		if !s() {
 			return
