@@ -136,7 +136,8 @@ type lastPass struct {
 // statuses returns each app's status, in config order: its last pass in
 // this process, else (on a follower, which runs no passes) the status the
 // leader stored, read at most every storedTTL; apps with neither are left
-// out.
+// out. With shards, each replica returns only the apps it passed, so
+// that each app has one source.
 func (r *Reconciler) statuses(ctx context.Context) []lastPass {
 	var out []lastPass
 	set := r.set.Load()
@@ -144,6 +145,12 @@ func (r *Reconciler) statuses(ctx context.Context) []lastPass {
 		name := set.cfg.Apps[i].Name
 		if s, v := set.states[name].lastPass(); s != nil {
 			out = append(out, lastPass{status: *s, verification: v})
+			continue
+		}
+		if r.replica != "" {
+			// Sharded: the replica holding the app's shard reports it.
+			// Reading the others' stored statuses would cost a GET per
+			// app and scrape, thousands of them.
 			continue
 		}
 		if s := r.stored.get(ctx, r.history, name); s != nil {
