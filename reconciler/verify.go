@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/reconciler/object"
@@ -23,8 +24,26 @@ func (r *Reconciler) snapshotOn(ctx context.Context, c *cluster.Cluster, namespa
 		return nil, fmt.Errorf("watching the Pods of %v: %w", namespaces, err)
 	}
 	snap := &verdict.Snapshot{Desired: desired, Live: live, Mirrors: r.mirrors}
-	c.Pods.Fill(snap, namespaces)
+	c.Pods.FillOwned(snap, namespaces, ownedBy(desired, live))
 	return snap, nil
+}
+
+// ownedBy names what the live objects of desired's workloads own: what a
+// snapshot of them reads.
+func ownedBy(desired []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) cluster.Owned {
+	var o cluster.Owned
+	for _, d := range desired {
+		l := live[object.RefOf(d)]
+		if l == nil || !verdict.IsWorkload(d) {
+			continue
+		}
+		if d.GetKind() == "Pod" {
+			o.Pods = append(o.Pods, types.NamespacedName{Namespace: l.GetNamespace(), Name: l.GetName()})
+		} else {
+			o.Workloads = append(o.Workloads, l.GetUID())
+		}
+	}
+	return o
 }
 
 // verify verifies snap's workloads for app at commit, asking the registry

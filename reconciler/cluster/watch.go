@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -125,6 +127,10 @@ func (w *Watcher) Watch(ctx context.Context, namespaces []string) error {
 				revisions:   f.Apps().V1().ControllerRevisions().Informer(),
 			}
 			for _, inf := range []cache.SharedIndexInformer{c.pods, c.replicaSets, c.revisions} {
+				if err := inf.AddIndexers(cache.Indexers{controllerIndex: byController}); err != nil {
+					w.mu.Unlock()
+					return fmt.Errorf("indexing the caches of %q: %w", ns, err)
+				}
 				if err := w.alive.watch(inf); err != nil {
 					w.mu.Unlock()
 					return err
@@ -159,9 +165,19 @@ func (w *Watcher) Watch(ctx context.Context, namespaces []string) error {
 	return nil
 }
 
-// Fill copies the cached Pods, ReplicaSets and ControllerRevisions of
-// namespaces, and all Nodes, into s. Watch them first.
-func (w *Watcher) Fill(s *verdict.Snapshot, namespaces []string) {
+// Owned names what verifying an app reads of the caches: the Pods,
+// ReplicaSets and ControllerRevisions its live workloads (by UID)
+// control, the Pods of those ReplicaSets, and its bare Pods.
+type Owned struct {
+	Workloads []types.UID
+	Pods      []types.NamespacedName
+}
+
+// FillOwned copies into s the cached Pods, ReplicaSets and
+// ControllerRevisions of namespaces that owned names, and all Nodes: an
+// app's pass costs its own Pods, not every Pod of a namespace thousands
+// of apps share. Watch them first.
+func (w *Watcher) FillOwned(s *verdict.Snapshot, namespaces []string, owned Owned) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	s.Pods, s.ReplicaSets, s.Revisions, s.Nodes = nil, nil, nil, nil
@@ -173,14 +189,29 @@ func (w *Watcher) Fill(s *verdict.Snapshot, namespaces []string) {
 		if c == nil {
 			continue
 		}
-		for _, o := range objectsIn(c.pods, ns) {
-			s.Pods = append(s.Pods, o.(*corev1.Pod))
+		owners := slices.Clone(owned.Workloads)
+		for _, uid := range owned.Workloads {
+			for _, o := range controlledBy(c.replicaSets, uid, ns) {
+				rs := o.(*appsv1.ReplicaSet)
+				s.ReplicaSets = append(s.ReplicaSets, rs)
+				owners = append(owners, rs.UID)
+			}
+			for _, o := range controlledBy(c.revisions, uid, ns) {
+				s.Revisions = append(s.Revisions, o.(*appsv1.ControllerRevision))
+			}
 		}
-		for _, o := range objectsIn(c.replicaSets, ns) {
-			s.ReplicaSets = append(s.ReplicaSets, o.(*appsv1.ReplicaSet))
+		for _, uid := range owners {
+			for _, o := range controlledBy(c.pods, uid, ns) {
+				s.Pods = append(s.Pods, o.(*corev1.Pod))
+			}
 		}
-		for _, o := range objectsIn(c.revisions, ns) {
-			s.Revisions = append(s.Revisions, o.(*appsv1.ControllerRevision))
+		for _, p := range owned.Pods {
+			if p.Namespace != ns {
+				continue
+			}
+			if o, ok, _ := c.pods.GetIndexer().GetByKey(p.String()); ok {
+				s.Pods = append(s.Pods, o.(*corev1.Pod))
+			}
 		}
 	}
 	if w.nodes != nil {
@@ -189,18 +220,40 @@ func (w *Watcher) Fill(s *verdict.Snapshot, namespaces []string) {
 		}
 	}
 	sort.Slice(s.Pods, func(i, j int) bool {
-		return s.Pods[i].Namespace+"/"+s.Pods[i].Name < s.Pods[j].Namespace+"/"+s.Pods[j].Name
+		a, b := s.Pods[i], s.Pods[j]
+		return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
 	})
 }
 
-// objectsIn are the objects inf caches in namespace ns, through its
-// namespace index (every informer of a factory has one).
-func objectsIn(inf cache.SharedIndexInformer, ns string) []any {
-	objs, err := inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
+// controllerIndex indexes the caches by the UID of each object's
+// controller.
+const controllerIndex = "controller"
+
+func byController(o any) ([]string, error) {
+	m, ok := o.(metav1.Object)
+	if !ok {
+		return nil, nil
+	}
+	if c := metav1.GetControllerOfNoCopy(m); c != nil {
+		return []string{string(c.UID)}, nil
+	}
+	return nil, nil
+}
+
+// controlledBy are the objects inf caches in namespace ns whose
+// controller is uid.
+func controlledBy(inf cache.SharedIndexInformer, uid types.UID, ns string) []any {
+	objs, err := inf.GetIndexer().ByIndex(controllerIndex, string(uid))
 	if err != nil {
 		return nil // the index is always there
 	}
-	return objs
+	out := objs[:0:0]
+	for _, o := range objs {
+		if namespaceOf(o) == ns {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // namespaceOf is o's namespace; o may be a deletion's tombstone.
