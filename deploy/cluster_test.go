@@ -407,8 +407,11 @@ func testTrigger(ctx context.Context, t *testing.T, saKube kubernetes.Interface)
 		t.Fatalf("watching the trigger by name: %s", err)
 	}
 	w.Stop()
-	if _, err := cms.List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
-		t.Errorf("listing every ConfigMap of %s: %v, want Forbidden", stateNamespace, err)
+	if _, err := cms.List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=pinbot"}); err != nil {
+		t.Errorf("listing the records of %s: %v", stateNamespace, err)
+	}
+	if err := cms.Delete(ctx, "pinbot-trigger", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("deleting the trigger of %s: %v, want Forbidden", stateNamespace, err)
 	}
 }
 

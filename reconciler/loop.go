@@ -80,6 +80,7 @@ func (r *Reconciler) RunSome(ctx context.Context, stop <-chan struct{}, keep fun
 		case <-time.After(backoff):
 		}
 	}
+	r.prime(ctx, keep)
 	a := &appRuns{r: r, ctx: ctx, stop: stop, keep: keep, running: map[string]*appRun{}}
 	r.runs.add(a)
 	a.startAll()
@@ -91,6 +92,28 @@ func (r *Reconciler) RunSome(ctx context.Context, stop <-chan struct{}, keep fun
 	a.wg.Wait()
 	return nil
 }
+
+// prime reads the records of the apps keep keeps with one LIST, before
+// their loops start: their first passes then read none. A failure costs
+// only the time: each pass reads its own record.
+func (r *Reconciler) prime(ctx context.Context, keep func(app string) bool) {
+	var apps []string
+	for _, a := range r.Config().Apps {
+		if keep == nil || keep(a.Name) {
+			apps = append(apps, a.Name)
+		}
+	}
+	if len(apps) < primeFrom {
+		return
+	}
+	if err := r.history.Prime(ctx, apps); err != nil {
+		logctx.From(ctx).Warn("reading the apps' records at once failed; each pass reads its own", "error", err.Error())
+	}
+}
+
+// primeFrom is how many apps make one LIST of the records cheaper than a
+// GET each.
+const primeFrom = 50
 
 func (r *Reconciler) runApp(ctx context.Context, stop <-chan struct{}, app *config.App, st *appState) {
 	log := logctx.From(ctx).With("app", app.Name)

@@ -1,12 +1,14 @@
 package record
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/status"
@@ -39,5 +41,43 @@ func TestDecodeRecordWrittenBeforeCamelCase(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("decodeRecord (-want +got):\n%s", diff)
+	}
+}
+
+// TestPrimeReadsEveryRecordAtOnce: after Prime, BeginCached of each app
+// (one with a record, one without) reads nothing more, and the record
+// primed is the one stored; another ConfigMap is not taken for a record.
+func TestPrimeReadsEveryRecordAtOnce(t *testing.T) {
+	ctx := context.Background()
+	labels := func(app string) map[string]string {
+		return map[string]string{"app.kubernetes.io/managed-by": "pinbot", "pinbot.dev/history-of": app}
+	}
+	client := fake.NewClientset(
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pinbot-app-web", Namespace: "pinbot-system", Labels: labels("web")},
+			Data: map[string]string{"status.json": `{"app":"web","verified":true}`}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "not-a-record", Namespace: "pinbot-system", Labels: labels("api")},
+			Data: map[string]string{"status.json": `{"app":"api","verified":true}`}},
+	)
+	h := New(client, "pinbot-system")
+	if err := h.Prime(ctx, []string{"web", "api"}); err != nil {
+		t.Fatal(err)
+	}
+	client.ClearActions()
+	web, err := h.BeginCached(ctx, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := web.Current().Status; s == nil || !s.Verified {
+		t.Errorf("web's primed record: %+v, want its stored status", web.Current())
+	}
+	api, err := h.BeginCached(ctx, "api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if api.Current().Status != nil {
+		t.Errorf("api's primed record: %+v, want none (not-a-record is not its record)", api.Current())
+	}
+	if a := client.Actions(); len(a) != 0 {
+		t.Errorf("BeginCached after Prime made %d requests (%v), want none", len(a), a)
 	}
 }
