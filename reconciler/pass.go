@@ -60,10 +60,17 @@ func (p *pass) freshReads() bool {
 // this process alone makes, from the copy it keeps (record.BeginCached);
 // the commands' passes afresh.
 func (p *pass) begin(ctx context.Context) (*record.Txn, error) {
+	var t *record.Txn
+	var err error
 	if p.mode == modeLoop || p.mode == modeFollow {
-		return p.r.history.BeginCached(ctx, p.app.Name)
+		t, err = p.r.history.BeginCached(ctx, p.app.Name)
+	} else {
+		t, err = p.r.history.Begin(ctx, p.app.Name)
 	}
-	return p.r.history.Begin(ctx, p.app.Name)
+	if err == nil && t.Current().Status != nil {
+		p.stored = stateOf(*t.Current().Status, nil)
+	}
+	return t, err
 }
 
 func (m mode) trigger() string {
@@ -97,6 +104,9 @@ type pass struct {
 	// tracked is a verify-only app as its deployer's object names it (the
 	// repository and branch it follows), nil for pinbot's own apps.
 	tracked *config.App
+	// stored is the proof's state the app's record held when the pass
+	// began ("" for none).
+	stored verdict.Verdict
 	// snap is what the pass verified; remote says it was in a spoke,
 	// whose workloads pinbot writes no Events on.
 	snap   *verdict.Snapshot
@@ -126,6 +136,13 @@ func (r *Reconciler) pass(ctx context.Context, app *config.App, st *appState, m 
 		s, v, err = p.run(ctx)
 	}
 	prev := st.verdict()
+	if prev == "" {
+		// This process's first pass of the app: the proof stored by the
+		// last process that passed it (a replica since gone, or this one
+		// before a restart) is what changed or not, so that a restart or
+		// a shard moving does not announce every app again.
+		prev = p.stored
+	}
 	if st.remember(s, v) {
 		if f := r.onProof.Load(); f != nil {
 			(*f)(app.Name)
