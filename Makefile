@@ -44,7 +44,7 @@ export PINBOT_BIN_DIR := $(BIN)
 
 RELEASE_DIR ?= dist/$(VERSION)
 
-.PHONY: all build demo-bin image release test test-deps unit lint bench demo tools gitea kube kubelet flux argocd renderers cosign crds clean schemas docs
+.PHONY: all build demo-bin image release test test-deps unit lint bench bench-scale bench-record demo tools gitea kube kubelet flux argocd renderers cosign crds clean schemas docs
 
 all: build
 
@@ -235,6 +235,15 @@ lint:
 
 bench: tools build
 	$(GO) run ./hack/bench
+
+## bench-scale: the fleet alone, 10,000 apps over two control planes and
+## four replicas (about 15 minutes); bench-record: 50,000 apps over five,
+## run by hand (docs/development.md).
+bench-scale: tools build
+	$(GO) run ./hack/bench -run fleet
+
+bench-record: tools build
+	$(GO) run ./hack/bench -run fleet-record
 
 ## demo: pinbot's whole job on this machine (hack/demo). pinbot and the
 ## demo are one go build, so their shared packages compile once, and come

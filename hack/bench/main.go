@@ -19,6 +19,9 @@ import (
 type section struct {
 	name string
 	run  func(ctx context.Context, r *report) error
+	// byName sections run only when -run names them: runs too long for
+	// every make bench, such as the fleet's record attempt.
+	byName bool
 }
 
 // sections run in this order; files add themselves in init.
@@ -26,6 +29,11 @@ var sections []section
 
 func register(name string, run func(ctx context.Context, r *report) error) {
 	sections = append(sections, section{name: name, run: run})
+}
+
+// registerByName adds a section that runs only when -run names it.
+func registerByName(name string, run func(ctx context.Context, r *report) error) {
+	sections = append(sections, section{name: name, run: run, byName: true})
 }
 
 func main() {
@@ -43,7 +51,7 @@ func main() {
 	r := &report{}
 	failed := false
 	for _, s := range sections {
-		if len(want) > 0 && !want[s.name] {
+		if (len(want) > 0 || s.byName) && !want[s.name] {
 			continue
 		}
 		fmt.Printf("== %s\n", s.name)

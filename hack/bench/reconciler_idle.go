@@ -280,6 +280,7 @@ type apiRequest struct {
 	verb     string // LIST, GET, WATCH, CREATE, UPDATE, PATCH, DELETE or DISCOVERY
 	resource string // e.g. "configmaps", "deployments.apps", or the path for DISCOVERY
 	path     string // the URL path
+	replica  string // the serve replica asking, from its User-Agent's "replica/<id>"
 }
 
 // apiCounter records the requests passing through the proxy.
@@ -366,6 +367,9 @@ func (b *recBench) proxyKubeconfig(srv *httptest.Server) (string, error) {
 // as the API server's request info does.
 func classify(req *http.Request) apiRequest {
 	r := apiRequest{at: time.Now(), verb: "DISCOVERY", resource: req.URL.Path, path: req.URL.Path}
+	if _, id, ok := strings.Cut(req.UserAgent(), " replica/"); ok {
+		r.replica = id
+	}
 	segs := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
 	var group string
 	switch {
