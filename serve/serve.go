@@ -241,48 +241,6 @@ func (d *daemon) cutLoops() {
 // leads reports whether this process writes: it leads, or does not elect.
 func (d *daemon) leads() bool { return !d.o.Elect || d.leading.Load() }
 
-// triggerFollowing answers a push of branch of the repository at urls,
-// which apps follow: this replica passes those of its apps the push
-// changed (Reconciler.TriggerChanged), and forwards the push once for the
-// others, which the replicas passing them answer alike (triggerPushed).
-// It returns the apps it passes and those it forwarded; a forward that
-// fails leaves the latter out.
-func (d *daemon) triggerFollowing(ctx context.Context, branch string, urls, apps []string) ([]string, error) {
-	var here, away []string
-	for _, app := range apps {
-		if d.passesHere(app) {
-			here = append(here, app)
-		} else {
-			away = append(away, app)
-		}
-	}
-	passed := []string{}
-	if len(here) > 0 {
-		passed = d.r.TriggerChanged(ctx, here)
-	}
-	if len(away) == 0 {
-		return passed, nil
-	}
-	if err := forwardPush(ctx, d.kube, d.ns, branch, urls); err != nil {
-		return passed, err
-	}
-	return append(passed, away...), nil
-}
-
-// triggerPushed passes the apps this replica holds that a push another
-// replica forwarded changed.
-func (d *daemon) triggerPushed(ctx context.Context, p pushRequest) {
-	var here []string
-	for _, app := range d.r.Following(p.Branch, p.URLs...) {
-		if d.passesHere(app) {
-			here = append(here, app)
-		}
-	}
-	if len(here) > 0 {
-		d.r.TriggerChanged(ctx, here)
-	}
-}
-
 func (d *daemon) run(ctx context.Context) error {
 	log := logctx.From(ctx)
 	err := d.r.Check(ctx)
