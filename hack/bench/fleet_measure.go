@@ -270,10 +270,16 @@ func (b *fleetBench) rolledAtStart(ctx context.Context) (int, error) {
 
 // announce sends Gitea's push webhook of sha to the first replica.
 func (b *fleetBench) announce(ctx context.Context, sha string) error {
-	body := fmt.Sprintf(`{"ref":"refs/heads/main","after":%q,"repository":{"clone_url":%q}}`, sha, b.gitea.RepoURL(b.owner, fleetOwnRepo))
-	mac := hmac.New(sha256.New, []byte(fleetSecret))
+	return postPush(ctx, b.addrs[0], fleetSecret, sha, b.gitea.RepoURL(b.owner, fleetOwnRepo))
+}
+
+// postPush sends serve at addr Gitea's push webhook of sha to main of the
+// repository at cloneURL, signed with secret, and wants it accepted.
+func postPush(ctx context.Context, addr, secret, sha, cloneURL string) error {
+	body := fmt.Sprintf(`{"ref":"refs/heads/main","after":%q,"repository":{"clone_url":%q}}`, sha, cloneURL)
+	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write([]byte(body))
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+b.addrs[0]+"/webhook/gitea", strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/webhook/gitea", strings.NewReader(body))
 	if err != nil {
 		return err
 	}

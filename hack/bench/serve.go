@@ -2,16 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -129,23 +124,9 @@ func benchServe(ctx context.Context, r *report) error {
 		if err != nil {
 			return err
 		}
-		body := fmt.Sprintf(`{"ref":"refs/heads/main","after":%q,"repository":{"clone_url":%q}}`, commit, b.gitea.RepoURL(b.owner, app))
-		mac := hmac.New(sha256.New, []byte(serveSecret))
-		mac.Write([]byte(body))
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+follower.addr+"/webhook/gitea", strings.NewReader(body))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("X-Gitea-Event", "push")
-		req.Header.Set("X-Gitea-Signature", hex.EncodeToString(mac.Sum(nil)))
 		sent := time.Now()
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusAccepted {
-			return fmt.Errorf("webhook to the follower: %s", resp.Status)
+		if err := postPush(ctx, follower.addr, serveSecret, commit, b.gitea.RepoURL(b.owner, app)); err != nil {
+			return fmt.Errorf("webhook to the follower: %w", err)
 		}
 		var start time.Time
 		if _, err := benchPoll(ctx, 30*time.Second, "the sync of "+commit[:8], func() bool { start = started(app, commit); return !start.IsZero() }); err != nil {
