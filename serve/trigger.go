@@ -65,28 +65,18 @@ func (p pushRequest) key() string {
 // trigger ConfigMap, which every replica watches (watchTriggers).
 func forwardPush(ctx context.Context, kube kubernetes.Interface, ns, branch string, urls []string) error {
 	now := time.Now().UTC().Format(time.RFC3339Nano)
-	v, err := json.Marshal(pushRequest{Branch: branch, URLs: urls, At: now})
+	p := pushRequest{Branch: branch, URLs: urls, At: now}
+	v, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("encoding the push: %w", err)
 	}
-	key := pushRequest{Branch: branch, URLs: urls}.key()
-	return annotateTrigger(ctx, kube, ns, map[string]string{annotationRequestedAt: now, key: string(v)}, "a push of "+branch)
+	return annotateTrigger(ctx, kube, ns, map[string]string{annotationRequestedAt: now, p.key(): string(v)}, "a push of "+branch)
 }
 
 // requestedPushes lists the pushes whose annotation differs between old
 // and cur; a value that does not decode was not written by pinbot.
 func requestedPushes(old, cur map[string]string) []pushRequest {
-	var out []pushRequest
-	for k, v := range cur {
-		if !strings.HasPrefix(k, triggerPushPrefix) || old[k] == v {
-			continue
-		}
-		var p pushRequest
-		if json.Unmarshal([]byte(v), &p) == nil && p.Branch != "" && len(p.URLs) > 0 {
-			out = append(out, p)
-		}
-	}
-	return out
+	return requested(old, cur, triggerPushPrefix, func(p pushRequest) bool { return p.Branch != "" && len(p.URLs) > 0 })
 }
 
 // triggerHandlers are what watchTriggers calls for each forwarded
@@ -132,14 +122,21 @@ func forwardPromotion(ctx context.Context, kube kubernetes.Interface, ns, repo, 
 // between old and cur. A value that does not decode is skipped: it was not
 // written by pinbot.
 func requestedPromotions(old, cur map[string]string) []promoteRequest {
-	var out []promoteRequest
+	return requested(old, cur, triggerPromotePrefix, func(p promoteRequest) bool { return p.Repo != "" && p.Image != "" && p.Tag != "" })
+}
+
+// requested decodes the annotations under prefix whose value differs
+// between old and cur: the requests forwarded since old was seen. A value
+// that does not decode, or that valid refuses, was not written by pinbot.
+func requested[T any](old, cur map[string]string, prefix string, valid func(T) bool) []T {
+	var out []T
 	for k, v := range cur {
-		if !strings.HasPrefix(k, triggerPromotePrefix) || old[k] == v {
+		if !strings.HasPrefix(k, prefix) || old[k] == v {
 			continue
 		}
-		var p promoteRequest
-		if json.Unmarshal([]byte(v), &p) == nil && p.Repo != "" && p.Image != "" && p.Tag != "" {
-			out = append(out, p)
+		var r T
+		if json.Unmarshal([]byte(v), &r) == nil && valid(r) {
+			out = append(out, r)
 		}
 	}
 	return out
