@@ -103,6 +103,17 @@ func newWakeIndex() *wakeIndex { return &wakeIndex{ns: map[string][]string{}} }
 
 // add notes app under each of namespaces.
 func (x *wakeIndex) add(app string, namespaces ...string) {
+	// Every pass notes its namespaces, which are almost always noted
+	// already: look under the read lock before taking the write lock.
+	x.mu.RLock()
+	noted := true
+	for _, ns := range namespaces {
+		noted = noted && slices.Contains(x.ns[ns], app)
+	}
+	x.mu.RUnlock()
+	if noted {
+		return
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for _, ns := range namespaces {
