@@ -53,8 +53,8 @@ var (
 )
 
 const (
-	fleetAppPods    = 3  // per app
-	fleetNamespaces = 20 // per cluster
+	fleetAppPods    = scaleReplicas // per app, as scaleDeployment makes them
+	fleetNamespaces = 20            // per cluster
 	// Every fleetOwnEvery-th app is pinbot's own (an apps: entry it
 	// syncs), on the hub; the rest are Argo CD Applications it verifies.
 	fleetOwnEvery = 10
@@ -174,7 +174,7 @@ func (b *fleetBench) populate(ctx context.Context) error {
 			if err := os.MkdirAll(d, 0o755); err != nil {
 				return err
 			}
-			if err := os.WriteFile(filepath.Join(d, "deploy.yaml"), []byte(fleetDeploymentYAML(fleetName(i), b.images[0])), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(d, "deploy.yaml"), []byte(scaleDeploymentYAML(fleetName(i), b.images[0])), 0o644); err != nil {
 				return err
 			}
 		}
@@ -208,7 +208,7 @@ func (b *fleetBench) populate(ctx context.Context) error {
 		if b.own(i) {
 			return b.applyAsPinbot(ctx, i)
 		}
-		d := fleetDeployment(fleetName(i), b.images[0])
+		d := scaleDeployment(fleetName(i), b.images[0])
 		_, err := b.kubes[b.clusterOf(i)].AppsV1().Deployments(b.namespace(i)).Create(ctx, d, metav1.CreateOptions{FieldManager: "argocd-controller"})
 		return err
 	}); err != nil {
@@ -269,7 +269,7 @@ func (b *fleetBench) populate(ctx context.Context) error {
 // its marks: the fleet is in sync when serve starts.
 func (b *fleetBench) applyAsPinbot(ctx context.Context, i int) error {
 	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(fleetDeploymentYAML(fleetName(i), b.images[0])), &u.Object); err != nil {
+	if err := yaml.Unmarshal([]byte(scaleDeploymentYAML(fleetName(i), b.images[0])), &u.Object); err != nil {
 		return err
 	}
 	u.SetNamespace(b.namespace(i))
@@ -308,15 +308,4 @@ func (b *fleetBench) config() string {
 			fleetName(i), b.gitea.RepoURL(b.owner, fleetOwnRepo), fleetName(i), b.namespace(i), b.namespace(i))
 	}
 	return cfg.String()
-}
-
-func fleetDeploymentYAML(name, image string) string {
-	return strings.Replace(scaleDeploymentYAML(name, image), fmt.Sprintf("replicas: %d", scaleReplicas), fmt.Sprintf("replicas: %d", fleetAppPods), 1)
-}
-
-func fleetDeployment(name, image string) *appsv1.Deployment {
-	d := scaleDeployment(name, image)
-	n := int32(fleetAppPods)
-	d.Spec.Replicas = &n
-	return d
 }

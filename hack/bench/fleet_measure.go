@@ -219,7 +219,7 @@ func (b *fleetBench) merges(ctx context.Context, r *report, at string) error {
 		i := m * fleetOwnEvery * 7 % b.shape.apps
 		name, ns := fleetName(i), b.namespace(i)
 		sha, err := b.gitea.Commit(ctx, b.owner, fleetOwnRepo, "main", "main",
-			map[string]string{"apps/" + name + "/deploy.yaml": fleetDeploymentYAML(name, b.images[1])}, "fleet: "+name+" to v1")
+			map[string]string{"apps/" + name + "/deploy.yaml": scaleDeploymentYAML(name, b.images[1])}, "fleet: "+name+" to v1")
 		if err != nil {
 			return err
 		}
