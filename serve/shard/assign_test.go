@@ -12,7 +12,7 @@ func TestAssignIsBalancedAndTotal(t *testing.T) {
 		for i := range tc.members {
 			ms = append(ms, fmt.Sprintf("replica-%d", i))
 		}
-		got := Assign(ms, tc.shards)
+		got := Assign(ms, tc.shards, nil)
 		owner := map[int]string{}
 		lo, hi := tc.shards, 0
 		for _, m := range ms {
@@ -34,8 +34,9 @@ func TestAssignIsBalancedAndTotal(t *testing.T) {
 }
 
 func TestAssignAgreesWhateverTheOrder(t *testing.T) {
-	a := Assign([]string{"b", "a", "c"}, 10)
-	b := Assign([]string{"c", "b", "a", "a"}, 10)
+	held := map[int]string{0: "c", 1: "c", 2: "c", 3: "c", 4: "a", 9: "gone"}
+	a := Assign([]string{"b", "a", "c"}, 10, held)
+	b := Assign([]string{"c", "b", "a", "a"}, 10, held)
 	for _, m := range []string{"a", "b", "c"} {
 		if !slices.Equal(a[m], b[m]) {
 			t.Errorf("member %s: %v in one order, %v in another", m, a[m], b[m])
@@ -43,21 +44,58 @@ func TestAssignAgreesWhateverTheOrder(t *testing.T) {
 	}
 }
 
-func TestAssignMovesFewShardsWhenAMemberLeaves(t *testing.T) {
-	before := Assign([]string{"a", "b", "c", "d"}, 64)
-	after := Assign([]string{"a", "b", "c"}, 64)
-	moved := 0
-	for _, m := range []string{"a", "b", "c"} {
-		for _, k := range before[m] {
-			if !slices.Contains(after[m], k) {
-				moved++
-			}
+// holders inverts an assignment: shard → member.
+func holders(a map[string][]int) map[int]string {
+	out := map[int]string{}
+	for m, ks := range a {
+		for _, k := range ks {
+			out[k] = m
 		}
 	}
-	// Only d's 16 shards need to move; a balanced rendezvous moves a few
-	// more to even the counts out, never most of them.
-	if moved > 16 {
-		t.Errorf("%d shards of the staying members moved, want few (d held %d)", moved, len(before["d"]))
+	return out
+}
+
+// moved counts the shards whose holder in before is among members and
+// differs in after.
+func moved(before, after map[int]string, members ...string) int {
+	n := 0
+	for k, m := range before {
+		if slices.Contains(members, m) && after[k] != m {
+			n++
+		}
+	}
+	return n
+}
+
+// A member leaving moves its own shards only; one joining takes only
+// the shards above the others' new share; and an assignment that is
+// held already is kept as it is.
+func TestAssignMovesOnlyTheShardsItMust(t *testing.T) {
+	for _, tc := range []struct{ members, shards int }{{4, 4}, {4, 64}, {3, 4}, {5, 7}, {2, 3}} {
+		var ms []string
+		for i := range tc.members {
+			ms = append(ms, fmt.Sprintf("replica-%d", i))
+		}
+		now := holders(Assign(ms, tc.shards, nil))
+		if again := holders(Assign(ms, tc.shards, now)); moved(now, again, ms...) != 0 {
+			t.Errorf("%d members, %d shards: held as assigned, %d shards move", tc.members, tc.shards, moved(now, again, ms...))
+		}
+		for _, gone := range ms {
+			stay := slices.DeleteFunc(slices.Clone(ms), func(m string) bool { return m == gone })
+			after := holders(Assign(stay, tc.shards, now))
+			if n := moved(now, after, stay...); n != 0 {
+				t.Errorf("%d members, %d shards, %s leaves: %d shards of the others move, want none", tc.members, tc.shards, gone, n)
+			}
+			if len(after) != tc.shards {
+				t.Errorf("%d members, %d shards, %s leaves: %d shards assigned", tc.members, tc.shards, gone, len(after))
+			}
+		}
+		joined := append(slices.Clone(ms), "replica-new")
+		after := Assign(joined, tc.shards, now)
+		if n, want := moved(now, holders(after), ms...), len(after["replica-new"]); n != want || want != tc.shards/len(joined) {
+			t.Errorf("%d members, %d shards, one joins: %d shards move, it takes %d, want its share %d and no other move",
+				tc.members, tc.shards, n, want, tc.shards/len(joined))
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,19 +38,21 @@ func (m *Manager) renewMember(ctx context.Context) error {
 }
 
 // survey lists the state namespace's Leases: it returns the members
-// renewing theirs, this replica always among them, sorted, and it frees
-// the shards whose holder is gone. A member is gone once its Lease went
+// renewing theirs, this replica always among them, sorted, and the
+// holder of each shard whose Lease is renewed, and it frees the shards
+// whose holder is gone. A member is gone once its Lease went
 // unrenewed for the Lease duration, by this replica's clock; a member
 // Lease gone for twice as long is deleted, so the replicas a Deployment
 // replaced leave no trace.
-func (m *Manager) survey(ctx context.Context) ([]string, error) {
+func (m *Manager) survey(ctx context.Context) ([]string, map[int]string, error) {
 	leases := m.kube.CoordinationV1().Leases(m.o.Namespace)
 	list, err := leases.List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	now := m.now()
 	out := []string{m.o.ID}
+	held := map[int]string{}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	current := map[string]bool{}
@@ -65,8 +68,12 @@ func (m *Manager) survey(ctx context.Context) ([]string, error) {
 		current[l.Name] = true
 		idle := m.sight(l, now, member)
 		if !member {
-			if idle >= m.o.Duration {
+			k, err := strconv.Atoi(strings.TrimPrefix(l.Name, LeasePrefix))
+			switch {
+			case idle >= m.o.Duration:
 				m.free(ctx, l)
+			case err == nil:
+				held[k] = *l.Spec.HolderIdentity
 			}
 			continue
 		}
@@ -88,7 +95,7 @@ func (m *Manager) survey(ctx context.Context) ([]string, error) {
 		}
 	}
 	slices.Sort(out)
-	return slices.Compact(out), nil
+	return slices.Compact(out), held, nil
 }
 
 // sight notes what l says now and returns how long, by this replica's

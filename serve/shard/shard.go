@@ -153,7 +153,7 @@ func (m *Manager) Run(ctx context.Context, stop <-chan struct{}) {
 		if err := m.renewMember(ctx); err != nil && ctx.Err() == nil {
 			m.log.Warn("renewing the member Lease", "lease", m.o.Namespace+"/"+memberName(m.o.ID), "error", err.Error())
 		}
-		members, err := m.survey(ctx)
+		members, held, err := m.survey(ctx)
 		switch {
 		case !warm:
 			warm = err == nil
@@ -162,7 +162,7 @@ func (m *Manager) Run(ctx context.Context, stop <-chan struct{}) {
 			// whether it is still held.
 			m.log.Warn("listing the Leases", "namespace", m.o.Namespace, "error", err.Error())
 		case err == nil:
-			m.rebalance(ctx, terms, Assign(members, m.o.Shards)[m.o.ID], members)
+			m.rebalance(ctx, terms, Assign(members, m.o.Shards, held)[m.o.ID], members)
 		}
 		select {
 		case <-stop:

@@ -234,11 +234,11 @@ func TestThreeReplicasSplitThirtyApps(t *testing.T) {
 		if !ok {
 			return false, why
 		}
-		// With 3 shards and 4 members, one member holds none: the one
-		// every replica's assignment leaves out.
+		// With 3 shards and 4 members, one member holds none, and the
+		// holders are what every replica's assignment keeps.
 		owners := l.owners()
 		want := map[int]string{}
-		for id, ks := range Assign([]string{"replica-a", "replica-b", "replica-c", "replica-d"}, shards) {
+		for id, ks := range Assign([]string{"replica-a", "replica-b", "replica-c", "replica-d"}, shards, owners) {
 			for _, k := range ks {
 				want[k] = id
 			}
