@@ -140,7 +140,7 @@ func TestChartRenders(t *testing.T) {
 	}
 	var srole rbacv1.Role
 	find(t, sharded, "Role", "pinbot-shards", &srole)
-	swant := []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}}}
+	swant := []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}
 	if diff := cmp.Diff(swant, srole.Rules); diff != "" || srole.Namespace != stateNamespace {
 		t.Errorf("Role pinbot-shards in %q (-want +got):\n%s", srole.Namespace, diff)
 	}

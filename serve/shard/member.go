@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
 )
 
 // renewMember stamps this replica's member Lease with the time, creating
@@ -46,7 +47,7 @@ func (m *Manager) renewMember(ctx context.Context) error {
 // replaced leave no trace.
 func (m *Manager) survey(ctx context.Context) ([]string, map[int]string, error) {
 	leases := m.kube.CoordinationV1().Leases(m.o.Namespace)
-	list, err := leases.List(ctx, metav1.ListOptions{})
+	items, err := m.leases(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -56,8 +57,7 @@ func (m *Manager) survey(ctx context.Context) ([]string, map[int]string, error) 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	current := map[string]bool{}
-	for i := range list.Items {
-		l := &list.Items[i]
+	for _, l := range items {
 		member := l.Labels[MemberLabel] == "true" && strings.HasPrefix(l.Name, MemberPrefix)
 		if !member && !strings.HasPrefix(l.Name, LeasePrefix) {
 			continue
@@ -96,6 +96,38 @@ func (m *Manager) survey(ctx context.Context) ([]string, map[int]string, error) 
 	}
 	slices.Sort(out)
 	return slices.Compact(out), held, nil
+}
+
+// leases are the state namespace's Leases: from the watch Run keeps once
+// its first LIST is in (so an idle replica's survey costs the API server
+// nothing), by a LIST of their own before.
+func (m *Manager) leases(ctx context.Context) ([]*coordinationv1.Lease, error) {
+	if w := m.watch; w != nil && w.HasSynced() {
+		var out []*coordinationv1.Lease
+		for _, o := range w.GetStore().List() {
+			if l, ok := o.(*coordinationv1.Lease); ok {
+				out = append(out, l)
+			}
+		}
+		return out, nil
+	}
+	list, err := m.kube.CoordinationV1().Leases(m.o.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*coordinationv1.Lease, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// watchLeases starts the watch of the state namespace's Leases that
+// survey reads, until stop closes.
+func (m *Manager) watchLeases(stop <-chan struct{}) {
+	f := informers.NewSharedInformerFactoryWithOptions(m.kube, 0, informers.WithNamespace(m.o.Namespace))
+	m.watch = f.Coordination().V1().Leases().Informer()
+	go m.watch.Run(stop)
 }
 
 // sight notes what l says now and returns how long, by this replica's

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 )
 
 // The Leases of sharding, in the state namespace.
@@ -81,6 +82,10 @@ type Manager struct {
 	work Work
 	log  *slog.Logger
 	now  func() time.Time
+
+	// watch follows the state namespace's Leases for survey; set by Run
+	// before its first survey.
+	watch cache.SharedIndexInformer
 
 	mu   sync.Mutex
 	held map[int]bool        // the shards whose Work runs now
@@ -144,6 +149,9 @@ func (m *Manager) Run(ctx context.Context, stop <-chan struct{}) {
 	terms := map[int]*term{}
 	tick := time.NewTicker(m.o.RetryPeriod)
 	defer tick.Stop()
+	watching := make(chan struct{})
+	defer close(watching)
+	m.watchLeases(watching)
 	// The first survey only counts the members: replicas started
 	// together then each see the others before asking for shards, so
 	// the first up does not take every shard, pass thousands of apps,

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -94,6 +95,7 @@ type replica struct {
 	id     string
 	m      *Manager
 	cut    atomic.Bool
+	lists  atomic.Int64 // LISTs of the Leases
 	stop   chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -109,6 +111,9 @@ type cutTransport struct {
 func (c cutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if c.r.cut.Load() {
 		return nil, errCut
+	}
+	if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/leases") && req.URL.Query().Get("watch") == "" {
+		c.r.lists.Add(1)
 	}
 	return c.next.RoundTrip(req)
 }
@@ -272,5 +277,23 @@ func TestThreeReplicasSplitThirtyApps(t *testing.T) {
 	kc := kubernetes.NewForConfigOrDie(cluster.Config())
 	if _, err := kc.CoordinationV1().Leases(ns).Get(context.Background(), memberName(leaving.id), metav1.GetOptions{}); err == nil {
 		t.Errorf("the stopped replica's member Lease is still there")
+	}
+}
+
+// TestIdleReplicaSurveysFromItsWatch: once a replica holds its shards,
+// its surveys read the Leases from a watch, not a LIST every retry
+// period.
+func TestIdleReplicaSurveysFromItsWatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped under testing.Short: needs the control plane binaries in bin/ (make kube)")
+	}
+	ns := namespace(t)
+	l := &ledger{t: t, running: map[int]string{}, starts: map[int]int{}}
+	r := startReplica(t, ns, "replica-a", 2, l)
+	poll.Until(t, 30*time.Second, "both shards held", func() (bool, string) { return len(r.m.Held()) == 2, fmt.Sprint(r.m.Held()) })
+	r.lists.Store(0)
+	time.Sleep(12 * retryPeriod)
+	if n := r.lists.Load(); n > 0 {
+		t.Errorf("%d LISTs of the Leases over 12 retry periods, idle; want none (the watch)", n)
 	}
 }
