@@ -22,11 +22,14 @@ import (
 // that does not answer is a transient fault, not a hang.
 const cacheSyncTimeout = 30 * time.Second
 
-// Lives follows the objects of each app's inventory with watches: one
-// dynamic informer per app, kind and namespace (cluster-scoped kinds:
-// cluster-wide), selecting on the inventory label. A pass reads live state
-// from these caches instead of LISTing every interval, so an idle, in-sync
-// app costs the API server its open watches and nothing per pass. Cached
+// Lives follows the objects of every app's inventory with watches: one
+// dynamic informer per kind and namespace (cluster-scoped kinds:
+// cluster-wide), selecting the objects that carry the inventory label,
+// and indexed by its value. A pass reads live state from these caches
+// instead of LISTing every interval, so an idle, in-sync app costs the
+// API server nothing per pass; and a thousand apps in twenty namespaces
+// hold twenty watches per kind, not a thousand (each of which the API
+// server ends every few minutes, to be opened again). Cached
 // objects keep their content (the drift diff compares it) but lose their
 // managed fields except a bare marker of pinbot's apply entry.
 type Lives struct {
@@ -43,10 +46,12 @@ type Lives struct {
 
 // liveKey names one watch.
 type liveKey struct {
-	app string
 	gvr schema.GroupVersionResource
 	ns  string // "" for cluster-scoped kinds
 }
+
+// byApp is the informers' index: the inventory label's value.
+const byApp = "app"
 
 type liveInformer struct {
 	gvk       schema.GroupVersionKind
@@ -76,15 +81,15 @@ type WatchSpec struct {
 	Namespace string
 }
 
-// Ensure starts the watches of specs not yet followed for app and waits
-// until their caches hold a first LIST. A kind the API server will not
+// Ensure starts the watches of specs not yet followed and waits until
+// their caches hold a first LIST. A kind the API server will not
 // let pinbot list is remembered as forbidden; its objects are then read
 // one by one.
 func (c *Lives) Ensure(ctx context.Context, app string, specs []WatchSpec) error {
 	var syncs []cache.InformerSynced
 	c.startMu.Lock()
 	for _, s := range specs {
-		key := liveKey{app: app, gvr: s.GVR, ns: s.Namespace}
+		key := liveKey{gvr: s.GVR, ns: s.Namespace}
 		c.mu.Lock()
 		li, closed := c.infs[key], c.closed
 		c.mu.Unlock()
@@ -117,7 +122,7 @@ func (c *Lives) Ensure(ctx context.Context, app string, specs []WatchSpec) error
 
 // start probes that key's kind may be listed, then starts its informer.
 func (c *Lives) start(ctx context.Context, key liveKey, gvk schema.GroupVersionKind) (*liveInformer, error) {
-	sel := object.LabelApp + "=" + key.app
+	sel := object.LabelApp // the label exists
 	var ri dynamic.ResourceInterface = c.dyn.Resource(key.gvr)
 	if key.ns != "" {
 		ri = c.dyn.Resource(key.gvr).Namespace(key.ns)
@@ -130,7 +135,7 @@ func (c *Lives) start(ctx context.Context, key liveKey, gvk schema.GroupVersionK
 	case err != nil:
 		return nil, fmt.Errorf("listing %s in %q: %w", key.gvr.GroupResource(), key.ns, err)
 	default:
-		gi := dynamicinformer.NewFilteredDynamicInformer(c.dyn, key.gvr, key.ns, 0, cache.Indexers{},
+		gi := dynamicinformer.NewFilteredDynamicInformer(c.dyn, key.gvr, key.ns, 0, cache.Indexers{byApp: appOf},
 			func(o *metav1.ListOptions) { o.LabelSelector = sel })
 		inf := gi.Informer()
 		if err := inf.SetTransform(trimLive(gvk)); err != nil {
@@ -139,21 +144,33 @@ func (c *Lives) start(ctx context.Context, key liveKey, gvk schema.GroupVersionK
 		if err := c.alive.watch(inf); err != nil {
 			return nil, err
 		}
-		app := key.app
-		_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: func(any) {
-				if inf.HasSynced() {
-					c.onChange(app)
+		changed := func(o any) {
+			if apps, _ := appOf(o); len(apps) == 1 {
+				c.onChange(apps[0])
+			}
+		}
+		_, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+			AddFunc: func(o any, initial bool) {
+				if !initial {
+					changed(o)
 				}
 			},
 			UpdateFunc: func(o, n any) {
 				ou, ok1 := o.(*unstructured.Unstructured)
 				nu, ok2 := n.(*unstructured.Unstructured)
 				if !ok1 || !ok2 || contentChanged(ou, nu) {
-					c.onChange(app)
+					changed(n)
+					if ok1 && ok2 && ou.GetLabels()[object.LabelApp] != nu.GetLabels()[object.LabelApp] {
+						changed(o) // it left an app's inventory
+					}
 				}
 			},
-			DeleteFunc: func(any) { c.onChange(app) },
+			DeleteFunc: func(o any) {
+				if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+					o = d.Obj
+				}
+				changed(o)
+			},
 		})
 		if err != nil {
 			return nil, fmt.Errorf("watching %s: %w", key.gvr.GroupResource(), err)
@@ -171,18 +188,34 @@ func (c *Lives) start(ctx context.Context, key liveKey, gvk schema.GroupVersionK
 // kind is forbidden (not cached). The objects are shared: do not modify.
 func (c *Lives) Objects(app string, s WatchSpec) ([]*unstructured.Unstructured, bool) {
 	c.mu.Lock()
-	li := c.infs[liveKey{app: app, gvr: s.GVR, ns: s.Namespace}]
+	li := c.infs[liveKey{gvr: s.GVR, ns: s.Namespace}]
 	c.mu.Unlock()
 	if li == nil || li.inf == nil {
 		return nil, false
 	}
+	objs, err := li.inf.GetIndexer().ByIndex(byApp, app)
+	if err != nil {
+		return nil, false // the index is registered before the informer runs
+	}
 	var out []*unstructured.Unstructured
-	for _, o := range li.inf.GetStore().List() {
+	for _, o := range objs {
 		if u, ok := o.(*unstructured.Unstructured); ok {
 			out = append(out, u)
 		}
 	}
 	return out, true
+}
+
+// appOf indexes a live object by the app whose inventory holds it.
+func appOf(obj any) ([]string, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, nil
+	}
+	if app := u.GetLabels()[object.LabelApp]; app != "" {
+		return []string{app}, nil
+	}
+	return nil, nil
 }
 
 // trimLive sets the object's kind (watch events may lack it) and drops its
