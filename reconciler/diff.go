@@ -85,6 +85,35 @@ func (p *pass) diff(ctx context.Context) (*Diff, error) {
 	return d, nil
 }
 
+// appliedClean notes each object the sync applied as without drift at the
+// resourceVersion the apply left it: a dry run of the same manifest on
+// top of it changes nothing. The next pass then dry-runs only the
+// objects someone (a controller's status update included) changed since.
+func (p *pass) appliedClean(applied []*unstructured.Unstructured) {
+	desired := make(map[object.Ref]*unstructured.Unstructured, len(p.desired))
+	for _, d := range p.desired {
+		desired[object.RefOf(d)] = d
+	}
+	if p.st.diffs == nil {
+		p.st.diffs = map[object.Ref]cachedDiff{}
+	}
+	for _, a := range applied {
+		ref := object.RefOf(a)
+		d := desired[ref]
+		if d == nil || hook.Is(d) {
+			continue
+		}
+		h, err := object.ConfigHash(d)
+		if err != nil {
+			continue // the next pass's diff says why
+		}
+		if prev, ok := p.st.diffs[ref]; ok && prev.hash != h {
+			p.st.guard.Reset(ref)
+		}
+		p.st.diffs[ref] = cachedDiff{uid: a.GetUID(), rv: a.GetResourceVersion(), hash: h}
+	}
+}
+
 // diffWorkers bounds the concurrent server-side dry runs of one pass; the
 // client's rate limit (100 requests/s) bounds them further.
 const diffWorkers = 16

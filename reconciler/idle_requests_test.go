@@ -139,3 +139,50 @@ func passesOf(t *testing.T, reg *prometheus.Registry, app string) uint64 {
 	}
 	return 0
 }
+
+// TestIdleOwnAppPassesReadFromWatches: pinbot's own automated app,
+// synced and verified, passed every second by the loop, asks the API
+// server for nothing: no read of its objects or of its record, and no
+// dry run of the objects its last sync applied and nobody changed since
+// (a restarted replica's first sync of an app in sync is such a no-op).
+func TestIdleOwnAppPassesReadFromWatches(t *testing.T) {
+	s := newScenario(t, "own-idle", "{automated: true}")
+	img := pushImage(t, "own-idle-app", "v1")
+	s.push(map[string]string{"app/web.yaml": deployment(2, img.repo+"@"+img.digest)}, "web")
+	s.setInterval("1s")
+	if _, _, err := s.r.Sync(testCtx, s.name, 0); err != nil {
+		t.Fatal(err)
+	}
+	s.waitStatus(rollout, "verified", func(st *status.App, _ *verdict.Verification) bool { return st.Verified })
+
+	r, log := s.counted()
+	if _, _, err := r.Sync(testCtx, s.name, 0); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	if err := r.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	log.take()
+	ctx, cancel := context.WithCancel(testCtx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.Run(ctx) }()
+	poll.Until(t, time.Minute, "the loop's first three passes", func() (bool, string) { return passesOf(t, reg, s.name) >= 3, "" })
+	if first, _ := log.take(); first["dry-run"]+first["apply"] > 0 {
+		t.Errorf("the first passes after a sync that changed nothing: %s; want no dry run and no apply", summary(first))
+	}
+	from := passesOf(t, reg, s.name)
+	poll.Until(t, time.Minute, "eight passes more", func() (bool, string) { return passesOf(t, reg, s.name) >= from+8, "" })
+	_, seen := log.take()
+	cancel()
+	<-done
+	got := map[string]int{}
+	for _, req := range seen {
+		got[req]++
+	}
+	for path, n := range got {
+		if path != "GET /version" {
+			t.Errorf("%d × %s while idle, want none", n, path)
+		}
+	}
+}

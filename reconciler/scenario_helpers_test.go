@@ -221,3 +221,16 @@ func (s *scenario) commitStatus(sha string) *gitforge.Status {
 	}
 	return nil
 }
+
+// setInterval rewrites the config's interval and reloads.
+func (s *scenario) setInterval(d string) {
+	s.t.Helper()
+	b, err := os.ReadFile(s.cfg)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := os.WriteFile(s.cfg, []byte(strings.Replace(string(b), "interval: 60s", "interval: "+d, 1)), 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	s.reload()
+}

@@ -71,6 +71,7 @@ func (p *pass) sync(ctx context.Context) error {
 		return err
 	}
 	log.Info("applied", "objects", len(applied), "waves", len(waves))
+	p.appliedClean(applied)
 	p.r.metrics.countSync(p.app.Name, history.Applied)
 	p.txn.Add(e)
 	p.st.awaiting.Store(true)
