@@ -14,6 +14,7 @@ var allowed = []access{
 	{"create", "", "configmaps", "", stateNamespace, "pinbot-app-web", "the first sync creates the history"},
 	{"update", "", "configmaps", "", stateNamespace, "pinbot-app-web", "the history is written with its resourceVersion"},
 	{"list", "", "configmaps", "", stateNamespace, "", "the records of a shard's apps are read with one LIST as their loops start"},
+	{"watch", "", "configmaps", "", stateNamespace, "", "the loop follows who wrote each record, and trusts its copy until another does"},
 	{"create", "", "configmaps", "", stateNamespace, "pinbot-trigger", "a follower creates the trigger"},
 	{"patch", "", "configmaps", "", stateNamespace, "pinbot-trigger", "a follower forwards a webhook by a merge patch"},
 	{"list", "", "configmaps", "", stateNamespace, "pinbot-trigger", "the leader lists the trigger by name"},

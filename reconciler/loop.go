@@ -80,6 +80,7 @@ func (r *Reconciler) RunSome(ctx context.Context, stop <-chan struct{}, keep fun
 		case <-time.After(backoff):
 		}
 	}
+	r.history.Follow()
 	r.prime(ctx, keep)
 	a := &appRuns{r: r, ctx: ctx, stop: stop, keep: keep, running: map[string]*appRun{}}
 	r.runs.add(a)

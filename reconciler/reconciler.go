@@ -255,6 +255,7 @@ func (r *Reconciler) Close() {
 	r.local.Close()
 	r.remotes.Close()
 	r.events.close()
+	r.history.Close()
 }
 
 // Status computes app's status now, without applying, recording or

@@ -34,6 +34,7 @@ type History struct {
 
 	mu     sync.Mutex
 	cached map[string]cachedRecord // BeginCached's, by app
+	follow follower                // Follow's watch
 }
 
 // cachedRecord is the ConfigMap of an app's record as this History last
@@ -44,7 +45,8 @@ type cachedRecord struct {
 }
 
 // CacheTTL bounds how long BeginCached trusts its copy of a record that
-// another process might have written.
+// another process might have written, unless the records are followed
+// (Follow).
 const CacheTTL = 5 * time.Minute
 
 // New returns a History in namespace.
@@ -158,17 +160,22 @@ func (h *History) Begin(ctx context.Context, app string) (*Txn, error) {
 }
 
 // BeginCached is Begin for the process that alone writes app's record
-// (serve's leader, or the holder of the app's shard): within CacheTTL it
-// starts from the record as this History last read or wrote it (every
-// Begin and Commit keeps it), without reading it again, so an idle pass
-// costs the API server nothing. Another
-// writer's change meanwhile makes this pass's write conflict, and the
-// write is then redone on a fresh read, as always.
+// (serve's leader, or the holder of the app's shard): it starts from the
+// record as this History last read or wrote it (every Begin and Commit
+// keeps it), without reading it again, so an idle pass costs the API
+// server nothing. It trusts that copy while the watch of Follow has seen
+// no other version of the record, or, without the watch, within
+// CacheTTL. Another writer's change meanwhile makes this pass's write
+// conflict, and the write is then redone on a fresh read, as always.
 func (h *History) BeginCached(ctx context.Context, app string) (*Txn, error) {
 	h.mu.Lock()
 	c, ok := h.cached[app]
 	h.mu.Unlock()
-	if ok && time.Since(c.at) < CacheTTL {
+	trust := ok && time.Since(c.at) < CacheTTL
+	if following, current := h.watched(app, c.cm); ok && following {
+		trust = current
+	}
+	if trust {
 		t := &Txn{h: h, app: app, rec: &history.Record{}}
 		if c.cm != nil {
 			rec, err := decodeRecord(c.cm)
@@ -192,7 +199,7 @@ func (h *History) Prime(ctx context.Context, apps []string) error {
 		want[a] = true
 	}
 	found := map[string]*corev1.ConfigMap{}
-	opts := metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=pinbot", Limit: 500}
+	opts := metav1.ListOptions{LabelSelector: recordsSelector, Limit: 500}
 	for {
 		list, err := h.client.CoreV1().ConfigMaps(h.namespace).List(ctx, opts)
 		if err != nil {

@@ -2,6 +2,7 @@ package record
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"pinbot.dev/pinbot/internal/testenv/poll"
 
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/status"
@@ -80,4 +83,55 @@ func TestPrimeReadsEveryRecordAtOnce(t *testing.T) {
 	if a := client.Actions(); len(a) != 0 {
 		t.Errorf("BeginCached after Prime made %d requests (%v), want none", len(a), a)
 	}
+}
+
+// TestFollowTrustsTheCopyUntilAnotherWrites: with the records followed,
+// BeginCached reads a record once and then trusts its copy past
+// CacheTTL, until the watch sees another process write the record; then
+// it reads the new version.
+func TestFollowTrustsTheCopyUntilAnotherWrites(t *testing.T) {
+	ctx := context.Background()
+	labels := map[string]string{"app.kubernetes.io/managed-by": "pinbot", "pinbot.dev/history-of": "web"}
+	client := fake.NewClientset(&corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "pinbot-app-web", Namespace: "pinbot-system", Labels: labels, ResourceVersion: "1"},
+		Data:       map[string]string{"status.json": `{"app":"web","verified":true}`},
+	})
+	h := New(client, "pinbot-system")
+	h.Follow()
+	defer h.Close()
+	poll.Until(t, 10*time.Second, "the records' watch in", func() (bool, string) {
+		following, _ := h.watched("web", nil)
+		return following, ""
+	})
+	if _, err := h.BeginCached(ctx, "web"); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	c := h.cached["web"]
+	c.at = time.Now().Add(-2 * CacheTTL)
+	h.cached["web"] = c
+	h.mu.Unlock()
+	client.ClearActions()
+	if _, err := h.BeginCached(ctx, "web"); err != nil {
+		t.Fatal(err)
+	}
+	if a := client.Actions(); len(a) != 0 {
+		t.Errorf("BeginCached of a followed record nobody wrote, past CacheTTL: %d requests (%v), want none", len(a), a)
+	}
+
+	_, err := client.CoreV1().ConfigMaps("pinbot-system").Update(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "pinbot-app-web", Namespace: "pinbot-system", Labels: labels, ResourceVersion: "2"},
+		Data:       map[string]string{"status.json": `{"app":"web","verified":false}`},
+	}, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "BeginCached reading the other process's write", func() (bool, string) {
+		txn, err := h.BeginCached(ctx, "web")
+		if err != nil {
+			return false, err.Error()
+		}
+		s := txn.Current().Status
+		return s != nil && !s.Verified, fmt.Sprintf("%+v", s)
+	})
 }
