@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 )
 
 // renewMember stamps this replica's member Lease with the time, creating
@@ -38,22 +39,36 @@ func (m *Manager) renewMember(ctx context.Context) error {
 	return err
 }
 
-// survey lists the state namespace's Leases: it returns the members
-// renewing theirs, this replica always among them, sorted, and the
-// holder of each shard whose Lease is renewed, and it frees the shards
-// whose holder is gone. A member is gone once its Lease went
-// unrenewed for the Lease duration, by this replica's clock; a member
-// Lease gone for twice as long is deleted, so the replicas a Deployment
-// replaced leave no trace.
-func (m *Manager) survey(ctx context.Context) ([]string, map[int]string, error) {
+// view is what a survey found.
+type view struct {
+	// members renew their Leases, this replica always among them, sorted.
+	members []string
+	// held is the holder of each shard whose Lease is renewed.
+	held map[int]string
+	// next is when a Lease seen now would count as gone if not renewed
+	// (zero: none would).
+	next time.Time
+}
+
+// survey lists the state namespace's Leases: it returns the view they
+// give, and it frees the shards whose holder is gone. A member is gone
+// once its Lease went unrenewed for the Lease duration, by this
+// replica's clock; a member Lease gone for twice as long is deleted, so
+// the replicas a Deployment replaced leave no trace.
+func (m *Manager) survey(ctx context.Context) (view, error) {
 	leases := m.kube.CoordinationV1().Leases(m.o.Namespace)
 	items, err := m.leases(ctx)
 	if err != nil {
-		return nil, nil, err
+		return view{}, err
 	}
 	now := m.now()
 	out := []string{m.o.ID}
-	held := map[int]string{}
+	v := view{held: map[int]string{}}
+	gone := func(idle time.Duration) {
+		if at := now.Add(m.o.Duration - idle); v.next.IsZero() || at.Before(v.next) {
+			v.next = at
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	current := map[string]bool{}
@@ -73,7 +88,10 @@ func (m *Manager) survey(ctx context.Context) ([]string, map[int]string, error) 
 			case idle >= m.o.Duration:
 				m.free(ctx, l)
 			case err == nil:
-				held[k] = *l.Spec.HolderIdentity
+				v.held[k] = *l.Spec.HolderIdentity
+				if v.held[k] != m.o.ID {
+					gone(idle)
+				}
 			}
 			continue
 		}
@@ -81,6 +99,7 @@ func (m *Manager) survey(ctx context.Context) ([]string, map[int]string, error) 
 		case id == m.o.ID:
 		case idle < m.o.Duration:
 			out = append(out, id)
+			gone(idle)
 		case idle > 2*m.o.Duration:
 			rv := l.ResourceVersion
 			err := leases.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
@@ -95,7 +114,8 @@ func (m *Manager) survey(ctx context.Context) ([]string, map[int]string, error) 
 		}
 	}
 	slices.Sort(out)
-	return slices.Compact(out), held, nil
+	v.members = slices.Compact(out)
+	return v, nil
 }
 
 // leases are the state namespace's Leases: from the watch Run keeps once
@@ -123,11 +143,25 @@ func (m *Manager) leases(ctx context.Context) ([]*coordinationv1.Lease, error) {
 }
 
 // watchLeases starts the watch of the state namespace's Leases that
-// survey reads, until stop closes.
-func (m *Manager) watchLeases(stop <-chan struct{}) {
+// survey reads, until stop closes. The channel it returns has a value
+// whenever a Lease changed since it was last read.
+func (m *Manager) watchLeases(stop <-chan struct{}) <-chan struct{} {
+	changed := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
 	f := informers.NewSharedInformerFactoryWithOptions(m.kube, 0, informers.WithNamespace(m.o.Namespace))
 	m.watch = f.Coordination().V1().Leases().Informer()
+	_, _ = m.watch.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { poke() },
+		UpdateFunc: func(_, _ any) { poke() },
+		DeleteFunc: func(any) { poke() },
+	}) // fails only once the informer has stopped
 	go m.watch.Run(stop)
+	return changed
 }
 
 // sight notes what l says now and returns how long, by this replica's
@@ -155,8 +189,9 @@ func (m *Manager) sight(l *coordinationv1.Lease, now time.Time, member bool) tim
 // Lease duration: its holder stopped passing the shard by its renew
 // deadline, earlier still. client-go's elector takes an expired Lease
 // only after watching it for a whole Lease duration itself; a cleared one
-// it takes at once, so the member the shard is assigned to takes it at
-// its next try. The update carries the resourceVersion seen: a holder
+// it takes at once, so the member the shard is assigned to takes it as
+// soon as its watch reports the change (rebalance starts its term then).
+// The update carries the resourceVersion seen: a holder
 // that renewed meanwhile keeps the shard.
 func (m *Manager) free(ctx context.Context, l *coordinationv1.Lease) {
 	l = l.DeepCopy()

@@ -145,37 +145,56 @@ func (m *Manager) setHeld(k int, held bool) {
 // Run takes part in the shards until stop closes, and then gives every
 // shard up once its Work has returned, and withdraws the member Lease.
 // ctx bounds everything: when it ends, Work's passes are cut off.
+//
+// It renews the member Lease every retry period, and surveys the Leases
+// then, at every change the watch of them reports, and at the moment a
+// Lease unrenewed would count as gone: a shard a dead replica held is
+// freed after the Lease duration, and the member it is assigned to asks
+// for it at once.
 func (m *Manager) Run(ctx context.Context, stop <-chan struct{}) {
 	terms := map[int]*term{}
+	// The surveys of the first retry period only count the members:
+	// replicas started together then each see the others before asking
+	// for shards, so the first up does not take every shard, pass
+	// thousands of apps, and give most back.
+	warmAt := m.now().Add(m.o.RetryPeriod)
 	tick := time.NewTicker(m.o.RetryPeriod)
 	defer tick.Stop()
 	watching := make(chan struct{})
 	defer close(watching)
-	m.watchLeases(watching)
-	// The first survey only counts the members: replicas started
-	// together then each see the others before asking for shards, so
-	// the first up does not take every shard, pass thousands of apps,
-	// and give most back.
-	warm := false
+	changed := m.watchLeases(watching)
+	due := time.NewTimer(m.o.Duration)
+	defer due.Stop()
+	renew := true
 	for {
-		if err := m.renewMember(ctx); err != nil && ctx.Err() == nil {
-			m.log.Warn("renewing the member Lease", "lease", m.o.Namespace+"/"+memberName(m.o.ID), "error", err.Error())
+		if renew {
+			if err := m.renewMember(ctx); err != nil && ctx.Err() == nil {
+				m.log.Warn("renewing the member Lease", "lease", m.o.Namespace+"/"+memberName(m.o.ID), "error", err.Error())
+			}
 		}
-		members, held, err := m.survey(ctx)
+		v, err := m.survey(ctx)
 		switch {
-		case !warm:
-			warm = err == nil
 		case err != nil && ctx.Err() == nil:
 			// Keep what is held: the elector of each shard decides alone
 			// whether it is still held.
 			m.log.Warn("listing the Leases", "namespace", m.o.Namespace, "error", err.Error())
-		case err == nil:
-			m.rebalance(ctx, terms, Assign(members, m.o.Shards, held)[m.o.ID], members)
+		case err == nil && !m.now().Before(warmAt):
+			m.rebalance(ctx, terms, Assign(v.members, m.o.Shards, v.held)[m.o.ID], v)
+		}
+		if err == nil && !v.next.IsZero() {
+			due.Reset(max(v.next.Sub(m.now()), 0))
 		}
 		select {
 		case <-stop:
 		case <-ctx.Done():
 		case <-tick.C:
+			renew = true
+			continue
+		case <-changed:
+			renew = false
+			continue
+		case <-due.C:
+			renew = false
 			continue
 		}
 		break
@@ -189,9 +208,11 @@ func (m *Manager) Run(ctx context.Context, stop <-chan struct{}) {
 	m.withdraw(context.WithoutCancel(ctx))
 }
 
-// rebalance starts a term for each shard of mine without one, gives up
-// the shards not mine, and forgets the terms that ended.
-func (m *Manager) rebalance(ctx context.Context, terms map[int]*term, mine []int, members []string) {
+// rebalance gives up the shards not mine, forgets the terms that ended,
+// and starts a term for each shard of mine without one whose Lease no
+// one else holds: one held by another is asked for once it is released
+// or freed (the survey after sees it), so its first try takes it.
+func (m *Manager) rebalance(ctx context.Context, terms map[int]*term, mine []int, v view) {
 	want := map[int]bool{}
 	for _, k := range mine {
 		want[k] = true
@@ -205,12 +226,12 @@ func (m *Manager) rebalance(ctx context.Context, terms map[int]*term, mine []int
 		}
 		if !want[k] {
 			if t.giveUp() {
-				m.log.Info("giving a shard up to another member", "shard", k, "members", strings.Join(members, ","))
+				m.log.Info("giving a shard up to another member", "shard", k, "members", strings.Join(v.members, ","))
 			}
 		}
 	}
 	for _, k := range mine {
-		if terms[k] == nil {
+		if h, ok := v.held[k]; terms[k] == nil && (!ok || h == m.o.ID) {
 			terms[k] = m.start(ctx, k)
 		}
 	}

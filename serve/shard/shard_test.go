@@ -120,6 +120,12 @@ func (c cutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func startReplica(t *testing.T, ns, id string, shards int, l *ledger) *replica {
 	t.Helper()
+	return startReplicaEvery(t, ns, id, shards, l, retryPeriod)
+}
+
+// startReplicaEvery is startReplica renewing every retry.
+func startReplicaEvery(t *testing.T, ns, id string, shards int, l *ledger, retry time.Duration) *replica {
+	t.Helper()
 	r := &replica{id: id, stop: make(chan struct{}), done: make(chan struct{})}
 	rc := rest.CopyConfig(cluster.Config())
 	rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return cutTransport{r: r, next: rt} }
@@ -127,7 +133,7 @@ func startReplica(t *testing.T, ns, id string, shards int, l *ledger) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := Options{Shards: shards, ID: id, Namespace: ns, Duration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod}
+	o := Options{Shards: shards, ID: id, Namespace: ns, Duration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retry}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("replica", id)
 	if r.m, err = New(kc, o, l.work(id), log); err != nil {
 		t.Fatal(err)
@@ -295,5 +301,33 @@ func TestIdleReplicaSurveysFromItsWatch(t *testing.T) {
 	time.Sleep(12 * retryPeriod)
 	if n := r.lists.Load(); n > 0 {
 		t.Errorf("%d LISTs of the Leases over 12 retry periods, idle; want none (the watch)", n)
+	}
+}
+
+// TestDeadReplicasShardsMoveAtTheLeaseDuration: with a retry period a
+// third of the Lease duration (the defaults' ratio), a dead replica's
+// shards are taken as soon as its Leases count as gone, not at the
+// survivors' next tick and their electors' next jittered try.
+func TestDeadReplicasShardsMoveAtTheLeaseDuration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped under testing.Short: needs the control plane binaries in bin/ (make kube)")
+	}
+	const retry = time.Second
+	ns := namespace(t)
+	l := &ledger{t: t, running: map[int]string{}, starts: map[int]int{}}
+	a := startReplicaEvery(t, ns, "replica-a", 4, l, retry)
+	b := startReplicaEvery(t, ns, "replica-b", 4, l, retry)
+	poll.Until(t, 30*time.Second, "two replicas holding two shards each", func() (bool, string) {
+		return len(a.m.Held()) == 2 && len(b.m.Held()) == 2, fmt.Sprint(l.owners())
+	})
+	cutAt := time.Now()
+	b.cut.Store(true)
+	poll.Until(t, 30*time.Second, "replica-a holding all four", func() (bool, string) { return len(a.m.Held()) == 4, fmt.Sprint(l.owners()) })
+	took := time.Since(cutAt)
+	t.Logf("the cut-off replica's shards moved %s after the cut (Lease duration %s, retry %s)", took.Round(time.Millisecond), leaseDuration, retry)
+	// Its last renewal was at most a retry before the cut, so its Leases
+	// count as gone at most leaseDuration after the cut.
+	if limit := leaseDuration + retry/2; took > limit {
+		t.Errorf("the shards moved %s after the cut, want within %s", took, limit)
 	}
 }
