@@ -16,13 +16,14 @@ import (
 // desired objects no longer declare, from the watch caches, except those
 // annotated argocd.argoproj.io/compare-options: IgnoreExtraneous. The
 // first call lists the whole inventory once (every kind, in the app's
-// allowed namespaces) to learn its kinds; later calls watch those kinds
-// and every kind desired holds.
+// allowed namespaces, a listing the apps passing at once share) to learn
+// its kinds; later calls watch those kinds and every kind desired holds.
 func (p *pass) orphans(ctx context.Context) ([]object.Ref, error) {
 	st := p.st
 	var found []*unstructured.Unstructured
 	if !st.listed {
-		inv, err := p.c.Applier.InventoryIn(ctx, p.app.Name, p.app.AllowNamespaces)
+		// Shared: a replica's first passes of thousands of apps each ask.
+		inv, err := p.c.Applier.InventoryShared(ctx, p.app.Name, p.app.AllowNamespaces)
 		if err != nil {
 			return nil, err
 		}

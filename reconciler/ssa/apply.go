@@ -58,6 +58,7 @@ type Applier struct {
 	dyn    dynamic.Interface
 	disc   discovery.CachedDiscoveryInterface // shared with mapper; Reset clears both
 	mapper *restmapper.DeferredDiscoveryRESTMapper
+	cens   censuses // InventoryShared's listings under way
 }
 
 // New returns an Applier over dyn, discovering kinds through disc.

@@ -73,6 +73,25 @@ func (a *Applier) listableKinds() ([]kindScope, error) {
 // InventoryIn is Inventory limited to namespaces for namespaced kinds (all
 // namespaces when nil); cluster-scoped kinds are listed cluster-wide.
 func (a *Applier) InventoryIn(ctx context.Context, app string, namespaces []string) ([]*unstructured.Unstructured, error) {
+	objs, err := a.listLabelled(ctx, object.LabelApp+"="+app, true, namespaces)
+	if err != nil {
+		return nil, fmt.Errorf("the inventory of %s: %w", app, err)
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if object.InInventory(o, app) {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// listLabelled lists the objects selector selects, of every listable
+// kind: the cluster-scoped kinds (when cluster is set), and the
+// namespaced kinds in namespaces (all namespaces when nil; none when
+// empty). Kinds pinbot may not list are skipped. Each object comes back
+// once, with its apiVersion and kind set.
+func (a *Applier) listLabelled(ctx context.Context, selector string, cluster bool, namespaces []string) ([]*unstructured.Unstructured, error) {
 	kinds, err := a.listableKinds()
 	if err != nil {
 		return nil, err
@@ -80,16 +99,19 @@ func (a *Applier) InventoryIn(ctx context.Context, app string, namespaces []stri
 	type job struct {
 		k  kindScope
 		ri dynamic.ResourceInterface
-		ns string
 	}
 	var jobs []job
 	for _, k := range kinds {
 		switch {
-		case !k.namespaced || namespaces == nil:
+		case !k.namespaced:
+			if cluster {
+				jobs = append(jobs, job{k: k, ri: a.dyn.Resource(k.gvr)})
+			}
+		case namespaces == nil:
 			jobs = append(jobs, job{k: k, ri: a.dyn.Resource(k.gvr)})
 		default:
 			for _, ns := range namespaces {
-				jobs = append(jobs, job{k: k, ri: a.dyn.Resource(k.gvr).Namespace(ns), ns: ns})
+				jobs = append(jobs, job{k: k, ri: a.dyn.Resource(k.gvr).Namespace(ns)})
 			}
 		}
 	}
@@ -105,18 +127,18 @@ func (a *Applier) InventoryIn(ctx context.Context, app string, namespaces []stri
 			break
 		}
 		g.Go(func() error {
-			list, err := j.ri.List(ctx, metav1.ListOptions{LabelSelector: object.LabelApp + "=" + app})
+			list, err := j.ri.List(ctx, metav1.ListOptions{LabelSelector: selector})
 			switch {
 			case apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err):
-				return nil // a kind this app may not or cannot list
+				return nil // a kind pinbot may not or cannot list
 			case err != nil:
-				return fmt.Errorf("listing %s of app %s: %w", j.k.gvr.GroupResource(), app, err)
+				return fmt.Errorf("listing %s: %w", j.k.gvr.GroupResource(), err)
 			}
 			mu.Lock()
 			defer mu.Unlock()
 			for i := range list.Items {
 				item := &list.Items[i]
-				if seen[string(item.GetUID())] || !object.InInventory(item, app) {
+				if seen[string(item.GetUID())] {
 					continue
 				}
 				seen[string(item.GetUID())] = true
@@ -130,7 +152,7 @@ func (a *Applier) InventoryIn(ctx context.Context, app string, namespaces []stri
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("listing the inventory of %s: %w", app, err)
+		return nil, fmt.Errorf("listing: %w", err)
 	}
 	return out, nil
 }

@@ -1,0 +1,108 @@
+package ssa
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"pinbot.dev/pinbot/reconciler/object"
+)
+
+func labelled(kind, ns, name, app string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind(kind)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	u.SetUID(types.UID("uid-" + ns + "-" + name))
+	u.SetLabels(map[string]string{object.LabelApp: app})
+	u.SetAnnotations(map[string]string{object.AnnotationHash: "h"})
+	return u
+}
+
+// Forty apps' first passes at once share the listing of their
+// namespace: a LIST or two per kind, not one per kind and app, and each
+// app gets its own objects.
+func TestInventorySharedListsOncePerBurst(t *testing.T) {
+	var objs []runtime.Object
+	for i := range 40 {
+		app := fmt.Sprintf("app-%02d", i)
+		objs = append(objs, labelled("ConfigMap", "web", app+"-settings", app), labelled("Service", "web", app, app))
+	}
+	objs = append(objs, labelled("ConfigMap", "other", "elsewhere", "app-00"))
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		{Version: "v1", Resource: "configmaps"}: "ConfigMapList",
+		{Version: "v1", Resource: "services"}:   "ServiceList",
+		{Version: "v1", Resource: "namespaces"}: "NamespaceList",
+	}, objs...)
+	// A LIST takes a while, as on a real API server: the apps asking
+	// meanwhile wait for the next listing.
+	dyn.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		time.Sleep(20 * time.Millisecond)
+		return false, nil, nil
+	})
+	disc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{}}
+	verbs := metav1.Verbs{"get", "list", "watch"}
+	disc.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{
+		{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: verbs},
+		{Name: "services", Kind: "Service", Namespaced: true, Verbs: verbs},
+		{Name: "namespaces", Kind: "Namespace", Verbs: verbs},
+	}}}
+	a := New(dyn, disc)
+	var wg sync.WaitGroup
+	got := make([][]*unstructured.Unstructured, 40)
+	errs := make([]error, 40)
+	for i := range 40 {
+		wg.Go(func() {
+			got[i], errs[i] = a.InventoryShared(context.Background(), fmt.Sprintf("app-%02d", i), []string{"web"})
+		})
+	}
+	wg.Wait()
+	for i := range 40 {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if len(got[i]) != 2 {
+			t.Errorf("app-%02d: %d objects, want its ConfigMap and Service in web", i, len(got[i]))
+		}
+		for _, o := range got[i] {
+			if o.GetLabels()[object.LabelApp] != fmt.Sprintf("app-%02d", i) || o.GetNamespace() != "web" {
+				t.Errorf("app-%02d got %s/%s of %s", i, o.GetNamespace(), o.GetName(), o.GetLabels()[object.LabelApp])
+			}
+		}
+	}
+	lists := 0
+	for _, act := range dyn.Actions() {
+		if act.GetVerb() == "list" {
+			lists++
+		}
+	}
+	// Three kinds; the first app's listing and, at most, one more for
+	// those who asked while it was under way.
+	if lists > 6 {
+		t.Errorf("%d LISTs for 40 apps' inventories, want at most 6 (two listings of three kinds)", lists)
+	}
+	t.Logf("%d LISTs for 40 apps", lists)
+
+	// An ask after a listing began is answered by a later one: nothing
+	// written before the ask is missed.
+	cm := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	if _, err := dyn.Resource(cm).Namespace("web").Create(context.Background(), labelled("ConfigMap", "web", "app-00-new", "app-00"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := a.InventoryShared(context.Background(), "app-00", []string{"web"})
+	if err != nil || len(again) != 3 {
+		t.Errorf("app-00 after a ConfigMap was added: %d objects (%v), want 3", len(again), err)
+	}
+}
