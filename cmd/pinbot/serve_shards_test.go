@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"sort"
@@ -134,15 +135,18 @@ func TestServeShards(t *testing.T) {
 	<-victim.done
 	killed := time.Now()
 	gone := per["shard-b"]
+	// A stored status the new holder finds unchanged is not written
+	// again: each replica's /metrics, which reports the apps it passed,
+	// says who passes them now.
 	poll.Until(t, 60*time.Second, "the killed replica's apps move to the others", func() (bool, string) {
 		hs := holders()
+		passed := map[string]map[string]bool{}
+		for _, id := range []string{"shard-a", "shard-c"} {
+			passed[id] = appsOnMetrics(t, rs[id].addr)
+		}
 		for _, app := range gone {
-			rec, err := records.Get(ctx, app)
-			if err != nil || rec.Status == nil {
-				return false, fmt.Sprint(err)
-			}
-			if h := hs[shard.Of(app, shards)]; h == "shard-b" || rec.Status.Replica != h {
-				return false, fmt.Sprintf("app %s: passed by %q, its shard held by %q", app, rec.Status.Replica, h)
+			if h := hs[shard.Of(app, shards)]; h == "shard-b" || !passed[h][app] {
+				return false, fmt.Sprintf("app %s: its shard held by %q, which has not passed it yet", app, h)
 			}
 		}
 		return true, ""
@@ -209,4 +213,28 @@ func TestServeShards(t *testing.T) {
 	}
 	sort.Strings(held)
 	t.Logf("shards held at the end: %v", held)
+}
+
+// appsOnMetrics returns the apps whose sync state the replica at addr
+// reports on /metrics: with shards, the apps it passed.
+func appsOnMetrics(t *testing.T, addr string) map[string]bool {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for line := range strings.Lines(string(body)) {
+		if rest, ok := strings.CutPrefix(line, `pinbot_app_synced{app="`); ok {
+			if app, _, ok := strings.Cut(rest, `"`); ok {
+				out[app] = true
+			}
+		}
+	}
+	return out
 }

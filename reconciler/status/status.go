@@ -101,19 +101,21 @@ type App struct {
 	// verified against (Commit says the same).
 	HeadCommit string `json:"headCommit,omitempty"`
 	// Replica is the replica of serve whose pass this is (its --id), when
-	// serve runs sharded.
+	// serve runs sharded. A stored status names the replica that stored
+	// it: the last whose pass changed it.
 	Replica string `json:"replica,omitempty"`
 }
 
 // SameAs reports whether s and o say the same thing, ignoring when they
-// were observed and the per-object detail; the loop persists a status only
-// when it changes.
+// were observed, by which replica, and the per-object detail; the loop
+// persists a status only when it changes. A replica taking over a dead
+// one's apps thus rewrites none of those it finds as they were.
 func (s *App) SameAs(o *App) bool {
 	if s == nil || o == nil {
 		return s == o
 	}
 	key := func(x App) string {
-		x.ObservedAt, x.Objects = time.Time{}, nil
+		x.ObservedAt, x.Objects, x.Replica = time.Time{}, nil, ""
 		b, _ := json.Marshal(x)
 		return string(b)
 	}

@@ -160,3 +160,19 @@ func TestStatusKeepsAtMostMaxPods(t *testing.T) {
 		t.Errorf("kept %d Pods, want the first %d", len(s.Pods), MaxPods)
 	}
 }
+
+// A status the same but for when and by which replica it was observed is
+// not stored again: a replica taking over a dead one's apps rewrites none
+// it finds unchanged. Any other change is stored.
+func TestSameAsIgnoresWhenAndWho(t *testing.T) {
+	a := &App{App: "web", Sync: Synced, Verified: true, Replica: "r1", ObservedAt: time.Unix(1, 0)}
+	b := *a
+	b.Replica, b.ObservedAt = "r2", time.Unix(2, 0)
+	if !a.SameAs(&b) {
+		t.Errorf("a status taken over by another replica later counts as changed")
+	}
+	b.Verified = false
+	if a.SameAs(&b) {
+		t.Errorf("a status whose proof changed counts as the same")
+	}
+}
