@@ -83,7 +83,8 @@ type fleetBench struct {
 	statuses *fleetStatuses
 	replicas []*recChild
 	addrs    []string
-	pprof    string // the first replica's --pprof-listen
+	pprof    string   // the first replica's --pprof-listen
+	pprofs   []string // every replica's
 }
 
 // own reports whether app i is pinbot's own; the others are Argo CD's.

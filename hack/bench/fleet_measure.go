@@ -129,11 +129,14 @@ func (b *fleetBench) startReplicas() error {
 			"--leader-elect", "--id", id, "--shards", fmt.Sprint(b.shape.shards),
 			"--lease-duration", fleetLease, "--renew-deadline", fleetRenew, "--retry-period", fleetRetry,
 			"--memory-limit", fleetMemoryLimit}
+		pp, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		args = append(args, "--pprof-listen", pp)
+		b.pprofs = append(b.pprofs, pp)
 		if k == 0 {
-			if b.pprof, err = freeAddr(); err != nil {
-				return err
-			}
-			args = append(args, "--pprof-listen", b.pprof)
+			b.pprof = pp
 		}
 		c, err := b.startChild(id, filepath.Join(b.tmp, "serve-"+id+".log"), args...)
 		if err != nil {
@@ -200,6 +203,11 @@ func (b *fleetBench) idleMinute(ctx context.Context, r *report, at string) error
 	}
 	for _, l := range recBreakdown(per[worst]) {
 		fmt.Printf("     %s: %s\n", worst, l)
+	}
+	for _, q := range per[worst] {
+		if q.verb != "GET" && q.verb != "LIST" {
+			fmt.Printf("     DEBUG %s %s %s\n", q.at.Format("15:04:05.000"), q.verb, q.path)
+		}
 	}
 	if n := len(per[""]); n > 0 {
 		fmt.Printf("   idle minute, unnamed: %s\n", recSummary(per[""]))
@@ -309,74 +317,6 @@ func (b *fleetBench) rolledOut(ctx context.Context, ns, app, digest string) bool
 		}
 	}
 	return true
-}
-
-// failover kills one replica with SIGKILL and times until every app it
-// passed is verified by another, then counts the apps with more than one
-// Verified Event.
-func (b *fleetBench) failover(ctx context.Context, r *report, at string) error {
-	victim := b.replicas[1]
-	gone := b.statuses.of(victim.name)
-	if err := victim.cmd.Process.Kill(); err != nil {
-		return err
-	}
-	<-victim.exited
-	var left int
-	took, err := benchPoll(ctx, 5*time.Minute, "the killed replica's apps verified by the others", func() bool {
-		left = 0
-		for _, app := range gone {
-			if s, ok := b.statuses.get(app); !ok || s.Replica == victim.name || !s.Verified {
-				left++
-			}
-		}
-		if left > 0 {
-			time.Sleep(100 * time.Millisecond)
-		}
-		return left == 0
-	})
-	if err != nil {
-		return fmt.Errorf("%d of %d apps: %w", left, len(gone), err)
-	}
-	r.check(fmt.Sprintf("%sSIGKILL of a replica → its %s apps verified by the others (lease %s)", at, thousands(len(gone)), fleetLease),
-		recRound(took).String(), "≤ 30s", took <= 30*time.Second)
-	if err := recSleepPlain(ctx, 5*time.Second); err != nil {
-		return err
-	}
-	dup, err := b.duplicateEvents(ctx)
-	if err != nil {
-		return err
-	}
-	r.check(at+"apps with a duplicate Verified Event after the failover", fmt.Sprint(len(dup))+examples(dup), "0", len(dup) == 0)
-	return nil
-}
-
-// duplicateEvents lists the apps, other than those merged, with more than
-// one Verified Event (objects or repeats): on their Applications, and on
-// the records of pinbot's own apps.
-func (b *fleetBench) duplicateEvents(ctx context.Context) ([]string, error) {
-	merged := map[string]bool{}
-	for m := range fleetMerges {
-		merged[fleetName(m*fleetOwnEvery*7%b.shape.apps)] = true
-	}
-	n := map[string]int32{}
-	for _, ns := range []string{"argocd", "pinbot-system"} {
-		evs, err := b.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=Verified"})
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range evs.Items {
-			app := strings.TrimPrefix(e.InvolvedObject.Name, "pinbot-app-")
-			n[app] += max(e.Count, 1)
-		}
-	}
-	var dup []string
-	for app, c := range n {
-		if c > 1 && !merged[app] {
-			dup = append(dup, app)
-		}
-	}
-	slices.Sort(dup)
-	return dup, nil
 }
 
 func examples(apps []string) string {

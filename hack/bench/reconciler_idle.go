@@ -407,6 +407,9 @@ func classify(req *http.Request) apiRequest {
 		r.verb = "UPDATE"
 	case http.MethodPatch:
 		r.verb = "PATCH"
+		if req.URL.Query().Has("dryRun") {
+			r.verb = "DRY-RUN"
+		}
 	case http.MethodDelete:
 		r.verb = "DELETE"
 	default:
