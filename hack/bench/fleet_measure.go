@@ -204,11 +204,6 @@ func (b *fleetBench) idleMinute(ctx context.Context, r *report, at string) error
 	for _, l := range recBreakdown(per[worst]) {
 		fmt.Printf("     %s: %s\n", worst, l)
 	}
-	for _, q := range per[worst] {
-		if q.verb != "GET" && q.verb != "LIST" {
-			fmt.Printf("     DEBUG %s %s %s\n", q.at.Format("15:04:05.000"), q.verb, q.path)
-		}
-	}
 	if n := len(per[""]); n > 0 {
 		fmt.Printf("   idle minute, unnamed: %s\n", recSummary(per[""]))
 	}

@@ -24,6 +24,9 @@ import (
 func init() {
 	register("release", func(ctx context.Context, r *report) error { return benchRelease(ctx, r, 0) })
 	register("release-scale", func(ctx context.Context, r *report) error { return benchRelease(ctx, r, releaseFillApps) })
+	// The same with the fleet's ten thousand apps loaded: long, so only
+	// when named (make bench-scale).
+	registerByName("release-10k", func(ctx context.Context, r *report) error { return benchRelease(ctx, r, fleetOf10k.apps) })
 }
 
 // The release measurements: one repository with staging then prod, two
