@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"pinbot.dev/pinbot/internal/testenv/poll"
+	"pinbot.dev/pinbot/reconciler/record"
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
@@ -184,5 +185,49 @@ func TestIdleOwnAppPassesReadFromWatches(t *testing.T) {
 		if path != "GET /version" {
 			t.Errorf("%d × %s while idle, want none", n, path)
 		}
+	}
+}
+
+// TestTakeoverTrustsTheStoredProof: a process passing a verified app for
+// the first time (a replica taking over a shard, or starting) and
+// finding the proof its record stores does not read the workload again
+// to confirm it: the proof's writer confirmed it. Its first pass reads
+// the Deployment once, to start the watch of its kind, not twice.
+func TestTakeoverTrustsTheStoredProof(t *testing.T) {
+	s := newDeployerScenario(t, "vo-takeover", "argocd", "interval: 1s")
+	img := pushImage(t, "vo-takeover-app", "v1")
+	head := s.push(map[string]string{"app/web.yaml": namedDeployment("web", 1, img.repo+"@"+img.digest)}, "web")
+	s.createApplication("app", "HEAD", "")
+	s.apply(namedDeployment("web", 1, img.repo+"@"+img.digest))
+	s.argoSynced(head, "web")
+	s.waitStatus(rollout, "verified", func(_ *status.App, v *verdict.Verification) bool { return v != nil && v.Verified })
+	// The loop stores the proof.
+	ctx, cancel := context.WithCancel(testCtx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.r.Run(ctx) }()
+	poll.Until(t, time.Minute, "the proof stored", func() (bool, string) {
+		rec, err := record.New(env.kube, s.r.Config().StateNamespace).Get(testCtx, s.name)
+		return err == nil && rec.Status != nil && rec.Status.Verified, fmt.Sprint(err)
+	})
+	cancel()
+	<-done
+
+	r, log := s.counted()
+	reg := prometheus.NewRegistry()
+	if err := r.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithCancel(testCtx)
+	done = make(chan struct{})
+	go func() { defer close(done); _ = r.Run(ctx) }()
+	poll.Until(t, time.Minute, "the new process's first pass", func() (bool, string) { return passesOf(t, reg, s.name) >= 1, "" })
+	cancel()
+	<-done
+	_, seen := log.take()
+	if n := slices.Index(seen, "GET /apis/apps/v1/namespaces/"+s.name+"/deployments/web"); n < 0 || slices.Contains(seen[n+1:], seen[n]) {
+		t.Errorf("the first pass's requests: %v; want one GET of the Deployment", seen)
+	}
+	if st, _, err := r.Last(s.name); err != nil || st == nil || !st.Verified {
+		t.Errorf("the first pass: %+v, %v; want Verified", st, err)
 	}
 }

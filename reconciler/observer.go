@@ -220,6 +220,13 @@ func (ob *observer) pass(ctx context.Context, p *pass) (*status.App, *verdict.Ve
 	if !d.noInventory {
 		desired = selectWorkloads(heads, d.workloads)
 	}
+	// The record is read before the Pods are verified: the proof it
+	// stores needs no confirming again (trustStoredProof).
+	if p.mode.records() {
+		if p.txn, err = p.begin(ctx); err != nil {
+			return fail(err)
+		}
+	}
 	v, err := ob.verify(ctx, p, d, auth, atHead, desired)
 	if err != nil {
 		return fail(err)
@@ -233,9 +240,6 @@ func (ob *observer) pass(ctx context.Context, p *pass) (*status.App, *verdict.Ve
 	s := status.Of(p.o)
 	if !p.mode.records() {
 		return s, v, nil
-	}
-	if p.txn, err = p.begin(ctx); err != nil {
-		return s, v, err
 	}
 	ob.report(ctx, p, v, d.source.Chart == nil)
 	p.txn.SetStatus(s)

@@ -69,6 +69,7 @@ func (p *pass) begin(ctx context.Context) (*record.Txn, error) {
 	}
 	if err == nil && t.Current().Status != nil {
 		p.stored = stateOf(*t.Current().Status, nil)
+		p.r.trustStoredProof(p.app.Name, t.Current().Status)
 	}
 	return t, err
 }

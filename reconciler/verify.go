@@ -12,6 +12,7 @@ import (
 
 	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/reconciler/object"
+	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
@@ -86,6 +87,23 @@ func (r *Reconciler) proveWith(ctx context.Context, confirm confirmFunc, app, co
 	}
 	r.confirmed.Store(app, key)
 	return v
+}
+
+// trustStoredProof takes the Verified proof app's record stores as
+// confirmed, when this process has confirmed none yet for app: its
+// writer stored it only once confirmed. A replica taking over thousands
+// of apps, or starting, then reads again only the workloads whose proof
+// changed. A stored proof cut at status.MaxPods is not taken.
+func (r *Reconciler) trustStoredProof(app string, s *status.App) {
+	if !s.Verified || len(s.Pods) == 0 || len(s.Pods) >= status.MaxPods {
+		return
+	}
+	parts := make([]string, 0, len(s.Pods))
+	for _, c := range s.Pods {
+		parts = append(parts, c.Namespace+"/"+c.Pod+"/"+c.Container+"="+c.RunningDigest)
+	}
+	sort.Strings(parts)
+	r.confirmed.LoadOrStore(app, s.Commit+" "+strings.Join(parts, " "))
 }
 
 // proofOf is what a Verified verification claims: the commit and which
