@@ -58,9 +58,13 @@ const (
 	// Every fleetOwnEvery-th app is pinbot's own (an apps: entry it
 	// syncs), on the hub; the rest are Argo CD Applications it verifies.
 	fleetOwnEvery = 10
-	// fleetMemoryLimit is what --memory-limit auto sets under the chart's
-	// memory limit (256Mi less the 64Mi reserve).
-	fleetMemoryLimit = "192Mi"
+	// fleetMemoryLimit is what --memory-limit auto sets under a 512Mi
+	// container limit (less the 64Mi reserve): what a replica of this
+	// fleet needs (docs/operations.md), since each watches every Pod of
+	// the apps' namespaces. Under the chart's default 256Mi its live heap
+	// (about 350 MB) would be OOM-killed, and a soft limit below the live
+	// heap spends up to half a core collecting.
+	fleetMemoryLimit = "448Mi"
 	// The Lease timings: a dead replica's shards move after 15 s, and
 	// each Lease is renewed every 5 s, so that a replica's idle requests
 	// (its member Lease, the survey, the leader's Lease and one shard's)
