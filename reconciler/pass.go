@@ -2,8 +2,12 @@ package reconciler
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -316,8 +320,39 @@ func (p *pass) shouldApply() bool {
 	case p.mode != modeLoop || !p.app.SyncPolicy.Automated:
 		return false
 	}
-	l := p.txn.Current().Latest()
-	return l == nil || l.Commit != p.o.Commit || l.Result == history.Failed
+	rec := p.txn.Current()
+	l := rec.Latest()
+	switch {
+	case l == nil || l.Result == history.Failed:
+		return true
+	case l.Commit == p.o.Commit:
+		return false
+	}
+	// A new head: applied unless it renders the very objects the last
+	// sync applied (a commit elsewhere in a repository of many apps),
+	// as Argo CD syncs a new revision only when it changes the app.
+	for _, e := range rec.Entries {
+		if e.Result == history.Applied && e.Trigger != history.TriggerHeal {
+			return e.Desired == "" || e.Desired != desiredDigest(p.desired)
+		}
+	}
+	return true
+}
+
+// desiredDigest digests objs by each one's reference and config hash
+// ("" when one cannot be hashed: never the same as a sync's).
+func desiredDigest(objs []*unstructured.Unstructured) string {
+	lines := make([]string, 0, len(objs))
+	for _, o := range objs {
+		h, err := object.ConfigHash(o)
+		if err != nil {
+			return ""
+		}
+		lines = append(lines, object.RefOf(o).String()+"="+h)
+	}
+	slices.Sort(lines)
+	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	return hex.EncodeToString(sum[:16])
 }
 
 // syncedCommit is the commit of the newest sync that applied everything.

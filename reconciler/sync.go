@@ -26,7 +26,7 @@ import (
 func (p *pass) sync(ctx context.Context) error {
 	commit := p.o.Commit
 	log := p.log.With("commit", shortSHA(commit))
-	e := history.Entry{Commit: commit, Time: p.r.now(), Trigger: p.mode.trigger(), Result: history.Applied}
+	e := history.Entry{Commit: commit, Time: p.r.now(), Trigger: p.mode.trigger(), Result: history.Applied, Desired: desiredDigest(p.desired)}
 	waves, err := wave.Plan(p.desired)
 	if err != nil {
 		e.Result, e.Reason, e.Final = history.Refused, err.Error(), true

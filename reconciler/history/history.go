@@ -54,6 +54,9 @@ type Entry struct {
 	Result  Result         `json:"result"`
 	Reason  string         `json:"reason,omitempty"`
 	Applied int            `json:"applied"` // objects applied
+	// Desired digests the objects a sync applied, each by its config
+	// hash: a later head that renders the same objects needs no sync.
+	Desired string `json:"desired,omitempty"`
 	Health  verdict.Health `json:"health,omitempty"`
 	// Pruned are the orphans the sync deleted (see prune.Plan).
 	Pruned []object.Ref `json:"pruned,omitempty"`

@@ -1,0 +1,60 @@
+package reconciler_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"pinbot.dev/pinbot/reconciler/history"
+	"pinbot.dev/pinbot/reconciler/status"
+	"pinbot.dev/pinbot/reconciler/verdict"
+)
+
+// TestNewHeadRenderingTheSameIsNotApplied: in a repository of many apps,
+// a commit that changes another app's files moves every app's head. The
+// loop notes the new head (the status compares against it, and it is
+// Synced) but applies nothing and records no sync, as Argo CD syncs a
+// new revision only when it changes the app; a commit that changes the
+// app is applied as always.
+func TestNewHeadRenderingTheSameIsNotApplied(t *testing.T) {
+	s := newScenario(t, "same-head", "{automated: true}")
+	img := pushImage(t, "same-head-app", "v1")
+	web := deployment(1, img.repo+"@"+img.digest)
+	first := s.push(map[string]string{"app/web.yaml": web}, "web")
+	s.setInterval("1s")
+	s.run()
+	s.waitEntry(first, "the first commit synced and verified")
+
+	elsewhere := s.push(map[string]string{"app/web.yaml": web, "other/README.md": "another app's change\n"}, "another app")
+	s.waitStatus(time.Minute, "the loop's pass at the new head", func(st *status.App, _ *verdict.Verification) bool {
+		return st.Commit == elsewhere && st.Sync == status.Synced && st.Verified
+	})
+	time.Sleep(3 * time.Second) // more passes at the new head
+	rec, err := s.r.History(testCtx, s.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := rec.Entries[0]; e.Commit != first || len(rec.Entries) != 1 {
+		t.Errorf("after a commit that changes another app: history %+v; want the first sync alone", rec.Entries)
+	}
+	if rec.Status == nil || rec.Status.SyncedCommit != first || rec.Status.HeadCommit != elsewhere {
+		t.Errorf("stored status %+v; want synced %.8s at head %.8s", rec.Status, first, elsewhere)
+	}
+
+	img2 := pushImage(t, "same-head-app", "v2")
+	changed := s.push(map[string]string{"app/web.yaml": deployment(1, img2.repo+"@"+img2.digest), "other/README.md": "another app's change\n"}, "web v2")
+	s.waitEntry(changed, "the commit that changes the app synced and verified")
+	rec, err = s.r.History(testCtx, s.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var applied []string
+	for _, e := range rec.Entries {
+		if e.Result == history.Applied {
+			applied = append(applied, fmt.Sprintf("%.8s", e.Commit))
+		}
+	}
+	if len(applied) != 2 {
+		t.Errorf("syncs %v; want the first commit's and the change's", applied)
+	}
+}
