@@ -78,11 +78,6 @@ func (b *fleetBench) failover(ctx context.Context, r *report, at string) error {
 		for _, l := range recBreakdown(took)[:min(8, len(recBreakdown(took)))] {
 			fmt.Printf("     %s\n", l)
 		}
-		for i, q := range took {
-			if i%97 == 0 {
-				fmt.Printf("     DEBUG %s %s %s %s\n", q.at.Format("15:04:05.000"), q.replica, q.verb, q.path)
-			}
-		}
 	}
 	r.check(fmt.Sprintf("%sSIGKILL of a replica → its %s apps verified by the others (lease %s)", at, thousands(len(gone)), fleetLease),
 		recRound(took).String(), "≤ 30s", took <= 30*time.Second)

@@ -100,7 +100,13 @@ func (b *fleetBench) measure(ctx context.Context, r *report) error {
 	if err := b.merges(ctx, r, at); err != nil {
 		return err
 	}
-	return b.failover(ctx, r, at)
+	if err := b.failover(ctx, r, at); err != nil {
+		return err
+	}
+	if err := b.hostile(ctx, r, at); err != nil {
+		return err
+	}
+	return b.restart(ctx, r, at)
 }
 
 // startReplicas starts the serve replicas, each with its own cache and

@@ -81,7 +81,9 @@ func benchRelease(ctx context.Context, r *report, fill int) error {
 	if err := b.hook(ctx, secret); err != nil {
 		return err
 	}
-	if err := b.waitProven(ctx, "prod", refDigest(b.refs[0])); err != nil {
+	// The first proof waits for serve's first passes of every app: a
+	// minute more per thousand apps loaded.
+	if err := b.waitProvenWithin(ctx, "prod", refDigest(b.refs[0]), 3*time.Minute+time.Duration(fill/1000)*time.Minute); err != nil {
 		return err
 	}
 
@@ -386,7 +388,12 @@ func (b *releaseBench) running(ctx context.Context, env, digest string) bool {
 
 // waitProven waits for pinbot's ledger to hold env proven on digest.
 func (b *releaseBench) waitProven(ctx context.Context, env, digest string) error {
-	_, err := b.poll(ctx, 3*time.Minute, env+" proven on "+digest[:19], func() bool {
+	return b.waitProvenWithin(ctx, env, digest, 3*time.Minute)
+}
+
+// waitProvenWithin is waitProven for at most limit.
+func (b *releaseBench) waitProvenWithin(ctx context.Context, env, digest string, limit time.Duration) error {
+	_, err := b.poll(ctx, limit, env+" proven on "+digest[:19], func() bool {
 		time.Sleep(50 * time.Millisecond)
 		return b.track(ctx, env).Proven == digest
 	})

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// The hostile minute: a registry that answers every manifest with a
+// 99 MB image index, named by a new commit of the Argo CD apps'
+// repository for fleetHostileApps of them (their Pods still run the old
+// digest, so each one's proof asks the registry whether that digest is
+// a child of the pinned index), while push webhooks arrive at
+// fleetWebhookRate a second, each a distinct delivery. The replicas must
+// stay under their container's memory limit (fleetContainerLimit).
+const (
+	fleetHostileApps    = 100
+	fleetWebhookRate    = 50
+	fleetHostileWindow  = time.Minute
+	fleetContainerLimit = 512 << 20 // what fleetMemoryLimit is auto under
+	hostileIndexEntries = 99_000    // about 99 MB of index
+)
+
+// hostileRegistry serves /v2/ and, for any manifest, an image index of
+// hostileIndexEntries entries: announced by its Content-Length on a
+// HEAD, streamed without one on a GET. It counts requests and bytes.
+type hostileRegistry struct {
+	requests, sent atomic.Int64
+}
+
+func (h *hostileRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.requests.Add(1)
+	if r.URL.Path == "/v2/" || r.URL.Path == "/v2" {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	if !strings.Contains(r.URL.Path, "/manifests/") {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/vnd.oci.image.index.v1+json")
+	w.Header().Set("Docker-Content-Digest", "sha256:"+strings.Repeat("ab", 32))
+	if r.Method == http.MethodHead {
+		w.Header().Set("Content-Length", fmt.Sprint(hostileIndexEntries*1000))
+		return
+	}
+	flusher, _ := w.(http.Flusher)
+	write := func(s string) bool {
+		n, err := w.Write([]byte(s))
+		h.sent.Add(int64(n))
+		return err == nil
+	}
+	if !write(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[`) {
+		return
+	}
+	pad := strings.Repeat("x", 800)
+	for i := range hostileIndexEntries {
+		sum := sha256.Sum256([]byte(fmt.Sprint(i)))
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		entry := fmt.Sprintf(`%s{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%x","size":1000,"platform":{"os":"linux","architecture":"arch%d"},"annotations":{"pad":%q}}`, sep, sum, i, pad)
+		if !write(entry) {
+			return
+		}
+		if i%1000 == 0 && flusher != nil {
+			flusher.Flush()
+		}
+	}
+	write(`]}`)
+}
+
+// hostile runs the hostile minute and reports each replica's peak RSS
+// against the container limit.
+func (b *fleetBench) hostile(ctx context.Context, r *report, at string) error {
+	reg := &hostileRegistry{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: reg, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	ref := ln.Addr().String() + "/hostile/app@sha256:" + strings.Repeat("cd", 32)
+
+	files := map[string]string{}
+	for i, n := 1, 0; n < fleetHostileApps && i < b.shape.apps; i += 7 {
+		if b.own(i) {
+			continue
+		}
+		files["apps/"+fleetName(i)+"/deploy.yaml"] = scaleDeploymentYAML(fleetName(i), ref)
+		n++
+	}
+	sha, err := b.gitea.Commit(ctx, b.owner, "fleet", "main", "main", files, fmt.Sprintf("fleet: %d apps pin an image of a hostile registry", len(files)))
+	if err != nil {
+		return err
+	}
+	began := time.Now()
+	var peaks = make([]int64, len(b.replicas))
+	sample := func() {
+		for i, c := range b.replicas {
+			select {
+			case <-c.exited:
+				continue
+			default:
+			}
+			if rss, _, err := procMemory(c.cmd.Process.Pid); err == nil {
+				peaks[i] = max(peaks[i], rss)
+			}
+		}
+	}
+	var live []string
+	for i, c := range b.replicas {
+		select {
+		case <-c.exited:
+		default:
+			live = append(live, b.addrs[i])
+		}
+	}
+	var sent, refused atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		tick := time.NewTicker(time.Second / fleetWebhookRate)
+		defer tick.Stop()
+		for k := 0; time.Since(began) < fleetHostileWindow; k++ {
+			select {
+			case <-gctx.Done():
+				return gctx.Err()
+			case <-tick.C:
+			}
+			go func() {
+				if distinctPush(gctx, live[k%len(live)], k, sha, b.gitea.RepoURL(b.owner, "fleet")) != nil {
+					refused.Add(1)
+				}
+				sent.Add(1)
+			}()
+		}
+		return nil
+	})
+	g.Go(func() error {
+		for time.Since(began) < fleetHostileWindow+10*time.Second {
+			sample()
+			select {
+			case <-gctx.Done():
+				return gctx.Err()
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	var worst int64
+	var each []string
+	for i, c := range b.replicas {
+		select {
+		case <-c.exited:
+			continue
+		default:
+		}
+		worst = max(worst, peaks[i])
+		each = append(each, c.name+" "+mb(peaks[i]))
+	}
+	fmt.Printf("   hostile minute: %d push webhooks (%d not accepted) to the live replicas, %d apps pinning a 99 MB index; the registry got %d requests and sent %s\n",
+		sent.Load(), refused.Load(), len(files), reg.requests.Load(), mb(reg.sent.Load()))
+	fmt.Printf("   peak RSS in the hostile minute: %s\n", strings.Join(each, ", "))
+	r.check(at+"peak RSS, a 99 MB index and 50 webhooks/s, the largest replica", mb(worst), "≤ "+mb(fleetContainerLimit), worst <= fleetContainerLimit)
+	return nil
+}
+
+// distinctPush is postPush of delivery k: its body and delivery id are
+// its own, so serve cannot drop it as a repeat.
+func distinctPush(ctx context.Context, addr string, k int, sha, cloneURL string) error {
+	body := fmt.Sprintf(`{"ref":"refs/heads/main","after":%q,"repository":{"clone_url":%q},"total_commits":%d}`, sha, cloneURL, k)
+	mac := hmac.New(sha256.New, []byte(fleetSecret))
+	mac.Write([]byte(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/webhook/gitea", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-Gitea-Event", "push")
+	req.Header.Set("X-Gitea-Delivery", fmt.Sprintf("hostile-%d", k))
+	req.Header.Set("X-Gitea-Signature", hex.EncodeToString(mac.Sum(nil)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		return fmt.Errorf("the webhook: %s", resp.Status)
+	}
+	return nil
+}
