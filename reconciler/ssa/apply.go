@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"time"
 
+	"pinbot.dev/pinbot/internal/coalesce"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -58,7 +60,7 @@ type Applier struct {
 	dyn    dynamic.Interface
 	disc   discovery.CachedDiscoveryInterface // shared with mapper; Reset clears both
 	mapper *restmapper.DeferredDiscoveryRESTMapper
-	cens   censuses // InventoryShared's listings under way
+	cens   coalesce.Fresh[census] // InventoryShared's listings, by scope
 }
 
 // New returns an Applier over dyn, discovering kinds through disc.

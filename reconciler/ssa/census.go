@@ -3,7 +3,6 @@ package ssa
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,24 +12,13 @@ import (
 )
 
 // censusTimeout bounds one shared listing: it outlives the pass that
-// started it, since others wait on it too.
+// started it, since others wait on it too (coalesce.Fresh).
 const censusTimeout = time.Minute
 
 // census is one listing, for every app at once, of the objects that
 // carry the inventory label in one scope: a namespace, or "" for the
-// cluster-scoped kinds.
-type census struct {
-	began time.Time
-	done  chan struct{}
-	byApp map[string][]*unstructured.Unstructured
-	err   error
-}
-
-// censuses are the listings under way, by scope.
-type censuses struct {
-	mu      sync.Mutex
-	pending map[string]*census
-}
+// cluster-scoped kinds; by app.
+type census map[string][]*unstructured.Unstructured
 
 // InventoryShared is InventoryIn for many apps passing at once, as a
 // replica's first passes of thousands of apps do: each scope (a
@@ -43,15 +31,14 @@ func (a *Applier) InventoryShared(ctx context.Context, app string, namespaces []
 	if namespaces == nil {
 		return a.InventoryIn(ctx, app, nil)
 	}
-	asked := time.Now()
 	seen := map[types.UID]bool{}
 	var out []*unstructured.Unstructured
 	for _, scope := range append([]string{""}, namespaces...) {
-		c, err := a.census(ctx, scope, asked)
+		c, err := a.cens.Do(ctx, scope, func(ctx context.Context) (census, error) { return a.take(ctx, scope) })
 		if err != nil {
 			return nil, fmt.Errorf("the inventory of %s: %w", app, err)
 		}
-		for _, o := range c.byApp[app] {
+		for _, o := range c[app] {
 			if !seen[o.GetUID()] && object.InInventory(o, app) {
 				seen[o.GetUID()] = true
 				out = append(out, o.DeepCopy())
@@ -61,52 +48,24 @@ func (a *Applier) InventoryShared(ctx context.Context, app string, namespaces []
 	return out, nil
 }
 
-// census returns a listing of scope that began at or after asked: the
-// one under way if it did, else the next, which it starts once the one
-// under way (if any) has ended.
-func (a *Applier) census(ctx context.Context, scope string, asked time.Time) (*census, error) {
-	for {
-		a.cens.mu.Lock()
-		if a.cens.pending == nil {
-			a.cens.pending = map[string]*census{}
-		}
-		c := a.cens.pending[scope]
-		if c == nil {
-			c = &census{began: time.Now(), done: make(chan struct{})}
-			a.cens.pending[scope] = c
-			a.cens.mu.Unlock()
-			a.take(ctx, scope, c)
-			return c, c.err
-		}
-		a.cens.mu.Unlock()
-		select {
-		case <-c.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		if !c.began.Before(asked) {
-			return c, c.err
-		}
-	}
-}
-
-// take lists scope into c, then lets its waiters read it.
-func (a *Applier) take(ctx context.Context, scope string, c *census) {
-	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), censusTimeout)
+// take lists scope for every app at once.
+func (a *Applier) take(ctx context.Context, scope string) (census, error) {
+	ctx, cancel := context.WithTimeout(ctx, censusTimeout)
 	defer cancel()
 	var objs []*unstructured.Unstructured
+	var err error
 	if scope == "" {
-		objs, c.err = a.listLabelled(lctx, object.LabelApp, true, []string{})
+		objs, err = a.listLabelled(ctx, object.LabelApp, true, []string{})
 	} else {
-		objs, c.err = a.listLabelled(lctx, object.LabelApp, false, []string{scope})
+		objs, err = a.listLabelled(ctx, object.LabelApp, false, []string{scope})
 	}
-	c.byApp = map[string][]*unstructured.Unstructured{}
+	if err != nil {
+		return nil, err
+	}
+	c := census{}
 	for _, o := range objs {
 		app := o.GetLabels()[object.LabelApp]
-		c.byApp[app] = append(c.byApp[app], o)
+		c[app] = append(c[app], o)
 	}
-	a.cens.mu.Lock()
-	delete(a.cens.pending, scope) // a later ask needs a later listing
-	a.cens.mu.Unlock()
-	close(c.done)
+	return c, nil
 }
