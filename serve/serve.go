@@ -26,6 +26,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"pinbot.dev/pinbot/internal/coalesce"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
@@ -148,6 +150,10 @@ type daemon struct {
 	stopShards func()         // gives every shard up, after its passes end
 	cutShards  context.CancelFunc
 	shardsDone chan struct{}
+
+	// pushes coalesces the answers to pushes of one branch: a storm of
+	// webhooks costs a fetch or two, not one each (trigger.go).
+	pushes coalesce.Fresh[[]string]
 }
 
 // Run runs serve until ctx ends (SIGTERM, SIGINT), then shuts down:

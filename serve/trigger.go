@@ -254,7 +254,24 @@ func Refresh(ctx context.Context, kube kubernetes.Interface, ns, app string) err
 // others, which the replicas passing them answer alike (triggerPushed).
 // It returns the apps it passes and those it forwarded; a forward that
 // fails leaves the latter out.
+//
+// Pushes of one branch share their answers (coalesce.Fresh): each is
+// answered by a fetch that began after it arrived, and a storm of them
+// costs a fetch or two, not one each.
 func (d *daemon) triggerFollowing(ctx context.Context, branch string, urls, apps []string) ([]string, error) {
+	return d.pushes.Do(ctx, pushKey("webhook", branch, urls), func(ctx context.Context) ([]string, error) {
+		return d.followPush(ctx, branch, urls, apps)
+	})
+}
+
+// pushKey names the pushes of branch of the repository at urls, for one
+// path (a webhook, or a push another replica forwarded).
+func pushKey(path, branch string, urls []string) string {
+	return path + "\n" + branch + "\n" + strings.Join(urls, "\n")
+}
+
+// followPush is triggerFollowing's work.
+func (d *daemon) followPush(ctx context.Context, branch string, urls, apps []string) ([]string, error) {
 	var here, away []string
 	for _, app := range apps {
 		if d.passesHere(app) {
@@ -277,15 +294,19 @@ func (d *daemon) triggerFollowing(ctx context.Context, branch string, urls, apps
 }
 
 // triggerPushed passes the apps this replica holds that a push another
-// replica forwarded changed.
+// replica forwarded changed; forwarded pushes of one branch share their
+// answers, as webhooks do.
 func (d *daemon) triggerPushed(ctx context.Context, p pushRequest) {
-	var here []string
-	for _, app := range d.r.Following(p.Branch, p.URLs...) {
-		if d.passesHere(app) {
-			here = append(here, app)
+	_, _ = d.pushes.Do(ctx, pushKey("forwarded", p.Branch, p.URLs), func(ctx context.Context) ([]string, error) {
+		var here []string
+		for _, app := range d.r.Following(p.Branch, p.URLs...) {
+			if d.passesHere(app) {
+				here = append(here, app)
+			}
 		}
-	}
-	if len(here) > 0 {
-		d.r.TriggerChanged(ctx, here)
-	}
+		if len(here) == 0 {
+			return nil, nil
+		}
+		return d.r.TriggerChanged(ctx, here), nil
+	})
 }
