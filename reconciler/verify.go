@@ -98,23 +98,26 @@ func (r *Reconciler) trustStoredProof(app string, s *status.App) {
 	if !s.Verified || len(s.Pods) == 0 || len(s.Pods) >= status.MaxPods {
 		return
 	}
-	parts := make([]string, 0, len(s.Pods))
-	for _, c := range s.Pods {
-		parts = append(parts, c.Namespace+"/"+c.Pod+"/"+c.Container+"="+c.RunningDigest)
-	}
-	sort.Strings(parts)
-	r.confirmed.LoadOrStore(app, s.Commit+" "+strings.Join(parts, " "))
+	r.confirmed.LoadOrStore(app, claimOf(s.Pods))
 }
 
-// proofOf is what a Verified verification claims: the commit and which
-// container of which Pod runs which digest.
+// proofOf is what a Verified verification claims of the cluster: which
+// container of which Pod runs which digest. The commit is left out: a
+// new head pinning the same digests (a commit to another app of the
+// repository) claims nothing new of the workloads, so it needs no
+// confirming read of them.
 func proofOf(v *verdict.Verification) string {
-	parts := make([]string, 0, len(v.Containers)+1)
-	for _, c := range v.Containers {
+	return claimOf(v.Containers)
+}
+
+// claimOf is proofOf of containers.
+func claimOf(containers []verdict.ContainerVerdict) string {
+	parts := make([]string, 0, len(containers))
+	for _, c := range containers {
 		parts = append(parts, c.Namespace+"/"+c.Pod+"/"+c.Container+"="+c.RunningDigest)
 	}
 	sort.Strings(parts)
-	return v.Commit + " " + strings.Join(parts, " ")
+	return strings.Join(parts, " ")
 }
 
 // confirmFunc reads a snapshot's workloads again and says why its proof
