@@ -5,23 +5,29 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The hostile minute: a registry that answers every manifest with a
-// 99 MB image index, named by a new commit of the Argo CD apps'
-// repository for fleetHostileApps of them (their Pods still run the old
-// digest, so each one's proof asks the registry whether that digest is
-// a child of the pinned index), while push webhooks arrive at
-// fleetWebhookRate a second, each a distinct delivery. The replicas must
-// stay under their container's memory limit (fleetContainerLimit).
+// 99 MB image index, pinned by fleetHostileApps Argo CD apps moved to a
+// repository of their own (Argo CD says it synced them; their Pods still
+// run the old digest, so each one's proof asks the registry whether that
+// digest is a child of the pinned index), while push webhooks of the
+// other apps' repository arrive at fleetWebhookRate a second, each a
+// distinct delivery. The replicas must stay under their container's
+// memory limit (fleetContainerLimit).
 const (
 	fleetHostileApps    = 100
 	fleetWebhookRate    = 50
@@ -93,15 +99,7 @@ func (b *fleetBench) hostile(ctx context.Context, r *report, at string) error {
 	defer srv.Close()
 	ref := ln.Addr().String() + "/hostile/app@sha256:" + strings.Repeat("cd", 32)
 
-	files := map[string]string{}
-	for i, n := 1, 0; n < fleetHostileApps && i < b.shape.apps; i += 7 {
-		if b.own(i) {
-			continue
-		}
-		files["apps/"+fleetName(i)+"/deploy.yaml"] = scaleDeploymentYAML(fleetName(i), ref)
-		n++
-	}
-	sha, err := b.gitea.Commit(ctx, b.owner, "fleet", "main", "main", files, fmt.Sprintf("fleet: %d apps pin an image of a hostile registry", len(files)))
+	_, apps, err := b.hostileApps(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -139,11 +137,27 @@ func (b *fleetBench) hostile(ctx context.Context, r *report, at string) error {
 			case <-tick.C:
 			}
 			go func() {
-				if distinctPush(gctx, live[k%len(live)], k, sha, b.gitea.RepoURL(b.owner, "fleet")) != nil {
+				if distinctPush(gctx, live[k%len(live)], k, b.commit, b.gitea.RepoURL(b.owner, "fleet")) != nil {
 					refused.Add(1)
 				}
 				sent.Add(1)
 			}()
+		}
+		return nil
+	})
+	g.Go(func() error {
+		// The heap of each live replica well into the minute.
+		select {
+		case <-gctx.Done():
+			return gctx.Err()
+		case <-time.After(fleetHostileWindow * 3 / 4):
+		}
+		for i, c := range b.replicas {
+			select {
+			case <-c.exited:
+			default:
+				_ = saveHeap(b.pprofs[i], filepath.Join("hack", "bench", "out", b.shape.name+"-hostile-"+c.name+"-heap.pprof"))
+			}
 		}
 		return nil
 	})
@@ -172,8 +186,8 @@ func (b *fleetBench) hostile(ctx context.Context, r *report, at string) error {
 		worst = max(worst, peaks[i])
 		each = append(each, c.name+" "+mb(peaks[i]))
 	}
-	fmt.Printf("   hostile minute: %d push webhooks (%d not accepted) to the live replicas, %d apps pinning a 99 MB index; the registry got %d requests and sent %s\n",
-		sent.Load(), refused.Load(), len(files), reg.requests.Load(), mb(reg.sent.Load()))
+	fmt.Printf("   hostile minute: %d push webhooks (%d refused or failed) to the live replicas, %d apps pinning a 99 MB index; the registry got %d requests and sent %s\n",
+		sent.Load(), refused.Load(), apps, reg.requests.Load(), mb(reg.sent.Load()))
 	fmt.Printf("   peak RSS in the hostile minute: %s\n", strings.Join(each, ", "))
 	r.check(at+"peak RSS, a 99 MB index and 50 webhooks/s, the largest replica", mb(worst), "≤ "+mb(fleetContainerLimit), worst <= fleetContainerLimit)
 	return nil
@@ -197,8 +211,52 @@ func distinctPush(ctx context.Context, addr string, k int, sha, cloneURL string)
 		return err
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
+	// 202: apps passed; 200: none followed the branch or changed.
+	if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("the webhook: %s", resp.Status)
 	}
 	return nil
+}
+
+// hostileApps moves fleetHostileApps of the Argo CD apps to a repository
+// of their own whose head pins ref, and marks their Applications synced
+// to it, as Argo CD would after a sync whose rollout cannot pull the
+// image: their Pods still run the old digest. It returns the commit and
+// how many apps moved. The other apps' repository does not move.
+func (b *fleetBench) hostileApps(ctx context.Context, ref string) (string, int, error) {
+	const repo = "fleet-hostile"
+	dir := filepath.Join(b.tmp, repo)
+	var moved []int
+	for i := 1; len(moved) < fleetHostileApps && i < b.shape.apps; i += 7 {
+		if b.own(i) {
+			continue
+		}
+		d := filepath.Join(dir, "apps", fleetName(i))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", 0, err
+		}
+		if err := os.WriteFile(filepath.Join(d, "deploy.yaml"), []byte(scaleDeploymentYAML(fleetName(i), ref)), 0o644); err != nil {
+			return "", 0, err
+		}
+		moved = append(moved, i)
+	}
+	commit, err := b.gitea.CreateRepoFromDir(ctx, b.owner, repo, "main", dir)
+	if err != nil {
+		return "", 0, err
+	}
+	err = parallel(ctx, len(moved), 4, func(k int) error {
+		i := moved[k]
+		dest := map[string]any{"server": "https://kubernetes.default.svc", "namespace": b.namespace(i)}
+		if c := b.clusterOf(i); c > 0 {
+			dest = map[string]any{"name": fmt.Sprintf("spoke%d", c), "namespace": b.namespace(i)}
+		}
+		app := syncedApplication(fleetName(i), "bench=fleet", b.gitea.RepoURL(b.owner, repo), "apps/"+fleetName(i), dest, fleetName(i), commit)
+		patch, err := json.Marshal(map[string]any{"spec": app.Object["spec"], "status": app.Object["status"]})
+		if err != nil {
+			return err
+		}
+		_, err = b.dyn.Resource(applicationsGVR).Namespace("argocd").Patch(ctx, fleetName(i), types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+	return commit, len(moved), err
 }
