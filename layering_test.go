@@ -17,7 +17,7 @@ const module = "pinbot.dev/pinbot"
 // The leaves every package may share: one job each, stdlib or a narrow
 // dependency, none of them I/O of their own.
 var leaves = []string{"internal/imageref", "internal/commitid", "internal/redact", "internal/logctx", "internal/clip", "internal/loopback", "internal/httpbound", "internal/retry", "internal/filelock",
-	"internal/private", "internal/confined", "internal/peermetrics", "internal/jsonkeys", "internal/capool", "internal/opfile", "internal/commitstatus", "internal/buildinfo"}
+	"internal/private", "internal/confined", "internal/peermetrics", "internal/jsonkeys", "internal/capool", "internal/opfile", "internal/commitstatus", "internal/buildinfo", "internal/coalesce"}
 
 // proofWords are the proof's vocabulary (a verification, its verdicts,
 // health and containers, and what a signed attestation of it says),
@@ -61,6 +61,7 @@ var allowed = map[string][]string{
 	"internal/opfile":       {},
 	"internal/gctune":       {"internal/logctx"},
 	"internal/buildinfo":    {},
+	"internal/coalesce":     {},
 	"internal/retry":        {"internal/logctx", "internal/redact"},
 	"internal/logsink":      {"internal/redact"},
 	// The release's images: their provenance is attached, and signed,
@@ -102,7 +103,7 @@ var allowed = map[string][]string{
 
 	// The reconciler's leaves and decisions, bottom up.
 	"reconciler/object":   {},
-	"reconciler/ssa":      {"reconciler/object"},
+	"reconciler/ssa":      {"reconciler/object", "internal/coalesce"},
 	"reconciler/ignore":   {"reconciler/object"},
 	"reconciler/verdict":  {"reconciler/object", "internal/imageref", "internal/clip"},
 	"reconciler/deployer": {"reconciler/object", "reconciler/verdict", "internal/imageref", "internal/clip"},
@@ -173,7 +174,7 @@ var forbiddenDirect = map[string][]string{
 
 // stdlibOnly are packages that may import nothing but the standard library
 // (and themselves), so that every other package can share them.
-var stdlibOnly = []string{"internal/imageref", "internal/loopback", "internal/jsonkeys", "internal/capool", "internal/commitid"}
+var stdlibOnly = []string{"internal/imageref", "internal/loopback", "internal/jsonkeys", "internal/capool", "internal/commitid", "internal/coalesce"}
 
 // testSupport are packages only tests, the demo, the benchmarks and the
 // build tooling may use. The product must not import "testing" itself
