@@ -48,15 +48,15 @@ const (
 
 // Entry is one sync of one commit, and what verification later found.
 type Entry struct {
-	Commit  string         `json:"commit"`
-	Time    time.Time      `json:"time"`
-	Trigger string         `json:"trigger"` // "auto" (the loop), "manual" (pinbot sync) or "heal"
-	Result  Result         `json:"result"`
-	Reason  string         `json:"reason,omitempty"`
-	Applied int            `json:"applied"` // objects applied
+	Commit  string    `json:"commit"`
+	Time    time.Time `json:"time"`
+	Trigger string    `json:"trigger"` // "auto" (the loop), "manual" (pinbot sync) or "heal"
+	Result  Result    `json:"result"`
+	Reason  string    `json:"reason,omitempty"`
+	Applied int       `json:"applied"` // objects applied
 	// Desired digests the objects a sync applied, each by its config
 	// hash: a later head that renders the same objects needs no sync.
-	Desired string `json:"desired,omitempty"`
+	Desired string         `json:"desired,omitempty"`
 	Health  verdict.Health `json:"health,omitempty"`
 	// Pruned are the orphans the sync deleted (see prune.Plan).
 	Pruned []object.Ref `json:"pruned,omitempty"`
