@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -197,25 +195,12 @@ func (b *fleetBench) hostile(ctx context.Context, r *report, at string) error {
 // its own, so serve cannot drop it as a repeat.
 func distinctPush(ctx context.Context, addr string, k int, sha, cloneURL string) error {
 	body := fmt.Sprintf(`{"ref":"refs/heads/main","after":%q,"repository":{"clone_url":%q},"total_commits":%d}`, sha, cloneURL, k)
-	mac := hmac.New(sha256.New, []byte(fleetSecret))
-	mac.Write([]byte(body))
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/webhook/gitea", strings.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("X-Gitea-Event", "push")
-	req.Header.Set("X-Gitea-Delivery", fmt.Sprintf("hostile-%d", k))
-	req.Header.Set("X-Gitea-Signature", hex.EncodeToString(mac.Sum(nil)))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
+	code, err := sendHook(ctx, addr, fleetSecret, fmt.Sprintf("hostile-%d", k), body)
 	// 202: apps passed; 200: none followed the branch or changed.
-	if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("the webhook: %s", resp.Status)
+	if err == nil && code != http.StatusAccepted && code != http.StatusOK {
+		err = fmt.Errorf("the webhook: %d", code)
 	}
-	return nil
+	return err
 }
 
 // hostileApps moves fleetHostileApps of the Argo CD apps to a repository

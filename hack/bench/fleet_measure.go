@@ -288,23 +288,34 @@ func (b *fleetBench) announce(ctx context.Context, sha string) error {
 // repository at cloneURL, signed with secret, and wants it accepted.
 func postPush(ctx context.Context, addr, secret, sha, cloneURL string) error {
 	body := fmt.Sprintf(`{"ref":"refs/heads/main","after":%q,"repository":{"clone_url":%q}}`, sha, cloneURL)
+	code, err := sendHook(ctx, addr, secret, "", body)
+	if err == nil && code != http.StatusAccepted {
+		err = fmt.Errorf("the webhook: %d", code)
+	}
+	return err
+}
+
+// sendHook posts body to serve at addr as Gitea's push webhook, signed
+// with secret (and with delivery as its id, when set), and returns the
+// status code.
+func sendHook(ctx context.Context, addr, secret, delivery, body string) (int, error) {
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write([]byte(body))
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/webhook/gitea", strings.NewReader(body))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	req.Header.Set("X-Gitea-Event", "push")
 	req.Header.Set("X-Gitea-Signature", hex.EncodeToString(mac.Sum(nil)))
+	if delivery != "" {
+		req.Header.Set("X-Gitea-Delivery", delivery)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		return fmt.Errorf("the webhook: %s", resp.Status)
-	}
-	return nil
+	return resp.StatusCode, nil
 }
 
 // rolledOut reports whether app's Pods on the hub are fleetAppPods, all
