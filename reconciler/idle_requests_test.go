@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"pinbot.dev/pinbot/internal/testenv/poll"
+	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/record"
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
@@ -24,22 +26,11 @@ import (
 // not its Application, not its workload (both come from watches), not its
 // record (the loop keeps a copy).
 func TestIdleVerifyOnlyPassesReadFromWatches(t *testing.T) {
-	s := newDeployerScenario(t, "vo-idle", "argocd", "interval: 1s")
-	img := pushImage(t, "vo-idle-app", "v1")
-	head := s.push(map[string]string{"app/web.yaml": namedDeployment("web", 1, img.repo+"@"+img.digest)}, "web")
-	s.createApplication("app", "HEAD", "")
-	s.apply(namedDeployment("web", 1, img.repo+"@"+img.digest))
-	s.argoSynced(head, "web")
+	s := argoAppAtHead(t, "vo-idle", "interval: 1s", 1)
 	s.waitStatus(rollout, "verified", func(_ *status.App, v *verdict.Verification) bool { return v != nil && v.Verified })
 
 	r, log := s.counted()
-	reg := prometheus.NewRegistry()
-	if err := r.Register(reg); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(testCtx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = r.Run(ctx) }()
+	reg, stop := runCounted(t, r)
 	// The first passes start the watches; then eight passes more, each
 	// of which must ask for nothing.
 	poll.Until(t, time.Minute, "the loop's first two passes", func() (bool, string) { return passesOf(t, reg, s.name) >= 2, "" })
@@ -51,8 +42,7 @@ func TestIdleVerifyOnlyPassesReadFromWatches(t *testing.T) {
 	for _, req := range seen {
 		got[req]++
 	}
-	cancel()
-	<-done
+	stop()
 
 	var lines []string
 	for k, n := range got {
@@ -76,12 +66,7 @@ func TestIdleVerifyOnlyPassesReadFromWatches(t *testing.T) {
 // replaced: the proof names the Pods that run now, not those of the last
 // interval.
 func TestPodReplacedUnderAProofIsJudgedAtOnce(t *testing.T) {
-	s := newDeployerScenario(t, "vo-podevent", "argocd", "interval: 10m")
-	img := pushImage(t, "vo-podevent-app", "v1")
-	head := s.push(map[string]string{"app/web.yaml": namedDeployment("web", 2, img.repo+"@"+img.digest)}, "web")
-	s.createApplication("app", "HEAD", "")
-	s.apply(namedDeployment("web", 2, img.repo+"@"+img.digest))
-	s.argoSynced(head, "web")
+	s := argoAppAtHead(t, "vo-podevent", "interval: 10m", 2)
 
 	ctx, cancel := context.WithCancel(testCtx)
 	done := make(chan struct{})
@@ -160,14 +145,8 @@ func TestIdleOwnAppPassesReadFromWatches(t *testing.T) {
 	if _, _, err := r.Sync(testCtx, s.name, 0); err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	if err := r.Register(reg); err != nil {
-		t.Fatal(err)
-	}
 	log.take()
-	ctx, cancel := context.WithCancel(testCtx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = r.Run(ctx) }()
+	reg, stop := runCounted(t, r)
 	poll.Until(t, time.Minute, "the loop's first three passes", func() (bool, string) { return passesOf(t, reg, s.name) >= 3, "" })
 	if first, _ := log.take(); first["dry-run"]+first["apply"] > 0 {
 		t.Errorf("the first passes after a sync that changed nothing: %s; want no dry run and no apply", summary(first))
@@ -175,8 +154,7 @@ func TestIdleOwnAppPassesReadFromWatches(t *testing.T) {
 	from := passesOf(t, reg, s.name)
 	poll.Until(t, time.Minute, "eight passes more", func() (bool, string) { return passesOf(t, reg, s.name) >= from+8, "" })
 	_, seen := log.take()
-	cancel()
-	<-done
+	stop()
 	got := map[string]int{}
 	for _, req := range seen {
 		got[req]++
@@ -194,12 +172,7 @@ func TestIdleOwnAppPassesReadFromWatches(t *testing.T) {
 // to confirm it: the proof's writer confirmed it. Its first pass reads
 // the Deployment once, to start the watch of its kind, not twice.
 func TestTakeoverTrustsTheStoredProof(t *testing.T) {
-	s := newDeployerScenario(t, "vo-takeover", "argocd", "interval: 1s")
-	img := pushImage(t, "vo-takeover-app", "v1")
-	head := s.push(map[string]string{"app/web.yaml": namedDeployment("web", 1, img.repo+"@"+img.digest)}, "web")
-	s.createApplication("app", "HEAD", "")
-	s.apply(namedDeployment("web", 1, img.repo+"@"+img.digest))
-	s.argoSynced(head, "web")
+	s := argoAppAtHead(t, "vo-takeover", "interval: 1s", 1)
 	s.waitStatus(rollout, "verified", func(_ *status.App, v *verdict.Verification) bool { return v != nil && v.Verified })
 	// The loop stores the proof.
 	ctx, cancel := context.WithCancel(testCtx)
@@ -213,16 +186,9 @@ func TestTakeoverTrustsTheStoredProof(t *testing.T) {
 	<-done
 
 	r, log := s.counted()
-	reg := prometheus.NewRegistry()
-	if err := r.Register(reg); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel = context.WithCancel(testCtx)
-	done = make(chan struct{})
-	go func() { defer close(done); _ = r.Run(ctx) }()
+	reg, stop := runCounted(t, r)
 	poll.Until(t, time.Minute, "the new process's first pass", func() (bool, string) { return passesOf(t, reg, s.name) >= 1, "" })
-	cancel()
-	<-done
+	stop()
 	_, seen := log.take()
 	if n := slices.Index(seen, "GET /apis/apps/v1/namespaces/"+s.name+"/deployments/web"); n < 0 || slices.Contains(seen[n+1:], seen[n]) {
 		t.Errorf("the first pass's requests: %v; want one GET of the Deployment", seen)
@@ -230,4 +196,35 @@ func TestTakeoverTrustsTheStoredProof(t *testing.T) {
 	if st, _, err := r.Last(s.name); err != nil || st == nil || !st.Verified {
 		t.Errorf("the first pass: %+v, %v; want Verified", st, err)
 	}
+}
+
+// runCounted runs r's loop, its metrics in the registry it returns, until
+// stop (or the test's end).
+func runCounted(t *testing.T, r *reconciler.Reconciler) (*prometheus.Registry, func()) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	if err := r.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(testCtx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.Run(ctx) }()
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return reg, stop
+}
+
+// argoAppAtHead is a deployer scenario with the given config line whose
+// Argo CD Application deployed its branch's head: a Deployment web of
+// replicas Pods, as Git pins it.
+func argoAppAtHead(t *testing.T, name, config string, replicas int) *deployerScenario {
+	t.Helper()
+	s := newDeployerScenario(t, name, "argocd", config)
+	img := pushImage(t, name+"-app", "v1")
+	head := s.push(map[string]string{"app/web.yaml": namedDeployment("web", replicas, img.repo+"@"+img.digest)}, "web")
+	s.createApplication("app", "HEAD", "")
+	s.apply(namedDeployment("web", replicas, img.repo+"@"+img.digest))
+	s.argoSynced(head, "web")
+	return s
 }
