@@ -98,6 +98,9 @@ func (r *Reconciler) trustStoredProof(app string, s *status.App) {
 	if !s.Verified || len(s.Pods) == 0 || len(s.Pods) >= status.MaxPods {
 		return
 	}
+	if _, ok := r.confirmed.Load(app); ok {
+		return // every pass but a process's first: no key to build
+	}
 	r.confirmed.LoadOrStore(app, claimOf(s.Pods))
 }
 
