@@ -191,22 +191,7 @@ func (b *fleetBench) populate(ctx context.Context) error {
 			b.commit = commit
 		}
 	}
-	for _, k := range b.kubes {
-		for n := range fleetNamespaces {
-			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("team-%02d", n)}}
-			if _, err := k.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-				return err
-			}
-		}
-	}
-	if _, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "argocd"}}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	crd, err := kube.CRDFile(kube.ApplicationCRD)
-	if err != nil {
-		return err
-	}
-	if err := b.cluster.InstallCRDs(ctx, crd); err != nil {
+	if err := b.argoTeams(ctx, b.kubes, fleetNamespaces); err != nil {
 		return err
 	}
 	if err := parallel(ctx, b.shape.apps, 8, func(i int) error {

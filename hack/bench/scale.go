@@ -128,22 +128,7 @@ func (b *scaleBench) populate(ctx context.Context) error {
 		return err
 	}
 	clusters := []kubernetes.Interface{b.kube, b.spokeKube}
-	for _, k := range clusters {
-		for n := range scaleNamespaces {
-			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("team-%02d", n)}}
-			if _, err := k.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-				return err
-			}
-		}
-	}
-	if _, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "argocd"}}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	crd, err := kube.CRDFile(kube.ApplicationCRD)
-	if err != nil {
-		return err
-	}
-	if err := b.cluster.InstallCRDs(ctx, crd); err != nil {
+	if err := b.argoTeams(ctx, clusters, scaleNamespaces); err != nil {
 		return err
 	}
 	if err := parallel(ctx, scaleApps, 8, func(i int) error {
@@ -305,4 +290,25 @@ func parallel(ctx context.Context, n, workers int, do func(i int) error) error {
 	close(next)
 	wg.Wait()
 	return errors.Join(first, ctx.Err())
+}
+
+// argoTeams creates the namespaces team-00 … on each of clusters, and on
+// the hub the argocd namespace and Argo CD's Application CRD.
+func (b *recBench) argoTeams(ctx context.Context, clusters []kubernetes.Interface, teams int) error {
+	for _, k := range clusters {
+		for n := range teams {
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("team-%02d", n)}}
+			if _, err := k.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "argocd"}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	crd, err := kube.CRDFile(kube.ApplicationCRD)
+	if err != nil {
+		return err
+	}
+	return b.cluster.InstallCRDs(ctx, crd)
 }
