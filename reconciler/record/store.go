@@ -206,9 +206,12 @@ func (h *History) Prime(ctx context.Context, apps []string) error {
 			return fmt.Errorf("listing the records in %s: %w", h.namespace, err)
 		}
 		for i := range list.Items {
-			cm := &list.Items[i]
+			cm := list.Items[i]
 			if app := cm.Labels["pinbot.dev/history-of"]; want[app] && cm.Name == configMapName(app) {
-				found[app] = cm
+				// A copy, not &list.Items[i]: holding an item would
+				// keep its whole page, every replica's records, alive.
+				cm.ManagedFields = nil // an update without them keeps the server's
+				found[app] = &cm
 			}
 		}
 		if opts.Continue = list.Continue; opts.Continue == "" {
