@@ -8,6 +8,8 @@ import (
 	"errors"
 	"sync"
 
+	"golang.org/x/sync/singleflight"
+
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/reconciler/verdict"
 	"pinbot.dev/pinbot/registry"
@@ -21,12 +23,23 @@ type Registry interface {
 	trust.Registry
 }
 
+// maxAnswers bounds the answers a Cache keeps; past it, it starts over.
+const maxAnswers = 10000
+
 // Cache answers Lookups through a Registry, remembering definite
-// answers. Failed lookups are not cached, so they are retried next pass.
+// answers. A lookup names its image by digest, so what the registry
+// served for it never changes: an answer, a 404 (Missing) and a refusal
+// over pinbot's bounds (registry.ErrTooLarge) are definite. Other
+// failures are not cached, so they are retried next pass.
+//
+// Passes asking the same lookup at once share one registry read: a
+// hostile registry's oversized index pinned by a hundred apps is read
+// once, not a hundred times in parallel.
 type Cache struct {
-	reg Registry
-	mu  sync.Mutex
-	m   map[verdict.Lookup]verdict.Answer
+	reg      Registry
+	inflight singleflight.Group
+	mu       sync.Mutex
+	m        map[verdict.Lookup]verdict.Answer
 }
 
 // New returns an empty Cache over reg.
@@ -38,46 +51,60 @@ func New(reg Registry) *Cache {
 func (c *Cache) Answers(ctx context.Context, needs []verdict.Lookup) verdict.Lookups {
 	out := verdict.Lookups{}
 	for _, l := range needs {
-		c.mu.Lock()
-		a, ok := c.m[l]
-		c.mu.Unlock()
-		if !ok {
-			a = Answer(ctx, c.reg, l)
-			if a.Err == "" {
-				c.mu.Lock()
-				if len(c.m) > 10000 {
-					c.m = map[verdict.Lookup]verdict.Answer{} // bound memory; answers are cheap to refetch
-				}
-				c.m[l] = a
-				c.mu.Unlock()
-			}
-		}
-		out[l] = a
+		out[l] = c.answer(ctx, l)
 	}
 	return out
+}
+
+func (c *Cache) answer(ctx context.Context, l verdict.Lookup) verdict.Answer {
+	c.mu.Lock()
+	a, ok := c.m[l]
+	c.mu.Unlock()
+	if ok {
+		return a
+	}
+	v, _, _ := c.inflight.Do(string(l.Kind)+" "+l.Ref+" "+l.Platform.String(), func() (any, error) {
+		a, definite := answer(ctx, c.reg, l)
+		if definite {
+			c.mu.Lock()
+			if len(c.m) >= maxAnswers {
+				c.m = map[verdict.Lookup]verdict.Answer{} // bound memory; answers are cheap to refetch
+			}
+			c.m[l] = a
+			c.mu.Unlock()
+		}
+		return a, nil
+	})
+	return v.(verdict.Answer)
 }
 
 // Answer asks reg one question verification depends on. A registry that
 // answers 404 gives a definite answer (Missing); any other failure is Err.
 func Answer(ctx context.Context, reg Registry, l verdict.Lookup) verdict.Answer {
+	a, _ := answer(ctx, reg, l)
+	return a
+}
+
+// answer is Answer, and whether the answer is definite (see Cache).
+func answer(ctx context.Context, reg Registry, l verdict.Lookup) (verdict.Answer, bool) {
 	if reg == nil {
-		return verdict.Answer{Err: "no registry client"}
+		return verdict.Answer{Err: "no registry client"}, false
 	}
 	configs := l.Kind == verdict.LookupConfigs
 	got, err := reg.Candidates(ctx, l.Ref, l.Platform, configs)
 	switch {
 	case errors.Is(err, registry.ErrNotFound):
-		return verdict.Answer{Missing: true}
+		return verdict.Answer{Missing: true}, true
 	case err != nil:
-		return verdict.Answer{Err: err.Error()}
+		return verdict.Answer{Err: err.Error()}, errors.Is(err, registry.ErrTooLarge)
 	}
 	a := verdict.Answer{Index: got.Index}
 	if configs {
 		a.Digests = got.Configs
-		return a
+		return a, true
 	}
 	for _, ch := range got.Children {
 		a.Digests = append(a.Digests, ch.Digest)
 	}
-	return a
+	return a, true
 }
