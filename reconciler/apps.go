@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/reconciler/config"
 )
@@ -21,17 +22,21 @@ type appSet struct {
 	// callbacks wake, without looking at every app.
 	byDeployer map[string][]*appState
 	wakes      *wakeIndex
+	// repoKeys are the gitforge.RepoKey of each of cfg's apps' Repo, in
+	// cfg's order: what a push webhook is matched against (Following).
+	repoKeys []string
 }
 
 func newAppSet(cfg *config.Config, old *appSet) *appSet {
 	s := &appSet{cfg: cfg, apps: make(map[string]*config.App, len(cfg.Apps)), states: make(map[string]*appState, len(cfg.Apps)),
-		byDeployer: map[string][]*appState{}, wakes: newWakeIndex()}
+		byDeployer: map[string][]*appState{}, wakes: newWakeIndex(), repoKeys: make([]string, len(cfg.Apps))}
 	if old != nil {
 		s.wakes = old.wakes // the namespaces the passes found go on
 	}
 	for i := range cfg.Apps {
 		a := &cfg.Apps[i]
 		s.apps[a.Name] = a
+		s.repoKeys[i] = gitforge.RepoKey(a.Repo)
 		st := old.keep(a)
 		if st == nil {
 			st = newAppState()

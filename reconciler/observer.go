@@ -129,15 +129,16 @@ func (r *Reconciler) Following(branch string, repoURLs ...string) []string {
 	var names []string
 	set := r.set.Load()
 	for i := range set.cfg.Apps {
-		a := set.cfg.Apps[i]
+		a := &set.cfg.Apps[i]
+		b, key := a.Branch, set.repoKeys[i]
 		if a.VerifyOnly() {
 			st := set.states[a.Name]
 			st.mu.Lock()
-			a = st.tracked
+			b, key = st.tracked.Branch, st.trackedKey
 			st.mu.Unlock()
 		}
-		if a.Branch == branch && want[gitforge.RepoKey(a.Repo)] {
-			names = append(names, set.cfg.Apps[i].Name)
+		if b == branch && want[key] {
+			names = append(names, a.Name)
 		}
 	}
 	return names

@@ -54,9 +54,7 @@ func (ob *observer) headRender(ctx context.Context, p *pass, d *deployedApp, aut
 	if err != nil {
 		return head, nil, err
 	}
-	st.mu.Lock()
-	st.tracked = config.App{Name: p.tracked.Name, Repo: p.tracked.Repo, Branch: p.tracked.Branch}
-	st.mu.Unlock()
+	st.track(config.App{Name: p.tracked.Name, Repo: p.tracked.Repo, Branch: p.tracked.Branch})
 	st.vo.head, st.vo.headVersion = head, version
 	st.vo.renders = keepRenders(st.vo.renders, head, d.revision.Commit)
 	st.vo.renders[head] = objs
@@ -76,9 +74,7 @@ func (ob *observer) chartRender(ctx context.Context, p *pass, d *deployedApp) (s
 	if err != nil {
 		return "", nil, err
 	}
-	st.mu.Lock()
-	st.tracked = config.App{Name: p.tracked.Name, Repo: d.source.RepoURL}
-	st.mu.Unlock()
+	st.track(config.App{Name: p.tracked.Name, Repo: d.source.RepoURL})
 	st.vo.head = head
 	st.vo.renders = keepRenders(st.vo.renders, head, d.revision.Commit)
 	st.vo.renders[head] = objs

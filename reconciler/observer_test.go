@@ -20,7 +20,7 @@ func TestFollowing(t *testing.T) {
 	)
 	// A verify-only app follows what its deployer's object named at its
 	// last pass.
-	r.states()["vo"].tracked = config.App{Name: "vo", Repo: "http://gitea:3000/org/deployed.git", Branch: "main"}
+	r.states()["vo"].track(config.App{Name: "vo", Repo: "http://gitea:3000/org/deployed.git", Branch: "main"})
 	for _, tc := range []struct {
 		name   string
 		branch string

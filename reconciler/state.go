@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/diff"
 	"pinbot.dev/pinbot/reconciler/heal"
@@ -85,12 +86,22 @@ type appState struct {
 	// the last pass found them: their Pods' and ReplicaSets' events wake
 	// the loop (runsIn). tracked is the repository and branch a
 	// verify-only app's deployer's object named at the last pass, for
-	// push webhooks (Following).
-	workloads map[string][]string
-	tracked   config.App
+	// push webhooks (Following), and trackedKey its gitforge.RepoKey.
+	workloads  map[string][]string
+	tracked    config.App
+	trackedKey string
 	// inputs are what the last render of the app's branch read (nil
 	// before one), for TriggerChanged.
 	inputs *inputs
+}
+
+// track notes the repository and branch a verify-only app's deployer
+// names, for Following.
+func (st *appState) track(a config.App) {
+	key := gitforge.RepoKey(a.Repo)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.tracked, st.trackedKey = a, key
 }
 
 func newAppState() *appState {
