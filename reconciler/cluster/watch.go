@@ -296,8 +296,11 @@ func (w *Watcher) close() {
 // trim keeps only what verification reads, before an object enters a
 // cache: metadata without managed fields, and for Pods the node name, the
 // containers' names (a container Git declares and the Pod lacks is a
-// mismatch), phase and container statuses; ControllerRevisions lose
-// their data.
+// mismatch), phase, the Ready condition (when the Pod went not Ready) and
+// of each container status its name, image, imageID, readiness and wait;
+// ControllerRevisions lose their data. A kubelet's statuses carry far
+// more (volume mounts, resources, the last termination), which a watch
+// of every Pod of a fleet would otherwise hold.
 func trim(obj any) (any, error) {
 	meta := func(m *metav1.ObjectMeta) metav1.ObjectMeta {
 		return metav1.ObjectMeta{
@@ -315,11 +318,30 @@ func trim(obj any) (any, error) {
 			}
 			return out
 		}
+		statuses := func(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
+			if cs == nil {
+				return nil
+			}
+			out := make([]corev1.ContainerStatus, len(cs))
+			for i, c := range cs {
+				out[i] = corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: c.ImageID, Ready: c.Ready}
+				if w := c.State.Waiting; w != nil {
+					out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
+				}
+			}
+			return out
+		}
+		var ready []corev1.PodCondition
+		for _, c := range o.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				ready = []corev1.PodCondition{{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}}
+			}
+		}
 		return &corev1.Pod{
 			ObjectMeta: meta(&o.ObjectMeta),
 			Spec:       corev1.PodSpec{NodeName: o.Spec.NodeName, Containers: names(o.Spec.Containers), InitContainers: names(o.Spec.InitContainers)},
-			Status: corev1.PodStatus{Phase: o.Status.Phase, ContainerStatuses: o.Status.ContainerStatuses,
-				InitContainerStatuses: o.Status.InitContainerStatuses},
+			Status: corev1.PodStatus{Phase: o.Status.Phase, Conditions: ready, ContainerStatuses: statuses(o.Status.ContainerStatuses),
+				InitContainerStatuses: statuses(o.Status.InitContainerStatuses)},
 		}, nil
 	case *appsv1.ReplicaSet:
 		return &appsv1.ReplicaSet{ObjectMeta: meta(&o.ObjectMeta)}, nil

@@ -1,0 +1,65 @@
+package cluster
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A Pod as a kubelet reports it, trimmed for the cache, keeps what
+// verification reads: when it went not Ready (not its creation), and
+// each container's image ID, readiness and wait.
+func TestTrimKeepsWhatVerificationReads(t *testing.T) {
+	created := metav1.NewTime(time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC))
+	unready := metav1.NewTime(time.Date(2026, 12, 4, 17, 30, 0, 0, time.UTC))
+	status := func(name string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{
+			Name: name, Image: "gitea.example/org/" + name + ":1.4", ImageID: "gitea.example/org/" + name + "@sha256:" + name,
+			ContainerID: "containerd://" + name, RestartCount: 7,
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 5m0s"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}},
+			VolumeMounts:         []corev1.VolumeMountStatus{{Name: "kube-api-access", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}},
+			AllocatedResources:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+		}
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "team", UID: "u1", CreationTimestamp: created,
+			Labels: map[string]string{"app": "web"}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "web", Image: "ignored"}},
+			InitContainers: []corev1.Container{{Name: "migrate", Image: "ignored"}}},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodRunning, PodIP: "10.0.0.1",
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: created},
+				{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: unready, Reason: "ContainersNotReady", Message: "long"},
+			},
+			ContainerStatuses:     []corev1.ContainerStatus{status("web")},
+			InitContainerStatuses: []corev1.ContainerStatus{status("migrate")},
+		},
+	}
+	got, err := trim(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := func(name string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: name, Image: "gitea.example/org/" + name + ":1.4", ImageID: "gitea.example/org/" + name + "@sha256:" + name,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 5m0s"}}}
+	}
+	want := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "team", UID: "u1", CreationTimestamp: created, Labels: map[string]string{"app": "web"}},
+		Spec:       corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "web"}}, InitContainers: []corev1.Container{{Name: "migrate"}}},
+		Status: corev1.PodStatus{
+			Phase:                 corev1.PodRunning,
+			Conditions:            []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: unready}},
+			ContainerStatuses:     []corev1.ContainerStatus{kept("web")},
+			InitContainerStatuses: []corev1.ContainerStatus{kept("migrate")},
+		},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("trimmed Pod (-want +got):\n%s", d)
+	}
+}
