@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	"pinbot.dev/pinbot/internal/testenv/faultproxy"
@@ -162,7 +163,7 @@ func TestLabelGitNeverSetIsNotDrift(t *testing.T) {
 	if diff := cmp.Diff(want2, d); diff != "" {
 		t.Errorf("diff after Git dropped settings (-want +got):\n%s", diff)
 	}
-	a := ssa.New(dynamic.NewForConfigOrDie(env.cluster.Config()), env.kube.Discovery())
+	a := ssa.New(dynamic.NewForConfigOrDie(env.cluster.Config()), metadata.NewForConfigOrDie(env.cluster.Config()), env.kube.Discovery())
 	inv, err := a.Inventory(testCtx, s.name)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/lru"
 
@@ -204,6 +205,10 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	if err != nil {
 		return nil, fmt.Errorf("creating the dynamic client: %w", err)
 	}
+	md, err := metadata.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("creating the metadata client: %w", err)
+	}
 	// The policy's keys sit beside the config (a mounted Secret), which
 	// pinbot's operator owns: they are read as any config file is.
 	signatures, err := trust.Compile(cfg.Signatures, os.DirFS(cfg.SignaturesDir()))
@@ -231,7 +236,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	r.metrics = newMetrics(r)
 	h := r.handlers()
 	h.ObjectChanged = r.objectChanged
-	r.local = cluster.New("", "", kube, dyn, h, 0)
+	r.local = cluster.New("", "", kube, dyn, md, h, 0)
 	r.remotes = cluster.NewRemotes(kube, o.trust, o.answer, rc.UserAgent, r.handlers())
 	r.argoHTTP = sync.OnceValues(r.newArgoHTTP)
 	r.events = newEventer(kube)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler/ssa"
@@ -63,14 +64,15 @@ type Handlers struct {
 	DownAfter time.Duration
 }
 
-// New returns the cluster the clients reach, its caches empty until
-// first read. name and server are "" for pinbot's own cluster.
+// New returns the cluster the clients reach (md lists inventories'
+// metadata), its caches empty until first read. name and server are ""
+// for pinbot's own cluster.
 // syncTimeout, when not 0, bounds the first fill of the Pods' caches.
-func New(name, server string, kube kubernetes.Interface, dyn dynamic.Interface, h Handlers, syncTimeout time.Duration) *Cluster {
+func New(name, server string, kube kubernetes.Interface, dyn dynamic.Interface, md metadata.Interface, h Handlers, syncTimeout time.Duration) *Cluster {
 	alive := newLiveness(probeVersion(kube), time.Now)
 	c := &Cluster{
 		Name: name, Server: server,
-		Applier: ssa.New(dyn, kube.Discovery()),
+		Applier: ssa.New(dyn, md, kube.Discovery()),
 		Pods:    newWatcher(kube, alive, h.Changed),
 		Lives:   newLives(dyn, alive, h.InventoryChanged),
 		Objects: newObjects(dyn, alive, h.ObjectChanged),

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	"pinbot.dev/pinbot/internal/httpbound"
@@ -138,6 +139,10 @@ func (rs *Remotes) clients(key, version string, a spoke.Cluster) (*Cluster, erro
 	if err != nil {
 		return nil, fmt.Errorf("creating the client: %w", err)
 	}
+	md, err := metadata.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("creating the client: %w", err)
+	}
 	name := a.Name
 	if name == "" {
 		name = a.Server
@@ -145,7 +150,7 @@ func (rs *Remotes) clients(key, version string, a spoke.Cluster) (*Cluster, erro
 	if old := rs.byKey[key]; old != nil {
 		old.Close()
 	}
-	c := New(name, a.Server, kube, dyn, rs.h, remoteSyncTimeout)
+	c := New(name, a.Server, kube, dyn, md, rs.h, remoteSyncTimeout)
 	trip.alive.Store(c.alive)
 	rs.byKey[key] = &remote{Cluster: c, version: version}
 	return c, nil

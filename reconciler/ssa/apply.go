@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/restmapper"
 
 	"pinbot.dev/pinbot/reconciler/object"
@@ -58,15 +59,17 @@ const crdWait = 60 * time.Second
 // concurrent use.
 type Applier struct {
 	dyn    dynamic.Interface
+	md     metadata.Interface                 // inventories list metadata only
 	disc   discovery.CachedDiscoveryInterface // shared with mapper; Reset clears both
 	mapper *restmapper.DeferredDiscoveryRESTMapper
 	cens   coalesce.Fresh[census] // InventoryShared's listings, by scope
 }
 
-// New returns an Applier over dyn, discovering kinds through disc.
-func New(dyn dynamic.Interface, disc discovery.DiscoveryInterface) *Applier {
+// New returns an Applier that applies through dyn, lists inventories
+// through md and discovers kinds through disc.
+func New(dyn dynamic.Interface, md metadata.Interface, disc discovery.DiscoveryInterface) *Applier {
 	cached := memory.NewMemCacheClient(disc)
-	return &Applier{dyn: dyn, disc: cached, mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached)}
+	return &Applier{dyn: dyn, md: md, disc: cached, mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached)}
 }
 
 // Mapping finds the resource of gvk, refreshing discovery once on a miss

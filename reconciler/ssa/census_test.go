@@ -14,21 +14,18 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
 
 	"pinbot.dev/pinbot/reconciler/object"
 )
 
-func labelled(kind, ns, name, app string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion("v1")
-	u.SetKind(kind)
-	u.SetNamespace(ns)
-	u.SetName(name)
-	u.SetUID(types.UID("uid-" + ns + "-" + name))
-	u.SetLabels(map[string]string{object.LabelApp: app})
-	u.SetAnnotations(map[string]string{object.AnnotationHash: "h"})
-	return u
+func labelled(kind, ns, name, app string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + ns + "-" + name),
+			Labels: map[string]string{object.LabelApp: app}, Annotations: map[string]string{object.AnnotationHash: "h"}},
+	}
 }
 
 // Forty apps' first passes at once share the listing of their
@@ -41,14 +38,14 @@ func TestInventorySharedListsOncePerBurst(t *testing.T) {
 		objs = append(objs, labelled("ConfigMap", "web", app+"-settings", app), labelled("Service", "web", app, app))
 	}
 	objs = append(objs, labelled("ConfigMap", "other", "elsewhere", "app-00"))
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		{Version: "v1", Resource: "configmaps"}: "ConfigMapList",
-		{Version: "v1", Resource: "services"}:   "ServiceList",
-		{Version: "v1", Resource: "namespaces"}: "NamespaceList",
-	}, objs...)
+	scheme := metadatafake.NewTestScheme()
+	for _, kind := range []string{"ConfigMap", "Service", "Namespace"} {
+		scheme.AddKnownTypeWithName(schema.GroupVersionKind{Version: "v1", Kind: kind}, &metav1.PartialObjectMetadata{})
+	}
+	md := metadatafake.NewSimpleMetadataClient(scheme, objs...)
 	// A LIST takes a while, as on a real API server: the apps asking
 	// meanwhile wait for the next listing.
-	dyn.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+	md.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
 		time.Sleep(20 * time.Millisecond)
 		return false, nil, nil
 	})
@@ -59,7 +56,7 @@ func TestInventorySharedListsOncePerBurst(t *testing.T) {
 		{Name: "services", Kind: "Service", Namespaced: true, Verbs: verbs},
 		{Name: "namespaces", Kind: "Namespace", Verbs: verbs},
 	}}}
-	a := New(dyn, disc)
+	a := New(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), md, disc)
 	var wg sync.WaitGroup
 	got := make([][]*unstructured.Unstructured, 40)
 	errs := make([]error, 40)
@@ -77,13 +74,16 @@ func TestInventorySharedListsOncePerBurst(t *testing.T) {
 			t.Errorf("app-%02d: %d objects, want its ConfigMap and Service in web", i, len(got[i]))
 		}
 		for _, o := range got[i] {
+			if k := o.GetKind(); o.GetAPIVersion() != "v1" || (k != "ConfigMap" && k != "Service") {
+				t.Errorf("app-%02d got %s/%s as %s %s, want its kind", i, o.GetNamespace(), o.GetName(), o.GetAPIVersion(), k)
+			}
 			if o.GetLabels()[object.LabelApp] != fmt.Sprintf("app-%02d", i) || o.GetNamespace() != "web" {
 				t.Errorf("app-%02d got %s/%s of %s", i, o.GetNamespace(), o.GetName(), o.GetLabels()[object.LabelApp])
 			}
 		}
 	}
 	lists := 0
-	for _, act := range dyn.Actions() {
+	for _, act := range md.Actions() {
 		if act.GetVerb() == "list" {
 			lists++
 		}
@@ -98,7 +98,7 @@ func TestInventorySharedListsOncePerBurst(t *testing.T) {
 	// An ask after a listing began is answered by a later one: nothing
 	// written before the ask is missed.
 	cm := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	if _, err := dyn.Resource(cm).Namespace("web").Create(context.Background(), labelled("ConfigMap", "web", "app-00-new", "app-00"), metav1.CreateOptions{}); err != nil {
+	if _, err := md.Resource(cm).Namespace("web").(metadatafake.MetadataClient).CreateFake(labelled("ConfigMap", "web", "app-00-new", "app-00"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	again, err := a.InventoryShared(context.Background(), "app-00", []string{"web"})

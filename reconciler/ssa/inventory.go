@@ -10,9 +10,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 
 	"pinbot.dev/pinbot/reconciler/object"
 )
@@ -29,7 +30,7 @@ const inventoryWorkers = 8
 // list are skipped, as are Events and core Endpoints. Objects come back with their apiVersion
 // and kind set, in no particular order.
 //
-// It costs one discovery and one LIST per kind; the reconcile loop runs it
+// It costs one discovery and one LIST of metadata per kind; the reconcile loop runs it
 // once per app and then follows the inventory's kinds with watches.
 func (a *Applier) Inventory(ctx context.Context, app string) ([]*unstructured.Unstructured, error) {
 	return a.InventoryIn(ctx, app, nil)
@@ -91,6 +92,12 @@ func (a *Applier) InventoryIn(ctx context.Context, app string, namespaces []stri
 // namespaced kinds in namespaces (all namespaces when nil; none when
 // empty). Kinds pinbot may not list are skipped. Each object comes back
 // once, with its apiVersion and kind set.
+//
+// The LISTs ask for metadata only: an inventory is judged by labels,
+// annotations, managed fields and owners, and a Secret's data or a
+// Deployment's spec would only cost the API server, the wire and the
+// heap (a replica taking over thousands of apps lists every kind of
+// their namespaces).
 func (a *Applier) listLabelled(ctx context.Context, selector string, cluster bool, namespaces []string) ([]*unstructured.Unstructured, error) {
 	kinds, err := a.listableKinds()
 	if err != nil {
@@ -98,20 +105,20 @@ func (a *Applier) listLabelled(ctx context.Context, selector string, cluster boo
 	}
 	type job struct {
 		k  kindScope
-		ri dynamic.ResourceInterface
+		ri metadata.ResourceInterface
 	}
 	var jobs []job
 	for _, k := range kinds {
 		switch {
 		case !k.namespaced:
 			if cluster {
-				jobs = append(jobs, job{k: k, ri: a.dyn.Resource(k.gvr)})
+				jobs = append(jobs, job{k: k, ri: a.md.Resource(k.gvr)})
 			}
 		case namespaces == nil:
-			jobs = append(jobs, job{k: k, ri: a.dyn.Resource(k.gvr)})
+			jobs = append(jobs, job{k: k, ri: a.md.Resource(k.gvr)})
 		default:
 			for _, ns := range namespaces {
-				jobs = append(jobs, job{k: k, ri: a.dyn.Resource(k.gvr).Namespace(ns)})
+				jobs = append(jobs, job{k: k, ri: a.md.Resource(k.gvr).Namespace(ns)})
 			}
 		}
 	}
@@ -142,8 +149,11 @@ func (a *Applier) listLabelled(ctx context.Context, selector string, cluster boo
 					continue
 				}
 				seen[string(item.GetUID())] = true
-				item.SetGroupVersionKind(j.k.gvk)
-				out = append(out, item)
+				u, err := fromMetadata(item, j.k.gvk)
+				if err != nil {
+					return fmt.Errorf("listing %s: %w", j.k.gvr.GroupResource(), err)
+				}
+				out = append(out, u)
 			}
 			return nil
 		})
@@ -155,4 +165,15 @@ func (a *Applier) listLabelled(ctx context.Context, selector string, cluster boo
 		return nil, fmt.Errorf("listing: %w", err)
 	}
 	return out, nil
+}
+
+// fromMetadata is m as an object of kind gvk with only its metadata.
+func fromMetadata(m *metav1.PartialObjectMetadata, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
+	meta, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&m.ObjectMeta)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"metadata": meta}}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
 }
