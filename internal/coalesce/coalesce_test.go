@@ -63,3 +63,38 @@ func TestCallerThatGivesUpStopsWaiting(t *testing.T) {
 	}
 	close(release)
 }
+
+func TestDoSinceIsAnsweredByAKeptRunThatBeganAfterSince(t *testing.T) {
+	f := Fresh[int]{Keep: 50 * time.Millisecond}
+	var runs atomic.Int32
+	count := func(context.Context) (int, error) { return int(runs.Add(1)), nil }
+	since := time.Now()
+	for i := range 5 {
+		if v, err := f.DoSince(context.Background(), "k", since, count); err != nil || v != 1 {
+			t.Fatalf("call %d after the first run: %d, %v; want the first run's 1", i, v, err)
+		}
+	}
+	// A call that wants a run begun after the kept one gets a new run.
+	if v, _ := f.DoSince(context.Background(), "k", time.Now(), count); v != 2 {
+		t.Errorf("a call since now: run %d, want a new run 2", v)
+	}
+	if v, _ := f.Do(context.Background(), "k", count); v != 3 {
+		t.Errorf("Do after a kept run: run %d, want a new run 3", v)
+	}
+	time.Sleep(200 * time.Millisecond) // past Keep
+	if v, _ := f.DoSince(context.Background(), "k", since, count); v != 4 {
+		t.Errorf("a call after Keep: run %d, want a new run 4", v)
+	}
+}
+
+func TestDoSinceKeepsNoFailure(t *testing.T) {
+	f := Fresh[int]{Keep: time.Minute}
+	var runs atomic.Int32
+	failing := func(context.Context) (int, error) { return int(runs.Add(1)), errors.New("the API server said no") }
+	since := time.Now()
+	_, _ = f.DoSince(context.Background(), "k", since, failing)
+	_, _ = f.DoSince(context.Background(), "k", since, failing)
+	if n := runs.Load(); n != 2 {
+		t.Errorf("two calls after a failed run: %d runs, want 2", n)
+	}
+}
