@@ -35,6 +35,7 @@ func (p *pass) applyWaves(ctx context.Context, waves []wave.Wave) ([]*unstructur
 		}
 		done, err := p.c.Applier.Apply(ctx, p.app.Name, objs)
 		applied = append(applied, done...)
+		p.noteKinds(done)
 		if err != nil {
 			return applied, err
 		}

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"time"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/logctx"
@@ -177,6 +178,7 @@ func (a *appRuns) startAll() {
 		}
 		run := &appRun{st: st, quit: make(chan struct{})}
 		a.running[app.Name] = run
+		st.ownedSince = time.Now() // before its loop's goroutine starts
 		stop := merge(a.ctx, a.stop, run.quit)
 		a.wg.Add(1)
 		go func() {

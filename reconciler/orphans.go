@@ -16,31 +16,30 @@ import (
 // desired objects no longer declare, from the watch caches, except those
 // annotated argocd.argoproj.io/compare-options: IgnoreExtraneous. The
 // first call lists the whole inventory once (every kind, in the app's
-// allowed namespaces, a listing the apps passing at once share) to learn
-// its kinds; later calls watch those kinds and every kind desired holds.
+// allowed namespaces) to learn its kinds; later calls watch those kinds,
+// every kind desired holds and every kind a sync applied.
+//
+// That first listing is shared by every app of the replica that began
+// passing before it did: a replica taking over thousands of apps lists
+// each namespace once, not once per app that asks while a listing is
+// under way. What its apps applied since is in their kinds (noteKinds).
 func (p *pass) orphans(ctx context.Context) ([]object.Ref, error) {
 	st := p.st
 	var found []*unstructured.Unstructured
 	if !st.listed {
-		// Shared: a replica's first passes of thousands of apps each ask.
-		inv, err := p.c.Applier.InventoryShared(ctx, p.app.Name, p.app.AllowNamespaces)
+		inv, err := p.c.Applier.InventoryShared(ctx, p.app.Name, p.app.AllowNamespaces, st.ownedSince)
 		if err != nil {
 			return nil, err
 		}
 		found = inv
 	}
-	if st.kinds == nil {
-		st.kinds = map[schema.GroupVersionKind]bool{}
-	}
-	for _, o := range found {
-		st.kinds[o.GroupVersionKind()] = true
-	}
+	p.noteKinds(found)
 	st.listed = true
 	declared := make(map[object.Ref]bool, len(p.desired))
 	for _, d := range p.desired {
 		declared[object.RefOf(d)] = true
-		st.kinds[d.GroupVersionKind()] = true
 	}
+	p.noteKinds(p.desired)
 	var specs []cluster.WatchSpec
 	for gvk := range st.kinds {
 		if m, err := p.c.Applier.Mapping(gvk); err == nil {
@@ -76,6 +75,16 @@ func (p *pass) orphans(ctx context.Context) ([]object.Ref, error) {
 	}
 	object.Sort(out)
 	return out, nil
+}
+
+// noteKinds adds the kinds of objs to the app's inventory kinds.
+func (p *pass) noteKinds(objs []*unstructured.Unstructured) {
+	if p.st.kinds == nil {
+		p.st.kinds = map[schema.GroupVersionKind]bool{}
+	}
+	for _, o := range objs {
+		p.st.kinds[o.GroupVersionKind()] = true
+	}
 }
 
 // pruneOrphans deletes the app's orphans as prune.Plan decides, given

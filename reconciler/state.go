@@ -66,10 +66,14 @@ type appState struct {
 	diffs map[object.Ref]cachedDiff
 	// guard is self-heal's drift-war guard.
 	guard heal.Guard
-	// kinds are the inventory's kinds, watched for orphans; listed says
-	// the one full inventory LIST was made (orphans.go).
-	kinds  map[schema.GroupVersionKind]bool
-	listed bool
+	// kinds are the inventory's kinds, watched for orphans, and those
+	// of every object a sync applied; listed says the one full inventory
+	// LIST was made (orphans.go). ownedSince is when this process began
+	// passing the app (its loop started): a listing that began later
+	// holds what the app's last owner applied.
+	kinds      map[schema.GroupVersionKind]bool
+	listed     bool
+	ownedSince time.Time
 	// lastDrift and lastOrphans are the latest full pass's findings,
 	// which follow-up passes (no Git fetch, no diff) report unchanged.
 	lastDrift   []diff.Field

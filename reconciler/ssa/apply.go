@@ -69,7 +69,7 @@ type Applier struct {
 // through md and discovers kinds through disc.
 func New(dyn dynamic.Interface, md metadata.Interface, disc discovery.DiscoveryInterface) *Applier {
 	cached := memory.NewMemCacheClient(disc)
-	return &Applier{dyn: dyn, md: md, disc: cached, mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached)}
+	return &Applier{dyn: dyn, md: md, disc: cached, cens: coalesce.Fresh[census]{Keep: censusKeep}, mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached)}
 }
 
 // Mapping finds the resource of gvk, refreshing discovery once on a miss

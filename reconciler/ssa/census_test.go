@@ -60,9 +60,10 @@ func TestInventorySharedListsOncePerBurst(t *testing.T) {
 	var wg sync.WaitGroup
 	got := make([][]*unstructured.Unstructured, 40)
 	errs := make([]error, 40)
+	owned := time.Now() // the apps' loops began, as a takeover's do
 	for i := range 40 {
 		wg.Go(func() {
-			got[i], errs[i] = a.InventoryShared(context.Background(), fmt.Sprintf("app-%02d", i), []string{"web"})
+			got[i], errs[i] = a.InventoryShared(context.Background(), fmt.Sprintf("app-%02d", i), []string{"web"}, owned)
 		})
 	}
 	wg.Wait()
@@ -88,21 +89,26 @@ func TestInventorySharedListsOncePerBurst(t *testing.T) {
 			lists++
 		}
 	}
-	// Three kinds; the first app's listing and, at most, one more for
-	// those who asked while it was under way.
-	if lists > 6 {
-		t.Errorf("%d LISTs for 40 apps' inventories, want at most 6 (two listings of three kinds)", lists)
+	// Three kinds in two scopes (web, and the cluster-scoped Namespaces):
+	// one listing answers every app that began passing before it.
+	if lists != 3 {
+		t.Errorf("%d LISTs for 40 apps' inventories, want 3 (one listing of three kinds)", lists)
 	}
 	t.Logf("%d LISTs for 40 apps", lists)
 
-	// An ask after a listing began is answered by a later one: nothing
-	// written before the ask is missed.
+	// An app that began passing after the listing began is answered by
+	// a later one: nothing written before it began is missed. One that
+	// began before is answered by the listing kept.
 	cm := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	if _, err := md.Resource(cm).Namespace("web").(metadatafake.MetadataClient).CreateFake(labelled("ConfigMap", "web", "app-00-new", "app-00"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	again, err := a.InventoryShared(context.Background(), "app-00", []string{"web"})
+	kept, err := a.InventoryShared(context.Background(), "app-00", []string{"web"}, owned)
+	if err != nil || len(kept) != 2 {
+		t.Errorf("app-00, passing since before the listing: %d objects (%v), want the listing's 2", len(kept), err)
+	}
+	again, err := a.InventoryShared(context.Background(), "app-00", []string{"web"}, time.Now())
 	if err != nil || len(again) != 3 {
-		t.Errorf("app-00 after a ConfigMap was added: %d objects (%v), want 3", len(again), err)
+		t.Errorf("app-00, passing since after a ConfigMap was added: %d objects (%v), want 3", len(again), err)
 	}
 }
