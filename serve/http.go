@@ -46,7 +46,8 @@ func (d *daemon) registerMetrics() error {
 		cs = append(cs, d.admission.decisions)
 	}
 	cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, c := range append(append(cs, peermetrics.Collectors()...), d.o.Collectors...) {
+	cs = append(append(cs, kubeCollectors()...), peermetrics.Collectors()...)
+	for _, c := range append(cs, d.o.Collectors...) {
 		if err := d.metrics.Register(c); err != nil {
 			return err
 		}
