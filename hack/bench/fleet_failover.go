@@ -79,6 +79,7 @@ func (b *fleetBench) failover(ctx context.Context, r *report, at string) error {
 			fmt.Printf("     %s\n", l)
 		}
 	}
+	b.printThrottled("since they started (the survivors)")
 	r.check(fmt.Sprintf("%sSIGKILL of a replica → its %s apps verified by the others (lease %s)", at, thousands(len(gone)), fleetLease),
 		recRound(took).String(), "≤ 30s", took <= 30*time.Second)
 	if err := recSleepPlain(ctx, 5*time.Second); err != nil {
@@ -145,4 +146,47 @@ func verifiedOn(addr string) map[string]bool {
 		}
 	}
 	return out
+}
+
+// throttledOn returns what the replica at addr reports of client-go's
+// rate limiter: the requests it held and their waits' sum, in seconds.
+func throttledOn(addr string) (held int, wait float64) {
+	resp, err := http.Get("http://" + addr + "/metrics?name[]=pinbot_kube_client_throttled_seconds")
+	if err != nil {
+		return 0, 0
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		var v float64
+		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(line, "pinbot_kube_client_throttled_seconds_sum"):
+			wait += v
+		case strings.HasPrefix(line, `pinbot_kube_client_throttled_seconds_bucket`) && strings.Contains(line, `le="0.001"`):
+			held -= int(v) // the requests sent at once
+		case strings.HasPrefix(line, "pinbot_kube_client_throttled_seconds_count"):
+			held += int(v)
+		}
+	}
+	return held, wait
+}
+
+// printThrottled prints what client-side throttling held each live
+// replica's requests so far.
+func (b *fleetBench) printThrottled(when string) {
+	var parts []string
+	for i, c := range b.replicas {
+		select {
+		case <-c.exited:
+			continue
+		default:
+		}
+		held, wait := throttledOn(b.addrs[i])
+		parts = append(parts, fmt.Sprintf("%s %d requests, %.1f s", c.name, held, wait))
+	}
+	fmt.Printf("   held by pinbot's client-side rate limit %s: %s\n", when, strings.Join(parts, "; "))
 }

@@ -72,6 +72,7 @@ func (b *fleetBench) measure(ctx context.Context, r *report) error {
 		return fmt.Errorf("%s of %s verified: %w", thousands(verified), thousands(b.shape.apps), err)
 	}
 	r.check(at+"start to every app verified", recRound(took).String(), "≤ 60s", took <= 60*time.Second)
+	b.printThrottled("during the start")
 	if n, err := b.rolledAtStart(ctx); err == nil {
 		r.check(at+"pinbot's own apps whose Deployment serve's start changed", fmt.Sprint(n), "0", n == 0)
 	}

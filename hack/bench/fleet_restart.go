@@ -36,5 +36,6 @@ func (b *fleetBench) restart(ctx context.Context, r *report, at string) error {
 		return fmt.Errorf("%s of %s apps verified after the restart: %w", thousands(proven), thousands(b.shape.apps), err)
 	}
 	r.check(at+"restart of every replica → every app verified", recRound(took).String(), "≤ 60s", took <= 60*time.Second)
+	b.printThrottled("during the restart")
 	return nil
 }
