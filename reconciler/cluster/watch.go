@@ -202,7 +202,7 @@ func (w *Watcher) FillOwned(s *verdict.Snapshot, namespaces []string, owned Owne
 		}
 		for _, uid := range owners {
 			for _, o := range controlledBy(c.pods, uid, ns) {
-				s.Pods = append(s.Pods, o.(*corev1.Pod))
+				s.Pods = append(s.Pods, o.(*cachedPod).pod())
 			}
 		}
 		for _, p := range owned.Pods {
@@ -210,7 +210,7 @@ func (w *Watcher) FillOwned(s *verdict.Snapshot, namespaces []string, owned Owne
 				continue
 			}
 			if o, ok, _ := c.pods.GetIndexer().GetByKey(p.String()); ok {
-				s.Pods = append(s.Pods, o.(*corev1.Pod))
+				s.Pods = append(s.Pods, o.(*cachedPod).pod())
 			}
 		}
 	}
@@ -294,13 +294,11 @@ func (w *Watcher) close() {
 }
 
 // trim keeps only what verification reads, before an object enters a
-// cache: metadata without managed fields, and for Pods the node name, the
-// containers' names (a container Git declares and the Pod lacks is a
-// mismatch), phase, the Ready condition (when the Pod went not Ready) and
-// of each container status its name, image, imageID, readiness and wait;
-// ControllerRevisions lose their data. A kubelet's statuses carry far
-// more (volume mounts, resources, the last termination), which a watch
-// of every Pod of a fleet would otherwise hold.
+// cache: metadata without managed fields; for Pods a cachedPod, of which
+// a snapshot gets a *corev1.Pod back; ControllerRevisions lose their
+// data. A kubelet's Pods carry far more (volume mounts, resources, the
+// last termination, the whole spec), which a watch of every Pod of a
+// fleet would otherwise hold.
 func trim(obj any) (any, error) {
 	meta := func(m *metav1.ObjectMeta) metav1.ObjectMeta {
 		return metav1.ObjectMeta{
@@ -311,38 +309,7 @@ func trim(obj any) (any, error) {
 	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		names := func(cs []corev1.Container) []corev1.Container {
-			out := make([]corev1.Container, len(cs))
-			for i, c := range cs {
-				out[i].Name = c.Name
-			}
-			return out
-		}
-		statuses := func(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
-			if cs == nil {
-				return nil
-			}
-			out := make([]corev1.ContainerStatus, len(cs))
-			for i, c := range cs {
-				out[i] = corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: c.ImageID, Ready: c.Ready}
-				if w := c.State.Waiting; w != nil {
-					out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
-				}
-			}
-			return out
-		}
-		var ready []corev1.PodCondition
-		for _, c := range o.Status.Conditions {
-			if c.Type == corev1.PodReady {
-				ready = []corev1.PodCondition{{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}}
-			}
-		}
-		return &corev1.Pod{
-			ObjectMeta: meta(&o.ObjectMeta),
-			Spec:       corev1.PodSpec{NodeName: o.Spec.NodeName, Containers: names(o.Spec.Containers), InitContainers: names(o.Spec.InitContainers)},
-			Status: corev1.PodStatus{Phase: o.Status.Phase, Conditions: ready, ContainerStatuses: statuses(o.Status.ContainerStatuses),
-				InitContainerStatuses: statuses(o.Status.InitContainerStatuses)},
-		}, nil
+		return cachePod(o), nil
 	case *appsv1.ReplicaSet:
 		return &appsv1.ReplicaSet{ObjectMeta: meta(&o.ObjectMeta)}, nil
 	case *appsv1.ControllerRevision:

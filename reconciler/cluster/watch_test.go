@@ -5,15 +5,18 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // A Pod as a kubelet reports it, trimmed for the cache, keeps what
-// verification reads: when it went not Ready (not its creation), and
+// verification reads: its revision and controller, when it went not
+// Ready (not its creation), the platform it demands of its Node, and
 // each container's image ID, readiness and wait.
 func TestTrimKeepsWhatVerificationReads(t *testing.T) {
+	yes := true
 	created := metav1.NewTime(time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC))
 	unready := metav1.NewTime(time.Date(2026, 12, 4, 17, 30, 0, 0, time.UTC))
 	status := func(name string) corev1.ContainerStatus {
@@ -28,9 +31,13 @@ func TestTrimKeepsWhatVerificationReads(t *testing.T) {
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "team", UID: "u1", CreationTimestamp: created,
-			Labels: map[string]string{"app": "web"}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+			Labels:      map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: "7d9f8c"},
+			Annotations: map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-12-01T08:00:00Z"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d9f8c", UID: "rs1", Controller: &yes}},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
 		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "web", Image: "ignored"}},
-			InitContainers: []corev1.Container{{Name: "migrate", Image: "ignored"}}},
+			InitContainers: []corev1.Container{{Name: "migrate", Image: "ignored"}},
+			NodeSelector:   map[string]string{corev1.LabelArchStable: "arm64", "disktype": "ssd"}, OS: &corev1.PodOS{Name: corev1.Linux}},
 		Status: corev1.PodStatus{
 			Phase: corev1.PodRunning, PodIP: "10.0.0.1",
 			Conditions: []corev1.PodCondition{
@@ -41,17 +48,21 @@ func TestTrimKeepsWhatVerificationReads(t *testing.T) {
 			InitContainerStatuses: []corev1.ContainerStatus{status("migrate")},
 		},
 	}
-	got, err := trim(pod)
+	cached, err := trim(pod)
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := cached.(*cachedPod).pod()
 	kept := func(name string) corev1.ContainerStatus {
 		return corev1.ContainerStatus{Name: name, Image: "gitea.example/org/" + name + ":1.4", ImageID: "gitea.example/org/" + name + "@sha256:" + name,
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 5m0s"}}}
 	}
 	want := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "team", UID: "u1", CreationTimestamp: created, Labels: map[string]string{"app": "web"}},
-		Spec:       corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "web"}}, InitContainers: []corev1.Container{{Name: "migrate"}}},
+		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "team", UID: "u1", CreationTimestamp: created,
+			Labels:          map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: "7d9f8c"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d9f8c", UID: "rs1", Controller: &yes}}},
+		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "web"}}, InitContainers: []corev1.Container{{Name: "migrate"}},
+			NodeSelector: map[string]string{corev1.LabelArchStable: "arm64"}, OS: &corev1.PodOS{Name: corev1.Linux}},
 		Status: corev1.PodStatus{
 			Phase:                 corev1.PodRunning,
 			Conditions:            []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: unready}},
