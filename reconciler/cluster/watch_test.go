@@ -31,8 +31,8 @@ func TestTrimKeepsWhatVerificationReads(t *testing.T) {
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "team", UID: "u1", CreationTimestamp: created,
-			Labels:      map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: "7d9f8c"},
-			Annotations: map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-12-01T08:00:00Z"},
+			Labels:          map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: "7d9f8c"},
+			Annotations:     map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-12-01T08:00:00Z"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d9f8c", UID: "rs1", Controller: &yes}},
 			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
 		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "web", Image: "ignored"}},
