@@ -295,28 +295,37 @@ func (w *Watcher) close() {
 
 // trim keeps only what verification reads, before an object enters a
 // cache: metadata without managed fields; for Pods a cachedPod, of which
-// a snapshot gets a *corev1.Pod back; ControllerRevisions lose their
-// data. A kubelet's Pods carry far more (volume mounts, resources, the
-// last termination, the whole spec), which a watch of every Pod of a
-// fleet would otherwise hold.
+// a snapshot gets a *corev1.Pod back; for ReplicaSets and
+// ControllerRevisions their revision's label and annotation, not their
+// spec or data. A kubelet's Pods carry far more (volume mounts,
+// resources, the last termination, the whole spec), which a watch of
+// every Pod of a fleet would otherwise hold.
 func trim(obj any) (any, error) {
-	meta := func(m *metav1.ObjectMeta) metav1.ObjectMeta {
+	meta := func(m *metav1.ObjectMeta, label, annotation string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{
 			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
 			Generation: m.Generation, CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
-			Labels: m.Labels, Annotations: m.Annotations, OwnerReferences: m.OwnerReferences,
+			Labels: only(m.Labels, label), Annotations: only(m.Annotations, annotation), OwnerReferences: m.OwnerReferences,
 		}
 	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		return cachePod(o), nil
 	case *appsv1.ReplicaSet:
-		return &appsv1.ReplicaSet{ObjectMeta: meta(&o.ObjectMeta)}, nil
+		return &appsv1.ReplicaSet{ObjectMeta: meta(&o.ObjectMeta, appsv1.DefaultDeploymentUniqueLabelKey, verdict.RevisionAnnotation)}, nil
 	case *appsv1.ControllerRevision:
-		return &appsv1.ControllerRevision{ObjectMeta: meta(&o.ObjectMeta), Revision: o.Revision}, nil
+		return &appsv1.ControllerRevision{ObjectMeta: meta(&o.ObjectMeta, appsv1.ControllerRevisionHashLabelKey, ""), Revision: o.Revision}, nil
 	case *corev1.Node:
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion},
 			Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{OperatingSystem: o.Status.NodeInfo.OperatingSystem, Architecture: o.Status.NodeInfo.Architecture}}}, nil
 	}
 	return obj, nil
+}
+
+// only is m with key alone, or nil without it.
+func only(m map[string]string, key string) map[string]string {
+	if v, ok := m[key]; ok && key != "" {
+		return map[string]string{key: v}
+	}
+	return nil
 }

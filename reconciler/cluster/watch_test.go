@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
 // A Pod as a kubelet reports it, trimmed for the cache, keeps what
@@ -72,5 +74,37 @@ func TestTrimKeepsWhatVerificationReads(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("trimmed Pod (-want +got):\n%s", d)
+	}
+}
+
+// A ReplicaSet and a ControllerRevision keep their revision's label and
+// annotation, and their owners; not the rest of their metadata.
+func TestTrimKeepsTheRevisionsOfReplicaSetsAndControllerRevisions(t *testing.T) {
+	yes := true
+	owner := []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "d1", Controller: &yes}}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-7d9f8c", Namespace: "team", UID: "rs1", OwnerReferences: owner,
+		Labels: map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: "7d9f8c"},
+		Annotations: map[string]string{verdict.RevisionAnnotation: "4", "deployment.kubernetes.io/desired-replicas": "3",
+			"deployment.kubernetes.io/max-replicas": "4"}},
+		Spec: appsv1.ReplicaSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web"}}}}}}
+	got, err := trim(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-7d9f8c", Namespace: "team", UID: "rs1", OwnerReferences: owner,
+		Labels: map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: "7d9f8c"}, Annotations: map[string]string{verdict.RevisionAnnotation: "4"}}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("trimmed ReplicaSet (-want +got):\n%s", d)
+	}
+	cr := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "db-5c8b", Namespace: "team", UID: "cr1", OwnerReferences: owner,
+		Labels: map[string]string{"app": "db", appsv1.ControllerRevisionHashLabelKey: "5c8b"}}, Revision: 2}
+	got, err = trim(cr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCR := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "db-5c8b", Namespace: "team", UID: "cr1", OwnerReferences: owner,
+		Labels: map[string]string{appsv1.ControllerRevisionHashLabelKey: "5c8b"}}, Revision: 2}
+	if d := cmp.Diff(wantCR, got); d != "" {
+		t.Errorf("trimmed ControllerRevision (-want +got):\n%s", d)
 	}
 }

@@ -58,6 +58,10 @@ type index struct {
 	mirrors     []Mirror
 }
 
+// RevisionAnnotation is a Deployment's revision, on it and on each of its
+// ReplicaSets.
+const RevisionAnnotation = "deployment.kubernetes.io/revision"
+
 func newIndex(s *Snapshot) *index {
 	ix := &index{
 		nodesUnread: s.NodesUnread,
@@ -235,7 +239,7 @@ func (ix *index) deployment(r *rollout, live *unstructured.Unstructured) error {
 	// the current template onto the Deployment. A newest ReplicaSet in
 	// view that is not it (a cache behind, a rollout just begun) means the
 	// current revision's Pods are not known yet.
-	if want := d.Annotations["deployment.kubernetes.io/revision"]; want != "" && want != strconv.FormatInt(rsRevision(newest), 10) {
+	if want := d.Annotations[RevisionAnnotation]; want != "" && want != strconv.FormatInt(rsRevision(newest), 10) {
 		r.notes = append(r.notes, fmt.Sprintf("%s is at revision %s, the newest ReplicaSet in view (%s) at %d", r.workload, want, newest.Name, rsRevision(newest)))
 	}
 	r.chain = fmt.Sprintf("ReplicaSet %s (uid %s, revision %d, current) → Deployment %s (uid %s, generation %d observed)",
@@ -249,7 +253,7 @@ func (ix *index) deployment(r *rollout, live *unstructured.Unstructured) error {
 
 // rsRevision is a ReplicaSet's deployment.kubernetes.io/revision.
 func rsRevision(rs *appsv1.ReplicaSet) int64 {
-	n, _ := strconv.ParseInt(rs.Annotations["deployment.kubernetes.io/revision"], 10, 64)
+	n, _ := strconv.ParseInt(rs.Annotations[RevisionAnnotation], 10, 64)
 	return n
 }
 
