@@ -165,6 +165,9 @@ func (s Source) RestConfig() (*rest.Config, error) {
 	if s.Replica != "" {
 		rc.UserAgent = rest.DefaultKubernetesUserAgent() + " replica/" + s.Replica
 	}
+	if rc.QPS == 0 {
+		rc.QPS, rc.Burst = reconciler.QPS, reconciler.Burst
+	}
 	return rc, nil
 }
 

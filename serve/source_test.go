@@ -4,11 +4,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"pinbot.dev/pinbot/reconciler"
 )
 
 // The cluster is found as kubectl finds it: ~/.kube/config when neither
 // --kubeconfig nor $KUBECONFIG is set, and --context over its
-// current-context.
+// current-context; its clients have pinbot's rate limit.
 func TestSourceFindsTheClusterAsKubectlDoes(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
@@ -36,6 +38,12 @@ contexts:
 		rc, err := Source{Context: tc.context}.RestConfig()
 		if err != nil || rc.Host != tc.host {
 			t.Errorf("--context %q: host %v, %v; want %s", tc.context, rc, err, tc.host)
+			continue
+		}
+		// Not client-go's 5 a second, which held a leader's requests
+		// for tens of seconds at 10,000 apps.
+		if rc.QPS != reconciler.QPS || rc.Burst != reconciler.Burst {
+			t.Errorf("--context %q: QPS %v, burst %d; want pinbot's %v, %d", tc.context, rc.QPS, rc.Burst, float32(reconciler.QPS), reconciler.Burst)
 		}
 	}
 }
