@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"math"
+	"os"
 	"runtime/debug"
 	"testing"
 )
@@ -35,17 +36,37 @@ func TestSetMemoryLimit(t *testing.T) {
 
 func TestSoftLimit(t *testing.T) {
 	for _, tc := range []struct {
-		container uint64
-		want      int64
+		container, reserve uint64
+		want               int64
 	}{
-		{256 << 20, 192 << 20},
-		{160 << 20, 96 << 20},
-		{100 << 20, 50 << 20}, // half, not 36Mi
-		{1 << 40, 1<<40 - 64<<20},
-		{math.MaxUint64, math.MaxInt64},
+		{256 << 20, 64 << 20, 192 << 20},
+		{160 << 20, 64 << 20, 96 << 20},
+		{100 << 20, 64 << 20, 50 << 20}, // half, not 36Mi
+		{512 << 20, 110 << 20, 402 << 20},
+		{1 << 40, 64 << 20, 1<<40 - 64<<20},
+		{math.MaxUint64, 64 << 20, math.MaxInt64},
 	} {
-		if got := softLimit(tc.container); got != tc.want {
-			t.Errorf("softLimit(%d) = %d, want %d", tc.container, got, tc.want)
+		if got := softLimit(tc.container, tc.reserve); got != tc.want {
+			t.Errorf("softLimit(%d, %d) = %d, want %d", tc.container, tc.reserve, got, tc.want)
 		}
+	}
+}
+
+// The reserve is the executable's size, at least memoryReserve: the test
+// binary is larger than that.
+func TestReserveIsTheExecutable(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := reserve(""), max(memoryReserve, uint64(fi.Size())); got != want {
+		t.Errorf("reserve() = %d, want %d (the executable %s is %d bytes)", got, want, exe, fi.Size())
+	}
+	if got, want := AutoMemoryLimit(1<<40, exe), int64(1<<40-max(memoryReserve, uint64(fi.Size()))); got != want {
+		t.Errorf("AutoMemoryLimit(1Ti, %s) = %d, want %d", exe, got, want)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"pinbot.dev/pinbot/internal/testenv/kube"
 	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/reconciler/object"
+	"pinbot.dev/pinbot/serve"
 )
 
 // The fleet measurements (issue 39): 10,000 apps over 2 control planes,
@@ -58,13 +59,13 @@ const (
 	// Every fleetOwnEvery-th app is pinbot's own (an apps: entry it
 	// syncs), on the hub; the rest are Argo CD Applications it verifies.
 	fleetOwnEvery = 10
-	// fleetMemoryLimit is what --memory-limit auto sets under a 512Mi
-	// container limit (less the 64Mi reserve): what a replica of this
-	// fleet needs (docs/operations.md), since each watches every Pod of
-	// the apps' namespaces. Under the chart's default 256Mi its live heap
-	// (about 350 MB) would be OOM-killed, and a soft limit below the live
-	// heap spends up to half a core collecting.
-	fleetMemoryLimit = "448Mi"
+	// fleetContainerLimit is the replicas' container: what a replica of
+	// this fleet needs (docs/operations.md), since each watches every Pod
+	// of the apps' namespaces. Under the chart's default 256Mi its live
+	// heap would be OOM-killed, and a soft limit below the live heap
+	// spends up to half a core collecting. The replicas run with the
+	// --memory-limit auto would set under it (fleetBench.memoryLimit).
+	fleetContainerLimit = 512 << 20
 	// The Lease timings: a dead replica's shards move after 15 s, and
 	// each Lease is renewed every 5 s, so that a replica's idle requests
 	// (its member Lease, the survey, the leader's Lease and one shard's)
@@ -298,4 +299,10 @@ func (b *fleetBench) config() string {
 			fleetName(i), b.gitea.RepoURL(b.owner, fleetOwnRepo), fleetName(i), b.namespace(i), b.namespace(i))
 	}
 	return cfg.String()
+}
+
+// memoryLimit is the --memory-limit auto sets in the replicas' container
+// (fleetContainerLimit), running the pinbot built for this run.
+func (b *fleetBench) memoryLimit() int64 {
+	return serve.AutoMemoryLimit(fleetContainerLimit, b.bin)
 }

@@ -30,8 +30,7 @@ const (
 	fleetHostileApps    = 100
 	fleetWebhookRate    = 50
 	fleetHostileWindow  = time.Minute
-	fleetContainerLimit = 512 << 20 // what fleetMemoryLimit is auto under
-	hostileIndexEntries = 99_000    // about 99 MB of index
+	hostileIndexEntries = 99_000 // about 99 MB of index
 )
 
 // hostileRegistry serves /v2/ and, for any manifest, an image index of

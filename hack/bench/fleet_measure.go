@@ -90,7 +90,7 @@ func (b *fleetBench) measure(ctx context.Context, r *report) error {
 		worst = max(worst, rss)
 		fmt.Printf("   %s: RSS %s (peak %s, the executable's pages %s); %s\n", c.name, mb(rss), mb(peak), mb(file), goMemory(b.addrs[i]))
 	}
-	r.check(at+"idle RSS, the largest replica, --memory-limit "+fleetMemoryLimit, mb(worst), "≤ 500 MB", worst <= 500<<20)
+	r.check(at+"idle RSS, the largest replica, --memory-limit "+mb(b.memoryLimit()), mb(worst), "≤ 500 MB", worst <= 500<<20)
 	if err := saveHeap(b.pprof, filepath.Join("hack", "bench", "out", b.shape.name+"-heap.pprof")); err != nil {
 		fmt.Printf("   no heap profile: %s\n", err)
 	}
@@ -137,7 +137,7 @@ func (b *fleetBench) startReplicas() error {
 			"--cache-dir", filepath.Join(b.tmp, "cache-"+id), "--listen", addr, "--webhook-secret-file", secret,
 			"--leader-elect", "--id", id, "--shards", fmt.Sprint(b.shape.shards),
 			"--lease-duration", fleetLease, "--renew-deadline", fleetRenew, "--retry-period", fleetRetry,
-			"--memory-limit", fleetMemoryLimit}
+			"--memory-limit", fmt.Sprint(b.memoryLimit())}
 		pp, err := freeAddr()
 		if err != nil {
 			return err

@@ -50,7 +50,7 @@ func (f *serveFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.pprofListen, "pprof-listen", "",
 		`serve Go's runtime profiles (/debug/pprof/) on this address of their own, e.g. ":6060" (loopback unless a host is named; default: none)`)
 	cmd.Flags().StringVar(&f.memoryLimit, "memory-limit", "auto",
-		`the Go runtime's soft memory limit: a size such as "96Mi", "none", or "auto": the container's memory limit less 64Mi, unless $GOMEMLIMIT is set`)
+		`the Go runtime's soft memory limit: a size such as "96Mi", "none", or "auto": the container's memory limit less the executable's size (at least 64Mi) and at least half of it, unless $GOMEMLIMIT is set`)
 	cmd.Flags().DurationVar(&f.clusterTimeout, "cluster-timeout", cluster.DefaultDownAfter,
 		"how long a cluster whose watches broke may go unanswered before its apps say Unknown (proof, dashboard, gate, metrics); they recover by themselves")
 	cmd.Flags().DurationVar(&f.reloadInterval, "reload-interval", serve.DefaultReloadInterval,
