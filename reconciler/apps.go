@@ -178,12 +178,13 @@ func (a *appRuns) startAll() {
 		}
 		run := &appRun{st: st, quit: make(chan struct{})}
 		a.running[app.Name] = run
-		st.ownedSince = time.Now() // before its loop's goroutine starts
+		st.ownedSince.Store(time.Now().UnixNano())
 		stop := merge(a.ctx, a.stop, run.quit)
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
 			a.r.runApp(a.ctx, stop, app, st)
+			st.ownedSince.Store(0)
 			if a.keep != nil {
 				st.forget()
 				a.r.history.Forget(app.Name)

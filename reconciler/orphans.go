@@ -27,7 +27,7 @@ func (p *pass) orphans(ctx context.Context) ([]object.Ref, error) {
 	st := p.st
 	var found []*unstructured.Unstructured
 	if !st.listed {
-		inv, err := p.c.Applier.InventoryShared(ctx, p.app.Name, p.app.AllowNamespaces, st.ownedSince)
+		inv, err := p.c.Applier.InventoryShared(ctx, p.app.Name, p.app.AllowNamespaces, st.since())
 		if err != nil {
 			return nil, err
 		}

@@ -40,6 +40,10 @@ type appState struct {
 	// awaiting says the latest sync waits for its verification (Sync
 	// with a wait follows it).
 	awaiting atomic.Bool
+	// ownedSince is when this process's loop of the app began (Unix
+	// nanoseconds; 0 while it runs none): a listing that began later
+	// holds what the app's last owner applied (orphans.go).
+	ownedSince atomic.Int64
 
 	passMu sync.Mutex // held by the pass under way
 
@@ -68,12 +72,9 @@ type appState struct {
 	guard heal.Guard
 	// kinds are the inventory's kinds, watched for orphans, and those
 	// of every object a sync applied; listed says the one full inventory
-	// LIST was made (orphans.go). ownedSince is when this process began
-	// passing the app (its loop started): a listing that began later
-	// holds what the app's last owner applied.
-	kinds      map[schema.GroupVersionKind]bool
-	listed     bool
-	ownedSince time.Time
+	// LIST was made (orphans.go).
+	kinds  map[schema.GroupVersionKind]bool
+	listed bool
 	// lastDrift and lastOrphans are the latest full pass's findings,
 	// which follow-up passes (no Git fetch, no diff) report unchanged.
 	lastDrift   []diff.Field
@@ -97,6 +98,15 @@ type appState struct {
 	// inputs are what the last render of the app's branch read (nil
 	// before one), for TriggerChanged.
 	inputs *inputs
+}
+
+// since is when a listing of the app's inventory must have begun to
+// serve its pass: when this process's loop of it began, or now.
+func (st *appState) since() time.Time {
+	if n := st.ownedSince.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Now()
 }
 
 // track notes the repository and branch a verify-only app's deployer

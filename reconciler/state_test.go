@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -43,5 +44,21 @@ func TestRunsInWakesTheAppOfTheOwner(t *testing.T) {
 		if got := st.runsIn(c.ns, c.owners, []string{"shop"}); got != c.want {
 			t.Errorf("runsIn(%s, %v) = %t; want %t", c.ns, c.owners, got, c.want)
 		}
+	}
+}
+
+// A pass of an app whose loop runs here may use an inventory listing
+// that began after the loop did; any other pass, only one that begins
+// now.
+func TestSinceIsTheLoopsStartOrNow(t *testing.T) {
+	st := newAppState()
+	before := time.Now()
+	if got := st.since(); got.Before(before) {
+		t.Errorf("no loop: since %v, want now (not before %v)", got, before)
+	}
+	loop := time.Now().Add(-time.Minute)
+	st.ownedSince.Store(loop.UnixNano())
+	if got := st.since(); !got.Equal(time.Unix(0, loop.UnixNano())) {
+		t.Errorf("a loop since %v: since %v", loop, got)
 	}
 }
