@@ -89,8 +89,6 @@ type options struct {
 // Option configures New.
 type Option func(*options)
 
-// WithAPIResponseTimeout sets how long a Kubernetes API request waits for
-// the server to start answering. Default APIResponseTimeout.
 // QPS and Burst are the client-side rate limit of pinbot's clients of a
 // cluster (a rest.Config that sets none): client-go's default, 5 a
 // second, would make a 500-object sync take minutes, and held a serve
@@ -101,6 +99,8 @@ const (
 	Burst = 200
 )
 
+// WithAPIResponseTimeout sets how long a Kubernetes API request waits for
+// the server to start answering. Default APIResponseTimeout.
 func WithAPIResponseTimeout(d time.Duration) Option { return func(o *options) { o.answer = d } }
 
 // WithClusterDownAfter sets how long a cluster whose watches failed may

@@ -23,8 +23,8 @@ const memoryReserve = 64 << 20
 
 // SetMemoryLimit sets the Go runtime's soft memory limit, as
 // --memory-limit says: "auto" (the default) takes the container's memory
-// limit less the executable's size (AutoMemoryLimit), unless $GOMEMLIMIT is set; "none" sets no
-// limit; a quantity such as "96Mi" sets that. Under the limit the runtime
+// limit less the executable's size (AutoMemoryLimit), unless $GOMEMLIMIT
+// is set; "none" sets no limit; a quantity such as "96Mi" sets that. Under the limit the runtime
 // collects garbage sooner and returns freed memory to the system at once:
 // a replica's idle memory is then its live heap plus little, at the cost
 // of more GC work. It returns the limit set, 0 for none; its only error
