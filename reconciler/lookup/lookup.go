@@ -57,13 +57,13 @@ func (c *Cache) Answers(ctx context.Context, needs []verdict.Lookup) verdict.Loo
 }
 
 func (c *Cache) answer(ctx context.Context, l verdict.Lookup) verdict.Answer {
-	c.mu.Lock()
-	a, ok := c.m[l]
-	c.mu.Unlock()
-	if ok {
+	if a, ok := c.cached(l); ok {
 		return a
 	}
 	v, _, _ := c.inflight.Do(string(l.Kind)+" "+l.Ref+" "+l.Platform.String(), func() (any, error) {
+		if a, ok := c.cached(l); ok {
+			return a, nil // a read that ended after this call looked
+		}
 		a, definite := answer(ctx, c.reg, l)
 		if definite {
 			c.mu.Lock()
@@ -76,6 +76,14 @@ func (c *Cache) answer(ctx context.Context, l verdict.Lookup) verdict.Answer {
 		return a, nil
 	})
 	return v.(verdict.Answer)
+}
+
+// cached is the definite answer to l the Cache holds, if any.
+func (c *Cache) cached(l verdict.Lookup) (verdict.Answer, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.m[l]
+	return a, ok
 }
 
 // Answer asks reg one question verification depends on. A registry that
