@@ -44,13 +44,30 @@ type fleetShape struct {
 	clusters int // the hub and clusters-1 spokes
 	replicas int // serve replicas
 	shards   int
+	// container is the replicas' container memory: what a replica of
+	// this fleet needs (docs/operations.md), since each watches every Pod
+	// of the apps' namespaces. Under the chart's default 256Mi the 10,000
+	// apps' live heap would be OOM-killed, and a soft limit below the
+	// live heap spends up to half a core collecting. The replicas run
+	// with the --memory-limit auto would set under it
+	// (fleetBench.memoryLimit).
+	container uint64
+}
+
+// patience is how long the run waits for what takes d at 10,000 apps:
+// longer in proportion for a larger fleet, so that the record attempt
+// reports a slow figure instead of giving up.
+func (s fleetShape) patience(d time.Duration) time.Duration {
+	return d * time.Duration(max(1, s.apps/10_000))
 }
 
 var (
-	fleetOf10k  = fleetShape{name: "fleet", apps: 10_000, clusters: 2, replicas: 4, shards: 4}
-	fleetRecord = fleetShape{name: "fleet-record", apps: 50_000, clusters: 5, replicas: 4, shards: 4}
+	fleetOf10k = fleetShape{name: "fleet", apps: 10_000, clusters: 2, replicas: 4, shards: 4, container: 512 << 20}
+	// fleetRecord's replicas each hold five times the apps and Pods of
+	// fleetOf10k's, in five times the container.
+	fleetRecord = fleetShape{name: "fleet-record", apps: 50_000, clusters: 5, replicas: 4, shards: 4, container: 5 * 512 << 20}
 	// fleetSmall is a quick run of the same measurements.
-	fleetSmall = fleetShape{name: "fleet-small", apps: 1_000, clusters: 2, replicas: 4, shards: 4}
+	fleetSmall = fleetShape{name: "fleet-small", apps: 1_000, clusters: 2, replicas: 4, shards: 4, container: 512 << 20}
 )
 
 const (
@@ -59,13 +76,6 @@ const (
 	// Every fleetOwnEvery-th app is pinbot's own (an apps: entry it
 	// syncs), on the hub; the rest are Argo CD Applications it verifies.
 	fleetOwnEvery = 10
-	// fleetContainerLimit is the replicas' container: what a replica of
-	// this fleet needs (docs/operations.md), since each watches every Pod
-	// of the apps' namespaces. Under the chart's default 256Mi its live
-	// heap would be OOM-killed, and a soft limit below the live heap
-	// spends up to half a core collecting. The replicas run with the
-	// --memory-limit auto would set under it (fleetBench.memoryLimit).
-	fleetContainerLimit = 512 << 20
 	// The Lease timings: a dead replica's shards move after 15 s, and
 	// each Lease is renewed every 5 s, so that a replica's idle requests
 	// (its member Lease, the survey, the leader's Lease and one shard's)
@@ -234,7 +244,7 @@ func (b *fleetBench) populate(ctx context.Context) error {
 		return fmt.Errorf("creating the Applications: %w", err)
 	}
 	want := b.shape.apps * fleetAppPods
-	_, err = benchPoll(ctx, 40*time.Minute, "every Pod running", func() bool {
+	_, err = benchPoll(ctx, b.shape.patience(40*time.Minute), "every Pod running", func() bool {
 		n := 0
 		for _, k := range b.kubes {
 			pods, err := k.CoreV1().Pods("").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
@@ -302,7 +312,7 @@ func (b *fleetBench) config() string {
 }
 
 // memoryLimit is the --memory-limit auto sets in the replicas' container
-// (fleetContainerLimit), running the pinbot built for this run.
+// (fleetShape.container), running the pinbot built for this run.
 func (b *fleetBench) memoryLimit() int64 {
-	return serve.AutoMemoryLimit(fleetContainerLimit, b.bin)
+	return serve.AutoMemoryLimit(b.shape.container, b.bin)
 }

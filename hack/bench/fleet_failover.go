@@ -35,7 +35,7 @@ func (b *fleetBench) failover(ctx context.Context, r *report, at string) error {
 	seen := map[string]bool{}
 	// A survivor stores no status it finds unchanged: its /metrics, which
 	// report the apps it passed, say when it proved them.
-	took, err := benchPoll(ctx, 5*time.Minute, "the killed replica's apps verified by the others", func() bool {
+	took, err := benchPoll(ctx, b.shape.patience(5*time.Minute), "the killed replica's apps verified by the others", func() bool {
 		proven := map[string]bool{}
 		for i, c := range b.replicas {
 			if c != victim {

@@ -48,7 +48,7 @@ func (b *fleetBench) measure(ctx context.Context, r *report) error {
 	}()
 	go saveProfile(b.pprof, "profile?seconds=30", filepath.Join("hack", "bench", "out", b.shape.name+"-start-cpu.pprof"))
 	var verified int
-	took, err := benchPoll(ctx, 20*time.Minute, "every app verified", func() bool {
+	took, err := benchPoll(ctx, b.shape.patience(20*time.Minute), "every app verified", func() bool {
 		for _, c := range b.replicas {
 			select {
 			case <-c.exited:

@@ -22,7 +22,7 @@ func (b *fleetBench) restart(ctx context.Context, r *report, at string) error {
 		return err
 	}
 	var proven int
-	took, err := benchPoll(ctx, 20*time.Minute, "every app verified after the restart", func() bool {
+	took, err := benchPoll(ctx, b.shape.patience(20*time.Minute), "every app verified after the restart", func() bool {
 		all := map[string]bool{}
 		for _, addr := range b.addrs {
 			maps.Copy(all, verifiedOn(addr))
