@@ -19,6 +19,7 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/httpbound"
+	"pinbot.dev/pinbot/internal/kubeclient"
 	"pinbot.dev/pinbot/reconciler/chartrepo"
 	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/reconciler/config"
@@ -205,7 +206,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	if rc.QPS == 0 {
 		rc.QPS, rc.Burst = QPS, Burst
 	}
-	kube, err := kubernetes.NewForConfig(rc)
+	kube, err := kubeclient.New(rc)
 	if err != nil {
 		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
 	}

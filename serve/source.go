@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/homedir"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/kubeclient"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/config"
@@ -177,7 +178,7 @@ func (s Source) Kube() (kubernetes.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
-	kube, err := kubernetes.NewForConfig(rc)
+	kube, err := kubeclient.New(rc)
 	if err != nil {
 		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"pinbot.dev/pinbot/internal/httpbound"
+	"pinbot.dev/pinbot/internal/kubeclient"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler/spoke"
 )
@@ -131,7 +132,7 @@ func (rs *Remotes) clients(key, version string, a spoke.Cluster) (*Cluster, erro
 	rc.Wrap(trip.wrap)
 	rc.QPS, rc.Burst = 50, 100
 	rc.UserAgent = rs.agent
-	kube, err := kubernetes.NewForConfig(rc)
+	kube, err := kubeclient.New(rc)
 	if err != nil {
 		return nil, fmt.Errorf("creating the client: %w", err)
 	}

@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"pinbot.dev/pinbot/internal/capool"
 	"pinbot.dev/pinbot/internal/clip"
+	"pinbot.dev/pinbot/internal/kubeclient"
 	"pinbot.dev/pinbot/internal/loopback"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
@@ -87,7 +87,7 @@ func (f *gateFlags) ledgerGate(repo string) (promote.Admitter, error) {
 	case err != nil:
 		return nil, usageErrorf("flag --kubeconfig: loading the kubeconfig of pinbot's ledger: %w", err)
 	}
-	kube, err := kubernetes.NewForConfig(rc)
+	kube, err := kubeclient.New(rc)
 	if err != nil {
 		return nil, fmt.Errorf("the ledger's cluster: %w", err)
 	}

@@ -1,0 +1,21 @@
+// Package kubeclient builds pinbot's typed Kubernetes client. It speaks
+// protobuf to the API server, as Kubernetes' own controllers do: a
+// serve replica lists and watches every Pod of its apps' namespaces,
+// and JSON made both sides of that stream spend most of their time
+// encoding and decoding it.
+package kubeclient
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// New returns a typed client of rc that sends and asks for protobuf. It
+// still reads JSON, which some answers (a proxy's, an error's) are.
+func New(rc *rest.Config) (*kubernetes.Clientset, error) {
+	c := rest.CopyConfig(rc)
+	c.ContentType = runtime.ContentTypeProtobuf
+	c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return kubernetes.NewForConfig(c)
+}
