@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"os"
+	"reflect"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,7 +33,7 @@ const DefaultReloadInterval = 5 * time.Second
 // with its reason and counted, and serve keeps the config it runs. The
 // first config failing is the error.
 func RunReloading(ctx context.Context, src Source, o Options) error {
-	l := newReloader(src)
+	l := newReloader(ctx, src)
 	o.Collectors = append(o.Collectors, l.collectors()...)
 	cur, err := l.open(ctx)
 	if err != nil {
@@ -70,13 +71,12 @@ func RunReloading(ctx context.Context, src Source, o Options) error {
 }
 
 // turn is what serve runs on until the config changes: the Reconciler,
-// its config and Git cache, and the apps the config's discover: entries
-// selected (its apps include them, after its own).
+// its config (its apps include the discovered, after its own) and Git
+// cache.
 type turn struct {
-	r          *reconciler.Reconciler
-	cfg        *Config
-	cache      *gitforge.Cache
-	discovered []config.App
+	r     *reconciler.Reconciler
+	cfg   *Config
+	cache *gitforge.Cache
 }
 
 // reloader watches serve's config file and the deployer objects its
@@ -87,18 +87,26 @@ type reloader struct {
 	sum [sha256.Size]byte // of the file serve runs on, or last refused
 	dyn dynamic.Interface // for discover:, made on first use
 
+	// life is serve's: the Watcher of the discover: entries outlives
+	// the turns, and is replaced only when the entries change.
+	life      context.Context
+	watch     *discover.Watcher
+	watchOf   []config.Discovery
+	stopWatch context.CancelFunc
+
 	reloads *prometheus.CounterVec // pinbot_config_reloads_total{result}
 	ok      prometheus.Gauge       // pinbot_config_last_reload_successful
 	// rediscoveries counts changes of the discovered apps applied in place.
 	rediscoveries prometheus.Counter // pinbot_discovery_changes_total
 }
 
-func newReloader(src Source) *reloader {
+func newReloader(life context.Context, src Source) *reloader {
 	if src.Every <= 0 {
 		src.Every = DefaultReloadInterval
 	}
 	return &reloader{
-		src: src,
+		src:  src,
+		life: life,
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pinbot_config_reloads_total",
 			Help: "Changes of serve's config file seen, by result: applied, or refused (invalid; serve kept the config it had).",
@@ -127,7 +135,7 @@ func (l *reloader) collectors() []prometheus.Collector {
 // serve runs on.
 func (l *reloader) open(ctx context.Context) (turn, error) {
 	data, _ := os.ReadFile(l.src.File)
-	cfg, discovered, err := l.src.config(ctx, l.dynamic)
+	cfg, err := l.src.config(ctx, l.discovered)
 	if err != nil {
 		return turn{}, err
 	}
@@ -136,7 +144,29 @@ func (l *reloader) open(ctx context.Context) (turn, error) {
 		return turn{}, err
 	}
 	l.sum = sha256.Sum256(data)
-	return turn{r: r, cfg: cfg, cache: cache, discovered: discovered}, nil
+	return turn{r: r, cfg: cfg, cache: cache}, nil
+}
+
+// discovered returns the apps ds select now, from the caches of a
+// Watcher of ds (started on first use, and again when the entries
+// change): serve's start reads the selected objects once, in the
+// informers' first list, and a rediscovery reads nothing more.
+func (l *reloader) discovered(ctx context.Context, ds []config.Discovery) ([]config.App, error) {
+	if l.watch == nil || !reflect.DeepEqual(l.watchOf, ds) {
+		dyn, err := l.dynamic()
+		if err != nil {
+			return nil, err
+		}
+		if l.stopWatch != nil {
+			l.stopWatch()
+		}
+		life, stop := context.WithCancel(l.life)
+		l.watch, l.watchOf, l.stopWatch = discover.Watch(life, dyn, ds), ds, stop
+	}
+	if err := l.watch.Synced(ctx); err != nil {
+		return nil, err
+	}
+	return l.watch.Apps(), nil
 }
 
 func (l *reloader) dynamic() (dynamic.Interface, error) {
@@ -156,15 +186,9 @@ func (l *reloader) dynamic() (dynamic.Interface, error) {
 // false when ctx ended first.
 func (l *reloader) next(ctx context.Context, cur *turn) (next turn, ok bool) {
 	log := logctx.From(ctx)
-	var (
-		changed <-chan struct{}
-		watch   *discover.Watcher
-	)
-	if len(cur.cfg.Discover) > 0 {
-		if dyn, err := l.dynamic(); err == nil {
-			watch = discover.Watch(ctx, dyn, cur.cfg.Discover, cur.discovered)
-			changed = watch.Changed()
-		}
+	var changed <-chan struct{}
+	if len(cur.cfg.Discover) > 0 && l.watch != nil {
+		changed = l.watch.Changed()
 	}
 	tick := time.NewTicker(l.src.Every)
 	defer tick.Stop()
@@ -197,7 +221,7 @@ func (l *reloader) next(ctx context.Context, cur *turn) (next turn, ok bool) {
 		if !fileChanged {
 			// Only what discover: selects changed: the apps that came
 			// start, those gone stop, and every other loop runs on.
-			if err := l.rediscover(ctx, cur, watch); err != nil {
+			if err := l.rediscover(ctx, cur); err != nil {
 				log.Error("cannot apply the discovered apps yet; serve keeps the ones it runs and tries again", "error", err.Error())
 				continue
 			}
@@ -226,18 +250,14 @@ func (l *reloader) next(ctx context.Context, cur *turn) (next turn, ok bool) {
 }
 
 // rediscover applies a change of the apps cur's discover: entries select
-// to its running Reconciler (reconciler.Reconciler.SetApps), and re-arms
-// watch on the apps now run.
-func (l *reloader) rediscover(ctx context.Context, cur *turn, watch *discover.Watcher) error {
-	cfg, discovered, err := l.src.config(ctx, l.dynamic)
+// to its running Reconciler (reconciler.Reconciler.SetApps). The Watcher
+// notes them as reported: the next change is one from these.
+func (l *reloader) rediscover(ctx context.Context, cur *turn) error {
+	cfg, err := l.src.config(ctx, l.discovered)
 	if err != nil {
 		return err
 	}
 	added, removed := cur.r.SetApps(cfg.Apps)
-	cur.discovered = discovered
-	if watch != nil {
-		watch.Apps() // reported: the next change is one from these
-	}
 	l.rediscoveries.Inc()
 	logctx.From(ctx).Info("the apps discover: selects changed; only theirs start and stop", "started", added, "stopped", removed, "apps", len(cfg.Apps))
 	return nil

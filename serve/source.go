@@ -90,31 +90,31 @@ func (s *Source) FromCluster(ctx context.Context, ns string) (done func() error,
 // Config loads the config file and adds the apps its discover: entries
 // select now.
 func (s Source) Config(ctx context.Context) (*Config, error) {
-	cfg, _, err := s.config(ctx, s.Dynamic)
-	return cfg, err
+	return s.config(ctx, func(ctx context.Context, ds []config.Discovery) ([]config.App, error) {
+		d, err := s.Dynamic()
+		if err != nil {
+			return nil, err
+		}
+		return discover.List(ctx, d, ds)
+	})
 }
 
-// config is Config with the dynamic client dyn gives, and the apps
-// discovered.
-func (s Source) config(ctx context.Context, dyn func() (dynamic.Interface, error)) (*Config, []config.App, error) {
+// config is Config with the apps discovered read by discovered.
+func (s Source) config(ctx context.Context, discovered func(context.Context, []config.Discovery) ([]config.App, error)) (*Config, error) {
 	cfg, err := s.Load()
 	if err != nil || len(cfg.Discover) == 0 {
-		return cfg, nil, err
+		return cfg, err
 	}
-	d, err := dyn()
+	apps, err := discovered(ctx, cfg.Discover)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	discovered, err := discover.List(ctx, d, cfg.Discover)
-	if err != nil {
-		return nil, nil, err
-	}
-	merged, skipped := cfg.WithDiscovered(discovered)
+	merged, skipped := cfg.WithDiscovered(apps)
 	if len(skipped) > 0 {
 		logctx.From(ctx).Info("discovered apps left out: an app of that name is listed, or was discovered first", "apps", skipped)
 	}
 	cfg.Config = *merged
-	return cfg, discovered, nil
+	return cfg, nil
 }
 
 // Build makes a Reconciler of cfg on the cluster with opts and s.Options,

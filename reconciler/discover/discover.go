@@ -130,6 +130,8 @@ func List(ctx context.Context, dyn dynamic.Interface, ds []config.Discovery) ([]
 
 // Watcher watches the objects of ds through informers, one per
 // discovery, filtered by its namespace and label selector on the server.
+// Its caches answer Apps: a start reads the objects once, in the
+// informers' first list, and a change reads nothing more.
 type Watcher struct {
 	ds      []config.Discovery
 	stores  []cache.Store
@@ -140,14 +142,16 @@ type Watcher struct {
 	// Applications) cost one look or two, not one each.
 	dirty chan struct{}
 
-	mu   sync.Mutex
-	last []string // the names of the apps last reported
+	mu       sync.Mutex
+	last     []string // the names of the apps last reported
+	reported bool     // Apps was called: Changed compares with last
+	failed   []error  // per discovery, its list's last error while unsynced
 }
 
-// Watch starts watching until ctx ends. apps is the set the caller runs
-// on now: Changed fires when the selected set differs from it.
-func Watch(ctx context.Context, dyn dynamic.Interface, ds []config.Discovery, apps []config.App) *Watcher {
-	w := &Watcher{ds: ds, changed: make(chan struct{}, 1), dirty: make(chan struct{}, 1), last: names(apps)}
+// Watch starts watching until ctx ends. Changed fires once Apps has
+// reported a set, when the selected set differs from it.
+func Watch(ctx context.Context, dyn dynamic.Interface, ds []config.Discovery) *Watcher {
+	w := &Watcher{ds: ds, changed: make(chan struct{}, 1), dirty: make(chan struct{}, 1), failed: make([]error, len(ds))}
 	go func() {
 		for {
 			select {
@@ -158,12 +162,18 @@ func Watch(ctx context.Context, dyn dynamic.Interface, ds []config.Discovery, ap
 			}
 		}
 	}()
-	for _, d := range ds {
+	for i, d := range ds {
 		selector := d.LabelSelector()
 		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 10*time.Minute, d.Namespace(),
 			func(o *metav1.ListOptions) { o.LabelSelector = selector })
 		inf := f.ForResource(resourceOf(d)).Informer()
 		_ = inf.SetTransform(keepSelected) // fails only once inf runs
+		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+			cache.DefaultWatchErrorHandler(ctx, r, err)
+			w.mu.Lock()
+			w.failed[i] = fmt.Errorf("discover[%d]: listing %s in %s: %w (grant pinbot read access with the deployers component)", i, resourceOf(d).Resource, d.Namespace(), err)
+			w.mu.Unlock()
+		})
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { w.check() },
 			UpdateFunc: func(any, any) { w.check() },
@@ -173,14 +183,43 @@ func Watch(ctx context.Context, dyn dynamic.Interface, ds []config.Discovery, ap
 		w.synced = append(w.synced, inf.HasSynced)
 		f.Start(ctx.Done())
 	}
-	// A change between the caller's List and the informers' own lists
-	// would otherwise wait for the next event.
 	go func() {
 		if cache.WaitForCacheSync(ctx.Done(), w.synced...) {
 			w.check()
 		}
 	}()
 	return w
+}
+
+// Synced waits until every informer has listed its objects. A list that
+// failed before is the error (a discovery pinbot may not read says so
+// at once instead of waiting); the informer keeps trying.
+func (w *Watcher) Synced(ctx context.Context) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		all := true
+		for i, s := range w.synced {
+			if s() {
+				continue
+			}
+			all = false
+			w.mu.Lock()
+			err := w.failed[i]
+			w.mu.Unlock()
+			if err != nil {
+				return err
+			}
+		}
+		if all {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
 }
 
 // Changed receives when the selected apps differ from the last set
@@ -192,7 +231,7 @@ func (w *Watcher) Changed() <-chan struct{} { return w.changed }
 func (w *Watcher) Apps() []config.App {
 	apps := w.current()
 	w.mu.Lock()
-	w.last = names(apps)
+	w.last, w.reported = names(apps), true
 	w.mu.Unlock()
 	return apps
 }
@@ -218,7 +257,7 @@ func (w *Watcher) check() {
 }
 
 // compare signals Changed when the caches are synced and select another
-// set of apps than the last reported.
+// set of apps than the last reported (none before the first report).
 func (w *Watcher) compare() {
 	for _, s := range w.synced {
 		if !s() {
@@ -227,7 +266,7 @@ func (w *Watcher) compare() {
 	}
 	now := names(w.current())
 	w.mu.Lock()
-	same := slices.Equal(now, w.last)
+	same := !w.reported || slices.Equal(now, w.last)
 	w.mu.Unlock()
 	if same {
 		return
