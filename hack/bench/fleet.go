@@ -62,12 +62,12 @@ func (s fleetShape) patience(d time.Duration) time.Duration {
 }
 
 var (
-	fleetOf10k = fleetShape{name: "fleet", apps: 10_000, clusters: 2, replicas: 4, shards: 4, container: 512 << 20}
+	fleetOf10k = fleetShape{name: "fleet", apps: 10_000, clusters: 2, replicas: 4, shards: 8, container: 512 << 20}
 	// fleetRecord's replicas each hold five times the apps and Pods of
 	// fleetOf10k's, in five times the container.
-	fleetRecord = fleetShape{name: "fleet-record", apps: 50_000, clusters: 5, replicas: 4, shards: 4, container: 5 * 512 << 20}
+	fleetRecord = fleetShape{name: "fleet-record", apps: 50_000, clusters: 5, replicas: 4, shards: 8, container: 5 * 512 << 20}
 	// fleetSmall is a quick run of the same measurements.
-	fleetSmall = fleetShape{name: "fleet-small", apps: 1_000, clusters: 2, replicas: 4, shards: 4, container: 512 << 20}
+	fleetSmall = fleetShape{name: "fleet-small", apps: 1_000, clusters: 2, replicas: 4, shards: 8, container: 512 << 20}
 )
 
 const (

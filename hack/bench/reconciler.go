@@ -106,7 +106,7 @@ func startRecBench(ctx context.Context, name string) (b *recBench, done func(), 
 func (b *recBench) start(ctx context.Context) (func(), error) {
 	st, err := stack.Start(ctx, stack.Options{Node: []kubeletsim.Option{
 		kubeletsim.WithNodeName("bench-node"), kubeletsim.WithPullBackoff(time.Second),
-	}})
+	}, Kube: kube.Options{APIServerFlags: []string{"--profiling=true"}}}) // the fleet's API server profile
 	if err != nil {
 		return func() {}, err
 	}

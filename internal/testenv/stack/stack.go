@@ -32,6 +32,8 @@ type Options struct {
 	Node []kubeletsim.Option
 	// Namespaces to create. Default DefaultNamespaces.
 	Namespaces []string
+	// Kube starts the control plane (its flags, for one).
+	Kube kube.Options
 }
 
 // Stack is the running peers. Stop it when done.
@@ -59,7 +61,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		g, err := gitea.Start(ctx, gitea.Options{})
 		gch <- started{g, err}
 	}()
-	c, kerr := kube.Start(ctx, kube.Options{})
+	c, kerr := kube.Start(ctx, opts.Kube)
 	g := <-gch
 	if g.g != nil {
 		s.Gitea = g.g
