@@ -170,10 +170,10 @@ func TestDeployOnControlPlane(t *testing.T) {
 			if o.GetKind() != "Deployment" {
 				continue
 			}
-			found = strings.Contains(fmt.Sprint(o.Object["spec"]), "--shards=3")
+			found = strings.Contains(fmt.Sprint(o.Object["spec"]), "--shards=6")
 		}
 		if !found {
-			t.Error("the shards component does not pass --shards=3 to serve")
+			t.Error("the shards component does not pass --shards=6 to serve")
 		}
 	})
 	t.Run("clusters", func(t *testing.T) {
