@@ -264,6 +264,12 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	return r, nil
 }
 
+// Prewarm starts the caches of what verification reads on pinbot's own
+// cluster, when pinbot may read all of it, without waiting for them
+// (cluster.Watcher.Prewarm): serve calls it when this replica is sure to
+// pass apps, before it holds any.
+func (r *Reconciler) Prewarm(ctx context.Context) { r.local.Pods.Prewarm(ctx) }
+
 // Close stops the Reconciler's watches.
 func (r *Reconciler) Close() {
 	r.local.Close()

@@ -54,6 +54,9 @@ func (d *daemon) runShards(work context.Context) error {
 	if err := watchTriggers(work, d.kube, d.ns, triggerHandlers{app: trigger, push: func(p pushRequest) { go d.triggerPushed(work, p) }}); err != nil {
 		return err
 	}
+	// Every replica passes apps once it holds shards: its caches of
+	// pinbot's own cluster list while it waits for them.
+	d.r.Prewarm(work)
 	ctx, cut := context.WithCancel(work)
 	stop := make(chan struct{})
 	var once sync.Once

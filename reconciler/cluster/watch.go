@@ -165,6 +165,20 @@ func (w *Watcher) Watch(ctx context.Context, namespaces []string) error {
 	return nil
 }
 
+// Prewarm starts the caches of the whole cluster, when pinbot may read
+// all of it (scope), and returns at once: a replica that will pass apps
+// lists them while it waits for its shards, not in its apps' first
+// passes. A watcher confined to namespaces starts nothing, since which
+// ones it needs is for the apps to say. A failure is left to those
+// passes, which watch again.
+func (w *Watcher) Prewarm(ctx context.Context) {
+	go func() {
+		if wide, err := w.scope(ctx); err == nil && wide {
+			_ = w.Watch(ctx, nil)
+		}
+	}()
+}
+
 // Owned names what verifying an app reads of the caches: the Pods,
 // ReplicaSets and ControllerRevisions its live workloads (by UID)
 // control, the Pods of those ReplicaSets, and its bare Pods.
