@@ -143,6 +143,9 @@ func (l *reloader) open(ctx context.Context) (turn, error) {
 	if err != nil {
 		return turn{}, err
 	}
+	if len(cfg.Discover) == 0 {
+		l.unwatch() // discover: is gone from the config: so is its watch
+	}
 	l.sum = sha256.Sum256(data)
 	return turn{r: r, cfg: cfg, cache: cache}, nil
 }
@@ -157,9 +160,7 @@ func (l *reloader) discovered(ctx context.Context, ds []config.Discovery) ([]con
 		if err != nil {
 			return nil, err
 		}
-		if l.stopWatch != nil {
-			l.stopWatch()
-		}
+		l.unwatch()
 		life, stop := context.WithCancel(l.life)
 		l.watch, l.watchOf, l.stopWatch = discover.Watch(life, dyn, ds), ds, stop
 	}
@@ -167,6 +168,14 @@ func (l *reloader) discovered(ctx context.Context, ds []config.Discovery) ([]con
 		return nil, err
 	}
 	return l.watch.Apps(), nil
+}
+
+// unwatch stops the Watcher of the discover: entries, if any.
+func (l *reloader) unwatch() {
+	if l.stopWatch != nil {
+		l.stopWatch()
+	}
+	l.watch, l.watchOf, l.stopWatch = nil, nil, nil
 }
 
 func (l *reloader) dynamic() (dynamic.Interface, error) {
