@@ -1,8 +1,8 @@
 // Package kubeclient builds pinbot's typed Kubernetes client. It speaks
-// protobuf to the API server, as Kubernetes' own controllers do: a
-// serve replica lists and watches every Pod of its apps' namespaces,
-// and JSON made both sides of that stream spend most of their time
-// encoding and decoding it.
+// protobuf to the API server, as Kubernetes' own controllers do: what a
+// serve replica lists and watches of the built-in kinds (every Pod of
+// its apps' namespaces, their ReplicaSets, the Leases) is cheaper to
+// encode and decode that way than as JSON, on both sides.
 package kubeclient
 
 import (

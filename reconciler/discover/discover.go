@@ -145,7 +145,7 @@ type Watcher struct {
 	mu       sync.Mutex
 	last     []string // the names of the apps last reported
 	reported bool     // Apps was called: Changed compares with last
-	failed   []error  // per discovery, its list's last error while unsynced
+	failed   []error  // per discovery, its informer's last list or watch error
 }
 
 // Watch starts watching until ctx ends. Changed fires once Apps has
@@ -191,9 +191,9 @@ func Watch(ctx context.Context, dyn dynamic.Interface, ds []config.Discovery) *W
 	return w
 }
 
-// Synced waits until every informer has listed its objects. A list that
-// failed before is the error (a discovery pinbot may not read says so
-// at once instead of waiting); the informer keeps trying.
+// Synced waits until every informer has listed its objects. While one
+// has not, its last failure is the error (a discovery pinbot may not
+// read says so at once instead of waiting); the informer keeps trying.
 func (w *Watcher) Synced(ctx context.Context) error {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
@@ -222,8 +222,8 @@ func (w *Watcher) Synced(ctx context.Context) error {
 	}
 }
 
-// Changed receives when the selected apps differ from the last set
-// reported (or given to Watch).
+// Changed receives when the selected apps differ from the last set Apps
+// reported.
 func (w *Watcher) Changed() <-chan struct{} { return w.changed }
 
 // Apps returns the apps selected now, from the informers' caches, and
