@@ -20,14 +20,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"pinbot.dev/pinbot/internal/testenv/kube"
 	"pinbot.dev/pinbot/reconciler/status"
 )
 
@@ -52,7 +48,7 @@ func (b *fleetBench) measure(ctx context.Context, r *report) error {
 		}
 	}()
 	go saveProfile(b.pprof, "profile?seconds=30", filepath.Join("hack", "bench", "out", b.shape.name+"-start-cpu.pprof"))
-	go saveAPIServerProfile(ctx, b.clusters[0], 30, filepath.Join("hack", "bench", "out", b.shape.name+"-start-hub-apiserver-cpu.pprof"))
+	go saveAPIServerProfile(ctx, b.kube, 30, filepath.Join("hack", "bench", "out", b.shape.name+"-start-hub-apiserver-cpu.pprof"))
 	// What the first replica's passes wait on, 20 s into the start.
 	time.AfterFunc(19*time.Second, func() {
 		saveProfile(b.pprof, "goroutine?debug=1", filepath.Join("hack", "bench", "out", b.shape.name+"-start-goroutines.txt"))
@@ -441,27 +437,15 @@ func (s *fleetStatuses) perReplica() string {
 	return strings.Join(out, ", ")
 }
 
-// saveAPIServerProfile saves a CPU profile of cluster c's API server over
+// saveAPIServerProfile saves a CPU profile of kube's API server over
 // seconds to path: where the API server's time goes while the replicas
-// start (its /debug/pprof, which --profiling serves by default).
-func saveAPIServerProfile(ctx context.Context, c *kube.Cluster, seconds int, path string) {
-	rc := rest.CopyConfig(c.Config())
-	rc.Timeout = time.Duration(seconds+30) * time.Second
-	client, err := rest.UnversionedRESTClientFor(withCodecs(rc))
-	if err != nil {
-		return
-	}
-	b, err := client.Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(seconds)).DoRaw(ctx)
+// start (its /debug/pprof, which the bench's control plane serves with
+// --profiling=true, recBench.start).
+func saveAPIServerProfile(ctx context.Context, kube kubernetes.Interface, seconds int, path string) {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(seconds+30)*time.Second)
+	defer cancel()
+	b, err := kube.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(seconds)).DoRaw(ctx)
 	if err == nil && os.MkdirAll(filepath.Dir(path), 0o755) == nil {
 		_ = os.WriteFile(path, b, 0o644)
 	}
-}
-
-// withCodecs gives rc what a REST client of no API group needs.
-func withCodecs(rc *rest.Config) *rest.Config {
-	rc.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
-	if rc.GroupVersion == nil {
-		rc.GroupVersion = &schema.GroupVersion{}
-	}
-	return rc
 }
