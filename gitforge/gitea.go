@@ -102,6 +102,7 @@ type Gitea struct {
 
 	mu      sync.Mutex
 	version string // the server's, probed once on first use
+	self    string // the token's account, read once (Self)
 }
 
 // GiteaOption configures NewGitea.

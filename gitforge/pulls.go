@@ -29,6 +29,8 @@ type Pull struct {
 	// Labels and Reviewers (requested ones) are names.
 	Labels    []string
 	Reviewers []string
+	// Author is the login of the account that opened it.
+	Author string
 }
 
 // Pull request states for ListPulls.
@@ -55,6 +57,9 @@ func toPull(pr *sdk.PullRequest) Pull {
 	}
 	if pr.MergedCommitID != nil {
 		p.MergeCommit = *pr.MergedCommitID
+	}
+	if pr.Poster != nil {
+		p.Author = pr.Poster.UserName
 	}
 	for _, l := range pr.Labels {
 		p.Labels = append(p.Labels, l.Name)
@@ -212,25 +217,47 @@ func (g *Gitea) PullByMergeCommit(ctx context.Context, repo Repo, sha string) (*
 // Gitea is still checking it. Try again later.
 var ErrNotMergeable = errors.New("not mergeable now")
 
+// ErrHeadMoved means a pull request's head is no longer the commit the
+// merge was asked for: someone pushed to its branch since.
+var ErrHeadMoved = errors.New("its head moved")
+
 // MergePull merges pull request number with a merge commit, as a reviewer
 // pressing the button would: branch protection (required approvals and
-// status checks) holds, and is never bypassed. It returns ErrNotMergeable
-// when Gitea refuses.
-func (g *Gitea) MergePull(ctx context.Context, repo Repo, number int64, message string) error {
-	var merged bool
-	err := g.call(ctx, fmt.Sprintf("merging pull request %s#%d", repo, number), func(c *sdk.Client) (*sdk.Response, error) {
-		ok, resp, err := c.MergePullRequest(repo.Owner, repo.Name, number, sdk.MergePullRequestOption{Style: sdk.MergeStyleMerge, Message: message})
-		if resp != nil && resp.StatusCode == http.StatusMethodNotAllowed {
+// status checks) holds, and is never bypassed. Gitea merges only while the
+// pull request's head is head, the commit the caller judged: one pushed
+// since is ErrHeadMoved. It returns ErrNotMergeable when Gitea refuses.
+func (g *Gitea) MergePull(ctx context.Context, repo Repo, number int64, head, message string) error {
+	if head == "" {
+		return fmt.Errorf("merging pull request %s#%d: no head commit to merge at", repo, number)
+	}
+	var merged, moved bool
+	var why string
+	err := g.call(ctx, fmt.Sprintf("merging pull request %s#%d at %s", repo, number, head), func(c *sdk.Client) (*sdk.Response, error) {
+		ok, resp, err := c.MergePullRequest(repo.Owner, repo.Name, number, sdk.MergePullRequestOption{
+			Style: sdk.MergeStyleMerge, Message: message, HeadCommitId: head,
+		})
+		switch {
+		case resp != nil && resp.StatusCode == http.StatusMethodNotAllowed:
 			return resp, nil // refused: below
+		case resp != nil && resp.StatusCode == http.StatusConflict:
+			// Gitea answers 409 for a head that moved and for conflicts
+			// alike, and the SDK drops the message: the pull request's
+			// head tells them apart.
+			p, _, perr := c.GetPullRequest(repo.Owner, repo.Name, number)
+			moved = perr == nil && p.Head != nil && p.Head.Sha != head
+			why = ": it conflicts with its base"
+			return resp, nil
 		}
 		merged = ok
 		return resp, err
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
-	}
-	if !merged {
-		return fmt.Errorf("merging pull request %s#%d: %w", repo, number, ErrNotMergeable)
+	case moved:
+		return fmt.Errorf("merging pull request %s#%d at %s: %w", repo, number, head, ErrHeadMoved)
+	case !merged:
+		return fmt.Errorf("merging pull request %s#%d: %w%s", repo, number, ErrNotMergeable, why)
 	}
 	return nil
 }

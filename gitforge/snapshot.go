@@ -59,6 +59,25 @@ func (s *Snapshot) Branch() string { return s.branch }
 // Commit is the snapshot's commit id.
 func (s *Snapshot) Commit() string { return s.commit.String() }
 
+// Tree is the id of the snapshot's tree: two commits with the same tree
+// hold the same files.
+func (s *Snapshot) Tree() string { return s.tree.String() }
+
+// Parents are the ids of the parents of the snapshot's commit.
+func (s *Snapshot) Parents() ([]string, error) {
+	s.repo.mu.Lock()
+	defer s.repo.mu.Unlock()
+	c, err := object.GetCommit(s.repo.st, s.commit)
+	if err != nil {
+		return nil, fmt.Errorf("reading commit %s: %w", s.commit, err)
+	}
+	out := make([]string, len(c.ParentHashes))
+	for i, p := range c.ParentHashes {
+		out[i] = p.String()
+	}
+	return out, nil
+}
+
 // FS is the snapshot's files as an io/fs file system, read only.
 func (s *Snapshot) FS() fs.FS { return snapshotFS{s} }
 

@@ -228,18 +228,20 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 			commit = s.commitOnce(ctx, j, meta, files)
 		}
 
-		open, err := lookup()
+		open, mine, err := lookup()
 		if err != nil {
 			return res, fmt.Errorf("finding the open pull request of %s: %w", j.branch, err)
 		}
 		readying := j.rollback != nil && j.rollback.Ready
-		if readying && open != nil {
+		if readying && open != nil && mine {
 			res.Status, res.Pull = StatusSkipped, open
 			res.Notes = append(notes, fmt.Sprintf("#%d is open on %s: the rollback is not readied over it", open.Number, j.branch))
 			return res, nil
 		}
+		// Another account's text on pinbot's branch is not pinbot's word:
+		// what it claims to propose is not read.
 		var openMeta *pr.Meta
-		if open != nil {
+		if open != nil && mine {
 			if m, err := pr.ParseBody(open.Body); err == nil {
 				openMeta = &m
 			}
@@ -264,9 +266,23 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 		obsolete := func(m *pr.Meta) bool { ok, _ := j.obsolete(m); return ok }
 		var planOpen *pr.Open
 		if open != nil {
-			planOpen = &pr.Open{Head: open.HeadSHA, Meta: openMeta}
+			planOpen = &pr.Open{Head: open.HeadSHA, Meta: openMeta, Mine: mine}
 		}
-		switch pr.Plan(meta, planOpen, obsolete) {
+		action := pr.Plan(meta, planOpen, obsolete)
+		if action == pr.ActionKeep {
+			if commit == nil {
+				commit = s.commitOnce(ctx, j, meta, files)
+			}
+			same, err := s.headIsPlanned(ctx, j.branch, open.HeadSHA, commit)
+			if err != nil {
+				return res, err
+			}
+			if !same {
+				log.Warn("the pull request's head is not the commit pinbot would push; pushing it again", "number", open.Number, "head", open.HeadSHA)
+				action = pr.ActionPush
+			}
+		}
+		switch action {
 		case pr.ActionNone:
 			res.Status = StatusAlreadyPinned
 			return res, nil
@@ -302,6 +318,16 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 		edited, err := commit()
 		if err != nil {
 			return res, err
+		}
+		if open != nil && !mine {
+			// The branch is pinbot's: a pull request someone else opened
+			// from it is closed before pinbot's commit replaces its head,
+			// and pinbot opens its own.
+			if err := s.env.Forge.ClosePull(ctx, s.env.Repo, open.Number, foreignComment(j.branch, open.Author)); err != nil {
+				return res, fmt.Errorf("closing #%d, which another account opened from pinbot's branch %s: %w", open.Number, j.branch, err)
+			}
+			log.Warn("closed a pull request another account opened from pinbot's branch", "number", open.Number, "author", open.Author)
+			open = nil
 		}
 		head := edited.Commit()
 		s.env.reached(PhaseCommitted)
@@ -346,21 +372,68 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 
 // lookupPull starts looking up the open pull request of the job's branch
 // (on the first attempt, the one listed at the start of the run stands)
-// and returns a function that waits for the answer.
-func (s *session) lookupPull(ctx context.Context, j job, attempt int) func() (*gitforge.Pull, error) {
-	if j.listed != nil && attempt == 1 {
-		return func() (*gitforge.Pull, error) { return j.listed.pull, nil }
-	}
+// and returns a function that waits for the answer, and for whether the
+// account promotions run as opened it.
+func (s *session) lookupPull(ctx context.Context, j job, attempt int) func() (*gitforge.Pull, bool, error) {
 	type answer struct {
 		pull *gitforge.Pull
+		mine bool
 		err  error
 	}
 	ch := make(chan answer, 1)
 	go func() {
-		p, err := s.env.Forge.OpenPull(ctx, s.env.Repo, j.branch)
-		ch <- answer{p, err}
+		var a answer
+		if j.listed != nil && attempt == 1 {
+			a.pull = j.listed.pull
+		} else {
+			a.pull, a.err = s.env.Forge.OpenPull(ctx, s.env.Repo, j.branch)
+		}
+		if a.err == nil && a.pull != nil {
+			a.mine, a.err = s.mine(ctx, a.pull)
+		}
+		ch <- a
 	}()
-	return func() (*gitforge.Pull, error) { a := <-ch; return a.pull, a.err }
+	return func() (*gitforge.Pull, bool, error) { a := <-ch; return a.pull, a.mine, a.err }
+}
+
+// mine reports whether the account promotions run as opened p.
+func (s *session) mine(ctx context.Context, p *gitforge.Pull) (bool, error) {
+	self, err := s.env.Forge.Self(ctx)
+	if err != nil {
+		return false, err
+	}
+	return p.Author == self, nil
+}
+
+// headIsPlanned reports whether head, the head of pinbot's open pull
+// request, is the commit pinbot would push now: one parent, the base, and
+// the planned tree. Whoever may write to the repository may push to
+// pinbot's branch and edit the text to match, so the commit itself is
+// compared. A head pinbot pushed from this store is read from it; any
+// other is fetched. A head on an older base is pushed again, on the
+// current one.
+func (s *session) headIsPlanned(ctx context.Context, branch, head string, commit func() (*gitforge.Snapshot, error)) (bool, error) {
+	planned, err := commit()
+	if err != nil {
+		return false, err
+	}
+	got, err := s.repo.FetchCommit(ctx, branch, head, s.env.Auth)
+	if err != nil {
+		return false, fmt.Errorf("reading the head %s of the open pull request: %w", head, err)
+	}
+	parents, err := got.Parents()
+	if err != nil {
+		return false, err
+	}
+	return got.Tree() == planned.Tree() && slices.Equal(parents, []string{s.snap.Commit()}), nil
+}
+
+// foreignComment explains why pinbot closes a pull request another
+// account opened from one of pinbot's branches.
+func foreignComment(branch, author string) string {
+	return fmt.Sprintf("pinbot closes this pull request: %s is one of pinbot's branches, and this pull request was opened by %s, "+
+		"not by pinbot's account. pinbot pushes its own commit to the branch and opens its own pull request; "+
+		"propose a change of your own from another branch.", "`"+branch+"`", "`"+author+"`")
 }
 
 // commitOnce commits files, the rewritten pins of meta, on top of the

@@ -31,6 +31,9 @@ type Forge interface {
 	AddLabels(ctx context.Context, repo gitforge.Repo, number int64, labels []string) error
 	RequestReviewers(ctx context.Context, repo gitforge.Repo, number int64, reviewers []string) error
 	ClosePull(ctx context.Context, repo gitforge.Repo, number int64, comment string) error
+	// Self is the login of the account promotions run as: a pull request
+	// another account opened is never taken for pinbot's.
+	Self(ctx context.Context) (string, error)
 }
 
 // Registry is the part of *registry.Client promote uses: resolving and

@@ -69,6 +69,20 @@ func (s *session) publish(ctx context.Context, j job, known *gitforge.Pull, head
 			if open, err = s.env.Forge.OpenPull(ctx, repo, j.branch); err != nil {
 				return nil, "", fmt.Errorf("finding the open pull request of %s: %w", j.branch, err)
 			}
+			if open != nil {
+				// Opened by someone else since pinbot looked: closed as
+				// runJob closes one, never edited into pinbot's.
+				mine, err := s.mine(ctx, open)
+				if err != nil {
+					return nil, "", err
+				}
+				if !mine {
+					if err := s.env.Forge.ClosePull(ctx, repo, open.Number, foreignComment(j.branch, open.Author)); err != nil {
+						return nil, "", fmt.Errorf("closing #%d, which another account opened from pinbot's branch %s: %w", open.Number, j.branch, err)
+					}
+					open = nil
+				}
+			}
 		}
 		switch {
 		case open == nil:

@@ -108,13 +108,11 @@ func gateAction(env, image string, p *Proposal, state commitstatus.State, descri
 	return Action{Kind: Gate, Env: env, Image: image, PR: p.PR, Head: p.Head, Digest: p.Digest, State: state, Description: description}
 }
 
-// mergeAction merges p, a promotion's or (rollback) a rollback's.
+// mergeAction merges p, a promotion's or (rollback) a rollback's, at the
+// head pinbot pushed and judged: a pull request whose head moved since is
+// not merged.
 func mergeAction(env, image string, p *Proposal, rollback bool) Action {
-	a := Action{Kind: MergePR, Env: env, Image: image, PR: p.PR, Digest: p.Digest, IsRollback: rollback}
-	if !rollback {
-		a.Head = p.Head
-	}
-	return a
+	return Action{Kind: MergePR, Env: env, Image: image, PR: p.PR, Head: p.Head, Digest: p.Digest, IsRollback: rollback}
 }
 
 // rollbackOf is the Rollback action of decision rb in env.

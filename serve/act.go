@@ -112,10 +112,15 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*
 		if a.IsRollback {
 			what = "Merged by pinbot: rollback " + imageref.Short(a.Digest)
 		}
-		err := forge.MergePull(ctx, env.Repo, a.PR, what)
+		err := forge.MergePull(ctx, env.Repo, a.PR, a.Head, what)
 		switch {
 		case errors.Is(err, gitforge.ErrNotMergeable):
 			log.Debug("not mergeable yet (approvals, checks)", "number", a.PR)
+			return nil
+		case errors.Is(err, gitforge.ErrHeadMoved):
+			// Someone pushed to pinbot's branch: that head is judged as
+			// anyone's pull request is (gatePulls), never merged here.
+			log.Warn("not merged: the pull request's head is not the commit pinbot pushed and judged", "number", a.PR, "judged", a.Head)
 			return nil
 		case err == nil:
 			log.Info("merged", "number", a.PR, "rollback", a.IsRollback)
@@ -162,11 +167,18 @@ func tagsOf(tag string) []string {
 	return []string{tag}
 }
 
-// openPull is the pull request a promotion left open, if any.
+// openPull is the pull request a promotion left open, if any, with the
+// head pinbot pushed (or found to be its own) as HeadSHA: Gitea records a
+// pushed head in its pull request a moment later, and the ledger keeps the
+// commit pinbot judges and merges.
 func openPull(res []promote.Result) *gitforge.Pull {
 	for _, r := range res {
 		if r.Pull != nil && r.Pull.State != gitforge.StateClosed {
-			return r.Pull
+			p := *r.Pull
+			if r.Meta.Head != "" {
+				p.HeadSHA = r.Meta.Head
+			}
+			return &p
 		}
 	}
 	return nil

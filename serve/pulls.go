@@ -21,9 +21,11 @@ type pullSeen struct {
 
 // gatePulls posts pinbot/gate on every open pull request into the
 // repository that is not one of pinbot's own onward or rollback pull
-// requests (Step keeps theirs): a person's, Renovate's, CI's. Each is
-// judged pin by pin by release.JudgePull against the ledger, again
-// whenever its head, a hold, a proof or a window changes the answer.
+// requests at the head pinbot pushed (Step keeps theirs): a person's,
+// Renovate's, CI's, and pinbot's own once someone else pushed to its
+// branch. Each is judged pin by pin by release.JudgePull against the
+// ledger, again whenever its head, a hold, a proof or a window changes the
+// answer.
 func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.Ledger, chain release.Chain, base *promote.Inventory, attested release.AttestationOf) error {
 	forge, ok := env.Forge.(*gitforge.Gitea)
 	if !ok {
@@ -33,14 +35,14 @@ func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.L
 	if err != nil {
 		return err
 	}
-	own := map[int64]bool{}
+	own := map[int64]string{} // pinbot's pull requests, at the heads it pushed
 	for _, images := range l.Envs {
 		for _, t := range images {
 			if t.Proposal != nil {
-				own[t.Proposal.PR] = true
+				own[t.Proposal.PR] = t.Proposal.Head
 			}
 			if t.Rollback != nil {
-				own[t.Rollback.PR] = true
+				own[t.Rollback.PR] = t.Rollback.Head
 			}
 		}
 	}
@@ -48,7 +50,7 @@ func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.L
 	open := map[string]bool{}
 	defer rl.forgetPulls(env.Repo.String(), open)
 	for _, p := range pulls {
-		if own[p.Number] || p.HeadSHA == "" {
+		if p.HeadSHA == "" || (own[p.Number] != "" && own[p.Number] == p.HeadSHA) {
 			continue
 		}
 		key := fmt.Sprintf("%s#%d", env.Repo, p.Number)

@@ -27,6 +27,11 @@ type Open struct {
 	Head string
 	// Meta is its hidden block, nil when unreadable.
 	Meta *Meta
+	// Mine says that the account pinbot runs as opened it. Anybody who
+	// may write to the repository can open a pull request from pinbot's
+	// branch, or edit the text of pinbot's, hidden block included: only
+	// the author is Gitea's word.
+	Mine bool
 }
 
 // Plan decides what a branch needs. planned is the promotion rewritten on
@@ -36,8 +41,10 @@ type Open struct {
 // change.
 //
 // A promotion whose digests the base already pins is a no-op; an open pull
-// request that proposes the same pins and whose text describes its head
-// commit is kept as it is, so running a promotion twice changes nothing.
+// request of pinbot's own that proposes the same pins and whose text
+// describes its head commit is kept as it is, so running a promotion twice
+// changes nothing. (Keep still wants the caller to check that the head is
+// the commit pinbot would push: the text can be edited by others.)
 func Plan(planned Meta, open *Open, obsolete func(open *Meta) bool) Action {
 	switch {
 	case len(planned.Changes) == 0 && open == nil:
@@ -46,7 +53,7 @@ func Plan(planned Meta, open *Open, obsolete func(open *Meta) bool) Action {
 		return ActionClose
 	case len(planned.Changes) == 0:
 		return ActionLeave
-	case open != nil && open.Meta != nil && open.Meta.SameProposal(planned) && open.Meta.Head == open.Head:
+	case open != nil && open.Mine && open.Meta != nil && open.Meta.SameProposal(planned) && open.Meta.Head == open.Head:
 		return ActionKeep
 	}
 	return ActionPush

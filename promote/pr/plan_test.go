@@ -25,6 +25,7 @@ func TestPlan(t *testing.T) {
 		planned  Meta
 		open     string // the open pull request's head; "" when none is open
 		openMeta *Meta
+		foreign  bool // opened by another account than pinbot's
 		obsolete func(*Meta) bool
 		want     Action
 	}{
@@ -40,6 +41,8 @@ func TestPlan(t *testing.T) {
 		{name: "pins moved in the base", planned: planned, open: pr, openMeta: &otherLine, obsolete: always, want: ActionPush},
 		{name: "text does not describe the head", planned: planned, open: replaced, openMeta: &proposal, obsolete: always, want: ActionPush},
 		{name: "no hidden block", planned: planned, open: pr, obsolete: always, want: ActionPush},
+		{name: "another account's pull request with pinbot's text is pushed over", planned: planned, open: pr, openMeta: &proposal, foreign: true, obsolete: always, want: ActionPush},
+		{name: "another account's obsolete pull request is closed", planned: pinned, open: pr, openMeta: &older, foreign: true, obsolete: always, want: ActionClose},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,7 +52,7 @@ func TestPlan(t *testing.T) {
 			}
 			var open *Open
 			if tc.open != "" {
-				open = &Open{Head: tc.open, Meta: tc.openMeta}
+				open = &Open{Head: tc.open, Meta: tc.openMeta, Mine: !tc.foreign}
 			}
 			if got := Plan(tc.planned, open, obsolete); got != tc.want {
 				t.Errorf("Plan = %s, want %s", got, tc.want)

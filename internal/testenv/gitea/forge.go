@@ -173,3 +173,18 @@ func (s *Server) MergePull(ctx context.Context, owner, name string, number int64
 		}
 	}
 }
+
+// AddWriter makes user a collaborator of owner/name who may write (push
+// to any unprotected branch, open and edit pull requests, post commit
+// statuses) and is no admin: the insider of pinbot's threat model.
+func (s *Server) AddWriter(ctx context.Context, owner, name, user string) error {
+	c, err := s.Client(ctx)
+	if err != nil {
+		return err
+	}
+	write := sdk.AccessModeWrite
+	if _, err := c.AddCollaborator(owner, name, user, sdk.AddCollaboratorOption{Permission: &write}); err != nil {
+		return fmt.Errorf("adding %s as a writer of %s/%s: %w", user, owner, name, err)
+	}
+	return nil
+}

@@ -129,6 +129,12 @@ func (s *Server) DockerConfig() (string, error) {
 // reads and writes Git objects as pinbot does (no checkout) and returns
 // the commit SHA once the API shows it.
 func (s *Server) Commit(ctx context.Context, owner, name, base, branch string, files map[string]string, message string) (string, error) {
+	return s.CommitAs(ctx, s.Token, owner, name, base, branch, files, message)
+}
+
+// CommitAs is Commit as the user whose API token is token: a write
+// collaborator pushing to any branch she may push to.
+func (s *Server) CommitAs(ctx context.Context, token, owner, name, base, branch string, files map[string]string, message string) (string, error) {
 	cache, err := gitforge.NewCache("")
 	if err != nil {
 		return "", err
@@ -137,7 +143,7 @@ func (s *Server) Commit(ctx context.Context, owner, name, base, branch string, f
 	if err != nil {
 		return "", err
 	}
-	auth := gitforge.Auth{Token: s.Token, CAFile: s.CAFile}
+	auth := gitforge.Auth{Token: token, CAFile: s.CAFile}
 	snap, err := repo.Fetch(ctx, base, auth)
 	if err != nil {
 		return "", err
