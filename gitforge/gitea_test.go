@@ -84,7 +84,7 @@ func TestPullLifecycle(t *testing.T) {
 	}
 	want := gitforge.Pull{
 		Number: created.Number, URL: srv.URL + "/" + repo.String() + "/pulls/" + strconv.FormatInt(created.Number, 10),
-		Title: "Promote app", Body: "body v1", Head: "pinbot/all/app", Base: "main", HeadSHA: head, State: "open",
+		Title: "Promote app", Body: "body v1", Head: "pinbot/all/app", Base: "main", HeadSHA: head, State: "open", Author: srv.AdminUser,
 	}
 	if diff := cmp.Diff(want, *created); diff != "" {
 		t.Errorf("CreatePull (-want +got):\n%s", diff)

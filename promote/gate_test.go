@@ -90,6 +90,66 @@ func TestNothingWalksAroundTheGate(t *testing.T) {
 	}
 }
 
+// TestForcedPromotionNeverRidesOnTheOnwardPullRequest: with pinbot's
+// onward pull request of a proven digest open into prod, a forced
+// promotion of an unproven one opens its own pull request on its own
+// branch. The onward pull request keeps its head, so what the ledger and
+// the release page say of it (proven in staging) stays true.
+func TestForcedPromotionNeverRidesOnTheOnwardPullRequest(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	app := f.image("app")
+	v1 := f.pushImage(app, "v1", time.Time{})
+	f.createRepo(map[string]string{
+		".pinbot.yaml": `environments:
+  - name: staging
+    paths: ["envs/staging/**"]
+    apps: [web-staging]
+  - name: prod
+    from: staging
+    paths: ["envs/prod/**"]
+    apps: [web-prod]
+`,
+		"envs/staging/web.yaml": fmt.Sprintf("image: %s:v1@%s\n", app, v1),
+		"envs/prod/web.yaml":    fmt.Sprintf("image: %s:v1@%s\n", app, v1),
+	})
+	proven := f.pushImage(app, "1.3.0", time.Time{})
+	hotfix := f.pushImage(app, "1.4.0", time.Time{})
+	l := release.New()
+	st := l.Track("staging", app)
+	since := time.Now().Add(-time.Hour)
+	st.Pinned, st.Proven, st.ProvenSince = proven, proven, &since
+	onward, err := Run(ctx, f.env(), Request{Target: "prod", Admitter: ledgerGate{l},
+		Inputs: []Input{{Image: app, Tags: []string{"1.3.0"}, Digest: proven, Source: pr.SourceProof}}})
+	if err != nil || len(onward) != 1 || onward[0].Status != StatusOpened {
+		t.Fatalf("the onward promotion: %v, %+v", err, onward)
+	}
+	forced, err := Run(ctx, f.env(), Request{Target: "prod", Force: true, Reason: "hotfix for INC-7", Admitter: ledgerGate{l},
+		Inputs: []Input{{Image: app, Tags: []string{"1.4.0"}, Digest: hotfix, Source: pr.SourceFlag}}})
+	if err != nil || len(forced) != 1 || forced[0].Status != StatusOpened || forced[0].Pull == nil {
+		t.Fatalf("the forced promotion: %v, %+v; want its own pull request opened", err, forced)
+	}
+	if want := pr.ForcedBranch("pinbot/", "prod", app); forced[0].Branch != want {
+		t.Errorf("the forced promotion is on %s, want %s", forced[0].Branch, want)
+	}
+	if forced[0].Pull.Number == onward[0].Pull.Number {
+		t.Fatalf("the forced promotion rewrote the onward pull request #%d", onward[0].Pull.Number)
+	}
+	still, err := f.forge.GetPull(ctx, f.repo, onward[0].Pull.Number)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if still.State != "open" || still.HeadSHA != onward[0].Meta.Head {
+		t.Errorf("the onward pull request is %s at %s, want open at %s", still.State, still.HeadSHA, onward[0].Meta.Head)
+	}
+	if got := f.file(onward[0].Branch, "envs/prod/web.yaml"); !strings.Contains(got, proven) {
+		t.Errorf("the onward branch pins %q, want the proven %s", got, proven)
+	}
+	if !strings.Contains(forced[0].Pull.Body, "hotfix for INC-7") {
+		t.Errorf("the forced pull request's body does not give the reason:\n%s", forced[0].Pull.Body)
+	}
+}
+
 // TestOverlappingEnvironmentsAreRefused: a chain whose environments share
 // files (staging's envs/** holds prod's envs/prod/**) would let a staging
 // promotion rewrite prod past its proof and holds. The repository's

@@ -275,12 +275,15 @@ func Run(ctx context.Context, env Env, req Request) ([]Result, error) {
 					j.forced = "no reason given"
 				}
 			}
-			if req.Rollback != nil {
+			switch {
+			case req.Rollback != nil:
 				j.branch = pr.RollbackBranch(s.cfg.BranchPrefix, target, p.Image)
+			case req.Force:
+				j.branch = pr.ForcedBranch(s.cfg.BranchPrefix, target, p.Image)
 			}
 			if req.Group != "" {
 				// The group's images go into one job: one commit.
-				grouped[target] = joinJob(grouped[target], j, s.cfg.BranchPrefix, req.Rollback != nil)
+				grouped[target] = joinJob(grouped[target], j, s.cfg.BranchPrefix, req)
 				continue
 			}
 			res, err := s.runJob(ctx, j, req.DryRun)
@@ -394,11 +397,15 @@ func imagesOf(proms []Promotion) string {
 
 // joinJob adds j's promotion to a group's job in j's target (nil for the
 // first), on the group's branch.
-func joinJob(into *job, j job, prefix string, rollback bool) *job {
+func joinJob(into *job, j job, prefix string, req Request) *job {
 	if into == nil {
-		j.branch = pr.TogetherBranch(prefix, j.target, j.group)
-		if rollback {
+		switch {
+		case req.Rollback != nil:
 			j.branch = pr.TogetherRollbackBranch(prefix, j.target, j.group)
+		case req.Force:
+			j.branch = pr.TogetherForcedBranch(prefix, j.target, j.group)
+		default:
+			j.branch = pr.TogetherBranch(prefix, j.target, j.group)
 		}
 		return &j
 	}

@@ -159,7 +159,7 @@ func TestReleaseAdmission(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("forced promote into prod: exit %d: %s", code, out)
 	}
-	r.merge(r.pull(r.branch("prod"), time.Minute).Index)
+	r.merge(r.pull(r.forcedBranch("prod"), time.Minute).Index)
 	r.waitProven("prod", never, 2*time.Minute)
 	if strings.Contains(rep.log.String(), "denied the request") {
 		t.Errorf("serve's own sync was refused:\n%s", rep.log.String())

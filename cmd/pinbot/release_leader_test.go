@@ -39,7 +39,7 @@ func TestReleaseLeaderChangeBetweenActionAndRecord(t *testing.T) {
 	if code, out := r.pinbot("promote", "--env", "prod", "--image", r.app, "--digest", bad, "--force", "--reason", "a bad release"); code != 0 {
 		t.Fatalf("promote: exit %d: %s", code, out)
 	}
-	r.merge(r.pull(r.branch("prod"), time.Minute).Index)
+	r.merge(r.pull(r.forcedBranch("prod"), time.Minute).Index)
 	opened := r.pull(r.rollbackBranch("prod"), 2*time.Minute)
 	poll.Until(t, 30*time.Second, "the rollback decided in the ledger, its pull request not recorded", func() (bool, string) {
 		rb := r.track("prod").Rollback

@@ -239,6 +239,9 @@ func (r *releaseRig) merge(number int64) string {
 // branch is the branch of pinbot's promotion of the app into env.
 func (r *releaseRig) branch(env string) string { return pr.Branch("pinbot/", env, r.app) }
 
+// forcedBranch is the branch of a promotion of the app forced into env.
+func (r *releaseRig) forcedBranch(env string) string { return pr.ForcedBranch("pinbot/", env, r.app) }
+
 // rollbackBranch is the branch of pinbot's rollback of the app in env.
 func (r *releaseRig) rollbackBranch(env string) string {
 	return pr.RollbackBranch("pinbot/", env, r.app)

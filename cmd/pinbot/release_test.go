@@ -130,7 +130,7 @@ func TestReleaseChain(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("promote --force: exit %d: %s", code, out)
 	}
-	if pr := r.openPull(r.branch("prod")); pr == nil || !strings.Contains(pr.Body, "Forced past the gate") || !strings.Contains(pr.Body, "hotfix for the outage") {
+	if pr := r.openPull(r.forcedBranch("prod")); pr == nil || !strings.Contains(pr.Body, "Forced past the gate") || !strings.Contains(pr.Body, "hotfix for the outage") {
 		t.Errorf("the forced promotion's body does not say so")
 	}
 }
@@ -212,7 +212,7 @@ func TestReleaseRollback(t *testing.T) {
 			if code, out := r.pinbot(append([]string{"promote", "--env", "prod", "--image", r.app, "--digest", bad, "--force", "--reason", "testing " + tc.name}, gateArgs...)...); code != 0 {
 				t.Fatalf("promote: exit %d: %s", code, out)
 			}
-			r.merge(r.pull(r.branch("prod"), time.Minute).Index)
+			r.merge(r.pull(r.forcedBranch("prod"), time.Minute).Index)
 			rb := r.pull(r.rollbackBranch("prod"), 2*time.Minute)
 			// Readied halfway through the 8 s window: the rollback's pull
 			// request is on the commit pushed then.
@@ -249,7 +249,7 @@ func TestReleaseRollback(t *testing.T) {
 		if code, out := r.pinbot(append([]string{"promote", "--env", "prod", "--image", r.app, "--digest", bad, "--force", "--reason", "last"}, gateArgs...)...); code != 0 {
 			t.Fatalf("promote: exit %d: %s", code, out)
 		}
-		r.merge(r.pull(r.branch("prod"), time.Minute).Index)
+		r.merge(r.pull(r.forcedBranch("prod"), time.Minute).Index)
 		rb := r.pull(r.rollbackBranch("prod"), 2*time.Minute)
 		r.peers.Node.FailReadiness(kubeletsim.UsesImage(r.v1)) // the rollback's digest now fails too
 		r.merge(rb.Index)

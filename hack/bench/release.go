@@ -291,7 +291,7 @@ func (b *releaseBench) rollback(ctx context.Context, ref string, fail func(kubel
 	if err := b.promote(ctx, ref, "--env", "prod", "--force", "--reason", "bench: a bad release"); err != nil {
 		return 0, err
 	}
-	pull, err := b.waitPull(ctx, pr.Branch("pinbot/", "prod", b.repository()), digest, time.Minute)
+	pull, err := b.waitPull(ctx, pr.ForcedBranch("pinbot/", "prod", b.repository()), digest, time.Minute)
 	if err != nil {
 		return 0, err
 	}

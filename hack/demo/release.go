@@ -149,7 +149,7 @@ promote:
 	if _, err := d.run(ctx, append([]string{"promote", "--env", "prod", "--force", "--reason", "demo: skip staging", "--image", v3.repo + ":v3", "--digest", v3.digest}, forge...)...); err != nil {
 		return err
 	}
-	bad, err := d.waitPull(ctx, pr.Branch("pinbot/", "prod", v3.repo), time.Minute)
+	bad, err := d.waitPull(ctx, pr.ForcedBranch("pinbot/", "prod", v3.repo), time.Minute)
 	if err != nil {
 		return err
 	}

@@ -56,6 +56,20 @@ func TogetherRollbackBranch(prefix, target, group string) string {
 	return prefix + "rollback/" + target + "/together/" + Slug(group)
 }
 
+// ForcedBranch is the branch of a promotion forced past the gate into
+// target: "<prefix>forced/<target>/<Slug(image)>". A forced promotion never
+// rides on the branch of a gated one, whose pull request says what was
+// proven.
+func ForcedBranch(prefix, target, image string) string {
+	return prefix + "forced/" + target + "/" + Slug(image)
+}
+
+// TogetherForcedBranch is the branch of a group forced past the gate:
+// "<prefix>forced/<target>/together/<Slug(group)>".
+func TogetherForcedBranch(prefix, target, group string) string {
+	return prefix + "forced/" + target + "/together/" + Slug(group)
+}
+
 // RollbackLabel marks pinbot's rollback pull requests.
 const RollbackLabel = "pinbot-rollback"
 
