@@ -184,6 +184,9 @@ func stageView(lg Ledger, env *release.Environment, now time.Time) StageView {
 				si.Proposal.Class = gateClass(string(g.State))
 			}
 		}
+		if t.Bypassed() {
+			judge(3, "bad", "Past the gate", label(si.Pinned)+" merged past pinbot's gate: "+t.Merged.Bypass+"; its proof lifts no hold and is not attested")
+		}
 		if m := t.Merged; m != nil && m.FailingSince != nil && !m.Done {
 			judge(3, "bad", "Proof broke", "the proof of "+label(si.Pinned)+" broke "+at(*m.FailingSince, now).Rel+": "+t.Why)
 		}

@@ -118,3 +118,16 @@ func TestBrief(t *testing.T) {
 		}
 	}
 }
+
+// TestStagePastTheGate: a digest that merged past pinbot's gate is a red
+// stage saying how, even once it is proven there.
+func TestStagePastTheGate(t *testing.T) {
+	lg := fixtureLedger()
+	tr := lg.Ledger.Track("staging", "platform/web")
+	tr.Merged = &release.Merge{Digest: tr.Pinned, At: now.Add(-time.Hour), Proved: true, Bypass: "#9 merged with a pinbot/gate that mallory posted, not pinbot"}
+	env, _ := lg.Chain.Get("staging")
+	s := stageView(lg, env, now)
+	if s.Class != "bad" || s.State != "Past the gate" || !strings.Contains(s.Summary+s.Detail, "mallory posted") {
+		t.Errorf("stage %s %q: %q %q; want a red stage naming the forged gate", s.Class, s.State, s.Summary, s.Detail)
+	}
+}

@@ -198,8 +198,8 @@ func TestStatuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []gitforge.Status{
-		{Context: "pinbot/prod", State: "failure", Description: "image mismatch", TargetURL: "http://example.com/prod"},
-		{Context: "pinbot/staging", State: "success", Description: "running the pinned digests"},
+		{Context: "pinbot/prod", State: "failure", Description: "image mismatch", TargetURL: "http://example.com/prod", Creator: srv.AdminUser},
+		{Context: "pinbot/staging", State: "success", Description: "running the pinned digests", Creator: srv.AdminUser},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Statuses (-want +got):\n%s", diff)

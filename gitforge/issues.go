@@ -22,6 +22,9 @@ type Status struct {
 	State       commitstatus.State
 	Description string
 	TargetURL   string
+	// Creator is the login of the account that posted it (read only:
+	// Statuses fills it in, SetStatus posts as the token's account).
+	Creator string
 }
 
 // labelColors are the colours of labels AddLabels creates, picked by name
@@ -193,7 +196,11 @@ func (g *Gitea) Statuses(ctx context.Context, repo Repo, ref string) ([]Status, 
 			return resp, err
 		}
 		for _, s := range cs.Statuses {
-			out = append(out, Status{Context: s.Context, State: commitstatus.State(s.State), Description: s.Description, TargetURL: s.TargetURL})
+			st := Status{Context: s.Context, State: commitstatus.State(s.State), Description: s.Description, TargetURL: s.TargetURL}
+			if s.Creator != nil {
+				st.Creator = s.Creator.UserName
+			}
+			out = append(out, st)
 		}
 		return resp, nil
 	})

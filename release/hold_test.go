@@ -101,3 +101,35 @@ func TestFreezeDoesNotStopARollback(t *testing.T) {
 		})
 	}
 }
+
+// TestAMergePastTheGateLiftsNoHold: a digest that merged past pinbot's
+// gate (a forged pinbot/gate, a direct push) and then proves is marked,
+// announced as a Warning, and lifts no hold; the same digest merged
+// through the gate would have lifted it.
+func TestAMergePastTheGateLiftsNoHold(t *testing.T) {
+	for _, bypass := range []string{"", "#7 merged with a pinbot/gate that mallory posted, not pinbot"} {
+		c, l, w := chain(), New(), newWorld()
+		w.proven("prod", dA)
+		Step(l, w.input(c, t0))
+		l.hold([]string{"prod"}, Hold{Image: img, Digest: dB, Since: t0.Add(time.Minute), From: "prod", Known: []string{dA}})
+
+		w.proven("prod", dC)
+		in := w.input(c, t0.Add(2*time.Minute))
+		if bypass != "" {
+			in.Bypassed = map[string]map[string]string{"prod": {img: bypass}}
+		}
+		Step(l, in)
+		tr := l.Lookup("prod", img)
+		lifted := l.Held("prod", img, dB) == nil
+		var warned bool
+		for _, e := range l.Events {
+			warned = warned || (e.Reason == ReasonGateBypassed && strings.Contains(e.What, bypass) && Warning(e.Reason))
+		}
+		switch {
+		case bypass == "" && (!lifted || tr.Bypassed() || warned):
+			t.Errorf("through the gate: lifted %v, bypassed %v, warned %v; want the hold lifted, nothing marked", lifted, tr.Bypassed(), warned)
+		case bypass != "" && (lifted || !tr.Bypassed() || !warned):
+			t.Errorf("past the gate: lifted %v, bypassed %v, warned %v; want the hold kept, the merge marked and announced", lifted, tr.Bypassed(), warned)
+		}
+	}
+}

@@ -98,6 +98,10 @@ type Merge struct {
 	// acted on; Failure says what failed.
 	Done    bool   `json:"done,omitempty"`
 	Failure string `json:"failure,omitempty"`
+	// Bypass says how the digest merged past pinbot's gate: no pull
+	// request merged it, or the head merged lacked pinbot's own passing
+	// pinbot/gate. Its proof then lifts no hold and is never attested.
+	Bypass string `json:"bypass,omitempty"`
 }
 
 // Proposal is one open pull request of pinbot's into an environment.
@@ -199,6 +203,9 @@ const (
 	ReasonChainStopped    = "ChainStopped"
 	ReasonFreezeStarted   = "FreezeStarted"
 	ReasonFreezeEnded     = "FreezeEnded"
+	// ReasonGateBypassed: a digest merged into an environment past
+	// pinbot's gate (Merge.Bypass).
+	ReasonGateBypassed = "GateBypassed"
 	// ReasonAttested and ReasonAttestationFailed say whether serve
 	// attached the signed "proven running" attestation of a proof.
 	ReasonAttested          = "Attested"
@@ -209,7 +216,8 @@ const (
 // Event of type Warning rather than Normal.
 func Warning(reason string) bool {
 	switch reason {
-	case ReasonProofBroke, ReasonHeld, ReasonRollbackOpened, ReasonReported, ReasonRefused, ReasonChainStopped, ReasonAttestationFailed:
+	case ReasonProofBroke, ReasonHeld, ReasonRollbackOpened, ReasonReported, ReasonRefused, ReasonChainStopped, ReasonAttestationFailed,
+		ReasonGateBypassed:
 		return true
 	}
 	return false
@@ -394,6 +402,12 @@ func (t *Track) Soaked(now time.Time, soak time.Duration) (time.Duration, bool) 
 	}
 	held := now.Sub(*t.ProvenSince)
 	return held, held >= soak
+}
+
+// Bypassed says whether the digest pinned in the track merged past
+// pinbot's gate (Merge.Bypass).
+func (t *Track) Bypassed() bool {
+	return t != nil && t.Merged != nil && t.Merged.Digest == t.Pinned && t.Merged.Bypass != ""
 }
 
 // NextDeadline is the earliest time after now at which Step would decide

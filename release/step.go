@@ -26,6 +26,10 @@ type Input struct {
 	// Attested reads the attestation an environment that requires one
 	// needs of a proposal's digest before its gate turns green.
 	Attested AttestationOf
+	// Bypassed says, by environment and image, how the digest newly
+	// pinned there merged past pinbot's gate (Merge.Bypass); absent when
+	// it merged through it.
+	Bypassed map[string]map[string]string
 }
 
 // Step brings the ledger up to what in shows and returns what to do: a
@@ -37,7 +41,7 @@ type Input struct {
 // changes l; actions that succeed are recorded with Ledger.Proposed and
 // friends.
 func Step(l *Ledger, in Input) []Action {
-	s := stepper{l: l, chain: in.Chain, now: in.Now, attested: in.Attested}
+	s := stepper{l: l, chain: in.Chain, now: in.Now, attested: in.Attested, bypassed: in.Bypassed}
 	for _, env := range in.Chain {
 		for _, im := range imagesOf(in, l, env.Name) {
 			if !slices.Contains(s.images, im) {
@@ -115,6 +119,8 @@ type stepper struct {
 	// images are every image the step sees, in any environment: what
 	// groups (Environment.Together) resolve against.
 	images []string
+	// bypassed is Input.Bypassed.
+	bypassed map[string]map[string]string
 }
 
 // imagesOf are the images Git pins in env or the ledger tracks there.
@@ -164,6 +170,11 @@ func (s stepper) repin(t *Track, env Environment, image, pinned string) {
 		what = "merged the rollback to " + imageref.Short(pinned)
 	}
 	s.l.event(s.now, env.Name, image, ReasonMerged, what)
+	if why := s.bypassed[env.Name][image]; why != "" && !rollback {
+		t.Merged.Bypass = why
+		s.l.event(s.now, env.Name, image, ReasonGateBypassed, "merged "+imageref.Short(pinned)+" past pinbot's gate: "+why+
+			"; its proof lifts no hold and is not attested")
+	}
 }
 
 // liftHolds lifts the holds on image in env that digest, newly proven
@@ -199,7 +210,9 @@ func (s stepper) prove(t *Track, env Environment, image string, obs Assessment) 
 		since := s.now
 		t.Proven, t.ProvenSince, t.SoakedAt = t.Pinned, &since, nil
 		s.l.event(s.now, env.Name, image, ReasonProven, "proven "+imageref.Short(t.Pinned))
-		s.liftHolds(env.Name, image, t.Pinned, t.PinnedAt)
+		if !t.Bypassed() {
+			s.liftHolds(env.Name, image, t.Pinned, t.PinnedAt)
+		}
 	}
 	if _, soaked := t.Soaked(s.now, env.Soak); env.Soak > 0 && soaked && t.SoakedAt == nil {
 		at := s.now

@@ -107,7 +107,7 @@ func (a *attester) observe(repo string, chain release.Chain, l *release.Ledger, 
 		return
 	}
 	t := l.Lookup(e.Env, e.Image)
-	if t == nil || t.Proven == "" || t.ProvenSince == nil {
+	if t == nil || t.Proven == "" || t.ProvenSince == nil || t.Bypassed() {
 		return
 	}
 	env, _ := chain.Get(e.Env)

@@ -271,7 +271,11 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 	l.Chain = chain // for every replica's release page; written only when it changed
 	now := rl.now()
 	attested := rl.attestationOf(ctx, t.Repo)
-	in := release.Input{Now: now, Chain: chain, Pinned: inv.Pinned, Tags: inv.Tags, Assessed: rl.assess(ctx, chain, inv), Attested: attested}
+	bypassed, err := rl.bypassed(ctx, env, l, chain, inv)
+	if err != nil {
+		return time.Time{}, err
+	}
+	in := release.Input{Now: now, Chain: chain, Pinned: inv.Pinned, Tags: inv.Tags, Assessed: rl.assess(ctx, chain, inv), Attested: attested, Bypassed: bypassed}
 	decided := release.Step(l, in)
 	todo := append(decided, release.Pending(l, decided)...)
 	// The decisions go into the ledger before anything is done: a step

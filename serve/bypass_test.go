@@ -1,0 +1,106 @@
+package serve
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	sdk "code.gitea.io/sdk/gitea"
+
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/commitstatus"
+	"pinbot.dev/pinbot/internal/testenv/gitea"
+	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
+)
+
+// TestMergeBypass: on real Gitea, with a write collaborator. A merge
+// counts as through the gate only when the head it merged carries
+// pinbot's own pinbot/gate success; her forged success (posted after
+// pinbot's failure, so it is the one Gitea shows), a pending gate, no
+// gate, and a direct push are each named as a bypass. Before serve read
+// the status's author, her forged success was taken for pinbot's.
+func TestMergeBypass(t *testing.T) {
+	srv := giteatest.Start(t, gitea.Options{})
+	ctx := context.Background()
+	repo := gitforge.Repo{Owner: srv.AdminUser, Name: "manifests"}
+	if _, err := srv.CreateRepoWith(ctx, repo.Owner, repo.Name, "main", map[string]string{"prod/app.yaml": "image: app@sha256:0\n"}); err != nil {
+		t.Fatal(err)
+	}
+	mallory, err := srv.CreateUser(ctx, "mallory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.AddWriter(ctx, repo.Owner, repo.Name, mallory.Name); err != nil {
+		t.Fatal(err)
+	}
+	forge, err := gitforge.NewGitea(srv.URL, srv.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hers, err := gitforge.NewGitea(srv.URL, mallory.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := func(state commitstatus.State) gitforge.Status {
+		return gitforge.Status{Context: GateContext, State: state, Description: string(state)}
+	}
+	for i, tc := range []struct {
+		name   string
+		posts  func(head string) // statuses on the head before the merge
+		direct bool              // pushed to main, no pull request
+		want   string            // in the answer; "" for through the gate
+	}{
+		{name: "pinbot's success", posts: func(h string) { post(t, forge, repo, h, gate(commitstatus.Success)) }},
+		{name: "her success over pinbot's failure", posts: func(h string) {
+			post(t, forge, repo, h, gate(commitstatus.Failure))
+			post(t, hers, repo, h, gate(commitstatus.Success))
+		}, want: "that mallory posted, not pinbot"},
+		{name: "pinbot's pending", posts: func(h string) { post(t, forge, repo, h, gate(commitstatus.Pending)) }, want: "said pending"},
+		{name: "no gate", posts: func(string) {}, want: "with no pinbot/gate"},
+		{name: "a direct push", direct: true, want: "which no pull request merged"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			content := map[string]string{"prod/app.yaml": "image: app@sha256:" + string(rune('a'+i)) + "\n"}
+			var commit string
+			if tc.direct {
+				if commit, err = srv.CommitAs(ctx, mallory.Token, repo.Owner, repo.Name, "main", "main", content, "direct"); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				branch := "change-" + string(rune('a'+i))
+				head, err := srv.CommitAs(ctx, mallory.Token, repo.Owner, repo.Name, "main", branch, content, "change")
+				if err != nil {
+					t.Fatal(err)
+				}
+				c, err := srv.ClientAs(ctx, mallory.Token)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, _, err := c.CreatePullRequest(repo.Owner, repo.Name, sdk.CreatePullRequestOption{Head: branch, Base: "main", Title: tc.name})
+				if err != nil {
+					t.Fatal(err)
+				}
+				tc.posts(head)
+				if commit, err = srv.MergePull(ctx, repo.Owner, repo.Name, p.Index); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := mergeBypass(ctx, forge, repo, commit)
+			switch {
+			case err != nil:
+				t.Fatal(err)
+			case tc.want == "" && got != "":
+				t.Errorf("mergeBypass = %q, want through the gate", got)
+			case tc.want != "" && !strings.Contains(got, tc.want):
+				t.Errorf("mergeBypass = %q, want it to say %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func post(t *testing.T, g *gitforge.Gitea, repo gitforge.Repo, sha string, st gitforge.Status) {
+	t.Helper()
+	if err := g.SetStatus(context.Background(), repo, sha, st); err != nil {
+		t.Fatal(err)
+	}
+}
