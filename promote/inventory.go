@@ -2,6 +2,8 @@ package promote
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -18,21 +20,47 @@ type Inventory struct {
 	// Tags maps target and image to the tag the pins of Pinned's digest
 	// carry (the one most of them carry), "" when none does.
 	Tags map[string]map[string]string
+	// Every maps target and image to every digest pinned there, sorted:
+	// what a gate judges, pin by pin, where Pinned keeps the majority.
+	Every map[string]map[string][]string
+	// Loose names, by target, the pins no digest rule judges: those
+	// marked "# pinbot: ignore" ("FILE: IMAGE marked ..."), sorted. (A
+	// reference by tag alone is no pin: the scanner does not see it.)
+	Loose map[string][]string
 }
 
 // ReadInventory fetches the base of env's repository and reads what it
 // pins.
 func ReadInventory(ctx context.Context, env Env) (*Inventory, error) {
+	return ReadInventoryUnder(ctx, env, nil)
+}
+
+// ReadInventoryUnder is ReadInventory with the files sorted into targets
+// by rules, another commit's config, rather than by the fetched commit's
+// own: a pull request's head is read with its base's .pinbot.yaml, so
+// that a head cannot move a pin out of an environment by editing it.
+// Config is still the fetched commit's own; nil rules are it.
+func ReadInventoryUnder(ctx context.Context, env Env, rules *Config) (*Inventory, error) {
 	s, err := open(ctx, &env)
 	if err != nil {
 		return nil, err
 	}
-	inv := &Inventory{Config: s.cfg, Commit: s.snap.Commit(), Pinned: map[string]map[string]string{}, Tags: map[string]map[string]string{}}
+	if rules == nil {
+		rules = &s.cfg
+	}
+	inv := &Inventory{Config: s.cfg, Commit: s.snap.Commit(), Pinned: map[string]map[string]string{}, Tags: map[string]map[string]string{},
+		Every: map[string]map[string][]string{}, Loose: map[string][]string{}}
 	counts := map[string]map[string]map[string]int{}
 	tags := map[[3]string]map[string]int{} // target, image, digest -> tag counts
 	for _, p := range s.pins {
-		target := s.cfg.TargetOf(p.File)
-		if p.Ignored || p.Digest == "" || target == "" {
+		target := rules.TargetOf(p.File)
+		switch {
+		case target == "":
+			continue
+		case p.Ignored:
+			inv.Loose[target] = append(inv.Loose[target], fmt.Sprintf("%s: %s marked \"pinbot: ignore\"", p.File, p.Image))
+			continue
+		case p.Digest == "":
 			continue
 		}
 		if counts[target] == nil {
@@ -50,14 +78,20 @@ func ReadInventory(ctx context.Context, env Env) (*Inventory, error) {
 			tags[k][p.Tag]++
 		}
 	}
+	for target, loose := range inv.Loose {
+		slices.Sort(loose)
+		inv.Loose[target] = slices.Compact(loose)
+	}
 	for target, images := range counts {
 		inv.Pinned[target] = map[string]string{}
 		inv.Tags[target] = map[string]string{}
+		inv.Every[target] = map[string][]string{}
 		for image, digests := range images {
 			var best []string
 			for d := range digests {
 				best = append(best, d)
 			}
+			inv.Every[target][image] = slices.Sorted(slices.Values(best))
 			sort.Slice(best, func(i, j int) bool {
 				if digests[best[i]] != digests[best[j]] {
 					return digests[best[i]] > digests[best[j]]

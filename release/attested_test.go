@@ -85,7 +85,7 @@ func TestAttestationBesidesTheLedger(t *testing.T) {
 		return attestation[a.Digest]
 	}
 	judge := func(head string) (commitstatus.State, string) {
-		return JudgePull(l, c, base, map[string]map[string]string{"staging": {img: dB}, "prod": {img: head}}, t0, of)
+		return JudgePull(l, c, base, headOf(map[string]map[string]string{"staging": {img: dB}, "prod": {img: head}}), t0, of)
 	}
 	if state, desc := judge(dD); state != commitstatus.Failure || !strings.Contains(desc, "is not proven in staging") {
 		t.Errorf("an unproven digest: %s: %s; want the ledger's refusal first", state, desc)

@@ -4,19 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/clip"
+	"pinbot.dev/pinbot/internal/commitstatus"
 	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/release"
 )
 
 // pullSeen is what gatePulls last read of a pull request and posted on it.
 type pullSeen struct {
-	head   string                       // its head commit
-	pinned map[string]map[string]string // what the head pins, by environment and image
-	posted string                       // "state: description" posted on head
+	head   string           // its head commit
+	pinned release.PullHead // what the head pins, read with the base's rules
+	posted string           // "state: description" posted on head
 }
 
 // gatePulls posts pinbot/gate on every open pull request into the
@@ -58,17 +62,27 @@ func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.L
 		rl.mu.Lock()
 		seen := rl.pulls[key]
 		rl.mu.Unlock()
+		var state commitstatus.State
+		var desc string
 		if seen == nil || seen.head != p.HeadSHA {
-			at := env
-			at.Base = p.Head
-			inv, err := promote.ReadInventory(ctx, at)
+			head, err := readPullHead(ctx, env, p.Head, base)
 			if err != nil {
+				// A head pinbot cannot read (a .pinbot.yaml that does not
+				// load, say) fails the gate, and is read again next time.
 				errs = append(errs, fmt.Errorf("pull request #%d: reading its head: %w", p.Number, err))
-				continue
+				posted := ""
+				if seen != nil {
+					posted = seen.posted
+				}
+				seen = &pullSeen{posted: posted}
+				state, desc = commitstatus.Failure, "pinbot cannot read this head: "+clip.Quote(redact.String(err.Error()))
+			} else {
+				seen = &pullSeen{head: p.HeadSHA, pinned: head}
 			}
-			seen = &pullSeen{head: p.HeadSHA, pinned: inv.Pinned}
 		}
-		state, desc := release.JudgePull(l, chain, base.Pinned, seen.pinned, rl.now(), attested)
+		if state == "" {
+			state, desc = release.JudgePull(l, chain, base.Pinned, seen.pinned, rl.now(), attested)
+		}
 		if posted := string(state) + ": " + desc; posted != seen.posted {
 			err := forge.SetStatus(ctx, env.Repo, p.HeadSHA, gitforge.Status{Context: GateContext, State: state, Description: desc})
 			if err != nil {
@@ -98,4 +112,28 @@ func (rl *releaser) forgetPulls(repo string, open map[string]bool) {
 			delete(rl.pulls, key)
 		}
 	}
+}
+
+// readPullHead reads what the head branch of a pull request pins, with
+// the base's .pinbot.yaml sorting its files into environments: a head
+// that edits the rules is judged by the old ones, and fails for the edit
+// (release.ChainChange). Pins without a digest count only where the base
+// lacks them.
+func readPullHead(ctx context.Context, env promote.Env, branch string, base *promote.Inventory) (release.PullHead, error) {
+	at := env
+	at.Base = branch
+	inv, err := promote.ReadInventoryUnder(ctx, at, &base.Config)
+	if err != nil {
+		return release.PullHead{}, err
+	}
+	h := release.PullHead{Pinned: inv.Every, Loose: map[string][]string{},
+		ChainChange: release.ChainChange(base.Config.Environments, inv.Config.Environments)}
+	for target, loose := range inv.Loose {
+		for _, l := range loose {
+			if !slices.Contains(base.Loose[target], l) {
+				h.Loose[target] = append(h.Loose[target], l)
+			}
+		}
+	}
+	return h, nil
 }

@@ -1,0 +1,87 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/testenv/gitea"
+	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
+	"pinbot.dev/pinbot/promote"
+)
+
+// TestPullHeadIsReadWithTheBasesRules: on real Gitea, a write
+// collaborator's pull requests that escaped the chain before: renaming
+// prod in .pinbot.yaml, moving its paths, an ignore marker, and extra
+// pins that outvote the held one. Each head is read
+// with the base's .pinbot.yaml, so the bad digest still lands in prod,
+// and what the head does to the rules is named.
+func TestPullHeadIsReadWithTheBasesRules(t *testing.T) {
+	srv := giteatest.Start(t, gitea.Options{})
+	ctx := context.Background()
+	repo := gitforge.Repo{Owner: srv.AdminUser, Name: "manifests"}
+	const good, bad = "sha256:" + "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "sha256:" + "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+	config := func(prod, prodPaths string) string {
+		return fmt.Sprintf("environments:\n  - name: staging\n    paths: [\"envs/staging/**\"]\n    apps: [web-staging]\n  - name: %s\n    from: staging\n    paths: [\"%s\"]\n    apps: [web-prod]\n", prod, prodPaths)
+	}
+	pin := func(d string) string { return "image: registry.test/app:v1@" + d + "\n" }
+	if _, err := srv.CreateRepoWith(ctx, repo.Owner, repo.Name, "main", map[string]string{
+		".pinbot.yaml": config("prod", "envs/prod/**"), "envs/staging/app.yaml": pin(good), "envs/prod/app.yaml": pin(good),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mallory, err := srv.CreateUser(ctx, "mallory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.AddWriter(ctx, repo.Owner, repo.Name, mallory.Name); err != nil {
+		t.Fatal(err)
+	}
+	forge, err := gitforge.NewGitea(srv.URL, srv.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := promote.Env{Forge: forge, Repo: repo, CloneURL: srv.RepoURL(repo.Owner, repo.Name), Auth: gitforge.Auth{Token: srv.Token}}
+	base, err := promote.ReadInventory(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		name      string
+		files     map[string]string
+		wantPin   bool   // the bad digest is read as pinned in prod
+		wantLoose string // in prod's loose pins
+		wantChain string
+	}{
+		{name: "prod renamed", files: map[string]string{".pinbot.yaml": config("production", "envs/prod/**"), "envs/prod/app.yaml": pin(bad)}, wantPin: true, wantChain: "adds production and removes prod"},
+		{name: "prod's paths moved", files: map[string]string{".pinbot.yaml": config("prod", "elsewhere/**"), "envs/prod/app.yaml": pin(bad)}, wantPin: true, wantChain: "changes the settings of prod"},
+		{name: "an ignore marker", files: map[string]string{"envs/prod/app.yaml": "image: registry.test/app:v1@" + bad + " # pinbot: ignore\n"}, wantLoose: "pinbot: ignore"},
+		{name: "two extra pins outvote the held one", files: map[string]string{"envs/prod/app.yaml": pin(bad), "envs/prod/b.yaml": pin(good), "envs/prod/c.yaml": pin(good)}, wantPin: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			branch := fmt.Sprintf("shape-%d", i)
+			if _, err := srv.CommitAs(ctx, mallory.Token, repo.Owner, repo.Name, "main", branch, tc.files, tc.name); err != nil {
+				t.Fatal(err)
+			}
+			h, err := readPullHead(ctx, env, branch, base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pinned := false
+			for _, d := range h.Pinned["prod"]["registry.test/app"] {
+				pinned = pinned || d == bad
+			}
+			if pinned != tc.wantPin {
+				t.Errorf("the bad digest read as pinned in prod: %v, want %v (%+v)", pinned, tc.wantPin, h.Pinned)
+			}
+			if loose := strings.Join(h.Loose["prod"], "; "); (tc.wantLoose == "") != (loose == "") || !strings.Contains(loose, tc.wantLoose) {
+				t.Errorf("prod's loose pins %q, want %q", loose, tc.wantLoose)
+			}
+			if !strings.Contains(h.ChainChange, tc.wantChain) || (tc.wantChain == "") != (h.ChainChange == "") {
+				t.Errorf("ChainChange = %q, want %q", h.ChainChange, tc.wantChain)
+			}
+		})
+	}
+}
