@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"pinbot.dev/pinbot/internal/capool"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler/config"
@@ -39,6 +41,7 @@ import (
 //	  listen: ":9443"
 //	  certFile: /etc/pinbot/admission/tls.crt      # the serving certificate, reread when it changes
 //	  keyFile: /etc/pinbot/admission/tls.key
+//	  clientCAFile: /etc/pinbot/admission/client-ca.crt  # the API server's client certificate's CA
 type Admission struct {
 	// Mode is AdmissionAudit (the default) or AdmissionEnforce.
 	Mode string `yaml:"mode"`
@@ -50,6 +53,13 @@ type Admission struct {
 	// KeyFile is the certificate's private key (PEM), relative to the
 	// config file's directory.
 	KeyFile string `yaml:"keyFile"`
+	// ClientCAFile, when set, is the CA (PEM) of the client certificate
+	// the API server presents to the webhook (the kubeconfig of its
+	// AdmissionConfiguration): a caller without a certificate that CA
+	// signed is refused in the TLS handshake, so nothing else that
+	// reaches the port can send a review. Relative to the config file's
+	// directory; read at start.
+	ClientCAFile string `yaml:"clientCAFile"`
 }
 
 // Admission modes.
@@ -67,6 +77,11 @@ const AdmissionPath = "/admission"
 // maxReview bounds an AdmissionReview's body: the API server sends the
 // object and, on an update, the old one (etcd stores at most 1.5 MiB).
 const maxReview = 4 << 20
+
+// maxReviewsInFlight bounds the reviews read and judged at once, and so
+// the memory bodies take (maxReview each); a review over it waits for a
+// place until the API server gives up on it.
+const maxReviewsInFlight = 8
 
 // problems lists what is wrong with the section.
 func (a *Admission) problems() []string {
@@ -87,7 +102,7 @@ func (a *Admission) problems() []string {
 
 // resolve makes the section's files absolute, relative to dir.
 func (a *Admission) resolve(dir string) {
-	for _, p := range []*string{&a.CertFile, &a.KeyFile} {
+	for _, p := range []*string{&a.CertFile, &a.KeyFile, &a.ClientCAFile} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)
 		}
@@ -108,12 +123,18 @@ type admitter struct {
 	// release a person merged, say). "" until whoami answered.
 	self string
 
+	// clients are the CAs of the callers' certificates
+	// (Admission.ClientCAFile); nil asks for none.
+	clients *x509.CertPool
+	// slots holds a place per review in flight (maxReviewsInFlight).
+	slots chan struct{}
+
 	// decisions is pinbot_admission_reviews_total{env,result}.
 	decisions *prometheus.CounterVec
 }
 
 func newAdmitter(d *daemon, cfg Admission) *admitter {
-	return &admitter{d: d, cfg: cfg, cert: &certFiles{cert: cfg.CertFile, key: cfg.KeyFile},
+	return &admitter{d: d, cfg: cfg, cert: &certFiles{cert: cfg.CertFile, key: cfg.KeyFile}, slots: make(chan struct{}, maxReviewsInFlight),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pinbot_admission_reviews_total",
 			Help: "Pods and workloads the admission webhook judged in an environment's namespaces, by environment and result: admitted, refused (enforce) or audited (audit mode: admitted, though the chain would refuse it).",
@@ -127,6 +148,12 @@ func (a *admitter) start(ctx, work context.Context) error {
 	log := logctx.From(ctx)
 	if _, err := a.cert.get(nil); err != nil {
 		return fmt.Errorf("%s: admission: %w", a.d.cfg.File(), err)
+	}
+	if err := a.loadClientCAs(); err != nil {
+		return fmt.Errorf("%s: %w", a.d.cfg.File(), err)
+	}
+	if a.clients == nil {
+		log.Warn("the admission webhook accepts reviews from anyone who reaches its port: set admission.clientCAFile to the CA of the API server's client certificate")
 	}
 	if err := a.whoami(ctx); err != nil {
 		return err
@@ -146,6 +173,19 @@ func (a *admitter) start(ctx, work context.Context) error {
 	return nil
 }
 
+// loadClientCAs reads admission.clientCAFile, if set.
+func (a *admitter) loadClientCAs() error {
+	if a.cfg.ClientCAFile == "" {
+		return nil
+	}
+	pool, err := capool.Load(a.cfg.ClientCAFile)
+	if err != nil {
+		return fmt.Errorf("admission.clientCAFile: %w", err)
+	}
+	a.clients = pool
+	return nil
+}
+
 // whoami asks the API server who serve's own client is.
 func (a *admitter) whoami(ctx context.Context) error {
 	r, err := a.d.kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
@@ -159,13 +199,24 @@ func (a *admitter) whoami(ctx context.Context) error {
 // tlsConfig serves the certificate files, reread when they change (a
 // cert-manager renewal).
 func (a *admitter) tlsConfig() *tls.Config {
-	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: a.cert.get}
+	c := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: a.cert.get}
+	if a.clients != nil {
+		c.ClientAuth, c.ClientCAs = tls.RequireAndVerifyClientCert, a.clients
+	}
+	return c
 }
 
 // ServeHTTP answers an AdmissionReview.
 func (a *admitter) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost {
 		http.Error(w, "POST an AdmissionReview", http.StatusMethodNotAllowed)
+		return
+	}
+	select {
+	case a.slots <- struct{}{}:
+		defer func() { <-a.slots }()
+	case <-req.Context().Done():
+		http.Error(w, "too many reviews in flight", http.StatusServiceUnavailable)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(req.Body, maxReview+1))
@@ -179,8 +230,15 @@ func (a *admitter) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	resp, err := a.review(req.Context(), review.Request)
-	if err != nil {
-		// The API server applies the webhook's failurePolicy.
+	switch {
+	case err != nil && a.cfg.enforce():
+		// Enforce refuses what it cannot judge (a ledger it cannot read,
+		// say), whatever the webhook's failurePolicy would do.
+		logctx.From(req.Context()).Warn("admission review failed; refused", "namespace", review.Request.Namespace, "kind", review.Request.Kind.Kind, "error", redact.String(err.Error()))
+		resp = &admissionv1.AdmissionResponse{UID: review.Request.UID, Result: &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusForbidden,
+			Reason: metav1.StatusReasonForbidden, Message: "pinbot (enforce) cannot judge this request, and refuses it: " + redact.String(err.Error())}}
+	case err != nil:
+		// Audit: the API server applies the webhook's failurePolicy.
 		logctx.From(req.Context()).Warn("admission review failed", "namespace", review.Request.Namespace, "kind", review.Request.Kind.Kind, "error", redact.String(err.Error()))
 		http.Error(w, redact.String(err.Error()), http.StatusInternalServerError)
 		return
