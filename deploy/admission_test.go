@@ -37,8 +37,9 @@ func TestChartAdmission(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := chartConfig(t, objs)
-	if a := cfg.Admission; a == nil || a.Mode != "enforce" || a.Listen != ":9443" || a.CertFile != "/etc/pinbot/admission/tls.crt" {
-		t.Errorf("admission section %+v, want enforce on :9443 with the mounted certificate", a)
+	if a := cfg.Admission; a == nil || a.Mode != "enforce" || a.Listen != ":9443" || a.CertFile != "/etc/pinbot/admission/tls.crt" ||
+		a.ClientCAFile != "/etc/pinbot/admission-clients/ca.crt" {
+		t.Errorf("admission section %+v, want enforce on :9443 with the mounted certificate and the API server's client CA", a)
 	}
 	var dep appsv1.Deployment
 	find(t, objs, "Deployment", "pinbot", &dep)
@@ -48,6 +49,13 @@ func TestChartAdmission(t *testing.T) {
 			return m.Name == "admission" && m.MountPath == "/etc/pinbot/admission"
 		}) {
 		t.Errorf("ports %v, mounts %v; want port admission and the certificate mounted", c.Ports, c.VolumeMounts)
+	}
+	if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+		return m.Name == "admission-clients" && m.MountPath == "/etc/pinbot/admission-clients"
+	}) || !slices.ContainsFunc(dep.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.Name == "admission-clients" && v.Secret != nil && v.Secret.SecretName == "apiserver-webhook-client-ca"
+	}) {
+		t.Errorf("mounts %v; want the API server's client CA mounted from admission.clientCASecret", c.VolumeMounts)
 	}
 	var svc corev1.Service
 	find(t, objs, "Service", "pinbot", &svc)

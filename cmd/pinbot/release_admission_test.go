@@ -130,6 +130,19 @@ func TestReleaseAdmission(t *testing.T) {
 	if err := setImage(r.app + ":latest"); err == nil || !strings.Contains(err.Error(), "it is not pinned by digest") {
 		t.Errorf("kubectl set image to a tag: %v, want refused", err)
 	}
+	// kubectl debug: an ephemeral container of the unproven digest in a
+	// running Pod of prod goes through pods/ephemeralcontainers.
+	pods, err := kube.CoreV1().Pods("prod").List(ctx, metav1.ListOptions{})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("prod's Pods: %v, %d", err, len(pods.Items))
+	}
+	debugged := pods.Items[0]
+	debugged.Spec.EphemeralContainers = append(debugged.Spec.EphemeralContainers, corev1.EphemeralContainer{
+		EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debugger", Image: r.app + "@" + never}})
+	if _, err := kube.CoreV1().Pods("prod").UpdateEphemeralContainers(ctx, debugged.Name, &debugged, metav1.UpdateOptions{}); err == nil ||
+		!strings.Contains(err.Error(), "pinbot: container debugger: ") {
+		t.Errorf("kubectl debug with an unproven digest: %v, want refused", err)
+	}
 
 	// The chain's own way in: staging proves v2, pinbot's pull request
 	// into prod merges, and serve's sync of prod is admitted.
@@ -170,7 +183,7 @@ func TestReleaseAdmission(t *testing.T) {
 func admissionRules() []admissionregistrationv1.RuleWithOperations {
 	ops := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
 	return []admissionregistrationv1.RuleWithOperations{
-		{Operations: ops, Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}},
+		{Operations: ops, Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods", "pods/ephemeralcontainers"}}},
 		{Operations: ops, Rule: admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments", "statefulsets", "daemonsets", "replicasets"}}},
 	}
 }
