@@ -24,7 +24,8 @@ import (
 func (f *fixture) insider(name string) gitea.User {
 	f.t.Helper()
 	ctx := context.Background()
-	u, err := f.srv.CreateUser(ctx, name+"-"+f.name)
+	// Gitea's user names are short: the repository's number keeps it unique.
+	u, err := f.srv.CreateUser(ctx, name+f.name[strings.LastIndex(f.name, "-"):])
 	if err != nil {
 		f.t.Fatal(err)
 	}
