@@ -16,20 +16,24 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/term"
+	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
 	"mvdan.cc/sh/x/coreutils"
@@ -167,8 +171,106 @@ func shell(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return r.Run(ctx, prog)
+	return runProgram(ctx, r, prog, opts, name, args)
 }
+
+// runProgram runs prog. The background jobs it leaves running when it
+// ends (its last statements, each ending in &) run as processes of their
+// own, as a POSIX shell forks them: they outlive this shell, which exits
+// at once. The interpreter would run them in this process, where the
+// shell's exit ends them: the Jenkins durable-task launcher's
+// `nohup sh -c "( ... ) >&- 2>&- &"` then never wrote its log or its
+// result. Each such job gets the shell's variables, functions, options,
+// parameters and working directory; its own background jobs and wait
+// run in it as usual.
+func runProgram(ctx context.Context, r *interp.Runner, prog *syntax.File, opts []string, name string, args []string) error {
+	tail := len(prog.Stmts)
+	for tail > 0 && prog.Stmts[tail-1].Background {
+		tail--
+	}
+	if tail == len(prog.Stmts) {
+		return r.Run(ctx, prog)
+	}
+	fg := *prog
+	fg.Stmts = prog.Stmts[:tail]
+	if err := r.Run(ctx, &fg); r.Exited() {
+		return err
+	}
+	for _, st := range prog.Stmts[tail:] {
+		if err := detach(r, st, opts, name, args); err != nil {
+			return err
+		}
+	}
+	return nil // the status of a command ending in &
+}
+
+// detach starts the background statement st as a process of this
+// binary's sh, in a session of its own, without waiting for it.
+func detach(r *interp.Runner, st *syntax.Stmt, opts []string, name string, args []string) error {
+	exe, err := self()
+	if err != nil {
+		return fmt.Errorf("sh: starting a background job: %w", err)
+	}
+	var script strings.Builder
+	p := syntax.NewPrinter()
+	var env []string
+	for _, v := range slices.Sorted(maps.Keys(r.Vars)) {
+		val := r.Vars[v]
+		switch {
+		case !val.IsSet() || val.Kind != expand.String:
+		case val.Exported:
+			env = append(env, v+"="+val.Str)
+		case !val.ReadOnly && !dynamic[v] && syntax.ValidName(v):
+			q, err := syntax.Quote(val.Str, syntax.LangPOSIX)
+			if err != nil {
+				continue // a value sh cannot spell (a NUL): left out
+			}
+			fmt.Fprintf(&script, "%s=%s\n", v, q)
+		}
+	}
+	for _, f := range slices.Sorted(maps.Keys(r.Funcs)) {
+		if err := p.Print(&script, &syntax.FuncDecl{Name: &syntax.Lit{Value: f}, Body: r.Funcs[f]}); err != nil {
+			return err
+		}
+		script.WriteString("\n")
+	}
+	job := *st
+	job.Background = false
+	if err := p.Print(&script, &job); err != nil {
+		return err
+	}
+	// A background job reads /dev/null, as a POSIX shell's does; a root
+	// without /dev (a bare chroot) lends it the shell's own stdin.
+	var stdin *os.File = os.Stdin
+	if null, err := os.Open(os.DevNull); err == nil {
+		defer null.Close()
+		stdin = null
+	}
+	argv := append(append([]string{"sh"}, opts...), "-c", script.String(), cmp.Or(name, "sh"))
+	cmd := &exec.Cmd{Path: exe, Args: append(argv, args...), Env: env, Dir: r.Dir,
+		Stdin: stdin, Stdout: os.Stdout, Stderr: os.Stderr, SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("sh: starting a background job: %w", err)
+	}
+	return cmd.Process.Release()
+}
+
+// self is the path of this binary: from /proc, or where a root without
+// /proc (a chroot) says the name it was called by is.
+func self() (string, error) {
+	exe, err := os.Executable()
+	if err == nil {
+		return exe, nil
+	}
+	if strings.Contains(os.Args[0], "/") {
+		return os.Args[0], nil
+	}
+	return exec.LookPath(os.Args[0])
+}
+
+// dynamic are the variables the shell sets itself, which a background
+// job's shell sets anew.
+var dynamic = map[string]bool{"PPID": true, "RANDOM": true, "SECONDS": true, "LINENO": true, "PWD": true, "OLDPWD": true, "UID": true, "EUID": true, "GID": true, "OPTIND": true}
 
 // interactive reads and runs commands from a terminal, with a prompt.
 func interactive(ctx context.Context, r *interp.Runner) error {

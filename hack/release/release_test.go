@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"log"
 	"net/http/httptest"
 	"net/url"
@@ -14,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +28,7 @@ import (
 
 	"pinbot.dev/pinbot/hack/internal/command"
 	"pinbot.dev/pinbot/internal/imagebuild"
+	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/trust/sign"
 )
 
@@ -185,23 +189,79 @@ func TestMakeRelease(t *testing.T) {
 	}
 
 	// The plain image has no shell; the debug image's shell runs pinbot.
-	if fs := rootfs(t, refs[0]); fileExists(filepath.Join(fs, "bin", "sh")) {
+	if plain := rootfs(t, refs[0]); fileExists(filepath.Join(plain, "bin", "sh")) {
 		t.Error("the plain image holds /bin/sh")
 	}
-	fs := rootfs(t, refs[1])
+	debugRoot := rootfs(t, refs[1])
 	// What a Jenkins container() step runs: sh, sleep, touch, cat, mv,
 	// nohup and pinbot.
 	const script = `mkdir -p /tmp; sleep 0.1 0.0005m; touch /tmp/t; echo sh cat ls > /tmp/t.tmp; mv /tmp/t.tmp /tmp/t; cat /tmp/t; ls /bin > /tmp/ls; nohup pinbot version`
 	var cmd *exec.Cmd
 	if os.Geteuid() == 0 {
-		cmd = exec.Command("chroot", fs, "/bin/sh", "-ec", script)
+		cmd = exec.Command("chroot", debugRoot, "/bin/sh", "-ec", script)
 	} else {
-		cmd = exec.Command(filepath.Join(fs, "bin", "sh"), "-ec", script)
-		cmd.Env = []string{"PATH=" + filepath.Join(fs, "usr", "local", "bin") + ":" + filepath.Join(fs, "bin")}
+		cmd = exec.Command(filepath.Join(debugRoot, "bin", "sh"), "-ec", script)
+		cmd.Env = []string{"PATH=" + filepath.Join(debugRoot, "usr", "local", "bin") + ":" + filepath.Join(debugRoot, "bin")}
 	}
 	got, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(got), testVersion) || !strings.Contains(string(got), "sh cat ls") {
 		t.Errorf("sh -ec %q in the debug image: %v\n%s", script, err, got)
+	}
+	jenkinsStep(t, debugRoot)
+}
+
+// jenkinsStep runs a step as the Kubernetes plugin of Jenkins launches
+// it in a container() (durable-task's launcher line, with its paths), in
+// the debug image as its user 65532, and waits for the step's log and
+// result. The launcher's shell exits at once and leaves the step running
+// in the background: a shell that ended its background jobs with itself
+// wrote neither file ("process apparently never started").
+func jenkinsStep(t *testing.T, root string) {
+	t.Helper()
+	const ws = "/home/nonroot/ws/job@tmp/durable-4f2a"
+	dir := filepath.Join(root, ws)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "script.sh"), []byte("pinbot version\nexit 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	launcher := `nohup sh -c "({ while [ -d '` + ws + `' -a \! -f '` + ws + `/jenkins-result.txt' ]; do touch '` + ws + `/jenkins-log.txt'; sleep 3; done } & ` +
+		`jsc=durable-0123456789abcdef; JENKINS_SERVER_COOKIE=\$jsc 'sh' -xe '` + ws + `/script.sh' > '` + ws + `/jenkins-log.txt' 2>&1; ` +
+		`echo \$? > '` + ws + `/jenkins-result.txt.tmp'; mv '` + ws + `/jenkins-result.txt.tmp' '` + ws + `/jenkins-result.txt'; wait) >&- 2>&- &"`
+	var cmd *exec.Cmd
+	if os.Geteuid() == 0 {
+		// As the image's user, in its root: the workspace is hers.
+		if err := filepath.WalkDir(filepath.Join(root, "home", "nonroot"), func(p string, _ fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, 65532, 65532)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		cmd = exec.Command("/bin/sh", "-c", launcher)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root, Credential: &syscall.Credential{Uid: 65532, Gid: 65532}}
+		cmd.Dir = "/"
+		cmd.Env = []string{"PATH=/usr/local/bin:/bin", "HOME=/home/nonroot"}
+	} else {
+		launcher = strings.ReplaceAll(launcher, ws, dir)
+		cmd = exec.Command(filepath.Join(root, "bin", "sh"), "-c", launcher)
+		cmd.Env = []string{"PATH=" + filepath.Join(root, "usr", "local", "bin") + ":" + filepath.Join(root, "bin")}
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the Jenkins launcher: %v\n%s", err, out)
+	}
+	var result, logged []byte
+	poll.Until(t, 30*time.Second, "the step's jenkins-result.txt", func() (bool, string) {
+		var err error
+		result, err = os.ReadFile(filepath.Join(dir, "jenkins-result.txt"))
+		entries, _ := os.ReadDir(dir)
+		return err == nil, fmt.Sprintf("the workspace holds %v", entries)
+	})
+	logged, _ = os.ReadFile(filepath.Join(dir, "jenkins-log.txt"))
+	if strings.TrimSpace(string(result)) != "3" || !strings.Contains(string(logged), "+ pinbot version") || !strings.Contains(string(logged), testVersion) {
+		t.Errorf("the step's result %q and log:\n%s\nwant 3, and pinbot's version traced", result, logged)
 	}
 }
 
