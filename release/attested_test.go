@@ -120,7 +120,7 @@ func TestAttestationBesidesTheLedger(t *testing.T) {
 	gate := func(at time.Duration) *Action {
 		g := find(Step(l, in(at)), Gate)
 		if g != nil {
-			l.Posted("prod", img, g.State, g.Description)
+			l.Posted("prod", img, g.PR, g.State, g.Description)
 		}
 		return g
 	}

@@ -91,7 +91,7 @@ func TestGroupMovesAsOne(t *testing.T) {
 				}
 			case Gate:
 				for _, m := range a.Members {
-					l.Posted(a.Env, m.Image, a.State, a.Description)
+					l.Posted(a.Env, m.Image, a.PR, a.State, a.Description)
 				}
 			}
 		}

@@ -372,10 +372,17 @@ func (l *Ledger) RollbackReadied(env, image, failed, branch, head string) {
 	}
 }
 
-// Posted records the gate status posted on env's promotion pull request.
-func (l *Ledger) Posted(env, image string, state commitstatus.State, description string) {
-	if t := l.Lookup(env, image); t != nil && t.Proposal != nil {
-		t.Proposal.Gate = &PostedGate{State: state, Description: description}
+// Posted records the gate status posted on pull request pr of env: its
+// promotion or its rollback.
+func (l *Ledger) Posted(env, image string, pr int64, state commitstatus.State, description string) {
+	t := l.Lookup(env, image)
+	if t == nil {
+		return
+	}
+	for _, p := range []*Proposal{t.Proposal, t.Rollback} {
+		if p != nil && p.PR == pr {
+			p.Gate = &PostedGate{State: state, Description: description}
+		}
 	}
 }
 

@@ -87,8 +87,18 @@ func Step(l *Ledger, in Input) []Action {
 			s.prove(t, env, image, obs)
 			out = append(out, s.watch(t, env, image, obs, rollbacksHeld)...)
 			readying = append(readying, s.readyRollback(t, env, image)...)
-			if t.Rollback != nil && t.Rollback.PR != 0 && env.Rollback == RollbackAuto && !rollbacksHeld {
-				out = append(out, mergeAction(env.Name, image, t.Rollback, true))
+			if rb := t.Rollback; rb != nil && rb.PR != 0 && rb.Head != "" {
+				// The gate a branch protection requires goes on pinbot's
+				// rollback too: it restores a digest proven here before.
+				desc := "rolls back to " + imageref.Short(rb.Digest) + ", proven here before, from " + imageref.Short(rb.Failed)
+				if rb.Gate == nil || rb.Gate.State != commitstatus.Success || rb.Gate.Description != desc {
+					a := gateAction(env.Name, image, rb, commitstatus.Success, desc)
+					a.IsRollback = true
+					out = append(out, a)
+				}
+				if env.Rollback == RollbackAuto && !rollbacksHeld {
+					out = append(out, mergeAction(env.Name, image, rb, true))
+				}
 			}
 		}
 	}

@@ -105,7 +105,7 @@ func TestSoakThenOnward(t *testing.T) {
 		}
 		g := find(as, Gate)
 		if g != nil {
-			l.Posted("prod", img, g.State, g.Description)
+			l.Posted("prod", img, g.PR, g.State, g.Description)
 		}
 		return g
 	}
@@ -180,7 +180,7 @@ func TestFreezeHoldsOnwardAndMerge(t *testing.T) {
 	if tr := l.Lookup("prod", img); tr.FrozenUntil == nil || !tr.FrozenUntil.Equal(t0) {
 		t.Errorf("ledger FrozenUntil = %v, want %v", tr.FrozenUntil, t0)
 	}
-	l.Posted("prod", img, g.State, g.Description)
+	l.Posted("prod", img, g.PR, g.State, g.Description)
 	as = Step(l, w.input(c, t0.Add(time.Minute)))
 	if g := find(as, Gate); g == nil || g.State != commitstatus.Success || find(as, MergePR) == nil {
 		t.Errorf("after the window: %+v, want the gate green and a merge", as)
@@ -364,5 +364,30 @@ func TestNextDeadline(t *testing.T) {
 	Step(l, w.input(c, t0.Add(4*time.Minute)))
 	if next, ok := l.NextDeadline(c, t0.Add(4*time.Minute)); !ok || !next.Equal(t0.Add(5*time.Minute)) {
 		t.Errorf("NextDeadline = %v %t, want prod's readyTimeout at +5m", next, ok)
+	}
+}
+
+// TestRollbackCarriesTheGate: pinbot's open rollback pull request gets
+// pinbot's own pinbot/gate success once (a branch protection that
+// requires the gate then lets it merge), and with rollback: auto it is
+// merged at the head pinbot pushed. Before, a rollback never carried the
+// gate, so the protection pinbot recommends blocked rollback: auto.
+func TestRollbackCarriesTheGate(t *testing.T) {
+	c, l, w := chain(), New(), newWorld()
+	c[1].Rollback = RollbackAuto
+	w.proven("prod", dA)
+	Step(l, w.input(c, t0))
+	l.Track("prod", img).Rollback = &Proposal{PR: 9, Digest: dA, Failed: dB, Head: "rb1"}
+	as := Step(l, w.input(c, t0.Add(time.Minute)))
+	g, m := find(as, Gate), find(as, MergePR)
+	if g == nil || g.PR != 9 || g.Head != "rb1" || g.State != commitstatus.Success || !g.IsRollback || !strings.Contains(g.Description, "rolls back to") {
+		t.Fatalf("gate %+v, want pinbot's success on the rollback's head", g)
+	}
+	if m == nil || m.PR != 9 || m.Head != "rb1" || !m.IsRollback {
+		t.Errorf("merge %+v, want the rollback merged at the head pinbot pushed", m)
+	}
+	l.Posted("prod", img, g.PR, g.State, g.Description)
+	if g := find(Step(l, w.input(c, t0.Add(2*time.Minute))), Gate); g != nil {
+		t.Errorf("posted again: %+v", g)
 	}
 }

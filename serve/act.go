@@ -97,7 +97,7 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*
 		if err == nil {
 			record(func(l *release.Ledger) {
 				for _, m := range membersOf(a) {
-					l.Posted(a.Env, m.Image, a.State, a.Description)
+					l.Posted(a.Env, m.Image, a.PR, a.State, a.Description)
 				}
 			})
 			rl.chainm.gates.WithLabelValues(env.Repo.String(), a.Env, string(a.State)).Inc()
