@@ -19,6 +19,9 @@ type Protection struct {
 	Checks []string `json:"checks,omitempty"`
 	// AdminOverride: repository admins may merge past a failing check.
 	AdminOverride bool `json:"adminOverride"`
+	// MergeAllowList names the users and teams ("team:NAME") the rule
+	// lets merge; empty when the rule lets every writer merge.
+	MergeAllowList []string `json:"mergeAllowList,omitempty"`
 }
 
 // Requires reports whether the protection requires the status check.
@@ -33,6 +36,12 @@ func (g *Gitea) Protection(ctx context.Context, repo Repo, branch string) (Prote
 	out := Protection{Rule: ruleName(bp), AdminOverride: !bp.BlockAdminMergeOverride}
 	if bp.EnableStatusCheck {
 		out.Checks = bp.StatusCheckContexts
+	}
+	if bp.EnableMergeWhitelist {
+		out.MergeAllowList = append(out.MergeAllowList, bp.MergeWhitelistUsernames...)
+		for _, team := range bp.MergeWhitelistTeams {
+			out.MergeAllowList = append(out.MergeAllowList, "team:"+team)
+		}
 	}
 	return out, nil
 }

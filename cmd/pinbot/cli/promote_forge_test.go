@@ -51,8 +51,9 @@ func testCLIProtect(t *testing.T, srv *gitea.Server) {
 	if code, stdout, _ := run(t, args...); code != exitError || !strings.Contains(stdout, "rule main does not require pinbot/gate") {
 		t.Errorf("a rule without the check: exit %d: %s", code, stdout)
 	}
-	if code, stdout, stderr := run(t, append(args, "--apply")...); code != exitOK || !strings.Contains(stdout, "made pinbot/gate a required status check (rule main)") {
-		t.Fatalf("--apply: exit %d: %s%s", code, stdout, stderr)
+	if code, stdout, stderr := run(t, append(args, "--apply")...); code != exitOK || !strings.Contains(stdout, "made pinbot/gate a required status check (rule main)") ||
+		!strings.Contains(stdout, "not binding on its own: any writer can post pinbot/gate herself; every writer of the repository may merge") {
+		t.Fatalf("--apply: exit %d: %s%s; want it said that a required status alone does not bind a writer", code, stdout, stderr)
 	}
 	code, stdout, _ = run(t, append(args, "-o", "json")...)
 	var got struct {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/release"
@@ -21,7 +22,7 @@ func Protection(w io.Writer, asJSON bool, repo gitforge.Repo, b gitforge.Binding
 	case p.Requires(release.PullContext) && applied:
 		_, err = fmt.Fprintf(w, "%s of %s: made %s a required status check (rule %s)\n", branch, repo, release.PullContext, p.Rule)
 	case p.Requires(release.PullContext):
-		_, err = fmt.Fprintf(w, "%s of %s: %s is a required status check (rule %s): the gate is binding\n", branch, repo, release.PullContext, p.Rule)
+		_, err = fmt.Fprintf(w, "%s of %s: %s is a required status check (rule %s)\n", branch, repo, release.PullContext, p.Rule)
 	case p.Rule == "":
 		_, err = fmt.Fprintf(w, "%s of %s: no branch protection rule covers it\n", branch, repo)
 	default:
@@ -29,6 +30,15 @@ func Protection(w io.Writer, asJSON bool, repo gitforge.Repo, b gitforge.Binding
 	}
 	if err == nil && p.Requires(release.PullContext) && p.AdminOverride {
 		_, err = fmt.Fprintf(w, "note: repository admins may merge past a failing check (a forced release needs one)\n")
+	}
+	if err == nil && p.Requires(release.PullContext) {
+		// A required status is one any writer can post: say what holds.
+		who := "every writer of the repository may merge"
+		if len(p.MergeAllowList) > 0 {
+			who = "only " + strings.Join(p.MergeAllowList, ", ") + " may merge (the rule's merge allow-list)"
+		}
+		_, err = fmt.Fprintf(w, "not binding on its own: any writer can post %s herself; %s. pinbot marks a merge whose head lacked its own passing %s as a gate bypass: no hold lifted, no attestation (docs/security.md)\n",
+			release.PullContext, who, release.PullContext)
 	}
 	return err
 }
