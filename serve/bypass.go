@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/commitstatus"
@@ -94,4 +95,45 @@ func mergeBypass(ctx context.Context, forge *gitforge.Gitea, repo gitforge.Repo,
 		return "", nil
 	}
 	return fmt.Sprintf("#%d merged with no %s on its head", p.Number, GateContext), nil
+}
+
+// ReasonGateForged names, in logs and notifications, a pinbot/gate that
+// another account posted on a head pinbot judged.
+const ReasonGateForged = "GateForged"
+
+// answerForged looks at the newest pinbot/gate on head, a head pinbot
+// judged state: description. When another account posted it, pinbot posts
+// its own again, so that the head's status is pinbot's word, and returns
+// who posted it ("" when pinbot's own stands). Only a head pinbot did not
+// pass is looked at: a forged success there is the walk-around.
+func answerForged(ctx context.Context, forge *gitforge.Gitea, repo gitforge.Repo, head string, state commitstatus.State, description string) (string, error) {
+	if state == commitstatus.Success {
+		return "", nil
+	}
+	self, err := forge.Self(ctx)
+	if err != nil {
+		return "", err
+	}
+	statuses, err := forge.Statuses(ctx, repo, head)
+	if err != nil {
+		return "", err
+	}
+	for _, st := range statuses {
+		if st.Context != GateContext || st.Creator == self {
+			continue
+		}
+		if err := forge.SetStatus(ctx, repo, head, gitforge.Status{Context: GateContext, State: state, Description: description}); err != nil {
+			return "", err
+		}
+		return st.Creator, nil
+	}
+	return "", nil
+}
+
+// forgedComment tells a pull request's reviewers that its pinbot/gate was
+// not pinbot's.
+func forgedComment(forger string, state commitstatus.State, description string) string {
+	return fmt.Sprintf("pinbot: the %s status on this head was posted by `%s`, not by pinbot. pinbot's own judgement stands: "+
+		"**%s**: `%s`. A merge of this head is a gate bypass: its proof lifts no hold and is not attested.",
+		GateContext, forger, state, strings.ReplaceAll(description, "`", "'"))
 }

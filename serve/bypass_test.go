@@ -104,3 +104,57 @@ func post(t *testing.T, g *gitforge.Gitea, repo gitforge.Repo, sha string, st gi
 		t.Fatal(err)
 	}
 }
+
+// TestAnswerForged: on real Gitea, a write collaborator posts pinbot/gate
+// success over pinbot's failure on a head; pinbot finds the status is
+// hers, posts its own failure again (the newest, so the one Gitea shows),
+// and says who forged it. Its own standing status, and a head it passed,
+// are left alone. Before, pinbot compared only with what it last posted
+// and never looked again.
+func TestAnswerForged(t *testing.T) {
+	srv := giteatest.Start(t, gitea.Options{})
+	ctx := context.Background()
+	repo := gitforge.Repo{Owner: srv.AdminUser, Name: "manifests"}
+	if _, err := srv.CreateRepoWith(ctx, repo.Owner, repo.Name, "main", map[string]string{"prod/app.yaml": "image: app@sha256:0\n"}); err != nil {
+		t.Fatal(err)
+	}
+	mallory, err := srv.CreateUser(ctx, "mallory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.AddWriter(ctx, repo.Owner, repo.Name, mallory.Name); err != nil {
+		t.Fatal(err)
+	}
+	forge, _ := gitforge.NewGitea(srv.URL, srv.Token)
+	hers, _ := gitforge.NewGitea(srv.URL, mallory.Token)
+	head, err := srv.CommitAs(ctx, mallory.Token, repo.Owner, repo.Name, "main", "held", map[string]string{"prod/app.yaml": "image: app@sha256:c\n"}, "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const why = "prod: sha256:c is held in prod"
+	post(t, forge, repo, head, gitforge.Status{Context: GateContext, State: commitstatus.Failure, Description: why})
+	if who, err := answerForged(ctx, forge, repo, head, commitstatus.Failure, why); err != nil || who != "" {
+		t.Fatalf("pinbot's own status: %q, %v; want it left alone", who, err)
+	}
+	post(t, hers, repo, head, gitforge.Status{Context: GateContext, State: commitstatus.Success, Description: "looks fine"})
+	who, err := answerForged(ctx, forge, repo, head, commitstatus.Failure, why)
+	if err != nil || who != mallory.Name {
+		t.Fatalf("her success over pinbot's failure: %q, %v; want her named", who, err)
+	}
+	sts, err := forge.Statuses(ctx, repo, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range sts {
+		if st.Context == GateContext && (st.Creator != srv.AdminUser || st.State != commitstatus.Failure) {
+			t.Errorf("the head's %s after the answer: %+v, want pinbot's failure", GateContext, st)
+		}
+	}
+	if !strings.Contains(forgedComment(who, commitstatus.Failure, why), "posted by `mallory`, not by pinbot") {
+		t.Error("the comment does not name who posted the status")
+	}
+	post(t, hers, repo, head, gitforge.Status{Context: GateContext, State: commitstatus.Success, Description: "looks fine"})
+	if who, err := answerForged(ctx, forge, repo, head, commitstatus.Success, "admitted"); err != nil || who != "" {
+		t.Errorf("a head pinbot passed: %q, %v; want no look", who, err)
+	}
+}

@@ -9,11 +9,13 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/clip"
+	"pinbot.dev/pinbot/internal/commitid"
 	"pinbot.dev/pinbot/internal/commitstatus"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/serve/notify"
 )
 
 // pullSeen is what gatePulls last read of a pull request and posted on it.
@@ -39,14 +41,13 @@ func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.L
 	if err != nil {
 		return err
 	}
-	own := map[int64]string{} // pinbot's pull requests, at the heads it pushed
+	own := map[int64]*release.Proposal{} // pinbot's pull requests, at the heads it pushed
 	for _, images := range l.Envs {
 		for _, t := range images {
-			if t.Proposal != nil {
-				own[t.Proposal.PR] = t.Proposal.Head
-			}
-			if t.Rollback != nil {
-				own[t.Rollback.PR] = t.Rollback.Head
+			for _, p := range []*release.Proposal{t.Proposal, t.Rollback} {
+				if p != nil && p.Head != "" {
+					own[p.PR] = p
+				}
 			}
 		}
 	}
@@ -54,11 +55,18 @@ func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.L
 	open := map[string]bool{}
 	defer rl.forgetPulls(env.Repo.String(), open)
 	for _, p := range pulls {
-		if p.HeadSHA == "" || (own[p.Number] != "" && own[p.Number] == p.HeadSHA) {
+		if p.HeadSHA == "" {
 			continue
 		}
 		key := fmt.Sprintf("%s#%d", env.Repo, p.Number)
 		open[key] = true
+		if mine := own[p.Number]; mine != nil && mine.Head == p.HeadSHA {
+			// Step keeps its gate; a forged one over it is answered.
+			if g := mine.Gate; g != nil {
+				rl.answerForged(ctx, forge, env.Repo, key, p, g.State, g.Description, &errs)
+			}
+			continue
+		}
 		rl.mu.Lock()
 		seen := rl.pulls[key]
 		rl.mu.Unlock()
@@ -91,6 +99,8 @@ func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.L
 			}
 			seen.posted = posted
 			logctx.From(ctx).Info("judged a pull request", "number", p.Number, "gate", state, "why", desc)
+		} else {
+			rl.answerForged(ctx, forge, env.Repo, key, p, state, desc, &errs)
 		}
 		rl.mu.Lock()
 		if rl.pulls == nil {
@@ -103,13 +113,19 @@ func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.L
 }
 
 // forgetPulls drops what gatePulls kept of repo's pull requests that are
-// no longer open.
+// no longer open, and the forged statuses answered on them.
 func (rl *releaser) forgetPulls(repo string, open map[string]bool) {
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
 	for key := range rl.pulls {
 		if strings.HasPrefix(key, repo+"#") && !open[key] {
 			delete(rl.pulls, key)
+		}
+	}
+	for key := range rl.forged {
+		pull, _, _ := strings.Cut(key, "@")
+		if strings.HasPrefix(pull, repo+"#") && !open[pull] {
+			delete(rl.forged, key)
 		}
 	}
 }
@@ -136,4 +152,38 @@ func readPullHead(ctx context.Context, env promote.Env, branch string, base *pro
 		}
 	}
 	return h, nil
+}
+
+// answerForged answers a pinbot/gate another account posted over pinbot's
+// own state: description on pull request p (see answerForged): pinbot
+// posts its own again and, once per head and author, comments on the pull
+// request, logs a warning and notifies.
+func (rl *releaser) answerForged(ctx context.Context, forge *gitforge.Gitea, repo gitforge.Repo, key string, p gitforge.Pull, state commitstatus.State, desc string, errs *[]error) {
+	forger, err := answerForged(ctx, forge, repo, p.HeadSHA, state, desc)
+	if err != nil {
+		*errs = append(*errs, fmt.Errorf("pull request #%d: reading its pinbot/gate back: %w", p.Number, err))
+		return
+	}
+	if forger == "" {
+		return
+	}
+	once := key + "@" + p.HeadSHA + " " + forger
+	rl.mu.Lock()
+	told := rl.forged[once]
+	if rl.forged == nil {
+		rl.forged = map[string]bool{}
+	}
+	rl.forged[once] = true
+	rl.mu.Unlock()
+	what := fmt.Sprintf("%s on #%d (%s) was posted by %s, not pinbot; pinbot posted its own again: %s: %s", GateContext, p.Number, commitid.Short(p.HeadSHA), forger, state, desc)
+	logctx.From(ctx).Warn("answered a forged pinbot/gate", "number", p.Number, "head", p.HeadSHA, "author", forger)
+	if told {
+		return
+	}
+	if err := forge.Comment(ctx, repo, p.Number, forgedComment(forger, state, desc)); err != nil {
+		*errs = append(*errs, fmt.Errorf("pull request #%d: %w", p.Number, err))
+	}
+	if rl.d.notify != nil {
+		rl.d.notify.Send(notify.Event{At: rl.now(), Type: notify.Warning, Reason: ReasonGateForged, Repo: repo.String(), Message: what})
+	}
 }

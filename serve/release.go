@@ -68,6 +68,9 @@ type releaser struct {
 	// pulls are the other pull requests' heads as last read, and the
 	// gate posted on them (gatePulls), by "repo#number".
 	pulls map[string]*pullSeen
+	// forged are the forged pinbot/gate statuses answered, by
+	// "repo#number@head author": each is told once (answerForged).
+	forged map[string]bool
 }
 
 func newReleaser(d *daemon) *releaser {
