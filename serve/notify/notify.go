@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"pinbot.dev/pinbot/internal/clip"
+	"pinbot.dev/pinbot/internal/loopback"
 	"pinbot.dev/pinbot/internal/opfile"
 	"pinbot.dev/pinbot/internal/redact"
 )
@@ -58,6 +59,10 @@ type Target struct {
 	Envs []string `yaml:"envs"`
 	// WarningsOnly sends only bad news: Mismatch, Held, a rollback, ...
 	WarningsOnly bool `yaml:"warningsOnly"`
+	// Insecure allows a plain-HTTP URL whose host is not loopback: the
+	// events, and a Slack URL's secret path, then cross the network in
+	// clear.
+	Insecure bool `yaml:"insecure"`
 
 	url, secret string // read by Open
 	line        int
@@ -81,7 +86,7 @@ func (t *Target) Problems() []string {
 	case t.URL == "" && t.URLFile == "":
 		out = append(out, "want url or urlFile")
 	case t.URL != "":
-		if err := checkURL(t.URL); err != nil {
+		if err := checkURL(t.URL, t.Insecure); err != nil {
 			out = append(out, "url: "+err.Error())
 		}
 	}
@@ -116,7 +121,7 @@ func (t *Target) open() error {
 			return fmt.Errorf("notify %s: urlFile: %w", t.Name, err)
 		}
 		t.url = strings.TrimSpace(string(b))
-		if err := checkURL(t.url); err != nil {
+		if err := checkURL(t.url, t.Insecure); err != nil {
 			return fmt.Errorf("notify %s: the URL in %s: %w", t.Name, t.URLFile, err)
 		}
 		redact.Register(t.url)
@@ -148,10 +153,15 @@ func (t *Target) wants(e Event) bool {
 	return true
 }
 
-func checkURL(s string) error {
+// checkURL wants an https URL, or an http one to loopback (any host with
+// insecure).
+func checkURL(s string, insecure bool) error {
 	u, err := url.Parse(s)
-	if err != nil || u.Host == "" || u.Scheme != "https" && u.Scheme != "http" {
+	switch {
+	case err != nil || u.Host == "" || u.Scheme != "https" && u.Scheme != "http":
 		return fmt.Errorf("%s: want an http or https URL", clip.Quote(redact.URL(s)))
+	case loopback.Cleartext(u) && !insecure:
+		return fmt.Errorf("%s: plain HTTP to a host that is not loopback (insecure: true allows it)", clip.Quote(redact.URL(s)))
 	}
 	return nil
 }

@@ -199,3 +199,57 @@ func TestTargetProblems(t *testing.T) {
 		t.Errorf("a good entry: %q", got)
 	}
 }
+
+// TestNoRedirectNoCleartext: a notification is posted where its target
+// says and nowhere else: a redirect is a failed delivery, and the place
+// it points to gets neither the signed body nor the URL in a Referer. A
+// plain-HTTP URL off loopback is refused unless the entry says insecure.
+// Before, the client followed up to five redirects.
+func TestNoRedirectNoCleartext(t *testing.T) {
+	elsewhere := &receiver{}
+	other := httptest.NewServer(elsewhere)
+	defer other.Close()
+	var referers []string
+	var mu sync.Mutex
+	other.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		referers = append(referers, r.Header.Get("Referer"))
+		mu.Unlock()
+		elsewhere.ServeHTTP(w, r)
+	})
+	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/collect", http.StatusTemporaryRedirect)
+	}))
+	defer redirecting.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	n, err := New([]Target{{Name: "ops", URLFile: writeFile(t, redirecting.URL+"/services/T000/B000/XXXX"), SecretFile: writeFile(t, "k")}},
+		Options{FirstBackoff: time.Millisecond, Attempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Run(ctx)
+	n.Send(Event{Type: Warning, Reason: "Held", Message: "held"})
+	poll.Until(t, 10*time.Second, "the delivery given up", func() (bool, string) {
+		return testutil.ToFloat64(n.sent.WithLabelValues("ops", "failed")) == 1, ""
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if b, _ := elsewhere.got(); len(b) != 0 || len(referers) != 0 {
+		t.Errorf("the redirect's target got %d bodies, Referers %q; want nothing", len(b), referers)
+	}
+
+	for _, tc := range []struct {
+		t    Target
+		want string // in Problems; "" for none
+	}{
+		{Target{Name: "a", URL: "http://hooks.example/x"}, "plain HTTP to a host that is not loopback"},
+		{Target{Name: "a", URL: "http://hooks.example/x", Insecure: true}, ""},
+		{Target{Name: "a", URL: "http://127.0.0.1:9/x"}, ""},
+	} {
+		got := strings.Join(tc.t.Problems(), "; ")
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("Problems(%+v) = %q, want %q", tc.t, got, tc.want)
+		}
+	}
+}

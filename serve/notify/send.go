@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"pinbot.dev/pinbot/internal/logctx"
-	"pinbot.dev/pinbot/internal/loopback"
 	"pinbot.dev/pinbot/internal/redact"
 )
 
@@ -73,7 +72,7 @@ func New(targets []Target, o Options) (*Notifier, error) {
 		o.FirstBackoff = FirstBackoff
 	}
 	if o.HTTP == nil {
-		o.HTTP = loopback.Client(10 * time.Second)
+		o.HTTP = client()
 	}
 	log := o.Log
 	if log == nil {
@@ -217,4 +216,13 @@ func (s *sender) post(ctx context.Context, body []byte) (retry bool, err error) 
 		return true, fmt.Errorf("posting to %s: HTTP %d", redact.URL(s.t.url), resp.StatusCode)
 	}
 	return false, fmt.Errorf("posting to %s: HTTP %d", redact.URL(s.t.url), resp.StatusCode)
+}
+
+// client is the default notification client: it follows no redirect. A
+// redirect would carry the signed body elsewhere, and name a Slack URL's
+// secret path in its Referer; a 3xx is a failed delivery instead.
+func client() *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
 }
