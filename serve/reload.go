@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"os"
 	"reflect"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/internal/opfile"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/discover"
@@ -134,11 +134,12 @@ func (l *reloader) collectors() []prometheus.Collector {
 // now, and builds the Reconciler; it notes the file's content as the one
 // serve runs on.
 func (l *reloader) open(ctx context.Context) (turn, error) {
-	data, _ := os.ReadFile(l.src.File)
 	cfg, err := l.src.config(ctx, l.discovered)
 	if err != nil {
 		return turn{}, err
 	}
+	// Read as Load read it: a regular file, bounded, never a FIFO's wait.
+	data, _ := opfile.Read(l.src.File, config.MaxFile)
 	r, cache, err := l.src.Build(cfg)
 	if err != nil {
 		return turn{}, err
@@ -216,7 +217,7 @@ func (l *reloader) next(ctx context.Context, cur *turn) (next turn, ok bool) {
 			continue
 		case <-tick.C:
 		}
-		data, err := os.ReadFile(l.src.File)
+		data, err := opfile.Read(l.src.File, config.MaxFile)
 		if err != nil {
 			// A ConfigMap's swap, or a file being written: the next look.
 			log.Debug("cannot read the config file", "file", l.src.File, "error", err.Error())

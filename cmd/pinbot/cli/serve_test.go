@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -64,6 +65,29 @@ func TestServeShardsFlagErrors(t *testing.T) {
 			code, _, stderr := run(t, append([]string{"serve", "--config", cfg, "--listen", "127.0.0.1:0"}, tc.args...)...)
 			if code != exitUsage || !strings.Contains(stderr, tc.stderr) {
 				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr, exitUsage, tc.stderr)
+			}
+		})
+	}
+}
+
+// TestServeRefusesANonRegularConfig: serve reads its config as a regular
+// file of at most 4 MiB, never waiting on a FIFO: /dev/zero and a FIFO are
+// refused at once, naming the file. Before, serve read the file whole
+// before loading it, and grew without bound on /dev/zero.
+func TestServeRefusesANonRegularConfig(t *testing.T) {
+	dir := t.TempDir()
+	fifo, secret := filepath.Join(dir, "fifo.yaml"), filepath.Join(dir, "secret")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(secret, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []string{"/dev/zero", fifo} {
+		t.Run(cfg, func(t *testing.T) {
+			code, _, stderr := run(t, "serve", "--config", cfg, "--listen", "127.0.0.1:0", "--webhook-secret-file", secret)
+			if code == exitOK || !strings.Contains(stderr, cfg) {
+				t.Errorf("exit %d, stderr %q; want a refusal naming %s", code, stderr, cfg)
 			}
 		})
 	}
