@@ -189,7 +189,13 @@ type Event struct {
 	Message string `json:"message"`
 }
 
-// text is e for a chat message.
+// slackEscape escapes what Slack's message markup reads in text: &, <
+// and >, so that a message cannot mention @channel (<!channel>) or show a
+// link under another name (<https://evil|the runbook>).
+var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// text is e for a chat message; every part that comes from elsewhere (an
+// app's, a repository's name, a reason typed by a person) is escaped.
 func (e Event) text() string {
 	icon := ":white_check_mark:"
 	if e.Type == Warning {
@@ -205,9 +211,9 @@ func (e Event) text() string {
 	if e.Repo != "" {
 		where = append(where, e.Repo)
 	}
-	s := fmt.Sprintf("%s *pinbot: %s*", icon, e.Reason)
+	s := fmt.Sprintf("%s *pinbot: %s*", icon, slackEscape.Replace(e.Reason))
 	if len(where) > 0 {
-		s += " (" + strings.Join(where, ", ") + ")"
+		s += " (" + slackEscape.Replace(strings.Join(where, ", ")) + ")"
 	}
-	return s + "\n" + e.Message
+	return s + "\n" + slackEscape.Replace(e.Message)
 }

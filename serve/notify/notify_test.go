@@ -253,3 +253,17 @@ func TestNoRedirectNoCleartext(t *testing.T) {
 		}
 	}
 }
+
+// TestSlackTextIsEscaped: a hold reason typed by a person, or a name,
+// cannot mention everyone or show a link under another name in Slack.
+func TestSlackTextIsEscaped(t *testing.T) {
+	got := Event{Type: Warning, Reason: "Held", Repo: "org/<!here>", Message: "held: <!channel> see <https://evil.example|the runbook> & more"}.text()
+	for _, bad := range []string{"<!channel>", "<!here>", "<https://evil.example|"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("text %q holds %q, which Slack reads as markup", got, bad)
+		}
+	}
+	if !strings.Contains(got, "&lt;!channel&gt;") || !strings.Contains(got, "&amp; more") {
+		t.Errorf("text %q, want <, > and & escaped", got)
+	}
+}
