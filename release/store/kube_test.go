@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -127,5 +128,48 @@ func TestCaller(t *testing.T) {
 		if got := New(client, "pinbot-system").Caller(ctx); got != tc.want {
 			t.Errorf("Caller as %s = %q, want %q", tc.want, got, tc.want)
 		}
+	}
+}
+
+// TestGateFailsClosedWithoutALedger: on a real API server, the gate a CLI
+// reads through a kubeconfig refuses when it finds no ledger of the
+// repository (another namespace, another cluster), naming where it
+// looked; once serve wrote the ledger, it judges from it. Before, a
+// missing ledger read as an empty one, which holds nothing: a forced
+// promotion of a held digest went through.
+func TestGateFailsClosedWithoutALedger(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped under testing.Short: needs the control plane binaries in bin/ (make kube)")
+	}
+	ctx := context.Background()
+	c, err := kube.Start(ctx, kube.Options{})
+	if err != nil {
+		t.Fatalf("starting the control plane: %s", err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	client, err := kubernetes.NewForConfig(c.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"pinbot-system", "default-ish"} {
+		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const repo, img, held = "acme/manifests", "r.example/web", "sha256:0bad"
+	if err := New(client, "pinbot-system").Update(ctx, repo, func(l *release.Ledger) error {
+		l.Holds = append(l.Holds, release.Hold{Env: "prod", Image: img, Digest: held, Reason: "crash loop", Since: time.Now()})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a := release.Admission{Env: "prod", Image: img, Digest: held, Force: true}
+	err = Gate{Ledgers: New(client, "default-ish"), Repo: repo}.Admit(ctx, a)
+	if !errors.Is(err, ErrNoLedger) || !strings.Contains(err.Error(), "default-ish") {
+		t.Errorf("the gate in a namespace without the ledger: %v, want ErrNoLedger naming the namespace", err)
+	}
+	var refusal *release.Refusal
+	if err := (Gate{Ledgers: New(client, "pinbot-system"), Repo: repo}).Admit(ctx, a); !errors.As(err, &refusal) || refusal.Rule != release.RuleHeld {
+		t.Errorf("the gate with the ledger: %v, want the hold's refusal", err)
 	}
 }

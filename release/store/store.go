@@ -198,11 +198,22 @@ type Gate struct {
 	Now func() time.Time
 }
 
-// Admit returns nil or the *release.Refusal of a (release.Admit).
+// ErrNoLedger means the gate found no ledger of the repository where it
+// looked: it fails closed, since an empty ledger would hold nothing.
+var ErrNoLedger = errors.New("no ledger found")
+
+// Admit returns nil or the *release.Refusal of a (release.Admit). A
+// ledger that is not there refuses (ErrNoLedger): a kubeconfig of another
+// cluster, or --ledger-namespace off by one, must not admit a held digest.
+// serve writes the ledger at its first step of the repository.
 func (g Gate) Admit(ctx context.Context, a release.Admission) error {
-	l, _, err := g.Ledgers.Get(ctx, g.Repo)
+	l, v, err := g.Ledgers.Get(ctx, g.Repo)
 	if err != nil {
 		return err
+	}
+	if !v.exists && v.legacy == "" {
+		return fmt.Errorf("the release chain's gate of %s: %w in namespace %s (ConfigMap %s): is this the cluster pinbot serve runs in, and --ledger-namespace its namespace? serve writes the ledger at its first look at the repository",
+			g.Repo, ErrNoLedger, g.Ledgers.namespace, Name(g.Repo))
 	}
 	now := time.Now
 	if g.Now != nil {
