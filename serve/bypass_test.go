@@ -9,8 +9,6 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/commitstatus"
-	"pinbot.dev/pinbot/internal/testenv/gitea"
-	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
 )
 
 // TestMergeBypass: on real Gitea, with a write collaborator. A merge
@@ -20,27 +18,10 @@ import (
 // gate, and a direct push are each named as a bypass. Before serve read
 // the status's author, her forged success was taken for pinbot's.
 func TestMergeBypass(t *testing.T) {
-	srv := giteatest.Start(t, gitea.Options{})
+	r := newInsiderRig(t, map[string]string{"prod/app.yaml": "image: app@sha256:0\n"})
+	srv, repo, mallory, forge, hers := r.srv, r.repo, r.mallory, r.forge, r.hers
 	ctx := context.Background()
-	repo := gitforge.Repo{Owner: srv.AdminUser, Name: "manifests"}
-	if _, err := srv.CreateRepoWith(ctx, repo.Owner, repo.Name, "main", map[string]string{"prod/app.yaml": "image: app@sha256:0\n"}); err != nil {
-		t.Fatal(err)
-	}
-	mallory, err := srv.CreateUser(ctx, "mallory")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.AddWriter(ctx, repo.Owner, repo.Name, mallory.Name); err != nil {
-		t.Fatal(err)
-	}
-	forge, err := gitforge.NewGitea(srv.URL, srv.Token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hers, err := gitforge.NewGitea(srv.URL, mallory.Token)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var err error
 	gate := func(state commitstatus.State) gitforge.Status {
 		return gitforge.Status{Context: GateContext, State: state, Description: string(state)}
 	}
@@ -112,21 +93,9 @@ func post(t *testing.T, g *gitforge.Gitea, repo gitforge.Repo, sha string, st gi
 // are left alone. Before, pinbot compared only with what it last posted
 // and never looked again.
 func TestAnswerForged(t *testing.T) {
-	srv := giteatest.Start(t, gitea.Options{})
+	r := newInsiderRig(t, map[string]string{"prod/app.yaml": "image: app@sha256:0\n"})
+	srv, repo, mallory, forge, hers := r.srv, r.repo, r.mallory, r.forge, r.hers
 	ctx := context.Background()
-	repo := gitforge.Repo{Owner: srv.AdminUser, Name: "manifests"}
-	if _, err := srv.CreateRepoWith(ctx, repo.Owner, repo.Name, "main", map[string]string{"prod/app.yaml": "image: app@sha256:0\n"}); err != nil {
-		t.Fatal(err)
-	}
-	mallory, err := srv.CreateUser(ctx, "mallory")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.AddWriter(ctx, repo.Owner, repo.Name, mallory.Name); err != nil {
-		t.Fatal(err)
-	}
-	forge, _ := gitforge.NewGitea(srv.URL, srv.Token)
-	hers, _ := gitforge.NewGitea(srv.URL, mallory.Token)
 	head, err := srv.CommitAs(ctx, mallory.Token, repo.Owner, repo.Name, "main", "held", map[string]string{"prod/app.yaml": "image: app@sha256:c\n"}, "held")
 	if err != nil {
 		t.Fatal(err)

@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"pinbot.dev/pinbot/gitforge"
-	"pinbot.dev/pinbot/internal/testenv/gitea"
-	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
 	"pinbot.dev/pinbot/promote"
 )
 
@@ -19,30 +17,16 @@ import (
 // with the base's .pinbot.yaml, so the bad digest still lands in prod,
 // and what the head does to the rules is named.
 func TestPullHeadIsReadWithTheBasesRules(t *testing.T) {
-	srv := giteatest.Start(t, gitea.Options{})
 	ctx := context.Background()
-	repo := gitforge.Repo{Owner: srv.AdminUser, Name: "manifests"}
 	const good, bad = "sha256:" + "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "sha256:" + "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
 	config := func(prod, prodPaths string) string {
 		return fmt.Sprintf("environments:\n  - name: staging\n    paths: [\"envs/staging/**\"]\n    apps: [web-staging]\n  - name: %s\n    from: staging\n    paths: [\"%s\"]\n    apps: [web-prod]\n", prod, prodPaths)
 	}
 	pin := func(d string) string { return "image: registry.test/app:v1@" + d + "\n" }
-	if _, err := srv.CreateRepoWith(ctx, repo.Owner, repo.Name, "main", map[string]string{
+	r := newInsiderRig(t, map[string]string{
 		".pinbot.yaml": config("prod", "envs/prod/**"), "envs/staging/app.yaml": pin(good), "envs/prod/app.yaml": pin(good),
-	}); err != nil {
-		t.Fatal(err)
-	}
-	mallory, err := srv.CreateUser(ctx, "mallory")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.AddWriter(ctx, repo.Owner, repo.Name, mallory.Name); err != nil {
-		t.Fatal(err)
-	}
-	forge, err := gitforge.NewGitea(srv.URL, srv.Token)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
+	srv, repo, mallory, forge := r.srv, r.repo, r.mallory, r.forge
 	env := promote.Env{Forge: forge, Repo: repo, CloneURL: srv.RepoURL(repo.Owner, repo.Name), Auth: gitforge.Auth{Token: srv.Token}}
 	base, err := promote.ReadInventory(ctx, env)
 	if err != nil {

@@ -29,18 +29,7 @@ func TestLedgersOnARealAPIServer(t *testing.T) {
 		t.Skip("skipped under testing.Short: needs the control plane binaries in bin/ (make kube)")
 	}
 	ctx := context.Background()
-	c, err := kube.Start(ctx, kube.Options{})
-	if err != nil {
-		t.Fatalf("starting the control plane: %s", err)
-	}
-	t.Cleanup(func() { _ = c.Stop() })
-	client, err := kubernetes.NewForConfig(c.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pinbot-system"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	client := controlPlane(t, "pinbot-system")
 	s := New(client, "pinbot-system")
 
 	repos := []string{"acme/web-app", "acme-web/app", "acme/web_app", "acme/web.app",
@@ -60,7 +49,7 @@ func TestLedgersOnARealAPIServer(t *testing.T) {
 			t.Errorf("the ledger of %s holds %+v, %v; want its own hold only", r, l.Holds, err)
 		}
 	}
-	err = s.Update(ctx, "Acme/Web.App", func(l *release.Ledger) error {
+	err := s.Update(ctx, "Acme/Web.App", func(l *release.Ledger) error {
 		if len(l.Holds) != 1 || l.Holds[0].Digest != "sha256:acme/web.app" {
 			t.Errorf("Acme/Web.App reads holds %+v; want acme/web.app's", l.Holds)
 		}
@@ -142,6 +131,30 @@ func TestGateFailsClosedWithoutALedger(t *testing.T) {
 		t.Skip("skipped under testing.Short: needs the control plane binaries in bin/ (make kube)")
 	}
 	ctx := context.Background()
+	client := controlPlane(t, "pinbot-system", "default-ish")
+	const repo, img, held = "acme/manifests", "r.example/web", "sha256:0bad"
+	if err := New(client, "pinbot-system").Update(ctx, repo, func(l *release.Ledger) error {
+		l.Holds = append(l.Holds, release.Hold{Env: "prod", Image: img, Digest: held, Reason: "crash loop", Since: time.Now()})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a := release.Admission{Env: "prod", Image: img, Digest: held, Force: true}
+	err := Gate{Ledgers: New(client, "default-ish"), Repo: repo}.Admit(ctx, a)
+	if !errors.Is(err, ErrNoLedger) || !strings.Contains(err.Error(), "default-ish") {
+		t.Errorf("the gate in a namespace without the ledger: %v, want ErrNoLedger naming the namespace", err)
+	}
+	var refusal *release.Refusal
+	if err := (Gate{Ledgers: New(client, "pinbot-system"), Repo: repo}).Admit(ctx, a); !errors.As(err, &refusal) || refusal.Rule != release.RuleHeld {
+		t.Errorf("the gate with the ledger: %v, want the hold's refusal", err)
+	}
+}
+
+// controlPlane starts a real control plane with the namespaces made, and
+// returns the admin's client of it.
+func controlPlane(t *testing.T, namespaces ...string) kubernetes.Interface {
+	t.Helper()
+	ctx := context.Background()
 	c, err := kube.Start(ctx, kube.Options{})
 	if err != nil {
 		t.Fatalf("starting the control plane: %s", err)
@@ -151,25 +164,10 @@ func TestGateFailsClosedWithoutALedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ns := range []string{"pinbot-system", "default-ish"} {
+	for _, ns := range namespaces {
 		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	const repo, img, held = "acme/manifests", "r.example/web", "sha256:0bad"
-	if err := New(client, "pinbot-system").Update(ctx, repo, func(l *release.Ledger) error {
-		l.Holds = append(l.Holds, release.Hold{Env: "prod", Image: img, Digest: held, Reason: "crash loop", Since: time.Now()})
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	a := release.Admission{Env: "prod", Image: img, Digest: held, Force: true}
-	err = Gate{Ledgers: New(client, "default-ish"), Repo: repo}.Admit(ctx, a)
-	if !errors.Is(err, ErrNoLedger) || !strings.Contains(err.Error(), "default-ish") {
-		t.Errorf("the gate in a namespace without the ledger: %v, want ErrNoLedger naming the namespace", err)
-	}
-	var refusal *release.Refusal
-	if err := (Gate{Ledgers: New(client, "pinbot-system"), Repo: repo}).Admit(ctx, a); !errors.As(err, &refusal) || refusal.Rule != release.RuleHeld {
-		t.Errorf("the gate with the ledger: %v, want the hold's refusal", err)
-	}
+	return client
 }
