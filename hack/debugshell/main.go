@@ -5,7 +5,9 @@
 //
 //   - sh: a POSIX shell with bash's builtins (mvdan.cc/sh's interpreter):
 //     sh -c CMD [NAME ARGS...], sh SCRIPT [ARGS...], or commands on stdin;
-//     -e, -x, -u and the other set options as flags.
+//     -e, -x, -u and the other set options as flags. The background jobs
+//     a program ends on outlive it, each a process of its own (see
+//     runProgram), as the Jenkins Kubernetes plugin's launcher needs.
 //   - cat, chmod, cp, find, ls, mkdir, mv, rm, touch, xargs, base64,
 //     gzip, gunzip, mktemp, shasum and tar: u-root's core commands.
 //   - sleep SECONDS and nohup COMMAND, which the Kubernetes plugin of
