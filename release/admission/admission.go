@@ -63,6 +63,14 @@ func Judge(l *release.Ledger, chain release.Chain, env, container, image string)
 	if h := l.Held(env, ref.Repository, ref.Digest); h != nil {
 		return refuse(RuleHeld, "%s is held there since %s: %s", imageref.Short(ref.Digest), h.Since.UTC().Format(time.RFC3339), h.Reason)
 	}
+	// A digest names content, whatever repository spells it: a copy of a
+	// held image in another repository, or another spelling of its
+	// registry (localhost:PORT for the registry's Service), is held too.
+	for _, h := range l.Holds {
+		if h.Env == env && h.Digest == ref.Digest {
+			return refuse(RuleHeld, "%s is held there as %s since %s: %s", imageref.Short(ref.Digest), clip.QuoteRef(h.Image), h.Since.UTC().Format(time.RFC3339), h.Reason)
+		}
+	}
 	t := l.Lookup(env, ref.Repository)
 	if t == nil {
 		return nil // an image the chain does not track there

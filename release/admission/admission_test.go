@@ -40,6 +40,8 @@ func TestJudge(t *testing.T) {
 		{"what staging proves", "prod", img + "@" + dC, "", ""},
 		{"an image the chain does not track", "prod", "gitea.example/acme/sidecar@" + dE, "", ""},
 		{"held", "prod", img + "@" + dD, RuleHeld, "sha256:dddddddddddd is held there since 2026-12-05T09:00:00Z: crash loop"},
+		{"held, copied to another repository", "prod", "gitea.example/mallory/copy@" + dD, RuleHeld, "is held there as"},
+		{"held, another spelling of the registry", "prod", "localhost:3000/acme/web@" + dD, RuleHeld, "crash loop"},
 		{"a tag", "prod", img + ":v3", RuleNotPinned, "it is not pinned by digest"},
 		{"not an image", "prod", "Not An Image", RuleNotPinned, "image reference"},
 		{"proven nowhere", "prod", img + "@" + dE, RuleNotProven, "sha256:eeeeeeeeeeee is neither what prod pins (sha256:bbbbbbbbbbbb) nor proven in staging, which prod takes its digests from"},
