@@ -12,6 +12,8 @@
 //     gzip, gunzip, mktemp, shasum and tar: u-root's core commands.
 //   - sleep SECONDS and nohup COMMAND, which the Kubernetes plugin of
 //     Jenkins runs to keep a container alive and to start a step.
+//   - id [-u|-g] [-n], and jq (gojq), which pipelines use on pinbot's
+//     -o json output.
 //
 // The shell runs the core commands, sleep and nohup in process; any
 // other command runs from PATH.
@@ -27,6 +29,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	osuser "os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -34,6 +37,7 @@ import (
 	"syscall"
 	"time"
 
+	gojq "github.com/itchyny/gojq/cli"
 	"golang.org/x/term"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
@@ -45,7 +49,7 @@ import (
 // each in /bin.
 var Applets = []string{
 	"sh", "cat", "chmod", "cp", "find", "ls", "mkdir", "mv", "rm", "touch", "xargs",
-	"base64", "gzip", "gunzip", "mktemp", "shasum", "tar", "sleep", "nohup",
+	"base64", "gzip", "gunzip", "mktemp", "shasum", "tar", "sleep", "nohup", "id", "jq",
 }
 
 func main() {
@@ -76,6 +80,15 @@ func run(ctx context.Context, name string, args []string) error {
 		return sleep(ctx, args)
 	case "nohup":
 		return nohup(ctx, args)
+	case "id":
+		return id(args)
+	case "jq":
+		// gojq, a jq in Go, reads its arguments from os.Args.
+		os.Args = append([]string{"jq"}, args...)
+		if code := gojq.Run(); code != 0 {
+			return interp.ExitStatus(code)
+		}
+		return nil
 	}
 	// A core command runs as the shell would run it.
 	r, err := newRunner(append([]string{"--"}, args...))
@@ -347,4 +360,61 @@ func nohup(ctx context.Context, args []string) error {
 		return fmt.Errorf("nohup: %w", err)
 	}
 	return syscall.Exec(path, args, os.Environ())
+}
+
+// id prints the user's and group's ids as coreutils' id does: with no
+// option "uid=N(name) gid=N(name) groups=N(name),…"; -u or -g one id, and
+// with -n its name.
+func id(args []string) error {
+	var user, group, name bool
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") || len(a) < 2 {
+			return fmt.Errorf("id: %s: naming a user is not supported", a)
+		}
+		for _, c := range a[1:] {
+			switch c {
+			case 'u':
+				user = true
+			case 'g':
+				group = true
+			case 'n':
+				name = true
+			default:
+				return fmt.Errorf("id: -%c: unknown option (want -u, -g, -n)", c)
+			}
+		}
+	}
+	uid, gid := strconv.Itoa(os.Getuid()), strconv.Itoa(os.Getgid())
+	userName := func(id string) string {
+		if u, err := osuser.LookupId(id); err == nil {
+			return u.Username
+		}
+		return id
+	}
+	groupName := func(id string) string {
+		if g, err := osuser.LookupGroupId(id); err == nil {
+			return g.Name
+		}
+		return id
+	}
+	switch {
+	case user && name:
+		fmt.Println(userName(uid))
+	case user:
+		fmt.Println(uid)
+	case group && name:
+		fmt.Println(groupName(gid))
+	case group:
+		fmt.Println(gid)
+	default:
+		groups, _ := os.Getgroups()
+		list := []string{gid + "(" + groupName(gid) + ")"}
+		for _, g := range groups {
+			if s := strconv.Itoa(g); s != gid {
+				list = append(list, s+"("+groupName(s)+")")
+			}
+		}
+		fmt.Printf("uid=%s(%s) gid=%s(%s) groups=%s\n", uid, userName(uid), gid, groupName(gid), strings.Join(list, ","))
+	}
+	return nil
 }

@@ -223,7 +223,8 @@ func jenkinsStep(t *testing.T, root string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "script.sh"), []byte("pinbot version\nexit 3\n"), 0o644); err != nil {
+	step := "pinbot version\nid -u\necho '{\"prNumber\": 7}' | jq -r .prNumber\nexit 3\n"
+	if err := os.WriteFile(filepath.Join(dir, "script.sh"), []byte(step), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	launcher := `nohup sh -c "({ while [ -d '` + ws + `' -a \! -f '` + ws + `/jenkins-result.txt' ]; do touch '` + ws + `/jenkins-log.txt'; sleep 3; done } & ` +
@@ -260,8 +261,12 @@ func jenkinsStep(t *testing.T, root string) {
 		return err == nil, fmt.Sprintf("the workspace holds %v", entries)
 	})
 	logged, _ = os.ReadFile(filepath.Join(dir, "jenkins-log.txt"))
-	if strings.TrimSpace(string(result)) != "3" || !strings.Contains(string(logged), "+ pinbot version") || !strings.Contains(string(logged), testVersion) {
-		t.Errorf("the step's result %q and log:\n%s\nwant 3, and pinbot's version traced", result, logged)
+	if strings.TrimSpace(string(result)) != "3" || !strings.Contains(string(logged), "+ pinbot version") || !strings.Contains(string(logged), testVersion) ||
+		!strings.Contains(string(logged), "\n7\n") {
+		t.Errorf("the step's result %q and log:\n%s\nwant 3, pinbot's version traced, and jq's answer", result, logged)
+	}
+	if os.Geteuid() == 0 && !strings.Contains(string(logged), "\n65532\n") {
+		t.Errorf("the step's log:\n%s\nwant id -u to say 65532", logged)
 	}
 }
 
