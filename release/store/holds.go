@@ -2,6 +2,9 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -33,14 +36,18 @@ func (s *Ledgers) Holds(ctx context.Context, repos []string) ([]RepoHold, error)
 
 // Release lifts the hold of image@digest in env in the first of repos
 // whose ledger holds it, recording who lifted it and why, and returns
-// that repository; "" when none holds it.
+// that repository; "" when none holds it. digest may be the short form
+// pinbot's pages show ("sha256:" and 12 or more hex digits): it names the
+// one held digest it begins, and one that begins two is an error.
 func (s *Ledgers) Release(ctx context.Context, repos []string, env, image, digest, who, why string, now time.Time) (string, error) {
 	for _, r := range repos {
 		released := false
 		err := s.Update(ctx, r, func(l *release.Ledger) error {
-			if l.Held(env, image, digest) != nil {
-				released = l.ReleaseBy(env, image, digest, who, why, now)
+			full, err := heldDigest(l, env, image, digest)
+			if err != nil || full == "" {
+				return err
 			}
+			released = l.ReleaseBy(env, image, full, who, why, now)
 			return nil
 		})
 		if err != nil {
@@ -49,6 +56,27 @@ func (s *Ledgers) Release(ctx context.Context, repos []string, env, image, diges
 		if released {
 			return r, nil
 		}
+	}
+	return "", nil
+}
+
+// heldDigest is the digest of image held in env that digest names: itself,
+// or the one held digest it begins; "" when none.
+func heldDigest(l *release.Ledger, env, image, digest string) (string, error) {
+	if l.Held(env, image, digest) != nil {
+		return digest, nil
+	}
+	var found []string
+	for _, h := range l.Holds {
+		if h.Env == env && h.Image == image && strings.HasPrefix(h.Digest, digest) && !slices.Contains(found, h.Digest) {
+			found = append(found, h.Digest)
+		}
+	}
+	if len(found) > 1 {
+		return "", fmt.Errorf("%s begins %d held digests of %s in %s (%s): give more of it", digest, len(found), image, env, strings.Join(found, ", "))
+	}
+	if len(found) == 1 {
+		return found[0], nil
 	}
 	return "", nil
 }

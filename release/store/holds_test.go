@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,5 +47,35 @@ func TestHoldsAndRelease(t *testing.T) {
 	}
 	if got, err := s.Release(ctx, []string{"acme/web"}, "prod", img, bad, "alice", "again", time.Now()); err != nil || got != "" {
 		t.Errorf("Release of a digest no longer held = %q, %v; want none", got, err)
+	}
+}
+
+// TestReleaseByTheShortDigest: a hold is released by the 12 hex digits
+// pinbot's pages show of its digest; a prefix that begins two held
+// digests is refused, naming both, and releases nothing. Before, only
+// the whole digest was accepted.
+func TestReleaseByTheShortDigest(t *testing.T) {
+	ctx := context.Background()
+	s := New(fake.NewSimpleClientset(), "pinbot-system")
+	const img = "r.example/web"
+	a := "sha256:0b7e1c" + strings.Repeat("1", 58)
+	b := "sha256:0b7e1c" + strings.Repeat("2", 58)
+	if err := s.Update(ctx, "acme/web", func(l *release.Ledger) error {
+		l.Holds = append(l.Holds, release.Hold{Env: "prod", Image: img, Digest: a}, release.Hold{Env: "prod", Image: img, Digest: b})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Release(ctx, []string{"acme/web"}, "prod", img, "sha256:0b7e1c", "alice", "x", time.Now()); err == nil || got != "" ||
+		!strings.Contains(err.Error(), a) || !strings.Contains(err.Error(), b) {
+		t.Errorf("an ambiguous prefix: %q, %v; want an error naming both digests", got, err)
+	}
+	short := a[:len("sha256:")+12]
+	if got, err := s.Release(ctx, []string{"acme/web"}, "prod", img, short, "alice", "rolled forward", time.Now()); err != nil || got != "acme/web" {
+		t.Fatalf("releasing by %s: %q, %v; want acme/web", short, got, err)
+	}
+	l, _, _ := s.Get(ctx, "acme/web")
+	if l.Held("prod", img, a) != nil || l.Held("prod", img, b) == nil {
+		t.Errorf("after the release: a held %v, b held %v; want a lifted, b kept", l.Held("prod", img, a) != nil, l.Held("prod", img, b) != nil)
 	}
 }
