@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"text/tabwriter"
 	"time"
@@ -37,12 +38,7 @@ func Ledgers(w io.Writer, asJSON bool, ls []RepoLedger, now time.Time) error {
 		}
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ENV\tIMAGE\tPINNED\tPROVEN\tSINCE\tPULL REQUEST\tROLLBACK\tFROZEN")
-		envs := make([]string, 0, len(rl.Ledger.Envs))
-		for env := range rl.Ledger.Envs {
-			envs = append(envs, env)
-		}
-		sort.Strings(envs)
-		for _, env := range envs {
+		for _, env := range chainOrder(rl.Ledger) {
 			for _, image := range rl.Ledger.Images(env) {
 				t := rl.Ledger.Lookup(env, image)
 				since, pr, rb, frozen := "-", "-", "-", "-"
@@ -74,6 +70,24 @@ func Ledgers(w io.Writer, asJSON bool, ls []RepoLedger, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// chainOrder is l's environments in the order of its chain (staging
+// before prod), then any the chain no longer declares, by name.
+func chainOrder(l *release.Ledger) []string {
+	var envs, rest []string
+	for _, e := range l.Chain {
+		if l.Envs[e.Name] != nil {
+			envs = append(envs, e.Name)
+		}
+	}
+	for env := range l.Envs {
+		if !slices.Contains(envs, env) {
+			rest = append(rest, env)
+		}
+	}
+	sort.Strings(rest)
+	return append(envs, rest...)
 }
 
 // Holds prints the held digests: under asJSON a list of store.RepoHold,
