@@ -74,27 +74,38 @@ func mergeBypass(ctx context.Context, forge *gitforge.Gitea, repo gitforge.Repo,
 	if p == nil {
 		return fmt.Sprintf("commit %s, which no pull request merged, pins it", imageref.Short(commit)), nil
 	}
+	gate, self, err := gateOn(ctx, forge, repo, p.HeadSHA)
+	switch {
+	case err != nil:
+		return "", err
+	case gate == nil:
+		return fmt.Sprintf("#%d merged with no %s on its head", p.Number, GateContext), nil
+	case gate.Creator != self:
+		return fmt.Sprintf("#%d merged with a %s that %s posted, not pinbot", p.Number, GateContext, gate.Creator), nil
+	case gate.State != commitstatus.Success:
+		return fmt.Sprintf("#%d merged while %s said %s: %s", p.Number, GateContext, gate.State, gate.Description), nil
+	}
+	return "", nil
+}
+
+// gateOn reads back the newest pinbot/gate on head (nil for none), and
+// the login pinbot posts as: any writer may post the context, so only its
+// author tells pinbot's word from another's.
+func gateOn(ctx context.Context, forge *gitforge.Gitea, repo gitforge.Repo, head string) (*gitforge.Status, string, error) {
 	self, err := forge.Self(ctx)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
-	statuses, err := forge.Statuses(ctx, repo, p.HeadSHA)
+	statuses, err := forge.Statuses(ctx, repo, head)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	for _, st := range statuses {
-		if st.Context != GateContext {
-			continue
+		if st.Context == GateContext {
+			return &st, self, nil
 		}
-		switch {
-		case st.Creator != self:
-			return fmt.Sprintf("#%d merged with a %s that %s posted, not pinbot", p.Number, GateContext, st.Creator), nil
-		case st.State != commitstatus.Success:
-			return fmt.Sprintf("#%d merged while %s said %s: %s", p.Number, GateContext, st.State, st.Description), nil
-		}
-		return "", nil
 	}
-	return fmt.Sprintf("#%d merged with no %s on its head", p.Number, GateContext), nil
+	return nil, self, nil
 }
 
 // ReasonGateForged names, in logs and notifications, a pinbot/gate that
@@ -110,24 +121,14 @@ func answerForged(ctx context.Context, forge *gitforge.Gitea, repo gitforge.Repo
 	if state == commitstatus.Success {
 		return "", nil
 	}
-	self, err := forge.Self(ctx)
-	if err != nil {
+	gate, self, err := gateOn(ctx, forge, repo, head)
+	if err != nil || gate == nil || gate.Creator == self {
 		return "", err
 	}
-	statuses, err := forge.Statuses(ctx, repo, head)
-	if err != nil {
+	if err := forge.SetStatus(ctx, repo, head, gitforge.Status{Context: GateContext, State: state, Description: description}); err != nil {
 		return "", err
 	}
-	for _, st := range statuses {
-		if st.Context != GateContext || st.Creator == self {
-			continue
-		}
-		if err := forge.SetStatus(ctx, repo, head, gitforge.Status{Context: GateContext, State: state, Description: description}); err != nil {
-			return "", err
-		}
-		return st.Creator, nil
-	}
-	return "", nil
+	return gate.Creator, nil
 }
 
 // forgedComment tells a pull request's reviewers that its pinbot/gate was
