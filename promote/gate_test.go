@@ -31,8 +31,7 @@ func TestNothingWalksAroundTheGate(t *testing.T) {
 	ctx := context.Background()
 	app := f.image("app")
 	v1 := f.pushImage(app, "v1", time.Time{})
-	f.createRepo(map[string]string{
-		".pinbot.yaml": `environments:
+	f.chainRepo(`environments:
   - name: staging
     paths: ["envs/staging/**"]
     apps: [web-staging]
@@ -41,10 +40,7 @@ func TestNothingWalksAroundTheGate(t *testing.T) {
     from: staging
     paths: ["envs/prod/**"]
     apps: [web-prod]
-`,
-		"envs/staging/web.yaml": fmt.Sprintf("image: %s:v1@%s\n", app, v1),
-		"envs/prod/web.yaml":    fmt.Sprintf("image: %s:v1@%s\n", app, v1),
-	})
+`, app, v1)
 	v2 := f.pushImage(app, "v2", time.Time{})
 	in := []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: pr.SourceFlag}}
 	held := release.New()
@@ -100,8 +96,7 @@ func TestForcedPromotionNeverRidesOnTheOnwardPullRequest(t *testing.T) {
 	ctx := context.Background()
 	app := f.image("app")
 	v1 := f.pushImage(app, "v1", time.Time{})
-	f.createRepo(map[string]string{
-		".pinbot.yaml": `environments:
+	f.chainRepo(`environments:
   - name: staging
     paths: ["envs/staging/**"]
     apps: [web-staging]
@@ -109,10 +104,7 @@ func TestForcedPromotionNeverRidesOnTheOnwardPullRequest(t *testing.T) {
     from: staging
     paths: ["envs/prod/**"]
     apps: [web-prod]
-`,
-		"envs/staging/web.yaml": fmt.Sprintf("image: %s:v1@%s\n", app, v1),
-		"envs/prod/web.yaml":    fmt.Sprintf("image: %s:v1@%s\n", app, v1),
-	})
+`, app, v1)
 	proven := f.pushImage(app, "1.3.0", time.Time{})
 	hotfix := f.pushImage(app, "1.4.0", time.Time{})
 	l := release.New()
@@ -159,8 +151,7 @@ func TestOverlappingEnvironmentsAreRefused(t *testing.T) {
 	f := newFixture(t)
 	app := f.image("app")
 	v1 := f.pushImage(app, "v1", time.Time{})
-	f.createRepo(map[string]string{
-		".pinbot.yaml": `environments:
+	f.chainRepo(`environments:
   - name: staging
     paths: ["envs/**"]
     apps: [web-staging]
@@ -168,10 +159,7 @@ func TestOverlappingEnvironmentsAreRefused(t *testing.T) {
     from: staging
     paths: ["envs/prod/**"]
     apps: [web-prod]
-`,
-		"envs/staging/web.yaml": fmt.Sprintf("image: %s:v1@%s\n", app, v1),
-		"envs/prod/web.yaml":    fmt.Sprintf("image: %s:v1@%s\n", app, v1),
-	})
+`, app, v1)
 	v2 := f.pushImage(app, "v2", time.Time{})
 	in := []Input{{Image: app, Tags: []string{"v2"}, Digest: v2, Source: pr.SourceFlag}}
 	for _, req := range []Request{
@@ -186,4 +174,15 @@ func TestOverlappingEnvironmentsAreRefused(t *testing.T) {
 	if pulls, branches := f.openPulls(), f.branches(); len(pulls) != 0 || len(branches) != 1 {
 		t.Errorf("a refused chain left %d pull requests and branches %q", len(pulls), branches)
 	}
+}
+
+// chainRepo creates the repository of a staging and a prod environment
+// whose .pinbot.yaml is config, each pinning app at v1.
+func (f *fixture) chainRepo(config, app, v1 string) {
+	f.t.Helper()
+	f.createRepo(map[string]string{
+		".pinbot.yaml":          config,
+		"envs/staging/web.yaml": fmt.Sprintf("image: %s:v1@%s\n", app, v1),
+		"envs/prod/web.yaml":    fmt.Sprintf("image: %s:v1@%s\n", app, v1),
+	})
 }
