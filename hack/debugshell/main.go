@@ -256,7 +256,7 @@ func detach(r *interp.Runner, st *syntax.Stmt, opts []string, name string, args 
 	}
 	// A background job reads /dev/null, as a POSIX shell's does; a root
 	// without /dev (a bare chroot) lends it the shell's own stdin.
-	var stdin *os.File = os.Stdin
+	stdin := os.Stdin
 	if null, err := os.Open(os.DevNull); err == nil {
 		defer null.Close()
 		stdin = null
