@@ -210,6 +210,15 @@ const (
 	// attached the signed "proven running" attestation of a proof.
 	ReasonAttested          = "Attested"
 	ReasonAttestationFailed = "AttestationFailed"
+
+	// ReasonLedgerRestored: the ledger was changed outside pinbot (its
+	// seal broke, or an older one was put back), and pinbot wrote back
+	// the version it last read or wrote (package store).
+	ReasonLedgerRestored = "LedgerRestored"
+	// ReasonLedgerResealed: a person who may read the ledger's key
+	// accepted the ledger as it stood after it was changed outside
+	// pinbot (pinbot ledger reseal).
+	ReasonLedgerResealed = "LedgerResealed"
 )
 
 // Warning says whether an event of reason is bad news: a Kubernetes
@@ -217,7 +226,7 @@ const (
 func Warning(reason string) bool {
 	switch reason {
 	case ReasonProofBroke, ReasonHeld, ReasonRollbackOpened, ReasonReported, ReasonRefused, ReasonChainStopped, ReasonAttestationFailed,
-		ReasonGateBypassed:
+		ReasonGateBypassed, ReasonLedgerRestored, ReasonLedgerResealed:
 		return true
 	}
 	return false

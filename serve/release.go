@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -257,6 +258,16 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 	}
 	rl.warnUnknownApps(ctx, t.Repo, chain)
 	l, v, err := rl.ledgers.Get(ctx, t.Repo)
+	if te := (*store.TamperedError)(nil); errors.As(err, &te) && te.Restorable {
+		// Someone who may write ConfigMaps but not read the key edited,
+		// replaced or deleted the ledger: what this replica last saw
+		// goes back, and the next step announces that it did.
+		log.Warn("the ledger was changed outside pinbot; restoring the version this replica last saw", "why", te.Why)
+		if err := rl.ledgers.Restore(ctx, t.Repo, te.Why, rl.now()); err != nil {
+			return time.Time{}, fmt.Errorf("%w; restoring it: %w", te, err)
+		}
+		return rl.now(), nil
+	}
 	if err != nil {
 		return time.Time{}, err
 	}

@@ -261,6 +261,30 @@ func (r *releaseRig) ledger() *release.Ledger {
 	return l
 }
 
+// editLedger changes the ledger's JSON as someone who may write the
+// ConfigMap but not read the key that seals it would.
+func (r *releaseRig) editLedger(edit func(*release.Ledger)) {
+	r.t.Helper()
+	cms := r.peers.Kube.CoreV1().ConfigMaps("pinbot-system")
+	cm, err := cms.Get(r.ctx, store.Name(r.peers.Gitea.AdminUser+"/manifests"), metav1.GetOptions{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	l, err := release.Parse([]byte(cm.Data["ledger.json"]))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	edit(l)
+	data, err := l.Marshal()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	cm.Data["ledger.json"] = string(data)
+	if _, err := cms.Update(r.ctx, cm, metav1.UpdateOptions{}); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
 // track is the app's track in env ("" fields when none yet).
 func (r *releaseRig) track(env string) release.Track {
 	if t := r.ledger().Lookup(env, r.appKey()); t != nil {

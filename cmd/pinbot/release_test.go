@@ -181,6 +181,15 @@ func TestReleaseRollback(t *testing.T) {
 		if code, out := r.pinbot(append([]string{"promote", "--image", r.app, "--digest", bad}, gateArgs...)...); code != 1 || !strings.Contains(out, "held in staging") {
 			t.Errorf("promoting the held digest into staging: exit %d: %s", code, out)
 		}
+		// Someone who may write ConfigMaps lifts the prod hold in the
+		// ledger's JSON, without the key that seals it: serve writes
+		// back what it last saw, and says so.
+		r.editLedger(func(l *release.Ledger) { l.Release("prod", r.appKey(), bad) })
+		poll.Until(t, 30*time.Second, "serve restoring the prod hold", func() (bool, string) {
+			l := r.ledger()
+			return l.Held("prod", r.appKey(), bad) != nil && slices.ContainsFunc(l.Events, func(e release.Event) bool { return e.Reason == release.ReasonLedgerRestored }),
+				r.ledgerSummary()
+		})
 		// A person lifts the hold between two steps: serve's next step
 		// writes it as an Event too.
 		lift := exec.Command(pinbotBin, "hold", "release", "staging", r.app+"@"+bad, "--reason", "the bad build was a test", "--config", r.cfg)

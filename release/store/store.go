@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,11 +40,18 @@ var ErrConflict = errors.New("the ledger changed since it was read")
 type Ledgers struct {
 	client    kubernetes.Interface
 	namespace string
+
+	mu sync.Mutex
+	// key seals the ledgers (seal.go), read once.
+	key []byte
+	// seen is each ledger as last read or written, by lower-cased
+	// repository.
+	seen map[string]sealed
 }
 
 // New returns the ledgers of namespace.
 func New(client kubernetes.Interface, namespace string) *Ledgers {
-	return &Ledgers{client: client, namespace: namespace}
+	return &Ledgers{client: client, namespace: namespace, seen: map[string]sealed{}}
 }
 
 // Version names the ledger as read, for Put: its resource version, and
@@ -55,6 +64,8 @@ type Version struct {
 	legacy string
 	// data is the ledger as read.
 	data string
+	// seq is its sequence number; the next write is seq+1.
+	seq uint64
 }
 
 // Changed reports whether l differs from the ledger v was read with:
@@ -88,6 +99,10 @@ func legacyName(repository string) string {
 // Get returns repository's ledger (empty when none was written yet) and
 // its version.
 func (s *Ledgers) Get(ctx context.Context, repository string) (*release.Ledger, Version, error) {
+	// The key first: when it is new, it seals what an older pinbot left.
+	if _, err := s.sealKey(ctx); err != nil {
+		return nil, Version{}, err
+	}
 	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, Name(repository), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return s.getLegacy(ctx, repository)
@@ -95,11 +110,15 @@ func (s *Ledgers) Get(ctx context.Context, repository string) (*release.Ledger, 
 	if err != nil {
 		return nil, Version{}, fmt.Errorf("reading the ledger of %s (ConfigMap %s/%s): %w", repository, s.namespace, Name(repository), err)
 	}
+	seq, err := s.verify(ctx, repository, cm)
+	if err != nil {
+		return nil, Version{}, err
+	}
 	l, err := release.Parse([]byte(cm.Data[ledgerKey]))
 	if err != nil {
 		return nil, Version{}, fmt.Errorf("ConfigMap %s/%s: %w", s.namespace, Name(repository), err)
 	}
-	return l, Version{rv: cm.ResourceVersion, exists: true, data: cm.Data[ledgerKey]}, nil
+	return l, Version{rv: cm.ResourceVersion, exists: true, data: cm.Data[ledgerKey], seq: seq}, nil
 }
 
 // getLegacy reads repository's ledger from its older name, when the
@@ -108,18 +127,32 @@ func (s *Ledgers) getLegacy(ctx context.Context, repository string) (*release.Le
 	old := legacyName(repository)
 	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, old, metav1.GetOptions{})
 	switch {
-	case apierrors.IsNotFound(err):
-		return release.New(), Version{}, nil
+	case apierrors.IsNotFound(err) || err == nil && cm.Annotations[annotationRepository] != repository: // none, or another repository's
+		return s.none(repository)
 	case err != nil:
 		return nil, Version{}, fmt.Errorf("reading the ledger of %s (ConfigMap %s/%s): %w", repository, s.namespace, old, err)
-	case cm.Annotations[annotationRepository] != repository:
-		return release.New(), Version{}, nil // another repository's
+	}
+	seq, err := s.verify(ctx, repository, cm)
+	if err != nil {
+		return nil, Version{}, err
 	}
 	l, err := release.Parse([]byte(cm.Data[ledgerKey]))
 	if err != nil {
 		return nil, Version{}, fmt.Errorf("ConfigMap %s/%s: %w", s.namespace, old, err)
 	}
-	return l, Version{legacy: old}, nil
+	return l, Version{legacy: old, seq: seq}, nil
+}
+
+// none is repository's ledger when its ConfigMap is not there: empty,
+// unless this Ledgers read or wrote it before, when it was deleted.
+func (s *Ledgers) none(repository string) (*release.Ledger, Version, error) {
+	s.mu.Lock()
+	_, seen := s.seen[strings.ToLower(repository)]
+	s.mu.Unlock()
+	if seen {
+		return nil, Version{}, s.tampered(repository, Name(repository), "its ConfigMap was deleted")
+	}
+	return release.New(), Version{}, nil
 }
 
 // Put writes repository's ledger over the version read; ErrConflict when
@@ -129,10 +162,15 @@ func (s *Ledgers) Put(ctx context.Context, repository string, l *release.Ledger,
 	if err != nil {
 		return v, err
 	}
+	key, err := s.sealKey(ctx)
+	if err != nil {
+		return v, fmt.Errorf("writing the ledger of %s: %w", repository, err)
+	}
+	seq := v.seq + 1
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: Name(repository), Namespace: s.namespace, ResourceVersion: v.rv,
 			Labels: map[string]string{LabelRepository: "true"}, Annotations: map[string]string{annotationRepository: repository}},
-		Data: map[string]string{ledgerKey: string(data)},
+		Data: map[string]string{ledgerKey: string(data), seqField: strconv.FormatUint(seq, 10), sealField: sealOf(key, repository, seq, string(data))},
 	}
 	var out *corev1.ConfigMap
 	if !v.exists {
@@ -146,13 +184,15 @@ func (s *Ledgers) Put(ctx context.Context, repository string, l *release.Ledger,
 	case err != nil:
 		return v, fmt.Errorf("writing the ledger of %s (ConfigMap %s/%s): %w", repository, s.namespace, Name(repository), err)
 	}
+	s.saw(repository, seq, string(data))
+	written := Version{rv: out.ResourceVersion, exists: true, data: string(data), seq: seq}
 	if v.legacy != "" {
 		err := s.client.CoreV1().ConfigMaps(s.namespace).Delete(ctx, v.legacy, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return Version{rv: out.ResourceVersion, exists: true}, fmt.Errorf("removing the ledger's old ConfigMap %s/%s: %w", s.namespace, v.legacy, err)
+			return written, fmt.Errorf("removing the ledger's old ConfigMap %s/%s: %w", s.namespace, v.legacy, err)
 		}
 	}
-	return Version{rv: out.ResourceVersion, exists: true, data: string(data)}, nil
+	return written, nil
 }
 
 // Update reads repository's ledger, applies change and writes it,

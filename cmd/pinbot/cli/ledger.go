@@ -83,6 +83,43 @@ windows in force, the held digests and the latest decisions.`,
 		},
 	}
 	f.bind(cmd)
+	cmd.AddCommand(newResealCommand())
+	return cmd
+}
+
+func newResealCommand() *cobra.Command {
+	f := &ledgerFlags{}
+	var why string
+	cmd := &cobra.Command{
+		Use:   "reseal --repo OWNER/NAME --reason TEXT [--config FILE | -n NAMESPACE]",
+		Short: "Accept a ledger changed outside pinbot, as it stands",
+		Long: `A ledger carries a seal made with the key in the Secret pinbot-ledger-key;
+one changed by anyone without the key is trusted for nothing: the gate
+refuses, and serve writes back the version it last saw when it can.
+After you have checked the change, reseal accepts the ledger as it stands,
+recording who accepted it and why. It needs get on that Secret.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.repo == "" {
+				return usageErrorf("flag --repo: required: the repository whose ledger to accept")
+			}
+			if strings.TrimSpace(why) == "" {
+				return usageErrorf("flag --reason: required: the ledger records who accepted it, and why")
+			}
+			ctx := cmd.Context()
+			s, repos, err := f.ledgers(ctx)
+			if err != nil {
+				return err
+			}
+			if err := s.Reseal(ctx, repos[0], s.Caller(ctx), why, time.Now()); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "resealed the ledger of %s\n", repos[0])
+			return err
+		},
+	}
+	f.bind(cmd)
+	cmd.Flags().StringVar(&why, "reason", "", "why the ledger is accepted as it stands (required; recorded in the ledger with who accepted it)")
 	return cmd
 }
 
