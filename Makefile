@@ -44,7 +44,7 @@ export PINBOT_BIN_DIR := $(BIN)
 
 RELEASE_DIR ?= dist/$(VERSION)
 
-.PHONY: all build demo-bin image release test test-deps unit lint bench bench-scale bench-record demo tools gitea kube kubelet flux argocd renderers cosign crds clean schemas docs
+.PHONY: all build demo-bin image release test test-deps unit lint bench bench-scale bench-record demo tools gitea kube kubelet flux argocd renderers cosign kyverno policy-tester crds clean schemas docs
 
 all: build
 
@@ -94,7 +94,7 @@ release:
 ## Kubernetes libraries; Argo CD builds with another Go), and each build
 ## leaves a core idle while it downloads modules and links.
 tools:
-	@$(MAKE) --no-print-directory -j2 gitea kube crds flux argocd renderers cosign
+	@$(MAKE) --no-print-directory -j2 gitea kube crds flux argocd renderers cosign kyverno policy-tester
 
 gitea: $(BIN)/gitea
 $(BIN)/gitea: hack/tools/gitea/go.mod hack/tools/gitea/go.sum
@@ -178,6 +178,27 @@ $(BIN)/cosign: hack/tools/cosign/go.mod hack/tools/cosign/go.sum
 	cd hack/tools/cosign && ../../with-progress.sh cosign $(GO) build -o $(BIN)/.cosign/cosign github.com/sigstore/cosign/v3/cmd/cosign
 	mv $(BIN)/.cosign/cosign $(BIN)/cosign
 	@rmdir $(BIN)/.cosign
+
+## kyverno, policy-tester: the verifiers platform teams already run,
+## which the attestation test runs against the policies
+## docs/attestations.md shows: the Kyverno CLI (kyverno apply) and
+## Sigstore policy-controller's policy-tester. Each module keeps its
+## project's replaces.
+kyverno: $(BIN)/kyverno
+$(BIN)/kyverno: hack/tools/kyverno/go.mod hack/tools/kyverno/go.sum
+	@echo ">> building the Kyverno CLI into bin/ (about 8 minutes the first time)"
+	@rm -rf $(BIN)/.kyverno && mkdir -p $(BIN)/.kyverno
+	cd hack/tools/kyverno && ../../with-progress.sh kyverno $(GO) build -o $(BIN)/.kyverno/kyverno github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno
+	mv $(BIN)/.kyverno/kyverno $(BIN)/kyverno
+	@rmdir $(BIN)/.kyverno
+
+policy-tester: $(BIN)/policy-tester
+$(BIN)/policy-tester: hack/tools/policytester/go.mod hack/tools/policytester/go.sum
+	@echo ">> building policy-controller's policy-tester into bin/ (about 5 minutes the first time)"
+	@rm -rf $(BIN)/.policy-tester && mkdir -p $(BIN)/.policy-tester
+	cd hack/tools/policytester && ../../with-progress.sh policy-tester $(GO) build -o $(BIN)/.policy-tester/policy-tester github.com/sigstore/policy-controller/cmd/tester
+	mv $(BIN)/.policy-tester/policy-tester $(BIN)/policy-tester
+	@rmdir $(BIN)/.policy-tester
 
 ## crds: the real CustomResourceDefinitions of Argo CD's Application,
 ## Flux's Kustomization, HelmRelease, GitRepository, HelmRepository and
