@@ -28,16 +28,25 @@ import (
 //	attest:
 //	  keyFile: /etc/pinbot/attest/cosign.key     # cosign generate-key-pair's, or a PEM key
 //	  passwordFile: /etc/pinbot/attest/password  # its password, if it has one
+//	  format: both                                # bundle, legacy or both
 type Attest struct {
 	// KeyFile is the private key, relative to the config file's directory.
 	KeyFile string `yaml:"keyFile"`
 	// PasswordFile holds the key's password (COSIGN_PASSWORD's), if any.
 	PasswordFile string `yaml:"passwordFile"`
+	// Format is where each attestation goes: "bundle" (a Sigstore bundle
+	// referrer, as cosign attest v3 writes it), "legacy" (cosign's older
+	// sha256-<hex>.att image, which Sigstore's policy-controller reads
+	// for key-signed attestations) or "both" (the default).
+	Format attest.Format `yaml:"format,omitempty"`
 }
 
 // resolve makes the section's files absolute, relative to dir (the
 // config file's directory), as notify.Target.Resolve does its own.
 func (a *Attest) resolve(dir string) {
+	if a.Format == "" {
+		a.Format = attest.FormatBoth
+	}
 	for _, p := range []*string{&a.KeyFile, &a.PasswordFile} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)
@@ -81,15 +90,17 @@ const (
 // AttestationFailed decision: an Event, a notification, the release
 // page) and counted.
 type attester struct {
-	rl   *releaser
-	key  *signing.Key
-	jobs chan proven.Predicate
+	rl  *releaser
+	key *signing.Key
+	// format is where each attestation goes (Attest.Format).
+	format attest.Format
+	jobs   chan proven.Predicate
 
 	written *prometheus.CounterVec // pinbot_attestations_total{result}
 }
 
-func newAttester(rl *releaser, key *signing.Key) *attester {
-	a := &attester{rl: rl, key: key, jobs: make(chan proven.Predicate, attestQueue),
+func newAttester(rl *releaser, key *signing.Key, format attest.Format) *attester {
+	a := &attester{rl: rl, key: key, format: format, jobs: make(chan proven.Predicate, attestQueue),
 		written: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pinbot_attestations_total",
 			Help: "Proven running attestations, by result: written (signed and attached to the image), failed (after retries) or dropped (the queue was full).",
@@ -162,13 +173,14 @@ func (a *attester) write(ctx context.Context, p proven.Predicate) {
 	var err error
 	for try, wait := 1, attestRetry; try <= attestTries; try, wait = try+1, 2*wait {
 		opts := a.rl.d.promote.reg.PushOptions(ctx)
-		ref, werr := attest.Write(ctx, a.key, p, opts...)
+		w, werr := attest.Replace(ctx, a.rl.d.promote.reg, a.key, p, a.format, opts...)
+		ref := w.Ref
 		if err = werr; err == nil {
 			a.written.WithLabelValues("written").Inc()
 			if a.rl.attested != nil {
 				a.rl.attested.Forget(p.Image, p.Digest)
 			}
-			log.Info("wrote the proven running attestation", "attestation", ref.String())
+			log.Info("wrote the proven running attestation", "attestation", ref.String(), "format", string(a.format), "superseded", w.Superseded)
 			a.record(ctx, p, release.ReasonAttested, fmt.Sprintf("attested %s proven running (%s, for %s) as %s", imageref.Short(p.Digest), p.Stage, time.Duration(p.ProvenFor).Round(time.Second), imageref.Short(ref.DigestStr())))
 			return
 		}

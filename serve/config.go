@@ -102,6 +102,9 @@ func Parse(file string, data []byte) (*Config, error) {
 		if c.Attest.KeyFile == "" {
 			problems = append(problems, fmt.Sprintf("%s: attest.keyFile: required: the private key the attestations are signed with", file))
 		}
+		if err := c.Attest.Format.Check(); err != nil {
+			problems = append(problems, fmt.Sprintf("%s:%d: attest.%s", file, config.KeyLine(root, "attest", "format"), err))
+		}
 		c.Attest.resolve(filepath.Dir(file))
 	}
 	if c.Admission != nil {

@@ -59,6 +59,9 @@ func TestParsePromoteErrors(t *testing.T) {
 			`c.yaml:5: notify "chat": name: another notify entry has it`,
 			`c.yaml:6: notify "": name: want a name`,
 		}},
+		{"attest format typo", app + "attest:\n  keyFile: cosign.key\n  format: bundel\n", []string{
+			`c.yaml:5: attest.format "bundel": want bundle, legacy or both`,
+		}},
 		{"unknown notify field", app + "notify:\n  - {name: n, url: 'https://x.example', event: [Held]}\n", []string{`c.yaml:4: unknown field "event"`}},
 		{"the reconciler's problems too", "apps:\n  - {name: Web}\npromote:\n  - {repo: o/r}\n", []string{
 			`c.yaml:2: app "Web": name: want a DNS-1123 label`, `c.yaml:4: promote "o/r": want drift, images or both`,

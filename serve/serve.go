@@ -199,7 +199,7 @@ func newDaemon(cfg *Config, r *reconciler.Reconciler, kube kubernetes.Interface,
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", cfg.File(), err)
 		}
-		d.release.attester = newAttester(d.release, key)
+		d.release.attester = newAttester(d.release, key, cfg.Attest.Format)
 	}
 	if cfg.Admission != nil {
 		d.admission = newAdmitter(d, *cfg.Admission)

@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/tlog"
 	"github.com/sigstore/sigstore-go/pkg/verify"
@@ -28,6 +30,9 @@ type Registry interface {
 const (
 	FormatBundle = "Sigstore bundle (OCI referrer)"
 	FormatLegacy = "cosign signature tag (.sig)"
+	// FormatLegacyAttestation is cosign attest v2's: a DSSE envelope per
+	// layer of the image tagged sha256-<hex>.att.
+	FormatLegacyAttestation = "cosign attestation tag (.att)"
 )
 
 // CosignSign is the predicate type of cosign v3's image signatures: an
@@ -38,6 +43,7 @@ const CosignSign = "https://sigstore.dev/cosign/sign/v1"
 const (
 	bundleMediaPrefix   = "application/vnd.dev.sigstore.bundle"
 	simpleSigningMedia  = "application/vnd.dev.cosign.simplesigning.v1+json"
+	envelopeMedia       = "application/vnd.dsse.envelope.v1+json"
 	legacySignatureKey  = "dev.cosignproject.cosign/signature"
 	legacyCertKey       = "dev.sigstore.cosign/certificate"
 	legacyRekorKey      = "dev.sigstore.cosign/bundle"
@@ -95,7 +101,12 @@ func find(ctx context.Context, reg Registry, image, digest string) ([]candidate,
 	if err != nil {
 		return nil, err
 	}
-	return append(out, legacy...), nil
+	out = append(out, legacy...)
+	attestations, err := findLegacyAttestations(ctx, reg, image, digest)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, attestations...), nil
 }
 
 // mayBeBundle reports whether a referrer may hold a Sigstore bundle: its
@@ -158,17 +169,51 @@ func findLegacy(ctx context.Context, reg Registry, image, digest string) ([]cand
 			return nil, fmt.Errorf("reading the signature tag %s: %w", where, err)
 		}
 		sum := sha256.Sum256(c.payload)
-		c.entity = legacy{sig: bundle.NewMessageSignature(sum[:], "SHA2_256", sig)}
+		c.entity = legacy{content: bundle.NewMessageSignature(sum[:], "SHA2_256", sig)}
 		out = append(out, c)
 	}
 	return out, nil
 }
 
-// legacy is a legacy key signature as sigstore-go verifies it: a message
-// signature over the payload, by a public key, with no log entry or
-// timestamp (the key is the trust).
+// findLegacyAttestations reads the legacy attestation tag
+// sha256-<hex>.att: one layer per attestation, each a DSSE envelope,
+// its predicate type an annotation.
+func findLegacyAttestations(ctx context.Context, reg Registry, image, digest string) ([]candidate, error) {
+	where := image + ":" + strings.Replace(digest, ":", "-", 1) + ".att"
+	art, err := reg.Artifact(ctx, where)
+	if errors.Is(err, registry.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the attestation tag %s: %w", where, err)
+	}
+	var out []candidate
+	for _, l := range art.Layers {
+		if l.MediaType != envelopeMedia || len(out) >= maxCandidates {
+			continue
+		}
+		c := candidate{format: FormatLegacyAttestation, where: where, predicateType: l.Annotations["predicateType"]}
+		data, err := reg.Blob(ctx, image+"@"+l.Digest)
+		if err != nil {
+			return nil, fmt.Errorf("reading the attestation tag %s: %w", where, err)
+		}
+		var e dsse.Envelope
+		if err := json.Unmarshal(data, &e); err != nil {
+			c.entity = broken{fmt.Errorf("not a DSSE envelope: %w", err)}
+		} else {
+			c.entity = legacy{content: &bundle.Envelope{Envelope: &e}}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// legacy is a legacy key signature or attestation as sigstore-go
+// verifies it: a message signature over the payload, or a DSSE envelope,
+// by a public key, with no log entry or timestamp (the key is the
+// trust).
 type legacy struct {
-	sig *bundle.MessageSignature
+	content verify.SignatureContent
 }
 
 func (legacy) HasInclusionPromise() bool                            { return false }
@@ -176,7 +221,7 @@ func (legacy) HasInclusionProof() bool                              { return fal
 func (legacy) Timestamps() ([][]byte, error)                        { return nil, nil }
 func (legacy) TlogEntries() ([]*tlog.Entry, error)                  { return nil, nil }
 func (legacy) Version() (string, error)                             { return "v0.3", nil }
-func (l legacy) SignatureContent() (verify.SignatureContent, error) { return l.sig, nil }
+func (l legacy) SignatureContent() (verify.SignatureContent, error) { return l.content, nil }
 func (legacy) VerificationContent() (verify.VerificationContent, error) {
 	return &bundle.PublicKey{}, nil
 }

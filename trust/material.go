@@ -128,6 +128,11 @@ func loadKey(files fs.FS, file string) (key, error) {
 	if err != nil {
 		return key{}, fmt.Errorf("key %s: %v", file, err)
 	}
+	return parseKey(file, data)
+}
+
+// parseKey reads a PEM public key, named file in errors and refusals.
+func parseKey(file string, data []byte) (key, error) {
 	pub, err := cryptoutils.UnmarshalPEMToPublicKey(data)
 	if err != nil {
 		return key{}, fmt.Errorf("key %s: not a PEM public key: %v", file, err)

@@ -44,6 +44,16 @@ func LoadKeys(keys []string, files fs.FS) (*Keys, error) {
 	return k, nil
 }
 
+// KeyOf is the one PEM public key pem, called name in refusals: a
+// signer's own key, to read back what it signed.
+func KeyOf(name string, pem []byte) (*Keys, error) {
+	k, err := parseKey(name, pem)
+	if err != nil {
+		return nil, err
+	}
+	return &Keys{r: &rule{keys: []key{k}}}, nil
+}
+
 // String names the keys by their fingerprints: two Keys of the same
 // keys name the same.
 func (k *Keys) String() string {

@@ -95,7 +95,7 @@ func TestReleaseAttestsProofs(t *testing.T) {
 		want string
 	}{
 		{"staging, soaked", []string{ref, "--env", "staging", "--min-soak", "6s", "--key", pub}, 0, "proven running in staging since"},
-		{"another environment", []string{ref, "--env", "qa", "--key", pub}, 1, "proven in staging, not qa"},
+		{"another environment", []string{ref, "--env", "qa", "--key", pub}, 1, ", not qa"},
 		{"a longer soak", []string{ref, "--env", "staging", "--min-soak", "24h", "--key", pub}, 1, "less than 24h0m0s"},
 		{"another key", []string{ref, "--env", "staging", "--key", filepath.Join(keys, "other.pub")}, 1, "other.pub"},
 		{"never proven", []string{r.app + "@" + never, "--env", "staging", "--key", pub}, 1, "no " + proven.PredicateType + " attestation is attached"},
@@ -113,6 +113,7 @@ func TestReleaseAttestsProofs(t *testing.T) {
 			t.Errorf("pinbot attest verify, %s: exit %d, want %d with %q:\n%s", tc.name, code, tc.code, tc.want, out)
 		}
 	}
+	r.verifiers(t, keys, password, ref, never, cosignRun)
 	r.secondInstallation(t, filepath.Join(keys, "cosign.pub"), never)
 }
 

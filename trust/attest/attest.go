@@ -23,13 +23,95 @@ import (
 	"pinbot.dev/pinbot/trust/sign"
 )
 
-// Write signs p with k and attaches it to the image p names, its digest
-// the subject, with the platform children that ran as more subjects.
-// It returns the attestation's own digest.
-func Write(ctx context.Context, k *sign.Key, p proven.Predicate, opts ...remote.Option) (name.Digest, error) {
+// Format says where Write puts an attestation: as a Sigstore bundle
+// referrer (what cosign attest v3, Kyverno's SigstoreBundle type and
+// pinbot read), as cosign's legacy sha256-<hex>.att image (what
+// Sigstore's policy-controller reads for a key-signed attestation), or
+// both.
+type Format string
+
+// The formats.
+const (
+	FormatBundle Format = "bundle"
+	FormatLegacy Format = "legacy"
+	FormatBoth   Format = "both"
+)
+
+// Check says whether f is a format ("" is FormatBoth's default), naming
+// them when not.
+func (f Format) Check() error {
+	switch f {
+	case "", FormatBundle, FormatLegacy, FormatBoth:
+		return nil
+	}
+	return fmt.Errorf("format %q: want bundle, legacy or both", string(f))
+}
+
+// The annotations of a bundle referrer: the manifest repository whose
+// chain proved the digest (a newer attestation of it supersedes the
+// older), and the environment and stage of its own proof.
+const (
+	AnnotationRepository  = "dev.pinbot.repository"
+	AnnotationEnvironment = "dev.pinbot.environment"
+	AnnotationStage       = "dev.pinbot.stage"
+)
+
+// Written is what Write attached.
+type Written struct {
+	// Ref is the bundle referrer's digest, or the legacy image's when no
+	// bundle was written.
+	Ref name.Digest
+	// Superseded counts the older attestations of the repository it
+	// removed.
+	Superseded int
+}
+
+// Record adds to p's record (its ProvenIn) what the attestations of its
+// digest that keys verify (the signer's own) said before, so the one
+// Write attaches says all of it: it replaces them.
+func Record(ctx context.Context, reg trust.Registry, keys *trust.Keys, p proven.Predicate) (proven.Predicate, error) {
+	verified, _, err := keys.Statements(ctx, reg, p.Image, p.Digest, proven.PredicateType)
+	if err != nil {
+		return p, err
+	}
+	var earlier []proven.Predicate
+	for _, s := range verified {
+		var q proven.Predicate
+		if json.Unmarshal(s.Predicate, &q) == nil {
+			earlier = append(earlier, q)
+		}
+	}
+	p.Remember(earlier...)
+	return p, nil
+}
+
+// Replace writes p as Write does, with the record of what k attested of
+// its digest before (Record), which it replaces.
+func Replace(ctx context.Context, reg trust.Registry, k *sign.Key, p proven.Predicate, f Format, opts ...remote.Option) (Written, error) {
+	pem, err := k.PublicPEM()
+	if err != nil {
+		return Written{}, err
+	}
+	own, err := trust.KeyOf("the signing key", pem)
+	if err != nil {
+		return Written{}, err
+	}
+	if p, err = Record(ctx, reg, own, p); err != nil {
+		return Written{}, fmt.Errorf("reading what was attested before: %w", err)
+	}
+	return Write(ctx, k, p, f, opts...)
+}
+
+// Write signs p with k and attaches it to the image p names, in format
+// f, its digest the subject, with the platform children that ran as more
+// subjects. One attestation per repository stays attached to a digest in
+// each format: the newer replaces the older, so p should carry the
+// older ones' record (Record). A legacy write the registry refuses
+// leaves the bundle written, and is an error.
+func Write(ctx context.Context, k *sign.Key, p proven.Predicate, f Format, opts ...remote.Option) (Written, error) {
 	ref, err := name.NewDigest(p.Image + "@" + p.Digest)
 	if err != nil {
-		return name.Digest{}, fmt.Errorf("the attestation's subject: %w", err)
+		return Written{}, fmt.Errorf("the attestation's subject: %w", err)
 	}
 	var children []string
 	for _, pod := range p.Pods {
@@ -37,7 +119,53 @@ func Write(ctx context.Context, k *sign.Key, p proven.Predicate, opts ...remote.
 			children = append(children, pod.Running)
 		}
 	}
-	return sign.Attest(ctx, k, ref, proven.PredicateType, p, children, opts...)
+	bundle, err := k.Attestation(ref, proven.PredicateType, p, children)
+	if err != nil {
+		return Written{}, err
+	}
+	var w Written
+	if f != FormatLegacy {
+		ours := map[string]string{AnnotationRepository: p.Repository, AnnotationEnvironment: p.Environment, AnnotationStage: p.Stage}
+		if w.Ref, err = sign.AttachBundle(ctx, ref, proven.PredicateType, bundle, ours, opts...); err != nil {
+			return Written{}, err
+		}
+		same, err := sign.BundleAnnotations(proven.PredicateType, map[string]string{AnnotationRepository: p.Repository})
+		if err != nil {
+			return Written{}, err
+		}
+		if w.Superseded, err = sign.Supersede(ctx, ref, w.Ref.DigestStr(), same, opts...); err != nil {
+			return w, fmt.Errorf("attached as %s, but the older attestations it replaces stay: %w", w.Ref.DigestStr(), err)
+		}
+	}
+	if f == FormatBundle {
+		return w, nil
+	}
+	envelope, err := sign.EnvelopeOf(bundle)
+	if err != nil {
+		return w, err
+	}
+	legacy, err := sign.AttachLegacy(ctx, ref, proven.PredicateType, envelope, func(old []byte) bool { return !sameProof(old, p) }, opts...)
+	if err != nil {
+		return w, err
+	}
+	if f == FormatLegacy {
+		w.Ref = legacy
+	}
+	return w, nil
+}
+
+// sameProof says whether a legacy attestation's envelope is pinbot's of
+// p's repository, which p replaces.
+func sameProof(envelope []byte, p proven.Predicate) bool {
+	var e sign.Envelope
+	var st struct {
+		PredicateType string           `json:"predicateType"`
+		Predicate     proven.Predicate `json:"predicate"`
+	}
+	if json.Unmarshal(envelope, &e) != nil || json.Unmarshal(e.Payload, &st) != nil {
+		return false
+	}
+	return st.PredicateType == proven.PredicateType && st.Predicate.Repository == p.Repository
 }
 
 // Query is what Verify asks of a digest's attestations.

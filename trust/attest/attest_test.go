@@ -77,7 +77,7 @@ func TestWriteThenVerify(t *testing.T) {
 				Pods:  []proven.Pod{{Namespace: "staging", Name: "web-1", Container: "app", Node: "node-a", Running: digest}},
 				Rules: proven.Rules, Pinbot: "v0.4.0", AttestedAt: since.Add(25 * time.Hour)}
 			ctx := context.Background()
-			if _, err := attest.Write(ctx, key, p); err != nil {
+			if _, err := attest.Write(ctx, key, p, attest.FormatBoth); err != nil {
 				t.Fatal(err)
 			}
 			reg, err := registry.New()
@@ -159,7 +159,7 @@ func TestWriteThenVerify(t *testing.T) {
 			}
 			q := p
 			q.Digest, q.Pods = other, nil
-			if _, err := attest.Write(ctx, key, q); err != nil {
+			if _, err := attest.Write(ctx, key, q, attest.FormatBoth); err != nil {
 				t.Fatal(err)
 			}
 			if at := reader.Read(ctx, keys, image, other, "staging"); at.Passed {

@@ -10,6 +10,8 @@ package proven
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -58,11 +60,69 @@ type Predicate struct {
 	// in Environment when this was written; unset when Image is in no
 	// group, or a member was not proven there.
 	Group *Group `json:"group,omitempty"`
+	// ProvenIn is the record of every environment of Repository's chain
+	// the digest was proven in, as this signer attested it so far,
+	// Environment's own proof included, by environment. A verifier that
+	// judges every attestation of a digest (Kyverno does) reads the whole
+	// record from the one it finds: each new attestation replaces the
+	// older ones of its repository (package attest).
+	ProvenIn map[string]Proof `json:"provenIn,omitempty"`
 	// Rules are what the proof required.
 	Rules []string `json:"rules"`
 	// Pinbot is the version of pinbot that proved it; AttestedAt when.
 	Pinbot     string    `json:"pinbot"`
 	AttestedAt time.Time `json:"attestedAt"`
+}
+
+// Proof is one environment's entry of a Predicate's record: the furthest
+// stage it reached there, and since when and for how long it had held when
+// that was attested.
+type Proof struct {
+	Stage       string    `json:"stage"`
+	ProvenSince time.Time `json:"provenSince"`
+	ProvenFor   Duration  `json:"provenFor"`
+	Soak        Duration  `json:"soak,omitempty"`
+	Commit      string    `json:"commit,omitempty"`
+	AttestedAt  time.Time `json:"attestedAt"`
+}
+
+// Own is p's own proof, as its record's entry.
+func (p *Predicate) Own() Proof {
+	return Proof{Stage: p.Stage, ProvenSince: p.ProvenSince, ProvenFor: p.ProvenFor, Soak: p.Soak, Commit: p.Commit, AttestedAt: p.AttestedAt}
+}
+
+// Remember adds what an earlier attestation of the same digest and
+// repository said (its own proof and its record) to p's record, and p's
+// own proof; where two say something of one environment, the furthest
+// stage wins, then the longer proof.
+func (p *Predicate) Remember(earlier ...Predicate) {
+	if p.ProvenIn == nil {
+		p.ProvenIn = map[string]Proof{}
+	}
+	add := func(env string, e Proof) {
+		if have, ok := p.ProvenIn[env]; !ok || further(e, have) {
+			p.ProvenIn[env] = e
+		}
+	}
+	for _, q := range earlier {
+		if q.Digest != p.Digest || q.Repository != p.Repository {
+			continue
+		}
+		for env, e := range q.ProvenIn {
+			add(env, e)
+		}
+		add(q.Environment, q.Own())
+	}
+	add(p.Environment, p.Own())
+}
+
+// further says whether a went further than b: a later stage, or the same
+// stage held longer.
+func further(a, b Proof) bool {
+	if a.Stage != b.Stage {
+		return a.Stage == StageSoaked
+	}
+	return a.ProvenFor > b.ProvenFor
 }
 
 // Pod is one container that ran the digest.
@@ -124,15 +184,29 @@ type Want struct {
 }
 
 // Check returns nil when p says what w wants, or why it does not.
+// Its record counts: an attestation written for prod says too that the
+// digest soaked in staging, when it did.
 func (p *Predicate) Check(w Want) error {
-	switch {
-	case p.Digest != w.Digest && !p.ran(w.Digest):
+	if p.Digest != w.Digest && !p.ran(w.Digest) {
 		return fmt.Errorf("it is about %s, not %s", p.Digest, w.Digest)
-	case p.Environment != w.Env:
-		return fmt.Errorf("proven in %s, not %s", p.Environment, w.Env)
-	case time.Duration(p.ProvenFor) < w.MinSoak:
-		return fmt.Errorf("proven in %s for %s (attested at %s), less than %s", p.Environment, time.Duration(p.ProvenFor),
-			p.AttestedAt.UTC().Format(time.RFC3339), w.MinSoak)
+	}
+	proof, ok := p.ProvenIn[w.Env]
+	if p.Environment == w.Env {
+		proof, ok = p.Own(), true
+	}
+	if !ok {
+		envs := []string{p.Environment}
+		for env := range p.ProvenIn {
+			if env != p.Environment {
+				envs = append(envs, env)
+			}
+		}
+		slices.Sort(envs[1:])
+		return fmt.Errorf("proven in %s, not %s", strings.Join(envs, ", "), w.Env)
+	}
+	if time.Duration(proof.ProvenFor) < w.MinSoak {
+		return fmt.Errorf("proven in %s for %s (attested at %s), less than %s", w.Env, time.Duration(proof.ProvenFor),
+			proof.AttestedAt.UTC().Format(time.RFC3339), w.MinSoak)
 	}
 	return nil
 }

@@ -83,31 +83,57 @@ func Image(ctx context.Context, k *Key, subject name.Digest, opts ...remote.Opti
 // children, say), with k and attaches it to subject, as `cosign attest
 // --key` v3 does.
 func Attest(ctx context.Context, k *Key, subject name.Digest, predicateType string, predicate any, also []string, opts ...remote.Option) (name.Digest, error) {
+	bundle, err := k.Attestation(subject, predicateType, predicate, also)
+	if err != nil {
+		return name.Digest{}, err
+	}
+	return AttachBundle(ctx, subject, predicateType, bundle, nil, opts...)
+}
+
+// Attestation is the Sigstore bundle of the statement of predicate (of
+// predicateType) about subject and the other digests of its repository
+// also, signed with k.
+func (k *Key) Attestation(subject name.Digest, predicateType string, predicate any, also []string) ([]byte, error) {
 	var subjects []Subject
 	for _, d := range append([]string{subject.DigestStr()}, also...) {
 		s, err := DigestSubject(subject.Context().Name(), d)
 		if err != nil {
-			return name.Digest{}, err
+			return nil, err
 		}
 		subjects = append(subjects, s)
 	}
 	st, err := NewStatement(predicateType, predicate, subjects...)
 	if err != nil {
-		return name.Digest{}, err
+		return nil, err
 	}
-	bundle, err := k.Statement(st)
+	return k.Statement(st)
+}
+
+// AttachBundle attaches an attestation's bundle (of a statement of
+// predicateType) to subject as cosign attest v3 does, with more
+// annotations on its manifest, if any.
+func AttachBundle(ctx context.Context, subject name.Digest, predicateType string, bundle []byte, more map[string]string, opts ...remote.Option) (name.Digest, error) {
+	annotations, err := BundleAnnotations(predicateType, more)
 	if err != nil {
 		return name.Digest{}, err
 	}
-	return Attach(ctx, subject, Artifact{
-		ArtifactType: BundleMediaType,
-		MediaType:    BundleMediaType,
-		Data:         bundle,
-		Annotations: map[string]string{
-			"dev.sigstore.bundle.content":       "dsse-envelope",
-			"dev.sigstore.bundle.predicateType": predicateType,
-		},
-	}, opts...)
+	return Attach(ctx, subject, Artifact{ArtifactType: BundleMediaType, MediaType: BundleMediaType, Data: bundle, Annotations: annotations}, opts...)
+}
+
+// BundleAnnotations are the annotations of an attestation bundle's
+// manifest, as cosign attest v3 writes them, and more.
+func BundleAnnotations(predicateType string, more map[string]string) (map[string]string, error) {
+	annotations := map[string]string{
+		"dev.sigstore.bundle.content":       "dsse-envelope",
+		"dev.sigstore.bundle.predicateType": predicateType,
+	}
+	for k, v := range more {
+		if _, ok := annotations[k]; ok {
+			return nil, fmt.Errorf("annotation %s is cosign's", k)
+		}
+		annotations[k] = v
+	}
+	return annotations, nil
 }
 
 type rawManifest struct {

@@ -1,0 +1,177 @@
+package attest_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"pinbot.dev/pinbot/registry"
+	"pinbot.dev/pinbot/trust"
+	"pinbot.dev/pinbot/trust/attest"
+	"pinbot.dev/pinbot/trust/proven"
+	"pinbot.dev/pinbot/trust/sign"
+)
+
+// TestAttestationsStayBounded: a digest proven and soaked over and over
+// in three environments keeps one attestation per repository in each
+// format, not one per proof: Kyverno refuses an image with more than 50
+// referrers, and judges every attestation of a type, so the one left
+// carries the whole record (provenIn): each environment at its furthest
+// stage and longest proof. pinbot's own verification reads any
+// environment from it. The legacy .att image's layer is annotated as
+// cosign writes it. On a registry with and without the Referrers API
+// (Gitea's has none: the tag scheme's index is rewritten).
+func TestAttestationsStayBounded(t *testing.T) {
+	for _, referrers := range []bool{true, false} {
+		t.Run(map[bool]string{true: "referrers API", false: "tag scheme"}[referrers], func(t *testing.T) {
+			srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.WithReferrersSupport(referrers), ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+			t.Cleanup(srv.Close)
+			image := strings.TrimPrefix(srv.URL, "http://") + "/acme/web"
+			img, err := random.Image(256, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tag, _ := name.NewTag(image + ":v1")
+			if err := remote.Write(tag, img); err != nil {
+				t.Fatal(err)
+			}
+			d, _ := img.Digest()
+			subject, _ := name.NewDigest(image + "@" + d.String())
+			key, pub := newKey(t)
+			keys, err := trust.KeyOf("cosign.pub", pub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg, err := registry.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			// A signature beside them counts too.
+			if _, err := sign.Image(ctx, key, subject); err != nil {
+				t.Fatal(err)
+			}
+			for round := range 4 {
+				for _, env := range []string{"dev", "staging", "prod"} {
+					for _, stage := range []string{proven.StageProven, proven.StageSoaked} {
+						p := proven.Predicate{Environment: env, Repository: "acme/manifests", Image: image, Digest: d.String(), Stage: stage,
+							ProvenFor: proven.Duration(time.Duration(round+1) * time.Hour)}
+						if round == 3 && env == "prod" {
+							p.Stage = proven.StageProven // proven again, after a break: it soaked before
+						}
+						if p, err = attest.Record(ctx, reg, keys, p); err != nil {
+							t.Fatal(err)
+						}
+						if _, err := attest.Write(ctx, key, p, attest.FormatBoth); err != nil {
+							t.Fatalf("round %d, %s %s: %s", round, env, stage, err)
+						}
+					}
+				}
+			}
+			idx, err := remote.Referrers(subject)
+			if err != nil {
+				t.Fatal(err)
+			}
+			im, _ := idx.IndexManifest()
+			if n := len(im.Manifests); n != 2 {
+				t.Errorf("%d referrers after 24 attestations and a signature; want 2", n)
+			}
+			for _, m := range im.Manifests {
+				if _, err := remote.Get(subject.Context().Digest(m.Digest.String())); err != nil {
+					t.Errorf("the index lists %s, which cannot be read: %s", m.Digest, err)
+				}
+			}
+			att, err := remote.Image(sign.LegacyTag(subject))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, _ := att.Manifest()
+			if len(m.Layers) != 1 {
+				t.Fatalf("the legacy .att image holds %d layers; want 1", len(m.Layers))
+			}
+			l := m.Layers[0]
+			layer, _ := att.LayerByDigest(l.Digest)
+			rc, _ := layer.Uncompressed()
+			data, _ := io.ReadAll(rc)
+			var e sign.Envelope
+			var st struct {
+				Predicate proven.Predicate `json:"predicate"`
+			}
+			if l.MediaType != sign.EnvelopeMediaType || l.Annotations["predicateType"] != proven.PredicateType ||
+				json.Unmarshal(data, &e) != nil || json.Unmarshal(e.Payload, &st) != nil || len(e.Signatures) != 1 {
+				t.Fatalf("the legacy layer: %s %v: %.200s", l.MediaType, l.Annotations, data)
+			}
+			for _, env := range []string{"dev", "staging", "prod"} {
+				if got := st.Predicate.ProvenIn[env]; got.Stage != proven.StageSoaked || got.ProvenFor != proven.Duration(4*time.Hour) && env != "prod" {
+					t.Errorf("its record of %s: %+v; want soaked, for 4h (prod: 3h, its last soak)", env, got)
+				}
+				a, err := attest.Verify(ctx, reg, attest.Query{Image: image, Digest: d.String(), Env: env, MinSoak: 3 * time.Hour, Keys: keys})
+				if err != nil || !a.Passed {
+					t.Errorf("verify %s from the one attestation: %+v, %v", env, a, err)
+				}
+			}
+		})
+	}
+}
+
+// TestTheLegacyFormatIsReadBack: an attestation written only in cosign's
+// older format (format: legacy) passes pinbot's own verification as the
+// bundle does, and not with another key.
+func TestTheLegacyFormatIsReadBack(t *testing.T) {
+	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	image := strings.TrimPrefix(srv.URL, "http://") + "/acme/web"
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, _ := name.NewTag(image + ":v1")
+	if err := remote.Write(tag, img); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	key, pub := newKey(t)
+	_, otherPub := newKey(t)
+	p := proven.Predicate{Environment: "staging", Image: image, Digest: d.String(), Stage: proven.StageSoaked, ProvenFor: proven.Duration(time.Hour)}
+	w, err := attest.Write(context.Background(), key, p, attest.FormatLegacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject, _ := name.NewDigest(image + "@" + d.String())
+	if idx, err := remote.Referrers(subject); err == nil {
+		if im, _ := idx.IndexManifest(); len(im.Manifests) != 0 {
+			t.Errorf("format legacy attached %d referrers", len(im.Manifests))
+		}
+	}
+	if w.Ref.DigestStr() == "" {
+		t.Errorf("Written.Ref = %v, want the .att image's digest", w.Ref)
+	}
+	reg, err := registry.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		key    []byte
+		passed bool
+	}{{pub, true}, {otherPub, false}} {
+		keys, err := trust.LoadKeys([]string{"k.pub"}, fstest.MapFS{"k.pub": {Data: tc.key}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := attest.Verify(context.Background(), reg, attest.Query{Image: image, Digest: d.String(), Env: "staging", Keys: keys})
+		if err != nil || a.Passed != tc.passed {
+			t.Errorf("verify with the %s key: %+v, %v; want passed %t", map[bool]string{true: "signing", false: "other"}[tc.passed], a, err, tc.passed)
+		}
+	}
+}
