@@ -58,6 +58,7 @@ var allowed = map[string][]string{
 	"internal/jsonkeys":     {},
 	"internal/capool":       {},
 	"internal/commitid":     {},
+	"internal/memlimit":     {"internal/logctx"},
 	"internal/opfile":       {},
 	"internal/gctune":       {"internal/logctx"},
 	"internal/buildinfo":    {},

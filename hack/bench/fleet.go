@@ -21,10 +21,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"pinbot.dev/pinbot/internal/memlimit"
 	"pinbot.dev/pinbot/internal/testenv/kube"
 	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/reconciler/object"
-	"pinbot.dev/pinbot/serve"
 )
 
 // The fleet measurements (issue 39): 10,000 apps over 2 control planes,
@@ -314,5 +314,5 @@ func (b *fleetBench) config() string {
 // memoryLimit is the --memory-limit auto sets in the replicas' container
 // (fleetShape.container), running the pinbot built for this run.
 func (b *fleetBench) memoryLimit() int64 {
-	return serve.AutoMemoryLimit(b.shape.container, b.bin)
+	return memlimit.Auto(b.shape.container, b.bin)
 }

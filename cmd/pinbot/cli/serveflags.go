@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/internal/memlimit"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/cluster"
@@ -130,7 +131,7 @@ func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Op
 	if o.Elect {
 		src.Replica = o.Lease.ID
 	}
-	if _, err := serve.SetMemoryLimit(cmd.Context(), sf.memoryLimit); err != nil {
+	if _, err := memlimit.Set(cmd.Context(), sf.memoryLimit); err != nil {
 		return &usageError{err: err}
 	}
 	if sf.pprofListen != "" {

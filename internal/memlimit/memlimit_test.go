@@ -1,4 +1,4 @@
-package serve
+package memlimit
 
 import (
 	"context"
@@ -10,25 +10,25 @@ import (
 
 // --memory-limit sets the runtime's soft limit: a size as given, none as
 // none, and auto after $GOMEMLIMIT.
-func TestSetMemoryLimit(t *testing.T) {
+func TestSet(t *testing.T) {
 	before := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(before) })
 	ctx := context.Background()
 
-	got, err := SetMemoryLimit(ctx, "96Mi")
+	got, err := Set(ctx, "96Mi")
 	if err != nil || got != 96<<20 || debug.SetMemoryLimit(-1) != 96<<20 {
 		t.Errorf("96Mi: set %d, %v; the runtime has %d; want %d", got, err, debug.SetMemoryLimit(-1), 96<<20)
 	}
-	if got, err = SetMemoryLimit(ctx, "none"); err != nil || got != 0 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
+	if got, err = Set(ctx, "none"); err != nil || got != 0 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
 		t.Errorf("none: set %d, %v; the runtime has %d; want no limit", got, err, debug.SetMemoryLimit(-1))
 	}
 	t.Setenv("GOMEMLIMIT", "200MiB")
 	debug.SetMemoryLimit(200 << 20) // as the runtime does at start
-	if got, err = SetMemoryLimit(ctx, "auto"); err != nil || got != 200<<20 {
+	if got, err = Set(ctx, "auto"); err != nil || got != 200<<20 {
 		t.Errorf("auto under $GOMEMLIMIT: %d, %v; want $GOMEMLIMIT's %d kept", got, err, 200<<20)
 	}
 	for _, bad := range []string{"lots", "0", "-1Gi", "+5Mi"} {
-		if _, err := SetMemoryLimit(ctx, bad); err == nil {
+		if _, err := Set(ctx, bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}
@@ -66,7 +66,7 @@ func TestReserveIsTheExecutable(t *testing.T) {
 	if got, want := reserve(""), max(memoryReserve, uint64(fi.Size())); got != want {
 		t.Errorf("reserve() = %d, want %d (the executable %s is %d bytes)", got, want, exe, fi.Size())
 	}
-	if got, want := AutoMemoryLimit(1<<40, exe), int64(1<<40-max(memoryReserve, uint64(fi.Size()))); got != want {
-		t.Errorf("AutoMemoryLimit(1Ti, %s) = %d, want %d", exe, got, want)
+	if got, want := Auto(1<<40, exe), int64(1<<40-max(memoryReserve, uint64(fi.Size()))); got != want {
+		t.Errorf("Auto(1Ti, %s) = %d, want %d", exe, got, want)
 	}
 }

@@ -1,4 +1,6 @@
-package serve
+// Package memlimit sets the Go runtime's soft memory limit of a
+// long-running pinbot from its container's: serve's --memory-limit.
+package memlimit
 
 import (
 	"context"
@@ -9,7 +11,7 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/KimMachineGun/automemlimit/memlimit"
+	automem "github.com/KimMachineGun/automemlimit/memlimit"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"pinbot.dev/pinbot/internal/logctx"
@@ -21,30 +23,30 @@ import (
 // kept besides (reserve).
 const memoryReserve = 64 << 20
 
-// SetMemoryLimit sets the Go runtime's soft memory limit, as
+// Set sets the Go runtime's soft memory limit, as
 // --memory-limit says: "auto" (the default) takes the container's memory
-// limit less the executable's size (AutoMemoryLimit), unless $GOMEMLIMIT
+// limit less the executable's size (Auto), unless $GOMEMLIMIT
 // is set; "none" sets no limit; a quantity such as "96Mi" sets that. Under the limit the runtime
 // collects garbage sooner and returns freed memory to the system at once:
 // a replica's idle memory is then its live heap plus little, at the cost
 // of more GC work. It returns the limit set, 0 for none; its only error
 // is a flag it cannot read.
-func SetMemoryLimit(ctx context.Context, flag string) (int64, error) {
+func Set(ctx context.Context, flag string) (int64, error) {
 	log := logctx.From(ctx)
 	switch flag {
 	case "", "auto":
 		if os.Getenv("GOMEMLIMIT") != "" {
 			return debug.SetMemoryLimit(-1), nil // the runtime read it
 		}
-		l, err := memlimit.FromCgroup()
-		if errors.Is(err, memlimit.ErrNoLimit) || errors.Is(err, memlimit.ErrNoCgroup) {
+		l, err := automem.FromCgroup()
+		if errors.Is(err, automem.ErrNoLimit) || errors.Is(err, automem.ErrNoCgroup) {
 			return 0, nil
 		}
 		if err != nil {
 			log.Warn("no soft memory limit: reading the container's memory limit failed", "error", err)
 			return 0, nil
 		}
-		soft := AutoMemoryLimit(l, "")
+		soft := Auto(l, "")
 		debug.SetMemoryLimit(soft)
 		log.Info("soft memory limit", "bytes", soft, "container", l)
 		return soft, nil
@@ -71,14 +73,14 @@ func softLimit(l, reserve uint64) int64 {
 	return int64(max(l/2, l-min(l, reserve)))
 }
 
-// AutoMemoryLimit is the soft limit "auto" sets in a container limited to
+// Auto is the soft limit "auto" sets in a container limited to
 // container bytes, running executable ("" for this process's): the
 // container's limit less the executable's size, every page of which the
 // kernel may map and the cgroup counts (a replica of a 10,000-app fleet
 // had 57 to 74 MiB of it resident, and with 64Mi kept sat at its
 // container's limit), or less memoryReserve if that is more; at least
 // half the container's limit.
-func AutoMemoryLimit(container uint64, executable string) int64 {
+func Auto(container uint64, executable string) int64 {
 	return softLimit(container, reserve(executable))
 }
 
