@@ -99,17 +99,23 @@ func (a *Application) commit(s Source, field, rev string) (Revision, error) {
 	return Revision{Commit: c}, nil
 }
 
-// Deployed is the revision Flux last applied, from
-// status.lastAppliedRevision. ErrNotDeployed (wrapped) when it is empty;
-// a malformed one is a *FieldError.
+// Deployed is the revision Flux last applied (status.lastAppliedRevision),
+// or the one it applied whose health checks failed (a check on the app's
+// Proof waits on pinbot): ErrNotDeployed (wrapped) for none, a
+// *FieldError for a malformed one.
 func (k *Kustomization) Deployed() (Revision, error) {
-	raw := k.Status.LastAppliedRevision
+	raw, field := k.Status.LastAppliedRevision, "status.lastAppliedRevision"
+	for _, c := range k.Status.Conditions {
+		if c.Type == "Ready" && c.Reason == "HealthCheckFailed" && k.Status.LastAttemptedRevision != "" {
+			raw, field = k.Status.LastAttemptedRevision, "status.lastAttemptedRevision"
+		}
+	}
 	if raw == "" {
 		return Revision{}, fmt.Errorf("%s: no revision applied: %w", k.Name(), ErrNotDeployed)
 	}
 	r, err := ParseFluxRevision(raw)
 	if err != nil {
-		return Revision{}, &FieldError{Object: k.Name(), Field: "status.lastAppliedRevision", Reason: err.Error()}
+		return Revision{}, &FieldError{Object: k.Name(), Field: field, Reason: err.Error()}
 	}
 	return r, nil
 }

@@ -2,6 +2,7 @@ package deployer
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -173,6 +174,16 @@ func TestKustomizationDeployed(t *testing.T) {
 	_, err = mustKustomization(t, ksHeader).Deployed()
 	if !errors.Is(err, ErrNotDeployed) {
 		t.Errorf("Deployed of a new Kustomization = %v, want ErrNotDeployed", err)
+	}
+	// Applied, but its health checks failed: Flux records it attempted
+	// only. A failed build or apply is not applied at all.
+	unhealthy := "status:\n  lastAppliedRevision: main@sha1:" + commitA + "\n  lastAttemptedRevision: main@sha1:" + commitB +
+		"\n  conditions: [{type: Ready, status: \"False\", reason: %s}]\n"
+	if got, err := mustKustomization(t, ksHeader+fmt.Sprintf(unhealthy, "HealthCheckFailed")).Deployed(); err != nil || got.Commit != commitB {
+		t.Errorf("Deployed after a failed health check = %v, %v; want the attempted %s", got, err, commitB)
+	}
+	if got, err := mustKustomization(t, ksHeader+fmt.Sprintf(unhealthy, "ReconciliationFailed")).Deployed(); err != nil || got.Commit != commitA {
+		t.Errorf("Deployed after a failed apply = %v, %v; want the applied %s", got, err, commitA)
 	}
 	_, err = mustKustomization(t, ksHeader+"status: {lastAppliedRevision: main@sha1:xyz}").Deployed()
 	var fe *FieldError
