@@ -240,12 +240,12 @@ func stageView(lg Ledger, env *release.Environment, now time.Time) StageView {
 	return s
 }
 
-// gate says what waits to move into env from its upstream: per image
-// proven there, whether it moved on, waits for its soak, has a pull
-// request open, or is held.
+// gate says what waits to move into env from its upstream, per image
+// proven there, as the release chain decides it (release.Next): in,
+// held, brought back or proposed by a pull request, blocked by a
+// rollback, a freeze or a merge still settling, or next.
 func gate(lg Ledger, env *release.Environment, now time.Time) *ArrowView {
 	l := lg.Ledger
-	up, _ := lg.Chain.Get(env.From)
 	var parts []string
 	class := "ok"
 	worse := func(c string) {
@@ -255,27 +255,37 @@ func gate(lg Ledger, env *release.Environment, now time.Time) *ArrowView {
 		}
 	}
 	for _, image := range l.Images(env.From) {
-		u := l.Lookup(env.From, image)
-		if u.Proven == "" {
+		m, ok := release.Next(l, lg.Chain, env.Name, image, now)
+		if !ok {
 			continue
 		}
-		v := label(Version{tagOf(u, u.Proven), imageref.Short(u.Proven)})
-		t := l.Lookup(env.Name, image)
-		switch {
-		case l.Held(env.Name, image, u.Proven) != nil:
+		v := label(Version{tagOf(l.Lookup(env.From, image), m.Digest), imageref.Short(m.Digest)})
+		switch m.State {
+		case release.MoveIn:
+			parts = append(parts, v+" is in")
+		case release.MoveHeld:
 			parts = append(parts, v+" is held here")
 			worse("bad")
-		case t != nil && t.Pinned == u.Proven:
-			parts = append(parts, v+" is in")
-		case t != nil && t.Rollback != nil && t.Rollback.Digest == u.Proven:
-			parts = append(parts, v+" comes back with the rollback #"+itoa(t.Rollback.PR))
+		case release.MoveReturning:
+			parts = append(parts, v+" comes back with the rollback #"+itoa(m.PR))
 			worse("bad")
-		case t != nil && t.Proposal != nil && t.Proposal.Digest == u.Proven:
-			parts = append(parts, v+" waits in #"+itoa(t.Proposal.PR))
+		case release.MoveProposed:
+			parts = append(parts, v+" waits in #"+itoa(m.PR))
+			worse("info")
+		case release.MoveRollingBack:
+			parts = append(parts, v+" waits: "+env.Name+" rolls back (#"+itoa(m.PR)+")")
+			worse("warn")
+		case release.MoveRanBefore:
+			parts = append(parts, v+" ran here before: only a rollback goes back to it")
+		case release.MoveSettling:
+			parts = append(parts, v+" waits: the last merge into "+env.Name+" is still proving")
+			worse("info")
+		case release.MoveFrozen:
+			parts = append(parts, v+" waits for the freeze to end, "+span(m.Until.Sub(now))+" from now")
 			worse("info")
 		default:
-			if held, ok := u.Soaked(now, soakOf(up)); !ok {
-				parts = append(parts, v+" soaks upstream, "+span(soakOf(up)-held)+" to go")
+			if m.Left > 0 {
+				parts = append(parts, v+" soaks upstream, "+span(m.Left)+" to go")
 			} else {
 				parts = append(parts, v+" is next")
 			}

@@ -131,3 +131,27 @@ func TestStagePastTheGate(t *testing.T) {
 		t.Errorf("stage %s %q: %q %q; want a red stage naming the forged gate", s.Class, s.State, s.Summary, s.Detail)
 	}
 }
+
+// TestTheArrowAsksTheChain: on the hotfix day (prod rolling back from
+// 1.0.2 to 1.0.1, staging proven on 1.0.0, which ran in prod before), the
+// arrow into prod said "1.0.0 is next", a move the chain never makes. It
+// says what release.Next says: prod rolls back, and after the rollback,
+// that only a rollback goes back to 1.0.0.
+func TestTheArrowAsksTheChain(t *testing.T) {
+	const d100, d101, d102 = digestA, digestB, "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+	since := now.Add(-time.Hour)
+	l := release.New()
+	*l.Track("staging", "platform/web") = release.Track{Pinned: d100, PinnedTag: "1.0.0", Proven: d100, ProvenSince: &since}
+	*l.Track("prod", "platform/web") = release.Track{Pinned: d102, PinnedTag: "1.0.2", LastProven: d101, LastProvenTag: "1.0.1", PrevProven: d100, PrevProvenTag: "1.0.0",
+		Rollback: &release.Proposal{PR: 7, Digest: d101, Tag: "1.0.1", Failed: d102}}
+	chain := release.Chain{{Name: "staging", Apps: []string{"web-staging"}}, {Name: "prod", From: "staging", Apps: []string{"web-prod"}}}
+	lg := Ledger{Repo: "platform/manifests", Ledger: l, Chain: chain}
+	g := gate(lg, &chain[1], now)
+	if want := "1.0.0 (sha256:aaaaaaaaaaaa) waits: prod rolls back (#7)"; g.Text != want {
+		t.Errorf("rolling back: %q, want %q", g.Text, want)
+	}
+	*l.Track("prod", "platform/web") = release.Track{Pinned: d101, PinnedTag: "1.0.1", Proven: d101, ProvenSince: &since, LastProven: d101, PrevProven: d100}
+	if g := gate(lg, &chain[1], now); strings.Contains(g.Text, "next") || !strings.Contains(g.Text, "only a rollback goes back to it") {
+		t.Errorf("rolled back: %q, want that only a rollback goes back to 1.0.0", g.Text)
+	}
+}

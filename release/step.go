@@ -253,8 +253,7 @@ func (s stepper) onward(env Environment, image string) []Action {
 		// Proposed as soon as it is proven, its gate pending until the
 		// soak completes: reviewers read the change during the soak,
 		// and the gate (and auto-merge) turn green when it ends.
-		if t.Proven != "" && n.Pinned != t.Proven && s.l.Held(name, image, t.Proven) == nil && !frozen &&
-			(n.Proposal == nil || n.Proposal.Digest != t.Proven) && n.Rollback == nil && !settling(n, next, s.now) && !ranBefore(n, t.Proven) {
+		if state, _, _ := s.l.blocked(next, image, t.Proven, s.now); t.Proven != "" && state == MoveNext {
 			out = append(out, promoteAction(name, image, env, t, held))
 		}
 		p := n.Proposal
