@@ -125,13 +125,15 @@ var allowed = map[string][]string{
 
 	"dashboard": append([]string{"gitforge", "reconciler/...", "release", "trust/policy", "trust/proven"}, leaves...),
 	// serve drives the reconciler and promote; nothing imports it but cmd.
-	"serve": append([]string{"reconciler", "reconciler/...", "promote", "promote/pr", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/...", "trust", "trust/...", "serve/shard", "serve/installed", "serve/notify"}, leaves...),
+	"serve": append([]string{"reconciler", "reconciler/...", "promote", "promote/pr", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/...", "trust", "trust/...", "serve/shard", "serve/installed", "serve/notify", "serve/proofs"}, leaves...),
 	// The shards' Leases: Kubernetes' leader election, and nothing of pinbot.
 	"serve/shard": {},
 	// serve as a namespace installs it: client-go, and nothing of pinbot.
 	"serve/installed": {},
 	// Notifications: HTTP out, with the leaves' bounds and redaction.
-	"serve/notify":            leaves,
+	"serve/notify": leaves,
+	// The Proof objects: the proof of each app, read from its status.
+	"serve/proofs":            above(core, "reconciler/config", "reconciler/status", "reconciler/verdict", "reconciler/...", "internal/logctx"),
 	"deploy":                  {},
 	"cmd/...":                 {"*"},
 	"hack/...":                {"*"},

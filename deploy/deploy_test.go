@@ -62,7 +62,7 @@ func objects(t *testing.T) map[string][]object {
 var generated = map[string]bool{"overlays/example/reconciler.yaml": true}
 
 func TestManifestsAreWellFormed(t *testing.T) {
-	clusterScoped := map[string]bool{"Namespace": true, "ClusterRole": true, "ClusterRoleBinding": true, "ValidatingWebhookConfiguration": true}
+	clusterScoped := map[string]bool{"Namespace": true, "ClusterRole": true, "ClusterRoleBinding": true, "ValidatingWebhookConfiguration": true, "CustomResourceDefinition": true}
 	for p, objs := range objects(t) {
 		for _, o := range objs {
 			if o.APIVersion == "" || o.Kind == "" || o.Metadata.Name == "" {

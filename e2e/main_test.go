@@ -313,19 +313,7 @@ func (a *app) patchKustomization(y string) {
 // revision and the Ready condition's reason.
 func (a *app) kustomization() (applied, ready string) {
 	a.t.Helper()
-	u, err := env.dyn.Resource(kustomizationsRes).Namespace(kube.FluxNamespace).Get(testCtx, a.name, metav1.GetOptions{})
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	applied, _, _ = unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == "Ready" {
-			ready = fmt.Sprintf("%v/%v: %v", m["status"], m["reason"], m["message"])
-		}
-	}
-	return applied, ready
+	return kustomizationReady(a.t, a.name)
 }
 
 // waitApplied waits for kustomize-controller to report commit applied.

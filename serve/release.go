@@ -192,8 +192,6 @@ func (rl *releaser) run(ctx context.Context) {
 	if rl.d.promote == nil {
 		return
 	}
-	rl.d.r.OnProofChange(rl.proofChanged)
-	defer rl.d.r.OnProofChange(func(string) {})
 	for {
 		targets := map[string]Target{}
 		var names []string

@@ -40,6 +40,9 @@ func RunReloading(ctx context.Context, src Source, o Options) error {
 		return err
 	}
 	kube, err := src.Kube()
+	if err == nil {
+		o.proofs, err = src.Dynamic()
+	}
 	if err != nil {
 		cur.r.Close()
 		return err

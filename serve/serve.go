@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 
@@ -36,6 +37,7 @@ import (
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/record"
 	"pinbot.dev/pinbot/serve/notify"
+	"pinbot.dev/pinbot/serve/proofs"
 	"pinbot.dev/pinbot/serve/shard"
 )
 
@@ -86,6 +88,9 @@ type Options struct {
 	NoWebhook bool
 	// Collectors are more metrics for /metrics (the config reload's).
 	Collectors []prometheus.Collector
+	// proofs writes the apps' Proof objects (RunReloading's cluster);
+	// nil writes none.
+	proofs dynamic.Interface
 }
 
 // Validate checks the options as serve's flags set them; its errors name
@@ -268,6 +273,15 @@ func (d *daemon) run(ctx context.Context) error {
 			return err
 		}
 	}
+	// A changed proof steps the chains that count the app and rewrites
+	// its Proof object.
+	var published *proofs.Publisher
+	if d.o.proofs != nil {
+		published = proofs.New(d.o.proofs, d.r)
+		go published.Run(work)
+	}
+	d.r.OnProofChange(func(app string) { d.release.proofChanged(app); published.Changed(app) })
+	defer d.r.OnProofChange(func(string) {})
 	if d.notify != nil {
 		d.notify.Run(work)
 		d.r.OnProofEvent(d.notifyProof)
