@@ -59,6 +59,7 @@ var allowed = map[string][]string{
 	"internal/capool":       {},
 	"internal/commitid":     {},
 	"internal/memlimit":     {"internal/logctx"},
+	"internal/kubemetrics":  {},
 	"internal/opfile":       {},
 	"internal/gctune":       {"internal/logctx"},
 	"internal/buildinfo":    {},
@@ -125,7 +126,7 @@ var allowed = map[string][]string{
 
 	"dashboard": append([]string{"gitforge", "reconciler/...", "release", "trust/policy", "trust/proven"}, leaves...),
 	// serve drives the reconciler and promote; nothing imports it but cmd.
-	"serve": append([]string{"reconciler", "reconciler/...", "promote", "promote/pr", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/...", "trust", "trust/...", "serve/shard", "serve/installed", "serve/notify", "serve/proofs"}, leaves...),
+	"serve": append([]string{"reconciler", "reconciler/...", "promote", "promote/pr", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/...", "trust", "trust/...", "serve/shard", "serve/installed", "serve/notify", "serve/proofs", "internal/kubemetrics"}, leaves...),
 	// The shards' Leases: Kubernetes' leader election, and nothing of pinbot.
 	"serve/shard": {},
 	// serve as a namespace installs it: client-go, and nothing of pinbot.

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"pinbot.dev/pinbot/dashboard"
+	"pinbot.dev/pinbot/internal/kubemetrics"
 	"pinbot.dev/pinbot/internal/peermetrics"
 	"pinbot.dev/pinbot/release/proofapi"
 )
@@ -46,7 +47,7 @@ func (d *daemon) registerMetrics() error {
 		cs = append(cs, d.admission.decisions)
 	}
 	cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	cs = append(append(cs, kubeCollectors()...), peermetrics.Collectors()...)
+	cs = append(append(cs, kubemetrics.Collectors()...), peermetrics.Collectors()...)
 	for _, c := range append(cs, d.o.Collectors...) {
 		if err := d.metrics.Register(c); err != nil {
 			return err

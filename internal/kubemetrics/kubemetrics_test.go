@@ -1,4 +1,4 @@
-package serve
+package kubemetrics
 
 import (
 	"net/http"
@@ -13,9 +13,9 @@ import (
 )
 
 // client-go reports each request to an API server, and how long its rate
-// limiter held it, once kubeCollectors was called.
+// limiter held it, once Collectors was called.
 func TestKubeRequestsAndThrottling(t *testing.T) {
-	kubeCollectors()
+	Collectors()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"major":"1","minor":"35","gitVersion":"v1.35.0"}`))

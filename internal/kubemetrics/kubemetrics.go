@@ -1,4 +1,6 @@
-package serve
+// Package kubemetrics counts client-go's requests to the Kubernetes API
+// servers and how long its rate limiter held them, for serve's /metrics.
+package kubemetrics
 
 import (
 	"context"
@@ -28,9 +30,9 @@ var (
 	registerKubeMetrics sync.Once
 )
 
-// kubeCollectors are those metrics; the first call has client-go report
+// Collectors are those metrics; the first call has client-go report
 // to them.
-func kubeCollectors() []prometheus.Collector {
+func Collectors() []prometheus.Collector {
 	registerKubeMetrics.Do(func() {
 		metrics.Register(metrics.RegisterOpts{RequestResult: kubeResults{}, RateLimiterLatency: kubeWaits{}})
 	})
