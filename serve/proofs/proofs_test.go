@@ -68,7 +68,7 @@ type source struct {
 }
 
 func (s *source) Last(string) (*status.App, *verdict.Verification, error) { return s.s, s.v, nil }
-func (s *source) Config() *config.Config                                   { return s.cfg }
+func (s *source) Config() *config.Config                                  { return s.cfg }
 
 // TestPublisherOnARealAPIServer: the Proof of an app goes through its
 // life on a real API server with the CRD the chart ships, and kstatus
