@@ -39,6 +39,9 @@ type Attest struct {
 	// sha256-<hex>.att image, which Sigstore's policy-controller reads
 	// for key-signed attestations) or "both" (the default).
 	Format attest.Format `yaml:"format,omitempty"`
+	// VerifierID is the verifier.id of the SLSA verification summary
+	// written beside each soaked proof (default attest.DefaultVerifier).
+	VerifierID string `yaml:"verifierID,omitempty"`
 }
 
 // resolve makes the section's files absolute, relative to dir (the
@@ -92,15 +95,17 @@ const (
 type attester struct {
 	rl  *releaser
 	key *signing.Key
-	// format is where each attestation goes (Attest.Format).
-	format attest.Format
-	jobs   chan proven.Predicate
+	// format is where each attestation goes (Attest.Format); verifier
+	// the summaries' verifier.id.
+	format   attest.Format
+	verifier string
+	jobs     chan proven.Predicate
 
 	written *prometheus.CounterVec // pinbot_attestations_total{result}
 }
 
-func newAttester(rl *releaser, key *signing.Key, format attest.Format) *attester {
-	a := &attester{rl: rl, key: key, format: format, jobs: make(chan proven.Predicate, attestQueue),
+func newAttester(rl *releaser, key *signing.Key, cfg Attest) *attester {
+	a := &attester{rl: rl, key: key, format: cfg.Format, verifier: cfg.VerifierID, jobs: make(chan proven.Predicate, attestQueue),
 		written: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pinbot_attestations_total",
 			Help: "Proven running attestations, by result: written (signed and attached to the image), failed (after retries) or dropped (the queue was full).",
@@ -174,6 +179,9 @@ func (a *attester) write(ctx context.Context, p proven.Predicate) {
 	for try, wait := 1, attestRetry; try <= attestTries; try, wait = try+1, 2*wait {
 		opts := a.rl.d.promote.reg.PushOptions(ctx)
 		w, werr := attest.Replace(ctx, a.rl.d.promote.reg, a.key, p, a.format, opts...)
+		if werr == nil && p.Stage == proven.StageSoaked && w.Ref.DigestStr() != "" {
+			_, werr = attest.WriteSummary(ctx, a.key, p, w.Ref, cmp.Or(a.verifier, attest.DefaultVerifier), opts...)
+		}
 		ref := w.Ref
 		if err = werr; err == nil {
 			a.written.WithLabelValues("written").Inc()

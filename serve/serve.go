@@ -204,7 +204,7 @@ func newDaemon(cfg *Config, r *reconciler.Reconciler, kube kubernetes.Interface,
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", cfg.File(), err)
 		}
-		d.release.attester = newAttester(d.release, key, cfg.Attest.Format)
+		d.release.attester = newAttester(d.release, key, *cfg.Attest)
 	}
 	if cfg.Admission != nil {
 		d.admission = newAdmitter(d, *cfg.Admission)

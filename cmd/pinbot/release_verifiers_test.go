@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"pinbot.dev/pinbot/internal/testenv/gitea"
@@ -58,6 +60,8 @@ func (r *releaseRig) verifiers(t *testing.T, keys, password, ref, never string, 
 	if _, err = attest.Write(context.Background(), key, p, attest.FormatBoth, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
 		t.Fatal(err)
 	}
+
+	r.summary(t, ref, pub, cosignRun)
 
 	cases := []struct {
 		name, image, env, key string
@@ -133,4 +137,42 @@ func policyFor(policy, glob, env, keyPEM string) string {
 		}
 		return b.String()
 	})
+}
+
+// summary: the SLSA verification summary serve wrote beside staging's
+// soak passes the real cosign with the key, names PASSED and pinbot's
+// level, and its inputAttestations digest is the proven-running
+// attestation attached to the digest.
+func (r *releaseRig) summary(t *testing.T, ref, pub string, cosignRun func(...string) (string, error)) {
+	out, err := cosignRun("verify-attestation", "--key", pub, "--insecure-ignore-tlog", "--allow-http-registry", "--type", attest.VSAType, ref)
+	if err != nil {
+		t.Fatalf("cosign verify-attestation --type %s: %v\n%s", attest.VSAType, err, out)
+	}
+	var vsa attest.VSA
+	for _, line := range strings.Split(out, "\n") {
+		var env struct{ Payload []byte }
+		var st struct{ Predicate attest.VSA }
+		if json.Unmarshal([]byte(line), &env) == nil && json.Unmarshal(env.Payload, &st) == nil && st.Predicate.VerificationResult != "" {
+			vsa = st.Predicate
+		}
+	}
+	subject, err := name.NewDigest(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := remote.Referrers(subject, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, _ := idx.IndexManifest()
+	input := ""
+	for _, m := range im.Manifests {
+		if m.Annotations["dev.sigstore.bundle.predicateType"] == proven.PredicateType {
+			input = strings.TrimPrefix(m.Digest.String(), "sha256:")
+		}
+	}
+	if vsa.VerificationResult != "PASSED" || len(vsa.VerifiedLevels) != 1 || vsa.VerifiedLevels[0] != "PINBOT_PROVEN_RUNNING_STAGING_6S" ||
+		len(vsa.InputAttestations) != 1 || input == "" || vsa.InputAttestations[0].Digest["sha256"] != input {
+		t.Errorf("the summary %+v; want PASSED, PINBOT_PROVEN_RUNNING_STAGING_6S, the input attestation %s:\n%s", vsa, input, out)
+	}
 }

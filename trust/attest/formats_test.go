@@ -35,19 +35,8 @@ import (
 func TestAttestationsStayBounded(t *testing.T) {
 	for _, referrers := range []bool{true, false} {
 		t.Run(map[bool]string{true: "referrers API", false: "tag scheme"}[referrers], func(t *testing.T) {
-			srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.WithReferrersSupport(referrers), ggcrregistry.Logger(log.New(io.Discard, "", 0))))
-			t.Cleanup(srv.Close)
-			image := strings.TrimPrefix(srv.URL, "http://") + "/acme/web"
-			img, err := random.Image(256, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tag, _ := name.NewTag(image + ":v1")
-			if err := remote.Write(tag, img); err != nil {
-				t.Fatal(err)
-			}
-			d, _ := img.Digest()
-			subject, _ := name.NewDigest(image + "@" + d.String())
+			image, digest := pushed(t, referrers)
+			subject, _ := name.NewDigest(image + "@" + digest)
 			key, pub := newKey(t)
 			keys, err := trust.KeyOf("cosign.pub", pub)
 			if err != nil {
@@ -65,7 +54,7 @@ func TestAttestationsStayBounded(t *testing.T) {
 			for round := range 4 {
 				for _, env := range []string{"dev", "staging", "prod"} {
 					for _, stage := range []string{proven.StageProven, proven.StageSoaked} {
-						p := proven.Predicate{Environment: env, Repository: "acme/manifests", Image: image, Digest: d.String(), Stage: stage,
+						p := proven.Predicate{Environment: env, Repository: "acme/manifests", Image: image, Digest: digest, Stage: stage,
 							ProvenFor: proven.Duration(time.Duration(round+1) * time.Hour)}
 						if round == 3 && env == "prod" {
 							p.Stage = proven.StageProven // proven again, after a break: it soaked before
@@ -116,7 +105,7 @@ func TestAttestationsStayBounded(t *testing.T) {
 				if got := st.Predicate.ProvenIn[env]; got.Stage != proven.StageSoaked || got.ProvenFor != proven.Duration(4*time.Hour) && env != "prod" {
 					t.Errorf("its record of %s: %+v; want soaked, for 4h (prod: 3h, its last soak)", env, got)
 				}
-				a, err := attest.Verify(ctx, reg, attest.Query{Image: image, Digest: d.String(), Env: env, MinSoak: 3 * time.Hour, Keys: keys})
+				a, err := attest.Verify(ctx, reg, attest.Query{Image: image, Digest: digest, Env: env, MinSoak: 3 * time.Hour, Keys: keys})
 				if err != nil || !a.Passed {
 					t.Errorf("verify %s from the one attestation: %+v, %v", env, a, err)
 				}
@@ -129,26 +118,15 @@ func TestAttestationsStayBounded(t *testing.T) {
 // older format (format: legacy) passes pinbot's own verification as the
 // bundle does, and not with another key.
 func TestTheLegacyFormatIsReadBack(t *testing.T) {
-	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	image := strings.TrimPrefix(srv.URL, "http://") + "/acme/web"
-	img, err := random.Image(256, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tag, _ := name.NewTag(image + ":v1")
-	if err := remote.Write(tag, img); err != nil {
-		t.Fatal(err)
-	}
-	d, _ := img.Digest()
+	image, digest := pushed(t, true)
 	key, pub := newKey(t)
 	_, otherPub := newKey(t)
-	p := proven.Predicate{Environment: "staging", Image: image, Digest: d.String(), Stage: proven.StageSoaked, ProvenFor: proven.Duration(time.Hour)}
+	p := proven.Predicate{Environment: "staging", Image: image, Digest: digest, Stage: proven.StageSoaked, ProvenFor: proven.Duration(time.Hour)}
 	w, err := attest.Write(context.Background(), key, p, attest.FormatLegacy)
 	if err != nil {
 		t.Fatal(err)
 	}
-	subject, _ := name.NewDigest(image + "@" + d.String())
+	subject, _ := name.NewDigest(image + "@" + digest)
 	if idx, err := remote.Referrers(subject); err == nil {
 		if im, _ := idx.IndexManifest(); len(im.Manifests) != 0 {
 			t.Errorf("format legacy attached %d referrers", len(im.Manifests))
@@ -169,9 +147,81 @@ func TestTheLegacyFormatIsReadBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := attest.Verify(context.Background(), reg, attest.Query{Image: image, Digest: d.String(), Env: "staging", Keys: keys})
+		a, err := attest.Verify(context.Background(), reg, attest.Query{Image: image, Digest: digest, Env: "staging", Keys: keys})
 		if err != nil || a.Passed != tc.passed {
 			t.Errorf("verify with the %s key: %+v, %v; want passed %t", map[bool]string{true: "signing", false: "other"}[tc.passed], a, err, tc.passed)
 		}
 	}
+}
+
+// TestSummaryOfASoakedProof: the VSA beside a soaked proof names the
+// verifier, the digest, the environment's rule by URI and digest, the
+// proven-running attestation it read, PASSED, and a level of pinbot's
+// own (not SLSA_); its levels read the soak as people write it. It is
+// written for a soaked proof only, and one per repository and
+// environment stays attached.
+func TestSummaryOfASoakedProof(t *testing.T) {
+	for soak, want := range map[time.Duration]string{24 * time.Hour: "PINBOT_PROVEN_RUNNING_STAGING_24H", 90 * time.Minute: "PINBOT_PROVEN_RUNNING_STAGING_1H30M",
+		10 * time.Second: "PINBOT_PROVEN_RUNNING_STAGING_10S", 0: "PINBOT_PROVEN_RUNNING_STAGING"} {
+		if got := attest.Level("staging", soak); got != want {
+			t.Errorf("Level(staging, %s) = %s, want %s", soak, got, want)
+		}
+	}
+	if got := attest.Level("prod-eu.1", 0); got != "PINBOT_PROVEN_RUNNING_PROD_EU_1" {
+		t.Errorf("Level(prod-eu.1) = %s", got)
+	}
+	image, digest := pushed(t, true)
+	key, _ := newKey(t)
+	ctx := context.Background()
+	p := proven.Predicate{Environment: "staging", Repository: "acme/manifests", Image: image, Digest: digest, Stage: proven.StageProven,
+		Soak: proven.Duration(24 * time.Hour), Rules: proven.Rules, Pinbot: "v0.5.0", AttestedAt: time.Now().UTC()}
+	w, err := attest.Write(ctx, key, p, attest.FormatBundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := attest.WriteSummary(ctx, key, p, w.Ref, attest.DefaultVerifier); err == nil {
+		t.Error("a summary of a proof not soaked was written")
+	}
+	p.Stage = proven.StageSoaked
+	var last name.Digest
+	for range 3 {
+		if last, err = attest.WriteSummary(ctx, key, p, w.Ref, attest.DefaultVerifier); err != nil {
+			t.Fatal(err)
+		}
+	}
+	subject, _ := name.NewDigest(image + "@" + digest)
+	idx, _ := remote.Referrers(subject)
+	im, _ := idx.IndexManifest()
+	if len(im.Manifests) != 2 {
+		t.Errorf("%d referrers after an attestation and three summaries; want 2", len(im.Manifests))
+	}
+	v := attest.SummaryOf(p, w.Ref, attest.DefaultVerifier)
+	if v.VerificationResult != "PASSED" || v.VerifiedLevels[0] != "PINBOT_PROVEN_RUNNING_STAGING_24H" || v.ResourceURI != "oci://"+image+"@"+digest ||
+		v.InputAttestations[0].Digest["sha256"] != strings.TrimPrefix(w.Ref.DigestStr(), "sha256:") || len(v.Policy.Digest["sha256"]) != 64 ||
+		!strings.Contains(v.Policy.URI, "environment=staging") || v.Verifier.ID != attest.DefaultVerifier {
+		t.Errorf("summary %+v", v)
+	}
+	if last.DigestStr() == "" {
+		t.Error("no summary digest")
+	}
+}
+
+// pushed starts an in-memory registry (with or without the Referrers
+// API) holding one random image, acme/web:v1, and returns the image's
+// repository and digest.
+func pushed(t *testing.T, referrers bool) (image, digest string) {
+	t.Helper()
+	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.WithReferrersSupport(referrers), ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	image = strings.TrimPrefix(srv.URL, "http://") + "/acme/web"
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, _ := name.NewTag(image + ":v1")
+	if err := remote.Write(tag, img); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	return image, d.String()
 }
