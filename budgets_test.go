@@ -24,13 +24,13 @@ var defaultBudget = budget{lines: 2000, names: 40}
 // a budget moves something out first.
 var budgets = map[string]budget{
 	"reconciler":          {5314, 43}, // goal 4,500 lines and 35 names: carve out the verify-only observer
-	"serve":               {4861, 35}, // goal 3,300 lines: the release runner in a room of its own
+	"serve":               {4863, 35}, // goal 3,300 lines: the release runner in a room of its own
 	"pins":                {4750, 43},
 	"promote":             {3976, 77}, // goal 60 names
 	"cmd/pinbot/cli":      {2800, 3},  // goal 2,500 lines
 	"gitforge":            {2643, 49},
 	"reconciler/deployer": {2366, 103}, // 2,360 at first: raised for Flux's health-checked revision (Kustomization.Deployed)
-	"release":             {2410, 90},  // 2,320 and 80 at first: raised for release.Next, the one rule the chain and the page ask
+	"release":             {2285, 89},  // release.Next went in (2,410, 90), then the assessment moved to release/assess
 	"promote/pr":          {900, 55},
 }
 

@@ -28,7 +28,7 @@ var proofWords = []string{"reconciler/verdict", "reconciler/object", "internal/c
 // pure too (the leaves, render's error type excepted).
 var pure = []string{"reconciler/object", "reconciler/ignore", "reconciler/verdict", "reconciler/deployer", "reconciler/config",
 	"reconciler/guard", "reconciler/hook", "reconciler/wave", "reconciler/prune", "reconciler/diff", "reconciler/heal",
-	"reconciler/status", "reconciler/history", "reconciler/settle", "release", "release/admission", "promote/pr"}
+	"reconciler/status", "reconciler/history", "reconciler/settle", "release", "release/admission", "release/assess", "promote/pr"}
 
 // core is what the reconciler's config, and every decision above it, may
 // build on: the objects, the verdict core and the leaves they need.
@@ -101,8 +101,10 @@ var allowed = map[string][]string{
 	// What the cluster may run in an environment: the admission
 	// webhook's decision, from a ledger, pure.
 	"release/admission": append([]string{"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
-	"release/store":     append([]string{"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
-	"release/proofapi":  append([]string{"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/loopback", "internal/commitstatus"}, proofWords...),
+	// What an environment shows of an image, judged from its apps' reports.
+	"release/assess":   append([]string{"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
+	"release/store":    append([]string{"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
+	"release/proofapi": append([]string{"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/loopback", "internal/commitstatus"}, proofWords...),
 
 	// The reconciler's leaves and decisions, bottom up.
 	"reconciler/object":   {},

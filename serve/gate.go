@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/release/assess"
 	"pinbot.dev/pinbot/release/proofapi"
 )
 
@@ -85,7 +86,7 @@ func (d *daemon) appAnswer(ctx context.Context, q proofapi.Query) (proofapi.Answ
 			}
 		}
 	}
-	obs := release.Assess(image, q.Digest, []release.AppReport{report})
+	obs := assess.Of(image, q.Digest, []assess.Report{report})
 	a.Verified, a.Why, a.Pods = obs.Proven, obs.Why, obs.Pods
 	return a, nil
 }

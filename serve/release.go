@@ -18,6 +18,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
 	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/release/assess"
 	"pinbot.dev/pinbot/release/store"
 	"pinbot.dev/pinbot/trust"
 	"pinbot.dev/pinbot/trust/attest"
@@ -382,13 +383,13 @@ func opened(todo []release.Action, l *release.Ledger) bool {
 // assess looks at every environment's apps once, and judges each image
 // Git pins there.
 func (rl *releaser) assess(ctx context.Context, chain release.Chain, inv *promote.Inventory) map[string]map[string]release.Assessment {
-	reports := map[string]release.AppReport{}
+	reports := map[string]assess.Report{}
 	out := map[string]map[string]release.Assessment{}
 	for _, e := range chain {
 		if len(e.Apps) == 0 {
 			continue
 		}
-		var vs []release.AppReport
+		var vs []assess.Report
 		for _, app := range e.Apps {
 			v, ok := reports[app]
 			if !ok {
@@ -399,7 +400,7 @@ func (rl *releaser) assess(ctx context.Context, chain release.Chain, inv *promot
 		}
 		out[e.Name] = map[string]release.Assessment{}
 		for image, digest := range inv.Pinned[e.Name] {
-			out[e.Name][image] = release.Assess(image, digest, vs)
+			out[e.Name][image] = assess.Of(image, digest, vs)
 		}
 	}
 	return out
@@ -407,14 +408,14 @@ func (rl *releaser) assess(ctx context.Context, chain release.Chain, inv *promot
 
 // report is the reconciler's proof of app: its loop's last pass here, or a
 // fresh observe pass when its loop runs on another replica.
-func (rl *releaser) report(ctx context.Context, app string) release.AppReport {
+func (rl *releaser) report(ctx context.Context, app string) assess.Report {
 	st, v, _, err := rl.d.r.Proof(ctx, app)
 	return appReport(app, st, v, err)
 }
 
 // appReport converts the reconciler's answer for release.
-func appReport(app string, st *status.App, v *verdict.Verification, err error) release.AppReport {
-	out := release.AppReport{App: app, Err: err}
+func appReport(app string, st *status.App, v *verdict.Verification, err error) assess.Report {
+	out := assess.Report{App: app, Err: err}
 	if err != nil {
 		return out
 	}
