@@ -280,6 +280,9 @@ func gate(lg Ledger, env *release.Environment, now time.Time) *ArrowView {
 		case release.MoveSettling:
 			parts = append(parts, v+" waits: the last merge into "+env.Name+" is still proving")
 			worse("info")
+		case release.MovePaused:
+			parts = append(parts, v+" waits: "+m.Pause.By+" paused the promotions into "+env.Name+": "+m.Pause.Why)
+			worse("warn")
 		case release.MoveFrozen:
 			parts = append(parts, v+" waits for the freeze to end, "+span(m.Until.Sub(now))+" from now")
 			worse("info")

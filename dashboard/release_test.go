@@ -154,4 +154,9 @@ func TestTheArrowAsksTheChain(t *testing.T) {
 	if g := gate(lg, &chain[1], now); strings.Contains(g.Text, "next") || !strings.Contains(g.Text, "only a rollback goes back to it") {
 		t.Errorf("rolled back: %q, want that only a rollback goes back to 1.0.0", g.Text)
 	}
+	*l.Track("staging", "platform/web") = release.Track{Pinned: d102, PinnedTag: "1.0.2", Proven: d102, ProvenSince: &since}
+	l.PauseBy("prod", "alice", "incident 42", now)
+	if g := gate(lg, &chain[1], now); g.Text != "1.0.2 (sha256:cccccccccccc) waits: alice paused the promotions into prod: incident 42" || g.Class != "warn" {
+		t.Errorf("paused: %+v", g)
+	}
 }

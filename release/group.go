@@ -36,7 +36,8 @@ func (s stepper) onwardGroup(env Environment, next *Environment, g Group) []Acti
 		ns[i] = s.l.Track(next.Name, m)
 	}
 	frozenUntil, frozen := FrozenUntil(next.Freeze, s.now)
-	proven, differs, proposed, blocked := true, false, true, frozen
+	_, paused := s.l.Paused[next.Name]
+	proven, differs, proposed, blocked := true, false, true, frozen || paused
 	for i, m := range g.Members {
 		t, n := ts[i], ns[i]
 		if t.Proven == "" {

@@ -35,6 +35,9 @@ type Ledger struct {
 	// Chain is the chain .pinbot.yaml declared when the leader last
 	// stepped this ledger: what every replica's release page shows.
 	Chain Chain `json:"chain,omitempty"`
+	// Paused are the environments a person paused, by name: nothing
+	// moves into them onward until resumed (pause.go).
+	Paused map[string]Pause `json:"paused,omitempty"`
 }
 
 // MaxEvents bounds the events a Ledger keeps.
@@ -219,6 +222,10 @@ const (
 	// accepted the ledger as it stood after it was changed outside
 	// pinbot (pinbot ledger reseal).
 	ReasonLedgerResealed = "LedgerResealed"
+	// ReasonChainPaused and ReasonChainResumed: a person paused the
+	// onward promotions into an environment, or resumed them.
+	ReasonChainPaused  = "ChainPaused"
+	ReasonChainResumed = "ChainResumed"
 )
 
 // Warning says whether an event of reason is bad news: a Kubernetes
@@ -226,7 +233,7 @@ const (
 func Warning(reason string) bool {
 	switch reason {
 	case ReasonProofBroke, ReasonHeld, ReasonRollbackOpened, ReasonReported, ReasonRefused, ReasonChainStopped, ReasonAttestationFailed,
-		ReasonGateBypassed, ReasonLedgerRestored, ReasonLedgerResealed:
+		ReasonGateBypassed, ReasonLedgerRestored, ReasonLedgerResealed, ReasonChainPaused:
 		return true
 	}
 	return false

@@ -30,6 +30,9 @@ const (
 	MoveSettling MoveState = "settling"
 	// MoveFrozen: a freeze window holds the environment (Until).
 	MoveFrozen MoveState = "frozen"
+	// MovePaused: a person paused the promotions into the environment
+	// (Ledger.Paused).
+	MovePaused MoveState = "paused"
 	// MoveNext: the chain proposes it at its next step (its gate
 	// pending while it soaks upstream: Left).
 	MoveNext MoveState = "next"
@@ -47,6 +50,8 @@ type Move struct {
 	// upstream (0 once soaked).
 	Until time.Time
 	Left  time.Duration
+	// Pause is who paused the environment, and why (MovePaused).
+	Pause *Pause
 }
 
 // Next is what moves next into env of image from env's upstream: the
@@ -70,6 +75,9 @@ func Next(l *Ledger, chain Chain, env, image string, now time.Time) (Move, bool)
 		m.Left = soakOf(from) - held
 	}
 	m.State, m.PR, m.Until = l.blocked(e, image, u.Proven, now)
+	if p, ok := l.Paused[env]; ok && m.State == MovePaused {
+		m.Pause = &p
+	}
 	return m, true
 }
 
@@ -98,6 +106,9 @@ func (l *Ledger) blocked(env *Environment, image, digest string, now time.Time) 
 		return MoveSettling, 0, time.Time{}
 	case frozen:
 		return MoveFrozen, 0, until
+	}
+	if _, paused := l.Paused[env.Name]; paused {
+		return MovePaused, 0, time.Time{}
 	}
 	return MoveNext, 0, time.Time{}
 }

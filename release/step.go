@@ -279,9 +279,12 @@ func (s stepper) onward(env Environment, image string) []Action {
 func (s stepper) gateOf(env Environment, next *Environment, image string, t *Track, p *Proposal, frozen bool, frozenUntil time.Time) (commitstatus.State, string) {
 	held, soaked := t.Soaked(s.now, env.Soak)
 	state, desc := commitstatus.Success, ""
+	pause, paused := s.l.Paused[next.Name]
 	switch {
 	case frozen:
 		state, desc = commitstatus.Pending, "frozen until "+frozenUntil.UTC().Format(time.RFC3339)
+	case paused:
+		state, desc = commitstatus.Pending, pausedWhy(next.Name, pause)
 	case t.Proven == p.Digest && !soaked:
 		state, desc = commitstatus.Pending, fmt.Sprintf("proven in %s, soaking until %s", env.Name, stamp(t.ProvenSince.Add(env.Soak)))
 	case t.Proven == p.Digest:

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/release"
 )
 
@@ -89,4 +91,22 @@ func (s *Ledgers) Caller(ctx context.Context) string {
 		return "unknown"
 	}
 	return r.Status.UserInfo.Username
+}
+
+// shortDigest is a digest as pinbot's pages show it, or longer:
+// "sha256:" and 12 to 64 hex digits.
+var shortDigest = regexp.MustCompile(`^sha256:[0-9a-f]{12,64}$`)
+
+// HeldRef reads hold release's IMAGE@DIGEST: a repository, normalised
+// (a tag on it is ignored), and a whole digest or the 12 or more hex
+// digits pinbot shows of one.
+func HeldRef(s string) (image, digest string, err error) {
+	name, _, digest := imageref.Split(s)
+	if !shortDigest.MatchString(digest) {
+		return "", "", fmt.Errorf("not REPOSITORY@sha256:HEX")
+	}
+	if image, err = imageref.ParseRepository(name); err != nil {
+		return "", "", err
+	}
+	return image, digest, nil
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -161,7 +160,7 @@ newer digest is pinned in the environment.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			env := args[0]
-			image, digest, err := heldRef(args[1])
+			image, digest, err := store.HeldRef(args[1])
 			if err != nil {
 				return usageErrorf("argument IMAGE@DIGEST: want REPOSITORY@sha256:... (the whole digest, or the 12 or more hex digits pinbot shows), got %s", clip.QuoteRef(args[1]))
 			}
@@ -187,22 +186,4 @@ newer digest is pinned in the environment.`,
 	releaseCmd.Flags().StringVar(&why, "reason", "", "why the hold is lifted (required; recorded in the ledger with who lifted it)")
 	cmd.AddCommand(listCmd, releaseCmd)
 	return cmd
-}
-
-// shortDigest is a digest as pinbot's pages show it, or longer:
-// "sha256:" and 12 to 64 hex digits.
-var shortDigest = regexp.MustCompile(`^sha256:[0-9a-f]{12,64}$`)
-
-// heldRef reads hold release's IMAGE@DIGEST: a repository, normalised
-// (a tag on it is ignored), and a whole digest or the 12 or more hex
-// digits pinbot shows of one.
-func heldRef(s string) (image, digest string, err error) {
-	name, _, digest := imageref.Split(s)
-	if !shortDigest.MatchString(digest) {
-		return "", "", fmt.Errorf("not REPOSITORY@sha256:HEX")
-	}
-	if image, err = imageref.ParseRepository(name); err != nil {
-		return "", "", err
-	}
-	return image, digest, nil
 }

@@ -139,6 +139,7 @@ func newRootCommand(out *output.Writer) *cobra.Command {
 		newDiffCommand(g),
 		newLedgerCommand(g),
 		newHoldCommand(g),
+		newChainCommand(),
 		newProtectCommand(g),
 		newAttestCommand(g),
 	)

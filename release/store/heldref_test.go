@@ -1,4 +1,4 @@
-package cli
+package store
 
 import "testing"
 
@@ -15,9 +15,9 @@ func TestHeldRef(t *testing.T) {
 		{"gitea.example/acme/web@sha256:0b7e1c", "", ""},
 		{"gitea.example/acme/web:v3", "", ""},
 	} {
-		image, digest, err := heldRef(tc.in)
+		image, digest, err := HeldRef(tc.in)
 		if image != tc.image || digest != tc.digest || (err == nil) != (tc.image != "") {
-			t.Errorf("heldRef(%q) = %q, %q, %v; want %q, %q", tc.in, image, digest, err, tc.image, tc.digest)
+			t.Errorf("HeldRef(%q) = %q, %q, %v; want %q, %q", tc.in, image, digest, err, tc.image, tc.digest)
 		}
 	}
 }

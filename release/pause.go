@@ -1,0 +1,47 @@
+package release
+
+import (
+	"fmt"
+	"time"
+)
+
+// Pause is a person's pause of the onward promotions into an
+// environment: who, why and since when. While it stands no promotion
+// opens into the environment, its open ones stay pending and are never
+// merged by pinbot; rollbacks go on.
+type Pause struct {
+	By  string    `json:"by"`
+	Why string    `json:"why"`
+	At  time.Time `json:"at"`
+}
+
+// PauseBy pauses env, noting who and why; false when it was paused
+// already (the first pause stands).
+func (l *Ledger) PauseBy(env, who, why string, now time.Time) bool {
+	if _, ok := l.Paused[env]; ok {
+		return false
+	}
+	if l.Paused == nil {
+		l.Paused = map[string]Pause{}
+	}
+	l.Paused[env] = Pause{By: who, Why: why, At: now}
+	l.event(now, env, "", ReasonChainPaused, fmt.Sprintf("%s paused the promotions into %s: %s", who, env, why))
+	return true
+}
+
+// ResumeBy lifts env's pause, noting who and why; false when it was not
+// paused.
+func (l *Ledger) ResumeBy(env, who, why string, now time.Time) bool {
+	p, ok := l.Paused[env]
+	if !ok {
+		return false
+	}
+	delete(l.Paused, env)
+	l.event(now, env, "", ReasonChainResumed, fmt.Sprintf("%s resumed the promotions into %s, paused by %s since %s: %s", who, env, p.By, stamp(p.At), why))
+	return true
+}
+
+// pausedWhy is the gate's description of a paused env.
+func pausedWhy(env string, p Pause) string {
+	return fmt.Sprintf("promotions into %s are paused by %s: %s", env, p.By, p.Why)
+}
