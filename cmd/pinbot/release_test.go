@@ -46,6 +46,17 @@ func TestReleaseChain(t *testing.T) {
 	r.waitProven("staging", r.v1, 2*time.Minute)
 	r.waitProven("prod", r.v1, time.Minute)
 
+	// A person pauses prod: staging proves v2, and nothing opens into
+	// prod until they resume.
+	chain := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(pinbotBin, append(append([]string{"chain"}, args...), "--config", r.cfg)...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+r.peers.Cluster.Kubeconfig)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("pinbot chain %s: %v\n%s", args[0], err, out)
+		}
+	}
+	chain("pause", "prod", "--reason", "incident 42")
 	_, v2 := r.image("app", "v2")
 	if code, out := r.pinbot("promote", "--image", r.app, "--digest", v2); code != 0 {
 		t.Fatalf("promote v2: exit %d: %s", code, out)
@@ -53,6 +64,14 @@ func TestReleaseChain(t *testing.T) {
 	staging := r.pull(r.branch("staging"), time.Minute)
 	r.merge(staging.Index)
 	first := r.waitProven("staging", v2, 2*time.Minute)
+	poll.Until(t, 30*time.Second, "serve stepping the paused chain", func() (bool, string) {
+		m, _ := release.Next(r.ledger(), release.Chain{{Name: "staging"}, {Name: "prod", From: "staging"}}, "prod", r.appKey(), time.Now())
+		return m.State == release.MovePaused && m.Digest == v2, fmt.Sprintf("%+v", m)
+	})
+	if pr := r.openPull(r.branch("prod")); pr != nil || r.track("prod").Proposal != nil {
+		t.Fatalf("prod paused, and #%v opened into it", pr)
+	}
+	chain("resume", "prod", "--reason", "incident over")
 	// v2 proved well within half its readiness window: no rollback was
 	// readied for it, and no branch pushed.
 	if strings.Contains(rep.log.String(), "readied the rollback branch") || r.branchExists(r.rollbackBranch("staging")) {
