@@ -267,6 +267,9 @@ type App struct {
 	// against the config's signatures: policy before the commit is
 	// applied; a digest the policy refuses refuses the sync.
 	VerifySignatures bool `yaml:"verifySignatures"`
+	// ProofObject, when false, keeps serve from writing the app's Proof
+	// object (docs/waves.md); default true.
+	ProofObject *bool `yaml:"proofObject,omitempty"`
 
 	line int        // line of the app in the config file
 	node *yaml.Node // the app's mapping, for the lines of its keys

@@ -216,7 +216,7 @@ func (p *Publisher) Run(ctx context.Context) {
 
 // Write writes app's Proof as its last pass left it, when it says
 // something else than the one there. An app on another cluster has none
-// yet.
+// yet, nor one that opts out (proofObject: false).
 func (p *Publisher) Write(ctx context.Context, app string) error {
 	var cfg *config.App
 	for i, a := range p.src.Config().Apps {
@@ -224,7 +224,7 @@ func (p *Publisher) Write(ctx context.Context, app string) error {
 			cfg = &p.src.Config().Apps[i]
 		}
 	}
-	if cfg == nil || cfg.Cluster != nil {
+	if cfg == nil || cfg.Cluster != nil || cfg.ProofObject != nil && !*cfg.ProofObject {
 		return nil
 	}
 	s, v, err := p.src.Last(app)

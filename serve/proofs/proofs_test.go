@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -157,5 +158,15 @@ func TestPublisherOnARealAPIServer(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "edited by someone else") {
 		t.Errorf("the edit was not logged:\n%s", logs.String())
+	}
+
+	// An app that opts out gets none.
+	no := false
+	src.cfg.Apps = append(src.cfg.Apps, config.App{Name: "quiet", Namespace: "web", ProofObject: &no})
+	if err := p.Write(ctx, "quiet"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Resource(GVR).Namespace("web").Get(ctx, "quiet", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Proof of an app with proofObject: false: %v, want none", err)
 	}
 }
