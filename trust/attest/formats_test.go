@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -224,4 +225,41 @@ func pushed(t *testing.T, referrers bool) (image, digest string) {
 	}
 	d, _ := img.Digest()
 	return image, d.String()
+}
+
+// TestARegistryThatRefusesTheLegacyTagStillGetsTheBundle: with format
+// both, a registry that refuses the sha256-<hex>.att tag keeps the bundle
+// referrer, and Write says what failed (serve records it as an
+// AttestationFailed decision).
+func TestARegistryThatRefusesTheLegacyTagStillGetsTheBundle(t *testing.T) {
+	reg := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, ".att") {
+			http.Error(w, `{"errors":[{"code":"DENIED","message":"no .att tags here"}]}`, http.StatusForbidden)
+			return
+		}
+		reg.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	image := strings.TrimPrefix(srv.URL, "http://") + "/acme/web"
+	img, _ := random.Image(256, 1)
+	tag, _ := name.NewTag(image + ":v1")
+	if err := remote.Write(tag, img); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	key, _ := newKey(t)
+	p := proven.Predicate{Environment: "staging", Repository: "acme/manifests", Image: image, Digest: d.String(), Stage: proven.StageSoaked}
+	w, err := attest.Write(context.Background(), key, p, attest.FormatBoth)
+	if err == nil || !strings.Contains(err.Error(), "legacy attestations") || w.Ref.DigestStr() == "" {
+		t.Fatalf("Write = %+v, %v; want the bundle written and the legacy write's failure", w, err)
+	}
+	subject, _ := name.NewDigest(image + "@" + d.String())
+	idx, err := remote.Referrers(subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if im, _ := idx.IndexManifest(); len(im.Manifests) != 1 || im.Manifests[0].Digest.String() != w.Ref.DigestStr() {
+		t.Errorf("referrers %+v, want the bundle %s", im.Manifests, w.Ref.DigestStr())
+	}
 }
