@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
-	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/reconciler/object"
 )
 
@@ -176,36 +175,10 @@ func (ix *index) rolloutOf(desired, live *unstructured.Unstructured) rollout {
 		r.notes = append(r.notes, fmt.Sprintf("%s: reading live object: %s", r.workload, err))
 		return r
 	}
-	if c, live := behind(r.spec, desiredImages(live)); c != "" {
-		// The deployer applied the commit, or says so, and the object in
-		// view does not pin what Git does yet (a cache behind, an apply
-		// under way): Git's revision has no Pods yet, and the ones there
-		// are an old revision's, no mismatch.
-		r.notes = append(r.notes, fmt.Sprintf("%s: container %s pins %s in the cluster, not Git's yet", r.workload, c, imageref.Short(live)))
-		r.old, r.current = append(r.old, r.current...), nil
-	}
 	if len(r.current) < r.desired {
 		r.notes = append(r.notes, fmt.Sprintf("%s: %d/%d Pods of the current revision", r.workload, len(r.current), r.desired))
 	}
 	return r
-}
-
-// behind names a container that Git pins by one digest and the live
-// object by another, and the live one; "" when none. Only digests count:
-// an admission webhook may rewrite a registry or add a tag's digest.
-func behind(git, live *podSpecImages) (container, digest string) {
-	for _, list := range [][2][]containerImage{{git.containers, live.containers}, {git.initContainers, live.initContainers}} {
-		for _, g := range list[0] {
-			for _, l := range list[1] {
-				_, _, gd := imageref.Split(g.image)
-				_, _, ld := imageref.Split(l.image)
-				if l.name == g.name && gd != "" && ld != "" && gd != ld {
-					return g.name, ld
-				}
-			}
-		}
-	}
-	return "", ""
 }
 
 // split sorts pods into current and old. Terminating Pods are always old;

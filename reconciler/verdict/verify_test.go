@@ -330,37 +330,3 @@ func TestVerifyNotReadySince(t *testing.T) {
 		t.Errorf("not Ready since (-want +got):\n%s", diff)
 	}
 }
-
-// TestVerifyALiveObjectBehindGit: the deployer applied the commit (or
-// says so) but the Deployment in view still pins the digest before it: a
-// cache behind, an apply under way. Its Pods running that digest are a
-// rollout not seen yet (Pending), not a Mismatch: serve wrote Warning
-// Mismatch Events on four of seven rollouts, and a Proof health check
-// failed a Flux wave early on it. Once the live object pins Git's digest,
-// Pods running another are a Mismatch (a stale node). A registry or tag an
-// admission webhook rewrote, the digest kept, is no lag.
-func TestVerifyALiveObjectBehindGit(t *testing.T) {
-	pinning := func(image string) *verdict.Snapshot {
-		s := withLookups(fixture.RolledOut(fixture.Repo+"@"+fixture.DigestA, fixture.Repo+"@"+fixture.DigestA), fixture.SingleManifests(fixture.DigestA, fixture.DigestB))
-		for _, live := range s.Live {
-			_ = unstructured.SetNestedField(live.Object, fixture.Template([]string{image}), "spec", "template", "spec")
-		}
-		return s
-	}
-	for _, tc := range []struct {
-		name, live string
-		want       verdict.Verdict
-		summary    string
-	}{
-		{"the live object pins the digest before Git's", fixture.Repo + ":v1@" + fixture.DigestA, verdict.Pending, "pins sha256:aaaaaaaaaaaa in the cluster, not Git's yet"},
-		{"the live object pins Git's digest", fixture.Repo + ":v2@" + fixture.DigestB, verdict.Mismatch, "Mismatch"},
-		{"a webhook rewrote the registry, the digest kept", "mirror.example/web@" + fixture.DigestB, verdict.Mismatch, "Mismatch"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			v := verdict.Verify("web", "abc", pinning(tc.live))
-			if got := verdict.StateOf(v); got != tc.want || !strings.Contains(v.Summary(), tc.summary) {
-				t.Errorf("%s: %s", got, v.Summary())
-			}
-		})
-	}
-}
