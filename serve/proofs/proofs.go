@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -40,6 +41,12 @@ var (
 
 // ErrNoCRD means the cluster serves no Proof kind.
 var ErrNoCRD = errors.New("the cluster has no Proof CustomResourceDefinition")
+
+// MismatchGrace is how long a Mismatch is Reconciling before it is
+// Stalled: a rollout's first pass may see the workload's Pods before the
+// object that declares the new digest (a watch cache behind the apply),
+// and a Stalled Proof fails a Flux wave at once.
+const MismatchGrace = 30 * time.Second
 
 // FieldManager owns what pinbot writes of a Proof.
 const FieldManager = "pinbot-proof"
@@ -162,11 +169,14 @@ type Publisher struct {
 	// written is each app's status as last written, to tell an edit by
 	// someone else.
 	written map[string]string
+	// mismatched is since when each app's proof is a Mismatch: Stalled
+	// only once it lasts MismatchGrace.
+	mismatched map[string]time.Time
 }
 
 // New returns a Publisher writing with client; Run starts it.
 func New(client dynamic.Interface, src Source) *Publisher {
-	return &Publisher{client: client, src: src, now: time.Now, wake: make(chan struct{}, 1), written: map[string]string{}}
+	return &Publisher{client: client, src: src, now: time.Now, wake: make(chan struct{}, 1), written: map[string]string{}, mismatched: map[string]time.Time{}}
 }
 
 // Changed queues app's Proof to be written; it never blocks
@@ -235,7 +245,7 @@ func (p *Publisher) Write(ctx context.Context, app string) error {
 	if ns == "" {
 		return nil // nowhere to put it before the first proof names one
 	}
-	want := Of(app, s, v)
+	want := p.graced(app, Of(app, s, v))
 	res := p.client.Resource(GVR).Namespace(ns)
 	obj, err := res.Get(ctx, app, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -315,4 +325,31 @@ func same(a, b Status) bool { return key(a) == key(b) }
 func key(s Status) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// graced turns a Mismatch younger than MismatchGrace into Reconciling,
+// and asks for app's Proof again when the grace ends.
+func (p *Publisher) graced(app string, st Status) Status {
+	if len(st.Conditions) < 2 || st.Conditions[1].Type != Stalled || st.Conditions[0].Reason != string(verdict.Mismatch) {
+		p.mu.Lock()
+		delete(p.mismatched, app)
+		p.mu.Unlock()
+		return st
+	}
+	now := p.now()
+	p.mu.Lock()
+	since, ok := p.mismatched[app]
+	if !ok {
+		since = now
+		p.mismatched[app] = now
+	}
+	p.mu.Unlock()
+	if left := since.Add(MismatchGrace).Sub(now); left > 0 {
+		st.Conditions[1].Type = Reconciling
+		st.Conditions[1].Message += fmt.Sprintf(" (Stalled if it lasts %s)", MismatchGrace)
+		if !ok {
+			time.AfterFunc(left, func() { p.Changed(app) })
+		}
+	}
+	return st
 }

@@ -75,7 +75,7 @@ func (s *source) Config() *config.Config                                  { retu
 // life on a real API server with the CRD the chart ships, and kstatus
 // (what Flux's health checks and kubectl wait use) reads it as pinbot
 // means it: InProgress while pending, Current once proven, Failed on a
-// mismatch. A write that would say nothing new is not made (the
+// mismatch that lasts MismatchGrace. A write that would say nothing new is not made (the
 // resourceVersion stays), Ready's lastTransitionTime says since when,
 // and an edit by someone else is written over at the next change and
 // logged.
@@ -152,9 +152,16 @@ func TestPublisherOnARealAPIServer(t *testing.T) {
 	if _, err := client.Resource(GVR).Namespace("web").UpdateStatus(ctx, obj, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// A mismatch is Reconciling for MismatchGrace (a rollout's first
+	// pass may see the Pods before the object that declares the new
+	// digest), then Stalled.
 	v.Containers[0].RunningDigest = "sha256:0ld"
+	if _, st := write(verdict.Mismatch, verdict.Healthy); st != kstatus.InProgressStatus {
+		t.Errorf("a fresh mismatch: kstatus %s, want InProgress", st)
+	}
+	clock = clock.Add(MismatchGrace + time.Second)
 	if _, st := write(verdict.Mismatch, verdict.Healthy); st != kstatus.FailedStatus {
-		t.Errorf("mismatch: kstatus %s, want Failed", st)
+		t.Errorf("a mismatch that lasted: kstatus %s, want Failed", st)
 	}
 	if !strings.Contains(logs.String(), "edited by someone else") {
 		t.Errorf("the edit was not logged:\n%s", logs.String())
