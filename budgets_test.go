@@ -29,7 +29,7 @@ var budgets = map[string]budget{
 	"promote":             {3976, 77}, // goal 60 names
 	"cmd/pinbot/cli":      {2800, 3},  // goal 2,500 lines
 	"gitforge":            {2643, 49},
-	"reconciler/deployer": {2366, 103}, // 2,360 at first: raised for Flux's health-checked revision (Kustomization.Deployed)
+	"reconciler/deployer": {2386, 103}, // 2,360 at first: raised for Flux's health-checked revision (Kustomization.Deployed)
 	"release":             {2354, 93},  // 2,300 and 78 at first; release.Next and the pause went in, the assessment moved to release/assess
 	"promote/pr":          {900, 55},
 }

@@ -40,7 +40,8 @@ func TestFluxWavesWaitOnTheProof(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Node.StaleImage(repo, "") })
-	gate := `  timeout: 20s
+	gate := `  timeout: 40s
+  retryInterval: 5s
   healthChecks:
     - {apiVersion: pinbot.dev/v1, kind: Proof, name: fx-proof, namespace: fx-proof}
 `

@@ -100,15 +100,15 @@ func (a *Application) commit(s Source, field, rev string) (Revision, error) {
 }
 
 // Deployed is the revision Flux last applied (status.lastAppliedRevision),
-// or the one it applied whose health checks failed (a check on the app's
-// Proof waits on pinbot): ErrNotDeployed (wrapped) for none, a
-// *FieldError for a malformed one.
+// or the one it applied and is health-checking, or whose health checks
+// failed, once that reconciliation is over (status.lastAttemptedRevision):
+// Flux records a revision applied only once its health checks pass, and
+// a check on the app's Proof waits on pinbot. ErrNotDeployed (wrapped)
+// for none, a *FieldError for a malformed one.
 func (k *Kustomization) Deployed() (Revision, error) {
 	raw, field := k.Status.LastAppliedRevision, "status.lastAppliedRevision"
-	for _, c := range k.Status.Conditions {
-		if c.Type == "Ready" && c.Reason == "HealthCheckFailed" && k.Status.LastAttemptedRevision != "" {
-			raw, field = k.Status.LastAttemptedRevision, "status.lastAttemptedRevision"
-		}
+	if k.healthChecking() {
+		raw, field = k.Status.LastAttemptedRevision, "status.lastAttemptedRevision"
 	}
 	if raw == "" {
 		return Revision{}, fmt.Errorf("%s: no revision applied: %w", k.Name(), ErrNotDeployed)
@@ -147,4 +147,24 @@ func ParseFluxRevision(s string) (Revision, error) {
 		}
 	}
 	return Revision{}, fmt.Errorf("%q: want <ref>@sha1:<40 hex digits>", s)
+}
+
+// healthChecking says whether Flux applied lastAttemptedRevision and runs,
+// or ran and failed, its health checks: Healthy says it runs them for
+// that revision, or Ready says they failed and no reconciliation is under
+// way (at the start of one, Ready still tells of the last).
+func (k *Kustomization) healthChecking() bool {
+	attempted, reconciling, failed := k.Status.LastAttemptedRevision, false, false
+	for _, c := range k.Status.Conditions {
+		switch {
+		case attempted == "":
+		case c.Type == "Healthy" && c.Reason == "Progressing" && strings.Contains(c.Message, attempted):
+			return true
+		case c.Type == "Reconciling" && c.Status == "True":
+			reconciling = true
+		case c.Type == "Ready" && c.Reason == "HealthCheckFailed":
+			failed = true
+		}
+	}
+	return failed && !reconciling
 }
