@@ -209,9 +209,12 @@ func (p *Publisher) Run(ctx context.Context) {
 		p.pending = nil
 		p.mu.Unlock()
 		for _, app := range apps {
+			if off {
+				break // no CRD: no request per change
+			}
 			err := p.Write(ctx, app)
 			switch {
-			case off || ctx.Err() != nil:
+			case ctx.Err() != nil:
 			case errors.Is(err, ErrNoCRD):
 				logctx.From(ctx).Info("writing no Proof objects: the cluster has no Proof CustomResourceDefinition (deploy/components/proofs, or the chart's crds/)")
 				p.mu.Lock()
