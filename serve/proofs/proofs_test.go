@@ -3,6 +3,7 @@ package proofs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -91,18 +92,21 @@ func TestPublisherOnARealAPIServer(t *testing.T) {
 		t.Fatalf("starting the control plane: %s", err)
 	}
 	t.Cleanup(func() { _ = c.Stop() })
-	if err := c.InstallCRDs(ctx, filepath.Join("..", "..", "charts", "pinbot", "crds", "proofs.pinbot.dev.yaml")); err != nil {
-		t.Fatal(err)
-	}
 	client, err := dynamic.NewForConfig(c.Config())
 	if err != nil {
+		t.Fatal(err)
+	}
+	src := &source{cfg: &config.Config{Apps: []config.App{{Name: "web", Namespace: "web"}}}}
+	if err := New(client, src).Write(ctx, "web"); !errors.Is(err, ErrNoCRD) {
+		t.Errorf("writing a Proof before the CRD is installed: %v, want ErrNoCRD", err)
+	}
+	if err := c.InstallCRDs(ctx, filepath.Join("..", "..", "charts", "pinbot", "crds", "proofs.pinbot.dev.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "web"}}}
 	if _, err := client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	src := &source{cfg: &config.Config{Apps: []config.App{{Name: "web", Namespace: "web"}}}}
 	p := New(client, src)
 	clock := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
 	p.now = func() time.Time { return clock }
