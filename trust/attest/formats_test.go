@@ -263,3 +263,34 @@ func TestARegistryThatRefusesTheLegacyTagStillGetsTheBundle(t *testing.T) {
 		t.Errorf("referrers %+v, want the bundle %s", im.Manifests, w.Ref.DigestStr())
 	}
 }
+
+// TestTheRecordTrustsOnlyItsOwnKey: someone who may push to the
+// registry attaches a statement signed by another key claiming the digest
+// soaked in prod. The record pinbot carries on (Record) never takes it
+// in: pinbot would sign what it never saw.
+func TestTheRecordTrustsOnlyItsOwnKey(t *testing.T) {
+	image, digest := pushed(t, true)
+	_, pub := newKey(t)
+	forger, _ := newKey(t)
+	ctx := context.Background()
+	forged := proven.Predicate{Environment: "prod", Repository: "acme/manifests", Image: image, Digest: digest, Stage: proven.StageSoaked, ProvenFor: proven.Duration(48 * time.Hour)}
+	forged.Remember()
+	if _, err := attest.Write(ctx, forger, forged, attest.FormatBoth); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := trust.KeyOf("cosign.pub", pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := registry.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := attest.Record(ctx, reg, keys, proven.Predicate{Environment: "staging", Repository: "acme/manifests", Image: image, Digest: digest, Stage: proven.StageProven})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.ProvenIn["prod"]; ok || len(p.ProvenIn) != 1 {
+		t.Errorf("the record after a forged prod statement: %+v; want staging alone", p.ProvenIn)
+	}
+}
