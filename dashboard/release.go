@@ -325,13 +325,6 @@ func failure(l *release.Ledger, env, image string, t *release.Track, p *release.
 	return ""
 }
 
-func soakOf(e *release.Environment) time.Duration {
-	if e == nil {
-		return 0
-	}
-	return e.Soak
-}
-
 // clusterPods counts env's apps' Pods per cluster.
 func clusterPods(lg Ledger, env *release.Environment, now time.Time) []ClusterPods {
 	var out []ClusterPods
