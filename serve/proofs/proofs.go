@@ -231,15 +231,12 @@ func (p *Publisher) Run(ctx context.Context) {
 // something else than the one there. An app on another cluster has none
 // yet, nor one that opts out (proofObject: false).
 func (p *Publisher) Write(ctx context.Context, app string) error {
-	var cfg *config.App
-	for i, a := range p.src.Config().Apps {
-		if a.Name == app {
-			cfg = &p.src.Config().Apps[i]
-		}
-	}
-	if cfg == nil || cfg.Cluster != nil || cfg.ProofObject != nil && !*cfg.ProofObject {
+	apps := p.src.Config().Apps
+	i := slices.IndexFunc(apps, func(a config.App) bool { return a.Name == app })
+	if i < 0 || apps[i].Cluster != nil || apps[i].ProofObject != nil && !*apps[i].ProofObject {
 		return nil
 	}
+	cfg := &apps[i]
 	s, v, err := p.src.Last(app)
 	if err != nil {
 		return err
