@@ -212,7 +212,13 @@ func TestSummaryOfASoakedProof(t *testing.T) {
 // repository and digest.
 func pushed(t *testing.T, referrers bool) (image, digest string) {
 	t.Helper()
-	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.WithReferrersSupport(referrers), ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	return pushedThrough(t, referrers, func(reg http.Handler) http.Handler { return reg })
+}
+
+// pushedThrough is pushed with the registry behind wrap.
+func pushedThrough(t *testing.T, referrers bool, wrap func(http.Handler) http.Handler) (image, digest string) {
+	t.Helper()
+	srv := httptest.NewServer(wrap(ggcrregistry.New(ggcrregistry.WithReferrersSupport(referrers), ggcrregistry.Logger(log.New(io.Discard, "", 0)))))
 	t.Cleanup(srv.Close)
 	image = strings.TrimPrefix(srv.URL, "http://") + "/acme/web"
 	img, err := random.Image(256, 1)
@@ -232,29 +238,22 @@ func pushed(t *testing.T, referrers bool) (image, digest string) {
 // referrer, and Write says what failed (serve records it as an
 // AttestationFailed decision).
 func TestARegistryThatRefusesTheLegacyTagStillGetsTheBundle(t *testing.T) {
-	reg := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, ".att") {
-			http.Error(w, `{"errors":[{"code":"DENIED","message":"no .att tags here"}]}`, http.StatusForbidden)
-			return
-		}
-		reg.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	image := strings.TrimPrefix(srv.URL, "http://") + "/acme/web"
-	img, _ := random.Image(256, 1)
-	tag, _ := name.NewTag(image + ":v1")
-	if err := remote.Write(tag, img); err != nil {
-		t.Fatal(err)
-	}
-	d, _ := img.Digest()
+	image, digest := pushedThrough(t, true, func(reg http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, ".att") {
+				http.Error(w, `{"errors":[{"code":"DENIED","message":"no .att tags here"}]}`, http.StatusForbidden)
+				return
+			}
+			reg.ServeHTTP(w, r)
+		})
+	})
 	key, _ := newKey(t)
-	p := proven.Predicate{Environment: "staging", Repository: "acme/manifests", Image: image, Digest: d.String(), Stage: proven.StageSoaked}
+	p := proven.Predicate{Environment: "staging", Repository: "acme/manifests", Image: image, Digest: digest, Stage: proven.StageSoaked}
 	w, err := attest.Write(context.Background(), key, p, attest.FormatBoth)
 	if err == nil || !strings.Contains(err.Error(), "legacy attestations") || w.Ref.DigestStr() == "" {
 		t.Fatalf("Write = %+v, %v; want the bundle written and the legacy write's failure", w, err)
 	}
-	subject, _ := name.NewDigest(image + "@" + d.String())
+	subject, _ := name.NewDigest(image + "@" + digest)
 	idx, err := remote.Referrers(subject)
 	if err != nil {
 		t.Fatal(err)
