@@ -44,7 +44,7 @@ export PINBOT_BIN_DIR := $(BIN)
 
 RELEASE_DIR ?= dist/$(VERSION)
 
-.PHONY: all build demo-bin image release test test-deps unit lint bench bench-scale bench-record demo tools gitea kube kubelet flux argocd renderers cosign kyverno policy-tester crds clean schemas docs
+.PHONY: all build demo-bin image release test test-deps unit lint bench bench-scale bench-record demo tools gitea kube kubelet flux argocd renderers cosign kyverno policy-tester oidc crds clean schemas docs
 
 all: build
 
@@ -94,7 +94,7 @@ release:
 ## Kubernetes libraries; Argo CD builds with another Go), and each build
 ## leaves a core idle while it downloads modules and links.
 tools:
-	@$(MAKE) --no-print-directory -j2 gitea kube crds flux argocd renderers cosign kyverno policy-tester
+	@$(MAKE) --no-print-directory -j2 gitea kube crds flux argocd renderers cosign kyverno policy-tester oidc
 
 gitea: $(BIN)/gitea
 $(BIN)/gitea: hack/tools/gitea/go.mod hack/tools/gitea/go.sum
@@ -199,6 +199,16 @@ $(BIN)/policy-tester: hack/tools/policytester/go.mod hack/tools/policytester/go.
 	cd hack/tools/policytester && ../../with-progress.sh policy-tester $(GO) build -o $(BIN)/.policy-tester/policy-tester github.com/sigstore/policy-controller/cmd/tester
 	mv $(BIN)/.policy-tester/policy-tester $(BIN)/policy-tester
 	@rmdir $(BIN)/.policy-tester
+
+## oidc: zitadel/oidc's example OpenID Provider, the sign-in peer the
+## dashboard's tests log in against (users from a file, loopback only).
+oidc: $(BIN)/oidc
+$(BIN)/oidc: hack/tools/oidc/go.mod hack/tools/oidc/go.sum
+	@echo ">> building an OpenID Provider into bin/ (under a minute the first time)"
+	@rm -rf $(BIN)/.oidc && mkdir -p $(BIN)/.oidc
+	cd hack/tools/oidc && ../../with-progress.sh oidc $(GO) build -o $(BIN)/.oidc/oidc github.com/zitadel/oidc/v3/example/server
+	mv $(BIN)/.oidc/oidc $(BIN)/oidc
+	@rmdir $(BIN)/.oidc
 
 ## crds: the real CustomResourceDefinitions of Argo CD's Application,
 ## Flux's Kustomization, HelmRelease, GitRepository, HelmRepository and
