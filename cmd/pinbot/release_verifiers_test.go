@@ -74,17 +74,19 @@ func (r *releaseRig) verifiers(t *testing.T, keys, password, ref, never string, 
 		{"another key", ref, "staging", "other.pub", false},
 	}
 	glob := strings.TrimSuffix(r.app, "/"+filepath.Base(r.app))
+	kyverno := func(policy, image string) (string, error) {
+		pod := r.write("pod.yaml", fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: prod}\nspec:\n  containers:\n    - {name: app, image: %q}\n", image))
+		cmd := exec.Command(filepath.Join(bin, "kyverno"), "apply", policy, "--resource", pod, "--registry")
+		cmd.Env = append(os.Environ(), "HOME="+keys, "DOCKER_CONFIG="+r.docker)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
 	for _, v := range []struct {
 		name, kind string
 		run        func(policy, image string) (string, error)
 	}{
-		{"kyverno apply", "ClusterPolicy", func(policy, image string) (string, error) {
-			pod := r.write("pod.yaml", fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: prod}\nspec:\n  containers:\n    - {name: app, image: %q}\n", image))
-			cmd := exec.Command(filepath.Join(bin, "kyverno"), "apply", policy, "--resource", pod, "--registry")
-			cmd.Env = append(os.Environ(), "HOME="+keys, "DOCKER_CONFIG="+r.docker)
-			out, err := cmd.CombinedOutput()
-			return string(out), err
-		}},
+		{"kyverno apply", "ClusterPolicy", kyverno},
+		{"kyverno apply", "ImageValidatingPolicy", kyverno},
 		{"policy-tester", "ClusterImagePolicy", func(policy, image string) (string, error) {
 			cmd := exec.Command(filepath.Join(bin, "policy-tester"), "--policy", policy, "--image", image)
 			cmd.Env = append(os.Environ(), "HOME="+keys, "DOCKER_CONFIG="+r.docker, "TUF_ROOT="+filepath.Join(keys, "tuf"))
@@ -104,7 +106,7 @@ func (r *releaseRig) verifiers(t *testing.T, keys, password, ref, never string, 
 				t.Fatalf("%s: %s", v.name, err)
 			}
 			if admitted := err == nil; admitted != tc.admit {
-				t.Errorf("%s, %s: admitted %t, want %t:\n%s", v.name, tc.name, admitted, tc.admit, out)
+				t.Errorf("%s %s, %s: admitted %t, want %t:\n%s", v.name, v.kind, tc.name, admitted, tc.admit, out)
 			}
 		}
 	}
