@@ -113,8 +113,9 @@ func TestReleaseAttestsProofs(t *testing.T) {
 			t.Errorf("pinbot attest verify, %s: exit %d, want %d with %q:\n%s", tc.name, code, tc.code, tc.want, out)
 		}
 	}
-	r.verifiers(t, keys, password, ref, never, cosignRun)
+	admits := r.verifiers(t, keys, password, ref, never, cosignRun)
 	r.secondInstallation(t, filepath.Join(keys, "cosign.pub"), never)
+	r.crowded(t, keys, password, ref, cosignRun, admits)
 }
 
 // secondInstallation: another pinbot serve, with its own repository,

@@ -29,8 +29,9 @@ import (
 // attested as soaked in staging, and refuses a digest never proven, the
 // policy asking for another environment, a digest whose staging soak is
 // not over (attested "proven" only), and the policy with another key.
-// The real cosign CLI reads both formats serve writes.
-func (r *releaseRig) verifiers(t *testing.T, keys, password, ref, never string, cosignRun func(...string) (string, error)) {
+// The real cosign CLI reads both formats serve writes. admits runs a
+// documented policy, with serve's key, on image.
+func (r *releaseRig) verifiers(t *testing.T, keys, password, ref, never string, cosignRun func(...string) (string, error)) (admits func(kind, env, image string) (bool, string)) {
 	bin, err := gitea.BinDir()
 	if err != nil {
 		t.Fatal(err)
@@ -81,35 +82,36 @@ func (r *releaseRig) verifiers(t *testing.T, keys, password, ref, never string, 
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	for _, v := range []struct {
-		name, kind string
-		run        func(policy, image string) (string, error)
-	}{
-		{"kyverno apply", "ClusterPolicy", kyverno},
-		{"kyverno apply", "ImageValidatingPolicy", kyverno},
-		{"policy-tester", "ClusterImagePolicy", func(policy, image string) (string, error) {
+	verifiers := map[string]func(policy, image string) (string, error){
+		"ClusterPolicy":         kyverno,
+		"ImageValidatingPolicy": kyverno,
+		"ClusterImagePolicy": func(policy, image string) (string, error) {
 			cmd := exec.Command(filepath.Join(bin, "policy-tester"), "--policy", policy, "--image", image)
 			cmd.Env = append(os.Environ(), "HOME="+keys, "DOCKER_CONFIG="+r.docker, "TUF_ROOT="+filepath.Join(keys, "tuf"))
 			out, err := cmd.CombinedOutput()
 			return string(out), err
-		}},
-	} {
-		docPolicy := yamlBlock(t, string(doc), "kind: "+v.kind)
+		},
+	}
+	admitsWith := func(kind, env, keyFile, image string) (bool, string) {
+		keyPEM, err := os.ReadFile(filepath.Join(keys, keyFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		policy := r.write(kind+".yaml", policyFor(yamlBlock(t, string(doc), "kind: "+kind), glob, env, string(keyPEM)))
+		out, err := verifiers[kind](policy, image)
+		if _, exited := err.(*exec.ExitError); err != nil && !exited {
+			t.Fatalf("%s: %s", kind, err)
+		}
+		return err == nil, out
+	}
+	for _, kind := range []string{"ClusterPolicy", "ImageValidatingPolicy", "ClusterImagePolicy"} {
 		for _, tc := range cases {
-			keyPEM, err := os.ReadFile(filepath.Join(keys, tc.key))
-			if err != nil {
-				t.Fatal(err)
-			}
-			policy := r.write(v.kind+".yaml", policyFor(docPolicy, glob, tc.env, string(keyPEM)))
-			out, err := v.run(policy, tc.image)
-			if _, exited := err.(*exec.ExitError); err != nil && !exited {
-				t.Fatalf("%s: %s", v.name, err)
-			}
-			if admitted := err == nil; admitted != tc.admit {
-				t.Errorf("%s %s, %s: admitted %t, want %t:\n%s", v.name, v.kind, tc.name, admitted, tc.admit, out)
+			if admitted, out := admitsWith(kind, tc.env, tc.key, tc.image); admitted != tc.admit {
+				t.Errorf("%s, %s: admitted %t, want %t:\n%s", kind, tc.name, admitted, tc.admit, out)
 			}
 		}
 	}
+	return func(kind, env, image string) (bool, string) { return admitsWith(kind, env, "cosign.pub", image) }
 }
 
 // yamlBlock is the fenced YAML block of doc that contains marker.
