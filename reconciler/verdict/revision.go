@@ -199,11 +199,21 @@ func (r *rollout) split(pods []*corev1.Pod, isCurrent func(*corev1.Pod) bool, ke
 	byName(r.old)
 }
 
-func (r *rollout) checkObserved(generation, observed int64) {
+// checkObserved notes a generation the workload's controller has not
+// observed yet, and reports whether it has: until it has, the revision
+// in view is the previous template's, and its Pods are not the current
+// revision's.
+func (r *rollout) checkObserved(generation, observed int64) bool {
 	if observed < generation {
 		r.notes = append(r.notes, fmt.Sprintf("%s: generation %d not yet observed by its controller", r.workload, generation))
+		return false
 	}
+	return true
 }
+
+// none is an isCurrent for a rollout whose current revision is not in
+// view yet: every Pod is old, and the rollout is Pending, not a Mismatch.
+func none(*corev1.Pod) bool { return false }
 
 func replicas(p *int32) int {
 	if p == nil {
@@ -218,7 +228,7 @@ func (ix *index) deployment(r *rollout, live *unstructured.Unstructured) error {
 		return err
 	}
 	r.desired = replicas(d.Spec.Replicas)
-	r.checkObserved(d.Generation, d.Status.ObservedGeneration)
+	observed := r.checkObserved(d.Generation, d.Status.ObservedGeneration)
 	var newest *appsv1.ReplicaSet
 	for _, rs := range ix.rsByOwner[d.UID] {
 		if newest == nil || rsRevision(rs) > rsRevision(newest) ||
@@ -231,7 +241,7 @@ func (ix *index) deployment(r *rollout, live *unstructured.Unstructured) error {
 		pods = append(pods, ix.podsByOwner[rs.UID]...)
 	}
 	if newest == nil {
-		r.split(pods, func(*corev1.Pod) bool { return false }, false)
+		r.split(pods, none, false)
 		return nil
 	}
 	r.revision = newest.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
@@ -241,6 +251,11 @@ func (ix *index) deployment(r *rollout, live *unstructured.Unstructured) error {
 	// current revision's Pods are not known yet.
 	if want := d.Annotations[RevisionAnnotation]; want != "" && want != strconv.FormatInt(rsRevision(newest), 10) {
 		r.notes = append(r.notes, fmt.Sprintf("%s is at revision %s, the newest ReplicaSet in view (%s) at %d", r.workload, want, newest.Name, rsRevision(newest)))
+		observed = false
+	}
+	if !observed {
+		r.split(pods, none, false)
+		return nil
 	}
 	r.chain = fmt.Sprintf("ReplicaSet %s (uid %s, revision %d, current) → Deployment %s (uid %s, generation %d observed)",
 		newest.Name, newest.UID, rsRevision(newest), d.Name, d.UID, d.Status.ObservedGeneration)
@@ -263,11 +278,11 @@ func (ix *index) statefulSet(r *rollout, live *unstructured.Unstructured) error 
 		return err
 	}
 	r.desired = replicas(s.Spec.Replicas)
-	r.checkObserved(s.Generation, s.Status.ObservedGeneration)
+	observed := r.checkObserved(s.Generation, s.Status.ObservedGeneration)
 	r.revision = s.Status.UpdateRevision
 	r.chain = fmt.Sprintf("StatefulSet %s (uid %s, update revision %s, generation %d observed)", s.Name, s.UID, r.revision, s.Status.ObservedGeneration)
 	r.split(ix.podsByOwner[s.UID], func(p *corev1.Pod) bool {
-		return r.revision != "" && p.Labels[appsv1.ControllerRevisionHashLabelKey] == r.revision
+		return observed && r.revision != "" && p.Labels[appsv1.ControllerRevisionHashLabelKey] == r.revision
 	}, false)
 	return nil
 }
@@ -278,7 +293,7 @@ func (ix *index) daemonSet(r *rollout, live *unstructured.Unstructured) error {
 		return err
 	}
 	r.desired = int(ds.Status.DesiredNumberScheduled)
-	r.checkObserved(ds.Generation, ds.Status.ObservedGeneration)
+	observed := r.checkObserved(ds.Generation, ds.Status.ObservedGeneration)
 	var newest *appsv1.ControllerRevision
 	for _, cr := range ix.crByOwner[ds.UID] {
 		if newest == nil || cr.Revision > newest.Revision {
@@ -290,7 +305,7 @@ func (ix *index) daemonSet(r *rollout, live *unstructured.Unstructured) error {
 		r.chain = fmt.Sprintf("DaemonSet %s (uid %s, ControllerRevision %s, revision %d, generation %d observed)", ds.Name, ds.UID, newest.Name, newest.Revision, ds.Status.ObservedGeneration)
 	}
 	r.split(ix.podsByOwner[ds.UID], func(p *corev1.Pod) bool {
-		return r.revision != "" && p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == r.revision
+		return observed && r.revision != "" && p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == r.revision
 	}, false)
 	return nil
 }
