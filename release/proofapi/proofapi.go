@@ -93,7 +93,11 @@ func Handler(src Source, token []byte) http.Handler {
 		got, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
 		if !ok || len(token) == 0 || subtle.ConstantTimeCompare([]byte(got), token) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="pinbot"`)
-			writeError(w, http.StatusUnauthorized, "a bearer token is required")
+			msg := "a bearer token is required"
+			if ok {
+				msg = "the bearer token is not the gate's (secrets.gateToken)"
+			}
+			writeError(w, http.StatusUnauthorized, msg)
 			return
 		}
 		v := req.URL.Query()

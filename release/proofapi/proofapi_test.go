@@ -2,6 +2,7 @@ package proofapi
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -62,9 +63,16 @@ func TestHandlerRefusesWithoutTheToken(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") == "" {
 			t.Errorf("token %q: %s, WWW-Authenticate %q; want 401 with a challenge", token, resp.Status, resp.Header.Get("WWW-Authenticate"))
+		}
+		// A wrong token is told apart from none: the caller has one, and
+		// it is not the gate's.
+		want := map[bool]string{true: "a bearer token is required", false: "is not the gate's"}[token == ""]
+		if !strings.Contains(string(body), want) {
+			t.Errorf("token %q: %s; want %q", token, body, want)
 		}
 	}
 }
