@@ -62,6 +62,7 @@ var allowed = map[string][]string{
 	"internal/kubemetrics":  {},
 	"internal/opfile":       {},
 	"internal/gctune":       {"internal/logctx"},
+	"internal/pprofserve":   {"internal/logctx"},
 	"internal/buildinfo":    {},
 	"internal/coalesce":     {},
 	"internal/kubeclient":   {},

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"pinbot.dev/pinbot/internal/memlimit"
+	"pinbot.dev/pinbot/internal/pprofserve"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/cluster"
@@ -35,7 +36,7 @@ func (f *serveFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.listen, "listen", "",
 		`serve /webhook/gitea, /metrics and /healthz on this address, e.g. ":8080" (default: no HTTP endpoint)`)
 	cmd.Flags().StringVar(&f.secretFile, "webhook-secret-file", "",
-		"file holding the Gitea webhook secret, required with --listen (default $"+webhookSecretEnv+")")
+		"file holding the Gitea webhook secret, required with --listen unless --no-webhook (default $"+webhookSecretEnv+")")
 	cmd.Flags().StringVar(&f.gateTokenFile, "gate-token-file", "",
 		"file holding the bearer token of the gate endpoint "+proofapi.Path+" (default $"+gateTokenEnv+"; neither: no gate endpoint)")
 	cmd.Flags().DurationVar(&f.releaseInterval, "release-interval", serve.DefaultReleaseInterval,
@@ -89,7 +90,7 @@ func (f *serveFlags) secret() ([]byte, error) {
 		secret = bytes.TrimSpace([]byte(os.Getenv(webhookSecretEnv)))
 	}
 	if len(secret) == 0 {
-		return nil, usageErrorf("flag --webhook-secret-file (or $%s): required with --listen", webhookSecretEnv)
+		return nil, usageErrorf("flag --webhook-secret-file (or $%s): required with --listen, unless --no-webhook", webhookSecretEnv)
 	}
 	redact.Register(string(secret))
 	return secret, nil
@@ -135,7 +136,7 @@ func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Op
 		return &usageError{err: err}
 	}
 	if sf.pprofListen != "" {
-		if err := serve.ServeProfiles(cmd.Context(), sf.pprofListen); err != nil {
+		if err := pprofserve.Serve(cmd.Context(), sf.pprofListen); err != nil {
 			return &usageError{err: err}
 		}
 	}

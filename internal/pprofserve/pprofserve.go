@@ -1,4 +1,6 @@
-package serve
+// Package pprofserve serves Go's runtime profiles on an address of their
+// own, for serve's --pprof-listen.
+package pprofserve
 
 import (
 	"context"
@@ -12,14 +14,14 @@ import (
 	"pinbot.dev/pinbot/internal/logctx"
 )
 
-// ServeProfiles serves Go's runtime profiles (/debug/pprof/) on addr until
+// Serve serves Go's runtime profiles (/debug/pprof/) on addr until
 // ctx ends, for an operator who asks with --pprof-listen why a replica
 // holds the memory it holds. They are on an address of their own, never
 // --listen's, so that they are not exposed with the dashboard. An address
 // without a host (":6060") listens on loopback only: the profiles hold
 // the process's memory, and whoever reaches them could read it. Its only
 // error is an address it cannot listen on.
-func ServeProfiles(ctx context.Context, addr string) error {
+func Serve(ctx context.Context, addr string) error {
 	addr = pprofAddr(addr)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -1,4 +1,4 @@
-package serve
+package pprofserve
 
 import (
 	"context"
@@ -22,7 +22,7 @@ func TestServePprof(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := ServeProfiles(ctx, addr); err != nil {
+	if err := Serve(ctx, addr); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?debug=1")
