@@ -129,7 +129,9 @@ var allowed = map[string][]string{
 
 	"dashboard": append([]string{"gitforge", "reconciler/...", "release", "trust/policy", "trust/proven"}, leaves...),
 	// serve drives the reconciler and promote; nothing imports it but cmd.
-	"serve": append([]string{"reconciler", "reconciler/...", "promote", "promote/pr", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/...", "trust", "trust/...", "serve/shard", "serve/installed", "serve/notify", "serve/proofs", "internal/kubemetrics"}, leaves...),
+	"serve/signin":  append([]string{}, leaves...),
+	"serve/actions": append([]string{"release", "release/store", "serve/signin", "reconciler/object", "reconciler/verdict", "trust/proven"}, leaves...),
+	"serve":         append([]string{"reconciler", "reconciler/...", "promote", "promote/pr", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/...", "trust", "trust/...", "serve/shard", "serve/installed", "serve/notify", "serve/proofs", "serve/signin", "serve/actions", "internal/kubemetrics"}, leaves...),
 	// The shards' Leases: Kubernetes' leader election, and nothing of pinbot.
 	"serve/shard": {},
 	// serve as a namespace installs it: client-go, and nothing of pinbot.

@@ -96,7 +96,7 @@ func Handler(src Source, refresh time.Duration) http.Handler {
 			fail(w, req, err)
 			return
 		}
-		show(w, req, BuildReleases(ledgers, time.Now(), refresh))
+		show(w, req, releasesPage(ledgers, req, src, refresh))
 	})
 	mux.HandleFunc("GET /releases/{owner}/{name}", func(w http.ResponseWriter, req *http.Request) {
 		repo := req.PathValue("owner") + "/" + req.PathValue("name")
@@ -107,7 +107,7 @@ func Handler(src Source, refresh time.Duration) http.Handler {
 		}
 		for _, lg := range ledgers {
 			if lg.Repo == repo {
-				show(w, req, BuildReleases([]Ledger{lg}, time.Now(), refresh))
+				show(w, req, releasesPage([]Ledger{lg}, req, src, refresh))
 				return
 			}
 		}
@@ -118,8 +118,18 @@ func Handler(src Source, refresh time.Duration) http.Handler {
 	return mux
 }
 
-// Render writes p as HTML: the whole page, or with live its <main> alone.
-func Render(p Page, live bool) ([]byte, error) {
+// releasesPage is the release page of ledgers, with the actions src
+// offers req's person when it is an Actor.
+func releasesPage(ledgers []Ledger, req *http.Request, src Source, refresh time.Duration) Page {
+	p := BuildReleases(ledgers, time.Now(), refresh)
+	if a, ok := src.(Actor); ok {
+		offer(&p, ledgers, req, a)
+	}
+	return p
+}
+
+// renderPage writes p as HTML: the whole page, or with live its <main> alone.
+func renderPage(p Page, live bool) ([]byte, error) {
 	name := "layout"
 	if live {
 		name = "main"
@@ -132,7 +142,7 @@ func Render(p Page, live bool) ([]byte, error) {
 }
 
 func render(w http.ResponseWriter, req *http.Request, p Page) {
-	b, err := Render(p, req.Header.Get(LiveHeader) != "")
+	b, err := renderPage(p, req.Header.Get(LiveHeader) != "")
 	if err != nil {
 		fail(w, req, err)
 		return

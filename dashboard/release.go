@@ -59,6 +59,8 @@ type StageView struct {
 	Lifted          []EventView
 	// Gate is what waits to come in from From; nil for a first stage.
 	Gate *ArrowView
+	// Actions are what the signed-in person may do here (see Actor).
+	Actions []Link
 }
 
 // StageImage is one image in one environment.
@@ -109,6 +111,10 @@ type HoldView struct {
 	Reason string
 	Detail string // the whole reason
 	From   string
+	// Release is the action that lifts the hold, when the signed-in
+	// person may.
+	Release string
+	full    string
 }
 
 // EventView is one decision.
@@ -226,7 +232,7 @@ func stageView(lg Ledger, env *release.Environment, now time.Time) StageView {
 	for _, h := range l.Holds {
 		if h.Env == env.Name {
 			reason, _ := brief(h.Reason)
-			s.Holds = append(s.Holds, HoldView{Image: h.Image, Digest: Version{tagOf(l.Lookup(h.Env, h.Image), h.Digest), imageref.Short(h.Digest)}, Since: at(h.Since, now), Reason: reason, Detail: h.Reason, From: h.From})
+			s.Holds = append(s.Holds, HoldView{Image: h.Image, Digest: Version{tagOf(l.Lookup(h.Env, h.Image), h.Digest), imageref.Short(h.Digest)}, Since: at(h.Since, now), Reason: reason, Detail: h.Reason, From: h.From, full: h.Digest})
 		}
 	}
 	for i := len(l.Events) - 1; i >= 0 && len(s.Lifted) < 3; i-- {

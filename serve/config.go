@@ -11,6 +11,7 @@ import (
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/serve/notify"
+	"pinbot.dev/pinbot/serve/signin"
 )
 
 // Config is the file `pinbot serve` runs from: the reconciler's config
@@ -35,6 +36,8 @@ type Config struct {
 	// environment's namespaces may run only digests the chain admits
 	// (package release/admission).
 	Admission *Admission `yaml:"admission"`
+	// Dashboard signs people in to the dashboard (package serve/signin).
+	Dashboard signin.Settings `yaml:"dashboard"`
 }
 
 // Target is one manifest repository that serve promotes into on its own:
@@ -112,6 +115,9 @@ func Parse(file string, data []byte) (*Config, error) {
 			problems = append(problems, fmt.Sprintf("%s: %s", file, msg))
 		}
 		c.Admission.resolve(filepath.Dir(file))
+	}
+	for _, msg := range c.Dashboard.Problems(filepath.Dir(file)) {
+		problems = append(problems, fmt.Sprintf("%s: %s", file, msg))
 	}
 	err = c.Complete(file, root)
 	if len(problems) > 0 {

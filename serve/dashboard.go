@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/verdict"
+	"pinbot.dev/pinbot/serve/actions"
 )
 
 // dashboardSource reads the dashboard's apps from the reconciler: the
@@ -18,8 +20,17 @@ import (
 // persisted history (every replica reads the leader's), and on an app's
 // page the open promotion pull requests from the forge.
 type dashboardSource struct {
-	r  *reconciler.Reconciler
-	rl *releaser // the release ledgers; nil for none
+	r    *reconciler.Reconciler
+	rl   *releaser        // the release ledgers; nil for none
+	acts *actions.Handler // the page's actions; nil without a sign-in
+}
+
+// Allowed implements dashboard.Actor.
+func (s dashboardSource) Allowed(req *http.Request, repo, env string) []string {
+	if s.acts == nil {
+		return nil
+	}
+	return s.acts.Allowed(req, repo, env)
 }
 
 // Ledgers implements dashboard.LedgerSource: every repository's ledger,

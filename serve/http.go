@@ -2,12 +2,10 @@ package serve
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +16,8 @@ import (
 	"pinbot.dev/pinbot/internal/kubemetrics"
 	"pinbot.dev/pinbot/internal/peermetrics"
 	"pinbot.dev/pinbot/release/proofapi"
+	"pinbot.dev/pinbot/serve/actions"
+	"pinbot.dev/pinbot/serve/signin"
 )
 
 // registerMetrics gathers the reconciler's metrics and serve's own in
@@ -62,7 +62,14 @@ func (d *daemon) registerMetrics() error {
 func (d *daemon) mux(webhook bool) http.Handler {
 	mux := http.NewServeMux()
 	if d.o.Dashboard {
-		mux.Handle("/", d.readAuth(dashboard.Handler(dashboardSource{r: d.r, rl: d.release}, dashboard.DefaultRefresh)))
+		guard := signin.Guard{Token: d.o.ReadToken, Header: d.o.AuthHeader, SignIn: d.signin}
+		src := dashboardSource{r: d.r, rl: d.release}
+		if d.signin != nil {
+			d.signin.Routes(mux)
+			src.acts = &actions.Handler{Ledgers: d.release.ledgers, Authz: actions.Authorizer{Client: d.kube}, SignIn: d.signin, Done: d.release.wake, Now: time.Now}
+			src.acts.Routes(mux, guard)
+		}
+		mux.Handle("/", guard.Wrap(dashboard.Handler(src, dashboard.DefaultRefresh)))
 		mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			switch {
@@ -110,27 +117,6 @@ func (d *daemon) handleWebhook(mux *http.ServeMux) {
 		}
 		hook.ServeHTTP(w, req)
 	}))
-}
-
-// readAuth guards h, the dashboard and its API, with the read token or
-// the auth proxy's header (see Options); with neither set it is h.
-func (d *daemon) readAuth(h http.Handler) http.Handler {
-	if len(d.o.ReadToken) == 0 && d.o.AuthHeader == "" {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if d.o.AuthHeader != "" && req.Header.Get(d.o.AuthHeader) != "" {
-			h.ServeHTTP(w, req)
-			return
-		}
-		if tok, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer "); ok && len(d.o.ReadToken) > 0 &&
-			subtle.ConstantTimeCompare([]byte(tok), d.o.ReadToken) == 1 {
-			h.ServeHTTP(w, req)
-			return
-		}
-		w.Header().Set("WWW-Authenticate", `Bearer realm="pinbot"`)
-		http.Error(w, "unauthorized: the dashboard needs a bearer token or the auth proxy's header", http.StatusUnauthorized)
-	})
 }
 
 // webhook is the Gitea webhook endpoint of d: a push triggers the apps

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -39,6 +40,7 @@ import (
 	"pinbot.dev/pinbot/serve/notify"
 	"pinbot.dev/pinbot/serve/proofs"
 	"pinbot.dev/pinbot/serve/shard"
+	"pinbot.dev/pinbot/serve/signin"
 )
 
 // DefaultShutdownTimeout bounds the shutdown: shorter than a Pod's default
@@ -137,6 +139,7 @@ type daemon struct {
 	// admission is the validating admission webhook; nil without
 	// admission:.
 	admission *admitter
+	signin    *signin.SignIn // the dashboard's sign-in; nil without dashboard.oidc
 
 	metrics    *prometheus.Registry
 	requests   *prometheus.CounterVec   // pinbot_webhook_requests_total
@@ -208,6 +211,15 @@ func newDaemon(cfg *Config, r *reconciler.Reconciler, kube kubernetes.Interface,
 	}
 	if cfg.Admission != nil {
 		d.admission = newAdmitter(d, *cfg.Admission)
+	}
+	if o := cfg.Dashboard.OIDC; o != nil {
+		c, err := o.Config()
+		if err == nil {
+			d.signin, err = signin.New(c, &http.Client{Timeout: 15 * time.Second})
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.File(), err)
+		}
 	}
 	if len(cfg.Notify) > 0 {
 		if d.notify, err = notify.New(cfg.Notify, notify.Options{}); err != nil {

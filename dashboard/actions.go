@@ -1,0 +1,51 @@
+package dashboard
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+)
+
+// Actor is a LedgerSource whose release pages offer a signed-in person
+// the actions the cluster's RBAC allows them. Allowed says which verbs
+// ("pause", "resume", "release") req's person may use on env of repo;
+// none for a reader who is not signed in.
+type Actor interface {
+	Allowed(req *http.Request, repo, env string) []string
+}
+
+// offer adds to p's stages the actions a may let req's person take: each
+// a link to the action's confirmation, which says what it will do.
+func offer(p *Page, ledgers []Ledger, req *http.Request, a Actor) {
+	for i := range p.Releases {
+		rv := &p.Releases[i]
+		var l *Ledger
+		for j := range ledgers {
+			if ledgers[j].Repo == rv.Repo {
+				l = &ledgers[j]
+			}
+		}
+		if l == nil {
+			continue
+		}
+		for k := range rv.Stages {
+			st := &rv.Stages[k]
+			verbs := a.Allowed(req, rv.Repo, st.Name)
+			q := url.Values{"repo": {rv.Repo}, "env": {st.Name}}
+			_, paused := l.Ledger.Paused[st.Name]
+			switch {
+			case paused && slices.Contains(verbs, "resume"):
+				st.Actions = append(st.Actions, Link{Text: "Resume promotions", URL: "/actions/resume?" + q.Encode()})
+			case !paused && slices.Contains(verbs, "pause"):
+				st.Actions = append(st.Actions, Link{Text: "Pause promotions", URL: "/actions/pause?" + q.Encode()})
+			}
+			if !slices.Contains(verbs, "release") {
+				continue
+			}
+			for h := range st.Holds {
+				hq := url.Values{"repo": {rv.Repo}, "env": {st.Name}, "image": {st.Holds[h].Image}, "digest": {st.Holds[h].full}}
+				st.Holds[h].Release = "/actions/release?" + hq.Encode()
+			}
+		}
+	}
+}

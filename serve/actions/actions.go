@@ -1,0 +1,231 @@
+// Package actions is what a signed-in person may do from the release
+// page: pause or resume the onward promotions into an environment, and
+// release a held digest. Each is a ledger entry naming who and why,
+// never a change to the cluster; each is allowed by the cluster's RBAC
+// (a SubjectAccessReview for the person's user and groups on the
+// pinbot.dev resource environments, named OWNER/REPO/ENV, with the
+// action's verb); each asks for a confirmation that says what will
+// happen, and a reason.
+package actions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/release/store"
+	"pinbot.dev/pinbot/serve/signin"
+)
+
+// The RBAC a person needs: verb on Resource of Group, named
+// OWNER/REPO/ENV.
+const (
+	Group    = "pinbot.dev"
+	Resource = "environments"
+)
+
+// The verbs.
+const (
+	Pause   = "pause"
+	Resume  = "resume"
+	Release = "release"
+)
+
+// Verbs are every action, in the order a page offers them.
+var Verbs = []string{Pause, Resume, Release}
+
+// Authorizer asks the cluster whether id may verb the environment env of
+// repo.
+type Authorizer struct{ Client kubernetes.Interface }
+
+// Allowed is the SubjectAccessReview's answer; an error when the API
+// server gives none (which refuses).
+func (a Authorizer) Allowed(ctx context.Context, id signin.Identity, verb, repo, env string) (bool, error) {
+	r, err := a.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+		Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: id.User, Groups: id.Groups,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Group: Group, Resource: Resource, Name: repo + "/" + env, Verb: verb},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return false, fmt.Errorf("asking the API server whether %s may %s %s/%s: %w", id.User, verb, repo, env, err)
+	}
+	return r.Status.Allowed, nil
+}
+
+// Handler serves the actions under /actions/: GET shows the
+// confirmation, POST does it.
+type Handler struct {
+	Ledgers *store.Ledgers
+	Authz   Authorizer
+	SignIn  *signin.SignIn
+	// Done is told of the repository of each action done: its chain
+	// announces it (the Event, the notification) at once.
+	Done func(repo string)
+	Now  func() time.Time
+}
+
+// Routes serves the actions on mux, behind guard.
+func (h *Handler) Routes(mux *http.ServeMux, guard signin.Guard) {
+	mux.Handle("GET /actions/{verb}", guard.Wrap(http.HandlerFunc(h.confirm)))
+	mux.Handle("POST /actions/{verb}", guard.Wrap(http.HandlerFunc(h.do)))
+}
+
+// request is one action as a form names it.
+type request struct {
+	Verb, Repo, Env, Image, Digest, Reason string
+}
+
+func readRequest(req *http.Request) (request, error) {
+	r := request{Verb: req.PathValue("verb"), Repo: req.FormValue("repo"), Env: req.FormValue("env"),
+		Image: req.FormValue("image"), Digest: req.FormValue("digest"), Reason: strings.TrimSpace(req.FormValue("reason"))}
+	switch {
+	case !slices.Contains(Verbs, r.Verb):
+		return r, fmt.Errorf("no action %q: want one of %s", r.Verb, strings.Join(Verbs, ", "))
+	case r.Repo == "" || r.Env == "":
+		return r, errors.New("the form names no repository or environment")
+	case r.Verb == Release && (r.Image == "" || !imageref.ValidDigest(r.Digest)):
+		return r, errors.New("releasing a hold names its image and whole digest")
+	}
+	return r, nil
+}
+
+// what says what r will do, for the confirmation and the record.
+func (r request) what() string {
+	switch r.Verb {
+	case Pause:
+		return fmt.Sprintf("Pause the onward promotions into %s of %s: none opens and none merges until resumed. Rollbacks go on.", r.Env, r.Repo)
+	case Resume:
+		return fmt.Sprintf("Resume the onward promotions into %s of %s.", r.Env, r.Repo)
+	}
+	return fmt.Sprintf("Release the hold on %s@%s in %s of %s: it may be promoted into %s again once proven upstream.", r.Image, imageref.Short(r.Digest), r.Env, r.Repo, r.Env)
+}
+
+// person is who the guarded request is from, and whether the cluster
+// allows them r; the error says why not.
+func (h *Handler) person(req *http.Request, r request) (signin.Identity, int, error) {
+	id, ok := signin.From(req.Context())
+	if !ok || id.Session == "" {
+		return id, http.StatusForbidden, errors.New("actions need a person signed in with the dashboard's OpenID Connect sign-in")
+	}
+	allowed, err := h.Authz.Allowed(req.Context(), id, r.Verb, r.Repo, r.Env)
+	switch {
+	case err != nil:
+		return id, http.StatusServiceUnavailable, err
+	case !allowed:
+		return id, http.StatusForbidden, fmt.Errorf("%s may not %s %s/%s: the cluster's RBAC grants no verb %s on %s.%s named %s/%s", id.User, r.Verb, r.Repo, r.Env, r.Verb, Resource, Group, r.Repo, r.Env)
+	}
+	return id, 0, nil
+}
+
+// Allowed is the verbs req's signed-in person may use on env of repo,
+// for the page's buttons; none when not signed in. The action itself
+// asks again.
+func (h *Handler) Allowed(req *http.Request, repo, env string) []string {
+	id, ok := signin.From(req.Context())
+	if !ok || id.Session == "" {
+		return nil
+	}
+	var out []string
+	for _, v := range Verbs {
+		if ok, err := h.Authz.Allowed(req.Context(), id, v, repo, env); err == nil && ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func (h *Handler) confirm(w http.ResponseWriter, req *http.Request) {
+	r, err := readRequest(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	id, code, err := h.person(req, r)
+	if err != nil {
+		http.Error(w, err.Error(), code)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'")
+	_ = confirmPage.Execute(w, map[string]any{"R": r, "What": r.what(), "User": id.User, "CSRF": h.SignIn.CSRF(id)})
+}
+
+var confirmPage = template.Must(template.New("").Parse(`<!doctype html><html lang="en"><meta charset="utf-8"><title>Confirm: {{.R.Verb}}</title>
+<link rel="stylesheet" href="/assets/style.css">
+<main class="confirm"><h1>Confirm</h1><p class="what">{{.What}}</p><p class="muted">Recorded in the ledger as done by {{.User}}, with your reason.</p>
+<form method="post" action="/actions/{{.R.Verb}}">
+<input type="hidden" name="csrf" value="{{.CSRF}}"><input type="hidden" name="repo" value="{{.R.Repo}}"><input type="hidden" name="env" value="{{.R.Env}}">
+<input type="hidden" name="image" value="{{.R.Image}}"><input type="hidden" name="digest" value="{{.R.Digest}}">
+<label>Reason <input name="reason" required></label> <button type="submit">{{.R.Verb}}</button></form></main></html>`))
+
+func (h *Handler) do(w http.ResponseWriter, req *http.Request) {
+	log := logctx.From(req.Context())
+	r, err := readRequest(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	id, code, err := h.person(req, r)
+	if err == nil {
+		if err = h.SignIn.CheckForm(req, id); err != nil {
+			code = http.StatusForbidden
+		}
+	}
+	if err == nil && r.Reason == "" {
+		code, err = http.StatusBadRequest, errors.New("a reason is required: the ledger records who did it, and why")
+	}
+	if err == nil {
+		code, err = h.apply(req.Context(), id, r)
+	}
+	if err != nil {
+		log.Warn("action refused", "user", id.User, "groups", id.Groups, "verb", r.Verb, "repo", r.Repo, "env", r.Env, "from", req.RemoteAddr, "error", err)
+		http.Error(w, err.Error(), code)
+		return
+	}
+	log.Info("action", "user", id.User, "verb", r.Verb, "repo", r.Repo, "env", r.Env, "image", r.Image, "digest", r.Digest, "reason", r.Reason, "from", req.RemoteAddr)
+	http.Redirect(w, req, "/releases/"+r.Repo+"#stage-"+url.PathEscape(r.Env), http.StatusSeeOther)
+}
+
+// apply records r in the repository's ledger as done by id.
+func (h *Handler) apply(ctx context.Context, id signin.Identity, r request) (int, error) {
+	now := h.Now()
+	done := false
+	err := h.Ledgers.Update(ctx, r.Repo, func(l *release.Ledger) error {
+		if !slices.ContainsFunc(l.Chain, func(e release.Environment) bool { return e.Name == r.Env }) {
+			return fmt.Errorf("%s has no environment %s in its chain", r.Repo, r.Env)
+		}
+		switch r.Verb {
+		case Pause:
+			done = l.PauseBy(r.Env, id.User, r.Reason, now)
+		case Resume:
+			done = l.ResumeBy(r.Env, id.User, r.Reason, now)
+		case Release:
+			done = l.ReleaseBy(r.Env, r.Image, r.Digest, id.User, r.Reason, now)
+		}
+		return nil
+	})
+	if err != nil {
+		return http.StatusConflict, err
+	}
+	if !done {
+		return http.StatusConflict, fmt.Errorf("nothing to %s: %s changed since the page was rendered (reload it)", r.Verb, r.Env)
+	}
+	if h.Done != nil {
+		h.Done(r.Repo)
+	}
+	return 0, nil
+}

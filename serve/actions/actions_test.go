@@ -1,0 +1,399 @@
+package actions_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"pinbot.dev/pinbot/internal/testenv/gitea"
+	"pinbot.dev/pinbot/internal/testenv/kube"
+	"pinbot.dev/pinbot/internal/testenv/poll"
+	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/release/store"
+	"pinbot.dev/pinbot/serve/actions"
+	"pinbot.dev/pinbot/serve/signin"
+)
+
+const (
+	ns     = "pinbot-system"
+	repo   = "acme/manifests"
+	image  = "registry.example.com/acme/web"
+	held   = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	sesKey = "a session key of at least thirty-two bytes, shared"
+)
+
+// rig is pinbot's sign-in and actions in front of a real API server's
+// RBAC and a real OpenID Provider (zitadel/oidc's example OP) with two
+// users: olga, whom a ClusterRole lets pause, resume and release in
+// acme/manifests' prod, and vic, whom nothing does.
+type rig struct {
+	t       *testing.T
+	url     string
+	admin   kubernetes.Interface
+	ledgers *store.Ledgers
+	in      *signin.SignIn
+	acts    *actions.Handler
+}
+
+func newRig(t *testing.T) *rig {
+	if testing.Short() {
+		t.Skip("skipped under testing.Short: needs bin/ peers (make tools)")
+	}
+	ctx := context.Background()
+	bin, err := gitea.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kube.Start(ctx, kube.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	admin := kubernetes.NewForConfigOrDie(c.Config())
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "pinbot-operator"}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{actions.Group}, Resources: []string{actions.Resource}, ResourceNames: []string{repo + "/prod"},
+		Verbs: []string{actions.Pause, actions.Resume, actions.Release}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "olga"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "olga"}}}
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ledgers := store.New(admin, ns)
+	if err := ledgers.Update(ctx, repo, func(l *release.Ledger) error {
+		l.Chain = release.Chain{{Name: "staging"}, {Name: "prod", From: "staging"}}
+		l.Holds = append(l.Holds, release.Hold{Env: "prod", Image: image, Digest: held, Reason: "its proof broke in prod", Since: time.Now(), From: "prod"})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := "http://" + ln.Addr().String()
+	issuer := startProvider(t, filepath.Join(bin, "oidc"), self+signin.CallbackPath)
+	in, err := signin.New(signin.Config{Issuer: issuer, ClientID: "web", ClientSecret: "secret", RedirectURL: self + signin.CallbackPath,
+		Scopes: []string{"profile", "email"}, SessionKey: []byte(sesKey)}, &http.Client{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts := &actions.Handler{Ledgers: ledgers, Authz: actions.Authorizer{Client: admin}, SignIn: in, Now: time.Now}
+	mux := http.NewServeMux()
+	in.Routes(mux)
+	guard := signin.Guard{SignIn: in}
+	acts.Routes(mux, guard)
+	mux.Handle("/", guard.Wrap(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		id, _ := signin.From(req.Context())
+		fmt.Fprintf(w, "page for %s, may %v", id.User, acts.Allowed(req, repo, "prod"))
+	})))
+	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: mux}}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return &rig{t: t, url: self, admin: admin, ledgers: ledgers, in: in, acts: acts}
+}
+
+// startProvider runs the OP on a free loopback port with olga and vic,
+// and returns its issuer.
+func startProvider(t *testing.T, bin, redirect string) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	users := filepath.Join(t.TempDir(), "users.json")
+	if err := os.WriteFile(users, []byte(`{
+ "u1": {"ID": "u1", "Username": "olga", "Password": "olga-pw", "FirstName": "Olga", "LastName": "Op", "Email": "olga@example.test", "EmailVerified": true, "PreferredLanguage": "en"},
+ "u2": {"ID": "u2", "Username": "vic", "Password": "vic-pw", "FirstName": "Vic", "LastName": "Viewer", "Email": "vic@example.test", "EmailVerified": true, "PreferredLanguage": "en"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "PORT="+port, "USERS_FILE="+users, "REDIRECT_URI="+redirect)
+	log, err := os.Create(filepath.Join(t.TempDir(), "oidc.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("the OpenID Provider (make oidc): %s", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	issuer := "http://localhost:" + port + "/"
+	poll.Until(t, 20*time.Second, "the OpenID Provider's discovery", func() (bool, string) {
+		resp, err := http.Get(issuer + ".well-known/openid-configuration")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+	return issuer
+}
+
+// browser is one person's cookie jar, signed in through the provider's
+// own login form.
+type browser struct {
+	t *testing.T
+	c *http.Client
+	r *rig
+}
+
+func (r *rig) signIn(user, password string) *browser {
+	jar, _ := cookiejar.New(nil)
+	b := &browser{t: r.t, r: r, c: &http.Client{Jar: jar, Timeout: 20 * time.Second}}
+	page := b.get(signin.LoginPath+"?next=/", http.StatusOK)
+	m := regexp.MustCompile(`name="id" value="([^"]+)"`).FindStringSubmatch(page)
+	if m == nil {
+		r.t.Fatalf("the provider's login form:\n%s", page)
+	}
+	resp, err := b.c.PostForm(strings.TrimSuffix(issuerOf(r), "/")+"/login/username", url.Values{"id": {m[1]}, "username": {user}, "password": {password}})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Signed in") {
+		r.t.Fatalf("signing in as %s: %s\n%s", user, resp.Status, body)
+	}
+	return b
+}
+
+func issuerOf(r *rig) string {
+	u, _ := url.Parse(r.in.Issuer())
+	return u.String()
+}
+
+func (b *browser) get(path string, want int) string {
+	b.t.Helper()
+	u := path
+	if strings.HasPrefix(path, "/") {
+		u = b.r.url + path
+	}
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	req.Header.Set("Accept", "text/html")
+	resp, err := b.c.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		b.t.Fatalf("GET %s: %s, want %d:\n%s", path, resp.Status, want, body)
+	}
+	return string(body)
+}
+
+// post submits a form as the page's own would, with origin as its
+// Origin ("" for none).
+func (b *browser) post(path string, form url.Values, origin string) (int, string) {
+	b.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, b.r.url+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
+	c := *b.c
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// confirmForm is the confirmation page of an action, and its form.
+func (b *browser) confirmForm(query url.Values, verb string) (string, url.Values) {
+	page := b.get("/actions/"+verb+"?"+query.Encode(), http.StatusOK)
+	form := url.Values{}
+	for _, m := range regexp.MustCompile(`<input type="hidden" name="(\w+)" value="([^"]*)">`).FindAllStringSubmatch(page, -1) {
+		form.Set(m[1], htmlUnescape(m[2]))
+	}
+	return page, form
+}
+
+func htmlUnescape(s string) string {
+	return strings.NewReplacer("&#43;", "+", "&#34;", `"`, "&amp;", "&", "&lt;", "<", "&gt;", ">", "&#39;", "'").Replace(s)
+}
+
+func (r *rig) ledger() *release.Ledger {
+	l, _, err := r.ledgers.Get(context.Background(), repo)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return l
+}
+
+func countReason(l *release.Ledger, reason string) int {
+	n := 0
+	for _, e := range l.Events {
+		if e.Reason == reason {
+			n++
+		}
+	}
+	return n
+}
+
+// TestActionsFromThePage: olga and vic sign in through the provider's
+// login form. olga's page offers pause, resume and release in prod, and
+// nothing in staging; she pauses prod with a reason from the
+// confirmation, and the ledger names her; the same form again is refused
+// as out of date, with no second entry; a POST without the CSRF token,
+// or from another origin, is refused; she releases the hold. vic's page
+// offers nothing, and his forged POST, with his own session's token, is
+// refused by RBAC and changes nothing.
+func TestActionsFromThePage(t *testing.T) {
+	r := newRig(t)
+	olga := r.signIn("olga", "olga-pw")
+	if page := olga.get("/", http.StatusOK); !strings.Contains(page, "page for olga, may [pause resume release]") {
+		t.Errorf("olga's page: %s", page)
+	}
+
+	prod := url.Values{"repo": {repo}, "env": {"prod"}}
+	page, form := olga.confirmForm(prod, actions.Pause)
+	if !strings.Contains(page, "Pause the onward promotions into prod of "+repo) || form.Get("csrf") == "" {
+		t.Fatalf("the confirmation says what will happen and carries a token:\n%s", page)
+	}
+	noToken := url.Values{"repo": {repo}, "env": {"prod"}, "reason": {"no token"}}
+	if code, body := olga.post("/actions/pause", noToken, ""); code != http.StatusForbidden || !strings.Contains(body, "CSRF") {
+		t.Errorf("a POST without the token: %d %s", code, body)
+	}
+	form.Set("reason", "incident 42: payments degraded")
+	if code, body := olga.post("/actions/pause", form, "http://evil.example"); code != http.StatusForbidden || !strings.Contains(body, "another origin") {
+		t.Errorf("a POST from another origin: %d %s", code, body)
+	}
+	if code, body := olga.post("/actions/pause", form, r.url); code != http.StatusSeeOther {
+		t.Fatalf("olga's pause: %d %s", code, body)
+	}
+	l := r.ledger()
+	if p, ok := l.Paused["prod"]; !ok || p.By != "olga" || p.Why != "incident 42: payments degraded" {
+		t.Errorf("the ledger's pause: %+v, %t; want olga's, with her reason", p, ok)
+	}
+	if code, body := olga.post("/actions/pause", form, r.url); code != http.StatusConflict || !strings.Contains(body, "changed since the page was rendered") {
+		t.Errorf("the same pause again (a double click): %d %s", code, body)
+	}
+	if n := countReason(r.ledger(), release.ReasonChainPaused); n != 1 {
+		t.Errorf("%d ChainPaused entries; want 1", n)
+	}
+	olga.get("/actions/pause?"+url.Values{"repo": {repo}, "env": {"staging"}}.Encode(), http.StatusForbidden)
+
+	hold := url.Values{"repo": {repo}, "env": {"prod"}, "image": {image}, "digest": {held}}
+	_, form = olga.confirmForm(hold, actions.Release)
+	form.Set("reason", "the fix is in 1.4.1; 1.4.0 is safe behind the flag")
+	if code, body := olga.post("/actions/release", form, ""); code != http.StatusSeeOther {
+		t.Fatalf("olga's release: %d %s", code, body)
+	}
+	if l := r.ledger(); l.Held("prod", image, held) != nil || countReason(l, release.ReasonHoldLifted) != 1 || !strings.Contains(l.Events[len(l.Events)-1].What, "olga released the hold") {
+		t.Errorf("the hold after olga's release: %+v", l.Events)
+	}
+
+	vic := r.signIn("vic", "vic-pw")
+	if page := vic.get("/", http.StatusOK); !strings.Contains(page, "page for vic, may []") {
+		t.Errorf("vic's page: %s", page)
+	}
+	if body := vic.get("/actions/resume?"+prod.Encode(), http.StatusForbidden); !strings.Contains(body, "vic may not resume "+repo+"/prod") {
+		t.Errorf("vic's confirmation: %s", body)
+	}
+	vicToken := url.Values{"repo": {repo}, "env": {"prod"}, "reason": {"mine now"}, "csrf": {r.in.CSRF(vic.identity())}}
+	before := len(r.ledger().Events)
+	if code, body := vic.post("/actions/resume", vicToken, ""); code != http.StatusForbidden || !strings.Contains(body, "RBAC") {
+		t.Errorf("vic's forged resume: %d %s", code, body)
+	}
+	if l := r.ledger(); len(l.Events) != before || l.Paused["prod"].By != "olga" {
+		t.Errorf("vic's forged resume changed the ledger: %+v", l.Events[before:])
+	}
+}
+
+// identity is the session b's cookie holds, read as a replica would.
+func (b *browser) identity() signin.Identity {
+	u, _ := url.Parse(b.r.url)
+	req := httptest.NewRequest(http.MethodGet, b.r.url+"/", nil)
+	for _, c := range b.c.Jar.Cookies(u) {
+		req.AddCookie(c)
+	}
+	id, ok := b.r.in.Session(req)
+	if !ok {
+		b.t.Fatal("no session in the browser")
+	}
+	return id
+}
+
+// TestSessionsAcrossReplicas: a session one replica signed works on
+// another with the same key, and on none with another key; an altered
+// cookie, or none, is sent to sign in; a callback whose state is not the
+// login's is refused.
+func TestSessionsAcrossReplicas(t *testing.T) {
+	r := newRig(t)
+	olga := r.signIn("olga", "olga-pw")
+	u, _ := url.Parse(r.url)
+	cookies := olga.c.Jar.Cookies(u)
+	replica := func(key string) *signin.SignIn {
+		in, err := signin.New(signin.Config{Issuer: r.in.Issuer(), ClientID: "web", RedirectURL: r.url + signin.CallbackPath, SessionKey: []byte(key)}, http.DefaultClient)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	for _, c := range cookies {
+		req.AddCookie(c)
+	}
+	if id, ok := replica(sesKey).Session(req); !ok || id.User != "olga" {
+		t.Errorf("another replica with the key: %+v, %t", id, ok)
+	}
+	if _, ok := replica(strings.Repeat("k", 40)).Session(req); ok {
+		t.Error("a replica with another key took the session")
+	}
+	altered := httptest.NewRequest(http.MethodGet, "/", nil)
+	for _, c := range cookies {
+		if c.Name == signin.SessionCookie {
+			payload, mac, _ := strings.Cut(c.Value, ".")
+			c.Value = strings.Replace(payload, "o", "0", 1) + "." + mac
+		}
+		altered.AddCookie(c)
+	}
+	if _, ok := r.in.Session(altered); ok {
+		t.Error("an altered session was taken")
+	}
+	anon := &browser{t: t, r: r, c: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	req, _ = http.NewRequest(http.MethodGet, r.url+"/releases", nil)
+	req.Header.Set("Accept", "text/html")
+	resp, err := anon.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc, signin.LoginPath+"?next=") {
+		t.Errorf("no session: %s to %q; want the sign-in", resp.Status, loc)
+	}
+	if body := olga.get(signin.CallbackPath+"?state=forged&code=x", http.StatusForbidden); !slices.ContainsFunc([]string{"login in flight", "state"}, func(s string) bool { return strings.Contains(body, s) }) {
+		t.Errorf("a forged callback: %s", body)
+	}
+}
