@@ -30,6 +30,7 @@ var allowed = []access{
 	{"list", "apps", "statefulsets", "", "guestbook", "", "verify-only apps' workloads"},
 	{"watch", "apps", "daemonsets", "", "guestbook", "", "verify-only apps' workloads"},
 	{"list", "batch", "jobs", "", "guestbook", "", "verify-only apps' workloads"},
+	{"create", "authorization.k8s.io", "subjectaccessreviews", "", "", "", "the dashboard asks whether the signed-in person may act"},
 	{"create", "pinbot.dev", "proofs", "", "web", "", "an app's Proof, once"},
 	{"patch", "pinbot.dev", "proofs", "status", "guestbook", "guestbook", "a Proof's status, applied when the proof changes (any app namespace: verify-only apps too)"},
 	{"get", "", "secrets", "", stateNamespace, "pinbot-ledger-key", "the key that seals the ledgers"},
