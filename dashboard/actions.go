@@ -12,6 +12,9 @@ import (
 // none for a reader who is not signed in.
 type Actor interface {
 	Allowed(req *http.Request, repo, env string) []string
+	// Person is who req is from when they signed in, and their session's
+	// form token; "" for anyone else.
+	Person(req *http.Request) (user, csrf string)
 }
 
 // offer adds to p's stages the actions a may let req's person take: each

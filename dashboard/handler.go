@@ -36,8 +36,9 @@ const DefaultRefresh = 5 * time.Second
 const LiveHeader = "X-Pinbot-Live"
 
 // csp allows the dashboard's own stylesheet, script and fetches, and
-// nothing else: no inline style or script, no other origin, no frames.
-const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+// nothing else: no inline style or script, no other origin, no frames;
+// forms (sign-out) post to the dashboard alone.
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 // ErrNoApp is what Source.App returns for a name it does not know; the
 // handler answers 404.
@@ -65,6 +66,9 @@ func Handler(src Source, refresh time.Duration) http.Handler {
 	ls, releases := src.(LedgerSource)
 	show := func(w http.ResponseWriter, req *http.Request, p Page) {
 		p.ReleasesNav = releases
+		if a, ok := src.(Actor); ok {
+			p.User, p.CSRF = a.Person(req)
+		}
 		render(w, req, p)
 	}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, req *http.Request) {

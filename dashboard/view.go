@@ -79,6 +79,9 @@ type Page struct {
 	// Notices are what could not be read, each once: a peer that is down
 	// degrades only the part it feeds.
 	Notices []string
+	// User is who is signed in, and CSRF their session's form token (for
+	// signing out); both "" when nobody is.
+	User, CSRF string
 }
 
 // GroupView is the apps of one release chain, in environment order, or

@@ -25,6 +25,14 @@ type dashboardSource struct {
 	acts *actions.Handler // the page's actions; nil without a sign-in
 }
 
+// Person implements dashboard.Actor.
+func (s dashboardSource) Person(req *http.Request) (user, csrf string) {
+	if s.acts == nil {
+		return "", ""
+	}
+	return s.acts.Person(req)
+}
+
 // Allowed implements dashboard.Actor.
 func (s dashboardSource) Allowed(req *http.Request, repo, env string) []string {
 	if s.acts == nil {

@@ -148,6 +148,15 @@ func (h *Handler) Allowed(req *http.Request, repo, env string) []string {
 	return out
 }
 
+// Person is who req is from when signed in, and their form token.
+func (h *Handler) Person(req *http.Request) (user, csrf string) {
+	id, ok := signin.From(req.Context())
+	if !ok || id.Session == "" {
+		return "", ""
+	}
+	return id.User, h.SignIn.CSRF(id)
+}
+
 func (h *Handler) confirm(w http.ResponseWriter, req *http.Request) {
 	r, err := readRequest(req)
 	if err != nil {

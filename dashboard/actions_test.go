@@ -1,0 +1,76 @@
+package dashboard
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// actorSource is fakeSource with fixtureLedger and a person who may use
+// verbs in prod (the page asks Allowed for each stage).
+type actorSource struct {
+	fakeSource
+	user  string
+	verbs []string
+}
+
+func (s actorSource) Ledgers(context.Context) ([]Ledger, error) { return []Ledger{fixtureLedger()}, nil }
+
+func (s actorSource) Allowed(_ *http.Request, repo, env string) []string {
+	if repo == "platform/manifests" && env == "prod" {
+		return s.verbs
+	}
+	return nil
+}
+
+func (s actorSource) Person(*http.Request) (string, string) {
+	if s.user == "" {
+		return "", ""
+	}
+	return s.user, "token-of-" + s.user
+}
+
+// TestThePageOffersWhatRBACAllows: an operator's release page links each
+// allowed action to its confirmation (Pause in prod, Release on prod's
+// hold, with the whole digest), and none in staging; a viewer's page has
+// none; the signed-in person's name and a sign-out form with their token
+// are in the header, and nothing of the kind for a reader not signed in.
+func TestThePageOffersWhatRBACAllows(t *testing.T) {
+	pause := "/actions/pause?" + url.Values{"env": {"prod"}, "repo": {"platform/manifests"}}.Encode()
+	release := "/actions/release?" + url.Values{"digest": {digestB}, "env": {"prod"}, "image": {"platform/web"}, "repo": {"platform/manifests"}}.Encode()
+	for _, tc := range []struct {
+		name  string
+		src   actorSource
+		want  []string
+		never []string
+	}{
+		{"operator", actorSource{user: "olga", verbs: []string{"pause", "resume", "release"}},
+			[]string{`href="` + htmlAttr(pause) + `">Pause promotions`, `href="` + htmlAttr(release) + `">Release hold`, `Signed in as <strong class="user">olga</strong>`, `name="csrf" value="token-of-olga"`},
+			[]string{"Resume promotions", "env=staging"}},
+		{"viewer", actorSource{user: "vic"}, []string{`Signed in as <strong class="user">vic</strong>`}, []string{"/actions/"}},
+		{"not signed in", actorSource{}, nil, []string{"/actions/", "Sign out"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := get(t, Handler(tc.src, time.Second), "/releases/platform/manifests")
+			if code != http.StatusOK {
+				t.Fatalf("%d: %s", code, body)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("the page lacks %s", w)
+				}
+			}
+			for _, n := range tc.never {
+				if strings.Contains(body, n) {
+					t.Errorf("the page has %s", n)
+				}
+			}
+		})
+	}
+}
+
+// htmlAttr is s as html/template writes it in an attribute.
+func htmlAttr(s string) string { return strings.ReplaceAll(s, "&", "&amp;") }
