@@ -17,7 +17,9 @@ type actorSource struct {
 	verbs []string
 }
 
-func (s actorSource) Ledgers(context.Context) ([]Ledger, error) { return []Ledger{fixtureLedger()}, nil }
+func (s actorSource) Ledgers(context.Context) ([]Ledger, error) {
+	return []Ledger{fixtureLedger()}, nil
+}
 
 func (s actorSource) Allowed(_ *http.Request, repo, env string) []string {
 	if repo == "platform/manifests" && env == "prod" {
