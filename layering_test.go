@@ -17,7 +17,7 @@ const module = "pinbot.dev/pinbot"
 // The leaves every package may share: one job each, stdlib or a narrow
 // dependency, none of them I/O of their own.
 var leaves = []string{"internal/imageref", "internal/commitid", "internal/redact", "internal/logctx", "internal/clip", "internal/loopback", "internal/httpbound", "internal/retry", "internal/filelock",
-	"internal/private", "internal/confined", "internal/peermetrics", "internal/jsonkeys", "internal/capool", "internal/opfile", "internal/commitstatus", "internal/buildinfo", "internal/coalesce", "internal/kubeclient"}
+	"internal/private", "internal/confined", "internal/peermetrics", "internal/jsonkeys", "internal/capool", "internal/opfile", "internal/commitstatus", "internal/buildinfo", "internal/coalesce", "internal/kubeclient", "internal/globs"}
 
 // proofWords are the proof's vocabulary (a verification, its verdicts,
 // health and containers, and what a signed attestation of it says),
@@ -65,6 +65,7 @@ var allowed = map[string][]string{
 	"internal/pprofserve":   {"internal/logctx"},
 	"internal/buildinfo":    {},
 	"internal/coalesce":     {},
+	"internal/globs":        {},
 	"internal/kubeclient":   {},
 	"internal/retry":        {"internal/logctx", "internal/redact"},
 	"internal/logsink":      {"internal/redact"},
@@ -79,7 +80,7 @@ var allowed = map[string][]string{
 	// promote reaches the proof's vocabulary only through release.
 	"promote": append([]string{"pins", "registry", "gitforge", "render", "release", "trust", "trust/policy", "trust/proven", "trust/attest", "trust/sign", "promote/pr"}, append(proofWords, leaves...)...),
 	// What a pull request says: pure, no client.
-	"promote/pr": append([]string{"release", "trust/policy", "trust/proven", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus", "internal/commitid", "internal/redact"}, proofWords...),
+	"promote/pr": append([]string{"release", "internal/globs", "trust/policy", "trust/proven", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus", "internal/commitid", "internal/redact"}, proofWords...),
 
 	// The signature policy: it reads signatures through the registry and
 	// decides with sigstore-go; promote and the reconciler ask it.
@@ -98,14 +99,14 @@ var allowed = map[string][]string{
 	// The release chain: pure decisions, their store in the cluster, and
 	// the gate other tools ask.
 	// It judges the reconciler's verifications in their own types.
-	"release": append([]string{"internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
+	"release": append([]string{"internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
 	// What the cluster may run in an environment: the admission
 	// webhook's decision, from a ledger, pure.
-	"release/admission": append([]string{"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
+	"release/admission": append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
 	// What an environment shows of an image, judged from its apps' reports.
-	"release/assess":   append([]string{"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
-	"release/store":    append([]string{"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
-	"release/proofapi": append([]string{"release", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/loopback", "internal/commitstatus"}, proofWords...),
+	"release/assess":   append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
+	"release/store":    append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
+	"release/proofapi": append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/loopback", "internal/commitstatus"}, proofWords...),
 
 	// The reconciler's leaves and decisions, bottom up.
 	"reconciler/object":   {},

@@ -10,6 +10,7 @@ package release
 import (
 	"fmt"
 	"path"
+	"pinbot.dev/pinbot/internal/globs"
 	"slices"
 	"strings"
 	"time"
@@ -257,7 +258,7 @@ func (c Chain) Validate(validName func(string) bool, checkGlob func(string) erro
 			// rewrite another's files past its proof and holds.
 			for _, o := range c[:i] {
 				for _, q := range o.Paths {
-					if checkGlob(q) == nil && globsOverlap(p, q) {
+					if checkGlob(q) == nil && globs.Overlap(p, q) {
 						add(i, "paths", "environment %q's path %q overlaps environment %q's %q: a file may belong to one environment only", e.Name, p, o.Name, q)
 					}
 				}

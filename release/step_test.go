@@ -391,3 +391,16 @@ func TestRollbackCarriesTheGate(t *testing.T) {
 		t.Errorf("posted again: %+v", g)
 	}
 }
+
+// TestValidateRefusesOverlappingPaths: a staging promotion must not
+// rewrite prod's files, so no file may belong to two environments.
+func TestValidateRefusesOverlappingPaths(t *testing.T) {
+	c := Chain{
+		{Name: "staging", Paths: []string{"envs/**"}, Apps: []string{"web-staging"}},
+		{Name: "prod", From: "staging", Paths: []string{"envs/prod/**"}, Apps: []string{"web-prod"}},
+	}
+	probs := c.Validate(func(string) bool { return true }, func(string) error { return nil })
+	if len(probs) != 1 || probs[0].Key != "paths" || probs[0].Msg != `environment "prod"'s path "envs/prod/**" overlaps environment "staging"'s "envs/**": a file may belong to one environment only` {
+		t.Errorf("problems %+v, want the overlap named", probs)
+	}
+}

@@ -1,16 +1,17 @@
-package release
+// Package globs answers whether two path globs can match one file.
+package globs
 
 import (
 	"path"
 	"strings"
 )
 
-// globsOverlap reports whether two path globs of slash-separated segments
+// Overlap reports whether two path globs of slash-separated segments
 // (each a path.Match pattern or "**", which matches any number of
 // segments) can match one file. Where two segments both hold wildcards it
 // compares their literal prefixes and suffixes, so it may say yes for a
 // pair no file matches, never no for a pair one does.
-func globsOverlap(a, b string) bool {
+func Overlap(a, b string) bool {
 	return segmentsOverlap(strings.Split(a, "/"), strings.Split(b, "/"))
 }
 
