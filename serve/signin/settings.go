@@ -21,20 +21,35 @@ import (
 //	    groupsClaim: groups
 //	    sessionKeyFile: /etc/pinbot/oidc/session-key   # the same on every replica
 type Settings struct {
+	// OIDC signs people in with an OpenID Connect provider; the release
+	// page then offers each the actions the cluster's RBAC allows them.
 	OIDC *OIDC `yaml:"oidc"`
 }
 
 // OIDC is the OpenID Connect sign-in as the config file gives it: files
 // relative to the config file's directory.
 type OIDC struct {
-	Issuer           string   `yaml:"issuer"`
-	ClientID         string   `yaml:"clientID"`
-	ClientSecretFile string   `yaml:"clientSecretFile"`
-	RedirectURL      string   `yaml:"redirectURL"`
-	Scopes           []string `yaml:"scopes"`
-	UsernameClaim    string   `yaml:"usernameClaim"`
-	GroupsClaim      string   `yaml:"groupsClaim"`
-	SessionKeyFile   string   `yaml:"sessionKeyFile"`
+	// Issuer is the provider's issuer URL, whose discovery document is
+	// read at the first sign-in.
+	Issuer string `yaml:"issuer"`
+	// ClientID is pinbot's client at the provider.
+	ClientID string `yaml:"clientID"`
+	// ClientSecretFile holds the client's secret; none for a public
+	// client.
+	ClientSecretFile string `yaml:"clientSecretFile"`
+	// RedirectURL is pinbot's callback as the provider knows it, ending
+	// in /auth/callback; https makes the cookies Secure.
+	RedirectURL string `yaml:"redirectURL"`
+	// Scopes are asked besides openid, such as profile, email and groups.
+	Scopes []string `yaml:"scopes"`
+	// UsernameClaim names the person for RBAC (default
+	// preferred_username, then email).
+	UsernameClaim string `yaml:"usernameClaim"`
+	// GroupsClaim lists their groups (default groups).
+	GroupsClaim string `yaml:"groupsClaim"`
+	// SessionKeyFile holds the key sessions are signed with: 32 bytes or
+	// more, the same on every replica.
+	SessionKeyFile string `yaml:"sessionKeyFile"`
 }
 
 // Problems lists what is wrong with the section, each naming its key,
