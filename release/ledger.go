@@ -38,10 +38,16 @@ type Ledger struct {
 	// Paused are the environments a person paused, by name: nothing
 	// moves into them onward until resumed (pause.go).
 	Paused map[string]Pause `json:"paused,omitempty"`
+	// Audit is what people did, newest last (at most MaxAudit), kept
+	// apart so pinbot's own decisions never push it out.
+	Audit []Event `json:"audit,omitempty"`
 }
 
-// MaxEvents bounds the events a Ledger keeps.
-const MaxEvents = 50
+// MaxEvents and MaxAudit bound the events and the audit a Ledger keeps.
+const (
+	MaxEvents = 50
+	MaxAudit  = 200
+)
 
 // Track is one image in one environment.
 type Track struct {
@@ -188,6 +194,10 @@ type Event struct {
 	// Reason names the kind of decision in one CamelCase word, as a
 	// Kubernetes Event's reason does (ReasonProven, ReasonHeld, ...).
 	Reason string `json:"reason,omitempty"`
+	// By and Why are the person who did it and their reason; empty for
+	// pinbot's own decisions.
+	By  string `json:"by,omitempty"`
+	Why string `json:"why,omitempty"`
 }
 
 // The reasons of the ledger's events, which serve writes as Kubernetes
@@ -343,7 +353,7 @@ func (l *Ledger) ReleaseBy(env, image, digest, who, why string, now time.Time) b
 	if !l.Release(env, image, digest) {
 		return false
 	}
-	l.event(now, env, image, ReasonHoldLifted, fmt.Sprintf("%s released the hold on %s: %s", who, imageref.Short(digest), why))
+	l.LogBy(now, env, image, ReasonHoldLifted, fmt.Sprintf("%s released the hold on %s: %s", who, imageref.Short(digest), why), who, why)
 	return true
 }
 
@@ -351,6 +361,18 @@ func (l *Ledger) ReleaseBy(env, image, digest, who, why string, now time.Time) b
 // a pull request it opened, for one.
 func (l *Ledger) Log(now time.Time, env, image, reason, what string) {
 	l.event(now, env, image, reason, what)
+}
+
+// LogBy records something person who did, for why: an event, and an
+// entry in the audit.
+func (l *Ledger) LogBy(now time.Time, env, image, reason, what, who, why string) {
+	l.event(now, env, image, reason, what)
+	e := &l.Events[len(l.Events)-1]
+	e.By, e.Why = who, why
+	l.Audit = append(l.Audit, *e)
+	if n := len(l.Audit); n > MaxAudit {
+		l.Audit = slices.Clone(l.Audit[n-MaxAudit:])
+	}
 }
 
 // event records something pinbot decided.

@@ -25,7 +25,7 @@ func (l *Ledger) PauseBy(env, who, why string, now time.Time) bool {
 		l.Paused = map[string]Pause{}
 	}
 	l.Paused[env] = Pause{By: who, Why: why, At: now}
-	l.event(now, env, "", ReasonChainPaused, fmt.Sprintf("%s paused the promotions into %s: %s", who, env, why))
+	l.LogBy(now, env, "", ReasonChainPaused, fmt.Sprintf("%s paused the promotions into %s: %s", who, env, why), who, why)
 	return true
 }
 
@@ -37,7 +37,7 @@ func (l *Ledger) ResumeBy(env, who, why string, now time.Time) bool {
 		return false
 	}
 	delete(l.Paused, env)
-	l.event(now, env, "", ReasonChainResumed, fmt.Sprintf("%s resumed the promotions into %s, paused by %s since %s: %s", who, env, p.By, stamp(p.At), why))
+	l.LogBy(now, env, "", ReasonChainResumed, fmt.Sprintf("%s resumed the promotions into %s, paused by %s since %s: %s", who, env, p.By, stamp(p.At), why), who, why)
 	return true
 }
 

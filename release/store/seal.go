@@ -227,7 +227,7 @@ func (s *Ledgers) Reseal(ctx context.Context, repository, who, why string, now t
 	if err != nil {
 		return fmt.Errorf("ConfigMap %s/%s: %w: fix or delete it", s.namespace, cm.Name, err)
 	}
-	l.Log(now, "", "", release.ReasonLedgerResealed, "accepted as it stood after a change outside pinbot, by "+who+": "+why)
+	l.LogBy(now, "", "", release.ReasonLedgerResealed, "accepted as it stood after a change outside pinbot, by "+who+": "+why, who, why)
 	// Past every number a replica may have seen, and past the one it
 	// carries, though no seal vouches for that.
 	seq := uint64(now.UnixNano())

@@ -296,6 +296,9 @@ func TestActionsFromThePage(t *testing.T) {
 	if p, ok := l.Paused["prod"]; !ok || p.By != "olga" || p.Why != "incident 42: payments degraded" {
 		t.Errorf("the ledger's pause: %+v, %t; want olga's, with her reason", p, ok)
 	}
+	if n := len(l.Audit); n != 1 || l.Audit[0].By != "olga" || l.Audit[0].Why != "incident 42: payments degraded" || l.Audit[0].Reason != release.ReasonChainPaused {
+		t.Errorf("the audit: %+v; want olga's pause", l.Audit)
+	}
 	if code, body := olga.post("/actions/pause", form, r.url); code != http.StatusConflict || !strings.Contains(body, "changed since the page was rendered") {
 		t.Errorf("the same pause again (a double click): %d %s", code, body)
 	}

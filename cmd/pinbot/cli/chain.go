@@ -2,13 +2,10 @@ package cli
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"pinbot.dev/pinbot/release"
 )
 
 func newChainCommand() *cobra.Command {
@@ -37,20 +34,10 @@ func newChainVerb(verb string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			who, env, done := s.Caller(ctx), args[0], 0
-			for _, r := range repos {
-				err := s.Update(ctx, r, func(l *release.Ledger) error {
-					if !slices.ContainsFunc(l.Chain, func(e release.Environment) bool { return e.Name == env }) {
-						return nil
-					}
-					if verb == "pause" && l.PauseBy(env, who, why, time.Now()) || verb == "resume" && l.ResumeBy(env, who, why, time.Now()) {
-						done++
-					}
-					return nil
-				})
-				if err != nil {
-					return err
-				}
+			env := args[0]
+			done, err := s.Pause(ctx, repos, env, verb == "resume", s.Caller(ctx), why, time.Now())
+			if err != nil {
+				return err
 			}
 			if done == 0 {
 				return fmt.Errorf("no chain to %s: no ledger has an environment %s that is %s", verb, env, map[string]string{"pause": "not paused", "resume": "paused"}[verb])

@@ -53,16 +53,18 @@ func (f *ledgerFlags) ledgers(ctx context.Context) (*store.Ledgers, []string, er
 }
 
 func newLedgerCommand(g *globals) *cobra.Command {
-	f := &ledgerFlags{}
+	f, audit := &ledgerFlags{}, false
 	cmd := &cobra.Command{
-		Use:   "ledger [--config FILE | -n NAMESPACE] [--repo OWNER/NAME]",
+		Use:   "ledger [--config FILE | -n NAMESPACE] [--repo OWNER/NAME] [--audit]",
 		Short: "Show which digest runs where: each environment's pinned and proven digest, soaks, gates, holds",
 		Long: `The ledger pinbot serve keeps in the cluster (a ConfigMap per manifest
 repository in the state namespace), for each environment of the
 repositories' .pinbot.yaml chains and each image: the digest Git pins, the
 digest proven running and since when (the soak), pinbot's open promotion
 and rollback pull requests with their pinbot/gate state, the freeze
-windows in force, the held digests and the latest decisions.`,
+windows in force, the held digests and the latest decisions. With --audit,
+what people did instead: who paused, resumed, released or resealed, when
+and why (the dashboard's actions and the CLI's alike).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -78,10 +80,14 @@ windows in force, the held digests and the latest decisions.`,
 				}
 				out = append(out, output.RepoLedger{Repo: r, Ledger: l})
 			}
+			if audit {
+				return output.Audit(cmd.OutOrStdout(), g.json(), out)
+			}
 			return output.Ledgers(cmd.OutOrStdout(), g.json(), out, time.Now())
 		},
 	}
 	f.bind(cmd)
+	cmd.Flags().BoolVar(&audit, "audit", false, "show what people did: who, when, what and why")
 	cmd.AddCommand(newResealCommand())
 	return cmd
 }

@@ -107,3 +107,36 @@ func Holds(w io.Writer, asJSON bool, holds []store.RepoHold) error {
 	}
 	return tw.Flush()
 }
+
+// AuditEntry is one thing a person did, in a repository's ledger.
+type AuditEntry struct {
+	Repo string `json:"repo"`
+	release.Event
+}
+
+// Audit prints what people did, oldest first, per repository: when, the
+// environment, who, what and why.
+func Audit(w io.Writer, asJSON bool, ls []RepoLedger) error {
+	var all []AuditEntry
+	for _, rl := range ls {
+		for _, e := range rl.Ledger.Audit {
+			all = append(all, AuditEntry{Repo: rl.Repo, Event: e})
+		}
+	}
+	if asJSON {
+		if all == nil {
+			all = []AuditEntry{}
+		}
+		return json.NewEncoder(w).Encode(all)
+	}
+	if len(all) == 0 {
+		_, err := fmt.Fprintln(w, "nobody has acted on a ledger yet")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "WHEN\tREPOSITORY\tENV\tWHO\tWHAT\tWHY")
+	for _, e := range all {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.At.UTC().Format(time.RFC3339), e.Repo, orDash(e.Env), e.By, e.Reason, e.Why)
+	}
+	return tw.Flush()
+}

@@ -1,6 +1,7 @@
 package output
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -41,5 +42,37 @@ func TestLedgerFollowsTheChain(t *testing.T) {
 	s, p, o := strings.Index(out, "\nstaging "), strings.Index(out, "\nprod "), strings.Index(out, "\nold ")
 	if s < 0 || p < 0 || o < 0 || !(s < p && p < o) {
 		t.Errorf("ledger rows, want staging, prod, then old:\n%s", out)
+	}
+}
+
+// TestAuditSaysWhoDidWhatAndWhy: --audit lists what people did across
+// repositories, with who and why, and none of pinbot's own decisions;
+// as JSON, each entry names its repository.
+func TestAuditSaysWhoDidWhatAndWhy(t *testing.T) {
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	l := release.New()
+	l.Log(now, "staging", "acme/web", release.ReasonProven, "proven")
+	l.PauseBy("prod", "olga", "incident 42", now.Add(time.Minute))
+	l.ReleaseBy("prod", "acme/web", "sha256:aaaa", "vic", "fixed behind a flag", now.Add(2*time.Minute))
+	var b strings.Builder
+	if err := Audit(&b, false, []RepoLedger{{Repo: "acme/manifests", Ledger: l}}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.Contains(out, "acme/manifests  prod  olga  ChainPaused  incident 42") || strings.Contains(out, "Proven") {
+		t.Errorf("the audit:\n%s", out)
+	}
+	b.Reset()
+	l.Holds = append(l.Holds, release.Hold{Env: "prod", Image: "acme/web", Digest: "sha256:bbbb"})
+	l.ReleaseBy("prod", "acme/web", "sha256:bbbb", "vic", "fixed behind a flag", now.Add(3*time.Minute))
+	if err := Audit(&b, true, []RepoLedger{{Repo: "acme/manifests", Ledger: l}}); err != nil {
+		t.Fatal(err)
+	}
+	var got []AuditEntry
+	if err := json.Unmarshal([]byte(b.String()), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[1].Repo != "acme/manifests" || got[1].By != "vic" || got[1].Why != "fixed behind a flag" || got[1].Reason != release.ReasonHoldLifted {
+		t.Errorf("the audit as JSON: %+v", got)
 	}
 }
