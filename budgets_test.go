@@ -24,13 +24,13 @@ var defaultBudget = budget{lines: 2000, names: 40}
 // a budget moves something out first.
 var budgets = map[string]budget{
 	"reconciler":          {5314, 43}, // goal 4,500 lines and 35 names: carve out the verify-only observer
-	"serve":               {4863, 35}, // goal 3,300 lines: the release runner in a room of its own
+	"serve":               {4833, 35}, // goal 3,300 lines: the release runner in a room of its own
 	"pins":                {4750, 43},
 	"promote":             {3976, 77}, // goal 60 names
-	"cmd/pinbot/cli":      {2800, 3},  // goal 2,500 lines
+	"cmd/pinbot/cli":      {2791, 3},  // goal 2,500 lines
 	"gitforge":            {2643, 49},
 	"reconciler/deployer": {2386, 103}, // 2,360 at first: raised for Flux's health-checked revision (Kustomization.Deployed)
-	"release":             {2354, 93},  // 2,300 and 78 at first; release.Next and the pause went in, the assessment moved to release/assess
+	"release":             {2330, 93},  // 2,300 and 78 at first; release.Next and the pause went in, the assessment moved to release/assess, the globs to internal/globs
 	"promote/pr":          {900, 55},
 }
 

@@ -38,16 +38,16 @@ type Ledger struct {
 	// Paused are the environments a person paused, by name: nothing
 	// moves into them onward until resumed (pause.go).
 	Paused map[string]Pause `json:"paused,omitempty"`
-	// Audit is what people did, newest last (at most MaxAudit), kept
-	// apart so pinbot's own decisions never push it out.
+	// Audit is what people did, newest last, kept
+	// apart so pinbot's own decisions never push it out (at most 200).
 	Audit []Event `json:"audit,omitempty"`
 }
 
-// MaxEvents and MaxAudit bound the events and the audit a Ledger keeps.
-const (
-	MaxEvents = 50
-	MaxAudit  = 200
-)
+// MaxEvents bounds the events a Ledger keeps.
+const MaxEvents = 50
+
+// maxAudit bounds its audit.
+const maxAudit = 200
 
 // Track is one image in one environment.
 type Track struct {
@@ -370,8 +370,8 @@ func (l *Ledger) LogBy(now time.Time, env, image, reason, what, who, why string)
 	e := &l.Events[len(l.Events)-1]
 	e.By, e.Why = who, why
 	l.Audit = append(l.Audit, *e)
-	if n := len(l.Audit); n > MaxAudit {
-		l.Audit = slices.Clone(l.Audit[n-MaxAudit:])
+	if n := len(l.Audit); n > maxAudit {
+		l.Audit = slices.Clone(l.Audit[n-maxAudit:])
 	}
 }
 
