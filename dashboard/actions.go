@@ -8,7 +8,7 @@ import (
 
 // Actor is a LedgerSource whose release pages offer a signed-in person
 // the actions the cluster's RBAC allows them. Allowed says which verbs
-// ("pause", "resume", "release") req's person may use on env of repo;
+// ("pause", "resume", "hold", "release") req's person may use on env of repo;
 // none for a reader who is not signed in.
 type Actor interface {
 	Allowed(req *http.Request, repo, env string) []string
@@ -41,6 +41,11 @@ func offer(p *Page, ledgers []Ledger, req *http.Request, a Actor) {
 				st.Actions = append(st.Actions, Link{Text: "Resume promotions", URL: "/actions/resume?" + q.Encode()})
 			case !paused && slices.Contains(verbs, "pause"):
 				st.Actions = append(st.Actions, Link{Text: "Pause promotions", URL: "/actions/pause?" + q.Encode()})
+			}
+			for m := range st.Images {
+				if si := &st.Images[m]; si.pinned != "" && slices.Contains(verbs, "hold") && l.Ledger.Held(st.Name, si.Image, si.pinned) == nil {
+					si.Hold = "/actions/hold?" + url.Values{"repo": {rv.Repo}, "env": {st.Name}, "image": {si.Image}, "digest": {si.pinned}}.Encode()
+				}
 			}
 			if !slices.Contains(verbs, "release") {
 				continue

@@ -72,6 +72,10 @@ type StageImage struct {
 	Why            string
 	Proposal       *PullView
 	Rollback       *PullView
+	// Hold is the action that holds the pinned digest here, when the
+	// signed-in person may.
+	Hold   string
+	pinned string
 }
 
 // Version is a digest and the tag it is known by.
@@ -170,7 +174,7 @@ func stageView(lg Ledger, env *release.Environment, now time.Time) StageView {
 	}
 	for _, image := range l.Images(env.Name) {
 		t := l.Lookup(env.Name, image)
-		si := StageImage{Image: image, Pinned: Version{t.PinnedTag, imageref.Short(t.Pinned)},
+		si := StageImage{Image: image, pinned: t.Pinned, Pinned: Version{t.PinnedTag, imageref.Short(t.Pinned)},
 			Proven: Version{tagOf(t, t.Proven), imageref.Short(t.Proven)}, ProvenSince: atPtr(t.ProvenSince, now)}
 		if held, ok := t.Soaked(now, env.Soak); t.ProvenSince != nil && env.Soak > 0 {
 			si.Soak = &SoakView{Done: ok, Held: int(min(held, env.Soak) / time.Second), Need: int(env.Soak / time.Second), Text: "soaked " + span(env.Soak)}

@@ -110,3 +110,28 @@ func HeldRef(s string) (image, digest string, err error) {
 	}
 	return image, digest, nil
 }
+
+// Hold holds digest of image in env and the environments after it in
+// repo's chain, as a failure there would, recording who and why: none of
+// them takes it until a person releases the hold. It reports whether it
+// held anything (false when env already holds it).
+func (s *Ledgers) Hold(ctx context.Context, repo, env, image, digest, who, why string, now time.Time) (bool, error) {
+	held := false
+	err := s.Update(ctx, repo, func(l *release.Ledger) error {
+		if _, ok := l.Chain.Get(env); !ok {
+			return fmt.Errorf("%s has no environment %s in its chain", repo, env)
+		}
+		if l.Held(env, image, digest) != nil {
+			return nil
+		}
+		for _, e := range l.Chain.Below(env) {
+			if l.Held(e, image, digest) == nil {
+				l.Holds = append(l.Holds, release.Hold{Env: e, Image: image, Digest: digest, Reason: "held by " + who + ": " + why, Since: now, From: env})
+			}
+		}
+		l.LogBy(now, env, image, release.ReasonHeld, fmt.Sprintf("%s held %s in %s and after it: %s", who, imageref.Short(digest), env, why), who, why)
+		held = true
+		return nil
+	})
+	return held, err
+}

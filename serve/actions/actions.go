@@ -1,7 +1,7 @@
 // Package actions is what a signed-in person may do from the release
-// page: pause or resume the onward promotions into an environment, and
-// release a held digest. Each is a ledger entry naming who and why,
-// never a change to the cluster; each is allowed by the cluster's RBAC
+// page: pause or resume the onward promotions into an environment, hold
+// a digest there, and release a held digest. Each is a ledger entry
+// naming who and why, never a change to the cluster; each is allowed by the cluster's RBAC
 // (a SubjectAccessReview for the person's user and groups on the
 // pinbot.dev resource environments, named OWNER/REPO/ENV, with the
 // action's verb); each asks for a confirmation that says what will
@@ -41,11 +41,12 @@ const (
 const (
 	Pause   = "pause"
 	Resume  = "resume"
+	Hold    = "hold"
 	Release = "release"
 )
 
 // Verbs are every action, in the order a page offers them.
-var Verbs = []string{Pause, Resume, Release}
+var Verbs = []string{Pause, Resume, Hold, Release}
 
 // Authorizer asks the cluster whether id may verb the environment env of
 // repo.
@@ -97,8 +98,8 @@ func readRequest(req *http.Request) (request, error) {
 		return r, fmt.Errorf("no action %q: want one of %s", r.Verb, strings.Join(Verbs, ", "))
 	case r.Repo == "" || r.Env == "":
 		return r, errors.New("the form names no repository or environment")
-	case r.Verb == Release && (r.Image == "" || !imageref.ValidDigest(r.Digest)):
-		return r, errors.New("releasing a hold names its image and whole digest")
+	case (r.Verb == Release || r.Verb == Hold) && (r.Image == "" || !imageref.ValidDigest(r.Digest)):
+		return r, fmt.Errorf("%s names an image and its whole digest", r.Verb)
 	}
 	return r, nil
 }
@@ -110,6 +111,8 @@ func (r request) what() string {
 		return fmt.Sprintf("Pause the onward promotions into %s of %s: none opens and none merges until resumed. Rollbacks go on.", r.Env, r.Repo)
 	case Resume:
 		return fmt.Sprintf("Resume the onward promotions into %s of %s.", r.Env, r.Repo)
+	case Hold:
+		return fmt.Sprintf("Hold %s@%s in %s of %s and every environment after it: none takes it until a person releases the hold. What runs now stays.", r.Image, imageref.Short(r.Digest), r.Env, r.Repo)
 	}
 	return fmt.Sprintf("Release the hold on %s@%s in %s of %s: it may be promoted into %s again once proven upstream.", r.Image, imageref.Short(r.Digest), r.Env, r.Repo, r.Env)
 }
@@ -213,20 +216,25 @@ func (h *Handler) do(w http.ResponseWriter, req *http.Request) {
 func (h *Handler) apply(ctx context.Context, id signin.Identity, r request) (int, error) {
 	now := h.Now()
 	done := false
-	err := h.Ledgers.Update(ctx, r.Repo, func(l *release.Ledger) error {
-		if !slices.ContainsFunc(l.Chain, func(e release.Environment) bool { return e.Name == r.Env }) {
-			return fmt.Errorf("%s has no environment %s in its chain", r.Repo, r.Env)
-		}
-		switch r.Verb {
-		case Pause:
-			done = l.PauseBy(r.Env, id.User, r.Reason, now)
-		case Resume:
-			done = l.ResumeBy(r.Env, id.User, r.Reason, now)
-		case Release:
-			done = l.ReleaseBy(r.Env, r.Image, r.Digest, id.User, r.Reason, now)
-		}
-		return nil
-	})
+	var err error
+	if r.Verb == Hold {
+		done, err = h.Ledgers.Hold(ctx, r.Repo, r.Env, r.Image, r.Digest, id.User, r.Reason, now)
+	} else {
+		err = h.Ledgers.Update(ctx, r.Repo, func(l *release.Ledger) error {
+			if !slices.ContainsFunc(l.Chain, func(e release.Environment) bool { return e.Name == r.Env }) {
+				return fmt.Errorf("%s has no environment %s in its chain", r.Repo, r.Env)
+			}
+			switch r.Verb {
+			case Pause:
+				done = l.PauseBy(r.Env, id.User, r.Reason, now)
+			case Resume:
+				done = l.ResumeBy(r.Env, id.User, r.Reason, now)
+			case Release:
+				done = l.ReleaseBy(r.Env, r.Image, r.Digest, id.User, r.Reason, now)
+			}
+			return nil
+		})
+	}
 	if err != nil {
 		return http.StatusConflict, err
 	}

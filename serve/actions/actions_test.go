@@ -73,7 +73,7 @@ func newRig(t *testing.T) *rig {
 	}
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "pinbot-operator"}, Rules: []rbacv1.PolicyRule{{
 		APIGroups: []string{actions.Group}, Resources: []string{actions.Resource}, ResourceNames: []string{repo + "/prod"},
-		Verbs: []string{actions.Pause, actions.Resume, actions.Release}}}}
+		Verbs: []string{actions.Pause, actions.Resume, actions.Hold, actions.Release}}}}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "olga"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "olga"}}}
@@ -266,13 +266,14 @@ func countReason(l *release.Ledger, reason string) int {
 // nothing in staging; she pauses prod with a reason from the
 // confirmation, and the ledger names her; the same form again is refused
 // as out of date, with no second entry; a POST without the CSRF token,
-// or from another origin, is refused; she releases the hold. vic's page
+// or from another origin, is refused; she releases the hold, and holds
+// the next digest (once: a second time is out of date). vic's page
 // offers nothing, and his forged POST, with his own session's token, is
 // refused by RBAC and changes nothing.
 func TestActionsFromThePage(t *testing.T) {
 	r := newRig(t)
 	olga := r.signIn("olga", "olga-pw")
-	if page := olga.get("/", http.StatusOK); !strings.Contains(page, "page for olga, may [pause resume release]") {
+	if page := olga.get("/", http.StatusOK); !strings.Contains(page, "page for olga, may [pause resume hold release]") {
 		t.Errorf("olga's page: %s", page)
 	}
 
@@ -315,6 +316,22 @@ func TestActionsFromThePage(t *testing.T) {
 	}
 	if l := r.ledger(); l.Held("prod", image, held) != nil || countReason(l, release.ReasonHoldLifted) != 1 || !strings.Contains(l.Events[len(l.Events)-1].What, "olga released the hold") {
 		t.Errorf("the hold after olga's release: %+v", l.Events)
+	}
+
+	const next = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+	page, form = olga.confirmForm(url.Values{"repo": {repo}, "env": {"prod"}, "image": {image}, "digest": {next}}, actions.Hold)
+	if !strings.Contains(page, "Hold "+image+"@sha256:222222222222 in prod of "+repo) {
+		t.Errorf("the hold's confirmation:\n%s", page)
+	}
+	form.Set("reason", "1.5.0 leaks memory in staging")
+	if code, body := olga.post("/actions/hold", form, ""); code != http.StatusSeeOther {
+		t.Fatalf("olga's hold: %d %s", code, body)
+	}
+	if h := r.ledger().Held("prod", image, next); h == nil || h.Reason != "held by olga: 1.5.0 leaks memory in staging" {
+		t.Errorf("the hold olga placed: %+v", h)
+	}
+	if code, _ := olga.post("/actions/hold", form, ""); code != http.StatusConflict {
+		t.Errorf("holding it again: %d; want 409", code)
 	}
 
 	vic := r.signIn("vic", "vic-pw")
