@@ -104,9 +104,10 @@ var allowed = map[string][]string{
 	// webhook's decision, from a ledger, pure.
 	"release/admission": append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
 	// What an environment shows of an image, judged from its apps' reports.
-	"release/assess":   append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
-	"release/store":    append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
-	"release/proofapi": append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/loopback", "internal/commitstatus"}, proofWords...),
+	"release/assess":       append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
+	"release/store":        append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
+	"release/chainmetrics": append([]string{"release", "release/proofapi", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/loopback", "internal/commitstatus"}, proofWords...),
+	"release/proofapi":     append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/loopback", "internal/commitstatus"}, proofWords...),
 
 	// The reconciler's leaves and decisions, bottom up.
 	"reconciler/object":   {},

@@ -100,7 +100,7 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*
 					l.Posted(a.Env, m.Image, a.PR, a.State, a.Description)
 				}
 			})
-			rl.chainm.gates.WithLabelValues(env.Repo.String(), a.Env, string(a.State)).Inc()
+			rl.chainm.Gates.WithLabelValues(env.Repo.String(), a.Env, string(a.State)).Inc()
 		}
 		return err
 	case release.MergePR:

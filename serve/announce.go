@@ -23,7 +23,7 @@ func (rl *releaser) announce(repo string, chain release.Chain, l *release.Ledger
 			continue
 		}
 		rl.decisions.WithLabelValues(repo, e.Env, e.Reason).Inc()
-		rl.chainm.observe(repo, chain, l, e)
+		rl.chainm.Observe(repo, chain, l, e)
 		rl.attester.observe(repo, chain, l, e, rl.now())
 		var apps []string
 		if env, ok := chain.Get(e.Env); ok {

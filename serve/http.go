@@ -36,7 +36,7 @@ func (d *daemon) registerMetrics() error {
 		return 0
 	})
 	cs := []prometheus.Collector{leader, d.shardsHeld(), d.refusals, d.promotions, d.requests, d.release.decisions, d.release.holds}
-	cs = append(cs, d.release.chainm.collectors()...)
+	cs = append(cs, d.release.chainm.Collectors()...)
 	if a := d.release.attester; a != nil {
 		cs = append(cs, a.written)
 	}
@@ -87,7 +87,7 @@ func (d *daemon) mux(webhook bool) http.Handler {
 		})
 	}
 	if len(d.o.GateToken) > 0 {
-		mux.Handle("GET "+proofapi.Path, proofapi.Handler(d.release.chainm.answer(d.gateAnswer), d.o.GateToken))
+		mux.Handle("GET "+proofapi.Path, proofapi.Handler(d.release.chainm.Answer(d.gateAnswer), d.o.GateToken))
 	}
 	if webhook {
 		d.handleWebhook(mux)

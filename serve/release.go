@@ -19,6 +19,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/verdict"
 	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/release/assess"
+	"pinbot.dev/pinbot/release/chainmetrics"
 	"pinbot.dev/pinbot/release/store"
 	"pinbot.dev/pinbot/trust"
 	"pinbot.dev/pinbot/trust/attest"
@@ -57,7 +58,7 @@ type releaser struct {
 
 	decisions *prometheus.CounterVec // pinbot_release_decisions_total
 	holds     *prometheus.GaugeVec   // pinbot_release_holds
-	chainm    *chainMetrics
+	chainm    *chainmetrics.Metrics
 	attester  *attester // nil without attest:
 	// attested reads upstream attestations for the environments that
 	// require them; keys are their attestationKeys, by repository and
@@ -86,7 +87,7 @@ func newReleaser(d *daemon) *releaser {
 	}
 	return &releaser{attested: attested, d: d, ledgers: store.New(d.kube, d.ns), interval: interval, now: time.Now, chains: map[string]release.Chain{}, sched: newSchedule(interval), kick: make(chan struct{}, 1),
 		keys:      map[string]map[string]*trust.Keys{},
-		announced: map[string]time.Time{}, chainm: newChainMetrics(),
+		announced: map[string]time.Time{}, chainm: chainmetrics.New(),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pinbot_release_decisions_total",
 			Help: "What the release chains decided, by manifest repository, environment and reason (Proven, Soaked, PromotionOpened, Held, RollbackOpened, ...), counted by the replica that decided.",

@@ -1,4 +1,6 @@
-package serve
+// Package chainmetrics measures the release chains from their ledgers'
+// events, as serve announces them, and counts the gate's answers.
+package chainmetrics
 
 import (
 	"context"
@@ -11,14 +13,14 @@ import (
 	"pinbot.dev/pinbot/release/proofapi"
 )
 
-// chainMetrics are how long the release chains take, measured from the
+// Metrics are how long the release chains take, measured from the
 // ledger when its events are announced, and what the gates answered.
-type chainMetrics struct {
+type Metrics struct {
 	mergeToProof    *prometheus.HistogramVec // pinbot_release_merge_to_proof_seconds
 	soak            *prometheus.HistogramVec // pinbot_release_soak_seconds
 	upstreamToPull  *prometheus.HistogramVec // pinbot_release_upstream_proof_to_promotion_seconds
 	upstreamToProof *prometheus.HistogramVec // pinbot_release_upstream_proof_to_proof_seconds
-	gates           *prometheus.CounterVec   // pinbot_release_gate_statuses_total
+	Gates           *prometheus.CounterVec   // pinbot_release_gate_statuses_total
 	answers         *prometheus.CounterVec   // pinbot_gate_answers_total
 }
 
@@ -26,11 +28,12 @@ type chainMetrics struct {
 // days (a soak over a weekend).
 var chainBuckets = []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400, 259200}
 
-func newChainMetrics() *chainMetrics {
+// New returns the metrics, registered nowhere yet (Collectors).
+func New() *Metrics {
 	h := func(name, help string) *prometheus.HistogramVec {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: chainBuckets}, []string{"repo", "env"})
 	}
-	return &chainMetrics{
+	return &Metrics{
 		mergeToProof: h("pinbot_release_merge_to_proof_seconds",
 			"From a digest's merge into an environment to its proof there (every replica Verified, Ready, healthy), by manifest repository and environment."),
 		soak: h("pinbot_release_soak_seconds",
@@ -39,7 +42,7 @@ func newChainMetrics() *chainMetrics {
 			"From a digest's proof upstream to pinbot's promotion pull request into the environment (the soak included), by manifest repository and environment."),
 		upstreamToProof: h("pinbot_release_upstream_proof_to_proof_seconds",
 			"From a digest's proof upstream to its proof in the environment: the chain's whole step, by manifest repository and environment."),
-		gates: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Gates: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pinbot_release_gate_statuses_total",
 			Help: "pinbot/gate commit statuses posted on promotion pull requests, by manifest repository, environment and state (success, pending, failure).",
 		}, []string{"repo", "env", "state"}),
@@ -50,18 +53,19 @@ func newChainMetrics() *chainMetrics {
 	}
 }
 
-func (m *chainMetrics) collectors() []prometheus.Collector {
+// Collectors are what to register.
+func (m *Metrics) Collectors() []prometheus.Collector {
 	for _, r := range []string{"verified", "not_verified", "unknown", "error"} {
 		m.answers.WithLabelValues(r)
 	}
-	return []prometheus.Collector{m.mergeToProof, m.soak, m.upstreamToPull, m.upstreamToProof, m.gates, m.answers}
+	return []prometheus.Collector{m.mergeToProof, m.soak, m.upstreamToPull, m.upstreamToProof, m.Gates, m.answers}
 }
 
-// observe measures what event e of repo's ledger l ends: a proof ends
+// Observe measures what event e of repo's ledger l ends: a proof ends
 // the merge's wait and the chain's step, a soak its soak, a promotion
 // the wait after the upstream proof. The ledger is the one the event was
 // written into, so its tracks hold the times the event ends.
-func (m *chainMetrics) observe(repo string, chain release.Chain, l *release.Ledger, e release.Event) {
+func (m *Metrics) Observe(repo string, chain release.Chain, l *release.Ledger, e release.Event) {
 	t := l.Lookup(e.Env, e.Image)
 	if t == nil {
 		return
@@ -99,8 +103,8 @@ func (m *chainMetrics) observe(repo string, chain release.Chain, l *release.Ledg
 	}
 }
 
-// answer wraps the gate endpoint's source, counting its answers.
-func (m *chainMetrics) answer(src proofapi.Source) proofapi.Source {
+// Answer wraps the gate endpoint's source, counting its answers.
+func (m *Metrics) Answer(src proofapi.Source) proofapi.Source {
 	return func(ctx context.Context, q proofapi.Query) (proofapi.Answer, error) {
 		a, err := src(ctx, q)
 		switch {

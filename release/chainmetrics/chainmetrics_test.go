@@ -1,4 +1,4 @@
-package serve
+package chainmetrics
 
 import (
 	"context"
@@ -30,14 +30,14 @@ func TestChainMetricsMeasureTheLedger(t *testing.T) {
 		Merged:   &release.Merge{Digest: d1, At: t0.Add(48 * time.Minute)},
 		Proposal: &release.Proposal{PR: 3, Digest: d1, From: "staging"},
 	}
-	m := newChainMetrics()
+	m := New()
 	for _, e := range []release.Event{
 		{At: t0.Add(10 * time.Minute), Env: "staging", Image: img, Reason: release.ReasonSoaked},
 		{At: t0.Add(11 * time.Minute), Env: "prod", Image: img, Reason: release.ReasonPromotionOpened},
 		{At: t0.Add(50 * time.Minute), Env: "prod", Image: img, Reason: release.ReasonProven},
 		{At: t0.Add(51 * time.Minute), Env: "prod", Image: "other", Reason: release.ReasonProven}, // no track: nothing
 	} {
-		m.observe("org/manifests", chain, l, e)
+		m.Observe("org/manifests", chain, l, e)
 	}
 	for _, tc := range []struct {
 		name, series string
@@ -54,7 +54,7 @@ func TestChainMetricsMeasureTheLedger(t *testing.T) {
 	}
 
 	// The gate endpoint's answers, by result.
-	src := m.answer(func(_ context.Context, q proofapi.Query) (proofapi.Answer, error) {
+	src := m.Answer(func(_ context.Context, q proofapi.Query) (proofapi.Answer, error) {
 		switch q.Env {
 		case "prod":
 			return proofapi.Answer{Verified: true}, nil
@@ -76,10 +76,10 @@ func TestChainMetricsMeasureTheLedger(t *testing.T) {
 }
 
 // exposition is the text exposition of m's series named name.
-func exposition(t *testing.T, m *chainMetrics, name string) string {
+func exposition(t *testing.T, m *Metrics, name string) string {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(m.collectors()...)
+	reg.MustRegister(m.Collectors()...)
 	var b strings.Builder
 	mfs, err := reg.Gather()
 	if err != nil {
