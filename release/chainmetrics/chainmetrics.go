@@ -21,7 +21,13 @@ type Metrics struct {
 	upstreamToPull  *prometheus.HistogramVec // pinbot_release_upstream_proof_to_promotion_seconds
 	upstreamToProof *prometheus.HistogramVec // pinbot_release_upstream_proof_to_proof_seconds
 	Gates           *prometheus.CounterVec   // pinbot_release_gate_statuses_total
-	answers         *prometheus.CounterVec   // pinbot_gate_answers_total
+	// DORA's four keys, from proof: deployments proven (frequency; the
+	// lead time is mergeToProof), deployments that failed, and the time
+	// from a failure to its rollback proven.
+	deployments *prometheus.CounterVec   // pinbot_release_deployments_total
+	failures    *prometheus.CounterVec   // pinbot_release_failed_deployments_total
+	restore     *prometheus.HistogramVec // pinbot_release_time_to_restore_seconds
+	answers     *prometheus.CounterVec   // pinbot_gate_answers_total
 }
 
 // chainBuckets reach from a second (a merge proven at once) to three
@@ -46,6 +52,16 @@ func New() *Metrics {
 			Name: "pinbot_release_gate_statuses_total",
 			Help: "pinbot/gate commit statuses posted on promotion pull requests, by manifest repository, environment and state (success, pending, failure).",
 		}, []string{"repo", "env", "state"}),
+		deployments: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pinbot_release_deployments_total",
+			Help: "Deployments proven running: a digest merged into an environment, then proven there, by manifest repository and environment (DORA's deployment frequency; its lead time is pinbot_release_merge_to_proof_seconds).",
+		}, []string{"repo", "env"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pinbot_release_failed_deployments_total",
+			Help: "Deployments that failed: held and rolled back, or reported failing after the rollback window, by manifest repository and environment (DORA's change failure rate is this over pinbot_release_deployments_total).",
+		}, []string{"repo", "env"}),
+		restore: h("pinbot_release_time_to_restore_seconds",
+			"From a deployment's failure to the rollback it opened proven running, by manifest repository and environment (DORA's time to restore)."),
 		answers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pinbot_gate_answers_total",
 			Help: "Answers of the gate endpoint, by result: verified, not_verified (the digest is not proven there, or is held), unknown (no such environment or app) or error.",
@@ -58,7 +74,7 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 	for _, r := range []string{"verified", "not_verified", "unknown", "error"} {
 		m.answers.WithLabelValues(r)
 	}
-	return []prometheus.Collector{m.mergeToProof, m.soak, m.upstreamToPull, m.upstreamToProof, m.Gates, m.answers}
+	return []prometheus.Collector{m.mergeToProof, m.soak, m.upstreamToPull, m.upstreamToProof, m.Gates, m.answers, m.deployments, m.failures, m.restore}
 }
 
 // Observe measures what event e of repo's ledger l ends: a proof ends
@@ -86,9 +102,17 @@ func (m *Metrics) Observe(repo string, chain release.Chain, l *release.Ledger, e
 	case release.ReasonProven:
 		if mg := t.Merged; mg != nil && mg.Digest == t.Proven {
 			m.mergeToProof.WithLabelValues(repo, e.Env).Observe(seconds(e.At.Sub(mg.At)))
+			m.deployments.WithLabelValues(repo, e.Env).Inc()
+			if h := restored(l, e.Env, e.Image, t.Proven, e.At); h != nil {
+				m.restore.WithLabelValues(repo, e.Env).Observe(seconds(e.At.Sub(h.Since)))
+			}
 		}
 		if d, ok := upstream(t.Proven); ok {
 			m.upstreamToProof.WithLabelValues(repo, e.Env).Observe(seconds(d))
+		}
+	case release.ReasonHeld, release.ReasonReported:
+		if e.By == "" { // a person's hold is no failed deployment
+			m.failures.WithLabelValues(repo, e.Env).Inc()
 		}
 	case release.ReasonSoaked:
 		if t.ProvenSince != nil {
@@ -119,4 +143,18 @@ func (m *Metrics) Answer(src proofapi.Source) proofapi.Source {
 		}
 		return a, err
 	}
+}
+
+// restored is the failure in env that proving digest of image at at
+// restores: the newest hold pinbot placed there whose rollback goes to
+// digest, placed before at.
+func restored(l *release.Ledger, env, image, digest string, at time.Time) *release.Hold {
+	var found *release.Hold
+	for i := range l.Holds {
+		h := &l.Holds[i]
+		if h.Env == env && h.From == env && h.Image == image && h.RolledBackTo == digest && h.Since.Before(at) && (found == nil || h.Since.After(found.Since)) {
+			found = h
+		}
+	}
+	return found
 }

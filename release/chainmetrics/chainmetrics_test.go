@@ -99,3 +99,39 @@ func exposition(t *testing.T, m *Metrics, name string) string {
 	}
 	return b.String()
 }
+
+// TestDORAFromProof: v2 merged into prod and proven is a deployment; it
+// fails (held, rolling back to v1), which is a failed deployment, and
+// a person's hold is not; the rollback to v1 proven is a deployment too,
+// and restores the failure five minutes after it.
+func TestDORAFromProof(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	const img = "web"
+	const v1, v2 = "sha256:1111111111111111111111111111111111111111111111111111111111111111", "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+	chain := release.Chain{{Name: "prod"}}
+	l := release.New()
+	tr := l.Track("prod", img)
+	m := New()
+	const repo = "org/manifests"
+
+	*tr = release.Track{Proven: v2, Merged: &release.Merge{Digest: v2, At: t0}}
+	m.Observe(repo, chain, l, release.Event{At: t0.Add(2 * time.Minute), Env: "prod", Image: img, Reason: release.ReasonProven})
+	l.Holds = append(l.Holds, release.Hold{Env: "prod", From: "prod", Image: img, Digest: v2, Since: t0.Add(10 * time.Minute), RolledBackTo: v1})
+	m.Observe(repo, chain, l, release.Event{At: t0.Add(10 * time.Minute), Env: "prod", Image: img, Reason: release.ReasonHeld})
+	m.Observe(repo, chain, l, release.Event{At: t0.Add(11 * time.Minute), Env: "prod", Image: img, Reason: release.ReasonHeld, By: "olga", Why: "v3 leaks"})
+	*tr = release.Track{Proven: v1, Merged: &release.Merge{Digest: v1, At: t0.Add(12 * time.Minute), Rollback: true}}
+	m.Observe(repo, chain, l, release.Event{At: t0.Add(15 * time.Minute), Env: "prod", Image: img, Reason: release.ReasonProven})
+
+	if got := testutil.ToFloat64(m.deployments.WithLabelValues(repo, "prod")); got != 2 {
+		t.Errorf("deployments = %v, want 2 (v2 and the rollback to v1)", got)
+	}
+	if got := testutil.ToFloat64(m.failures.WithLabelValues(repo, "prod")); got != 1 {
+		t.Errorf("failed deployments = %v, want 1 (a person's hold is none)", got)
+	}
+	if got := exposition(t, m, "pinbot_release_time_to_restore_seconds"); !strings.Contains(got, `pinbot_release_time_to_restore_seconds_sum{env="prod",repo="org/manifests"} 300`) {
+		t.Errorf("time to restore: want 300 s in\n%s", got)
+	}
+	if got := exposition(t, m, "pinbot_release_merge_to_proof_seconds"); !strings.Contains(got, `_sum{env="prod",repo="org/manifests"} 300`) {
+		t.Errorf("lead time (merge to proof): want 120 + 180 s in\n%s", got)
+	}
+}
