@@ -177,7 +177,7 @@ func (h *Handler) confirm(w http.ResponseWriter, req *http.Request) {
 }
 
 var confirmPage = template.Must(template.New("").Parse(`<!doctype html><html lang="en"><meta charset="utf-8"><title>Confirm: {{.R.Verb}}</title>
-<link rel="stylesheet" href="/assets/style.css">
+<link rel="stylesheet" href="/assets/pinbot.css">
 <main class="confirm"><h1>Confirm</h1><p class="what">{{.What}}</p><p class="muted">Recorded in the ledger as done by {{.User}}, with your reason.</p>
 <form method="post" action="/actions/{{.R.Verb}}">
 <input type="hidden" name="csrf" value="{{.CSRF}}"><input type="hidden" name="repo" value="{{.R.Repo}}"><input type="hidden" name="env" value="{{.R.Env}}">

@@ -156,17 +156,17 @@ func startProvider(t *testing.T, bin, redirect string) string {
 	return issuer
 }
 
-// browser is one person's cookie jar, signed in through the provider's
+// person is one person's cookie jar, signed in through the provider's
 // own login form.
-type browser struct {
+type person struct {
 	t *testing.T
 	c *http.Client
 	r *rig
 }
 
-func (r *rig) signIn(user, password string) *browser {
+func (r *rig) signIn(user, password string) *person {
 	jar, _ := cookiejar.New(nil)
-	b := &browser{t: r.t, r: r, c: &http.Client{Jar: jar, Timeout: 20 * time.Second}}
+	b := &person{t: r.t, r: r, c: &http.Client{Jar: jar, Timeout: 20 * time.Second}}
 	page := b.get(signin.LoginPath+"?next=/", http.StatusOK)
 	m := regexp.MustCompile(`name="id" value="([^"]+)"`).FindStringSubmatch(page)
 	if m == nil {
@@ -189,7 +189,7 @@ func issuerOf(r *rig) string {
 	return u.String()
 }
 
-func (b *browser) get(path string, want int) string {
+func (b *person) get(path string, want int) string {
 	b.t.Helper()
 	u := path
 	if strings.HasPrefix(path, "/") {
@@ -211,7 +211,7 @@ func (b *browser) get(path string, want int) string {
 
 // post submits a form as the page's own would, with origin as its
 // Origin ("" for none).
-func (b *browser) post(path string, form url.Values, origin string) (int, string) {
+func (b *person) post(path string, form url.Values, origin string) (int, string) {
 	b.t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, b.r.url+path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -230,7 +230,7 @@ func (b *browser) post(path string, form url.Values, origin string) (int, string
 }
 
 // confirmForm is the confirmation page of an action, and its form.
-func (b *browser) confirmForm(query url.Values, verb string) (string, url.Values) {
+func (b *person) confirmForm(query url.Values, verb string) (string, url.Values) {
 	page := b.get("/actions/"+verb+"?"+query.Encode(), http.StatusOK)
 	form := url.Values{}
 	for _, m := range regexp.MustCompile(`<input type="hidden" name="(\w+)" value="([^"]*)">`).FindAllStringSubmatch(page, -1) {
@@ -352,7 +352,7 @@ func TestActionsFromThePage(t *testing.T) {
 }
 
 // identity is the session b's cookie holds, read as a replica would.
-func (b *browser) identity() signin.Identity {
+func (b *person) identity() signin.Identity {
 	u, _ := url.Parse(b.r.url)
 	req := httptest.NewRequest(http.MethodGet, b.r.url+"/", nil)
 	for _, c := range b.c.Jar.Cookies(u) {
@@ -360,7 +360,7 @@ func (b *browser) identity() signin.Identity {
 	}
 	id, ok := b.r.in.Session(req)
 	if !ok {
-		b.t.Fatal("no session in the browser")
+		b.t.Fatal("no session in the person")
 	}
 	return id
 }
@@ -402,7 +402,7 @@ func TestSessionsAcrossReplicas(t *testing.T) {
 	if _, ok := r.in.Session(altered); ok {
 		t.Error("an altered session was taken")
 	}
-	anon := &browser{t: t, r: r, c: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	anon := &person{t: t, r: r, c: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	req, _ = http.NewRequest(http.MethodGet, r.url+"/releases", nil)
 	req.Header.Set("Accept", "text/html")
 	resp, err := anon.c.Do(req)
