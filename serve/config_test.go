@@ -62,6 +62,11 @@ func TestParsePromoteErrors(t *testing.T) {
 		{"attest format typo", app + "attest:\n  keyFile: cosign.key\n  format: bundel\n", []string{
 			`c.yaml:5: attest.format "bundel": want bundle, legacy or both`,
 		}},
+		{"an OpenID Connect sign-in half given", app + "dashboard:\n  oidc: {issuer: 'ftp://sso.example', redirectURL: https://pinbot.example/auth/callback}\n", []string{
+			`c.yaml: dashboard.oidc.clientID: required`,
+			`c.yaml: dashboard.oidc.sessionKeyFile: required`,
+			`c.yaml: dashboard.oidc.issuer "ftp://sso.example": want an http(s) URL`,
+		}},
 		{"unknown notify field", app + "notify:\n  - {name: n, url: 'https://x.example', event: [Held]}\n", []string{`c.yaml:4: unknown field "event"`}},
 		{"the reconciler's problems too", "apps:\n  - {name: Web}\npromote:\n  - {repo: o/r}\n", []string{
 			`c.yaml:2: app "Web": name: want a DNS-1123 label`, `c.yaml:4: promote "o/r": want drift, images or both`,
