@@ -30,7 +30,7 @@ var budgets = map[string]budget{
 	"cmd/pinbot/cli":      {2791, 3},  // goal 2,500 lines
 	"gitforge":            {2643, 49},
 	"reconciler/deployer": {2386, 103}, // 2,360 at first: raised for Flux's health-checked revision (Kustomization.Deployed)
-	"release":             {2330, 93},  // 2,300 and 78 at first; release.Next and the pause went in, the assessment moved to release/assess, the globs to internal/globs
+	"release":             {2387, 94},  // 2,300 and 78 at first; release.Next and the pause went in, the assessment moved to release/assess, the globs to internal/globs; raised for the rollback a person asks for (AskRollback), a chain decision beside the automatic one
 	"promote/pr":          {900, 55},
 }
 

@@ -8,7 +8,7 @@ import (
 
 // Actor is a LedgerSource whose release pages offer a signed-in person
 // the actions the cluster's RBAC allows them. Allowed says which verbs
-// ("pause", "resume", "hold", "release") req's person may use on env of repo;
+// ("pause", "resume", "rollback", "hold", "release") req's person may use on env of repo;
 // none for a reader who is not signed in.
 type Actor interface {
 	Allowed(req *http.Request, repo, env string) []string
@@ -43,8 +43,15 @@ func offer(p *Page, ledgers []Ledger, req *http.Request, a Actor) {
 				st.Actions = append(st.Actions, Link{Text: "Pause promotions", URL: "/actions/pause?" + q.Encode()})
 			}
 			for m := range st.Images {
-				if si := &st.Images[m]; si.pinned != "" && slices.Contains(verbs, "hold") && l.Ledger.Held(st.Name, si.Image, si.pinned) == nil {
-					si.Hold = "/actions/hold?" + url.Values{"repo": {rv.Repo}, "env": {st.Name}, "image": {si.Image}, "digest": {si.pinned}}.Encode()
+				si := &st.Images[m]
+				iq := url.Values{"repo": {rv.Repo}, "env": {st.Name}, "image": {si.Image}}
+				if t := l.Ledger.Lookup(st.Name, si.Image); t != nil && slices.Contains(verbs, "rollback") && t.Rollback == nil && t.RollbackAsked == nil &&
+					(t.LastProven != "" && t.LastProven != t.Pinned || t.PrevProven != "") {
+					si.Actions = append(si.Actions, Link{Text: "Roll back", URL: "/actions/rollback?" + iq.Encode()})
+				}
+				if si.pinned != "" && slices.Contains(verbs, "hold") && l.Ledger.Held(st.Name, si.Image, si.pinned) == nil {
+					iq.Set("digest", si.pinned)
+					si.Actions = append(si.Actions, Link{Text: "Hold", URL: "/actions/hold?" + iq.Encode()})
 				}
 			}
 			if !slices.Contains(verbs, "release") {

@@ -49,9 +49,9 @@ func TestThePageOffersWhatRBACAllows(t *testing.T) {
 		want  []string
 		never []string
 	}{
-		{"operator", actorSource{user: "olga", verbs: []string{"pause", "resume", "hold", "release"}},
+		{"operator", actorSource{user: "olga", verbs: []string{"pause", "resume", "rollback", "hold", "release"}},
 			[]string{`href="` + htmlAttr(pause) + `">Pause promotions`, `href="` + htmlAttr(release) + `">Release hold`, `Signed in as <strong class="user">olga</strong>`, `name="csrf" value="token-of-olga"`},
-			[]string{"Resume promotions", "env=staging", "/actions/hold"}}, // prod's pinned digest is held already
+			[]string{"Resume promotions", "env=staging", "/actions/hold", "/actions/rollback"}}, // prod's pinned digest is held, and rolling back
 		{"viewer", actorSource{user: "vic"}, []string{`Signed in as <strong class="user">vic</strong>`}, []string{"/actions/"}},
 		{"not signed in", actorSource{}, nil, []string{"/actions/", "Sign out"}},
 	} {

@@ -72,10 +72,10 @@ type StageImage struct {
 	Why            string
 	Proposal       *PullView
 	Rollback       *PullView
-	// Hold is the action that holds the pinned digest here, when the
-	// signed-in person may.
-	Hold   string
-	pinned string
+	// Actions are what the signed-in person may do to this image here:
+	// roll it back, hold the pinned digest.
+	Actions []Link
+	pinned  string
 }
 
 // Version is a digest and the tag it is known by.

@@ -37,7 +37,7 @@ type Ledger struct {
 	Chain Chain `json:"chain,omitempty"`
 	// Paused are the environments a person paused, by name: nothing
 	// moves into them onward until resumed (pause.go).
-	Paused map[string]Pause `json:"paused,omitempty"`
+	Paused map[string]Ask `json:"paused,omitempty"`
 	// Audit is what people did, newest last, kept
 	// apart so pinbot's own decisions never push it out (at most 200).
 	Audit []Event `json:"audit,omitempty"`
@@ -85,6 +85,9 @@ type Track struct {
 	// environment; Rollback its open rollback pull request.
 	Proposal *Proposal `json:"proposal,omitempty"`
 	Rollback *Proposal `json:"rollback,omitempty"`
+	// RollbackAsked is a person's ask to roll back what Git pins here
+	// (AskRollback), until the next step opens it.
+	RollbackAsked *Ask `json:"rollbackAsked,omitempty"`
 	// Readied is the rollback branch pushed, with no pull request, while
 	// Merged was inside its readiness window: should it fail, only the
 	// pull request is left to open.
@@ -236,6 +239,8 @@ const (
 	// onward promotions into an environment, or resumed them.
 	ReasonChainPaused  = "ChainPaused"
 	ReasonChainResumed = "ChainResumed"
+	// ReasonRollbackAsked: a person asked to roll an environment back.
+	ReasonRollbackAsked = "RollbackAsked"
 )
 
 // Warning says whether an event of reason is bad news: a Kubernetes
@@ -243,7 +248,7 @@ const (
 func Warning(reason string) bool {
 	switch reason {
 	case ReasonProofBroke, ReasonHeld, ReasonRollbackOpened, ReasonReported, ReasonRefused, ReasonChainStopped, ReasonAttestationFailed,
-		ReasonGateBypassed, ReasonLedgerRestored, ReasonLedgerResealed, ReasonChainPaused:
+		ReasonGateBypassed, ReasonLedgerRestored, ReasonLedgerResealed, ReasonChainPaused, ReasonRollbackAsked:
 		return true
 	}
 	return false

@@ -51,7 +51,7 @@ type Move struct {
 	Until time.Time
 	Left  time.Duration
 	// Pause is who paused the environment, and why (MovePaused).
-	Pause *Pause
+	Pause *Ask
 }
 
 // Next is what moves next into env of image from env's upstream: the

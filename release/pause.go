@@ -5,11 +5,12 @@ import (
 	"time"
 )
 
-// Pause is a person's pause of the onward promotions into an
-// environment: who, why and since when. While it stands no promotion
-// opens into the environment, its open ones stay pending and are never
-// merged by pinbot; rollbacks go on.
-type Pause struct {
+// Ask is what a person asked of the chain: who, why and since when. A
+// pause of the onward promotions into an environment is one: while it
+// stands no promotion opens into the environment, its open ones stay
+// pending and are never merged by pinbot; rollbacks go on. A rollback
+// asked for is another (Ledger.AskRollback).
+type Ask struct {
 	By  string    `json:"by"`
 	Why string    `json:"why"`
 	At  time.Time `json:"at"`
@@ -22,9 +23,9 @@ func (l *Ledger) PauseBy(env, who, why string, now time.Time) bool {
 		return false
 	}
 	if l.Paused == nil {
-		l.Paused = map[string]Pause{}
+		l.Paused = map[string]Ask{}
 	}
-	l.Paused[env] = Pause{By: who, Why: why, At: now}
+	l.Paused[env] = Ask{By: who, Why: why, At: now}
 	l.LogBy(now, env, "", ReasonChainPaused, fmt.Sprintf("%s paused the promotions into %s: %s", who, env, why), who, why)
 	return true
 }
@@ -42,6 +43,6 @@ func (l *Ledger) ResumeBy(env, who, why string, now time.Time) bool {
 }
 
 // pausedWhy is the gate's description of a paused env.
-func pausedWhy(env string, p Pause) string {
+func pausedWhy(env string, p Ask) string {
 	return fmt.Sprintf("promotions into %s are paused by %s: %s", env, p.By, p.Why)
 }

@@ -60,19 +60,69 @@ func (s stepper) watch(t *Track, env Environment, image string, obs Assessment, 
 	case m.Rollback:
 		return report(fmt.Sprintf("the rollback to %s failed to prove; pinbot does not roll back a rollback: %s", imageref.Short(m.Digest), failure))
 	}
+	return s.rollBack(t, env, image, m, "failed to prove", report)
+}
+
+// rollBack holds merge m's digest in env and after it and opens the
+// rollback to the digest proven before it, for failure (m.Failure);
+// report says it when nothing was proven before.
+func (s stepper) rollBack(t *Track, env Environment, image string, m *Merge, failed string, report func(string) []Action) []Action {
 	to, tag := rollbackTo(t, m)
-	s.l.hold(s.chain.Below(env.Name), Hold{Image: image, Digest: m.Digest, Reason: failure, Since: s.now, From: env.Name, RolledBackTo: to,
+	s.l.hold(s.chain.Below(env.Name), Hold{Image: image, Digest: m.Digest, Reason: m.Failure, Since: s.now, From: env.Name, RolledBackTo: to,
 		Known: knownDigests(t)})
 	if to == "" {
-		return report(fmt.Sprintf("%s failed to prove and is held; no digest was proven here before it, so there is nothing to roll back to: %s", imageref.Short(m.Digest), failure))
+		return report(fmt.Sprintf("%s %s and is held; no digest was proven here before it, so there is nothing to roll back to: %s", imageref.Short(m.Digest), failed, m.Failure))
 	}
-	s.l.event(s.now, env.Name, image, ReasonHeld, fmt.Sprintf("%s failed to prove and is held; rolling back to %s: %s", imageref.Short(m.Digest), imageref.Short(to), failure))
+	s.l.event(s.now, env.Name, image, ReasonHeld, fmt.Sprintf("%s %s and is held; rolling back to %s: %s", imageref.Short(m.Digest), failed, imageref.Short(to), m.Failure))
 	// The decision goes into the ledger before the pull request exists.
-	t.Rollback = &Proposal{Digest: to, Failed: m.Digest, Evidence: failure, Tag: tag, At: m.At}
+	t.Rollback = &Proposal{Digest: to, Failed: m.Digest, Evidence: m.Failure, Tag: tag, At: m.At}
 	if g, grouped := env.groupOf(image, s.images); grouped {
 		return []Action{s.rollbackSet(env, g, image, t)}
 	}
 	return []Action{rollbackOf(env.Name, image, t.Rollback)}
+}
+
+// AskRollback records who asks to roll image in env back from the digest
+// Git pins there to the one proven there before it, and why. The next
+// step does what a failure there would: it holds the pinned digest in
+// env and after it, and opens pinbot's rollback pull request. An error
+// says why there is nothing to roll back.
+func (l *Ledger) AskRollback(env, image, who, why string, now time.Time) error {
+	t := l.Lookup(env, image)
+	switch {
+	case t == nil || t.Pinned == "":
+		return fmt.Errorf("Git pins no %s in %s", image, env)
+	case t.Rollback != nil || t.RollbackAsked != nil:
+		return fmt.Errorf("a rollback of %s in %s is open or asked for already", image, env)
+	}
+	if to, _ := rollbackTo(t, &Merge{Digest: t.Pinned}); to == "" {
+		return fmt.Errorf("nothing was proven in %s before %s: there is nothing to roll back to", env, imageref.Short(t.Pinned))
+	}
+	t.RollbackAsked = &Ask{By: who, Why: why, At: now}
+	l.LogBy(now, env, image, ReasonRollbackAsked, fmt.Sprintf("%s asked to roll %s back from %s: %s", who, image, imageref.Short(t.Pinned), why), who, why)
+	return nil
+}
+
+// asked opens the rollback a person asked for, unless a freeze window
+// holds rollbacks (then when it ends).
+func (s stepper) asked(t *Track, env Environment, image string, held bool) []Action {
+	a := t.RollbackAsked
+	if a == nil || held {
+		return nil
+	}
+	t.RollbackAsked = nil
+	if t.Rollback != nil || t.Pinned == "" {
+		return nil
+	}
+	if t.Merged == nil || t.Merged.Digest != t.Pinned {
+		t.Merged = &Merge{Digest: t.Pinned, At: a.At}
+	}
+	m := t.Merged
+	m.Done, m.Failure = true, fmt.Sprintf("rolled back by %s: %s", a.By, a.Why)
+	return s.rollBack(t, env, image, m, "is rolled back at "+a.By+"'s ask", func(what string) []Action {
+		s.l.event(s.now, env.Name, image, ReasonReported, what)
+		return nil
+	})
 }
 
 // rollbackTo is the digest a failure of merge m rolls back to, the last

@@ -80,6 +80,7 @@ func Step(l *Ledger, in Input) []Action {
 				s.repin(t, env, image, pinned)
 				t.PinnedTag = in.Tags[env.Name][image]
 			}
+			out = append(out, s.asked(t, env, image, rollbacksHeld)...)
 			obs, observed := in.Assessed[env.Name][image]
 			if !observed {
 				continue

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -28,4 +29,16 @@ func (s *Ledgers) Pause(ctx context.Context, repos []string, env string, resume 
 		}
 	}
 	return done, nil
+}
+
+// AskRollback records in repo's ledger who asks to roll image in env back
+// and why (release.Ledger.AskRollback); serve's next step opens the
+// rollback.
+func (s *Ledgers) AskRollback(ctx context.Context, repo, env, image, who, why string, now time.Time) error {
+	return s.Update(ctx, repo, func(l *release.Ledger) error {
+		if _, ok := l.Chain.Get(env); !ok {
+			return fmt.Errorf("%s has no environment %s in its chain", repo, env)
+		}
+		return l.AskRollback(env, image, who, why, now)
+	})
 }

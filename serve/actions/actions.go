@@ -1,6 +1,6 @@
 // Package actions is what a signed-in person may do from the release
-// page: pause or resume the onward promotions into an environment, hold
-// a digest there, and release a held digest. Each is a ledger entry
+// page: pause or resume the onward promotions into an environment, roll
+// it back, hold a digest there, and release a held digest. Each is a ledger entry
 // naming who and why, never a change to the cluster; each is allowed by the cluster's RBAC
 // (a SubjectAccessReview for the person's user and groups on the
 // pinbot.dev resource environments, named OWNER/REPO/ENV, with the
@@ -39,14 +39,15 @@ const (
 
 // The verbs.
 const (
-	Pause   = "pause"
-	Resume  = "resume"
-	Hold    = "hold"
-	Release = "release"
+	Pause    = "pause"
+	Resume   = "resume"
+	Rollback = "rollback"
+	Hold     = "hold"
+	Release  = "release"
 )
 
 // Verbs are every action, in the order a page offers them.
-var Verbs = []string{Pause, Resume, Hold, Release}
+var Verbs = []string{Pause, Resume, Rollback, Hold, Release}
 
 // Authorizer asks the cluster whether id may verb the environment env of
 // repo.
@@ -100,6 +101,8 @@ func readRequest(req *http.Request) (request, error) {
 		return r, errors.New("the form names no repository or environment")
 	case (r.Verb == Release || r.Verb == Hold) && (r.Image == "" || !imageref.ValidDigest(r.Digest)):
 		return r, fmt.Errorf("%s names an image and its whole digest", r.Verb)
+	case r.Verb == Rollback && r.Image == "":
+		return r, errors.New("a rollback names its image")
 	}
 	return r, nil
 }
@@ -111,6 +114,8 @@ func (r request) what() string {
 		return fmt.Sprintf("Pause the onward promotions into %s of %s: none opens and none merges until resumed. Rollbacks go on.", r.Env, r.Repo)
 	case Resume:
 		return fmt.Sprintf("Resume the onward promotions into %s of %s.", r.Env, r.Repo)
+	case Rollback:
+		return fmt.Sprintf("Roll %s in %s of %s back to the digest proven there before the one Git pins: pinbot holds the pinned digest in %s and after it, and opens its rollback pull request (merged as the environment's rollback setting says), which is proven like any release.", r.Image, r.Env, r.Repo, r.Env)
 	case Hold:
 		return fmt.Sprintf("Hold %s@%s in %s of %s and every environment after it: none takes it until a person releases the hold. What runs now stays.", r.Image, imageref.Short(r.Digest), r.Env, r.Repo)
 	}
@@ -217,9 +222,15 @@ func (h *Handler) apply(ctx context.Context, id signin.Identity, r request) (int
 	now := h.Now()
 	done := false
 	var err error
-	if r.Verb == Hold {
+	switch r.Verb {
+	case Rollback:
+		if err = h.Ledgers.AskRollback(ctx, r.Repo, r.Env, r.Image, id.User, r.Reason, now); err != nil {
+			return http.StatusConflict, err
+		}
+		done = true
+	case Hold:
 		done, err = h.Ledgers.Hold(ctx, r.Repo, r.Env, r.Image, r.Digest, id.User, r.Reason, now)
-	} else {
+	default:
 		err = h.Ledgers.Update(ctx, r.Repo, func(l *release.Ledger) error {
 			if !slices.ContainsFunc(l.Chain, func(e release.Environment) bool { return e.Name == r.Env }) {
 				return fmt.Errorf("%s has no environment %s in its chain", r.Repo, r.Env)

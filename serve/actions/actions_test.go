@@ -73,7 +73,7 @@ func newRig(t *testing.T) *rig {
 	}
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "pinbot-operator"}, Rules: []rbacv1.PolicyRule{{
 		APIGroups: []string{actions.Group}, Resources: []string{actions.Resource}, ResourceNames: []string{repo + "/prod"},
-		Verbs: []string{actions.Pause, actions.Resume, actions.Hold, actions.Release}}}}
+		Verbs: []string{actions.Pause, actions.Resume, actions.Rollback, actions.Hold, actions.Release}}}}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "olga"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "olga"}}}
@@ -273,7 +273,7 @@ func countReason(l *release.Ledger, reason string) int {
 func TestActionsFromThePage(t *testing.T) {
 	r := newRig(t)
 	olga := r.signIn("olga", "olga-pw")
-	if page := olga.get("/", http.StatusOK); !strings.Contains(page, "page for olga, may [pause resume hold release]") {
+	if page := olga.get("/", http.StatusOK); !strings.Contains(page, "page for olga, may [pause resume rollback hold release]") {
 		t.Errorf("olga's page: %s", page)
 	}
 
