@@ -18,7 +18,9 @@ type actorSource struct {
 }
 
 func (s actorSource) Ledgers(context.Context) ([]Ledger, error) {
-	return []Ledger{fixtureLedger()}, nil
+	lg := fixtureLedger()
+	lg.Ledger.PauseBy("prod", "alice", "incident 42", now.Add(-30*time.Second))
+	return []Ledger{lg}, nil
 }
 
 func (s actorSource) Allowed(_ *http.Request, repo, env string) []string {
@@ -39,9 +41,10 @@ func (s actorSource) Person(*http.Request) (string, string) {
 // allowed action to its confirmation (Pause in prod, Release on prod's
 // hold, with the whole digest), and none in staging; a viewer's page has
 // none; the signed-in person's name and a sign-out form with their token
-// are in the header, and nothing of the kind for a reader not signed in.
+// are in the header, and nothing of the kind for a reader not signed in,
+// who still reads who did what and why.
 func TestThePageOffersWhatRBACAllows(t *testing.T) {
-	pause := "/actions/pause?" + url.Values{"env": {"prod"}, "repo": {"platform/manifests"}}.Encode()
+	resume := "/actions/resume?" + url.Values{"env": {"prod"}, "repo": {"platform/manifests"}}.Encode()
 	release := "/actions/release?" + url.Values{"digest": {digestB}, "env": {"prod"}, "image": {"platform/web"}, "repo": {"platform/manifests"}}.Encode()
 	for _, tc := range []struct {
 		name  string
@@ -50,10 +53,10 @@ func TestThePageOffersWhatRBACAllows(t *testing.T) {
 		never []string
 	}{
 		{"operator", actorSource{user: "olga", verbs: []string{"pause", "resume", "rollback", "hold", "release"}},
-			[]string{`href="` + htmlAttr(pause) + `">Pause promotions`, `href="` + htmlAttr(release) + `">Release hold`, `Signed in as <strong class="user">olga</strong>`, `name="csrf" value="token-of-olga"`},
-			[]string{"Resume promotions", "env=staging", "/actions/hold", "/actions/rollback"}}, // prod's pinned digest is held, and rolling back
+			[]string{`href="` + htmlAttr(resume) + `">Resume promotions`, `href="` + htmlAttr(release) + `">Release hold`, `Signed in as <strong class="user">olga</strong>`, `name="csrf" value="token-of-olga"`},
+			[]string{"Pause promotions", "env=staging", "/actions/hold", "/actions/rollback"}}, // prod is paused; its pinned digest held, and rolling back
 		{"viewer", actorSource{user: "vic"}, []string{`Signed in as <strong class="user">vic</strong>`}, []string{"/actions/"}},
-		{"not signed in", actorSource{}, nil, []string{"/actions/", "Sign out"}},
+		{"not signed in", actorSource{}, []string{`<strong class="by">alice</strong> ChainPaused prod`, `<q class="why">incident 42</q>`}, []string{"/actions/", "Sign out"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, body := get(t, Handler(tc.src, time.Second), "/releases/platform/manifests")

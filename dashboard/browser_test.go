@@ -216,3 +216,26 @@ func TestPagesKeepAStrictCSP(t *testing.T) {
 		t.Errorf("the live fragment is not <main> alone:\n%s", b)
 	}
 }
+
+// TestActionsInBrowser: a signed-in operator's release page in chromium
+// shows each action as a link styled as one, reachable by the keyboard,
+// and who did what and why; the screenshot is docs/images/release-actions.png.
+func TestActionsInBrowser(t *testing.T) {
+	b := browser.Start(t)
+	srv := httptest.NewServer(Handler(actorSource{user: "olga", verbs: []string{"pause", "resume", "rollback", "hold", "release"}}, time.Second))
+	t.Cleanup(srv.Close)
+	b.Dark(false)
+	b.Open(srv.URL+"/releases/platform/manifests", "ol.stages")
+	waitLive(t, b)
+	b.Save(t.ArtifactDir(), "release-actions.png")
+	for _, c := range [][3]string{
+		{"the person", `document.querySelector("form.person .user").textContent`, "olga"},
+		{"prod's actions", `[...document.querySelectorAll('li.stage[data-env="prod"] a.action')].map(a => a.textContent).join(",")`, "Release hold,Resume promotions"},
+		{"styled as an action", `getComputedStyle(document.querySelector("a.action")).borderTopStyle`, "solid"},
+		{"who did what", `document.querySelector("ol.audit li").textContent.replace(/^.* ago /, "")`, "alice ChainPaused prod: incident 42"},
+	} {
+		if got := b.Eval(c[1]); got != c[2] {
+			t.Errorf("%s: %q, want %q", c[0], got, c[2])
+		}
+	}
+}

@@ -42,6 +42,9 @@ type ReleaseView struct {
 	Stopped string
 	Stages  []StageView
 	Events  []EventView
+	// Audit is what people did, newest first (pinbot ledger --audit has
+	// it all).
+	Audit []EventView
 }
 
 // StageView is one environment. Class is ok, info (soaking, frozen),
@@ -126,6 +129,7 @@ type EventView struct {
 	At                       Time
 	Env, Image, Reason, What string
 	Class                    string
+	By, Why                  string // a person's, and their reason
 }
 
 // BuildReleases is the release page of ledgers at now.
@@ -156,6 +160,9 @@ func releaseView(lg Ledger, now time.Time) ReleaseView {
 	}
 	for i := len(l.Events) - 1; i >= 0 && len(rv.Events) < 20; i-- {
 		rv.Events = append(rv.Events, eventView(l.Events[i], now))
+	}
+	for i := len(l.Audit) - 1; i >= 0 && len(rv.Audit) < 10; i-- {
+		rv.Audit = append(rv.Audit, eventView(l.Audit[i], now))
 	}
 	return rv
 }
@@ -417,7 +424,7 @@ func label(v Version) string {
 }
 
 func eventView(e release.Event, now time.Time) EventView {
-	ev := EventView{At: at(e.At, now), Env: e.Env, Image: e.Image, Reason: e.Reason, What: e.What, Class: "ok"}
+	ev := EventView{At: at(e.At, now), Env: e.Env, Image: e.Image, Reason: e.Reason, What: e.What, Class: "ok", By: e.By, Why: e.Why}
 	if release.Warning(e.Reason) {
 		ev.Class = "bad"
 	}
