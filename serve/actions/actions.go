@@ -250,10 +250,29 @@ func (h *Handler) apply(ctx context.Context, id signin.Identity, r request) (int
 		return http.StatusConflict, err
 	}
 	if !done {
-		return http.StatusConflict, fmt.Errorf("nothing to %s: %s changed since the page was rendered (reload it)", r.Verb, r.Env)
+		return http.StatusConflict, fmt.Errorf("nothing to %s: %s changed since the page was rendered: %s (reload it)", r.Verb, r.Env, h.now(ctx, r))
 	}
 	if h.Done != nil {
 		h.Done(r.Repo)
 	}
 	return 0, nil
+}
+
+// now says what the ledger holds now of what r would change.
+func (h *Handler) now(ctx context.Context, r request) string {
+	l, _, err := h.Ledgers.Get(ctx, r.Repo)
+	if err != nil {
+		return "the ledger cannot be read: " + err.Error()
+	}
+	p, paused := l.Paused[r.Env]
+	held := l.Held(r.Env, r.Image, r.Digest)
+	switch {
+	case (r.Verb == Pause || r.Verb == Resume) && paused:
+		return fmt.Sprintf("%s paused it at %s: %s", p.By, p.At.UTC().Format(time.RFC3339), p.Why)
+	case r.Verb == Pause || r.Verb == Resume:
+		return "it is not paused"
+	case held != nil:
+		return fmt.Sprintf("%s@%s is held there since %s: %s", r.Image, imageref.Short(r.Digest), held.Since.UTC().Format(time.RFC3339), held.Reason)
+	}
+	return fmt.Sprintf("%s@%s is not held there", r.Image, imageref.Short(r.Digest))
 }

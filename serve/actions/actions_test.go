@@ -300,7 +300,7 @@ func TestActionsFromThePage(t *testing.T) {
 	if n := len(l.Audit); n != 1 || l.Audit[0].By != "olga" || l.Audit[0].Why != "incident 42: payments degraded" || l.Audit[0].Reason != release.ReasonChainPaused {
 		t.Errorf("the audit: %+v; want olga's pause", l.Audit)
 	}
-	if code, body := olga.post("/actions/pause", form, r.url); code != http.StatusConflict || !strings.Contains(body, "changed since the page was rendered") {
+	if code, body := olga.post("/actions/pause", form, r.url); code != http.StatusConflict || !strings.Contains(body, "changed since the page was rendered: olga paused it at ") {
 		t.Errorf("the same pause again (a double click): %d %s", code, body)
 	}
 	if n := countReason(r.ledger(), release.ReasonChainPaused); n != 1 {
