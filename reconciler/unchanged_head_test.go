@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/status"
@@ -25,6 +27,20 @@ func TestNewHeadRenderingTheSameIsNotApplied(t *testing.T) {
 	first := s.push(map[string]string{"app/web.yaml": web}, "web")
 	s.setInterval("1s")
 	r, log := s.counted()
+	reg := prometheus.NewRegistry()
+	if err := r.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	// passes waits for n more of the loop's passes: what did not happen
+	// in them did not happen, however fast or slow the machine.
+	passes := func(n int, what string) {
+		t.Helper()
+		from := passCount(t, reg)
+		poll.Until(t, time.Minute, what, func() (bool, string) {
+			got := passCount(t, reg)
+			return got >= from+n, fmt.Sprintf("%d passes since, want %d", got-from, n)
+		})
+	}
 	ctx, cancel := context.WithCancel(testCtx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = r.Run(ctx) }()
@@ -32,7 +48,7 @@ func TestNewHeadRenderingTheSameIsNotApplied(t *testing.T) {
 	s.waitEntry(first, "the first commit synced and verified")
 	// The passes after the rollout: the Deployment's status moved since
 	// the sync applied it, so the first of them dry-runs it once.
-	time.Sleep(3 * time.Second)
+	passes(3, "three passes after the rollout")
 
 	log.take()
 	elsewhere := s.push(map[string]string{"app/web.yaml": web, "other/README.md": "another app's change\n"}, "another app")
@@ -40,7 +56,7 @@ func TestNewHeadRenderingTheSameIsNotApplied(t *testing.T) {
 		st, _, err := r.Last(s.name)
 		return err == nil && st != nil && st.Commit == elsewhere && st.Sync == status.Synced && st.Verified, fmt.Sprintf("%+v %v", st, err)
 	})
-	time.Sleep(3 * time.Second) // more passes at the new head
+	passes(3, "three more passes at the new head")
 	// The same Pods on the same digests: nothing to apply, and nothing
 	// new to confirm by reading the Deployment again.
 	counts, seen := log.take()
@@ -74,4 +90,23 @@ func TestNewHeadRenderingTheSameIsNotApplied(t *testing.T) {
 	if len(applied) != 2 {
 		t.Errorf("syncs %v; want the first commit's and the change's", applied)
 	}
+}
+
+// passCount is how many passes of the loop reg's histogram of pass
+// durations has observed.
+func passCount(t *testing.T, reg *prometheus.Registry) int {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, mf := range mfs {
+		if mf.GetName() == "pinbot_reconcile_duration_seconds" {
+			for _, m := range mf.GetMetric() {
+				n += int(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return n
 }

@@ -96,6 +96,7 @@ type replica struct {
 	m      *Manager
 	cut    atomic.Bool
 	lists  atomic.Int64 // LISTs of the Leases
+	renews atomic.Int64 // writes of its member Lease: one per retry period
 	stop   chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -114,6 +115,9 @@ func (c cutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/leases") && req.URL.Query().Get("watch") == "" {
 		c.r.lists.Add(1)
+	}
+	if (req.Method == http.MethodPut || req.Method == http.MethodPatch) && strings.HasSuffix(req.URL.Path, "/leases/"+memberName(c.r.id)) {
+		c.r.renews.Add(1)
 	}
 	return c.next.RoundTrip(req)
 }
@@ -298,7 +302,11 @@ func TestIdleReplicaSurveysFromItsWatch(t *testing.T) {
 	r := startReplica(t, ns, "replica-a", 2, l)
 	poll.Until(t, 30*time.Second, "both shards held", func() (bool, string) { return len(r.m.Held()) == 2, fmt.Sprint(r.m.Held()) })
 	r.lists.Store(0)
-	time.Sleep(12 * retryPeriod)
+	from := r.renews.Load()
+	poll.Until(t, 30*time.Second, "12 retry periods (member Lease renewals)", func() (bool, string) {
+		n := r.renews.Load() - from
+		return n >= 12, fmt.Sprintf("%d renewals", n)
+	})
 	if n := r.lists.Load(); n > 0 {
 		t.Errorf("%d LISTs of the Leases over 12 retry periods, idle; want none (the watch)", n)
 	}
