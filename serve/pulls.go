@@ -11,6 +11,7 @@ import (
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/commitid"
 	"pinbot.dev/pinbot/internal/commitstatus"
+	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
@@ -134,7 +135,8 @@ func (rl *releaser) forgetPulls(repo string, open map[string]bool) {
 // the base's .pinbot.yaml sorting its files into environments: a head
 // that edits the rules is judged by the old ones, and fails for the edit
 // (release.ChainChange). Pins without a digest count only where the base
-// lacks them.
+// lacks them, and so does a digest pin of a gated environment the head
+// drops.
 func readPullHead(ctx context.Context, env promote.Env, branch string, base *promote.Inventory) (release.PullHead, error) {
 	at := env
 	at.Base = branch
@@ -150,6 +152,16 @@ func readPullHead(ctx context.Context, env promote.Env, branch string, base *pro
 				h.Loose[target] = append(h.Loose[target], l)
 			}
 		}
+	}
+	// A gated environment's digest pin the head drops: a reference by tag
+	// alone is no pin the scanner sees, and the gate would not judge it.
+	for _, e := range base.Config.Environments {
+		for image, digest := range base.Pinned[e.Name] {
+			if e.From != "" && len(inv.Every[e.Name][image]) == 0 {
+				h.Loose[e.Name] = append(h.Loose[e.Name], fmt.Sprintf("%s: the base pins %s, the head pins no digest of it (a reference by tag alone is no pin)", image, imageref.Short(digest)))
+			}
+		}
+		slices.Sort(h.Loose[e.Name])
 	}
 	return h, nil
 }

@@ -12,8 +12,8 @@ import (
 
 // TestPullHeadIsReadWithTheBasesRules: on real Gitea, a write
 // collaborator's pull requests that escaped the chain before: renaming
-// prod in .pinbot.yaml, moving its paths, an ignore marker, and extra
-// pins that outvote the held one. Each head is read
+// prod in .pinbot.yaml, moving its paths, an ignore marker, a reference
+// by tag alone, and extra pins that outvote the held one. Each head is read
 // with the base's .pinbot.yaml, so the bad digest still lands in prod,
 // and what the head does to the rules is named.
 func TestPullHeadIsReadWithTheBasesRules(t *testing.T) {
@@ -42,6 +42,7 @@ func TestPullHeadIsReadWithTheBasesRules(t *testing.T) {
 		{name: "prod renamed", files: map[string]string{".pinbot.yaml": config("production", "envs/prod/**"), "envs/prod/app.yaml": pin(bad)}, wantPin: true, wantChain: "adds production and removes prod"},
 		{name: "prod's paths moved", files: map[string]string{".pinbot.yaml": config("prod", "elsewhere/**"), "envs/prod/app.yaml": pin(bad)}, wantPin: true, wantChain: "changes the settings of prod"},
 		{name: "an ignore marker", files: map[string]string{"envs/prod/app.yaml": "image: registry.test/app:v1@" + bad + " # pinbot: ignore\n"}, wantLoose: "pinbot: ignore"},
+		{name: "a reference by tag alone", files: map[string]string{"envs/prod/app.yaml": "image: registry.test/app:v2\n"}, wantLoose: "registry.test/app: the base pins sha256:aaaaaaaaaaaa, the head pins no digest of it"},
 		{name: "two extra pins outvote the held one", files: map[string]string{"envs/prod/app.yaml": pin(bad), "envs/prod/b.yaml": pin(good), "envs/prod/c.yaml": pin(good)}, wantPin: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
