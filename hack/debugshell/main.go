@@ -13,7 +13,7 @@
 //   - sleep SECONDS and nohup COMMAND, which the Kubernetes plugin of
 //     Jenkins runs to keep a container alive and to start a step.
 //   - id [-u|-g] [-n], and jq (gojq), which pipelines use on pinbot's
-//     -o json output.
+//     -o json output; grep (Go's regular expressions) and ps (from /proc).
 //
 // The shell runs the core commands, sleep and nohup in process; any
 // other command runs from PATH.
@@ -49,7 +49,7 @@ import (
 // each in /bin.
 var Applets = []string{
 	"sh", "cat", "chmod", "cp", "find", "ls", "mkdir", "mv", "rm", "touch", "xargs",
-	"base64", "gzip", "gunzip", "mktemp", "shasum", "tar", "sleep", "nohup", "id", "jq",
+	"base64", "gzip", "gunzip", "mktemp", "shasum", "tar", "sleep", "nohup", "id", "jq", "grep", "ps",
 }
 
 func main() {
@@ -57,6 +57,9 @@ func main() {
 	err := run(ctx, filepath.Base(os.Args[0]), os.Args[1:])
 	stop()
 	if es, ok := errors.AsType[interp.ExitStatus](err); ok {
+		os.Exit(int(es))
+	}
+	if es, ok := errors.AsType[exit](err); ok {
 		os.Exit(int(es))
 	}
 	if err != nil {
@@ -82,6 +85,10 @@ func run(ctx context.Context, name string, args []string) error {
 		return nohup(ctx, args)
 	case "id":
 		return id(args)
+	case "grep":
+		return grep(args)
+	case "ps":
+		return ps(args)
 	case "jq":
 		// gojq, a jq in Go, reads its arguments from os.Args.
 		os.Args = append([]string{"jq"}, args...)

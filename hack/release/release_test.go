@@ -223,7 +223,7 @@ func jenkinsStep(t *testing.T, root string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	step := "pinbot version\nid -u\necho '{\"prNumber\": 7}' | jq -r .prNumber\nexit 3\n"
+	step := "pinbot version\nid -u\necho '{\"prNumber\": 7}' | jq -r .prNumber\npinbot version | grep -ic PINBOT\nexit 3\n"
 	if err := os.WriteFile(filepath.Join(dir, "script.sh"), []byte(step), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -267,6 +267,15 @@ func jenkinsStep(t *testing.T, root string) {
 	}
 	if os.Geteuid() == 0 && !strings.Contains(string(logged), "\n65532\n") {
 		t.Errorf("the step's log:\n%s\nwant id -u to say 65532", logged)
+	}
+	if !strings.Contains(string(logged), "+ grep -ic PINBOT\n") || !strings.Contains(string(logged), "\n1\n+ exit 3") {
+		t.Errorf("the step's log:\n%s\nwant grep to count pinbot's version line", logged)
+	}
+	// ps reads the /proc a container has (the chroot above has none): run
+	// in the host's, it finds this test.
+	out, err := exec.Command(filepath.Join(root, "bin", "ps"), "aux").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "PID") || !strings.Contains(string(out), filepath.Base(os.Args[0])) {
+		t.Errorf("ps aux: %v\n%s\nwant this test's process listed", err, out)
 	}
 }
 

@@ -12,7 +12,7 @@ const ShellPath = "/bin/debugshell"
 // the debug variant links each in /bin.
 var ShellApplets = []string{
 	"sh", "cat", "chmod", "cp", "find", "ls", "mkdir", "mv", "rm", "touch", "xargs",
-	"base64", "gzip", "gunzip", "mktemp", "shasum", "tar", "sleep", "nohup", "id", "jq",
+	"base64", "gzip", "gunzip", "mktemp", "shasum", "tar", "sleep", "nohup", "id", "jq", "grep", "ps",
 }
 
 // ShellFiles are the entries of the debug variant's shell layer: the
