@@ -217,11 +217,18 @@ func stageView(lg Ledger, env *release.Environment, now time.Time) StageView {
 				text += " (decided; the pull request is being opened)"
 			}
 			si.Rollback = &PullView{Link: pullLink(lg.Web, p.PR, "#"+itoa(p.PR)), Text: text, Class: "bad"}
-			why := imageref.Short(p.Failed) + " failed and is rolled back to " + to
+			// Open, not done: nothing is rolled back until it merges.
+			why := label(Version{tagOf(t, p.Failed), imageref.Short(p.Failed)}) + " failed; the rollback to " + to + " is open"
+			if p.PR == 0 {
+				why = label(Version{tagOf(t, p.Failed), imageref.Short(p.Failed)}) + " failed; the rollback to " + to + " is being opened"
+			}
 			if e := failure(l, env.Name, image, t, p); e != "" {
 				why += ": " + e
 			}
-			judge(5, "bad", "Rolling back", why)
+			judge(5, "bad", "Rollback open", why)
+		}
+		if m := t.Merged; m != nil && m.Rollback && m.Digest == t.Pinned && t.Proven != t.Pinned {
+			judge(5, "bad", "Rolling back", "the rollback to "+label(si.Pinned)+" merged "+at(m.At, now).Rel+"; it is not proven yet")
 		}
 		if t.FrozenUntil != nil && t.FrozenUntil.After(now) {
 			s.FrozenUntil = at(*t.FrozenUntil, now)

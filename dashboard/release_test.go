@@ -71,9 +71,19 @@ func TestReleasePage(t *testing.T) {
 	if im.Proven != (Version{"v3", "sha256:bbbbbbbbbbbb"}) || im.ProvenSince.Rel != "40m ago" || im.Soak == nil || !im.Soak.Done || im.Soak.Text != "soaked 30m" {
 		t.Errorf("staging's image: %+v, soak %+v", im, im.Soak)
 	}
-	if prod.Class != "bad" || prod.State != "Rolling back" ||
-		!strings.HasPrefix(prod.Summary, "sha256:bbbbbbbbbbbb failed and is rolled back to v2 (sha256:aaaaaaaaaaaa)") {
+	// The rollback is open, not merged: nothing is rolled back yet, and
+	// the failed digest is named by its version.
+	if prod.Class != "bad" || prod.State != "Rollback open" ||
+		!strings.HasPrefix(prod.Summary, "v3 (sha256:bbbbbbbbbbbb) failed; the rollback to v2 (sha256:aaaaaaaaaaaa) is open") {
 		t.Errorf("prod: %s %s %q", prod.Class, prod.State, prod.Summary)
+	}
+	// Once it merged, and until it proves, prod is rolling back.
+	merged := fixtureLedger()
+	tr := merged.Ledger.Track("prod", "platform/web")
+	tr.Rollback, tr.Pinned, tr.PinnedTag = nil, digestA, "v2"
+	tr.Merged = &release.Merge{Digest: digestA, At: now.Add(-20 * time.Second), Rollback: true}
+	if p := BuildReleases([]Ledger{merged}, now, 5*time.Second).Releases[0].Stages[1]; p.State != "Rolling back" || !strings.HasPrefix(p.Summary, "the rollback to v2 (sha256:aaaaaaaaaaaa) merged 20s ago") {
+		t.Errorf("prod, its rollback merged: %s %q", p.State, p.Summary)
 	}
 	rb := prod.Images[0].Rollback
 	if rb == nil || rb.Link.URL != "http://gitea.test/platform/manifests/pulls/12" || rb.Link.Text != "#12" {

@@ -31,14 +31,15 @@ func (r *releaseRig) seeBadRelease(t *testing.T, rep *replica, bad string, rb *s
 		return b.Eval(`(e => e ? e.textContent.trim().replace(/\s+/g, " ") : "")(` + prod + `.querySelector("` + sel + `"))`)
 	}
 	// The page updates itself: it reaches the rollback without a reload.
-	poll.Until(t, 30*time.Second, "the release page showing prod rolling back", func() (bool, string) {
+	poll.Until(t, 30*time.Second, "the release page showing prod's rollback open", func() (bool, string) {
 		state := text(".state")
-		return state == "Rolling back" && strings.Contains(text("li.cluster"), "old-revision"), state + "; " + text("li.cluster")
+		return state == "Rollback open" && strings.Contains(text("li.cluster"), "old-revision"), state + "; " + text("li.cluster")
 	})
 	for _, tc := range []struct{ what, got, want string }{
 		{"stages in chain order", b.Eval(`[...document.querySelectorAll("li.stage")].map(s => s.dataset.env).join(",")`), "staging,prod"},
 		{"failing in red", b.Eval(`String(` + prod + `.classList.contains("bad"))`), "true"},
-		{"short reason first", text(".summary"), imageref.Short(bad) + " failed and is rolled back to"},
+		{"short reason first", text(".summary"), " failed; the rollback to "},
+		{"the failed digest in it", text(".summary"), imageref.Short(bad)},
 		{"the rollback linked", b.Eval(prod + `.querySelector("dd.rollback a").pathname`), strings.TrimPrefix(rb.HTMLURL, r.peers.Gitea.URL)},
 		{"the bad digest pinned", text("dd.pinned"), imageref.Short(bad)},
 		{"the hold", text("li.hold"), imageref.Short(bad)},
