@@ -143,7 +143,9 @@ type PodView struct {
 type DetailView struct {
 	App     AppView
 	History []EntryView
-	Pulls   []Link
+	// Pulls are the open promotion pull requests (a forced one says so),
+	// Rollbacks the open rollbacks, listed apart.
+	Pulls, Rollbacks []Link
 }
 
 // EntryView is one sync of the history.
@@ -210,7 +212,15 @@ func BuildApp(app App, now time.Time, refresh time.Duration) Page {
 		}
 	}
 	for _, pr := range app.Pulls {
-		d.Pulls = append(d.Pulls, Link{Text: "#" + strconv.FormatInt(pr.Number, 10) + " " + pr.Title, URL: safeURL(pr.URL)})
+		l := Link{Text: "#" + strconv.FormatInt(pr.Number, 10) + " " + pr.Title, URL: safeURL(pr.URL)}
+		switch head := "/" + pr.Head; {
+		case strings.Contains(head, "/rollback/"):
+			d.Rollbacks = append(d.Rollbacks, l)
+			continue
+		case strings.Contains(head, "/forced/"):
+			l.Text += " (forced past the gate)"
+		}
+		d.Pulls = append(d.Pulls, l)
 	}
 	p.Detail = d
 	return p

@@ -154,3 +154,27 @@ func TestUnsafePullURLIsNotLinked(t *testing.T) {
 		t.Errorf("pull URL %q linked, want none", got)
 	}
 }
+
+// TestRollbacksAreListedApart: an app's page lists an open rollback under
+// its own heading, never as a promotion, and marks a forced promotion.
+func TestRollbacksAreListedApart(t *testing.T) {
+	a := App{Name: "web-prod", Pulls: []gitforge.Pull{
+		{Number: 6, Title: "promote 1.3.0", Head: "pinbot/prod/web"},
+		{Number: 7, Title: "roll back to 1.2.0", Head: "pinbot/rollback/prod/web"},
+		{Number: 8, Title: "promote 1.4.0", Head: "pinbot/forced/prod/web"},
+	}}
+	d := BuildApp(a, now, 0).Detail
+	var pulls, rollbacks []string
+	for _, l := range d.Pulls {
+		pulls = append(pulls, l.Text)
+	}
+	for _, l := range d.Rollbacks {
+		rollbacks = append(rollbacks, l.Text)
+	}
+	if diff := cmp.Diff([]string{"#6 promote 1.3.0", "#8 promote 1.4.0 (forced past the gate)"}, pulls); diff != "" {
+		t.Errorf("promotions (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"#7 roll back to 1.2.0"}, rollbacks); diff != "" {
+		t.Errorf("rollbacks (-want +got):\n%s", diff)
+	}
+}
