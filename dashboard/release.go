@@ -3,6 +3,7 @@ package dashboard
 import (
 	"cmp"
 	"context"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -158,11 +159,12 @@ func releaseView(lg Ledger, now time.Time) ReleaseView {
 		}
 		rv.Stages = append(rv.Stages, stageView(lg, e, now))
 	}
+	tags := versions(l)
 	for i := len(l.Events) - 1; i >= 0 && len(rv.Events) < 20; i-- {
-		rv.Events = append(rv.Events, eventView(l.Events[i], now))
+		rv.Events = append(rv.Events, eventView(l.Events[i], now, tags))
 	}
 	for i := len(l.Audit) - 1; i >= 0 && len(rv.Audit) < 10; i-- {
-		rv.Audit = append(rv.Audit, eventView(l.Audit[i], now))
+		rv.Audit = append(rv.Audit, eventView(l.Audit[i], now, tags))
 	}
 	return rv
 }
@@ -255,7 +257,7 @@ func stageView(lg Ledger, env *release.Environment, now time.Time) StageView {
 	}
 	for i := len(l.Events) - 1; i >= 0 && len(s.Lifted) < 3; i-- {
 		if e := l.Events[i]; e.Env == env.Name && e.Reason == release.ReasonHoldLifted {
-			s.Lifted = append(s.Lifted, eventView(e, now))
+			s.Lifted = append(s.Lifted, eventView(e, now, versions(l)))
 		}
 	}
 	if env.From != "" {
@@ -419,6 +421,40 @@ func tagOf(t *release.Track, digest string) string {
 	return ""
 }
 
+// versions are the tags l's tracks know digests by, by the short digest
+// the pages show.
+func versions(l *release.Ledger) map[string]string {
+	out := map[string]string{}
+	add := func(d, tag string) {
+		if d != "" && tag != "" {
+			out[imageref.Short(d)] = tag
+		}
+	}
+	for _, env := range l.Envs {
+		for _, t := range env {
+			add(t.PrevProven, t.PrevProvenTag)
+			add(t.LastProven, t.LastProvenTag)
+			add(t.Pinned, t.PinnedTag)
+		}
+	}
+	return out
+}
+
+// shortDigests are the digests a decision's text names, as pages show
+// them.
+var shortDigests = regexp.MustCompile(`sha256:[0-9a-f]{12}\b`)
+
+// withVersions names each digest of s that tags knows by its version
+// too: "v3 (sha256:abc…)", as everywhere else on the page.
+func withVersions(s string, tags map[string]string) string {
+	return shortDigests.ReplaceAllStringFunc(s, func(d string) string {
+		if tag := tags[d]; tag != "" && !strings.Contains(s, tag+" ("+d) {
+			return tag + " (" + d + ")"
+		}
+		return d
+	})
+}
+
 // label is a version as text: "v3 (sha256:abc…)", or the digest alone.
 func label(v Version) string {
 	switch {
@@ -430,8 +466,8 @@ func label(v Version) string {
 	return v.Tag + " (" + v.Digest + ")"
 }
 
-func eventView(e release.Event, now time.Time) EventView {
-	ev := EventView{At: at(e.At, now), Env: e.Env, Image: e.Image, Reason: e.Reason, What: e.What, Class: "ok", By: e.By, Why: e.Why}
+func eventView(e release.Event, now time.Time, tags map[string]string) EventView {
+	ev := EventView{At: at(e.At, now), Env: e.Env, Image: e.Image, Reason: e.Reason, What: withVersions(e.What, tags), Class: "ok", By: e.By, Why: e.Why}
 	if release.Warning(e.Reason) {
 		ev.Class = "bad"
 	}

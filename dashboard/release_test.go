@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
 	"pinbot.dev/pinbot/release"
@@ -168,5 +169,18 @@ func TestTheArrowAsksTheChain(t *testing.T) {
 	l.PauseBy("prod", "alice", "incident 42", now)
 	if g := gate(lg, &chain[1], now); g.Text != "1.0.2 (sha256:cccccccccccc) waits: alice paused the promotions into prod: incident 42" || g.Class != "warn" {
 		t.Errorf("paused: %+v", g)
+	}
+}
+
+// TestDecisionsNameVersions: a decision's digests are named by the
+// versions the ledger knows them by, as the stages name them; a digest
+// it knows no version of stays as it is.
+func TestDecisionsNameVersions(t *testing.T) {
+	lg := fixtureLedger()
+	lg.Ledger.Log(now, "prod", "platform/web", release.ReasonHeld, imageref.Short(digestB)+" failed to prove and is held; rolling back to "+imageref.Short(digestA)+", not "+"sha256:cccccccccccc")
+	ev := BuildReleases([]Ledger{lg}, now, time.Second).Releases[0].Events[0]
+	want := "v3 (" + imageref.Short(digestB) + ") failed to prove and is held; rolling back to v2 (" + imageref.Short(digestA) + "), not " + "sha256:cccccccccccc"
+	if ev.What != want {
+		t.Errorf("the decision reads %q, want %q", ev.What, want)
 	}
 }
