@@ -77,7 +77,15 @@ func Handler(src Source, refresh time.Duration) http.Handler {
 			fail(w, req, err)
 			return
 		}
-		show(w, req, Build(apps, time.Now(), refresh))
+		p := Build(apps, time.Now(), refresh)
+		if releases {
+			if ledgers, err := ls.Ledgers(req.Context()); err == nil {
+				chainBadges(&p, apps, ledgers)
+			} else {
+				p.notice("release ledgers: " + err.Error())
+			}
+		}
+		show(w, req, p)
 	})
 	mux.HandleFunc("GET /apps/{name}", func(w http.ResponseWriter, req *http.Request) {
 		app, err := src.App(req.Context(), req.PathValue("name"))

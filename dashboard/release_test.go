@@ -184,3 +184,27 @@ func TestDecisionsNameVersions(t *testing.T) {
 		t.Errorf("the decision reads %q, want %q", ev.What, want)
 	}
 }
+
+// TestAppsPageShowsWhatHoldsAnEnvironmentBack: on the apps page, the app
+// in prod carries prod's state in the chain (its rollback open, its
+// pinned digest held); the app in staging carries none.
+func TestAppsPageShowsWhatHoldsAnEnvironmentBack(t *testing.T) {
+	apps := fixtureApps()
+	apps[0].Repo, apps[0].Env = "platform/manifests", "prod"
+	apps[2].Repo, apps[2].Env = "platform/manifests", "staging"
+	_, body := get(t, Handler(&liveSource{apps: apps, ledgers: []Ledger{fixtureLedger()}}, time.Second), "/")
+	row := func(app string) string {
+		i := strings.Index(body, `data-app="`+app+`"`)
+		if i < 0 {
+			t.Fatalf("no row of %s", app)
+		}
+		j := strings.Index(body[i:], "</tr>")
+		return body[i : i+j]
+	}
+	if r := row(apps[0].Name); !strings.Contains(r, `<span class="badge bad chain">Rollback open</span> <span class="badge bad chain">Held</span>`) {
+		t.Errorf("prod's app row: %s", r)
+	}
+	if r := row(apps[2].Name); strings.Contains(r, "chain") {
+		t.Errorf("staging's app row: %s", r)
+	}
+}

@@ -111,6 +111,9 @@ type AppView struct {
 	Changed          Time
 	Workloads        []WorkloadView
 	OldPods          []PodView
+	// Chain is what the release chain says of the app's environment:
+	// "Held", "Rollback open", "Rolling back" or "Paused" (see chainBadges).
+	Chain []string
 }
 
 // Link is a shortened value with the page it links to ("" for none).
