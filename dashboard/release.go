@@ -3,7 +3,6 @@ package dashboard
 import (
 	"cmp"
 	"context"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -406,55 +405,6 @@ func serving(lg Ledger, env string, ps []PodView) string {
 	return strings.Join(out, ", ")
 }
 
-// tagOf is the tag t knows digest by, "" for none.
-func tagOf(t *release.Track, digest string) string {
-	switch {
-	case t == nil || digest == "":
-		return ""
-	case digest == t.Pinned:
-		return t.PinnedTag
-	case digest == t.LastProven:
-		return t.LastProvenTag
-	case digest == t.PrevProven:
-		return t.PrevProvenTag
-	}
-	return ""
-}
-
-// versions are the tags l's tracks know digests by, by the short digest
-// the pages show.
-func versions(l *release.Ledger) map[string]string {
-	out := map[string]string{}
-	add := func(d, tag string) {
-		if d != "" && tag != "" {
-			out[imageref.Short(d)] = tag
-		}
-	}
-	for _, env := range l.Envs {
-		for _, t := range env {
-			add(t.PrevProven, t.PrevProvenTag)
-			add(t.LastProven, t.LastProvenTag)
-			add(t.Pinned, t.PinnedTag)
-		}
-	}
-	return out
-}
-
-// shortDigests are the digests a decision's text names, as pages show
-// them.
-var shortDigests = regexp.MustCompile(`sha256:[0-9a-f]{12}\b`)
-
-// withVersions names each digest of s that tags knows by its version
-// too: "v3 (sha256:abc…)", as everywhere else on the page.
-func withVersions(s string, tags map[string]string) string {
-	return shortDigests.ReplaceAllStringFunc(s, func(d string) string {
-		if tag := tags[d]; tag != "" && !strings.Contains(s, tag+" ("+d) {
-			return tag + " (" + d + ")"
-		}
-		return d
-	})
-}
-
 // label is a version as text: "v3 (sha256:abc…)", or the digest alone.
 func label(v Version) string {
 	switch {
@@ -521,54 +471,3 @@ func envOrder(lg Ledger) []string {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
-// chainBadges marks each app of p whose environment the release chain
-// holds back: a digest pinned there held, its rollback open or merged and
-// not proven yet, its promotions paused. apps are p's, with their
-// repositories and environments.
-func chainBadges(p *Page, apps []App, ledgers []Ledger) {
-	where := map[string][2]string{}
-	for _, a := range apps {
-		where[a.Name] = [2]string{a.Repo, a.Env}
-	}
-	for g := range p.Groups {
-		for i := range p.Groups[g].Apps {
-			av := &p.Groups[g].Apps[i]
-			repoEnv, ok := where[av.Name]
-			if !ok || repoEnv[1] == "" {
-				continue
-			}
-			for _, lg := range ledgers {
-				if lg.Repo == repoEnv[0] {
-					av.Chain = envBadges(lg.Ledger, repoEnv[1])
-				}
-			}
-		}
-	}
-}
-
-// envBadges is what l says holds env back, each once.
-func envBadges(l *release.Ledger, env string) []string {
-	var out []string
-	add := func(b string) {
-		if !slices.Contains(out, b) {
-			out = append(out, b)
-		}
-	}
-	for _, image := range l.Images(env) {
-		t := l.Lookup(env, image)
-		switch {
-		case t.Rollback != nil:
-			add("Rollback open")
-		case t.Merged != nil && t.Merged.Rollback && t.Merged.Digest == t.Pinned && t.Proven != t.Pinned:
-			add("Rolling back")
-		}
-		if l.Held(env, image, t.Pinned) != nil {
-			add("Held")
-		}
-	}
-	if _, ok := l.Paused[env]; ok {
-		add("Paused")
-	}
-	return out
-}
