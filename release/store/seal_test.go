@@ -216,3 +216,35 @@ func countReason(l *release.Ledger, reason string) int {
 	}
 	return n
 }
+
+// TestWhoMayWriteTheLedgers: the cluster's RBAC, asked subject by
+// subject, names mallory (bound to write ConfigMaps in the namespace) as
+// a writer without the key, and the cluster's admins (system:masters)
+// as writers with it; a subject bound to read Pods alone is no writer.
+func TestWhoMayWriteTheLedgers(t *testing.T) {
+	ctx := context.Background()
+	admin, _ := configMapWriter(t, "pinbot-system")
+	reader := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "vic"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "vic"}}}
+	if _, err := admin.RbacV1().RoleBindings("pinbot-system").Create(ctx, reader, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := New(admin, "pinbot-system").Writers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Writer{}
+	for _, w := range ws {
+		got[w.Subject] = w
+	}
+	if m, ok := got["User mallory"]; !ok || m.Key || len(m.Bindings) != 1 || m.Bindings[0] != "RoleBinding pinbot-system/mallory" {
+		t.Errorf("mallory: %+v, %t; want a writer without the key, by her RoleBinding", m, ok)
+	}
+	if a, ok := got["Group system:masters"]; !ok || !a.Key {
+		t.Errorf("system:masters: %+v, %t; want a writer with the key", a, ok)
+	}
+	if v, ok := got["User vic"]; ok {
+		t.Errorf("vic, who may only view, is named a writer: %+v", v)
+	}
+}

@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"pinbot.dev/pinbot/internal/capool"
 	"pinbot.dev/pinbot/internal/clip"
@@ -78,18 +76,12 @@ func (f *gateFlags) gate(repo, caFile string) (promote.Admitter, error) {
 // ledgerGate reads repo's ledger from the cluster a kubeconfig reaches;
 // nil when no kubeconfig is found.
 func (f *gateFlags) ledgerGate(repo string) (promote.Admitter, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = f.kubeconfig
-	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context}).ClientConfig()
+	kube, err := kubeclient.FromKubeconfig(f.kubeconfig, f.context)
 	switch {
-	case clientcmd.IsEmptyConfig(err) && f.kubeconfig == "" && f.context == "":
-		return nil, nil
 	case err != nil:
 		return nil, usageErrorf("flag --kubeconfig: loading the kubeconfig of pinbot's ledger: %w", err)
-	}
-	kube, err := kubeclient.New(rc)
-	if err != nil {
-		return nil, fmt.Errorf("the ledger's cluster: %w", err)
+	case kube == nil:
+		return nil, nil
 	}
 	return store.Gate{Ledgers: store.New(kube, f.ledgerNamespace), Repo: repo}, nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -53,7 +54,7 @@ func (f *ledgerFlags) ledgers(ctx context.Context) (*store.Ledgers, []string, er
 }
 
 func newLedgerCommand(g *globals) *cobra.Command {
-	f, audit := &ledgerFlags{}, false
+	f, audit, writers := &ledgerFlags{}, false, false
 	cmd := &cobra.Command{
 		Use:   "ledger [--config FILE | -n NAMESPACE] [--repo OWNER/NAME] [--audit]",
 		Short: "Show which digest runs where: each environment's pinned and proven digest, soaks, gates, holds",
@@ -64,13 +65,19 @@ digest proven running and since when (the soak), pinbot's open promotion
 and rollback pull requests with their pinbot/gate state, the freeze
 windows in force, the held digests and the latest decisions. With --audit,
 what people did instead: who paused, resumed, released or resealed, when
-and why (the dashboard's actions and the CLI's alike).`,
+and why (the dashboard's actions and the CLI's alike). With --writers, who
+may write ConfigMaps in the state namespace, and whether they may read
+the key that seals the ledgers (then they can lift a hold unseen).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			s, repos, err := f.ledgers(ctx)
 			if err != nil {
 				return err
+			}
+			if writers {
+				ws, err := s.Writers(ctx)
+				return cmp.Or(err, output.Writers(cmd.OutOrStdout(), g.json(), ws))
 			}
 			var out []output.RepoLedger
 			for _, r := range repos {
@@ -88,6 +95,7 @@ and why (the dashboard's actions and the CLI's alike).`,
 	}
 	f.bind(cmd)
 	cmd.Flags().BoolVar(&audit, "audit", false, "show what people did: who, when, what and why")
+	cmd.Flags().BoolVar(&writers, "writers", false, "show who the cluster's RBAC lets write the ledgers, and who may read their key too (needs an admin's access)")
 	cmd.AddCommand(newResealCommand())
 	return cmd
 }

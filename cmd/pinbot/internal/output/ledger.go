@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -137,6 +138,28 @@ func Audit(w io.Writer, asJSON bool, ls []RepoLedger) error {
 	fmt.Fprintln(tw, "WHEN\tREPOSITORY\tENV\tWHO\tWHAT\tWHY")
 	for _, e := range all {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.At.UTC().Format(time.RFC3339), e.Repo, orDash(e.Env), e.By, e.Reason, e.Why)
+	}
+	return tw.Flush()
+}
+
+// Writers prints who may change the ledgers: with the key first, whose
+// writes pinbot trusts.
+func Writers(w io.Writer, asJSON bool, ws []store.Writer) error {
+	sort.SliceStable(ws, func(i, j int) bool { return ws[i].Key && !ws[j].Key })
+	if asJSON {
+		if ws == nil {
+			ws = []store.Writer{}
+		}
+		return json.NewEncoder(w).Encode(ws)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SUBJECT\tKEY\tBOUND BY")
+	for _, x := range ws {
+		key := "no: pinbot refuses and restores its writes"
+		if x.Key {
+			key = "yes: may lift a hold unseen"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", x.Subject, key, strings.Join(x.Bindings, ", "))
 	}
 	return tw.Flush()
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/release/store"
 )
 
 // TestLedgerSaysWhyTheChainStopped: pinbot ledger leads a stopped chain
@@ -74,5 +75,19 @@ func TestAuditSaysWhoDidWhatAndWhy(t *testing.T) {
 	}
 	if len(got) != 2 || got[1].Repo != "acme/manifests" || got[1].By != "vic" || got[1].Why != "fixed behind a flag" || got[1].Reason != release.ReasonHoldLifted {
 		t.Errorf("the audit as JSON: %+v", got)
+	}
+}
+
+// TestWritersKeyFirst: pinbot ledger --writers lists who may write a
+// ledger pinbot trusts (the key) first, then who may only tamper.
+func TestWritersKeyFirst(t *testing.T) {
+	var b strings.Builder
+	ws := []store.Writer{{Subject: "User mallory", Bindings: []string{"RoleBinding pinbot-system/mallory"}}, {Subject: "Group system:masters", Bindings: []string{"ClusterRoleBinding cluster-admin"}, Key: true}}
+	if err := Writers(&b, false, ws); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[1], "Group system:masters  yes: may lift a hold unseen") || !strings.HasPrefix(lines[2], "User mallory") || !strings.Contains(lines[2], "no: pinbot refuses") {
+		t.Errorf("pinbot ledger --writers:\n%s", b.String())
 	}
 }
