@@ -27,7 +27,7 @@ func TestSignInInChromium(t *testing.T) {
 	b.Do(chromedp.SendKeys(chromedp.CSS(`#username`), "olga"), chromedp.SendKeys(chromedp.CSS(`#password`), "olga-pw"),
 		chromedp.Submit(chromedp.CSS(`#username`)))
 	poll.Until(t, 20*time.Second, "back on pinbot's page, signed in", func() (bool, string) {
-		got := b.Eval(`location.pathname + location.search + " " + document.body.textContent`)
+		got := b.Eval(`location.pathname + location.search + " " + (document.body ? document.body.textContent : "")`) // null while a page loads
 		return strings.HasPrefix(got, "/?from=chromium page for olga, may [pause resume rollback hold release]"), got
 	})
 
