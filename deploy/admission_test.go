@@ -13,6 +13,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"pinbot.dev/pinbot/render"
 	"pinbot.dev/pinbot/serve"
@@ -138,5 +139,40 @@ func TestAdmissionIsOneInstall(t *testing.T) {
 	}
 	if cert.Spec.SecretName != "pinbot-admission-tls" || !slices.Contains(cert.Spec.DNSNames, "pinbot.pinbot-system.svc") {
 		t.Errorf("deploy's Certificate %+v, want the Secret the Deployment mounts, for the Service", cert.Spec)
+	}
+}
+
+// TestOIDCIsOneInstall: the chart's dashboard.oidcSecret and deploy/base
+// with components/oidc mount the sign-in's Secret alike, where
+// docs/operations.md's dashboard.oidc reads it.
+func TestOIDCIsOneInstall(t *testing.T) {
+	charted, err := render.FS(os.DirFS(".."), "charts/pinbot", render.WithHelm(render.Helm{
+		ReleaseName: "pinbot", Namespace: stateNamespace,
+		Values: map[string]any{"config": map[string]any{"existingConfigMap": "pinbot-config"}, "dashboard": map[string]any{"oidcSecret": "pinbot-oidc"}},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped := resources(t, buildWith(t, "overlays/oidc", map[string]string{
+		"overlays/oidc/kustomization.yaml": "resources: [../../base]\ncomponents: [../../components/oidc]\n",
+	}))
+	for name, objs := range map[string][]*unstructured.Unstructured{"the chart": charted, "deploy/base+oidc": shipped} {
+		var d appsv1.Deployment
+		find(t, objs, "Deployment", "pinbot", &d)
+		mounted := ""
+		for _, m := range d.Spec.Template.Spec.Containers[0].VolumeMounts {
+			if m.MountPath == "/etc/pinbot/oidc" {
+				mounted = m.Name
+			}
+		}
+		secret := ""
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.Name == mounted && v.Secret != nil {
+				secret = v.Secret.SecretName
+			}
+		}
+		if mounted == "" || secret != "pinbot-oidc" {
+			t.Errorf("%s mounts %q at /etc/pinbot/oidc, from the Secret %q; want pinbot-oidc", name, mounted, secret)
+		}
 	}
 }
