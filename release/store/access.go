@@ -34,7 +34,9 @@ func (s *Ledgers) Writers(ctx context.Context) ([]Writer, error) {
 	var subjects []*bound
 	add := func(binding string, ss []rbacv1.Subject) {
 		for _, sub := range ss {
-			i := slices.IndexFunc(subjects, func(b *bound) bool { return b.s.Kind == sub.Kind && b.s.Name == sub.Name && b.s.Namespace == sub.Namespace })
+			i := slices.IndexFunc(subjects, func(b *bound) bool {
+				return b.s.Kind == sub.Kind && b.s.Name == sub.Name && b.s.Namespace == sub.Namespace
+			})
 			if i < 0 {
 				subjects = append(subjects, &bound{s: sub})
 				i = len(subjects) - 1
