@@ -220,7 +220,7 @@ func countReason(l *release.Ledger, reason string) int {
 // TestWhoMayWriteTheLedgers: the cluster's RBAC, asked subject by
 // subject, names mallory (bound to write ConfigMaps in the namespace) as
 // a writer without the key, and the cluster's admins (system:masters)
-// as writers with it; a subject bound to read Pods alone is no writer.
+// as writers with it; a subject bound to the view role is no writer.
 func TestWhoMayWriteTheLedgers(t *testing.T) {
 	ctx := context.Background()
 	admin, _ := configMapWriter(t, "pinbot-system")

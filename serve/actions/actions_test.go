@@ -262,8 +262,8 @@ func countReason(l *release.Ledger, reason string) int {
 }
 
 // TestActionsFromThePage: olga and vic sign in through the provider's
-// login form. olga's page offers pause, resume and release in prod, and
-// nothing in staging; she pauses prod with a reason from the
+// login form. olga's page offers every verb in prod, and nothing in
+// staging; she pauses prod with a reason from the
 // confirmation, and the ledger names her; the same form again is refused
 // as out of date, with no second entry; a POST without the CSRF token,
 // or from another origin, is refused; she releases the hold, and holds
