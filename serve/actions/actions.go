@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -78,6 +79,9 @@ type Handler struct {
 	// announces it (the Event, the notification) at once.
 	Done func(repo string)
 	Now  func() time.Time
+
+	mu      sync.Mutex
+	offered map[string]offer // Allowed's answers, by person and environment
 }
 
 // Routes serves the actions on mux, behind guard.
@@ -147,13 +151,37 @@ func (h *Handler) Allowed(req *http.Request, repo, env string) []string {
 	if !ok || id.Session == "" {
 		return nil
 	}
+	key := strings.Join(append([]string{id.User, repo, env}, id.Groups...), "\x00")
+	h.mu.Lock()
+	c, ok := h.offered[key]
+	h.mu.Unlock()
+	if ok && h.Now().Before(c.until) {
+		return c.verbs
+	}
 	var out []string
 	for _, v := range Verbs {
 		if ok, err := h.Authz.Allowed(req.Context(), id, v, repo, env); err == nil && ok {
 			out = append(out, v)
 		}
 	}
+	h.mu.Lock()
+	if h.offered == nil || len(h.offered) > 10000 {
+		h.offered = map[string]offer{}
+	}
+	h.offered[key] = offer{verbs: out, until: h.Now().Add(offerFor)}
+	h.mu.Unlock()
 	return out
+}
+
+// offerFor is how long a page's buttons trust the cluster's answer: a
+// page refreshes every few seconds, and each answer is a
+// SubjectAccessReview per verb. The action itself always asks again.
+const offerFor = 30 * time.Second
+
+// offer is what Allowed answered, until when.
+type offer struct {
+	verbs []string
+	until time.Time
 }
 
 // Person is who req is from when signed in, and their form token.

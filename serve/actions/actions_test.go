@@ -349,6 +349,21 @@ func TestActionsFromThePage(t *testing.T) {
 	if l := r.ledger(); len(l.Events) != before || l.Paused["prod"].By != "olga" {
 		t.Errorf("vic's forged resume changed the ledger: %+v", l.Events[before:])
 	}
+
+	// olga loses her binding. Her page may still offer what the cluster
+	// answered a moment ago (the buttons ask once per half minute), but
+	// the action asks again, and is refused; the confirmation too.
+	if err := r.admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), "olga", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	form = url.Values{"repo": {repo}, "env": {"prod"}, "reason": {"the incident is over"}, "csrf": {r.in.CSRF(olga.identity())}}
+	poll.Until(t, 30*time.Second, "olga's resume refused once her binding is gone", func() (bool, string) {
+		code, body := olga.post("/actions/resume", form, "")
+		return code == http.StatusForbidden && strings.Contains(body, "olga may not resume"), fmt.Sprintf("%d %s", code, body)
+	})
+	if _, ok := r.ledger().Paused["prod"]; !ok {
+		t.Error("prod was resumed by someone whose binding is gone")
+	}
 }
 
 // identity is the session b's cookie holds, read as a replica would.
