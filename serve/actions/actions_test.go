@@ -382,8 +382,9 @@ func (b *person) identity() signin.Identity {
 
 // TestSessionsAcrossReplicas: a session one replica signed works on
 // another with the same key, and on none with another key; an altered
-// cookie, or none, is sent to sign in; a callback whose state is not the
-// login's is refused.
+// cookie, or none, is sent to sign in; signing out needs the session's
+// token and ends it; a callback whose state is not the login's is
+// refused.
 func TestSessionsAcrossReplicas(t *testing.T) {
 	r := newRig(t)
 	olga := r.signIn("olga", "olga-pw")
@@ -427,6 +428,17 @@ func TestSessionsAcrossReplicas(t *testing.T) {
 	resp.Body.Close()
 	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc, signin.LoginPath+"?next=") {
 		t.Errorf("no session: %s to %q; want the sign-in", resp.Status, loc)
+	}
+	// Signing out needs the session's token, then ends the session: the
+	// next page sends her to sign in again.
+	if code, _ := olga.post(signin.LogoutPath, url.Values{}, ""); code != http.StatusForbidden {
+		t.Errorf("a sign-out without the token: %d, want 403", code)
+	}
+	if code, _ := olga.post(signin.LogoutPath, url.Values{"csrf": {r.in.CSRF(olga.identity())}}, ""); code != http.StatusSeeOther {
+		t.Errorf("olga's sign-out: %d, want 303", code)
+	}
+	if page := olga.get("/", http.StatusOK); !strings.Contains(page, `name="password"`) {
+		t.Errorf("after signing out, the page: %.300s; want the provider's login form", page)
 	}
 	if body := olga.get(signin.CallbackPath+"?state=forged&code=x", http.StatusForbidden); !slices.ContainsFunc([]string{"login in flight", "state"}, func(s string) bool { return strings.Contains(body, s) }) {
 		t.Errorf("a forged callback: %s", body)
