@@ -4,11 +4,13 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+
+	"pinbot.dev/pinbot/internal/imageref"
 )
 
 // Actor is a LedgerSource whose release pages offer a signed-in person
 // the actions the cluster's RBAC allows them. Allowed says which verbs
-// ("pause", "resume", "rollback", "hold", "release") req's person may use on env of repo;
+// ("pause", "resume", "rollback", "hold", "release", "force") req's person may use on env of repo;
 // none for a reader who is not signed in.
 type Actor interface {
 	Allowed(req *http.Request, repo, env string) []string
@@ -48,6 +50,11 @@ func offer(p *Page, ledgers []Ledger, req *http.Request, a Actor) {
 				if t := l.Ledger.Lookup(st.Name, si.Image); t != nil && slices.Contains(verbs, "rollback") && t.Rollback == nil && t.RollbackAsked == nil &&
 					(t.LastProven != "" && t.LastProven != t.Pinned || t.PrevProven != "") {
 					si.Actions = append(si.Actions, Link{Text: "Roll back", URL: "/actions/rollback?" + iq.Encode()})
+				}
+				if up := l.Ledger.Lookup(st.From, si.Image); st.From != "" && up != nil && up.Pinned != "" && up.Pinned != si.pinned &&
+					slices.Contains(verbs, "force") && l.Ledger.Held(st.Name, si.Image, up.Pinned) == nil {
+					fq := url.Values{"repo": {rv.Repo}, "env": {st.Name}, "image": {si.Image}, "digest": {up.Pinned}}
+					si.Actions = append(si.Actions, Link{Text: "Force " + label(Version{up.PinnedTag, imageref.Short(up.Pinned)}) + " in", URL: "/actions/force?" + fq.Encode()})
 				}
 				if si.pinned != "" && slices.Contains(verbs, "hold") && l.Ledger.Held(st.Name, si.Image, si.pinned) == nil {
 					iq.Set("digest", si.pinned)

@@ -67,6 +67,9 @@ func (d *daemon) mux(webhook bool) http.Handler {
 		if d.signin != nil {
 			d.signin.Routes(mux)
 			src.acts = &actions.Handler{Ledgers: d.release.ledgers, Authz: actions.Authorizer{Client: d.kube}, SignIn: d.signin, Done: d.release.wake, Now: time.Now}
+			if d.promote != nil {
+				src.acts.Force = d.promote.force
+			}
 			src.acts.Routes(mux, guard)
 		}
 		mux.Handle("/", guard.Wrap(dashboard.Handler(src, dashboard.DefaultRefresh)))

@@ -134,6 +134,44 @@ func (p *promoter) promoteImage(ctx context.Context, t Target, image, tag string
 	return strings.Join(out, "; "), nil
 }
 
+// force opens the forced promotion of image@digest into env of repo,
+// with reason, as pinbot promote --force does: on its own branch, past
+// the gate's proof check, never past a hold. It says which pull request.
+func (p *promoter) force(ctx context.Context, repo, env, image, digest, reason string) (string, error) {
+	var target *Target
+	for i := range p.cfg.Promote {
+		if p.cfg.Promote[i].Repo == repo {
+			target = &p.cfg.Promote[i]
+		}
+	}
+	if target == nil {
+		return "", fmt.Errorf("serve's config has no promote entry for %s", repo)
+	}
+	e, err := p.env(target)
+	if err != nil {
+		return "", err
+	}
+	ins, err := promote.InputSpec{Image: image + "@" + digest}.Read(nil)
+	if err != nil {
+		return "", err
+	}
+	req := promote.Request{Inputs: ins, Policy: p.policy, Target: env, Force: true, Reason: reason}
+	if p.gate != nil {
+		req.Admitter = p.gate(repo)
+	}
+	results, err := promote.Run(ctx, e, req)
+	if err != nil {
+		p.noteRefusal(ctx, repo, err)
+		return "", err
+	}
+	for _, r := range results {
+		if r.Pull != nil {
+			return fmt.Sprintf("#%d", r.Pull.Number), nil
+		}
+	}
+	return "", fmt.Errorf("no pull request was opened: %s already pins it", env)
+}
+
 // promotePushed promotes a package event's image on the leader (or
 // without leader election) and forwards it to the leader on a follower.
 func (d *daemon) promotePushed(ctx context.Context, t Target, image, tag string) (string, error) {

@@ -1,6 +1,6 @@
 // Package actions is what a signed-in person may do from the release
 // page: pause or resume the onward promotions into an environment, roll
-// it back, hold a digest there, and release a held digest. Each is a ledger entry
+// it back, hold a digest there, release a held digest, and force one in. Each is a ledger entry
 // naming who and why, never a change to the cluster; each is allowed by the cluster's RBAC
 // (a SubjectAccessReview for the person's user and groups on the
 // pinbot.dev resource environments, named OWNER/REPO/ENV, with the
@@ -45,10 +45,11 @@ const (
 	Rollback = "rollback"
 	Hold     = "hold"
 	Release  = "release"
+	Force    = "force"
 )
 
 // Verbs are every action, in the order a page offers them.
-var Verbs = []string{Pause, Resume, Rollback, Hold, Release}
+var Verbs = []string{Pause, Resume, Rollback, Hold, Release, Force}
 
 // Authorizer asks the cluster whether id may verb the environment env of
 // repo.
@@ -78,7 +79,11 @@ type Handler struct {
 	// Done is told of the repository of each action done: its chain
 	// announces it (the Event, the notification) at once.
 	Done func(repo string)
-	Now  func() time.Time
+	// Force opens the forced promotion of digest of image into env of
+	// repo, with reason (serve's promoter, as pinbot promote --force
+	// does), and says which pull request it opened; nil refuses the verb.
+	Force func(ctx context.Context, repo, env, image, digest, reason string) (string, error)
+	Now   func() time.Time
 
 	mu      sync.Mutex
 	offered map[string]offer // Allowed's answers, by person and environment
@@ -103,7 +108,7 @@ func readRequest(req *http.Request) (request, error) {
 		return r, fmt.Errorf("no action %q: want one of %s", r.Verb, strings.Join(Verbs, ", "))
 	case r.Repo == "" || r.Env == "":
 		return r, errors.New("the form names no repository or environment")
-	case (r.Verb == Release || r.Verb == Hold) && (r.Image == "" || !imageref.ValidDigest(r.Digest)):
+	case (r.Verb == Release || r.Verb == Hold || r.Verb == Force) && (r.Image == "" || !imageref.ValidDigest(r.Digest)):
 		return r, fmt.Errorf("%s names an image and its whole digest", r.Verb)
 	case r.Verb == Rollback && r.Image == "":
 		return r, errors.New("a rollback names its image")
@@ -120,6 +125,8 @@ func (r request) what() string {
 		return fmt.Sprintf("Resume the onward promotions into %s of %s.", r.Env, r.Repo)
 	case Rollback:
 		return fmt.Sprintf("Roll %s in %s of %s back to the digest proven there before the one Git pins: pinbot holds the pinned digest in %s and after it, and opens its rollback pull request (merged as the environment's rollback setting says), which is proven like any release.", r.Image, r.Env, r.Repo, r.Env)
+	case Force:
+		return fmt.Sprintf("Force %s@%s into %s of %s past the gate's proof check (never past a hold): pinbot opens a pull request on its own forced branch, with your name and reason in it. Its pinbot/gate still says the digest is not proven upstream: merging it is a person's decision, and a gate bypass.", r.Image, imageref.Short(r.Digest), r.Env, r.Repo)
 	case Hold:
 		return fmt.Sprintf("Hold %s@%s in %s of %s and every environment after it: none takes it until a person releases the hold. What runs now stays.", r.Image, imageref.Short(r.Digest), r.Env, r.Repo)
 	}
@@ -251,6 +258,22 @@ func (h *Handler) apply(ctx context.Context, id signin.Identity, r request) (int
 	done := false
 	var err error
 	switch r.Verb {
+	case Force:
+		if h.Force == nil {
+			return http.StatusNotImplemented, errors.New("this pinbot promotes nothing itself (no forge, or no promote entry for the repository)")
+		}
+		pull, err := h.Force(ctx, r.Repo, r.Env, r.Image, r.Digest, id.User+": "+r.Reason)
+		if err != nil {
+			return http.StatusConflict, err
+		}
+		err = h.Ledgers.Update(ctx, r.Repo, func(l *release.Ledger) error {
+			l.LogBy(now, r.Env, r.Image, release.ReasonPromotionOpened, fmt.Sprintf("%s forced %s into %s past the gate: %s (%s)", id.User, imageref.Short(r.Digest), r.Env, r.Reason, pull), id.User, r.Reason)
+			return nil
+		})
+		if err != nil {
+			return http.StatusInternalServerError, fmt.Errorf("opened %s, but the ledger did not take its record: %w", pull, err)
+		}
+		done = true
 	case Rollback:
 		if err = h.Ledgers.AskRollback(ctx, r.Repo, r.Env, r.Image, id.User, r.Reason, now); err != nil {
 			return http.StatusConflict, err

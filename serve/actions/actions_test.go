@@ -51,6 +51,9 @@ type rig struct {
 	ledgers *store.Ledgers
 	in      *signin.SignIn
 	acts    *actions.Handler
+	// forced are the forced promotions the handler asked serve's
+	// promoter for ("repo env image@digest: reason").
+	forced chan string
 }
 
 func newRig(t *testing.T) *rig {
@@ -73,7 +76,7 @@ func newRig(t *testing.T) *rig {
 	}
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "pinbot-operator"}, Rules: []rbacv1.PolicyRule{{
 		APIGroups: []string{actions.Group}, Resources: []string{actions.Resource}, ResourceNames: []string{repo + "/prod"},
-		Verbs: []string{actions.Pause, actions.Resume, actions.Rollback, actions.Hold, actions.Release}}}}
+		Verbs: []string{actions.Pause, actions.Resume, actions.Rollback, actions.Hold, actions.Release, actions.Force}}}}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "olga"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "olga"}}}
@@ -103,7 +106,12 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts := &actions.Handler{Ledgers: ledgers, Authz: actions.Authorizer{Client: admin}, SignIn: in, Now: time.Now}
+	forced := make(chan string, 4)
+	acts := &actions.Handler{Ledgers: ledgers, Authz: actions.Authorizer{Client: admin}, SignIn: in, Now: time.Now,
+		Force: func(_ context.Context, repo, env, image, digest, reason string) (string, error) {
+			forced <- fmt.Sprintf("%s %s %s@%s: %s", repo, env, image, digest, reason)
+			return "#9", nil
+		}}
 	mux := http.NewServeMux()
 	in.Routes(mux)
 	guard := signin.Guard{SignIn: in}
@@ -115,7 +123,7 @@ func newRig(t *testing.T) *rig {
 	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: mux}}
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return &rig{t: t, url: self, admin: admin, ledgers: ledgers, in: in, acts: acts}
+	return &rig{t: t, url: self, admin: admin, ledgers: ledgers, in: in, acts: acts, forced: forced}
 }
 
 // startProvider runs the OP on a free loopback port with olga and vic,
@@ -273,7 +281,7 @@ func countReason(l *release.Ledger, reason string) int {
 func TestActionsFromThePage(t *testing.T) {
 	r := newRig(t)
 	olga := r.signIn("olga", "olga-pw")
-	if page := olga.get("/", http.StatusOK); !strings.Contains(page, "page for olga, may [pause resume rollback hold release]") {
+	if page := olga.get("/", http.StatusOK); !strings.Contains(page, "page for olga, may [pause resume rollback hold release force]") {
 		t.Errorf("olga's page: %s", page)
 	}
 
@@ -332,6 +340,20 @@ func TestActionsFromThePage(t *testing.T) {
 	}
 	if code, _ := olga.post("/actions/hold", form, ""); code != http.StatusConflict {
 		t.Errorf("holding it again: %d; want 409", code)
+	}
+
+	// Forcing a digest in asks serve's promoter for the forced pull
+	// request, with her name in the reason, and the audit keeps it.
+	_, form = olga.confirmForm(url.Values{"repo": {repo}, "env": {"prod"}, "image": {image}, "digest": {held}}, actions.Force)
+	form.Set("reason", "hotfix for CVE-2026-0001")
+	if code, body := olga.post("/actions/force", form, ""); code != http.StatusSeeOther {
+		t.Fatalf("olga's force: %d %s", code, body)
+	}
+	if got := <-r.forced; got != repo+" prod "+image+"@"+held+": olga: hotfix for CVE-2026-0001" {
+		t.Errorf("the forced promotion asked for: %s", got)
+	}
+	if a := r.ledger().Audit; a[len(a)-1].Reason != release.ReasonPromotionOpened || a[len(a)-1].By != "olga" || !strings.Contains(a[len(a)-1].What, "olga forced sha256:111111111111 into prod past the gate: hotfix for CVE-2026-0001 (#9)") {
+		t.Errorf("the audit of the force: %+v", a[len(a)-1])
 	}
 
 	vic := r.signIn("vic", "vic-pw")
