@@ -57,8 +57,9 @@ func (r *releaseRig) seeBadRelease(t *testing.T, rep *replica, bad string, rb *s
 	if got := b.Eval(`document.querySelector('tr[data-app="web-prod"] td.proof .badge').textContent`); got == "Verified" {
 		t.Errorf("the apps page shows web-prod, whose new Pod is not Ready, as %q", got)
 	}
-	if got := b.Eval(`document.querySelector('tr[data-app="web-prod"] td.env').textContent`); got != "prod" {
-		t.Errorf("web-prod's environment on the apps page: %q", got)
+	// Its environment, and what holds it back in the chain.
+	if got := b.Eval(`document.querySelector('tr[data-app="web-prod"] td.env').textContent`); got != "prod Rollback open Held" {
+		t.Errorf("web-prod's environment on the apps page: %q, want prod with its rollback open and the digest held", got)
 	}
 	shots = append(shots, b.Save(t.ArtifactDir(), "apps-bad.png"))
 	b.Open(base+"/apps/web-prod", "#old-pods")
