@@ -57,6 +57,9 @@ type TamperedError struct {
 	// Restorable says whether this Ledgers can write back the version
 	// it last read or wrote (Restore).
 	Restorable bool
+	// older: a correctly sealed version older than one this Ledgers saw,
+	// which a read that raced its own write also returns (Get reads again).
+	older bool
 }
 
 func (e *TamperedError) Error() string {
@@ -169,7 +172,9 @@ func (s *Ledgers) verify(ctx context.Context, repository string, cm *corev1.Conf
 	last, ok := s.seen[strings.ToLower(repository)]
 	s.mu.Unlock()
 	if ok && (seq < last.seq || seq == last.seq && data != last.data) {
-		return 0, s.tampered(repository, cm.Name, fmt.Sprintf("an older version (number %d) was put back over number %d", seq, last.seq))
+		err := s.tampered(repository, cm.Name, fmt.Sprintf("an older version (number %d) was put back over number %d", seq, last.seq))
+		err.older = seq < last.seq
+		return 0, err
 	}
 	s.saw(repository, seq, data)
 	return seq, nil
@@ -183,7 +188,7 @@ func (s *Ledgers) saw(repository string, seq uint64, data string) {
 	s.seen[strings.ToLower(repository)] = sealed{seq: seq, data: data}
 }
 
-func (s *Ledgers) tampered(repository, name, why string) error {
+func (s *Ledgers) tampered(repository, name, why string) *TamperedError {
 	s.mu.Lock()
 	_, restorable := s.seen[strings.ToLower(repository)]
 	s.mu.Unlock()

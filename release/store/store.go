@@ -100,17 +100,27 @@ func legacyName(repository string) string {
 // its version.
 func (s *Ledgers) Get(ctx context.Context, repository string) (*release.Ledger, Version, error) {
 	// The key first: when it is new, it seals what an older pinbot left.
-	if _, err := s.sealKey(ctx); err != nil {
+	_, err := s.sealKey(ctx)
+	if err != nil {
 		return nil, Version{}, err
 	}
-	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, Name(repository), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return s.getLegacy(ctx, repository)
+	var cm *corev1.ConfigMap
+	var seq uint64
+	for range 2 {
+		cm, err = s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, Name(repository), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return s.getLegacy(ctx, repository)
+		}
+		if err != nil {
+			return nil, Version{}, fmt.Errorf("reading the ledger of %s (ConfigMap %s/%s): %w", repository, s.namespace, Name(repository), err)
+		}
+		// An older version may be this store's own, read while it wrote
+		// a newer one: a version put back is there when read again.
+		var te *TamperedError
+		if seq, err = s.verify(ctx, repository, cm); !errors.As(err, &te) || !te.older {
+			break
+		}
 	}
-	if err != nil {
-		return nil, Version{}, fmt.Errorf("reading the ledger of %s (ConfigMap %s/%s): %w", repository, s.namespace, Name(repository), err)
-	}
-	seq, err := s.verify(ctx, repository, cm)
 	if err != nil {
 		return nil, Version{}, err
 	}
