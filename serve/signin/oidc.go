@@ -22,7 +22,7 @@ import (
 // Config is the OpenID Connect sign-in: serve's config, dashboard.oidc.
 type Config struct {
 	// Issuer is the identity provider's issuer URL; its discovery
-	// document is read at start.
+	// document is read at the first sign-in.
 	Issuer string
 	// ClientID and ClientSecret are pinbot's client at the provider.
 	ClientID     string

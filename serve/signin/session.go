@@ -91,7 +91,7 @@ func (s sealer) session(req *http.Request, now time.Time) (Identity, bool) {
 	return id, true
 }
 
-// CSRFToken is the token a form of id's session carries: bound to the
+// csrf is the token a form of id's session carries: bound to the
 // session, so a token from another session, or from before a sign-out,
 // is refused.
 func (s sealer) csrf(id Identity) string {
