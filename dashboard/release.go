@@ -254,9 +254,10 @@ func stageView(lg Ledger, env *release.Environment, now time.Time) StageView {
 			s.Holds = append(s.Holds, HoldView{Image: h.Image, Digest: Version{tagOf(l.Lookup(h.Env, h.Image), h.Digest), imageref.Short(h.Digest)}, Since: at(h.Since, now), Reason: reason, Detail: h.Reason, From: h.From, full: h.Digest})
 		}
 	}
+	tags := versions(l)
 	for i := len(l.Events) - 1; i >= 0 && len(s.Lifted) < 3; i-- {
 		if e := l.Events[i]; e.Env == env.Name && e.Reason == release.ReasonHoldLifted {
-			s.Lifted = append(s.Lifted, eventView(e, now, versions(l)))
+			s.Lifted = append(s.Lifted, eventView(e, now, tags))
 		}
 	}
 	if env.From != "" {

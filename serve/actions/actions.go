@@ -301,7 +301,7 @@ func (h *Handler) apply(ctx context.Context, id signin.Identity, r request) (int
 		return http.StatusConflict, err
 	}
 	if !done {
-		return http.StatusConflict, fmt.Errorf("nothing to %s: %s changed since the page was rendered: %s (reload it)", r.Verb, r.Env, h.now(ctx, r))
+		return http.StatusConflict, fmt.Errorf("nothing to %s: %s changed since the page was rendered: %s (reload it)", r.Verb, r.Env, h.standing(ctx, r))
 	}
 	if h.Done != nil {
 		h.Done(r.Repo)
@@ -309,8 +309,8 @@ func (h *Handler) apply(ctx context.Context, id signin.Identity, r request) (int
 	return 0, nil
 }
 
-// now says what the ledger holds now of what r would change.
-func (h *Handler) now(ctx context.Context, r request) string {
+// standing says what the ledger holds now of what r would change.
+func (h *Handler) standing(ctx context.Context, r request) string {
 	l, _, err := h.Ledgers.Get(ctx, r.Repo)
 	if err != nil {
 		return "the ledger cannot be read: " + err.Error()
