@@ -30,9 +30,9 @@ import (
 // so the right to lift a hold by hand is the right to read that Secret.
 //
 // A Ledgers that read or wrote a version also refuses an older, correctly
-// sealed one put back (a replay) and the ledger's deletion. A Ledgers that
-// starts after such a replay or deletion does not see it: see
-// docs/security.md.
+// sealed one put back (a replay) and the ledger's deletion; one that
+// starts after such a replay or deletion sees it by the ledger's mark
+// (marks.go).
 const (
 	// KeySecret is the Secret in the state namespace whose "key" seals
 	// the ledgers. The first Ledgers that needs it and finds none makes
@@ -176,6 +176,18 @@ func (s *Ledgers) verify(ctx context.Context, repository string, cm *corev1.Conf
 		err.older = seq < last.seq
 		return 0, err
 	}
+	if !ok {
+		mark, err := s.mark(ctx, repository)
+		if err != nil {
+			return 0, err
+		}
+		if seq < mark {
+			// Or a read that raced another replica's write and its mark.
+			err := s.tampered(repository, cm.Name, fmt.Sprintf("an older version (number %d) was put back over number %d, the newest pinbot wrote", seq, mark))
+			err.older = true
+			return 0, err
+		}
+	}
 	s.saw(repository, seq, data)
 	return seq, nil
 }
@@ -215,7 +227,12 @@ func (s *Ledgers) Restore(ctx context.Context, repository, why string, now time.
 	if err != nil {
 		return err
 	}
-	v.seq = last.seq
+	// Past what another replica may have written since this one read.
+	mark, err := s.mark(ctx, repository)
+	if err != nil {
+		return err
+	}
+	v.seq = max(last.seq, mark)
 	_, err = s.Put(ctx, repository, l, v)
 	return err
 }
@@ -225,21 +242,27 @@ func (s *Ledgers) Restore(ctx context.Context, repository, why string, now time.
 // key, as every write does.
 func (s *Ledgers) Reseal(ctx context.Context, repository, who, why string, now time.Time) error {
 	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, Name(repository), metav1.GetOptions{})
-	if err != nil {
+	var l *release.Ledger
+	what := "accepted as it stood after a change outside pinbot"
+	switch {
+	case apierrors.IsNotFound(err):
+		// Deleted: accepting that starts the ledger over, empty.
+		cm, l, what = &corev1.ConfigMap{}, release.New(), "started over after its ConfigMap was deleted"
+	case err != nil:
 		return fmt.Errorf("reading the ledger of %s (ConfigMap %s/%s): %w", repository, s.namespace, Name(repository), err)
+	default:
+		if l, err = release.Parse([]byte(cm.Data[ledgerKey])); err != nil {
+			return fmt.Errorf("ConfigMap %s/%s: %w: fix or delete it", s.namespace, cm.Name, err)
+		}
 	}
-	l, err := release.Parse([]byte(cm.Data[ledgerKey]))
-	if err != nil {
-		return fmt.Errorf("ConfigMap %s/%s: %w: fix or delete it", s.namespace, cm.Name, err)
-	}
-	l.LogBy(now, "", "", release.ReasonLedgerResealed, "accepted as it stood after a change outside pinbot, by "+who+": "+why, who, why)
+	l.LogBy(now, "", "", release.ReasonLedgerResealed, what+", by "+who+": "+why, who, why)
 	// Past every number a replica may have seen, and past the one it
 	// carries, though no seal vouches for that.
 	seq := uint64(now.UnixNano())
 	if n, err := strconv.ParseUint(cm.Data[seqField], 10, 64); err == nil && n >= seq && n < 1<<62 {
 		seq = n + 1
 	}
-	_, err = s.Put(ctx, repository, l, Version{rv: cm.ResourceVersion, exists: true, seq: seq - 1})
+	_, err = s.Put(ctx, repository, l, Version{rv: cm.ResourceVersion, exists: cm.ResourceVersion != "", seq: seq - 1})
 	return err
 }
 

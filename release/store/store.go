@@ -138,7 +138,7 @@ func (s *Ledgers) getLegacy(ctx context.Context, repository string) (*release.Le
 	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, old, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err) || err == nil && cm.Annotations[annotationRepository] != repository: // none, or another repository's
-		return s.none(repository)
+		return s.none(ctx, repository)
 	case err != nil:
 		return nil, Version{}, fmt.Errorf("reading the ledger of %s (ConfigMap %s/%s): %w", repository, s.namespace, old, err)
 	}
@@ -155,12 +155,19 @@ func (s *Ledgers) getLegacy(ctx context.Context, repository string) (*release.Le
 
 // none is repository's ledger when its ConfigMap is not there: empty,
 // unless this Ledgers read or wrote it before, when it was deleted.
-func (s *Ledgers) none(repository string) (*release.Ledger, Version, error) {
+func (s *Ledgers) none(ctx context.Context, repository string) (*release.Ledger, Version, error) {
 	s.mu.Lock()
 	_, seen := s.seen[strings.ToLower(repository)]
 	s.mu.Unlock()
 	if seen {
 		return nil, Version{}, s.tampered(repository, Name(repository), "its ConfigMap was deleted")
+	}
+	mark, err := s.mark(ctx, repository)
+	if err != nil {
+		return nil, Version{}, err
+	}
+	if mark > 0 {
+		return nil, Version{}, s.tampered(repository, Name(repository), fmt.Sprintf("its ConfigMap was deleted (pinbot had written version %d)", mark))
 	}
 	return release.New(), Version{}, nil
 }
@@ -196,6 +203,9 @@ func (s *Ledgers) Put(ctx context.Context, repository string, l *release.Ledger,
 	}
 	s.saw(repository, seq, string(data))
 	written := Version{rv: out.ResourceVersion, exists: true, data: string(data), seq: seq}
+	if err := s.raise(ctx, repository, seq); err != nil {
+		return written, err
+	}
 	if v.legacy != "" {
 		err := s.client.CoreV1().ConfigMaps(s.namespace).Delete(ctx, v.legacy, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {

@@ -108,9 +108,9 @@ func newResealCommand() *cobra.Command {
 		Short: "Accept a ledger changed outside pinbot, as it stands",
 		Long: `A ledger carries a seal made with the key in the Secret pinbot-ledger-key;
 one changed by anyone without the key is trusted for nothing: the gate
-refuses, and serve writes back the version it last saw when it can.
-After you have checked the change, reseal accepts the ledger as it stands,
-recording who accepted it and why. It needs get on that Secret.`,
+refuses, and serve writes back the version it last saw when it can. Once
+checked, reseal accepts the ledger as it stands, recording who and why; a
+ledger whose ConfigMap was deleted starts over, empty. Needs get on that Secret.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.repo == "" {
