@@ -351,7 +351,7 @@ func (rl *releaser) gated(ctx context.Context, cfg *config.Config, ns string) ([
 		read := func() error {
 			var err error
 			if l == nil {
-				l, _, err = rl.ledgers.Get(ctx, t.Repo)
+				l, err = rl.ledgers.Read(ctx, t.Repo)
 			}
 			return err
 		}

@@ -50,7 +50,7 @@ func (s dashboardSource) Ledgers(ctx context.Context) ([]dashboard.Ledger, error
 	}
 	var out []dashboard.Ledger
 	for _, t := range s.rl.repos() {
-		l, _, err := s.rl.ledgers.Get(ctx, t.Repo)
+		l, err := s.rl.ledgers.Read(ctx, t.Repo)
 		if err != nil {
 			return nil, err
 		}
@@ -114,7 +114,7 @@ func (s dashboardSource) places(ctx context.Context) map[string]place {
 	for _, t := range repos {
 		chain, ok := s.rl.chain(t.Repo)
 		if !ok {
-			l, _, err := s.rl.ledgers.Get(ctx, t.Repo)
+			l, err := s.rl.ledgers.Read(ctx, t.Repo)
 			if err != nil {
 				continue // the apps still show, ungrouped
 			}

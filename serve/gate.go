@@ -20,7 +20,7 @@ func (d *daemon) gateAnswer(ctx context.Context, q proofapi.Query) (proofapi.Ans
 		if q.Repo != "" && t.Repo != q.Repo {
 			continue
 		}
-		l, _, err := d.release.ledgers.Get(ctx, t.Repo)
+		l, err := d.release.ledgers.Read(ctx, t.Repo)
 		if err != nil {
 			return proofapi.Answer{}, err
 		}

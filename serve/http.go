@@ -14,7 +14,9 @@ import (
 
 	"pinbot.dev/pinbot/dashboard"
 	"pinbot.dev/pinbot/internal/kubemetrics"
+	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/peermetrics"
+	"pinbot.dev/pinbot/reconciler/record"
 	"pinbot.dev/pinbot/release/proofapi"
 	"pinbot.dev/pinbot/serve/actions"
 	"pinbot.dev/pinbot/serve/signin"
@@ -171,4 +173,25 @@ func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
 		return fmt.Errorf("serving on %s: %w", ln.Addr(), err)
 	}
 	return nil
+}
+
+// recheck checks the state namespace until the check passes or ctx ends,
+// backing off up to a minute between tries.
+func (d *daemon) recheck(ctx context.Context) {
+	for wait := time.Second; ; wait = min(2*wait, time.Minute) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		err := d.r.Check(ctx)
+		if err == nil {
+			d.checked.Store(true)
+			logctx.From(ctx).Info("the state namespace is there; ready")
+			return
+		}
+		if errors.Is(err, record.ErrNoStateNamespace) {
+			logctx.From(ctx).Error("the state namespace is missing: create it (deploy/namespace.yaml); not ready", "error", err.Error())
+		}
+	}
 }

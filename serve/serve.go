@@ -287,6 +287,8 @@ func (d *daemon) run(ctx context.Context) error {
 	}
 	// A changed proof steps the chains that count the app and rewrites
 	// its Proof object.
+	// The ledgers' readers (admission, the gate, the page) read a watch.
+	go d.release.ledgers.Watch(work)
 	var published *proofs.Publisher
 	if d.o.proofs != nil {
 		published = proofs.New(d.o.proofs, d.r)
@@ -380,27 +382,6 @@ func (d *daemon) run(ctx context.Context) error {
 	go func() { defer close(electDone); le.Run(electCtx) }()
 	d.ready.Store(true)
 	return d.wait(ctx, loopDone, lost, served, stopElect, electDone, stopWork)
-}
-
-// recheck checks the state namespace until the check passes or ctx ends,
-// backing off up to a minute between tries.
-func (d *daemon) recheck(ctx context.Context) {
-	for wait := time.Second; ; wait = min(2*wait, time.Minute) {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		err := d.r.Check(ctx)
-		if err == nil {
-			d.checked.Store(true)
-			logctx.From(ctx).Info("the state namespace is there; ready")
-			return
-		}
-		if errors.Is(err, record.ErrNoStateNamespace) {
-			logctx.From(ctx).Error("the state namespace is missing: create it (deploy/namespace.yaml); not ready", "error", err.Error())
-		}
-	}
 }
 
 // loops runs what only the leader does until ctx ends: the reconcile

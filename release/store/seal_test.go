@@ -163,6 +163,12 @@ func TestTheKeySealsWhatAnOlderPinbotWrote(t *testing.T) {
 // the admin's client and mallory's, who may read and write every
 // ConfigMap in ns and nothing else.
 func configMapWriter(t *testing.T, ns string) (admin, mallory kubernetes.Interface) {
+	admin, mallory, _ = configMapWriterOn(t, ns)
+	return admin, mallory
+}
+
+// configMapWriterOn is configMapWriter, with the control plane.
+func configMapWriterOn(t *testing.T, ns string) (admin, mallory kubernetes.Interface, c *kube.Cluster) {
 	t.Helper()
 	ctx := context.Background()
 	c, err := kube.Start(ctx, kube.Options{Users: []kube.User{{Name: "mallory"}}})
@@ -195,7 +201,7 @@ func configMapWriter(t *testing.T, ns string) (admin, mallory kubernetes.Interfa
 	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return admin, mallory
+	return admin, mallory, c
 }
 
 func rawLedger(t *testing.T, client kubernetes.Interface) *corev1.ConfigMap {

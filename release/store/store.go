@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	listerscorev1 "k8s.io/client-go/listers/core/v1"
 
 	"pinbot.dev/pinbot/release"
 )
@@ -47,11 +48,15 @@ type Ledgers struct {
 	// seen is each ledger as last read or written, by lower-cased
 	// repository.
 	seen map[string]sealed
+	// lister reads the ledgers' ConfigMaps from Watch's cache while it
+	// runs; reads are the ledgers Read parsed from it (watch.go).
+	lister listerscorev1.ConfigMapLister
+	reads  map[string]read
 }
 
 // New returns the ledgers of namespace.
 func New(client kubernetes.Interface, namespace string) *Ledgers {
-	return &Ledgers{client: client, namespace: namespace, seen: map[string]sealed{}}
+	return &Ledgers{client: client, namespace: namespace, seen: map[string]sealed{}, reads: map[string]read{}}
 }
 
 // Version names the ledger as read, for Put: its resource version, and
