@@ -1,16 +1,18 @@
 package dashboard
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 
+	"pinbot.dev/pinbot/internal/commitstatus"
 	"pinbot.dev/pinbot/internal/imageref"
 )
 
 // Actor is a LedgerSource whose release pages offer a signed-in person
 // the actions the cluster's RBAC allows them. Allowed says which verbs
-// ("pause", "resume", "rollback", "hold", "release", "force") req's person may use on env of repo;
+// ("pause", "resume", "promote", "rollback", "hold", "release", "force") req's person may use on env of repo;
 // none for a reader who is not signed in.
 type Actor interface {
 	Allowed(req *http.Request, repo, env string) []string
@@ -47,6 +49,10 @@ func offer(p *Page, ledgers []Ledger, req *http.Request, a Actor) {
 			for m := range st.Images {
 				si := &st.Images[m]
 				iq := url.Values{"repo": {rv.Repo}, "env": {st.Name}, "image": {si.Image}}
+				if t := l.Ledger.Lookup(st.Name, si.Image); t != nil && t.Proposal != nil && t.Proposal.Gate != nil && t.Proposal.Gate.State == commitstatus.Success &&
+					slices.Contains(verbs, "promote") {
+					si.Actions = append(si.Actions, Link{Text: fmt.Sprintf("Merge #%d now", t.Proposal.PR), URL: "/actions/promote?" + iq.Encode()})
+				}
 				if t := l.Ledger.Lookup(st.Name, si.Image); t != nil && slices.Contains(verbs, "rollback") && t.Rollback == nil && t.RollbackAsked == nil &&
 					(t.LastProven != "" && t.LastProven != t.Pinned || t.PrevProven != "") {
 					si.Actions = append(si.Actions, Link{Text: "Roll back", URL: "/actions/rollback?" + iq.Encode()})

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"pinbot.dev/pinbot/internal/commitstatus"
+	"pinbot.dev/pinbot/release"
 )
 
 // actorSource is fakeSource with fixtureLedger and a person who may use
@@ -79,3 +82,38 @@ func TestThePageOffersWhatRBACAllows(t *testing.T) {
 
 // htmlAttr is s as html/template writes it in an attribute.
 func htmlAttr(s string) string { return strings.ReplaceAll(s, "&", "&amp;") }
+
+// proposalSource is actorSource whose prod has pinbot's onward pull
+// request #7 open, its gate as posted.
+type proposalSource struct {
+	actorSource
+	gate commitstatus.State
+}
+
+func (s proposalSource) Ledgers(context.Context) ([]Ledger, error) {
+	lg := fixtureLedger()
+	lg.Ledger.Envs["prod"]["platform/worker"] = &release.Track{Pinned: digestA,
+		Proposal: &release.Proposal{PR: 7, Digest: digestB, Head: "c0ffee", From: "staging", Gate: &release.PostedGate{State: s.gate, Description: "proven in staging"}}}
+	return []Ledger{lg}, nil
+}
+
+// TestMergeNowOnlyPastAGreenGate: a person with the promote verb may merge
+// pinbot's onward pull request from the page once its gate is green, and
+// is offered nothing while it waits there.
+func TestMergeNowOnlyPastAGreenGate(t *testing.T) {
+	merge := `href="` + htmlAttr("/actions/promote?"+url.Values{"env": {"prod"}, "image": {"platform/worker"}, "repo": {"platform/manifests"}}.Encode()) + `">Merge #7 now`
+	for _, tc := range []struct {
+		gate  commitstatus.State
+		verbs []string
+		want  bool
+	}{
+		{commitstatus.Success, []string{"promote"}, true},
+		{commitstatus.Pending, []string{"promote"}, false},
+		{commitstatus.Success, []string{"hold"}, false},
+	} {
+		_, body := get(t, Handler(proposalSource{actorSource{user: "olga", verbs: tc.verbs}, tc.gate}, time.Second), "/releases/platform/manifests")
+		if got := strings.Contains(body, merge); got != tc.want {
+			t.Errorf("gate %s, verbs %v: offers the merge %t, want %t", tc.gate, tc.verbs, got, tc.want)
+		}
+	}
+}

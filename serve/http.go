@@ -70,7 +70,7 @@ func (d *daemon) mux(webhook bool) http.Handler {
 			d.signin.Routes(mux)
 			src.acts = &actions.Handler{Ledgers: d.release.ledgers, Authz: actions.Authorizer{Client: d.kube}, SignIn: d.signin, Done: d.release.wake, Now: time.Now}
 			if d.promote != nil {
-				src.acts.Force = d.promote.force
+				src.acts.Force, src.acts.Merge = d.promote.force, d.promote.merge
 			}
 			src.acts.Routes(mux, guard)
 		}

@@ -138,16 +138,7 @@ func (p *promoter) promoteImage(ctx context.Context, t Target, image, tag string
 // with reason, as pinbot promote --force does: on its own branch, past
 // the gate's proof check, never past a hold. It says which pull request.
 func (p *promoter) force(ctx context.Context, repo, env, image, digest, reason string) (string, error) {
-	var target *Target
-	for i := range p.cfg.Promote {
-		if p.cfg.Promote[i].Repo == repo {
-			target = &p.cfg.Promote[i]
-		}
-	}
-	if target == nil {
-		return "", fmt.Errorf("serve's config has no promote entry for %s", repo)
-	}
-	e, err := p.env(target)
+	e, err := p.envOf(repo)
 	if err != nil {
 		return "", err
 	}
@@ -170,6 +161,37 @@ func (p *promoter) force(ctx context.Context, repo, env, image, digest, reason s
 		}
 	}
 	return "", fmt.Errorf("no pull request was opened: %s already pins it", env)
+}
+
+// merge merges pull request number of repo at head, the commit pinbot
+// judged, as autoMerge does: Gitea's branch protection still holds.
+func (p *promoter) merge(ctx context.Context, repo string, number int64, head, message string) error {
+	e, err := p.envOf(repo)
+	if err != nil {
+		return err
+	}
+	forge, ok := e.Forge.(*gitforge.Gitea)
+	if !ok {
+		return errors.New("merging needs the Gitea forge")
+	}
+	err = forge.MergePull(ctx, e.Repo, number, head, message)
+	switch {
+	case errors.Is(err, gitforge.ErrNotMergeable):
+		return fmt.Errorf("not merged yet, as Gitea's approvals or required checks say: %w", err)
+	case errors.Is(err, gitforge.ErrHeadMoved):
+		return fmt.Errorf("its head moved since pinbot judged it; pinbot judges the new head first: %w", err)
+	}
+	return err
+}
+
+// envOf is the promote.Env of serve's promote entry for repo.
+func (p *promoter) envOf(repo string) (promote.Env, error) {
+	for i := range p.cfg.Promote {
+		if p.cfg.Promote[i].Repo == repo {
+			return p.env(&p.cfg.Promote[i])
+		}
+	}
+	return promote.Env{}, fmt.Errorf("serve's config has no promote entry for %s", repo)
 }
 
 // promotePushed promotes a package event's image on the leader (or

@@ -1,6 +1,7 @@
 // Package actions is what a signed-in person may do from the release
-// page: pause or resume the onward promotions into an environment, roll
-// it back, hold a digest there, release a held digest, and force one in. Each is a ledger entry
+// page: pause or resume the onward promotions into an environment, merge
+// pinbot's onward pull request whose gate passed, roll it back, hold a
+// digest there, release a held digest, and force one in. Each is a ledger entry
 // naming who and why, never a change to the cluster; each is allowed by the cluster's RBAC
 // (a SubjectAccessReview for the person's user and groups on the
 // pinbot.dev resource environments, named OWNER/REPO/ENV, with the
@@ -24,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"pinbot.dev/pinbot/internal/commitstatus"
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/release"
@@ -42,6 +44,7 @@ const (
 const (
 	Pause    = "pause"
 	Resume   = "resume"
+	Promote  = "promote"
 	Rollback = "rollback"
 	Hold     = "hold"
 	Release  = "release"
@@ -49,7 +52,7 @@ const (
 )
 
 // Verbs are every action, in the order a page offers them.
-var Verbs = []string{Pause, Resume, Rollback, Hold, Release, Force}
+var Verbs = []string{Pause, Resume, Promote, Rollback, Hold, Release, Force}
 
 // Authorizer asks the cluster whether id may verb the environment env of
 // repo.
@@ -83,6 +86,10 @@ type Handler struct {
 	// repo, with reason (serve's promoter, as pinbot promote --force
 	// does), and says which pull request it opened; nil refuses the verb.
 	Force func(ctx context.Context, repo, env, image, digest, reason string) (string, error)
+	// Merge merges pull request number of repo at head, the commit
+	// pinbot judged, with message (serve's forge, as autoMerge does);
+	// nil refuses the verb.
+	Merge func(ctx context.Context, repo string, number int64, head, message string) error
 	Now   func() time.Time
 
 	mu      sync.Mutex
@@ -110,8 +117,8 @@ func readRequest(req *http.Request) (request, error) {
 		return r, errors.New("the form names no repository or environment")
 	case (r.Verb == Release || r.Verb == Hold || r.Verb == Force) && (r.Image == "" || !imageref.ValidDigest(r.Digest)):
 		return r, fmt.Errorf("%s names an image and its whole digest", r.Verb)
-	case r.Verb == Rollback && r.Image == "":
-		return r, errors.New("a rollback names its image")
+	case (r.Verb == Rollback || r.Verb == Promote) && r.Image == "":
+		return r, fmt.Errorf("%s names its image", r.Verb)
 	}
 	return r, nil
 }
@@ -123,6 +130,8 @@ func (r request) what() string {
 		return fmt.Sprintf("Pause the onward promotions into %s of %s: none opens and none merges until resumed. Rollbacks go on.", r.Env, r.Repo)
 	case Resume:
 		return fmt.Sprintf("Resume the onward promotions into %s of %s.", r.Env, r.Repo)
+	case Promote:
+		return fmt.Sprintf("Merge pinbot's onward pull request of %s into %s of %s now, at the head pinbot judged, while its pinbot/gate is green: the promotion is as gated as ever, only its merge is yours. Gitea's own rules (approvals, required checks) still apply.", r.Image, r.Env, r.Repo)
 	case Rollback:
 		return fmt.Sprintf("Roll %s in %s of %s back to the digest proven there before the one Git pins: pinbot holds the pinned digest in %s and after it, and opens its rollback pull request (merged as the environment's rollback setting says), which is proven like any release.", r.Image, r.Env, r.Repo, r.Env)
 	case Force:
@@ -258,6 +267,11 @@ func (h *Handler) apply(ctx context.Context, id signin.Identity, r request) (int
 	done := false
 	var err error
 	switch r.Verb {
+	case Promote:
+		if err = h.merge(ctx, id, r, now); err != nil {
+			return http.StatusConflict, err
+		}
+		done = true
 	case Force:
 		if h.Force == nil {
 			return http.StatusNotImplemented, errors.New("this pinbot promotes nothing itself (no forge, or no promote entry for the repository)")
@@ -326,4 +340,38 @@ func (h *Handler) standing(ctx context.Context, r request) string {
 		return fmt.Sprintf("%s@%s is held there since %s: %s", r.Image, imageref.Short(r.Digest), held.Since.UTC().Format(time.RFC3339), held.Reason)
 	}
 	return fmt.Sprintf("%s@%s is not held there", r.Image, imageref.Short(r.Digest))
+}
+
+// merge merges pinbot's onward pull request of r's image into r's
+// environment at the head pinbot judged, once its gate is green, and
+// records who merged it and why.
+func (h *Handler) merge(ctx context.Context, id signin.Identity, r request, now time.Time) error {
+	if h.Merge == nil {
+		return errors.New("this pinbot merges nothing itself (no forge)")
+	}
+	l, _, err := h.Ledgers.Get(ctx, r.Repo)
+	if err != nil {
+		return err
+	}
+	var p *release.Proposal
+	if t := l.Lookup(r.Env, r.Image); t != nil {
+		p = t.Proposal
+	}
+	switch {
+	case p == nil || p.Head == "":
+		return fmt.Errorf("nothing to merge: pinbot has no onward pull request of %s open into %s (reload the page)", r.Image, r.Env)
+	case p.Gate == nil || p.Gate.State != commitstatus.Success:
+		state := "not posted yet"
+		if p.Gate != nil {
+			state = string(p.Gate.State) + ": " + p.Gate.Description
+		}
+		return fmt.Errorf("#%d waits at the gate (pinbot/gate %s): it merges once the gate is green", p.PR, state)
+	}
+	if err := h.Merge(ctx, r.Repo, p.PR, p.Head, fmt.Sprintf("Merged by pinbot for %s: %s", id.User, r.Reason)); err != nil {
+		return fmt.Errorf("merging #%d: %w", p.PR, err)
+	}
+	return h.Ledgers.Update(ctx, r.Repo, func(l *release.Ledger) error {
+		l.LogBy(now, r.Env, r.Image, release.ReasonMerged, fmt.Sprintf("%s merged #%d (%s) into %s at the head pinbot judged: %s", id.User, p.PR, imageref.Short(p.Digest), r.Env, r.Reason), id.User, r.Reason)
+		return nil
+	})
 }

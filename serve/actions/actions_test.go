@@ -2,6 +2,7 @@ package actions_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -54,6 +55,9 @@ type rig struct {
 	// forced are the forced promotions the handler asked serve's
 	// promoter for ("repo env image@digest: reason").
 	forced chan string
+	// merged are the merges the handler asked serve's forge for
+	// ("repo #N at head: message").
+	merged chan string
 }
 
 func newRig(t *testing.T) *rig {
@@ -76,7 +80,7 @@ func newRig(t *testing.T) *rig {
 	}
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "pinbot-operator"}, Rules: []rbacv1.PolicyRule{{
 		APIGroups: []string{actions.Group}, Resources: []string{actions.Resource}, ResourceNames: []string{repo + "/prod"},
-		Verbs: []string{actions.Pause, actions.Resume, actions.Rollback, actions.Hold, actions.Release, actions.Force}}}}
+		Verbs: []string{actions.Pause, actions.Resume, actions.Promote, actions.Rollback, actions.Hold, actions.Release, actions.Force}}}}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "olga"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "olga"}}}
@@ -106,11 +110,18 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	forced := make(chan string, 4)
+	forced, merged := make(chan string, 4), make(chan string, 4)
 	acts := &actions.Handler{Ledgers: ledgers, Authz: actions.Authorizer{Client: admin}, SignIn: in, Now: time.Now,
 		Force: func(_ context.Context, repo, env, image, digest, reason string) (string, error) {
 			forced <- fmt.Sprintf("%s %s %s@%s: %s", repo, env, image, digest, reason)
 			return "#9", nil
+		},
+		Merge: func(_ context.Context, repo string, number int64, head, message string) error {
+			if head == "moved" {
+				return errors.New("its head moved since pinbot judged it")
+			}
+			merged <- fmt.Sprintf("%s #%d at %s: %s", repo, number, head, message)
+			return nil
 		}}
 	mux := http.NewServeMux()
 	in.Routes(mux)
@@ -123,7 +134,7 @@ func newRig(t *testing.T) *rig {
 	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: mux}}
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return &rig{t: t, url: self, admin: admin, ledgers: ledgers, in: in, acts: acts, forced: forced}
+	return &rig{t: t, url: self, admin: admin, ledgers: ledgers, in: in, acts: acts, forced: forced, merged: merged}
 }
 
 // startProvider runs the OP on a free loopback port with olga and vic,
@@ -281,7 +292,7 @@ func countReason(l *release.Ledger, reason string) int {
 func TestActionsFromThePage(t *testing.T) {
 	r := newRig(t)
 	olga := r.signIn("olga", "olga-pw")
-	if page := olga.get("/", http.StatusOK); !strings.Contains(page, "page for olga, may [pause resume rollback hold release force]") {
+	if page := olga.get("/", http.StatusOK); !strings.Contains(page, "page for olga, may [pause resume promote rollback hold release force]") {
 		t.Errorf("olga's page: %s", page)
 	}
 

@@ -28,7 +28,7 @@ func TestSignInInChromium(t *testing.T) {
 		chromedp.Submit(chromedp.CSS(`#username`)))
 	poll.Until(t, 20*time.Second, "back on pinbot's page, signed in", func() (bool, string) {
 		got := b.Eval(`location.pathname + location.search + " " + (document.body ? document.body.textContent : "")`) // null while a page loads
-		return strings.HasPrefix(got, "/?from=chromium page for olga, may [pause resume rollback hold release force]"), got
+		return strings.HasPrefix(got, "/?from=chromium page for olga, may [pause resume promote rollback hold release force]"), got
 	})
 
 	b.Open(r.url+"/actions/pause?"+url.Values{"repo": {repo}, "env": {"prod"}}.Encode(), `input[name="reason"]`)
