@@ -23,7 +23,7 @@ var defaultBudget = budget{lines: 2000, names: 40}
 // toward the goal, never past today's figure. A feature that would cross
 // a budget moves something out first.
 var budgets = map[string]budget{
-	"reconciler":          {5314, 43}, // goal 4,500 lines and 35 names: carve out the verify-only observer
+	"reconciler":          {5200, 43}, // goal 4,500 lines and 35 names: carve out the verify-only observer; Flux's cluster inputs went to reconciler/fluxinputs
 	"serve":               {4833, 35}, // goal 3,300 lines: the release runner in a room of its own
 	"pins":                {4750, 43},
 	"promote":             {3976, 77}, // goal 60 names

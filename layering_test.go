@@ -156,6 +156,9 @@ var allowed = map[string][]string{
 	"reconciler/gitsource": append([]string{"gitforge"}, leaves...),
 	"reconciler/lookup":    append([]string{"reconciler/object", "reconciler/verdict", "registry", "trust", "trust/policy", "trust/proven"}, leaves...),
 	"reconciler/discover":  above(core, "reconciler/config"),
+	// What a Flux object reads from the cluster besides Git (valuesFrom,
+	// substituteFrom).
+	"reconciler/fluxinputs": append([]string{"reconciler/deployer", "reconciler/object", "reconciler/verdict"}, leaves...),
 	// Charts of Helm repositories: plain HTTP, and OCI through the registry.
 	"reconciler/chartrepo":               append([]string{"registry"}, leaves...),
 	"reconciler/chartrepo/chartrepotest": {},

@@ -2,14 +2,8 @@ package reconciler
 
 import (
 	"context"
-	"fmt"
 	"io/fs"
-	"maps"
 	"path"
-
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -18,6 +12,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/chartrepo"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/deployer"
+	"pinbot.dev/pinbot/reconciler/fluxinputs"
 	"pinbot.dev/pinbot/reconciler/gitsource"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/render"
@@ -147,7 +142,7 @@ func (ob *observer) render(ctx context.Context, fsys fs.FS, d *deployedApp) ([]*
 		hr := render.Helm{ReleaseName: h.ReleaseName, Namespace: h.Namespace, Values: h.Values}
 		if len(h.ValuesFrom) > 0 {
 			var err error
-			if hr.Values, err = ob.helmValues(ctx, h); err != nil {
+			if hr.Values, err = fluxinputs.HelmValues(ctx, ob.r.kube, h); err != nil {
 				return nil, err
 			}
 		}
@@ -186,7 +181,7 @@ func (ob *observer) render(ctx context.Context, fsys fs.FS, d *deployedApp) ([]*
 		return nil, err
 	}
 	if sub := d.source.Substitute; sub != nil {
-		vars, err := ob.vars(ctx, sub)
+		vars, err := fluxinputs.Vars(ctx, ob.r.kube, sub)
 		if err != nil {
 			return nil, err
 		}
@@ -227,39 +222,4 @@ func selectWorkloads(objs []*unstructured.Unstructured, applied []object.Ref) []
 		}
 	}
 	return out
-}
-
-// vars are the variables of Flux's post-build substitution: the data of
-// substituteFrom's ConfigMaps and Secrets, in order, then substitute's,
-// each over the ones before, as kustomize-controller reads them.
-func (ob *observer) vars(ctx context.Context, sub *deployer.Substitute) (map[string]string, error) {
-	vars := map[string]string{}
-	for _, f := range sub.From {
-		var data map[string]string
-		var err error
-		switch f.Kind {
-		case "ConfigMap":
-			var cm *corev1.ConfigMap
-			if cm, err = ob.r.kube.CoreV1().ConfigMaps(sub.Namespace).Get(ctx, f.Name, metav1.GetOptions{}); err == nil {
-				data = cm.Data
-			}
-		case "Secret":
-			var s *corev1.Secret
-			if s, err = ob.r.kube.CoreV1().Secrets(sub.Namespace).Get(ctx, f.Name, metav1.GetOptions{}); err == nil {
-				data = map[string]string{}
-				for k, v := range s.Data {
-					data[k] = string(v)
-				}
-			}
-		}
-		switch {
-		case apierrors.IsNotFound(err) && f.Optional:
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("postBuild.substituteFrom: reading %s %s/%s: %w", f.Kind, sub.Namespace, f.Name, err)
-		}
-		maps.Copy(vars, data)
-	}
-	maps.Copy(vars, sub.Vars)
-	return vars, nil
 }
