@@ -15,11 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/testenv/kube"
+	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
@@ -167,7 +167,8 @@ func TestArgoCDDeploysWhatPinbotProves(t *testing.T) {
 // real controller syncs there, and pinbot, reading the same Secret,
 // proves the Pods of that cluster.
 func TestArgoCDAppliesToAnotherCluster(t *testing.T) {
-	cfg := argoCluster(t, "argo-spoke")
+	spoke, _ := argoCluster(t, "argo-spoke")
+	cfg := spoke.Config()
 
 	repo, v1 := pushImage(t, "argo-spoke", "v1")
 	_, v2 := pushImage(t, "argo-spoke", "v2")
@@ -259,10 +260,11 @@ spec:
 
 // argoCluster starts another control plane with namespace ns and gives
 // Argo CD its cluster Secret (bearer token, CA), as `argocd cluster add`
-// does; it returns the cluster's admin configuration.
-func argoCluster(t *testing.T, ns string) *rest.Config {
+// does; it returns the cluster and its node.
+func argoCluster(t *testing.T, ns string) (*kube.Cluster, *kubeletsim.Sim) {
 	t.Helper()
-	cfg := startSpoke(t, ns).Config()
+	spoke, node := startSpoke(t, ns)
+	cfg := spoke.Config()
 	conf, err := json.Marshal(map[string]any{
 		"bearerToken":     cfg.BearerToken,
 		"tlsClientConfig": map[string]any{"caData": base64.StdEncoding.EncodeToString(cfg.CAData)},
@@ -276,7 +278,7 @@ func argoCluster(t *testing.T, ns string) *rest.Config {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return cfg
+	return spoke, node
 }
 
 // wantDigests waits until pinbot has verified the app at commit and its
@@ -371,7 +373,8 @@ spec:
 // API server, and proves the Pods of that cluster through it. A token
 // Argo CD refuses is an HTTP 401, and never shows.
 func TestArgoCDViaAPI(t *testing.T) {
-	cfg := argoCluster(t, "argo-api")
+	spoke, _ := argoCluster(t, "argo-api")
+	cfg := spoke.Config()
 	token, err := env.argo.AccountToken(testCtx, kube.ArgoCDReader)
 	if err != nil {
 		t.Fatal(err)

@@ -153,7 +153,7 @@ func TestFluxRendersWhatTheControllerRenders(t *testing.T) {
 // kustomize-controller applies there, and pinbot, reading the same
 // Secret, proves the Pods of that cluster, never the hub's.
 func TestFluxAppliesToAnotherCluster(t *testing.T) {
-	spoke := startSpoke(t, "fx-spoke")
+	spoke, _ := startSpoke(t, "fx-spoke")
 	kc, err := os.ReadFile(spoke.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)

@@ -393,7 +393,7 @@ func (a *app) waitCommitStatus(sha, what string, cond func(*gitforge.Status) boo
 // startSpoke starts another control plane with its own node, which pulls
 // from the tests' Gitea registry, and creates namespace ns there; the
 // test's end stops both.
-func startSpoke(t *testing.T, ns string) *kube.Cluster {
+func startSpoke(t *testing.T, ns string) (*kube.Cluster, *kubeletsim.Sim) {
 	t.Helper()
 	needPeers(t)
 	spoke, err := kube.Start(testCtx, kube.Options{})
@@ -410,7 +410,7 @@ func startSpoke(t *testing.T, ns string) *kube.Cluster {
 	if _, err := kubernetes.NewForConfigOrDie(spoke.Config()).CoreV1().Namespaces().Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return spoke
+	return spoke, node
 }
 
 // pushImage pushes a random image to the Gitea registry as

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
 	"pinbot.dev/pinbot/internal/testenv/kube"
@@ -98,7 +99,13 @@ spec:
 // namespace named after it.
 func proofReady(t *testing.T, app string) (status, reason string) {
 	t.Helper()
-	u, err := env.dyn.Resource(proofs.GVR).Namespace(app).Get(testCtx, app, metav1.GetOptions{})
+	return proofReadyOn(t, env.dyn, app)
+}
+
+// proofReadyOn is proofReady on the cluster dyn reaches.
+func proofReadyOn(t *testing.T, dyn dynamic.Interface, app string) (status, reason string) {
+	t.Helper()
+	u, err := dyn.Resource(proofs.GVR).Namespace(app).Get(testCtx, app, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return "absent", ""
 	}
@@ -186,6 +193,61 @@ func TestArgoCDHealthIsTheProof(t *testing.T) {
 		ready, reason := proofReady(t, a.name)
 		return app == "Healthy" && ready == "True", fmt.Sprintf("Application %s, Proof %s/%s", app, ready, reason)
 	})
+}
+
+// TestArgoCDSpokeHealthIsTheProof: an Application that Argo CD syncs to
+// another cluster has its Proof there, beside its Pods, where Argo CD
+// reads its health: pinbot writes it on the spoke, with the client it
+// reads the spoke with, and none on the hub. Degraded while the spoke's
+// node runs the old image, Healthy once proven: an ApplicationSet's
+// RollingSync over clusters waits on the proof of each.
+func TestArgoCDSpokeHealthIsTheProof(t *testing.T) {
+	spoke, node := argoCluster(t, "ar-spoke")
+	spokeDyn := dynamic.NewForConfigOrDie(spoke.Config())
+	repo, v0 := pushImage(t, "ar-spoke", "v0")
+	_, v1 := pushImage(t, "ar-spoke", "v1")
+	_, v2 := pushImage(t, "ar-spoke", "v2")
+	for _, c := range []*kube.Cluster{env.Cluster, spoke} {
+		if err := c.InstallCRDs(testCtx, filepath.Join("..", "charts", "pinbot", "crds", "proofs.pinbot.dev.yaml")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	patch, err := json.Marshal(map[string]any{"data": argoHealthFromDocs(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Kube.CoreV1().ConfigMaps("argocd").Patch(testCtx, "argocd-cm", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := node.StaleImage(repo, v0); err != nil {
+		t.Fatal(err)
+	}
+	proof := "apiVersion: pinbot.dev/v1\nkind: Proof\nmetadata: {name: ar-spoke}\nspec: {app: ar-spoke}\n"
+	a, first := newArgoAppTo(t, "ar-spoke", map[string]string{"deploy/web.yaml": deployment(2, repo+":v1@"+v1), "deploy/proof.yaml": proof}, "    path: deploy\n", spoke.Config().Host)
+	pub := proofs.New(env.dyn, a.r)
+	a.r.OnProofChange(pub.Changed)
+	go pub.Run(testCtx)
+	pub.Changed(a.name)
+
+	a.waitSynced(first)
+	poll.Until(t, rollout, "the Application Degraded by its Proof on the spoke", func() (bool, string) {
+		app := argoHealth(t, a.name)
+		ready, reason := proofReadyOn(t, spokeDyn, a.name)
+		return app == "Degraded" && ready == "False", fmt.Sprintf("Application %s, the spoke's Proof %s/%s", app, ready, reason)
+	})
+	if err := node.StaleImage(repo, ""); err != nil {
+		t.Fatal(err)
+	}
+	second := a.push(map[string]string{"deploy/web.yaml": deployment(2, repo+":v2@"+v2), "deploy/proof.yaml": proof}, "Promote ar-spoke to v2")
+	a.waitSynced(second)
+	poll.Until(t, rollout, "the Application Healthy once proven on the spoke", func() (bool, string) {
+		app := argoHealth(t, a.name)
+		ready, reason := proofReadyOn(t, spokeDyn, a.name)
+		return app == "Healthy" && ready == "True", fmt.Sprintf("Application %s, the spoke's Proof %s/%s", app, ready, reason)
+	})
+	if ready, _ := proofReady(t, a.name); ready != "absent" {
+		t.Errorf("the hub has a Proof of the spoke's app (Ready %s); want it on the spoke only", ready)
+	}
 }
 
 // argoHealthFromDocs is the argocd-cm data docs/waves.md shows.

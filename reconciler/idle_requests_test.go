@@ -70,7 +70,7 @@ func TestPodReplacedUnderAProofIsJudgedAtOnce(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(testCtx)
 	done := make(chan struct{})
-	go func() { defer close(done); _ = s.r.Run(ctx) }()
+	go func() { defer close(done); _ = s.r.RunUntil(ctx, ctx.Done()) }()
 	defer func() { cancel(); <-done }()
 
 	pods := func(v *verdict.Verification) []string {
@@ -177,7 +177,7 @@ func TestTakeoverTrustsTheStoredProof(t *testing.T) {
 	// The loop stores the proof.
 	ctx, cancel := context.WithCancel(testCtx)
 	done := make(chan struct{})
-	go func() { defer close(done); _ = s.r.Run(ctx) }()
+	go func() { defer close(done); _ = s.r.RunUntil(ctx, ctx.Done()) }()
 	poll.Until(t, time.Minute, "the proof stored", func() (bool, string) {
 		rec, err := record.New(env.kube, s.r.Config().StateNamespace).Get(testCtx, s.name)
 		return err == nil && rec.Status != nil && rec.Status.Verified, fmt.Sprint(err)
@@ -208,7 +208,7 @@ func runCounted(t *testing.T, r *reconciler.Reconciler) (*prometheus.Registry, f
 	}
 	ctx, cancel := context.WithCancel(testCtx)
 	done := make(chan struct{})
-	go func() { defer close(done); _ = r.Run(ctx) }()
+	go func() { defer close(done); _ = r.RunUntil(ctx, ctx.Done()) }()
 	var once sync.Once
 	stop := func() { once.Do(func() { cancel(); <-done }) }
 	t.Cleanup(stop)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/client-go/dynamic"
+
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
@@ -19,6 +21,22 @@ func (r *Reconciler) Last(name string) (*status.App, *verdict.Verification, erro
 	}
 	s, v := st.lastPass()
 	return s, v, nil
+}
+
+// RunsOn is the cluster app's last pass read its Pods on, for what is
+// written beside them (the app's Proof): its name ("" for pinbot's own)
+// and dynamic client; false before a pass reached one, or for an app
+// read through Argo CD's API, whose cluster pinbot does not reach.
+func (r *Reconciler) RunsOn(name string) (string, dynamic.Interface, bool) {
+	_, st, err := r.app(name)
+	if err != nil {
+		return "", nil, false
+	}
+	c := st.cluster.Load()
+	if c == nil {
+		return "", nil, false
+	}
+	return c.Name, c.Dynamic, true
 }
 
 // ProofSource says where a proof Proof returned comes from.

@@ -30,7 +30,7 @@ const (
 	loopPasses = 32
 )
 
-// Run reconciles every app until ctx ends: a full pass at start, then one
+// RunUntil reconciles every app until stop closes: a full pass at start, then one
 // every interval, and one at once on Trigger. Between full passes, events
 // of the Pods and ReplicaSets of the app's workloads cause follow-up
 // passes, which verify again from the caches: the verdict of a rollout
@@ -39,19 +39,18 @@ const (
 // a change to the content of one of its objects (watched, not polled)
 // causes a full pass a second later, so drift is healed within seconds.
 //
-// Run first checks what must hold for any app to work (the history
+// It first checks what must hold for any app to work (the history
 // namespace exists) and returns that error at once: bad configuration
 // stops and says so. An API server that does not answer yet is waited
 // for, with backoff. Afterwards errors are per app: transient faults
 // (source or cluster unreachable) are retried with exponential backoff up
 // to the interval, and problems in Git (render errors, forbidden objects,
 // failed applies) are recorded and retried only at the interval.
-func (r *Reconciler) Run(ctx context.Context) error { return r.RunUntil(ctx, ctx.Done()) }
-
-// RunUntil is Run that stops starting passes once stop is closed, while
-// ctx bounds the pass in flight: a graceful shutdown closes stop at
-// SIGTERM and ends ctx after its timeout, so a sync under way is finished
-// and recorded rather than cut off.
+//
+// It stops starting passes once stop is closed, while ctx bounds the pass
+// in flight: a graceful shutdown closes stop at SIGTERM and ends ctx after
+// its timeout, so a sync under way is finished and recorded rather than
+// cut off.
 func (r *Reconciler) RunUntil(ctx context.Context, stop <-chan struct{}) error {
 	return r.RunSome(ctx, stop, nil)
 }

@@ -406,8 +406,7 @@ func (p *pass) reach(ctx context.Context) error {
 // change in c's reachability wakes the app (Reconciler.reachability).
 func (p *pass) on(c *cluster.Cluster) {
 	p.o.Cluster = c.Name
-	if old := p.st.cluster.Load(); old == nil || *old != c.Name {
-		name := c.Name
-		p.st.cluster.Store(&name)
+	if p.st.cluster.Load() != c {
+		p.st.cluster.Store(c)
 	}
 }

@@ -76,7 +76,7 @@ func (s *scenario) runLoop() (stop func()) {
 	ctx, cancel := context.WithCancel(testCtx)
 	done := make(chan error, 1)
 	r := s.r
-	go func() { done <- r.Run(ctx) }()
+	go func() { done <- r.RunUntil(ctx, ctx.Done()) }()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {

@@ -319,7 +319,7 @@ func TestRefusedSyncAppliesNothing(t *testing.T) {
 func (s *scenario) run() {
 	ctx, cancel := context.WithCancel(testCtx)
 	done := make(chan error, 1)
-	go func() { done <- s.r.Run(ctx) }()
+	go func() { done <- s.r.RunUntil(ctx, ctx.Done()) }()
 	s.t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

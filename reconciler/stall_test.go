@@ -90,7 +90,7 @@ func TestStalledSourceDoesNotHoldUpOthers(t *testing.T) {
 	t.Cleanup(r.Close)
 	ctx, cancel := context.WithCancel(testCtx)
 	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
+	go func() { done <- r.RunUntil(ctx, ctx.Done()) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {

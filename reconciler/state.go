@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/diff"
 	"pinbot.dev/pinbot/reconciler/heal"
@@ -50,9 +51,10 @@ type appState struct {
 	// owner is a verify-only app's deployer object, as the last pass
 	// read it, for Events.
 	owner atomic.Pointer[corev1.ObjectReference]
-	// cluster names the cluster the last pass read ("" for pinbot's
-	// own), so that one cluster going away wakes only its apps.
-	cluster atomic.Pointer[string]
+	// cluster is the cluster the last pass read, so that one cluster
+	// going away wakes only its apps, and the app's Proof is written
+	// beside its Pods (ClusterOf).
+	cluster atomic.Pointer[cluster.Cluster]
 
 	// Owned by the pass.
 

@@ -43,7 +43,7 @@ func TestNewHeadRenderingTheSameIsNotApplied(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(testCtx)
 	done := make(chan struct{})
-	go func() { defer close(done); _ = r.Run(ctx) }()
+	go func() { defer close(done); _ = r.RunUntil(ctx, ctx.Done()) }()
 	defer func() { cancel(); <-done }()
 	s.waitEntry(first, "the first commit synced and verified")
 	// The passes after the rollout: the Deployment's status moved since

@@ -48,7 +48,7 @@ func (r *Reconciler) reachability(name string, down bool) {
 	}
 	log.Info("cluster reachability changed", "cluster", cmp.Or(name, "(pinbot's own)"), "down", down)
 	for _, st := range r.states() {
-		if c := st.cluster.Load(); c != nil && *c == name {
+		if c := st.cluster.Load(); c != nil && c.Name == name {
 			signal(st.observe)
 		}
 	}

@@ -86,7 +86,7 @@ func (b *recBench) rollout(ctx context.Context, r *report) error {
 	// First sync (untimed): clone, create, roll out, verify.
 	if _, err := b.pinbotRun(ctx, pinbotImages[0], func() error {
 		running = true
-		go func() { ran <- rc.Run(runCtx) }()
+		go func() { ran <- rc.RunUntil(runCtx, runCtx.Done()) }()
 		return nil
 	}); err != nil {
 		return fmt.Errorf("first sync: %w", err)

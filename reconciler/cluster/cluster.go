@@ -32,6 +32,9 @@ type Cluster struct {
 	// server.
 	Name, Server string
 	Applier      *ssa.Applier
+	// Dynamic is the cluster's dynamic client, for what pinbot writes
+	// there beside an app (its Proof).
+	Dynamic dynamic.Interface
 	// Pods are the watch caches of what verification reads.
 	Pods *Watcher
 	// Lives are the watch caches of the apps' inventories pinbot applies
@@ -71,7 +74,7 @@ type Handlers struct {
 func New(name, server string, kube kubernetes.Interface, dyn dynamic.Interface, md metadata.Interface, h Handlers, syncTimeout time.Duration) *Cluster {
 	alive := newLiveness(probeVersion(kube), time.Now)
 	c := &Cluster{
-		Name: name, Server: server,
+		Name: name, Server: server, Dynamic: dyn,
 		Applier: ssa.New(dyn, md, kube.Discovery()),
 		Pods:    newWatcher(kube, alive, h.Changed),
 		Lives:   newLives(dyn, alive, h.InventoryChanged),

@@ -10,6 +10,7 @@
 package proofs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,6 +42,14 @@ var (
 
 // ErrNoCRD means the cluster serves no Proof kind.
 var ErrNoCRD = errors.New("the cluster has no Proof CustomResourceDefinition")
+
+// NoCRDError is ErrNoCRD of the named cluster ("" for pinbot's own).
+type NoCRDError struct{ Cluster string }
+
+func (e *NoCRDError) Error() string {
+	return cmp.Or(e.Cluster, "pinbot's own cluster") + ": " + ErrNoCRD.Error()
+}
+func (e *NoCRDError) Unwrap() error { return ErrNoCRD }
 
 // MismatchGrace is how long a Mismatch is Reconciling before it is
 // Stalled: a rollout's first pass may see the workload's Pods before the
@@ -152,10 +161,15 @@ func conditions(ready metav1.ConditionStatus, reason, msg string, stalled bool) 
 type Source interface {
 	Last(app string) (*status.App, *verdict.Verification, error)
 	Config() *config.Config
+	// RunsOn is the cluster app's last pass read its Pods on: its
+	// name ("" for pinbot's own) and client; false before a pass
+	// reached one, or when the app is read through Argo CD's API.
+	RunsOn(app string) (name string, client dynamic.Interface, ok bool)
 }
 
-// Publisher writes the Proofs of the apps whose proof changed, on
-// pinbot's own cluster.
+// Publisher writes the Proofs of the apps whose proof changed, each on
+// the cluster its Pods run on: pinbot's own with its client, a spoke
+// with the client the reconciler reads it with.
 type Publisher struct {
 	client dynamic.Interface
 	src    Source
@@ -164,8 +178,9 @@ type Publisher struct {
 	mu      sync.Mutex
 	pending []string
 	wake    chan struct{}
-	// off says the cluster has no Proof CRD: nothing more is tried.
-	off bool
+	// off names the clusters with no Proof CRD ("" for pinbot's own):
+	// nothing more is tried there.
+	off map[string]bool
 	// written is each app's status as last written, to tell an edit by
 	// someone else.
 	written map[string]string
@@ -176,7 +191,7 @@ type Publisher struct {
 
 // New returns a Publisher writing with client; Run starts it.
 func New(client dynamic.Interface, src Source) *Publisher {
-	return &Publisher{client: client, src: src, now: time.Now, wake: make(chan struct{}, 1), written: map[string]string{}, mismatched: map[string]time.Time{}}
+	return &Publisher{client: client, src: src, now: time.Now, wake: make(chan struct{}, 1), off: map[string]bool{}, written: map[string]string{}, mismatched: map[string]time.Time{}}
 }
 
 // Changed queues app's Proof to be written; it never blocks
@@ -205,21 +220,16 @@ func (p *Publisher) Run(ctx context.Context) {
 		case <-p.wake:
 		}
 		p.mu.Lock()
-		apps, off := p.pending, p.off
+		apps := p.pending
 		p.pending = nil
 		p.mu.Unlock()
 		for _, app := range apps {
-			if off {
-				break // no CRD: no request per change
-			}
 			err := p.Write(ctx, app)
+			var none *NoCRDError
 			switch {
 			case ctx.Err() != nil:
-			case errors.Is(err, ErrNoCRD):
-				logctx.From(ctx).Info("writing no Proof objects: the cluster has no Proof CustomResourceDefinition (deploy/components/proofs, or the chart's crds/)")
-				p.mu.Lock()
-				p.off, off = true, true
-				p.mu.Unlock()
+			case errors.As(err, &none):
+				logctx.From(ctx).Info("writing no Proof objects there: the cluster has no Proof CustomResourceDefinition (deploy/components/proofs, or the chart's crds/)", "cluster", cmp.Or(none.Cluster, "(pinbot's own)"))
 			case err != nil:
 				logctx.From(ctx).Warn("writing the app's Proof failed", "app", app, "error", redact.String(err.Error()))
 			}
@@ -227,16 +237,27 @@ func (p *Publisher) Run(ctx context.Context) {
 	}
 }
 
-// Write writes app's Proof as its last pass left it, when it says
-// something else than the one there. An app on another cluster has none
-// yet, nor one that opts out (proofObject: false).
+// Write writes app's Proof as its last pass left it, on the cluster its
+// Pods run on, when it says something else than the one there. An app
+// that opts out (proofObject: false) has none, nor one whose cluster has
+// no Proof CRD (asked once per cluster).
 func (p *Publisher) Write(ctx context.Context, app string) error {
 	apps := p.src.Config().Apps
 	i := slices.IndexFunc(apps, func(a config.App) bool { return a.Name == app })
-	if i < 0 || apps[i].Cluster != nil || apps[i].ProofObject != nil && !*apps[i].ProofObject {
+	if i < 0 || apps[i].ProofObject != nil && !*apps[i].ProofObject {
 		return nil
 	}
 	cfg := &apps[i]
+	where, client, ok := p.src.RunsOn(app)
+	p.mu.Lock()
+	off := p.off[where]
+	p.mu.Unlock()
+	switch {
+	case !ok || off:
+		return nil
+	case where == "":
+		client = p.client
+	}
 	s, v, err := p.src.Last(app)
 	if err != nil {
 		return err
@@ -246,7 +267,7 @@ func (p *Publisher) Write(ctx context.Context, app string) error {
 		return nil // nowhere to put it before the first proof names one
 	}
 	want := p.graced(app, Of(app, s, v))
-	res := p.client.Resource(GVR).Namespace(ns)
+	res := client.Resource(GVR).Namespace(ns)
 	obj, err := res.Get(ctx, app, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		obj = &unstructured.Unstructured{}
@@ -257,7 +278,10 @@ func (p *Publisher) Write(ctx context.Context, app string) error {
 		_ = unstructured.SetNestedField(obj.Object, app, "spec", "app")
 		obj, err = res.Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})
 		if apierrors.IsNotFound(err) {
-			return ErrNoCRD
+			p.mu.Lock()
+			p.off[where] = true
+			p.mu.Unlock()
+			return &NoCRDError{Cluster: where}
 		}
 	}
 	if err != nil {

@@ -67,10 +67,14 @@ type source struct {
 	cfg *config.Config
 	s   *status.App
 	v   *verdict.Verification
+	// on is the cluster the app runs on, by name ("" for pinbot's own).
+	on     string
+	client dynamic.Interface
 }
 
 func (s *source) Last(string) (*status.App, *verdict.Verification, error) { return s.s, s.v, nil }
 func (s *source) Config() *config.Config                                  { return s.cfg }
+func (s *source) RunsOn(string) (string, dynamic.Interface, bool)         { return s.on, s.client, true }
 
 // TestPublisherOnARealAPIServer: the Proof of an app goes through its
 // life on a real API server with the CRD the chart ships, and kstatus
