@@ -210,7 +210,7 @@ $(BIN)/oidc: hack/tools/oidc/go.mod hack/tools/oidc/go.sum
 	mv $(BIN)/.oidc/oidc $(BIN)/oidc
 	@rmdir $(BIN)/.oidc
 
-## crds: the real CustomResourceDefinitions of Argo CD's Application,
+## crds: the real CustomResourceDefinitions of Argo CD's Application and ApplicationSet,
 ## Flux's Kustomization, HelmRelease, GitRepository, HelmRepository and
 ## OCIRepository, and the Prometheus Operator's
 ## ServiceMonitor (which pinbot's chart renders), copied out of the modules'
@@ -219,6 +219,7 @@ $(BIN)/oidc: hack/tools/oidc/go.mod hack/tools/oidc/go.sum
 CRDS := \
 	github.com/argoproj/argo-cd/v3@$(ARGOCD_VERSION)=manifests/crds/application-crd.yaml \
 	github.com/argoproj/argo-cd/v3@$(ARGOCD_VERSION)=manifests/crds/appproject-crd.yaml \
+	github.com/argoproj/argo-cd/v3@$(ARGOCD_VERSION)=manifests/crds/applicationset-crd.yaml \
 	github.com/fluxcd/kustomize-controller@$(KUSTOMIZE_CONTROLLER_VERSION)=config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml \
 	github.com/fluxcd/source-controller@$(SOURCE_CONTROLLER_VERSION)=config/crd/bases/source.toolkit.fluxcd.io_gitrepositories.yaml \
 	github.com/fluxcd/source-controller@$(SOURCE_CONTROLLER_VERSION)=config/crd/bases/source.toolkit.fluxcd.io_helmrepositories.yaml \

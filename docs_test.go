@@ -50,7 +50,7 @@ var foreignFlags = map[string]string{
 	"hard": "git", "platform": "Dockerfile FROM", "no-serve": "hack/demo",
 	"certificate-identity-regexp": "cosign", "certificate-oidc-issuer": "cosign",
 	"insecure-ignore-tlog": "cosign", "bundle": "cosign", "plain-http": "helm", "new-bundle-format": "cosign",
-	"admission-control-config-file": "kube-apiserver",
+	"admission-control-config-file": "kube-apiserver", "enable-progressive-syncs": "argocd-applicationset-controller",
 }
 
 // markdown is a doc split into its code (fenced blocks, logical lines

@@ -196,16 +196,21 @@ func newApp(t *testing.T, name string, files map[string]string) (*app, string) {
 // mapping under the app) is deployer; extra lines go to the top of the
 // config.
 func (a *app) start(deployer string, extra ...string) {
-	t := a.t
+	a.t.Helper()
+	a.r = startPinbot(a.t, fmt.Sprintf("  - name: %s\n    %s\n", a.name, deployer), extra...)
+}
+
+// startPinbot runs pinbot's loop on apps (the config's apps: entries,
+// indented under it) until the test ends; extra lines go to the top of
+// the config.
+func startPinbot(t *testing.T, apps string, extra ...string) *reconciler.Reconciler {
 	t.Helper()
 	cfgFile := filepath.Join(t.TempDir(), "pinbot.yaml")
 	cfgText := strings.Join(extra, "\n") + fmt.Sprintf(`
 interval: 10m
 forge: {url: %q, tokenFile: %q}
 apps:
-  - name: %s
-    %s
-`, env.Gitea.URL, env.token, a.name, deployer)
+%s`, env.Gitea.URL, env.token, apps)
 	if err := os.WriteFile(cfgFile, []byte(cfgText), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -213,19 +218,21 @@ apps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.r, err = reconciler.New(cfg, env.Cluster.Config(), reconciler.WithRegistry(env.reg), reconciler.WithCacheDir(t.TempDir())); err != nil {
+	r, err := reconciler.New(cfg, env.Cluster.Config(), reconciler.WithRegistry(env.reg), reconciler.WithCacheDir(t.TempDir()))
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(a.r.Close)
+	t.Cleanup(r.Close)
 	ctx, cancel := context.WithCancel(testCtx)
 	done := make(chan error, 1)
-	go func() { done <- a.r.Run(ctx) }()
+	go func() { done <- r.RunUntil(ctx, ctx.Done()) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Run: %s", err)
 		}
 	})
+	return r
 }
 
 // newFluxApp is newApp with Flux's GitRepository (with the credentials

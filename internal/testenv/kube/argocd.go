@@ -28,13 +28,15 @@ import (
 // Applications, settings and cluster Secrets, as Argo CD's install does.
 const ArgoCDNamespace = "argocd"
 
-// ArgoCD is the real Argo CD application-controller and repo-server
-// (`make argocd`, one multi-call binary) and the redis they share, running
+// ArgoCD is the real Argo CD application-controller, repo-server, API
+// server and applicationset-controller (with progressive syncs, so an
+// ApplicationSet may roll out with RollingSync) (`make argocd`, one
+// multi-call binary) and the redis they share, running
 // against a Cluster, out of cluster, as the cluster's admin. Stop it when
 // done.
 type ArgoCD struct {
 	// Logs are the components' log files, under the cluster's Dir.
-	Logs struct{ Controller, RepoServer, APIServer, Redis string }
+	Logs struct{ Controller, RepoServer, APIServer, AppSets, Redis string }
 	// URL is the API server's, http://127.0.0.1:<port> (no TLS).
 	URL string
 
@@ -94,7 +96,7 @@ func (c *Cluster) StartArgoCD(ctx context.Context, resync time.Duration) (*ArgoC
 	if err != nil {
 		return nil, fmt.Errorf("Argo CD needs redis: %w (install Debian's redis-server; make test-deps does)", err)
 	}
-	if err := c.InstallNamedCRDs(ctx, ApplicationCRD, AppProjectCRD); err != nil {
+	if err := c.InstallNamedCRDs(ctx, ApplicationCRD, AppProjectCRD, ApplicationSetCRD); err != nil {
 		return nil, err
 	}
 	if err := c.ensureNamespace(ctx, ArgoCDNamespace); err != nil {
@@ -118,7 +120,7 @@ func (c *Cluster) StartArgoCD(ctx context.Context, resync time.Duration) (*ArgoC
 		return nil, err
 	}
 
-	ports, err := freePorts(7)
+	ports, err := freePorts(10)
 	if err != nil {
 		return nil, err
 	}
@@ -132,6 +134,7 @@ func (c *Cluster) StartArgoCD(ctx context.Context, resync time.Duration) (*ArgoC
 	a.Logs.RepoServer = filepath.Join(c.Dir, "argocd-repo-server.log")
 	a.Logs.Controller = filepath.Join(c.Dir, "argocd-application-controller.log")
 	a.Logs.APIServer = filepath.Join(c.Dir, "argocd-server.log")
+	a.Logs.AppSets = filepath.Join(c.Dir, "argocd-applicationset-controller.log")
 
 	rp, err := startProcess("redis", redis, a.Logs.Redis, []string{
 		"--port", port(0), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", home,
@@ -183,11 +186,21 @@ func (c *Cluster) StartArgoCD(ctx context.Context, resync time.Duration) (*ArgoC
 	}
 	a.procs = append(a.procs, api)
 	a.URL = "http://127.0.0.1:" + port(5)
+	sets, err := startProcessEnv("argocd-applicationset-controller", argocd, a.Logs.AppSets, append(env, "ARGOCD_BINARY_NAME=argocd-applicationset-controller"), []string{
+		"--kubeconfig=" + kubeconfig, "--namespace=" + ArgoCDNamespace,
+		"--metrics-addr=127.0.0.1:" + port(7), "--probe-addr=127.0.0.1:" + port(8), "--webhook-addr=127.0.0.1:" + port(9),
+		"--argocd-repo-server=127.0.0.1:" + port(1), "--repo-server-plaintext",
+		"--enable-progressive-syncs", "--enable-scm-providers=false", "--loglevel=debug",
+	})
+	if err != nil {
+		return nil, errors.Join(err, a.Stop())
+	}
+	a.procs = append(a.procs, sets)
 
 	hc := &http.Client{Timeout: 5 * time.Second}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	for _, probe := range []string{"127.0.0.1:" + port(2) + "/metrics", "127.0.0.1:" + port(3) + "/metrics", "127.0.0.1:" + port(5) + "/healthz"} {
+	for _, probe := range []string{"127.0.0.1:" + port(2) + "/metrics", "127.0.0.1:" + port(3) + "/metrics", "127.0.0.1:" + port(5) + "/healthz", "127.0.0.1:" + port(7) + "/metrics"} {
 		if err := waitHTTP(ctx, hc, "http://"+probe, "", a.procs...); err != nil {
 			return nil, errors.Join(err, a.Stop())
 		}

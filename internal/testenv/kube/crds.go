@@ -25,6 +25,9 @@ const (
 	// AppProjectCRD is Argo CD's AppProject, which only the real
 	// controller needs.
 	AppProjectCRD = "appproject-crd.yaml"
+	// ApplicationSetCRD is Argo CD's ApplicationSet, which its
+	// applicationset-controller reads.
+	ApplicationSetCRD = "applicationset-crd.yaml"
 	// KustomizationCRD is Flux's Kustomization
 	// (kustomize.toolkit.fluxcd.io/v1).
 	KustomizationCRD = "kustomize.toolkit.fluxcd.io_kustomizations.yaml"
