@@ -160,7 +160,8 @@ func testPackageEventPromotes(t *testing.T, srv *gitea.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := testDaemon(t, cfg, Options{Secret: []byte(secret), Dashboard: true, Cache: cache}).mux(true)
+	d := testDaemon(t, cfg, Options{Secret: []byte(secret), Dashboard: true, Cache: cache})
+	mux := d.mux(true)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		rw := httptest.NewRecorder()
 		mux.ServeHTTP(rw, req)
@@ -225,6 +226,28 @@ func testPackageEventPromotes(t *testing.T, srv *gitea.Server) {
 		t.Errorf("the file outside the repository was changed: %q", b)
 	}
 	t.Logf("package webhook from a push of %s:v2 opened %s", r.App, pulls[0].HTMLURL)
+
+	// Merge #N now, from the page: serve merges only at the head it was
+	// given, the one pinbot judged, and says so when the head moved.
+	repo := r.Owner + "/" + r.Name
+	// Gitea checks a new pull request's mergeability in the background:
+	// until it has, a merge is "not merged yet".
+	poll.Until(t, time.Minute, "the merge at another head refused", func() (bool, string) {
+		err := d.promote.merge(context.Background(), repo, pulls[0].Index, strings.Repeat("0", 40), "Merged by pinbot for olga: release window")
+		return err != nil && strings.Contains(err.Error(), "its head moved since pinbot judged it"), fmt.Sprint(err)
+	})
+	poll.Until(t, time.Minute, "the merge at the judged head", func() (bool, string) {
+		err := d.promote.merge(context.Background(), repo, pulls[0].Index, pulls[0].Head.Sha, "Merged by pinbot for olga: release window")
+		return err == nil, fmt.Sprint(err)
+	})
+	merged, _, err := c.GetPullRequest(r.Owner, r.Name, pulls[0].Index)
+	if err != nil || !merged.HasMerged || merged.MergedCommitID == nil {
+		t.Fatalf("the pull request after the merge: %v, %+v", err, merged)
+	}
+	commit, _, err := c.GetSingleCommit(r.Owner, r.Name, *merged.MergedCommitID)
+	if err != nil || !strings.Contains(commit.RepoCommit.Message, "Merged by pinbot for olga: release window") {
+		t.Errorf("the merge commit does not name who merged it and why: %v, %+v", err, commit)
+	}
 }
 
 // testPackageEventsMultiArch pushes an index of two platform images: Gitea
