@@ -233,11 +233,11 @@ func Decode(file string, data []byte) ([]*unstructured.Unstructured, error) {
 		if doc.Content[0].Kind != yaml.MappingNode {
 			return nil, &Error{File: file, Line: line, Err: errors.New("document is not a mapping")}
 		}
-		y, err := yaml.Marshal(&doc)
+		v, err := jsonable(&doc)
 		if err != nil {
-			return nil, &Error{File: file, Line: line, Err: fmt.Errorf("re-encoding: %w", err)}
+			return nil, &Error{File: file, Line: line, Err: err}
 		}
-		j, err := sigsyaml.YAMLToJSON(y)
+		j, err := json.Marshal(v)
 		if err != nil {
 			return nil, &Error{File: file, Line: line, Err: fmt.Errorf("converting to JSON: %w", err)}
 		}
