@@ -142,7 +142,7 @@ func (v *Verifier) checkDigest(ctx context.Context, reg Registry, r *rule, image
 		return policy.Provenance{}, v.refuse(r, image, digest, "", "no signature verifies: %s", strings.Join(why, "; "))
 	}
 	for j, a := range r.attest {
-		got, err := r.attested(cands, a, digest)
+		got, err := a.attested(cands, digest)
 		if err != nil {
 			return policy.Provenance{}, v.refuse(r, image, digest, fmt.Sprintf(".attestations[%d]", j), "%s", err)
 		}
@@ -232,15 +232,16 @@ func (r *rule) verifyLegacy(c candidate, digest string) (signed, error) {
 	return signed{}, errors.New(strings.Join(why, "; "))
 }
 
-// attested finds an attestation of a's predicate type over digest that a
-// signer of r signed and whose provenance matches a's patterns.
-func (r *rule) attested(cands []candidate, a attestation, digest string) (policy.Attested, error) {
+// attested finds an attestation of a's predicate type over digest that
+// one of a's signers (its own keys, else its rule's) signed and whose
+// provenance matches a's patterns.
+func (a attestation) attested(cands []candidate, digest string) (policy.Attested, error) {
 	var why []string
 	for _, c := range cands {
 		if c.predicateType != a.PredicateType {
 			continue
 		}
-		s, err := r.verify(c, digest)
+		s, err := a.signers.verify(c, digest)
 		if err != nil {
 			why = append(why, fmt.Sprintf("%s: %s", c.where, err))
 			continue

@@ -61,6 +61,8 @@ type identity struct {
 type attestation struct {
 	policy.Attestation
 	builder, source, ref *regexp.Regexp
+	// signers verify it: its own keys when it names any, else the rule.
+	signers *rule
 }
 
 // Compile loads the keys and trusted roots p names from files (a Git
@@ -103,11 +105,21 @@ func Compile(p policy.Rules, files fs.FS) (*Verifier, error) {
 				return nil, &policy.Problem{Index: i, Path: []any{"trustedRoot"}, Msg: "trusted root: " + err.Error()}
 			}
 		}
-		for _, a := range r.Attestations {
-			ca := attestation{Attestation: a}
+		for j, a := range r.Attestations {
+			ca := attestation{Attestation: a, signers: c}
 			ca.builder, _ = policy.Pattern(a.BuilderID) // Validate compiled them
 			ca.source, _ = policy.Pattern(a.SourceRepository)
 			ca.ref, _ = policy.Pattern(a.Ref)
+			if len(a.Keys) > 0 {
+				ca.signers = &rule{index: i}
+				for k, file := range a.Keys {
+					key, err := loadKey(files, file)
+					if err != nil {
+						return nil, &policy.Problem{Index: i, Path: []any{"attestations", j, "keys", k}, Msg: err.Error()}
+					}
+					ca.signers.keys = append(ca.signers.keys, key)
+				}
+			}
 			c.attest = append(c.attest, ca)
 		}
 		v.rules = append(v.rules, c)

@@ -68,7 +68,7 @@ func TestWriteThenVerify(t *testing.T) {
 			}
 			digest, other := push("v3"), push("v4")
 			key, pub := newKey(t)
-			_, otherPub := newKey(t)
+			imageKey, otherPub := newKey(t)
 			files := fstest.MapFS{"cosign.pub": {Data: pub}, "other.pub": {Data: otherPub}}
 			since := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
 			p := proven.Predicate{Environment: "staging", Repository: "acme/manifests", Commit: "0123456789abcdef0123456789abcdef01234567",
@@ -117,22 +117,25 @@ func TestWriteThenVerify(t *testing.T) {
 				}
 			}
 
-			// The signature policy requires it the same way.
+			// The signature policy requires it the same way, with the
+			// attestation's own key: the image is signed by another, which
+			// vouches for nothing that ran.
 			subject, _ := name.NewDigest(image + "@" + digest)
-			if _, err := sign.Image(ctx, key, subject); err != nil {
+			if _, err := sign.Image(ctx, imageKey, subject); err != nil {
 				t.Fatal(err)
 			}
 			for _, tc := range []struct {
-				name, env string
-				soak      time.Duration
-				why       string
+				name, env, key string
+				soak           time.Duration
+				why            string
 			}{
-				{"its environment and soak", "staging", 24 * time.Hour, ""},
-				{"another environment", "prod", 0, "is refused by signatures[0].attestations[0]: no attestation of predicate type " + proven.PredicateType + " passes: "},
-				{"a longer soak", "staging", 48 * time.Hour, "for 25h0m0s (attested at 2026-12-05T10:00:00Z), less than 48h0m0s"},
+				{"its environment and soak", "staging", "cosign.pub", 24 * time.Hour, ""},
+				{"another environment", "prod", "cosign.pub", 0, "is refused by signatures[0].attestations[0]: no attestation of predicate type " + proven.PredicateType + " passes: "},
+				{"a longer soak", "staging", "cosign.pub", 48 * time.Hour, "for 25h0m0s (attested at 2026-12-05T10:00:00Z), less than 48h0m0s"},
+				{"the image's key as the attestation's", "staging", "other.pub", 24 * time.Hour, "key other.pub: "},
 			} {
-				v, err := trust.Compile(policy.Rules{{Images: []string{image}, Keys: []string{"cosign.pub"},
-					Attestations: []policy.Attestation{{PredicateType: proven.PredicateType, Environment: tc.env, MinSoak: tc.soak}}}}, files)
+				v, err := trust.Compile(policy.Rules{{Images: []string{image}, Keys: []string{"other.pub"},
+					Attestations: []policy.Attestation{{PredicateType: proven.PredicateType, Environment: tc.env, MinSoak: tc.soak, Keys: []string{tc.key}}}}}, files)
 				if err != nil {
 					t.Fatal(err)
 				}

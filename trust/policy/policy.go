@@ -32,6 +32,7 @@ import (
 //	        sourceRepository: https://gitea\.example/acme/app
 //	        ref: refs/heads/main
 //	      - predicateType: https://pinbot.dev/attestations/proven-running/v1
+//	        keys: [keys/pinbot-attest.pub] # serve's attestation key, never the image keys
 //	        environment: staging          # pinbot proved it running there
 //	        minSoak: 24h                  # for at least this long
 //
@@ -89,6 +90,11 @@ type Attestation struct {
 	// MinSoak, for pinbot's proven-running attestation, is how long it
 	// must have stayed proven there.
 	MinSoak time.Duration `yaml:"minSoak" json:"minSoak,omitempty"`
+	// Keys are paths of the cosign public keys (PEM) that sign this
+	// attestation, in place of the rule's: required for pinbot's
+	// proven-running attestation, which serve's attestation key signs,
+	// so that a key that signs images cannot vouch that one ran.
+	Keys []string `yaml:"keys" json:"keys,omitempty"`
 }
 
 // Problem is one invalid field of Rules: Index of the rule, Path the
@@ -148,10 +154,17 @@ func (p Rules) Validate() []Problem {
 			switch {
 			case a.PredicateType == proven.PredicateType && a.Environment == "":
 				add(i, "pinbot's proven-running attestation needs the environment it must have been proven in", "attestations", j)
+			case a.PredicateType == proven.PredicateType && len(a.Keys) == 0:
+				add(i, "pinbot's proven-running attestation needs keys of its own (the public key of serve's attest.keyFile): the rule's keys sign images, and must not vouch that one ran", "attestations", j)
 			case a.PredicateType != proven.PredicateType && (a.Environment != "" || a.MinSoak != 0):
 				add(i, "environment and minSoak are what pinbot's proven-running attestation ("+proven.PredicateType+") states, not "+a.PredicateType, "attestations", j)
 			case a.MinSoak < 0:
 				add(i, "minSoak must not be negative", "attestations", j, "minSoak")
+			}
+			for k, file := range a.Keys {
+				if err := checkFile(file); err != nil {
+					add(i, "key "+err.Error(), "attestations", j, "keys", k)
+				}
 			}
 			for _, f := range []struct{ key, v string }{{"builderID", a.BuilderID}, {"sourceRepository", a.SourceRepository}, {"ref", a.Ref}} {
 				if _, err := Pattern(f.v); err != nil {

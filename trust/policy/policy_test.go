@@ -46,10 +46,11 @@ func TestValidate(t *testing.T) {
 		{"digest in image", Rule{Images: []string{"r.example/a@sha256:00"}, Keys: []string{"k.pub"}}, "image glob"},
 		{"absolute key", Rule{Images: []string{"r.example/*"}, Keys: []string{"/etc/k.pub"}}, "want a path relative"},
 		{"attestation without type", Rule{Images: []string{"r.example/*"}, Keys: []string{"k.pub"}, Attestations: []Attestation{{Ref: "main"}}}, "needs a predicateType"},
-		{"proven running", Rule{Images: []string{"r.example/*"}, Keys: []string{"k.pub"}, Attestations: []Attestation{{PredicateType: proven.PredicateType, Environment: "staging", MinSoak: time.Hour}}}, ""},
+		{"proven running", Rule{Images: []string{"r.example/*"}, Keys: []string{"k.pub"}, Attestations: []Attestation{{PredicateType: proven.PredicateType, Environment: "staging", MinSoak: time.Hour, Keys: []string{"attest.pub"}}}}, ""},
+		{"proven running, vouched for by the image keys", Rule{Images: []string{"r.example/*"}, Keys: []string{"k.pub"}, Attestations: []Attestation{{PredicateType: proven.PredicateType, Environment: "staging"}}}, "attestations[0]: pinbot's proven-running attestation needs keys of its own"},
 		{"proven running nowhere", Rule{Images: []string{"r.example/*"}, Keys: []string{"k.pub"}, Attestations: []Attestation{{PredicateType: proven.PredicateType}}}, "attestations[0]: pinbot's proven-running attestation needs the environment"},
 		{"environment of provenance", Rule{Images: []string{"r.example/*"}, Keys: []string{"k.pub"}, Attestations: []Attestation{{PredicateType: "https://slsa.dev/provenance/v1", Environment: "staging"}}}, "not https://slsa.dev/provenance/v1"},
-		{"negative soak", Rule{Images: []string{"r.example/*"}, Keys: []string{"k.pub"}, Attestations: []Attestation{{PredicateType: proven.PredicateType, Environment: "staging", MinSoak: -time.Hour}}}, "attestations[0].minSoak: minSoak must not be negative"},
+		{"negative soak", Rule{Images: []string{"r.example/*"}, Keys: []string{"k.pub"}, Attestations: []Attestation{{PredicateType: proven.PredicateType, Environment: "staging", MinSoak: -time.Hour, Keys: []string{"attest.pub"}}}}, "attestations[0].minSoak: minSoak must not be negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			probs := Rules{tc.rule}.Validate()
