@@ -26,7 +26,18 @@ type RepoLedger struct {
 // and per environment and image what is pinned, proven, held and decided.
 func Ledgers(w io.Writer, asJSON bool, ls []RepoLedger, now time.Time) error {
 	if asJSON {
-		return json.NewEncoder(w).Encode(ls)
+		out := make([]repoLedgerJSON, len(ls))
+		for i, rl := range ls {
+			out[i] = repoLedgerJSON{Repo: rl.Repo, Ledger: ledgerJSON{Ledger: rl.Ledger}}
+			for _, e := range rl.Ledger.Chain {
+				ej := envJSON{Environment: e, Soak: duration(e.Soak), RollbackWindow: duration(e.RollbackWindow), ReadyTimeout: duration(e.ReadyTimeout), UpstreamSoak: duration(e.UpstreamSoak)}
+				for _, f := range e.Freeze {
+					ej.Freeze = append(ej.Freeze, freezeJSON{Freeze: f, Duration: duration(f.Duration)})
+				}
+				out[i].Ledger.Chain = append(out[i].Ledger.Chain, ej)
+			}
+		}
+		return json.NewEncoder(w).Encode(out)
 	}
 	if len(ls) == 0 {
 		_, err := fmt.Fprintln(w, "no ledgers: no repository declares environments, or pinbot serve has not looked yet")
@@ -163,3 +174,34 @@ func Writers(w io.Writer, asJSON bool, ws []store.Writer) error {
 	}
 	return tw.Flush()
 }
+
+// repoLedgerJSON is a RepoLedger as -o json prints it: its chain's
+// durations as Go writes them ("24h0m0s"), not in nanoseconds.
+type repoLedgerJSON struct {
+	Repo   string     `json:"repo"`
+	Ledger ledgerJSON `json:"ledger"`
+}
+
+type ledgerJSON struct {
+	*release.Ledger
+	Chain []envJSON `json:"chain,omitempty"`
+}
+
+type envJSON struct {
+	release.Environment
+	Soak           duration     `json:"soak,omitempty"`
+	RollbackWindow duration     `json:"rollbackWindow,omitempty"`
+	ReadyTimeout   duration     `json:"readyTimeout,omitempty"`
+	UpstreamSoak   duration     `json:"upstreamSoak,omitempty"`
+	Freeze         []freezeJSON `json:"freeze,omitempty"`
+}
+
+type freezeJSON struct {
+	release.Freeze
+	Duration duration `json:"duration"`
+}
+
+// duration is a time.Duration that JSON writes as "1h30m0s".
+type duration time.Duration
+
+func (d duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }

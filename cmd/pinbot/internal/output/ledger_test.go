@@ -91,3 +91,33 @@ func TestWritersKeyFirst(t *testing.T) {
 		t.Errorf("pinbot ledger --writers:\n%s", b.String())
 	}
 }
+
+// TestLedgerJSONWritesDurations: -o json writes the chain's durations as
+// "24h0m0s", as .pinbot.yaml does, not in nanoseconds; the rest of the
+// ledger is as stored.
+func TestLedgerJSONWritesDurations(t *testing.T) {
+	l := release.New()
+	l.Chain = release.Chain{{Name: "staging", Soak: 24 * time.Hour, ReadyTimeout: 90 * time.Second,
+		Freeze: []release.Freeze{{Start: "0 18 * * 5", Duration: 63 * time.Hour}}}, {Name: "prod", From: "staging"}}
+	l.Track("staging", "r.example/web").Pinned = "sha256:" + strings.Repeat("c", 64)
+	var b strings.Builder
+	if err := Ledgers(&b, true, []RepoLedger{{Repo: "acme/manifests", Ledger: l}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var got []struct {
+		Repo   string `json:"repo"`
+		Ledger struct {
+			Chain []map[string]any                      `json:"chain"`
+			Envs  map[string]map[string]json.RawMessage `json:"envs"`
+		} `json:"ledger"`
+	}
+	if err := json.Unmarshal([]byte(b.String()), &got); err != nil {
+		t.Fatalf("%s\n%s", err, b.String())
+	}
+	staging := got[0].Ledger.Chain[0]
+	freeze, _ := staging["freeze"].([]any)
+	if staging["soak"] != "24h0m0s" || staging["readyTimeout"] != "1m30s" || len(freeze) != 1 || freeze[0].(map[string]any)["duration"] != "63h0m0s" ||
+		got[0].Ledger.Chain[1]["soak"] != nil || got[0].Ledger.Envs["staging"]["r.example/web"] == nil {
+		t.Errorf("ledger -o json:\n%s", b.String())
+	}
+}
