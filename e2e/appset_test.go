@@ -1,9 +1,7 @@
 package e2e_test
 
 import (
-	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -38,18 +36,7 @@ func TestApplicationSetRollingSyncWaitsOnTheProof(t *testing.T) {
 	east, eastNode := argoCluster(t, "as-east")
 	west, _ := argoCluster(t, "as-west")
 	clusters := []*kube.Cluster{env.Cluster, east, west}
-	for _, c := range clusters {
-		if err := c.InstallCRDs(testCtx, filepath.Join("..", "charts", "pinbot", "crds", "proofs.pinbot.dev.yaml")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	patch, err := json.Marshal(map[string]any{"data": argoHealthFromDocs(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.Kube.CoreV1().ConfigMaps("argocd").Patch(testCtx, "argocd-cm", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	argoProofHealth(t, clusters...)
 	proven := newRollingSet(t, "as", clusters, true)
 	health := newRollingSet(t, "hs", clusters, false)
 	var apps strings.Builder

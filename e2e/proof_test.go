@@ -149,16 +149,7 @@ func TestArgoCDHealthIsTheProof(t *testing.T) {
 	repo, v0 := pushImage(t, "ar-proof", "v0")
 	_, v1 := pushImage(t, "ar-proof", "v1")
 	_, v2 := pushImage(t, "ar-proof", "v2")
-	if err := env.Cluster.InstallCRDs(testCtx, filepath.Join("..", "charts", "pinbot", "crds", "proofs.pinbot.dev.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	patch, err := json.Marshal(map[string]any{"data": argoHealthFromDocs(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.Kube.CoreV1().ConfigMaps("argocd").Patch(testCtx, "argocd-cm", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	argoProofHealth(t, env.Cluster)
 	if err := env.Node.StaleImage(repo, v0); err != nil {
 		t.Fatal(err)
 	}
@@ -207,18 +198,7 @@ func TestArgoCDSpokeHealthIsTheProof(t *testing.T) {
 	repo, v0 := pushImage(t, "ar-spoke", "v0")
 	_, v1 := pushImage(t, "ar-spoke", "v1")
 	_, v2 := pushImage(t, "ar-spoke", "v2")
-	for _, c := range []*kube.Cluster{env.Cluster, spoke} {
-		if err := c.InstallCRDs(testCtx, filepath.Join("..", "charts", "pinbot", "crds", "proofs.pinbot.dev.yaml")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	patch, err := json.Marshal(map[string]any{"data": argoHealthFromDocs(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.Kube.CoreV1().ConfigMaps("argocd").Patch(testCtx, "argocd-cm", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	argoProofHealth(t, env.Cluster, spoke)
 	if err := node.StaleImage(repo, v0); err != nil {
 		t.Fatal(err)
 	}
@@ -247,6 +227,24 @@ func TestArgoCDSpokeHealthIsTheProof(t *testing.T) {
 	})
 	if ready, _ := proofReady(t, a.name); ready != "absent" {
 		t.Errorf("the hub has a Proof of the spoke's app (Ready %s); want it on the spoke only", ready)
+	}
+}
+
+// argoProofHealth installs the Proof CRD on clusters and gives Argo CD
+// the health check docs/waves.md shows, read from the page.
+func argoProofHealth(t *testing.T, clusters ...*kube.Cluster) {
+	t.Helper()
+	for _, c := range clusters {
+		if err := c.InstallCRDs(testCtx, filepath.Join("..", "charts", "pinbot", "crds", "proofs.pinbot.dev.yaml")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	patch, err := json.Marshal(map[string]any{"data": argoHealthFromDocs(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Kube.CoreV1().ConfigMaps("argocd").Patch(testCtx, "argocd-cm", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 
