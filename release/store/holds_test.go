@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes/fake"
-
 	"pinbot.dev/pinbot/release"
 )
 
@@ -16,7 +14,8 @@ import (
 // repository that has it, records who and why, and leaves the others.
 func TestHoldsAndRelease(t *testing.T) {
 	ctx := context.Background()
-	s := New(fake.NewSimpleClientset(), "pinbot-system")
+	client, ns := apiServer(t)
+	s := New(client, ns)
 	repos := []string{"acme/web", "acme/api"}
 	if got, err := s.Holds(ctx, repos); err != nil || got == nil || len(got) != 0 {
 		t.Fatalf("Holds with no ledgers = %#v, %v; want an empty, non-nil list", got, err)
@@ -55,11 +54,9 @@ func TestHoldsAndRelease(t *testing.T) {
 // begins two held digests is refused, naming both, and releases nothing.
 // Before, only the whole digest was accepted.
 func TestReleaseByTheShortDigest(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipped under testing.Short: needs the control plane binaries in bin/ (make kube)")
-	}
 	ctx := context.Background()
-	s := New(controlPlane(t, "pinbot-system"), "pinbot-system")
+	client, ns := apiServer(t)
+	s := New(client, ns)
 	const img = "r.example/web"
 	a := "sha256:0b7e1c" + strings.Repeat("1", 58)
 	b := "sha256:0b7e1c" + strings.Repeat("2", 58)

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -25,12 +23,9 @@ import (
 // in other case is the same repository, as Gitea has it, and the same
 // ledger.
 func TestLedgersOnARealAPIServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipped under testing.Short: needs the control plane binaries in bin/ (make kube)")
-	}
 	ctx := context.Background()
-	client := controlPlane(t, "pinbot-system")
-	s := New(client, "pinbot-system")
+	client, ns := apiServer(t)
+	s := New(client, ns)
 
 	repos := []string{"acme/web-app", "acme-web/app", "acme/web_app", "acme/web.app",
 		strings.Repeat("o", 40) + "/" + strings.Repeat("r.-_", 25)}
@@ -127,47 +122,23 @@ func TestCaller(t *testing.T) {
 // missing ledger read as an empty one, which holds nothing: a forced
 // promotion of a held digest went through.
 func TestGateFailsClosedWithoutALedger(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipped under testing.Short: needs the control plane binaries in bin/ (make kube)")
-	}
 	ctx := context.Background()
-	client := controlPlane(t, "pinbot-system", "default-ish")
+	client, ns := apiServer(t)
+	_, other := apiServer(t)
 	const repo, img, held = "acme/manifests", "r.example/web", "sha256:0bad"
-	if err := New(client, "pinbot-system").Update(ctx, repo, func(l *release.Ledger) error {
+	if err := New(client, ns).Update(ctx, repo, func(l *release.Ledger) error {
 		l.Holds = append(l.Holds, release.Hold{Env: "prod", Image: img, Digest: held, Reason: "crash loop", Since: time.Now()})
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	a := release.Admission{Env: "prod", Image: img, Digest: held, Force: true}
-	err := Gate{Ledgers: New(client, "default-ish"), Repo: repo}.Admit(ctx, a)
-	if !errors.Is(err, ErrNoLedger) || !strings.Contains(err.Error(), "default-ish") {
+	err := Gate{Ledgers: New(client, other), Repo: repo}.Admit(ctx, a)
+	if !errors.Is(err, ErrNoLedger) || !strings.Contains(err.Error(), other) {
 		t.Errorf("the gate in a namespace without the ledger: %v, want ErrNoLedger naming the namespace", err)
 	}
 	var refusal *release.Refusal
-	if err := (Gate{Ledgers: New(client, "pinbot-system"), Repo: repo}).Admit(ctx, a); !errors.As(err, &refusal) || refusal.Rule != release.RuleHeld {
+	if err := (Gate{Ledgers: New(client, ns), Repo: repo}).Admit(ctx, a); !errors.As(err, &refusal) || refusal.Rule != release.RuleHeld {
 		t.Errorf("the gate with the ledger: %v, want the hold's refusal", err)
 	}
-}
-
-// controlPlane starts a real control plane with the namespaces made, and
-// returns the admin's client of it.
-func controlPlane(t *testing.T, namespaces ...string) kubernetes.Interface {
-	t.Helper()
-	ctx := context.Background()
-	c, err := kube.Start(ctx, kube.Options{})
-	if err != nil {
-		t.Fatalf("starting the control plane: %s", err)
-	}
-	t.Cleanup(func() { _ = c.Stop() })
-	client, err := kubernetes.NewForConfig(c.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ns := range namespaces {
-		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return client
 }

@@ -7,14 +7,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"pinbot.dev/pinbot/release"
 )
 
 func TestLedgersRoundTripAndConflict(t *testing.T) {
 	ctx := context.Background()
-	s := New(fake.NewSimpleClientset(), "pinbot-system")
+	client, ns := apiServer(t)
+	s := New(client, ns)
 	l, v, err := s.Get(ctx, "platform/manifests")
 	if err != nil || v.exists || len(l.Envs) != 0 {
 		t.Fatalf("Get of a missing ledger = %+v, %+v, %v", l, v, err)
@@ -47,7 +47,8 @@ func TestLedgersRoundTripAndConflict(t *testing.T) {
 // '-', '_' and '.' keep ledgers of their own, holds included.
 func TestLedgersNeverCollide(t *testing.T) {
 	ctx := context.Background()
-	s := New(fake.NewSimpleClientset(), "pinbot-system")
+	client, ns := apiServer(t)
+	s := New(client, ns)
 	repos := []string{"acme/web-app", "acme-web/app", "acme/web_app", "acme/web.app"}
 	names := map[string]bool{}
 	for _, r := range repos {
@@ -76,12 +77,12 @@ func TestLedgersNeverCollide(t *testing.T) {
 // names, and never read by another whose name maps to it.
 func TestLegacyLedgerIsReadOnlyByItsOwnRepository(t *testing.T) {
 	ctx := context.Background()
-	kube := fake.NewSimpleClientset()
-	s := New(kube, "pinbot-system")
+	kube, ns := apiServer(t)
+	s := New(kube, ns)
 	old := release.New()
 	old.Holds = append(old.Holds, release.Hold{Env: "prod", Image: "r.example/web", Digest: "sha256:held"})
 	data, _ := old.Marshal()
-	if _, err := kube.CoreV1().ConfigMaps("pinbot-system").Create(ctx, &corev1.ConfigMap{
+	if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: legacyName("acme/web-app"), Labels: map[string]string{LabelRepository: "true"},
 			Annotations: map[string]string{annotationRepository: "acme/web-app"}},
 		Data: map[string]string{ledgerKey: string(data)},
@@ -97,7 +98,7 @@ func TestLegacyLedgerIsReadOnlyByItsOwnRepository(t *testing.T) {
 	if l, _, err := s.Get(ctx, "acme/web-app"); err != nil || len(l.Holds) != 1 {
 		t.Errorf("the ledger moved to its new name holds %+v, %v; want the old hold", l.Holds, err)
 	}
-	if _, err := kube.CoreV1().ConfigMaps("pinbot-system").Get(ctx, legacyName("acme/web-app"), metav1.GetOptions{}); err == nil {
+	if _, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, legacyName("acme/web-app"), metav1.GetOptions{}); err == nil {
 		t.Error("the old ConfigMap is still there")
 	}
 }
@@ -106,7 +107,8 @@ func TestLegacyLedgerIsReadOnlyByItsOwnRepository(t *testing.T) {
 // not Changed, one edited or never written is.
 func TestChangedSkipsTheUnchangedWrite(t *testing.T) {
 	ctx := context.Background()
-	s := New(fake.NewSimpleClientset(), "pinbot-system")
+	client, ns := apiServer(t)
+	s := New(client, ns)
 	l, v, err := s.Get(ctx, "platform/manifests")
 	if err != nil {
 		t.Fatal(err)
