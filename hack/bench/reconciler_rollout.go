@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -14,12 +16,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
+	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/history"
+	"pinbot.dev/pinbot/serve/proofs"
 )
 
 // The merge-to-Verified measurement: an app of one Deployment of
@@ -41,6 +48,7 @@ type recRollout struct {
 	applied  time.Time // the Deployment first showed the new image
 	complete time.Time // the rollout completed (see rolledOut)
 	verified time.Time // pinbot's history recorded the commit Verified
+	proven   time.Time // the app's Proof said Ready for the commit
 }
 
 func (t recRollout) rollout() time.Duration { return t.complete.Sub(t.applied) }
@@ -71,6 +79,11 @@ func (b *recBench) rollout(ctx context.Context, r *report) error {
 	}
 	defer rc.Close()
 	runCtx, cancel := context.WithCancel(ctx)
+	proofWrites, err := b.publishProofs(runCtx, rc)
+	if err != nil {
+		cancel()
+		return err
+	}
 	ran := make(chan error, 1)
 	running := false
 	defer func() {
@@ -108,8 +121,9 @@ func (b *recBench) rollout(ctx context.Context, r *report) error {
 		pin, base = append(pin, p), append(base, bl)
 	}
 
-	var totals, rollouts, overheads, before, after, alone []time.Duration
+	var totals, rollouts, overheads, before, after, alone, toProof []time.Duration
 	for i := range pin {
+		toProof = append(toProof, pin[i].proven.Sub(pin[i].complete))
 		totals = append(totals, pin[i].total())
 		rollouts = append(rollouts, pin[i].rollout())
 		overheads = append(overheads, pin[i].total()-pin[i].rollout())
@@ -127,8 +141,49 @@ func (b *recBench) rollout(ctx context.Context, r *report) error {
 	fmt.Printf("     baseline: client-go Update to rollout done, median %-8v runs %s\n", recRound(baseline), recDurations(alone))
 	r.check("merge→Verified overhead beyond the rollout", fmt.Sprintf("%v (p50 of %d)", recRound(overhead), rolloutRuns), "<= 1s", overhead <= time.Second)
 	r.check("merge→Verified total vs rollout alone", fmt.Sprintf("%v = %s, +%v", recRound(total), ratio(total, baseline), recRound(total-baseline)), "reported", true)
+	fmt.Printf("     rollout done (last Pod Ready) to its Proof Ready, runs %s\n", recDurations(toProof))
+	r.check("last Pod Ready → Proof Ready", fmt.Sprintf("%v (p50 of %d)", recRound(recMedian(toProof)), rolloutRuns), "<= 1s", recMedian(toProof) <= time.Second)
+	idle := proofWrites.Load()
+	time.Sleep(proofIdle) // a full pass of the loop's interval falls in it
+	idle = proofWrites.Load() - idle
+	r.check("Proof writes when idle", fmt.Sprintf("%d in %v", idle, proofIdle), "0 a minute", idle == 0)
 	return nil
 }
+
+// proofIdle is how long the bench counts Proof writes of an app that
+// changes nothing: longer than the loop's interval, so a full pass falls
+// in it.
+const proofIdle = 70 * time.Second
+
+// publishProofs writes the apps' Proofs as serve does (the chart's CRD
+// installed first), through a client that counts its writes.
+func (b *recBench) publishProofs(ctx context.Context, rc *reconciler.Reconciler) (*atomic.Int64, error) {
+	if err := b.cluster.InstallCRDs(ctx, filepath.Join("charts", "pinbot", "crds", "proofs.pinbot.dev.yaml")); err != nil {
+		return nil, err
+	}
+	var writes atomic.Int64
+	cfg := rest.CopyConfig(b.cluster.Config())
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method != http.MethodGet && strings.Contains(req.URL.Path, "/proofs") {
+				writes.Add(1)
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	pub := proofs.New(dyn, rc)
+	rc.OnProofChange(pub.Changed)
+	go pub.Run(ctx)
+	return &writes, nil
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // rolloutFiles is the app's tree with image pinned.
 func rolloutFiles(image string) map[string]string {
@@ -166,6 +221,24 @@ func (b *recBench) pinbotRun(ctx context.Context, image string, kick func() erro
 	if err != nil {
 		return recRollout{}, err
 	}
+	res := b.dyn.Resource(proofs.GVR).Namespace(rolloutApp)
+	proof, err := recUntil(ctx, recLister{func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return res.List(ctx, o) }, res.Watch},
+		rolloutApp, func(o runtime.Object, at time.Time) bool {
+			u := o.(*unstructured.Unstructured)
+			commit, _, _ := unstructured.NestedString(u.Object, "status", "commit")
+			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+			w := want.Load()
+			for _, c := range conds {
+				if m, _ := c.(map[string]any); w != nil && commit == *w && m["type"] == "Ready" && m["status"] == "True" {
+					t.proven = at
+					return true
+				}
+			}
+			return false
+		})
+	if err != nil {
+		return recRollout{}, err
+	}
 	// On failure the watches may still be running: return no timeline.
 	sha, err := b.push(ctx, rolloutApp, rolloutFiles(image))
 	if err != nil {
@@ -185,6 +258,9 @@ func (b *recBench) pinbotRun(ctx context.Context, image string, kick func() erro
 			l = *s
 		}
 		return recRollout{}, fmt.Errorf("waiting for %.12s to be Verified (last history entry: %s): %w", sha, l, err)
+	}
+	if err := <-proof; err != nil {
+		return recRollout{}, fmt.Errorf("waiting for the Proof of %.12s: %w", sha, err)
 	}
 	return t, nil
 }
