@@ -37,7 +37,7 @@ func (d *daemon) registerMetrics() error {
 		}
 		return 0
 	})
-	cs := []prometheus.Collector{leader, d.shardsHeld(), d.refusals, d.promotions, d.requests, d.release.decisions, d.release.holds}
+	cs := []prometheus.Collector{leader, d.shardsHeld(), d.refusals, d.promotions, d.requests, d.pushApps, d.release.decisions, d.release.holds}
 	cs = append(cs, d.release.chainm.Collectors()...)
 	if a := d.release.attester; a != nil {
 		cs = append(cs, a.written)

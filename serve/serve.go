@@ -143,6 +143,7 @@ type daemon struct {
 
 	metrics    *prometheus.Registry
 	requests   *prometheus.CounterVec   // pinbot_webhook_requests_total
+	pushApps   *prometheus.CounterVec   // pinbot_push_apps_total
 	refusals   *prometheus.CounterVec   // pinbot_promotions_refused_total
 	promotions *prometheus.HistogramVec // pinbot_promote_duration_seconds
 	ready      atomic.Bool              // /readyz: the loops or, electing, the elector run
@@ -196,7 +197,7 @@ func newDaemon(cfg *Config, r *reconciler.Reconciler, kube kubernetes.Interface,
 	if o.Lease.ID == "" {
 		o.Lease.ID = hostname()
 	}
-	d := &daemon{o: o, cfg: cfg, r: r, kube: kube, ns: cfg.StateNamespace, metrics: prometheus.NewRegistry(), requests: newWebhookCounter()}
+	d := &daemon{o: o, cfg: cfg, r: r, kube: kube, ns: cfg.StateNamespace, metrics: prometheus.NewRegistry(), requests: newWebhookCounter(), pushApps: newPushCounter()}
 	var err error
 	if d.promote, err = newPromoter(cfg, o.Cache); err != nil {
 		return nil, err

@@ -53,6 +53,9 @@ type pushRequest struct {
 	URLs   []string `json:"urls"`
 	// At tells two pushes apart, so each is forwarded.
 	At string `json:"at"`
+	// From is the replica that forwarded it, which passed its own apps
+	// already.
+	From string `json:"from,omitempty"`
 }
 
 // key is the request's annotation key: one per repository and branch.
@@ -63,9 +66,9 @@ func (p pushRequest) key() string {
 
 // forwardPush stamps a push of branch of the repository at urls on the
 // trigger ConfigMap, which every replica watches (watchTriggers).
-func forwardPush(ctx context.Context, kube kubernetes.Interface, ns, branch string, urls []string) error {
+func forwardPush(ctx context.Context, kube kubernetes.Interface, ns, from, branch string, urls []string) error {
 	now := time.Now().UTC().Format(time.RFC3339Nano)
-	p := pushRequest{Branch: branch, URLs: urls, At: now}
+	p := pushRequest{Branch: branch, URLs: urls, At: now, From: from}
 	v, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("encoding the push: %w", err)
@@ -280,14 +283,11 @@ func (d *daemon) followPush(ctx context.Context, branch string, urls, apps []str
 			away = append(away, app)
 		}
 	}
-	passed := []string{}
-	if len(here) > 0 {
-		passed = d.r.TriggerChanged(ctx, here)
-	}
+	passed := d.passChanged(ctx, here)
 	if len(away) == 0 {
 		return passed, nil
 	}
-	if err := forwardPush(ctx, d.kube, d.ns, branch, urls); err != nil {
+	if err := forwardPush(ctx, d.kube, d.ns, d.o.Lease.ID, branch, urls); err != nil {
 		return passed, err
 	}
 	return append(passed, away...), nil
@@ -297,6 +297,9 @@ func (d *daemon) followPush(ctx context.Context, branch string, urls, apps []str
 // replica forwarded changed; forwarded pushes of one branch share their
 // answers, as webhooks do.
 func (d *daemon) triggerPushed(ctx context.Context, p pushRequest) {
+	if p.From != "" && p.From == d.o.Lease.ID {
+		return // this replica forwarded it, having passed its own apps
+	}
 	_, _ = d.pushes.Do(ctx, pushKey("forwarded", p.Branch, p.URLs), func(ctx context.Context) ([]string, error) {
 		var here []string
 		for _, app := range d.r.Following(p.Branch, p.URLs...) {
@@ -304,9 +307,18 @@ func (d *daemon) triggerPushed(ctx context.Context, p pushRequest) {
 				here = append(here, app)
 			}
 		}
-		if len(here) == 0 {
-			return nil, nil
-		}
-		return d.r.TriggerChanged(ctx, here), nil
+		return d.passChanged(ctx, here), nil
 	})
+}
+
+// passChanged passes the apps a push changed, of here (this replica's),
+// counting them and the others; it returns the apps passed.
+func (d *daemon) passChanged(ctx context.Context, here []string) []string {
+	if len(here) == 0 {
+		return []string{}
+	}
+	passed := d.r.TriggerChanged(ctx, here)
+	d.pushApps.WithLabelValues("passed").Add(float64(len(passed)))
+	d.pushApps.WithLabelValues("unchanged").Add(float64(len(here) - len(passed)))
+	return passed
 }

@@ -95,7 +95,7 @@ func TestServeMuxReadyAndDraining(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	d := &daemon{o: Options{Secret: []byte("s"), Dashboard: true}, cfg: &Config{Config: *cfg}, r: r, metrics: prometheus.NewRegistry(), requests: newWebhookCounter()}
+	d := &daemon{o: Options{Secret: []byte("s"), Dashboard: true}, cfg: &Config{Config: *cfg}, r: r, metrics: prometheus.NewRegistry(), requests: newWebhookCounter(), pushApps: newPushCounter()}
 	mux := d.mux(true)
 	code := func(method, path string) int {
 		rec := httptest.NewRecorder()

@@ -79,6 +79,15 @@ type webhook struct {
 	seen     *deliveries
 }
 
+// newPushCounter counts the apps of this replica that pushes passed, and
+// those they left alone (the push changed none of their inputs).
+func newPushCounter() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pinbot_push_apps_total",
+		Help: "Apps of this replica a push of their branch passed (result=passed) or left alone because it changed none of their rendered inputs (result=unchanged).",
+	}, []string{"result"})
+}
+
 func newWebhookCounter() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pinbot_webhook_requests_total",

@@ -187,6 +187,15 @@ func TestServeShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// What each replica's pushes passed and left alone so far.
+	pushed := func() (passed, unchanged float64) {
+		for _, id := range []string{"shard-a", "shard-c"} {
+			passed += max(metric(rs[id], `pinbot_push_apps_total{result="passed"}`), 0)
+			unchanged += max(metric(rs[id], `pinbot_push_apps_total{result="unchanged"}`), 0)
+		}
+		return passed, unchanged
+	}
+	passed0, unchanged0 := pushed()
 	if code := pushHook(t, rs["shard-c"].addr, secret, third, g.RepoURL(g.AdminUser, "manifests")); code != http.StatusAccepted {
 		t.Fatalf("push webhook: %d, want 202", code)
 	}
@@ -197,7 +206,16 @@ func TestServeShards(t *testing.T) {
 		}
 		return rec.Status.SyncedCommit == third, "app-07 synced " + rec.Status.SyncedCommit
 	})
-	time.Sleep(2 * time.Second) // a pass the push wrongly asked for would have ended
+	// Each replica has answered the push once every app is counted, as
+	// passed or left alone: app-07 alone passed.
+	poll.Until(t, 30*time.Second, "both replicas answered the push", func() (bool, string) {
+		p, u := pushed()
+		p, u = p-passed0, u-unchanged0
+		if p+u > float64(len(names)) || p > 1 {
+			t.Fatalf("the push passed %v apps and left %v alone; want app-07 alone of %d passed", p, u, len(names))
+		}
+		return p+u == float64(len(names)), fmt.Sprintf("%v passed, %v left alone", p, u)
+	})
 	for _, app := range names {
 		rec, err := records.Get(ctx, app)
 		if err != nil || rec.Status == nil {
