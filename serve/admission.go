@@ -255,15 +255,15 @@ func (a *admitter) review(ctx context.Context, req *admissionv1.AdmissionRequest
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return resp, nil
 	}
-	now, err := containersOf(req.Object.Raw)
+	now, err := admission.ContainersOf(req.Object.Raw)
 	if err != nil {
 		return nil, fmt.Errorf("reading the %s's containers: %w", req.Kind.Kind, err)
 	}
-	var before []container
+	var before []admission.Container
 	if req.Operation == admissionv1.Update {
-		before, _ = containersOf(req.OldObject.Raw)
+		before, _ = admission.ContainersOf(req.OldObject.Raw)
 	}
-	changed := changedContainers(now, before)
+	changed := admission.Changed(now, before)
 	if len(changed) == 0 {
 		return resp, nil
 	}
@@ -381,75 +381,6 @@ func (rl *releaser) gated(ctx context.Context, cfg *config.Config, ns string) ([
 		}
 	}
 	return out, nil
-}
-
-// container is a container of a Pod's spec, as far as admission reads it.
-type container struct {
-	Name  string `json:"name"`
-	Image string `json:"image"`
-}
-
-// podSpec is the containers of a Pod spec.
-type podSpec struct {
-	Containers          []container `json:"containers"`
-	InitContainers      []container `json:"initContainers"`
-	EphemeralContainers []container `json:"ephemeralContainers"`
-}
-
-func (s podSpec) all() []container {
-	return append(append(append([]container(nil), s.InitContainers...), s.Containers...), s.EphemeralContainers...)
-}
-
-// containersOf reads the containers of a Pod, of a workload's Pod
-// template (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job,
-// ReplicationController) or of a CronJob's.
-func containersOf(raw []byte) ([]container, error) {
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	var obj struct {
-		Kind string `json:"kind"`
-		Spec struct {
-			podSpec
-			Template *struct {
-				Spec podSpec `json:"spec"`
-			} `json:"template"`
-			JobTemplate *struct {
-				Spec struct {
-					Template struct {
-						Spec podSpec `json:"spec"`
-					} `json:"template"`
-				} `json:"spec"`
-			} `json:"jobTemplate"`
-		} `json:"spec"`
-	}
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, err
-	}
-	switch {
-	case obj.Spec.JobTemplate != nil:
-		return obj.Spec.JobTemplate.Spec.Template.Spec.all(), nil
-	case obj.Spec.Template != nil:
-		return obj.Spec.Template.Spec.all(), nil
-	}
-	return obj.Spec.all(), nil
-}
-
-// changedContainers are the containers of now whose image before did not
-// run under the same name: only what a request changes is judged, so a
-// scale or a label change of a workload passes whatever it runs.
-func changedContainers(now, before []container) []container {
-	had := map[container]bool{}
-	for _, c := range before {
-		had[c] = true
-	}
-	var out []container
-	for _, c := range now {
-		if !had[c] {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // certFiles is a certificate and key pair read from files, reread when
