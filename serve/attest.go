@@ -138,6 +138,7 @@ func (a *attester) observe(repo string, chain release.Chain, l *release.Ledger, 
 		p.Apps = slices.Clone(env.Apps)
 	}
 	p.Group = release.GroupProven(l, chain, e.Env, e.Image)
+	p.By = actsFor(l, e.Env, e.Image, t)
 	clusters := map[string]string{}
 	for _, app := range p.Apps {
 		if st, _, err := a.rl.d.r.Last(app); err == nil && st != nil {
@@ -219,4 +220,27 @@ func (a *attester) record(ctx context.Context, p proven.Predicate, reason, what 
 		logctx.From(ctx).Warn("recording the attestation in the ledger", "error", redact.String(err.Error()))
 	}
 	a.rl.wake(p.Repository)
+}
+
+// actsFor are the people's actions (the ledger's audit) that brought t's
+// proven digest of image into env: those that name the digest (a force,
+// a merge from the page) and, for pinbot's rollback, the ask that opened
+// it.
+func actsFor(l *release.Ledger, env, image string, t *release.Track) []proven.Act {
+	var out []proven.Act
+	short := imageref.Short(t.Proven)
+	var asked *release.Event
+	for i, a := range l.Audit {
+		switch {
+		case a.Env != env || a.Image != image || t.Merged != nil && a.At.After(t.Merged.At) && a.Reason == release.ReasonRollbackAsked:
+		case a.Reason == release.ReasonRollbackAsked:
+			asked = &l.Audit[i]
+		case strings.Contains(a.What, short):
+			out = append(out, proven.Act{Who: a.By, At: a.At, What: a.What, Why: a.Why})
+		}
+	}
+	if asked != nil && t.Merged != nil && t.Merged.Rollback && t.Merged.Digest == t.Proven {
+		out = append(out, proven.Act{Who: asked.By, At: asked.At, What: asked.What, Why: asked.Why})
+	}
+	return out
 }

@@ -67,11 +67,25 @@ type Predicate struct {
 	// record from the one it finds: each new attestation replaces the
 	// older ones of its repository (package attest).
 	ProvenIn map[string]Proof `json:"provenIn,omitempty"`
+	// By are the people whose actions brought Digest into Environment,
+	// as the release ledger recorded them: a promotion forced past the
+	// gate, a merge from the release page, a rollback asked for. Empty
+	// when pinbot's chain moved it alone.
+	By []Act `json:"by,omitempty"`
 	// Rules are what the proof required.
 	Rules []string `json:"rules"`
 	// Pinbot is the version of pinbot that proved it; AttestedAt when.
 	Pinbot     string    `json:"pinbot"`
 	AttestedAt time.Time `json:"attestedAt"`
+}
+
+// Act is one person's action recorded in the release ledger: who, when,
+// what, and the reason they gave.
+type Act struct {
+	Who  string    `json:"who"`
+	At   time.Time `json:"at"`
+	What string    `json:"what"`
+	Why  string    `json:"why,omitempty"`
 }
 
 // Proof is one environment's entry of a Predicate's record: the furthest
