@@ -203,7 +203,7 @@ func stageView(lg Ledger, env *release.Environment, now time.Time) StageView {
 			}
 		}
 		if t.Bypassed() {
-			judge(3, "bad", "Past the gate", label(si.Pinned)+" merged past pinbot's gate: "+t.Merged.Bypass+"; its proof lifts no hold and is not attested")
+			judge(3, "bad", "Past the gate", label(si.Pinned)+" merged past pinbot's gate: "+t.Merged.Bypass+forcedBy(l, env.Name, image, t.Pinned)+"; its proof lifts no hold and is not attested")
 		}
 		if m := t.Merged; m != nil && m.FailingSince != nil && !m.Done {
 			judge(3, "bad", "Proof broke", "the proof of "+label(si.Pinned)+" broke "+at(*m.FailingSince, now).Rel+": "+t.Why)
@@ -472,3 +472,15 @@ func envOrder(lg Ledger) []string {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// forcedBy says who forced digest of image into env and why, when the
+// ledger's audit has it (a force from the release page).
+func forcedBy(l *release.Ledger, env, image, digest string) string {
+	for i := len(l.Audit) - 1; i >= 0; i-- {
+		a := l.Audit[i]
+		if a.Env == env && a.Image == image && a.Reason == release.ReasonPromotionOpened && strings.Contains(a.What, imageref.Short(digest)) {
+			return "; forced in by " + a.By + ": " + a.Why
+		}
+	}
+	return ""
+}

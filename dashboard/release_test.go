@@ -141,6 +141,14 @@ func TestStagePastTheGate(t *testing.T) {
 	if s.Class != "bad" || s.State != "Past the gate" || !strings.Contains(s.Summary+s.Detail, "mallory posted") {
 		t.Errorf("stage %s %q: %q %q; want a red stage naming the forged gate", s.Class, s.State, s.Summary, s.Detail)
 	}
+
+	// A force from the page says who forced it in, and why.
+	tr.Merged.Bypass = "#10 merged while pinbot/gate said failure: not proven in staging"
+	lg.Ledger.LogBy(now.Add(-2*time.Hour), "staging", "platform/web", release.ReasonPromotionOpened,
+		"olga forced "+imageref.Short(tr.Pinned)+" into staging past the gate: CVE-2026-0001 (#10)", "olga", "CVE-2026-0001")
+	if s := stageView(lg, env, now); !strings.Contains(s.Summary+s.Detail, "forced in by olga: CVE-2026-0001") {
+		t.Errorf("stage %q: %q %q; want who forced it in, and why", s.State, s.Summary, s.Detail)
+	}
 }
 
 // TestTheArrowAsksTheChain: on the hotfix day (prod rolling back from
