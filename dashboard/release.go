@@ -226,6 +226,11 @@ func stageView(lg Ledger, env *release.Environment, now time.Time) StageView {
 			if e := failure(l, env.Name, image, t, p); e != "" {
 				why += ": " + e
 			}
+			if t.Proven == p.Failed && t.ProvenSince != nil {
+				// Proven past its deadline: the rollback stands (see
+				// docs/environments.md); a person may close it.
+				why += "; it proved " + at(*t.ProvenSince, now).Rel + ", after its deadline: the rollback stands until a person closes it and releases the hold"
+			}
 			judge(5, "bad", "Rollback open", why)
 		}
 		if m := t.Merged; m != nil && m.Rollback && m.Digest == t.Pinned && t.Proven != t.Pinned {

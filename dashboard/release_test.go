@@ -216,3 +216,19 @@ func TestAppsPageShowsWhatHoldsAnEnvironmentBack(t *testing.T) {
 		t.Errorf("staging's app row: %s", r)
 	}
 }
+
+// TestAProofAfterTheDeadlineIsShownAsSuch: prod's v3 proves while the
+// rollback its deadline opened is still open: the stage stays "Rollback
+// open" and says the proof came after the deadline, and that the
+// rollback stands.
+func TestAProofAfterTheDeadlineIsShownAsSuch(t *testing.T) {
+	lg := fixtureLedger()
+	tr := lg.Ledger.Lookup("prod", "platform/web")
+	since := now.Add(-10 * time.Second)
+	tr.Proven, tr.ProvenSince = tr.Pinned, &since
+	env, _ := lg.Chain.Get("prod")
+	s := stageView(lg, env, now)
+	if s.State != "Rollback open" || !strings.Contains(s.Summary+s.Detail, "after its deadline: the rollback stands") {
+		t.Errorf("stage %q: %q %q; want the rollback open, the late proof named", s.State, s.Summary, s.Detail)
+	}
+}

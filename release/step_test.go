@@ -404,3 +404,27 @@ func TestValidateRefusesOverlappingPaths(t *testing.T) {
 		t.Errorf("problems %+v, want the overlap named", probs)
 	}
 }
+
+// TestAProofAfterTheDeadlineKeepsTheRollback: B is not proven within
+// readyTimeout, so the rollback to A is decided and opened and B held;
+// B then proves while the rollback is still open. The deadline decided:
+// the rollback and the hold stay, and nothing new is opened.
+func TestAProofAfterTheDeadlineKeepsTheRollback(t *testing.T) {
+	c, l, w := chain(), New(), newWorld()
+	w.proven("prod", dA)
+	Step(l, w.input(c, t0))
+	Step(l, w.input(c, t0.Add(time.Minute)))
+	w.pinned["prod"], w.obs["prod"] = dB, Assessment{Image: img, Digest: dB, Why: "app web-prod is Progressing: 0/2 ready"}
+	merge := t0.Add(2 * time.Minute)
+	Step(l, w.input(c, merge))
+	if rb := find(Step(l, w.input(c, merge.Add(3*time.Minute))), Rollback); rb == nil || rb.Failed != dB {
+		t.Fatalf("no rollback of B at its deadline: %+v", rb)
+	}
+	l.RollbackOpened("prod", img, Proposal{PR: 9, Digest: dA, Failed: dB})
+	w.proven("prod", dB)
+	as := Step(l, w.input(c, merge.Add(3*time.Minute+time.Second)))
+	tr := l.Lookup("prod", img)
+	if tr.Rollback == nil || tr.Rollback.PR != 9 || l.Held("prod", img, dB) == nil || find(as, Rollback) != nil || find(as, MergePR) != nil && find(as, MergePR).PR != 9 {
+		t.Errorf("after B proved past its deadline: rollback %+v, B held %v, actions %v; want the rollback #9 and the hold kept", tr.Rollback, l.Held("prod", img, dB) != nil, kinds(as))
+	}
+}
