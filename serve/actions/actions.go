@@ -370,8 +370,12 @@ func (h *Handler) merge(ctx context.Context, id signin.Identity, r request, now 
 	if err := h.Merge(ctx, r.Repo, p.PR, p.Head, fmt.Sprintf("Merged by pinbot for %s: %s", id.User, r.Reason)); err != nil {
 		return fmt.Errorf("merging #%d: %w", p.PR, err)
 	}
-	return h.Ledgers.Update(ctx, r.Repo, func(l *release.Ledger) error {
+	err = h.Ledgers.Update(ctx, r.Repo, func(l *release.Ledger) error {
 		l.LogBy(now, r.Env, r.Image, release.ReasonMerged, fmt.Sprintf("%s merged #%d (%s) into %s at the head pinbot judged: %s", id.User, p.PR, imageref.Short(p.Digest), r.Env, r.Reason), id.User, r.Reason)
 		return nil
 	})
+	if err != nil {
+		return fmt.Errorf("merged #%d, but the ledger did not take its record: %w", p.PR, err)
+	}
+	return nil
 }
