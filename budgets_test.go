@@ -36,7 +36,7 @@ var budgets = map[string]budget{
 
 // Method budgets of the types that gather them.
 var methodBudgets = map[string]int{
-	"reconciler.Reconciler": 55, // goal 45
+	"reconciler.Reconciler": 50, // goal 45; lowered from 55 when the wake routing became its own type (router)
 }
 
 const (

@@ -43,7 +43,7 @@ func newAppSet(cfg *config.Config, old *appSet) *appSet {
 			st = newAppState()
 		}
 		s.states[a.Name] = st
-		if res, ns, name, ok := deployerObject(a); ok {
+		if res, ns, name, ok := a.DeployerObject(); ok {
 			k := deployerKey(res, ns, name)
 			s.byDeployer[k] = append(s.byDeployer[k], st)
 		}

@@ -57,8 +57,8 @@ type Reconciler struct {
 	token     string
 	now       func() time.Time
 	replica   string                      // WithReplica
-	downAfter time.Duration               // WithClusterDownAfter
 	log       atomic.Pointer[slog.Logger] // the loop's (RunSome), for callbacks
+	route     *router                     // wakes the loops a cluster's change concerns (wake.go)
 	metrics   *metrics
 	caps      *capabilities                      // the cluster's, for Helm renders (render.go)
 	loopSlots chan struct{}                      // bounds the loop's passes under way (loop.go)
@@ -237,16 +237,16 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 		answer:     o.answer,
 		now:        o.now,
 		replica:    o.replica,
-		downAfter:  o.downAft,
 		trust:      o.trust,
 		caps:       newCapabilities(kube.Discovery(), o.now),
 		loopSlots:  make(chan struct{}, loopPasses),
 	}
 	r.metrics = newMetrics(r)
-	h := r.handlers()
-	h.ObjectChanged = r.objectChanged
+	r.route = &router{set: &r.set, log: &r.log, downAfter: o.downAft}
+	h := r.route.handlers()
+	h.ObjectChanged = r.route.objectChanged
 	r.local = cluster.New("", "", kube, dyn, md, h, 0)
-	r.remotes = cluster.NewRemotes(kube, o.trust, o.answer, rc.UserAgent, r.handlers())
+	r.remotes = cluster.NewRemotes(kube, o.trust, o.answer, rc.UserAgent, r.route.handlers())
 	r.argoHTTP = sync.OnceValues(r.newArgoHTTP)
 	r.events = newEventer(kube)
 	r.observer = &observer{r: r, dyn: dyn, objects: r.local.Objects}

@@ -6,15 +6,17 @@ package reconciler
 import (
 	"cmp"
 	"context"
+	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/reconciler/cluster"
-	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/deployer"
 )
 
@@ -30,9 +32,18 @@ func (r *Reconciler) Trigger(name string) error {
 	return nil
 }
 
+// router wakes the app loops a cluster's change concerns: the clusters'
+// callbacks, which never block. It reads the Reconciler's app set as it
+// stands at each call.
+type router struct {
+	set       *atomic.Pointer[appSet]
+	log       *atomic.Pointer[slog.Logger] // the loop's, once it runs
+	downAfter time.Duration
+}
+
 // handlers tell the app loops of a cluster's changes (a spoke's; pinbot's
 // own cluster also follows verify-only apps' objects).
-func (r *Reconciler) handlers() cluster.Handlers {
+func (r *router) handlers() cluster.Handlers {
 	return cluster.Handlers{Changed: r.changed, InventoryChanged: r.inventoryChanged,
 		Reachability: r.reachability, DownAfter: r.downAfter}
 }
@@ -41,13 +52,13 @@ func (r *Reconciler) handlers() cluster.Handlers {
 // answering (down) or answers again. It wakes the apps whose last pass
 // read it, which then say Unknown, naming the cluster and its error, or
 // prove again; it never blocks.
-func (r *Reconciler) reachability(name string, down bool) {
+func (r *router) reachability(name string, down bool) {
 	log := r.log.Load()
 	if log == nil {
 		log = logctx.From(context.Background())
 	}
 	log.Info("cluster reachability changed", "cluster", cmp.Or(name, "(pinbot's own)"), "down", down)
-	for _, st := range r.states() {
+	for _, st := range r.set.Load().states {
 		if c := st.cluster.Load(); c != nil && c.Name == name {
 			signal(st.observe)
 		}
@@ -58,7 +69,7 @@ func (r *Reconciler) reachability(name string, down bool) {
 // owned by owners, changed. It wakes the apps it may belong to (runsIn),
 // whose loops re-verify from their caches, so that a proof follows the
 // Pods it is about; it never blocks.
-func (r *Reconciler) changed(namespace string, owners []string) {
+func (r *router) changed(namespace string, owners []string) {
 	s := r.set.Load()
 	for _, name := range s.wakes.in(namespace) {
 		a := s.apps[name]
@@ -76,7 +87,7 @@ func (r *Reconciler) changed(namespace string, owners []string) {
 // applied a revision, an Application's that it synced) or a workload (a
 // Deployment's status says its rollout is done). It wakes the apps that
 // read it, whose loops re-verify from their caches; it never blocks.
-func (r *Reconciler) objectChanged(resource schema.GroupVersionResource, ns, name string) {
+func (r *router) objectChanged(resource schema.GroupVersionResource, ns, name string) {
 	if !deployer.IsDeployment(resource) {
 		r.changed(ns, []string{name})
 		return
@@ -130,28 +141,11 @@ func (x *wakeIndex) in(ns string) []string {
 	return x.ns[ns]
 }
 
-// deployerObject names the object whose status says what app's deployer
-// did, for a verify-only app.
-func deployerObject(app *config.App) (res schema.GroupVersionResource, ns, name string, ok bool) {
-	switch {
-	case app.ArgoCD != nil:
-		ns, name = app.ArgoCD.Object()
-		return deployer.ApplicationsResource, ns, name, true
-	case app.Flux != nil && app.Flux.HelmRelease != "":
-		ns, name = app.Flux.Object()
-		return deployer.HelmReleasesResource, ns, name, true
-	case app.Flux != nil:
-		ns, name = app.Flux.Object()
-		return deployer.KustomizationsResource, ns, name, true
-	}
-	return res, "", "", false
-}
-
 // inventoryChanged is the live cache's callback: an object of app's
 // inventory changed its content (or appeared, or went away). It wakes a
 // self-healing app's loop; it never blocks.
-func (r *Reconciler) inventoryChanged(app string) {
-	if st := r.states()[app]; st != nil {
+func (r *router) inventoryChanged(app string) {
+	if st := r.set.Load().states[app]; st != nil {
 		signal(st.wake)
 	}
 }

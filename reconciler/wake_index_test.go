@@ -19,6 +19,7 @@ func TestChangesWakeOnlyTheirApps(t *testing.T) {
 		{Name: "shop", ArgoCD: &deployer.ArgoCDApp{Application: "shop", Namespace: "argocd"}},
 	}}
 	r := &Reconciler{}
+	r.route = &router{set: &r.set, log: &r.log}
 	r.set.Store(newAppSet(cfg, nil))
 	states := r.states()
 	woken := func() map[string]bool {
@@ -33,7 +34,7 @@ func TestChangesWakeOnlyTheirApps(t *testing.T) {
 		return out
 	}
 
-	r.changed("web", nil)
+	r.route.changed("web", nil)
 	if got := woken(); !got["web"] || got["api"] || got["shop"] {
 		t.Errorf("a Pod event in web woke %v, want web alone", got)
 	}
@@ -43,20 +44,20 @@ func TestChangesWakeOnlyTheirApps(t *testing.T) {
 		"metadata": map[string]any{"name": "api", "namespace": "shared"}}}
 	p := &pass{r: r, app: &cfg.Apps[1], st: states["api"]}
 	p.setWorkloads([]*unstructured.Unstructured{deploy})
-	r.changed("shared", []string{"api-5d8f"})
+	r.route.changed("shared", []string{"api-5d8f"})
 	if got := woken(); !got["api"] || got["web"] {
 		t.Errorf("a ReplicaSet of api's Deployment in shared woke %v, want api alone", got)
 	}
-	r.changed("shared", []string{"other-77c9"})
+	r.route.changed("shared", []string{"other-77c9"})
 	if got := woken(); len(got) != 0 {
 		t.Errorf("another owner's ReplicaSet in shared woke %v, want none", got)
 	}
 
-	r.objectChanged(deployer.ApplicationsResource, "argocd", "shop")
+	r.route.objectChanged(deployer.ApplicationsResource, "argocd", "shop")
 	if got := woken(); !got["shop"] || len(got) != 1 {
 		t.Errorf("shop's Application changing woke %v, want shop alone", got)
 	}
-	r.objectChanged(deployer.ApplicationsResource, "argocd", "other")
+	r.route.objectChanged(deployer.ApplicationsResource, "argocd", "other")
 	if got := woken(); len(got) != 0 {
 		t.Errorf("another Application changing woke %v, want none", got)
 	}
@@ -66,11 +67,11 @@ func TestChangesWakeOnlyTheirApps(t *testing.T) {
 	next.Apps = append(append([]config.App(nil), cfg.Apps...), config.App{Name: "new", AllowNamespaces: []string{"web"}})
 	r.SetApps(next.Apps)
 	states = r.states()
-	r.changed("shared", []string{"api-5d8f"})
+	r.route.changed("shared", []string{"api-5d8f"})
 	if got := woken(); !got["api"] {
 		t.Errorf("after a new app set, api's ReplicaSet woke %v, want api", got)
 	}
-	r.changed("web", nil)
+	r.route.changed("web", nil)
 	if got := woken(); !got["web"] || !got["new"] {
 		t.Errorf("after a new app set, a Pod event in web woke %v, want web and new", got)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"pinbot.dev/pinbot/reconciler/deployer"
 )
@@ -23,6 +24,23 @@ func (a *App) Deployer() deployer.Kind {
 		return deployer.Flux
 	}
 	return deployer.Pinbot
+}
+
+// DeployerObject names the object whose status says what a verify-only
+// app's deployer did: its Application, HelmRelease or Kustomization.
+func (a *App) DeployerObject() (res schema.GroupVersionResource, ns, name string, ok bool) {
+	switch {
+	case a.ArgoCD != nil:
+		ns, name = a.ArgoCD.Object()
+		return deployer.ApplicationsResource, ns, name, true
+	case a.Flux != nil && a.Flux.HelmRelease != "":
+		ns, name = a.Flux.Object()
+		return deployer.HelmReleasesResource, ns, name, true
+	case a.Flux != nil:
+		ns, name = a.Flux.Object()
+		return deployer.KustomizationsResource, ns, name, true
+	}
+	return res, "", "", false
 }
 
 // lineProblem is one config problem and the line of the key at fault.
