@@ -274,10 +274,6 @@ func argoHealthFromDocs(t *testing.T) map[string]string {
 // argoHealth is an Application's health.
 func argoHealth(t *testing.T, name string) string {
 	t.Helper()
-	u, err := env.dyn.Resource(applicationsRes).Namespace("argocd").Get(testCtx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, _, _ := unstructured.NestedString(u.Object, "status", "health", "status")
-	return app
+	_, health := argoApp(t, name)
+	return health
 }

@@ -231,10 +231,14 @@ func actsFor(l *release.Ledger, env, image string, t *release.Track) []proven.Ac
 	short := imageref.Short(t.Proven)
 	var asked *release.Event
 	for i, a := range l.Audit {
+		if a.Env != env || a.Image != image {
+			continue
+		}
 		switch {
-		case a.Env != env || a.Image != image || t.Merged != nil && a.At.After(t.Merged.At) && a.Reason == release.ReasonRollbackAsked:
 		case a.Reason == release.ReasonRollbackAsked:
-			asked = &l.Audit[i]
+			if t.Merged == nil || !a.At.After(t.Merged.At) { // an ask after the merge is another rollback's
+				asked = &l.Audit[i]
+			}
 		case strings.Contains(a.What, short):
 			out = append(out, proven.Act{Who: a.By, At: a.At, What: a.What, Why: a.Why})
 		}
