@@ -77,7 +77,7 @@
 // # Tag variants
 //
 // A digest belongs to one tag variant, the suffix after the version as
-// Renovate's docker versioning reads it (see [Variant]): "3.14.6-slim" and
+// Renovate's docker versioning reads it (see imageref.Variant): "3.14.6-slim" and
 // "3.14.6-alpine" differ, "v1" and "v2" share the empty one. When
 // [Update.Tag] names the digest's tag, only pins of its variant (and
 // digest-only pins) are in scope; when it names none, pins of several
