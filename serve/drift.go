@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"pinbot.dev/pinbot/internal/crontab"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
@@ -66,7 +67,7 @@ func runDrift(ctx context.Context, jobs []driftJob) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = promote.Schedule(ctx, j.spec, func(ctx context.Context) {
+			errs[i] = crontab.Run(ctx, j.spec, func(ctx context.Context) {
 				start := time.Now()
 				rep, err := promote.Drift(ctx, j.env, j.opts)
 				if j.took != nil {

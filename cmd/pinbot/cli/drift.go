@@ -11,6 +11,7 @@ import (
 
 	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/internal/clip"
+	"pinbot.dev/pinbot/internal/crontab"
 	"pinbot.dev/pinbot/internal/gctune"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
@@ -97,14 +98,8 @@ func (o *driftOptions) run(cmd *cobra.Command, g *globals) error {
 	if err != nil {
 		return err
 	}
-	opts := promote.DriftOptions{
-		Group:       promote.Group(o.group),
-		Concurrency: o.concurrency,
-		Choose:      o.forge.choose(),
-		DryRun:      o.forge.dryRun,
-		Admitter:    gate,
-		Policy:      floor,
-	}
+	opts := promote.DriftOptions{Group: promote.Group(o.group), Concurrency: o.concurrency, Choose: o.forge.choose(),
+		DryRun: o.forge.dryRun, Admitter: gate, Policy: floor}
 	if cmd.Flags().Changed("min-age") {
 		opts.MinAge = &o.minAge
 	}
@@ -124,7 +119,7 @@ func (o *driftOptions) run(cmd *cobra.Command, g *globals) error {
 		return o.report(cmd.OutOrStdout(), g, rep)
 	}
 	log := logctx.From(ctx)
-	return promote.Schedule(ctx, o.schedule, func(ctx context.Context) {
+	return crontab.Run(ctx, o.schedule, func(ctx context.Context) {
 		rep, err := promote.Drift(ctx, env, opts)
 		if err != nil {
 			log.Error("drift run failed", "error", redact.String(err.Error()))

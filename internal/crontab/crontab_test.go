@@ -1,4 +1,4 @@
-package promote
+package crontab
 
 import (
 	"bytes"
@@ -31,10 +31,10 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// TestScheduleNeverOverlaps holds the first run until the scheduler has
+// TestRunNeverOverlaps holds the first run until the scheduler has
 // skipped a tick because of it, then checks no two runs ever overlapped and
-// that Schedule returns once ctx ends and the run in progress finished.
-func TestScheduleNeverOverlaps(t *testing.T) {
+// that Run returns once ctx ends and the run in progress finished.
+func TestRunNeverOverlaps(t *testing.T) {
 	logs := &syncBuffer{}
 	ctx, cancel := context.WithCancel(logctx.Into(context.Background(),
 		slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
@@ -44,7 +44,7 @@ func TestScheduleNeverOverlaps(t *testing.T) {
 	finished := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- Schedule(ctx, "@every 1s", func(context.Context) {
+		done <- Run(ctx, "@every 1s", func(context.Context) {
 			n := running.Add(1)
 			defer running.Add(-1)
 			for m := maxRunning.Load(); n > m && !maxRunning.CompareAndSwap(m, n); m = maxRunning.Load() {
@@ -73,8 +73,8 @@ func TestScheduleNeverOverlaps(t *testing.T) {
 	}
 }
 
-func TestScheduleBadSpec(t *testing.T) {
-	if err := Schedule(context.Background(), "now and then", func(context.Context) {}); err == nil || !strings.Contains(err.Error(), `schedule "now and then"`) {
+func TestRunBadSpec(t *testing.T) {
+	if err := Run(context.Background(), "now and then", func(context.Context) {}); err == nil || !strings.Contains(err.Error(), `schedule "now and then"`) {
 		t.Errorf("error = %v", err)
 	}
 }

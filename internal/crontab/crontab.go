@@ -1,4 +1,5 @@
-package promote
+// Package crontab runs a job on a cron schedule, one run at a time.
+package crontab
 
 import (
 	"context"
@@ -10,12 +11,12 @@ import (
 	"pinbot.dev/pinbot/internal/logctx"
 )
 
-// Schedule calls run on the cron schedule spec (five fields, or
+// Run calls run on the cron schedule spec (five fields, or
 // descriptors such as "@every 10m" and "@hourly") until ctx ends. Runs
 // never overlap: a run still going when the next is due makes that one
 // skip. It returns when ctx ends and the run in progress, if any, has
 // finished; an error only for a bad spec.
-func Schedule(ctx context.Context, spec string, run func(ctx context.Context)) error {
+func Run(ctx context.Context, spec string, run func(ctx context.Context)) error {
 	log := logctx.From(ctx)
 	cl := cronLogger{log}
 	c := cron.New(cron.WithLogger(cl), cron.WithChain(cron.Recover(cl), cron.SkipIfStillRunning(cl)))
@@ -23,7 +24,7 @@ func Schedule(ctx context.Context, spec string, run func(ctx context.Context)) e
 		return fmt.Errorf("schedule %q: %w", spec, err)
 	}
 	c.Start()
-	log.Info("drift scheduled", "schedule", spec, "next", c.Entries()[0].Next.String())
+	log.Info("scheduled", "schedule", spec, "next", c.Entries()[0].Next.String())
 	<-ctx.Done()
 	<-c.Stop().Done()
 	return nil
