@@ -165,6 +165,7 @@ type options struct {
 	hook       func(Phase)
 	vendored   bool
 	journalDir string
+	tagRefs    bool
 }
 
 // WithWarnings receives each file that was skipped and why: a malformed file
@@ -188,6 +189,15 @@ func WithSkipped(fn func(Skip)) Option {
 // skipped by default: they hold third-party files, not the tree's own.
 func WithVendored() Option {
 	return func(o *options) { o.vendored = true }
+}
+
+// WithTagReferences also lists, as Pins with no Digest, the references
+// that carry a tag (or nothing) but no digest: what a gate must see,
+// since a reference by tag alone runs whatever the tag holds. Every file
+// is then parsed, not only those that mention a digest, so it costs more
+// than a plain Scan.
+func WithTagReferences() Option {
+	return func(o *options) { o.tagRefs = true }
 }
 
 // WithPhaseHook calls fn at each Phase of Set, from the calling goroutine,

@@ -207,7 +207,7 @@ func rewrite(file string, src []byte, u *update) ([]byte, []Change, fileScope, e
 	var edits []edit
 	var scs []siteChange
 	for _, s := range sites {
-		if !s.names(u.repo) || s.ignored {
+		if !s.names(u.repo) || s.ignored || s.bare {
 			continue
 		}
 		s.image = u.repo // the name it is promoted under, of its names

@@ -44,7 +44,7 @@ func scan(files files, o options, warn *warnings) ([]Pin, error) {
 	err := files.forEach(walkOptions{warn: warn, lenient: true, vendored: o.vendored}, func(f treeFile, src []byte, _ func() (fileStat, error)) error {
 		a := getArena()
 		defer putArena(a)
-		if !containsDigest(src) {
+		if !o.tagRefs && !containsDigest(src) {
 			// No pin, but a malformed file is worth a warning.
 			if o.warn != nil && f.ft != ftDockerfile {
 				for _, b := range malformed(src, a) {
@@ -59,7 +59,7 @@ func scan(files files, o options, warn *warnings) ([]Pin, error) {
 		}
 		pins := make([]Pin, 0, len(sites))
 		for _, s := range sites {
-			if s.digest == "" || s.unplaced != "" {
+			if s.digest == "" && !o.tagRefs || s.unplaced != "" && !o.tagRefs {
 				continue
 			}
 			if s.err != nil {

@@ -45,6 +45,9 @@ type site struct {
 	// unplaced says why a site of the image cannot be pinned in place; it
 	// is reported as a skip, and nothing is written.
 	unplaced string
+	// bare: a manifest's image with neither tag nor digest (so "latest").
+	// Only a scan for tag references lists it; nothing rewrites it.
+	bare bool
 }
 
 // names reports whether the site is a pin of repo.
@@ -147,10 +150,12 @@ func (w *yamlWalker) refScalar(kind Kind, v *yaml.Node, needDigest bool, extra .
 		return
 	}
 	r, ok := parseRef(v.Value, w.repos)
-	if !ok || r.digOff < 0 && (r.tagOff < 0 || needDigest) {
+	bare := ok && r.digOff < 0 && r.tagOff < 0 && kind == KindManifest && !needDigest
+	if !ok || r.digOff < 0 && (r.tagOff < 0 || needDigest) && !bare {
 		return
 	}
 	s := newSite(kind, r.repo)
+	s.bare = bare
 	s.tag, s.digest = r.tag, r.digest
 	off, ok := w.locate(v)
 	if !ok {

@@ -127,9 +127,13 @@ func (s *session) scan(ctx context.Context) error {
 	}
 	log := logctx.From(ctx)
 	start := time.Now()
-	found, err := pins.ScanFS(s.snap.FS(), pins.WithWarnings(func(file string, err error) {
+	opts := []pins.Option{pins.WithWarnings(func(file string, err error) {
 		log.Debug("skipping file", "file", file, "reason", err.Error())
-	}))
+	})}
+	if s.tagRefs {
+		opts = append(opts, pins.WithTagReferences())
+	}
+	found, err := pins.ScanFS(s.snap.FS(), opts...)
 	if err != nil {
 		return fmt.Errorf("scanning pins of %s branch %s: %w", s.env.Repo, s.base, err)
 	}

@@ -148,7 +148,7 @@ func Drift(ctx context.Context, env Env, opts DriftOptions) (DriftReport, error)
 			tags.start(ctx, t.key.image+":"+t.key.tag)
 		}
 	}
-	s, err := openFrom(ctx, &env, prior)
+	s, err := openFrom(ctx, &env, prior, false)
 	if err != nil {
 		return rep, err
 	}

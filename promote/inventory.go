@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+
+	"pinbot.dev/pinbot/internal/imageref"
 )
 
 // Inventory is what the base branch of a manifest repository pins: its
@@ -24,9 +26,12 @@ type Inventory struct {
 	// what a gate judges, pin by pin, where Pinned keeps the majority.
 	Every map[string]map[string][]string
 	// Loose names, by target, the pins no digest rule judges: those
-	// marked "# pinbot: ignore" ("FILE: IMAGE marked ..."), sorted. (A
-	// reference by tag alone is no pin: the scanner does not see it.)
+	// marked "# pinbot: ignore" ("FILE: IMAGE marked ..."), sorted.
 	Loose map[string][]string
+	// Tagged names, by target, the references by tag alone ("FILE:
+	// IMAGE:TAG by tag alone"), sorted; only ReadInventoryUnder reads
+	// them (see pins.WithTagReferences).
+	Tagged map[string][]string
 }
 
 // ReadInventory fetches the base of env's repository and reads what it
@@ -41,7 +46,7 @@ func ReadInventory(ctx context.Context, env Env) (*Inventory, error) {
 // that a head cannot move a pin out of an environment by editing it.
 // Config is still the fetched commit's own; nil rules are it.
 func ReadInventoryUnder(ctx context.Context, env Env, rules *Config) (*Inventory, error) {
-	s, err := open(ctx, &env)
+	s, err := openFrom(ctx, &env, nil, rules != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +54,7 @@ func ReadInventoryUnder(ctx context.Context, env Env, rules *Config) (*Inventory
 		rules = &s.cfg
 	}
 	inv := &Inventory{Config: s.cfg, Commit: s.snap.Commit(), Pinned: map[string]map[string]string{}, Tags: map[string]map[string]string{},
-		Every: map[string]map[string][]string{}, Loose: map[string][]string{}}
+		Every: map[string]map[string][]string{}, Loose: map[string][]string{}, Tagged: map[string][]string{}}
 	counts := map[string]map[string]map[string]int{}
 	tags := map[[3]string]map[string]int{} // target, image, digest -> tag counts
 	for _, p := range s.pins {
@@ -61,6 +66,7 @@ func ReadInventoryUnder(ctx context.Context, env Env, rules *Config) (*Inventory
 			inv.Loose[target] = append(inv.Loose[target], fmt.Sprintf("%s: %s marked \"pinbot: ignore\"", p.File, p.Image))
 			continue
 		case p.Digest == "":
+			inv.Tagged[target] = append(inv.Tagged[target], fmt.Sprintf("%s: %s by tag alone", p.File, imageref.Ref{Repository: p.Image, Tag: p.Tag}))
 			continue
 		}
 		if counts[target] == nil {
@@ -78,9 +84,11 @@ func ReadInventoryUnder(ctx context.Context, env Env, rules *Config) (*Inventory
 			tags[k][p.Tag]++
 		}
 	}
-	for target, loose := range inv.Loose {
-		slices.Sort(loose)
-		inv.Loose[target] = slices.Compact(loose)
+	for _, named := range []map[string][]string{inv.Loose, inv.Tagged} {
+		for target, loose := range named {
+			slices.Sort(loose)
+			named[target] = slices.Compact(loose)
+		}
 	}
 	for target, images := range counts {
 		inv.Pinned[target] = map[string]string{}

@@ -22,6 +22,9 @@ type session struct {
 	pins []pins.Pin
 	// scanned is the base commit pins was read from.
 	scanned string
+	// tagRefs: pins also lists the references by tag alone (a pull
+	// request's head, which a gate judges whole).
+	tagRefs bool
 	chooser *chooser
 	// tags resolves drift's tracked tags (see resolver).
 	tags *resolver
@@ -30,23 +33,24 @@ type session struct {
 // open fetches the head of the base branch (the repository's default
 // branch, named by the same round trip, when Env.Base is "") and reads
 // its .pinbot.yaml and pins.
-func open(ctx context.Context, env *Env) (*session, error) { return openFrom(ctx, env, nil) }
+func open(ctx context.Context, env *Env) (*session, error) { return openFrom(ctx, env, nil, false) }
 
 // openFrom is open, keeping the config and pins prior read from the
-// cached head when the fetched head is that commit.
-func openFrom(ctx context.Context, env *Env, prior *session) (*session, error) {
+// cached head when the fetched head is that commit; with tagRefs, the
+// pins list the references by tag alone too (pins.WithTagReferences).
+func openFrom(ctx context.Context, env *Env, prior *session, tagRefs bool) (*session, error) {
 	cache, err := env.gitCache(ctx)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{env: env, base: env.Base, chooser: newChooser(env.Registry)}
+	s := &session{env: env, base: env.Base, tagRefs: tagRefs, chooser: newChooser(env.Registry)}
 	if s.repo, err = cache.Repository(env.CloneURL); err != nil {
 		return nil, err
 	}
 	if err := s.fetch(ctx); err != nil {
 		return nil, err
 	}
-	if prior != nil && prior.scanned == s.snap.Commit() {
+	if prior != nil && prior.scanned == s.snap.Commit() && prior.tagRefs == tagRefs {
 		s.cfg, s.pins, s.scanned = prior.cfg, prior.pins, prior.scanned
 	} else {
 		if s.cfg, err = LoadConfig(s.snap.FS()); err != nil {

@@ -153,8 +153,28 @@ func readPullHead(ctx context.Context, env promote.Env, branch string, base *pro
 			}
 		}
 	}
-	// A gated environment's digest pin the head drops: a reference by tag
-	// alone is no pin the scanner sees, and the gate would not judge it.
+	// A reference by tag alone in a gated environment, which the base
+	// lacks: the base is read for its own only when the head has one.
+	var tagged map[string][]string
+	for target, refs := range inv.Tagged {
+		if e, ok := base.Config.Environments.Get(target); !ok || e.From == "" {
+			continue // the first environments have no gate to pass
+		}
+		if tagged == nil {
+			b, err := promote.ReadInventoryUnder(ctx, env, &base.Config)
+			if err != nil {
+				return release.PullHead{}, fmt.Errorf("reading the base's references by tag: %w", err)
+			}
+			tagged = b.Tagged
+		}
+		for _, r := range refs {
+			if !slices.Contains(tagged[target], r) {
+				h.Loose[target] = append(h.Loose[target], r)
+			}
+		}
+	}
+	// A gated environment's digest pin the head drops: the gate would not
+	// judge what runs in its place.
 	for _, e := range base.Config.Environments {
 		for image, digest := range base.Pinned[e.Name] {
 			if e.From != "" && len(inv.Every[e.Name][image]) == 0 {
