@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"pinbot.dev/pinbot/internal/testenv/kube"
+	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/release"
 )
 
@@ -132,6 +134,64 @@ func TestAConfigMapWriterCannotEditTheLedger(t *testing.T) {
 	if err != nil || countReason(l, release.ReasonLedgerResealed) != 1 || !strings.Contains(l.Holds[0].Reason, "reviewed") {
 		t.Errorf("after the reseal serve reads %v (holds %+v); want the accepted edit and its note", err, l)
 	}
+	aLiftSurvivesTheRestore(t, admin, mallory)
+}
+
+// aLiftSurvivesTheRestore: a person lifts a hold with the CLI, and mallory
+// edits the ledger before anything reads it again. serve, which watches
+// the ledgers, saw the lift go by, so its restore writes back the lifted
+// version: the hold stays lifted. (Before, serve wrote back the version it
+// had last read itself, and the hold came back.)
+func aLiftSurvivesTheRestore(t *testing.T, admin, mallory kubernetes.Interface) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const repo, img, held = "acme/lifted", "r.example/web", "sha256:0bad0bad0bad"
+	serve := New(admin, "pinbot-system")
+	go serve.Watch(ctx)
+	if err := serve.Update(ctx, repo, func(l *release.Ledger) error {
+		l.Holds = append(l.Holds, release.Hold{Env: "prod", Image: img, Digest: held, Reason: "crash loop", Since: time.Now()})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := New(admin, "pinbot-system").Release(ctx, []string{repo}, "prod", img, held, "alice", "fixed upstream", time.Now()); err != nil || r != repo {
+		t.Fatalf("alice lifts the hold: %q, %v", r, err)
+	}
+	lifted := rawLedgerOf(t, admin, repo).Data[seqField]
+	poll.Until(t, 30*time.Second, "serve's watch to deliver the lift", func() (bool, string) {
+		serve.mu.Lock()
+		defer serve.mu.Unlock()
+		seen := strconv.FormatUint(serve.seen[repo].seq, 10)
+		return seen == lifted, "serve saw version " + seen + " go by, want " + lifted
+	})
+	cm := rawLedgerOf(t, mallory, repo)
+	cm.Data[ledgerKey] = strings.Replace(cm.Data[ledgerKey], "fixed upstream", "never mind", 1)
+	if _, err := mallory.CoreV1().ConfigMaps("pinbot-system").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := serve.Get(ctx, repo); !errors.Is(err, ErrTampered) {
+		t.Fatalf("serve reads mallory's edit: %v; want ErrTampered", err)
+	}
+	if err := serve.Restore(ctx, repo, "test", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	l, _, err := New(admin, "pinbot-system").Get(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := l.Held("prod", img, held); h != nil {
+		t.Errorf("after the restore the hold is back (%+v): alice's lift is lost", h)
+	}
+}
+
+// rawLedgerOf is repository's ledger ConfigMap as client reads it.
+func rawLedgerOf(t *testing.T, client kubernetes.Interface, repository string) *corev1.ConfigMap {
+	t.Helper()
+	cm, err := client.CoreV1().ConfigMaps("pinbot-system").Get(context.Background(), Name(repository), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm
 }
 
 // TestTheKeySealsWhatAnOlderPinbotWrote: a ledger written before the key
@@ -206,11 +266,7 @@ func configMapWriterOn(t *testing.T, ns string) (admin, mallory kubernetes.Inter
 
 func rawLedger(t *testing.T, client kubernetes.Interface) *corev1.ConfigMap {
 	t.Helper()
-	cm, err := client.CoreV1().ConfigMaps("pinbot-system").Get(context.Background(), Name("acme/manifests"), metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cm
+	return rawLedgerOf(t, client, "acme/manifests")
 }
 
 func countReason(l *release.Ledger, reason string) int {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -30,6 +31,12 @@ func (s *Ledgers) Watch(ctx context.Context) {
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LabelRepository + "=true" }))
 	configMaps := factory.Core().V1().ConfigMaps()
 	lister, informer := configMaps.Lister(), configMaps.Informer()
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.witness(ctx, obj) },
+		UpdateFunc: func(_, obj any) { s.witness(ctx, obj) },
+	}); err != nil {
+		return
+	}
 	factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
 		return
@@ -87,4 +94,22 @@ func (s *Ledgers) Read(ctx context.Context, repository string) (*release.Ledger,
 	s.reads[key] = read{rv: cm.ResourceVersion, ledger: l}
 	s.mu.Unlock()
 	return l, nil
+}
+
+// witness checks each version of a ledger the watch delivers, in order,
+// as a read would: a correctly sealed one is then the version Restore
+// writes back. So a hold a person lifted with the CLI stays lifted when
+// a ConfigMap writer edits the ledger a moment later, though no one read
+// it in between. A version that fails the check is left to the readers,
+// which refuse it.
+func (s *Ledgers) witness(ctx context.Context, obj any) {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return
+	}
+	repository := cm.Annotations[annotationRepository]
+	if repository == "" || Name(repository) != cm.Name {
+		return
+	}
+	_, _ = s.verify(ctx, repository, cm)
 }
