@@ -17,7 +17,7 @@ const module = "pinbot.dev/pinbot"
 // The leaves every package may share: one job each, stdlib or a narrow
 // dependency, none of them I/O of their own.
 var leaves = []string{"internal/imageref", "internal/commitid", "internal/redact", "internal/logctx", "internal/clip", "internal/loopback", "internal/httpbound", "internal/retry", "internal/filelock",
-	"internal/private", "internal/confined", "internal/peermetrics", "internal/jsonkeys", "internal/capool", "internal/opfile", "internal/commitstatus", "internal/buildinfo", "internal/coalesce", "internal/kubeclient", "internal/globs"}
+	"internal/private", "internal/confined", "internal/peermetrics", "internal/jsonkeys", "internal/capool", "internal/opfile", "internal/commitstatus", "internal/buildinfo", "internal/coalesce", "internal/kubeclient", "internal/globs", "internal/tokenfile"}
 
 // proofWords are the proof's vocabulary (a verification, its verdicts,
 // health and containers, and what a signed attestation of it says),
@@ -63,14 +63,16 @@ var allowed = map[string][]string{
 	"internal/memlimit":    {"internal/logctx"},
 	"internal/kubemetrics": {},
 	"internal/opfile":      {},
-	"internal/gctune":      {"internal/logctx"},
-	"internal/pprofserve":  {"internal/logctx"},
-	"internal/buildinfo":   {},
-	"internal/coalesce":    {},
-	"internal/globs":       {},
-	"internal/kubeclient":  {},
-	"internal/retry":       {"internal/logctx", "internal/redact"},
-	"internal/logsink":     {"internal/redact"},
+	// A bearer token from a file or the environment.
+	"internal/tokenfile":  {"internal/opfile", "internal/redact"},
+	"internal/gctune":     {"internal/logctx"},
+	"internal/pprofserve": {"internal/logctx"},
+	"internal/buildinfo":  {},
+	"internal/coalesce":   {},
+	"internal/globs":      {},
+	"internal/kubeclient": {},
+	"internal/retry":      {"internal/logctx", "internal/redact"},
+	"internal/logsink":    {"internal/redact"},
 	// The release's images: their provenance is attached, and signed,
 	// through trust/sign.
 	"internal/imagebuild": {"internal/redact", "trust/sign"},

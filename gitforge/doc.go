@@ -9,7 +9,7 @@
 // carries them, and neither follows a redirect to another origin (scheme,
 // host and port). The package also owns the rest of what pinbot knows about
 // a forge: the clone URL of a repository and its inverse (CloneURL,
-// RepoOf), reading a token file (ReadToken), and which URLs would carry a
+// RepoOf), reading the Gitea token (ResolveToken), and which URLs would carry a
 // token in clear (internal/loopback). The package exports concrete types; consumers declare the
 // small interfaces they need where they use them.
 package gitforge

@@ -11,10 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/capool"
 	"pinbot.dev/pinbot/internal/httpbound"
 	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/internal/tokenfile"
 	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/spoke"
@@ -34,7 +34,7 @@ func (r *Reconciler) argoAPI() (*spoke.ArgoAPI, error) {
 	if err != nil {
 		return nil, err
 	}
-	token, err := gitforge.ReadToken(s.TokenFile)
+	token, err := tokenfile.Read(s.TokenFile)
 	if err != nil {
 		return nil, fmt.Errorf("Argo CD's API: %w", err)
 	}

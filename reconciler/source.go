@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/tokenfile"
 	"pinbot.dev/pinbot/reconciler/config"
 )
 
@@ -18,7 +19,7 @@ func (r *Reconciler) auth(app *config.App) (gitforge.Auth, error) {
 		tok := ""
 		if app.Auth.TokenFile != "" {
 			var err error
-			if tok, err = gitforge.ReadToken(app.Auth.TokenFile); err != nil {
+			if tok, err = tokenfile.Read(app.Auth.TokenFile); err != nil {
 				return gitforge.Auth{}, fmt.Errorf("app %s: %w", app.Name, err)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/tokenfile"
 )
 
 // The environment variables holding a credential whose file flag is not
@@ -18,14 +19,14 @@ const (
 )
 
 // credential reads the token of flag: its file, else the environment
-// variable env, "" for neither (gitforge.ResolveTokenFrom). An empty file
+// variable env, "" for neither (tokenfile.ResolveFrom). An empty file
 // is bad usage: it would leave an endpoint open or send no credential.
 func credential(flag, file, env string) (string, error) {
-	tok, err := gitforge.ResolveTokenFrom(file, env)
+	tok, err := tokenfile.ResolveFrom(file, env)
 	switch {
 	case err == nil || file == "":
 		return tok, err
-	case errors.Is(err, gitforge.ErrEmptyToken):
+	case errors.Is(err, tokenfile.ErrEmpty):
 		return "", usageErrorf("flag %s: %w", flag, err)
 	}
 	return "", fmt.Errorf("flag %s: %w", flag, err)

@@ -1,4 +1,4 @@
-package gitforge_test
+package tokenfile_test
 
 import (
 	"os"
@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/tokenfile"
 )
 
-func TestReadToken(t *testing.T) {
+func TestRead(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		name    string
@@ -27,7 +27,7 @@ func TestReadToken(t *testing.T) {
 		{name: "two lines", content: "secret1\nsecret2\n", err: ": the token holds a line break, a space or a control character (at byte 7)"},
 		{name: "a space inside", content: "secret1 secret2", err: ": the token holds a line break"},
 		{name: "a NUL inside", content: "secret1\x00secret2", err: "(at byte 7)"},
-		{name: "too large", content: strings.Repeat("s", gitforge.MaxTokenFile+1), err: ": larger than 4096 bytes"},
+		{name: "too large", content: strings.Repeat("s", tokenfile.MaxSize+1), err: ": larger than 4096 bytes"},
 		{name: "missing", noFile: true, err: "no such file"},
 		{name: "a BOM", content: "\ufeff0123abcd\n", want: "0123abcd"},
 	} {
@@ -38,18 +38,18 @@ func TestReadToken(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, err := gitforge.ReadToken(file)
+			got, err := tokenfile.Read(file)
 			if tc.err == "" {
 				if err != nil || got != tc.want {
-					t.Fatalf("ReadToken = %q, %v; want %q", got, err, tc.want)
+					t.Fatalf("Read = %q, %v; want %q", got, err, tc.want)
 				}
 				return
 			}
 			if err == nil {
-				t.Fatalf("ReadToken = %q, want an error", got)
+				t.Fatalf("Read = %q, want an error", got)
 			}
 			if msg := err.Error(); !strings.Contains(msg, file) || !strings.Contains(msg, tc.err) {
-				t.Errorf("ReadToken error = %q, want it to name %s and say %q", msg, file, tc.err)
+				t.Errorf("Read error = %q, want it to name %s and say %q", msg, file, tc.err)
 			}
 			if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "sss") {
 				t.Errorf("error quotes the token: %s", err)
@@ -58,21 +58,21 @@ func TestReadToken(t *testing.T) {
 	}
 }
 
-// TestReadTokenFIFO: a FIFO named as the token file is refused at once,
+// TestReadFIFO: a FIFO named as the token file is refused at once,
 // not waited on.
-func TestReadTokenFIFO(t *testing.T) {
+func TestReadFIFO(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "token")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { _, err := gitforge.ReadToken(fifo); done <- err }()
+	go func() { _, err := tokenfile.Read(fifo); done <- err }()
 	select {
 	case err := <-done:
 		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
-			t.Errorf("ReadToken(FIFO) = %v, want it refused as not a regular file", err)
+			t.Errorf("Read(FIFO) = %v, want it refused as not a regular file", err)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatal("ReadToken blocked on a FIFO")
+		t.Fatal("Read blocked on a FIFO")
 	}
 }
