@@ -24,6 +24,11 @@ type Protection struct {
 	MergeAllowList []string `json:"mergeAllowList,omitempty"`
 }
 
+// QueueLabel asks pinbot to merge a pull request, at the head whose
+// pinbot/gate it passed (serve's merge queue): with the merge allow-list
+// holding pinbot's account and the admins alone, how anyone else's does.
+const QueueLabel = "pinbot/merge"
+
 // Requires reports whether the protection requires the status check.
 func (p Protection) Requires(check string) bool { return slices.Contains(p.Checks, check) }
 

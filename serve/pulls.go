@@ -32,7 +32,8 @@ type pullSeen struct {
 // Renovate's, CI's, and pinbot's own once someone else pushed to its
 // branch. Each is judged pin by pin by release.JudgePull against the
 // ledger, again whenever its head, a hold, a proof or a window changes the
-// answer.
+// answer. One labelled gitforge.QueueLabel that passes is merged
+// (mergeQueued).
 func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.Ledger, chain release.Chain, base *promote.Inventory, attested release.AttestationOf) error {
 	forge, ok := env.Forge.(*gitforge.Gitea)
 	if !ok {
@@ -103,6 +104,11 @@ func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.L
 		} else {
 			rl.answerForged(ctx, forge, env.Repo, key, p, state, desc, &errs)
 		}
+		if state == commitstatus.Success && slices.Contains(p.Labels, gitforge.QueueLabel) {
+			if err := mergeQueued(ctx, forge, env.Repo, p, desc); err != nil {
+				errs = append(errs, fmt.Errorf("pull request #%d: %w", p.Number, err))
+			}
+		}
 		rl.mu.Lock()
 		if rl.pulls == nil {
 			rl.pulls = map[string]*pullSeen{}
@@ -111,6 +117,27 @@ func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.L
 		rl.mu.Unlock()
 	}
 	return errors.Join(errs...)
+}
+
+// mergeQueued merges a pull request someone labelled gitforge.QueueLabel,
+// as a merge queue (bors, Prow's tide) does: only at the head whose
+// pinbot/gate pinbot itself just posted green, so it merges past the gate
+// only. Gitea's approvals and required checks still hold: a pull request
+// that lacks them stays queued, tried again at the next step.
+func mergeQueued(ctx context.Context, forge *gitforge.Gitea, repo gitforge.Repo, p gitforge.Pull, desc string) error {
+	log := logctx.From(ctx)
+	msg := fmt.Sprintf("Merged by pinbot's merge queue (label %s) at %s: %s %s", gitforge.QueueLabel, commitid.Short(p.HeadSHA), GateContext, desc)
+	err := forge.MergePull(ctx, repo, p.Number, p.HeadSHA, msg)
+	switch {
+	case errors.Is(err, gitforge.ErrNotMergeable):
+		log.Debug("queued, not mergeable yet (approvals, checks)", "number", p.Number)
+		return nil
+	case errors.Is(err, gitforge.ErrHeadMoved):
+		return nil // its new head is judged at the next step
+	case err == nil:
+		log.Info("merged a queued pull request", "number", p.Number, "author", p.Author, "head", p.HeadSHA)
+	}
+	return err
 }
 
 // forgetPulls drops what gatePulls kept of repo's pull requests that are

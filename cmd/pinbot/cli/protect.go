@@ -36,9 +36,11 @@ the rule covering the branch gets it, or a rule for the branch is made.
 It exits 1 when the check is not required and --apply was not given.
 
 A required status is one any writer of the repository can post herself,
-so protect also says who may merge (the rule's merge allow-list). pinbot
-marks a merge whose head lacked its own passing pinbot/gate as a gate
-bypass: its proof lifts no hold and is never attested.`,
+so protect also says who may merge (the rule's merge allow-list). Keep
+it to pinbot's account and the admins: others then label a pull request
+pinbot/merge, and pinbot merges it at the head it passed. pinbot marks a
+merge whose head lacked its own passing pinbot/gate as a gate bypass: its
+proof lifts no hold and is never attested.`,
 		Args: maxArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			u, err := loopback.CheckURL(o.forgeURL, o.insecure)

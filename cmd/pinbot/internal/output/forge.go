@@ -35,7 +35,8 @@ func Protection(w io.Writer, asJSON bool, repo gitforge.Repo, b gitforge.Binding
 		// A required status is one any writer can post: say what holds.
 		who := "every writer of the repository may merge"
 		if len(p.MergeAllowList) > 0 {
-			who = "only " + strings.Join(p.MergeAllowList, ", ") + " may merge (the rule's merge allow-list)"
+			who = "only " + strings.Join(p.MergeAllowList, ", ") + " may merge (the rule's merge allow-list; others label a pull request " +
+				gitforge.QueueLabel + " and pinbot merges it at the head it passed, when its account is on the list)"
 		}
 		_, err = fmt.Fprintf(w, "not binding on its own: any writer can post %s herself; %s. pinbot marks a merge whose head lacked its own passing %s as a gate bypass: no hold lifted, no attestation (docs/security.md)\n",
 			release.PullContext, who, release.PullContext)
