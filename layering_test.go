@@ -17,7 +17,7 @@ const module = "pinbot.dev/pinbot"
 // The leaves every package may share: one job each, stdlib or a narrow
 // dependency, none of them I/O of their own.
 var leaves = []string{"internal/imageref", "internal/commitid", "internal/redact", "internal/logctx", "internal/clip", "internal/loopback", "internal/httpbound", "internal/retry", "internal/filelock",
-	"internal/private", "internal/confined", "internal/peermetrics", "internal/jsonkeys", "internal/capool", "internal/opfile", "internal/commitstatus", "internal/buildinfo", "internal/coalesce", "internal/kubeclient", "internal/globs", "internal/tokenfile"}
+	"internal/private", "internal/confined", "internal/peermetrics", "internal/jsonkeys", "internal/capool", "internal/opfile", "internal/commitstatus", "internal/buildinfo", "internal/coalesce", "internal/kubeclient", "internal/globs", "internal/tokenfile", "internal/sealkey"}
 
 // proofWords are the proof's vocabulary (a verification, its verdicts,
 // health and containers, and what a signed attestation of it says),
@@ -64,7 +64,9 @@ var allowed = map[string][]string{
 	"internal/kubemetrics": {},
 	"internal/opfile":      {},
 	// A bearer token from a file or the environment.
-	"internal/tokenfile":  {"internal/opfile", "internal/redact"},
+	"internal/tokenfile": {"internal/opfile", "internal/redact"},
+	// The key that seals what pinbot writes in ConfigMaps.
+	"internal/sealkey":    {},
 	"internal/gctune":     {"internal/logctx"},
 	"internal/pprofserve": {"internal/logctx"},
 	"internal/buildinfo":  {},
@@ -109,7 +111,7 @@ var allowed = map[string][]string{
 	"release/admission": append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
 	// What an environment shows of an image, judged from its apps' reports.
 	"release/assess":       append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
-	"release/store":        append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
+	"release/store":        append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus", "internal/sealkey"}, proofWords...),
 	"release/chainmetrics": append([]string{"release", "release/proofapi", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/loopback", "internal/commitstatus"}, proofWords...),
 	"release/proofapi":     append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/loopback", "internal/commitstatus"}, proofWords...),
 

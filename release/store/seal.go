@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -38,7 +37,6 @@ const (
 	// the ledgers. The first Ledgers that needs it and finds none makes
 	// it, and seals the ledgers an older pinbot left unsealed.
 	KeySecret = "pinbot-ledger-key"
-	keyField  = "key"
 	sealField = "ledger.seal"
 	seqField  = "ledger.seq"
 )
@@ -84,54 +82,15 @@ func sealOf(key []byte, repository string, seq uint64, data string) string {
 	return hex.EncodeToString(mac.Sum(nil))
 }
 
-// sealKey is the key that seals the ledgers, read once from KeySecret,
-// which it makes when there is none.
-func (s *Ledgers) sealKey(ctx context.Context) ([]byte, error) {
-	s.mu.Lock()
-	key := s.key
-	s.mu.Unlock()
-	if key != nil {
-		return key, nil
-	}
-	secret, err := s.client.CoreV1().Secrets(s.namespace).Get(ctx, KeySecret, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		secret, err = s.makeKey(ctx)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("the ledgers' key (Secret %s/%s), which proves a ledger is pinbot's: %w", s.namespace, KeySecret, err)
-	}
-	key = secret.Data[keyField]
-	if len(key) < 32 {
-		return nil, fmt.Errorf("the ledgers' key (Secret %s/%s): %q holds %d bytes, want 32 or more", s.namespace, KeySecret, keyField, len(key))
-	}
-	s.mu.Lock()
-	s.key = key
-	s.mu.Unlock()
-	return key, nil
-}
+// sealKey is the key that seals the ledgers (KeySecret).
+func (s *Ledgers) sealKey(ctx context.Context) ([]byte, error) { return s.key.Get(ctx) }
 
-// makeKey makes KeySecret, or reads the one another replica made first,
-// and seals the ledgers an older pinbot left without a seal: they are
-// trusted as they stand once, when the key is new, and never again.
-func (s *Ledgers) makeKey(ctx context.Context) (*corev1.Secret, error) {
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return nil, err
-	}
-	secrets := s.client.CoreV1().Secrets(s.namespace)
-	secret, err := secrets.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: KeySecret, Labels: map[string]string{"app.kubernetes.io/name": "pinbot"}},
-		Data:       map[string][]byte{keyField: key},
-	}, metav1.CreateOptions{FieldManager: "pinbot"})
-	if apierrors.IsAlreadyExists(err) {
-		return secrets.Get(ctx, KeySecret, metav1.GetOptions{})
-	}
-	if err != nil {
-		return nil, err
-	}
+// sealUnsealed seals the ledgers an older pinbot left without a seal,
+// when the key is new (sealkey.New).
+func (s *Ledgers) sealUnsealed(ctx context.Context, key []byte) error {
 	list, err := s.client.CoreV1().ConfigMaps(s.namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelRepository + "=true"})
 	if err != nil {
-		return nil, fmt.Errorf("listing the ledgers to seal: %w", err)
+		return fmt.Errorf("listing the ledgers to seal: %w", err)
 	}
 	for i := range list.Items {
 		cm := &list.Items[i]
@@ -142,10 +101,10 @@ func (s *Ledgers) makeKey(ctx context.Context) (*corev1.Secret, error) {
 		cm.Data[seqField] = "1"
 		cm.Data[sealField] = sealOf(key, repo, 1, cm.Data[ledgerKey])
 		if _, err := s.client.CoreV1().ConfigMaps(s.namespace).Update(ctx, cm, metav1.UpdateOptions{FieldManager: "pinbot"}); err != nil {
-			return nil, fmt.Errorf("sealing the ledger of %s (ConfigMap %s/%s): %w", repo, s.namespace, cm.Name, err)
+			return fmt.Errorf("sealing the ledger of %s (ConfigMap %s/%s): %w", repo, s.namespace, cm.Name, err)
 		}
 	}
-	return secret, nil
+	return nil
 }
 
 // verify checks cm's seal as repository's ledger, and that it is not

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	listerscorev1 "k8s.io/client-go/listers/core/v1"
 
+	"pinbot.dev/pinbot/internal/sealkey"
 	"pinbot.dev/pinbot/release"
 )
 
@@ -42,9 +43,10 @@ type Ledgers struct {
 	client    kubernetes.Interface
 	namespace string
 
+	// key seals the ledgers (seal.go).
+	key *sealkey.Key
+
 	mu sync.Mutex
-	// key seals the ledgers (seal.go), read once.
-	key []byte
 	// seen is each ledger as last read or written, by lower-cased
 	// repository.
 	seen map[string]sealed
@@ -56,7 +58,9 @@ type Ledgers struct {
 
 // New returns the ledgers of namespace.
 func New(client kubernetes.Interface, namespace string) *Ledgers {
-	return &Ledgers{client: client, namespace: namespace, seen: map[string]sealed{}, reads: map[string]read{}}
+	s := &Ledgers{client: client, namespace: namespace, seen: map[string]sealed{}, reads: map[string]read{}}
+	s.key = sealkey.New(client, namespace, KeySecret, s.sealUnsealed)
+	return s
 }
 
 // Version names the ledger as read, for Put: its resource version, and
