@@ -131,7 +131,7 @@ var allowed = map[string][]string{
 	"reconciler/status":   above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff"),
 	"reconciler/history":  above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status"),
 	"reconciler/settle":   above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status", "reconciler/history"),
-	"reconciler/record":   above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status", "reconciler/history", "internal/jsonkeys"),
+	"reconciler/record":   above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status", "reconciler/history", "internal/jsonkeys", "internal/logctx", "internal/sealkey"),
 	// The reconciler orchestrates them; it knows nothing of promotion.
 	"reconciler": append([]string{"reconciler/...", "gitforge", "registry", "render", "trust", "trust/policy", "trust/proven"}, leaves...),
 

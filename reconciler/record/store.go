@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"pinbot.dev/pinbot/internal/jsonkeys"
+	"pinbot.dev/pinbot/internal/sealkey"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/status"
@@ -31,6 +32,7 @@ import (
 type History struct {
 	client    kubernetes.Interface
 	namespace string
+	key       *sealkey.Key // seals the records (seal.go)
 
 	mu     sync.Mutex
 	cached map[string]cachedRecord // BeginCached's, by app
@@ -51,7 +53,9 @@ const CacheTTL = 5 * time.Minute
 
 // New returns a History in namespace.
 func New(client kubernetes.Interface, namespace string) *History {
-	return &History{client: client, namespace: namespace, cached: map[string]cachedRecord{}}
+	h := &History{client: client, namespace: namespace, cached: map[string]cachedRecord{}}
+	h.key = sealkey.New(client, namespace, KeySecret, h.sealUnsealed)
+	return h
 }
 
 const (
@@ -88,13 +92,20 @@ func (h *History) Check(ctx context.Context) error {
 	return nil
 }
 
-// Get returns app's record; an app never synced has an empty one.
+// Get returns app's record; an app never synced has an empty one, and
+// one changed outside pinbot is ErrTampered.
 func (h *History) Get(ctx context.Context, app string) (*history.Record, error) {
-	t, err := h.Begin(ctx, app)
-	if err != nil {
-		return nil, err
+	if _, err := h.key.Get(ctx); err != nil { // first: a new key seals what came before
+		return nil, fmt.Errorf("reading the history of %s: %w", app, err)
 	}
-	return t.rec, nil
+	cm, err := h.client.CoreV1().ConfigMaps(h.namespace).Get(ctx, configMapName(app), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return &history.Record{}, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading the history of %s: %w", app, err)
+	}
+	return h.open(ctx, app, cm)
 }
 
 func decodeRecord(cm *corev1.ConfigMap) (*history.Record, error) {
@@ -137,11 +148,15 @@ type Txn struct {
 	// cm is the ConfigMap rec was read from, nil when there was none.
 	cm      *corev1.ConfigMap
 	changes []func(*history.Record) bool
-	dirty   bool
+	dirty   bool // to be written: changed, or changed outside pinbot
 }
 
-// Begin reads app's record for a pass.
+// Begin reads app's record for a pass, as the process that writes it:
+// a record changed outside pinbot is written back at Commit (trusted).
 func (h *History) Begin(ctx context.Context, app string) (*Txn, error) {
+	if _, err := h.key.Get(ctx); err != nil { // first: a new key seals what came before
+		return nil, fmt.Errorf("reading the history of %s: %w", app, err)
+	}
 	cm, err := h.client.CoreV1().ConfigMaps(h.namespace).Get(ctx, configMapName(app), metav1.GetOptions{})
 	t := &Txn{h: h, app: app, rec: &history.Record{}}
 	switch {
@@ -151,11 +166,13 @@ func (h *History) Begin(ctx context.Context, app string) (*Txn, error) {
 	case err != nil:
 		return nil, fmt.Errorf("reading the history of %s: %w", app, err)
 	}
-	if t.rec, err = decodeRecord(cm); err != nil {
+	if t.rec, t.dirty, err = h.trusted(ctx, app, cm); err != nil {
 		return nil, err
 	}
 	t.cm = cm
-	h.remember(app, cm)
+	if !t.dirty {
+		h.remember(app, cm)
+	}
 	return t, nil
 }
 
@@ -194,6 +211,9 @@ func (h *History) BeginCached(ctx context.Context, app string) (*Txn, error) {
 // thousands of apps then read nothing more. Only the process that alone
 // writes those records may prime them, as for BeginCached.
 func (h *History) Prime(ctx context.Context, apps []string) error {
+	if _, err := h.key.Get(ctx); err != nil { // first: a new key seals what came before
+		return fmt.Errorf("priming the records in %s: %w", h.namespace, err)
+	}
 	want := make(map[string]bool, len(apps))
 	for _, a := range apps {
 		want[a] = true
@@ -208,6 +228,10 @@ func (h *History) Prime(ctx context.Context, apps []string) error {
 		for i := range list.Items {
 			cm := list.Items[i]
 			if app := cm.Labels["pinbot.dev/history-of"]; want[app] && cm.Name == configMapName(app) {
+				if _, err := h.open(ctx, app, &cm); errors.Is(err, ErrTampered) {
+					delete(want, app) // Begin reads it, and writes it back
+					continue
+				}
 				// A copy, not &list.Items[i]: holding an item would
 				// keep its whole page, every replica's records, alive.
 				cm.ManagedFields = nil // an update without them keeps the server's
@@ -222,7 +246,9 @@ func (h *History) Prime(ctx context.Context, apps []string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, a := range apps {
-		h.cached[a] = cachedRecord{cm: found[a], at: now}
+		if want[a] {
+			h.cached[a] = cachedRecord{cm: found[a], at: now}
+		}
 	}
 	return nil
 }
@@ -334,12 +360,12 @@ func (t *Txn) Commit(ctx context.Context) error {
 				return err
 			}
 			rec = &history.Record{}
+			changed := false
 			if cm != nil {
-				if rec, err = decodeRecord(cm); err != nil {
+				if rec, changed, err = t.h.trusted(ctx, t.app, cm); err != nil {
 					return err
 				}
 			}
-			changed := false
 			for _, fn := range t.changes {
 				changed = fn(rec) || changed
 			}
@@ -386,6 +412,9 @@ func (t *Txn) write(ctx context.Context, cm *corev1.ConfigMap, rec *history.Reco
 			return nil, fmt.Errorf("encoding %s: %w", statusKey, err)
 		}
 		cm.Data[statusKey] = string(st)
+	}
+	if err := t.h.seal(ctx, t.app, cm.Data); err != nil {
+		return nil, fmt.Errorf("sealing: %w", err)
 	}
 	cms := t.h.client.CoreV1().ConfigMaps(t.h.namespace)
 	if create {

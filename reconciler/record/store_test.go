@@ -119,9 +119,16 @@ func TestFollowTrustsTheCopyUntilAnotherWrites(t *testing.T) {
 		t.Errorf("BeginCached of a followed record nobody wrote, past CacheTTL: %d requests (%v), want none", len(a), a)
 	}
 
-	_, err := client.CoreV1().ConfigMaps("pinbot-system").Update(ctx, &corev1.ConfigMap{
+	// Another replica's write, sealed as pinbot seals.
+	key, err := h.key.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := map[string]string{"status.json": `{"app":"web","verified":false}`}
+	data[sealKey] = sealOf(key, "web", data)
+	_, err = client.CoreV1().ConfigMaps("pinbot-system").Update(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "pinbot-app-web", Namespace: "pinbot-system", Labels: labels, ResourceVersion: "2"},
-		Data:       map[string]string{"status.json": `{"app":"web","verified":false}`},
+		Data:       data,
 	}, metav1.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -236,29 +236,10 @@ func configMapWriterOn(t *testing.T, ns string) (admin, mallory kubernetes.Inter
 		t.Fatalf("starting the control plane: %s", err)
 	}
 	t.Cleanup(func() { _ = c.Stop() })
-	admin, err = kubernetes.NewForConfig(c.Config())
-	if err != nil {
+	if admin, err = kubernetes.NewForConfig(c.Config()); err != nil {
 		t.Fatal(err)
 	}
-	rc, err := c.UserConfig("mallory")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if mallory, err = kubernetes.NewForConfig(rc); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "configmaps"}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}}
-	if _, err := admin.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "mallory"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "configmaps"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "mallory"}}}
-	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+	if mallory, err = c.ConfigMapWriter(ctx, ns, "mallory"); err != nil {
 		t.Fatal(err)
 	}
 	return admin, mallory, c
@@ -300,7 +281,7 @@ func TestWhoMayWriteTheLedgers(t *testing.T) {
 	for _, w := range ws {
 		got[w.Subject] = w
 	}
-	if m, ok := got["User mallory"]; !ok || m.Key || len(m.Bindings) != 1 || m.Bindings[0] != "RoleBinding pinbot-system/mallory" {
+	if m, ok := got["User mallory"]; !ok || m.Key || len(m.Bindings) != 1 || m.Bindings[0] != "RoleBinding pinbot-system/configmaps-mallory" {
 		t.Errorf("mallory: %+v, %t; want a writer without the key, by her RoleBinding", m, ok)
 	}
 	if a, ok := got["Group system:masters"]; !ok || !a.Key {
