@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"pinbot.dev/pinbot/internal/testenv/kube"
 	"pinbot.dev/pinbot/reconciler/history"
@@ -29,7 +28,11 @@ func TestAConfigMapWriterCannotEditARecord(t *testing.T) {
 	}
 	ctx := context.Background()
 	const ns = "pinbot-system"
-	admin, mallory := configMapWriter(t, ns)
+	c, admin, mallory, err := kube.StartWithConfigMapWriter(ctx, ns, "mallory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
 	labels := map[string]string{"app.kubernetes.io/managed-by": "pinbot", "pinbot.dev/history-of": "old"}
 	if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: configMapName("old"), Labels: labels},
@@ -107,22 +110,3 @@ func TestAConfigMapWriterCannotEditARecord(t *testing.T) {
 	}
 }
 
-// configMapWriter starts a control plane with namespace ns and returns
-// the admin's client and mallory's, who may read and write every
-// ConfigMap in ns and nothing else.
-func configMapWriter(t *testing.T, ns string) (admin, mallory kubernetes.Interface) {
-	t.Helper()
-	ctx := context.Background()
-	c, err := kube.Start(ctx, kube.Options{Users: []kube.User{{Name: "mallory"}}})
-	if err != nil {
-		t.Fatalf("starting the control plane: %s", err)
-	}
-	t.Cleanup(func() { _ = c.Stop() })
-	if admin, err = kubernetes.NewForConfig(c.Config()); err != nil {
-		t.Fatal(err)
-	}
-	if mallory, err = c.ConfigMapWriter(ctx, ns, "mallory"); err != nil {
-		t.Fatal(err)
-	}
-	return admin, mallory
-}

@@ -230,18 +230,11 @@ func configMapWriter(t *testing.T, ns string) (admin, mallory kubernetes.Interfa
 // configMapWriterOn is configMapWriter, with the control plane.
 func configMapWriterOn(t *testing.T, ns string) (admin, mallory kubernetes.Interface, c *kube.Cluster) {
 	t.Helper()
-	ctx := context.Background()
-	c, err := kube.Start(ctx, kube.Options{Users: []kube.User{{Name: "mallory"}}})
+	c, admin, mallory, err := kube.StartWithConfigMapWriter(context.Background(), ns, "mallory")
 	if err != nil {
-		t.Fatalf("starting the control plane: %s", err)
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Stop() })
-	if admin, err = kubernetes.NewForConfig(c.Config()); err != nil {
-		t.Fatal(err)
-	}
-	if mallory, err = c.ConfigMapWriter(ctx, ns, "mallory"); err != nil {
-		t.Fatal(err)
-	}
 	return admin, mallory, c
 }
 

@@ -38,3 +38,20 @@ func (c *Cluster) ConfigMapWriter(ctx context.Context, ns, user string) (kuberne
 	}
 	return kubernetes.NewForConfig(rc)
 }
+
+// StartWithConfigMapWriter starts a control plane whose user, besides the
+// admin, may write every ConfigMap in namespace ns and nothing else
+// (ConfigMapWriter); it returns the admin's client and the user's.
+func StartWithConfigMapWriter(ctx context.Context, ns, user string) (c *Cluster, admin, writer kubernetes.Interface, err error) {
+	if c, err = Start(ctx, Options{Users: []User{{Name: user}}}); err != nil {
+		return nil, nil, nil, fmt.Errorf("starting the control plane: %w", err)
+	}
+	if admin, err = kubernetes.NewForConfig(c.Config()); err == nil {
+		writer, err = c.ConfigMapWriter(ctx, ns, user)
+	}
+	if err != nil {
+		_ = c.Stop()
+		return nil, nil, nil, err
+	}
+	return c, admin, writer, nil
+}
