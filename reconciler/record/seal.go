@@ -54,14 +54,22 @@ func (h *History) seal(ctx context.Context, app string, data map[string]string) 
 
 // open decodes app's record from cm once its seal checks out.
 func (h *History) open(ctx context.Context, app string, cm *corev1.ConfigMap) (*history.Record, error) {
-	key, err := h.key.Get(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading the record of %s: %w", app, err)
-	}
-	if !hmac.Equal([]byte(cm.Data[sealKey]), []byte(sealOf(key, app, cm.Data))) {
-		return nil, fmt.Errorf("the record of %s (ConfigMap %s/%s) was %w: pinbot writes it back at the app's next pass", app, h.namespace, cm.Name, ErrTampered)
+	if err := h.check(ctx, app, cm); err != nil {
+		return nil, err
 	}
 	return decodeRecord(cm)
+}
+
+// check checks the seal of app's record in cm.
+func (h *History) check(ctx context.Context, app string, cm *corev1.ConfigMap) error {
+	key, err := h.key.Get(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the record of %s: %w", app, err)
+	}
+	if !hmac.Equal([]byte(cm.Data[sealKey]), []byte(sealOf(key, app, cm.Data))) {
+		return fmt.Errorf("the record of %s (ConfigMap %s/%s) was %w: pinbot writes it back at the app's next pass", app, h.namespace, cm.Name, ErrTampered)
+	}
+	return nil
 }
 
 // trusted opens app's record from cm as the writer of the app's record

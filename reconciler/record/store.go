@@ -228,7 +228,7 @@ func (h *History) Prime(ctx context.Context, apps []string) error {
 		for i := range list.Items {
 			cm := list.Items[i]
 			if app := cm.Labels["pinbot.dev/history-of"]; want[app] && cm.Name == configMapName(app) {
-				if _, err := h.open(ctx, app, &cm); errors.Is(err, ErrTampered) {
+				if err := h.check(ctx, app, &cm); errors.Is(err, ErrTampered) {
 					delete(want, app) // Begin reads it, and writes it back
 					continue
 				}
