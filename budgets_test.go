@@ -28,7 +28,7 @@ var budgets = map[string]budget{
 	"pins":                {4750, 43},
 	"promote":             {3976, 77},  // goal 60 names
 	"cmd/pinbot/cli":      {2791, 3},   // goal 2,500 lines
-	"gitforge":            {2576, 45},  // 2,643 and 49 until the token file reader moved to internal/tokenfile
+	"gitforge":            {2627, 45},  // 2,643 and 49 until the token file reader moved to internal/tokenfile; then the merge allow-list (AllowMerges) went in
 	"reconciler/deployer": {2386, 103}, // 2,360 at first: raised for Flux's health-checked revision (Kustomization.Deployed)
 	"release":             {2387, 94},  // 2,300 and 78 at first; release.Next and the pause went in, the assessment moved to release/assess, the globs to internal/globs; raised for the rollback a person asks for (AskRollback), a chain decision beside the automatic one
 	"promote/pr":          {900, 55},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strings"
 
 	sdk "code.gitea.io/sdk/gitea"
 )
@@ -59,12 +60,15 @@ type Binding struct {
 	Binding    bool       `json:"binding"`
 	// Applied: Bind made the check required.
 	Applied bool `json:"applied"`
+	// MergersApplied: Bind set the merge allow-list.
+	MergersApplied bool `json:"mergersApplied,omitempty"`
 }
 
 // Bind reads the protection of branch (default: the repository's default
 // branch) and whether it requires check; with apply, a check it does not
-// require is made required first (RequireCheck).
-func (g *Gitea) Bind(ctx context.Context, repo Repo, branch, check string, apply bool) (Binding, error) {
+// require is made required first (RequireCheck), and when mergers are
+// named, a merge allow-list other than them is set to them (AllowMerges).
+func (g *Gitea) Bind(ctx context.Context, repo Repo, branch, check string, apply bool, mergers []string) (Binding, error) {
 	b := Binding{Branch: branch}
 	var err error
 	if b.Branch == "" {
@@ -84,8 +88,55 @@ func (g *Gitea) Bind(ctx context.Context, repo Repo, branch, check string, apply
 		}
 		b.Applied = true
 	}
+	if apply && len(mergers) > 0 && !sameSet(b.Protection.MergeAllowList, mergers) {
+		if err := g.AllowMerges(ctx, repo, b.Branch, mergers); err != nil {
+			return b, fmt.Errorf("%w (a repository admin's token may set branch protection)", err)
+		}
+		if b.Protection, err = g.Protection(ctx, repo, b.Branch); err != nil {
+			return b, err
+		}
+		b.MergersApplied = true
+	}
 	b.Binding = b.Protection.Requires(check)
 	return b, nil
+}
+
+// AllowMerges keeps merges into branch to mergers, users and teams
+// ("team:NAME"): the rule that covers the branch gets that merge
+// allow-list, or a new rule for the branch is made. It needs a token of a
+// repository admin.
+func (g *Gitea) AllowMerges(ctx context.Context, repo Repo, branch string, mergers []string) error {
+	bp, err := g.protectionRule(ctx, repo, branch)
+	if err != nil {
+		return err
+	}
+	var users, teams []string
+	for _, m := range mergers {
+		if team, ok := strings.CutPrefix(m, "team:"); ok {
+			teams = append(teams, team)
+		} else {
+			users = append(users, m)
+		}
+	}
+	op := fmt.Sprintf("keeping merges into %s of %s to %s", branch, repo, strings.Join(mergers, ", "))
+	return g.call(ctx, op, func(c *sdk.Client) (*sdk.Response, error) {
+		if bp == nil {
+			_, resp, err := c.CreateBranchProtection(repo.Owner, repo.Name, sdk.CreateBranchProtectionOption{
+				RuleName: branch, EnableMergeWhitelist: true, MergeWhitelistUsernames: users, MergeWhitelistTeams: teams,
+			})
+			return resp, err
+		}
+		on := true
+		_, resp, err := c.EditBranchProtection(repo.Owner, repo.Name, ruleName(bp), sdk.EditBranchProtectionOption{
+			EnableMergeWhitelist: &on, MergeWhitelistUsernames: users, MergeWhitelistTeams: teams,
+		})
+		return resp, err
+	})
+}
+
+// sameSet reports whether a and b hold the same strings.
+func sameSet(a, b []string) bool {
+	return len(a) == len(b) && !slices.ContainsFunc(a, func(s string) bool { return !slices.Contains(b, s) })
 }
 
 // RequireCheck makes the status check required on pull requests into

@@ -32,7 +32,8 @@ func TestPromoteDriftCommands(t *testing.T) {
 
 // testCLIProtect: pinbot protect says the gate only advises where no rule
 // requires pinbot/gate (exit 1), makes it required with --apply, keeping
-// a rule's other checks, and then says it is binding.
+// a rule's other checks, and then says it is binding; --merge-allow sets
+// the rule's merge allow-list, once.
 func testCLIProtect(t *testing.T, srv *gitea.Server) {
 	m := giteatest.NewManifestRepo(t, srv)
 	t.Setenv(tokenEnv, srv.Token)
@@ -62,6 +63,18 @@ func testCLIProtect(t *testing.T, srv *gitea.Server) {
 	}
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != exitOK || !got.Binding || strings.Join(got.Protection.Checks, ",") != "ci/build,pinbot/gate" {
 		t.Errorf("after --apply: exit %d, %+v, %v; want both checks required", code, got, err)
+	}
+	allow := append(args, "--apply", "--merge-allow", srv.AdminUser)
+	if code, stdout, stderr := run(t, allow...); code != exitOK || !strings.Contains(stdout, "set the merge allow-list to "+srv.AdminUser) ||
+		!strings.Contains(stdout, "only "+srv.AdminUser+" may merge") || !strings.Contains(stdout, "label a pull request pinbot/merge") {
+		t.Fatalf("--merge-allow: exit %d: %s%s; want the list set, and the queue named", code, stdout, stderr)
+	}
+	bp, _, err := c.GetBranchProtection(m.Owner, m.Name, "main")
+	if err != nil || !bp.EnableMergeWhitelist || strings.Join(bp.MergeWhitelistUsernames, ",") != srv.AdminUser || strings.Join(bp.StatusCheckContexts, ",") != "ci/build,pinbot/gate" {
+		t.Errorf("the rule after --merge-allow: %+v, %v; want the allow-list set and the checks kept", bp, err)
+	}
+	if code, stdout, _ := run(t, allow...); code != exitOK || strings.Contains(stdout, "set the merge allow-list") {
+		t.Errorf("--merge-allow again: exit %d: %s; want nothing set again", code, stdout)
 	}
 }
 

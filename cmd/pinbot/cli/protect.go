@@ -18,6 +18,7 @@ import (
 type protectOptions struct {
 	forgeURL, repo, tokenFile, caFile, branch string
 	insecure, apply                           bool
+	mergers                                   []string
 }
 
 func newProtectCommand(g *globals) *cobra.Command {
@@ -36,9 +37,9 @@ the rule covering the branch gets it, or a rule for the branch is made.
 It exits 1 when the check is not required and --apply was not given.
 
 A required status is one any writer of the repository can post herself,
-so protect also says who may merge (the rule's merge allow-list). Keep
-it to pinbot's account and the admins: others then label a pull request
-pinbot/merge, and pinbot merges it at the head it passed. pinbot marks a
+so protect also says who may merge (the rule's merge allow-list); with
+--apply, --merge-allow pinbot,ADMIN sets it. Others then label a pull
+request pinbot/merge, and pinbot merges it at the head it passed. It marks a
 merge whose head lacked its own passing pinbot/gate as a gate bypass: its
 proof lifts no hold and is never attested.`,
 		Args: maxArgs(0),
@@ -55,7 +56,7 @@ proof lifts no hold and is never attested.`,
 			if err != nil {
 				return err
 			}
-			b, err := forge.Bind(cmd.Context(), repo, o.branch, release.PullContext, o.apply)
+			b, err := forge.Bind(cmd.Context(), repo, o.branch, release.PullContext, o.apply, o.mergers)
 			if err != nil {
 				return err
 			}
@@ -76,5 +77,6 @@ proof lifts no hold and is never attested.`,
 	fl.BoolVar(&o.insecure, "insecure-forge", false, "allow a plain-HTTP --forge-url that is not loopback")
 	fl.StringVar(&o.branch, "branch", "", "the branch pull requests go into (default: the repository's default branch)")
 	fl.BoolVar(&o.apply, "apply", false, "make pinbot/gate a required status check where it is not")
+	fl.StringSliceVar(&o.mergers, "merge-allow", nil, "with --apply, the merge allow-list: pinbot's account and the users (or team:NAME) who may merge past its queue")
 	return cmd
 }

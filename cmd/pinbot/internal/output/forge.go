@@ -28,6 +28,9 @@ func Protection(w io.Writer, asJSON bool, repo gitforge.Repo, b gitforge.Binding
 	default:
 		_, err = fmt.Fprintf(w, "%s of %s: rule %s does not require %s\n", branch, repo, p.Rule, release.PullContext)
 	}
+	if err == nil && b.MergersApplied {
+		_, err = fmt.Fprintf(w, "%s of %s: set the merge allow-list to %s\n", branch, repo, strings.Join(p.MergeAllowList, ", "))
+	}
 	if err == nil && p.Requires(release.PullContext) && p.AdminOverride {
 		_, err = fmt.Fprintf(w, "note: repository admins may merge past a failing check (a forced release needs one)\n")
 	}
