@@ -109,4 +109,3 @@ func TestAConfigMapWriterCannotEditARecord(t *testing.T) {
 		t.Errorf("after the new writer's pass: %+v, %v; want an empty, sealed record", rec, err)
 	}
 }
-
