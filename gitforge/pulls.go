@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"time"
 
 	sdk "code.gitea.io/sdk/gitea"
 )
@@ -24,8 +25,11 @@ type Pull struct {
 	// State is "open" or "closed" (a merged pull request is closed).
 	State  string
 	Merged bool
-	// MergeCommit is the SHA of the merge commit, once merged.
+	// MergeCommit is the SHA of the merge commit, once merged; MergedBy
+	// and MergedAt say who merged it, and when.
 	MergeCommit string
+	MergedBy    string
+	MergedAt    time.Time
 	// Labels and Reviewers (requested ones) are names.
 	Labels    []string
 	Reviewers []string
@@ -57,6 +61,12 @@ func toPull(pr *sdk.PullRequest) Pull {
 	}
 	if pr.MergedCommitID != nil {
 		p.MergeCommit = *pr.MergedCommitID
+	}
+	if pr.MergedBy != nil {
+		p.MergedBy = pr.MergedBy.UserName
+	}
+	if pr.Merged != nil {
+		p.MergedAt = *pr.Merged
 	}
 	if pr.Poster != nil {
 		p.Author = pr.Poster.UserName

@@ -75,17 +75,34 @@ func mergeBypass(ctx context.Context, forge *gitforge.Gitea, repo gitforge.Repo,
 		return fmt.Sprintf("commit %s, which no pull request merged, pins it", imageref.Short(commit)), nil
 	}
 	gate, self, err := gateOn(ctx, forge, repo, p.HeadSHA)
+	how := ""
 	switch {
 	case err != nil:
 		return "", err
 	case gate == nil:
-		return fmt.Sprintf("#%d merged with no %s on its head", p.Number, GateContext), nil
+		how = fmt.Sprintf("#%d merged with no %s on its head", p.Number, GateContext)
 	case gate.Creator != self:
-		return fmt.Sprintf("#%d merged with a %s that %s posted, not pinbot", p.Number, GateContext, gate.Creator), nil
+		how = fmt.Sprintf("#%d merged with a %s that %s posted, not pinbot", p.Number, GateContext, gate.Creator)
 	case gate.State != commitstatus.Success:
-		return fmt.Sprintf("#%d merged while %s said %s: %s", p.Number, GateContext, gate.State, gate.Description), nil
+		how = fmt.Sprintf("#%d merged while %s said %s: %s", p.Number, GateContext, gate.State, gate.Description)
+	default:
+		return "", nil
 	}
-	return "", nil
+	return how + " (" + whoMerged(p) + ")", nil
+}
+
+// whoMerged names who opened pull request p and who merged it, as Gitea
+// says (the body and the branch name are anyone's to write): a forced
+// promotion (`pinbot promote --force`) goes in only by a person's merge.
+func whoMerged(p *gitforge.Pull) string {
+	what := "opened by " + p.Author
+	if strings.Contains(p.Head, "forced/") {
+		what = "a forced promotion, " + what
+	}
+	if p.MergedBy != "" {
+		what += ", merged by " + p.MergedBy
+	}
+	return what
 }
 
 // gateOn reads back the newest pinbot/gate on head (nil for none), and

@@ -15,7 +15,8 @@ import (
 // counts as through the gate only when the head it merged carries
 // pinbot's own pinbot/gate success; her forged success (posted after
 // pinbot's failure, so it is the one Gitea shows), a pending gate, no
-// gate, and a direct push are each named as a bypass. Before serve read
+// gate, and a direct push are each named as a bypass, with who opened
+// and who merged the pull request (a forced promotion's too). Before serve read
 // the status's author, her forged success was taken for pinbot's.
 func TestMergeBypass(t *testing.T) {
 	r := newInsiderRig(t, map[string]string{"prod/app.yaml": "image: app@sha256:0\n"})
@@ -29,6 +30,7 @@ func TestMergeBypass(t *testing.T) {
 		name   string
 		posts  func(head string) // statuses on the head before the merge
 		direct bool              // pushed to main, no pull request
+		branch string            // of the pull request, when not change-N
 		want   string            // in the answer; "" for through the gate
 	}{
 		{name: "pinbot's success", posts: func(h string) { post(t, forge, repo, h, gate(commitstatus.Success)) }},
@@ -38,6 +40,8 @@ func TestMergeBypass(t *testing.T) {
 		}, want: "that mallory posted, not pinbot"},
 		{name: "pinbot's pending", posts: func(h string) { post(t, forge, repo, h, gate(commitstatus.Pending)) }, want: "said pending"},
 		{name: "no gate", posts: func(string) {}, want: "with no pinbot/gate"},
+		{name: "a forced promotion", branch: "pinbot/forced/prod/app", posts: func(h string) { post(t, forge, repo, h, gate(commitstatus.Failure)) },
+			want: "said failure: failure (a forced promotion, opened by mallory, merged by "},
 		{name: "a direct push", direct: true, want: "which no pull request merged"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,6 +53,9 @@ func TestMergeBypass(t *testing.T) {
 				}
 			} else {
 				branch := "change-" + string(rune('a'+i))
+				if tc.branch != "" {
+					branch = tc.branch
+				}
 				head, err := srv.CommitAs(ctx, mallory.Token, repo.Owner, repo.Name, "main", branch, content, "change")
 				if err != nil {
 					t.Fatal(err)
@@ -74,6 +81,8 @@ func TestMergeBypass(t *testing.T) {
 				t.Errorf("mergeBypass = %q, want through the gate", got)
 			case tc.want != "" && !strings.Contains(got, tc.want):
 				t.Errorf("mergeBypass = %q, want it to say %q", got, tc.want)
+			case tc.want != "" && !tc.direct && !strings.Contains(got, "opened by mallory, merged by "+srv.AdminUser+")"):
+				t.Errorf("mergeBypass = %q, want it to say who opened and who merged the pull request", got)
 			}
 		})
 	}
