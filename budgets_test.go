@@ -24,11 +24,11 @@ var defaultBudget = budget{lines: 2000, names: 40}
 // a budget moves something out first.
 var budgets = map[string]budget{
 	"reconciler":          {5200, 43}, // goal 4,500 lines and 35 names: carve out the verify-only observer; Flux's cluster inputs went to reconciler/fluxinputs
-	"serve":               {4833, 35}, // goal 3,300 lines: the release runner in a room of its own
+	"serve":               {4746, 35}, // goal 3,300 lines: the release runner in a room of its own; its schedule went to serve/chains
 	"pins":                {4750, 43},
 	"promote":             {3976, 77},  // goal 60 names
 	"cmd/pinbot/cli":      {2791, 3},   // goal 2,500 lines
-	"gitforge":            {2627, 45},  // 2,643 and 49 until the token file reader moved to internal/tokenfile; then the merge allow-list (AllowMerges) went in
+	"gitforge":            {2637, 45},  // 2,643 and 49 until the token file reader moved to internal/tokenfile; then the merge allow-list (AllowMerges) and who merged a pull request went in
 	"reconciler/deployer": {2386, 103}, // 2,360 at first: raised for Flux's health-checked revision (Kustomization.Deployed)
 	"release":             {2387, 94},  // 2,300 and 78 at first; release.Next and the pause went in, the assessment moved to release/assess, the globs to internal/globs; raised for the rollback a person asks for (AskRollback), a chain decision beside the automatic one
 	"promote/pr":          {900, 55},

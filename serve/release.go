@@ -21,6 +21,7 @@ import (
 	"pinbot.dev/pinbot/release/assess"
 	"pinbot.dev/pinbot/release/chainmetrics"
 	"pinbot.dev/pinbot/release/store"
+	"pinbot.dev/pinbot/serve/chains"
 	"pinbot.dev/pinbot/trust"
 	"pinbot.dev/pinbot/trust/attest"
 	"pinbot.dev/pinbot/trust/proven"
@@ -46,7 +47,7 @@ type releaser struct {
 
 	mu     sync.Mutex
 	chains map[string]release.Chain // by repository, as last read
-	sched  *schedule
+	sched  *chains.Schedule
 
 	// kick wakes run when the proof of an app in a chain changed.
 	kick chan struct{}
@@ -85,7 +86,7 @@ func newReleaser(d *daemon) *releaser {
 		// Without a forge there are no chains, and nothing to attest.
 		attested = attest.NewReader(d.promote.reg)
 	}
-	return &releaser{attested: attested, d: d, ledgers: store.New(d.kube, d.ns), interval: interval, now: time.Now, chains: map[string]release.Chain{}, sched: newSchedule(interval), kick: make(chan struct{}, 1),
+	return &releaser{attested: attested, d: d, ledgers: store.New(d.kube, d.ns), interval: interval, now: time.Now, chains: map[string]release.Chain{}, sched: chains.NewSchedule(interval), kick: make(chan struct{}, 1),
 		keys:      map[string]map[string]*trust.Keys{},
 		announced: map[string]time.Time{}, chainm: chainmetrics.New(),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -107,7 +108,7 @@ func (rl *releaser) proofChanged(app string) {
 	counts := false
 	for repo, c := range rl.chains {
 		if slices.ContainsFunc(c, func(e release.Environment) bool { return slices.Contains(e.Apps, app) }) {
-			rl.sched.wake(repo, rl.now())
+			rl.sched.Wake(repo, rl.now())
 			counts = true
 		}
 	}
@@ -129,7 +130,7 @@ func (rl *releaser) kickRun() {
 // ledger between steps (an attestation's outcome) is announced at once.
 func (rl *releaser) wake(repo string) {
 	rl.mu.Lock()
-	rl.sched.wake(repo, rl.now())
+	rl.sched.Wake(repo, rl.now())
 	rl.mu.Unlock()
 	rl.kickRun()
 }
@@ -202,7 +203,7 @@ func (rl *releaser) run(ctx context.Context) {
 			names = append(names, t.Repo)
 		}
 		rl.mu.Lock()
-		repo, wait := rl.sched.next(names, rl.now())
+		repo, wait := rl.sched.Next(names, rl.now())
 		rl.mu.Unlock()
 		if repo != "" {
 			now := rl.now()
@@ -211,7 +212,7 @@ func (rl *releaser) run(ctx context.Context) {
 				logctx.From(ctx).Warn("release step failed", "repo", repo, "error", redact.String(err.Error()))
 			}
 			rl.mu.Lock()
-			rl.sched.stepped(repo, now, next)
+			rl.sched.Stepped(repo, now, next)
 			rl.mu.Unlock()
 			if ctx.Err() != nil {
 				return

@@ -1,10 +1,12 @@
-package serve
+// Package chains holds the parts of serve's release runner that stand on
+// their own: when each release chain is due for its next step.
+package chains
 
 import (
 	"time"
 )
 
-// schedule is when each release chain is due for its next step. A chain
+// Schedule is when each release chain is due for its next step. A chain
 // is due for a reason (its ledger's deadline passed, a proof of one of
 // its apps changed, a pull request just opened) or for its round (every
 // interval). Chains due for a reason go first, earliest first, so that a
@@ -12,22 +14,23 @@ import (
 // the rounds of a thousand others: the cost of a step that matters
 // follows what changed, not how many chains there are.
 //
-// It is not safe for concurrent use; the releaser guards it.
-type schedule struct {
+// It is not safe for concurrent use; its caller guards it.
+type Schedule struct {
 	interval time.Duration
 	round    map[string]time.Time // the next round, by repository
 	deadline map[string]time.Time // the ledger's next deadline
 	woken    map[string]time.Time // when a changed proof woke it
 }
 
-func newSchedule(interval time.Duration) *schedule {
-	return &schedule{interval: interval, round: map[string]time.Time{}, deadline: map[string]time.Time{}, woken: map[string]time.Time{}}
+// NewSchedule returns a Schedule whose rounds come every interval.
+func NewSchedule(interval time.Duration) *Schedule {
+	return &Schedule{interval: interval, round: map[string]time.Time{}, deadline: map[string]time.Time{}, woken: map[string]time.Time{}}
 }
 
-// next returns the repository among repos to step at now, or "" and how
+// Next returns the repository among repos to step at now, or "" and how
 // long until one is due. A repository seen for the first time is due at
 // once; one no longer in repos is forgotten.
-func (s *schedule) next(repos []string, now time.Time) (string, time.Duration) {
+func (s *Schedule) Next(repos []string, now time.Time) (string, time.Duration) {
 	if len(repos) == 0 {
 		clear(s.round)
 		clear(s.deadline)
@@ -62,10 +65,10 @@ func (s *schedule) next(repos []string, now time.Time) (string, time.Duration) {
 	return "", at.Sub(now)
 }
 
-// stepped records that a step of repo began at started, and the deadline
+// Stepped records that a step of repo began at started, and the deadline
 // its ledger gave (zero for none). A wake that came while it stepped
 // stands: the step may have read the proof before it changed.
-func (s *schedule) stepped(repo string, started, deadline time.Time) {
+func (s *Schedule) Stepped(repo string, started, deadline time.Time) {
 	s.round[repo] = started.Add(s.interval)
 	delete(s.deadline, repo)
 	if !deadline.IsZero() {
@@ -76,9 +79,9 @@ func (s *schedule) stepped(repo string, started, deadline time.Time) {
 	}
 }
 
-// wake makes repo due at now: a proof in its chain changed. The latest
+// Wake makes repo due at now: a proof in its chain changed. The latest
 // wake is kept, so that a step begun before it does not clear it.
-func (s *schedule) wake(repo string, now time.Time) { s.woken[repo] = now }
+func (s *Schedule) Wake(repo string, now time.Time) { s.woken[repo] = now }
 
 // earliest is the repository due first in ms, by name on a tie so that
 // the order is stable.
