@@ -75,20 +75,18 @@ func mergeBypass(ctx context.Context, forge *gitforge.Gitea, repo gitforge.Repo,
 		return fmt.Sprintf("commit %s, which no pull request merged, pins it", imageref.Short(commit)), nil
 	}
 	gate, self, err := gateOn(ctx, forge, repo, p.HeadSHA)
-	how := ""
+	pull := fmt.Sprintf("#%d (%s)", p.Number, whoMerged(p))
 	switch {
 	case err != nil:
 		return "", err
 	case gate == nil:
-		how = fmt.Sprintf("#%d merged with no %s on its head", p.Number, GateContext)
+		return fmt.Sprintf("%s merged with no %s on its head", pull, GateContext), nil
 	case gate.Creator != self:
-		how = fmt.Sprintf("#%d merged with a %s that %s posted, not pinbot", p.Number, GateContext, gate.Creator)
+		return fmt.Sprintf("%s merged with a %s that %s posted, not pinbot", pull, GateContext, gate.Creator), nil
 	case gate.State != commitstatus.Success:
-		how = fmt.Sprintf("#%d merged while %s said %s: %s", p.Number, GateContext, gate.State, gate.Description)
-	default:
-		return "", nil
+		return fmt.Sprintf("%s merged while %s said %s: %s", pull, GateContext, gate.State, gate.Description), nil
 	}
-	return how + " (" + whoMerged(p) + ")", nil
+	return "", nil
 }
 
 // whoMerged names who opened pull request p and who merged it, as Gitea
