@@ -72,7 +72,7 @@ var allowed = map[string][]string{
 	"internal/buildinfo":  {},
 	"internal/coalesce":   {},
 	"internal/globs":      {},
-	"internal/kubeclient": {},
+	"internal/kubeclient": {"internal/logctx"},
 	"internal/retry":      {"internal/logctx", "internal/redact"},
 	"internal/logsink":    {"internal/redact"},
 	// The release's images: their provenance is attached, and signed,

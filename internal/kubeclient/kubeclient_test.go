@@ -1,7 +1,9 @@
 package kubeclient
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+
+	"pinbot.dev/pinbot/internal/logctx"
 )
 
 // encode writes obj as the API server would in content type ct.
@@ -84,5 +88,35 @@ func TestLeavesTheCallersConfigAlone(t *testing.T) {
 	}
 	if rc.ContentType != "" || rc.AcceptContentTypes != "" {
 		t.Errorf("the caller's config changed: %q, %q", rc.ContentType, rc.AcceptContentTypes)
+	}
+}
+
+// TestLogsEachRequestAtDebug: with a debug logger in the request's
+// context (`pinbot -v`), each request is logged with its method, path and
+// status; at info level nothing is.
+func TestLogsEachRequestAtDebug(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status := apierrors.NewNotFound(corev1.Resource("pods"), "gone").Status()
+		encode(t, w, runtime.ContentTypeJSON, http.StatusNotFound, &status)
+	}))
+	defer srv.Close()
+	kube, err := New(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		level slog.Level
+		want  string
+	}{
+		{slog.LevelDebug, `msg="kube request" method=GET`},
+		{slog.LevelInfo, ""},
+	} {
+		var buf bytes.Buffer
+		ctx := logctx.Into(context.Background(), slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: tc.level})))
+		_, _ = kube.CoreV1().Pods("ns").Get(ctx, "gone", metav1.GetOptions{})
+		got := buf.String()
+		if tc.want == "" && got != "" || tc.want != "" && (!strings.Contains(got, tc.want) || !strings.Contains(got, "path=/api/v1/namespaces/ns/pods/gone") || !strings.Contains(got, `status="404 Not Found"`)) {
+			t.Errorf("at %s the log says %q; want %q", tc.level, got, tc.want)
+		}
 	}
 }

@@ -132,6 +132,11 @@ apps:
 				}
 				return true, ""
 			})
+			// -v shows what was asked of the API server.
+			if code, _, stderr := run(t, append([]string{"verify", app, "-v", "-o", "json"}, common...)...); code != exitOK ||
+				!strings.Contains(stderr, `msg="kube request" method=GET`) || !strings.Contains(stderr, `status="200 OK"`) {
+				t.Errorf("verify -v: exit %d; want the requests to the API server on stderr:\n%s", code, stderr)
+			}
 			wantSource := map[string]string{"guestbook": "argocd", "podinfo": "flux"}[app]
 			if out.App != app || out.Commit != merge || !out.Verified || out.Source != wantSource || out.Deployed != merge || out.Head != merge {
 				t.Errorf("verify -o json = %+v, want %s verified at %s", out, wantSource, merge)
