@@ -11,11 +11,11 @@ import (
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/commitid"
 	"pinbot.dev/pinbot/internal/commitstatus"
-	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/serve/chains"
 	"pinbot.dev/pinbot/serve/notify"
 )
 
@@ -33,7 +33,7 @@ type pullSeen struct {
 // branch. Each is judged pin by pin by release.JudgePull against the
 // ledger, again whenever its head, a hold, a proof or a window changes the
 // answer. One labelled gitforge.QueueLabel that passes is merged
-// (mergeQueued).
+// (chains.MergeQueued).
 func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.Ledger, chain release.Chain, base *promote.Inventory, attested release.AttestationOf) error {
 	forge, ok := env.Forge.(*gitforge.Gitea)
 	if !ok {
@@ -75,7 +75,7 @@ func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.L
 		var state commitstatus.State
 		var desc string
 		if seen == nil || seen.head != p.HeadSHA {
-			head, err := readPullHead(ctx, env, p.Head, base)
+			head, err := chains.ReadPullHead(ctx, env, p.Head, base)
 			if err != nil {
 				// A head pinbot cannot read (a .pinbot.yaml that does not
 				// load, say) fails the gate, and is read again next time.
@@ -105,7 +105,7 @@ func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.L
 			rl.answerForged(ctx, forge, env.Repo, key, p, state, desc, &errs)
 		}
 		if state == commitstatus.Success && slices.Contains(p.Labels, gitforge.QueueLabel) {
-			if err := mergeQueued(ctx, forge, env.Repo, p, desc); err != nil {
+			if err := chains.MergeQueued(ctx, forge, env.Repo, p, desc); err != nil {
 				errs = append(errs, fmt.Errorf("pull request #%d: %w", p.Number, err))
 			}
 		}
@@ -117,27 +117,6 @@ func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.L
 		rl.mu.Unlock()
 	}
 	return errors.Join(errs...)
-}
-
-// mergeQueued merges a pull request someone labelled gitforge.QueueLabel,
-// as a merge queue (bors, Prow's tide) does: only at the head whose
-// pinbot/gate pinbot itself just posted green, so it merges past the gate
-// only. Gitea's approvals and required checks still hold: a pull request
-// that lacks them stays queued, tried again at the next step.
-func mergeQueued(ctx context.Context, forge *gitforge.Gitea, repo gitforge.Repo, p gitforge.Pull, desc string) error {
-	log := logctx.From(ctx)
-	msg := fmt.Sprintf("Merged by pinbot's merge queue (label %s) at %s: %s %s", gitforge.QueueLabel, commitid.Short(p.HeadSHA), GateContext, desc)
-	err := forge.MergePull(ctx, repo, p.Number, p.HeadSHA, msg)
-	switch {
-	case errors.Is(err, gitforge.ErrNotMergeable):
-		log.Debug("queued, not mergeable yet (approvals, checks)", "number", p.Number)
-		return nil
-	case errors.Is(err, gitforge.ErrHeadMoved):
-		return nil // its new head is judged at the next step
-	case err == nil:
-		log.Info("merged a queued pull request", "number", p.Number, "author", p.Author, "head", p.HeadSHA)
-	}
-	return err
 }
 
 // forgetPulls drops what gatePulls kept of repo's pull requests that are
@@ -158,67 +137,12 @@ func (rl *releaser) forgetPulls(repo string, open map[string]bool) {
 	}
 }
 
-// readPullHead reads what the head branch of a pull request pins, with
-// the base's .pinbot.yaml sorting its files into environments: a head
-// that edits the rules is judged by the old ones, and fails for the edit
-// (release.ChainChange). Pins without a digest count only where the base
-// lacks them, and so does a digest pin of a gated environment the head
-// drops.
-func readPullHead(ctx context.Context, env promote.Env, branch string, base *promote.Inventory) (release.PullHead, error) {
-	at := env
-	at.Base = branch
-	inv, err := promote.ReadInventoryUnder(ctx, at, &base.Config)
-	if err != nil {
-		return release.PullHead{}, err
-	}
-	h := release.PullHead{Pinned: inv.Every, Loose: map[string][]string{},
-		ChainChange: release.ChainChange(base.Config.Environments, inv.Config.Environments)}
-	for target, loose := range inv.Loose {
-		for _, l := range loose {
-			if !slices.Contains(base.Loose[target], l) {
-				h.Loose[target] = append(h.Loose[target], l)
-			}
-		}
-	}
-	// A reference by tag alone in a gated environment, which the base
-	// lacks: the base is read for its own only when the head has one.
-	var tagged map[string][]string
-	for target, refs := range inv.Tagged {
-		if e, ok := base.Config.Environments.Get(target); !ok || e.From == "" {
-			continue // the first environments have no gate to pass
-		}
-		if tagged == nil {
-			b, err := promote.ReadInventoryUnder(ctx, env, &base.Config)
-			if err != nil {
-				return release.PullHead{}, fmt.Errorf("reading the base's references by tag: %w", err)
-			}
-			tagged = b.Tagged
-		}
-		for _, r := range refs {
-			if !slices.Contains(tagged[target], r) {
-				h.Loose[target] = append(h.Loose[target], r)
-			}
-		}
-	}
-	// A gated environment's digest pin the head drops: the gate would not
-	// judge what runs in its place.
-	for _, e := range base.Config.Environments {
-		for image, digest := range base.Pinned[e.Name] {
-			if e.From != "" && len(inv.Every[e.Name][image]) == 0 {
-				h.Loose[e.Name] = append(h.Loose[e.Name], fmt.Sprintf("%s: the base pins %s, the head pins no digest of it (a reference by tag alone is no pin)", image, imageref.Short(digest)))
-			}
-		}
-		slices.Sort(h.Loose[e.Name])
-	}
-	return h, nil
-}
-
 // answerForged answers a pinbot/gate another account posted over pinbot's
 // own state: description on pull request p (see answerForged): pinbot
 // posts its own again and, once per head and author, comments on the pull
 // request, logs a warning and notifies.
 func (rl *releaser) answerForged(ctx context.Context, forge *gitforge.Gitea, repo gitforge.Repo, key string, p gitforge.Pull, state commitstatus.State, desc string, errs *[]error) {
-	forger, err := answerForged(ctx, forge, repo, p.HeadSHA, state, desc)
+	forger, err := chains.AnswerForged(ctx, forge, repo, p.HeadSHA, state, desc)
 	if err != nil {
 		*errs = append(*errs, fmt.Errorf("pull request #%d: reading its pinbot/gate back: %w", p.Number, err))
 		return
@@ -239,7 +163,7 @@ func (rl *releaser) answerForged(ctx context.Context, forge *gitforge.Gitea, rep
 	if told {
 		return
 	}
-	if err := forge.Comment(ctx, repo, p.Number, forgedComment(forger, state, desc)); err != nil {
+	if err := forge.Comment(ctx, repo, p.Number, chains.ForgedComment(forger, state, desc)); err != nil {
 		*errs = append(*errs, fmt.Errorf("pull request #%d: %w", p.Number, err))
 	}
 	if rl.d.notify != nil {

@@ -11,6 +11,7 @@ import (
 	sdk "code.gitea.io/sdk/gitea"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/release"
 )
@@ -26,11 +27,11 @@ func TestMergeQueue(t *testing.T) {
 	ctx := context.Background()
 	const good, bad = "sha256:" + "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "sha256:" + "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
 	pin := func(d string) string { return "image: registry.test/app:v1@" + d + "\n" }
-	r := newInsiderRig(t, map[string]string{
+	r := giteatest.NewInsider(t, map[string]string{
 		".pinbot.yaml":          "environments:\n  - name: staging\n    paths: [\"envs/staging/**\"]\n    apps: [web-staging]\n  - name: prod\n    from: staging\n    paths: [\"envs/prod/**\"]\n    apps: [web-prod]\n",
 		"envs/staging/app.yaml": pin(good), "envs/prod/app.yaml": pin(good),
 	})
-	srv, repo, mallory, forge, hers := r.srv, r.repo, r.mallory, r.forge, r.hers
+	srv, repo, mallory, forge, hers := r.Srv, r.Repo, r.Mallory, r.Forge, r.Hers
 	admin, err := srv.Client(ctx)
 	if err != nil {
 		t.Fatal(err)

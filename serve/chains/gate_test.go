@@ -1,4 +1,4 @@
-package serve
+package chains
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/commitstatus"
+	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
+	"pinbot.dev/pinbot/release"
 )
 
 // TestMergeBypass: on real Gitea, with a write collaborator. A merge
@@ -19,12 +21,12 @@ import (
 // and who merged the pull request (a forced promotion's too). Before serve read
 // the status's author, her forged success was taken for pinbot's.
 func TestMergeBypass(t *testing.T) {
-	r := newInsiderRig(t, map[string]string{"prod/app.yaml": "image: app@sha256:0\n"})
-	srv, repo, mallory, forge, hers := r.srv, r.repo, r.mallory, r.forge, r.hers
+	r := giteatest.NewInsider(t, map[string]string{"prod/app.yaml": "image: app@sha256:0\n"})
+	srv, repo, mallory, forge, hers := r.Srv, r.Repo, r.Mallory, r.Forge, r.Hers
 	ctx := context.Background()
 	var err error
 	gate := func(state commitstatus.State) gitforge.Status {
-		return gitforge.Status{Context: GateContext, State: state, Description: string(state)}
+		return gitforge.Status{Context: release.PullContext, State: state, Description: string(state)}
 	}
 	for i, tc := range []struct {
 		name   string
@@ -73,7 +75,7 @@ func TestMergeBypass(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, err := mergeBypass(ctx, forge, repo, commit)
+			got, err := MergeBypass(ctx, forge, repo, commit)
 			switch {
 			case err != nil:
 				t.Fatal(err)
@@ -102,20 +104,20 @@ func post(t *testing.T, g *gitforge.Gitea, repo gitforge.Repo, sha string, st gi
 // are left alone. Before, pinbot compared only with what it last posted
 // and never looked again.
 func TestAnswerForged(t *testing.T) {
-	r := newInsiderRig(t, map[string]string{"prod/app.yaml": "image: app@sha256:0\n"})
-	srv, repo, mallory, forge, hers := r.srv, r.repo, r.mallory, r.forge, r.hers
+	r := giteatest.NewInsider(t, map[string]string{"prod/app.yaml": "image: app@sha256:0\n"})
+	srv, repo, mallory, forge, hers := r.Srv, r.Repo, r.Mallory, r.Forge, r.Hers
 	ctx := context.Background()
 	head, err := srv.CommitAs(ctx, mallory.Token, repo.Owner, repo.Name, "main", "held", map[string]string{"prod/app.yaml": "image: app@sha256:c\n"}, "held")
 	if err != nil {
 		t.Fatal(err)
 	}
 	const why = "prod: sha256:c is held in prod"
-	post(t, forge, repo, head, gitforge.Status{Context: GateContext, State: commitstatus.Failure, Description: why})
-	if who, err := answerForged(ctx, forge, repo, head, commitstatus.Failure, why); err != nil || who != "" {
+	post(t, forge, repo, head, gitforge.Status{Context: release.PullContext, State: commitstatus.Failure, Description: why})
+	if who, err := AnswerForged(ctx, forge, repo, head, commitstatus.Failure, why); err != nil || who != "" {
 		t.Fatalf("pinbot's own status: %q, %v; want it left alone", who, err)
 	}
-	post(t, hers, repo, head, gitforge.Status{Context: GateContext, State: commitstatus.Success, Description: "looks fine"})
-	who, err := answerForged(ctx, forge, repo, head, commitstatus.Failure, why)
+	post(t, hers, repo, head, gitforge.Status{Context: release.PullContext, State: commitstatus.Success, Description: "looks fine"})
+	who, err := AnswerForged(ctx, forge, repo, head, commitstatus.Failure, why)
 	if err != nil || who != mallory.Name {
 		t.Fatalf("her success over pinbot's failure: %q, %v; want her named", who, err)
 	}
@@ -124,15 +126,15 @@ func TestAnswerForged(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, st := range sts {
-		if st.Context == GateContext && (st.Creator != srv.AdminUser || st.State != commitstatus.Failure) {
-			t.Errorf("the head's %s after the answer: %+v, want pinbot's failure", GateContext, st)
+		if st.Context == release.PullContext && (st.Creator != srv.AdminUser || st.State != commitstatus.Failure) {
+			t.Errorf("the head's %s after the answer: %+v, want pinbot's failure", release.PullContext, st)
 		}
 	}
-	if !strings.Contains(forgedComment(who, commitstatus.Failure, why), "posted by `mallory`, not by pinbot") {
+	if !strings.Contains(ForgedComment(who, commitstatus.Failure, why), "posted by `mallory`, not by pinbot") {
 		t.Error("the comment does not name who posted the status")
 	}
-	post(t, hers, repo, head, gitforge.Status{Context: GateContext, State: commitstatus.Success, Description: "looks fine"})
-	if who, err := answerForged(ctx, forge, repo, head, commitstatus.Success, "admitted"); err != nil || who != "" {
+	post(t, hers, repo, head, gitforge.Status{Context: release.PullContext, State: commitstatus.Success, Description: "looks fine"})
+	if who, err := AnswerForged(ctx, forge, repo, head, commitstatus.Success, "admitted"); err != nil || who != "" {
 		t.Errorf("a head pinbot passed: %q, %v; want no look", who, err)
 	}
 }

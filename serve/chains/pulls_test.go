@@ -1,4 +1,4 @@
-package serve
+package chains
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
 	"pinbot.dev/pinbot/promote"
 )
 
@@ -25,11 +26,11 @@ func TestPullHeadIsReadWithTheBasesRules(t *testing.T) {
 		return fmt.Sprintf("environments:\n  - name: staging\n    paths: [\"envs/staging/**\"]\n    apps: [web-staging]\n  - name: %s\n    from: staging\n    paths: [\"%s\"]\n    apps: [web-prod]\n", prod, prodPaths)
 	}
 	pin := func(d string) string { return "image: registry.test/app:v1@" + d + "\n" }
-	r := newInsiderRig(t, map[string]string{
+	r := giteatest.NewInsider(t, map[string]string{
 		".pinbot.yaml": config("prod", "envs/prod/**"), "envs/staging/app.yaml": pin(good), "envs/prod/app.yaml": pin(good),
 		"envs/prod/tools.yaml": "image: registry.test/tools:1.0\n",
 	})
-	srv, repo, mallory, forge := r.srv, r.repo, r.mallory, r.forge
+	srv, repo, mallory, forge := r.Srv, r.Repo, r.Mallory, r.Forge
 	env := promote.Env{Forge: forge, Repo: repo, CloneURL: srv.RepoURL(repo.Owner, repo.Name), Auth: gitforge.Auth{Token: srv.Token}}
 	base, err := promote.ReadInventory(ctx, env)
 	if err != nil {
@@ -56,7 +57,7 @@ func TestPullHeadIsReadWithTheBasesRules(t *testing.T) {
 			if _, err := srv.CommitAs(ctx, mallory.Token, repo.Owner, repo.Name, "main", branch, tc.files, tc.name); err != nil {
 				t.Fatal(err)
 			}
-			h, err := readPullHead(ctx, env, branch, base)
+			h, err := ReadPullHead(ctx, env, branch, base)
 			if err != nil {
 				t.Fatal(err)
 			}
