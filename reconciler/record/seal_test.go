@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"pinbot.dev/pinbot/internal/testenv/kube"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/status"
 )
@@ -23,16 +22,12 @@ import (
 // empty record (the app is then applied and proven again). Before, her
 // edit read as pinbot's own: the page said the app was proven.
 func TestAConfigMapWriterCannotEditARecord(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipped under testing.Short: needs the control plane binaries in bin/ (make kube)")
-	}
 	ctx := context.Background()
-	const ns = "pinbot-system"
-	c, admin, mallory, err := kube.StartWithConfigMapWriter(ctx, ns, "mallory")
+	c, admin, ns := plane.Namespace(t)
+	mallory, err := c.ConfigMapWriter(ctx, ns, "mallory")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Stop() })
 	labels := map[string]string{"app.kubernetes.io/managed-by": "pinbot", "pinbot.dev/history-of": "old"}
 	if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: configMapName("old"), Labels: labels},

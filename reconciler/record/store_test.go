@@ -3,14 +3,19 @@ package record
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
+	"pinbot.dev/pinbot/internal/testenv/kube"
 	"pinbot.dev/pinbot/internal/testenv/poll"
 
 	"pinbot.dev/pinbot/reconciler/history"
@@ -47,25 +52,28 @@ func TestDecodeRecordWrittenBeforeCamelCase(t *testing.T) {
 	}
 }
 
-// TestPrimeReadsEveryRecordAtOnce: after Prime, BeginCached of each app
-// (one with a record, one without) reads nothing more, and the record
-// primed is the one stored; another ConfigMap is not taken for a record.
+// TestPrimeReadsEveryRecordAtOnce: on a real API server, after Prime,
+// BeginCached of each app (one with a record, one without) reads nothing
+// more, and the record primed is the one stored; another ConfigMap is
+// not taken for a record.
 func TestPrimeReadsEveryRecordAtOnce(t *testing.T) {
 	ctx := context.Background()
+	c, admin, ns := plane.Namespace(t)
 	labels := func(app string) map[string]string {
 		return map[string]string{"app.kubernetes.io/managed-by": "pinbot", "pinbot.dev/history-of": app}
 	}
-	client := fake.NewClientset(
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pinbot-app-web", Namespace: "pinbot-system", Labels: labels("web")},
-			Data: map[string]string{"status.json": `{"app":"web","verified":true}`}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "not-a-record", Namespace: "pinbot-system", Labels: labels("api")},
-			Data: map[string]string{"status.json": `{"app":"api","verified":true}`}},
-	)
-	h := New(client, "pinbot-system")
+	for name, app := range map[string]string{"pinbot-app-web": "web", "not-a-record": "api"} {
+		if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels(app)},
+			Data: map[string]string{"status.json": `{"app":"` + app + `","verified":true}`}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	client, reads := counting(t, c)
+	h := New(client, ns)
 	if err := h.Prime(ctx, []string{"web", "api"}); err != nil {
 		t.Fatal(err)
 	}
-	client.ClearActions()
+	reads.Store(0)
 	web, err := h.BeginCached(ctx, "web")
 	if err != nil {
 		t.Fatal(err)
@@ -80,23 +88,25 @@ func TestPrimeReadsEveryRecordAtOnce(t *testing.T) {
 	if api.Current().Status != nil {
 		t.Errorf("api's primed record: %+v, want none (not-a-record is not its record)", api.Current())
 	}
-	if a := client.Actions(); len(a) != 0 {
-		t.Errorf("BeginCached after Prime made %d requests (%v), want none", len(a), a)
+	if n := reads.Load(); n != 0 {
+		t.Errorf("BeginCached after Prime made %d requests, want none", n)
 	}
 }
 
-// TestFollowTrustsTheCopyUntilAnotherWrites: with the records followed,
-// BeginCached reads a record once and then trusts its copy past
-// CacheTTL, until the watch sees another process write the record; then
-// it reads the new version.
+// TestFollowTrustsTheCopyUntilAnotherWrites: on a real API server, with
+// the records followed, BeginCached reads a record once and then trusts
+// its copy past CacheTTL, until the watch sees another process write the
+// record; then it reads the new version.
 func TestFollowTrustsTheCopyUntilAnotherWrites(t *testing.T) {
 	ctx := context.Background()
+	c, admin, ns := plane.Namespace(t)
 	labels := map[string]string{"app.kubernetes.io/managed-by": "pinbot", "pinbot.dev/history-of": "web"}
-	client := fake.NewClientset(&corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "pinbot-app-web", Namespace: "pinbot-system", Labels: labels, ResourceVersion: "1"},
-		Data:       map[string]string{"status.json": `{"app":"web","verified":true}`},
-	})
-	h := New(client, "pinbot-system")
+	if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pinbot-app-web", Labels: labels},
+		Data: map[string]string{"status.json": `{"app":"web","verified":true}`}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	client, reads := counting(t, c)
+	h := New(client, ns)
 	h.Follow()
 	defer h.Close()
 	poll.Until(t, 10*time.Second, "the records' watch in", func() (bool, string) {
@@ -107,16 +117,16 @@ func TestFollowTrustsTheCopyUntilAnotherWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.mu.Lock()
-	c := h.cached["web"]
-	c.at = time.Now().Add(-2 * CacheTTL)
-	h.cached["web"] = c
+	cached := h.cached["web"]
+	cached.at = time.Now().Add(-2 * CacheTTL)
+	h.cached["web"] = cached
 	h.mu.Unlock()
-	client.ClearActions()
+	reads.Store(0)
 	if _, err := h.BeginCached(ctx, "web"); err != nil {
 		t.Fatal(err)
 	}
-	if a := client.Actions(); len(a) != 0 {
-		t.Errorf("BeginCached of a followed record nobody wrote, past CacheTTL: %d requests (%v), want none", len(a), a)
+	if n := reads.Load(); n != 0 {
+		t.Errorf("BeginCached of a followed record nobody wrote, past CacheTTL: %d requests, want none", n)
 	}
 
 	// Another replica's write, sealed as pinbot seals.
@@ -124,13 +134,13 @@ func TestFollowTrustsTheCopyUntilAnotherWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := map[string]string{"status.json": `{"app":"web","verified":false}`}
-	data[sealKey] = sealOf(key, "web", data)
-	_, err = client.CoreV1().ConfigMaps("pinbot-system").Update(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "pinbot-app-web", Namespace: "pinbot-system", Labels: labels, ResourceVersion: "2"},
-		Data:       data,
-	}, metav1.UpdateOptions{})
+	cm, err := admin.CoreV1().ConfigMaps(ns).Get(ctx, "pinbot-app-web", metav1.GetOptions{})
 	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data = map[string]string{"status.json": `{"app":"web","verified":false}`}
+	cm.Data[sealKey] = sealOf(key, "web", cm.Data)
+	if _, err := admin.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	poll.Until(t, 10*time.Second, "BeginCached reading the other process's write", func() (bool, string) {
@@ -142,3 +152,28 @@ func TestFollowTrustsTheCopyUntilAnotherWrites(t *testing.T) {
 		return s != nil && !s.Verified, fmt.Sprintf("%+v", s)
 	})
 }
+
+// counting is a client of c that counts its requests for ConfigMaps by
+// name (reads and writes of a record; not the watch or a list).
+func counting(t *testing.T, c *kube.Cluster) (kubernetes.Interface, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	rc := rest.CopyConfig(c.Config())
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if strings.Contains(req.URL.Path, "/configmaps/") {
+				n.Add(1)
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client, &n
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
