@@ -23,7 +23,7 @@ var defaultBudget = budget{lines: 2000, names: 40}
 // toward the goal, never past today's figure. A feature that would cross
 // a budget moves something out first.
 var budgets = map[string]budget{
-	"reconciler":          {5200, 43}, // goal 4,500 lines and 35 names: carve out the verify-only observer; Flux's cluster inputs went to reconciler/fluxinputs
+	"reconciler":          {5195, 43}, // goal 4,500 lines and 35 names: carve out the verify-only observer; Flux's cluster inputs went to reconciler/fluxinputs
 	"serve":               {4580, 35}, // goal 3,300 lines: the release runner in a room of its own; its schedule, the pull-request judge and the gate read back went to serve/chains
 	"pins":                {4750, 43},
 	"promote":             {3976, 77},  // goal 60 names
@@ -36,7 +36,7 @@ var budgets = map[string]budget{
 
 // Method budgets of the types that gather them.
 var methodBudgets = map[string]int{
-	"reconciler.Reconciler": 50, // goal 45; lowered from 55 when the wake routing became its own type (router)
+	"reconciler.Reconciler": 45, // the goal, met when the Argo CD API access became its own type (argoAccess) and the Events' owner and Git credentials plain functions
 }
 
 const (

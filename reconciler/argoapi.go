@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,21 +18,35 @@ import (
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/internal/tokenfile"
 	"pinbot.dev/pinbot/reconciler/cluster"
+	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/spoke"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
-// argoAPI is the client of Argo CD's API server the config's argocd:
-// names. The token is read anew each time, so a rotated one is used at
-// the next pass; the HTTP client, and its connections, are the
-// Reconciler's one (argoHTTP).
-func (r *Reconciler) argoAPI() (*spoke.ArgoAPI, error) {
-	s := r.Config().ArgoCD
+// argoAccess reads what verification needs of an app's cluster through
+// Argo CD's API server, for the apps pinbot reaches no other way.
+type argoAccess struct {
+	settings func() *config.ArgoCDServer // the config's argocd:, as it is now
+	mirrors  []verdict.Mirror
+	http     func() (*http.Client, error) // made once (newHTTP)
+}
+
+func newArgoAccess(settings func() *config.ArgoCDServer, answer time.Duration, mirrors []verdict.Mirror) *argoAccess {
+	a := &argoAccess{settings: settings, mirrors: mirrors}
+	a.http = sync.OnceValues(func() (*http.Client, error) { return a.newHTTP(answer) })
+	return a
+}
+
+// api is the client of Argo CD's API server the config's argocd: names.
+// The token is read anew each time, so a rotated one is used at the next
+// pass; the HTTP client, and its connections, are made once.
+func (a *argoAccess) api() (*spoke.ArgoAPI, error) {
+	s := a.settings()
 	if s == nil || s.URL == "" {
 		return nil, fmt.Errorf("reading Pods through Argo CD's API: no argocd.url in the config")
 	}
-	hc, err := r.argoHTTP()
+	hc, err := a.http()
 	if err != nil {
 		return nil, err
 	}
@@ -42,12 +58,11 @@ func (r *Reconciler) argoAPI() (*spoke.ArgoAPI, error) {
 	return &spoke.ArgoAPI{URL: s.URL, Token: token, HTTP: hc}, nil
 }
 
-// newArgoHTTP is the client of Argo CD's API server, made once per
-// Reconciler: bounded as the spokes' clients are, trusting the config's
-// caFile.
-func (r *Reconciler) newArgoHTTP() (*http.Client, error) {
-	t := httpbound.Transport(r.answer)
-	if s := r.Config().ArgoCD; s != nil && s.CAFile != "" {
+// newHTTP is the client of Argo CD's API server: bounded as the spokes'
+// clients are, trusting the config's caFile.
+func (a *argoAccess) newHTTP(answer time.Duration) (*http.Client, error) {
+	t := httpbound.Transport(answer)
+	if s := a.settings(); s != nil && s.CAFile != "" {
 		pool, err := capool.Load(s.CAFile)
 		if err != nil {
 			return nil, fmt.Errorf("Argo CD's API: %w", err)
@@ -64,14 +79,14 @@ type apiReader struct {
 	nodes   map[object.Ref]spoke.TreeNode
 }
 
-// snapshotViaAPI is what verification reads of desired, in namespaces,
+// snapshot is what verification reads of desired, in namespaces,
 // when Argo CD's API server is the only way to the cluster: the live
 // workloads, and the Pods, ReplicaSets and ControllerRevisions of the
 // Application's resource tree, each as its live manifest. Argo CD serves
 // no Nodes: a Pod's platform is what it demands of its Node (see
 // verdict.Snapshot.NodesUnread). It returns the confirm that reads the
 // workloads again.
-func (r *Reconciler) snapshotViaAPI(ctx context.Context, api *spoke.ArgoAPI, app, appNS string, namespaces []string, desired []*unstructured.Unstructured, want map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, confirmFunc, error) {
+func (a *argoAccess) snapshot(ctx context.Context, api *spoke.ArgoAPI, app, appNS string, namespaces []string, desired []*unstructured.Unstructured, want map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, confirmFunc, error) {
 	nodes, err := api.Tree(ctx, app, appNS)
 	if err != nil {
 		return nil, nil, err
@@ -80,7 +95,7 @@ func (r *Reconciler) snapshotViaAPI(ctx context.Context, api *spoke.ArgoAPI, app
 	for _, n := range nodes {
 		rd.nodes[object.Ref{Group: n.Group, Kind: n.Kind, Namespace: n.Namespace, Name: n.Name}] = n
 	}
-	snap := &verdict.Snapshot{Desired: desired, Live: map[object.Ref]*unstructured.Unstructured{}, Mirrors: r.mirrors, NodesUnread: true}
+	snap := &verdict.Snapshot{Desired: desired, Live: map[object.Ref]*unstructured.Unstructured{}, Mirrors: a.mirrors, NodesUnread: true}
 	if err := rd.read(ctx, want, snap.Live); err != nil {
 		return nil, nil, err
 	}

@@ -3,18 +3,17 @@ package reconciler
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
+	corerecord "k8s.io/client-go/tools/record"
 
-	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/object"
+	"pinbot.dev/pinbot/reconciler/record"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
@@ -32,12 +31,12 @@ const (
 // aggregates repeats and rate-limits, so `kubectl describe` and Argo CD's
 // events tab show what pinbot proved.
 type eventer struct {
-	bc  record.EventBroadcaster
-	rec record.EventRecorder
+	bc  corerecord.EventBroadcaster
+	rec corerecord.EventRecorder
 }
 
 func newEventer(kube kubernetes.Interface) *eventer {
-	bc := record.NewBroadcaster()
+	bc := corerecord.NewBroadcaster()
 	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	return &eventer{bc: bc, rec: bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "pinbot"})}
 }
@@ -65,7 +64,7 @@ func (p *pass) announce(ctx context.Context, prev verdict.Verdict, v *verdict.Ve
 	case verdict.Verified:
 		reason, msg = EventVerified, fmt.Sprintf("every current Pod runs the digests commit %s pins", shortSHA(v.Commit))
 	case verdict.Mismatch:
-		reason, kind, msg = EventMismatch, corev1.EventTypeWarning, mismatches(v)
+		reason, kind, msg = EventMismatch, corev1.EventTypeWarning, "commit "+shortSHA(v.Commit)+": "+v.Mismatches()
 	case verdict.Inconclusive:
 		reason, kind, msg = EventInconclusive, corev1.EventTypeWarning, "the registry could not prove what some Pods run: "+v.Summary()
 	case verdict.Unknown:
@@ -112,17 +111,17 @@ func (r *Reconciler) OnProofEvent(f func(ProofEvent)) {
 	r.onEvent.Store(&f)
 }
 
-// owner is the object the pass's app's Events go on (Reconciler.owner).
-func (p *pass) owner() *corev1.ObjectReference { return p.r.owner(p.app, p.st) }
+// owner is the object the pass's app's Events go on (eventOwner).
+func (p *pass) owner() *corev1.ObjectReference { return eventOwner(p.r.history, p.app, p.st) }
 
-// owner is the object app's Events go on: a verify-only app's deployer
-// object as its last pass read it (nil before one), else the ConfigMap of
-// its record.
-func (r *Reconciler) owner(app *config.App, st *appState) *corev1.ObjectReference {
+// eventOwner is the object app's Events go on: a verify-only app's
+// deployer object as its last pass read it (nil before one), else the
+// ConfigMap of its record in h.
+func eventOwner(h *record.History, app *config.App, st *appState) *corev1.ObjectReference {
 	if app.VerifyOnly() {
 		return st.owner.Load()
 	}
-	return r.history.Ref(app.Name)
+	return h.Ref(app.Name)
 }
 
 // Event writes an Event on app's object (see announce): what the release
@@ -133,7 +132,7 @@ func (r *Reconciler) Event(app string, warning bool, reason, message string) {
 	if err != nil {
 		return
 	}
-	owner := r.owner(a, st)
+	owner := eventOwner(r.history, a, st)
 	if owner == nil {
 		return
 	}
@@ -148,15 +147,4 @@ func (r *Reconciler) Event(app string, warning bool, reason, message string) {
 func refOf(u *unstructured.Unstructured) *corev1.ObjectReference {
 	return &corev1.ObjectReference{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(),
 		Name: u.GetName(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion()}
-}
-
-// mismatches names the Pods that run another digest than Git pins.
-func mismatches(v *verdict.Verification) string {
-	var parts []string
-	for _, c := range v.Containers {
-		if c.Verdict == verdict.Mismatch && len(parts) < 5 {
-			parts = append(parts, fmt.Sprintf("pod %s container %s runs %s, Git pins %s", c.Pod, c.Container, imageref.Short(c.RunningDigest), imageref.Short(c.GitDigest)))
-		}
-	}
-	return "commit " + shortSHA(v.Commit) + ": " + strings.Join(parts, "; ")
 }

@@ -23,7 +23,7 @@ func (p *pass) load(ctx context.Context) error {
 		return verifyOnlyError(p.app)
 	}
 	var desired []*unstructured.Unstructured
-	auth, err := p.r.auth(p.app)
+	auth, err := gitAuth(p.r.Config().Forge, p.r.token, p.app)
 	if err == nil {
 		err = p.r.source.Head(ctx, p.app.Repo, p.app.Branch, auth, func(rev gitsource.Revision) error {
 			p.o.Commit = rev.Commit

@@ -196,7 +196,7 @@ func (ob *observer) pass(ctx context.Context, p *pass) (*status.App, *verdict.Ve
 		p.o.Deployed.Path = c.Name
 		head, heads, err = ob.chartRender(ctx, p, d)
 	} else {
-		if auth, err = r.auth(p.tracked); err != nil {
+		if auth, err = gitAuth(r.Config().Forge, r.token, p.tracked); err != nil {
 			return fail(&gitsource.Error{Repo: redact.URL(p.tracked.Repo), Err: err})
 		}
 		if d.branch, err = trackedBranch(ctx, d.source, auth); err != nil {
@@ -298,12 +298,12 @@ func (ob *observer) verify(ctx context.Context, p *pass, d *deployedApp, auth gi
 func (ob *observer) snapshot(ctx context.Context, p *pass, d *deployedApp, namespaces []string, desired []*unstructured.Unstructured, want map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, confirmFunc, error) {
 	r := ob.r
 	if r.Config().ArgoCDVia(p.app) == deployer.ViaAPI {
-		api, err := r.argoAPI()
+		api, err := r.argo.api()
 		if err != nil {
 			return nil, nil, err
 		}
 		ns, name := p.app.ArgoCD.Object()
-		snap, confirm, err := r.snapshotViaAPI(ctx, api, name, ns, namespaces, desired, want)
+		snap, confirm, err := r.argo.snapshot(ctx, api, name, ns, namespaces, desired, want)
 		if err != nil {
 			return nil, nil, err
 		}

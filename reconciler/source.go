@@ -10,11 +10,11 @@ import (
 	"pinbot.dev/pinbot/reconciler/config"
 )
 
-// auth returns the Git credentials of app: its own auth, or the forge's
-// when the repo lives on the forge's host (its tokenFile, else the token
-// of WithForgeToken, else $PINBOT_GITEA_TOKEN). Token files are read on
+// gitAuth returns the Git credentials of app: its own auth, or forge's
+// when the repo lives on the forge's host (its tokenFile, else token, of
+// WithForgeToken, else $PINBOT_GITEA_TOKEN). Token files are read on
 // every call, so a rotated token is picked up.
-func (r *Reconciler) auth(app *config.App) (gitforge.Auth, error) {
+func gitAuth(forge *config.ForgeConfig, token string, app *config.App) (gitforge.Auth, error) {
 	if app.Auth != nil {
 		tok := ""
 		if app.Auth.TokenFile != "" {
@@ -25,11 +25,11 @@ func (r *Reconciler) auth(app *config.App) (gitforge.Auth, error) {
 		}
 		return gitforge.Auth{Token: tok, CAFile: app.Auth.CAFile}, nil
 	}
-	f := r.Config().Forge
+	f := forge
 	if f == nil || !sameHost(f.URL, app.Repo) {
 		return gitforge.Auth{}, nil
 	}
-	tok := r.token
+	tok := token
 	if f.TokenFile != "" || tok == "" {
 		var err error
 		if tok, err = gitforge.ResolveToken(f.TokenFile); err != nil {

@@ -31,11 +31,9 @@ func TestCredentialsRefuseABadTokenFile(t *testing.T) {
 			want: "app web: token file " + bad + ": the token holds a line break"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &Reconciler{}
-			r.set.Store(newAppSet(tc.cfg, nil))
-			_, err := r.auth(tc.app)
+			_, err := gitAuth(tc.cfg.Forge, "", tc.app)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("auth = %v, want %q", err, tc.want)
+				t.Fatalf("gitAuth = %v, want %q", err, tc.want)
 			}
 			if strings.Contains(err.Error(), "secret") {
 				t.Errorf("error quotes the token: %s", err)

@@ -371,3 +371,15 @@ func notReadySince(p *corev1.Pod) time.Time {
 	}
 	return p.CreationTimestamp.UTC()
 }
+
+// Mismatches names the first five Pods that run another digest than Git
+// pins, for an Event.
+func (v *Verification) Mismatches() string {
+	var parts []string
+	for _, c := range v.Containers {
+		if c.Verdict == Mismatch && len(parts) < 5 {
+			parts = append(parts, fmt.Sprintf("pod %s container %s runs %s, Git pins %s", c.Pod, c.Container, imageref.Short(c.RunningDigest), imageref.Short(c.GitDigest)))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
