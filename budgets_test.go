@@ -26,7 +26,7 @@ var budgets = map[string]budget{
 	"reconciler":          {5195, 43}, // goal 4,500 lines and 35 names: carve out the verify-only observer; Flux's cluster inputs went to reconciler/fluxinputs
 	"serve":               {4580, 35}, // goal 3,300 lines: the release runner in a room of its own; its schedule, the pull-request judge and the gate read back went to serve/chains
 	"pins":                {4750, 43},
-	"promote":             {3976, 77},  // goal 60 names
+	"promote":             {3951, 64},  // goal 60 names; 77 until the cron runner moved out (internal/crontab) and eleven names used only inside became unexported
 	"cmd/pinbot/cli":      {2791, 3},   // goal 2,500 lines
 	"gitforge":            {2637, 45},  // 2,643 and 49 until the token file reader moved to internal/tokenfile; then the merge allow-list (AllowMerges) and who merged a pull request went in
 	"reconciler/deployer": {2386, 103}, // 2,360 at first: raised for Flux's health-checked revision (Kustomization.Deployed)

@@ -8,10 +8,10 @@ import (
 	"pinbot.dev/pinbot/registry"
 )
 
-// ErrKindChange means a promotion would switch a pin between an image index
+// errKindChange means a promotion would switch a pin between an image index
 // and a single-platform manifest, or between platforms. pinbot never does
 // that silently; ChooseOptions.AllowKindChange makes it explicit.
-var ErrKindChange = errors.New("the promotion would change what kind of manifest the pin holds")
+var errKindChange = errors.New("the promotion would change what kind of manifest the pin holds")
 
 // ChooseOptions tune how a pin's new digest is chosen.
 type ChooseOptions struct {
@@ -44,7 +44,7 @@ type Choice struct {
 //   - a platform-manifest pin gets the promoted index's child for the
 //     same platform, or the promoted manifest when it has that platform;
 //   - switching kind (index <-> single manifest, or platform) is
-//     ErrKindChange unless opts.AllowKindChange;
+//     errKindChange unless opts.AllowKindChange;
 //   - when old is nil, the pin takes the promoted digest's kind, or the
 //     opts.Platform child of a promoted index, and Note says so.
 //
@@ -65,20 +65,20 @@ func Choose(pin string, old *registry.Image, promoted registry.Image, opts Choos
 		return Choice{}, nil
 	case !old.Index && promoted.Index:
 		if old.Platform == nil {
-			return Choice{}, fmt.Errorf("%s pins %s, a manifest without a platform, and the promoted digest is an index: %w", pin, old.Digest, ErrKindChange)
+			return Choice{}, fmt.Errorf("%s pins %s, a manifest without a platform, and the promoted digest is an index: %w", pin, old.Digest, errKindChange)
 		}
 		p := *old.Platform
 		return Choice{Child: &p}, nil
 	case old.Index && !promoted.Index:
 		if !opts.AllowKindChange {
-			return Choice{}, fmt.Errorf("%s pins an image index, but %s is a single %s: %w (promote an index, or allow the change)", pin, promoted.Digest, kindOf(promoted), ErrKindChange)
+			return Choice{}, fmt.Errorf("%s pins an image index, but %s is a single %s: %w (promote an index, or allow the change)", pin, promoted.Digest, kindOf(promoted), errKindChange)
 		}
 		return Choice{Note: fmt.Sprintf("%s: kind changed from an image index to a single %s, as allowed", pin, kindOf(promoted))}, nil
 	}
 	// Both single manifests: the platform must stay.
-	if old.Platform != nil && promoted.Platform != nil && !SamePlatform(*old.Platform, *promoted.Platform) {
+	if old.Platform != nil && promoted.Platform != nil && !samePlatform(*old.Platform, *promoted.Platform) {
 		if !opts.AllowKindChange {
-			return Choice{}, fmt.Errorf("%s pins a %s manifest, but %s is a %s manifest: %w", pin, old.Platform, promoted.Digest, promoted.Platform, ErrKindChange)
+			return Choice{}, fmt.Errorf("%s pins a %s manifest, but %s is a %s manifest: %w", pin, old.Platform, promoted.Digest, promoted.Platform, errKindChange)
 		}
 		return Choice{Note: fmt.Sprintf("%s: platform changed from %s to %s, as allowed", pin, old.Platform, promoted.Platform)}, nil
 	}
@@ -95,8 +95,8 @@ func kindOf(img registry.Image) string {
 	return "manifest"
 }
 
-// SamePlatform compares platforms the way containerd does: case-insensitive,
+// samePlatform compares platforms the way containerd does: case-insensitive,
 // with architecture aliases and default variants (arm64 is v8, arm is v7).
-func SamePlatform(a, b imageref.Platform) bool {
+func samePlatform(a, b imageref.Platform) bool {
 	return a.Normalized() == b.Normalized()
 }

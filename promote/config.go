@@ -27,7 +27,7 @@ const ConfigFile = ".pinbot.yaml"
 
 // Defaults of Config.
 const (
-	DefaultTarget       = "default"
+	defaultTarget       = "default"
 	DefaultBranchPrefix = "pinbot/"
 	DefaultAuthorName   = "pinbot"
 	DefaultAuthorEmail  = "pinbot@localhost"
@@ -395,7 +395,7 @@ func (c *Config) defaults() {
 		c.Targets = append(c.Targets, Target{Name: e.Name, Paths: e.Paths})
 	}
 	if len(c.Targets) == 0 {
-		c.Targets = []Target{{Name: DefaultTarget, Paths: []string{"**"}}}
+		c.Targets = []Target{{Name: defaultTarget, Paths: []string{"**"}}}
 	}
 	if c.BranchPrefix == "" {
 		c.BranchPrefix = DefaultBranchPrefix

@@ -210,7 +210,7 @@ func (s *session) decide(ctx context.Context, tracked []*tracking, minAge time.D
 		if len(t.moved) == 0 {
 			continue
 		}
-		age, known := Age(opts.State, t.key.image, t.key.tag, t.promo.Digest, t.promo.Described.Created, now)
+		age, known := ageOf(opts.State, t.key.image, t.key.tag, t.promo.Digest, t.promo.Described.Created, now)
 		tr := Tracked{Image: t.key.image, Tag: t.key.tag, Digest: t.promo.Digest, Age: age, AgeKnown: known, Targets: sortedKeys(t.moved)}
 		switch {
 		case minAge > 0 && known && age < minAge:

@@ -29,9 +29,9 @@ type Input struct {
 	File string
 }
 
-// ParseDigestFile reads a Kaniko --digest-file: one "sha256:..." with
+// parseDigestFile reads a Kaniko --digest-file: one "sha256:..." with
 // optional surrounding white space. file names the file in errors.
-func ParseDigestFile(file string, data []byte) (string, error) {
+func parseDigestFile(file string, data []byte) (string, error) {
 	d := strings.TrimSpace(string(data))
 	if d == "" {
 		return "", fmt.Errorf("%s: empty digest file", file)
@@ -250,8 +250,8 @@ func (s InputSpec) Validate() error {
 // Read turns the flags into Inputs, reading the file the spec names with
 // read (os.ReadFile when nil). Call Validate first.
 //
-// Each file is refused above its size limit (MaxDigestFile,
-// MaxImageNameFile, MaxMetadataFile); read from disk, no more than the
+// Each file is refused above its size limit (maxDigestFile,
+// maxImageNameFile, maxMetadataFile); read from disk, no more than the
 // limit is ever read.
 func (s InputSpec) Read(read func(string) ([]byte, error)) ([]Input, error) {
 	var img imageref.Ref
@@ -272,19 +272,19 @@ func (s InputSpec) Read(read func(string) ([]byte, error)) ([]Input, error) {
 	case s.Digest != "":
 		return []Input{withTag(Input{Image: repo, Digest: s.Digest, Source: pr.SourceFlag})}, nil
 	case s.DigestFile != "":
-		data, err := readInput(read, s.DigestFile, "digest file", MaxDigestFile)
+		data, err := readInput(read, s.DigestFile, "digest file", maxDigestFile)
 		if err != nil {
 			return nil, err
 		}
-		d, err := ParseDigestFile(s.DigestFile, data)
+		d, err := parseDigestFile(s.DigestFile, data)
 		if err != nil {
 			return nil, err
 		}
 		return []Input{withTag(Input{Image: repo, Digest: d, Source: pr.SourceDigestFile, File: s.DigestFile})}, nil
 	case s.ImageNameFile != "", s.MetadataFile != "":
-		file, parse, what, limit := s.ImageNameFile, ParseImageNameWithDigest, "image-name-with-digest file", MaxImageNameFile
+		file, parse, what, limit := s.ImageNameFile, ParseImageNameWithDigest, "image-name-with-digest file", maxImageNameFile
 		if s.MetadataFile != "" {
-			file, parse, what, limit = s.MetadataFile, ParseMetadata, "buildx metadata file", MaxMetadataFile
+			file, parse, what, limit = s.MetadataFile, ParseMetadata, "buildx metadata file", maxMetadataFile
 		}
 		data, err := readInput(read, file, what, limit)
 		if err != nil {

@@ -36,7 +36,7 @@ func TestParseDigestFile(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ParseDigestFile("digest.txt", []byte(tc.data))
+			got, err := parseDigestFile("digest.txt", []byte(tc.data))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error = %v, want it to contain %q", err, tc.wantErr)
@@ -175,7 +175,7 @@ func TestInputSpec(t *testing.T) {
 			return os.ReadFile(f)
 		}
 		if name == "huge" {
-			return []byte(strings.Repeat("x", MaxMetadataFile+1)), nil
+			return []byte(strings.Repeat("x", maxMetadataFile+1)), nil
 		}
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	}
@@ -268,8 +268,8 @@ func TestRefAndDigestErrors(t *testing.T) {
 	if got := pr.Ref("", d2); got != "sha256:222222222222" {
 		t.Errorf("Ref without tag = %q", got)
 	}
-	if !errors.Is(func() error { _, err := ParseDigestFile("f", []byte("x")); return err }(), imageref.ErrInvalidDigest) {
-		t.Error("ParseDigestFile error does not wrap ErrInvalidDigest")
+	if !errors.Is(func() error { _, err := parseDigestFile("f", []byte("x")); return err }(), imageref.ErrInvalidDigest) {
+		t.Error("parseDigestFile error does not wrap ErrInvalidDigest")
 	}
 }
 
@@ -287,8 +287,8 @@ func TestReadBoundsFileSize(t *testing.T) {
 		{MetadataFile: huge},
 	} {
 		_, err := spec.Read(nil)
-		if !errors.Is(err, ErrInputTooLarge) {
-			t.Errorf("Read(%+v) = %v, want ErrInputTooLarge", spec, err)
+		if !errors.Is(err, errInputTooLarge) {
+			t.Errorf("Read(%+v) = %v, want errInputTooLarge", spec, err)
 		} else if len(err.Error()) > 300 {
 			t.Errorf("error is %d bytes long", len(err.Error()))
 		}

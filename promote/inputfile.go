@@ -15,21 +15,21 @@ import (
 // buildx write. A larger file is refused before it is parsed: reading a
 // 300 MB file as a digest file took minutes and gigabytes.
 const (
-	// MaxDigestFile bounds a Kaniko --digest-file (71 bytes in practice).
-	MaxDigestFile = 4 << 10
-	// MaxImageNameFile bounds a Kaniko --image-name-with-digest-file (one
+	// maxDigestFile bounds a Kaniko --digest-file (71 bytes in practice).
+	maxDigestFile = 4 << 10
+	// maxImageNameFile bounds a Kaniko --image-name-with-digest-file (one
 	// short line per destination).
-	MaxImageNameFile = 64 << 10
-	// MaxMetadataFile bounds a buildx --metadata-file, which may carry
+	maxImageNameFile = 64 << 10
+	// maxMetadataFile bounds a buildx --metadata-file, which may carry
 	// provenance and, for bake, one object per target.
-	MaxMetadataFile = 4 << 20
+	maxMetadataFile = 4 << 20
 	// maxRefLen bounds one image reference: a repository is at most 255
 	// bytes, a tag 128 and a digest 71.
 	maxRefLen = 512
 )
 
-// ErrInputTooLarge reports a CI file or value above its size limit.
-var ErrInputTooLarge = errors.New("too large")
+// errInputTooLarge reports a CI file or value above its size limit.
+var errInputTooLarge = errors.New("too large")
 
 // readInput reads file with read, or, when read is nil, from disk without
 // ever holding more than limit+1 bytes of it. what names the kind of file
@@ -46,7 +46,7 @@ func readInput(read func(string) ([]byte, error), file, what string, limit int) 
 		return nil, fmt.Errorf("reading %s %s: %w", what, file, err)
 	}
 	if len(data) > limit {
-		return nil, fmt.Errorf("%s: %w: a %s is at most %d bytes", file, ErrInputTooLarge, what, limit)
+		return nil, fmt.Errorf("%s: %w: a %s is at most %d bytes", file, errInputTooLarge, what, limit)
 	}
 	return data, nil
 }
@@ -65,7 +65,7 @@ func readAtMost(file string, n int) ([]byte, error) {
 // is parsed, so that the error quotes it once and clipped.
 func checkRefLen(ref string) error {
 	if len(ref) > maxRefLen {
-		return fmt.Errorf("image reference %s: %w: at most %d bytes", clip.Quote(ref), ErrInputTooLarge, maxRefLen)
+		return fmt.Errorf("image reference %s: %w: at most %d bytes", clip.Quote(ref), errInputTooLarge, maxRefLen)
 	}
 	return nil
 }

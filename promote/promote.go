@@ -45,9 +45,9 @@ type Registry interface {
 	trust.Registry
 }
 
-// DefaultAttempts bounds how often one branch is regenerated from a fresh
+// defaultAttempts bounds how often one branch is regenerated from a fresh
 // base: after a rejected push, or when the base moved during the promotion.
-const DefaultAttempts = 3
+const defaultAttempts = 3
 
 // Env is where promotions happen: the manifest repository on its forge,
 // and the registry.
@@ -71,7 +71,7 @@ type Env struct {
 	CacheDir string
 	// Now is the clock (commit times, ages); default time.Now.
 	Now func() time.Time
-	// Attempts bounds regenerations per branch; default DefaultAttempts.
+	// Attempts bounds regenerations per branch; default defaultAttempts.
 	Attempts int
 	// OnPhase, when set, is told each Phase a promotion reaches (the
 	// CLI's test hook; see Phase).
@@ -90,7 +90,7 @@ func (e *Env) defaults() {
 		e.Now = time.Now
 	}
 	if e.Attempts <= 0 {
-		e.Attempts = DefaultAttempts
+		e.Attempts = defaultAttempts
 	}
 }
 

@@ -173,10 +173,10 @@ func TestPromoteRefusals(t *testing.T) {
 		allow   bool
 		wantErr error
 	}{
-		{name: "digest file and registry disagree", in: Input{Image: app, Tags: []string{"v2"}, Digest: built.Digest, Source: pr.SourceDigestFile, File: "digest"}, wantErr: ErrTagMoved},
-		{name: "tag moved and the built digest is gone", in: Input{Image: app, Tags: []string{"v3"}, Digest: lost.Digest, Source: pr.SourceBuildxMetadata, File: "meta.json"}, allow: true, wantErr: ErrTagMoved},
-		{name: "digest not in the registry", in: Input{Image: app, Digest: missing, Source: pr.SourceFlag}, wantErr: ErrDigestNotFound},
-		{name: "tag gone", in: Input{Image: app, Tags: []string{"gone"}, Digest: built.Digest, Source: pr.SourceImageNameFile, File: "name"}, wantErr: ErrTagMoved},
+		{name: "digest file and registry disagree", in: Input{Image: app, Tags: []string{"v2"}, Digest: built.Digest, Source: pr.SourceDigestFile, File: "digest"}, wantErr: errTagMoved},
+		{name: "tag moved and the built digest is gone", in: Input{Image: app, Tags: []string{"v3"}, Digest: lost.Digest, Source: pr.SourceBuildxMetadata, File: "meta.json"}, allow: true, wantErr: errTagMoved},
+		{name: "digest not in the registry", in: Input{Image: app, Digest: missing, Source: pr.SourceFlag}, wantErr: errDigestNotFound},
+		{name: "tag gone", in: Input{Image: app, Tags: []string{"gone"}, Digest: built.Digest, Source: pr.SourceImageNameFile, File: "name"}, wantErr: errTagMoved},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

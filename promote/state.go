@@ -110,13 +110,13 @@ func (s *State) Save() error {
 	return nil
 }
 
-// Age measures how long digest has been behind image:tag, for the
+// ageOf measures how long digest has been behind image:tag, for the
 // stabilisation window. With a State it is the time since drift first saw
 // the digest there (recorded now when new). Without one it falls back to
 // the image's created time, which the build sets (and reproducible builds
 // set to the epoch or the commit time); a zero or future created time
 // gives known = false.
-func Age(state *State, image, tag, digest string, created, now time.Time) (age time.Duration, known bool) {
+func ageOf(state *State, image, tag, digest string, created, now time.Time) (age time.Duration, known bool) {
 	if state != nil {
 		return now.Sub(state.FirstSeen(image, tag, digest, now)), true
 	}

@@ -25,7 +25,7 @@ func TestAge(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			age, known := Age(tc.state, "r.example/app", "main", d1, tc.created, now)
+			age, known := ageOf(tc.state, "r.example/app", "main", d1, tc.created, now)
 			if age != tc.wantAge || known != tc.wantKnown {
 				t.Errorf("Age = %s, %v; want %s, %v", age, known, tc.wantAge, tc.wantKnown)
 			}

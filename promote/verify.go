@@ -10,12 +10,12 @@ import (
 	"pinbot.dev/pinbot/trust/policy"
 )
 
-// ErrTagMoved means a tag CI says it pushed with a digest points to another
+// errTagMoved means a tag CI says it pushed with a digest points to another
 // digest in the registry now: someone pushed the tag again since the build.
-var ErrTagMoved = errors.New("the tag moved since the build")
+var errTagMoved = errors.New("the tag moved since the build")
 
-// ErrDigestNotFound means the digest to promote is not in the registry.
-var ErrDigestNotFound = errors.New("the digest is not in the registry")
+// errDigestNotFound means the digest to promote is not in the registry.
+var errDigestNotFound = errors.New("the digest is not in the registry")
 
 // Promotion is a digest checked against the registry, ready to be written
 // into pins.
@@ -41,7 +41,7 @@ type Promotion struct {
 
 // Verify checks an Input against the registry before anything is written:
 // it resolves a tag-only input now, checks that the digest exists, and
-// refuses with ErrTagMoved when a known tag points elsewhere now, unless
+// refuses with errTagMoved when a known tag points elsewhere now, unless
 // allowTagMoved.
 func Verify(ctx context.Context, reg Registry, in Input, allowTagMoved bool) (Promotion, error) {
 	p := Promotion{Image: in.Image, Tags: in.Tags, Digest: in.Digest, Source: in.Source, File: in.File}
@@ -75,13 +75,13 @@ func Verify(ctx context.Context, reg Registry, in Input, allowTagMoved bool) (Pr
 		}
 	}
 	if gone {
-		return Promotion{}, fmt.Errorf("checking %s: %w (from %s): %w", ref, ErrDigestNotFound, describeSource(in), descErr)
+		return Promotion{}, fmt.Errorf("checking %s: %w (from %s): %w", ref, errDigestNotFound, describeSource(in), descErr)
 	}
 	p.Described = img
 	return p, nil
 }
 
-// checkTag refuses with ErrTagMoved when tag no longer points at digest,
+// checkTag refuses with errTagMoved when tag no longer points at digest,
 // unless allowed.
 func checkTag(ctx context.Context, reg Registry, in Input, tag, digest string, gone, allowed bool) error {
 	tagRef := in.Image + ":" + tag
@@ -94,13 +94,13 @@ func checkTag(ctx context.Context, reg Registry, in Input, tag, digest string, g
 	case errors.Is(err, registry.ErrNotFound):
 		if !allowed || gone {
 			return fmt.Errorf("checking tag %s: %w: the tag is gone from the registry (%s named it with %s)%s: %w",
-				tagRef, ErrTagMoved, describeSource(in), digest, after, err)
+				tagRef, errTagMoved, describeSource(in), digest, after, err)
 		}
 	case err != nil:
 		return fmt.Errorf("checking tag %s: %w", tagRef, err)
 	case d.Digest != digest && (!allowed || gone):
 		return fmt.Errorf("checking tag %s: %w: %s says %s, the registry says %s now%s",
-			tagRef, ErrTagMoved, describeSource(in), digest, d.Digest, after)
+			tagRef, errTagMoved, describeSource(in), digest, d.Digest, after)
 	}
 	return nil
 }
