@@ -67,7 +67,8 @@ type Binding struct {
 // Bind reads the protection of branch (default: the repository's default
 // branch) and whether it requires check; with apply, a check it does not
 // require is made required first (RequireCheck), and when mergers are
-// named, a merge allow-list other than them is set to them (AllowMerges).
+// named, a merge allow-list other than them is set to them (AllowMerges)
+// and the label QueueLabel made, for people to pick.
 func (g *Gitea) Bind(ctx context.Context, repo Repo, branch, check string, apply bool, mergers []string) (Binding, error) {
 	b := Binding{Branch: branch}
 	var err error
@@ -87,6 +88,11 @@ func (g *Gitea) Bind(ctx context.Context, repo Repo, branch, check string, apply
 			return b, err
 		}
 		b.Applied = true
+	}
+	if apply && len(mergers) > 0 {
+		if _, err := g.labelIDs(ctx, repo, []string{QueueLabel}); err != nil { // for people to pick
+			return b, err
+		}
 	}
 	if apply && len(mergers) > 0 && !sameSet(b.Protection.MergeAllowList, mergers) {
 		if err := g.AllowMerges(ctx, repo, b.Branch, mergers); err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
 	"pinbot.dev/pinbot/trust"
@@ -75,6 +77,10 @@ func testCLIProtect(t *testing.T, srv *gitea.Server) {
 	}
 	if code, stdout, _ := run(t, allow...); code != exitOK || strings.Contains(stdout, "set the merge allow-list") {
 		t.Errorf("--merge-allow again: exit %d: %s; want nothing set again", code, stdout)
+	}
+	labels, _, err := c.ListRepoLabels(m.Owner, m.Name, sdk.ListLabelsOptions{})
+	if err != nil || !slices.ContainsFunc(labels, func(l *sdk.Label) bool { return l.Name == gitforge.QueueLabel }) {
+		t.Errorf("labels after --merge-allow: %v, %v; want %s there for people to pick", labels, err, gitforge.QueueLabel)
 	}
 }
 
