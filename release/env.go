@@ -107,8 +107,8 @@ const (
 
 // Defaults of an Environment.
 const (
-	DefaultRollbackWindow = time.Hour
-	DefaultReadyTimeout   = 5 * time.Minute
+	defaultRollbackWindow = time.Hour
+	defaultReadyTimeout   = 5 * time.Minute
 )
 
 // Freeze is a change window: from each time the cron schedule Start names
@@ -127,9 +127,9 @@ type Freeze struct {
 	HoldRollbacks bool `yaml:"holdRollbacks" json:"holdRollbacks,omitempty"`
 }
 
-// MaxFreeze bounds one freeze window: a window of years would stop every
+// maxFreeze bounds one freeze window: a window of years would stop every
 // change for years. Two weeks covers a year-end freeze.
-const MaxFreeze = 14 * 24 * time.Hour
+const maxFreeze = 14 * 24 * time.Hour
 
 // Chain is the environments of a repository, in the order declared: an
 // environment's From is declared before it.
@@ -353,10 +353,10 @@ func (c Chain) Defaults() {
 			c[i].Rollback = RollbackPR
 		}
 		if c[i].RollbackWindow == 0 {
-			c[i].RollbackWindow = DefaultRollbackWindow
+			c[i].RollbackWindow = defaultRollbackWindow
 		}
 		if c[i].ReadyTimeout == 0 {
-			c[i].ReadyTimeout = DefaultReadyTimeout
+			c[i].ReadyTimeout = defaultReadyTimeout
 		}
 	}
 }
@@ -378,8 +378,8 @@ func (f Freeze) schedule() (cron.Schedule, *time.Location, error) {
 	if f.Duration <= 0 {
 		return nil, nil, fmt.Errorf("freeze starting %q: want a positive duration", f.Start)
 	}
-	if f.Duration > MaxFreeze {
-		return nil, nil, fmt.Errorf("freeze starting %q: duration %s is longer than pinbot's bound of %s", f.Start, f.Duration, MaxFreeze)
+	if f.Duration > maxFreeze {
+		return nil, nil, fmt.Errorf("freeze starting %q: duration %s is longer than pinbot's bound of %s", f.Start, f.Duration, maxFreeze)
 	}
 	return s, loc, nil
 }
@@ -390,8 +390,8 @@ func FrozenUntil(windows []Freeze, now time.Time) (time.Time, bool) {
 	return frozenUntil(windows, now, false)
 }
 
-// RollbacksHeldUntil is FrozenUntil of the windows that hold rollbacks.
-func RollbacksHeldUntil(windows []Freeze, now time.Time) (time.Time, bool) {
+// rollbacksHeldUntil is FrozenUntil of the windows that hold rollbacks.
+func rollbacksHeldUntil(windows []Freeze, now time.Time) (time.Time, bool) {
 	return frozenUntil(windows, now, true)
 }
 

@@ -25,7 +25,7 @@ type Ledger struct {
 	// and the onward promotion until a person releases them.
 	Holds []Hold `json:"holds,omitempty"`
 	// Events are the latest things pinbot decided, newest last, for
-	// people (at most MaxEvents).
+	// people (at most maxEvents).
 	Events []Event `json:"events,omitempty"`
 	// Stopped says why the chain is stopped: holds on environments
 	// .pinbot.yaml no longer declares (renamed or removed). Every
@@ -41,10 +41,13 @@ type Ledger struct {
 	// Audit is what people did, newest last, kept
 	// apart so pinbot's own decisions never push it out (at most 200).
 	Audit []Event `json:"audit,omitempty"`
+	// ChainApprovals are the pull requests changing the chain's
+	// environments that a person approved, each at one head.
+	ChainApprovals []Approval `json:"chainApprovals,omitempty"`
 }
 
-// MaxEvents bounds the events a Ledger keeps.
-const MaxEvents = 50
+// maxEvents bounds the events a Ledger keeps.
+const maxEvents = 50
 
 // maxAudit bounds its audit.
 const maxAudit = 200
@@ -241,6 +244,9 @@ const (
 	ReasonChainResumed = "ChainResumed"
 	// ReasonRollbackAsked: a person asked to roll an environment back.
 	ReasonRollbackAsked = "RollbackAsked"
+	// ReasonChainApproved: a person approved a pull request's change of
+	// the chain's environments.
+	ReasonChainApproved = "ChainChangeApproved"
 )
 
 // Warning says whether an event of reason is bad news: a Kubernetes
@@ -383,8 +389,8 @@ func (l *Ledger) LogBy(now time.Time, env, image, reason, what, who, why string)
 // event records something pinbot decided.
 func (l *Ledger) event(now time.Time, env, image, reason, what string) {
 	l.Events = append(l.Events, Event{At: now, Env: env, Image: image, What: what, Reason: reason})
-	if n := len(l.Events); n > MaxEvents {
-		l.Events = slices.Clone(l.Events[n-MaxEvents:])
+	if n := len(l.Events); n > maxEvents {
+		l.Events = slices.Clone(l.Events[n-maxEvents:])
 	}
 }
 

@@ -61,7 +61,7 @@ func Step(l *Ledger, in Input) []Action {
 	var out, readying []Action
 	for _, env := range in.Chain {
 		frozenUntil, frozen := FrozenUntil(env.Freeze, s.now)
-		_, rollbacksHeld := RollbacksHeldUntil(env.Freeze, s.now)
+		_, rollbacksHeld := rollbacksHeldUntil(env.Freeze, s.now)
 		switch was := l.frozen(env.Name); {
 		case frozen && !was:
 			l.event(s.now, env.Name, "", ReasonFreezeStarted, "a freeze window holds "+env.Name+" until "+frozenUntil.UTC().Format(time.RFC3339)+": nothing is opened or merged there")

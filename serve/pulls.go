@@ -91,7 +91,7 @@ func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.L
 			}
 		}
 		if state == "" {
-			state, desc = release.JudgePull(l, chain, base.Pinned, seen.pinned, rl.now(), attested)
+			state, desc = chains.Judge(l, chain, base.Pinned, seen.pinned, p.Number, p.HeadSHA, rl.now(), attested)
 		}
 		if posted := string(state) + ": " + desc; posted != seen.posted {
 			err := forge.SetStatus(ctx, env.Repo, p.HeadSHA, gitforge.Status{Context: GateContext, State: state, Description: desc})

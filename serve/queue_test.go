@@ -14,6 +14,7 @@ import (
 	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/serve/chains"
 )
 
 // TestMergeQueue: on real Gitea, where the merge allow-list holds
@@ -157,4 +158,57 @@ func gateOf(t *testing.T, forge *gitforge.Gitea, repo gitforge.Repo, sha string)
 		}
 	}
 	return "", ""
+}
+
+// TestChainChangeApproval: on real Gitea, mallory's pull request that
+// adds an environment to .pinbot.yaml fails pinbot/gate, naming the
+// command that approves its head; approved in the ledger at that head it
+// passes (its pins judged as any are); a commit she pushes after the
+// approval fails again.
+func TestChainChangeApproval(t *testing.T) {
+	ctx := context.Background()
+	const good = "sha256:" + "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	chain := "environments:\n  - name: staging\n    paths: [\"envs/staging/**\"]\n    apps: [web-staging]\n  - name: prod\n    from: staging\n    paths: [\"envs/prod/**\"]\n    apps: [web-prod]\n"
+	r := giteatest.NewInsider(t, map[string]string{".pinbot.yaml": chain, "envs/staging/app.yaml": "image: registry.test/app:v1@" + good + "\n"})
+	srv, repo, mallory, forge, hers := r.Srv, r.Repo, r.Mallory, r.Forge, r.Hers
+	canary := chain + "  - name: canary\n    from: staging\n    paths: [\"envs/canary/**\"]\n    apps: [web-canary]\n"
+	head, err := srv.CommitAs(ctx, mallory.Token, repo.Owner, repo.Name, "main", "canary", map[string]string{".pinbot.yaml": canary}, "a canary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := hers.CreatePull(ctx, repo, gitforge.Pull{Head: "canary", Base: "main", Title: "a canary"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := promote.Env{Forge: forge, Repo: repo, CloneURL: srv.RepoURL(repo.Owner, repo.Name), Auth: gitforge.Auth{Token: srv.Token}}
+	rl, l := &releaser{now: time.Now}, release.New()
+	step := func() {
+		t.Helper()
+		base, err := promote.ReadInventory(ctx, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rl.gatePulls(ctx, env, l, base.Config.Environments, base, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step()
+	if st, desc := gateOf(t, forge, repo, head); st != "failure" || !strings.Contains(desc, fmt.Sprintf("pinbot chain approve %d --head %s", p.Number, head)) {
+		t.Fatalf("the chain change before approval: %s %q; want a failure naming the command", st, desc)
+	}
+	if err := chains.ApproveChain(l, p.Number, head, "alice", "a canary before prod", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	step()
+	if st, desc := gateOf(t, forge, repo, head); st != "success" || !strings.Contains(desc, "approved by alice") {
+		t.Fatalf("the chain change approved at its head: %s %q; want success", st, desc)
+	}
+	moved, err := srv.CommitAs(ctx, mallory.Token, repo.Owner, repo.Name, "canary", "canary", map[string]string{".pinbot.yaml": strings.Replace(canary, "from: staging\n    paths: [\"envs/canary", "paths: [\"envs/canary", 1)}, "no from")
+	if err != nil {
+		t.Fatal(err)
+	}
+	step()
+	if st, _ := gateOf(t, forge, repo, moved); st != "failure" {
+		t.Errorf("a head pushed after the approval: %s; want failure", st)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -414,5 +415,35 @@ func TestReleaseGateOnEveryPull(t *testing.T) {
 				return state == tc.state && strings.Contains(desc, tc.want), state + ": " + desc
 			})
 		})
+	}
+
+	// A change of the chain fails until a person who may write the
+	// ledger approves its head with pinbot chain approve.
+	canary := twoEnvs + "  - name: canary\n    from: staging\n    paths: [\"envs/canary/**\"]\n    apps: [web-canary]\n"
+	sha, err := g.Commit(ctx, g.AdminUser, "manifests", "main", "person/canary", map[string]string{".pinbot.yaml": canary}, "a canary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, _, err := c.CreatePullRequest(g.AdminUser, "manifests", sdk.CreatePullRequestOption{Head: "person/canary", Base: "main", Title: "a canary"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	approve := fmt.Sprintf("pinbot chain approve %d --head %s", pr.Index, sha)
+	poll.Until(t, time.Minute, "pinbot/gate naming the approval", func() (bool, string) {
+		state, desc := r.gateStatus(sha)
+		return state == "failure" && strings.Contains(desc, approve), state + ": " + desc
+	})
+	cmd := exec.Command(pinbotBin, "chain", "approve", strconv.FormatInt(pr.Index, 10), "--head", sha, "--reason", "a canary before prod",
+		"--repo", g.AdminUser+"/manifests", "--config", r.cfg)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+r.peers.Cluster.Kubeconfig)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "approved #") {
+		t.Fatalf("%s: %v\n%s", approve, err, out)
+	}
+	poll.Until(t, time.Minute, "pinbot/gate after the approval", func() (bool, string) {
+		state, desc := r.gateStatus(sha)
+		return state == "success" && strings.Contains(desc, "chain change approved by"), state + ": " + desc
+	})
+	if a := r.ledger().Audit; len(a) == 0 || a[len(a)-1].Reason != release.ReasonChainApproved || a[len(a)-1].Why != "a canary before prod" {
+		t.Errorf("the ledger's audit: %+v; want the approval, with why", a)
 	}
 }

@@ -2,15 +2,57 @@ package cli
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/serve/chains"
 )
 
 func newChainCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "chain", Short: "Pause or resume the onward promotions into an environment"}
-	cmd.AddCommand(newChainVerb("pause"), newChainVerb("resume"))
+	cmd := &cobra.Command{Use: "chain", Short: "Pause or resume the onward promotions into an environment, or approve a change of the chain"}
+	cmd.AddCommand(newChainVerb("pause"), newChainVerb("resume"), newChainApprove())
+	return cmd
+}
+
+// newChainApprove is `pinbot chain approve PR --head SHA --reason TEXT`:
+// it records in --repo's ledger that the pull request's head may change
+// the chain's environments, with who and why.
+func newChainApprove() *cobra.Command {
+	f := &ledgerFlags{}
+	var head, why string
+	cmd := &cobra.Command{
+		Use:   "approve PR --head SHA --reason TEXT --repo OWNER/NAME [--config FILE | -n NAMESPACE]",
+		Short: "Approve pull request PR's change of the chain's environments, at the head its pinbot/gate names",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pr, err := strconv.ParseInt(args[0], 10, 64)
+			switch {
+			case err != nil || pr <= 0:
+				return usageErrorf("argument PR: want a pull request number, got %q", args[0])
+			case f.repo == "" || strings.TrimSpace(why) == "":
+				return usageErrorf("flags --repo and --reason: required: the ledger records who approved what, and why")
+			}
+			s, repos, err := f.ledgers(cmd.Context())
+			if err != nil {
+				return err
+			}
+			who := s.Caller(cmd.Context())
+			if err := s.Update(cmd.Context(), repos[0], func(l *release.Ledger) error {
+				return chains.ApproveChain(l, pr, head, who, why, time.Now())
+			}); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "approved #%d of %s at %s: pinbot judges it at its next step\n", pr, repos[0], head)
+			return err
+		},
+	}
+	f.bind(cmd)
+	cmd.Flags().StringVar(&head, "head", "", "the full commit SHA of the head approved, as the pull request's pinbot/gate names it")
+	cmd.Flags().StringVar(&why, "reason", "", "why (required; recorded in the ledger with who approved it)")
 	return cmd
 }
 
