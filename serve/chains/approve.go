@@ -41,8 +41,9 @@ func Judge(l *release.Ledger, chain release.Chain, base map[string]map[string]st
 	if head.ChainChange != "" {
 		i := slices.IndexFunc(l.ChainApprovals, func(a release.Approval) bool { return a.PR == pr && a.Head == sha })
 		if i < 0 {
-			return commitstatus.Failure, fmt.Sprintf("changes the release chain (%s): one who may write the ledger approves this head with "+
-				"pinbot chain approve %d --head %s --reason TEXT", head.ChainChange, pr, sha)
+			// The command first: Gitea clips a long description.
+			return commitstatus.Failure, fmt.Sprintf("changes the release chain; one who may write the ledger approves this head with "+
+				"pinbot chain approve %d --head %s --reason TEXT (it %s)", pr, sha, head.ChainChange)
 		}
 		a := l.ChainApprovals[i]
 		head.ChainChange, approved = "", fmt.Sprintf("; its chain change approved by %s: %s", a.By, a.Why)
