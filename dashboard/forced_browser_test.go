@@ -9,8 +9,8 @@ import (
 
 	"pinbot.dev/pinbot/internal/commitstatus"
 	"pinbot.dev/pinbot/internal/testenv/browser"
-	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/reconciler/verdict"
+	"pinbot.dev/pinbot/release"
 )
 
 const digestC = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"

@@ -24,7 +24,9 @@ func TestJudgeAChainChange(t *testing.T) {
 		return release.PullHead{ChainChange: "adds canary", Pinned: map[string]map[string][]string{"staging": {img: {good}}, "prod": {img: {prod}}}}
 	}
 	l := release.New()
-	judge := func(h release.PullHead) (commitstatus.State, string) { return Judge(l, chain, base, h, 14, head, now, nil) }
+	judge := func(h release.PullHead) (commitstatus.State, string) {
+		return Judge(l, chain, base, h, 14, head, now, nil)
+	}
 
 	if st, desc := judge(pins(good)); st != commitstatus.Failure || !strings.Contains(desc, "pinbot chain approve 14 --head "+head) {
 		t.Errorf("unapproved: %s %q; want a failure naming the command", st, desc)
