@@ -27,7 +27,7 @@ var budgets = map[string]budget{
 	"serve":               {4580, 35}, // goal 3,300 lines: the release runner in a room of its own; its schedule, the pull-request judge and the gate read back went to serve/chains
 	"pins":                {4750, 43},
 	"promote":             {3951, 64},  // goal 60 names; 77 until the cron runner moved out (internal/crontab) and eleven names used only inside became unexported
-	"cmd/pinbot/cli":      {2752, 3},   // goal 2,500 lines; config validation moved to cmd/pinbot/internal/validate
+	"cmd/pinbot/cli":      {2765, 3},   // goal 2,500 lines; 2,791 until config validation moved to cmd/pinbot/internal/validate; completion with only a context took 13 of what that freed
 	"gitforge":            {2643, 45},  // 49 names until the token file reader moved to internal/tokenfile; its lines went to the merge allow-list (AllowMerges, the queue's label) and who merged a pull request
 	"reconciler/deployer": {2386, 103}, // 2,360 at first: raised for Flux's health-checked revision (Kustomization.Deployed)
 	"release":             {2406, 91},  // raised by 19 lines for the chain-change approvals a person records (ChainApprovals), while five names used only inside became unexported; 2,300 and 78 at first; release.Next and the pause went in, the assessment moved to release/assess, the globs to internal/globs; raised for the rollback a person asks for (AskRollback), a chain decision beside the automatic one

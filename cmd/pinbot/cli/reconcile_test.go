@@ -244,6 +244,10 @@ apps:
 			t.Errorf("%v with only a context: exit %d, %s %s", args, code, out, stderr)
 		}
 	}
+	// and completion completes the apps of that config.
+	if _, out, _ := run(t, "__complete", "verify", "-n", "pinbot-system", "--kubeconfig", c.Kubeconfig, "w"); strings.Join(strings.Fields(out), " ") != "web :4" {
+		t.Errorf("completing with only a context: %q, want web and the no-file directive", out)
+	}
 	if code, _, stderr := run(t, "status", "--cached", "-n", "web", "--kubeconfig", c.Kubeconfig); code != exitError || !strings.Contains(stderr, "no pinbot serve in namespace web") {
 		t.Errorf("status in a namespace without pinbot: exit %d, %s", code, stderr)
 	}
