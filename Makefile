@@ -111,16 +111,18 @@ $(BIN)/gitea: hack/tools/gitea/go.mod hack/tools/gitea/go.sum
 # half-written one. The hollow kubelet (the real kubelet with a fake
 # runtime and pinbot's image service, hack/tools/kube/hollow-kubelet) is
 # in the same build: it shares nearly all of its packages with the others.
-KUBE_BINS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/hollow-kubelet
-KUBE_PKGS := go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager ./hollow-kubelet
+# So does kubectl (half a minute more), which the tests of the docs' command
+# blocks run as a reader pastes them.
+KUBE_BINS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/hollow-kubelet $(BIN)/kubectl
+KUBE_PKGS := go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager ./hollow-kubelet k8s.io/kubernetes/cmd/kubectl
 
 kube kubelet: $(KUBE_BINS)
 $(KUBE_BINS) &: hack/tools/kube/go.mod hack/tools/kube/go.sum $(wildcard hack/tools/kube/hollow-kubelet/*.go)
-	@echo ">> building etcd, kube-apiserver, kube-controller-manager and the hollow kubelet $(KUBE_VERSION) into bin/ (one go build; about 15 minutes the first time)"
+	@echo ">> building etcd, kube-apiserver, kube-controller-manager, the hollow kubelet and kubectl $(KUBE_VERSION) into bin/ (one go build; about 15 minutes the first time)"
 	@rm -rf $(BIN)/.kube && mkdir -p $(BIN)/.kube
 	cd hack/tools/kube && ../../with-progress.sh kube $(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $(BIN)/.kube/ $(KUBE_PKGS)
 	mv $(BIN)/.kube/server $(BIN)/etcd
-	mv $(BIN)/.kube/kube-apiserver $(BIN)/.kube/kube-controller-manager $(BIN)/.kube/hollow-kubelet $(BIN)/
+	mv $(BIN)/.kube/kube-apiserver $(BIN)/.kube/kube-controller-manager $(BIN)/.kube/hollow-kubelet $(BIN)/.kube/kubectl $(BIN)/
 	@rmdir $(BIN)/.kube
 
 ## flux: the real Flux source-controller and kustomize-controller (the
