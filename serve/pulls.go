@@ -170,3 +170,7 @@ func (rl *releaser) answerForged(ctx context.Context, forge *gitforge.Gitea, rep
 		rl.d.notify.Send(notify.Event{At: rl.now(), Type: notify.Warning, Reason: ReasonGateForged, Repo: repo.String(), Message: what})
 	}
 }
+
+// ReasonGateForged names, in logs and notifications, a pinbot/gate that
+// another account posted on a head pinbot judged.
+const ReasonGateForged = "GateForged"

@@ -285,7 +285,7 @@ func (rl *releaser) step(ctx context.Context, t Target) (time.Time, error) {
 	l.Chain = chain // for every replica's release page; written only when it changed
 	now := rl.now()
 	attested := rl.attestationOf(ctx, t.Repo)
-	bypassed, err := rl.bypassed(ctx, env, l, chain, inv)
+	bypassed, err := chains.Bypassed(ctx, env, l, chain, inv)
 	if err != nil {
 		return time.Time{}, err
 	}

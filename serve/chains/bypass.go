@@ -1,4 +1,4 @@
-package serve
+package chains
 
 import (
 	"context"
@@ -8,10 +8,9 @@ import (
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/release"
-	"pinbot.dev/pinbot/serve/chains"
 )
 
-// bypassed says, by environment and image, how each digest newly pinned
+// Bypassed says, by environment and image, how each digest newly pinned
 // in an environment with from: merged past pinbot's gate
 // (release.Input.Bypassed): no pull request merged the commit at the head
 // of the base, or the head that pull request merged lacked pinbot's own
@@ -23,7 +22,7 @@ import (
 //
 // The merge is read from the base's head: when several commits land
 // between two steps, it is the last one's pull request that is judged.
-func (rl *releaser) bypassed(ctx context.Context, env promote.Env, l *release.Ledger, chain release.Chain, inv *promote.Inventory) (map[string]map[string]string, error) {
+func Bypassed(ctx context.Context, env promote.Env, l *release.Ledger, chain release.Chain, inv *promote.Inventory) (map[string]map[string]string, error) {
 	forge, ok := env.Forge.(*gitforge.Gitea)
 	if !ok {
 		return nil, nil
@@ -42,7 +41,7 @@ func (rl *releaser) bypassed(ctx context.Context, env promote.Env, l *release.Le
 			}
 			if !judged {
 				var err error
-				if why, err = chains.MergeBypass(ctx, forge, env.Repo, inv.Commit); err != nil {
+				if why, err = MergeBypass(ctx, forge, env.Repo, inv.Commit); err != nil {
 					return nil, fmt.Errorf("reading how %s merged: %w", imageref.Short(inv.Commit), err)
 				}
 				judged = true
@@ -61,7 +60,3 @@ func (rl *releaser) bypassed(ctx context.Context, env promote.Env, l *release.Le
 	}
 	return out, nil
 }
-
-// ReasonGateForged names, in logs and notifications, a pinbot/gate that
-// another account posted on a head pinbot judged.
-const ReasonGateForged = "GateForged"
