@@ -45,6 +45,9 @@ type Source struct {
 	// Paths, when set, maps the credential paths the config names
 	// (config.Config.MapPaths): FromCluster's.
 	Paths func(string) string
+	// CAs, when set, maps each CA bundle of the config, "" included, to
+	// one that also holds the CAs serve's container trusts: FromCluster's.
+	CAs func(string) string
 	// Replica, when set, names this replica in the User-Agent of every
 	// request to a cluster ("… replica/<id>"), so the API server's audit
 	// log and its priority and fairness metrics tell replicas apart.
@@ -56,6 +59,9 @@ func (s Source) Load() (*Config, error) {
 	cfg, err := Load(s.File)
 	if err == nil && s.Paths != nil {
 		cfg.MapPaths(s.Paths)
+	}
+	if err == nil && s.CAs != nil {
+		cfg.MapCAs(s.CAs)
 	}
 	return cfg, err
 }
@@ -83,7 +89,7 @@ func (s *Source) FromCluster(ctx context.Context, ns string) (done func() error,
 	for _, u := range srv.Unread {
 		logctx.From(ctx).Warn("a volume of pinbot serve could not be read; its files are left out (a token left out comes from the environment)", "volume", u)
 	}
-	s.File, s.Paths = file, srv.Path
+	s.File, s.Paths, s.CAs = file, srv.Path, srv.WithCAs
 	return srv.Close, nil
 }
 

@@ -173,6 +173,22 @@ func (c *Config) ResolvePaths(dir string) {
 	})
 }
 
+// MapCAs replaces each CA bundle the config names (the forge's, Argo
+// CD's and the apps' repositories'), "" included, with f's answer.
+func (c *Config) MapCAs(f func(string) string) {
+	if c.Forge != nil {
+		c.Forge.CAFile = f(c.Forge.CAFile)
+	}
+	if c.ArgoCD != nil {
+		c.ArgoCD.CAFile = f(c.ArgoCD.CAFile)
+	}
+	for i := range c.Apps {
+		if a := c.Apps[i].Auth; a != nil {
+			a.CAFile = f(a.CAFile)
+		}
+	}
+}
+
 // MapPaths replaces each credential path the config names (token files
 // and CA bundles of the forge, Argo CD and the apps' repositories) with
 // f's answer; "" is none.

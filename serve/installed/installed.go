@@ -38,6 +38,11 @@ type Serve struct {
 	// Unread are the mounts that could not be read, each with why (a
 	// Secret the caller may not get, say): their files are missing.
 	Unread []string
+	// CAFile is a PEM bundle, under Root, of the CAs the container
+	// trusts besides its image's own: the laid-out files its
+	// SSL_CERT_FILE or SSL_CERT_DIR names (the chart's extraCACerts).
+	// "" for none.
+	CAFile string
 }
 
 // Find finds serve's Deployment in namespace ns and lays the files of its
@@ -60,7 +65,11 @@ func Find(ctx context.Context, kube kubernetes.Interface, ns string) (*Serve, er
 			if s.Root, err = privateDir(); err != nil {
 				return nil, err
 			}
-			if err := s.layOut(ctx, kube, ns, spec.Volumes, c.VolumeMounts); err != nil {
+			err := s.layOut(ctx, kube, ns, spec.Volumes, c.VolumeMounts)
+			if err == nil {
+				err = s.trustBundle(c.Env)
+			}
+			if err != nil {
 				s.Close()
 				return nil, err
 			}
@@ -108,6 +117,66 @@ func (s *Serve) Path(p string) string {
 		return local
 	}
 	return ""
+}
+
+// trustBundle gathers the PEM files the container's SSL_CERT_FILE and
+// SSL_CERT_DIR name, where a mount laid them out, into s.CAFile. The
+// image's own directories (/etc/ssl/certs) are no mount and are left to
+// this machine's roots.
+func (s *Serve) trustBundle(env []corev1.EnvVar) error {
+	var bundle []byte
+	add := func(p string) {
+		if local, ok := s.Local(p); ok {
+			if data, err := os.ReadFile(local); err == nil {
+				bundle = append(append(bundle, data...), '\n')
+			}
+		}
+	}
+	for _, e := range env {
+		switch e.Name {
+		case "SSL_CERT_FILE":
+			add(e.Value)
+		case "SSL_CERT_DIR":
+			for _, dir := range strings.Split(e.Value, ":") {
+				entries, _ := os.ReadDir(filepath.Join(s.Root, filepath.FromSlash(path.Clean("/"+dir))))
+				for _, f := range entries {
+					add(path.Join(dir, f.Name()))
+				}
+			}
+		}
+	}
+	if len(bundle) == 0 {
+		return nil
+	}
+	s.CAFile = filepath.Join(s.Root, ".extra-cas.pem")
+	return os.WriteFile(s.CAFile, bundle, 0o600)
+}
+
+// WithCAs is the CA bundle p (a local path, "" for none) with the
+// container's CAFile added, as the container's TLS clients trust p and
+// its SSL_CERT_DIR: a new file under Root, or p itself when there is
+// nothing to add or p cannot be read (its reader then says why).
+func (s *Serve) WithCAs(p string) string {
+	if s.CAFile == "" || p == s.CAFile {
+		return p
+	}
+	if p == "" {
+		return s.CAFile
+	}
+	own, err := os.ReadFile(p)
+	extra, err2 := os.ReadFile(s.CAFile)
+	if err != nil || err2 != nil {
+		return p
+	}
+	f, err := os.CreateTemp(s.Root, ".cas-*.pem")
+	if err != nil {
+		return p
+	}
+	_, err = f.Write(append(append(own, '\n'), extra...))
+	if err = errors.Join(err, f.Close()); err != nil {
+		return p
+	}
+	return f.Name()
 }
 
 // configArg is the value of serve's --config in args.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +101,20 @@ func TestFindLaysTheMountsOut(t *testing.T) {
 		if got := s.Path(absent); got != "" {
 			t.Errorf("Path(%s) = %q, want none", absent, got)
 		}
+	}
+	// The CAs its SSL_CERT_DIR adds are trusted beside each CA bundle.
+	if b, err := os.ReadFile(s.CAFile); err != nil || string(b) != "CA\n" {
+		t.Errorf("CAFile %q: %q, %v; want the mounted SSL_CERT_DIR's CA", s.CAFile, b, err)
+	}
+	if got := s.WithCAs(""); got != s.CAFile {
+		t.Errorf("WithCAs(none) = %q, want %q", got, s.CAFile)
+	}
+	own := filepath.Join(t.TempDir(), "forge-ca.pem")
+	if err := os.WriteFile(own, []byte("FORGE CA"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(s.WithCAs(own)); err != nil || string(b) != "FORGE CA\nCA\n" {
+		t.Errorf("WithCAs(the forge's) reads %q, %v; want both CAs", b, err)
 	}
 	if fi, err := os.Stat(s.Root); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("root %s: %v, %v; want a private directory", s.Root, fi.Mode(), err)
@@ -210,6 +225,9 @@ func install(ctx context.Context, t *testing.T, kc kubernetes.Interface, ns stri
 			}}}},
 			{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		})
+	// The chart's extraCACerts: the image's roots and a mounted directory.
+	d.Spec.Template.Spec.Containers[0].Env = append(d.Spec.Template.Spec.Containers[0].Env,
+		corev1.EnvVar{Name: "SSL_CERT_DIR", Value: "/etc/ssl/certs:/etc/ssl/extra"})
 	if _, err := kc.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

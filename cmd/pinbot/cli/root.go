@@ -165,7 +165,7 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "pinbot: %s\n", err)
+	output.Failed(stderr, err)
 	// Under -o json stdout holds one JSON document: a command that
 	// already printed its result (a diff that differs, a verification
 	// that failed) says so by its exit code, not by a second document.

@@ -1,10 +1,13 @@
 package output
 
 import (
+	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"strings"
 
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/pins"
@@ -51,4 +54,15 @@ func Error(w io.Writer, err error) {
 		out.Gate = gated
 	}
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// Failed prints a failed command's error on stderr, and what to do
+// about it when pinbot knows: a server whose certificate no CA this
+// machine trusts has signed.
+func Failed(w io.Writer, err error) {
+	fmt.Fprintf(w, "pinbot: %s\n", err)
+	var unknown x509.UnknownAuthorityError
+	if errors.As(err, &unknown) || strings.Contains(err.Error(), "x509: certificate signed by unknown authority") {
+		fmt.Fprintln(w, "pinbot: hint: a server's certificate is signed by a CA this machine does not trust: pass its PEM with --ca-file where the command has it, set SSL_CERT_FILE to it, or name it as caFile in pinbot's config (a command with only a context also trusts the CAs serve's Deployment mounts through SSL_CERT_DIR)")
+	}
 }
