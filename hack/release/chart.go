@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 
@@ -114,8 +115,10 @@ func (r *release) pushChart(tgz string) (name.Digest, error) {
 		return name.Digest{}, err
 	}
 	opts := []registry.ClientOption{registry.ClientOptWriter(r.stderr)}
-	if r.o.chart.Registry.Scheme() == "http" {
+	if r.o.plainHTTP {
 		opts = append(opts, registry.ClientOptPlainHTTP())
+	} else if r.o.transport != nil {
+		opts = append(opts, registry.ClientOptHTTPClient(&http.Client{Transport: r.o.transport}))
 	}
 	client, err := registry.NewClient(opts...)
 	if err != nil {

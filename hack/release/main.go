@@ -35,6 +35,8 @@ package main
 import (
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 
 	"pinbot.dev/pinbot/hack/internal/command"
 )
@@ -47,9 +49,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if err != nil {
 		return err
 	}
+	_, statErr := os.Stat(o.out)
 	if err := o.resolve(ctx); err != nil {
 		return err
 	}
 	r := &release{o: o, stdout: stdout, stderr: stderr}
-	return r.build(ctx)
+	if err := r.build(ctx); err != nil {
+		// --out was empty or absent (resolve checked): a failed run leaves
+		// it so, and the next run needs no rm -rf. What it pushed stays in
+		// the registry, unreferenced by any release.
+		if os.IsNotExist(statErr) {
+			os.RemoveAll(o.out)
+		} else if entries, rerr := os.ReadDir(o.out); rerr == nil {
+			for _, e := range entries {
+				os.RemoveAll(filepath.Join(o.out, e.Name()))
+			}
+		}
+		return err
+	}
+	return nil
 }

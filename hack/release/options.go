@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,22 +23,27 @@ import (
 
 // options are the command line, checked.
 type options struct {
-	version     string
-	out         string
-	registry    string // REGISTRY/ORG, "" for no images and no chart
-	image       name.Repository
-	chart       name.Repository
-	platforms   []v1.Platform
-	ldflags     string
-	goCmd       string
-	dir         string
-	sbomDir     string
-	shellDir    string
-	chartDir    string
-	source      string
-	revision    string
-	caBundle    string
-	insecure    bool
+	version   string
+	out       string
+	registry  string // REGISTRY/ORG, "" for no images and no chart
+	image     name.Repository
+	chart     name.Repository
+	platforms []v1.Platform
+	ldflags   string
+	goCmd     string
+	dir       string
+	sbomDir   string
+	shellDir  string
+	chartDir  string
+	source    string
+	revision  string
+	caBundle  string
+	insecure  bool
+	caFile    string // the registry's CA, besides the system roots
+	// transport trusts caFile; plainHTTP is set only when checkRegistry
+	// found a plain-HTTP registry it may use.
+	transport   *http.Transport
+	plainHTTP   bool
 	keyFile     string
 	key         *sign.Key
 	created     time.Time
@@ -76,6 +82,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*option
 	fs.StringVar(&o.source, "source", "", "source annotation, a URL (default: git remote get-url origin)")
 	fs.StringVar(&o.caBundle, "ca-bundle", imagebuild.DefaultCABundle, "CA bundle of the build machine to copy into the images")
 	fs.BoolVar(&o.insecure, "insecure", false, "allow plain HTTP to a registry that is not on loopback")
+	fs.StringVar(&o.caFile, "ca-file", "", "PEM bundle of the registry's CA, trusted besides the system roots (a registry whose certificate does not verify is refused, never spoken to in plain HTTP)")
 	if err := fs.Parse(args); err != nil {
 		return nil, usagef("%s", err)
 	}
@@ -94,9 +101,6 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*option
 	}
 	if o.registry != "" {
 		o.nameOptions = []name.Option{name.StrictValidation}
-		if o.insecure {
-			o.nameOptions = append(o.nameOptions, name.Insecure)
-		}
 		var err error
 		if o.image, err = name.NewRepository(strings.TrimSuffix(o.registry, "/")+"/pinbot", o.nameOptions...); err != nil {
 			return nil, usagef("flag --registry %q: %s (want REGISTRY/ORG)", o.registry, err)
@@ -144,6 +148,9 @@ func (o *options) resolve(ctx context.Context) error {
 		if o.key, err = sign.LoadKey(o.keyFile, o.password); err != nil {
 			return fmt.Errorf("flag --key: %w", err)
 		}
+	}
+	if o.registry != "" {
+		return o.checkRegistry(ctx)
 	}
 	return nil
 }

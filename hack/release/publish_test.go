@@ -22,15 +22,16 @@ import (
 )
 
 // TestReleaseToGitea is a release as a platform team makes and adopts it:
-// `make release REGISTRY=… SIGNING_KEY=cosign.key` against Gitea's own
-// container registry, with a key the real cosign CLI generated; then the
+// `make release REGISTRY=… SIGNING_KEY=cosign.key CA_FILE=ca.pem` against
+// Gitea's own container registry over TLS with a private CA, with a key
+// the real cosign CLI generated; then the
 // real cosign verifies every signature (the images, the chart, the
 // provenance attestation, checksums.txt) with the public key, and refuses
 // a changed checksums.txt; then the Helm SDK installs the chart from
 // oci:// into a real control plane, and the Deployment runs the image by
 // the digest the release pushed.
 func TestReleaseToGitea(t *testing.T) {
-	srv := giteatest.Start(t, gitea.Options{})
+	srv := giteatest.Start(t, gitea.Options{TLS: true})
 	bin, err := gitea.BinDir()
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +59,7 @@ func TestReleaseToGitea(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "dist")
 	var stdout, stderr bytes.Buffer
 	err = run(ctx, []string{"--version", testVersion, "--out", out, "--dir", moduleDir, "--registry", registryPrefix,
-		"--key", filepath.Join(keys, "cosign.key"), "--platforms", "linux/amd64",
+		"--key", filepath.Join(keys, "cosign.key"), "--ca-file", srv.CAFile, "--platforms", "linux/amd64",
 		"--ldflags", "-X pinbot.dev/pinbot/internal/buildinfo.Version=" + testVersion},
 		&stdout, &stderr, testEnv(map[string]string{"COSIGN_PASSWORD": password}))
 	if err != nil {
@@ -78,10 +79,10 @@ func TestReleaseToGitea(t *testing.T) {
 	// the provenance is a signed SLSA attestation.
 	pub := filepath.Join(keys, "cosign.pub")
 	for _, ref := range []string{plain, debug, chartRef} {
-		runCosign(t, keys, cosign, "verify", "--key", pub, "--insecure-ignore-tlog", "--allow-http-registry", ref)
+		runCosign(t, keys, cosign, "verify", "--key", pub, "--insecure-ignore-tlog", "--registry-cacert", srv.CAFile, ref)
 	}
 	for _, ref := range []string{plain, debug} {
-		runCosign(t, keys, cosign, "verify-attestation", "--key", pub, "--insecure-ignore-tlog", "--allow-http-registry",
+		runCosign(t, keys, cosign, "verify-attestation", "--key", pub, "--insecure-ignore-tlog", "--registry-cacert", srv.CAFile,
 			"--type", "slsaprovenance1", ref)
 	}
 	if got, err := os.ReadFile(filepath.Join(out, "cosign.pub")); err != nil || !bytes.Equal(got, mustRead(t, pub)) {
@@ -123,7 +124,7 @@ func TestReleaseToGitea(t *testing.T) {
 	}
 	helm := exec.CommandContext(ctx, filepath.Join(bin, "argocd-path", "helm"), "install", "pinbot",
 		"oci://"+registryPrefix+"/charts/pinbot", "--version", strings.TrimPrefix(testVersion, "v"),
-		"--plain-http", "-n", ns, "--create-namespace", "-f", values, "--kubeconfig", cluster.Kubeconfig)
+		"--ca-file", srv.CAFile, "-n", ns, "--create-namespace", "-f", values, "--kubeconfig", cluster.Kubeconfig)
 	helm.Env = append(os.Environ(), "HOME="+home)
 	if msg, err := helm.CombinedOutput(); err != nil {
 		t.Fatalf("helm install oci://%s: %s\n%s", chartRef, err, msg)

@@ -45,6 +45,9 @@ func (r *release) build(ctx context.Context) error {
 	r.started = time.Now().UTC()
 	r.sums = map[string]string{}
 	r.remote = []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithContext(ctx)}
+	if r.o.transport != nil {
+		r.remote = append(r.remote, remote.WithTransport(r.o.transport))
+	}
 	if err := os.MkdirAll(r.o.out, 0o755); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -362,5 +363,39 @@ func TestReleaseUsage(t *testing.T) {
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "flag --") {
 			t.Errorf("run %q: %v, want a usage error naming the flag", args, err)
 		}
+	}
+}
+
+// TestReleaseChecksTheRegistryFirst: a registry over TLS whose CA the
+// release was not given is refused before anything is compiled, naming
+// CA_FILE, with --out left as it was; never pushed to in plain HTTP. With
+// --ca-file the same registry passes the check, over HTTPS.
+func TestReleaseChecksTheRegistryFirst(t *testing.T) {
+	srv := httptest.NewTLSServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "https://")
+	out := filepath.Join(t.TempDir(), "dist")
+	args := []string{"--version", testVersion, "--out", out, "--dir", moduleDir, "--registry", host + "/platform", "--platforms", "linux/amd64"}
+	err := run(context.Background(), args, io.Discard, io.Discard, testEnv(nil))
+	if err == nil || !strings.Contains(err.Error(), "not trusted") || !strings.Contains(err.Error(), "CA_FILE") || !strings.Contains(err.Error(), host) {
+		t.Fatalf("a release to a registry of an unknown CA: %v, want it refused naming the registry and CA_FILE", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a refused release left %s behind (%v)", out, err)
+	}
+
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, err := parse(append(args, "--ca-file", ca), testEnv(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.checkRegistry(context.Background()); err != nil {
+		t.Fatalf("with --ca-file: %v", err)
+	}
+	if o.plainHTTP {
+		t.Errorf("a TLS registry is to be spoken to in plain HTTP")
 	}
 }
