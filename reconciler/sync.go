@@ -143,14 +143,14 @@ func (p *pass) mayPrune() bool {
 // supersede settles the latest sync if it still awaits verification and
 // is of another commit than by: by replaced it before it was verified (a
 // new sync, or a new head of a branch the app does not sync itself). Its
-// commit status turns to error.
+// commit status turns to error; one last seen failing to roll out says
+// so, with what was seen.
 func (p *pass) supersede(ctx context.Context, by string) {
 	l := p.txn.Current().Latest()
 	if l == nil || l.Result != history.Applied || l.Final || l.Commit == by {
 		return
 	}
-	e := *l
-	e.Final, e.Summary = true, "superseded by "+shortSHA(by)+" before it was verified"
+	e := settle.Superseded(*l, shortSHA(by))
 	p.post(ctx, &e, commitstatus.Error, e.Summary, "the superseded sync")
 	p.txn.Replace(e)
 }

@@ -62,6 +62,19 @@ func Sync(e history.Entry, v *verdict.Verification, h verdict.HealthReport, now 
 	return s
 }
 
+// Superseded settles e, a sync still awaiting its verification, as
+// replaced by the commit by before it was verified. One last seen failing
+// to roll out (a release rolled back, say) says it never verified, and
+// what was seen: it was not merely followed by a newer one.
+func Superseded(e history.Entry, by string) history.Entry {
+	summary := "superseded by " + by + " before it was verified"
+	if e.Summary != "" && e.Health != verdict.Healthy {
+		summary = "never verified, replaced by " + by + "; last seen " + string(e.Health) + ": " + e.Summary
+	}
+	e.Final, e.Summary = true, summary
+	return e
+}
+
 func failureReason(v *verdict.Verification, h verdict.HealthReport) string {
 	if h.Health == verdict.Degraded || h.Health == verdict.Progressing && len(v.Containers) == 0 {
 		return string(h.Health) + ": " + h.Reason

@@ -92,3 +92,22 @@ func TestSettle(t *testing.T) {
 		})
 	}
 }
+
+// TestSuperseded: a sync replaced while it rolled out fine is superseded;
+// one last seen failing says it never verified, and what was seen.
+func TestSuperseded(t *testing.T) {
+	for _, tc := range []struct {
+		e    history.Entry
+		want string
+	}{
+		{history.Entry{}, "superseded by abc1234 before it was verified"},
+		{history.Entry{Health: verdict.Healthy, Summary: "2 of 2 Pods run the pinned digests"}, "superseded by abc1234 before it was verified"},
+		{history.Entry{Health: verdict.Progressing, Summary: "0 of 2 Pods Ready"}, "never verified, replaced by abc1234; last seen Progressing: 0 of 2 Pods Ready"},
+		{history.Entry{Health: verdict.Degraded, Summary: "ImagePullBackOff"}, "never verified, replaced by abc1234; last seen Degraded: ImagePullBackOff"},
+	} {
+		got := Superseded(tc.e, "abc1234")
+		if !got.Final || got.Summary != tc.want {
+			t.Errorf("Superseded(%+v) = final %t, %q; want final, %q", tc.e, got.Final, got.Summary, tc.want)
+		}
+	}
+}
