@@ -99,7 +99,7 @@ The same check with cosign: cosign verify-attestation --key cosign.pub
 				return err
 			}
 			if !a.Passed {
-				return fmt.Errorf("%s@%s: no attestation says it was proven running in %s%s", q.Image, q.Digest, f.env, soakText(f.minSoak))
+				return fmt.Errorf("%s@%s: no attestation says it was proven running in %s%s", q.Image, q.Digest, f.env, output.ForSoak(f.minSoak))
 			}
 			return nil
 		},
@@ -110,11 +110,4 @@ The same check with cosign: cosign verify-attestation --key cosign.pub
 	cmd.Flags().StringArrayVar(&f.insecure, "insecure-registry", nil,
 		"allow plain HTTP to this registry host or host:port (repeatable); loopback is always allowed")
 	return cmd
-}
-
-func soakText(d time.Duration) string {
-	if d == 0 {
-		return ""
-	}
-	return " for " + d.String()
 }

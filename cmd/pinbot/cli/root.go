@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/cmd/pinbot/internal/examples"
 	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/logctx"
@@ -143,7 +144,7 @@ func newRootCommand(out *output.Writer) *cobra.Command {
 		newProtectCommand(g),
 		newAttestCommand(g),
 	)
-	return root
+	return examples.Apply(root)
 }
 
 // Execute runs the command line args and returns the process exit code.

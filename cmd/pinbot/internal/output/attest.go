@@ -31,3 +31,12 @@ func Attestation(w io.Writer, asJSON bool, ref string, a attest.Answer) error {
 		orDash(p.Commit), p.Repository, p.AttestedAt.UTC().Format(time.RFC3339), p.Pinbot, a.Signer)
 	return err
 }
+
+// ForSoak is " for D", how long a digest must have stayed proven, or ""
+// for no minimum.
+func ForSoak(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return " for " + d.String()
+}
