@@ -17,6 +17,7 @@ import (
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/promote/pr"
+	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/release/store"
 	"pinbot.dev/pinbot/serve"
 )
@@ -27,9 +28,9 @@ const releases = "releases"
 // staging then prod, pinbot serve watching both; CI promotes v2 into
 // staging, a reviewer merges, staging proves it, and pinbot opens prod's
 // pull request itself, with staging's proof and its gate pending until the
-// soak completes. Then a bad
-// release (its Pods never get Ready) is forced into prod and merged:
-// pinbot rolls it back to the last proven digest and holds it.
+// soak completes. Then a bad release (its Pods never get Ready) is forced
+// into prod and merged: pinbot holds it and opens the rollback to the last
+// proven digest, which a reviewer merges; prod runs v2 again, proven.
 func (d *demo) releaseChain(ctx context.Context) error {
 	if d.cluster == nil || d.node == nil {
 		return errors.New("the release step needs the cluster half to have run")
@@ -99,6 +100,11 @@ promote:
 		return err
 	}
 	defer srv.stop()
+	// serve writes the ledger at its first look at the repository; CI's
+	// promote reads it.
+	if err := d.waitLedger(ctx, cs, "it was written", time.Minute, func(*release.Ledger) bool { return true }); err != nil {
+		return err
+	}
 
 	// --kubeconfig: promote reads the release chain's ledger (holds, proofs)
 	// from the cluster, as CI does without serve's gate endpoint.
@@ -160,7 +166,7 @@ promote:
 	if err != nil {
 		return err
 	}
-	banner(fmt.Sprintf("pinbot rolled it back: pull request #%d, %s", rb.Index, rb.Title))
+	banner(fmt.Sprintf("pinbot opened the rollback: pull request #%d, %s", rb.Index, rb.Title))
 	fmt.Println(section(rb.Body, "### Why"))
 	// serve writes the ledger once its step's actions are done, just
 	// after the pull request opens.
@@ -170,23 +176,48 @@ promote:
 	if _, err := d.run(ctx, "hold", "list", "--config", config, "--kubeconfig", d.kubeconfig); err != nil {
 		return err
 	}
-	if _, err := d.run(ctx, "ledger", "--config", config, "--kubeconfig", d.kubeconfig); err != nil {
+	if _, err := d.gitea.MergePull(ctx, owner, releases, rb.Index); err != nil {
 		return err
 	}
-	d.node.FailReadiness(nil)
-	return nil
+	fmt.Printf("a reviewer merged the rollback #%d: prod goes back to v2, and v3 stays held (its Pods still never get Ready)\n", rb.Index)
+	if err := d.waitProven(ctx, cs, v2.repo, v2.digest, 3*time.Minute); err != nil {
+		return err
+	}
+	banner("prod runs v2 again, proven; v3 is held")
+	_, err = d.run(ctx, "ledger", "--config", config, "--kubeconfig", d.kubeconfig)
+	return err
 }
 
 // waitHeld waits for serve's ledger to hold digest of image in prod.
 func (d *demo) waitHeld(ctx context.Context, cs kubernetes.Interface, image, digest string, within time.Duration) error {
+	return d.waitLedger(ctx, cs, imageref.Short(digest)+" held in prod", within, func(l *release.Ledger) bool { return l.Held("prod", image, digest) != nil })
+}
+
+// waitProven waits for serve's ledger to say prod runs digest of image,
+// proven.
+func (d *demo) waitProven(ctx context.Context, cs kubernetes.Interface, image, digest string, within time.Duration) error {
+	return d.waitLedger(ctx, cs, imageref.Short(digest)+" proven in prod", within, func(l *release.Ledger) bool {
+		t := l.Lookup("prod", image)
+		return t != nil && t.Proven == digest
+	})
+}
+
+// waitLedger waits for the releases repository's ledger to be what ok
+// says (what, in words).
+func (d *demo) waitLedger(ctx context.Context, cs kubernetes.Interface, what string, within time.Duration, ok func(*release.Ledger) bool) error {
 	ledgers := store.New(cs, "pinbot-system")
 	for deadline := time.Now().Add(within); ; {
-		l, _, err := ledgers.Get(ctx, owner+"/"+releases)
-		if err == nil && l.Held("prod", image, digest) != nil {
-			return nil
+		// Get reads a ledger never written as empty; the ConfigMap says
+		// whether serve wrote it.
+		_, err := cs.CoreV1().ConfigMaps("pinbot-system").Get(ctx, store.Name(owner+"/"+releases), metav1.GetOptions{})
+		if err == nil {
+			var l *release.Ledger
+			if l, _, err = ledgers.Get(ctx, owner+"/"+releases); err == nil && ok(l) {
+				return nil
+			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not held in prod's ledger within %s (see the serve log)", imageref.Short(digest), within)
+			return fmt.Errorf("the ledger does not say %s within %s (see the serve log)", what, within)
 		}
 		select {
 		case <-ctx.Done():
