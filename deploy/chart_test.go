@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"reflect"
 	"slices"
@@ -340,5 +341,24 @@ func TestChartServesTheGate(t *testing.T) {
 	}
 	if err != nil {
 		t.Errorf("args %q: %s", c.Args, err)
+	}
+
+	// ingress.gate routes the gate, and only it besides the webhook, to
+	// port http, for CI outside the cluster; never without its token.
+	objs, err = chart(t, exampleValues, "../../deploy/testdata/gate-values.yaml", "../../deploy/testdata/gate-ingress-values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ing networkingv1.Ingress
+	find(t, objs, "Ingress", "pinbot", &ing)
+	routes := map[string]string{}
+	for _, p := range ing.Spec.Rules[0].HTTP.Paths {
+		routes[p.Path] = p.Backend.Service.Port.Name
+	}
+	if want := map[string]string{"/webhook/gitea": "webhook", "/api/v1/gate": "http"}; !maps.Equal(routes, want) {
+		t.Errorf("the Ingress routes %v, want %v", routes, want)
+	}
+	if _, err := chart(t, exampleValues, "../../deploy/testdata/gate-ingress-values.yaml"); err == nil || !strings.Contains(err.Error(), "ingress.gate needs secrets.gateToken") {
+		t.Errorf("ingress.gate without secrets.gateToken: %v, want the chart to refuse", err)
 	}
 }
