@@ -1,7 +1,10 @@
 package gitea
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"net/http"
 	"runtime"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -19,19 +22,28 @@ func (s *Server) PushRandomImage(ref string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("making a random image: %w", err)
 	}
-	p, err := images.Push(ref, img, s.registryAuth())
+	p, err := images.Push(ref, img, s.registry()...)
 	return p.Digest, err
 }
 
-// registryAuth logs in to the registry as the admin.
-func (s *Server) registryAuth() remote.Option {
-	return remote.WithAuth(&authn.Basic{Username: s.AdminUser, Password: s.Token})
+// registry logs in to the registry as the admin, trusting Gitea's
+// certificate in TLS mode.
+func (s *Server) registry() []remote.Option {
+	opts := []remote.Option{remote.WithAuth(&authn.Basic{Username: s.AdminUser, Password: s.Token})}
+	if pem := s.caBundle(); pem != nil {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(pem)
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		opts = append(opts, remote.WithTransport(tr))
+	}
+	return opts
 }
 
 // PushImageAs tags the image at from (a tag or digest reference) as to,
 // as `crane tag` does, and returns its digest.
 func (s *Server) PushImageAs(from, to string) (string, error) {
-	auth := s.registryAuth()
+	auth := s.registry()
 	src, err := name.ParseReference(from, name.Insecure)
 	if err != nil {
 		return "", fmt.Errorf("parsing %q: %w", from, err)
@@ -40,7 +52,7 @@ func (s *Server) PushImageAs(from, to string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("parsing %q: %w", to, err)
 	}
-	desc, err := remote.Get(src, auth)
+	desc, err := remote.Get(src, auth...)
 	if err != nil {
 		return "", fmt.Errorf("reading %s: %w", from, err)
 	}
@@ -48,7 +60,7 @@ func (s *Server) PushImageAs(from, to string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("reading %s: %w", from, err)
 	}
-	if err := remote.Write(dst, img, auth); err != nil {
+	if err := remote.Write(dst, img, auth...); err != nil {
 		return "", fmt.Errorf("pushing %s: %w", to, err)
 	}
 	return desc.Digest.String(), nil
@@ -63,5 +75,5 @@ func (s *Server) PushRandomIndex(ref string) (images.Index, error) {
 	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
 		platforms = append(platforms, v1.Platform{OS: "linux", Architecture: runtime.GOARCH})
 	}
-	return images.RandomIndex(ref, platforms, s.registryAuth())
+	return images.RandomIndex(ref, platforms, s.registry()...)
 }
