@@ -145,6 +145,11 @@ promote:
 		return err
 	}
 	fmt.Printf("a reviewer merged #%d into prod\n", prod.Index)
+	// What fails next rolls back to the last digest proven in prod.
+	if err := d.waitProven(ctx, cs, v2.repo, v2.digest, 3*time.Minute); err != nil {
+		return err
+	}
+	fmt.Println("prod proves v2")
 
 	banner("A bad release: v3's Pods never get Ready; it is forced into prod and merged")
 	v3, err := d.build(ctx, "shop", "v3", "1.2.0")
