@@ -83,13 +83,14 @@ image:
 ## VERSION=… that differs is refused. The registry is asked over TLS
 ## before anything is built; CA_FILE=ca.pem trusts a private CA, and a
 ## certificate that does not verify is refused, never spoken to in plain
-## HTTP. A failed run leaves dist/VERSION empty.
+## HTTP. A failed run leaves dist/VERSION empty. PLATFORMS=linux/amd64,…
+## narrows the archives' platforms.
 ##   make release REGISTRY=gitea.example/platform SIGNING_KEY=cosign.key [CA_FILE=ca.pem]
 release: VERSION = $(shell cat VERSION)
 release:
 	@SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)' $(GO) run ./hack/release --version '$(VERSION)' --out '$(RELEASE_DIR)' \
 		--go '$(GO)' --ldflags '$(LDFLAGS)' --source '$(SOURCE)' $(if $(REGISTRY),--registry '$(REGISTRY)') \
-		$(if $(SIGNING_KEY),--key '$(SIGNING_KEY)') $(if $(CA_FILE),--ca-file '$(CA_FILE)')
+		$(if $(SIGNING_KEY),--key '$(SIGNING_KEY)') $(if $(CA_FILE),--ca-file '$(CA_FILE)') $(if $(PLATFORMS),--platforms '$(PLATFORMS)')
 
 ## tools: the real peers the end-to-end tests start on loopback. Gitea,
 ## the control plane, Flux, Argo CD and the renderers Argo CD runs build

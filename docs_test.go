@@ -49,7 +49,7 @@ var foreignFlags = map[string]string{
 	"set": "helm", "set-string": "helm", "create-namespace": "helm", "depth": "git", "force": "git",
 	"hard": "git", "platform": "Dockerfile FROM", "no-serve": "hack/demo",
 	"certificate-identity-regexp": "cosign", "certificate-oidc-issuer": "cosign",
-	"insecure-ignore-tlog": "cosign", "bundle": "cosign", "plain-http": "helm", "new-bundle-format": "cosign",
+	"insecure-ignore-tlog": "cosign", "bundle": "cosign", "registry-cacert": "cosign", "plain-http": "helm", "new-bundle-format": "cosign",
 	"admission-control-config-file": "kube-apiserver", "enable-progressive-syncs": "argocd-applicationset-controller",
 }
 
