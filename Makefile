@@ -8,12 +8,14 @@
 GO          ?= go
 BIN         := $(CURDIR)/bin
 # The version has one source, the file VERSION: the release this source is
-# or is becoming. A build of the commit tagged with it is that release; any
-# other build says which commit it is (v0.4.0-dev+3f2a1c9, .dirty for
-# uncommitted changes). TestOneVersion keeps the chart, deploy/base, the
-# docs and the CHANGELOG on it.
+# or is becoming. The CHANGELOG says which: its heading "## VERSION (DATE)"
+# makes a clean tree that release; "## VERSION (unreleased)" makes every
+# build say it is not, and which commit it is (v0.5.0-dev+3f2a1c9, .dirty
+# for uncommitted changes). Tags do not travel with this repository, so
+# neither rule asks git for one. TestOneVersion keeps the chart,
+# deploy/base, the docs and the CHANGELOG on it.
 ifeq ($(origin VERSION),undefined)
-VERSION     := $(shell v=$$(cat VERSION); if [ "$$(git describe --tags --exact-match --dirty 2>/dev/null)" = "$$v" ]; then echo $$v; \
+VERSION     := $(shell v=$$(cat VERSION); if grep -qx "\#\# $$v ([0-9-]*)" CHANGELOG.md && git diff --quiet HEAD 2>/dev/null; then echo $$v; \
 	else echo $$v-dev+$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo .dirty); fi)
 endif
 COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null)

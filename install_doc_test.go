@@ -85,7 +85,9 @@ func TestDocsRunAsPasted(t *testing.T) {
 		return snippets.Block{}
 	}
 
-	// 0. The release, from the clone, into Gitea's registry.
+	// 0. The release, from the clone, into Gitea's registry. She releases
+	// from the commit that dates the CHANGELOG's heading.
+	u.releaseCommit()
 	u.run(ctx, pick("docs/install.md", "make release"), nil)
 	u.installRelease()
 
@@ -210,6 +212,27 @@ func (u *reader) edit(rel, old, new string) {
 		u.t.Fatalf("%s holds no %q (%v)", rel, old, err)
 	}
 	u.write(p, strings.Replace(string(data), old, new, 1))
+}
+
+// releaseCommit dates the CHANGELOG's heading of VERSION in the clone and
+// commits it, as the release commit does, unless it is dated already.
+func (u *reader) releaseCommit() {
+	u.t.Helper()
+	version := strings.TrimSpace(string(read(u.t, "VERSION")))
+	data, err := os.ReadFile(u.file("CHANGELOG.md"))
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	unreleased := "## " + version + " (unreleased)"
+	if !strings.Contains(string(data), unreleased) {
+		return
+	}
+	u.edit("CHANGELOG.md", unreleased, "## "+version+" ("+time.Now().UTC().Format(time.DateOnly)+")")
+	commit := exec.Command("git", "-c", "user.name=reader", "-c", "user.email=reader@example.com", "commit", "-qam", "release "+version)
+	commit.Dir = u.clone
+	if out, err := commit.CombinedOutput(); err != nil {
+		u.t.Fatalf("committing the release: %s\n%s", err, out)
+	}
 }
 
 // file is the path of her file name in the clone, where she works.

@@ -60,9 +60,12 @@ func TestOneVersion(t *testing.T) {
 		t.Error("the Makefile does not take its version from the file VERSION")
 	}
 
-	m := regexp.MustCompile(`(?m)^## (v\S+)`).FindSubmatch(read(t, "CHANGELOG.md"))
-	if m == nil || string(m[1]) != version {
-		t.Errorf("CHANGELOG.md's newest entry is %q, want %s", m, version)
+	// The CHANGELOG's newest heading is VERSION's, dated when this source
+	// is that release and "(unreleased)" while it is becoming it: no
+	// other heading, so unreleased code never takes a released version.
+	m := regexp.MustCompile(`(?m)^## (.*)$`).FindSubmatch(read(t, "CHANGELOG.md"))
+	if m == nil || !regexp.MustCompile(`^`+regexp.QuoteMeta(version)+` \((unreleased|\d{4}-\d{2}-\d{2})\)$`).Match(m[1]) {
+		t.Errorf("CHANGELOG.md's newest heading is %q, want \"%s (unreleased)\" or \"%s (YYYY-MM-DD)\"", m, version, version)
 	}
 
 	// An install line names the release: an image tag, a chart version,

@@ -24,7 +24,7 @@
 // cosign.pub --insecure-ignore-tlog checks each. stdout gets the images'
 // and the chart's digest references, one a line.
 //
-//	go run ./hack/release --version v0.4.0 [--out dist] [--registry REGISTRY/ORG]
+//	go run ./hack/release --version v0.5.0 [--out dist] [--registry REGISTRY/ORG]
 //	    [--key cosign.key] [--platforms linux/amd64,...] [--ldflags FLAGS]
 //	    [--source URL] [--insecure]
 //

@@ -40,6 +40,7 @@ type options struct {
 	caBundle  string
 	insecure  bool
 	caFile    string // the registry's CA, besides the system roots
+	changelog string // "" for CHANGELOG.md in dir
 	// transport trusts caFile; plainHTTP is set only when checkRegistry
 	// found a plain-HTTP registry it may use.
 	transport   *http.Transport
@@ -82,6 +83,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*option
 	fs.StringVar(&o.source, "source", "", "source annotation, a URL (default: git remote get-url origin)")
 	fs.StringVar(&o.caBundle, "ca-bundle", imagebuild.DefaultCABundle, "CA bundle of the build machine to copy into the images")
 	fs.BoolVar(&o.insecure, "insecure", false, "allow plain HTTP to a registry that is not on loopback")
+	fs.StringVar(&o.changelog, "changelog", "", "the CHANGELOG whose heading must date --version (default: CHANGELOG.md in --dir)")
 	fs.StringVar(&o.caFile, "ca-file", "", "PEM bundle of the registry's CA, trusted besides the system roots (a registry whose certificate does not verify is refused, never spoken to in plain HTTP)")
 	if err := fs.Parse(args); err != nil {
 		return nil, usagef("%s", err)
@@ -90,7 +92,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*option
 		return nil, usagef("unexpected argument %q", fs.Arg(0))
 	}
 	if !semver.MatchString(o.version) {
-		return nil, usagef("flag --version %q: want vMAJOR.MINOR.PATCH, as in make release VERSION=v0.4.0", o.version)
+		return nil, usagef("flag --version %q: want vMAJOR.MINOR.PATCH, as in make release VERSION=v0.5.0", o.version)
 	}
 	for _, p := range strings.Split(*platforms, ",") {
 		pl, err := v1.ParsePlatform(strings.TrimSpace(p))
@@ -141,6 +143,9 @@ func (o *options) resolve(ctx context.Context) error {
 	if v := strings.TrimSpace(string(src)); v != o.version {
 		return fmt.Errorf("flag --version %s: this source is %s (file VERSION); to release %s, set it in VERSION, the chart, deploy/base and the CHANGELOG first (TestOneVersion names every place)", o.version, v, o.version)
 	}
+	if err := o.released(); err != nil {
+		return err
+	}
 	if entries, err := os.ReadDir(o.out); err == nil && len(entries) > 0 {
 		return fmt.Errorf("--out %s is not empty: remove it first, so no file of another release is mixed in", o.out)
 	}
@@ -151,6 +156,24 @@ func (o *options) resolve(ctx context.Context) error {
 	}
 	if o.registry != "" {
 		return o.checkRegistry(ctx)
+	}
+	return nil
+}
+
+// released checks that the CHANGELOG dates the version's heading: code it
+// calls unreleased never takes the release's version.
+func (o *options) released() error {
+	path := o.changelog
+	if path == "" {
+		path = filepath.Join(o.dir, "CHANGELOG.md")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading the CHANGELOG: %w", err)
+	}
+	dated := regexp.MustCompile(`(?m)^## ` + regexp.QuoteMeta(o.version) + ` \(\d{4}-\d{2}-\d{2}\)$`)
+	if !dated.Match(data) {
+		return fmt.Errorf("%s does not date %s (a heading \"## %s (YYYY-MM-DD)\"): a release is made from the commit that does, and code it calls unreleased never takes the release's version", path, o.version, o.version)
 	}
 	return nil
 }

@@ -58,7 +58,7 @@ func TestReleaseToGitea(t *testing.T) {
 	registryPrefix := srv.RegistryHost + "/" + srv.AdminUser
 	out := filepath.Join(t.TempDir(), "dist")
 	var stdout, stderr bytes.Buffer
-	err = run(ctx, []string{"--version", testVersion, "--out", out, "--dir", moduleDir, "--registry", registryPrefix,
+	err = run(ctx, []string{"--version", testVersion, "--out", out, "--dir", moduleDir, "--changelog", changelog(t, "2026-12-06"), "--registry", registryPrefix,
 		"--key", filepath.Join(keys, "cosign.key"), "--ca-file", srv.CAFile, "--platforms", "linux/amd64",
 		"--ldflags", "-X pinbot.dev/pinbot/internal/buildinfo.Version=" + testVersion},
 		&stdout, &stderr, testEnv(map[string]string{"COSIGN_PASSWORD": password}))

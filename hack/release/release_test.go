@@ -74,7 +74,7 @@ func TestMakeRelease(t *testing.T) {
 	repo := u.Host + "/platform/pinbot"
 	out := filepath.Join(t.TempDir(), "dist")
 	var stdout, stderr bytes.Buffer
-	err := run(ctx, []string{"--version", testVersion, "--out", out, "--dir", moduleDir, "--registry", u.Host + "/platform",
+	err := run(ctx, []string{"--version", testVersion, "--out", out, "--dir", moduleDir, "--changelog", changelog(t, "2026-12-06"), "--registry", u.Host + "/platform",
 		"--platforms", "linux/amd64,darwin/arm64",
 		"--ldflags", "-X pinbot.dev/pinbot/internal/buildinfo.Version=" + testVersion},
 		&stdout, &stderr, testEnv(nil))
@@ -351,6 +351,31 @@ func fileExists(p string) bool {
 
 // TestReleaseUsage: a version that is no release's is refused before
 // anything is built, naming the flag.
+// changelog is a CHANGELOG whose newest heading is the source's version,
+// dated date ("unreleased" for none): the release commit's, or not.
+func changelog(t *testing.T, date string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "CHANGELOG.md")
+	if err := os.WriteFile(p, []byte("# Changelog\n\n## "+testVersion+" ("+date+")\n\n- what changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestReleaseRefusesUnreleased: code the CHANGELOG calls unreleased never
+// takes the release's version, before anything is compiled.
+func TestReleaseRefusesUnreleased(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "dist")
+	err := run(context.Background(), []string{"--version", testVersion, "--out", out, "--dir", moduleDir, "--changelog", changelog(t, "unreleased")},
+		io.Discard, io.Discard, testEnv(nil))
+	if err == nil || !strings.Contains(err.Error(), "does not date "+testVersion) {
+		t.Errorf("a release of a version the CHANGELOG calls unreleased: %v, want it refused", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a refused release left %s behind (%v)", out, err)
+	}
+}
+
 func TestReleaseUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"--version", "e6f9ea3-dirty"},
@@ -375,7 +400,7 @@ func TestReleaseChecksTheRegistryFirst(t *testing.T) {
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "https://")
 	out := filepath.Join(t.TempDir(), "dist")
-	args := []string{"--version", testVersion, "--out", out, "--dir", moduleDir, "--registry", host + "/platform", "--platforms", "linux/amd64"}
+	args := []string{"--version", testVersion, "--out", out, "--dir", moduleDir, "--changelog", changelog(t, "2026-12-06"), "--registry", host + "/platform", "--platforms", "linux/amd64"}
 	err := run(context.Background(), args, io.Discard, io.Discard, testEnv(nil))
 	if err == nil || !strings.Contains(err.Error(), "not trusted") || !strings.Contains(err.Error(), "CA_FILE") || !strings.Contains(err.Error(), host) {
 		t.Fatalf("a release to a registry of an unknown CA: %v, want it refused naming the registry and CA_FILE", err)
