@@ -33,7 +33,7 @@ func (s stepper) watch(t *Track, env Environment, image string, obs Assessment, 
 			if why == "" {
 				why = obs.Why
 			}
-			failure = fmt.Sprintf("not proven within %s of the merge (merged %s, deadline %s): %s", env.ReadyTimeout,
+			failure = fmt.Sprintf("not proven within %s of the merge (pinbot saw it merged at %s, deadline %s): %s", env.ReadyTimeout,
 				stamp(m.At), stamp(m.At.Add(env.ReadyTimeout)), why)
 			if m.Proved {
 				failure = fmt.Sprintf("the proof broke for %s (broken since %s): %s", env.ReadyTimeout, stamp(since), why)

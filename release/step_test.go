@@ -212,7 +212,7 @@ func TestRollbackToLastProven(t *testing.T) {
 		obs   Assessment
 		want  string // part of the evidence
 	}{
-		{"never ready", 3 * time.Minute, Assessment{Image: img, Digest: dB, Why: "app web-prod is Progressing: 0/2 ready", Pods: []Pod{{Namespace: "prod", Pod: "web-9", Container: "app", Verdict: "Verified"}}}, "not proven within 2m0s of the merge (merged 2026-12-02T12:02:00Z, deadline 2026-12-02T12:04:00Z): app web-prod is Progressing"},
+		{"never ready", 3 * time.Minute, Assessment{Image: img, Digest: dB, Why: "app web-prod is Progressing: 0/2 ready", Pods: []Pod{{Namespace: "prod", Pod: "web-9", Container: "app", Verdict: "Verified"}}}, "not proven within 2m0s of the merge (pinbot saw it merged at 2026-12-02T12:02:00Z, deadline 2026-12-02T12:04:00Z): app web-prod is Progressing"},
 		{"crash loop", 3 * time.Minute, Assessment{Image: img, Digest: dB, Why: "waiting", Pods: []Pod{{Namespace: "prod", Pod: "web-9", Container: "app", Verdict: "Verified", Waiting: "CrashLoopBackOff"}}}, "pod prod/web-9 container app: CrashLoopBackOff"},
 		{"image pull", 3 * time.Minute, Assessment{Image: img, Digest: dB, Why: "pending", Pods: []Pod{{Namespace: "prod", Pod: "web-9", Container: "app", Verdict: "Pending", Reason: "not started yet: ImagePullBackOff"}}}, "ImagePullBackOff"},
 		{"mismatch", 3 * time.Minute, Assessment{Image: img, Digest: dB, Why: "pod prod/web-9 container app is Mismatch: running sha256:dd…, Git sha256:bb…"}, "running sha256:dd"},
