@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # test-deps.sh [PACKAGE...]: the system packages make test needs besides
 # Go, gcc, git and make: Debian's chromium (the dashboard's browser test),
-# e2fsprogs (chattr, for a rollback test) and redis-server (Argo CD's cache, in the e2e tests and the
-# demo). With arguments, only those (make demo needs redis-server alone).
+# e2fsprogs (chattr, for a rollback test), redis-server (Argo CD's cache, in the e2e tests and the
+# demo), and openssl and curl, which the docs' command blocks run as pasted
+# (TestDocsRunAsPasted). With arguments, only those (make demo needs redis-server alone).
 # Installed with apt-get when missing and we are root; otherwise the
 # missing ones are named, so the failure is clear.
 set -euo pipefail
 
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=(chromium e2fsprogs redis-server)
+[ ${#want[@]} -eq 0 ] && want=(chromium e2fsprogs redis-server openssl curl)
 
 installed() {
 	case $1 in
 	chromium) command -v chromium >/dev/null ;;
 	e2fsprogs) command -v chattr >/dev/null ;;
 	redis-server) command -v redis-server >/dev/null ;;
+	openssl) command -v openssl >/dev/null ;;
+	curl) command -v curl >/dev/null ;;
 	*) dpkg -s "$1" >/dev/null 2>&1 ;;
 	esac
 }
