@@ -14,8 +14,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/rest"
 
 	"pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
@@ -30,10 +28,10 @@ import (
 // (the operator's, keys beside the config) refuses a pushed image that
 // its key did not sign; nothing is pushed, and the refusal reaches the
 // log, the refusal counter and the release ledger the dashboard shows.
-// Signed, the same image is promoted. The ledger's ConfigMaps live in
-// client-go's fake clientset here: the test is about serve's wiring on
-// the real Gitea and registry.
+// Signed, the same image is promoted. On the real Gitea, registry and
+// API server (the ledger in a namespace of the test's own).
 func TestPromoteRefusedBySignaturePolicy(t *testing.T) {
+	cluster, kc, ns := plane.Namespace(t)
 	srv := giteatest.Start(t, gitea.Options{})
 	r := giteatest.NewManifestRepo(t, srv)
 	key := trusttest.NewKey(t, trusttest.ECDSA)
@@ -50,18 +48,19 @@ func TestPromoteRefusedBySignaturePolicy(t *testing.T) {
 	repo := r.Owner + "/" + r.Name
 	cfg := &Config{
 		Config: config.Config{
-			Forge:      &config.ForgeConfig{URL: srv.URL, TokenFile: tokenFile},
-			Signatures: policy.Rules{{Images: []string{r.App}, Keys: []string{"keys/cosign.pub"}}},
+			StateNamespace: ns,
+			Forge:          &config.ForgeConfig{URL: srv.URL, TokenFile: tokenFile},
+			Signatures:     policy.Rules{{Images: []string{r.App}, Keys: []string{"keys/cosign.pub"}}},
 		},
 		Promote: []Target{{Repo: repo, Images: []string{r.App}}},
 	}
 	cfg.ResolvePaths(dir)
-	rc, err := reconciler.New(&cfg.Config, &rest.Config{Host: "http://127.0.0.1:1"}, reconciler.WithCacheDir(t.TempDir()))
+	rc, err := reconciler.New(&cfg.Config, cluster.Config(), reconciler.WithCacheDir(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(rc.Close)
-	d, err := newDaemon(cfg, rc, fake.NewClientset(), Options{Dashboard: true, Secret: []byte("s")})
+	d, err := newDaemon(cfg, rc, kc, Options{Dashboard: true, Secret: []byte("s")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"pinbot.dev/pinbot/internal/testenv/poll"
@@ -130,7 +130,12 @@ func TestReadyzWithoutTheAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	d, err := newDaemon(&Config{Config: *cfg}, r, fake.NewSimpleClientset(), Options{Dashboard: true})
+	// A client of the same API server that does not answer.
+	kc, err := kubernetes.NewForConfig(&rest.Config{Host: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := newDaemon(&Config{Config: *cfg}, r, kc, Options{Dashboard: true})
 	if err != nil {
 		t.Fatal(err)
 	}
