@@ -1,15 +1,21 @@
 package pinbot_test
 
 import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"code.gitea.io/sdk/gitea"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"pinbot.dev/pinbot/internal/imagebuild"
+	"pinbot.dev/pinbot/internal/testenv/snippets"
 )
 
 // TestCIPodTemplate: docs/ci.md's pod template for the Kubernetes plugin
@@ -77,5 +83,109 @@ func TestDocsFilesAreMounted(t *testing.T) {
 	}
 	if checked < 5 {
 		t.Errorf("checked %d file paths; the test lost them", checked)
+	}
+}
+
+// ciSteps runs ci.md's Jenkins sh step and its Gitea Actions promote
+// step, each with a build of its own pushed to Gitea's registry, and
+// checks each opened (or updated) the promotion pull request.
+func (u *reader) ciSteps(ctx context.Context, blocks []snippets.Block, ran map[string]bool) {
+	u.t.Helper()
+	var jenkins, workflow *snippets.Block
+	for i, b := range blocks {
+		switch {
+		case b.Lang == "groovy" && strings.Contains(b.Text, "pinbot promote"):
+			jenkins = &blocks[i]
+		case b.Lang == "yaml" && strings.Contains(b.Text, "pinbot promote"):
+			workflow = &blocks[i]
+		}
+	}
+	if jenkins == nil || workflow == nil {
+		u.t.Fatal("docs/ci.md lacks its Jenkinsfile or its workflow running pinbot promote")
+	}
+	// The agent's pod trusts the private CA, as ci.md's SSL_CERT_FILE says.
+	ci := []string{"PINBOT_GITEA_TOKEN=" + u.srv.Token, "SSL_CERT_FILE=" + u.file("ca.pem"), "CURL_CA_BUNDLE=" + u.file("ca.pem")}
+
+	// Jenkins: Kaniko wrote image.txt; the Promote stage's sh runs.
+	built, err := u.srv.PushRandomImage(u.host + "/platform/web:jenkins")
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	u.write(u.file("image.txt"), u.host+"/platform/web:jenkins@"+built+"\n")
+	var promote string
+	for _, sh := range snippets.GroovySh(*jenkins) {
+		if strings.Contains(sh, "pinbot promote") {
+			promote = sh
+		}
+	}
+	u.run(ctx, snippets.Block{File: jenkins.File, Line: jenkins.Line, Text: promote}, &userCluster{env: ci})
+	data, err := os.ReadFile(u.file("promotion.json"))
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	jenkinsPR := promotedPull(u.t, "the Jenkins step's promotion.json", data)
+	ran[jenkins.String()] = true
+
+	// Gitea Actions: the release's archive and checksums, published as a
+	// Gitea release of platform/pinbot, which the step downloads; buildx
+	// wrote meta.json.
+	u.publishRelease(ctx)
+	built, err = u.srv.PushRandomImage(u.host + "/platform/web:actions")
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	u.write(u.file("meta.json"), `{"containerimage.digest": "`+built+`", "image.name": "`+u.host+`/platform/web:actions"}`)
+	run, err := snippets.WorkflowRun(*workflow, "promote")
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	out := u.run(ctx, snippets.Block{File: workflow.File, Line: workflow.Line, Text: run}, &userCluster{env: ci})
+	// The step's output is sha256sum's line, then promote's JSON.
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if pr := promotedPull(u.t, "the Actions step's output", []byte(lines[len(lines)-1])); pr != jenkinsPR {
+		u.t.Errorf("the Actions step's promotion is pull request %s, want the one the Jenkins step opened, %s, updated", pr, jenkinsPR)
+	}
+	ran[workflow.String()] = true
+}
+
+// promotedPull is the pull request URL of promote -o json's output.
+func promotedPull(t *testing.T, what string, data []byte) string {
+	t.Helper()
+	var result struct {
+		PRURL string `json:"prURL"`
+	}
+	if err := json.Unmarshal(data, &result); err != nil || result.PRURL == "" {
+		t.Fatalf("%s (%v): %s; want its pull request", what, err, data)
+	}
+	return result.PRURL
+}
+
+// publishRelease makes the Gitea release platform/pinbot VERSION, holding
+// the linux/amd64 archive and checksums.txt make release wrote.
+func (u *reader) publishRelease(ctx context.Context) {
+	u.t.Helper()
+	version := strings.TrimSpace(string(read(u.t, "VERSION")))
+	if _, err := u.srv.CreateRepoWith(ctx, "platform", "pinbot", "main", map[string]string{"README.md": "pinbot\n"}); err != nil {
+		u.t.Fatal(err)
+	}
+	client, err := u.srv.Client(ctx)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	rel, _, err := client.CreateRelease("platform", "pinbot", gitea.CreateReleaseOption{TagName: version, Target: "main", Title: version})
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	dist := filepath.Join(u.clone, "dist", version)
+	for _, f := range []string{"pinbot_" + version + "_linux_amd64.tar.gz", "checksums.txt"} {
+		file, err := os.Open(filepath.Join(dist, f))
+		if err != nil {
+			u.t.Fatal(err)
+		}
+		_, _, err = client.CreateReleaseAttachment("platform", "pinbot", rel.ID, file, f)
+		file.Close()
+		if err != nil {
+			u.t.Fatalf("attaching %s: %s", f, err)
+		}
 	}
 }

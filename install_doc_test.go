@@ -2,7 +2,6 @@ package pinbot_test
 
 import (
 	"context"
-	"encoding/json"
 	"io/fs"
 	"net/http"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"code.gitea.io/sdk/gitea"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -312,12 +310,7 @@ func (u *reader) cluster(ctx context.Context, namespaces ...string) *userCluster
 		u.t.Fatal(err)
 	}
 	u.t.Cleanup(func() { cluster.Stop() })
-	pool, err := capool.Load(u.srv.CAFile)
-	if err != nil {
-		u.t.Fatal(err)
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = capool.TLS(pool)
+	tr := u.transport()
 	node := kubeletsim.New(cluster.Config(), kubeletsim.WithNodeName("node-1"),
 		kubeletsim.WithBasicAuth(u.host, u.srv.AdminUser, u.srv.Token), kubeletsim.WithTransport(tr))
 	if err := node.Start(ctx); err != nil {
@@ -368,12 +361,7 @@ func (u *reader) digest(ref string) string {
 	if err != nil {
 		u.t.Fatal(err)
 	}
-	pool, err := capool.Load(u.srv.CAFile)
-	if err != nil {
-		u.t.Fatal(err)
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = capool.TLS(pool)
+	tr := u.transport()
 	desc, err := remote.Head(r, remote.WithTransport(tr), remote.WithAuth(&authn.Basic{Username: u.srv.AdminUser, Password: u.srv.Token}))
 	if err != nil {
 		u.t.Fatalf("%s: %s", ref, err)
@@ -381,84 +369,16 @@ func (u *reader) digest(ref string) string {
 	return desc.Digest.String()
 }
 
-// TestDemoAsPasted runs the README's first command, make demo, as pasted
-// in a clone of this repository whose bin/ holds the peers make tools
-// built (so the demo builds only pinbot), with PINBOT_DEMO_SERVE=once: the
-// demo ends after its serve step instead of serving until Ctrl-C. The demo
-// ends on the state it narrates: the bad release is held and prod runs
-// the rollback's digest, proven.
-func TestDemoAsPasted(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipped under testing.Short: runs the whole demo on the real peers")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	blocks, err := snippets.Read("README.md")
+// transport trusts Gitea's private CA, as the reader's nodes do.
+func (u *reader) transport() *http.Transport {
+	u.t.Helper()
+	pool, err := capool.Load(u.srv.CAFile)
 	if err != nil {
-		t.Fatal(err)
+		u.t.Fatal(err)
 	}
-	var demo *snippets.Block
-	for i, b := range snippets.Lang(blocks, "sh") {
-		if strings.Contains(b.Text, "make demo") && b.NotRun == "" {
-			demo = &snippets.Lang(blocks, "sh")[i]
-			break
-		}
-	}
-	if demo == nil {
-		t.Fatal("README.md has no sh block running make demo")
-	}
-	bin, err := giteaenv.BinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	clone := userClone(t)
-	peers, err := os.ReadDir(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(clone, "bin"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range peers {
-		switch n := p.Name(); {
-		case n == "pinbot" || n == "demo" || strings.HasSuffix(n, ".status") || strings.HasSuffix(n, ".log") || strings.HasPrefix(n, "."):
-		default:
-			if err := os.Symlink(filepath.Join(bin, n), filepath.Join(clone, "bin", n)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); k != "MAKEFLAGS" && k != "MAKELEVEL" && k != "MFLAGS" && k != "PINBOT_BIN_DIR" {
-			env = append(env, kv)
-		}
-	}
-	out, err := snippets.Shell(ctx, clone, append(env, "PINBOT_DEMO_SERVE=once"), demo.Text)
-	if err != nil {
-		t.Fatalf("%s, as pasted: %s", demo, err)
-	}
-	for _, want := range []string{
-		"a reviewer merged the rollback",
-		"=== prod runs v2 again, proven; v3 is held",
-		"held: prod ",
-		"Done. Everything the demo started has been stopped.",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("make demo's output lacks %q:\n%s", want, out)
-		}
-	}
-	// The ledger it prints last says what the banner does: prod pins and
-	// proves one digest, which is not the held one.
-	m := regexp.MustCompile(`(?m)^prod\s+\S+\s+(sha256:[0-9a-f]{12})\s+(sha256:[0-9a-f]{12})\s`).FindAllStringSubmatch(out, -1)
-	held := regexp.MustCompile(`(?m)^held: prod \S+@(sha256:[0-9a-f]{12})`).FindStringSubmatch(out)
-	if len(m) == 0 || held == nil {
-		t.Fatalf("make demo printed no prod ledger line or no hold:\n%s", out)
-	}
-	last := m[len(m)-1]
-	if last[1] != last[2] || last[1] == held[1] {
-		t.Errorf("the demo's last ledger: prod pins %s, proves %s, holds %s; want the rollback's digest pinned and proven, not the held one", last[1], last[2], held[1])
-	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = capool.TLS(pool)
+	return tr
 }
 
 // userClone copies this repository's tracked and untracked-but-not-ignored
@@ -506,110 +426,6 @@ func userClone(t *testing.T) string {
 		}
 	}
 	return dir
-}
-
-// ciSteps runs ci.md's Jenkins sh step and its Gitea Actions promote
-// step, each with a build of its own pushed to Gitea's registry, and
-// checks each opened (or updated) the promotion pull request.
-func (u *reader) ciSteps(ctx context.Context, blocks []snippets.Block, ran map[string]bool) {
-	u.t.Helper()
-	var jenkins, workflow *snippets.Block
-	for i, b := range blocks {
-		switch {
-		case b.Lang == "groovy" && strings.Contains(b.Text, "pinbot promote"):
-			jenkins = &blocks[i]
-		case b.Lang == "yaml" && strings.Contains(b.Text, "pinbot promote"):
-			workflow = &blocks[i]
-		}
-	}
-	if jenkins == nil || workflow == nil {
-		u.t.Fatal("docs/ci.md lacks its Jenkinsfile or its workflow running pinbot promote")
-	}
-	// The agent's pod trusts the private CA, as ci.md's SSL_CERT_FILE says.
-	ci := []string{"PINBOT_GITEA_TOKEN=" + u.srv.Token, "SSL_CERT_FILE=" + u.file("ca.pem"), "CURL_CA_BUNDLE=" + u.file("ca.pem")}
-
-	// Jenkins: Kaniko wrote image.txt; the Promote stage's sh runs.
-	built, err := u.srv.PushRandomImage(u.host + "/platform/web:jenkins")
-	if err != nil {
-		u.t.Fatal(err)
-	}
-	u.write(u.file("image.txt"), u.host+"/platform/web:jenkins@"+built+"\n")
-	var promote string
-	for _, sh := range snippets.GroovySh(*jenkins) {
-		if strings.Contains(sh, "pinbot promote") {
-			promote = sh
-		}
-	}
-	u.run(ctx, snippets.Block{File: jenkins.File, Line: jenkins.Line, Text: promote}, &userCluster{env: ci})
-	data, err := os.ReadFile(u.file("promotion.json"))
-	if err != nil {
-		u.t.Fatal(err)
-	}
-	jenkinsPR := promotedPull(u.t, "the Jenkins step's promotion.json", data)
-	ran[jenkins.String()] = true
-
-	// Gitea Actions: the release's archive and checksums, published as a
-	// Gitea release of platform/pinbot, which the step downloads; buildx
-	// wrote meta.json.
-	u.publishRelease(ctx)
-	built, err = u.srv.PushRandomImage(u.host + "/platform/web:actions")
-	if err != nil {
-		u.t.Fatal(err)
-	}
-	u.write(u.file("meta.json"), `{"containerimage.digest": "`+built+`", "image.name": "`+u.host+`/platform/web:actions"}`)
-	run, err := snippets.WorkflowRun(*workflow, "promote")
-	if err != nil {
-		u.t.Fatal(err)
-	}
-	out := u.run(ctx, snippets.Block{File: workflow.File, Line: workflow.Line, Text: run}, &userCluster{env: ci})
-	// The step's output is sha256sum's line, then promote's JSON.
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if pr := promotedPull(u.t, "the Actions step's output", []byte(lines[len(lines)-1])); pr != jenkinsPR {
-		u.t.Errorf("the Actions step's promotion is pull request %s, want the one the Jenkins step opened, %s, updated", pr, jenkinsPR)
-	}
-	ran[workflow.String()] = true
-}
-
-// promotedPull is the pull request URL of promote -o json's output.
-func promotedPull(t *testing.T, what string, data []byte) string {
-	t.Helper()
-	var result struct {
-		PRURL string `json:"prURL"`
-	}
-	if err := json.Unmarshal(data, &result); err != nil || result.PRURL == "" {
-		t.Fatalf("%s (%v): %s; want its pull request", what, err, data)
-	}
-	return result.PRURL
-}
-
-// publishRelease makes the Gitea release platform/pinbot VERSION, holding
-// the linux/amd64 archive and checksums.txt make release wrote.
-func (u *reader) publishRelease(ctx context.Context) {
-	u.t.Helper()
-	version := strings.TrimSpace(string(read(u.t, "VERSION")))
-	if _, err := u.srv.CreateRepoWith(ctx, "platform", "pinbot", "main", map[string]string{"README.md": "pinbot\n"}); err != nil {
-		u.t.Fatal(err)
-	}
-	client, err := u.srv.Client(ctx)
-	if err != nil {
-		u.t.Fatal(err)
-	}
-	rel, _, err := client.CreateRelease("platform", "pinbot", gitea.CreateReleaseOption{TagName: version, Target: "main", Title: version})
-	if err != nil {
-		u.t.Fatal(err)
-	}
-	dist := filepath.Join(u.clone, "dist", version)
-	for _, f := range []string{"pinbot_" + version + "_linux_amd64.tar.gz", "checksums.txt"} {
-		file, err := os.Open(filepath.Join(dist, f))
-		if err != nil {
-			u.t.Fatal(err)
-		}
-		_, _, err = client.CreateReleaseAttachment("platform", "pinbot", rel.ID, file, f)
-		file.Close()
-		if err != nil {
-			u.t.Fatalf("attaching %s: %s", f, err)
-		}
-	}
 }
 
 func webDeployment(image string) string {
