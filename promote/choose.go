@@ -27,8 +27,8 @@ type ChooseOptions struct {
 	AnyVariant bool
 }
 
-// Choice says which digest a pin gets.
-type Choice struct {
+// digestChoice says which digest a pin gets.
+type digestChoice struct {
 	// Child is set when the pin gets the promoted index's child for this
 	// platform; otherwise it gets the promoted digest itself.
 	Child *imageref.Platform
@@ -36,7 +36,7 @@ type Choice struct {
 	Note string
 }
 
-// Choose decides, from what the registry says, which digest a pin whose
+// chooseDigest decides, from what the registry says, which digest a pin whose
 // current digest is old gets when promoted is promoted. old is nil when the
 // old digest is no longer in the registry. The pin keeps its kind:
 //
@@ -49,40 +49,40 @@ type Choice struct {
 //     opts.Platform child of a promoted index, and Note says so.
 //
 // pin names the pin ("file:line") in errors and notes.
-func Choose(pin string, old *registry.Image, promoted registry.Image, opts ChooseOptions) (Choice, error) {
+func chooseDigest(pin string, old *registry.Image, promoted registry.Image, opts ChooseOptions) (digestChoice, error) {
 	if old != nil && old.Digest == promoted.Digest {
-		return Choice{}, nil
+		return digestChoice{}, nil
 	}
 	if old == nil {
 		if promoted.Index && opts.Platform.Architecture != "" {
 			p := opts.Platform
-			return Choice{Child: &p, Note: fmt.Sprintf("%s: its old digest is no longer in the registry, so its kind could not be read; pinned the %s child as --platform asks", pin, p)}, nil
+			return digestChoice{Child: &p, Note: fmt.Sprintf("%s: its old digest is no longer in the registry, so its kind could not be read; pinned the %s child as --platform asks", pin, p)}, nil
 		}
-		return Choice{Note: fmt.Sprintf("%s: its old digest is no longer in the registry, so its kind could not be read; pinned the promoted %s", pin, kindOf(promoted))}, nil
+		return digestChoice{Note: fmt.Sprintf("%s: its old digest is no longer in the registry, so its kind could not be read; pinned the promoted %s", pin, kindOf(promoted))}, nil
 	}
 	switch {
 	case old.Index && promoted.Index:
-		return Choice{}, nil
+		return digestChoice{}, nil
 	case !old.Index && promoted.Index:
 		if old.Platform == nil {
-			return Choice{}, fmt.Errorf("%s pins %s, a manifest without a platform, and the promoted digest is an index: %w", pin, old.Digest, errKindChange)
+			return digestChoice{}, fmt.Errorf("%s pins %s, a manifest without a platform, and the promoted digest is an index: %w", pin, old.Digest, errKindChange)
 		}
 		p := *old.Platform
-		return Choice{Child: &p}, nil
+		return digestChoice{Child: &p}, nil
 	case old.Index && !promoted.Index:
 		if !opts.AllowKindChange {
-			return Choice{}, fmt.Errorf("%s pins an image index, but %s is a single %s: %w (promote an index, or allow the change)", pin, promoted.Digest, kindOf(promoted), errKindChange)
+			return digestChoice{}, fmt.Errorf("%s pins an image index, but %s is a single %s: %w (promote an index, or allow the change)", pin, promoted.Digest, kindOf(promoted), errKindChange)
 		}
-		return Choice{Note: fmt.Sprintf("%s: kind changed from an image index to a single %s, as allowed", pin, kindOf(promoted))}, nil
+		return digestChoice{Note: fmt.Sprintf("%s: kind changed from an image index to a single %s, as allowed", pin, kindOf(promoted))}, nil
 	}
 	// Both single manifests: the platform must stay.
 	if old.Platform != nil && promoted.Platform != nil && !samePlatform(*old.Platform, *promoted.Platform) {
 		if !opts.AllowKindChange {
-			return Choice{}, fmt.Errorf("%s pins a %s manifest, but %s is a %s manifest: %w", pin, old.Platform, promoted.Digest, promoted.Platform, errKindChange)
+			return digestChoice{}, fmt.Errorf("%s pins a %s manifest, but %s is a %s manifest: %w", pin, old.Platform, promoted.Digest, promoted.Platform, errKindChange)
 		}
-		return Choice{Note: fmt.Sprintf("%s: platform changed from %s to %s, as allowed", pin, old.Platform, promoted.Platform)}, nil
+		return digestChoice{Note: fmt.Sprintf("%s: platform changed from %s to %s, as allowed", pin, old.Platform, promoted.Platform)}, nil
 	}
-	return Choice{}, nil
+	return digestChoice{}, nil
 }
 
 func kindOf(img registry.Image) string {

@@ -23,14 +23,14 @@ func TestChoose(t *testing.T) {
 		old      *registry.Image
 		promoted registry.Image
 		opts     ChooseOptions
-		want     Choice
+		want     digestChoice
 		wantNote string
 		wantErr  error
 	}{
 		{name: "already pinned", old: index(d2), promoted: *index(d2)},
 		{name: "index keeps index", old: index(d1), promoted: *index(d2)},
-		{name: "platform pin takes the child", old: manifest(d1, arm64), promoted: *index(d2), want: Choice{Child: &arm64}},
-		{name: "platform pin keeps its variant", old: manifest(d1, arm64v8), promoted: *index(d2), want: Choice{Child: &arm64v8}},
+		{name: "platform pin takes the child", old: manifest(d1, arm64), promoted: *index(d2), want: digestChoice{Child: &arm64}},
+		{name: "platform pin keeps its variant", old: manifest(d1, arm64v8), promoted: *index(d2), want: digestChoice{Child: &arm64v8}},
 		{name: "single manifest same platform", old: manifest(d1, amd64), promoted: *manifest(d2, amd64)},
 		{name: "arm64 equals arm64/v8", old: manifest(d1, arm64), promoted: *manifest(d2, arm64v8)},
 		{name: "index to single manifest refused", old: index(d1), promoted: *manifest(d2, amd64), wantErr: errKindChange},
@@ -39,12 +39,12 @@ func TestChoose(t *testing.T) {
 		{name: "platform switch allowed", old: manifest(d1, arm64), promoted: *manifest(d2, amd64), opts: ChooseOptions{AllowKindChange: true}, wantNote: "platform changed from linux/arm64 to linux/amd64"},
 		{name: "manifest without platform and index", old: &registry.Image{Digest: d1}, promoted: *index(d2), wantErr: errKindChange},
 		{name: "old gone, index kept", old: nil, promoted: *index(d2), wantNote: "pinned the promoted image index"},
-		{name: "old gone, platform flag", old: nil, promoted: *index(d2), opts: ChooseOptions{Platform: arm64}, want: Choice{Child: &arm64}, wantNote: "pinned the linux/arm64 child as --platform asks"},
+		{name: "old gone, platform flag", old: nil, promoted: *index(d2), opts: ChooseOptions{Platform: arm64}, want: digestChoice{Child: &arm64}, wantNote: "pinned the linux/arm64 child as --platform asks"},
 		{name: "old gone, single manifest", old: nil, promoted: *manifest(d2, amd64), wantNote: "pinned the promoted linux/amd64 manifest"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Choose("a.yaml:3", tc.old, tc.promoted, tc.opts)
+			got, err := chooseDigest("a.yaml:3", tc.old, tc.promoted, tc.opts)
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) {
 					t.Fatalf("error = %v, want %v", err, tc.wantErr)

@@ -23,7 +23,7 @@ func newChooser(reg Registry) *chooser {
 	return &chooser{reg: reg, old: map[string]*registry.Image{}, children: map[string]string{}}
 }
 
-// digestFor returns the digest pin gets when p is promoted (see Choose).
+// digestFor returns the digest pin gets when p is promoted (see chooseDigest).
 func (c *chooser) digestFor(ctx context.Context, pin pins.Pin, p Promotion, opts ChooseOptions) (string, string, error) {
 	name := fmt.Sprintf("%s:%d", pin.File, pin.Line)
 	if pin.Digest == p.Digest {
@@ -36,7 +36,7 @@ func (c *chooser) digestFor(ctx context.Context, pin pins.Pin, p Promotion, opts
 			return "", "", fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	choice, err := Choose(name, old, p.Described, opts)
+	choice, err := chooseDigest(name, old, p.Described, opts)
 	if err != nil {
 		return "", "", err
 	}

@@ -28,7 +28,7 @@ const ConfigFile = ".pinbot.yaml"
 // Defaults of Config.
 const (
 	defaultTarget       = "default"
-	DefaultBranchPrefix = "pinbot/"
+	defaultBranchPrefix = "pinbot/"
 	DefaultAuthorName   = "pinbot"
 	DefaultAuthorEmail  = "pinbot@localhost"
 )
@@ -398,7 +398,7 @@ func (c *Config) defaults() {
 		c.Targets = []Target{{Name: defaultTarget, Paths: []string{"**"}}}
 	}
 	if c.BranchPrefix == "" {
-		c.BranchPrefix = DefaultBranchPrefix
+		c.BranchPrefix = defaultBranchPrefix
 	}
 	if c.Author.Name == "" {
 		c.Author = Author{Name: DefaultAuthorName, Email: DefaultAuthorEmail}

@@ -32,8 +32,8 @@ type HelmCheck struct {
 	// Chart is the chart directory the file was rendered with, "" when
 	// none is at or above it.
 	Chart string
-	// Choice is how the file's Helm pins are written (see pins.Update).
-	Choice pins.HelmChoice
+	// digestChoice is how the file's Helm pins are written (see pins.Update).
+	digestChoice pins.HelmChoice
 	// Unverified is set when no chart in the tree renders the file (the
 	// values of a chart elsewhere, such as a Flux HelmRelease's): the pin
 	// gets a digest key, which nothing here can prove takes effect.
@@ -46,8 +46,8 @@ func (c HelmCheck) Note() string {
 	switch {
 	case c.Unverified:
 		return fmt.Sprintf("unverified: %s is not rendered by a chart in the repository, so pinbot cannot check that its digest: takes effect", c.File)
-	case c.Choice.Form == pins.HelmLeave:
-		return c.File + ": " + c.Choice.Reason
+	case c.digestChoice.Form == pins.HelmLeave:
+		return c.File + ": " + c.digestChoice.Reason
 	}
 	return ""
 }
@@ -101,7 +101,7 @@ func HelmForms(ctx context.Context, fsys fs.FS, u pins.Update, opts ...pins.Opti
 			}
 			declared(cfg, fsys, &c)
 		}
-		choices[f] = c.Choice
+		choices[f] = c.digestChoice
 		checks = append(checks, c)
 	}
 	return choices, checks, nil
@@ -143,9 +143,9 @@ func declared(cfg *Config, fsys fs.FS, c *HelmCheck) {
 		return
 	}
 	c.Chart, c.Unverified = chart, false
-	c.Choice = pins.HelmChoice{Form: form}
+	c.digestChoice = pins.HelmChoice{Form: form}
 	if form == pins.HelmLeave {
-		c.Choice.Reason = fmt.Sprintf("not pinned: chart %s does not render a digest, as %s declares", chart, ConfigFile)
+		c.digestChoice.Reason = fmt.Sprintf("not pinned: chart %s does not render a digest, as %s declares", chart, ConfigFile)
 	}
 }
 
@@ -225,7 +225,7 @@ func probeHelm(ctx context.Context, fsys fs.FS, file string, u pins.Update) (Hel
 		}
 		for _, o := range objs {
 			if containsString(o.Object, "@"+probeDigest) {
-				check.Choice = pins.HelmChoice{Form: form}
+				check.digestChoice = pins.HelmChoice{Form: form}
 				return check, nil
 			}
 		}
@@ -234,7 +234,7 @@ func probeHelm(ctx context.Context, fsys fs.FS, file string, u pins.Update) (Hel
 	if len(why) > 0 {
 		reason = fmt.Sprintf("not pinned: chart %s does not render (%s)", chart, why[0])
 	}
-	check.Choice = pins.HelmChoice{Form: pins.HelmLeave, Reason: reason}
+	check.digestChoice = pins.HelmChoice{Form: pins.HelmLeave, Reason: reason}
 	return check, nil
 }
 

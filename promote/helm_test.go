@@ -50,7 +50,7 @@ func TestHelmFormsGolden(t *testing.T) {
 			if len(checks) != 1 {
 				t.Fatalf("checks = %+v, want one", checks)
 			}
-			if got := checks[0].Choice.Form; got != tc.form {
+			if got := checks[0].digestChoice.Form; got != tc.form {
 				t.Errorf("form = %v, want %v", got, tc.form)
 			}
 			if note := checks[0].Note(); tc.note == "" && note != "" || !strings.Contains(note, tc.note) {
@@ -65,7 +65,7 @@ func TestHelmFormsGolden(t *testing.T) {
 			if len(changes) != tc.changes {
 				t.Errorf("%d changes, want %d: %+v", len(changes), tc.changes, changes)
 			}
-			if tc.form == pins.HelmLeave && (len(skipped) != 1 || skipped[0].Reason != checks[0].Choice.Reason) {
+			if tc.form == pins.HelmLeave && (len(skipped) != 1 || skipped[0].Reason != checks[0].digestChoice.Reason) {
 				t.Errorf("skipped = %+v, want the mapping with the check's reason", skipped)
 			}
 			if diff := cmp.Diff(readDir(t, filepath.Join(base, "expected")), readDir(t, work)); diff != "" {

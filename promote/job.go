@@ -330,7 +330,7 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 			open = nil
 		}
 		head := edited.Commit()
-		s.env.reached(PhaseCommitted)
+		s.env.reached(phaseCommitted)
 		start = time.Now()
 		pushErr := edited.Push(ctx, j.branch, true, s.env.Auth)
 		took(ctx, "pushed", start, "branch", j.branch)
@@ -341,7 +341,7 @@ func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error
 		if pushErr != nil {
 			return res, pushErr
 		}
-		s.env.reached(PhasePushed)
+		s.env.reached(phasePushed)
 		start = time.Now()
 		// Has the base moved? One round trip reads the branch's head too,
 		// which the pull request's text is checked against.

@@ -15,12 +15,11 @@ import (
 	"time"
 
 	"pinbot.dev/pinbot/gitforge"
-	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/promote/pr"
 )
 
 // These tests run the real pinbot binary as a child process and kill it
-// with SIGKILL at each phase of a promotion (promote.Phase), then check that
+// with SIGKILL at each phase of a promotion (Phase), then check that
 // a rerun converges on the real Gitea and its registry.
 
 var (
@@ -156,18 +155,19 @@ func (r *cliRepo) onePull(t *testing.T, digest string) {
 // TestKillDuringPromote kills `pinbot promote` at each phase; the rerun
 // converges on one pull request proposing the digest.
 func TestKillDuringPromote(t *testing.T) {
-	for _, phase := range []promote.Phase{promote.PhaseFetched, promote.PhaseCommitted, promote.PhasePushed, promote.PhasePullOpened} {
-		t.Run(string(phase), func(t *testing.T) {
+	// The phases by the names PINBOT_DEBUG_PAUSE_AT takes, in order.
+	for _, phase := range []string{"fetched", "committed", "pushed", "pull-opened"} {
+		t.Run(phase, func(t *testing.T) {
 			r := newCLIRepo(t)
 			t.Setenv("PINBOT_GITEA_TOKEN", r.srv.Token)
 			cache := t.TempDir()
 			v2 := r.push(t, "v2")
 			args := r.promoteArgs("v2", v2, cache)
-			killAt(t, string(phase), args...)
+			killAt(t, phase, args...)
 			status := runPromote(t, args...)
-			want := map[promote.Phase]string{
-				promote.PhaseFetched: "opened", promote.PhaseCommitted: "opened",
-				promote.PhasePushed: "opened", promote.PhasePullOpened: "unchanged",
+			want := map[string]string{
+				"fetched": "opened", "committed": "opened",
+				"pushed": "opened", "pull-opened": "unchanged",
 			}[phase]
 			if status != want {
 				t.Errorf("rerun after a kill at %s: status %s, want %s", phase, status, want)

@@ -6,18 +6,18 @@ type Phase string
 
 // The phases of a promotion, in order.
 const (
-	// PhaseFetched: the base's head is fetched (into the object cache, or
+	// phaseFetched: the base's head is fetched (into the object cache, or
 	// memory) and its pins read; nothing is written anywhere yet.
-	PhaseFetched Phase = "fetched"
-	// PhaseCommitted: the branch's commit exists in the local object
+	phaseFetched Phase = "fetched"
+	// phaseCommitted: the branch's commit exists in the local object
 	// store only.
-	PhaseCommitted Phase = "committed"
-	// PhasePushed: the branch is pushed; its pull request is not yet
+	phaseCommitted Phase = "committed"
+	// phasePushed: the branch is pushed; its pull request is not yet
 	// created or edited.
-	PhasePushed Phase = "pushed"
-	// PhasePullOpened: a new pull request was created; labels, reviewers
+	phasePushed Phase = "pushed"
+	// phasePullOpened: a new pull request was created; labels, reviewers
 	// and the final check of its text are still to come.
-	PhasePullOpened Phase = "pull-opened"
+	phasePullOpened Phase = "pull-opened"
 )
 
 // reached reports phase p to env.OnPhase, if set.

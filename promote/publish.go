@@ -98,7 +98,7 @@ func (s *session) publish(ctx context.Context, j job, known *gitforge.Pull, head
 			}
 			status = StatusOpened
 			log.Info("opened pull request", "number", pull.Number)
-			s.env.reached(PhasePullOpened)
+			s.env.reached(phasePullOpened)
 			if len(s.cfg.Reviewers) > 0 {
 				if err := s.env.Forge.RequestReviewers(ctx, repo, pull.Number, s.cfg.Reviewers); err != nil {
 					return pull, status, fmt.Errorf("requesting reviewers on #%d: %w", pull.Number, err)

@@ -60,7 +60,7 @@ func openFrom(ctx context.Context, env *Env, prior *session, tagRefs bool) (*ses
 			return nil, err
 		}
 	}
-	env.reached(PhaseFetched)
+	env.reached(phaseFetched)
 	return s, nil
 }
 
