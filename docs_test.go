@@ -3,6 +3,7 @@ package pinbot_test
 import (
 	"bytes"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -353,5 +354,40 @@ func TestGrafanaDashboardNamesRealMetrics(t *testing.T) {
 		if !exported[name] {
 			t.Errorf("the dashboard queries %s, which pinbot does not export", q)
 		}
+	}
+}
+
+// TestDevelopmentMapShowsEveryRoom: docs/development.md's map names every
+// package of the module (by its last path element) outside hack/ and
+// e2e/, so a reader sees the architecture from it.
+func TestDevelopmentMapShowsEveryRoom(t *testing.T) {
+	doc := string(read(t, "docs/development.md"))
+	start := strings.Index(doc, "```\ncmd/pinbot")
+	end := strings.Index(doc[start+4:], "```")
+	if start < 0 || end < 0 {
+		t.Fatal("docs/development.md has no map (a code block starting with cmd/pinbot)")
+	}
+	words := map[string]bool{}
+	for _, w := range regexp.MustCompile(`[a-z][a-z0-9]*`).FindAllString(doc[start:start+4+end], -1) {
+		words[w] = true
+	}
+	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (p == "hack" || p == "e2e" || p == "bin" || p == "docs" || strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") && p != "." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || filepath.Dir(p) == "." {
+			return nil
+		}
+		if room := filepath.Base(filepath.Dir(p)); !words[room] {
+			t.Errorf("docs/development.md's map does not name %s (package %s)", room, filepath.Dir(p))
+			words[room] = true // once
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
