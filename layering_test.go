@@ -17,7 +17,7 @@ const module = "pinbot.dev/pinbot"
 // The leaves every package may share: one job each, stdlib or a narrow
 // dependency, none of them I/O of their own.
 var leaves = []string{"internal/imageref", "internal/commitid", "internal/redact", "internal/logctx", "internal/clip", "internal/loopback", "internal/httpbound", "internal/retry", "internal/filelock",
-	"internal/private", "internal/confined", "internal/peermetrics", "internal/jsonkeys", "internal/capool", "internal/opfile", "internal/commitstatus", "internal/buildinfo", "internal/coalesce", "internal/kubeclient", "internal/globs", "internal/tokenfile", "internal/sealkey"}
+	"internal/private", "internal/confined", "internal/peermetrics", "internal/jsonkeys", "internal/capool", "internal/opfile", "internal/commitstatus", "internal/buildinfo", "internal/coalesce", "internal/kubeclient", "internal/globs", "internal/tokenfile", "internal/sealkey", "internal/podspec"}
 
 // proofWords are the proof's vocabulary (a verification, its verdicts,
 // health and containers, and what a signed attestation of it says),
@@ -28,7 +28,7 @@ var proofWords = []string{"reconciler/verdict", "reconciler/object", "internal/c
 // pure too (the leaves, render's error type excepted).
 var pure = []string{"reconciler/object", "reconciler/ignore", "reconciler/verdict", "reconciler/deployer", "reconciler/config",
 	"reconciler/guard", "reconciler/hook", "reconciler/wave", "reconciler/prune", "reconciler/diff", "reconciler/heal",
-	"reconciler/status", "reconciler/history", "reconciler/settle", "release", "release/admission", "release/assess", "promote/pr"}
+	"reconciler/status", "reconciler/history", "reconciler/settle", "release", "release/assess", "promote/pr"}
 
 // core is what the reconciler's config, and every decision above it, may
 // build on: the objects, the verdict core and the leaves they need.
@@ -67,6 +67,7 @@ var allowed = map[string][]string{
 	"internal/tokenfile": {"internal/opfile", "internal/redact"},
 	// The key that seals what pinbot writes in ConfigMaps.
 	"internal/sealkey":    {},
+	"internal/podspec":    {},
 	"internal/gctune":     {"internal/logctx"},
 	"internal/pprofserve": {"internal/logctx"},
 	"internal/buildinfo":  {},
@@ -108,7 +109,6 @@ var allowed = map[string][]string{
 	"release": append([]string{"internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
 	// What the cluster may run in an environment: the admission
 	// webhook's decision, from a ledger, pure.
-	"release/admission": append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
 	// What an environment shows of an image, judged from its apps' reports.
 	"release/assess":       append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
 	"release/store":        append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus", "internal/sealkey"}, proofWords...),

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/trust/proven"
 )
@@ -63,15 +64,18 @@ const (
 	RuleNotAttested = "not-attested"
 )
 
-// Refusal is a promotion the release chain refuses. Its message names the
+// Refusal is what one of the release chain's doors refuses: a promotion
+// (Admit, JudgePull) or a container (AdmitPod). Its message names the
 // rule, the environment, the image, the digest and since when, once.
 type Refusal struct {
-	Rule   string     `json:"rule"`
-	Env    string     `json:"env"`
-	Image  string     `json:"image"`
-	Digest string     `json:"digest"`
-	Since  *time.Time `json:"since,omitempty"`
-	Until  *time.Time `json:"until,omitempty"`
+	// Container is the container AdmitPod judged, "" for a promotion.
+	Container string     `json:"container,omitempty"`
+	Rule      string     `json:"rule"`
+	Env       string     `json:"env"`
+	Image     string     `json:"image"`
+	Digest    string     `json:"digest"`
+	Since     *time.Time `json:"since,omitempty"`
+	Until     *time.Time `json:"until,omitempty"`
 	// Upstream is the environment a not-proven digest must be proven in.
 	Upstream string `json:"upstream,omitempty"`
 	// Detail says more: the hold's reason, what the upstream pins.
@@ -80,6 +84,9 @@ type Refusal struct {
 
 // Error implements error.
 func (r *Refusal) Error() string {
+	if r.Container != "" {
+		return fmt.Sprintf("container %s: %s is refused in %s (%s): %s", r.Container, clip.QuoteRef(r.Image), r.Env, r.Rule, r.Detail)
+	}
 	d := imageref.Short(r.Digest)
 	switch r.Rule {
 	case RuleHeld:

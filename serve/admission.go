@@ -23,15 +23,15 @@ import (
 
 	"pinbot.dev/pinbot/internal/capool"
 	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/internal/podspec"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/release"
-	"pinbot.dev/pinbot/release/admission"
 )
 
 // Admission is serve's admission: section: a validating admission webhook
-// that holds the cluster to the release chain (package
-// release/admission). The API server calls it over HTTPS for the Pods and
+// that holds the cluster to the release chain (the Pod rule,
+// release.AdmitPod). The API server calls it over HTTPS for the Pods and
 // workloads a ValidatingWebhookConfiguration names (the chart's and
 // deploy/components/admission's); serve judges those in the namespaces of
 // its chains' environments.
@@ -255,15 +255,15 @@ func (a *admitter) review(ctx context.Context, req *admissionv1.AdmissionRequest
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return resp, nil
 	}
-	now, err := admission.ContainersOf(req.Object.Raw)
+	now, err := podspec.ContainersOf(req.Object.Raw)
 	if err != nil {
 		return nil, fmt.Errorf("reading the %s's containers: %w", req.Kind.Kind, err)
 	}
-	var before []admission.Container
+	var before []podspec.Container
 	if req.Operation == admissionv1.Update {
-		before, _ = admission.ContainersOf(req.OldObject.Raw)
+		before, _ = podspec.ContainersOf(req.OldObject.Raw)
 	}
-	changed := admission.Changed(now, before)
+	changed := podspec.Changed(now, before)
 	if len(changed) == 0 {
 		return resp, nil
 	}
@@ -283,7 +283,7 @@ func (a *admitter) review(ctx context.Context, req *admissionv1.AdmissionRequest
 	for _, p := range places {
 		var here []string
 		for _, c := range changed {
-			if r := admission.Judge(p.ledger, p.chain, p.env, c.Name, c.Image); r != nil {
+			if r := release.AdmitPod(p.ledger, p.chain, p.env, c.Name, c.Image); r != nil {
 				here = append(here, r.Error())
 			}
 		}

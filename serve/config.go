@@ -34,7 +34,7 @@ type Config struct {
 	// Admission, when set, serves a validating admission webhook that
 	// holds the cluster to the release chain: a Pod or workload in an
 	// environment's namespaces may run only digests the chain admits
-	// (package release/admission).
+	// (release.AdmitPod, the Pod rule).
 	Admission *Admission `yaml:"admission"`
 	// Dashboard signs people in to the dashboard (package serve/signin).
 	Dashboard signin.Settings `yaml:"dashboard"`

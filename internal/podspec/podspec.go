@@ -1,8 +1,10 @@
-package admission
+// Package podspec reads the containers of a Pod, or of a workload's Pod
+// template, out of an object's JSON, as serve's admission webhook judges them.
+package podspec
 
 import "encoding/json"
 
-// Container is a container of a Pod's spec, as far as admission reads it.
+// Container is a container of a Pod's spec, as far as the webhook reads it.
 type Container struct {
 	Name  string `json:"name"`
 	Image string `json:"image"`
