@@ -87,7 +87,8 @@ var allowed = map[string][]string{
 	// promote reaches the proof's vocabulary only through release.
 	"promote": append([]string{"pins", "registry", "gitforge", "render", "release", "trust", "trust/policy", "trust/proven", "trust/attest", "trust/sign", "promote/pr"}, append(proofWords, leaves...)...),
 	// What a pull request says: pure, no client.
-	"promote/pr": append([]string{"release", "internal/globs", "trust/policy", "trust/proven", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus", "internal/commitid", "internal/redact"}, proofWords...),
+	"promote/pr":      append([]string{"release", "internal/globs", "trust/policy", "trust/proven", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus", "internal/commitid", "internal/redact"}, proofWords...),
+	"promote/ciinput": append([]string{"promote", "pins", "registry", "gitforge", "render", "release", "trust", "trust/policy", "trust/proven", "trust/attest", "trust/sign", "promote/pr"}, append(proofWords, leaves...)...),
 
 	// The signature policy: it reads signatures through the registry and
 	// decides with sigstore-go; promote and the reconciler ask it.
@@ -139,7 +140,7 @@ var allowed = map[string][]string{
 	// serve drives the reconciler and promote; nothing imports it but cmd.
 	"serve/signin":  append([]string{}, leaves...),
 	"serve/actions": append([]string{"release", "release/store", "serve/signin", "reconciler/object", "reconciler/verdict", "trust/proven"}, leaves...),
-	"serve":         append([]string{"reconciler", "reconciler/...", "promote", "promote/pr", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/...", "trust", "trust/...", "serve/shard", "serve/installed", "serve/notify", "serve/proofs", "serve/signin", "serve/actions", "serve/chains", "internal/kubemetrics", "internal/crontab"}, leaves...),
+	"serve":         append([]string{"reconciler", "reconciler/...", "promote", "promote/pr", "promote/ciinput", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/...", "trust", "trust/...", "serve/shard", "serve/installed", "serve/notify", "serve/proofs", "serve/signin", "serve/actions", "serve/chains", "internal/kubemetrics", "internal/crontab"}, leaves...),
 	// The shards' Leases: Kubernetes' leader election, and nothing of pinbot.
 	"serve/shard": {},
 	// The release runner's parts that stand on their own: its schedule,

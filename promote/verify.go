@@ -130,3 +130,19 @@ func factsOf(img registry.Image) pr.Facts {
 	}
 	return f
 }
+
+// Input is one digest to promote as CI handed it over, before it is checked
+// against the registry.
+type Input struct {
+	// Image is the normalised repository, e.g. 127.0.0.1:3000/org/app.
+	Image string
+	// Tags are the tags CI says it pushed with this digest, in the order
+	// given. When Digest is empty, Tags[0] is resolved at promotion time.
+	Tags []string
+	// Digest is "sha256:<64 hex>", or "" to resolve Tags[0].
+	Digest string
+	// Source says where Digest came from.
+	Source pr.Source
+	// File is the CI file Digest came from, if any.
+	File string
+}

@@ -12,6 +12,7 @@ import (
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
+	"pinbot.dev/pinbot/promote/ciinput"
 	"pinbot.dev/pinbot/registry"
 	"pinbot.dev/pinbot/trust"
 )
@@ -106,7 +107,7 @@ func (p *promoter) promoteImage(ctx context.Context, t Target, image, tag string
 	if err != nil {
 		return "", err
 	}
-	ins, err := promote.InputSpec{Image: image + ":" + tag}.Read(nil)
+	ins, err := ciinput.Spec{Image: image + ":" + tag}.Read(nil)
 	if err != nil {
 		return "", err
 	}
@@ -142,7 +143,7 @@ func (p *promoter) force(ctx context.Context, repo, env, image, digest, reason s
 	if err != nil {
 		return "", err
 	}
-	ins, err := promote.InputSpec{Image: image + "@" + digest}.Read(nil)
+	ins, err := ciinput.Spec{Image: image + "@" + digest}.Read(nil)
 	if err != nil {
 		return "", err
 	}

@@ -10,12 +10,13 @@ import (
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
+	"pinbot.dev/pinbot/promote/ciinput"
 )
 
 // promoteOptions are the flags of `pinbot promote`.
 type promoteOptions struct {
 	publishFlags
-	input      promote.InputSpec
+	input      ciinput.Spec
 	tagMovedOK bool
 	olderOK    bool
 	env        string

@@ -1,4 +1,4 @@
-package promote
+package ciinput
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/promote/pr"
 )
 
@@ -56,23 +57,23 @@ func TestParseDigestFile(t *testing.T) {
 func TestParseImageNameWithDigest(t *testing.T) {
 	tests := []struct {
 		name, data string
-		want       []Input
+		want       []promote.Input
 		wantErr    string
 	}{
 		{
 			name: "repo@digest",
 			data: "127.0.0.1:3000/org/app@" + d2 + "\n",
-			want: []Input{{Image: "127.0.0.1:3000/org/app", Digest: d2, Source: pr.SourceImageNameFile, File: "f"}},
+			want: []promote.Input{{Image: "127.0.0.1:3000/org/app", Digest: d2, Source: pr.SourceImageNameFile, File: "f"}},
 		},
 		{
 			name: "repo:tag@digest",
 			data: "127.0.0.1:3000/org/app:v2@" + d2,
-			want: []Input{{Image: "127.0.0.1:3000/org/app", Tags: []string{"v2"}, Digest: d2, Source: pr.SourceImageNameFile, File: "f"}},
+			want: []promote.Input{{Image: "127.0.0.1:3000/org/app", Tags: []string{"v2"}, Digest: d2, Source: pr.SourceImageNameFile, File: "f"}},
 		},
 		{
 			name: "one line per destination",
 			data: "r.example/app:v2@" + d2 + "\nr.example/app:latest@" + d2 + "\nmirror.example/app:v2@" + d2 + "\n",
-			want: []Input{
+			want: []promote.Input{
 				{Image: "r.example/app", Tags: []string{"v2", "latest"}, Digest: d2, Source: pr.SourceImageNameFile, File: "f"},
 				{Image: "mirror.example/app", Tags: []string{"v2"}, Digest: d2, Source: pr.SourceImageNameFile, File: "f"},
 			},
@@ -105,13 +106,13 @@ func TestParseMetadata(t *testing.T) {
 		name    string
 		file    string // in testdata, or inline data
 		data    string
-		want    []Input
+		want    []promote.Input
 		wantErr string
 	}{
 		{
 			name: "several names, several repositories",
 			file: "buildx-metadata.json",
-			want: []Input{
+			want: []promote.Input{
 				{Image: "registry.example/org/app", Tags: []string{"1.4.0", "latest"}, Digest: d2, Source: pr.SourceBuildxMetadata, File: "buildx-metadata.json"},
 				{Image: "registry.example/org/app-mirror", Tags: []string{"1.4.0"}, Digest: d2, Source: pr.SourceBuildxMetadata, File: "buildx-metadata.json"},
 			},
@@ -119,7 +120,7 @@ func TestParseMetadata(t *testing.T) {
 		{
 			name: "bake",
 			file: "buildx-bake-metadata.json",
-			want: []Input{
+			want: []promote.Input{
 				{Image: "registry.example/org/api", Tags: []string{"main"}, Digest: d3, Source: pr.SourceBuildxMetadata, File: "buildx-bake-metadata.json"},
 				{Image: "registry.example/org/web", Tags: []string{"main"}, Digest: d4, Source: pr.SourceBuildxMetadata, File: "buildx-bake-metadata.json"},
 			},
@@ -182,55 +183,55 @@ func TestInputSpec(t *testing.T) {
 	const app = "registry.example/org/app"
 	tests := []struct {
 		name    string
-		spec    InputSpec
+		spec    Spec
 		usage   string // Validate error
 		readErr string
-		want    []Input
+		want    []promote.Input
 	}{
-		{name: "nothing", spec: InputSpec{}, usage: "no input: give exactly one of"},
-		{name: "image without tag", spec: InputSpec{Image: app}, usage: "name a tag to resolve"},
-		{name: "two inputs", spec: InputSpec{Image: app, Digest: d2, DigestFile: "digest"}, usage: "give exactly one of"},
-		{name: "digest without image", spec: InputSpec{Digest: d2}, usage: "--digest needs --image"},
-		{name: "bad digest", spec: InputSpec{Image: app, Digest: "sha256:xyz"}, usage: "flag --digest"},
-		{name: "digest file without image", spec: InputSpec{DigestFile: "digest"}, usage: "--digest-file needs --image"},
-		{name: "digest twice", spec: InputSpec{Image: app + "@" + d1, Digest: d2}, usage: "carries a digest"},
-		{name: "bad image", spec: InputSpec{Image: "a b:c"}, usage: "flag --image"},
+		{name: "nothing", spec: Spec{}, usage: "no input: give exactly one of"},
+		{name: "image without tag", spec: Spec{Image: app}, usage: "name a tag to resolve"},
+		{name: "two inputs", spec: Spec{Image: app, Digest: d2, DigestFile: "digest"}, usage: "give exactly one of"},
+		{name: "digest without image", spec: Spec{Digest: d2}, usage: "--digest needs --image"},
+		{name: "bad digest", spec: Spec{Image: app, Digest: "sha256:xyz"}, usage: "flag --digest"},
+		{name: "digest file without image", spec: Spec{DigestFile: "digest"}, usage: "--digest-file needs --image"},
+		{name: "digest twice", spec: Spec{Image: app + "@" + d1, Digest: d2}, usage: "carries a digest"},
+		{name: "bad image", spec: Spec{Image: "a b:c"}, usage: "flag --image"},
 		{
 			name: "tag resolved now",
-			spec: InputSpec{Image: app + ":v2"},
-			want: []Input{{Image: app, Tags: []string{"v2"}, Source: pr.SourceRegistry}},
+			spec: Spec{Image: app + ":v2"},
+			want: []promote.Input{{Image: app, Tags: []string{"v2"}, Source: pr.SourceRegistry}},
 		},
 		{
 			name: "image and digest",
-			spec: InputSpec{Image: app, Digest: d2},
-			want: []Input{{Image: app, Digest: d2, Source: pr.SourceFlag}},
+			spec: Spec{Image: app, Digest: d2},
+			want: []promote.Input{{Image: app, Digest: d2, Source: pr.SourceFlag}},
 		},
 		{
 			name: "image with digest",
-			spec: InputSpec{Image: app + ":v2@" + d2},
-			want: []Input{{Image: app, Tags: []string{"v2"}, Digest: d2, Source: pr.SourceFlag}},
+			spec: Spec{Image: app + ":v2@" + d2},
+			want: []promote.Input{{Image: app, Tags: []string{"v2"}, Digest: d2, Source: pr.SourceFlag}},
 		},
 		{
 			name: "digest file and tagged image",
-			spec: InputSpec{Image: app + ":1.4.0", DigestFile: "digest"},
-			want: []Input{{Image: app, Tags: []string{"1.4.0"}, Digest: d2, Source: pr.SourceDigestFile, File: "digest"}},
+			spec: Spec{Image: app + ":1.4.0", DigestFile: "digest"},
+			want: []promote.Input{{Image: app, Tags: []string{"1.4.0"}, Digest: d2, Source: pr.SourceDigestFile, File: "digest"}},
 		},
 		{
 			name: "image-name-with-digest file",
-			spec: InputSpec{ImageNameFile: "name"},
-			want: []Input{{Image: app, Tags: []string{"1.4.0"}, Digest: d2, Source: pr.SourceImageNameFile, File: "name"}},
+			spec: Spec{ImageNameFile: "name"},
+			want: []promote.Input{{Image: app, Tags: []string{"1.4.0"}, Digest: d2, Source: pr.SourceImageNameFile, File: "name"}},
 		},
 		{
 			name: "metadata selected by image",
-			spec: InputSpec{MetadataFile: "metadata", Image: "registry.example/org/app-mirror"},
-			want: []Input{{Image: "registry.example/org/app-mirror", Tags: []string{"1.4.0"}, Digest: d2, Source: pr.SourceBuildxMetadata, File: "metadata"}},
+			spec: Spec{MetadataFile: "metadata", Image: "registry.example/org/app-mirror"},
+			want: []promote.Input{{Image: "registry.example/org/app-mirror", Tags: []string{"1.4.0"}, Digest: d2, Source: pr.SourceBuildxMetadata, File: "metadata"}},
 		},
-		{name: "metadata without the image", spec: InputSpec{MetadataFile: "metadata", Image: "registry.example/org/other"}, readErr: "metadata names no image registry.example/org/other"},
-		{name: "metadata with another digest", spec: InputSpec{MetadataFile: "metadata", Image: app + "@" + d1}, readErr: "metadata names digest " + d2},
-		{name: "missing file", spec: InputSpec{Image: app, DigestFile: "nope"}, readErr: "reading digest file nope: open nope"},
-		{name: "digest file too large", spec: InputSpec{Image: app, DigestFile: "huge"}, readErr: "huge: too large: a digest file is at most 4096 bytes"},
-		{name: "image-name file too large", spec: InputSpec{ImageNameFile: "huge"}, readErr: "huge: too large: a image-name-with-digest file is at most 65536 bytes"},
-		{name: "metadata file too large", spec: InputSpec{MetadataFile: "huge"}, readErr: "huge: too large: a buildx metadata file is at most 4194304 bytes"},
+		{name: "metadata without the image", spec: Spec{MetadataFile: "metadata", Image: "registry.example/org/other"}, readErr: "metadata names no image registry.example/org/other"},
+		{name: "metadata with another digest", spec: Spec{MetadataFile: "metadata", Image: app + "@" + d1}, readErr: "metadata names digest " + d2},
+		{name: "missing file", spec: Spec{Image: app, DigestFile: "nope"}, readErr: "reading digest file nope: open nope"},
+		{name: "digest file too large", spec: Spec{Image: app, DigestFile: "huge"}, readErr: "huge: too large: a digest file is at most 4096 bytes"},
+		{name: "image-name file too large", spec: Spec{ImageNameFile: "huge"}, readErr: "huge: too large: a image-name-with-digest file is at most 65536 bytes"},
+		{name: "metadata file too large", spec: Spec{MetadataFile: "huge"}, readErr: "huge: too large: a buildx metadata file is at most 4194304 bytes"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -281,7 +282,7 @@ func TestReadBoundsFileSize(t *testing.T) {
 	if err := os.WriteFile(huge, []byte(strings.Repeat(line, 2)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, spec := range []InputSpec{
+	for _, spec := range []Spec{
 		{Image: "registry.example/org/app", DigestFile: huge},
 		{ImageNameFile: huge},
 		{MetadataFile: huge},

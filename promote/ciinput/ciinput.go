@@ -1,4 +1,8 @@
-package promote
+// Package ciinput reads what a CI build hands pinbot promote: a Kaniko
+// --digest-file or --image-name-with-digest-file, a buildx
+// --metadata-file, or --image and --digest, into the promotion's Inputs.
+// It reads files, bounded; it checks nothing against a registry.
+package ciinput
 
 import (
 	"encoding/json"
@@ -10,24 +14,9 @@ import (
 
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/promote/pr"
 )
-
-// Input is one digest to promote as CI handed it over, before it is checked
-// against the registry.
-type Input struct {
-	// Image is the normalised repository, e.g. 127.0.0.1:3000/org/app.
-	Image string
-	// Tags are the tags CI says it pushed with this digest, in the order
-	// given. When Digest is empty, Tags[0] is resolved at promotion time.
-	Tags []string
-	// Digest is "sha256:<64 hex>", or "" to resolve Tags[0].
-	Digest string
-	// Source says where Digest came from.
-	Source pr.Source
-	// File is the CI file Digest came from, if any.
-	File string
-}
 
 // parseDigestFile reads a Kaniko --digest-file: one "sha256:..." with
 // optional surrounding white space. file names the file in errors.
@@ -50,9 +39,9 @@ func parseDigestFile(file string, data []byte) (string, error) {
 // ParseImageNameWithDigest reads a Kaniko --image-name-with-digest-file:
 // "repo@sha256:..." or "repo:tag@sha256:...". Kaniko writes one line per
 // destination; every line must name the same digest, and each repository
-// becomes one Input.
-func ParseImageNameWithDigest(file string, data []byte) ([]Input, error) {
-	var ins []Input
+// becomes one promote.Input.
+func ParseImageNameWithDigest(file string, data []byte) ([]promote.Input, error) {
+	var ins []promote.Input
 	byRepo := map[string]int{}
 	for i, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimSpace(line)
@@ -73,7 +62,7 @@ func ParseImageNameWithDigest(file string, data []byte) ([]Input, error) {
 		if len(ins) > 0 && ins[0].Digest != digest {
 			return nil, fmt.Errorf("%s:%d: digest %s differs from %s on an earlier line", file, i+1, digest, ins[0].Digest)
 		}
-		ins = addInput(ins, byRepo, Input{Image: repo, Digest: digest, Source: pr.SourceImageNameFile, File: file}, tag)
+		ins = addInput(ins, byRepo, promote.Input{Image: repo, Digest: digest, Source: pr.SourceImageNameFile, File: file}, tag)
 	}
 	if len(ins) == 0 {
 		return nil, fmt.Errorf("%s: empty image-name-with-digest file", file)
@@ -81,8 +70,8 @@ func ParseImageNameWithDigest(file string, data []byte) ([]Input, error) {
 	return ins, nil
 }
 
-// addInput appends in, or adds tag to the Input of the same repository.
-func addInput(ins []Input, byRepo map[string]int, in Input, tag string) []Input {
+// addInput appends in, or adds tag to the promote.Input of the same repository.
+func addInput(ins []promote.Input, byRepo map[string]int, in promote.Input, tag string) []promote.Input {
 	i, ok := byRepo[in.Image]
 	if !ok {
 		i = len(ins)
@@ -103,10 +92,10 @@ const (
 
 // ParseMetadata reads buildx's --metadata-file JSON. It takes
 // "containerimage.digest" and "image.name", which may list several
-// comma-separated names: each distinct repository becomes one Input whose
+// comma-separated names: each distinct repository becomes one promote.Input whose
 // Tags are the tags named for it. A bake metadata file (one such object per
 // target) gives the Inputs of every target.
-func ParseMetadata(file string, data []byte) ([]Input, error) {
+func ParseMetadata(file string, data []byte) ([]promote.Input, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
 		return nil, jsonError(file, data, "parsing buildx metadata JSON", err)
@@ -121,7 +110,7 @@ func ParseMetadata(file string, data []byte) ([]Input, error) {
 		targets = append(targets, k)
 	}
 	sort.Strings(targets)
-	var ins []Input
+	var ins []promote.Input
 	for _, t := range targets {
 		if strings.HasPrefix(t, "buildx.") {
 			continue // buildx's own keys, such as buildx.build.warnings
@@ -146,7 +135,7 @@ func ParseMetadata(file string, data []byte) ([]Input, error) {
 	return ins, nil
 }
 
-func parseMetadataObject(file, prefix string, obj map[string]json.RawMessage) ([]Input, error) {
+func parseMetadataObject(file, prefix string, obj map[string]json.RawMessage) ([]promote.Input, error) {
 	var digest, names string
 	if _, ok := obj[metaDigestKey]; !ok {
 		return nil, fmt.Errorf("%s: no %s key: is this a buildx --metadata-file?", file, clip.Quote(prefix+metaDigestKey))
@@ -164,7 +153,7 @@ func parseMetadataObject(file, prefix string, obj map[string]json.RawMessage) ([
 	if err := json.Unmarshal(raw, &names); err != nil {
 		return nil, fmt.Errorf("%s: key %s: want a string: %w", file, clip.Quote(prefix+metaNameKey), err)
 	}
-	var ins []Input
+	var ins []promote.Input
 	byRepo := map[string]int{}
 	for _, n := range strings.Split(names, ",") {
 		n = strings.TrimSpace(n)
@@ -182,7 +171,7 @@ func parseMetadataObject(file, prefix string, obj map[string]json.RawMessage) ([
 		if d != "" && d != digest {
 			return nil, fmt.Errorf("%s: key %s: %s names digest %s, but %s is %s", file, clip.Quote(prefix+metaNameKey), clip.Quote(n), d, clip.Quote(prefix+metaDigestKey), digest)
 		}
-		ins = addInput(ins, byRepo, Input{Image: repo, Digest: digest, Source: pr.SourceBuildxMetadata, File: file}, tag)
+		ins = addInput(ins, byRepo, promote.Input{Image: repo, Digest: digest, Source: pr.SourceBuildxMetadata, File: file}, tag)
 	}
 	if len(ins) == 0 {
 		return nil, fmt.Errorf("%s: key %s is empty", file, clip.Quote(prefix+metaNameKey))
@@ -190,7 +179,7 @@ func parseMetadataObject(file, prefix string, obj map[string]json.RawMessage) ([
 	return ins, nil
 }
 
-// InputSpec holds the input flags of `pinbot promote`. Exactly one input is
+// Spec holds the input flags of `pinbot promote`. Exactly one input is
 // allowed:
 //
 //	--image REF:TAG                    resolve the tag now
@@ -201,7 +190,7 @@ func parseMetadataObject(file, prefix string, obj map[string]json.RawMessage) ([
 //
 // A tag in --image next to a digest is the tag the build pushed: the
 // promotion refuses when the registry's tag points elsewhere now.
-type InputSpec struct {
+type Spec struct {
 	Image         string // --image
 	Digest        string // --digest
 	DigestFile    string // --digest-file
@@ -213,7 +202,7 @@ type InputSpec struct {
 const inputFlags = "give exactly one of --image REF:TAG, --image REF --digest sha256:..., --digest-file F --image REF, --image-name-with-digest-file F, --metadata-file F"
 
 // Validate checks the flag combination; its errors are usage errors.
-func (s InputSpec) Validate() error {
+func (s Spec) Validate() error {
 	n := 0
 	for _, v := range []string{s.Digest, s.DigestFile, s.ImageNameFile, s.MetadataFile} {
 		if v != "" {
@@ -253,7 +242,7 @@ func (s InputSpec) Validate() error {
 // Each file is refused above its size limit (maxDigestFile,
 // maxImageNameFile, maxMetadataFile); read from disk, no more than the
 // limit is ever read.
-func (s InputSpec) Read(read func(string) ([]byte, error)) ([]Input, error) {
+func (s Spec) Read(read func(string) ([]byte, error)) ([]promote.Input, error) {
 	var img imageref.Ref
 	if s.Image != "" {
 		var err error
@@ -262,7 +251,7 @@ func (s InputSpec) Read(read func(string) ([]byte, error)) ([]Input, error) {
 		}
 	}
 	repo, tag, digest := img.Repository, img.Tag, img.Digest
-	withTag := func(in Input) Input {
+	withTag := func(in promote.Input) promote.Input {
 		if tag != "" {
 			in.Tags = []string{tag}
 		}
@@ -270,7 +259,7 @@ func (s InputSpec) Read(read func(string) ([]byte, error)) ([]Input, error) {
 	}
 	switch {
 	case s.Digest != "":
-		return []Input{withTag(Input{Image: repo, Digest: s.Digest, Source: pr.SourceFlag})}, nil
+		return []promote.Input{withTag(promote.Input{Image: repo, Digest: s.Digest, Source: pr.SourceFlag})}, nil
 	case s.DigestFile != "":
 		data, err := readInput(read, s.DigestFile, "digest file", maxDigestFile)
 		if err != nil {
@@ -280,7 +269,7 @@ func (s InputSpec) Read(read func(string) ([]byte, error)) ([]Input, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []Input{withTag(Input{Image: repo, Digest: d, Source: pr.SourceDigestFile, File: s.DigestFile})}, nil
+		return []promote.Input{withTag(promote.Input{Image: repo, Digest: d, Source: pr.SourceDigestFile, File: s.DigestFile})}, nil
 	case s.ImageNameFile != "", s.MetadataFile != "":
 		file, parse, what, limit := s.ImageNameFile, ParseImageNameWithDigest, "image-name-with-digest file", maxImageNameFile
 		if s.MetadataFile != "" {
@@ -299,13 +288,13 @@ func (s InputSpec) Read(read func(string) ([]byte, error)) ([]Input, error) {
 		}
 		return selectInput(file, ins, repo, tag, digest)
 	case digest != "":
-		return []Input{withTag(Input{Image: repo, Digest: digest, Source: pr.SourceFlag})}, nil
+		return []promote.Input{withTag(promote.Input{Image: repo, Digest: digest, Source: pr.SourceFlag})}, nil
 	}
-	return []Input{{Image: repo, Tags: []string{tag}, Source: pr.SourceRegistry}}, nil
+	return []promote.Input{{Image: repo, Tags: []string{tag}, Source: pr.SourceRegistry}}, nil
 }
 
-// selectInput keeps the Input of repo, checking what --image adds.
-func selectInput(file string, ins []Input, repo, tag, digest string) ([]Input, error) {
+// selectInput keeps the promote.Input of repo, checking what --image adds.
+func selectInput(file string, ins []promote.Input, repo, tag, digest string) ([]promote.Input, error) {
 	var names []string
 	for _, in := range ins {
 		if in.Image != repo {
@@ -318,7 +307,7 @@ func selectInput(file string, ins []Input, repo, tag, digest string) ([]Input, e
 		if tag != "" && !slices.Contains(in.Tags, tag) {
 			in.Tags = append([]string{tag}, in.Tags...)
 		}
-		return []Input{in}, nil
+		return []promote.Input{in}, nil
 	}
 	return nil, fmt.Errorf("%s names no image %s (it names %s)", file, repo, strings.Join(names, ", "))
 }
