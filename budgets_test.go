@@ -26,7 +26,7 @@ var budgets = map[string]budget{
 	"reconciler":          {5195, 43}, // goal 4,500 lines and 35 names: carve out the verify-only observer; Flux's cluster inputs went to reconciler/fluxinputs
 	"serve":               {4524, 35}, // goal 3,300 lines: the release runner in a room of its own; its schedule, the pull-request judge, the gate read back and the bypass judge went to serve/chains (4,580 before); one line back for importing promote/ciinput, where CI input parsing went
 	"pins":                {4750, 43},
-	"promote":             {3545, 54},  // 3,951 lines and 77 names until the cron runner moved out (internal/crontab), CI input parsing went to promote/ciinput, and eighteen names used only inside became unexported (goal 60 met)
+	"promote":             {3588, 54},  // 3,951 lines and 77 names until the cron runner moved out (internal/crontab), CI input parsing went to promote/ciinput (3,545), and eighteen names used only inside became unexported (goal 60 met); 43 lines back when runJob split into planJob and carryOut (a plan type, two signatures)
 	"cmd/pinbot/cli":      {2765, 3},   // goal 2,500 lines; 2,791 until config validation moved to cmd/pinbot/internal/validate; completion with only a context took 13 of what that freed
 	"gitforge":            {2643, 45},  // 49 names until the token file reader moved to internal/tokenfile; its lines went to the merge allow-list (AllowMerges, the queue's label) and who merged a pull request
 	"reconciler/deployer": {2386, 103}, // 2,360 at first: raised for Flux's health-checked revision (Kustomization.Deployed)
@@ -47,7 +47,6 @@ const (
 // longFuncs are the product functions over maxFuncLines today, at their
 // length: they may shrink, never grow, and the goal is under 100.
 var longFuncs = map[string]int{
-	"promote.runJob":        178,
 	"pins.dockerfileSites":  140,
 	"render.renderChart":    110,
 	"serve.act":             114,

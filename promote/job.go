@@ -2,7 +2,6 @@ package promote
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -11,11 +10,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"pinbot.dev/pinbot/gitforge"
-	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/pins"
 	"pinbot.dev/pinbot/promote/pr"
 	"pinbot.dev/pinbot/release"
-	"pinbot.dev/pinbot/trust/policy"
 )
 
 // job is one branch's worth of promotion: the digests it proposes for the
@@ -186,188 +183,6 @@ func (s *session) chooseDigests(ctx context.Context, chosen []pins.Pin, p jobPro
 		}
 	}
 	return table, out, nil
-}
-
-// runJob brings one branch and its pull request to what the job proposes
-// on the current base. An attempt after the first (a rejected push, a
-// base that moved) fetches the base again.
-func (s *session) runJob(ctx context.Context, j job, dryRun bool) (Result, error) {
-	log := logctx.From(ctx).With("branch", j.branch)
-	res := Result{Target: j.target, Branch: j.branch}
-	for _, jp := range j.proms {
-		if jp.Trust != nil {
-			if res.Signatures == nil {
-				res.Signatures = map[string]policy.Provenance{}
-			}
-			res.Signatures[jp.Image] = *jp.Trust
-		}
-	}
-	for attempt := 1; ; attempt++ {
-		if attempt > 1 {
-			if err := s.fetch(ctx); err != nil {
-				return res, fmt.Errorf("fetching the base branch %s again: %w", s.base, err)
-			}
-		}
-		if err := s.scan(ctx); err != nil {
-			return res, err
-		}
-		// The pull request is looked up while the pins are rewritten and
-		// the commit is built: neither depends on the other.
-		lookup := s.lookupPull(ctx, j, attempt)
-		start := time.Now()
-		changes, notes, files, err := s.apply(ctx, j)
-		if err != nil {
-			return res, err
-		}
-		took(ctx, "rewrote pins", start, "branch", j.branch, "changes", len(changes))
-		meta := j.meta()
-		meta.Base, meta.Changes = s.snap.Commit(), changes
-		res.Meta, res.Notes = meta, notes
-		var commit func() (*gitforge.Snapshot, error)
-		if len(changes) > 0 && !dryRun {
-			commit = s.commitOnce(ctx, j, meta, files)
-		}
-
-		open, mine, err := lookup()
-		if err != nil {
-			return res, fmt.Errorf("finding the open pull request of %s: %w", j.branch, err)
-		}
-		readying := j.rollback != nil && j.rollback.Ready
-		if readying && open != nil && mine {
-			res.Status, res.Pull = StatusSkipped, open
-			res.Notes = append(notes, fmt.Sprintf("#%d is open on %s: the rollback is not readied over it", open.Number, j.branch))
-			return res, nil
-		}
-		// Another account's text on pinbot's branch is not pinbot's word:
-		// what it claims to propose is not read.
-		var openMeta *pr.Meta
-		if open != nil && mine {
-			if m, err := pr.ParseBody(open.Body); err == nil {
-				openMeta = &m
-			}
-		}
-
-		if j.checkOrder && len(changes) > 0 {
-			var number int64
-			if open != nil {
-				number = open.Number
-			}
-			note, older, err := s.superseded(ctx, j, openMeta, number)
-			if err != nil {
-				return res, err
-			}
-			if older {
-				res.Status, res.Pull, res.Notes = StatusSuperseded, open, append(notes, note)
-				res.Meta.Changes = nil
-				log.Info("a newer build is pinned or proposed; nothing written", "reason", note)
-				return res, nil
-			}
-		}
-		obsolete := func(m *pr.Meta) bool { ok, _ := j.obsolete(m); return ok }
-		var planOpen *pr.Open
-		if open != nil {
-			planOpen = &pr.Open{Head: open.HeadSHA, Meta: openMeta, Mine: mine}
-		}
-		action := pr.Plan(meta, planOpen, obsolete)
-		if action == pr.ActionKeep {
-			if commit == nil {
-				commit = s.commitOnce(ctx, j, meta, files)
-			}
-			same, err := s.headIsPlanned(ctx, j.branch, open.HeadSHA, commit)
-			if err != nil {
-				return res, err
-			}
-			if !same {
-				log.Warn("the pull request's head is not the commit pinbot would push; pushing it again", "number", open.Number, "head", open.HeadSHA)
-				action = pr.ActionPush
-			}
-		}
-		switch action {
-		case pr.ActionNone:
-			res.Status = StatusAlreadyPinned
-			return res, nil
-		case pr.ActionLeave:
-			res.Status, res.Pull = StatusAlreadyPinned, open
-			return res, nil
-		case pr.ActionClose:
-			res.Status, res.Closed = StatusAlreadyPinned, open
-			if !dryRun {
-				_, comment := j.obsolete(openMeta)
-				if err := s.env.Forge.ClosePull(ctx, s.env.Repo, open.Number, comment); err != nil {
-					return res, fmt.Errorf("closing obsolete pull request #%d: %w", open.Number, err)
-				}
-				log.Info("closed obsolete pull request", "number", open.Number)
-			}
-			return res, nil
-		case pr.ActionKeep:
-			res.Status, res.Pull, res.Meta, res.Body = StatusUnchanged, open, *openMeta, open.Body
-			res.Diff = pr.RenderDiff(changes)
-			return res, nil
-		}
-
-		proposal := s.proposal(j, meta, notes)
-		res.Diff = pr.RenderDiff(changes)
-		if dryRun {
-			res.Status, res.Pull, res.Body = StatusDryRun, open, pr.RenderBody(proposal)
-			return res, nil
-		}
-
-		if commit == nil {
-			commit = s.commitOnce(ctx, j, meta, files)
-		}
-		edited, err := commit()
-		if err != nil {
-			return res, err
-		}
-		if open != nil && !mine {
-			// The branch is pinbot's: a pull request someone else opened
-			// from it is closed before pinbot's commit replaces its head,
-			// and pinbot opens its own.
-			if err := s.env.Forge.ClosePull(ctx, s.env.Repo, open.Number, foreignComment(j.branch, open.Author)); err != nil {
-				return res, fmt.Errorf("closing #%d, which another account opened from pinbot's branch %s: %w", open.Number, j.branch, err)
-			}
-			log.Warn("closed a pull request another account opened from pinbot's branch", "number", open.Number, "author", open.Author)
-			open = nil
-		}
-		head := edited.Commit()
-		s.env.reached(phaseCommitted)
-		start = time.Now()
-		pushErr := edited.Push(ctx, j.branch, true, s.env.Auth)
-		took(ctx, "pushed", start, "branch", j.branch)
-		if errors.Is(pushErr, gitforge.ErrPushRejected) && attempt < s.env.Attempts {
-			log.Info("push rejected; regenerating from a fresh base", "attempt", attempt)
-			continue
-		}
-		if pushErr != nil {
-			return res, pushErr
-		}
-		s.env.reached(phasePushed)
-		start = time.Now()
-		// Has the base moved? One round trip reads the branch's head too,
-		// which the pull request's text is checked against.
-		heads, err := gitforge.RemoteHeads(ctx, s.env.CloneURL, s.env.Auth, s.base, j.branch)
-		if err != nil {
-			return res, fmt.Errorf("reading the base branch %s after pushing %s: %w", s.base, j.branch, err)
-		}
-		newBase := heads[s.base]
-		took(ctx, "read the base head", start, "base", newBase)
-		if newBase != meta.Base && attempt < s.env.Attempts {
-			log.Info("base branch moved during the promotion; regenerating", "base", s.base, "from", meta.Base, "to", newBase)
-			continue
-		}
-		meta.Head = head
-		if readying {
-			res.Status, res.Meta = StatusReadied, meta
-			log.Info("readied the rollback branch; no pull request opened", "head", head)
-			return res, nil
-		}
-		proposal.Meta = meta
-		res.Meta, res.Body = meta, pr.RenderBody(proposal)
-		start = time.Now()
-		res.Pull, res.Status, err = s.publish(ctx, j, open, head, heads[j.branch], pr.Title(meta), res.Body)
-		took(ctx, "published", start, "status", string(res.Status))
-		return res, err
-	}
 }
 
 // lookupPull starts looking up the open pull request of the job's branch
