@@ -298,12 +298,12 @@ func (ob *observer) verify(ctx context.Context, p *pass, d *deployedApp, auth gi
 func (ob *observer) snapshot(ctx context.Context, p *pass, d *deployedApp, namespaces []string, desired []*unstructured.Unstructured, want map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, confirmFunc, error) {
 	r := ob.r
 	if r.Config().ArgoCDVia(p.app) == deployer.ViaAPI {
-		api, err := r.argo.api()
+		api, err := r.argo.API()
 		if err != nil {
 			return nil, nil, err
 		}
 		ns, name := p.app.ArgoCD.Object()
-		snap, confirm, err := r.argo.snapshot(ctx, api, name, ns, namespaces, desired, want)
+		snap, confirm, err := r.argo.Snapshot(ctx, api, name, ns, namespaces, desired, want)
 		if err != nil {
 			return nil, nil, err
 		}

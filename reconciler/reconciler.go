@@ -41,11 +41,11 @@ type Reconciler struct {
 	setMu     sync.Mutex             // serializes SetApps
 	runs      runs                   // the RunSome under way (apps.go)
 	kube      kubernetes.Interface
-	answer    time.Duration    // WithAPIResponseTimeout
-	local     *cluster.Cluster // the cluster pinbot runs against
-	argo      *argoAccess      // reads through Argo CD's API server (argoapi.go)
-	remotes   *cluster.Remotes // the spokes Argo CD and Flux name (clusterof.go)
-	events    *eventer         // Events on the workloads verified (events.go)
+	answer    time.Duration       // WithAPIResponseTimeout
+	local     *cluster.Cluster    // the cluster pinbot runs against
+	argo      *cluster.ArgoAccess // reads through Argo CD's API server
+	remotes   *cluster.Remotes    // the spokes Argo CD and Flux name (clusterof.go)
+	events    *eventer            // Events on the workloads verified (events.go)
 	source    *gitsource.Source
 	lookups   *lookup.Cache
 	mirrors   []verdict.Mirror // cfg.Rules(), normalised once
@@ -246,7 +246,12 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	h.ObjectChanged = r.route.objectChanged
 	r.local = cluster.New("", "", kube, dyn, md, h, 0)
 	r.remotes = cluster.NewRemotes(kube, o.trust, o.answer, rc.UserAgent, r.route.handlers())
-	r.argo = newArgoAccess(func() *config.ArgoCDServer { return r.Config().ArgoCD }, o.answer, r.mirrors)
+	r.argo = cluster.NewArgoAccess(func() *cluster.ArgoServer {
+		if s := r.Config().ArgoCD; s != nil {
+			return &cluster.ArgoServer{URL: s.URL, TokenFile: s.TokenFile, CAFile: s.CAFile}
+		}
+		return nil
+	}, o.answer, r.mirrors)
 	r.events = newEventer(kube)
 	r.observer = &observer{r: r, dyn: dyn, objects: r.local.Objects}
 	if o.forge == nil && cfg.Forge != nil && !o.noForge {

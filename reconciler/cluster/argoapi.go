@@ -1,4 +1,4 @@
-package reconciler
+package cluster
 
 import (
 	"context"
@@ -17,31 +17,34 @@ import (
 	"pinbot.dev/pinbot/internal/httpbound"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/internal/tokenfile"
-	"pinbot.dev/pinbot/reconciler/cluster"
-	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/spoke"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
-// argoAccess reads what verification needs of an app's cluster through
+// ArgoServer is Argo CD's API server as pinbot's config names it.
+type ArgoServer struct{ URL, TokenFile, CAFile string }
+
+// ArgoAccess reads what verification needs of an app's cluster through
 // Argo CD's API server, for the apps pinbot reaches no other way.
-type argoAccess struct {
-	settings func() *config.ArgoCDServer // the config's argocd:, as it is now
+type ArgoAccess struct {
+	settings func() *ArgoServer // the config's argocd:, as it is now
 	mirrors  []verdict.Mirror
 	http     func() (*http.Client, error) // made once (newHTTP)
 }
 
-func newArgoAccess(settings func() *config.ArgoCDServer, answer time.Duration, mirrors []verdict.Mirror) *argoAccess {
-	a := &argoAccess{settings: settings, mirrors: mirrors}
+// NewArgoAccess reads through the server settings names (nil for none),
+// each answer bounded by answer, mapping images through mirrors.
+func NewArgoAccess(settings func() *ArgoServer, answer time.Duration, mirrors []verdict.Mirror) *ArgoAccess {
+	a := &ArgoAccess{settings: settings, mirrors: mirrors}
 	a.http = sync.OnceValues(func() (*http.Client, error) { return a.newHTTP(answer) })
 	return a
 }
 
-// api is the client of Argo CD's API server the config's argocd: names.
+// API is the client of Argo CD's API server the config's argocd: names.
 // The token is read anew each time, so a rotated one is used at the next
 // pass; the HTTP client, and its connections, are made once.
-func (a *argoAccess) api() (*spoke.ArgoAPI, error) {
+func (a *ArgoAccess) API() (*spoke.ArgoAPI, error) {
 	s := a.settings()
 	if s == nil || s.URL == "" {
 		return nil, fmt.Errorf("reading Pods through Argo CD's API: no argocd.url in the config")
@@ -60,7 +63,7 @@ func (a *argoAccess) api() (*spoke.ArgoAPI, error) {
 
 // newHTTP is the client of Argo CD's API server: bounded as the spokes'
 // clients are, trusting the config's caFile.
-func (a *argoAccess) newHTTP(answer time.Duration) (*http.Client, error) {
+func (a *ArgoAccess) newHTTP(answer time.Duration) (*http.Client, error) {
 	t := httpbound.Transport(answer)
 	if s := a.settings(); s != nil && s.CAFile != "" {
 		pool, err := capool.Load(s.CAFile)
@@ -79,14 +82,14 @@ type apiReader struct {
 	nodes   map[object.Ref]spoke.TreeNode
 }
 
-// snapshot is what verification reads of desired, in namespaces,
+// Snapshot is what verification reads of desired, in namespaces,
 // when Argo CD's API server is the only way to the cluster: the live
 // workloads, and the Pods, ReplicaSets and ControllerRevisions of the
 // Application's resource tree, each as its live manifest. Argo CD serves
 // no Nodes: a Pod's platform is what it demands of its Node (see
 // verdict.Snapshot.NodesUnread). It returns the confirm that reads the
 // workloads again.
-func (a *argoAccess) snapshot(ctx context.Context, api *spoke.ArgoAPI, app, appNS string, namespaces []string, desired []*unstructured.Unstructured, want map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, confirmFunc, error) {
+func (a *ArgoAccess) Snapshot(ctx context.Context, api *spoke.ArgoAPI, app, appNS string, namespaces []string, desired []*unstructured.Unstructured, want map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, func(context.Context, *verdict.Snapshot) (string, bool), error) {
 	nodes, err := api.Tree(ctx, app, appNS)
 	if err != nil {
 		return nil, nil, err
@@ -133,7 +136,7 @@ func (a *argoAccess) snapshot(ctx context.Context, api *spoke.ArgoAPI, app, appN
 		return snap.Pods[i].Namespace+"/"+snap.Pods[i].Name < snap.Pods[j].Namespace+"/"+snap.Pods[j].Name
 	})
 	confirm := func(ctx context.Context, snap *verdict.Snapshot) (string, bool) {
-		return cluster.ConfirmWith(ctx, snap, rd.read)
+		return ConfirmWith(ctx, snap, rd.read)
 	}
 	return snap, confirm, nil
 }
