@@ -160,6 +160,7 @@ var allowed = map[string][]string{
 	"e2e":                     {}, // tests only: they import what they prove
 	"reconciler/internal/...": {"reconciler/object", "reconciler/verdict", "internal/imageref", "internal/clip"},
 	"reconciler/spoke":        {"internal/redact"},
+	"reconciler/report":       append([]string{"gitforge", "reconciler/verdict", "reconciler/object"}, leaves...),
 	// The I/O shells the reconciler reads through: each cluster's clients
 	// and watch caches, the fetched branches, the registry's answers.
 	"reconciler/cluster":   append([]string{"reconciler/object", "reconciler/ssa", "reconciler/verdict", "reconciler/deployer", "reconciler/spoke"}, leaves...),

@@ -28,6 +28,7 @@ import (
 	"pinbot.dev/pinbot/internal/testenv/stack"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/report"
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
 	"pinbot.dev/pinbot/registry"
@@ -385,7 +386,7 @@ func (a *app) waitCommitStatus(sha, what string, cond func(*gitforge.Status) boo
 		}
 		got = nil
 		for i := range sts {
-			if sts[i].Context == reconciler.StatusContext(a.name) {
+			if sts[i].Context == report.StatusContext(a.name) {
 				got = &sts[i]
 			}
 		}

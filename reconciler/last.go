@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/reconciler/report"
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
@@ -86,11 +87,11 @@ func (r *Reconciler) OpenPulls(ctx context.Context, name string) ([]gitforge.Pul
 	if r.report == nil {
 		return nil, nil
 	}
-	lister, ok := r.report.forge.(PullLister)
+	lister, ok := r.report.Forge().(PullLister)
 	if !ok {
 		return nil, nil
 	}
-	repo, ok := r.report.repoOf(app.Repo)
+	repo, ok := r.report.RepoOf(app.Repo)
 	if !ok {
 		return nil, nil
 	}
@@ -100,7 +101,7 @@ func (r *Reconciler) OpenPulls(ctx context.Context, name string) ([]gitforge.Pul
 	}
 	var out []gitforge.Pull
 	for i := range all {
-		if IsPinbotPull(&all[i]) {
+		if report.IsPinbotPull(&all[i]) {
 			out = append(out, all[i])
 		}
 	}

@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/lru"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/httpbound"
@@ -26,6 +25,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/lookup"
 	"pinbot.dev/pinbot/reconciler/record"
+	"pinbot.dev/pinbot/reconciler/report"
 	"pinbot.dev/pinbot/reconciler/spoke"
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
@@ -51,7 +51,7 @@ type Reconciler struct {
 	mirrors   []verdict.Mirror // cfg.Rules(), normalised once
 	confirmed sync.Map         // app -> proofOf its last confirmed Verified verification
 	history   *record.History
-	report    *reporter
+	report    *report.Reporter
 	observer  *observer // verify-only apps (observer.go)
 	token     string
 	now       func() time.Time
@@ -76,7 +76,7 @@ type options struct {
 	cacheDir string
 	gitCache *gitforge.Cache
 	registry lookup.Registry
-	forge    Forge
+	forge    report.Forge
 	token    string
 	now      func() time.Time
 	answer   time.Duration
@@ -124,7 +124,7 @@ func WithRegistry(r lookup.Registry) Option { return func(o *options) { o.regist
 
 // WithForge sets where commit statuses and pull-request comments go.
 // Default: a *gitforge.Gitea for the config's forge section, if any.
-func WithForge(f Forge) Option { return func(o *options) { o.forge = f } }
+func WithForge(f report.Forge) Option { return func(o *options) { o.forge = f } }
 
 // WithForgeToken is the forge token used when the config's forge section
 // names no tokenFile. Default $PINBOT_GITEA_TOKEN.
@@ -262,7 +262,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 		o.forge = g
 	}
 	if cfg.Forge != nil && !o.noForge {
-		r.report = &reporter{forge: o.forge, forgeURL: cfg.Forge.URL, merged: lru.New(maxMerged)}
+		r.report = report.New(o.forge, cfg.Forge.URL)
 	}
 	r.set.Store(newAppSet(cfg, nil))
 	return r, nil

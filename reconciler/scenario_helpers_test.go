@@ -17,6 +17,7 @@ import (
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/object"
+	"pinbot.dev/pinbot/reconciler/report"
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
@@ -215,7 +216,7 @@ func (s *scenario) commitStatus(sha string) *gitforge.Status {
 		s.t.Fatal(err)
 	}
 	for i := range sts {
-		if sts[i].Context == reconciler.StatusContext(s.name) {
+		if sts[i].Context == report.StatusContext(s.name) {
 			return &sts[i]
 		}
 	}

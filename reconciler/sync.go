@@ -96,7 +96,7 @@ func (p *pass) fail(ctx context.Context, e *history.Entry, prefix string) {
 // "reporting <what>" and the pass goes on: the next state posted replaces
 // it.
 func (p *pass) post(ctx context.Context, e *history.Entry, state commitstatus.State, desc, what string) {
-	if err := p.r.report.status(ctx, p.app.Name, p.repo(), e.Commit, state, desc); err != nil {
+	if err := p.r.report.Status(ctx, p.app.Name, p.repo(), e.Commit, state, desc); err != nil {
 		p.log.Warn("reporting "+what, "error", err)
 		return
 	}
@@ -109,7 +109,7 @@ func (p *pass) post(ctx context.Context, e *history.Entry, state commitstatus.St
 // reports whether the proof is commented (or there is nothing to comment
 // on).
 func (p *pass) comment(ctx context.Context, commit string, v *verdict.Verification) bool {
-	ok, err := p.r.report.comment(ctx, p.repo(), commit, v)
+	ok, err := p.r.report.Comment(ctx, p.repo(), commit, v)
 	if err != nil {
 		p.log.Warn("commenting the verification", "error", err)
 	}

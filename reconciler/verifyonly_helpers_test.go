@@ -23,6 +23,7 @@ import (
 	"pinbot.dev/pinbot/internal/testenv/kube"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/report"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
@@ -298,7 +299,7 @@ func (s *deployerScenario) postedStates(sha string) []string {
 	sort.Slice(sts, func(i, j int) bool { return sts[i].ID < sts[j].ID })
 	var out []string
 	for _, st := range sts {
-		if st.Context == reconciler.StatusContext(s.name) {
+		if st.Context == report.StatusContext(s.name) {
 			out = append(out, string(st.State))
 		}
 	}

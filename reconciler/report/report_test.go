@@ -1,11 +1,9 @@
-package reconciler
+package report
 
 import (
 	"context"
 	"strings"
 	"testing"
-
-	"k8s.io/utils/lru"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/reconciler/internal/fixture"
@@ -13,7 +11,7 @@ import (
 )
 
 func TestReporter(t *testing.T) {
-	r := &reporter{forge: nopForge{}, forgeURL: "https://git.example/gitea/"}
+	r := New(nopForge{}, "https://git.example/gitea/")
 	for _, tc := range []struct {
 		repo string
 		want gitforge.Repo
@@ -23,7 +21,7 @@ func TestReporter(t *testing.T) {
 		{"https://git.example/org/manifests.git", gitforge.Repo{}, false},
 		{"https://other.example/gitea/org/manifests.git", gitforge.Repo{}, false},
 	} {
-		got, ok := r.repoOf(tc.repo)
+		got, ok := r.RepoOf(tc.repo)
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("repoOf(%s) = %v, %t; want %v, %t", tc.repo, got, ok, tc.want, tc.ok)
 		}
@@ -47,9 +45,8 @@ func TestReporter(t *testing.T) {
 type nopForge struct{ Forge }
 
 func TestMergedPullIsRemembered(t *testing.T) {
-	rep := &reporter{forge: nopForge{}, forgeURL: "http://gitea:3000"}
-	rep.merged = lru.New(maxMerged) // nopForge panics if PullByMergeCommit is asked
-	rep.remember(&gitforge.Pull{Number: 9, Head: "pinbot/web", Base: "main", State: "closed", Merged: true, MergeCommit: "m1"})
+	rep := New(nopForge{}, "http://gitea:3000") // nopForge panics if PullByMergeCommit is asked
+	rep.Remember(&gitforge.Pull{Number: 9, Head: "pinbot/web", Base: "main", State: "closed", Merged: true, MergeCommit: "m1"})
 	got, err := rep.pullFor(context.Background(), gitforge.Repo{Owner: "org", Name: "app"}, "m1")
 	if err != nil || got == nil || got.Number != 9 {
 		t.Fatalf("pullFor(m1) = %+v, %v; want pull request 9 without asking the forge", got, err)
