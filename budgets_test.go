@@ -23,7 +23,7 @@ var defaultBudget = budget{lines: 2000, names: 40}
 // toward the goal, never past today's figure. A feature that would cross
 // a budget moves something out first.
 var budgets = map[string]budget{
-	"reconciler":          {4919, 39}, // goal 4,500 lines and 35 names: carve out the verify-only observer; Flux's cluster inputs went to reconciler/fluxinputs, reading through Argo CD's API to reconciler/cluster, the commit status and proof comment to reconciler/report
+	"reconciler":          {4919, 33}, // goal 4,500 lines (35 names met: the Event reasons and the pull lister were used only inside); carve out the verify-only observer; Flux's cluster inputs went to reconciler/fluxinputs, reading through Argo CD's API to reconciler/cluster, the commit status and proof comment to reconciler/report
 	"serve":               {4524, 35}, // goal 3,300 lines: the release runner in a room of its own; its schedule, the pull-request judge, the gate read back and the bypass judge went to serve/chains (4,580 before); one line back for importing promote/ciinput, where CI input parsing went
 	"pins":                {4750, 43},
 	"promote":             {3588, 54},  // 3,951 lines and 77 names until the cron runner moved out (internal/crontab), CI input parsing went to promote/ciinput (3,545), and eighteen names used only inside became unexported (goal 60 met); 43 lines back when runJob split into planJob and carryOut (a plan type, two signatures)

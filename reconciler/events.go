@@ -20,11 +20,11 @@ import (
 // Reasons of the Events pinbot writes on the apps and workloads it
 // verifies.
 const (
-	EventVerified     = "Verified"
-	EventMismatch     = "Mismatch"
-	EventInconclusive = "Inconclusive"
-	EventPending      = "Pending"
-	EventUnknown      = "Unknown"
+	eventVerified     = "Verified"
+	eventMismatch     = "Mismatch"
+	eventInconclusive = "Inconclusive"
+	eventPending      = "Pending"
+	eventUnknown      = "Unknown"
 )
 
 // eventer writes Kubernetes Events through client-go's broadcaster, which
@@ -62,15 +62,15 @@ func (p *pass) announce(ctx context.Context, prev verdict.Verdict, v *verdict.Ve
 	reason, kind, msg := string(state), corev1.EventTypeNormal, ""
 	switch state {
 	case verdict.Verified:
-		reason, msg = EventVerified, fmt.Sprintf("every current Pod runs the digests commit %s pins", shortSHA(v.Commit))
+		reason, msg = eventVerified, fmt.Sprintf("every current Pod runs the digests commit %s pins", shortSHA(v.Commit))
 	case verdict.Mismatch:
-		reason, kind, msg = EventMismatch, corev1.EventTypeWarning, "commit "+shortSHA(v.Commit)+": "+v.Mismatches()
+		reason, kind, msg = eventMismatch, corev1.EventTypeWarning, "commit "+shortSHA(v.Commit)+": "+v.Mismatches()
 	case verdict.Inconclusive:
-		reason, kind, msg = EventInconclusive, corev1.EventTypeWarning, "the registry could not prove what some Pods run: "+v.Summary()
+		reason, kind, msg = eventInconclusive, corev1.EventTypeWarning, "the registry could not prove what some Pods run: "+v.Summary()
 	case verdict.Unknown:
-		reason, kind, msg = EventUnknown, corev1.EventTypeWarning, "commit "+shortSHA(v.Commit)+": "+v.Summary()
+		reason, kind, msg = eventUnknown, corev1.EventTypeWarning, "commit "+shortSHA(v.Commit)+": "+v.Summary()
 	default:
-		reason, msg = EventPending, "commit "+shortSHA(v.Commit)+": "+v.Summary()
+		reason, msg = eventPending, "commit "+shortSHA(v.Commit)+": "+v.Summary()
 	}
 	if owner := p.owner(); owner != nil {
 		p.r.events.rec.Event(owner, kind, reason, msg)

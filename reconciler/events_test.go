@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pinbot.dev/pinbot/internal/testenv/poll"
-	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/status"
 )
 
@@ -37,14 +36,14 @@ func TestEventsAndDurations(t *testing.T) {
 		var got []string
 		for _, e := range evs.Items {
 			got = append(got, e.Reason+": "+e.Message)
-			if e.Reason == reconciler.EventVerified && e.Source.Component == "pinbot" && e.Type == "Normal" && strings.Contains(e.Message, sha[:7]) {
+			if e.Reason == "Verified" && e.Source.Component == "pinbot" && e.Type == "Normal" && strings.Contains(e.Message, sha[:7]) {
 				return true, ""
 			}
 		}
 		return false, fmt.Sprintf("events: %q", got)
 	})
 	// The app's own object, the ConfigMap of its record, carries it too.
-	waitEvents(t, s.r.Config().StateNamespace, "ConfigMap", "pinbot-app-"+s.name, reconciler.EventVerified)
+	waitEvents(t, s.r.Config().StateNamespace, "ConfigMap", "pinbot-app-"+s.name, "Verified")
 	for _, name := range []string{"pinbot_reconcile_duration_seconds", "pinbot_verify_duration_seconds"} {
 		if n, err := testutil.GatherAndCount(reg, name); err != nil || n == 0 {
 			t.Errorf("%s: %d series, %v", name, n, err)

@@ -70,9 +70,9 @@ func (r *Reconciler) Proof(ctx context.Context, name string) (*status.App, *verd
 	return s, v, ProofFresh, err
 }
 
-// PullLister is the part of a Forge that lists pull requests
+// pullLister is the part of a Forge that lists pull requests
 // (*gitforge.Gitea is one).
-type PullLister interface {
+type pullLister interface {
 	ListPulls(ctx context.Context, repo gitforge.Repo, state string) ([]gitforge.Pull, error)
 }
 
@@ -87,7 +87,7 @@ func (r *Reconciler) OpenPulls(ctx context.Context, name string) ([]gitforge.Pul
 	if r.report == nil {
 		return nil, nil
 	}
-	lister, ok := r.report.Forge().(PullLister)
+	lister, ok := r.report.Forge().(pullLister)
 	if !ok {
 		return nil, nil
 	}

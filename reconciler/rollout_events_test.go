@@ -6,7 +6,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/status"
 )
 
@@ -46,5 +45,5 @@ func TestRolloutsRaiseNoWarning(t *testing.T) {
 	if err := s.r.Trigger(s.name); err != nil {
 		t.Fatal(err)
 	}
-	waitEvents(t, s.name, "Deployment", "web", reconciler.EventMismatch)
+	waitEvents(t, s.name, "Deployment", "web", "Mismatch")
 }

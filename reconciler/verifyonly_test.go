@@ -250,7 +250,7 @@ func TestFluxAppIsVerifiedByTheLoop(t *testing.T) {
 
 	// Each change of the proof is an Event on the Kustomization itself,
 	// which kubectl describe and Flux's own tooling show.
-	waitEvents(t, "flux-system", "Kustomization", s.name, reconciler.EventVerified, reconciler.EventPending, reconciler.EventMismatch)
+	waitEvents(t, "flux-system", "Kustomization", s.name, "Verified", "Pending", "Mismatch")
 }
 
 // waitEvents waits for pinbot's Events with each of reasons on the object
