@@ -23,7 +23,7 @@ func MergeBypass(ctx context.Context, forge *gitforge.Gitea, repo gitforge.Repo,
 		return fmt.Sprintf("commit %s, which no pull request merged, pins it", imageref.Short(commit)), nil
 	}
 	gate, self, err := gateOn(ctx, forge, repo, p.HeadSHA)
-	pull := fmt.Sprintf("#%d (%s)", p.Number, whoMerged(p))
+	pull := fmt.Sprintf("#%d (%s)", p.Number, whoMerged(p, self))
 	switch {
 	case err != nil:
 		return "", err
@@ -40,9 +40,11 @@ func MergeBypass(ctx context.Context, forge *gitforge.Gitea, repo gitforge.Repo,
 // whoMerged names who opened pull request p and who merged it, as Gitea
 // says (the body and the branch name are anyone's to write): a forced
 // promotion (`pinbot promote --force`) goes in only by a person's merge.
-func whoMerged(p *gitforge.Pull) string {
+// It is one only when pinbot's account (self) opened it on a forced
+// branch: anyone may name a branch so.
+func whoMerged(p *gitforge.Pull, self string) string {
 	what := "opened by " + p.Author
-	if strings.Contains(p.Head, "forced/") {
+	if strings.Contains(p.Head, "forced/") && p.Author == self {
 		what = "a forced promotion, " + what
 	}
 	if p.MergedBy != "" {

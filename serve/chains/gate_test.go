@@ -33,6 +33,7 @@ func TestMergeBypass(t *testing.T) {
 		posts  func(head string) // statuses on the head before the merge
 		direct bool              // pushed to main, no pull request
 		branch string            // of the pull request, when not change-N
+		opener string            // the token that opens it, when not mallory's
 		want   string            // in the answer; "" for through the gate
 	}{
 		{name: "pinbot's success", posts: func(h string) { post(t, forge, repo, h, gate(commitstatus.Success)) }},
@@ -42,8 +43,11 @@ func TestMergeBypass(t *testing.T) {
 		}, want: "that mallory posted, not pinbot"},
 		{name: "pinbot's pending", posts: func(h string) { post(t, forge, repo, h, gate(commitstatus.Pending)) }, want: "said pending"},
 		{name: "no gate", posts: func(string) {}, want: "with no pinbot/gate"},
-		{name: "a forced promotion", branch: "pinbot/forced/prod/app", posts: func(h string) { post(t, forge, repo, h, gate(commitstatus.Failure)) },
-			want: "(a forced promotion, opened by mallory, merged by "},
+		{name: "a forced promotion", branch: "pinbot/forced/prod/app", opener: srv.Token, posts: func(h string) { post(t, forge, repo, h, gate(commitstatus.Failure)) },
+			want: "(a forced promotion, opened by " + srv.AdminUser + ", merged by "},
+		// Anyone may name a branch so: hers is no forced promotion.
+		{name: "her pull request on a forced branch", branch: "pinbot/forced/prod/web", posts: func(h string) { post(t, forge, repo, h, gate(commitstatus.Failure)) },
+			want: "(opened by mallory, merged by "},
 		{name: "a direct push", direct: true, want: "which no pull request merged"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,15 +58,18 @@ func TestMergeBypass(t *testing.T) {
 					t.Fatal(err)
 				}
 			} else {
-				branch := "change-" + string(rune('a'+i))
+				branch, opener := "change-"+string(rune('a'+i)), mallory.Token
 				if tc.branch != "" {
 					branch = tc.branch
 				}
-				head, err := srv.CommitAs(ctx, mallory.Token, repo.Owner, repo.Name, "main", branch, content, "change")
+				if tc.opener != "" {
+					opener = tc.opener
+				}
+				head, err := srv.CommitAs(ctx, opener, repo.Owner, repo.Name, "main", branch, content, "change")
 				if err != nil {
 					t.Fatal(err)
 				}
-				c, err := srv.ClientAs(ctx, mallory.Token)
+				c, err := srv.ClientAs(ctx, opener)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -83,8 +90,10 @@ func TestMergeBypass(t *testing.T) {
 				t.Errorf("mergeBypass = %q, want through the gate", got)
 			case tc.want != "" && !strings.Contains(got, tc.want):
 				t.Errorf("mergeBypass = %q, want it to say %q", got, tc.want)
-			case tc.want != "" && !tc.direct && !strings.Contains(got, "opened by mallory, merged by "+srv.AdminUser+") merged "):
+			case tc.want != "" && !tc.direct && !strings.Contains(got, ", merged by "+srv.AdminUser+") merged "):
 				t.Errorf("mergeBypass = %q, want it to say who opened and who merged the pull request", got)
+			case tc.opener == "" && strings.Contains(got, "forced promotion"):
+				t.Errorf("mergeBypass = %q: her pull request is called a forced promotion", got)
 			}
 		})
 	}
