@@ -62,11 +62,11 @@ func TestDemoAsPasted(t *testing.T) {
 	}
 	var env []string
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); k != "MAKEFLAGS" && k != "MAKELEVEL" && k != "MFLAGS" && k != "PINBOT_BIN_DIR" {
+		if k, _, _ := strings.Cut(kv, "="); k != "MAKEFLAGS" && k != "MAKELEVEL" && k != "MFLAGS" && k != "PINBOT_BIN_DIR" && k != "GOFLAGS" {
 			env = append(env, kv)
 		}
 	}
-	out, err := snippets.Shell(ctx, clone, append(env, "PINBOT_DEMO_SERVE=once"), demo.Text)
+	out, err := snippets.Shell(ctx, clone, append(env, "PINBOT_DEMO_SERVE=once", trimpath()), demo.Text)
 	if err != nil {
 		t.Fatalf("%s, as pasted: %s", demo, err)
 	}

@@ -253,7 +253,7 @@ func (u *reader) env(extra []string) []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "HOME", "PATH", "KUBECONFIG", "DOCKER_CONFIG", "SSL_CERT_FILE", "SSL_CERT_DIR", "MAKEFLAGS", "MAKELEVEL", "MFLAGS", "XDG_CONFIG_HOME", "XDG_CACHE_HOME":
+		case "HOME", "PATH", "KUBECONFIG", "DOCKER_CONFIG", "SSL_CERT_FILE", "SSL_CERT_DIR", "MAKEFLAGS", "MAKELEVEL", "MFLAGS", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "GOFLAGS":
 			continue
 		}
 		env = append(env, kv)
@@ -263,9 +263,14 @@ func (u *reader) env(extra []string) []string {
 			env = append(env, k+"="+strings.TrimSpace(string(v)))
 		}
 	}
-	env = append(env, "HOME="+u.home, "PATH="+u.path, "COSIGN_PASSWORD=docs-key", "PLATFORMS=linux/amd64", "GOTOOLCHAIN=local")
+	env = append(env, "HOME="+u.home, "PATH="+u.path, "COSIGN_PASSWORD=docs-key", "PLATFORMS=linux/amd64", "GOTOOLCHAIN=local", trimpath())
 	return append(env, extra...)
 }
+
+// trimpath is GOFLAGS with -trimpath added: the clone's builds then share
+// the build cache with this tree's, instead of compiling every package of
+// the module again under the clone's path (and filling the disk with it).
+func trimpath() string { return "GOFLAGS=" + strings.TrimSpace(os.Getenv("GOFLAGS")+" -trimpath") }
 
 // run runs block with gitea.example filled in, in the clone, on c (nil:
 // no cluster), and returns its standard output.
