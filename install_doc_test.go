@@ -3,7 +3,6 @@ package pinbot_test
 import (
 	"context"
 	"io/fs"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"pinbot.dev/pinbot/internal/capool"
 	giteaenv "pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
 	"pinbot.dev/pinbot/internal/testenv/kube"
@@ -315,7 +313,7 @@ func (u *reader) cluster(ctx context.Context, namespaces ...string) *userCluster
 		u.t.Fatal(err)
 	}
 	u.t.Cleanup(func() { cluster.Stop() })
-	tr := u.transport()
+	tr := u.srv.HTTPClient().Transport
 	node := kubeletsim.New(cluster.Config(), kubeletsim.WithNodeName("node-1"),
 		kubeletsim.WithBasicAuth(u.host, u.srv.AdminUser, u.srv.Token), kubeletsim.WithTransport(tr))
 	if err := node.Start(ctx); err != nil {
@@ -366,24 +364,12 @@ func (u *reader) digest(ref string) string {
 	if err != nil {
 		u.t.Fatal(err)
 	}
-	tr := u.transport()
+	tr := u.srv.HTTPClient().Transport
 	desc, err := remote.Head(r, remote.WithTransport(tr), remote.WithAuth(&authn.Basic{Username: u.srv.AdminUser, Password: u.srv.Token}))
 	if err != nil {
 		u.t.Fatalf("%s: %s", ref, err)
 	}
 	return desc.Digest.String()
-}
-
-// transport trusts Gitea's private CA, as the reader's nodes do.
-func (u *reader) transport() *http.Transport {
-	u.t.Helper()
-	pool, err := capool.Load(u.srv.CAFile)
-	if err != nil {
-		u.t.Fatal(err)
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = capool.TLS(pool)
-	return tr
 }
 
 // userClone copies this repository's tracked and untracked-but-not-ignored

@@ -1,10 +1,7 @@
 package gitea
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"net/http"
 	"runtime"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -26,18 +23,10 @@ func (s *Server) PushRandomImage(ref string) (string, error) {
 	return p.Digest, err
 }
 
-// registry logs in to the registry as the admin, trusting Gitea's
-// certificate in TLS mode.
+// registry logs in to the registry as the admin, through the server's
+// own client (which trusts Gitea's certificate in TLS mode).
 func (s *Server) registry() []remote.Option {
-	opts := []remote.Option{remote.WithAuth(&authn.Basic{Username: s.AdminUser, Password: s.Token})}
-	if pem := s.caBundle(); pem != nil {
-		pool := x509.NewCertPool()
-		pool.AppendCertsFromPEM(pem)
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-		opts = append(opts, remote.WithTransport(tr))
-	}
-	return opts
+	return []remote.Option{remote.WithAuth(&authn.Basic{Username: s.AdminUser, Password: s.Token}), remote.WithTransport(s.client.Transport)}
 }
 
 // PushImageAs tags the image at from (a tag or digest reference) as to,
