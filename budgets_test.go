@@ -23,15 +23,15 @@ var defaultBudget = budget{lines: 2000, names: 40}
 // toward the goal, never past today's figure. A feature that would cross
 // a budget moves something out first.
 var budgets = map[string]budget{
-	"reconciler":          {4919, 33}, // goal 4,500 lines (35 names met: the Event reasons and the pull lister were used only inside); carve out the verify-only observer; Flux's cluster inputs went to reconciler/fluxinputs, reading through Argo CD's API to reconciler/cluster, the commit status and proof comment to reconciler/report
+	"reconciler":          {4426, 33}, // 4,919 until the verify-only apps' deployer reads went to reconciler/deployed and the metrics to reconciler/metrics (goal 4,500 met); Flux's cluster inputs went to reconciler/fluxinputs, reading through Argo CD's API to reconciler/cluster, the commit status and proof comment to reconciler/report
 	"serve":               {4524, 35}, // goal 3,300 lines: the release runner in a room of its own; its schedule, the pull-request judge, the gate read back and the bypass judge went to serve/chains (4,580 before); one line back for importing promote/ciinput, where CI input parsing went
-	"pins":                {4750, 43},
+	"pins":                {4700, 42},
 	"promote":             {3588, 54},  // 3,951 lines and 77 names until the cron runner moved out (internal/crontab), CI input parsing went to promote/ciinput (3,545), and eighteen names used only inside became unexported (goal 60 met); 43 lines back when runJob split into planJob and carryOut (a plan type, two signatures)
 	"cmd/pinbot/cli":      {2765, 3},   // goal 2,500 lines; 2,791 until config validation moved to cmd/pinbot/internal/validate; completion with only a context took 13 of what that freed
 	"gitforge":            {2643, 45},  // 49 names until the token file reader moved to internal/tokenfile; its lines went to the merge allow-list (AllowMerges, the queue's label) and who merged a pull request
 	"reconciler/deployer": {2386, 103}, // 2,360 at first: raised for Flux's health-checked revision (Kustomization.Deployed)
 	"release":             {2492, 93},  // raised by 86 lines and 2 names when release/admission folded in (the Pod rule, AdmitPod, beside Admit and JudgePull, with one Refusal; its Pod-spec reading went to internal/podspec), a move, not growth; raised by 19 lines for the chain-change approvals a person records (ChainApprovals), while five names used only inside became unexported; 2,300 and 78 at first; release.Next and the pause went in, the assessment moved to release/assess, the globs to internal/globs; raised for the rollback a person asks for (AskRollback), a chain decision beside the automatic one
-	"promote/pr":          {900, 55},
+	"promote/pr":          {869, 55},
 }
 
 // Method budgets of the types that gather them.
@@ -147,6 +147,9 @@ func TestRoomBudgets(t *testing.T) {
 		b, ok := budgets[pkg]
 		if !ok {
 			b = defaultBudget
+		}
+		if _, named := budgets[pkg]; named && (r.lines < b.lines || r.names < b.names) {
+			t.Logf("%s: %d lines and %d names, under its budget of %d and %d: lower the figure to hold the gain", pkg, r.lines, r.names, b.lines, b.names)
 		}
 		if r.lines > b.lines {
 			t.Errorf("%s: %d lines of source, over its budget of %d: move something out first", pkg, r.lines, b.lines)

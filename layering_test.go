@@ -133,6 +133,7 @@ var allowed = map[string][]string{
 	"reconciler/history":  above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status"),
 	"reconciler/settle":   above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status", "reconciler/history"),
 	"reconciler/record":   above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status", "reconciler/history", "internal/jsonkeys", "internal/logctx", "internal/sealkey"),
+	"reconciler/metrics":  above(core, "reconciler/config", "reconciler/guard", "reconciler/hook", "reconciler/diff", "reconciler/status", "reconciler/history", "reconciler/record", "internal/jsonkeys", "internal/logctx", "internal/sealkey"),
 	// The reconciler orchestrates them; it knows nothing of promotion.
 	"reconciler": append([]string{"reconciler/...", "gitforge", "registry", "render", "trust", "trust/policy", "trust/proven"}, leaves...),
 
@@ -170,6 +171,7 @@ var allowed = map[string][]string{
 	// What a Flux object reads from the cluster besides Git (valuesFrom,
 	// substituteFrom).
 	"reconciler/fluxinputs": append([]string{"reconciler/deployer", "reconciler/object", "reconciler/verdict"}, leaves...),
+	"reconciler/deployed":   append(above(core, "gitforge", "registry", "reconciler/chartrepo", "reconciler/config", "reconciler/gitsource"), leaves...),
 	// Charts of Helm repositories: plain HTTP, and OCI through the registry.
 	"reconciler/chartrepo":               append([]string{"registry"}, leaves...),
 	"reconciler/chartrepo/chartrepotest": {},

@@ -10,6 +10,7 @@ import (
 
 	"pinbot.dev/pinbot/reconciler/internal/fixture"
 	"pinbot.dev/pinbot/reconciler/lookup"
+	"pinbot.dev/pinbot/reconciler/metrics"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
@@ -20,7 +21,7 @@ import (
 // else would come until the interval); a confirmed proof asks nothing.
 func TestUnconfirmedProofLooksAgain(t *testing.T) {
 	r := &Reconciler{lookups: lookup.New(nil)}
-	r.metrics = newMetrics(r)
+	r.metrics = metrics.New(r.statuses)
 	snap := &verdict.Snapshot{
 		Desired:     []*unstructured.Unstructured{fixture.GitDeployment("web", fixture.Repo+"@"+fixture.DigestB)},
 		Live:        map[object.Ref]*unstructured.Unstructured{},

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -141,10 +140,4 @@ func (r *Reconciler) Event(app string, warning bool, reason, message string) {
 		kind = corev1.EventTypeWarning
 	}
 	r.events.rec.Event(owner, kind, reason, message)
-}
-
-// refOf is the reference of u, for an Event's involvedObject.
-func refOf(u *unstructured.Unstructured) *corev1.ObjectReference {
-	return &corev1.ObjectReference{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(),
-		Name: u.GetName(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion()}
 }

@@ -80,7 +80,7 @@ func (p *pass) heal(ctx context.Context, fields []diff.Field) (map[object.Ref]*u
 		e.Applied++
 	}
 	p.log.Info("healed drift", "commit", shortSHA(commit), "objects", e.Applied, "fields", len(healed), "result", e.Result)
-	p.r.metrics.countHeal(p.app.Name)
+	p.r.metrics.CountHeal(p.app.Name)
 	p.txn.Change(func(rec *history.Record) bool {
 		if l := rec.Latest(); l != nil && l.Commit == commit {
 			e.Reported, e.Commented = l.Reported, true // the commit's status and comment stand

@@ -29,10 +29,10 @@ func TestMetricsStatusGauges(t *testing.T) {
 	r.states()["api"].remember(&status.App{App: "api", Sync: status.OutOfSync, Health: verdict.Degraded},
 		&verdict.Verification{Containers: []verdict.ContainerVerdict{{Verdict: verdict.Verified}, {Verdict: verdict.Inconclusive}, {Verdict: verdict.Pending}}})
 	r.states()["api"].remember(nil, nil) // a pass without a status keeps the last one
-	r.metrics.countSync("web", history.Applied)
-	r.metrics.countSync("web", history.Applied)
-	r.metrics.countSync("api", history.Refused)
-	r.metrics.countHeal("web")
+	r.metrics.CountSync("web", history.Applied)
+	r.metrics.CountSync("web", history.Applied)
+	r.metrics.CountSync("api", history.Refused)
+	r.metrics.CountHeal("web")
 
 	want := `
 # HELP pinbot_app_healthy 1 if the app's objects are Healthy, else 0.
@@ -78,7 +78,7 @@ pinbot_sync_total{app="web",result="Applied"} 2
 
 	// The gauges follow the latest status, with no bookkeeping.
 	r.states()["api"].remember(&status.App{App: "api", Sync: status.Synced, Health: verdict.Healthy, Verified: true}, nil)
-	if err := testutil.CollectAndCompare(statusCollector{r}, strings.NewReader(`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP pinbot_app_verified 1 if every current Pod of the app runs the digests Git pins, else 0.
 # TYPE pinbot_app_verified gauge
 pinbot_app_verified{app="api"} 1

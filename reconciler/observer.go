@@ -8,15 +8,13 @@ import (
 	"sort"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/redact"
-	"pinbot.dev/pinbot/reconciler/chartrepo"
 	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/deployed"
 	"pinbot.dev/pinbot/reconciler/deployer"
 	"pinbot.dev/pinbot/reconciler/gitsource"
 	"pinbot.dev/pinbot/reconciler/history"
@@ -35,9 +33,8 @@ import (
 // revision the deployer deployed (deployer.RelateVerifications). pinbot
 // never applies, heals or prunes such an app.
 type observer struct {
-	r       *Reconciler
-	dyn     dynamic.Interface // reads Argo CD's and Flux's objects
-	objects *cluster.Objects  // and follows them: the local cluster's
+	r        *Reconciler
+	deployed *deployed.Reader // reads Argo CD's and Flux's objects on the local cluster
 }
 
 // observed is what a verify-only app's passes keep between them (owned
@@ -58,56 +55,6 @@ var ErrVerifyOnly = errors.New("it is verify-only: pinbot never applies, heals o
 
 func verifyOnlyError(app *config.App) error {
 	return fmt.Errorf("app %s: %s deploys it; %w", app.Name, app.Deployer().Title(), ErrVerifyOnly)
-}
-
-// deployedApp is what one read of the deployer's object says.
-type deployedApp struct {
-	source deployer.Source
-	// branch is the branch source.Ref names, resolved.
-	branch string
-	// revision is what the deployer deployed; zero when nothing yet.
-	revision  deployer.Revision
-	health    deployer.Health
-	workloads []object.Ref
-	// noInventory: the deployer keeps no record of what it applied (a
-	// HelmRelease), so the render's workloads are the ones to prove.
-	noInventory bool
-	// owner is the deployer's object (the Application, Kustomization or
-	// HelmRelease), which the app's Events go on.
-	owner *corev1.ObjectReference
-}
-
-func (d *deployedApp) path() string {
-	if d.source.Path == "" {
-		return "."
-	}
-	return d.source.Path
-}
-
-// root is where the render starts: the source path, or the chart of a
-// Helm repository as chartrepo lays it out.
-func (d *deployedApp) root() string {
-	if d.source.Chart != nil {
-		return chartrepo.Dir
-	}
-	return d.path()
-}
-
-// namespace is where the deployer puts namespaced objects that name none.
-func (d *deployedApp) namespace() string {
-	if d.source.Namespace == "" {
-		return "default"
-	}
-	return d.source.Namespace
-}
-
-// tracked is app as pinbot's Git source and forge reporter see it: the
-// repository, branch and path the deployer follows.
-func (d *deployedApp) tracked(app *config.App) *config.App {
-	return &config.App{
-		Name: app.Name, Repo: d.source.RepoURL, Branch: d.branch, Path: d.path(), Namespace: d.namespace(),
-		Auth: app.Auth, VerifyTimeout: app.VerifyTimeout,
-	}
 }
 
 // Following returns the apps, in config order, that follow branch of the
@@ -175,34 +122,34 @@ func (ob *observer) pass(ctx context.Context, p *pass) (*status.App, *verdict.Ve
 		return s, nil, err
 	}
 	p.fresh = p.freshReads()
-	d, err := ob.read(ctx, p.app, p.fresh)
+	d, err := ob.deployed.Read(ctx, p.app, p.fresh)
 	if err != nil {
 		return fail(err)
 	}
 	st.clusterDown = time.Time{}
-	deployedAs := d.revision.Commit
+	deployedAs := d.Revision.Commit
 	if deployedAs == "" {
-		deployedAs = d.revision.Version
+		deployedAs = d.Revision.Version
 	}
-	p.st.owner.Store(d.owner)
-	p.o.Deployed = &status.Deployed{Source: string(d.source.Kind), Repo: d.source.RepoURL, Path: d.path(), Commit: deployedAs}
-	p.tracked = d.tracked(p.app)
+	p.st.owner.Store(d.Owner)
+	p.o.Deployed = &status.Deployed{Source: string(d.Source.Kind), Repo: d.Source.RepoURL, Path: d.Path(), Commit: deployedAs}
+	p.tracked = d.Tracked(p.app)
 	var (
 		auth  gitforge.Auth
 		head  string
 		heads []*unstructured.Unstructured
 	)
-	if c := d.source.Chart; c != nil {
+	if c := d.Source.Chart; c != nil {
 		p.o.Deployed.Path = c.Name
 		head, heads, err = ob.chartRender(ctx, p, d)
 	} else {
 		if auth, err = gitAuth(r.Config().Forge, r.token, p.tracked); err != nil {
 			return fail(&gitsource.Error{Repo: redact.URL(p.tracked.Repo), Err: err})
 		}
-		if d.branch, err = trackedBranch(ctx, d.source, auth); err != nil {
+		if d.Branch, err = deployed.TrackedBranch(ctx, d.Source, auth); err != nil {
 			return fail(err)
 		}
-		p.tracked.Branch, p.o.Deployed.Branch = d.branch, d.branch
+		p.tracked.Branch, p.o.Deployed.Branch = d.Branch, d.Branch
 		head, heads, err = ob.headRender(ctx, p, d, auth)
 	}
 	p.o.Commit = head
@@ -210,17 +157,14 @@ func (ob *observer) pass(ctx context.Context, p *pass) (*status.App, *verdict.Ve
 		return fail(err)
 	}
 	st.sourceDown = time.Time{}
-	atHead := d.revision.AtHead(head)
-	if d.revision.Commit == "" && d.revision.Version != "" {
+	atHead := d.Revision.AtHead(head)
+	if d.Revision.Commit == "" && d.Revision.Version != "" {
 		// A HelmRelease of a Git chart, whose version names no commit:
 		// Flux deploys a commit when it bumps the chart's version.
-		atHead = st.vo.headVersion == d.revision.Version
+		atHead = st.vo.headVersion == d.Revision.Version
 	}
 
-	desired := heads
-	if !d.noInventory {
-		desired = selectWorkloads(heads, d.workloads)
-	}
+	desired := d.Select(heads)
 	// The record is read before the Pods are verified: the proof it
 	// stores needs no confirming again (trustStoredProof).
 	if p.mode.records() {
@@ -232,7 +176,7 @@ func (ob *observer) pass(ctx context.Context, p *pass) (*status.App, *verdict.Ve
 	if err != nil {
 		return fail(err)
 	}
-	h := d.health.Report()
+	h := d.Health.Report()
 	p.o.Compared, p.o.Sync = true, status.OutOfSync
 	if atHead {
 		p.o.Sync = status.Synced
@@ -242,7 +186,7 @@ func (ob *observer) pass(ctx context.Context, p *pass) (*status.App, *verdict.Ve
 	if !p.mode.records() {
 		return s, v, nil
 	}
-	ob.report(ctx, p, v, d.source.Chart == nil)
+	ob.report(ctx, p, v, d.Source.Chart == nil)
 	p.txn.SetStatus(s)
 	st.awaiting.Store(!v.Verified)
 	return s, v, p.txn.Commit(ctx)
@@ -251,7 +195,7 @@ func (ob *observer) pass(ctx context.Context, p *pass) (*status.App, *verdict.Ve
 // verify verifies the Pods of desired (the head's workloads that the
 // deployer applied) against the head, and, while the deployer is behind,
 // against the revision it deployed (deployer.RelateVerifications).
-func (ob *observer) verify(ctx context.Context, p *pass, d *deployedApp, auth gitforge.Auth, atHead bool, desired []*unstructured.Unstructured) (*verdict.Verification, error) {
+func (ob *observer) verify(ctx context.Context, p *pass, d *deployed.App, auth gitforge.Auth, atHead bool, desired []*unstructured.Unstructured) (*verdict.Verification, error) {
 	r, head := ob.r, p.o.Commit
 	want := make(map[object.Ref]*unstructured.Unstructured, len(desired))
 	nsSet := map[string]bool{}
@@ -270,10 +214,10 @@ func (ob *observer) verify(ctx context.Context, p *pass, d *deployedApp, auth gi
 		return nil, err
 	}
 	vHead := r.proveWith(ctx, confirm, p.app.Name, head, snap, p.st.lookAgain)
-	if atHead || d.revision.Commit == "" || d.revision.Abbreviated() {
+	if atHead || d.Revision.Commit == "" || d.Revision.Abbreviated() {
 		// An abbreviated commit (a HelmRelease of a Git chart) is not
 		// fetched: the head alone is proved.
-		return deployer.RelateVerifications(d.source.Kind, head, atHead, vHead, nil), nil
+		return deployer.RelateVerifications(d.Source.Kind, head, atHead, vHead, nil), nil
 	}
 	old, err := ob.deployedRender(ctx, p, d, auth)
 	var se *gitsource.Error
@@ -281,21 +225,21 @@ func (ob *observer) verify(ctx context.Context, p *pass, d *deployedApp, auth gi
 	case errors.As(err, &se):
 		return nil, err
 	case err != nil:
-		p.log.Warn("rendering the deployed revision", "commit", shortSHA(d.revision.Commit), "error", err)
-		v := deployer.RelateVerifications(d.source.Kind, head, atHead, vHead, nil)
-		v.Reasons = append(v.Reasons, fmt.Sprintf("the deployed revision %s could not be rendered: %s", shortSHA(d.revision.Commit), err))
+		p.log.Warn("rendering the deployed revision", "commit", shortSHA(d.Revision.Commit), "error", err)
+		v := deployer.RelateVerifications(d.Source.Kind, head, atHead, vHead, nil)
+		v.Reasons = append(v.Reasons, fmt.Sprintf("the deployed revision %s could not be rendered: %s", shortSHA(d.Revision.Commit), err))
 		return v, nil
 	}
 	snapOld := *snap
 	snapOld.Desired = slices.DeleteFunc(slices.Clone(old), func(o *unstructured.Unstructured) bool { return want[object.RefOf(o)] == nil })
-	return deployer.RelateVerifications(d.source.Kind, head, atHead, vHead, r.verify(ctx, p.app.Name, d.revision.Commit, &snapOld)), nil
+	return deployer.RelateVerifications(d.Source.Kind, head, atHead, vHead, r.verify(ctx, p.app.Name, d.Revision.Commit, &snapOld)), nil
 }
 
 // snapshot reads what verification needs of desired: from the cluster
 // the deployer applies to, or, for an Argo CD app read via: api, through
 // Argo CD's API server. It returns the confirm that reads the workloads
 // again. want is desired by reference.
-func (ob *observer) snapshot(ctx context.Context, p *pass, d *deployedApp, namespaces []string, desired []*unstructured.Unstructured, want map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, confirmFunc, error) {
+func (ob *observer) snapshot(ctx context.Context, p *pass, d *deployed.App, namespaces []string, desired []*unstructured.Unstructured, want map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, confirmFunc, error) {
 	r := ob.r
 	if r.Config().ArgoCDVia(p.app) == deployer.ViaAPI {
 		api, err := r.argo.API()

@@ -11,16 +11,16 @@ import (
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/reconciler/chartrepo"
 	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/deployed"
 	"pinbot.dev/pinbot/reconciler/deployer"
 	"pinbot.dev/pinbot/reconciler/fluxinputs"
 	"pinbot.dev/pinbot/reconciler/gitsource"
-	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/render"
 )
 
 // headRender fetches the head of the tracked branch and renders it, or
 // (following a rollout, with a render at hand) reuses the last one.
-func (ob *observer) headRender(ctx context.Context, p *pass, d *deployedApp, auth gitforge.Auth) (string, []*unstructured.Unstructured, error) {
+func (ob *observer) headRender(ctx context.Context, p *pass, d *deployed.App, auth gitforge.Auth) (string, []*unstructured.Unstructured, error) {
 	st := p.st
 	head, cached := st.vo.head, st.vo.renders[st.vo.head]
 	if p.mode == modeFollow && cached != nil {
@@ -31,9 +31,9 @@ func (ob *observer) headRender(ctx context.Context, p *pass, d *deployedApp, aut
 	err := ob.r.source.Head(ctx, p.tracked.Repo, p.tracked.Branch, auth, func(rev gitsource.Revision) error {
 		head = rev.Commit
 		reads := newReadFS(rev.FS)
-		if d.revision.Version != "" {
+		if d.Revision.Version != "" {
 			var err error
-			if version, err = render.ChartVersion(reads, d.root()); err != nil {
+			if version, err = render.ChartVersion(reads, d.Root()); err != nil {
 				return err
 			}
 		}
@@ -51,7 +51,7 @@ func (ob *observer) headRender(ctx context.Context, p *pass, d *deployedApp, aut
 	}
 	st.track(config.App{Name: p.tracked.Name, Repo: p.tracked.Repo, Branch: p.tracked.Branch})
 	st.vo.head, st.vo.headVersion = head, version
-	st.vo.renders = keepRenders(st.vo.renders, head, d.revision.Commit)
+	st.vo.renders = keepRenders(st.vo.renders, head, d.Revision.Commit)
 	st.vo.renders[head] = objs
 	return head, objs, nil
 }
@@ -60,18 +60,18 @@ func (ob *observer) headRender(ctx context.Context, p *pass, d *deployedApp, aut
 // at the newest version its targetRevision allows, and renders it, or
 // (following a rollout, with a render at hand) reuses the last one. The
 // version is the head.
-func (ob *observer) chartRender(ctx context.Context, p *pass, d *deployedApp) (string, []*unstructured.Unstructured, error) {
+func (ob *observer) chartRender(ctx context.Context, p *pass, d *deployed.App) (string, []*unstructured.Unstructured, error) {
 	st := p.st
 	if cached := st.vo.renders[st.vo.head]; p.mode == modeFollow && cached != nil {
 		return st.vo.head, cached, nil
 	}
-	head, objs, err := ob.renderChart(ctx, p, d, d.source.Chart.Version)
+	head, objs, err := ob.renderChart(ctx, p, d, d.Source.Chart.Version)
 	if err != nil {
 		return "", nil, err
 	}
-	st.track(config.App{Name: p.tracked.Name, Repo: d.source.RepoURL})
+	st.track(config.App{Name: p.tracked.Name, Repo: d.Source.RepoURL})
 	st.vo.head = head
-	st.vo.renders = keepRenders(st.vo.renders, head, d.revision.Commit)
+	st.vo.renders = keepRenders(st.vo.renders, head, d.Revision.Commit)
 	st.vo.renders[head] = objs
 	return head, objs, nil
 }
@@ -79,9 +79,9 @@ func (ob *observer) chartRender(ctx context.Context, p *pass, d *deployedApp) (s
 // renderChart fetches version (a version or a range) of the source's
 // chart and renders it, reusing a render of the exact version. A chart
 // that cannot be fetched is a *gitsource.Error.
-func (ob *observer) renderChart(ctx context.Context, p *pass, d *deployedApp, version string) (string, []*unstructured.Unstructured, error) {
-	c := d.source.Chart
-	chart, err := ob.r.charts.Fetch(ctx, chartrepo.Ref{RepoURL: c.RepoURL, Name: c.Name, Version: version}, ob.chartAuth(c))
+func (ob *observer) renderChart(ctx context.Context, p *pass, d *deployed.App, version string) (string, []*unstructured.Unstructured, error) {
+	c := d.Source.Chart
+	chart, err := ob.r.charts.Fetch(ctx, chartrepo.Ref{RepoURL: c.RepoURL, Name: c.Name, Version: version}, ob.deployed.ChartAuth(c))
 	if err != nil {
 		return "", nil, &gitsource.Error{Repo: redact.URL(c.RepoURL), Err: err}
 	}
@@ -94,14 +94,14 @@ func (ob *observer) renderChart(ctx context.Context, p *pass, d *deployedApp, ve
 
 // deployedRender renders the revision the deployer deployed, from a clone
 // that holds the branch's history, or the chart version it deployed.
-func (ob *observer) deployedRender(ctx context.Context, p *pass, d *deployedApp, auth gitforge.Auth) ([]*unstructured.Unstructured, error) {
-	commit := d.revision.Commit
+func (ob *observer) deployedRender(ctx context.Context, p *pass, d *deployed.App, auth gitforge.Auth) ([]*unstructured.Unstructured, error) {
+	commit := d.Revision.Commit
 	if objs := p.st.vo.renders[commit]; objs != nil {
 		return objs, nil
 	}
 	var objs []*unstructured.Unstructured
 	var err error
-	if d.source.Chart != nil {
+	if d.Source.Chart != nil {
 		_, objs, err = ob.renderChart(ctx, p, d, commit)
 	} else {
 		err = ob.r.source.At(ctx, p.tracked.Repo, p.tracked.Branch, commit, auth, func(rev gitsource.Revision) error {
@@ -135,10 +135,10 @@ func keepRenders(m map[string][]*unstructured.Unstructured, head, deployed strin
 // source path, a chart with the Application's Helm settings, namespaced
 // objects that name no namespace in the destination namespace. It returns
 // the workloads only: the rest is the deployer's business.
-func (ob *observer) render(ctx context.Context, fsys fs.FS, d *deployedApp) ([]*unstructured.Unstructured, error) {
-	rel := d.root()
+func (ob *observer) render(ctx context.Context, fsys fs.FS, d *deployed.App) ([]*unstructured.Unstructured, error) {
+	rel := d.Root()
 	var opts []render.Option
-	if h := d.source.Helm; h != nil && render.IsChart(fsys, rel) {
+	if h := d.Source.Helm; h != nil && render.IsChart(fsys, rel) {
 		hr := render.Helm{ReleaseName: h.ReleaseName, Namespace: h.Namespace, Values: h.Values}
 		if len(h.ValuesFrom) > 0 {
 			var err error
@@ -156,7 +156,7 @@ func (ob *observer) render(ctx context.Context, fsys fs.FS, d *deployedApp) ([]*
 			hr.Parameters = append(hr.Parameters, render.Parameter{Name: p.Name, Value: p.Value, ForceString: p.ForceString})
 		}
 		if hr.Namespace == "" {
-			hr.Namespace = d.namespace()
+			hr.Namespace = d.Namespace()
 		}
 		opts = append(opts, render.WithHelm(hr))
 		if h.KubeVersion != "" || len(h.APIVersions) > 0 {
@@ -173,14 +173,14 @@ func (ob *observer) render(ctx context.Context, fsys fs.FS, d *deployedApp) ([]*
 			opts = append(opts, render.WithCapabilities(caps))
 		}
 	}
-	if k := d.source.Kustomize; len(k) > 0 {
+	if k := d.Source.Kustomize; len(k) > 0 {
 		opts = append(opts, render.WithOverrides(k))
 	}
 	objs, err := ob.r.render(ctx, fsys, rel, opts...)
 	if err != nil {
 		return nil, err
 	}
-	if sub := d.source.Substitute; sub != nil {
+	if sub := d.Source.Substitute; sub != nil {
 		vars, err := fluxinputs.Vars(ctx, ob.r.kube, sub)
 		if err != nil {
 			return nil, err
@@ -197,7 +197,7 @@ func (ob *observer) render(ctx context.Context, fsys fs.FS, d *deployedApp) ([]*
 		}
 		o = o.DeepCopy()
 		if o.GetNamespace() == "" {
-			o.SetNamespace(d.namespace())
+			o.SetNamespace(d.Namespace())
 		}
 		out = append(out, o)
 	}
@@ -207,19 +207,4 @@ func (ob *observer) render(ctx context.Context, fsys fs.FS, d *deployedApp) ([]*
 func fileExists(fsys fs.FS, name string) bool {
 	_, err := fs.Stat(fsys, name)
 	return err == nil
-}
-
-// selectWorkloads keeps the rendered workloads the deployer applied.
-func selectWorkloads(objs []*unstructured.Unstructured, applied []object.Ref) []*unstructured.Unstructured {
-	want := map[object.Ref]bool{}
-	for _, w := range applied {
-		want[w] = true
-	}
-	var out []*unstructured.Unstructured
-	for _, o := range objs {
-		if want[object.RefOf(o)] {
-			out = append(out, o)
-		}
-	}
-	return out
 }

@@ -20,6 +20,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/diff"
 	"pinbot.dev/pinbot/reconciler/gitsource"
 	"pinbot.dev/pinbot/reconciler/history"
+	"pinbot.dev/pinbot/reconciler/metrics"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/record"
 	"pinbot.dev/pinbot/reconciler/status"
@@ -72,7 +73,7 @@ func (p *pass) begin(ctx context.Context) (*record.Txn, error) {
 		t, err = p.r.history.Begin(ctx, p.app.Name)
 	}
 	if err == nil && t.Current().Status != nil {
-		p.stored = stateOf(*t.Current().Status, nil)
+		p.stored = metrics.StateOf(*t.Current().Status, nil)
 		p.r.trustStoredProof(p.app.Name, t.Current().Status)
 	}
 	return t, err
@@ -130,7 +131,7 @@ func (r *Reconciler) pass(ctx context.Context, app *config.App, st *appState, m 
 	st.passMu.Lock()
 	defer st.passMu.Unlock()
 	start := time.Now()
-	defer func() { r.metrics.passes.WithLabelValues(app.Name).Observe(time.Since(start).Seconds()) }()
+	defer func() { r.metrics.ObservePass(app.Name, time.Since(start)) }()
 	p := r.newPass(ctx, app, st, m, so)
 	var s *status.App
 	var v *verdict.Verification

@@ -21,9 +21,11 @@ import (
 	"pinbot.dev/pinbot/reconciler/chartrepo"
 	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/deployed"
 	"pinbot.dev/pinbot/reconciler/gitsource"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/lookup"
+	"pinbot.dev/pinbot/reconciler/metrics"
 	"pinbot.dev/pinbot/reconciler/record"
 	"pinbot.dev/pinbot/reconciler/report"
 	"pinbot.dev/pinbot/reconciler/spoke"
@@ -58,10 +60,10 @@ type Reconciler struct {
 	replica   string                      // WithReplica
 	log       atomic.Pointer[slog.Logger] // the loop's (RunSome), for callbacks
 	route     *router                     // wakes the loops a cluster's change concerns (wake.go)
-	metrics   *metrics
+	metrics   *metrics.Metrics
 	caps      *capabilities                      // the cluster's, for Helm renders (render.go)
 	loopSlots chan struct{}                      // bounds the loop's passes under way (loop.go)
-	stored    storedStatuses                     // the leader's, for a follower's metrics
+	stored    metrics.Stored                     // the leader's, for a follower's metrics
 	onProof   atomic.Pointer[func(app string)]   // OnProofChange
 	onEvent   atomic.Pointer[func(e ProofEvent)] // OnProofEvent
 	// signatures is cfg.Signatures with its keys loaded, and reg the
@@ -240,7 +242,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 		caps:       newCapabilities(kube.Discovery(), o.now),
 		loopSlots:  make(chan struct{}, loopPasses),
 	}
-	r.metrics = newMetrics(r)
+	r.metrics = metrics.New(r.statuses)
 	r.route = &router{set: &r.set, log: &r.log, downAfter: o.downAft}
 	h := r.route.handlers()
 	h.ObjectChanged = r.route.objectChanged
@@ -253,7 +255,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 		return nil
 	}, o.answer, r.mirrors)
 	r.events = newEventer(kube)
-	r.observer = &observer{r: r, dyn: dyn, objects: r.local.Objects}
+	r.observer = &observer{r: r, deployed: &deployed.Reader{Objects: r.local.Objects, Kube: kube}}
 	if o.forge == nil && cfg.Forge != nil && !o.noForge {
 		g, err := gitforge.Dial(cfg.Forge.URL, cfg.Forge.TokenFile, cfg.Forge.CAFile, o.token)
 		if err != nil {

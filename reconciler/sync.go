@@ -72,7 +72,7 @@ func (p *pass) sync(ctx context.Context) error {
 	}
 	log.Info("applied", "objects", len(applied), "waves", len(waves))
 	p.appliedClean(applied)
-	p.r.metrics.countSync(p.app.Name, history.Applied)
+	p.r.metrics.CountSync(p.app.Name, history.Applied)
 	p.txn.Add(e)
 	p.st.awaiting.Store(true)
 	p.synced = true
@@ -86,7 +86,7 @@ func (p *pass) sync(ctx context.Context) error {
 // fail reports e, a sync that failed or was refused, as a failure on its
 // commit (the description starts with prefix) and records it.
 func (p *pass) fail(ctx context.Context, e *history.Entry, prefix string) {
-	p.r.metrics.countSync(p.app.Name, e.Result)
+	p.r.metrics.CountSync(p.app.Name, e.Result)
 	p.post(ctx, e, commitstatus.Failure, prefix+e.Reason, "the failed sync")
 	p.txn.Add(*e)
 }

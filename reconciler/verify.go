@@ -51,7 +51,7 @@ func ownedBy(desired []*unstructured.Unstructured, live map[object.Ref]*unstruct
 // what the verification needs (config digests, index children) first.
 func (r *Reconciler) verify(ctx context.Context, app, commit string, snap *verdict.Snapshot) *verdict.Verification {
 	start := time.Now()
-	defer func() { r.metrics.proofs.WithLabelValues(app).Observe(time.Since(start).Seconds()) }()
+	defer func() { r.metrics.ObserveProof(app, time.Since(start)) }()
 	snap.Lookups = r.lookups.Answers(ctx, verdict.Needs(snap))
 	return verdict.Verify(app, commit, snap)
 }

@@ -1,4 +1,4 @@
-package reconciler
+package deployed
 
 import (
 	"context"
@@ -19,15 +19,15 @@ const (
 	argoCDRepoCreds  = "repo-creds"
 )
 
-// chartAuth reads the credentials of c's repository, when a fetch needs
+// ChartAuth reads the credentials of c's repository, when a fetch needs
 // them: Flux's HelmRepository secretRef, or the Argo CD repository Secret
 // whose url is the repository's (else the repo-creds template whose url
 // is its longest prefix). Without a grant to list Argo CD's Secrets the
 // repository is read anonymously, and a repository that needs
 // credentials then answers 401, naming itself.
-func (ob *observer) chartAuth(c *deployer.Chart) chartrepo.AuthFunc {
+func (rd *Reader) ChartAuth(c *deployer.Chart) chartrepo.AuthFunc {
 	return func(ctx context.Context) (chartrepo.Auth, error) {
-		kube := ob.r.kube
+		kube := rd.Kube
 		if ref := c.SecretRef; ref != nil {
 			s, err := kube.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 			if err != nil {

@@ -1,4 +1,4 @@
-package reconciler
+package deployed
 
 import (
 	"context"
@@ -17,15 +17,15 @@ import (
 	"pinbot.dev/pinbot/reconciler/gitsource"
 )
 
-// read reads the app's Application, or its Kustomization and
+// Read reads the app's Application, or its Kustomization and
 // GitRepository, and what they say.
-// fresh reads them from the API server, not the watch (objectCache).
-func (ob *observer) read(ctx context.Context, app *config.App, fresh bool) (*deployedApp, error) {
-	d := &deployedApp{}
+// fresh reads them from the API server, not the watch (cluster.Objects).
+func (rd *Reader) Read(ctx context.Context, app *config.App, fresh bool) (*App, error) {
+	d := &App{}
 	switch {
 	case app.ArgoCD != nil:
 		ns, name := app.ArgoCD.Object()
-		u, err := ob.readObject(ctx, deployer.ApplicationsResource, deployer.ApplicationKind, ns, name, fresh)
+		u, err := rd.readObject(ctx, deployer.ApplicationsResource, deployer.ApplicationKind, ns, name, fresh)
 		if err != nil {
 			return nil, err
 		}
@@ -33,19 +33,19 @@ func (ob *observer) read(ctx context.Context, app *config.App, fresh bool) (*dep
 		if err != nil {
 			return nil, err
 		}
-		d.owner = refOf(u)
-		if d.source, err = a.Source(); err != nil {
+		d.Owner = OwnerRef(u)
+		if d.Source, err = a.Source(); err != nil {
 			return nil, err
 		}
-		if d.revision, err = a.Deployed(d.source); err != nil && !errors.Is(err, deployer.ErrNotDeployed) {
+		if d.Revision, err = a.Deployed(d.Source); err != nil && !errors.Is(err, deployer.ErrNotDeployed) {
 			return nil, err
 		}
-		d.health, d.workloads = a.Health(), a.Workloads()
+		d.Health, d.Workloads = a.Health(), a.Workloads()
 	case app.Flux != nil && app.Flux.HelmRelease != "":
-		return ob.readHelmRelease(ctx, app, fresh)
+		return rd.readHelmRelease(ctx, app, fresh)
 	case app.Flux != nil:
 		ns, name := app.Flux.Object()
-		u, err := ob.readObject(ctx, deployer.KustomizationsResource, deployer.KustomizationKind, ns, name, fresh)
+		u, err := rd.readObject(ctx, deployer.KustomizationsResource, deployer.KustomizationKind, ns, name, fresh)
 		if err != nil {
 			return nil, err
 		}
@@ -53,12 +53,12 @@ func (ob *observer) read(ctx context.Context, app *config.App, fresh bool) (*dep
 		if err != nil {
 			return nil, err
 		}
-		d.owner = refOf(u)
+		d.Owner = OwnerRef(u)
 		rns, rname, err := k.GitRepository()
 		if err != nil {
 			return nil, err
 		}
-		ru, err := ob.readObject(ctx, deployer.GitRepositoriesResource, deployer.GitRepositoryKind, rns, rname, fresh)
+		ru, err := rd.readObject(ctx, deployer.GitRepositoriesResource, deployer.GitRepositoryKind, rns, rname, fresh)
 		if err != nil {
 			return nil, err
 		}
@@ -66,16 +66,16 @@ func (ob *observer) read(ctx context.Context, app *config.App, fresh bool) (*dep
 		if err != nil {
 			return nil, err
 		}
-		if d.source, err = k.Source(repo); err != nil {
+		if d.Source, err = k.Source(repo); err != nil {
 			return nil, err
 		}
-		if d.revision, err = k.Deployed(); err != nil && !errors.Is(err, deployer.ErrNotDeployed) {
+		if d.Revision, err = k.Deployed(); err != nil && !errors.Is(err, deployer.ErrNotDeployed) {
 			return nil, err
 		}
-		if d.workloads, err = k.Workloads(); err != nil {
+		if d.Workloads, err = k.Workloads(); err != nil {
 			return nil, err
 		}
-		d.health = k.Health()
+		d.Health = k.Health()
 	default:
 		return nil, fmt.Errorf("app %s names no deployer", app.Name)
 	}
@@ -85,9 +85,9 @@ func (ob *observer) read(ctx context.Context, app *config.App, fresh bool) (*dep
 // readHelmRelease reads the app's HelmRelease and the source that holds
 // its chart. The release's workloads are the render's: a HelmRelease
 // keeps no inventory of what Helm applied.
-func (ob *observer) readHelmRelease(ctx context.Context, app *config.App, fresh bool) (*deployedApp, error) {
+func (rd *Reader) readHelmRelease(ctx context.Context, app *config.App, fresh bool) (*App, error) {
 	ns, name := app.Flux.Object()
-	u, err := ob.readObject(ctx, deployer.HelmReleasesResource, deployer.HelmReleaseKind, ns, name, fresh)
+	u, err := rd.readObject(ctx, deployer.HelmReleasesResource, deployer.HelmReleaseKind, ns, name, fresh)
 	if err != nil {
 		return nil, err
 	}
@@ -99,30 +99,30 @@ func (ob *observer) readHelmRelease(ctx context.Context, app *config.App, fresh 
 	if err != nil {
 		return nil, err
 	}
-	src, err := ob.readChartSource(ctx, kind, sns, sname, fresh)
+	src, err := rd.readChartSource(ctx, kind, sns, sname, fresh)
 	if err != nil {
 		return nil, err
 	}
-	d := &deployedApp{noInventory: true, owner: refOf(u)}
-	if d.source, err = h.Source(src); err != nil {
+	d := &App{NoInventory: true, Owner: OwnerRef(u)}
+	if d.Source, err = h.Source(src); err != nil {
 		return nil, err
 	}
-	if d.revision, err = h.Deployed(); err != nil && !errors.Is(err, deployer.ErrNotDeployed) {
+	if d.Revision, err = h.Deployed(); err != nil && !errors.Is(err, deployer.ErrNotDeployed) {
 		return nil, err
 	}
-	d.health = h.Health()
+	d.Health = h.Health()
 	return d, nil
 }
 
 // readChartSource reads the source object of a HelmRelease's chart, of a
 // kind ChartSource names.
-func (ob *observer) readChartSource(ctx context.Context, kind, ns, name string, fresh bool) (any, error) {
+func (rd *Reader) readChartSource(ctx context.Context, kind, ns, name string, fresh bool) (any, error) {
 	res := map[string]schema.GroupVersionResource{
 		deployer.HelmRepositoryKind: deployer.HelmRepositoriesResource,
 		deployer.GitRepositoryKind:  deployer.GitRepositoriesResource,
 		deployer.OCIRepositoryKind:  deployer.OCIRepositoriesResource,
 	}[kind]
-	u, err := ob.readObject(ctx, res, kind, ns, name, fresh)
+	u, err := rd.readObject(ctx, res, kind, ns, name, fresh)
 	if err != nil {
 		return nil, err
 	}
@@ -137,8 +137,8 @@ func (ob *observer) readChartSource(ctx context.Context, kind, ns, name string, 
 
 // readObject GETs one deployer object. A missing or unreadable one says
 // what to check.
-func (ob *observer) readObject(ctx context.Context, gvr schema.GroupVersionResource, kind, ns, name string, fresh bool) (*unstructured.Unstructured, error) {
-	u, err := ob.objects.Get(ctx, gvr, ns, name, fresh)
+func (rd *Reader) readObject(ctx context.Context, gvr schema.GroupVersionResource, kind, ns, name string, fresh bool) (*unstructured.Unstructured, error) {
+	u, err := rd.Objects.Get(ctx, gvr, ns, name, fresh)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("%s %s/%s (%s) not found: check the name and namespace in the config, and that the CRD is installed", kind, ns, name, gvr.GroupVersion())
@@ -150,10 +150,10 @@ func (ob *observer) readObject(ctx context.Context, gvr schema.GroupVersionResou
 	return u, nil
 }
 
-// trackedBranch resolves what the deployer tracks to a branch: Argo CD's
+// TrackedBranch resolves what the deployer tracks to a branch: Argo CD's
 // HEAD is the remote's default branch, another targetRevision a branch
 // name. A tag or a pinned commit has no head to verify against.
-func trackedBranch(ctx context.Context, src deployer.Source, auth gitforge.Auth) (string, error) {
+func TrackedBranch(ctx context.Context, src deployer.Source, auth gitforge.Auth) (string, error) {
 	ref := src.Ref
 	switch {
 	case ref.Branch != "":
