@@ -141,12 +141,14 @@ var allowed = map[string][]string{
 	// serve drives the reconciler and promote; nothing imports it but cmd.
 	"serve/signin":  append([]string{}, leaves...),
 	"serve/actions": append([]string{"release", "release/store", "serve/signin", "reconciler/object", "reconciler/verdict", "trust/proven"}, leaves...),
-	"serve":         append([]string{"reconciler", "reconciler/...", "promote", "promote/pr", "promote/ciinput", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/...", "trust", "trust/...", "serve/shard", "serve/installed", "serve/notify", "serve/proofs", "serve/signin", "serve/actions", "serve/chains", "internal/kubemetrics", "internal/crontab"}, leaves...),
+	"serve":         append([]string{"reconciler", "reconciler/...", "promote", "promote/pr", "promote/ciinput", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/...", "trust", "trust/...", "serve/shard", "serve/installed", "serve/notify", "serve/proofs", "serve/signin", "serve/actions", "serve/chains", "serve/admission", "serve/attester", "internal/kubemetrics", "internal/crontab"}, leaves...),
 	// The shards' Leases: Kubernetes' leader election, and nothing of pinbot.
 	"serve/shard": {},
 	// The release runner's parts that stand on their own: its schedule,
 	// the pull-request judge, the merge queue, the gate's word read back.
-	"serve/chains": append([]string{"promote", "promote/pr", "release", "gitforge", "pins", "registry", "render", "release/...", "trust", "trust/..."}, append(proofWords, leaves...)...),
+	"serve/chains":    append([]string{"promote", "promote/pr", "release", "gitforge", "pins", "registry", "render", "release/...", "trust", "trust/...", "serve/notify"}, append(proofWords, leaves...)...),
+	"serve/admission": append([]string{"serve/chains", "serve/notify", "promote", "promote/pr", "release", "gitforge", "pins", "registry", "render", "release/...", "trust", "trust/..."}, append(proofWords, leaves...)...),
+	"serve/attester":  append([]string{"serve/chains", "serve/notify", "promote", "promote/pr", "release", "gitforge", "pins", "registry", "render", "release/...", "trust", "trust/..."}, append(proofWords, leaves...)...),
 	// serve as a namespace installs it: client-go, and nothing of pinbot.
 	"serve/installed": {},
 	// Notifications: HTTP out, with the leaves' bounds and redaction.

@@ -13,6 +13,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/verdict"
 	"pinbot.dev/pinbot/serve/actions"
+	"pinbot.dev/pinbot/serve/chains"
 )
 
 // dashboardSource reads the dashboard's apps from the reconciler: the
@@ -20,9 +21,10 @@ import (
 // persisted history (every replica reads the leader's), and on an app's
 // page the open promotion pull requests from the forge.
 type dashboardSource struct {
-	r    *reconciler.Reconciler
-	rl   *releaser        // the release ledgers; nil for none
-	acts *actions.Handler // the page's actions; nil without a sign-in
+	r     *reconciler.Reconciler
+	rl    *chains.Runner   // the release ledgers; nil for none
+	repos func() []string  // the repositories whose chains rl runs
+	acts  *actions.Handler // the page's actions; nil without a sign-in
 }
 
 // Person implements dashboard.Actor.
@@ -49,21 +51,21 @@ func (s dashboardSource) Ledgers(ctx context.Context) ([]dashboard.Ledger, error
 		return nil, nil
 	}
 	var out []dashboard.Ledger
-	for _, t := range s.rl.repos() {
-		l, err := s.rl.ledgers.Read(ctx, t.Repo)
+	for _, repo := range s.repos() {
+		l, err := s.rl.Ledgers().Read(ctx, repo)
 		if err != nil {
 			return nil, err
 		}
 		if len(l.Envs) == 0 && len(l.Events) == 0 {
 			continue // neither environments nor refusals to show
 		}
-		chain, ok := s.rl.chain(t.Repo)
+		chain, ok := s.rl.Chain(repo)
 		if !ok {
 			chain = l.Chain // a follower: as the leader last stepped it
 		}
-		lg := dashboard.Ledger{Repo: t.Repo, Chain: chain, Ledger: l, Apps: map[string]dashboard.App{}}
+		lg := dashboard.Ledger{Repo: repo, Chain: chain, Ledger: l, Apps: map[string]dashboard.App{}}
 		if f := s.r.Config().Forge; f != nil {
-			lg.Web = strings.TrimRight(redact.URL(f.URL), "/") + "/" + t.Repo
+			lg.Web = strings.TrimRight(redact.URL(f.URL), "/") + "/" + repo
 		}
 		for _, e := range chain {
 			for _, name := range e.Apps {
@@ -109,12 +111,12 @@ func (s dashboardSource) places(ctx context.Context) map[string]place {
 	if s.rl == nil {
 		return out
 	}
-	repos := s.rl.repos()
-	slices.SortFunc(repos, func(a, b Target) int { return strings.Compare(a.Repo, b.Repo) })
-	for _, t := range repos {
-		chain, ok := s.rl.chain(t.Repo)
+	repos := slices.Clone(s.repos())
+	slices.Sort(repos)
+	for _, repo := range repos {
+		chain, ok := s.rl.Chain(repo)
 		if !ok {
-			l, err := s.rl.ledgers.Read(ctx, t.Repo)
+			l, err := s.rl.Ledgers().Read(ctx, repo)
 			if err != nil {
 				continue // the apps still show, ungrouped
 			}
@@ -123,7 +125,7 @@ func (s dashboardSource) places(ctx context.Context) map[string]place {
 		for i, e := range chain {
 			for _, app := range e.Apps {
 				if _, seen := out[app]; !seen {
-					out[app] = place{repo: t.Repo, env: e.Name, stage: i}
+					out[app] = place{repo: repo, env: e.Name, stage: i}
 				}
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
+	"pinbot.dev/pinbot/serve/chains"
 )
 
 // driftJob is one promote entry with a drift schedule.
@@ -26,7 +27,7 @@ type driftJob struct {
 
 // driftJobs are the config's promote entries that have a drift schedule,
 // on the config's forge. A nil promoter (no forge, no entries) has none.
-func (p *promoter) driftJobs(cfg *Config, rl *releaser) ([]driftJob, error) {
+func (p *promoter) driftJobs(cfg *Config, rl *chains.Runner) ([]driftJob, error) {
 	if p == nil {
 		for i := range cfg.Promote {
 			if t := &cfg.Promote[i]; t.Drift != "" {
@@ -49,7 +50,7 @@ func (p *promoter) driftJobs(cfg *Config, rl *releaser) ([]driftJob, error) {
 		jobs = append(jobs, driftJob{
 			spec:    t.Drift,
 			env:     env,
-			opts:    promote.DriftOptions{Concurrency: promote.DefaultConcurrency, State: promote.NewState(), Admitter: rl.admit(t.Repo), Policy: p.policy},
+			opts:    promote.DriftOptions{Concurrency: promote.DefaultConcurrency, State: promote.NewState(), Admitter: rl.Admit(t.Repo), Policy: p.policy},
 			refused: func(ctx context.Context, err error) { p.noteRefusal(ctx, repo, err) },
 			took:    p.took,
 		})

@@ -37,16 +37,16 @@ func (d *daemon) registerMetrics() error {
 		}
 		return 0
 	})
-	cs := []prometheus.Collector{leader, d.shardsHeld(), d.refusals, d.promotions, d.requests, d.pushApps, d.release.decisions, d.release.holds}
-	cs = append(cs, d.release.chainm.Collectors()...)
-	if a := d.release.attester; a != nil {
-		cs = append(cs, a.written)
+	cs := []prometheus.Collector{leader, d.shardsHeld(), d.refusals, d.promotions, d.requests, d.pushApps}
+	cs = append(cs, d.release.Collectors()...)
+	if a := d.attester; a != nil {
+		cs = append(cs, a.Collector())
 	}
 	if d.notify != nil {
 		cs = append(cs, d.notify.Collector())
 	}
 	if d.admission != nil {
-		cs = append(cs, d.admission.decisions)
+		cs = append(cs, d.admission.Collector())
 	}
 	cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cs = append(append(cs, kubemetrics.Collectors()...), peermetrics.Collectors()...)
@@ -65,10 +65,10 @@ func (d *daemon) mux(webhook bool) http.Handler {
 	mux := http.NewServeMux()
 	if d.o.Dashboard {
 		guard := signin.Guard{Token: d.o.ReadToken, Header: d.o.AuthHeader, SignIn: d.signin}
-		src := dashboardSource{r: d.r, rl: d.release}
+		src := dashboardSource{r: d.r, rl: d.release, repos: d.repos}
 		if d.signin != nil {
 			d.signin.Routes(mux)
-			src.acts = &actions.Handler{Ledgers: d.release.ledgers, Authz: actions.Authorizer{Client: d.kube}, SignIn: d.signin, Done: d.release.wake, Now: time.Now}
+			src.acts = &actions.Handler{Ledgers: d.release.Ledgers(), Authz: actions.Authorizer{Client: d.kube}, SignIn: d.signin, Done: d.release.Wake, Now: time.Now}
 			if d.promote != nil {
 				src.acts.Force, src.acts.Merge = d.promote.force, d.promote.merge
 			}
@@ -92,7 +92,7 @@ func (d *daemon) mux(webhook bool) http.Handler {
 		})
 	}
 	if len(d.o.GateToken) > 0 {
-		mux.Handle("GET "+proofapi.Path, proofapi.Handler(d.release.chainm.Answer(d.gateAnswer), d.o.GateToken))
+		mux.Handle("GET "+proofapi.Path, proofapi.Handler(d.release.Answer(d.gateAnswer), d.o.GateToken))
 	}
 	if webhook {
 		d.handleWebhook(mux)

@@ -2,12 +2,12 @@ package serve
 
 import (
 	"context"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/serve/chains"
 	"pinbot.dev/pinbot/trust"
 )
 
@@ -32,8 +32,8 @@ func newRefusalCounter() *prometheus.CounterVec {
 // every replica's dashboard shows.
 func (d *daemon) refused(ctx context.Context, repo string, r *trust.Refusal) {
 	d.logRefusal(ctx, repo, r)
-	err := d.release.ledgers.Update(ctx, repo, func(l *release.Ledger) error {
-		noteRefusal(l, d.release.now(), r)
+	err := d.release.Ledgers().Update(ctx, repo, func(l *release.Ledger) error {
+		chains.NoteRefusal(l, d.release.Now(), r)
 		return nil
 	})
 	if err != nil {
@@ -46,9 +46,4 @@ func (d *daemon) logRefusal(ctx context.Context, repo string, r *trust.Refusal) 
 	logctx.From(ctx).Warn("refused a digest: the signature policy does not pass it", "repo", repo,
 		"image", r.Image, "digest", r.Digest, "rule", r.Rule, "reason", r.Reason)
 	d.refusals.WithLabelValues(repo, r.Rule).Inc()
-}
-
-// noteRefusal records a refusal in a repository's ledger.
-func noteRefusal(l *release.Ledger, now time.Time, r *trust.Refusal) {
-	l.Refused(now, r.Image, r.Digest, r.Rule+": "+r.Reason)
 }

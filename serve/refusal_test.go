@@ -75,7 +75,7 @@ func TestPromoteRefusedBySignaturePolicy(t *testing.T) {
 	if n := testutil.ToFloat64(d.refusals.WithLabelValues(repo, "signatures[0]")); n != 1 {
 		t.Errorf("pinbot_promotions_refused_total = %v, want 1", n)
 	}
-	l, _, err := d.release.ledgers.Get(ctx, repo)
+	l, _, err := d.release.Ledgers().Get(ctx, repo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,9 @@ import (
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/reconciler"
 	"pinbot.dev/pinbot/reconciler/record"
+	"pinbot.dev/pinbot/serve/admission"
+	"pinbot.dev/pinbot/serve/attester"
+	"pinbot.dev/pinbot/serve/chains"
 	"pinbot.dev/pinbot/serve/notify"
 	"pinbot.dev/pinbot/serve/proofs"
 	"pinbot.dev/pinbot/serve/shard"
@@ -127,18 +130,19 @@ const recordGrace = 10 * time.Second
 
 // daemon is one running serve.
 type daemon struct {
-	o       Options
-	cfg     *Config
-	r       *reconciler.Reconciler
-	kube    kubernetes.Interface
-	ns      string
-	promote *promoter // nil without a forge or promote entries
-	drift   []driftJob
-	release *releaser
-	notify  *notify.Notifier // nil without notify entries
+	o        Options
+	cfg      *Config
+	r        *reconciler.Reconciler
+	kube     kubernetes.Interface
+	ns       string
+	promote  *promoter // nil without a forge or promote entries
+	drift    []driftJob
+	release  *chains.Runner
+	attester *attester.Attester // nil without attest:
+	notify   *notify.Notifier   // nil without notify entries
 	// admission is the validating admission webhook; nil without
 	// admission:.
-	admission *admitter
+	admission *admission.Webhook
 	signin    *signin.SignIn // the dashboard's sign-in; nil without dashboard.oidc
 
 	metrics    *prometheus.Registry
@@ -183,7 +187,7 @@ func (d *daemon) notifyProof(e reconciler.ProofEvent) {
 	if e.Warning {
 		typ = notify.Warning
 	}
-	d.notify.Send(notify.Event{Type: typ, Reason: e.Reason, App: e.App, Envs: d.release.envsOf(e.App), Message: e.Message})
+	d.notify.Send(notify.Event{Type: typ, Reason: e.Reason, App: e.App, Envs: d.release.EnvsOf(e.App), Message: e.Message})
 }
 
 // newDaemon sets serve up: the promoter, the drift jobs and the metrics.
@@ -202,16 +206,8 @@ func newDaemon(cfg *Config, r *reconciler.Reconciler, kube kubernetes.Interface,
 	if d.promote, err = newPromoter(cfg, o.Cache); err != nil {
 		return nil, err
 	}
-	d.release = newReleaser(d)
-	if cfg.Attest != nil && d.promote != nil {
-		key, err := cfg.Attest.key()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", cfg.File(), err)
-		}
-		d.release.attester = newAttester(d.release, key, *cfg.Attest)
-	}
 	if cfg.Admission != nil {
-		d.admission = newAdmitter(d, *cfg.Admission)
+		d.admission = newWebhook(d, *cfg.Admission)
 	}
 	if o := cfg.Dashboard.OIDC; o != nil {
 		c, err := o.Config()
@@ -227,10 +223,19 @@ func newDaemon(cfg *Config, r *reconciler.Reconciler, kube kubernetes.Interface,
 			return nil, err
 		}
 	}
+	d.release = newRunner(d)
+	if cfg.Attest != nil && d.promote != nil {
+		key, err := cfg.Attest.key()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.File(), err)
+		}
+		d.attester = attester.New(d.release, d.promote.reg, d.clusterOf, key, cfg.Attest.Format, cfg.Attest.VerifierID)
+		d.release.OnEvent(d.attester.Observe)
+	}
 	d.refusals = newRefusalCounter()
 	d.promotions = newPromoteHistogram()
 	if d.promote != nil {
-		d.promote.gate = d.release.admit
+		d.promote.gate = d.release.Admit
 		d.promote.refused = d.refused
 		d.promote.took = func(kind string, dur time.Duration) { d.promotions.WithLabelValues(kind).Observe(dur.Seconds()) }
 	}
@@ -289,13 +294,13 @@ func (d *daemon) run(ctx context.Context) error {
 	// A changed proof steps the chains that count the app and rewrites
 	// its Proof object.
 	// The ledgers' readers (admission, the gate, the page) read a watch.
-	go d.release.ledgers.Watch(work)
+	go d.release.Ledgers().Watch(work)
 	var published *proofs.Publisher
 	if d.o.proofs != nil {
 		published = proofs.New(d.o.proofs, d.r)
 		go published.Run(work)
 	}
-	d.r.OnProofChange(func(app string) { d.release.proofChanged(app); published.Changed(app) })
+	d.r.OnProofChange(func(app string) { d.release.ProofChanged(app); published.Changed(app) })
 	defer d.r.OnProofChange(func(string) {})
 	if d.notify != nil {
 		d.notify.Run(work)
@@ -331,10 +336,8 @@ func (d *daemon) run(ctx context.Context) error {
 		}
 	}
 
-	if a := d.admission; a != nil {
-		if err := a.start(ctx, work); err != nil {
-			return err
-		}
+	if err := d.serveAdmission(ctx, work); err != nil {
+		return err
 	}
 
 	// SIGTERM (ctx's end) stops the loops from starting passes; work,
@@ -401,9 +404,9 @@ func (d *daemon) loops(ctx context.Context, stop <-chan struct{}) error {
 	drifted := make(chan error, 1)
 	go func() { drifted <- runDrift(driftCtx, d.drift) }()
 	released := make(chan struct{})
-	go func() { defer close(released); d.release.run(driftCtx) }()
-	if a := d.release.attester; a != nil {
-		go a.run(driftCtx)
+	go func() { defer close(released); d.release.Run(driftCtx) }()
+	if a := d.attester; a != nil {
+		go a.Run(driftCtx)
 	}
 	var err error
 	if d.sharded() { // the shards' holders pass the apps

@@ -1,5 +1,10 @@
-// Package chains holds the parts of serve's release runner that stand on
-// their own: when each release chain is due for its next step.
+// Package chains is serve's release runner: Runner steps each release
+// chain on the leader when it is due (Schedule), carries out what the
+// step decides (onward promotions, rollbacks, gates, merges), judges
+// every other pull request (Judge, the merge queue, a forged gate
+// answered, a bypass seen), and answers the gate endpoint and the
+// admission webhook from the ledgers. It takes what it needs of the
+// daemon as Deps, and never reaches into it.
 package chains
 
 import (

@@ -1,4 +1,4 @@
-package serve
+package attester
 
 import (
 	"strings"
@@ -25,14 +25,14 @@ func TestAttestationSaysWhoBroughtTheDigest(t *testing.T) {
 	l.LogBy(now.Add(time.Hour), "staging", img, release.ReasonRollbackAsked, "vic asked again, after the merge", "vic", "later")
 
 	prod := &release.Track{Proven: forced, Merged: &release.Merge{Digest: forced, At: now.Add(2 * time.Minute)}}
-	if by := actsFor(l, "prod", img, prod); len(by) != 1 || by[0].Who != "olga" || by[0].Why != "CVE-2026-0001" || !strings.Contains(by[0].What, "#9") {
+	if by := ActsFor(l, "prod", img, prod); len(by) != 1 || by[0].Who != "olga" || by[0].Why != "CVE-2026-0001" || !strings.Contains(by[0].What, "#9") {
 		t.Errorf("prod's by = %+v; want olga's force of the digest alone", by)
 	}
 	staging := &release.Track{Proven: back, Merged: &release.Merge{Digest: back, At: now.Add(5 * time.Minute), Rollback: true}}
-	if by := actsFor(l, "staging", img, staging); len(by) != 1 || by[0].Who != "vic" || by[0].Why != "errors" {
+	if by := ActsFor(l, "staging", img, staging); len(by) != 1 || by[0].Who != "vic" || by[0].Why != "errors" {
 		t.Errorf("staging's by = %+v; want vic's ask that opened the rollback", by)
 	}
-	if by := actsFor(l, "staging", img, &release.Track{Proven: other, Merged: &release.Merge{Digest: other, At: now}}); len(by) != 0 {
+	if by := ActsFor(l, "staging", img, &release.Track{Proven: other, Merged: &release.Merge{Digest: other, At: now}}); len(by) != 0 {
 		t.Errorf("a digest the chain moved alone: by = %+v; want none", by)
 	}
 }

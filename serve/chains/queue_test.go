@@ -1,4 +1,4 @@
-package serve
+package chains
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"pinbot.dev/pinbot/internal/testenv/gitea/giteatest"
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/release"
-	"pinbot.dev/pinbot/serve/chains"
 )
 
 // TestMergeQueue: on real Gitea, where the merge allow-list holds
@@ -76,7 +75,7 @@ func TestMergeQueue(t *testing.T) {
 		return p
 	}
 	env := promote.Env{Forge: forge, Repo: repo, CloneURL: srv.RepoURL(repo.Owner, repo.Name), Auth: gitforge.Auth{Token: srv.Token}}
-	rl := &releaser{now: time.Now}
+	rl := New(Deps{})
 	step := func() {
 		t.Helper()
 		base, err := promote.ReadInventory(ctx, env)
@@ -141,7 +140,7 @@ func TestMergeQueue(t *testing.T) {
 	}
 	st, desc := gateOf(t, forge, repo, unproven.HeadSHA)
 	if st != "failure" {
-		t.Errorf("the unproven head's %s is %s (%s); want failure", GateContext, st, desc)
+		t.Errorf("the unproven head's %s is %s (%s); want failure", release.PullContext, st, desc)
 	}
 }
 
@@ -153,7 +152,7 @@ func gateOf(t *testing.T, forge *gitforge.Gitea, repo gitforge.Repo, sha string)
 		t.Fatal(err)
 	}
 	for _, s := range sts {
-		if s.Context == GateContext {
+		if s.Context == release.PullContext {
 			return string(s.State), s.Description
 		}
 	}
@@ -181,7 +180,7 @@ func TestChainChangeApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := promote.Env{Forge: forge, Repo: repo, CloneURL: srv.RepoURL(repo.Owner, repo.Name), Auth: gitforge.Auth{Token: srv.Token}}
-	rl, l := &releaser{now: time.Now}, release.New()
+	rl, l := New(Deps{}), release.New()
 	step := func() {
 		t.Helper()
 		base, err := promote.ReadInventory(ctx, env)
@@ -196,7 +195,7 @@ func TestChainChangeApproval(t *testing.T) {
 	if st, desc := gateOf(t, forge, repo, head); st != "failure" || !strings.Contains(desc, fmt.Sprintf("pinbot chain approve %d --head %s", p.Number, head)) {
 		t.Fatalf("the chain change before approval: %s %q; want a failure naming the command", st, desc)
 	}
-	if err := chains.ApproveChain(l, p.Number, head, "alice", "a canary before prod", time.Now()); err != nil {
+	if err := ApproveChain(l, p.Number, head, "alice", "a canary before prod", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	step()

@@ -1,4 +1,4 @@
-package serve
+package chains
 
 import (
 	"pinbot.dev/pinbot/release"
@@ -10,7 +10,7 @@ import (
 // such as lifting a hold), once written, and writes each as a Kubernetes
 // Event on the objects of the apps of its environment (of every
 // environment, for one of the whole chain).
-func (rl *releaser) announce(repo string, chain release.Chain, l *release.Ledger) {
+func (rl *Runner) announce(repo string, chain release.Chain, l *release.Ledger) {
 	events := l.Events
 	rl.mu.Lock()
 	since := rl.announced[repo]
@@ -24,7 +24,9 @@ func (rl *releaser) announce(repo string, chain release.Chain, l *release.Ledger
 		}
 		rl.decisions.WithLabelValues(repo, e.Env, e.Reason).Inc()
 		rl.chainm.Observe(repo, chain, l, e)
-		rl.attester.observe(repo, chain, l, e, rl.now())
+		if rl.observe != nil {
+			rl.observe(repo, chain, l, e, rl.now())
+		}
 		var apps []string
 		if env, ok := chain.Get(e.Env); ok {
 			apps = env.Apps
@@ -38,7 +40,7 @@ func (rl *releaser) announce(repo string, chain release.Chain, l *release.Ledger
 			msg = e.Image + ": " + msg
 		}
 		for _, app := range apps {
-			rl.d.r.Event(app, release.Warning(e.Reason), e.Reason, msg)
+			rl.deps.Event(app, release.Warning(e.Reason), e.Reason, msg)
 		}
 		n := notify.Event{At: e.At, Type: notify.Normal, Reason: e.Reason, Repo: repo, Image: e.Image, Message: e.What}
 		if release.Warning(e.Reason) {
@@ -47,6 +49,6 @@ func (rl *releaser) announce(repo string, chain release.Chain, l *release.Ledger
 		if e.Env != "" {
 			n.Envs = []string{e.Env}
 		}
-		rl.d.notify.Send(n)
+		rl.deps.Notify.Send(n)
 	}
 }

@@ -1,4 +1,4 @@
-package serve
+package admission
 
 import (
 	"context"
@@ -104,7 +104,7 @@ func TestAdmissionPortAuthenticatesTheAPIServer(t *testing.T) {
 	if err := os.WriteFile(caFile, apiserverCA.pem, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a := newAdmitter(nil, Admission{Listen: "127.0.0.1:0", CertFile: certFile, KeyFile: keyFile, ClientCAFile: caFile})
+	a := New(Options{Listen: "127.0.0.1:0", CertFile: certFile, KeyFile: keyFile, ClientCAFile: caFile})
 	if err := a.loadClientCAs(); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestAdmissionPortAuthenticatesTheAPIServer(t *testing.T) {
 	roots.AppendCertsFromPEM(servingCA.pem)
 	post := func(certs []tls.Certificate) (int, error) {
 		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: certs}}}
-		resp, err := c.Post(url+AdmissionPath, "application/json", strings.NewReader(`{}`))
+		resp, err := c.Post(url+Path, "application/json", strings.NewReader(`{}`))
 		if err != nil {
 			return 0, err
 		}
@@ -142,14 +142,14 @@ func TestAdmissionPortAuthenticatesTheAPIServer(t *testing.T) {
 // TestAdmissionBoundsReviewsInFlight: with every place taken, a review
 // waits, and is dropped unread when its caller gives up.
 func TestAdmissionBoundsReviewsInFlight(t *testing.T) {
-	a := newAdmitter(nil, Admission{})
+	a := New(Options{})
 	for range maxReviewsInFlight {
 		a.slots <- struct{}{}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	body := &countingReader{r: strings.NewReader(`{}`)}
-	req := httptest.NewRequestWithContext(ctx, http.MethodPost, AdmissionPath, body)
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, Path, body)
 	rec := httptest.NewRecorder()
 	a.ServeHTTP(rec, req)
 	if rec.Code != http.StatusServiceUnavailable || body.n != 0 {
@@ -168,17 +168,17 @@ func (c *countingReader) Read(p []byte) (int, error) { n, err := c.r.Read(p); c.
 // the webhook cannot judge is refused, saying why, rather than answered
 // with an error the API server's failurePolicy: Ignore would admit.
 func TestAdmissionEnforceRefusesWhatItCannotJudge(t *testing.T) {
-	for _, mode := range []string{AdmissionEnforce, AdmissionAudit} {
-		a := newAdmitter(nil, Admission{Mode: mode})
+	for _, mode := range []string{"enforce", "audit"} {
+		a := New(Options{Enforce: mode == "enforce"})
 		review := admissionv1.AdmissionReview{Request: &admissionv1.AdmissionRequest{UID: "u1", Operation: admissionv1.Create,
 			Object: runtime.RawExtension{Raw: []byte(`"not a Pod"`)}}}
 		raw, _ := json.Marshal(review)
 		rec := httptest.NewRecorder()
-		a.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, AdmissionPath, strings.NewReader(string(raw))))
+		a.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, strings.NewReader(string(raw))))
 		var got admissionv1.AdmissionReview
 		_ = json.Unmarshal(rec.Body.Bytes(), &got)
 		switch mode {
-		case AdmissionEnforce:
+		case "enforce":
 			if rec.Code != http.StatusOK || got.Response == nil || got.Response.Allowed || got.Response.UID != "u1" ||
 				!strings.Contains(got.Response.Result.Message, "cannot judge this request") {
 				t.Errorf("enforce: %d %s; want a refusal that says why", rec.Code, rec.Body.String())

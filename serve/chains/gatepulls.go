@@ -1,4 +1,4 @@
-package serve
+package chains
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/release"
-	"pinbot.dev/pinbot/serve/chains"
 	"pinbot.dev/pinbot/serve/notify"
 )
 
@@ -33,8 +32,8 @@ type pullSeen struct {
 // branch. Each is judged pin by pin by release.JudgePull against the
 // ledger, again whenever its head, a hold, a proof or a window changes the
 // answer. One labelled gitforge.QueueLabel that passes is merged
-// (chains.MergeQueued).
-func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.Ledger, chain release.Chain, base *promote.Inventory, attested release.AttestationOf) error {
+// (MergeQueued).
+func (rl *Runner) gatePulls(ctx context.Context, env promote.Env, l *release.Ledger, chain release.Chain, base *promote.Inventory, attested release.AttestationOf) error {
 	forge, ok := env.Forge.(*gitforge.Gitea)
 	if !ok {
 		return nil
@@ -75,7 +74,7 @@ func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.L
 		var state commitstatus.State
 		var desc string
 		if seen == nil || seen.head != p.HeadSHA {
-			head, err := chains.ReadPullHead(ctx, env, p.Head, base)
+			head, err := ReadPullHead(ctx, env, p.Head, base)
 			if err != nil {
 				// A head pinbot cannot read (a .pinbot.yaml that does not
 				// load, say) fails the gate, and is read again next time.
@@ -91,10 +90,10 @@ func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.L
 			}
 		}
 		if state == "" {
-			state, desc = chains.Judge(l, chain, base.Pinned, seen.pinned, p.Number, p.HeadSHA, rl.now(), attested)
+			state, desc = Judge(l, chain, base.Pinned, seen.pinned, p.Number, p.HeadSHA, rl.now(), attested)
 		}
 		if posted := string(state) + ": " + desc; posted != seen.posted {
-			err := forge.SetStatus(ctx, env.Repo, p.HeadSHA, gitforge.Status{Context: GateContext, State: state, Description: desc})
+			err := forge.SetStatus(ctx, env.Repo, p.HeadSHA, gitforge.Status{Context: release.PullContext, State: state, Description: desc})
 			if err != nil {
 				errs = append(errs, fmt.Errorf("pull request #%d: %w", p.Number, err))
 				continue
@@ -105,7 +104,7 @@ func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.L
 			rl.answerForged(ctx, forge, env.Repo, key, p, state, desc, &errs)
 		}
 		if state == commitstatus.Success && slices.Contains(p.Labels, gitforge.QueueLabel) {
-			if err := chains.MergeQueued(ctx, forge, env.Repo, p, desc); err != nil {
+			if err := MergeQueued(ctx, forge, env.Repo, p, desc); err != nil {
 				errs = append(errs, fmt.Errorf("pull request #%d: %w", p.Number, err))
 			}
 		}
@@ -121,7 +120,7 @@ func (rl *releaser) gatePulls(ctx context.Context, env promote.Env, l *release.L
 
 // forgetPulls drops what gatePulls kept of repo's pull requests that are
 // no longer open, and the forged statuses answered on them.
-func (rl *releaser) forgetPulls(repo string, open map[string]bool) {
+func (rl *Runner) forgetPulls(repo string, open map[string]bool) {
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
 	for key := range rl.pulls {
@@ -141,8 +140,8 @@ func (rl *releaser) forgetPulls(repo string, open map[string]bool) {
 // own state: description on pull request p (see answerForged): pinbot
 // posts its own again and, once per head and author, comments on the pull
 // request, logs a warning and notifies.
-func (rl *releaser) answerForged(ctx context.Context, forge *gitforge.Gitea, repo gitforge.Repo, key string, p gitforge.Pull, state commitstatus.State, desc string, errs *[]error) {
-	forger, err := chains.AnswerForged(ctx, forge, repo, p.HeadSHA, state, desc)
+func (rl *Runner) answerForged(ctx context.Context, forge *gitforge.Gitea, repo gitforge.Repo, key string, p gitforge.Pull, state commitstatus.State, desc string, errs *[]error) {
+	forger, err := AnswerForged(ctx, forge, repo, p.HeadSHA, state, desc)
 	if err != nil {
 		*errs = append(*errs, fmt.Errorf("pull request #%d: reading its pinbot/gate back: %w", p.Number, err))
 		return
@@ -158,16 +157,16 @@ func (rl *releaser) answerForged(ctx context.Context, forge *gitforge.Gitea, rep
 	}
 	rl.forged[once] = true
 	rl.mu.Unlock()
-	what := fmt.Sprintf("%s on #%d (%s) was posted by %s, not pinbot; pinbot posted its own again: %s: %s", GateContext, p.Number, commitid.Short(p.HeadSHA), forger, state, desc)
+	what := fmt.Sprintf("%s on #%d (%s) was posted by %s, not pinbot; pinbot posted its own again: %s: %s", release.PullContext, p.Number, commitid.Short(p.HeadSHA), forger, state, desc)
 	logctx.From(ctx).Warn("answered a forged pinbot/gate", "number", p.Number, "head", p.HeadSHA, "author", forger)
 	if told {
 		return
 	}
-	if err := forge.Comment(ctx, repo, p.Number, chains.ForgedComment(forger, state, desc)); err != nil {
+	if err := forge.Comment(ctx, repo, p.Number, ForgedComment(forger, state, desc)); err != nil {
 		*errs = append(*errs, fmt.Errorf("pull request #%d: %w", p.Number, err))
 	}
-	if rl.d.notify != nil {
-		rl.d.notify.Send(notify.Event{At: rl.now(), Type: notify.Warning, Reason: ReasonGateForged, Repo: repo.String(), Message: what})
+	if rl.deps.Notify != nil {
+		rl.deps.Notify.Send(notify.Event{At: rl.now(), Type: notify.Warning, Reason: ReasonGateForged, Repo: repo.String(), Message: what})
 	}
 }
 

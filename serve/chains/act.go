@@ -1,9 +1,10 @@
-package serve
+package chains
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/imageref"
@@ -17,7 +18,7 @@ import (
 // act carries out one action and records its outcome with record, which
 // applies it to the ledger (and again to a fresher one, should the
 // ledger change meanwhile).
-func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*release.Ledger)), a release.Action) error {
+func (rl *Runner) act(ctx context.Context, env promote.Env, record func(func(*release.Ledger)), a release.Action) error {
 	log := logctx.From(ctx).With("env", a.Env, "image", a.Image)
 	switch a.Kind {
 	case release.Promote:
@@ -32,14 +33,14 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*
 				req.Proofs = append(req.Proofs, m.Proof)
 			}
 		}
-		if rl.d.promote != nil {
-			req.Policy = rl.d.promote.policy
-		}
+		req.Policy = rl.deps.Policy
 		res, err := promote.Run(ctx, env, req)
 		if r := (*trust.Refusal)(nil); errors.As(err, &r) {
-			rl.d.logRefusal(ctx, env.Repo.String(), r)
+			if rl.deps.Refused != nil {
+				rl.deps.Refused(ctx, env.Repo.String(), r)
+			}
 			now := rl.now()
-			record(func(l *release.Ledger) { noteRefusal(l, now, r) })
+			record(func(l *release.Ledger) { NoteRefusal(l, now, r) })
 		}
 		if p := openPull(res); p != nil {
 			now := rl.now()
@@ -93,7 +94,7 @@ func (rl *releaser) act(ctx context.Context, env promote.Env, record func(func(*
 		if !ok {
 			return errors.New("posting a gate status needs the Gitea forge")
 		}
-		err := forge.SetStatus(ctx, env.Repo, a.Head, gitforge.Status{Context: GateContext, State: a.State, Description: a.Description})
+		err := forge.SetStatus(ctx, env.Repo, a.Head, gitforge.Status{Context: release.PullContext, State: a.State, Description: a.Description})
 		if err == nil {
 			record(func(l *release.Ledger) {
 				for _, m := range membersOf(a) {
@@ -182,4 +183,10 @@ func openPull(res []promote.Result) *gitforge.Pull {
 		}
 	}
 	return nil
+}
+
+// NoteRefusal records a signature policy's refusal in a repository's
+// ledger, whose events every replica's dashboard shows.
+func NoteRefusal(l *release.Ledger, now time.Time, r *trust.Refusal) {
+	l.Refused(now, r.Image, r.Digest, r.Rule+": "+r.Reason)
 }
