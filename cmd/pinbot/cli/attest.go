@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/cmd/pinbot/internal/flags"
 	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/registry"
 	"pinbot.dev/pinbot/trust"
@@ -47,7 +48,7 @@ func (f *attestVerifyFlags) Validate() error {
 			return usageErrorf("flag --key: %w", err)
 		}
 	}
-	return checkInsecureRegistries(f.insecure)
+	return flags.CheckInsecureRegistries(f.insecure)
 }
 
 func newAttestVerifyCommand(g *globals) *cobra.Command {

@@ -9,6 +9,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/cmd/pinbot/internal/flags"
 	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/crontab"
@@ -20,7 +21,7 @@ import (
 
 // driftOptions are the flags of `pinbot drift`.
 type driftOptions struct {
-	publishFlags
+	flags.Publish
 	minAge      time.Duration
 	group       string
 	stateFile   string
@@ -30,7 +31,7 @@ type driftOptions struct {
 
 // Validate checks the flags; its errors are usage errors.
 func (o *driftOptions) Validate(cmd *cobra.Command) error {
-	if err := o.forge.Validate(); err != nil {
+	if err := o.Forge.Validate(); err != nil {
 		return err
 	}
 	switch promote.Group(o.group) {
@@ -86,7 +87,7 @@ overlapping runs, and logs a one-line summary per run.`,
 	fl.StringVar(&o.stateFile, "state-file", "", "JSON file remembering when each digest was first seen (measures --min-age)")
 	fl.StringVar(&o.schedule, "schedule", "", `keep running on this cron schedule, e.g. "*/10 * * * *" or "@every 5m"`)
 	fl.IntVar(&o.concurrency, "concurrency", promote.DefaultConcurrency, "tags resolved at once")
-	o.publishFlags.bind(cmd)
+	o.Publish.Bind(cmd)
 	return cmd
 }
 
@@ -94,12 +95,12 @@ func (o *driftOptions) run(cmd *cobra.Command, g *globals) error {
 	defer gctune.Lean()()
 	ctx := cmd.Context()
 	defer gctune.LogMemory(ctx)
-	env, gate, floor, err := o.open(ctx)
+	env, gate, floor, err := o.Open(ctx)
 	if err != nil {
 		return err
 	}
-	opts := promote.DriftOptions{Group: promote.Group(o.group), Concurrency: o.concurrency, Choose: o.forge.choose(),
-		DryRun: o.forge.dryRun, Admitter: gate, Policy: floor}
+	opts := promote.DriftOptions{Group: promote.Group(o.group), Concurrency: o.concurrency, Choose: o.Forge.Choose(),
+		DryRun: o.Forge.DryRun(), Admitter: gate, Policy: floor}
 	if cmd.Flags().Changed("min-age") {
 		opts.MinAge = &o.minAge
 	}
@@ -135,7 +136,7 @@ func (o *driftOptions) run(cmd *cobra.Command, g *globals) error {
 // report prints one run's outcome and returns an error when anything
 // failed (exit code 1).
 func (o *driftOptions) report(w io.Writer, g *globals, rep promote.DriftReport) error {
-	if err := output.Drift(w, g.json(), o.forge.dryRun, rep); err != nil {
+	if err := output.Drift(w, g.json(), o.Forge.DryRun(), rep); err != nil {
 		return err
 	}
 	if len(rep.Failed) > 0 {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/cmd/pinbot/internal/flags"
 	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/internal/gctune"
 	"pinbot.dev/pinbot/internal/logctx"
@@ -15,7 +16,7 @@ import (
 
 // promoteOptions are the flags of `pinbot promote`.
 type promoteOptions struct {
-	publishFlags
+	flags.Publish
 	input      ciinput.Spec
 	tagMovedOK bool
 	olderOK    bool
@@ -32,7 +33,7 @@ func (o *promoteOptions) Validate() error {
 	if o.force && strings.TrimSpace(o.reason) == "" {
 		return usageErrorf("flag --force: needs --reason, which goes into the pull request body")
 	}
-	return o.forge.Validate()
+	return o.Forge.Validate()
 }
 
 func newPromoteCommand(g *globals) *cobra.Command {
@@ -88,7 +89,7 @@ credentials from the docker config.`,
 	fl.StringVar(&o.env, "env", "", "promote into this environment (or target) alone (default: the first environments of .pinbot.yaml's chain, or every target)")
 	fl.BoolVar(&o.force, "force", false, "promote into an environment even though the digest is not proven upstream (needs --reason; a hold still refuses)")
 	fl.StringVar(&o.reason, "reason", "", "why --force: written into the pull request body")
-	o.publishFlags.bind(cmd)
+	o.Publish.Bind(cmd)
 	return cmd
 }
 
@@ -100,7 +101,7 @@ func (o *promoteOptions) run(cmd *cobra.Command, g *globals) error {
 		// Bad input, as a bad --digest is: the same exit code.
 		return usageErrorf("%w", err)
 	}
-	env, gate, floor, err := o.open(ctx)
+	env, gate, floor, err := o.Open(ctx)
 	if err != nil {
 		return err
 	}
@@ -110,8 +111,8 @@ func (o *promoteOptions) run(cmd *cobra.Command, g *globals) error {
 		Inputs:        ins,
 		AllowTagMoved: o.tagMovedOK,
 		AllowOlder:    o.olderOK,
-		Choose:        o.forge.choose(),
-		DryRun:        o.forge.dryRun,
+		Choose:        o.Forge.Choose(),
+		DryRun:        o.Forge.DryRun(),
 		Target:        o.env,
 		Admitter:      gate,
 		Force:         o.force,
@@ -129,7 +130,7 @@ func (o *promoteOptions) run(cmd *cobra.Command, g *globals) error {
 	case g.json() && len(results) == 0 && runErr != nil:
 		// The error's object is the one document.
 	case g.json():
-		werr = output.PromoteJSON(cmd.OutOrStdout(), results, o.forge.dryRun)
+		werr = output.PromoteJSON(cmd.OutOrStdout(), results, o.Forge.DryRun())
 	default:
 		werr = output.PromoteText(cmd.OutOrStdout(), results)
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
+	"pinbot.dev/pinbot/cmd/pinbot/internal/flags"
 	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/registry"
 )
@@ -14,7 +15,7 @@ type resolveOptions struct {
 
 // Validate checks the flags.
 func (o *resolveOptions) Validate() error {
-	return checkInsecureRegistries(o.insecure)
+	return flags.CheckInsecureRegistries(o.insecure)
 }
 
 func newResolveCommand(g *globals) *cobra.Command {

@@ -6,7 +6,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"pinbot.dev/pinbot/cmd/pinbot/internal/examples"
+	"pinbot.dev/pinbot/cmd/pinbot/internal/flags"
 	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/internal/clip"
 	"pinbot.dev/pinbot/internal/logctx"
@@ -83,14 +83,9 @@ func (g *globals) logger(w io.Writer) *slog.Logger {
 func (g *globals) json() bool { return g.output == "json" || g.output == "yaml" }
 
 // usageError marks an error as bad usage (exit code 2).
-type usageError struct{ err error }
+type usageError = flags.UsageError
 
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-
-func usageErrorf(format string, args ...any) error {
-	return &usageError{err: fmt.Errorf(format, args...)}
-}
+var usageErrorf = flags.Usagef
 
 // NewRootCommand returns the pinbot command tree.
 func NewRootCommand() *cobra.Command { return newRootCommand(nil) }
@@ -121,7 +116,7 @@ func newRootCommand(out *output.Writer) *cobra.Command {
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log debug detail to stderr (--log-level debug)")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text (logfmt) or json")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{Err: err} })
 
 	root.AddCommand(
 		newVersionCommand(g),
@@ -207,7 +202,7 @@ func maxArgs(n int) cobra.PositionalArgs   { return usageArgs(cobra.MaximumNArgs
 func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := check(cmd, args); err != nil {
-			return &usageError{err: err}
+			return &usageError{Err: err}
 		}
 		return nil
 	}

@@ -106,7 +106,7 @@ func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Op
 		return err
 	}
 	if err := o.Validate(); err != nil {
-		return &usageError{err: err}
+		return &usageError{Err: err}
 	}
 	if o.Secret, err = sf.secret(); err != nil {
 		return err
@@ -133,11 +133,11 @@ func runServe(cmd *cobra.Command, f *reconcilerFlags, sf *serveFlags, o serve.Op
 		src.Replica = o.Lease.ID
 	}
 	if _, err := memlimit.Set(cmd.Context(), sf.memoryLimit); err != nil {
-		return &usageError{err: err}
+		return &usageError{Err: err}
 	}
 	if sf.pprofListen != "" {
 		if err := pprofserve.Serve(cmd.Context(), sf.pprofListen); err != nil {
-			return &usageError{err: err}
+			return &usageError{Err: err}
 		}
 	}
 	return serve.RunReloading(cmd.Context(), src, o)

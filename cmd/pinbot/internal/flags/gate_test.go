@@ -1,4 +1,4 @@
-package cli
+package flags
 
 import (
 	"encoding/json"
@@ -34,7 +34,7 @@ func TestGateTrustsTheCAFile(t *testing.T) {
 	if err := os.WriteFile(token, []byte("gate-token-123\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f := gateFlags{url: srv.URL, tokenFile: token}
+	f := Gate{url: srv.URL, tokenFile: token}
 	for _, tc := range []struct {
 		name, caFile string
 		wantErr      string
@@ -43,7 +43,7 @@ func TestGateTrustsTheCAFile(t *testing.T) {
 		{"without it", "", "certificate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := f.gate("o/r", tc.caFile)
+			g, err := f.Admitter("o/r", tc.caFile)
 			if err != nil {
 				t.Fatal(err)
 			}

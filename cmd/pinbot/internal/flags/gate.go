@@ -1,4 +1,4 @@
-package cli
+package flags
 
 import (
 	"net/http"
@@ -16,12 +16,12 @@ import (
 	"pinbot.dev/pinbot/release/store"
 )
 
-// gateFlags are the flags of the commands that ask the release chain
+// Gate are the flags of the commands that ask the release chain
 // before promoting into an environment: promote and drift. They ask
 // serve's gate endpoint (--gate-url), or else read pinbot's ledger from
 // the cluster a kubeconfig reaches; with neither, a promotion into an
 // environment is refused (promote.ErrNoGate).
-type gateFlags struct {
+type Gate struct {
 	url       string
 	tokenFile string
 	insecure  bool
@@ -30,11 +30,11 @@ type gateFlags struct {
 	ledgerNamespace     string
 }
 
-func (f *gateFlags) bind(cmd *cobra.Command) {
+func (f *Gate) Bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.url, "gate-url", "",
 		"pinbot serve's URL: ask its gate whether a digest is proven upstream, held or frozen before promoting into an environment")
 	cmd.Flags().StringVar(&f.tokenFile, "gate-token-file", "",
-		"file holding the gate's bearer token (default $"+gateTokenEnv+")")
+		"file holding the gate's bearer token (default $"+GateTokenEnv+")")
 	cmd.Flags().BoolVar(&f.insecure, "insecure-gate-url", false,
 		"allow a plain-HTTP --gate-url that is not loopback, such as serve's in-cluster Service (the token then crosses the network in clear)")
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "",
@@ -44,28 +44,28 @@ func (f *gateFlags) bind(cmd *cobra.Command) {
 		"without --gate-url: the namespace of pinbot's ledger ConfigMaps (serve's stateNamespace)")
 }
 
-// gate is the promotion gate the flags name: serve's endpoint (trusting
+// Admitter is the promotion gate the flags name: serve's endpoint (trusting
 // caFile's CA too, as the forge's clients do), else the ledger in the
 // cluster, else nil when there is no kubeconfig either.
-func (f *gateFlags) gate(repo, caFile string) (promote.Admitter, error) {
+func (f *Gate) Admitter(repo, caFile string) (promote.Admitter, error) {
 	if f.url == "" {
 		return f.ledgerGate(repo)
 	}
 	if _, err := loopback.CheckURL(f.url, f.insecure); err != nil {
-		return nil, usageErrorf("flag --gate-url %s: %w (--insecure-gate-url allows plain HTTP)", clip.Quote(redact.URL(f.url)), err)
+		return nil, Usagef("flag --gate-url %s: %w (--insecure-gate-url allows plain HTTP)", clip.Quote(redact.URL(f.url)), err)
 	}
-	tok, err := credential("--gate-token-file", f.tokenFile, gateTokenEnv)
+	tok, err := Credential("--gate-token-file", f.tokenFile, GateTokenEnv)
 	if err != nil {
 		return nil, err
 	}
 	if tok == "" {
-		return nil, usageErrorf("flag --gate-url: needs a token: --gate-token-file FILE or $%s", gateTokenEnv)
+		return nil, Usagef("flag --gate-url: needs a token: --gate-token-file FILE or $%s", GateTokenEnv)
 	}
 	client := proofapi.Client{URL: f.url, Token: tok}
 	if caFile != "" {
 		pool, err := capool.Load(caFile)
 		if err != nil {
-			return nil, usageErrorf("flag --ca-file: %w", err)
+			return nil, Usagef("flag --ca-file: %w", err)
 		}
 		client.HTTP = loopback.Client(30 * time.Second)
 		client.HTTP.Transport = &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: capool.TLS(pool)}
@@ -75,11 +75,11 @@ func (f *gateFlags) gate(repo, caFile string) (promote.Admitter, error) {
 
 // ledgerGate reads repo's ledger from the cluster a kubeconfig reaches;
 // nil when no kubeconfig is found.
-func (f *gateFlags) ledgerGate(repo string) (promote.Admitter, error) {
+func (f *Gate) ledgerGate(repo string) (promote.Admitter, error) {
 	kube, err := kubeclient.FromKubeconfig(f.kubeconfig, f.context)
 	switch {
 	case err != nil:
-		return nil, usageErrorf("flag --kubeconfig: loading the kubeconfig of pinbot's ledger: %w", err)
+		return nil, Usagef("flag --kubeconfig: loading the kubeconfig of pinbot's ledger: %w", err)
 	case kube == nil:
 		return nil, nil
 	}

@@ -1,4 +1,4 @@
-package cli
+package flags
 
 import (
 	"context"
@@ -21,9 +21,9 @@ import (
 	"pinbot.dev/pinbot/trust"
 )
 
-// forgeFlags are the flags promote and drift share: the manifest repository
+// Forge are the flags promote and drift share: the manifest repository
 // on its Gitea, and how to reach the registry.
-type forgeFlags struct {
+type Forge struct {
 	forgeURL  string
 	repo      string
 	base      string
@@ -40,18 +40,13 @@ type forgeFlags struct {
 }
 
 // The environment a CI job sets once for every pinbot step.
-const (
-	forgeURLEnv = "PINBOT_FORGE_URL"
-	repoEnv     = "PINBOT_REPO"
-	configEnv   = "PINBOT_CONFIG"
-)
 
-func (f *forgeFlags) bind(cmd *cobra.Command) {
+func (f *Forge) Bind(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.forgeURL, "forge-url", os.Getenv(forgeURLEnv), "Gitea base URL, e.g. https://gitea.example.com (required; default $"+forgeURLEnv+")")
-	fl.StringVar(&f.repo, "repo", os.Getenv(repoEnv), "manifest repository OWNER/NAME (required; default $"+repoEnv+")")
+	fl.StringVar(&f.forgeURL, "forge-url", os.Getenv(ForgeURLEnv), "Gitea base URL, e.g. https://gitea.example.com (required; default $"+ForgeURLEnv+")")
+	fl.StringVar(&f.repo, "repo", os.Getenv(RepoEnv), "manifest repository OWNER/NAME (required; default $"+RepoEnv+")")
 	fl.StringVar(&f.base, "base", "", "base branch of the pull requests (default: the repository's default branch)")
-	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the Gitea token (default: $"+tokenEnv+")")
+	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the Gitea token (default: $"+TokenEnv+")")
 	fl.StringVar(&f.caFile, "ca-file", "", "PEM bundle to trust for the forge, the registries and --gate-url, besides the system roots ($SSL_CERT_FILE replaces those)")
 	fl.BoolVar(&f.plainOK, "insecure-forge", false,
 		"allow a plain-HTTP --forge-url that is not loopback (the token then crosses the network in clear)")
@@ -69,9 +64,9 @@ func (f *forgeFlags) bind(cmd *cobra.Command) {
 	f.cacheFlag = fl.Lookup("cache-dir")
 }
 
-// cache returns the object cache root: --cache-dir when given (maybe ""),
+// Cache returns the object cache root: --cache-dir when given (maybe ""),
 // else the user cache dir's pinbot, else none.
-func (f *forgeFlags) cache() string {
+func (f *Forge) Cache() string {
 	if f.cacheFlag != nil && f.cacheFlag.Changed {
 		return f.cacheDir
 	}
@@ -83,36 +78,36 @@ func (f *forgeFlags) cache() string {
 }
 
 // Validate checks the flags; its errors are usage errors.
-func (f *forgeFlags) Validate() error {
+func (f *Forge) Validate() error {
 	u, err := url.Parse(f.forgeURL)
 	switch {
 	case f.forgeURL == "":
-		return usageErrorf("flag --forge-url: required")
+		return Usagef("flag --forge-url: required")
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return usageErrorf("flag --forge-url %s: want http(s)://host[:port][/path]", clip.Quote(redact.URL(f.forgeURL)))
+		return Usagef("flag --forge-url %s: want http(s)://host[:port][/path]", clip.Quote(redact.URL(f.forgeURL)))
 	case u.User != nil:
-		return usageErrorf("flag --forge-url: put no credentials in the URL; use --token-file or $%s", tokenEnv)
+		return Usagef("flag --forge-url: put no credentials in the URL; use --token-file or $%s", TokenEnv)
 	case loopback.Cleartext(u) && !f.plainOK:
-		return usageErrorf("flag --forge-url %s: plain HTTP to a host that is not loopback would send the token in clear; use https, or pass --insecure-forge to allow it", redact.URL(f.forgeURL))
+		return Usagef("flag --forge-url %s: plain HTTP to a host that is not loopback would send the token in clear; use https, or pass --insecure-forge to allow it", redact.URL(f.forgeURL))
 	case f.repo == "":
-		return usageErrorf("flag --repo: required (OWNER/NAME)")
+		return Usagef("flag --repo: required (OWNER/NAME)")
 	}
 	if _, err := gitforge.ParseRepo(f.repo); err != nil {
-		return usageErrorf("flag --repo: %w", err)
+		return Usagef("flag --repo: %w", err)
 	}
 	if f.platform != "" {
 		if _, err := imageref.ParsePlatform(f.platform); err != nil {
-			return usageErrorf("flag --platform: %w", err)
+			return Usagef("flag --platform: %w", err)
 		}
 	}
-	return checkInsecureRegistries(f.insecure)
+	return CheckInsecureRegistries(f.insecure)
 }
 
-// checkInsecureRegistries checks the hosts of --insecure-registry.
-func checkInsecureRegistries(hosts []string) error {
+// CheckInsecureRegistries checks the hosts of --insecure-registry.
+func CheckInsecureRegistries(hosts []string) error {
 	for _, h := range hosts {
 		if h == "" || strings.ContainsAny(h, "/ ") {
-			return usageErrorf("flag --insecure-registry: want a registry host such as registry.internal:5000, got %s", clip.Quote(h))
+			return Usagef("flag --insecure-registry: want a registry host such as registry.internal:5000, got %s", clip.Quote(h))
 		}
 	}
 	return nil
@@ -120,19 +115,19 @@ func checkInsecureRegistries(hosts []string) error {
 
 // token reads the Gitea token: --token-file, else $PINBOT_GITEA_TOKEN
 // (credential); a dry run needs none.
-func (f *forgeFlags) token() (string, error) {
-	tok, err := credential("--token-file", f.tokenFile, tokenEnv)
+func (f *Forge) token() (string, error) {
+	tok, err := Credential("--token-file", f.tokenFile, TokenEnv)
 	if err == nil && tok == "" && !f.dryRun {
-		return "", usageErrorf("no Gitea token: pass --token-file FILE or set $%s", tokenEnv)
+		return "", Usagef("no Gitea token: pass --token-file FILE or set $%s", TokenEnv)
 	}
 	return tok, err
 }
 
-// env resolves the flags and the environment into a promote.Env. Registry
+// Env resolves the flags and the environment into a promote.Env. Registry
 // credentials come from the docker config ($DOCKER_CONFIG/config.json or
 // ~/.docker/config.json). It warns, through ctx's logger, when
 // --insecure-forge lets the token go in clear.
-func (f *forgeFlags) env(ctx context.Context) (promote.Env, error) {
+func (f *Forge) Env(ctx context.Context) (promote.Env, error) {
 	if err := f.Validate(); err != nil {
 		return promote.Env{}, err
 	}
@@ -144,7 +139,7 @@ func (f *forgeFlags) env(ctx context.Context) (promote.Env, error) {
 		return promote.Env{}, err
 	}
 	repo, _ := gitforge.ParseRepo(f.repo)
-	opts := []gitforge.GiteaOption{gitforge.WithTokenSource("$" + tokenEnv)}
+	opts := []gitforge.GiteaOption{gitforge.WithTokenSource("$" + TokenEnv)}
 	if f.tokenFile != "" {
 		opts[0] = gitforge.WithTokenSource("--token-file " + f.tokenFile)
 	}
@@ -157,7 +152,7 @@ func (f *forgeFlags) env(ctx context.Context) (promote.Env, error) {
 	}
 	reg, err := registry.New(registry.WithInsecure(f.insecure...), registry.WithCAFile(f.caFile), registry.WithForgeToken(f.forgeURL, tok))
 	if err != nil {
-		return promote.Env{}, usageErrorf("--insecure-registry: %w", err)
+		return promote.Env{}, Usagef("--insecure-registry: %w", err)
 	}
 	return promote.Env{
 		Forge:    forge,
@@ -166,45 +161,49 @@ func (f *forgeFlags) env(ctx context.Context) (promote.Env, error) {
 		CloneURL: forge.CloneURL(repo),
 		Auth:     gitforge.Auth{Token: tok, CAFile: f.caFile},
 		Base:     f.base,
-		CacheDir: f.cache(),
+		CacheDir: f.Cache(),
 	}, nil
 }
 
-// publishFlags are what promote and drift share: the manifest
+// Publish are what promote and drift share: the manifest
 // repository on its forge, the gate before an environment and the
 // signature policy.
-type publishFlags struct {
-	forge  forgeFlags
-	gate   gateFlags
-	policy policyFlag
+type Publish struct {
+	Forge  Forge
+	Gate   Gate
+	Policy Policy
 }
 
-func (f *publishFlags) bind(cmd *cobra.Command) {
-	f.forge.bind(cmd)
-	f.gate.bind(cmd)
-	f.policy.bind(cmd)
+func (f *Publish) Bind(cmd *cobra.Command) {
+	f.Forge.Bind(cmd)
+	f.Gate.Bind(cmd)
+	f.Policy.Bind(cmd)
 }
 
-// open resolves the flags: the promote.Env, the gate (nil for none) and
+// Open resolves the flags: the promote.Env, the gate (nil for none) and
 // the signature policy.
-func (f *publishFlags) open(ctx context.Context) (promote.Env, promote.Admitter, *trust.Verifier, error) {
-	env, err := f.forge.env(ctx)
+func (f *Publish) Open(ctx context.Context) (promote.Env, promote.Admitter, *trust.Verifier, error) {
+	env, err := f.Forge.Env(ctx)
 	if err != nil {
 		return env, nil, nil, err
 	}
-	gate, err := f.gate.gate(env.Repo.String(), f.forge.caFile)
+	gate, err := f.Gate.Admitter(env.Repo.String(), f.Forge.caFile)
 	if err != nil {
 		return env, nil, nil, err
 	}
-	floor, err := f.policy.verifier()
+	floor, err := f.Policy.Verifier()
 	return env, gate, floor, err
 }
 
-// choose returns the digest choice options.
-func (f *forgeFlags) choose() promote.ChooseOptions {
+// Choose returns the digest choice options.
+func (f *Forge) Choose() promote.ChooseOptions {
 	o := promote.ChooseOptions{AllowKindChange: f.kindOK, AnyVariant: f.anyVar}
 	if f.platform != "" {
 		o.Platform, _ = imageref.ParsePlatform(f.platform)
 	}
 	return o
 }
+
+// DryRun reports whether --dry-run was given: resolve and print, push
+// nothing.
+func (f *Forge) DryRun() bool { return f.dryRun }

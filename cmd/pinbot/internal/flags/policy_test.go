@@ -1,4 +1,4 @@
-package cli
+package flags
 
 import (
 	"os"
@@ -22,10 +22,10 @@ func TestSignaturePolicyFlag(t *testing.T) {
 		return p
 	}
 	good := write("policy.yaml", "signatures:\n  - images: [\"r.example/acme/*\"]\n    keys: [cosign.pub]\n")
-	if v, err := (&policyFlag{file: good}).verifier(); err != nil || v == nil {
+	if v, err := (&Policy{file: good}).Verifier(); err != nil || v == nil {
 		t.Fatalf("a valid policy: %v, %v", v, err)
 	}
-	if v, err := (&policyFlag{}).verifier(); err != nil || v != nil {
+	if v, err := (&Policy{}).Verifier(); err != nil || v != nil {
 		t.Errorf("no flag: %v, %v; want no policy", v, err)
 	}
 	for name, tc := range map[string]struct{ content, want string }{
@@ -33,7 +33,7 @@ func TestSignaturePolicyFlag(t *testing.T) {
 		"unknown field": {"signatures:\n  - images: [x]\n    key: [cosign.pub]\n", "field key not found"},
 		"missing key":   {"signatures:\n  - images: [\"r.example/*\"]\n    keys: [nope.pub]\n", "nope.pub"},
 	} {
-		_, err := (&policyFlag{file: write(strings.ReplaceAll(name, " ", "-")+".yaml", tc.content)}).verifier()
+		_, err := (&Policy{file: write(strings.ReplaceAll(name, " ", "-")+".yaml", tc.content)}).Verifier()
 		if err == nil || !strings.Contains(err.Error(), "flag --signature-policy") || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want a usage error with %q", name, err, tc.want)
 		}

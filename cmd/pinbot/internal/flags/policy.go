@@ -1,4 +1,4 @@
-package cli
+package flags
 
 import (
 	"bytes"
@@ -13,14 +13,14 @@ import (
 	"pinbot.dev/pinbot/trust/policy"
 )
 
-// policyFlag is --signature-policy: the operator's signature policy for
+// Policy is --signature-policy: the operator's signature policy for
 // promote and drift, a floor the repository's own .pinbot.yaml adds to
 // and never weakens. The repository's policy is read from the branch the
 // promotion targets, which the credential CI promotes with may write;
 // this one is not.
-type policyFlag struct{ file string }
+type Policy struct{ file string }
 
-func (f *policyFlag) bind(cmd *cobra.Command) {
+func (f *Policy) Bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.file, "signature-policy", "",
 		"a file with a signatures: list (as .pinbot.yaml's; key paths relative to the file): checked besides the repository's own policy, which cannot weaken it")
 }
@@ -28,14 +28,14 @@ func (f *policyFlag) bind(cmd *cobra.Command) {
 // maxPolicyFile bounds --signature-policy.
 const maxPolicyFile = 1 << 20
 
-// verifier is the compiled policy, nil without the flag.
-func (f *policyFlag) verifier() (*trust.Verifier, error) {
+// Verifier is the compiled policy, nil without the flag.
+func (f *Policy) Verifier() (*trust.Verifier, error) {
 	if f.file == "" {
 		return nil, nil
 	}
 	raw, err := opfile.Read(f.file, maxPolicyFile)
 	if err != nil {
-		return nil, usageErrorf("flag --signature-policy: %w", err)
+		return nil, Usagef("flag --signature-policy: %w", err)
 	}
 	var doc struct {
 		Signatures policy.Rules `yaml:"signatures"`
@@ -43,14 +43,14 @@ func (f *policyFlag) verifier() (*trust.Verifier, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
 	if err := dec.Decode(&doc); err != nil {
-		return nil, usageErrorf("flag --signature-policy: %s: %w", f.file, err)
+		return nil, Usagef("flag --signature-policy: %s: %w", f.file, err)
 	}
 	if len(doc.Signatures) == 0 {
-		return nil, usageErrorf("flag --signature-policy: %s: no signatures: rules, which would check nothing", f.file)
+		return nil, Usagef("flag --signature-policy: %s: no signatures: rules, which would check nothing", f.file)
 	}
 	v, err := trust.Compile(doc.Signatures, os.DirFS(filepath.Dir(f.file)))
 	if err != nil {
-		return nil, usageErrorf("flag --signature-policy: %s: %w", f.file, err)
+		return nil, Usagef("flag --signature-policy: %s: %w", f.file, err)
 	}
 	return v, nil
 }
