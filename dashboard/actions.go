@@ -57,12 +57,11 @@ func offer(p *Page, ledgers []Ledger, req *http.Request, a Actor) {
 					(t.LastProven != "" && t.LastProven != t.Pinned || t.PrevProven != "") {
 					si.Actions = append(si.Actions, Link{Text: "Roll back", URL: "/actions/rollback?" + iq.Encode()})
 				}
-				if up := l.Ledger.Lookup(st.From, si.Image); st.From != "" && up != nil && up.Pinned != "" && up.Pinned != si.pinned &&
-					slices.Contains(verbs, "force") && l.Ledger.Held(st.Name, si.Image, up.Pinned) == nil {
-					fq := url.Values{"repo": {rv.Repo}, "env": {st.Name}, "image": {si.Image}, "digest": {up.Pinned}}
-					si.Actions = append(si.Actions, Link{Text: "Force " + label(Version{up.PinnedTag, imageref.Short(up.Pinned)}) + " in", URL: "/actions/force?" + fq.Encode()})
+				if f := si.standing.Forcible; f != "" && slices.Contains(verbs, "force") {
+					fq := url.Values{"repo": {rv.Repo}, "env": {st.Name}, "image": {si.Image}, "digest": {f}}
+					si.Actions = append(si.Actions, Link{Text: "Force " + label(Version{si.standing.ForcibleTag, imageref.Short(f)}) + " in", URL: "/actions/force?" + fq.Encode()})
 				}
-				if si.pinned != "" && slices.Contains(verbs, "hold") && l.Ledger.Held(st.Name, si.Image, si.pinned) == nil {
+				if si.pinned != "" && slices.Contains(verbs, "hold") && si.standing.Hold == nil {
 					iq.Set("digest", si.pinned)
 					si.Actions = append(si.Actions, Link{Text: "Hold", URL: "/actions/hold?" + iq.Encode()})
 				}

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"slices"
+	"time"
 
 	"pinbot.dev/pinbot/release"
 )
@@ -47,7 +48,7 @@ func envBadges(l *release.Ledger, env string) []string {
 		case t.Merged != nil && t.Merged.Rollback && t.Merged.Digest == t.Pinned && t.Proven != t.Pinned:
 			add("Rolling back")
 		}
-		if l.Held(env, image, t.Pinned) != nil {
+		if release.StandingOf(l, nil, env, image, time.Time{}).Hold != nil {
 			add("Held")
 		}
 	}

@@ -77,8 +77,9 @@ type StageImage struct {
 	Rollback       *PullView
 	// Actions are what the signed-in person may do to this image here:
 	// roll it back, hold the pinned digest.
-	Actions []Link
-	pinned  string
+	Actions  []Link
+	pinned   string
+	standing release.Standing // what the actions offered ask
 }
 
 // Version is a digest and the tag it is known by.
@@ -181,14 +182,15 @@ func stageView(lg Ledger, env *release.Environment, now time.Time) StageView {
 		}
 	}
 	for _, image := range l.Images(env.Name) {
-		t := l.Lookup(env.Name, image)
+		st := release.StandingOf(l, lg.Chain, env.Name, image, now)
+		t := st.Track
 		si := StageImage{Image: image, pinned: t.Pinned, Pinned: Version{t.PinnedTag, imageref.Short(t.Pinned)},
-			Proven: Version{tagOf(t, t.Proven), imageref.Short(t.Proven)}, ProvenSince: atPtr(t.ProvenSince, now)}
-		if held, ok := t.Soaked(now, env.Soak); t.ProvenSince != nil && env.Soak > 0 {
-			si.Soak = &SoakView{Done: ok, Held: int(min(held, env.Soak) / time.Second), Need: int(env.Soak / time.Second), Text: "soaked " + span(env.Soak)}
-			if !ok {
-				si.Soak.Text = span(held) + " of " + span(env.Soak) + ", " + span(env.Soak-held) + " to go"
-				judge(1, "info", "Soaking", "soaking: "+span(env.Soak-held)+" to go")
+			Proven: Version{tagOf(t, t.Proven), imageref.Short(t.Proven)}, ProvenSince: atPtr(t.ProvenSince, now), standing: st}
+		if st.Soak > 0 {
+			si.Soak = &SoakView{Done: !st.Soaking(), Held: int(st.Soaked / time.Second), Need: int(st.Soak / time.Second), Text: "soaked " + span(st.Soak)}
+			if st.Soaking() {
+				si.Soak.Text = span(st.Soaked) + " of " + span(st.Soak) + ", " + span(st.Soak-st.Soaked) + " to go"
+				judge(1, "info", "Soaking", "soaking: "+span(st.Soak-st.Soaked)+" to go")
 			}
 		}
 		if t.Pinned != "" && t.Proven != t.Pinned {
@@ -208,7 +210,7 @@ func stageView(lg Ledger, env *release.Environment, now time.Time) StageView {
 		if m := t.Merged; m != nil && m.FailingSince != nil && !m.Done {
 			judge(3, "bad", "Proof broke", "the proof of "+label(si.Pinned)+" broke "+at(*m.FailingSince, now).Rel+": "+t.Why)
 		}
-		if h := l.Held(env.Name, image, t.Pinned); h != nil {
+		if h := st.Hold; h != nil {
 			judge(4, "bad", "Held", label(si.Pinned)+" is held: "+h.Reason)
 		}
 		if p := t.Rollback; p != nil {
@@ -223,7 +225,7 @@ func stageView(lg Ledger, env *release.Environment, now time.Time) StageView {
 			if p.PR == 0 {
 				why = label(Version{tagOf(t, p.Failed), imageref.Short(p.Failed)}) + " failed; the rollback to " + to + " is being opened"
 			}
-			if e := failure(l, env.Name, image, t, p); e != "" {
+			if e := st.RollbackCause(); e != "" {
 				why += ": " + e
 			}
 			if t.Proven == p.Failed && t.ProvenSince != nil {
@@ -338,22 +340,6 @@ func withGroup(group string) string {
 		return ""
 	}
 	return ", with its group " + group
-}
-
-// failure says why the rollback p of image in env was decided: its
-// evidence while it is being opened, else what the merge's watch or the
-// hold on the failed digest say.
-func failure(l *release.Ledger, env, image string, t *release.Track, p *release.Proposal) string {
-	if p.Evidence != "" {
-		return p.Evidence
-	}
-	if m := t.Merged; m != nil && m.Digest == p.Failed && m.Failure != "" {
-		return m.Failure
-	}
-	if h := l.Held(env, image, p.Failed); h != nil {
-		return h.Reason
-	}
-	return ""
 }
 
 // clusterPods counts env's apps' Pods per cluster.

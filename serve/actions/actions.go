@@ -330,7 +330,7 @@ func (h *Handler) standing(ctx context.Context, r request) string {
 		return "the ledger cannot be read: " + err.Error()
 	}
 	p, paused := l.Paused[r.Env]
-	held := l.Held(r.Env, r.Image, r.Digest)
+	held := release.StandingOf(l, nil, r.Env, r.Image, time.Time{}).HoldOn(r.Digest)
 	switch {
 	case (r.Verb == Pause || r.Verb == Resume) && paused:
 		return fmt.Sprintf("%s paused it at %s: %s", p.By, p.At.UTC().Format(time.RFC3339), p.Why)
