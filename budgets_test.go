@@ -24,14 +24,14 @@ var defaultBudget = budget{lines: 2000, names: 40}
 // a budget moves something out first.
 var budgets = map[string]budget{
 	"reconciler":          {4426, 33}, // 4,919 until the verify-only apps' deployer reads went to reconciler/deployed and the metrics to reconciler/metrics (goal 4,500 met); Flux's cluster inputs went to reconciler/fluxinputs, reading through Argo CD's API to reconciler/cluster, the commit status and proof comment to reconciler/report
-	"serve":               {3231, 33}, // 4,524 until the release runner went to serve/chains (Runner, taking its Deps, not the daemon), the attester to serve/attester and the admission webhook to serve/admission (goal 3,300 met); its schedule, the pull-request judge, the gate read back and the bypass judge had gone to serve/chains before
+	"serve":               {3231, 30}, // 4,524 until the release runner went to serve/chains (Runner, taking its Deps, not the daemon), the attester to serve/attester and the admission webhook to serve/admission (goal 3,300 met); its schedule, the pull-request judge, the gate read back and the bypass judge had gone to serve/chains before
 	"pins":                {4700, 42},
-	"promote":             {3588, 54},  // 3,951 lines and 77 names until the cron runner moved out (internal/crontab), CI input parsing went to promote/ciinput (3,545), and eighteen names used only inside became unexported (goal 60 met); 43 lines back when runJob split into planJob and carryOut (a plan type, two signatures)
+	"promote":             {3335, 51},  // 3,588 until pins set's Helm form probe went to promote/helmform (nothing else in promote used it), less the 20 lines splitting Run and publish under 100 cost; 3,951 lines and 77 names until the cron runner moved out (internal/crontab), CI input parsing went to promote/ciinput (3,545), and eighteen names used only inside became unexported (goal 60 met); 43 lines back when runJob split into planJob and carryOut (a plan type, two signatures)
 	"cmd/pinbot/cli":      {2392, 3},   // 2,765 until the flag groups promote and drift share (forge, gate, signature policy), bad usage and credentials went to cmd/pinbot/internal/flags (goal 2,500 met); 2,791 until config validation moved to cmd/pinbot/internal/validate
 	"gitforge":            {2643, 45},  // 49 names until the token file reader moved to internal/tokenfile; its lines went to the merge allow-list (AllowMerges, the queue's label) and who merged a pull request
 	"reconciler/deployer": {2386, 103}, // 2,360 at first: raised for Flux's health-checked revision (Kustomization.Deployed)
 	"release":             {2574, 95},  // raised by 82 lines and 2 names for Standing, which the release page and its actions ask instead of reading the ledger's holds and soaks (the page's own derivation went); raised by 86 lines and 2 names when release/admission folded in (the Pod rule, AdmitPod, beside Admit and JudgePull, with one Refusal; its Pod-spec reading went to internal/podspec), a move, not growth; raised by 19 lines for the chain-change approvals a person records (ChainApprovals), while five names used only inside became unexported; 2,300 and 78 at first; release.Next and the pause went in, the assessment moved to release/assess, the globs to internal/globs; raised for the rollback a person asks for (AskRollback), a chain decision beside the automatic one
-	"promote/pr":          {869, 55},
+	"promote/pr":          {876, 55},   // 900 at first; 7 lines of the 31 it had shrunk went to splitting RenderBody under 100 lines
 }
 
 // Method budgets of the types that gather them.
@@ -47,13 +47,10 @@ const (
 // longFuncs are the product functions over maxFuncLines today, at their
 // length: they may shrink, never grow, and the goal is under 100.
 var longFuncs = map[string]int{
-	"pins.dockerfileSites":  140,
-	"render.renderChart":    110,
-	"serve.act":             114,
-	"promote/pr.RenderBody": 107,
-	"promote.publish":       121,
-	"pins.mappingSite":      121,
-	"pins.forEachFile":      124,
+	"pins.dockerfileSites": 140,
+	"render.renderChart":   110,
+	"pins.mappingSite":     121,
+	"pins.forEachFile":     124,
 }
 
 // TestRoomBudgets keeps each package inside its line and exported-name

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"pinbot.dev/pinbot/render"
-	"pinbot.dev/pinbot/serve"
+	"pinbot.dev/pinbot/serve/admission"
 )
 
 // TestChartAdmission: admission.enabled renders the webhook: serve's
@@ -66,8 +66,8 @@ func TestChartAdmission(t *testing.T) {
 	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
 	find(t, objs, "ValidatingWebhookConfiguration", "pinbot", &vwc)
 	w := vwc.Webhooks[0]
-	if s := w.ClientConfig.Service; s == nil || s.Name != "pinbot" || s.Namespace != stateNamespace || *s.Path != serve.AdmissionPath || *s.Port != 443 {
-		t.Errorf("clientConfig %+v, want the Service's 443 at %s", w.ClientConfig, serve.AdmissionPath)
+	if s := w.ClientConfig.Service; s == nil || s.Name != "pinbot" || s.Namespace != stateNamespace || *s.Path != admission.Path || *s.Port != 443 {
+		t.Errorf("clientConfig %+v, want the Service's 443 at %s", w.ClientConfig, admission.Path)
 	}
 	if *w.FailurePolicy != admissionregistrationv1.Ignore || *w.SideEffects != admissionregistrationv1.SideEffectClassNoneOnDryRun {
 		t.Errorf("failurePolicy %s, sideEffects %s; want Ignore and NoneOnDryRun", *w.FailurePolicy, *w.SideEffects)

@@ -80,7 +80,7 @@ type Update struct {
 	// Helm, when set, says per values file (slash path) how a Helm mapping
 	// with a tag but no digest is pinned under PinTags: a chart whose
 	// templates never read the digest key would not run the pinned digest
-	// (promote.HelmForms finds out by rendering the chart). Files not in it
+	// (helmform.Forms finds out by rendering the chart). Files not in it
 	// get a digest key.
 	Helm map[string]HelmChoice
 	// Include, when set, limits Plan and Set to files for which it returns

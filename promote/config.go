@@ -54,7 +54,7 @@ const (
 //	drift:
 //	  minAge: 30m         # hold back a digest younger than this (see Drift)
 //	  group: image        # image (default) | target | all: what one drift pull request holds
-//	helm:                 # how charts not in the repository take a digest (see HelmForms)
+//	helm:                 # how charts not in the repository take a digest (see helmform.Forms)
 //	  - chart: podinfo    # a Flux HelmRelease's spec.chart.spec.chart, an Argo CD source's chart
 //	    digest: tag       # key (a digest: beside the tag) | tag (tag: v5@sha256:...) | none
 //	signatures:           # who must have signed a digest before it moves (see package trust)

@@ -1,6 +1,7 @@
 package promote
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -266,21 +267,7 @@ func Run(ctx context.Context, env Env, req Request) ([]Result, error) {
 				errs = append(errs, err)
 				continue
 			}
-			j := s.promoteJob(p, target, req.Choose)
-			j.checkOrder = !req.AllowOlder && req.Rollback == nil
-			j.proofs, j.rollback, j.group = req.Proofs, req.Rollback, req.Group
-			if req.Force {
-				j.forced = req.Reason
-				if j.forced == "" {
-					j.forced = "no reason given"
-				}
-			}
-			switch {
-			case req.Rollback != nil:
-				j.branch = pr.RollbackBranch(s.cfg.BranchPrefix, target, p.Image)
-			case req.Force:
-				j.branch = pr.ForcedBranch(s.cfg.BranchPrefix, target, p.Image)
-			}
+			j := s.requestJob(req, p, target)
 			if req.Group != "" {
 				// The group's images go into one job: one commit.
 				grouped[target] = joinJob(grouped[target], j, s.cfg.BranchPrefix, req)
@@ -314,6 +301,24 @@ func Run(ctx context.Context, env Env, req Request) ([]Result, error) {
 		return nil, fmt.Errorf("promoting: no pins of %s in%s %s (branch %s)", imagesOf(proms), where, env.Repo, s.base)
 	}
 	return results, errors.Join(errs...)
+}
+
+// requestJob is the job that promotes p into target as req asks: a
+// rollback's or a forced promotion's on a branch of its own.
+func (s *session) requestJob(req Request, p Promotion, target string) job {
+	j := s.promoteJob(p, target, req.Choose)
+	j.checkOrder = !req.AllowOlder && req.Rollback == nil
+	j.proofs, j.rollback, j.group = req.Proofs, req.Rollback, req.Group
+	if req.Force {
+		j.forced = cmp.Or(req.Reason, "no reason given")
+	}
+	switch {
+	case req.Rollback != nil:
+		j.branch = pr.RollbackBranch(s.cfg.BranchPrefix, target, p.Image)
+	case req.Force:
+		j.branch = pr.ForcedBranch(s.cfg.BranchPrefix, target, p.Image)
+	}
+	return j
 }
 
 // targets are the targets a promotion goes into: the one named, or the

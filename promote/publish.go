@@ -61,27 +61,10 @@ func (s *session) publish(ctx context.Context, j job, known *gitforge.Pull, head
 			log.Info("a later promotion replaced the branch; leaving the text to it", "head", now)
 			return known, StatusSuperseded, nil
 		}
-		var open *gitforge.Pull
-		switch {
-		case round == 1:
-			open = known // nil: most likely none; create it, and look only if that fails
-		default:
-			if open, err = s.env.Forge.OpenPull(ctx, repo, j.branch); err != nil {
-				return nil, "", fmt.Errorf("finding the open pull request of %s: %w", j.branch, err)
-			}
-			if open != nil {
-				// Opened by someone else since pinbot looked: closed as
-				// runJob closes one, never edited into pinbot's.
-				mine, err := s.mine(ctx, open)
-				if err != nil {
-					return nil, "", err
-				}
-				if !mine {
-					if err := s.env.Forge.ClosePull(ctx, repo, open.Number, foreignComment(j.branch, open.Author)); err != nil {
-						return nil, "", fmt.Errorf("closing #%d, which another account opened from pinbot's branch %s: %w", open.Number, j.branch, err)
-					}
-					open = nil
-				}
+		open := known // round 1; nil: most likely none; create it, and look only if that fails
+		if round > 1 {
+			if open, err = s.openOf(ctx, j); err != nil {
+				return nil, "", err
 			}
 		}
 		switch {
@@ -115,14 +98,8 @@ func (s *session) publish(ctx context.Context, j job, known *gitforge.Pull, head
 			}
 			log.Info("updated pull request", "number", open.Number)
 		}
-		labels := s.cfg.Labels
-		if j.rollback != nil {
-			labels = append(slices.Clone(labels), pr.RollbackLabel)
-		}
-		if len(labels) > 0 {
-			if err := s.env.Forge.AddLabels(ctx, repo, pull.Number, labels); err != nil {
-				return pull, status, fmt.Errorf("labelling #%d: %w", pull.Number, err)
-			}
+		if err := s.label(ctx, j, pull); err != nil {
+			return pull, status, err
 		}
 		// Check that the text stands and the branch is still at head: a
 		// promotion that pushed earlier may have written its text late.
@@ -152,4 +129,42 @@ func (s *session) publish(ctx context.Context, j job, known *gitforge.Pull, head
 		}
 		return got, status, nil
 	}
+}
+
+// openOf is the open pull request of j's branch, nil for none. One
+// someone else opened from pinbot's branch since pinbot looked is closed
+// as carryOut closes one, never edited into pinbot's.
+func (s *session) openOf(ctx context.Context, j job) (*gitforge.Pull, error) {
+	repo := s.env.Repo
+	open, err := s.env.Forge.OpenPull(ctx, repo, j.branch)
+	if err != nil || open == nil {
+		if err != nil {
+			err = fmt.Errorf("finding the open pull request of %s: %w", j.branch, err)
+		}
+		return nil, err
+	}
+	mine, err := s.mine(ctx, open)
+	if err != nil || mine {
+		return open, err
+	}
+	if err := s.env.Forge.ClosePull(ctx, repo, open.Number, foreignComment(j.branch, open.Author)); err != nil {
+		return nil, fmt.Errorf("closing #%d, which another account opened from pinbot's branch %s: %w", open.Number, j.branch, err)
+	}
+	return nil, nil
+}
+
+// label puts the config's labels on pull, and a rollback's label on a
+// rollback's.
+func (s *session) label(ctx context.Context, j job, pull *gitforge.Pull) error {
+	labels := s.cfg.Labels
+	if j.rollback != nil {
+		labels = append(slices.Clone(labels), pr.RollbackLabel)
+	}
+	if len(labels) == 0 {
+		return nil
+	}
+	if err := s.env.Forge.AddLabels(ctx, s.env.Repo, pull.Number, labels); err != nil {
+		return fmt.Errorf("labelling #%d: %w", pull.Number, err)
+	}
+	return nil
 }

@@ -52,9 +52,6 @@ const (
 	AdmissionEnforce = "enforce"
 )
 
-// AdmissionPath is where the webhook is served.
-const AdmissionPath = admission.Path
-
 // problems lists what is wrong with the section.
 func (a *Admission) problems() []string {
 	var out []string

@@ -9,18 +9,9 @@ import (
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
-	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/release/assess"
 	"pinbot.dev/pinbot/serve/chains"
 )
-
-// DefaultReleaseInterval is how often serve looks at each release chain:
-// the proofs, the soaks, the gates and the merged digests.
-const DefaultReleaseInterval = chains.DefaultInterval
-
-// GateContext is the commit status a promotion pull request's gate posts,
-// and every other pull request's too.
-const GateContext = release.PullContext
 
 // newRunner is the release runner of d (package chains), which steps the
 // chains of d's repositories on the leader.

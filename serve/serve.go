@@ -74,7 +74,7 @@ type Options struct {
 	// (reconciler.WithGitCache); nil fetches promotions into memory.
 	Cache *gitforge.Cache
 	// ReleaseInterval is how often the release chains are stepped.
-	// Default DefaultReleaseInterval.
+	// Default chains.DefaultInterval.
 	ReleaseInterval time.Duration
 	// GateToken, when set, serves the gate endpoint (gate.Path) to
 	// requests bearing it.
@@ -308,32 +308,9 @@ func (d *daemon) run(ctx context.Context) error {
 		defer d.r.OnProofEvent(nil)
 	}
 
-	var served chan error // nil without a server: never ready in wait's select
-	if d.o.Listen != "" {
-		served = make(chan error, 1)
-		ln, err := net.Listen("tcp", d.o.Listen)
-		if err != nil {
-			return fmt.Errorf("flag --listen: %w", err)
-		}
-		log.Info("serving", "addr", ln.Addr().String())
-		if d.o.WebhookListen == "" {
-			go func() { served <- serveHTTP(work, ln, d.mux(!d.o.NoWebhook)) }()
-		} else {
-			hl, err := net.Listen("tcp", d.o.WebhookListen)
-			if err != nil {
-				ln.Close()
-				return fmt.Errorf("flag --webhook-listen: %w", err)
-			}
-			log.Info("serving webhooks", "addr", hl.Addr().String())
-			both := make(chan error, 2)
-			go func() { both <- serveHTTP(work, ln, d.mux(false)) }()
-			go func() { both <- serveHTTP(work, hl, d.webhookMux()) }()
-			go func() {
-				// The first to end ends serve; the other then ends with work.
-				first := <-both
-				served <- errors.Join(first, <-both)
-			}()
-		}
+	served, err := d.serve(ctx, work)
+	if err != nil {
+		return err
 	}
 
 	if err := d.serveAdmission(ctx, work); err != nil {
@@ -386,6 +363,41 @@ func (d *daemon) run(ctx context.Context) error {
 	go func() { defer close(electDone); le.Run(electCtx) }()
 	d.ready.Store(true)
 	return d.wait(ctx, loopDone, lost, served, stopElect, electDone, stopWork)
+}
+
+// serve serves the dashboard, the API and the webhooks on --listen (the
+// webhooks on --webhook-listen apart, when set) until work ends; the
+// channel it returns reports the end, nil (never ready) without --listen.
+func (d *daemon) serve(ctx, work context.Context) (chan error, error) {
+	if d.o.Listen == "" {
+		return nil, nil
+	}
+	log := logctx.From(ctx)
+	served := make(chan error, 1)
+	ln, err := net.Listen("tcp", d.o.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("flag --listen: %w", err)
+	}
+	log.Info("serving", "addr", ln.Addr().String())
+	if d.o.WebhookListen == "" {
+		go func() { served <- serveHTTP(work, ln, d.mux(!d.o.NoWebhook)) }()
+		return served, nil
+	}
+	hl, err := net.Listen("tcp", d.o.WebhookListen)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("flag --webhook-listen: %w", err)
+	}
+	log.Info("serving webhooks", "addr", hl.Addr().String())
+	both := make(chan error, 2)
+	go func() { both <- serveHTTP(work, ln, d.mux(false)) }()
+	go func() { both <- serveHTTP(work, hl, d.webhookMux()) }()
+	go func() {
+		// The first to end ends serve; the other then ends with work.
+		first := <-both
+		served <- errors.Join(first, <-both)
+	}()
+	return served, nil
 }
 
 // loops runs what only the leader does until ctx ends: the reconcile

@@ -18,7 +18,6 @@ import (
 	"pinbot.dev/pinbot/promote/pr"
 	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/release/store"
-	"pinbot.dev/pinbot/serve"
 )
 
 func init() {
@@ -267,7 +266,7 @@ func (b *releaseBench) waitGate(ctx context.Context, pull *sdk.PullRequest, stat
 			return false
 		}
 		for _, st := range combined.Statuses { // the newest of each context
-			if st.Context == serve.GateContext {
+			if st.Context == release.PullContext {
 				last = string(st.State) + ": " + st.Description
 				return string(st.State) == state
 			}

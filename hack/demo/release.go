@@ -19,7 +19,6 @@ import (
 	"pinbot.dev/pinbot/promote/pr"
 	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/release/store"
-	"pinbot.dev/pinbot/serve"
 )
 
 const releases = "releases"
@@ -247,7 +246,7 @@ func (d *demo) waitGate(ctx context.Context, pr *sdk.PullRequest, state string, 
 		sts, _, err := c.ListStatuses(owner, releases, pr.Head.Sha, sdk.ListStatusesOption{})
 		if err == nil {
 			for _, st := range sts {
-				if st.Context == serve.GateContext && string(st.State) == state {
+				if st.Context == release.PullContext && string(st.State) == state {
 					return state + ": " + st.Description, nil
 				}
 			}

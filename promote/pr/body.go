@@ -207,45 +207,7 @@ func RenderBody(p Proposal) string {
 	}
 
 	for _, im := range m.Images {
-		if len(m.Images) == 1 {
-			b.WriteString("### Image\n\n")
-		} else {
-			fmt.Fprintf(&b, "### %s\n\n", md(im.Image))
-		}
-		b.WriteString("| | |\n|---|---|\n")
-		row := func(k, v string) {
-			if v != "" {
-				fmt.Fprintf(&b, "| %s | %s |\n", k, v)
-			}
-		}
-		f := p.Facts[im.Image]
-		row("Image", code(im.Image))
-		row("Digest", code(im.Digest))
-		row("Tag", code(im.Tag))
-		if !f.Created.IsZero() {
-			row("Created", f.Created.UTC().Format(time.RFC3339))
-		}
-		row("Revision", code(f.Revision))
-		row("Source", md(f.Source))
-		row("Version", code(f.Version))
-		kind := "single-platform manifest"
-		if f.Index {
-			kind = "image index"
-		}
-		row("Kind", kind)
-		row("Platforms", md(strings.Join(f.Platforms, ", ")))
-		if f.Size > 0 {
-			row("Size", humanSize(f.Size))
-		}
-		from := im.Source.Describe()
-		if file := p.Files[im.Image]; file != "" {
-			from += " " + code(file)
-		}
-		row("Digest from", from)
-		b.WriteString("\n")
-		if f.Trust != nil {
-			renderSignature(&b, *f.Trust, p.Policy)
-		}
+		renderImage(&b, p, im, len(m.Images) == 1)
 	}
 	if len(p.Notes) > 0 {
 		b.WriteString("### Notes\n\n")
@@ -260,6 +222,51 @@ func RenderBody(p Proposal) string {
 	b.Write(raw)
 	b.WriteString(hiddenClose + "\n")
 	return redact.String(b.String())
+}
+
+// renderImage renders im's facts: the image, its digest and tag, what its
+// labels say, its kind and platforms, where the digest came from and its
+// signature. only says it is the proposal's one image.
+func renderImage(b *strings.Builder, p Proposal, im ImageMeta, only bool) {
+	if only {
+		b.WriteString("### Image\n\n")
+	} else {
+		fmt.Fprintf(b, "### %s\n\n", md(im.Image))
+	}
+	b.WriteString("| | |\n|---|---|\n")
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(b, "| %s | %s |\n", k, v)
+		}
+	}
+	f := p.Facts[im.Image]
+	row("Image", code(im.Image))
+	row("Digest", code(im.Digest))
+	row("Tag", code(im.Tag))
+	if !f.Created.IsZero() {
+		row("Created", f.Created.UTC().Format(time.RFC3339))
+	}
+	row("Revision", code(f.Revision))
+	row("Source", md(f.Source))
+	row("Version", code(f.Version))
+	kind := "single-platform manifest"
+	if f.Index {
+		kind = "image index"
+	}
+	row("Kind", kind)
+	row("Platforms", md(strings.Join(f.Platforms, ", ")))
+	if f.Size > 0 {
+		row("Size", humanSize(f.Size))
+	}
+	from := im.Source.Describe()
+	if file := p.Files[im.Image]; file != "" {
+		from += " " + code(file)
+	}
+	row("Digest from", from)
+	b.WriteString("\n")
+	if f.Trust != nil {
+		renderSignature(b, *f.Trust, p.Policy)
+	}
 }
 
 // ErrNoMeta means a pull request body holds no pinbot hidden block.

@@ -22,38 +22,7 @@ func (rl *Runner) act(ctx context.Context, env promote.Env, record func(func(*re
 	log := logctx.From(ctx).With("env", a.Env, "image", a.Image)
 	switch a.Kind {
 	case release.Promote:
-		// The onward promotion is checked as CI's was: a digest that was
-		// proven to run is still refused when the policy does not pass it.
-		// The digest goes on with the tag the upstream pins it with, and
-		// the digest is what counts: a tag moved since changes nothing.
-		req := promote.Request{Target: a.Env, AllowTagMoved: true, Group: a.Group}
-		for _, m := range membersOf(a) {
-			req.Inputs = append(req.Inputs, promote.Input{Image: m.Image, Digest: m.Digest, Tags: tagsOf(m.Tag), Source: pr.SourceProof})
-			if m.Proof != nil {
-				req.Proofs = append(req.Proofs, m.Proof)
-			}
-		}
-		req.Policy = rl.deps.Policy
-		res, err := promote.Run(ctx, env, req)
-		if r := (*trust.Refusal)(nil); errors.As(err, &r) {
-			if rl.deps.Refused != nil {
-				rl.deps.Refused(ctx, env.Repo.String(), r)
-			}
-			now := rl.now()
-			record(func(l *release.Ledger) { NoteRefusal(l, now, r) })
-		}
-		if p := openPull(res); p != nil {
-			now := rl.now()
-			record(func(l *release.Ledger) {
-				for _, m := range membersOf(a) {
-					l.Proposed(a.Env, m.Image, release.Proposal{PR: p.Number, Digest: m.Digest, Head: p.HeadSHA, From: a.From, Group: a.Group})
-					l.Log(now, a.Env, m.Image, release.ReasonPromotionOpened,
-						fmt.Sprintf("opened #%d: %s, proven in %s, into %s%s", p.Number, imageref.Short(m.Digest), a.From, a.Env, withGroup(a.Group)))
-				}
-			})
-			log.Info("proposed a proven digest onward", "digest", a.Digest, "from", a.From, "number", p.Number)
-		}
-		return err
+		return rl.promoteOnward(ctx, env, record, a)
 	case release.ReadyRollback:
 		// The branch a failure would open its rollback on, pushed while
 		// the readiness window runs: at the deadline only the pull
@@ -90,47 +59,94 @@ func (rl *Runner) act(ctx context.Context, env promote.Env, record func(func(*re
 		}
 		return err
 	case release.Gate:
-		forge, ok := env.Forge.(*gitforge.Gitea)
-		if !ok {
-			return errors.New("posting a gate status needs the Gitea forge")
-		}
-		err := forge.SetStatus(ctx, env.Repo, a.Head, gitforge.Status{Context: release.PullContext, State: a.State, Description: a.Description})
-		if err == nil {
-			record(func(l *release.Ledger) {
-				for _, m := range membersOf(a) {
-					l.Posted(a.Env, m.Image, a.PR, a.State, a.Description)
-				}
-			})
-			rl.chainm.Gates.WithLabelValues(env.Repo.String(), a.Env, string(a.State)).Inc()
-		}
-		return err
+		return rl.postGate(ctx, env, record, a)
 	case release.MergePR:
-		forge, ok := env.Forge.(*gitforge.Gitea)
-		if !ok {
-			return errors.New("merging needs the Gitea forge")
-		}
-		what := "Merged by pinbot: the gate is green"
-		if a.IsRollback {
-			what = "Merged by pinbot: rollback " + imageref.Short(a.Digest)
-		}
-		err := forge.MergePull(ctx, env.Repo, a.PR, a.Head, what)
-		switch {
-		case errors.Is(err, gitforge.ErrNotMergeable):
-			log.Debug("not mergeable yet (approvals, checks)", "number", a.PR)
-			return nil
-		case errors.Is(err, gitforge.ErrHeadMoved):
-			// Someone pushed to pinbot's branch: that head is judged as
-			// anyone's pull request is (gatePulls), never merged here.
-			log.Warn("not merged: the pull request's head is not the commit pinbot pushed and judged", "number", a.PR, "judged", a.Head)
-			return nil
-		case err == nil:
-			log.Info("merged", "number", a.PR, "rollback", a.IsRollback)
-		}
-		return err
+		return merge(ctx, env, a)
 	case release.Report:
 		log.Warn("release: " + a.Evidence)
 	}
 	return nil
+}
+
+// promoteOnward opens the onward pull request of a, proven upstream.
+// The onward promotion is checked as CI's was: a digest that was proven
+// to run is still refused when the policy does not pass it. The digest
+// goes on with the tag the upstream pins it with, and the digest is what
+// counts: a tag moved since changes nothing.
+func (rl *Runner) promoteOnward(ctx context.Context, env promote.Env, record func(func(*release.Ledger)), a release.Action) error {
+	req := promote.Request{Target: a.Env, AllowTagMoved: true, Group: a.Group}
+	for _, m := range membersOf(a) {
+		req.Inputs = append(req.Inputs, promote.Input{Image: m.Image, Digest: m.Digest, Tags: tagsOf(m.Tag), Source: pr.SourceProof})
+		if m.Proof != nil {
+			req.Proofs = append(req.Proofs, m.Proof)
+		}
+	}
+	req.Policy = rl.deps.Policy
+	res, err := promote.Run(ctx, env, req)
+	if r := (*trust.Refusal)(nil); errors.As(err, &r) {
+		if rl.deps.Refused != nil {
+			rl.deps.Refused(ctx, env.Repo.String(), r)
+		}
+		now := rl.now()
+		record(func(l *release.Ledger) { NoteRefusal(l, now, r) })
+	}
+	if p := openPull(res); p != nil {
+		now := rl.now()
+		record(func(l *release.Ledger) {
+			for _, m := range membersOf(a) {
+				l.Proposed(a.Env, m.Image, release.Proposal{PR: p.Number, Digest: m.Digest, Head: p.HeadSHA, From: a.From, Group: a.Group})
+				l.Log(now, a.Env, m.Image, release.ReasonPromotionOpened,
+					fmt.Sprintf("opened #%d: %s, proven in %s, into %s%s", p.Number, imageref.Short(m.Digest), a.From, a.Env, withGroup(a.Group)))
+			}
+		})
+		logctx.From(ctx).Info("proposed a proven digest onward", "env", a.Env, "image", a.Image, "digest", a.Digest, "from", a.From, "number", p.Number)
+	}
+	return err
+}
+
+// postGate posts a's gate on its pull request.
+func (rl *Runner) postGate(ctx context.Context, env promote.Env, record func(func(*release.Ledger)), a release.Action) error {
+	forge, ok := env.Forge.(*gitforge.Gitea)
+	if !ok {
+		return errors.New("posting a gate status needs the Gitea forge")
+	}
+	err := forge.SetStatus(ctx, env.Repo, a.Head, gitforge.Status{Context: release.PullContext, State: a.State, Description: a.Description})
+	if err == nil {
+		record(func(l *release.Ledger) {
+			for _, m := range membersOf(a) {
+				l.Posted(a.Env, m.Image, a.PR, a.State, a.Description)
+			}
+		})
+		rl.chainm.Gates.WithLabelValues(env.Repo.String(), a.Env, string(a.State)).Inc()
+	}
+	return err
+}
+
+// merge merges a's pull request, at the head pinbot judged.
+func merge(ctx context.Context, env promote.Env, a release.Action) error {
+	log := logctx.From(ctx).With("env", a.Env, "image", a.Image)
+	forge, ok := env.Forge.(*gitforge.Gitea)
+	if !ok {
+		return errors.New("merging needs the Gitea forge")
+	}
+	what := "Merged by pinbot: the gate is green"
+	if a.IsRollback {
+		what = "Merged by pinbot: rollback " + imageref.Short(a.Digest)
+	}
+	err := forge.MergePull(ctx, env.Repo, a.PR, a.Head, what)
+	switch {
+	case errors.Is(err, gitforge.ErrNotMergeable):
+		log.Debug("not mergeable yet (approvals, checks)", "number", a.PR)
+		return nil
+	case errors.Is(err, gitforge.ErrHeadMoved):
+		// Someone pushed to pinbot's branch: that head is judged as
+		// anyone's pull request is (gatePulls), never merged here.
+		log.Warn("not merged: the pull request's head is not the commit pinbot pushed and judged", "number", a.PR, "judged", a.Head)
+		return nil
+	case err == nil:
+		log.Info("merged", "number", a.PR, "rollback", a.IsRollback)
+	}
+	return err
 }
 
 // rollbackRequest is the promotion of a Rollback, or of a ReadyRollback

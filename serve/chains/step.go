@@ -40,31 +40,12 @@ func (rl *Runner) step(ctx context.Context, repo string) (time.Time, error) {
 		return time.Time{}, nil
 	}
 	rl.warnUnknownApps(ctx, repo, chain)
-	l, v, err := rl.ledgers.Get(ctx, repo)
-	if te := (*store.TamperedError)(nil); errors.As(err, &te) && te.Restorable {
-		// Someone who may write ConfigMaps but not read the key edited,
-		// replaced or deleted the ledger: what this replica last saw
-		// goes back, and the next step announces that it did.
-		log.Warn("the ledger was changed outside pinbot; restoring the version this replica last saw", "why", te.Why)
-		if err := rl.ledgers.Restore(ctx, repo, te.Why, rl.now()); err != nil {
-			return time.Time{}, fmt.Errorf("%w; restoring it: %w", te, err)
-		}
+	l, v, err := rl.read(ctx, repo)
+	if errors.Is(err, errRestored) {
 		return rl.now(), nil
-	}
-	if err != nil {
+	} else if err != nil {
 		return time.Time{}, err
 	}
-	rl.mu.Lock()
-	if _, ok := rl.announced[repo]; !ok {
-		// A replica that starts leading announces what it decides, not
-		// the ledger's history.
-		var newest time.Time
-		if n := len(l.Events); n > 0 {
-			newest = l.Events[n-1].At
-		}
-		rl.announced[repo] = newest
-	}
-	rl.mu.Unlock()
 	l.Chain = chain // for every replica's release page; written only when it changed
 	now := rl.now()
 	attested := rl.AttestationOf(ctx, repo)
@@ -115,13 +96,7 @@ func (rl *Runner) step(ctx context.Context, repo string) (time.Time, error) {
 		}
 	}
 	rl.announce(repo, chain, l)
-	rl.holds.DeletePartialMatch(prometheus.Labels{"repo": repo})
-	for _, e := range chain {
-		rl.holds.WithLabelValues(repo, e.Name).Set(0)
-	}
-	for _, h := range l.Holds {
-		rl.holds.WithLabelValues(repo, h.Env).Inc()
-	}
+	rl.countHolds(repo, chain, l)
 	if err := rl.gatePulls(ctx, env, l, chain, inv, attested); err != nil && ctx.Err() == nil {
 		log.Warn("judging the open pull requests failed", "error", redact.String(err.Error()))
 	}
@@ -132,6 +107,49 @@ func (rl *Runner) step(ctx context.Context, repo string) (time.Time, error) {
 		next = now
 	}
 	return next, nil
+}
+
+// errRestored says read restored a ledger changed outside pinbot.
+var errRestored = errors.New("the ledger was restored")
+
+// read reads repo's ledger. One someone who may write ConfigMaps but not
+// read the key edited, replaced or deleted goes back to what this
+// replica last saw (errRestored), and the next step announces that it
+// did. A replica that starts leading announces what it decides from
+// then on, not the ledger's history.
+func (rl *Runner) read(ctx context.Context, repo string) (*release.Ledger, store.Version, error) {
+	l, v, err := rl.ledgers.Get(ctx, repo)
+	if te := (*store.TamperedError)(nil); errors.As(err, &te) && te.Restorable {
+		logctx.From(ctx).Warn("the ledger was changed outside pinbot; restoring the version this replica last saw", "repo", repo, "why", te.Why)
+		if err := rl.ledgers.Restore(ctx, repo, te.Why, rl.now()); err != nil {
+			return nil, v, fmt.Errorf("%w; restoring it: %w", te, err)
+		}
+		return nil, v, errRestored
+	}
+	if err != nil {
+		return nil, v, err
+	}
+	rl.mu.Lock()
+	if _, ok := rl.announced[repo]; !ok {
+		var newest time.Time
+		if n := len(l.Events); n > 0 {
+			newest = l.Events[n-1].At
+		}
+		rl.announced[repo] = newest
+	}
+	rl.mu.Unlock()
+	return l, v, nil
+}
+
+// countHolds sets pinbot_release_holds of repo's environments from l.
+func (rl *Runner) countHolds(repo string, chain release.Chain, l *release.Ledger) {
+	rl.holds.DeletePartialMatch(prometheus.Labels{"repo": repo})
+	for _, e := range chain {
+		rl.holds.WithLabelValues(repo, e.Name).Set(0)
+	}
+	for _, h := range l.Holds {
+		rl.holds.WithLabelValues(repo, h.Env).Inc()
+	}
 }
 
 // EnvsOf are the environments of the chains last read whose apps include

@@ -2,9 +2,8 @@ package cli
 
 import "pinbot.dev/pinbot/cmd/pinbot/internal/flags"
 
-// The environment variables holding a credential whose file flag is not
-// given. A credential is never a flag value: flags show in process
-// listings and shell history.
+// The environment variables behind flags: a credential whose file flag
+// is not given is read from its variable, never from a flag value.
 const (
 	tokenEnv         = flags.TokenEnv           // --token-file
 	gateTokenEnv     = flags.GateTokenEnv       // --gate-token-file

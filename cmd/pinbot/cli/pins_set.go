@@ -13,7 +13,7 @@ import (
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/pins"
-	"pinbot.dev/pinbot/promote"
+	"pinbot.dev/pinbot/promote/helmform"
 )
 
 // pinsSetOptions are the flags of `pinbot pins set`.
@@ -131,7 +131,7 @@ func (o *pinsSetOptions) run(cmd *cobra.Command, g *globals, arg string) error {
 	// the form that does.
 	var unverified []string
 	if u.PinTags {
-		if unverified, err = promote.HelmFormsIn(ctx, o.dir, &u, opts...); err != nil {
+		if unverified, err = helmform.FormsIn(ctx, o.dir, &u, opts...); err != nil {
 			return err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/release/proofapi"
 	"pinbot.dev/pinbot/serve"
+	"pinbot.dev/pinbot/serve/chains"
 )
 
 // serveFlags are the HTTP endpoint flags of serve and reconcile.
@@ -39,7 +40,7 @@ func (f *serveFlags) bind(cmd *cobra.Command) {
 		"file holding the Gitea webhook secret, required with --listen unless --no-webhook (default $"+webhookSecretEnv+")")
 	cmd.Flags().StringVar(&f.gateTokenFile, "gate-token-file", "",
 		"file holding the bearer token of the gate endpoint "+proofapi.Path+" (default $"+gateTokenEnv+"; neither: no gate endpoint)")
-	cmd.Flags().DurationVar(&f.releaseInterval, "release-interval", serve.DefaultReleaseInterval,
+	cmd.Flags().DurationVar(&f.releaseInterval, "release-interval", chains.DefaultInterval,
 		"how often the release chains (.pinbot.yaml environments) are looked at: proofs, soaks, gates, rollbacks")
 	cmd.Flags().StringVar(&f.readTokenFile, "dashboard-token-file", "",
 		"file holding the bearer token the dashboard and its JSON API ask of readers (default $"+readTokenEnv+"; neither, nor --auth-proxy-header: anyone who reaches --listen reads)")

@@ -1,4 +1,12 @@
-package promote
+// Package helmform finds out in which form a Helm values file takes a
+// digest pin: it renders the chart at or above the file with a probe
+// digest, first as a "digest:" key, then in the tag ("tag:
+// v5@sha256:..."), and keeps the first form the rendered objects show.
+// A file no chart in the tree renders takes the form .pinbot.yaml's helm:
+// declares for the chart its HelmRelease or Application names, or stays
+// unverified. pinbot pins set uses it; promote reads the declared forms
+// alone.
+package helmform
 
 import (
 	"bytes"
@@ -15,18 +23,19 @@ import (
 
 	"pinbot.dev/pinbot/internal/confined"
 	"pinbot.dev/pinbot/pins"
+	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/render"
 )
 
-// probeDigest is the digest HelmForms renders charts with: one no real
+// probeDigest is the digest Forms renders charts with: one no real
 // image has, so finding it in the output proves the values reached it.
 var probeDigest = func() string {
 	sum := sha256.Sum256([]byte("pinbot helm probe"))
 	return "sha256:" + hex.EncodeToString(sum[:])
 }()
 
-// HelmCheck is what HelmForms found for one values file.
-type HelmCheck struct {
+// Check is what Forms found for one values file.
+type Check struct {
 	// File is the values file, a slash path relative to the directory.
 	File string
 	// Chart is the chart directory the file was rendered with, "" when
@@ -42,7 +51,7 @@ type HelmCheck struct {
 
 // Note says, for people, what a check means for the pins of its file; ""
 // when the pins take effect as written.
-func (c HelmCheck) Note() string {
+func (c Check) Note() string {
 	switch {
 	case c.Unverified:
 		return fmt.Sprintf("unverified: %s is not rendered by a chart in the repository, so pinbot cannot check that its digest: takes effect", c.File)
@@ -52,7 +61,7 @@ func (c HelmCheck) Note() string {
 	return ""
 }
 
-// HelmForms finds out, for each values file of fsys in which u (under
+// Forms finds out, for each values file of fsys in which u (under
 // PinTags) would pin a Helm mapping that carries a tag but no digest, in
 // which form the pin takes effect. When a Chart.yaml is at or above the
 // file, the chart is rendered with the file's values pinned to a probe
@@ -60,8 +69,8 @@ func (c HelmCheck) Note() string {
 // first form whose probe digest appears in the rendered objects is chosen;
 // when neither does, the file's pins are left alone ("not pinned: chart X
 // does not render a digest"). A file no chart renders is unverified. The
-// result goes into u.Helm; see HelmCheck.Note for what to tell people.
-func HelmForms(ctx context.Context, fsys fs.FS, u pins.Update, opts ...pins.Option) (map[string]pins.HelmChoice, []HelmCheck, error) {
+// result goes into u.Helm; see Check.Note for what to tell people.
+func Forms(ctx context.Context, fsys fs.FS, u pins.Update, opts ...pins.Option) (map[string]pins.HelmChoice, []Check, error) {
 	if !u.PinTags {
 		return nil, nil, nil
 	}
@@ -81,8 +90,8 @@ func HelmForms(ctx context.Context, fsys fs.FS, u pins.Update, opts ...pins.Opti
 	}
 	sort.Strings(names)
 	choices := map[string]pins.HelmChoice{}
-	var checks []HelmCheck
-	var cfg *Config
+	var checks []Check
+	var cfg *promote.Config
 	for _, f := range names {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
@@ -93,7 +102,7 @@ func HelmForms(ctx context.Context, fsys fs.FS, u pins.Update, opts ...pins.Opti
 		}
 		if c.Unverified {
 			if cfg == nil {
-				loaded, err := LoadConfig(fsys)
+				loaded, err := promote.LoadConfig(fsys)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -107,16 +116,16 @@ func HelmForms(ctx context.Context, fsys fs.FS, u pins.Update, opts ...pins.Opti
 	return choices, checks, nil
 }
 
-// HelmFormsIn is HelmForms on the directory dir: it sets u.Helm and
+// FormsIn is Forms on the directory dir: it sets u.Helm and
 // returns the notes of the values files no chart renders, which pinbot
 // pins unverified.
-func HelmFormsIn(ctx context.Context, dir string, u *pins.Update, opts ...pins.Option) (unverified []string, err error) {
+func FormsIn(ctx context.Context, dir string, u *pins.Update, opts ...pins.Option) (unverified []string, err error) {
 	tree, err := confined.Open(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer tree.Close()
-	choices, checks, err := HelmForms(ctx, tree, *u, opts...)
+	choices, checks, err := Forms(ctx, tree, *u, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +141,7 @@ func HelmFormsIn(ctx context.Context, dir string, u *pins.Update, opts ...pins.O
 // declared applies what .pinbot.yaml declares for the chart a values file
 // feeds, which pinbot cannot render: the chart a Flux HelmRelease or an
 // Argo CD Application in the file names.
-func declared(cfg *Config, fsys fs.FS, c *HelmCheck) {
+func declared(cfg *promote.Config, fsys fs.FS, c *Check) {
 	src, err := fs.ReadFile(fsys, c.File)
 	if err != nil {
 		return
@@ -145,7 +154,7 @@ func declared(cfg *Config, fsys fs.FS, c *HelmCheck) {
 	c.Chart, c.Unverified = chart, false
 	c.digestChoice = pins.HelmChoice{Form: form}
 	if form == pins.HelmLeave {
-		c.digestChoice.Reason = fmt.Sprintf("not pinned: chart %s does not render a digest, as %s declares", chart, ConfigFile)
+		c.digestChoice.Reason = fmt.Sprintf("not pinned: chart %s does not render a digest, as %s declares", chart, promote.ConfigFile)
 	}
 }
 
@@ -193,8 +202,8 @@ func releasedChart(src []byte) string {
 }
 
 // probeHelm renders the chart of one values file in each form.
-func probeHelm(ctx context.Context, fsys fs.FS, file string, u pins.Update) (HelmCheck, error) {
-	check := HelmCheck{File: file}
+func probeHelm(ctx context.Context, fsys fs.FS, file string, u pins.Update) (Check, error) {
+	check := Check{File: file}
 	chart, ok := chartOf(fsys, file)
 	if !ok {
 		check.Unverified = true

@@ -1,4 +1,4 @@
-package promote
+package helmform
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"pinbot.dev/pinbot/pins"
+	"pinbot.dev/pinbot/promote"
 )
 
 // TestHelmFormsGolden renders each testdata/helm/<case>/original chart with
@@ -43,7 +44,7 @@ func TestHelmFormsGolden(t *testing.T) {
 			work := t.TempDir()
 			copyDir(t, filepath.Join(base, "original"), work)
 			u := pins.Update{Image: "nginx", Digest: digest, Tag: "1.27", PinTags: true}
-			choices, checks, err := HelmForms(context.Background(), os.DirFS(work), u)
+			choices, checks, err := Forms(context.Background(), os.DirFS(work), u)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +108,7 @@ func readDir(t *testing.T, dir string) map[string]string {
 }
 
 func TestHelmFormOf(t *testing.T) {
-	cfg, err := ParseConfig(ConfigFile, []byte("helm:\n  - {chart: a, digest: key}\n  - {chart: b, digest: tag}\n  - {chart: c, digest: none}\n"))
+	cfg, err := promote.ParseConfig(promote.ConfigFile, []byte("helm:\n  - {chart: a, digest: key}\n  - {chart: b, digest: tag}\n  - {chart: c, digest: none}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
