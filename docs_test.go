@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"pinbot.dev/pinbot/cmd/pinbot/cli"
+	"pinbot.dev/pinbot/promote"
 )
 
 // The docs tests keep README.md and docs/ true to the code: every flag
@@ -150,7 +151,8 @@ func TestDocsNameRealFlags(t *testing.T) {
 
 // TestDocsConfigBlocksPassTheSchema: a YAML block whose first line is
 // "# .pinbot.yaml" or "# serve's config" passes that file's JSON Schema,
-// which refuses unknown keys as the loaders do.
+// which refuses unknown keys as the loaders do; a .pinbot.yaml block
+// also loads as pinbot loads it (its checks, its waves).
 func TestDocsConfigBlocksPassTheSchema(t *testing.T) {
 	schemas := map[string]*jsonschema.Schema{}
 	c := jsonschema.NewCompiler()
@@ -195,6 +197,11 @@ func TestDocsConfigBlocksPassTheSchema(t *testing.T) {
 			}
 			if err := s.Validate(v); err != nil {
 				t.Errorf("%s:%d: the config block does not pass its schema: %s", file, block.line, err)
+			}
+			if strings.TrimSpace(first) == "# .pinbot.yaml" {
+				if _, err := promote.ParseConfig(promote.ConfigFile, []byte(block.text)); err != nil {
+					t.Errorf("%s:%d: the .pinbot.yaml block does not load: %s", file, block.line, err)
+				}
 			}
 		}
 	}

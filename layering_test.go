@@ -85,11 +85,11 @@ var allowed = map[string][]string{
 	"gitforge": leaves,
 	"render":   {"internal/confined"},
 	// promote reaches the proof's vocabulary only through release.
-	"promote": append([]string{"pins", "registry", "gitforge", "render", "release", "trust", "trust/policy", "trust/proven", "trust/attest", "trust/sign", "promote/pr"}, append(proofWords, leaves...)...),
+	"promote": append([]string{"pins", "registry", "gitforge", "render", "release", "release/waves", "trust", "trust/policy", "trust/proven", "trust/attest", "trust/sign", "promote/pr"}, append(proofWords, leaves...)...),
 	// What a pull request says: pure, no client.
 	"promote/pr":       append([]string{"release", "internal/globs", "trust/policy", "trust/proven", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus", "internal/commitid", "internal/redact"}, proofWords...),
-	"promote/ciinput":  append([]string{"promote", "pins", "registry", "gitforge", "render", "release", "trust", "trust/policy", "trust/proven", "trust/attest", "trust/sign", "promote/pr"}, append(proofWords, leaves...)...),
-	"promote/helmform": append([]string{"promote", "pins", "registry", "gitforge", "render", "release", "trust", "trust/policy", "trust/proven", "trust/attest", "trust/sign", "promote/pr"}, append(proofWords, leaves...)...),
+	"promote/ciinput":  append([]string{"promote", "pins", "registry", "gitforge", "render", "release", "release/waves", "trust", "trust/policy", "trust/proven", "trust/attest", "trust/sign", "promote/pr"}, append(proofWords, leaves...)...),
+	"promote/helmform": append([]string{"promote", "pins", "registry", "gitforge", "render", "release", "release/waves", "trust", "trust/policy", "trust/proven", "trust/attest", "trust/sign", "promote/pr"}, append(proofWords, leaves...)...),
 
 	// The signature policy: it reads signatures through the registry and
 	// decides with sigstore-go; promote and the reconciler ask it.
@@ -112,6 +112,7 @@ var allowed = map[string][]string{
 	// What the cluster may run in an environment: the admission
 	// webhook's decision, from a ledger, pure.
 	// What an environment shows of an image, judged from its apps' reports.
+	"release/waves":        append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
 	"release/assess":       append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
 	"release/store":        append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus", "internal/sealkey"}, proofWords...),
 	"release/chainmetrics": append([]string{"release", "release/proofapi", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/loopback", "internal/commitstatus"}, proofWords...),

@@ -17,6 +17,7 @@ import (
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/pins"
 	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/release/waves"
 	"pinbot.dev/pinbot/trust"
 	"pinbot.dev/pinbot/trust/policy"
 )
@@ -313,12 +314,8 @@ func (c *Config) validate(file string, root *yaml.Node) error {
 	if len(c.Targets) > 0 && len(c.Environments) > 0 {
 		return fmt.Errorf("%s: give targets or environments, not both: each environment is a target", at("environments"))
 	}
-	for _, p := range c.Environments.Validate(targetNameRE.MatchString, checkGlob) {
-		path := []any{"environments", p.Index}
-		if p.Key != "" {
-			path = append(path, p.Key)
-		}
-		return fmt.Errorf("%s: %s", at(path...), p.Msg)
+	for _, p := range waves.Check(c.Environments, targetNameRE.MatchString, checkGlob) {
+		return fmt.Errorf("%s: %s", at(append([]any{"environments"}, p.Path...)...), p.Msg)
 	}
 	seen := map[string]bool{}
 	for i, t := range c.Targets {
@@ -390,6 +387,7 @@ func (c *Config) validate(file string, root *yaml.Node) error {
 }
 
 func (c *Config) defaults() {
+	c.Environments = waves.Expand(c.Environments)
 	c.Environments.Defaults()
 	for _, e := range c.Environments {
 		c.Targets = append(c.Targets, Target{Name: e.Name, Paths: e.Paths})

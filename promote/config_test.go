@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -54,6 +55,8 @@ func TestLoadConfigAttestationKeys(t *testing.T) {
 		t.Errorf("AttestationKeys = %v, want prod's key", c.AttestationKeys)
 	}
 }
+
+const wavesYAML = "environments:\n  - {name: staging, paths: [envs/staging/**], apps: [web-staging]}\n  - name: prod\n    from: staging\n    waves:\n      - {name: canary, paths: [envs/prod/eu-1/**], apps: [web-eu-1]}\n      - name: rest\n        paths: [%s]\n        apps: [web-us-1]\n"
 
 func TestParseConfig(t *testing.T) {
 	tests := []struct {
@@ -139,6 +142,10 @@ drift:
 		{name: "unknown signature field", data: "signatures:\n  - images: [r.example/*]\n    key: k.pub\n", wantErr: ".pinbot.yaml:3: field key not found"},
 		{name: "track glob out of the tree", data: "track:\n  - image: r.example/app\n    tag: main\n    paths: [envs/../../x]\n", wantErr: `.pinbot.yaml:4: path glob`},
 		{name: "author name forging a header", data: "author:\n  name: \"pinbot\\ncommitter evil <e@x> 0 +0000\"\n  email: p@x\n", wantErr: ".pinbot.yaml:2: author name"},
+		{name: "waves overlapping", data: fmt.Sprintf(wavesYAML, "envs/prod/**"), wantErr: `.pinbot.yaml:8: environment "prod.rest"'s path "envs/prod/**" overlaps environment "prod.canary"'s "envs/prod/eu-1/**"`},
+		{name: "wave overlapping staging", data: fmt.Sprintf(wavesYAML, "envs/**"), wantErr: `.pinbot.yaml:8: environment "prod.rest"'s path "envs/**" overlaps environment "staging"'s`},
+		{name: "one wave", data: "environments:\n  - name: prod\n    waves:\n      - {name: canary, paths: [a/**], apps: [a]}\n", wantErr: `.pinbot.yaml:4: environment "prod" has one wave`},
+		{name: "waves with maxUnproven, not built", data: fmt.Sprintf(wavesYAML, "envs/prod/us-1/**") + "        maxUnproven: 1\n", wantErr: ".pinbot.yaml:10: field maxUnproven not found"},
 		{name: "author email with brackets", data: "author:\n  name: pinbot\n  email: \"p@x> <q@y\"\n", wantErr: ".pinbot.yaml:3: author email"},
 	}
 	for _, tc := range tests {

@@ -92,6 +92,31 @@ type Environment struct {
 	// when one fails here, every member merged with it is rolled back to
 	// the digest proven before and held.
 	Together [][]string `yaml:"together" json:"together,omitempty"`
+	// Waves roll the environment out in steps over its clusters, each a
+	// promotion of its own (package release/waves): give them in place
+	// of the environment's paths and apps.
+	Waves []Wave `yaml:"waves" json:"waves,omitempty"`
+	// Of and Wave name the environment and wave an expanded wave is
+	// (waves.Expand); empty for an environment without waves.
+	Of   string `yaml:"-" json:"of,omitempty"`
+	Wave string `yaml:"-" json:"wave,omitempty"`
+}
+
+// Wave is one step of an environment's rollout: its own files (a
+// cluster's overlay or values), the apps that prove it there, and how
+// long it soaks before the next wave's promotion may merge.
+type Wave struct {
+	// Name names the wave; its environment is ENV.NAME.
+	Name string `yaml:"name" json:"name"`
+	// Paths are the wave's files: slash globs no other wave's overlap.
+	Paths []string `yaml:"paths" json:"paths"`
+	// Apps are the apps, one or more per cluster, whose proof counts in
+	// the wave.
+	Apps []string `yaml:"apps" json:"apps"`
+	// Soak is how long the wave must have proven a digest before the
+	// next wave's gate turns green; the last wave's defaults to the
+	// environment's.
+	Soak time.Duration `yaml:"soak" json:"soak,omitempty"`
 }
 
 // RollbackMode is what pinbot does with a failed proof.

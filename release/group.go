@@ -36,7 +36,7 @@ func (s stepper) onwardGroup(env Environment, next *Environment, g Group) []Acti
 		ns[i] = s.l.Track(next.Name, m)
 	}
 	frozenUntil, frozen := FrozenUntil(next.Freeze, s.now)
-	_, paused := s.l.Paused[next.Name]
+	_, paused := s.l.pausedAt(next)
 	proven, differs, proposed, blocked := true, false, true, frozen || paused
 	for i, m := range g.Members {
 		t, n := ts[i], ns[i]

@@ -75,7 +75,7 @@ func Next(l *Ledger, chain Chain, env, image string, now time.Time) (Move, bool)
 		m.Left = soakOf(from) - held
 	}
 	m.State, m.PR, m.Until = l.blocked(e, image, u.Proven, now)
-	if p, ok := l.Paused[env]; ok && m.State == MovePaused {
+	if p, ok := l.pausedAt(e); ok && m.State == MovePaused {
 		m.Pause = &p
 	}
 	return m, true
@@ -107,7 +107,7 @@ func (l *Ledger) blocked(env *Environment, image, digest string, now time.Time) 
 	case frozen:
 		return MoveFrozen, 0, until
 	}
-	if _, paused := l.Paused[env.Name]; paused {
+	if _, paused := l.pausedAt(env); paused {
 		return MovePaused, 0, time.Time{}
 	}
 	return MoveNext, 0, time.Time{}

@@ -46,3 +46,13 @@ func (l *Ledger) ResumeBy(env, who, why string, now time.Time) bool {
 func pausedWhy(env string, p Ask) string {
 	return fmt.Sprintf("promotions into %s are paused by %s: %s", env, p.By, p.Why)
 }
+
+// pausedAt is the pause that holds env: its own, or, for a wave, its
+// environment's.
+func (l *Ledger) pausedAt(env *Environment) (Ask, bool) {
+	if p, ok := l.Paused[env.Name]; ok {
+		return p, true
+	}
+	p, ok := l.Paused[env.Of]
+	return p, ok && env.Of != ""
+}

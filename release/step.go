@@ -280,7 +280,7 @@ func (s stepper) onward(env Environment, image string) []Action {
 func (s stepper) gateOf(env Environment, next *Environment, image string, t *Track, p *Proposal, frozen bool, frozenUntil time.Time) (commitstatus.State, string) {
 	held, soaked := t.Soaked(s.now, env.Soak)
 	state, desc := commitstatus.Success, ""
-	pause, paused := s.l.Paused[next.Name]
+	pause, paused := s.l.pausedAt(next)
 	switch {
 	case frozen:
 		state, desc = commitstatus.Pending, "frozen until "+frozenUntil.UTC().Format(time.RFC3339)

@@ -94,6 +94,7 @@ func (a *Attester) Observe(repo string, chain release.Chain, l *release.Ledger, 
 	if env != nil {
 		p.Soak = proven.Duration(env.Soak)
 		p.Apps = slices.Clone(env.Apps)
+		p.Wave = env.Wave
 	}
 	p.Group = release.GroupProven(l, chain, e.Env, e.Image)
 	p.By = ActsFor(l, e.Env, e.Image, t)

@@ -36,6 +36,9 @@ type Predicate struct {
 	Environment string `json:"environment"`
 	Repository  string `json:"repository"`
 	Commit      string `json:"commit,omitempty"`
+	// Wave is the wave of Environment's rollout that proved it, when the
+	// environment rolls out in waves (Environment is then ENV.WAVE).
+	Wave string `json:"wave,omitempty"`
 	// Image is the repository and Digest the digest Git pins; Tag the
 	// tag written beside it, if any.
 	Image  string `json:"image"`
