@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -300,7 +301,8 @@ func (r *releaseRig) appKey() string { return r.app }
 func (r *releaseRig) ledgerSummary() string {
 	var b strings.Builder
 	l := r.ledger()
-	for _, env := range []string{"staging", "prod"} {
+	envs := slices.Sorted(maps.Keys(l.Envs))
+	for _, env := range envs {
 		t := l.Lookup(env, r.appKey())
 		if t == nil {
 			continue
