@@ -71,11 +71,14 @@ func newWavesRig(ctx context.Context, t *testing.T) *releaseRig {
 // changes both its namespaces' files and nothing else. v3 never becomes
 // Ready in the canary: pinbot rolls the canary back to v2 on its own
 // branch, holds v3 in the canary, eu and the rest, and opens nothing
-// into eu.
+// into eu. The leader dies after the canary proves v2: the other replica
+// resumes at eu, the canary's soak kept.
 func TestReleaseWaves(t *testing.T) {
 	ctx := context.Background()
 	r := newWavesRig(ctx, t)
-	r.serveReleases("a")
+	a := r.serveReleases("a")
+	poll.Until(t, time.Minute, "replica a leading", func() (bool, string) { return r.holder() == "a", r.holder() })
+	r.serveReleases("b")
 	for _, env := range []string{"staging", "prod.canary", "prod.eu", "prod.rest"} {
 		r.waitProven(env, r.v1, 2*time.Minute)
 	}
@@ -99,6 +102,13 @@ func TestReleaseWaves(t *testing.T) {
 	})
 	r.merge(canary.Index)
 	proven := r.waitProven("prod.canary", v2, 2*time.Minute)
+	// The leader dies mid-rollout: the new one resumes at the wave the
+	// ledger reached, with the canary's soak as it started.
+	if err := a.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-a.done
+	poll.Until(t, time.Minute, "replica b leading", func() (bool, string) { return r.holder() == "b", r.holder() })
 	eu := r.pull(r.branch("prod.eu"), time.Minute)
 	soaked := proven.ProvenSince.Add(6 * time.Second)
 	poll.Until(t, time.Minute, "a green gate on eu's pull request", func() (bool, string) {
@@ -107,6 +117,9 @@ func TestReleaseWaves(t *testing.T) {
 	})
 	if green := time.Now(); green.Before(soaked) {
 		t.Errorf("eu's gate went green at %s, before the canary's soak ended at %s", green.Format(time.RFC3339Nano), soaked.Format(time.RFC3339Nano))
+	}
+	if after := r.track("prod.canary"); after.ProvenSince == nil || !after.ProvenSince.Equal(*proven.ProvenSince) {
+		t.Errorf("the canary's soak restarted over the failover: %v, then %v", proven.ProvenSince, after.ProvenSince)
 	}
 	if pr := r.openPull(r.branch("prod.rest")); pr != nil {
 		t.Fatalf("the rest's pull request #%d opened before eu proved v2", pr.Index)
