@@ -124,6 +124,8 @@ func newRig(t *testing.T) *rig {
 			return nil
 		}}
 	mux := http.NewServeMux()
+	// The pages' stylesheet, as the dashboard serves it.
+	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServer(http.Dir(filepath.Join("..", "..", "dashboard", "assets")))))
 	in.Routes(mux)
 	guard := signin.Guard{SignIn: in}
 	acts.Routes(mux, guard)

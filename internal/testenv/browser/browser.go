@@ -100,7 +100,18 @@ func (b *Browser) Do(actions ...chromedp.Action[chromedp.Void]) {
 // artifact directory: kept with go test -artifacts).
 func (b *Browser) Save(dir, name string) string {
 	b.t.Helper()
-	png, err := chromedp.Run(b.Ctx, chromedp.FullScreenshot(100)) // 100: PNG
+	return b.save(dir, name, chromedp.FullScreenshot(100)) // 100: PNG
+}
+
+// SaveElement saves a screenshot of the element sel selects.
+func (b *Browser) SaveElement(dir, name, sel string) string {
+	b.t.Helper()
+	return b.save(dir, name, chromedp.Screenshot(chromedp.CSS(sel)))
+}
+
+func (b *Browser) save(dir, name string, shot chromedp.Action[[]byte]) string {
+	b.t.Helper()
+	png, err := chromedp.Run(b.Ctx, shot)
 	if err != nil {
 		b.t.Fatal(err)
 	}
