@@ -64,6 +64,9 @@ type StageView struct {
 	Gate *ArrowView
 	// Actions are what the signed-in person may do here (see Actor).
 	Actions []Link
+	// DORA is what the ledger tallied of DORA's four keys here; nil
+	// before the first proven deployment or failure.
+	DORA *doraFigures
 }
 
 // StageImage is one image in one environment.
@@ -244,6 +247,7 @@ func stageView(lg Ledger, env *release.Environment, now time.Time) StageView {
 		s.Images = append(s.Images, si)
 	}
 	s.Clusters = clusterPods(lg, env, now)
+	s.DORA = doraOf(l.DORA[env.Name], now)
 	for _, c := range s.Clusters {
 		if c.Unknown != "" {
 			judge(6, "bad", "Unknown", c.Unknown)

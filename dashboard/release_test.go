@@ -232,3 +232,19 @@ func TestAProofAfterTheDeadlineIsShownAsSuch(t *testing.T) {
 		t.Errorf("stage %q: %q %q; want the rollback open, the late proof named", s.State, s.Summary, s.Detail)
 	}
 }
+
+// TestStageDORA: a stage shows what the ledger tallied of DORA's keys:
+// the deployments proven, the mean lead time, the failed share and the
+// mean time to restore; a stage with no tally shows none.
+func TestStageDORA(t *testing.T) {
+	lg := fixtureLedger()
+	lg.Ledger.DORA = map[string]*release.Tally{"staging": {Since: now.Add(-48 * time.Hour), Deployments: 4, Lead: 8 * time.Minute, Failures: 1, Restores: 1, Restore: 3 * time.Minute}}
+	env, _ := lg.Chain.Get("staging")
+	d := stageView(lg, env, now).DORA
+	if d == nil || d.Deployments != 4 || d.Lead != span(2*time.Minute) || d.FailureRate != "25%" || d.Restore != span(3*time.Minute) || d.Failures != 1 {
+		t.Errorf("staging's DORA %+v; want 4 deployments, a 2m lead, 25%% failed, restored in 3m", d)
+	}
+	if prod, _ := lg.Chain.Get("prod"); stageView(lg, prod, now).DORA != nil {
+		t.Error("prod, with no tally, shows DORA figures")
+	}
+}

@@ -44,6 +44,9 @@ type Ledger struct {
 	// ChainApprovals are the pull requests changing the chain's
 	// environments that a person approved, each at one head.
 	ChainApprovals []Approval `json:"chainApprovals,omitempty"`
+	// DORA are each environment's tallies of DORA's four keys, which
+	// outlive the events (dora.go).
+	DORA map[string]*Tally `json:"dora,omitempty"`
 }
 
 // maxEvents bounds the events a Ledger keeps.
@@ -366,32 +369,6 @@ func (l *Ledger) ReleaseBy(env, image, digest, who, why string, now time.Time) b
 	}
 	l.LogBy(now, env, image, ReasonHoldLifted, fmt.Sprintf("%s released the hold on %s: %s", who, imageref.Short(digest), why), who, why)
 	return true
-}
-
-// Log records something pinbot did, with its reason (ReasonProven, ...):
-// a pull request it opened, for one.
-func (l *Ledger) Log(now time.Time, env, image, reason, what string) {
-	l.event(now, env, image, reason, what)
-}
-
-// LogBy records something person who did, for why: an event, and an
-// entry in the audit.
-func (l *Ledger) LogBy(now time.Time, env, image, reason, what, who, why string) {
-	l.event(now, env, image, reason, what)
-	e := &l.Events[len(l.Events)-1]
-	e.By, e.Why = who, why
-	l.Audit = append(l.Audit, *e)
-	if n := len(l.Audit); n > maxAudit {
-		l.Audit = slices.Clone(l.Audit[n-maxAudit:])
-	}
-}
-
-// event records something pinbot decided.
-func (l *Ledger) event(now time.Time, env, image, reason, what string) {
-	l.Events = append(l.Events, Event{At: now, Env: env, Image: image, What: what, Reason: reason})
-	if n := len(l.Events); n > maxEvents {
-		l.Events = slices.Clone(l.Events[n-maxEvents:])
-	}
 }
 
 // Refused records that the signature policy refused digest of image

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	sdk "code.gitea.io/sdk/gitea"
 	corev1 "k8s.io/api/core/v1"
 
 	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
@@ -102,6 +103,15 @@ func TestReleaseWaves(t *testing.T) {
 	})
 	r.merge(canary.Index)
 	proven := r.waitProven("prod.canary", v2, 2*time.Minute)
+	// DORA's lead time is Gitea's merge to the proof, as the ledger
+	// tallies it.
+	merged := r.pullsOn(r.branch("prod.canary"), sdk.StateClosed)
+	if len(merged) == 0 || merged[0].Merged == nil {
+		t.Fatalf("the canary's pull request is not merged: %+v", merged)
+	}
+	if d := r.ledger().DORA["prod.canary"]; d == nil || d.Deployments != 1 || (d.Lead-proven.ProvenSince.Sub(*merged[0].Merged)).Abs() > 2*time.Second {
+		t.Errorf("the canary's DORA tally %+v; want one deployment whose lead is merge (%s) to proof (%s) within 2s", d, merged[0].Merged, proven.ProvenSince)
+	}
 	// The leader dies mid-rollout: the new one resumes at the wave the
 	// ledger reached, with the canary's soak as it started.
 	if err := a.cmd.Process.Kill(); err != nil {

@@ -100,10 +100,10 @@ func (m *Metrics) Observe(repo string, chain release.Chain, l *release.Ledger, e
 	seconds := func(d time.Duration) float64 { return max(d, 0).Seconds() }
 	switch e.Reason {
 	case release.ReasonProven:
-		if mg := t.Merged; mg != nil && mg.Digest == t.Proven {
-			m.mergeToProof.WithLabelValues(repo, e.Env).Observe(seconds(e.At.Sub(mg.At)))
+		if deployed, lead, h := l.Deployment(e.Env, e.Image, t.Proven, e.At); deployed {
+			m.mergeToProof.WithLabelValues(repo, e.Env).Observe(seconds(lead))
 			m.deployments.WithLabelValues(repo, e.Env).Inc()
-			if h := restored(l, e.Env, e.Image, t.Proven, e.At); h != nil {
+			if h != nil {
 				m.restore.WithLabelValues(repo, e.Env).Observe(seconds(e.At.Sub(h.Since)))
 			}
 		}
@@ -111,7 +111,7 @@ func (m *Metrics) Observe(repo string, chain release.Chain, l *release.Ledger, e
 			m.upstreamToProof.WithLabelValues(repo, e.Env).Observe(seconds(d))
 		}
 	case release.ReasonHeld, release.ReasonReported:
-		if e.By == "" { // a person's hold is no failed deployment
+		if release.Failed(e) { // a person's hold is no failed deployment
 			m.failures.WithLabelValues(repo, e.Env).Inc()
 		}
 	case release.ReasonSoaked:
@@ -143,18 +143,4 @@ func (m *Metrics) Answer(src proofapi.Source) proofapi.Source {
 		}
 		return a, err
 	}
-}
-
-// restored is the failure in env that proving digest of image at at
-// restores: the newest hold pinbot placed there whose rollback goes to
-// digest, placed before at.
-func restored(l *release.Ledger, env, image, digest string, at time.Time) *release.Hold {
-	var found *release.Hold
-	for i := range l.Holds {
-		h := &l.Holds[i]
-		if h.Env == env && h.From == env && h.Image == image && h.RolledBackTo == digest && h.Since.Before(at) && (found == nil || h.Since.After(found.Since)) {
-			found = h
-		}
-	}
-	return found
 }
