@@ -4,16 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -26,6 +21,7 @@ import (
 
 	"pinbot.dev/pinbot/internal/testenv/gitea"
 	"pinbot.dev/pinbot/internal/testenv/kube"
+	"pinbot.dev/pinbot/internal/testenv/oidcop"
 	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/release/store"
@@ -104,7 +100,7 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	self := "http://" + ln.Addr().String()
-	issuer := startProvider(t, filepath.Join(bin, "oidc"), self+signin.CallbackPath)
+	issuer := oidcop.Start(t, filepath.Join(bin, "oidc"), self+signin.CallbackPath)
 	in, err := signin.New(signin.Config{Issuer: issuer, ClientID: "web", ClientSecret: "secret", RedirectURL: self + signin.CallbackPath,
 		Scopes: []string{"profile", "email"}, SessionKey: []byte(sesKey)}, &http.Client{Timeout: 10 * time.Second})
 	if err != nil {
@@ -139,129 +135,11 @@ func newRig(t *testing.T) *rig {
 	return &rig{t: t, url: self, admin: admin, ledgers: ledgers, in: in, acts: acts, forced: forced, merged: merged}
 }
 
-// startProvider runs the OP on a free loopback port with olga and vic,
-// and returns its issuer.
-func startProvider(t *testing.T, bin, redirect string) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	ln.Close()
-	users := filepath.Join(t.TempDir(), "users.json")
-	if err := os.WriteFile(users, []byte(`{
- "u1": {"ID": "u1", "Username": "olga", "Password": "olga-pw", "FirstName": "Olga", "LastName": "Op", "Email": "olga@example.test", "EmailVerified": true, "PreferredLanguage": "en"},
- "u2": {"ID": "u2", "Username": "vic", "Password": "vic-pw", "FirstName": "Vic", "LastName": "Viewer", "Email": "vic@example.test", "EmailVerified": true, "PreferredLanguage": "en"}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "PORT="+port, "USERS_FILE="+users, "REDIRECT_URI="+redirect)
-	log, err := os.Create(filepath.Join(t.TempDir(), "oidc.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("the OpenID Provider (make oidc): %s", err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	issuer := "http://localhost:" + port + "/"
-	poll.Until(t, 20*time.Second, "the OpenID Provider's discovery", func() (bool, string) {
-		resp, err := http.Get(issuer + ".well-known/openid-configuration")
-		if err != nil {
-			return false, err.Error()
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status
-	})
-	return issuer
-}
-
-// person is one person's cookie jar, signed in through the provider's
-// own login form.
-type person struct {
-	t *testing.T
-	c *http.Client
-	r *rig
-}
-
-func (r *rig) signIn(user, password string) *person {
-	jar, _ := cookiejar.New(nil)
-	b := &person{t: r.t, r: r, c: &http.Client{Jar: jar, Timeout: 20 * time.Second}}
-	page := b.get(signin.LoginPath+"?next=/", http.StatusOK)
-	m := regexp.MustCompile(`name="id" value="([^"]+)"`).FindStringSubmatch(page)
-	if m == nil {
-		r.t.Fatalf("the provider's login form:\n%s", page)
-	}
-	resp, err := b.c.PostForm(strings.TrimSuffix(issuerOf(r), "/")+"/login/username", url.Values{"id": {m[1]}, "username": {user}, "password": {password}})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Signed in") {
-		r.t.Fatalf("signing in as %s: %s\n%s", user, resp.Status, body)
-	}
-	return b
-}
-
-func issuerOf(r *rig) string {
+// signIn signs user in through the provider's own login form.
+func (r *rig) signIn(user, password string) *oidcop.Person {
+	r.t.Helper()
 	u, _ := url.Parse(r.in.Issuer())
-	return u.String()
-}
-
-func (b *person) get(path string, want int) string {
-	b.t.Helper()
-	u := path
-	if strings.HasPrefix(path, "/") {
-		u = b.r.url + path
-	}
-	req, _ := http.NewRequest(http.MethodGet, u, nil)
-	req.Header.Set("Accept", "text/html")
-	resp, err := b.c.Do(req)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		b.t.Fatalf("GET %s: %s, want %d:\n%s", path, resp.Status, want, body)
-	}
-	return string(body)
-}
-
-// post submits a form as the page's own would, with origin as its
-// Origin ("" for none).
-func (b *person) post(path string, form url.Values, origin string) (int, string) {
-	b.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, b.r.url+path, strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if origin != "" {
-		req.Header.Set("Origin", origin)
-	}
-	c := *b.c
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	resp, err := c.Do(req)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
-}
-
-// confirmForm is the confirmation page of an action, and its form.
-func (b *person) confirmForm(query url.Values, verb string) (string, url.Values) {
-	page := b.get("/actions/"+verb+"?"+query.Encode(), http.StatusOK)
-	form := url.Values{}
-	for _, m := range regexp.MustCompile(`<input type="hidden" name="(\w+)" value="([^"]*)">`).FindAllStringSubmatch(page, -1) {
-		form.Set(m[1], htmlUnescape(m[2]))
-	}
-	return page, form
-}
-
-func htmlUnescape(s string) string {
-	return strings.NewReplacer("&#43;", "+", "&#34;", `"`, "&amp;", "&", "&lt;", "<", "&gt;", ">", "&#39;", "'").Replace(s)
+	return oidcop.SignIn(r.t, r.url, signin.LoginPath, u.String(), user, password)
 }
 
 func (r *rig) ledger() *release.Ledger {
@@ -294,24 +172,24 @@ func countReason(l *release.Ledger, reason string) int {
 func TestActionsFromThePage(t *testing.T) {
 	r := newRig(t)
 	olga := r.signIn("olga", "olga-pw")
-	if page := olga.get("/", http.StatusOK); !strings.Contains(page, "page for olga, may [pause resume promote rollback hold release force]") {
+	if page := olga.Get("/", http.StatusOK); !strings.Contains(page, "page for olga, may [pause resume promote rollback hold release force]") {
 		t.Errorf("olga's page: %s", page)
 	}
 
 	prod := url.Values{"repo": {repo}, "env": {"prod"}}
-	page, form := olga.confirmForm(prod, actions.Pause)
+	page, form := olga.ConfirmForm(prod, actions.Pause)
 	if !strings.Contains(page, "Pause the onward promotions into prod of "+repo) || form.Get("csrf") == "" {
 		t.Fatalf("the confirmation says what will happen and carries a token:\n%s", page)
 	}
 	noToken := url.Values{"repo": {repo}, "env": {"prod"}, "reason": {"no token"}}
-	if code, body := olga.post("/actions/pause", noToken, ""); code != http.StatusForbidden || !strings.Contains(body, "CSRF") {
+	if code, body := olga.Post("/actions/pause", noToken, ""); code != http.StatusForbidden || !strings.Contains(body, "CSRF") {
 		t.Errorf("a POST without the token: %d %s", code, body)
 	}
 	form.Set("reason", "incident 42: payments degraded")
-	if code, body := olga.post("/actions/pause", form, "http://evil.example"); code != http.StatusForbidden || !strings.Contains(body, "another origin") {
+	if code, body := olga.Post("/actions/pause", form, "http://evil.example"); code != http.StatusForbidden || !strings.Contains(body, "another origin") {
 		t.Errorf("a POST from another origin: %d %s", code, body)
 	}
-	if code, body := olga.post("/actions/pause", form, r.url); code != http.StatusSeeOther {
+	if code, body := olga.Post("/actions/pause", form, r.url); code != http.StatusSeeOther {
 		t.Fatalf("olga's pause: %d %s", code, body)
 	}
 	l := r.ledger()
@@ -321,18 +199,18 @@ func TestActionsFromThePage(t *testing.T) {
 	if n := len(l.Audit); n != 1 || l.Audit[0].By != "olga" || l.Audit[0].Why != "incident 42: payments degraded" || l.Audit[0].Reason != release.ReasonChainPaused {
 		t.Errorf("the audit: %+v; want olga's pause", l.Audit)
 	}
-	if code, body := olga.post("/actions/pause", form, r.url); code != http.StatusConflict || !strings.Contains(body, "changed since the page was rendered: olga paused it at ") {
+	if code, body := olga.Post("/actions/pause", form, r.url); code != http.StatusConflict || !strings.Contains(body, "changed since the page was rendered: olga paused it at ") {
 		t.Errorf("the same pause again (a double click): %d %s", code, body)
 	}
 	if n := countReason(r.ledger(), release.ReasonChainPaused); n != 1 {
 		t.Errorf("%d ChainPaused entries; want 1", n)
 	}
-	olga.get("/actions/pause?"+url.Values{"repo": {repo}, "env": {"staging"}}.Encode(), http.StatusForbidden)
+	olga.Get("/actions/pause?"+url.Values{"repo": {repo}, "env": {"staging"}}.Encode(), http.StatusForbidden)
 
 	hold := url.Values{"repo": {repo}, "env": {"prod"}, "image": {image}, "digest": {held}}
-	_, form = olga.confirmForm(hold, actions.Release)
+	_, form = olga.ConfirmForm(hold, actions.Release)
 	form.Set("reason", "the fix is in 1.4.1; 1.4.0 is safe behind the flag")
-	if code, body := olga.post("/actions/release", form, ""); code != http.StatusSeeOther {
+	if code, body := olga.Post("/actions/release", form, ""); code != http.StatusSeeOther {
 		t.Fatalf("olga's release: %d %s", code, body)
 	}
 	if l := r.ledger(); l.Held("prod", image, held) != nil || countReason(l, release.ReasonHoldLifted) != 1 || !strings.Contains(l.Events[len(l.Events)-1].What, "olga released the hold") {
@@ -340,26 +218,26 @@ func TestActionsFromThePage(t *testing.T) {
 	}
 
 	const next = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
-	page, form = olga.confirmForm(url.Values{"repo": {repo}, "env": {"prod"}, "image": {image}, "digest": {next}}, actions.Hold)
+	page, form = olga.ConfirmForm(url.Values{"repo": {repo}, "env": {"prod"}, "image": {image}, "digest": {next}}, actions.Hold)
 	if !strings.Contains(page, "Hold "+image+"@sha256:222222222222 in prod of "+repo) {
 		t.Errorf("the hold's confirmation:\n%s", page)
 	}
 	form.Set("reason", "1.5.0 leaks memory in staging")
-	if code, body := olga.post("/actions/hold", form, ""); code != http.StatusSeeOther {
+	if code, body := olga.Post("/actions/hold", form, ""); code != http.StatusSeeOther {
 		t.Fatalf("olga's hold: %d %s", code, body)
 	}
 	if h := r.ledger().Held("prod", image, next); h == nil || h.Reason != "held by olga: 1.5.0 leaks memory in staging" {
 		t.Errorf("the hold olga placed: %+v", h)
 	}
-	if code, _ := olga.post("/actions/hold", form, ""); code != http.StatusConflict {
+	if code, _ := olga.Post("/actions/hold", form, ""); code != http.StatusConflict {
 		t.Errorf("holding it again: %d; want 409", code)
 	}
 
 	// Forcing a digest in asks serve's promoter for the forced pull
 	// request, with her name in the reason, and the audit keeps it.
-	_, form = olga.confirmForm(url.Values{"repo": {repo}, "env": {"prod"}, "image": {image}, "digest": {held}}, actions.Force)
+	_, form = olga.ConfirmForm(url.Values{"repo": {repo}, "env": {"prod"}, "image": {image}, "digest": {held}}, actions.Force)
 	form.Set("reason", "hotfix for CVE-2026-0001")
-	if code, body := olga.post("/actions/force", form, ""); code != http.StatusSeeOther {
+	if code, body := olga.Post("/actions/force", form, ""); code != http.StatusSeeOther {
 		t.Fatalf("olga's force: %d %s", code, body)
 	}
 	if got := <-r.forced; got != repo+" prod "+image+"@"+held+": olga: hotfix for CVE-2026-0001" {
@@ -370,15 +248,15 @@ func TestActionsFromThePage(t *testing.T) {
 	}
 
 	vic := r.signIn("vic", "vic-pw")
-	if page := vic.get("/", http.StatusOK); !strings.Contains(page, "page for vic, may []") {
+	if page := vic.Get("/", http.StatusOK); !strings.Contains(page, "page for vic, may []") {
 		t.Errorf("vic's page: %s", page)
 	}
-	if body := vic.get("/actions/resume?"+prod.Encode(), http.StatusForbidden); !strings.Contains(body, "vic may not resume "+repo+"/prod") {
+	if body := vic.Get("/actions/resume?"+prod.Encode(), http.StatusForbidden); !strings.Contains(body, "vic may not resume "+repo+"/prod") {
 		t.Errorf("vic's confirmation: %s", body)
 	}
-	vicToken := url.Values{"repo": {repo}, "env": {"prod"}, "reason": {"mine now"}, "csrf": {r.in.CSRF(vic.identity())}}
+	vicToken := url.Values{"repo": {repo}, "env": {"prod"}, "reason": {"mine now"}, "csrf": {r.in.CSRF(r.identity(vic))}}
 	before := len(r.ledger().Events)
-	if code, body := vic.post("/actions/resume", vicToken, ""); code != http.StatusForbidden || !strings.Contains(body, "RBAC") {
+	if code, body := vic.Post("/actions/resume", vicToken, ""); code != http.StatusForbidden || !strings.Contains(body, "RBAC") {
 		t.Errorf("vic's forged resume: %d %s", code, body)
 	}
 	if l := r.ledger(); len(l.Events) != before || l.Paused["prod"].By != "olga" {
@@ -391,9 +269,9 @@ func TestActionsFromThePage(t *testing.T) {
 	if err := r.admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), "olga", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	form = url.Values{"repo": {repo}, "env": {"prod"}, "reason": {"the incident is over"}, "csrf": {r.in.CSRF(olga.identity())}}
+	form = url.Values{"repo": {repo}, "env": {"prod"}, "reason": {"the incident is over"}, "csrf": {r.in.CSRF(r.identity(olga))}}
 	poll.Until(t, 30*time.Second, "olga's resume refused once her binding is gone", func() (bool, string) {
-		code, body := olga.post("/actions/resume", form, "")
+		code, body := olga.Post("/actions/resume", form, "")
 		return code == http.StatusForbidden && strings.Contains(body, "olga may not resume"), fmt.Sprintf("%d %s", code, body)
 	})
 	if _, ok := r.ledger().Paused["prod"]; !ok {
@@ -402,15 +280,16 @@ func TestActionsFromThePage(t *testing.T) {
 }
 
 // identity is the session b's cookie holds, read as a replica would.
-func (b *person) identity() signin.Identity {
-	u, _ := url.Parse(b.r.url)
-	req := httptest.NewRequest(http.MethodGet, b.r.url+"/", nil)
-	for _, c := range b.c.Jar.Cookies(u) {
+func (r *rig) identity(b *oidcop.Person) signin.Identity {
+	r.t.Helper()
+	u, _ := url.Parse(r.url)
+	req := httptest.NewRequest(http.MethodGet, r.url+"/", nil)
+	for _, c := range b.C.Jar.Cookies(u) {
 		req.AddCookie(c)
 	}
-	id, ok := b.r.in.Session(req)
+	id, ok := r.in.Session(req)
 	if !ok {
-		b.t.Fatal("no session in the person")
+		r.t.Fatal("no session in the person")
 	}
 	return id
 }
@@ -424,7 +303,7 @@ func TestSessionsAcrossReplicas(t *testing.T) {
 	r := newRig(t)
 	olga := r.signIn("olga", "olga-pw")
 	u, _ := url.Parse(r.url)
-	cookies := olga.c.Jar.Cookies(u)
+	cookies := olga.C.Jar.Cookies(u)
 	replica := func(key string) *signin.SignIn {
 		in, err := signin.New(signin.Config{Issuer: r.in.Issuer(), ClientID: "web", RedirectURL: r.url + signin.CallbackPath, SessionKey: []byte(key)}, http.DefaultClient)
 		if err != nil {
@@ -453,10 +332,10 @@ func TestSessionsAcrossReplicas(t *testing.T) {
 	if _, ok := r.in.Session(altered); ok {
 		t.Error("an altered session was taken")
 	}
-	anon := &person{t: t, r: r, c: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	anon := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	req, _ = http.NewRequest(http.MethodGet, r.url+"/releases", nil)
 	req.Header.Set("Accept", "text/html")
-	resp, err := anon.c.Do(req)
+	resp, err := anon.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,16 +345,16 @@ func TestSessionsAcrossReplicas(t *testing.T) {
 	}
 	// Signing out needs the session's token, then ends the session: the
 	// next page sends her to sign in again.
-	if code, _ := olga.post(signin.LogoutPath, url.Values{}, ""); code != http.StatusForbidden {
+	if code, _ := olga.Post(signin.LogoutPath, url.Values{}, ""); code != http.StatusForbidden {
 		t.Errorf("a sign-out without the token: %d, want 403", code)
 	}
-	if code, _ := olga.post(signin.LogoutPath, url.Values{"csrf": {r.in.CSRF(olga.identity())}}, ""); code != http.StatusSeeOther {
+	if code, _ := olga.Post(signin.LogoutPath, url.Values{"csrf": {r.in.CSRF(r.identity(olga))}}, ""); code != http.StatusSeeOther {
 		t.Errorf("olga's sign-out: %d, want 303", code)
 	}
-	if page := olga.get("/", http.StatusOK); !strings.Contains(page, `name="password"`) {
+	if page := olga.Get("/", http.StatusOK); !strings.Contains(page, `name="password"`) {
 		t.Errorf("after signing out, the page: %.300s; want the provider's login form", page)
 	}
-	if body := olga.get(signin.CallbackPath+"?state=forged&code=x", http.StatusForbidden); !slices.ContainsFunc([]string{"login in flight", "state"}, func(s string) bool { return strings.Contains(body, s) }) {
+	if body := olga.Get(signin.CallbackPath+"?state=forged&code=x", http.StatusForbidden); !slices.ContainsFunc([]string{"login in flight", "state"}, func(s string) bool { return strings.Contains(body, s) }) {
 		t.Errorf("a forged callback: %s", body)
 	}
 }

@@ -30,12 +30,12 @@ func TestMergeNowFromThePage(t *testing.T) {
 	}
 	olga := r.signIn("olga", "olga-pw")
 	propose("c0ffee", commitstatus.Pending)
-	page, form := olga.confirmForm(url.Values{"repo": {repo}, "env": {"prod"}, "image": {image}}, actions.Promote)
+	page, form := olga.ConfirmForm(url.Values{"repo": {repo}, "env": {"prod"}, "image": {image}}, actions.Promote)
 	if !strings.Contains(page, "Merge pinbot&#39;s onward pull request of "+image+" into prod of "+repo+" now, at the head pinbot judged") {
 		t.Errorf("the confirmation:\n%s", page)
 	}
 	form.Set("reason", "the release window opens now")
-	if code, body := olga.post("/actions/promote", form, ""); code != http.StatusConflict || !strings.Contains(body, "#7 waits at the gate (pinbot/gate pending: proven in staging)") {
+	if code, body := olga.Post("/actions/promote", form, ""); code != http.StatusConflict || !strings.Contains(body, "#7 waits at the gate (pinbot/gate pending: proven in staging)") {
 		t.Errorf("merging past a pending gate: %d %s", code, body)
 	}
 	select {
@@ -45,7 +45,7 @@ func TestMergeNowFromThePage(t *testing.T) {
 	}
 
 	propose("c0ffee", commitstatus.Success)
-	if code, body := olga.post("/actions/promote", form, ""); code != http.StatusSeeOther {
+	if code, body := olga.Post("/actions/promote", form, ""); code != http.StatusSeeOther {
 		t.Fatalf("olga's merge: %d %s", code, body)
 	}
 	if got := <-r.merged; got != repo+" #7 at c0ffee: Merged by pinbot for olga: the release window opens now" {
@@ -57,7 +57,7 @@ func TestMergeNowFromThePage(t *testing.T) {
 	}
 
 	propose("moved", commitstatus.Success)
-	if code, body := olga.post("/actions/promote", form, ""); code != http.StatusConflict || !strings.Contains(body, "merging #7: its head moved") {
+	if code, body := olga.Post("/actions/promote", form, ""); code != http.StatusConflict || !strings.Contains(body, "merging #7: its head moved") {
 		t.Errorf("merging a moved head: %d %s", code, body)
 	}
 }

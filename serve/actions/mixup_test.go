@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"pinbot.dev/pinbot/internal/testenv/gitea"
+	"pinbot.dev/pinbot/internal/testenv/oidcop"
 	"pinbot.dev/pinbot/serve/signin"
 )
 
@@ -40,8 +41,8 @@ func TestSignInRefusesAnotherIssuerOrAudience(t *testing.T) {
 	}
 	self := "http://" + ln.Addr().String()
 	redirect := self + signin.CallbackPath
-	issuer := startProvider(t, filepath.Join(bin, "oidc"), redirect)
-	other := startProvider(t, filepath.Join(bin, "oidc"), redirect)
+	issuer := oidcop.Start(t, filepath.Join(bin, "oidc"), redirect)
+	other := oidcop.Start(t, filepath.Join(bin, "oidc"), redirect)
 	var swap atomic.Pointer[string] // the ID token put in place of the provider's
 	client := &http.Client{Timeout: 10 * time.Second, Transport: swapper{&swap}}
 	in, err := signin.New(signin.Config{Issuer: issuer, ClientID: "web", ClientSecret: "secret", RedirectURL: redirect,
