@@ -119,7 +119,14 @@ type replica struct {
 // printed if the test failed.
 func (r *serveRig) serve(id string, args ...string) *replica {
 	r.t.Helper()
-	rep := &replica{id: id, addr: freeAddr(r.t), log: &syncBuffer{}, done: make(chan error, 1)}
+	return r.serveAt(id, freeAddr(r.t), args...)
+}
+
+// serveAt is serve listening on addr, known before it starts (an
+// OpenID Provider's redirect URI names it).
+func (r *serveRig) serveAt(id, addr string, args ...string) *replica {
+	r.t.Helper()
+	rep := &replica{id: id, addr: addr, log: &syncBuffer{}, done: make(chan error, 1)}
 	rep.cmd = exec.Command(pinbotBin, append([]string{"serve", "--config", r.cfg, "--kubeconfig", r.peers.Cluster.Kubeconfig,
 		"--cache-dir", r.t.TempDir(), "--listen", rep.addr, "--webhook-secret-file", r.secret,
 		"--leader-elect", "--id", id, "--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "1s"}, args...)...)
