@@ -116,6 +116,15 @@ func TestFollowTrustsTheCopyUntilAnotherWrites(t *testing.T) {
 	if _, err := h.BeginCached(ctx, "web"); err != nil {
 		t.Fatal(err)
 	}
+	// The API server's watch cache may lag the read on a busy machine:
+	// the watch has to have delivered the version the copy holds.
+	poll.Until(t, 10*time.Second, "the watch holding the copy's version", func() (bool, string) {
+		h.mu.Lock()
+		cm := h.cached["web"].cm
+		h.mu.Unlock()
+		_, current := h.watched("web", cm)
+		return current, ""
+	})
 	h.mu.Lock()
 	cached := h.cached["web"]
 	cached.at = time.Now().Add(-2 * CacheTTL)
