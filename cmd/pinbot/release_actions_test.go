@@ -3,19 +3,20 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/internal/testenv/browser"
 	"pinbot.dev/pinbot/internal/testenv/gitea"
+	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/internal/testenv/oidcop"
 	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/release"
@@ -23,13 +24,14 @@ import (
 	"pinbot.dev/pinbot/serve/signin"
 )
 
-// TestReleaseActionsOnRealGitea: olga signs in to serve's release page
-// through the OpenID Provider, with the cluster's RBAC letting her roll
-// back and force in prod. v2 is proven in prod; she rolls prod back from
-// the page, and pinbot's rollback pull request to v1 opens on real Gitea
-// naming her and her reason, v2 held, her ask in the audit and a
-// Kubernetes Event. She then forces v3 into prod from the page: pinbot's
-// forced pull request opens, past the gate, with her name and reason.
+// TestReleaseActionsOnRealGitea: olga opens serve's release page in
+// chromium, signs in at the OpenID Provider and is sent back, the
+// cluster's RBAC letting her roll back and force in prod. v2 is proven
+// in prod; she clicks Roll back and confirms, and pinbot's rollback pull
+// request to v1 opens on real Gitea naming her and her reason, v2 held,
+// her ask in the audit and a Kubernetes Event. Staging then pins v3; she
+// clicks Force on prod's stage, and pinbot's forced pull request opens,
+// past the gate, with her name and reason.
 func TestReleaseActionsOnRealGitea(t *testing.T) {
 	ctx := context.Background()
 	r := newReleaseRig(ctx, t, twoEnvs, 1)
@@ -76,15 +78,23 @@ func TestReleaseActionsOnRealGitea(t *testing.T) {
 	r.merge(prod.Index)
 	r.waitProven("prod", v2, 2*time.Minute)
 
-	olga := oidcop.SignIn(t, base, signin.LoginPath, issuer, "olga", "olga-pw")
-	if page := olga.Get("/releases/"+repo, http.StatusOK); !strings.Contains(page, "/actions/rollback?") {
-		t.Fatalf("olga's release page offers no Roll back:\n%s", page)
+	// olga opens the release page in chromium, signs in at the provider
+	// and is sent back to it; she clicks Roll back on prod and confirms
+	// with her reason.
+	b := browser.Start(t)
+	b.Do(chromedp.Navigate(base + "/releases/" + repo))
+	b.Do(chromedp.WaitVisible(chromedp.CSS(`#username`)))
+	b.Do(chromedp.SendKeys(chromedp.CSS(`#username`), "olga"), chromedp.SendKeys(chromedp.CSS(`#password`), "olga-pw"),
+		chromedp.Submit(chromedp.CSS(`#username`)))
+	rollback := `li.stage[data-env="prod"] a.action[href^="/actions/rollback"]`
+	b.Do(chromedp.WaitVisible(chromedp.CSS(rollback)))
+	confirm := func(action, reason string) {
+		t.Helper()
+		b.Do(chromedp.Click(chromedp.CSS(action)))
+		b.Do(chromedp.WaitVisible(chromedp.CSS(`input[name="reason"]`)))
+		b.Do(chromedp.SendKeys(chromedp.CSS(`input[name="reason"]`), reason), chromedp.Click(chromedp.CSS(`button[type="submit"]`)))
 	}
-	_, form := olga.ConfirmForm(url.Values{"repo": {repo}, "env": {"prod"}, "image": {r.app}}, actions.Rollback)
-	form.Set("reason", "checkout errors since v2")
-	if code, body := olga.Post("/actions/rollback", form, base); code != http.StatusSeeOther {
-		t.Fatalf("olga's rollback: %d %s", code, body)
-	}
+	confirm(rollback, "checkout errors since v2")
 	rb := r.pull(r.rollbackBranch("prod"), 2*time.Minute)
 	for _, want := range []string{"olga", "checkout errors since v2", imageref.Short(r.v1)} {
 		if !strings.Contains(rb.Title+rb.Body, want) {
@@ -106,20 +116,30 @@ func TestReleaseActionsOnRealGitea(t *testing.T) {
 		return strings.Contains(evs.Items[0].Message, "olga"), evs.Items[0].Message
 	})
 
-	// A click on Force: v3, unproven anywhere, into prod past the gate.
+	// A click on Force: staging pins v3, unproven there yet; olga forces
+	// it into prod past the gate.
 	_, v3 := r.image("app", "v3")
-	_, form = olga.ConfirmForm(url.Values{"repo": {repo}, "env": {"prod"}, "image": {r.app}, "digest": {v3}}, actions.Force)
-	form.Set("reason", "hotfix for CVE-2026-0002")
-	if code, body := olga.Post("/actions/force", form, base); code != http.StatusSeeOther {
-		t.Fatalf("olga's force: %d %s", code, body)
+	r.peers.Node.FailReadiness(kubeletsim.UsesImage(v3))
+	defer r.peers.Node.FailReadiness(nil)
+	if code, out := r.pinbot("promote", "--image", r.app, "--digest", v3); code != 0 {
+		t.Fatalf("promote v3: exit %d: %s", code, out)
 	}
+	r.merge(r.pull(r.branch("staging"), time.Minute).Index)
+	force := `li.stage[data-env="prod"] a.action[href^="/actions/force"]`
+	poll.Until(t, time.Minute, "Force on prod's stage", func() (bool, string) {
+		b.Open(base+"/releases/"+repo, `li.stage[data-env="prod"]`)
+		return b.Eval(`String(document.querySelector('`+force+`') !== null)`) == "true", b.Eval(`document.querySelector('li.stage[data-env="prod"]').textContent.replace(/\s+/g, " ")`)
+	})
+	confirm(force, "hotfix for CVE-2026-0002")
 	forced := r.pull(r.forcedBranch("prod"), time.Minute)
 	for _, want := range []string{"Forced past the gate", "olga: hotfix for CVE-2026-0002", imageref.Short(v3)} {
 		if !strings.Contains(forced.Body, want) {
 			t.Errorf("the forced pull request lacks %q:\n%s", want, forced.Body)
 		}
 	}
-	if a := r.ledger().Audit; a[len(a)-1].Reason != release.ReasonPromotionOpened || a[len(a)-1].By != "olga" || !strings.Contains(a[len(a)-1].What, fmt.Sprintf("#%d", forced.Index)) {
-		t.Errorf("the audit of the force: %+v; want olga's, naming #%d", a[len(a)-1], forced.Index)
-	}
+	poll.Until(t, 30*time.Second, "olga's force in the audit", func() (bool, string) {
+		a := r.ledger().Audit
+		last := a[len(a)-1]
+		return last.Reason == release.ReasonPromotionOpened && last.By == "olga" && strings.Contains(last.What, fmt.Sprintf("#%d", forced.Index)), fmt.Sprintf("%+v", last)
+	})
 }
