@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	sdk "code.gitea.io/sdk/gitea"
 	corev1 "k8s.io/api/core/v1"
 
+	"pinbot.dev/pinbot/internal/testenv/browser"
 	"pinbot.dev/pinbot/internal/testenv/kubeletsim"
 	"pinbot.dev/pinbot/internal/testenv/poll"
 	"pinbot.dev/pinbot/internal/testenv/stack"
@@ -79,7 +82,7 @@ func TestReleaseWaves(t *testing.T) {
 	r := newWavesRig(ctx, t)
 	a := r.serveReleases("a")
 	poll.Until(t, time.Minute, "replica a leading", func() (bool, string) { return r.holder() == "a", r.holder() })
-	r.serveReleases("b")
+	b := r.serveReleases("b")
 	for _, env := range []string{"staging", "prod.canary", "prod.eu", "prod.rest"} {
 		r.waitProven(env, r.v1, 2*time.Minute)
 	}
@@ -183,5 +186,28 @@ func TestReleaseWaves(t *testing.T) {
 	}
 	if pr := r.openPull(r.rollbackBranch("prod.eu")); pr != nil {
 		t.Errorf("a rollback #%d opened into eu, which never ran v3", pr.Index)
+	}
+
+	// The release page shows each wave as a stage, in order, the canary
+	// rolling back; its screenshot goes into the test's artifacts, and
+	// into $PINBOT_SCREENSHOTS when set (docs/images is made that way).
+	page := browser.Start(t)
+	page.Open("http://"+b.addr+"/releases/"+r.peers.Gitea.AdminUser+"/manifests", `li.stage[data-env="prod.rest"]`)
+	if got := page.Eval(`[...document.querySelectorAll("li.stage")].map(s => s.dataset.env).join(",")`); got != "staging,prod.canary,prod.eu,prod.rest" {
+		t.Errorf("the release page's stages: %s; want staging, then prod's waves in order", got)
+	}
+	poll.Until(t, 30*time.Second, "the canary's stage rolling back", func() (bool, string) {
+		state := page.Eval(`document.querySelector('li.stage[data-env="prod.canary"] .state').textContent.trim()`)
+		return state == "Rollback open", state
+	})
+	shot := page.Save(t.ArtifactDir(), "release-waves.png")
+	if dir := os.Getenv("PINBOT_SCREENSHOTS"); dir != "" {
+		data, err := os.ReadFile(shot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(shot)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
