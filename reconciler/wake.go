@@ -44,7 +44,7 @@ type router struct {
 // handlers tell the app loops of a cluster's changes (a spoke's; pinbot's
 // own cluster also follows verify-only apps' objects).
 func (r *router) handlers() cluster.Handlers {
-	return cluster.Handlers{Changed: r.changed, InventoryChanged: r.inventoryChanged,
+	return cluster.Handlers{Changed: r.changed, InventoryChanged: r.inventoryChanged, WorkloadStatusChanged: r.workloadStatusChanged,
 		Reachability: r.reachability, DownAfter: r.downAfter}
 }
 
@@ -147,6 +147,16 @@ func (x *wakeIndex) in(ns string) []string {
 func (r *router) inventoryChanged(app string) {
 	if st := r.set.Load().states[app]; st != nil {
 		signal(st.wake)
+	}
+}
+
+// workloadStatusChanged wakes app's loop to verify again when it awaits
+// its sync's verification: a Deployment's status settles after its last
+// Pod and ReplicaSet changed, and nothing else says when. An app not
+// waiting is not woken by its workloads' status churn.
+func (r *router) workloadStatusChanged(app string) {
+	if st := r.set.Load().states[app]; st != nil && st.awaiting.Load() {
+		signal(st.observe)
 	}
 }
 

@@ -82,7 +82,7 @@ func benchReconciler(ctx context.Context, r *report) (err error) {
 // startRecBench makes a run's directory, builds pinbot into it while the
 // peers start (start), and quiets client-go's klog, which logs watch
 // restarts: the figures are the output. done stops the peers and removes
-// the directory, even on error.
+// the directory, even on error, unless $PINBOT_BENCH_KEEP is set.
 func startRecBench(ctx context.Context, name string) (b *recBench, done func(), err error) {
 	tmp, err := os.MkdirTemp("", "pinbot-bench-"+name+"-")
 	if err != nil {
@@ -96,6 +96,10 @@ func startRecBench(ctx context.Context, name string) (b *recBench, done func(), 
 	stop, err := b.start(ctx)
 	done = func() {
 		stop()
+		if os.Getenv("PINBOT_BENCH_KEEP") != "" {
+			fmt.Fprintln(os.Stderr, "kept the run's directory (serve's logs):", tmp)
+			return
+		}
 		os.RemoveAll(tmp)
 	}
 	return b, done, errors.Join(err, <-built)

@@ -56,6 +56,9 @@ type Handlers struct {
 	Changed func(namespace string, owners []string)
 	// InventoryChanged: an object of app's inventory changed.
 	InventoryChanged func(app string)
+	// WorkloadStatusChanged: only the status of a workload of app's
+	// inventory changed.
+	WorkloadStatusChanged func(app string)
 	// ObjectChanged: an object a verify-only app reads changed.
 	ObjectChanged func(gvr schema.GroupVersionResource, ns, name string)
 	// Reachability: the cluster named name ("" for pinbot's own) has not
@@ -77,7 +80,7 @@ func New(name, server string, kube kubernetes.Interface, dyn dynamic.Interface, 
 		Name: name, Server: server, Dynamic: dyn,
 		Applier: ssa.New(dyn, md, kube.Discovery()),
 		Pods:    newWatcher(kube, alive, h.Changed),
-		Lives:   newLives(dyn, alive, h.InventoryChanged),
+		Lives:   newLives(dyn, alive, h.InventoryChanged, h.WorkloadStatusChanged),
 		Objects: newObjects(dyn, alive, h.ObjectChanged),
 		alive:   alive,
 	}

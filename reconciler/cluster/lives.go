@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
+	"pinbot.dev/pinbot/reconciler/deployer"
 	"pinbot.dev/pinbot/reconciler/object"
 )
 
@@ -35,7 +36,11 @@ const cacheSyncTimeout = 30 * time.Second
 type Lives struct {
 	dyn      dynamic.Interface
 	onChange func(app string) // an inventory object changed; must not block
-	alive    *liveness        // told of every failed watch
+	// onStatus: only the status of a workload of app's inventory changed
+	// (a Deployment's settles after its last Pod's and ReplicaSet's); nil
+	// tells nobody; must not block.
+	onStatus func(app string)
+	alive    *liveness // told of every failed watch
 	stop     chan struct{}
 
 	startMu sync.Mutex // serialises starting watches
@@ -59,8 +64,8 @@ type liveInformer struct {
 	forbidden bool
 }
 
-func newLives(dyn dynamic.Interface, alive *liveness, onChange func(app string)) *Lives {
-	return &Lives{dyn: dyn, alive: alive, onChange: onChange, stop: make(chan struct{}), infs: map[liveKey]*liveInformer{}}
+func newLives(dyn dynamic.Interface, alive *liveness, onChange, onStatus func(app string)) *Lives {
+	return &Lives{dyn: dyn, alive: alive, onChange: onChange, onStatus: onStatus, stop: make(chan struct{}), infs: map[liveKey]*liveInformer{}}
 }
 
 // close stops every watch.
@@ -149,6 +154,7 @@ func (c *Lives) start(ctx context.Context, key liveKey, gvk schema.GroupVersionK
 				c.onChange(apps[0])
 			}
 		}
+		workload := deployer.IsWorkload(gvk.Group, gvk.Kind)
 		_, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 			AddFunc: func(o any, initial bool) {
 				if !initial {
@@ -158,10 +164,15 @@ func (c *Lives) start(ctx context.Context, key liveKey, gvk schema.GroupVersionK
 			UpdateFunc: func(o, n any) {
 				ou, ok1 := o.(*unstructured.Unstructured)
 				nu, ok2 := n.(*unstructured.Unstructured)
-				if !ok1 || !ok2 || contentChanged(ou, nu) {
+				switch {
+				case !ok1 || !ok2 || contentChanged(ou, nu):
 					changed(n)
 					if ok1 && ok2 && ou.GetLabels()[object.LabelApp] != nu.GetLabels()[object.LabelApp] {
 						changed(o) // it left an app's inventory
+					}
+				case c.onStatus != nil && workload && !reflect.DeepEqual(ou.Object["status"], nu.Object["status"]):
+					if apps, _ := appOf(n); len(apps) == 1 {
+						c.onStatus(apps[0])
 					}
 				}
 			},
@@ -245,7 +256,8 @@ func trimLive(gvk schema.GroupVersionKind) cache.TransformFunc {
 
 // contentChanged reports whether an update changed more than status and
 // bookkeeping (resourceVersion, generation, managed fields): only such a
-// change can be drift. A rollout's status updates wake nobody.
+// change can be drift. A workload's status updates are told apart
+// (onStatus): the app waiting for its rollout to settle looks again.
 func contentChanged(a, b *unstructured.Unstructured) bool {
 	strip := func(u *unstructured.Unstructured) map[string]any {
 		out := make(map[string]any, len(u.Object))

@@ -46,6 +46,10 @@ func TestLivesShareAWatchPerKindAndNamespace(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		woken = append(woken, app)
+	}, func(app string) {
+		mu.Lock()
+		defer mu.Unlock()
+		woken = append(woken, "status of "+app)
 	})
 	defer c.close()
 	ctx := context.Background()
@@ -100,5 +104,21 @@ func TestLivesShareAWatchPerKindAndNamespace(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 		return false, "no app woken"
+	})
+
+	// A change of a-web's status alone is no drift: it is told apart,
+	// for the app waiting on its rollout.
+	mu.Lock()
+	woken = nil
+	mu.Unlock()
+	settled := liveDeployment("a-web", "a")
+	_ = unstructured.SetNestedField(settled.Object, int64(1), "status", "availableReplicas")
+	if _, err := dyn.Resource(gvr).Namespace("web").Update(ctx, settled, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "app a told of its Deployment's status", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Equal(woken, []string{"status of a"}), fmt.Sprint(woken)
 	})
 }
