@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +48,7 @@ func (r *releaseRig) seeBadRelease(t *testing.T, rep *replica, bad string, rb *s
 			t.Errorf("release page: %s: %q, want %q in it", tc.what, tc.got, tc.want)
 		}
 	}
-	shots := []string{b.Save(t.ArtifactDir(), "release-bad.png")}
+	b.Save(t.ArtifactDir(), "release-bad.png")
 
 	// The apps page never calls the new Pod just Verified.
 	b.Open(base+"/", `tr[data-app="web-prod"]`)
@@ -61,21 +59,10 @@ func (r *releaseRig) seeBadRelease(t *testing.T, rep *replica, bad string, rb *s
 	if got := b.Eval(`document.querySelector('tr[data-app="web-prod"] td.env').textContent`); got != "prod Rollback open Held" {
 		t.Errorf("web-prod's environment on the apps page: %q, want prod with its rollback open and the digest held", got)
 	}
-	shots = append(shots, b.Save(t.ArtifactDir(), "apps-bad.png"))
+	b.Save(t.ArtifactDir(), "apps-bad.png")
 	b.Open(base+"/apps/web-prod", "#old-pods")
 	if got := b.Eval(`String(document.querySelectorAll("#old-pods tr.pod").length)`); got != "1" {
 		t.Errorf("web-prod's page lists %s old-revision Pods, want 1", got)
 	}
-	shots = append(shots, b.Save(t.ArtifactDir(), "app-bad.png"))
-	if dir := os.Getenv("PINBOT_SCREENSHOTS"); dir != "" {
-		for _, s := range shots {
-			data, err := os.ReadFile(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, filepath.Base(s)), data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	b.Save(t.ArtifactDir(), "app-bad.png")
 }

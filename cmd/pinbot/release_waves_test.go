@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -200,14 +198,5 @@ func TestReleaseWaves(t *testing.T) {
 		state := page.Eval(`document.querySelector('li.stage[data-env="prod.canary"] .state').textContent.trim()`)
 		return state == "Rollback open", state
 	})
-	shot := page.Save(t.ArtifactDir(), "release-waves.png")
-	if dir := os.Getenv("PINBOT_SCREENSHOTS"); dir != "" {
-		data, err := os.ReadFile(shot)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(shot)), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	page.Save(t.ArtifactDir(), "release-waves.png")
 }

@@ -2,8 +2,6 @@ package actions_test
 
 import (
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -62,16 +60,7 @@ func TestSignInInChromium(t *testing.T) {
 		if got := b.Eval(`getComputedStyle(document.querySelector("main")).maxWidth`); got == "none" {
 			t.Errorf("the %s confirmation is not styled: main's max-width is %s", tc.verb, got)
 		}
-		shot := b.SaveElement(t.ArtifactDir(), "confirm-"+tc.verb+".png", "main.confirm")
-		if dir := os.Getenv("PINBOT_SCREENSHOTS"); dir != "" {
-			data, err := os.ReadFile(shot)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, filepath.Base(shot)), data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		b.SaveElement(t.ArtifactDir(), "confirm-"+tc.verb+".png", "main.confirm")
 	}
 	b.Do(chromedp.SendKeys(chromedp.CSS(`input[name="reason"]`), "incident 43: checkout errors"), chromedp.Click(chromedp.CSS(`button[type="submit"]`)))
 	poll.Until(t, 20*time.Second, "prod paused in olga's name", func() (bool, string) {

@@ -97,7 +97,8 @@ func (b *Browser) Do(actions ...chromedp.Action[chromedp.Void]) {
 }
 
 // Save saves a screenshot of the whole page into dir (the test's
-// artifact directory: kept with go test -artifacts).
+// artifact directory: kept with go test -artifacts), and into
+// $PINBOT_SCREENSHOTS when set.
 func (b *Browser) Save(dir, name string) string {
 	b.t.Helper()
 	return b.save(dir, name, chromedp.FullScreenshot(100)) // 100: PNG
@@ -120,5 +121,14 @@ func (b *Browser) save(dir, name string, shot chromedp.Action[[]byte]) string {
 		b.t.Fatal(err)
 	}
 	b.t.Logf("screenshot: %s", p)
+	if docs := os.Getenv(ScreenshotsEnv); docs != "" {
+		if err := os.WriteFile(filepath.Join(docs, name), png, 0o644); err != nil {
+			b.t.Fatal(err)
+		}
+	}
 	return p
 }
+
+// ScreenshotsEnv names a directory every screenshot is copied into as
+// well, when set: docs/images is made that way.
+const ScreenshotsEnv = "PINBOT_SCREENSHOTS"
