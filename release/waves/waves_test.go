@@ -197,3 +197,38 @@ func TestWavesRollOutOneAfterAnother(t *testing.T) {
 		}
 	}
 }
+
+// TestAChangeOfWavesIsAChainChange: the insider's moves on waves in her
+// own pull request's .pinbot.yaml are changes of the release chain, which
+// fail its gate until someone who may write the ledger approves the head:
+// a path moved out of the canary into a later wave, the waves collapsed
+// into one environment, a wave's soak cut, a wave dropped.
+func TestAChangeOfWavesIsAChainChange(t *testing.T) {
+	base := Expand(declared())
+	for _, tc := range []struct {
+		name string
+		edit func(c release.Chain) release.Chain
+		want string
+	}{
+		{"a path moved to a later wave", func(c release.Chain) release.Chain {
+			c[1].Waves[2].Paths = append(c[1].Waves[2].Paths, c[1].Waves[0].Paths...)
+			c[1].Waves[0].Paths = []string{"envs/prod/none/**"}
+			return c
+		}, "changes the settings of prod.canary"},
+		{"the waves collapsed", func(c release.Chain) release.Chain {
+			c[1].Waves, c[1].Paths, c[1].Apps = nil, []string{"envs/prod/**"}, []string{"web-eu-1"}
+			return c
+		}, "adds prod and removes prod.canary, prod.quarter, prod.rest"},
+		{"a soak cut", func(c release.Chain) release.Chain { c[1].Waves[0].Soak = 0; return c }, "changes the settings of prod.canary"},
+		{"a wave dropped", func(c release.Chain) release.Chain { c[1].Waves = c[1].Waves[1:]; return c }, "removes prod.canary"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := release.ChainChange(base, Expand(tc.edit(declared()))); !strings.Contains(got, tc.want) {
+				t.Errorf("ChainChange = %q, want it to say %q", got, tc.want)
+			}
+		})
+	}
+	if got := release.ChainChange(base, Expand(declared())); got != "" {
+		t.Errorf("the same waves: ChainChange = %q, want none", got)
+	}
+}
