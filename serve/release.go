@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"errors"
-	"time"
 
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/promote"
@@ -17,7 +16,7 @@ import (
 // chains of d's repositories on the leader.
 func newRunner(d *daemon) *chains.Runner {
 	deps := chains.Deps{
-		Kube: d.kube, Namespace: d.ns, Interval: d.o.ReleaseInterval, Now: time.Now,
+		Kube: d.kube, Namespace: d.ns, Interval: d.o.ReleaseInterval,
 		Repos:  d.repos,
 		Report: d.report,
 		Known: func(app string) bool {

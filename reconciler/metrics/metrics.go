@@ -104,7 +104,7 @@ func (c Collector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c Collector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), StoredReadBudget)
+	ctx, cancel := context.WithTimeout(context.Background(), storedReadBudget)
 	defer cancel()
 	for _, p := range c.statuses(ctx) {
 		s := p.Status
@@ -143,11 +143,11 @@ func bit(b bool) float64 {
 }
 
 // storedTTL is how long a stored status read for /metrics is used, and
-// StoredReadBudget how long one scrape may spend reading them: a follower
+// storedReadBudget how long one scrape may spend reading them: a follower
 // with many apps reads a share of them each scrape, never all at once.
 const (
 	storedTTL        = 30 * time.Second
-	StoredReadBudget = 5 * time.Second
+	storedReadBudget = 5 * time.Second
 )
 
 // Stored caches the statuses the leader stored, for the metrics
