@@ -20,9 +20,10 @@ var leaves = []string{"internal/imageref", "internal/commitid", "internal/redact
 	"internal/private", "internal/confined", "internal/peermetrics", "internal/jsonkeys", "internal/capool", "internal/opfile", "internal/commitstatus", "internal/buildinfo", "internal/coalesce", "internal/kubeclient", "internal/globs", "internal/tokenfile", "internal/sealkey", "internal/podspec"}
 
 // proofWords are the proof's vocabulary (a verification, its verdicts,
-// health and containers, and what a signed attestation of it says),
+// health and containers, what a signed attestation of it says, the
+// clusters a wave proves it on and the windows it may not move in),
 // which the release chain judges.
-var proofWords = []string{"reconciler/verdict", "reconciler/object", "internal/clip", "internal/imageref", "trust/proven"}
+var proofWords = []string{"reconciler/verdict", "reconciler/object", "internal/clip", "internal/imageref", "trust/proven", "release/clusters", "release/freeze"}
 
 // pure are the reconciler's decisions: their module dependencies are
 // pure too (the leaves, render's error type excepted).
@@ -112,6 +113,8 @@ var allowed = map[string][]string{
 	// What the cluster may run in an environment: the admission
 	// webhook's decision, from a ledger, pure.
 	// What an environment shows of an image, judged from its apps' reports.
+	"release/clusters":     {}, // the clusters a wave names, and how many may be unproven: stdlib only
+	"release/freeze":       {}, // change windows: cron's schedule, nothing of pinbot
 	"release/waves":        append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
 	"release/assess":       append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus"}, proofWords...),
 	"release/store":        append([]string{"release", "internal/globs", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus", "internal/sealkey"}, proofWords...),
@@ -139,10 +142,10 @@ var allowed = map[string][]string{
 	// The reconciler orchestrates them; it knows nothing of promotion.
 	"reconciler": append([]string{"reconciler/...", "gitforge", "registry", "render", "trust", "trust/policy", "trust/proven"}, leaves...),
 
-	"dashboard": append([]string{"gitforge", "reconciler/...", "release", "trust/policy", "trust/proven"}, leaves...),
+	"dashboard": append([]string{"gitforge", "reconciler/...", "release", "release/clusters", "release/freeze", "trust/policy", "trust/proven"}, leaves...),
 	// serve drives the reconciler and promote; nothing imports it but cmd.
 	"serve/signin":  append([]string{}, leaves...),
-	"serve/actions": append([]string{"release", "release/store", "serve/signin", "reconciler/object", "reconciler/verdict", "trust/proven"}, leaves...),
+	"serve/actions": append([]string{"release", "release/clusters", "release/freeze", "release/store", "serve/signin", "reconciler/object", "reconciler/verdict", "trust/proven"}, leaves...),
 	"serve":         append([]string{"reconciler", "reconciler/...", "promote", "promote/pr", "promote/ciinput", "pins", "registry", "gitforge", "render", "dashboard", "release", "release/...", "trust", "trust/...", "serve/shard", "serve/installed", "serve/notify", "serve/proofs", "serve/signin", "serve/actions", "serve/chains", "serve/admission", "serve/attester", "internal/kubemetrics", "internal/crontab"}, leaves...),
 	// The shards' Leases: Kubernetes' leader election, and nothing of pinbot.
 	"serve/shard": {},

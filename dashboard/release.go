@@ -3,7 +3,6 @@ package dashboard
 import (
 	"cmp"
 	"context"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -99,16 +98,6 @@ type SoakView struct {
 type PullView struct {
 	Link        Link
 	Text, Class string
-}
-
-// ClusterPods are a stage's Pods on one cluster: Ready of Total in the
-// current revision, and Old Pods of other revisions still there (Serving
-// says what they run).
-type ClusterPods struct {
-	Cluster           string
-	Ready, Total, Old int
-	Serving           string
-	Unknown           string // why the cluster's Pods are not known now
 }
 
 // ArrowView is what waits at a stage's gate, for the arrow into it.
@@ -344,61 +333,6 @@ func withGroup(group string) string {
 		return ""
 	}
 	return ", with its group " + group
-}
-
-// clusterPods counts env's apps' Pods per cluster.
-func clusterPods(lg Ledger, env *release.Environment, now time.Time) []ClusterPods {
-	var out []ClusterPods
-	idx := map[string]int{}
-	for _, name := range env.Apps {
-		a, ok := lg.Apps[name]
-		if !ok {
-			continue
-		}
-		cluster := "in-cluster"
-		if a.Status != nil && a.Status.Cluster != "" {
-			cluster = a.Status.Cluster
-		}
-		i, ok := idx[cluster]
-		if !ok {
-			i = len(out)
-			idx[cluster] = i
-			out = append(out, ClusterPods{Cluster: cluster})
-		}
-		c := &out[i]
-		v := appView(a, now)
-		c.Ready += v.Ready
-		c.Total += v.Pods
-		c.Old += v.Old
-		if v.Old > 0 {
-			c.Serving = serving(lg, env.Name, v.OldPods)
-		}
-		if a.Status != nil && a.Status.Proof == "Unknown" {
-			c.Unknown = a.Name + ": " + a.Status.Error
-		}
-	}
-	return out
-}
-
-// serving says what old-revision Pods run: each digest once, with the
-// tag the ledger knows it by.
-func serving(lg Ledger, env string, ps []PodView) string {
-	var out []string
-	for _, p := range ps {
-		text := p.Running
-		for _, image := range lg.Ledger.Images(env) {
-			t := lg.Ledger.Lookup(env, image)
-			for _, d := range []string{t.LastProven, t.PrevProven, t.Pinned} {
-				if d != "" && imageref.Short(d) == p.Running {
-					text = label(Version{tagOf(t, d), p.Running})
-				}
-			}
-		}
-		if !slices.Contains(out, text) {
-			out = append(out, text)
-		}
-	}
-	return strings.Join(out, ", ")
 }
 
 // label is a version as text: "v3 (sha256:abc…)", or the digest alone.

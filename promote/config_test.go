@@ -145,7 +145,9 @@ drift:
 		{name: "waves overlapping", data: fmt.Sprintf(wavesYAML, "envs/prod/**"), wantErr: `.pinbot.yaml:8: environment "prod.rest"'s path "envs/prod/**" overlaps environment "prod.canary"'s "envs/prod/eu-1/**"`},
 		{name: "wave overlapping staging", data: fmt.Sprintf(wavesYAML, "envs/**"), wantErr: `.pinbot.yaml:8: environment "prod.rest"'s path "envs/**" overlaps environment "staging"'s`},
 		{name: "one wave", data: "environments:\n  - name: prod\n    waves:\n      - {name: canary, paths: [a/**], apps: [a]}\n", wantErr: `.pinbot.yaml:4: environment "prod" has one wave`},
-		{name: "waves with maxUnproven, not built", data: fmt.Sprintf(wavesYAML, "envs/prod/us-1/**") + "        maxUnproven: 1\n", wantErr: ".pinbot.yaml:10: field maxUnproven not found"},
+		{name: "maxUnproven without clusters", data: fmt.Sprintf(wavesYAML, "envs/prod/us-1/**") + "        maxUnproven: 1\n", wantErr: `.pinbot.yaml:10: environment "prod": wave "rest": maxUnproven needs the wave's clusters`},
+		{name: "maxUnproven over 100%", data: fmt.Sprintf(wavesYAML, "envs/prod/us-1/**") + "        clusters: [us-1, us-2]\n        maxUnproven: 120%\n", wantErr: `.pinbot.yaml:11: environment "prod": wave "rest": maxUnproven "120%": over 100%`},
+		{name: "waves over one cluster", data: "environments:\n  - name: prod\n    apps: [web]\n    waves:\n      - {name: a, paths: [a/**], clusters: [eu-1]}\n      - {name: b, paths: [b/**], clusters: [eu-1]}\n", wantErr: `.pinbot.yaml:5: environment "prod": every wave names cluster "eu-1" alone`},
 		{name: "author email with brackets", data: "author:\n  name: pinbot\n  email: \"p@x> <q@y\"\n", wantErr: ".pinbot.yaml:3: author email"},
 	}
 	for _, tc := range tests {

@@ -406,7 +406,7 @@ func (p *pass) reach(ctx context.Context) error {
 // on notes that the pass reads c: its status names the cluster, and a
 // change in c's reachability wakes the app (Reconciler.reachability).
 func (p *pass) on(c *cluster.Cluster) {
-	p.o.Cluster = c.Name
+	p.o.Cluster, p.o.ClusterLabels = c.Name, c.Labels
 	if p.st.cluster.Load() != c {
 		p.st.cluster.Store(c)
 	}

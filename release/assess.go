@@ -42,6 +42,20 @@ type Assessment struct {
 	// the proof once they last the environment's readyTimeout.
 	Failure string `json:"failure,omitempty"`
 	Pods    []Pod  `json:"pods,omitempty"`
+	// Clusters are each cluster's own proof, for a wave that names its
+	// clusters (Placement); Proven is then the wave's, with its
+	// maxUnproven.
+	Clusters []ClusterProof `json:"clusters,omitempty"`
+}
+
+// ClusterProof is whether one cluster of a wave proves the digest Git
+// pins, since when without a break (as the ledger keeps it), and if
+// not, why.
+type ClusterProof struct {
+	Cluster string     `json:"cluster"`
+	Proven  bool       `json:"proven"`
+	Since   *time.Time `json:"since,omitempty"`
+	Why     string     `json:"why,omitempty"`
 }
 
 // waitingFailures are the waiting reasons that fail a proof once the

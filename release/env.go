@@ -10,12 +10,13 @@ package release
 import (
 	"fmt"
 	"path"
-	"pinbot.dev/pinbot/internal/globs"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
+	"pinbot.dev/pinbot/internal/globs"
+	"pinbot.dev/pinbot/release/clusters"
+	"pinbot.dev/pinbot/release/freeze"
 )
 
 // Environment is one stage of a release chain, as .pinbot.yaml declares
@@ -71,7 +72,7 @@ type Environment struct {
 	ReadyTimeout time.Duration `yaml:"readyTimeout" json:"readyTimeout,omitempty"`
 	// Freeze lists the windows in which pinbot opens, updates and merges
 	// nothing for this environment.
-	Freeze []Freeze `yaml:"freeze" json:"freeze,omitempty"`
+	Freeze []freeze.Window `yaml:"freeze" json:"freeze,omitempty"`
 	// RequireAttestation admits a digest only with pinbot's signed
 	// attestation that it was proven running in From, for From's soak:
 	// besides the ledger's proof when From is declared in this chain,
@@ -96,10 +97,16 @@ type Environment struct {
 	// promotion of its own (package release/waves): give them in place
 	// of the environment's paths and apps.
 	Waves []Wave `yaml:"waves" json:"waves,omitempty"`
+	// RollbackEarlierWaves rolls back, when a wave fails, the waves
+	// before it that run the failed digest too; by default only the
+	// failed wave is rolled back and the earlier ones keep it.
+	RollbackEarlierWaves bool `yaml:"rollbackEarlierWaves" json:"rollbackEarlierWaves,omitempty"`
 	// Of and Wave name the environment and wave an expanded wave is
-	// (waves.Expand); empty for an environment without waves.
-	Of   string `yaml:"-" json:"of,omitempty"`
-	Wave string `yaml:"-" json:"wave,omitempty"`
+	// (waves.Expand), and Placement its clusters; empty for an
+	// environment without waves.
+	Of        string             `yaml:"-" json:"of,omitempty"`
+	Wave      string             `yaml:"-" json:"wave,omitempty"`
+	Placement clusters.Placement `yaml:"-" json:"placement,omitzero"`
 }
 
 // Wave is one step of an environment's rollout: its own files (a
@@ -117,6 +124,10 @@ type Wave struct {
 	// next wave's gate turns green; the last wave's defaults to the
 	// environment's.
 	Soak time.Duration `yaml:"soak" json:"soak,omitempty"`
+	// Placement names the wave's clusters; with it, the wave's apps
+	// default to the environment's, and the wave is proven cluster by
+	// cluster.
+	clusters.Placement `yaml:",inline"`
 }
 
 // RollbackMode is what pinbot does with a failed proof.
@@ -135,26 +146,6 @@ const (
 	defaultRollbackWindow = time.Hour
 	defaultReadyTimeout   = 5 * time.Minute
 )
-
-// Freeze is a change window: from each time the cron schedule Start names
-// (five fields, in TimeZone, default UTC), for Duration.
-type Freeze struct {
-	// Start is a cron schedule of five fields: when each window opens.
-	Start string `yaml:"start" json:"start"`
-	// Duration is how long each window lasts.
-	Duration time.Duration `yaml:"duration" json:"duration"`
-	// TimeZone is Start's, an IANA name such as Europe/Berlin. Default
-	// UTC.
-	TimeZone string `yaml:"timeZone" json:"timeZone,omitempty"`
-	// HoldRollbacks makes the window hold rollbacks too. By default a
-	// freeze holds onward promotions and merges, but a failed digest is
-	// still rolled back: a freeze exists to keep production steady.
-	HoldRollbacks bool `yaml:"holdRollbacks" json:"holdRollbacks,omitempty"`
-}
-
-// maxFreeze bounds one freeze window: a window of years would stop every
-// change for years. Two weeks covers a year-end freeze.
-const maxFreeze = 14 * 24 * time.Hour
 
 // Chain is the environments of a repository, in the order declared: an
 // environment's From is declared before it.
@@ -303,7 +294,7 @@ func (c Chain) Validate(validName func(string) bool, checkGlob func(string) erro
 			add(i, "rollback", "rollback %q: want pr or auto", e.Rollback)
 		}
 		for _, f := range e.Freeze {
-			if _, _, err := f.schedule(); err != nil {
+			if err := f.Check(); err != nil {
 				add(i, "freeze", "%s", err)
 			}
 		}
@@ -384,58 +375,4 @@ func (c Chain) Defaults() {
 			c[i].ReadyTimeout = defaultReadyTimeout
 		}
 	}
-}
-
-// schedule parses the window's start schedule and time zone.
-func (f Freeze) schedule() (cron.Schedule, *time.Location, error) {
-	loc := time.UTC
-	if f.TimeZone != "" {
-		l, err := time.LoadLocation(f.TimeZone)
-		if err != nil {
-			return nil, nil, fmt.Errorf("freeze time zone %q: %w", f.TimeZone, err)
-		}
-		loc = l
-	}
-	s, err := cron.ParseStandard(f.Start)
-	if err != nil {
-		return nil, nil, fmt.Errorf("freeze start %q: %w", f.Start, err)
-	}
-	if f.Duration <= 0 {
-		return nil, nil, fmt.Errorf("freeze starting %q: want a positive duration", f.Start)
-	}
-	if f.Duration > maxFreeze {
-		return nil, nil, fmt.Errorf("freeze starting %q: duration %s is longer than pinbot's bound of %s", f.Start, f.Duration, maxFreeze)
-	}
-	return s, loc, nil
-}
-
-// FrozenUntil reports whether now is inside one of the windows, and when
-// the last of the windows holding it ends.
-func FrozenUntil(windows []Freeze, now time.Time) (time.Time, bool) {
-	return frozenUntil(windows, now, false)
-}
-
-// rollbacksHeldUntil is FrozenUntil of the windows that hold rollbacks.
-func rollbacksHeldUntil(windows []Freeze, now time.Time) (time.Time, bool) {
-	return frozenUntil(windows, now, true)
-}
-
-func frozenUntil(windows []Freeze, now time.Time, rollbacks bool) (time.Time, bool) {
-	var until time.Time
-	for _, f := range windows {
-		if rollbacks && !f.HoldRollbacks {
-			continue
-		}
-		s, loc, err := f.schedule()
-		if err != nil {
-			continue // Validate refused it
-		}
-		// A window holding now started after now-Duration: the first
-		// start after that instant, if it is not after now.
-		start := s.Next(now.Add(-f.Duration).In(loc).Add(-time.Second))
-		if end := start.Add(f.Duration); !start.After(now) && end.After(now) && end.After(until) {
-			until = end
-		}
-	}
-	return until, !until.IsZero()
 }

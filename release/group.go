@@ -7,6 +7,7 @@ import (
 
 	"pinbot.dev/pinbot/internal/commitstatus"
 	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/release/freeze"
 	"pinbot.dev/pinbot/trust/proven"
 )
 
@@ -35,7 +36,7 @@ func (s stepper) onwardGroup(env Environment, next *Environment, g Group) []Acti
 		}
 		ns[i] = s.l.Track(next.Name, m)
 	}
-	frozenUntil, frozen := FrozenUntil(next.Freeze, s.now)
+	frozenUntil, frozen := freeze.Until(next.Freeze, s.now)
 	_, paused := s.l.pausedAt(next)
 	proven, differs, proposed, blocked := true, false, true, frozen || paused
 	for i, m := range g.Members {

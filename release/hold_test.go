@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"pinbot.dev/pinbot/release/freeze"
 )
 
 // TestOnlyANewerProvenDigestLiftsAHold: pinning another digest for a pass,
@@ -82,7 +84,7 @@ func TestFreezeDoesNotStopARollback(t *testing.T) {
 		t.Run(fmt.Sprint("holdRollbacks=", hold), func(t *testing.T) {
 			c, l, w := chain(), New(), newWorld()
 			// 11:00-12:00 UTC in winter, over the failure at 11:02.
-			c[1].Freeze = []Freeze{{Start: "0 12 * * *", Duration: time.Hour, TimeZone: "Europe/Berlin", HoldRollbacks: hold}}
+			c[1].Freeze = []freeze.Window{{Start: "0 12 * * *", Duration: time.Hour, TimeZone: "Europe/Berlin", HoldRollbacks: hold}}
 			c[1].RollbackWindow = 2 * time.Hour
 			start := t0.Add(-time.Hour) // 11:00 UTC
 			w.proven("prod", dA)

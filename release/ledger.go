@@ -68,6 +68,9 @@ type Track struct {
 	// SoakedAt is when Proven completed the environment's soak (unset
 	// while it soaks, or with no soak).
 	SoakedAt *time.Time `json:"soakedAt,omitempty"`
+	// Clusters are, for a wave that names its clusters, whether each
+	// proves Pinned, since when, or why not.
+	Clusters []ClusterProof `json:"clusters,omitempty"`
 	// Commit and Pods are the last proof's (or the last look's).
 	Commit string `json:"commit,omitempty"`
 	Pods   []Pod  `json:"pods,omitempty"`

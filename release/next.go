@@ -1,6 +1,10 @@
 package release
 
-import "time"
+import (
+	"time"
+
+	"pinbot.dev/pinbot/release/freeze"
+)
 
 // MoveState says what becomes of a digest proven upstream, in the
 // environment that comes from there: why it is not proposed yet, or that
@@ -88,7 +92,7 @@ func (l *Ledger) blocked(env *Environment, image, digest string, now time.Time) 
 	if n == nil {
 		n = &Track{}
 	}
-	until, frozen := FrozenUntil(env.Freeze, now)
+	until, frozen := freeze.Until(env.Freeze, now)
 	switch {
 	case l.Held(env.Name, image, digest) != nil:
 		return MoveHeld, 0, time.Time{}

@@ -2,6 +2,7 @@ package release
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"pinbot.dev/pinbot/internal/commitstatus"
@@ -60,7 +61,29 @@ func (s stepper) watch(t *Track, env Environment, image string, obs Assessment, 
 	case m.Rollback:
 		return report(fmt.Sprintf("the rollback to %s failed to prove; pinbot does not roll back a rollback: %s", imageref.Short(m.Digest), failure))
 	}
-	return s.rollBack(t, env, image, m, "failed to prove", report)
+	return append(s.rollBack(t, env, image, m, "failed to prove", report), s.rollBackEarlier(env, image, m)...)
+}
+
+// rollBackEarlier rolls back, when env is a wave whose environment says
+// so (RollbackEarlierWaves), the waves before it that pin m's digest
+// too, as a failure there would.
+func (s stepper) rollBackEarlier(env Environment, image string, m *Merge) []Action {
+	if env.Of == "" || !env.RollbackEarlierWaves {
+		return nil
+	}
+	var out []Action
+	for _, e := range s.chain[:slices.IndexFunc(s.chain, func(e Environment) bool { return e.Name == env.Name })] {
+		t := s.l.Lookup(e.Name, image)
+		if e.Of != env.Of || t == nil || t.Pinned != m.Digest || t.Rollback != nil {
+			continue
+		}
+		if t.Merged == nil || t.Merged.Digest != t.Pinned {
+			t.Merged = &Merge{Digest: t.Pinned, At: s.now}
+		}
+		t.Merged.Done, t.Merged.Failure = true, fmt.Sprintf("wave %s failed: %s", env.Wave, m.Failure)
+		out = append(out, s.rollBack(t, e, image, t.Merged, "failed in wave "+env.Wave, func(what string) []Action { s.l.event(s.now, e.Name, image, ReasonReported, what); return nil })...)
+	}
+	return out
 }
 
 // rollBack holds merge m's digest in env and after it and opens the

@@ -10,6 +10,7 @@ import (
 
 	"pinbot.dev/pinbot/internal/commitstatus"
 	"pinbot.dev/pinbot/internal/imageref"
+	"pinbot.dev/pinbot/release/freeze"
 )
 
 // Input is one look at a repository's environments: what Git pins in
@@ -60,8 +61,8 @@ func Step(l *Ledger, in Input) []Action {
 	l.Stopped = ""
 	var out, readying []Action
 	for _, env := range in.Chain {
-		frozenUntil, frozen := FrozenUntil(env.Freeze, s.now)
-		_, rollbacksHeld := rollbacksHeldUntil(env.Freeze, s.now)
+		frozenUntil, frozen := freeze.Until(env.Freeze, s.now)
+		_, rollbacksHeld := freeze.RollbacksUntil(env.Freeze, s.now)
 		switch was := l.frozen(env.Name); {
 		case frozen && !was:
 			l.event(s.now, env.Name, "", ReasonFreezeStarted, "a freeze window holds "+env.Name+" until "+frozenUntil.UTC().Format(time.RFC3339)+": nothing is opened or merged there")
@@ -150,7 +151,7 @@ func (s stepper) repin(t *Track, env Environment, image, pinned string) {
 	}
 	first := t.Pinned == ""
 	t.Pinned, t.PinnedAt = pinned, s.now
-	t.Proven, t.ProvenSince, t.SoakedAt = "", nil, nil
+	t.Proven, t.ProvenSince, t.SoakedAt, t.Clusters = "", nil, nil, nil
 	if first {
 		return // pinbot's first look: nothing merged that it saw
 	}
@@ -197,6 +198,7 @@ func (s stepper) liftHolds(env, image, digest string, pinnedAt time.Time) {
 // prove records whether the pinned digest is proven, and since when.
 func (s stepper) prove(t *Track, env Environment, image string, obs Assessment) {
 	t.Pods, t.Commit = obs.Pods, obs.Commit
+	t.proveClusters(obs, s.now)
 	if !obs.Proven || obs.Digest != t.Pinned {
 		if t.Proven != "" {
 			s.l.event(s.now, env.Name, image, ReasonProofBroke, "the proof of "+imageref.Short(t.Proven)+" broke: "+obs.Why)
@@ -228,6 +230,21 @@ func (s stepper) prove(t *Track, env Environment, image string, obs Assessment) 
 	}
 }
 
+// proveClusters keeps whether each of the wave's clusters proves the
+// pinned digest, and since when.
+func (t *Track) proveClusters(obs Assessment, now time.Time) {
+	was := t.Clusters
+	t.Clusters = nil
+	for _, c := range obs.Clusters {
+		if i := slices.IndexFunc(was, func(w ClusterProof) bool { return w.Cluster == c.Cluster && w.Since != nil }); c.Proven && i >= 0 {
+			c.Since = was[i].Since
+		} else if c.Proven {
+			c.Since = &now
+		}
+		t.Clusters = append(t.Clusters, c)
+	}
+}
+
 // ranBefore reports whether digest was proven in n before what it pins
 // now: going back to it is a rollback's decision, never an onward
 // promotion's.
@@ -250,7 +267,7 @@ func (s stepper) onward(env Environment, image string) []Action {
 			continue // onwardGroup moves it with its group
 		}
 		n := s.l.Track(name, image)
-		frozenUntil, frozen := FrozenUntil(next.Freeze, s.now)
+		frozenUntil, frozen := freeze.Until(next.Freeze, s.now)
 		// Proposed as soon as it is proven, its gate pending until the
 		// soak completes: reviewers read the change during the soak,
 		// and the gate (and auto-merge) turn green when it ends.

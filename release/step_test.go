@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"pinbot.dev/pinbot/internal/commitstatus"
+	"pinbot.dev/pinbot/release/freeze"
 )
 
 const (
@@ -162,7 +163,7 @@ func TestFreezeHoldsOnwardAndMerge(t *testing.T) {
 	c, l, w := chain(), New(), newWorld()
 	c[0].Soak = 0
 	c[1].AutoMerge = true
-	c[1].Freeze = []Freeze{{Start: "0 12 * * *", Duration: time.Hour, TimeZone: "Europe/Berlin"}} // 11:00-12:00 UTC in winter
+	c[1].Freeze = []freeze.Window{{Start: "0 12 * * *", Duration: time.Hour, TimeZone: "Europe/Berlin"}} // 11:00-12:00 UTC in winter
 	w.proven("prod", dA)
 	w.proven("staging", dA)
 	Step(l, w.input(c, t0.Add(-2*time.Hour)))
@@ -297,25 +298,11 @@ func TestHeldDigestGoesNowhere(t *testing.T) {
 	}
 }
 
-func TestFrozenUntil(t *testing.T) {
-	w := []Freeze{{Start: "0 18 * * 5", Duration: 62 * time.Hour, TimeZone: "Europe/Berlin"}}
-	fri := time.Date(2026, 12, 4, 17, 30, 0, 0, time.UTC) // 18:30 in Berlin
-	if until, ok := FrozenUntil(w, fri); !ok || !until.Equal(time.Date(2026, 12, 7, 7, 0, 0, 0, time.UTC)) {
-		t.Errorf("Friday evening: %v, %v; want frozen until Monday 08:00 Berlin", until, ok)
-	}
-	if _, ok := FrozenUntil(w, fri.Add(-time.Hour)); ok {
-		t.Error("before the window: frozen")
-	}
-	if _, ok := FrozenUntil(w, time.Date(2026, 12, 7, 7, 0, 0, 0, time.UTC)); ok {
-		t.Error("at the window's end: still frozen")
-	}
-}
-
 func TestValidate(t *testing.T) {
 	c := Chain{
 		{Name: "a", Paths: []string{"a/**"}},
 		{Name: "b", From: "a", Paths: []string{"b/**"}},
-		{Name: "b", From: "z", Rollback: "maybe", Soak: -time.Second, Freeze: []Freeze{{Start: "never", Duration: time.Hour}, {Start: "0 18 * * 5", Duration: 2562047 * time.Hour}}},
+		{Name: "b", From: "z", Rollback: "maybe", Soak: -time.Second, Freeze: []freeze.Window{{Start: "never", Duration: time.Hour}, {Start: "0 18 * * 5", Duration: 2562047 * time.Hour}}},
 	}
 	var got []string
 	for _, p := range c.Validate(func(s string) bool { return s != "" }, func(string) error { return nil }) {

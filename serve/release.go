@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"errors"
 
@@ -17,8 +18,11 @@ import (
 func newRunner(d *daemon) *chains.Runner {
 	deps := chains.Deps{
 		Kube: d.kube, Namespace: d.ns, Interval: d.o.ReleaseInterval,
-		Repos:  d.repos,
-		Report: d.report,
+		Repos: d.repos,
+		Report: func(ctx context.Context, app string) assess.Report { // its loop's last pass here, else a fresh observe pass
+			st, v, _, err := d.r.Proof(ctx, app)
+			return appReport(app, st, v, err)
+		},
 		Known: func(app string) bool {
 			_, err := d.r.Config().App(app)
 			return err == nil
@@ -70,16 +74,12 @@ func (p *promoter) chainEnv(repo string) (promote.Env, error) {
 	return p.env(&Target{Repo: repo})
 }
 
-// report is the reconciler's proof of app: its loop's last pass here, or a
-// fresh observe pass when its loop runs on another replica.
-func (d *daemon) report(ctx context.Context, app string) assess.Report {
-	st, v, _, err := d.r.Proof(ctx, app)
-	return appReport(app, st, v, err)
-}
-
 // appReport converts the reconciler's answer for release.
 func appReport(app string, st *status.App, v *verdict.Verification, err error) assess.Report {
 	out := assess.Report{App: app, Err: err}
+	if st != nil { // what a wave's placement picks it by: the cluster of its last pass
+		out.Cluster, out.Labels = cmp.Or(st.Cluster, "in-cluster"), st.ClusterLabels
+	}
 	if err != nil {
 		return out
 	}

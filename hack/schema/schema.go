@@ -13,6 +13,7 @@ import (
 
 	"pinbot.dev/pinbot/promote"
 	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/release/clusters"
 	"pinbot.dev/pinbot/serve"
 	"pinbot.dev/pinbot/trust/proven"
 )
@@ -121,6 +122,10 @@ func generateTagged(v any, tag, id, title string) (*jsonschema.Schema, error) {
 func durations(t reflect.Type) *jsonschema.Schema {
 	if t == reflect.TypeFor[time.Duration]() || t == reflect.TypeFor[config.Duration]() || t == reflect.TypeFor[proven.Duration]() {
 		return &jsonschema.Schema{Type: "string", Pattern: `^-?([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`, Description: "a Go duration such as 60s, 30m or 1h30m"}
+	}
+	if t == reflect.TypeFor[clusters.Share]() {
+		return &jsonschema.Schema{OneOf: []*jsonschema.Schema{{Type: "integer", Minimum: "0"}, {Type: "string", Pattern: `^([0-9]|[1-9][0-9]|100)%$`}},
+			Description: "a count, or a percentage such as 25%"}
 	}
 	return nil
 }

@@ -31,7 +31,10 @@ type Cluster struct {
 	// Name is "" for pinbot's own cluster; a spoke's name, else its
 	// server.
 	Name, Server string
-	Applier      *ssa.Applier
+	// Labels are the labels of the Secret that reaches a spoke: what a
+	// release wave's selector picks clusters by.
+	Labels  map[string]string
+	Applier *ssa.Applier
 	// Dynamic is the cluster's dynamic client, for what pinbot writes
 	// there beside an app (its Proof).
 	Dynamic dynamic.Interface

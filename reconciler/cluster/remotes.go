@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -116,8 +117,8 @@ func (rs *Remotes) list(ctx context.Context, ns string) ([]corev1.Secret, error)
 }
 
 // clients returns the spoke's clients, made anew when its Secret (key, at
-// resourceVersion version) changed.
-func (rs *Remotes) clients(key, version string, a spoke.Cluster) (*Cluster, error) {
+// resourceVersion version, with labels) changed.
+func (rs *Remotes) clients(key, version string, labels map[string]string, a spoke.Cluster) (*Cluster, error) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if r := rs.byKey[key]; r != nil && r.version == version {
@@ -152,6 +153,7 @@ func (rs *Remotes) clients(key, version string, a spoke.Cluster) (*Cluster, erro
 		old.Close()
 	}
 	c := New(name, a.Server, kube, dyn, md, rs.h, remoteSyncTimeout)
+	c.Labels = maps.Clone(labels)
 	trip.alive.Store(c.alive)
 	rs.byKey[key] = &remote{Cluster: c, version: version}
 	return c, nil

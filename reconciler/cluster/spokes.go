@@ -36,7 +36,7 @@ func (rs *Remotes) ArgoCD(ctx context.Context, appNS string, dest *deployer.Clus
 			if !a.Names(dest.Server, dest.Name) {
 				continue
 			}
-			c, err := rs.clients(ns+"/"+s.Name, s.ResourceVersion, a)
+			c, err := rs.clients(ns+"/"+s.Name, s.ResourceVersion, s.Labels, a)
 			if err != nil {
 				return fail(err)
 			}
@@ -74,7 +74,7 @@ func (rs *Remotes) Flux(ctx context.Context, kc *deployer.SecretKey) (*Cluster, 
 	if err != nil {
 		return fail(fmt.Errorf("Secret %s/%s: %w", kc.Namespace, kc.Name, err))
 	}
-	c, err := rs.clients(kc.Namespace+"/"+kc.Name, s.ResourceVersion, sc)
+	c, err := rs.clients(kc.Namespace+"/"+kc.Name, s.ResourceVersion, s.Labels, sc)
 	if err != nil {
 		return fail(err)
 	}

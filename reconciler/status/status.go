@@ -89,6 +89,9 @@ type App struct {
 	// Cluster names the cluster the app runs on: "" for pinbot's own, a
 	// spoke's name, or its server.
 	Cluster string `json:"cluster,omitempty"`
+	// ClusterLabels are the labels of the Secret that reaches Cluster:
+	// what a release wave's selector picks it by.
+	ClusterLabels map[string]string `json:"clusterLabels,omitempty"`
 	// Objects are each desired object's health (not persisted).
 	Objects []verdict.ObjectHealth `json:"objects,omitempty"`
 	// Source is who deploys the app: "pinbot", "argocd" or "flux".
@@ -129,8 +132,10 @@ type Observation struct {
 	At  time.Time
 	// Replica names the replica of serve that passes the app, if any.
 	Replica string
-	// Cluster names the cluster the pass read ("" for pinbot's own).
-	Cluster string
+	// Cluster names the cluster the pass read ("" for pinbot's own),
+	// and ClusterLabels its Secret's labels.
+	Cluster       string
+	ClusterLabels map[string]string
 	// Commit is the head the pass compared against (while the source is
 	// unreachable, the last one fetched).
 	Commit string
@@ -183,7 +188,7 @@ func Of(o Observation) *App {
 	s := &App{
 		App: a.Name, Repo: redact.URL(a.Repo), Branch: a.Branch, Path: a.Path, Automated: a.SyncPolicy.Automated,
 		ObservedAt: o.At, Commit: o.Commit, Sync: SyncUnknown, Health: verdict.HealthUnknown,
-		SyncedCommit: o.SyncedCommit, Drift: o.Drift, Orphaned: o.Orphans, Replica: o.Replica, Cluster: o.Cluster,
+		SyncedCommit: o.SyncedCommit, Drift: o.Drift, Orphaned: o.Orphans, Replica: o.Replica, Cluster: o.Cluster, ClusterLabels: o.ClusterLabels,
 	}
 	s.Source, s.HeadCommit, s.DeployedCommit = string(deployer.Pinbot), o.Commit, o.SyncedCommit
 	if d := o.Deployed; d != nil {

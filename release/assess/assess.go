@@ -36,15 +36,33 @@ type Report struct {
 	Reasons    []string
 	Containers []verdict.ContainerVerdict
 	Err        error
+	// Cluster is the cluster the app runs on, as its status names it
+	// ("in-cluster" for pinbot's own), and Labels its Secret's labels:
+	// what a wave's placement picks it by (OfPlaced).
+	Cluster string
+	Labels  map[string]string
 }
 
 // Of judges image in an environment whose Git pins digest, from the
 // reports of its apps. Apps that run no container of the image do not count;
 // an environment none of whose apps runs it proves nothing.
 func Of(image, digest string, reports []Report) release.Assessment {
+	o, _ := judge(image, digest, reports)
+	return o
+}
+
+// shown is what judge saw besides the Assessment: how many apps run the
+// image, and whether one shows what no maxUnproven tolerates (another
+// digest running once the rollout settled, or a failed rollout).
+type shown struct {
+	counted int
+	wrong   bool
+}
+
+func judge(image, digest string, reports []Report) (release.Assessment, shown) {
 	o := release.Assessment{Image: image, Digest: digest}
 	var why []string
-	counted := 0
+	counted, wrong := 0, false
 	for _, v := range reports {
 		if v.Err != nil {
 			why = append(why, fmt.Sprintf("app %s: %s", v.App, v.Err))
@@ -75,6 +93,7 @@ func Of(image, digest string, reports []Report) release.Assessment {
 			case c.Verdict == verdict.Mismatch && settled(v):
 				// A failure once it lasts the readyTimeout (see Step): a
 				// stale node, a registry that changed under the tag.
+				wrong = true
 				why = append(why, fmt.Sprintf("pod %s/%s container %s is Mismatch: %s", c.Namespace, c.Pod, c.Container, c.Reason))
 			case c.Verdict == verdict.Mismatch:
 				why = append(why, fmt.Sprintf("pod %s/%s container %s still runs %s", c.Namespace, c.Pod, c.Container, imageref.Short(c.RunningDigest)))
@@ -120,7 +139,7 @@ func Of(image, digest string, reports []Report) release.Assessment {
 	why = slices.Compact(why)
 	o.Proven = len(why) == 0
 	o.Why = strings.Join(why, "; ")
-	return o
+	return o, shown{counted: counted, wrong: wrong || o.Failure != ""}
 }
 
 // settled says an app's rollout is done: synced, healthy, nothing left

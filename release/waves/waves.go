@@ -28,6 +28,7 @@ package waves
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"pinbot.dev/pinbot/release"
 )
@@ -55,7 +56,10 @@ func Expand(c release.Chain) release.Chain {
 		for i, w := range e.Waves {
 			we := e
 			we.Name, we.Of, we.Wave = Name(e.Name, w.Name), e.Name, w.Name
-			we.Paths, we.Apps, we.Soak, we.Waves = w.Paths, w.Apps, w.Soak, nil
+			we.Paths, we.Apps, we.Soak, we.Waves, we.Placement = w.Paths, w.Apps, w.Soak, nil, w.Placement
+			if len(w.Apps) == 0 {
+				we.Apps = e.Apps // the environment's, on the wave's clusters
+			}
 			if i > 0 {
 				// Only the first wave takes a digest from upstream.
 				we.From = Name(e.Name, e.Waves[i-1].Name)
@@ -71,44 +75,98 @@ func Expand(c release.Chain) release.Chain {
 	return out
 }
 
-// Validate says what is wrong with c's waves, each Problem at its
-// environment (Index) and key ("waves", or "paths"/"apps" given beside
-// them): a wave list of one wave, an empty wave, a wave named twice or
-// with a name that is not a name, an environment that names paths or
-// apps besides its waves, and an expanded name another environment has.
-// The paths of the waves are checked against every other environment's
-// and wave's by release.Chain.Validate on the expanded chain.
-func Validate(c release.Chain, validName func(string) bool) []release.Problem {
-	var out []release.Problem
-	add := func(i int, key, format string, args ...any) {
-		out = append(out, release.Problem{Index: i, Key: key, Msg: fmt.Sprintf(format, args...)})
+// Validate says what is wrong with c's waves, each Problem at its path
+// under the environment: a wave list of one wave, an empty wave, a wave
+// named twice or with a name that is not a name, an environment that
+// names paths besides its waves (or apps, unless every wave names its
+// clusters), an expanded name another environment has, a placement
+// that names no cluster or one cluster for every wave, and a
+// maxUnproven that is no count or percentage or that tolerates every
+// cluster of its wave. The paths of the waves are checked against every
+// other environment's and wave's by release.Chain.Validate on the
+// expanded chain.
+func Validate(c release.Chain, validName func(string) bool) []Problem {
+	var out []Problem
+	add := func(path []any, format string, args ...any) {
+		out = append(out, Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
 	}
 	for i, e := range c {
 		if len(e.Waves) == 0 {
 			continue
 		}
-		if len(e.Paths) > 0 || len(e.Apps) > 0 {
-			add(i, "waves", "environment %q has waves: its paths and apps are its waves', not its own", e.Name)
-		}
-		if len(e.Waves) == 1 {
-			add(i, "waves", "environment %q has one wave: waves roll an environment out in two steps or more; give the wave's paths and apps to the environment instead", e.Name)
+		placed := !slices.ContainsFunc(e.Waves, func(w release.Wave) bool { return !w.Named() })
+		switch {
+		case len(e.Paths) > 0 || len(e.Apps) > 0 && !placed:
+			add([]any{i, "waves"}, "environment %q has waves: its paths and apps are its waves', not its own (apps beside waves only when every wave names its clusters)", e.Name)
+		case len(e.Waves) == 1:
+			add([]any{i, "waves"}, "environment %q has one wave: waves roll an environment out in two steps or more; give the wave's paths and apps to the environment instead", e.Name)
 		}
 		var seen []string
 		for j, w := range e.Waves {
+			at := func(key string) []any { return []any{i, "waves", j, key} }
 			switch {
 			case !validName(w.Name):
-				add(i, "waves", "environment %q: wave %d's name %q: want lowercase letters, digits, '.', '_' or '-'", e.Name, j+1, w.Name)
+				add(at("name"), "environment %q: wave %d's name %q: want lowercase letters, digits, '.', '_' or '-'", e.Name, j+1, w.Name)
 			case slices.Contains(seen, w.Name):
-				add(i, "waves", "environment %q: wave %q named twice", e.Name, w.Name)
+				add(at("name"), "environment %q: wave %q named twice", e.Name, w.Name)
 			case slices.ContainsFunc(c, func(o release.Environment) bool { return o.Name == Name(e.Name, w.Name) }):
-				add(i, "waves", "environment %q: wave %q is environment %q, which is declared too", e.Name, w.Name, Name(e.Name, w.Name))
+				add(at("name"), "environment %q: wave %q is environment %q, which is declared too", e.Name, w.Name, Name(e.Name, w.Name))
 			}
 			seen = append(seen, w.Name)
-			if len(w.Paths) == 0 || len(w.Apps) == 0 {
-				add(i, "waves", "environment %q: wave %q is empty: give it the paths of its clusters' files and the apps that prove it there", e.Name, w.Name)
+			if len(w.Paths) == 0 || len(w.Apps) == 0 && len(e.Apps) == 0 {
+				add([]any{i, "waves", j}, "environment %q: wave %q is empty: give it the paths of its clusters' files and the apps that prove it there", e.Name, w.Name)
 			}
 			if w.Soak < 0 {
-				add(i, "waves", "environment %q: wave %q: soak must not be negative", e.Name, w.Name)
+				add(at("soak"), "environment %q: wave %q: soak must not be negative", e.Name, w.Name)
+			}
+			out = append(out, placement(e, i, j)...)
+		}
+		if names := clusterNames(e.Waves); placed && len(names) == 1 && !slices.ContainsFunc(e.Waves, func(w release.Wave) bool { return len(w.Selector) > 0 }) {
+			add([]any{i, "waves"}, "environment %q: every wave names cluster %q alone: waves roll an environment out over two clusters or more", e.Name, names[0])
+		}
+	}
+	return out
+}
+
+// placement checks wave j of environment i's clusters and maxUnproven.
+func placement(e release.Environment, i, j int) []Problem {
+	w := e.Waves[j]
+	var out []Problem
+	add := func(key, format string, args ...any) {
+		out = append(out, Problem{Path: []any{i, "waves", j, key}, Msg: fmt.Sprintf("environment %q: wave %q: ", e.Name, w.Name) + fmt.Sprintf(format, args...)})
+	}
+	for k, c := range w.Clusters {
+		switch {
+		case strings.TrimSpace(c) == "":
+			add("clusters", "cluster %d is empty", k+1)
+		case slices.Contains(w.Clusters[:k], c):
+			add("clusters", "cluster %q named twice", c)
+		}
+	}
+	for k, v := range w.Selector {
+		if k == "" || v == "" {
+			add("selector", "selector %q: %q: want a label and its value", k, v)
+		}
+	}
+	tolerated, err := w.MaxUnproven.Of(len(w.Clusters))
+	switch {
+	case err != nil:
+		add("maxUnproven", "maxUnproven %s", err)
+	case w.MaxUnproven != "" && !w.Named():
+		add("maxUnproven", "maxUnproven needs the wave's clusters (clusters: or selector:)")
+	case len(w.Selector) == 0 && len(w.Clusters) > 0 && tolerated >= len(w.Clusters):
+		add("maxUnproven", "maxUnproven %s tolerates every one of its %d clusters: one at least must prove it", w.MaxUnproven, len(w.Clusters))
+	}
+	return out
+}
+
+// clusterNames are the clusters the waves name, each once.
+func clusterNames(ws []release.Wave) []string {
+	var out []string
+	for _, w := range ws {
+		for _, c := range w.Clusters {
+			if !slices.Contains(out, c) {
+				out = append(out, c)
 			}
 		}
 	}
@@ -128,10 +186,7 @@ type Problem struct {
 // release.Chain.Validate), each problem at the environment or the wave
 // at fault.
 func Check(c release.Chain, validName func(string) bool, checkGlob func(string) error) []Problem {
-	var out []Problem
-	for _, p := range Validate(c, validName) {
-		out = append(out, Problem{Path: []any{p.Index, p.Key}, Msg: p.Msg})
-	}
+	out := Validate(c, validName)
 	type origin struct{ env, wave int }
 	var from []origin
 	for i, e := range c {

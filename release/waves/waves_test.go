@@ -10,6 +10,7 @@ import (
 
 	"pinbot.dev/pinbot/internal/commitstatus"
 	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/release/clusters"
 )
 
 const (
@@ -69,6 +70,35 @@ func TestExpandMakesEachWaveAnEnvironment(t *testing.T) {
 	}
 }
 
+// placed is declared with prod's waves over clusters: the environment's
+// apps, each wave on its own clusters, the quarter with maxUnproven.
+func placed(c release.Chain, maxUnproven clusters.Share) release.Chain {
+	c[1].Apps = []string{"web-prod"}
+	for i, cs := range [][]string{{"eu-1"}, {"eu-2", "eu-3"}, {"us-1", "us-2"}} {
+		c[1].Waves[i].Apps, c[1].Waves[i].Clusters = nil, cs
+	}
+	c[1].Waves[1].MaxUnproven = maxUnproven
+	return c
+}
+
+// TestExpandPlacedWaves: a wave that names its clusters takes the
+// environment's apps, and carries its placement; Validate finds nothing
+// wrong with it.
+func TestExpandPlacedWaves(t *testing.T) {
+	c := placed(declared(), "50%")
+	c[1].Waves[2].Clusters, c[1].Waves[2].Selector = nil, map[string]string{"region": "us"}
+	if probs := Validate(c, func(s string) bool { return s != "" }); len(probs) > 0 {
+		t.Fatalf("placed waves: %+v", probs)
+	}
+	got := Expand(c)
+	for i, want := range []clusters.Placement{{Clusters: []string{"eu-1"}}, {Clusters: []string{"eu-2", "eu-3"}, MaxUnproven: "50%"}, {Selector: map[string]string{"region": "us"}}} {
+		e := got[i+1]
+		if diff := cmp.Diff(want, e.Placement); diff != "" || !slices.Equal(e.Apps, []string{"web-prod"}) {
+			t.Errorf("%s: apps %q, want the environment's; placement (-want +got):\n%s", e.Name, e.Apps, diff)
+		}
+	}
+}
+
 // TestBadWaves: every wave list that cannot roll out is refused, naming
 // the environment and the wave; overlapping wave paths are refused by the
 // expanded chain's own check.
@@ -88,6 +118,23 @@ func TestBadWaves(t *testing.T) {
 			return append(c, release.Environment{Name: "prod.rest", Paths: []string{"x/**"}, Apps: []string{"x"}})
 		}, `wave "rest" is environment "prod.rest", which is declared too`},
 		{"negative soak", func(c release.Chain) release.Chain { c[1].Waves[0].Soak = -time.Second; return c }, `wave "canary": soak must not be negative`},
+		{"apps beside waves without clusters", func(c release.Chain) release.Chain { c[1].Apps = []string{"web"}; return c }, `apps beside waves only when every wave names its clusters`},
+		{"maxUnproven over 100%", func(c release.Chain) release.Chain { return placed(c, "101%") }, `wave "quarter": maxUnproven "101%": over 100%`},
+		{"maxUnproven no count", func(c release.Chain) release.Chain { return placed(c, "one") }, `wave "quarter": maxUnproven "one": want a count or a percentage`},
+		{"maxUnproven tolerating every cluster", func(c release.Chain) release.Chain { return placed(c, "2") }, `maxUnproven 2 tolerates every one of its 2 clusters`},
+		{"maxUnproven without clusters", func(c release.Chain) release.Chain { c[1].Waves[0].MaxUnproven = "1"; return c }, `wave "canary": maxUnproven needs the wave's clusters`},
+		{"one cluster for every wave", func(c release.Chain) release.Chain {
+			c = placed(c, "")
+			for i := range c[1].Waves {
+				c[1].Waves[i].Clusters = []string{"eu-1"}
+			}
+			return c
+		}, `every wave names cluster "eu-1" alone`},
+		{"a cluster named twice", func(c release.Chain) release.Chain {
+			c = placed(c, "")
+			c[1].Waves[2].Clusters = []string{"us-1", "us-1"}
+			return c
+		}, `wave "rest": cluster "us-1" named twice`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
@@ -228,7 +275,98 @@ func TestAChangeOfWavesIsAChainChange(t *testing.T) {
 			}
 		})
 	}
+	// On waves over clusters: a cluster moved out of the canary, a
+	// maxUnproven raised, the earlier waves' rollback turned off.
+	for _, tc := range []struct {
+		name string
+		edit func(c release.Chain) release.Chain
+		want string
+	}{
+		{"a cluster moved to a later wave", func(c release.Chain) release.Chain {
+			c[1].Waves[0].Clusters, c[1].Waves[2].Clusters = []string{"us-3"}, []string{"us-1", "us-2", "eu-1"}
+			return c
+		}, "changes the settings of prod.canary"},
+		{"maxUnproven raised", func(c release.Chain) release.Chain { c[1].Waves[1].MaxUnproven = "1"; return c }, "changes the settings of prod.quarter"},
+		{"earlier waves kept", func(c release.Chain) release.Chain { c[1].RollbackEarlierWaves = false; return c }, "changes the settings of prod.canary"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := placed(declared(), "0")
+			c[1].RollbackEarlierWaves = true
+			if got := release.ChainChange(Expand(c), Expand(tc.edit(c))); !strings.Contains(got, tc.want) {
+				t.Errorf("ChainChange = %q, want it to say %q", got, tc.want)
+			}
+		})
+	}
 	if got := release.ChainChange(base, Expand(declared())); got != "" {
 		t.Errorf("the same waves: ChainChange = %q, want none", got)
+	}
+}
+
+// TestEarlierWavesRollBackWhenTheEnvironmentSaysSo: with
+// rollbackEarlierWaves, B failing in the quarter rolls back the canary,
+// where B proved, as well as the quarter, and holds B in both.
+func TestEarlierWavesRollBackWhenTheEnvironmentSaysSo(t *testing.T) {
+	d := declared()
+	d[1].RollbackEarlierWaves = true
+	c := Expand(d)
+	c.Defaults()
+	l := release.New()
+	w := world{pinned: map[string]string{"staging": dA, "prod.canary": dA, "prod.quarter": dA, "prod.rest": dA, "dr": dA}}
+	release.Step(l, w.input(c, t0, nil))
+	w.pinned["staging"], w.pinned["prod.canary"] = dB, dB
+	release.Step(l, w.input(c, t0.Add(time.Minute), nil))
+	w.pinned["prod.quarter"] = dB
+	release.Step(l, w.input(c, t0.Add(40*time.Minute), nil))
+	stale := map[string]string{"prod.quarter": "pod web/web-1 container app is Mismatch: running sha256:aa…"}
+	release.Step(l, w.input(c, t0.Add(41*time.Minute), stale))
+	as := release.Step(l, w.input(c, t0.Add(44*time.Minute), stale))
+	if got := promotions(as); !slices.Equal(got, []string{"rollback prod.quarter a", "rollback prod.canary a"}) {
+		t.Fatalf("B broke in the quarter: %q; want the quarter and the canary rolled back to A", got)
+	}
+	for env, want := range map[string]bool{"staging": false, "prod.canary": true, "prod.quarter": true, "prod.rest": true, "dr": true} {
+		if held := l.Held(env, img, dB) != nil; held != want {
+			t.Errorf("B held in %s: %v, want %v", env, held, want)
+		}
+	}
+	if tr := l.Lookup("prod.canary", img); tr.Rollback == nil || !strings.Contains(tr.Rollback.Evidence, "wave quarter failed: ") {
+		t.Errorf("the canary's rollback: %+v; want its evidence to name the quarter's failure", tr.Rollback)
+	}
+}
+
+// TestClustersProvenSince: the ledger keeps since when each cluster of a
+// placed wave proves the pinned digest; a cluster whose proof breaks
+// starts again, and a new digest starts them all.
+func TestClustersProvenSince(t *testing.T) {
+	c := release.Chain{{Name: "prod", Paths: []string{"envs/**"}, Apps: []string{"web"}, Placement: clusters.Placement{Clusters: []string{"eu-1", "eu-2"}, MaxUnproven: "1"}}}
+	c.Defaults()
+	l := release.New()
+	look := func(at time.Duration, digest string, eu2 bool) map[string]string {
+		in := release.Input{Now: t0.Add(at), Chain: c, Pinned: map[string]map[string]string{"prod": {img: digest}}}
+		a := release.Assessment{Image: img, Digest: digest, Proven: true, Clusters: []release.ClusterProof{{Cluster: "eu-1", Proven: true}, {Cluster: "eu-2", Proven: eu2, Why: "not Ready"}}}
+		in.Assessed = map[string]map[string]release.Assessment{"prod": {img: a}}
+		release.Step(l, in)
+		out := map[string]string{}
+		for _, cp := range l.Lookup("prod", img).Clusters {
+			out[cp.Cluster] = "unproven: " + cp.Why
+			if cp.Since != nil {
+				out[cp.Cluster] = cp.Since.Sub(t0).String()
+			}
+		}
+		return out
+	}
+	for _, step := range []struct {
+		at     time.Duration
+		digest string
+		eu2    bool
+		want   map[string]string
+	}{
+		{0, dA, true, map[string]string{"eu-1": "0s", "eu-2": "0s"}},
+		{time.Minute, dA, false, map[string]string{"eu-1": "0s", "eu-2": "unproven: not Ready"}},
+		{2 * time.Minute, dA, true, map[string]string{"eu-1": "0s", "eu-2": "2m0s"}},
+		{3 * time.Minute, dB, true, map[string]string{"eu-1": "3m0s", "eu-2": "3m0s"}},
+	} {
+		if diff := cmp.Diff(step.want, look(step.at, step.digest, step.eu2)); diff != "" {
+			t.Errorf("at %s (-want +got):\n%s", step.at, diff)
+		}
 	}
 }

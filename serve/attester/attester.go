@@ -96,6 +96,14 @@ func (a *Attester) Observe(repo string, chain release.Chain, l *release.Ledger, 
 		p.Apps = slices.Clone(env.Apps)
 		p.Wave = env.Wave
 	}
+	for _, c := range t.Clusters {
+		if c.Since != nil {
+			if p.ClusterProvenSince == nil {
+				p.ClusterProvenSince = map[string]time.Time{}
+			}
+			p.ClusterProvenSince[c.Cluster] = *c.Since
+		}
+	}
 	p.Group = release.GroupProven(l, chain, e.Env, e.Image)
 	p.By = ActsFor(l, e.Env, e.Image, t)
 	clusters := map[string]string{}

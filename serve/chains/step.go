@@ -203,8 +203,9 @@ func (rl *Runner) assess(ctx context.Context, chain release.Chain, inv *promote.
 		}
 		out[e.Name] = map[string]release.Assessment{}
 		for image, digest := range inv.Pinned[e.Name] {
-			out[e.Name][image] = assess.Of(image, digest, vs)
+			out[e.Name][image] = assess.OfPlaced(image, digest, vs, e.Placement)
 		}
+		rl.warnUnknownClusters(ctx, e, vs)
 	}
 	return out
 }

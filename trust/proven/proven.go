@@ -55,9 +55,13 @@ type Predicate struct {
 	// Clusters and Apps are where it ran; Pods each container that ran
 	// it, with the imageID forms the runtimes reported.
 	Clusters []string `json:"clusters"`
-	Apps     []string `json:"apps"`
-	Pods     []Pod    `json:"pods"`
-	ImageIDs []string `json:"imageIDs,omitempty"`
+	// ClusterProvenSince are, for a wave that names its clusters, when
+	// each of them began to prove Digest without a break; a cluster its
+	// maxUnproven tolerated unproven is absent.
+	ClusterProvenSince map[string]time.Time `json:"clusterProvenSince,omitempty"`
+	Apps               []string             `json:"apps"`
+	Pods               []Pod                `json:"pods"`
+	ImageIDs           []string             `json:"imageIDs,omitempty"`
 	// Group is the group of images (a downstream environment's
 	// together:) that Image moves with, and each member's digest proven
 	// in Environment when this was written; unset when Image is in no

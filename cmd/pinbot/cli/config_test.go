@@ -82,6 +82,34 @@ func TestConfigValidateTogether(t *testing.T) {
 	}
 }
 
+// TestConfigValidateWaveClusters: the clusters a .pinbot.yaml's waves
+// name must be clusters serve's config knows (its own, "in-cluster", or
+// a kubeconfig Secret an app is applied through); the unknown one is
+// named at its line. Where serve has verify-only apps, whose clusters
+// only Argo CD or Flux know, it is a note.
+func TestConfigValidateWaveClusters(t *testing.T) {
+	dir := t.TempDir()
+	repo := filepath.Join(dir, "repo", ".pinbot.yaml")
+	writeTestFile(t, repo, "environments:\n  - name: prod\n    apps: [web-eu-1, web-eu-2, web-us-1]\n    waves:\n"+
+		"      - {name: canary, paths: [envs/eu-1/**], clusters: [eu-1]}\n"+
+		"      - name: rest\n        paths: [envs/eu-2/**, envs/us-1/**]\n        clusters:\n          - eu-2\n          - us-9\n")
+	app := func(name, cluster string) string {
+		return "  - name: " + name + "\n    repo: https://gitea.example/o/r.git\n    namespace: web\n    cluster: {kubeConfig: {secretRef: {name: " + cluster + "}}}\n"
+	}
+	own := filepath.Join(dir, "own.yaml")
+	writeTestFile(t, own, "apps:\n"+app("web-eu-1", "eu-1")+app("web-eu-2", "eu-2")+app("web-us-1", "us-1"))
+	argo := filepath.Join(dir, "argo.yaml")
+	writeTestFile(t, argo, "apps:\n"+app("web-eu-1", "eu-1")+app("web-eu-2", "eu-2")+"  - name: web-us-1\n    argocd: {application: web-us-1}\n")
+	code, stdout, stderr := run(t, "config", "validate", repo, own)
+	if want := repo + `:10: wave rest of prod names cluster "us-9", which no app of ` + own; code != exitError || !strings.Contains(stdout, want) {
+		t.Errorf("an unknown cluster: exit %d; want %d and %q:\n%s%s", code, exitError, want, stdout, stderr)
+	}
+	code, stdout, stderr = run(t, "config", "validate", repo, argo)
+	if want := `note: ` + repo + `:10: wave rest of prod names cluster "us-9"`; code != exitOK || !strings.Contains(stdout, want) {
+		t.Errorf("beside a verify-only app: exit %d; want %d and %q:\n%s%s", code, exitOK, want, stdout, stderr)
+	}
+}
+
 // TestReferenceIsCurrent: docs/cli is what the commands say; change a
 // command or flag, and make docs writes it anew.
 func TestReferenceIsCurrent(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"pinbot.dev/pinbot/internal/imageref"
 	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/release/freeze"
 	"pinbot.dev/pinbot/release/store"
 )
 
@@ -32,7 +33,7 @@ func Ledgers(w io.Writer, asJSON bool, ls []RepoLedger, now time.Time) error {
 			for _, e := range rl.Ledger.Chain {
 				ej := envJSON{Environment: e, Soak: duration(e.Soak), RollbackWindow: duration(e.RollbackWindow), ReadyTimeout: duration(e.ReadyTimeout), UpstreamSoak: duration(e.UpstreamSoak)}
 				for _, f := range e.Freeze {
-					ej.Freeze = append(ej.Freeze, freezeJSON{Freeze: f, Duration: duration(f.Duration)})
+					ej.Freeze = append(ej.Freeze, freezeJSON{Window: f, Duration: duration(f.Duration)})
 				}
 				out[i].Ledger.Chain = append(out[i].Ledger.Chain, ej)
 			}
@@ -197,7 +198,7 @@ type envJSON struct {
 }
 
 type freezeJSON struct {
-	release.Freeze
+	freeze.Window
 	Duration duration `json:"duration"`
 }
 

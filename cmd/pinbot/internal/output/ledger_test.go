@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"pinbot.dev/pinbot/release"
+	"pinbot.dev/pinbot/release/freeze"
 	"pinbot.dev/pinbot/release/store"
 )
 
@@ -98,7 +99,7 @@ func TestWritersKeyFirst(t *testing.T) {
 func TestLedgerJSONWritesDurations(t *testing.T) {
 	l := release.New()
 	l.Chain = release.Chain{{Name: "staging", Soak: 24 * time.Hour, ReadyTimeout: 90 * time.Second,
-		Freeze: []release.Freeze{{Start: "0 18 * * 5", Duration: 63 * time.Hour}}}, {Name: "prod", From: "staging"}}
+		Freeze: []freeze.Window{{Start: "0 18 * * 5", Duration: 63 * time.Hour}}}, {Name: "prod", From: "staging"}}
 	l.Track("staging", "r.example/web").Pinned = "sha256:" + strings.Repeat("c", 64)
 	var b strings.Builder
 	if err := Ledgers(&b, true, []RepoLedger{{Repo: "acme/manifests", Ledger: l}}, time.Now()); err != nil {

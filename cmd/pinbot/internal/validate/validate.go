@@ -67,6 +67,7 @@ func one(file string) (output.Validated, *promote.Config, *serve.Config) {
 func crossCheck(out []output.Validated, repos []*promote.Config, serves []*serve.Config) {
 	var names []string
 	known, discovers := map[string]bool{}, false
+	clusters := clustersOf(serves)
 	for i, s := range serves {
 		if s == nil {
 			continue
@@ -84,6 +85,7 @@ func crossCheck(out []output.Validated, repos []*promote.Config, serves []*serve
 		if r == nil {
 			continue
 		}
+		crossClusters(&out[i], r, clusters, names)
 		unknown := r.Environments.UnknownApps(func(a string) bool { return known[a] })
 		if len(unknown) == 0 {
 			continue
