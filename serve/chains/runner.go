@@ -12,9 +12,7 @@ import (
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/release"
-	"pinbot.dev/pinbot/release/assess"
 	"pinbot.dev/pinbot/release/chainmetrics"
-	"pinbot.dev/pinbot/release/clusters"
 	"pinbot.dev/pinbot/release/store"
 	"pinbot.dev/pinbot/trust"
 	"pinbot.dev/pinbot/trust/attest"
@@ -141,34 +139,6 @@ func (rl *Runner) warnUnknownApps(ctx context.Context, repo string, chain releas
 	rl.warned[key] = true
 	logctx.From(ctx).Warn("the release chain names apps serve does not run: those environments prove nothing, and nothing moves on from them",
 		"repo", repo, "apps", unknown)
-}
-
-// warnUnknownClusters logs, once, each cluster wave e names on which
-// none of its apps runs: the wave counts it unproven, so nothing moves
-// on from it until the name is mended (a typo, a Secret renamed).
-func (rl *Runner) warnUnknownClusters(ctx context.Context, e release.Environment, reports []assess.Report) {
-	var unknown, known []string
-	for _, r := range reports {
-		if r.Cluster != "" && !slices.Contains(known, r.Cluster) {
-			known = append(known, r.Cluster)
-		}
-	}
-	for _, name := range e.Placement.Clusters {
-		if !slices.ContainsFunc(known, func(c string) bool { return clusters.Names(name, c) }) {
-			unknown = append(unknown, name)
-		}
-	}
-	key := e.Name + " clusters " + strings.Join(unknown, ",")
-	rl.mu.Lock()
-	defer rl.mu.Unlock()
-	if len(unknown) == 0 || rl.warned[key] {
-		return
-	}
-	if rl.warned == nil {
-		rl.warned = map[string]bool{}
-	}
-	rl.warned[key] = true
-	logctx.From(ctx).Warn("a wave names clusters none of its apps runs on: they count as unproven", "env", e.Name, "clusters", unknown, "apps on", known)
 }
 
 // Run steps each chain when it is due (schedule) until ctx ends: when

@@ -54,6 +54,7 @@ func (rl *Runner) step(ctx context.Context, repo string) (time.Time, error) {
 		return time.Time{}, err
 	}
 	in := release.Input{Now: now, Chain: chain, Pinned: inv.Pinned, Tags: inv.Tags, Assessed: rl.assess(ctx, chain, inv), Attested: attested, Bypassed: bypassed}
+	warnClustersLeft(log, l, in)
 	decided := release.Step(l, in)
 	todo := append(decided, release.Pending(l, decided)...)
 	// The decisions go into the ledger before anything is done: a step
