@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +24,10 @@ func init() {
 const (
 	wavesRounds = 2
 	wavesSoak   = 5 * time.Second
+	// wavesIdle is how long the bench counts Proof writes once every
+	// wave proved the last digest: a minute, longer than serve's loop
+	// interval.
+	wavesIdle = time.Minute
 )
 
 // wavesOf are the namespaces of each wave.
@@ -69,18 +74,50 @@ func benchWaves(ctx context.Context, r *report) error {
 	if err := b.waitProvenWithin(ctx, last, refDigest(b.refs[0]), 5*time.Minute); err != nil {
 		return err
 	}
-	var gated, noticed []time.Duration
+	var gated, noticed, proofLag []time.Duration
+	pw := watchProofs(ctx, b.dyn)
 	for i := 1; i <= wavesRounds; i++ {
-		g, n, err := b.rollOut(ctx, b.refs[i])
+		g, n, p, err := b.rollOut(ctx, b.refs[i], pw)
 		if err != nil {
 			return fmt.Errorf("round %d: %w", i, err)
 		}
-		gated, noticed = append(gated, g...), append(noticed, n...)
+		gated, noticed, proofLag = append(gated, g...), append(noticed, n...), append(proofLag, p...)
+	}
+	// Idle is once every app has seen the last merge: an app whose files
+	// it did not touch sees the new head at its next poll (a minute), and
+	// its Proof names the commit it proves.
+	c, err := b.gitea.Client(ctx)
+	if err != nil {
+		return err
+	}
+	head, _, err := c.GetRepoBranch(b.owner, releaseRepo, "main")
+	if err != nil {
+		return err
+	}
+	if _, err := b.poll(ctx, 2*time.Minute, "every Proof at the last merge", func() bool { return pw.at(head.Commit.ID) }); err != nil {
+		return err
+	}
+	before, changedBefore := pw.written()
+	time.Sleep(wavesIdle)
+	after, changed := pw.written()
+	idle := after - before
+	var what []string
+	for k, n := range changed {
+		if n -= changedBefore[k]; n > 0 {
+			what = append(what, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	slices.Sort(what)
+	if len(what) == 0 {
+		what = []string{"nothing"}
 	}
 	at := fmt.Sprintf(" (%d namespaces, %d waves)", 20, len(wavesOf))
 	p50 := recMedian(gated)
 	r.check("waves"+at+": previous wave's soak end → next wave's PR gate green, p50", recRound(p50).String()+" ("+recDurations(gated)+")", "≤ 2s", p50 <= 2*time.Second)
 	r.info("waves"+at+": a wave's proof held in the cluster → in pinbot's ledger, p50", recRound(recMedian(noticed)).String()+" ("+recDurations(noticed)+")")
+	p50 = recMedian(proofLag)
+	r.check("waves"+at+": a wave's last Pod Ready → its every Proof Ready, p50", recRound(p50).String()+" ("+recDurations(proofLag)+")", "≤ 1s", p50 <= time.Second)
+	r.check("waves"+at+": Proof writes in an idle minute", fmt.Sprintf("%d (21 Proofs; changed: %s)", idle, strings.Join(what, ", ")), "0", idle == 0)
 	return nil
 }
 
@@ -95,6 +132,11 @@ func (b *releaseBench) setUpWaves(ctx context.Context) error {
 		all = append(all, w...)
 	}
 	if err := b.namespaces(ctx, all...); err != nil {
+		return err
+	}
+	// The chart's Proof CRD: serve writes each app's Proof as it would
+	// in a real cluster, and the bench times them.
+	if err := b.cluster.InstallCRDs(ctx, filepath.Join("charts", "pinbot", "crds", "proofs.pinbot.dev.yaml")); err != nil {
 		return err
 	}
 	var err error
@@ -134,37 +176,37 @@ func (b *releaseBench) setUpWaves(ctx context.Context) error {
 // the first, how long after the previous wave's soak ended its pull
 // request's gate went green, and for each wave how long pinbot took to
 // record the proof the cluster held.
-func (b *releaseBench) rollOut(ctx context.Context, ref string) (gated, noticed []time.Duration, err error) {
+func (b *releaseBench) rollOut(ctx context.Context, ref string, pw *proofWatch) (gated, noticed, proofLag []time.Duration, err error) {
 	digest := refDigest(ref)
 	if err := b.promote(ctx, ref); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	pull, err := b.waitPull(ctx, pr.Branch("pinbot/", "staging", b.repository()), digest, time.Minute)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if _, err := b.gitea.MergePull(ctx, b.owner, releaseRepo, pull.Index); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var soaked, ledgerSoaked time.Time // when the previous wave's soak ended: by the cluster, by the ledger
 	for i, w := range wavesOf {
 		env := waveEnv(i)
 		next, err := b.waitPull(ctx, pr.Branch("pinbot/", env, b.repository()), digest, 2*time.Minute)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if err := b.waitGate(ctx, next, "success", time.Minute); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if i > 0 {
 			green := time.Now()
 			if green.Before(ledgerSoaked) {
-				return nil, nil, fmt.Errorf("%s's gate went green at %s, before the previous wave's soak ended at %s", env, green.Format(time.RFC3339Nano), ledgerSoaked.Format(time.RFC3339Nano))
+				return nil, nil, nil, fmt.Errorf("%s's gate went green at %s, before the previous wave's soak ended at %s", env, green.Format(time.RFC3339Nano), ledgerSoaked.Format(time.RFC3339Nano))
 			}
 			gated = append(gated, green.Sub(soaked))
 		}
 		if _, err := b.gitea.MergePull(ctx, b.owner, releaseRepo, next.Index); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		var held time.Time
 		if _, err := b.poll(ctx, 2*time.Minute, env+" running "+digest[:19], func() bool {
@@ -176,17 +218,22 @@ func (b *releaseBench) rollOut(ctx context.Context, ref string) (gated, noticed 
 			held = time.Now()
 			return true
 		}); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if err := b.waitProven(ctx, env, digest); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		t := b.track(ctx, env)
 		if t.ProvenSince == nil {
-			return nil, nil, errors.New(env + " proven without a time")
+			return nil, nil, nil, errors.New(env + " proven without a time")
 		}
 		noticed = append(noticed, max(t.ProvenSince.Sub(held), 0))
+		if _, err := b.poll(ctx, time.Minute, env+"'s Proofs Ready for "+digest[:19], func() bool { _, ok := pw.ready(w, digest); return ok }); err != nil {
+			return nil, nil, nil, err
+		}
+		at, _ := pw.ready(w, digest)
+		proofLag = append(proofLag, max(at.Sub(held), 0))
 		soaked, ledgerSoaked = held.Add(wavesSoak), t.ProvenSince.Add(wavesSoak)
 	}
-	return gated, noticed, nil
+	return gated, noticed, proofLag, nil
 }
