@@ -77,7 +77,7 @@ func (p *promoter) chainEnv(repo string) (promote.Env, error) {
 // appReport converts the reconciler's answer for release.
 func appReport(app string, st *status.App, v *verdict.Verification, err error) assess.Report {
 	out := assess.Report{App: app, Err: err}
-	if st != nil { // what a wave's placement picks it by: the cluster of its last pass
+	if st != nil && (st.Cluster != "" || err == nil) { // what a wave's placement picks it by: the cluster of its last pass
 		out.Cluster, out.Labels = cmp.Or(st.Cluster, "in-cluster"), st.ClusterLabels
 	}
 	if err != nil {
