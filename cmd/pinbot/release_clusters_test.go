@@ -230,15 +230,7 @@ func TestReleaseWavesOverClusters(t *testing.T) {
 	if !strings.Contains(rb.Body, "envs/eu-1/web.yaml") || strings.Contains(rb.Body, "envs/eu-2/") || !strings.Contains(rb.Body, "Mismatch") {
 		t.Errorf("the canary's rollback does not restore eu-1's file alone, for the stale node's Mismatch:\n%s", rb.Body)
 	}
-	poll.Until(t, 30*time.Second, "v3 held in every wave", func() (bool, string) {
-		l := r.ledger()
-		for _, env := range []string{"prod.canary", "prod.quarter", "prod.rest"} {
-			if l.Held(env, r.appKey(), v3) == nil {
-				return false, env + ": not held; " + r.ledgerSummary()
-			}
-		}
-		return true, ""
-	})
+	r.waitHeld(v3, "prod.canary", "prod.quarter", "prod.rest")
 	if pr := r.openPull(r.branch("prod.quarter")); pr != nil {
 		t.Errorf("v3 failed in the canary, and #%d opened into the quarter", pr.Index)
 	}

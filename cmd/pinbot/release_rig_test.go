@@ -319,6 +319,20 @@ func short(d string) string {
 	return d
 }
 
+// waitHeld waits until digest is held in each of envs.
+func (r *releaseRig) waitHeld(digest string, envs ...string) {
+	r.t.Helper()
+	poll.Until(r.t, 30*time.Second, short(digest)+" held in "+strings.Join(envs, ", "), func() (bool, string) {
+		l := r.ledger()
+		for _, env := range envs {
+			if l.Held(env, r.appKey(), digest) == nil {
+				return false, env + ": not held; " + r.ledgerSummary()
+			}
+		}
+		return true, ""
+	})
+}
+
 // waitProven waits until env proves digest.
 func (r *releaseRig) waitProven(env, digest string, within time.Duration) release.Track {
 	r.t.Helper()

@@ -179,10 +179,7 @@ func TestReleaseRollback(t *testing.T) {
 		}
 		r.merge(r.pull(r.branch("staging"), time.Minute).Index)
 		rb := r.pull(r.rollbackBranch("staging"), 2*time.Minute)
-		poll.Until(t, 30*time.Second, "the bad digest held in staging and prod", func() (bool, string) {
-			l := r.ledger()
-			return l.Held("staging", r.appKey(), bad) != nil && l.Held("prod", r.appKey(), bad) != nil, r.ledgerSummary()
-		})
+		r.waitHeld(bad, "staging", "prod")
 		r.waitAnnounced(t, rep, bad)
 		r.merge(rb.Index)
 		r.waitProven("staging", r.v1, 2*time.Minute)

@@ -170,15 +170,7 @@ func TestReleaseWaves(t *testing.T) {
 	if !strings.Contains(rb.Body, "envs/prod-canary/web.yaml") || strings.Contains(rb.Body, "envs/prod-eu/") || !strings.Contains(rb.Body, short(v2)[len("sha256:"):]) {
 		t.Errorf("the canary's rollback does not restore v2 in the canary's file alone:\n%s", rb.Body)
 	}
-	poll.Until(t, 30*time.Second, "v3 held in the canary, eu and the rest", func() (bool, string) {
-		l := r.ledger()
-		for _, env := range []string{"prod.canary", "prod.eu", "prod.rest"} {
-			if l.Held(env, r.appKey(), v3) == nil {
-				return false, env + ": not held; " + r.ledgerSummary()
-			}
-		}
-		return true, ""
-	})
+	r.waitHeld(v3, "prod.canary", "prod.eu", "prod.rest")
 	if pr := r.openPull(r.branch("prod.eu")); pr != nil {
 		t.Errorf("v3 failed in the canary, and #%d opened into eu", pr.Index)
 	}
