@@ -90,6 +90,7 @@ var allowed = map[string][]string{
 	// What a pull request says: pure, no client.
 	"promote/pr":       append([]string{"release", "internal/globs", "trust/policy", "trust/proven", "internal/imageref", "internal/clip", "internal/jsonkeys", "internal/commitstatus", "internal/commitid", "internal/redact"}, proofWords...),
 	"promote/ciinput":  append([]string{"promote", "pins", "registry", "gitforge", "render", "release", "release/waves", "trust", "trust/policy", "trust/proven", "trust/attest", "trust/sign", "promote/pr"}, append(proofWords, leaves...)...),
+	"promote/feeds":    append([]string{"promote", "pins", "registry", "gitforge", "render", "release", "release/waves", "trust", "trust/policy", "trust/proven", "trust/attest", "trust/sign", "promote/pr"}, append(proofWords, leaves...)...),
 	"promote/helmform": append([]string{"promote", "pins", "registry", "gitforge", "render", "release", "release/waves", "trust", "trust/policy", "trust/proven", "trust/attest", "trust/sign", "promote/pr"}, append(proofWords, leaves...)...),
 
 	// The signature policy: it reads signatures through the registry and

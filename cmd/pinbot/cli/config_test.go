@@ -110,6 +110,31 @@ func TestConfigValidateWaveClusters(t *testing.T) {
 	}
 }
 
+// TestConfigValidateSeparableWaves: a wave whose kustomization reads a
+// pinned base that feeds another wave too is refused, naming the
+// reference's file and line; pinning in each overlay is valid.
+func TestConfigValidateSeparableWaves(t *testing.T) {
+	dir := t.TempDir()
+	const digest = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	writeTestFile(t, filepath.Join(dir, ".pinbot.yaml"), "environments:\n  - name: prod\n    waves:\n"+
+		"      - {name: canary, paths: [envs/eu-1/**], apps: [web-eu-1]}\n      - {name: rest, paths: [envs/us-1/**], apps: [web-us-1]}\n")
+	writeTestFile(t, filepath.Join(dir, "base", "kustomization.yaml"), "resources: [deploy.yaml]\n")
+	writeTestFile(t, filepath.Join(dir, "base", "deploy.yaml"), "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      containers:\n        - {name: app, image: registry.example/org/web@"+digest+"}\n")
+	for _, w := range []string{"eu-1", "us-1"} {
+		writeTestFile(t, filepath.Join(dir, "envs", w, "kustomization.yaml"), "resources: [../../base]\n")
+	}
+	code, stdout, stderr := run(t, "config", "validate", filepath.Join(dir, ".pinbot.yaml"))
+	if want := filepath.Join(dir, "envs", "eu-1", "kustomization.yaml") + ":1: wave prod.canary reads base/deploy.yaml, which pins registry.example/org/web outside the wave's paths and feeds prod.canary and prod.rest"; code != exitError || !strings.Contains(stdout, want) {
+		t.Errorf("a base feeding both waves: exit %d; want %d and %q:\n%s%s", code, exitError, want, stdout, stderr)
+	}
+	for _, w := range []string{"eu-1", "us-1"} {
+		writeTestFile(t, filepath.Join(dir, "envs", w, "kustomization.yaml"), "resources: [../../base]\nimages:\n  - {name: registry.example/org/web, digest: "+digest+"}\n")
+	}
+	if code, stdout, stderr := run(t, "config", "validate", filepath.Join(dir, ".pinbot.yaml")); code != exitOK {
+		t.Errorf("each overlay pinning the image: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
 // TestReferenceIsCurrent: docs/cli is what the commands say; change a
 // command or flag, and make docs writes it anew.
 func TestReferenceIsCurrent(t *testing.T) {

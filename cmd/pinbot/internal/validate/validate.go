@@ -4,13 +4,18 @@ package validate
 
 import (
 	"fmt"
+	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"pinbot.dev/pinbot/cmd/pinbot/internal/output"
 	"pinbot.dev/pinbot/internal/confined"
 	"pinbot.dev/pinbot/internal/redact"
+	"pinbot.dev/pinbot/pins"
 	"pinbot.dev/pinbot/promote"
+	"pinbot.dev/pinbot/promote/feeds"
+	"pinbot.dev/pinbot/release"
 	"pinbot.dev/pinbot/serve"
 )
 
@@ -46,6 +51,9 @@ func one(file string) (output.Validated, *promote.Config, *serve.Config) {
 		if dir, err = confined.Open(filepath.Dir(file)); err == nil {
 			var c promote.Config
 			c, err = promote.LoadConfig(dir)
+			if err == nil {
+				err = separable(filepath.Dir(file), dir, c)
+			}
 			repo = &c
 			dir.Close()
 		}
@@ -58,6 +66,25 @@ func one(file string) (output.Validated, *promote.Config, *serve.Config) {
 	}
 	v.Valid = true
 	return v, repo, srv
+}
+
+// separable says, when c's chain has waves, where a wave's kustomization
+// in the repository at root reads a pinned file outside the wave
+// (package feeds): the first such reference, at its file and line.
+func separable(root string, fsys fs.FS, c promote.Config) error {
+	if !slices.ContainsFunc(c.Environments, func(e release.Environment) bool { return e.Wave != "" }) {
+		return nil
+	}
+	found, err := pins.ScanFS(fsys)
+	if err != nil {
+		return fmt.Errorf("reading the repository's pins: %w", err)
+	}
+	if probs := feeds.Check(fsys, c, found); len(probs) > 0 {
+		p := probs[0]
+		p.File = filepath.Join(root, filepath.FromSlash(p.File))
+		return p
+	}
+	return nil
 }
 
 // crossCheck checks the files validated together against each other:
