@@ -71,10 +71,7 @@ func TestReleaseActionsOnRealGitea(t *testing.T) {
 	r.merge(r.pull(r.branch("staging"), time.Minute).Index)
 	r.waitProven("staging", v2, 2*time.Minute)
 	prod := r.pull(r.branch("prod"), time.Minute)
-	poll.Until(t, time.Minute, "a green gate on prod's pull request", func() (bool, string) {
-		state, desc := r.gateStatus(prod.Head.Sha)
-		return state == "success", state + ": " + desc
-	})
+	r.waitGreen(prod)
 	r.merge(prod.Index)
 	r.waitProven("prod", v2, 2*time.Minute)
 

@@ -193,10 +193,7 @@ func TestReleaseWavesOverClusters(t *testing.T) {
 				t.Errorf("%s's pull request changes %s, or %s:\n%s", w.env, f, w.notFiles, pull.Body)
 			}
 		}
-		poll.Until(t, time.Minute, "a green gate on "+w.env+"'s pull request", func() (bool, string) {
-			state, desc := r.gateStatus(pull.Head.Sha)
-			return state == "success", state + ": " + desc
-		})
+		r.waitGreen(pull)
 		r.merge(pull.Index)
 		proven := r.waitProven(w.env, v2, 2*time.Minute)
 		if w.env == "prod.canary" && !slices.Equal(clusterProofs(proven), []string{"eu-1+"}) {
@@ -221,10 +218,7 @@ func TestReleaseWavesOverClusters(t *testing.T) {
 	r.merge(r.pull(r.branch("staging"), time.Minute).Index)
 	r.waitProven("staging", v3, 2*time.Minute)
 	canary := r.pull(r.branch("prod.canary"), time.Minute)
-	poll.Until(t, time.Minute, "a green gate on the canary's pull request for v3", func() (bool, string) {
-		state, desc := r.gateStatus(canary.Head.Sha)
-		return state == "success", state + ": " + desc
-	})
+	r.waitGreen(canary)
 	r.merge(canary.Index)
 	rb := r.pull(r.rollbackBranch("prod.canary"), 2*time.Minute)
 	if !strings.Contains(rb.Body, "envs/eu-1/web.yaml") || strings.Contains(rb.Body, "envs/eu-2/") || !strings.Contains(rb.Body, "Mismatch") {

@@ -319,6 +319,15 @@ func short(d string) string {
 	return d
 }
 
+// waitGreen waits until pinbot's pinbot/gate on pull's head is green.
+func (r *releaseRig) waitGreen(pull *sdk.PullRequest) {
+	r.t.Helper()
+	poll.Until(r.t, time.Minute, fmt.Sprintf("a green gate on #%d (%s)", pull.Index, pull.Head.Ref), func() (bool, string) {
+		state, desc := r.gateStatus(pull.Head.Sha)
+		return state == "success", state + ": " + desc
+	})
+}
+
 // waitHeld waits until digest is held in each of envs.
 func (r *releaseRig) waitHeld(digest string, envs ...string) {
 	r.t.Helper()

@@ -98,10 +98,7 @@ func TestReleaseWaves(t *testing.T) {
 	if pr := r.openPull(r.branch("prod.eu")); pr != nil {
 		t.Fatalf("eu's pull request #%d opened before the canary proved v2", pr.Index)
 	}
-	poll.Until(t, time.Minute, "a green gate on the canary's pull request", func() (bool, string) {
-		state, desc := r.gateStatus(canary.Head.Sha)
-		return state == "success", state + ": " + desc
-	})
+	r.waitGreen(canary)
 	r.merge(canary.Index)
 	proven := r.waitProven("prod.canary", v2, 2*time.Minute)
 	// DORA's lead time is Gitea's merge to the proof, as the ledger
@@ -143,10 +140,7 @@ func TestReleaseWaves(t *testing.T) {
 			t.Errorf("the rest's pull request does not change %s:\n%s", f, rest.Body)
 		}
 	}
-	poll.Until(t, time.Minute, "a green gate on the rest's pull request", func() (bool, string) {
-		state, desc := r.gateStatus(rest.Head.Sha)
-		return state == "success", state + ": " + desc
-	})
+	r.waitGreen(rest)
 	r.merge(rest.Index)
 	r.waitProven("prod.rest", v2, 2*time.Minute)
 
@@ -161,10 +155,7 @@ func TestReleaseWaves(t *testing.T) {
 	r.merge(r.pull(r.branch("staging"), time.Minute).Index)
 	r.waitProven("staging", v3, 2*time.Minute)
 	canary = r.pull(r.branch("prod.canary"), time.Minute)
-	poll.Until(t, time.Minute, "a green gate on the canary's pull request for v3", func() (bool, string) {
-		state, desc := r.gateStatus(canary.Head.Sha)
-		return state == "success", state + ": " + desc
-	})
+	r.waitGreen(canary)
 	r.merge(canary.Index)
 	rb := r.pull(r.rollbackBranch("prod.canary"), 2*time.Minute)
 	if !strings.Contains(rb.Body, "envs/prod-canary/web.yaml") || strings.Contains(rb.Body, "envs/prod-eu/") || !strings.Contains(rb.Body, short(v2)[len("sha256:"):]) {
