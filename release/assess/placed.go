@@ -39,10 +39,10 @@ func OfPlaced(image, digest string, reports []Report, p clusters.Placement) rele
 		cp := release.ClusterProof{Cluster: c, Why: "none of the wave's apps reports from it: pinbot knows no such cluster, or has not read it yet"}
 		if rs := on[c]; len(rs) > 0 {
 			a, s := judge(image, digest, rs)
-			if s.counted == 0 && !slices.ContainsFunc(rs, func(r Report) bool { return r.Err != nil }) {
+			if s.counted == 0 && !slices.ContainsFunc(rs, unknown) {
 				continue // none of its apps runs the image
 			}
-			cp.Proven, cp.Why = a.Proven, a.Why
+			cp.Proven, cp.Why = a.Proven, cmp.Or(unread(rs), a.Why)
 			o.Pods = append(o.Pods, a.Pods...)
 			o.Commit = cmp.Or(o.Commit, a.Commit)
 			if a.Failure != "" && o.Failure == "" {
@@ -75,4 +75,27 @@ func OfPlaced(image, digest string, reports []Report, p clusters.Placement) rele
 	}
 	o.Proven, o.Why = len(why) == 0, strings.Join(why, "; ")
 	return o
+}
+
+// unknown reports whether r says nothing yet of the images its app runs:
+// it could not be read, or lists no container (a rollout its controller
+// has not observed yet). Its cluster stays in the wave, unproven, rather
+// than seeming to run none of the image.
+func unknown(r Report) bool { return r.Err != nil || len(r.Containers) == 0 }
+
+// unread says why a cluster whose apps all say nothing yet is unproven,
+// or "" when one of them counts.
+func unread(rs []Report) string {
+	var why []string
+	for _, r := range rs {
+		switch {
+		case !unknown(r):
+			return ""
+		case r.Err != nil:
+			why = append(why, fmt.Sprintf("app %s: %s", r.App, r.Err))
+		default:
+			why = append(why, fmt.Sprintf("app %s lists no Pod yet: %s", r.App, cmp.Or(strings.Join(r.Reasons, "; "), "no container")))
+		}
+	}
+	return strings.Join(why, "; ")
 }

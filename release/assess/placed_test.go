@@ -27,6 +27,7 @@ func TestOfPlaced(t *testing.T) {
 	stale := view(verdict.Healthy, false, container("w1", img, dA, verdict.Mismatch, true, ""))
 	degraded := view(verdict.Degraded, true, container("w1", img, dA, verdict.Verified, true, ""))
 	down := Report{Err: errors.New("cluster unreachable")}
+	pending := Report{Health: verdict.Progressing, Synced: true, Reasons: []string{"Deployment prod/web: generation 2 not yet observed by its controller"}}
 	otherImage := view(verdict.Healthy, true, container("s1", "registry.example/org/side", dC, verdict.Verified, true, ""))
 	eu := map[string]string{"region": "eu"}
 	us := map[string]string{"region": "us"}
@@ -61,6 +62,8 @@ func TestOfPlaced(t *testing.T) {
 			[]Report{on("a", eu, good), on("b", eu, good), on("c", eu, notReady), on("d", eu, notReady)}, false, "2 of 4 clusters unproven, over maxUnproven 1", "", []string{"a+", "b+", "c-", "d-"}},
 		{"a cluster running none of the image does not count", clusters.Placement{Clusters: []string{"eu-1", "eu-2"}},
 			[]Report{on("eu-1", nil, good), on("eu-2", nil, otherImage)}, true, "", "", []string{"eu-1+"}},
+		{"a rollout not observed yet keeps its cluster, unproven", clusters.Placement{Clusters: []string{"eu-1", "eu-2"}},
+			[]Report{on("eu-1", nil, good), on("eu-2", nil, pending)}, false, "cluster eu-2: app web-eu-2 lists no Pod yet: Deployment prod/web: generation 2 not yet observed", "", []string{"eu-1+", "eu-2-"}},
 		{"an app whose cluster is not known yet counts nowhere", clusters.Placement{Selector: eu},
 			[]Report{on("eu-1", eu, good), {App: "web-new", Err: errors.New("not observed yet")}}, true, "", "", []string{"eu-1+"}},
 		{"a kubeconfig Secret by its name", clusters.Placement{Clusters: []string{"eu-1", "pinbot/eu-2"}},
