@@ -172,7 +172,11 @@ var allowed = map[string][]string{
 	"reconciler/report":       append([]string{"gitforge", "reconciler/verdict", "reconciler/object"}, leaves...),
 	// The I/O shells the reconciler reads through: each cluster's clients
 	// and watch caches, the fetched branches, the registry's answers.
-	"reconciler/cluster":   append([]string{"reconciler/object", "reconciler/ssa", "reconciler/verdict", "reconciler/deployer", "reconciler/spoke"}, leaves...),
+	"reconciler/cluster": append([]string{"reconciler/object", "reconciler/ssa", "reconciler/verdict", "reconciler/deployer", "reconciler/spoke", "reconciler/cluster/compact"}, leaves...),
+	// What the watch caches keep of an object: client-go's types alone.
+	"reconciler/cluster/compact": {"reconciler/verdict", "reconciler/object", "internal/imageref", "internal/clip"},
+	// The Events of the proofs: client-go's broadcaster.
+	"reconciler/events":    append([]string{"reconciler/verdict", "reconciler/object"}, leaves...),
 	"reconciler/gitsource": append([]string{"gitforge"}, leaves...),
 	"reconciler/lookup":    append([]string{"reconciler/object", "reconciler/verdict", "registry", "trust", "trust/policy", "trust/proven"}, leaves...),
 	"reconciler/discover":  above(core, "reconciler/config"),

@@ -69,7 +69,7 @@ func (p *pass) awaitWave(ctx context.Context, w wave.Wave) error {
 		live, err := p.c.Applier.Live(wctx, p.app.Name, w.Objects)
 		var snap *verdict.Snapshot
 		if err == nil {
-			snap, err = p.r.snapshotOn(wctx, p.c, p.app.AllowNamespaces, w.Objects, live)
+			snap, err = p.r.snapshotOn(wctx, p.c, p.app.Name, p.app.AllowNamespaces, w.Objects, live)
 		}
 		if err == nil {
 			state, oh := wave.Progress(verdict.AssessHealth(snap), live)

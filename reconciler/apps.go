@@ -64,6 +64,15 @@ func (s *appSet) keep(a *config.App) *appState {
 	return s.states[a.Name]
 }
 
+// ShardKey is app's config.App.ShardKey, or its name when it is not one
+// of the apps: what serve's replicas share the apps out by.
+func (r *Reconciler) ShardKey(app string) string {
+	if a := r.set.Load().apps[app]; a != nil {
+		return a.ShardKey()
+	}
+	return app
+}
+
 // Config returns the Reconciler's configuration: the one it was made
 // with, its apps as SetApps last set them.
 func (r *Reconciler) Config() *config.Config { return r.set.Load().cfg }
@@ -150,7 +159,7 @@ type appRuns struct {
 	r    *Reconciler
 	ctx  context.Context
 	stop <-chan struct{}
-	keep func(string) bool
+	keep func(*config.App) bool
 
 	mu      sync.Mutex
 	running map[string]*appRun
@@ -173,7 +182,7 @@ func (a *appRuns) startAll() {
 	for i := range s.cfg.Apps {
 		app := &s.cfg.Apps[i]
 		st := s.states[app.Name]
-		if (a.keep != nil && !a.keep(app.Name)) || a.running[app.Name] != nil {
+		if (a.keep != nil && !a.keep(app)) || a.running[app.Name] != nil {
 			continue
 		}
 		run := &appRun{st: st, quit: make(chan struct{})}
@@ -188,6 +197,8 @@ func (a *appRuns) startAll() {
 			if a.keep != nil {
 				st.forget()
 				a.r.history.Forget(app.Name)
+				a.r.local.Pods.Forget(app.Name)
+				a.r.remotes.Forget(app.Name)
 			}
 		}()
 	}

@@ -2,45 +2,15 @@ package reconciler
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	corerecord "k8s.io/client-go/tools/record"
 
 	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/events"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/record"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
-
-// Reasons of the Events pinbot writes on the apps and workloads it
-// verifies.
-const (
-	eventVerified     = "Verified"
-	eventMismatch     = "Mismatch"
-	eventInconclusive = "Inconclusive"
-	eventPending      = "Pending"
-	eventUnknown      = "Unknown"
-)
-
-// eventer writes Kubernetes Events through client-go's broadcaster, which
-// aggregates repeats and rate-limits, so `kubectl describe` and Argo CD's
-// events tab show what pinbot proved.
-type eventer struct {
-	bc  corerecord.EventBroadcaster
-	rec corerecord.EventRecorder
-}
-
-func newEventer(kube kubernetes.Interface) *eventer {
-	bc := corerecord.NewBroadcaster()
-	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	return &eventer{bc: bc, rec: bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "pinbot"})}
-}
-
-func (e *eventer) close() { e.bc.Shutdown() }
 
 // announce says, once a pass's proof changed state, what it is now: a
 // log line at Info; an Event on the app's object (the Argo CD
@@ -58,24 +28,12 @@ func (p *pass) announce(ctx context.Context, prev verdict.Verdict, v *verdict.Ve
 		return
 	}
 	p.log.Info("verification", "commit", shortSHA(v.Commit), "state", string(state), "summary", v.Summary())
-	reason, kind, msg := string(state), corev1.EventTypeNormal, ""
-	switch state {
-	case verdict.Verified:
-		reason, msg = eventVerified, fmt.Sprintf("every current Pod runs the digests commit %s pins", shortSHA(v.Commit))
-	case verdict.Mismatch:
-		reason, kind, msg = eventMismatch, corev1.EventTypeWarning, "commit "+shortSHA(v.Commit)+": "+v.Mismatches()
-	case verdict.Inconclusive:
-		reason, kind, msg = eventInconclusive, corev1.EventTypeWarning, "the registry could not prove what some Pods run: "+v.Summary()
-	case verdict.Unknown:
-		reason, kind, msg = eventUnknown, corev1.EventTypeWarning, "commit "+shortSHA(v.Commit)+": "+v.Summary()
-	default:
-		reason, msg = eventPending, "commit "+shortSHA(v.Commit)+": "+v.Summary()
-	}
+	reason, warning, msg := events.Of(v)
 	if owner := p.owner(); owner != nil {
-		p.r.events.rec.Event(owner, kind, reason, msg)
+		p.r.events.Write(owner, warning, reason, msg)
 	}
 	if f := p.r.onEvent.Load(); f != nil {
-		(*f)(ProofEvent{App: p.app.Name, Warning: kind == corev1.EventTypeWarning, Reason: reason, Message: msg})
+		(*f)(ProofEvent{App: p.app.Name, Warning: warning, Reason: reason, Message: msg})
 	}
 	if p.snap == nil || p.remote || state == verdict.Pending || state == verdict.Unknown {
 		return // Pending and Unknown are passing states: no news on each workload
@@ -85,7 +43,7 @@ func (p *pass) announce(ctx context.Context, prev verdict.Verdict, v *verdict.Ve
 			continue
 		}
 		if live, ok := p.snap.Live[object.RefOf(d)]; ok && live != nil {
-			p.r.events.rec.Event(live, kind, reason, msg)
+			p.r.events.Write(live, warning, reason, msg)
 		}
 	}
 }
@@ -135,9 +93,5 @@ func (r *Reconciler) Event(app string, warning bool, reason, message string) {
 	if owner == nil {
 		return
 	}
-	kind := corev1.EventTypeNormal
-	if warning {
-		kind = corev1.EventTypeWarning
-	}
-	r.events.rec.Event(owner, kind, reason, message)
+	r.events.Write(owner, warning, reason, message)
 }

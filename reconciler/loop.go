@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"pinbot.dev/pinbot/internal/logctx"
@@ -60,7 +61,7 @@ func (r *Reconciler) RunUntil(ctx context.Context, stop <-chan struct{}) error {
 // When it returns, this process forgets the kept apps' last passes: from
 // then on another replica passes them, and the metrics and the dashboard
 // show the status that replica stores.
-func (r *Reconciler) RunSome(ctx context.Context, stop <-chan struct{}, keep func(app string) bool) error {
+func (r *Reconciler) RunSome(ctx context.Context, stop <-chan struct{}, keep func(app *config.App) bool) error {
 	r.log.Store(logctx.From(ctx))
 	for backoff := minBackoff; ; backoff = min(2*backoff, time.Duration(r.Config().Interval)) {
 		err := r.Check(ctx)
@@ -93,15 +94,26 @@ func (r *Reconciler) RunSome(ctx context.Context, stop <-chan struct{}, keep fun
 	return nil
 }
 
-// prime reads the records of the apps keep keeps with one LIST, before
-// their loops start: their first passes then read none. A failure costs
-// only the time: each pass reads its own record.
-func (r *Reconciler) prime(ctx context.Context, keep func(app string) bool) {
+// prime readies what the first passes of the apps keep keeps read: their
+// records, with one LIST, and with shards the Pod caches of the
+// namespaces they deploy to on pinbot's own cluster (config.App.ShardKey),
+// which then list side by side rather than as each namespace's first
+// pass comes. A failure costs only the time: each pass reads its own
+// record and watches its namespaces.
+func (r *Reconciler) prime(ctx context.Context, keep func(app *config.App) bool) {
 	var apps []string
-	for _, a := range r.Config().Apps {
-		if keep == nil || keep(a.Name) {
-			apps = append(apps, a.Name)
+	spaces := map[string]string{} // namespace → one app that reads it
+	all := r.Config().Apps
+	for i := range all {
+		if keep == nil || keep(&all[i]) {
+			apps = append(apps, all[i].Name)
+			if ns, ok := strings.CutPrefix(all[i].ShardKey(), "/"); ok && keep != nil {
+				spaces[ns] = all[i].Name
+			}
 		}
+	}
+	for ns, app := range spaces {
+		go func() { _ = r.local.Pods.Watch(ctx, app, []string{ns}) }()
 	}
 	if len(apps) < primeFrom {
 		return

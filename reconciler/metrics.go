@@ -5,11 +5,18 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/reconciler/metrics"
 )
 
-// Register registers the Reconciler's metrics with reg (metrics.Metrics.Register).
-func (r *Reconciler) Register(reg prometheus.Registerer) error { return r.metrics.Register(reg) }
+// Register registers the Reconciler's metrics with reg
+// (metrics.Metrics.Register), and what its caches hold (cluster.Held).
+func (r *Reconciler) Register(reg prometheus.Registerer) error {
+	if err := reg.Register(cluster.Held(r.local, r.remotes)); err != nil {
+		return err
+	}
+	return r.metrics.Register(reg)
+}
 
 // statuses returns each app's status, in config order: its last pass in
 // this process, else (on a follower, which runs no passes) the status the

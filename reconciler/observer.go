@@ -267,7 +267,7 @@ func (ob *observer) snapshot(ctx context.Context, p *pass, d *deployed.App, name
 	if err := c.Objects.Fill(ctx, c.Applier.Mapping, want, live, p.fresh); err != nil {
 		return nil, nil, c.Fault(err)
 	}
-	snap, err := r.snapshotOn(ctx, c, namespaces, desired, live)
+	snap, err := r.snapshotOn(ctx, c, p.app.Name, namespaces, desired, live)
 	if err != nil {
 		return nil, nil, c.Fault(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/deployed"
+	"pinbot.dev/pinbot/reconciler/events"
 	"pinbot.dev/pinbot/reconciler/gitsource"
 	"pinbot.dev/pinbot/reconciler/history"
 	"pinbot.dev/pinbot/reconciler/lookup"
@@ -47,7 +48,7 @@ type Reconciler struct {
 	local     *cluster.Cluster    // the cluster pinbot runs against
 	argo      *cluster.ArgoAccess // reads through Argo CD's API server
 	remotes   *cluster.Remotes    // the spokes Argo CD and Flux name (clusterof.go)
-	events    *eventer            // Events on the workloads verified (events.go)
+	events    *events.Recorder    // Events on the apps and workloads verified (events.go)
 	source    *gitsource.Source
 	lookups   *lookup.Cache
 	mirrors   []verdict.Mirror // cfg.Rules(), normalised once
@@ -142,7 +143,11 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.now = 
 
 // WithReplica names the replica of serve that runs the passes, for the
 // statuses they store (status.App.Replica): with shards, which replica
-// passes an app.
+// passes an app. A shard keeps a namespace's apps together
+// (config.App.ShardKey), so such a replica's Pod caches hold the
+// namespaces of the apps it passes, each dropped once the last of them
+// goes to another replica (cluster.Handlers.PerNamespace), not the
+// whole cluster.
 func WithReplica(id string) Option { return func(o *options) { o.replica = id } }
 
 // WithSpokeTrust sets what the cluster credentials others write (Flux
@@ -243,7 +248,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 		loopSlots:  make(chan struct{}, loopPasses),
 	}
 	r.metrics = metrics.New(r.statuses)
-	r.route = &router{set: &r.set, log: &r.log, downAfter: o.downAft}
+	r.route = &router{set: &r.set, log: &r.log, downAfter: o.downAft, narrow: o.replica != ""}
 	h := r.route.handlers()
 	h.ObjectChanged = r.route.objectChanged
 	r.local = cluster.New("", "", kube, dyn, md, h, 0)
@@ -254,7 +259,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 		}
 		return nil
 	}, o.answer, r.mirrors)
-	r.events = newEventer(kube)
+	r.events = events.New(kube)
 	r.observer = &observer{r: r, deployed: &deployed.Reader{Objects: r.local.Objects, Kube: kube}}
 	if o.forge == nil && cfg.Forge != nil && !o.noForge {
 		g, err := gitforge.Dial(cfg.Forge.URL, cfg.Forge.TokenFile, cfg.Forge.CAFile, o.token)
@@ -270,17 +275,11 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	return r, nil
 }
 
-// Prewarm starts the caches of what verification reads on pinbot's own
-// cluster, when pinbot may read all of it, without waiting for them
-// (cluster.Watcher.Prewarm): serve calls it when this replica is sure to
-// pass apps, before it holds any.
-func (r *Reconciler) Prewarm(ctx context.Context) { r.local.Pods.Prewarm(ctx) }
-
 // Close stops the Reconciler's watches.
 func (r *Reconciler) Close() {
 	r.local.Close()
 	r.remotes.Close()
-	r.events.close()
+	r.events.Close()
 	r.history.Close()
 }
 

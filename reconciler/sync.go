@@ -162,7 +162,7 @@ func (p *pass) supersede(ctx context.Context, by string) {
 // deleted by its TTL.
 func (p *pass) observe(ctx context.Context) (*verdict.Verification, verdict.HealthReport, error) {
 	p.setWorkloads(p.desired)
-	snap, err := p.r.snapshotOn(ctx, p.c, p.app.AllowNamespaces, hook.Without(p.desired), p.live)
+	snap, err := p.r.snapshotOn(ctx, p.c, p.app.Name, p.app.AllowNamespaces, hook.Without(p.desired), p.live)
 	if err != nil {
 		return nil, verdict.HealthReport{}, p.c.Fault(err)
 	}

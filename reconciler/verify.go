@@ -16,12 +16,12 @@ import (
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
-// snapshotOn is what verification and health read of desired in cluster
-// c: the live objects, and, from the watcher's caches of namespaces
-// (started on first use), their Pods, ReplicaSets, ControllerRevisions
-// and the Nodes.
-func (r *Reconciler) snapshotOn(ctx context.Context, c *cluster.Cluster, namespaces []string, desired []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, error) {
-	if err := c.Pods.Watch(ctx, namespaces); err != nil {
+// snapshotOn is what verification and health read of app's desired in
+// cluster c: the live objects, and, from the watcher's caches of
+// namespaces (started on first use), their Pods, ReplicaSets,
+// ControllerRevisions and the Nodes.
+func (r *Reconciler) snapshotOn(ctx context.Context, c *cluster.Cluster, app string, namespaces []string, desired []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, error) {
+	if err := c.Pods.Watch(ctx, app, namespaces); err != nil {
 		return nil, fmt.Errorf("watching the Pods of %v: %w", namespaces, err)
 	}
 	snap := &verdict.Snapshot{Desired: desired, Live: live, Mirrors: r.mirrors}

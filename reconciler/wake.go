@@ -39,13 +39,14 @@ type router struct {
 	set       *atomic.Pointer[appSet]
 	log       *atomic.Pointer[slog.Logger] // the loop's, once it runs
 	downAfter time.Duration
+	narrow    bool // cluster.Handlers.PerNamespace
 }
 
 // handlers tell the app loops of a cluster's changes (a spoke's; pinbot's
 // own cluster also follows verify-only apps' objects).
 func (r *router) handlers() cluster.Handlers {
 	return cluster.Handlers{Changed: r.changed, InventoryChanged: r.inventoryChanged, WorkloadStatusChanged: r.workloadStatusChanged,
-		Reachability: r.reachability, DownAfter: r.downAfter}
+		Reachability: r.reachability, DownAfter: r.downAfter, PerNamespace: r.narrow}
 }
 
 // reachability is the clusters' callback: the cluster named name stopped

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"pinbot.dev/pinbot/internal/logctx"
+	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/serve/shard"
 )
 
@@ -20,7 +21,7 @@ func (d *daemon) sharded() bool { return d.o.Elect && d.o.Shards > 0 }
 // app's shard or, unsharded, leads.
 func (d *daemon) passesHere(app string) bool {
 	if d.sharded() {
-		return d.shards.Owns(app)
+		return d.shards.Owns(d.r.ShardKey(app))
 	}
 	return d.leads()
 }
@@ -31,7 +32,7 @@ func (d *daemon) passesHere(app string) bool {
 func (d *daemon) newShards(ctx context.Context) (*shard.Manager, error) {
 	n := d.o.Shards
 	work := func(wctx context.Context, stop <-chan struct{}, k int) {
-		err := d.r.RunSome(wctx, stop, func(app string) bool { return shard.Of(app, n) == k })
+		err := d.r.RunSome(wctx, stop, func(a *config.App) bool { return shard.Of(a.ShardKey(), n) == k })
 		if err != nil && wctx.Err() == nil {
 			logctx.From(ctx).Error("the reconcile loops of a shard stopped", "shard", k, "error", err.Error())
 		}
@@ -47,16 +48,13 @@ func (d *daemon) newShards(ctx context.Context) (*shard.Manager, error) {
 // of apps this one holds.
 func (d *daemon) runShards(work context.Context) error {
 	trigger := func(app string) {
-		if d.shards.Owns(app) {
+		if d.passesHere(app) {
 			_ = d.r.Trigger(app)
 		}
 	}
 	if err := watchTriggers(work, d.kube, d.ns, triggerHandlers{app: trigger, push: func(p pushRequest) { go d.triggerPushed(work, p) }}); err != nil {
 		return err
 	}
-	// Every replica passes apps once it holds shards: its caches of
-	// pinbot's own cluster list while it waits for them.
-	d.r.Prewarm(work)
 	ctx, cut := context.WithCancel(work)
 	stop := make(chan struct{})
 	var once sync.Once

@@ -38,7 +38,22 @@ func TestServeShards(t *testing.T) {
 		}
 		return out
 	}
-	rig := newServeRig(ctx, t, stack.Options{Namespaces: []string{"pinbot-system", "web"}}, files(1), secret)
+	// A shard keeps a namespace's apps together: six namespaces, two
+	// in each shard, hold five apps each.
+	var spaces []string
+	for i, per := 0, map[int]int{}; len(spaces) < 2*shards; i++ {
+		ns := fmt.Sprintf("team-%d", i)
+		if k := shard.Of("/"+ns, shards); per[k] < 2 {
+			per[k]++
+			spaces = append(spaces, ns)
+		}
+	}
+	nsOf := func(app string) string {
+		var i int
+		fmt.Sscanf(app, "app-%d", &i)
+		return spaces[i%len(spaces)]
+	}
+	rig := newServeRig(ctx, t, stack.Options{Namespaces: append([]string{"pinbot-system"}, spaces...)}, files(1), secret)
 	g, kube := rig.peers.Gitea, rig.peers.Kube
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "interval: 10m\nforge: {url: %q}\napps:\n", g.URL)
@@ -46,8 +61,8 @@ func TestServeShards(t *testing.T) {
 	for i := range apps {
 		name := fmt.Sprintf("app-%02d", i)
 		names = append(names, name)
-		fmt.Fprintf(&cfg, "  - {name: %s, repo: %s, branch: main, path: %s, namespace: web, allowNamespaces: [web], syncPolicy: {automated: true}}\n",
-			name, g.RepoURL(g.AdminUser, "manifests"), name)
+		fmt.Fprintf(&cfg, "  - {name: %s, repo: %s, branch: main, path: %s, namespace: %s, syncPolicy: {automated: true}}\n",
+			name, g.RepoURL(g.AdminUser, "manifests"), name, nsOf(name))
 	}
 	rig.cfg = rig.write("pinbot.yaml", cfg.String())
 	records := record.New(kube, "pinbot-system")
@@ -74,7 +89,7 @@ func TestServeShards(t *testing.T) {
 				return nil, fmt.Sprintf("app %s has no status yet (%v)", app, err)
 			}
 			s := rec.Status
-			holder := hs[shard.Of(app, shards)]
+			holder := hs[shard.Of("/"+nsOf(app), shards)]
 			switch {
 			case s.SyncedCommit != commit:
 				return nil, fmt.Sprintf("app %s synced %.8s, want %.8s", app, s.SyncedCommit, commit)
@@ -125,6 +140,31 @@ func TestServeShards(t *testing.T) {
 		return why == "", why
 	})
 	t.Logf("apps per replica: a %d, b %d, c %d", len(per["shard-a"]), len(per["shard-b"]), len(per["shard-c"]))
+	// Each replica caches the Pods of its own apps' namespaces alone,
+	// though it may list the whole cluster.
+	cachesAreTheirApps := func(live ...string) (bool, string) {
+		var all []string
+		for _, id := range live {
+			var want []string
+			for _, app := range per[id] {
+				if ns := nsOf(app); !slices.Contains(want, ns) {
+					want = append(want, ns)
+				}
+			}
+			slices.Sort(want)
+			got := cachedNamespaces(t, rs[id].addr)
+			if !slices.Equal(got, want) {
+				return false, fmt.Sprintf("replica %s caches %q; its apps are in %q", id, got, want)
+			}
+			all = append(all, got...)
+		}
+		slices.Sort(all)
+		if want := slices.Sorted(slices.Values(spaces)); !slices.Equal(all, want) {
+			return false, fmt.Sprintf("the replicas cache %q between them; want each of %q once", all, want)
+		}
+		return true, ""
+	}
+	poll.Until(t, 30*time.Second, "each replica caches its own apps' namespaces", func() (bool, string) { return cachesAreTheirApps("shard-a", "shard-b", "shard-c") })
 
 	// SIGKILL: the Leases of the dead replica expire, and the others pass
 	// its apps.
@@ -145,7 +185,7 @@ func TestServeShards(t *testing.T) {
 			passed[id] = appsOnMetrics(t, rs[id].addr)
 		}
 		for _, app := range gone {
-			if h := hs[shard.Of(app, shards)]; h == "shard-b" || !passed[h][app] {
+			if h := hs[shard.Of("/"+nsOf(app), shards)]; h == "shard-b" || !passed[h][app] {
 				return false, fmt.Sprintf("app %s: its shard held by %q, which has not passed it yet", app, h)
 			}
 		}
@@ -171,7 +211,11 @@ func TestServeShards(t *testing.T) {
 		_, why := passedBy(second, "shard-a", "shard-c")
 		return why == "", why
 	})
-	cm, err := kube.CoreV1().ConfigMaps("web").Get(ctx, "cm-29", metav1.GetOptions{})
+	poll.Until(t, 30*time.Second, "the survivors cache the dead replica's namespaces", func() (bool, string) {
+		per, _ = passedBy(second, "shard-a", "shard-c")
+		return cachesAreTheirApps("shard-a", "shard-c")
+	})
+	cm, err := kube.CoreV1().ConfigMaps(nsOf("app-29")).Get(ctx, "cm-29", metav1.GetOptions{})
 	if err != nil || cm.Data["gen"] != "2" {
 		t.Errorf("cm-29 after the push: %v %v, want gen 2", cm.Data, err)
 	}
@@ -254,5 +298,30 @@ func appsOnMetrics(t *testing.T, addr string) map[string]bool {
 			}
 		}
 	}
+	return out
+}
+
+// cachedNamespaces are the namespaces of pinbot's own cluster whose Pods
+// the replica at addr caches, as its /metrics says.
+func cachedNamespaces(t *testing.T, addr string) []string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for line := range strings.Lines(string(body)) {
+		if rest, ok := strings.CutPrefix(line, `pinbot_cache_namespace{cluster="in-cluster",namespace="`); ok {
+			if ns, _, ok := strings.Cut(rest, `"`); ok {
+				out = append(out, ns)
+			}
+		}
+	}
+	slices.Sort(out)
 	return out
 }

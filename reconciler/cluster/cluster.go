@@ -71,6 +71,11 @@ type Handlers struct {
 	// DownAfter is how long a cluster may go unanswered before
 	// Reachability says down; DefaultDownAfter when 0.
 	DownAfter time.Duration
+	// PerNamespace keeps the Pods' caches to the namespaces the apps
+	// passed here read, dropping each once none does (Watcher.Forget),
+	// even where pinbot may list the whole cluster: a replica of serve
+	// that holds some shards.
+	PerNamespace bool
 }
 
 // New returns the cluster the clients reach (md lists inventories'
@@ -82,7 +87,7 @@ func New(name, server string, kube kubernetes.Interface, dyn dynamic.Interface, 
 	c := &Cluster{
 		Name: name, Server: server, Dynamic: dyn,
 		Applier: ssa.New(dyn, md, kube.Discovery()),
-		Pods:    newWatcher(kube, alive, h.Changed),
+		Pods:    newWatcher(kube, alive, h.Changed, h.PerNamespace),
 		Lives:   newLives(dyn, alive, h.InventoryChanged, h.WorkloadStatusChanged),
 		Objects: newObjects(dyn, alive, h.ObjectChanged),
 		alive:   alive,

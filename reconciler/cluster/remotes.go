@@ -72,6 +72,15 @@ func (rs *Remotes) Close() {
 	rs.byKey = map[string]*remote{}
 }
 
+// Forget is Watcher.Forget in every spoke.
+func (rs *Remotes) Forget(app string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for _, r := range rs.byKey {
+		r.Pods.Forget(app)
+	}
+}
+
 // get returns one Secret, read at most once a secretsTTL.
 func (rs *Remotes) get(ctx context.Context, ns, name string) (*corev1.Secret, error) {
 	key := ns + "/" + name

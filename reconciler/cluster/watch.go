@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"pinbot.dev/pinbot/reconciler/cluster/compact"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
@@ -25,14 +26,20 @@ import (
 // them in every namespace (the pinbot-observe ClusterRole), one cache of
 // each kind covers the cluster, indexed by namespace: a thousand apps in
 // a thousand namespaces then cost three watches, not three thousand.
-// Otherwise there is one cache of each per namespace apps write to.
-// Cached objects are trimmed to the fields verification uses, to keep an
+// Otherwise, and always when narrow (a replica of serve that holds some
+// shards), there is one cache of each per namespace its apps write to,
+// dropped once no app passed here reads it any more (Forget): a replica
+// then holds its own apps' Pods, not the cluster's. Cached objects are trimmed to the fields verification uses, to keep an
 // idle reconciler small. Snapshots read the caches; no pass GETs a Pod.
 type Watcher struct {
 	client   kubernetes.Interface
 	onChange func(namespace string, owners []string)
 	alive    *liveness // told of every failed watch
 	stop     chan struct{}
+
+	// narrow keeps the caches to the namespaces apps read, even where
+	// pinbot may list all of them.
+	narrow bool
 
 	// syncTimeout, when set, bounds the wait for new caches to fill (a
 	// spoke's, which may not answer); 0 waits as long as the caller.
@@ -47,29 +54,35 @@ type Watcher struct {
 	mu     sync.Mutex
 	closed bool
 	spaces map[string]*nsCache // by namespace, or "" for the cluster
-	nodes  cache.SharedIndexInformer
+	// readers are, by namespace, the apps whose passes read its cache
+	// (narrow or namespaced caches only).
+	readers map[string]map[string]bool
+	nodes   cache.SharedIndexInformer
 }
 
 type nsCache struct {
 	pods, replicaSets, revisions cache.SharedIndexInformer
+	stop                         chan struct{}
 }
 
 // newWatcher returns a Watcher whose failed watches alive hears of.
 // onChange, when not nil, is called (from an informer goroutine; it must
 // not block) after a Pod or ReplicaSet in a watched namespace changes,
 // with the names of the object's owners (none for a bare Pod, or a
-// deletion whose last state is unknown).
-func newWatcher(client kubernetes.Interface, alive *liveness, onChange func(namespace string, owners []string)) *Watcher {
-	return &Watcher{client: client, alive: alive, onChange: onChange, stop: make(chan struct{}), spaces: map[string]*nsCache{}}
+// deletion whose last state is unknown). narrow keeps the caches to the
+// namespaces apps read.
+func newWatcher(client kubernetes.Interface, alive *liveness, onChange func(namespace string, owners []string), narrow bool) *Watcher {
+	return &Watcher{client: client, alive: alive, onChange: onChange, narrow: narrow, stop: make(chan struct{}),
+		spaces: map[string]*nsCache{}, readers: map[string]map[string]bool{}}
 }
 
 // scope decides, at the first watch, whether the caches cover the
 // cluster: they do when pinbot may list Pods, ReplicaSets and
-// ControllerRevisions in all namespaces.
+// ControllerRevisions in all namespaces, unless the watcher is narrow.
 func (w *Watcher) scope(ctx context.Context) (wide bool, err error) {
 	w.scopeMu.Lock()
 	defer w.scopeMu.Unlock()
-	if w.scoped {
+	if w.scoped || w.narrow {
 		return w.wide, nil
 	}
 	one := metav1.ListOptions{Limit: 1}
@@ -91,8 +104,9 @@ func (w *Watcher) scope(ctx context.Context) (wide bool, err error) {
 }
 
 // Watch starts the caches for namespaces (and Nodes) not yet watched and
-// waits until they have synced or ctx ends.
-func (w *Watcher) Watch(ctx context.Context, namespaces []string) error {
+// waits until they have synced or ctx ends. app reads them: they stay
+// until Forget(app) and every other reader's.
+func (w *Watcher) Watch(ctx context.Context, app string, namespaces []string) error {
 	wide, err := w.scope(ctx)
 	if err != nil {
 		return err
@@ -108,7 +122,7 @@ func (w *Watcher) Watch(ctx context.Context, namespaces []string) error {
 	}
 	var syncs []cache.InformerSynced
 	if w.nodes == nil {
-		f := informers.NewSharedInformerFactoryWithOptions(w.client, 0, informers.WithTransform(trim))
+		f := informers.NewSharedInformerFactoryWithOptions(w.client, 0, informers.WithTransform(compact.Trim))
 		w.nodes = f.Core().V1().Nodes().Informer()
 		if err := w.alive.watch(w.nodes); err != nil {
 			w.mu.Unlock()
@@ -118,13 +132,20 @@ func (w *Watcher) Watch(ctx context.Context, namespaces []string) error {
 	}
 	syncs = append(syncs, w.nodes.HasSynced)
 	for _, ns := range keys {
+		if !wide && app != "" {
+			if w.readers[ns] == nil {
+				w.readers[ns] = map[string]bool{}
+			}
+			w.readers[ns][app] = true
+		}
 		c := w.spaces[ns]
 		if c == nil {
-			f := informers.NewSharedInformerFactoryWithOptions(w.client, 0, informers.WithNamespace(ns), informers.WithTransform(trim))
+			f := informers.NewSharedInformerFactoryWithOptions(w.client, 0, informers.WithNamespace(ns), informers.WithTransform(compact.Trim))
 			c = &nsCache{
 				pods:        f.Core().V1().Pods().Informer(),
 				replicaSets: f.Apps().V1().ReplicaSets().Informer(),
 				revisions:   f.Apps().V1().ControllerRevisions().Informer(),
+				stop:        make(chan struct{}),
 			}
 			for _, inf := range []cache.SharedIndexInformer{c.pods, c.replicaSets, c.revisions} {
 				if err := inf.AddIndexers(cache.Indexers{controllerIndex: byController}); err != nil {
@@ -148,7 +169,7 @@ func (w *Watcher) Watch(ctx context.Context, namespaces []string) error {
 					return fmt.Errorf("watching replicasets in %q: %w", ns, err)
 				}
 			}
-			f.Start(w.stop)
+			f.Start(c.stop)
 			w.spaces[ns] = c
 		}
 		syncs = append(syncs, c.pods.HasSynced, c.replicaSets.HasSynced, c.revisions.HasSynced)
@@ -163,20 +184,6 @@ func (w *Watcher) Watch(ctx context.Context, namespaces []string) error {
 		return fmt.Errorf("waiting for the pod caches of %v: %w", namespaces, context.Cause(ctx))
 	}
 	return nil
-}
-
-// Prewarm starts the caches of the whole cluster, when pinbot may read
-// all of it (scope), and returns at once: a replica that will pass apps
-// lists them while it waits for its shards, not in its apps' first
-// passes. A watcher confined to namespaces starts nothing, since which
-// ones it needs is for the apps to say. A failure is left to those
-// passes, which watch again.
-func (w *Watcher) Prewarm(ctx context.Context) {
-	go func() {
-		if wide, err := w.scope(ctx); err == nil && wide {
-			_ = w.Watch(ctx, nil)
-		}
-	}()
 }
 
 // Owned names what verifying an app reads of the caches: the Pods,
@@ -216,7 +223,7 @@ func (w *Watcher) FillOwned(s *verdict.Snapshot, namespaces []string, owned Owne
 		}
 		for _, uid := range owners {
 			for _, o := range controlledBy(c.pods, uid, ns) {
-				s.Pods = append(s.Pods, o.(*cachedPod).pod())
+				s.Pods = append(s.Pods, o.(*compact.Pod).Expand())
 			}
 		}
 		for _, p := range owned.Pods {
@@ -224,7 +231,7 @@ func (w *Watcher) FillOwned(s *verdict.Snapshot, namespaces []string, owned Owne
 				continue
 			}
 			if o, ok, _ := c.pods.GetIndexer().GetByKey(p.String()); ok {
-				s.Pods = append(s.Pods, o.(*cachedPod).pod())
+				s.Pods = append(s.Pods, o.(*compact.Pod).Expand())
 			}
 		}
 	}
@@ -297,6 +304,40 @@ func ownerNames(o any) []string {
 	return names
 }
 
+// Forget says app's passes no longer read the caches here (another
+// replica passes it now): the caches of the namespaces no app passed
+// here reads any more stop, and their objects go.
+func (w *Watcher) Forget(app string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for ns, apps := range w.readers {
+		if !apps[app] {
+			continue
+		}
+		delete(apps, app)
+		if len(apps) > 0 {
+			continue
+		}
+		delete(w.readers, ns)
+		if c := w.spaces[ns]; c != nil && !w.closed {
+			close(c.stop)
+			delete(w.spaces, ns)
+		}
+	}
+}
+
+// Namespaces are the namespaces whose caches run, "" for the cluster's.
+func (w *Watcher) Namespaces() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]string, 0, len(w.spaces))
+	for ns := range w.spaces {
+		out = append(out, ns)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // close stops every informer.
 func (w *Watcher) close() {
 	w.mu.Lock()
@@ -304,42 +345,8 @@ func (w *Watcher) close() {
 	if !w.closed {
 		w.closed = true
 		close(w.stop)
-	}
-}
-
-// trim keeps only what verification reads, before an object enters a
-// cache: metadata without managed fields; for Pods a cachedPod, of which
-// a snapshot gets a *corev1.Pod back; for ReplicaSets and
-// ControllerRevisions their revision's label and annotation, not their
-// spec or data. A kubelet's Pods carry far more (volume mounts,
-// resources, the last termination, the whole spec), which a watch of
-// every Pod of a fleet would otherwise hold.
-func trim(obj any) (any, error) {
-	meta := func(m *metav1.ObjectMeta, label, annotation string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{
-			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-			Generation: m.Generation, CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
-			Labels: only(m.Labels, label), Annotations: only(m.Annotations, annotation), OwnerReferences: m.OwnerReferences,
+		for _, c := range w.spaces {
+			close(c.stop)
 		}
 	}
-	switch o := obj.(type) {
-	case *corev1.Pod:
-		return cachePod(o), nil
-	case *appsv1.ReplicaSet:
-		return &appsv1.ReplicaSet{ObjectMeta: meta(&o.ObjectMeta, appsv1.DefaultDeploymentUniqueLabelKey, verdict.RevisionAnnotation)}, nil
-	case *appsv1.ControllerRevision:
-		return &appsv1.ControllerRevision{ObjectMeta: meta(&o.ObjectMeta, appsv1.ControllerRevisionHashLabelKey, ""), Revision: o.Revision}, nil
-	case *corev1.Node:
-		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion},
-			Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{OperatingSystem: o.Status.NodeInfo.OperatingSystem, Architecture: o.Status.NodeInfo.Architecture}}}, nil
-	}
-	return obj, nil
-}
-
-// only is m with key alone, or nil without it.
-func only(m map[string]string, key string) map[string]string {
-	if v, ok := m[key]; ok && key != "" {
-		return map[string]string{key: v}
-	}
-	return nil
 }

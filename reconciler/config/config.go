@@ -215,6 +215,10 @@ type App struct {
 	// names (an Application's sources), so that serve runs the release
 	// chains they declare; never read from the file.
 	DeployedFrom []string `yaml:"-"`
+	// Destination is where a discovered app's deployer object deploys
+	// to, as "CLUSTER/NAMESPACE" ("" when it names no namespace); never
+	// read from the file. See ShardKey.
+	Destination string `yaml:"-"`
 	// Branch to follow. Default "main".
 	Branch string `yaml:"branch"`
 	// Path of the manifests inside the repository, slash-separated; "" or

@@ -60,6 +60,9 @@ type Selected struct {
 	// Repos are the Git repositories an Application deploys from: its
 	// spec.source's and spec.sources' repoURLs.
 	Repos []string
+	// Destination is where the object deploys to, "CLUSTER/NAMESPACE",
+	// or "" when it names no namespace (App.Destination).
+	Destination string
 }
 
 // Kind is who deploys what the discovery selects.
@@ -120,12 +123,12 @@ func (d Discovery) Matcher() func(Selected) bool {
 // App is the verify-only app of the selected object o.
 func (d Discovery) App(o Selected) App {
 	if d.ArgoCD != nil {
-		return App{Name: o.Name, ArgoCD: &deployer.ArgoCDApp{Application: o.Name, Namespace: o.Namespace}, DeployedFrom: o.Repos}
+		return App{Name: o.Name, ArgoCD: &deployer.ArgoCDApp{Application: o.Name, Namespace: o.Namespace}, DeployedFrom: o.Repos, Destination: o.Destination}
 	}
 	if d.Flux.HelmReleases() {
-		return App{Name: o.Name, Flux: &deployer.FluxApp{HelmRelease: o.Name, Namespace: o.Namespace}}
+		return App{Name: o.Name, Flux: &deployer.FluxApp{HelmRelease: o.Name, Namespace: o.Namespace}, Destination: o.Destination}
 	}
-	return App{Name: o.Name, Flux: &deployer.FluxApp{Kustomization: o.Name, Namespace: o.Namespace}}
+	return App{Name: o.Name, Flux: &deployer.FluxApp{Kustomization: o.Name, Namespace: o.Namespace}, Destination: o.Destination}
 }
 
 // problems lists what is wrong with the discovery.

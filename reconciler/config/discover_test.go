@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"pinbot.dev/pinbot/reconciler/deployer"
 )
 
 func TestDiscoveryMatches(t *testing.T) {
@@ -71,5 +73,26 @@ func TestDiscoveryConfig(t *testing.T) {
 	}
 	if a := c.Discover[0].App(Selected{Namespace: "flux-system", Name: "podinfo"}); a.Flux == nil || a.Flux.HelmRelease != "podinfo" || a.Flux.Kustomization != "" {
 		t.Errorf("a HelmRelease discovery's app = %+v", a.Flux)
+	}
+}
+
+// An app is shared out among serve's replicas by where it deploys, so
+// that a namespace's apps fall in one shard; one whose config names no
+// namespace, by its name.
+func TestShardKey(t *testing.T) {
+	kube := &ClusterRef{KubeConfig: KubeConfigRef{SecretRef: SecretKeyRef{Name: "eu-1"}}}
+	for _, tc := range []struct {
+		app  App
+		want string
+	}{
+		{App{Name: "web", Namespace: "shop"}, "/shop"},
+		{App{Name: "web", Namespace: "shop", Cluster: kube}, "eu-1/shop"},
+		{App{Name: "web"}, "web"},
+		{App{Name: "web", Namespace: "shop", ArgoCD: &deployer.ArgoCDApp{Application: "web"}}, "web"},
+		{App{Name: "web", ArgoCD: &deployer.ArgoCDApp{Application: "web"}, Destination: "eu-1/shop"}, "eu-1/shop"},
+	} {
+		if got := tc.app.ShardKey(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.app, got, tc.want)
+		}
 	}
 }

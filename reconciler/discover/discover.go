@@ -5,6 +5,7 @@
 package discover
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -36,7 +37,39 @@ func resourceOf(d config.Discovery) schema.GroupVersionResource {
 // selected is what a discovery sees of an object.
 func selected(u *unstructured.Unstructured) config.Selected {
 	project, _, _ := unstructured.NestedString(u.Object, "spec", "project")
-	return config.Selected{Namespace: u.GetNamespace(), Name: u.GetName(), Labels: u.GetLabels(), Annotations: u.GetAnnotations(), Project: project, Repos: sourceRepos(u)}
+	return config.Selected{Namespace: u.GetNamespace(), Name: u.GetName(), Labels: u.GetLabels(), Annotations: u.GetAnnotations(), Project: project, Repos: sourceRepos(u),
+		Destination: destinationOf(u)}
+}
+
+// destinationFields are where an object says it deploys to: an
+// Application's spec.destination; a Kustomization's or HelmRelease's
+// spec.targetNamespace, and spec.kubeConfig for another cluster.
+var destinationFields = [][]string{{"spec", "destination"}, {"spec", "targetNamespace"}, {"spec", "kubeConfig", "secretRef", "name"}}
+
+// destinationOf is where u deploys to, "CLUSTER/NAMESPACE" with ""
+// for the cluster the deployer runs in, or "" when u names no namespace
+// (config.App.Destination).
+func destinationOf(u *unstructured.Unstructured) string {
+	if u.GetKind() == deployer.ApplicationKind {
+		var d deployer.ApplicationDestination
+		m, _, _ := unstructured.NestedMap(u.Object, "spec", "destination")
+		d.Server, _ = m["server"].(string)
+		d.Name, _ = m["name"].(string)
+		d.Namespace, _ = m["namespace"].(string)
+		if d.Namespace == "" {
+			return ""
+		}
+		if d.InCluster() {
+			return "/" + d.Namespace
+		}
+		return cmp.Or(d.Name, d.Server) + "/" + d.Namespace
+	}
+	ns, _, _ := unstructured.NestedString(u.Object, "spec", "targetNamespace")
+	if ns == "" {
+		return ""
+	}
+	secret, _, _ := unstructured.NestedString(u.Object, "spec", "kubeConfig", "secretRef", "name")
+	return secret + "/" + ns
 }
 
 // sourceRepos are the repoURLs of an Application's spec.source and
@@ -91,6 +124,11 @@ func keepSelected(obj any) (any, error) {
 			sources[i] = map[string]any{"repoURL": url}
 		}
 		_ = unstructured.SetNestedSlice(out.Object, sources, "spec", "sources")
+	}
+	for _, path := range destinationFields {
+		if v, ok, _ := unstructured.NestedFieldCopy(u.Object, path...); ok {
+			_ = unstructured.SetNestedField(out.Object, v, path...)
+		}
 	}
 	return out, nil
 }

@@ -26,6 +26,7 @@ metadata:
   managedFields: [{manager: argocd}]
 spec:
   project: prod
+  destination: {name: eu-1, namespace: shop}
   source: {repoURL: https://git.example/shop.git, path: app}
   sources:
     - {repoURL: https://git.example/shop.git, path: other}
@@ -39,6 +40,9 @@ status:
 	want := selected(u)
 	if !reflect.DeepEqual(want.Repos, []string{"https://git.example/shop.git", "https://git.example/values.git"}) {
 		t.Errorf("the Application deploys from %q; want its sources' repositories, each once", want.Repos)
+	}
+	if want.Destination != "eu-1/shop" {
+		t.Errorf("the Application deploys to %q; want eu-1/shop", want.Destination)
 	}
 	got, err := keepSelected(u.DeepCopy())
 	if err != nil {
@@ -56,5 +60,32 @@ status:
 	}
 	if kept.GetResourceVersion() != "42" || kept.GetUID() != "1234" {
 		t.Errorf("resourceVersion %q, uid %q; want them kept", kept.GetResourceVersion(), kept.GetUID())
+	}
+}
+
+// An object's destination is its cluster and namespace: what the
+// replicas' shards group apps by.
+func TestDestinationOf(t *testing.T) {
+	for _, tc := range []struct{ object, want string }{
+		{`{kind: Application, spec: {destination: {server: "https://kubernetes.default.svc", namespace: shop}}}`, "/shop"},
+		{`{kind: Application, spec: {destination: {name: in-cluster, namespace: shop}}}`, "/shop"},
+		{`{kind: Application, spec: {destination: {name: eu-1, namespace: shop}}}`, "eu-1/shop"},
+		{`{kind: Application, spec: {destination: {server: "https://eu-1.example:6443", namespace: shop}}}`, "https://eu-1.example:6443/shop"},
+		{`{kind: Application, spec: {destination: {name: eu-1}}}`, ""},
+		{`{kind: Kustomization, spec: {targetNamespace: shop}}`, "/shop"},
+		{`{kind: HelmRelease, spec: {targetNamespace: shop, kubeConfig: {secretRef: {name: eu-1}}}}`, "eu-1/shop"},
+		{`{kind: Kustomization, spec: {path: ./apps}}`, ""},
+	} {
+		u := &unstructured.Unstructured{}
+		if err := sigsyaml.Unmarshal([]byte(tc.object), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		kept, err := keepSelected(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := destinationOf(kept.(*unstructured.Unstructured)); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.object, got, tc.want)
+		}
 	}
 }

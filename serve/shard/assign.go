@@ -7,12 +7,14 @@ import (
 	"strconv"
 )
 
-// Of returns the shard of app among n: the FNV-1a hash of its name, mod
-// n. It depends on nothing else, so every replica agrees on it, and an
-// app keeps its shard for as long as n stays the same.
-func Of(app string, n int) int {
+// Of returns the shard of key among n: the FNV-1a hash of key, mod n.
+// key is an app's config.App.ShardKey, where it deploys, so that one
+// namespace's apps share a shard. It depends on nothing else, so every
+// replica agrees on it, and an app keeps its shard for as long as n and
+// its destination stay the same.
+func Of(key string, n int) int {
 	h := fnv.New32a()
-	h.Write([]byte(app))
+	h.Write([]byte(key))
 	return int(h.Sum32() % uint32(n))
 }
 

@@ -112,11 +112,12 @@ func New(kube kubernetes.Interface, o Options, work Work, log *slog.Logger) (*Ma
 	return &Manager{o: o, kube: kube, work: work, log: log, now: time.Now, held: map[int]bool{}, seen: map[string]sighting{}}, nil
 }
 
-// Owns reports whether this replica passes app now.
-func (m *Manager) Owns(app string) bool {
+// Owns reports whether this replica holds the shard of key now: an
+// app's config.App.ShardKey.
+func (m *Manager) Owns(key string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.held[Of(app, m.o.Shards)]
+	return m.held[Of(key, m.o.Shards)]
 }
 
 // Held returns the shards this replica passes now, in order.

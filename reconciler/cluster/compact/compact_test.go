@@ -1,4 +1,4 @@
-package cluster
+package compact
 
 import (
 	"testing"
@@ -50,11 +50,11 @@ func TestTrimKeepsWhatVerificationReads(t *testing.T) {
 			InitContainerStatuses: []corev1.ContainerStatus{status("migrate")},
 		},
 	}
-	cached, err := trim(pod)
+	cached, err := Trim(pod)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := cached.(*cachedPod).pod()
+	got := cached.(*Pod).Expand()
 	kept := func(name string) corev1.ContainerStatus {
 		return corev1.ContainerStatus{Name: name, Image: "gitea.example/org/" + name + ":1.4", ImageID: "gitea.example/org/" + name + "@sha256:" + name,
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 5m0s"}}}
@@ -87,7 +87,7 @@ func TestTrimKeepsTheRevisionsOfReplicaSetsAndControllerRevisions(t *testing.T) 
 		Annotations: map[string]string{verdict.RevisionAnnotation: "4", "deployment.kubernetes.io/desired-replicas": "3",
 			"deployment.kubernetes.io/max-replicas": "4"}},
 		Spec: appsv1.ReplicaSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web"}}}}}}
-	got, err := trim(rs)
+	got, err := Trim(rs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestTrimKeepsTheRevisionsOfReplicaSetsAndControllerRevisions(t *testing.T) 
 	}
 	cr := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "db-5c8b", Namespace: "team", UID: "cr1", OwnerReferences: owner,
 		Labels: map[string]string{"app": "db", appsv1.ControllerRevisionHashLabelKey: "5c8b"}}, Revision: 2}
-	got, err = trim(cr)
+	got, err = Trim(cr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,8 @@
-package cluster
+// Package compact is what the watch caches keep of the objects
+// verification reads (Trim): a fleet's Pods, ReplicaSets,
+// ControllerRevisions and Nodes, each trimmed to the fields a proof reads
+// before it enters a cache, a Pod in a struct of its own.
+package compact
 
 import (
 	"unique"
@@ -6,15 +10,17 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
-// cachedPod is a Pod as the caches hold it: only what verification reads
-// (see trim), in a struct of its own rather than a corev1.Pod whose
+// Pod is a Pod as the caches hold it: only what verification reads
+// (see Trim), in a struct of its own rather than a corev1.Pod whose
 // empty spec and status fields alone cost a kilobyte, with the strings
 // thousands of Pods repeat (images, image IDs, Nodes) interned. A replica
 // watches every Pod of its apps' namespaces, so this is most of its
-// heap. pod gives it back as a *corev1.Pod for a snapshot.
-type cachedPod struct {
+// heap. Expand gives it back as a *corev1.Pod for a snapshot.
+type Pod struct {
 	// ObjectMeta keeps the name, namespace, UID, resourceVersion, the
 	// creation and deletion times and the owners; no labels (revision
 	// says the one verification reads), annotations or managed fields.
@@ -29,13 +35,13 @@ type cachedPod struct {
 	initContainers []string
 	phase          corev1.PodPhase
 	ready          *corev1.PodCondition // the Ready condition: its status and when it last changed
-	statuses       []cachedStatus
-	initStatuses   []cachedStatus
+	statuses       []status
+	initStatuses   []status
 }
 
-// cachedStatus is a container status: name, image, imageID, readiness
+// status is a container status: name, image, imageID, readiness
 // and wait.
-type cachedStatus struct {
+type status struct {
 	name           string
 	image, imageID unique.Handle[string]
 	ready          bool
@@ -47,9 +53,9 @@ type cachedStatus struct {
 // DaemonSets).
 var revisionLabels = []string{appsv1.DefaultDeploymentUniqueLabelKey, appsv1.ControllerRevisionHashLabelKey}
 
-// cachePod makes o's cachedPod.
-func cachePod(o *corev1.Pod) *cachedPod {
-	c := &cachedPod{
+// cachePod makes o's Pod.
+func podOf(o *corev1.Pod) *Pod {
+	c := &Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: o.Name, Namespace: o.Namespace, UID: o.UID, ResourceVersion: o.ResourceVersion,
 			Generation: o.Generation, CreationTimestamp: o.CreationTimestamp, DeletionTimestamp: o.DeletionTimestamp,
@@ -80,18 +86,18 @@ func cachePod(o *corev1.Pod) *cachedPod {
 			c.ready = &corev1.PodCondition{Type: cond.Type, Status: cond.Status, LastTransitionTime: cond.LastTransitionTime}
 		}
 	}
-	c.statuses = cacheStatuses(o.Status.ContainerStatuses)
-	c.initStatuses = cacheStatuses(o.Status.InitContainerStatuses)
+	c.statuses = statusesFrom(o.Status.ContainerStatuses)
+	c.initStatuses = statusesFrom(o.Status.InitContainerStatuses)
 	return c
 }
 
-func cacheStatuses(in []corev1.ContainerStatus) []cachedStatus {
+func statusesFrom(in []corev1.ContainerStatus) []status {
 	if in == nil {
 		return nil
 	}
-	out := make([]cachedStatus, len(in))
+	out := make([]status, len(in))
 	for i, s := range in {
-		out[i] = cachedStatus{name: s.Name, image: unique.Make(s.Image), imageID: unique.Make(s.ImageID), ready: s.Ready}
+		out[i] = status{name: s.Name, image: unique.Make(s.Image), imageID: unique.Make(s.ImageID), ready: s.Ready}
 		if w := s.State.Waiting; w != nil {
 			out[i].waiting = &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
 		}
@@ -99,8 +105,8 @@ func cacheStatuses(in []corev1.ContainerStatus) []cachedStatus {
 	return out
 }
 
-// pod is c as a *corev1.Pod holding what the cache kept.
-func (c *cachedPod) pod() *corev1.Pod {
+// Expand is c as a *corev1.Pod holding what the cache kept.
+func (c *Pod) Expand() *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: c.ObjectMeta}
 	p.OwnerReferences = c.OwnerReferences // shared, as a cache's objects are: read only
 	if c.revisionKey != "" {
@@ -141,7 +147,7 @@ func containerNames(names []string) []corev1.Container {
 	return out
 }
 
-func statusesOf(in []cachedStatus) []corev1.ContainerStatus {
+func statusesOf(in []status) []corev1.ContainerStatus {
 	if in == nil {
 		return nil
 	}
@@ -154,4 +160,41 @@ func statusesOf(in []cachedStatus) []corev1.ContainerStatus {
 		}
 	}
 	return out
+}
+
+// Trim keeps only what verification reads, before an object enters a
+// cache: metadata without managed fields; for Pods a Pod, of which
+// a snapshot gets a *corev1.Pod back; for ReplicaSets and
+// ControllerRevisions their revision's label and annotation, not their
+// spec or data. A kubelet's Pods carry far more (volume mounts,
+// resources, the last termination, the whole spec), which a watch of
+// every Pod of a fleet would otherwise hold.
+func Trim(obj any) (any, error) {
+	meta := func(m *metav1.ObjectMeta, label, annotation string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{
+			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+			Generation: m.Generation, CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
+			Labels: only(m.Labels, label), Annotations: only(m.Annotations, annotation), OwnerReferences: m.OwnerReferences,
+		}
+	}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return podOf(o), nil
+	case *appsv1.ReplicaSet:
+		return &appsv1.ReplicaSet{ObjectMeta: meta(&o.ObjectMeta, appsv1.DefaultDeploymentUniqueLabelKey, verdict.RevisionAnnotation)}, nil
+	case *appsv1.ControllerRevision:
+		return &appsv1.ControllerRevision{ObjectMeta: meta(&o.ObjectMeta, appsv1.ControllerRevisionHashLabelKey, ""), Revision: o.Revision}, nil
+	case *corev1.Node:
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion},
+			Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{OperatingSystem: o.Status.NodeInfo.OperatingSystem, Architecture: o.Status.NodeInfo.Architecture}}}, nil
+	}
+	return obj, nil
+}
+
+// only is m with key alone, or nil without it.
+func only(m map[string]string, key string) map[string]string {
+	if v, ok := m[key]; ok && key != "" {
+		return map[string]string{key: v}
+	}
+	return nil
 }
