@@ -97,6 +97,8 @@ type fleetBench struct {
 	commit   string
 	statuses *fleetStatuses
 	replicas []*recChild
+	// idleWorst is the largest replica's idle RSS after the start.
+	idleWorst int64
 	addrs    []string
 	pprof    string   // the first replica's --pprof-listen
 	pprofs   []string // every replica's

@@ -81,7 +81,7 @@ func (b *fleetBench) failover(ctx context.Context, r *report, at string) error {
 	}
 	b.printThrottled("since they started (the survivors)")
 	r.check(fmt.Sprintf("%sSIGKILL of a replica → its %s apps verified by the others (lease %s)", at, thousands(len(gone)), fleetLease),
-		recRound(took).String(), "≤ 30s", took <= 30*time.Second)
+		recRound(took).String(), "≤ 20s", took <= 20*time.Second)
 	if err := recSleepPlain(ctx, 5*time.Second); err != nil {
 		return err
 	}
