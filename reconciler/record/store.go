@@ -93,10 +93,23 @@ func (h *History) Check(ctx context.Context) error {
 }
 
 // Get returns app's record; an app never synced has an empty one, and
-// one changed outside pinbot is ErrTampered.
+// one changed outside pinbot is ErrTampered. While Follow's watch says
+// the copy this History holds is the record's version, Get answers from
+// it, its seal checked again, without a request: the release page and
+// the chains read the records of every app they show, over and over.
 func (h *History) Get(ctx context.Context, app string) (*history.Record, error) {
 	if _, err := h.key.Get(ctx); err != nil { // first: a new key seals what came before
 		return nil, fmt.Errorf("reading the history of %s: %w", app, err)
+	}
+	h.mu.Lock()
+	c, ok := h.cached[app]
+	h.mu.Unlock()
+	following, current := h.watched(app, c.cm)
+	if ok && current {
+		if c.cm == nil {
+			return &history.Record{}, nil
+		}
+		return h.open(ctx, app, c.cm)
 	}
 	cm, err := h.client.CoreV1().ConfigMaps(h.namespace).Get(ctx, configMapName(app), metav1.GetOptions{})
 	switch {
@@ -105,7 +118,12 @@ func (h *History) Get(ctx context.Context, app string) (*history.Record, error) 
 	case err != nil:
 		return nil, fmt.Errorf("reading the history of %s: %w", app, err)
 	}
-	return h.open(ctx, app, cm)
+	rec, err := h.open(ctx, app, cm)
+	if err == nil && following {
+		cm.ManagedFields = nil // an update without them keeps the server's
+		h.remember(app, cm)
+	}
+	return rec, err
 }
 
 func decodeRecord(cm *corev1.ConfigMap) (*history.Record, error) {

@@ -2,6 +2,7 @@ package record
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -160,6 +161,68 @@ func TestFollowTrustsTheCopyUntilAnotherWrites(t *testing.T) {
 		s := txn.Current().Status
 		return s != nil && !s.Verified, fmt.Sprintf("%+v", s)
 	})
+}
+
+// TestGetAnswersFromTheFollowedCopy: with the records followed, Get
+// reads a record once, answers from its copy while the watch says nobody
+// wrote it, and reads it again once another process has.
+func TestGetAnswersFromTheFollowedCopy(t *testing.T) {
+	ctx := context.Background()
+	c, admin, ns := plane.Namespace(t)
+	labels := map[string]string{"app.kubernetes.io/managed-by": "pinbot", "pinbot.dev/history-of": "web"}
+	if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pinbot-app-web", Labels: labels},
+		Data: map[string]string{"status.json": `{"app":"web","verified":true}`}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	client, reads := counting(t, c)
+	h := New(client, ns)
+	h.Follow()
+	defer h.Close()
+	// The first Get reads; once the watch holds the version read, the
+	// next answer from the copy.
+	poll.Until(t, 10*time.Second, "Get answering from its copy", func() (bool, string) {
+		if _, err := h.Get(ctx, "web"); err != nil {
+			return false, err.Error()
+		}
+		before := reads.Load()
+		rec, err := h.Get(ctx, "web")
+		if err != nil {
+			return false, err.Error()
+		}
+		return reads.Load() == before && rec.Status != nil && rec.Status.Verified, fmt.Sprintf("%d requests", reads.Load()-before)
+	})
+
+	// Another process's write, sealed as pinbot seals, is read again.
+	key, err := h.key.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := admin.CoreV1().ConfigMaps(ns).Get(ctx, "pinbot-app-web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data = map[string]string{"status.json": `{"app":"web","verified":false}`}
+	cm.Data[sealKey] = sealOf(key, "web", cm.Data)
+	if _, err := admin.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "Get reading the other process's write", func() (bool, string) {
+		rec, err := h.Get(ctx, "web")
+		if err != nil {
+			return false, err.Error()
+		}
+		return rec.Status != nil && !rec.Status.Verified, fmt.Sprintf("%+v", rec.Status)
+	})
+	// A copy changed outside pinbot is refused as the record is.
+	h.mu.Lock()
+	cached := h.cached["web"]
+	forged := cached.cm.DeepCopy()
+	forged.Data["status.json"] = `{"app":"web","verified":true}`
+	h.cached["web"] = cachedRecord{cm: forged, at: cached.at}
+	h.mu.Unlock()
+	if _, err := h.Get(ctx, "web"); !errors.Is(err, ErrTampered) {
+		t.Errorf("Get of a copy whose seal does not match: %v, want ErrTampered", err)
+	}
 }
 
 // counting is a client of c that counts its requests for ConfigMaps by
