@@ -73,6 +73,7 @@ type Handlers struct {
 	DownAfter time.Duration
 	// PerNamespace keeps the Pods' caches to the namespaces the apps
 	// passed here read, dropping each once none does (Watcher.Forget),
+	// with the watches of that namespace's workloads and inventories,
 	// even where pinbot may list the whole cluster: a replica of serve
 	// that holds some shards.
 	PerNamespace bool
@@ -93,6 +94,7 @@ func New(name, server string, kube kubernetes.Interface, dyn dynamic.Interface, 
 		alive:   alive,
 	}
 	c.Pods.syncTimeout = syncTimeout
+	c.Pods.onDrop = func(ns string) { c.Objects.drop(ns); c.Lives.drop(ns) }
 	if h.Reachability != nil {
 		alive.follow(cmp.Or(h.DownAfter, DefaultDownAfter), func(down bool) { h.Reachability(name, down) })
 	}

@@ -8,8 +8,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
 
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
@@ -98,3 +103,35 @@ func TestWideWatcherKeepsTheCluster(t *testing.T) {
 		t.Errorf("caches of %q; want the cluster's", got)
 	}
 }
+
+// When the Pods of a namespace are no longer read here, the watches of
+// the workloads and inventories there stop too.
+func TestForgetDropsTheNamespacesWorkloads(t *testing.T) {
+	ctx := context.Background()
+	web := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": "shop"}}}
+	scheme := runtime.NewScheme()
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{deployments: "DeploymentList"}, web)
+	c := New("", "", fake.NewClientset(), dyn, metadatafake.NewSimpleMetadataClient(scheme), Handlers{PerNamespace: true}, 0)
+	t.Cleanup(c.Close)
+	if err := c.Pods.Watch(ctx, "web", []string{"shop"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Objects.Get(ctx, deployments, "shop", "web", false); err != nil {
+		t.Fatal(err)
+	}
+	watching := func() bool {
+		c.Objects.mu.Lock()
+		defer c.Objects.mu.Unlock()
+		return c.Objects.infs[objectKey{gvr: deployments, ns: "shop"}] != nil
+	}
+	if !watching() {
+		t.Fatal("no watch of shop's Deployments after a read")
+	}
+	c.Pods.Forget("web")
+	if watching() {
+		t.Error("shop's Deployments still watched after its last app went")
+	}
+}
+
+var deployments = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}

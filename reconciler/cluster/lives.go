@@ -62,6 +62,7 @@ type liveInformer struct {
 	gvk       schema.GroupVersionKind
 	inf       cache.SharedIndexInformer // nil when listing is forbidden
 	forbidden bool
+	stop      chan struct{} // inf's own, for drop
 }
 
 func newLives(dyn dynamic.Interface, alive *liveness, onChange, onStatus func(app string)) *Lives {
@@ -186,13 +187,30 @@ func (c *Lives) start(ctx context.Context, key liveKey, gvk schema.GroupVersionK
 		if err != nil {
 			return nil, fmt.Errorf("watching %s: %w", key.gvr.GroupResource(), err)
 		}
-		li.inf = inf
-		go inf.Run(c.stop)
+		li.inf, li.stop = inf, make(chan struct{})
+		go inf.Run(either(c.stop, li.stop))
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.infs[key] = li
 	return li, nil
+}
+
+// drop stops the watches of namespace ns and forgets their objects, as
+// Objects.drop does; the next Ensure starts them again.
+func (c *Lives) drop(ns string) {
+	c.startMu.Lock()
+	defer c.startMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key, li := range c.infs {
+		if key.ns == ns {
+			if li.stop != nil {
+				close(li.stop)
+			}
+			delete(c.infs, key)
+		}
+	}
 }
 
 // Objects returns the cached objects of app for spec, and false when the

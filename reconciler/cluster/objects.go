@@ -40,6 +40,7 @@ type Objects struct {
 	mu        sync.Mutex
 	closed    bool
 	infs      map[objectKey]cache.SharedIndexInformer
+	stops     map[objectKey]chan struct{} // each watch's own, for drop
 	forbidden map[objectKey]bool // may not be listed: read by GET
 }
 
@@ -49,7 +50,8 @@ type objectKey struct {
 }
 
 func newObjects(dyn dynamic.Interface, alive *liveness, onChange func(gvr schema.GroupVersionResource, ns, name string)) *Objects {
-	return &Objects{dyn: dyn, alive: alive, onChange: onChange, stop: make(chan struct{}), infs: map[objectKey]cache.SharedIndexInformer{}, forbidden: map[objectKey]bool{}}
+	return &Objects{dyn: dyn, alive: alive, onChange: onChange, stop: make(chan struct{}), infs: map[objectKey]cache.SharedIndexInformer{},
+		stops: map[objectKey]chan struct{}{}, forbidden: map[objectKey]bool{}}
 }
 
 // reported says whether a change of resource is news for the apps that
@@ -77,6 +79,34 @@ func (c *Objects) close() {
 		c.closed = true
 		close(c.stop)
 	}
+}
+
+// drop stops the watches of namespace ns, and forgets their objects: no
+// app passed here reads its Pods any more (Watcher.Forget). A later read
+// starts them again.
+func (c *Objects) drop(ns string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key := range c.infs {
+		if key.ns == ns {
+			close(c.stops[key])
+			delete(c.infs, key)
+			delete(c.stops, key)
+		}
+	}
+}
+
+// either is closed once a or b is.
+func either(a, b <-chan struct{}) <-chan struct{} {
+	out := make(chan struct{})
+	go func() {
+		select {
+		case <-a:
+		case <-b:
+		}
+		close(out)
+	}()
+	return out
 }
 
 // Get returns the object ns/name of gvr: from the watch once it holds a
@@ -166,8 +196,8 @@ func (c *Objects) start(ctx context.Context, key objectKey) {
 			AddFunc: notify, DeleteFunc: notify, UpdateFunc: func(_, n any) { notify(n) },
 		}) // fails only once inf has stopped
 	}
-	c.infs[key] = inf
-	go inf.Run(c.stop)
+	c.infs[key], c.stops[key] = inf, make(chan struct{})
+	go inf.Run(either(c.stop, c.stops[key]))
 }
 
 // compactObject is an object as Objects keeps it: its JSON, without

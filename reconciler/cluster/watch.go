@@ -40,6 +40,9 @@ type Watcher struct {
 	// narrow keeps the caches to the namespaces apps read, even where
 	// pinbot may list all of them.
 	narrow bool
+	// onDrop, when set, is told of each namespace whose caches Forget
+	// stopped, after they stopped.
+	onDrop func(namespace string)
 
 	// syncTimeout, when set, bounds the wait for new caches to fill (a
 	// spoke's, which may not answer); 0 waits as long as the caller.
@@ -308,6 +311,14 @@ func ownerNames(o any) []string {
 // replica passes it now): the caches of the namespaces no app passed
 // here reads any more stop, and their objects go.
 func (w *Watcher) Forget(app string) {
+	var dropped []string
+	defer func() {
+		for _, ns := range dropped {
+			if w.onDrop != nil {
+				w.onDrop(ns)
+			}
+		}
+	}()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for ns, apps := range w.readers {
@@ -322,6 +333,7 @@ func (w *Watcher) Forget(app string) {
 		if c := w.spaces[ns]; c != nil && !w.closed {
 			close(c.stop)
 			delete(w.spaces, ns)
+			dropped = append(dropped, ns)
 		}
 	}
 }
