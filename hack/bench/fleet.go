@@ -99,9 +99,9 @@ type fleetBench struct {
 	replicas []*recChild
 	// idleWorst is the largest replica's idle RSS after the start.
 	idleWorst int64
-	addrs    []string
-	pprof    string   // the first replica's --pprof-listen
-	pprofs   []string // every replica's
+	addrs     []string
+	pprof     string   // the first replica's --pprof-listen
+	pprofs    []string // every replica's
 }
 
 // own reports whether app i is pinbot's own; the others are Argo CD's.

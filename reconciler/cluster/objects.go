@@ -41,7 +41,7 @@ type Objects struct {
 	closed    bool
 	infs      map[objectKey]cache.SharedIndexInformer
 	stops     map[objectKey]chan struct{} // each watch's own, for drop
-	forbidden map[objectKey]bool // may not be listed: read by GET
+	forbidden map[objectKey]bool          // may not be listed: read by GET
 }
 
 type objectKey struct {
