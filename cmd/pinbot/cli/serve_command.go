@@ -34,8 +34,8 @@ leader by annotating the ConfigMap pinbot-trigger in the state namespace,
 which the leader watches. A replica
 that loses the Lease exits 1, to be restarted as a follower.
 
-With --shards N as well, the replicas split the apps: an app belongs to
-one of N shards by the hash of its name, and each shard is passed by the
+With --shards N as well, the replicas split the apps: an app's shard
+(of N) hashes its cluster and namespace, and each shard is passed by the
 replica holding its Lease pinbot-shard-K. Each replica announces itself
 with a Lease pinbot-member-ID; all of them compute the same balanced
 assignment of shards to the members they see, so the shards spread
