@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
+	"pinbot.dev/pinbot/internal/coalesce"
 	"pinbot.dev/pinbot/internal/httpbound"
 	"pinbot.dev/pinbot/internal/kubeclient"
 	"pinbot.dev/pinbot/internal/redact"
@@ -39,8 +40,12 @@ type Remotes struct {
 	h      Handlers
 
 	mu      sync.Mutex
-	byKey   map[string]*remote // "<namespace>/<secret>"
-	secrets map[string]secretList
+	byKey   map[string]*remote    // "<namespace>/<secret>"
+	secrets map[string]secretList // kubeconfig Secrets, by "<namespace>/<name>"
+	// lists are the listings of Argo CD's cluster Secrets, by namespace:
+	// the passes that need one when the last is a secretsTTL old share
+	// one LIST, not one each.
+	lists coalesce.Fresh[[]corev1.Secret]
 }
 
 type remote struct {
@@ -59,7 +64,8 @@ type secretList struct {
 // clients say agent as their User-Agent ("" for client-go's).
 func NewRemotes(kube kubernetes.Interface, trust spoke.Trust, answer time.Duration, agent string, h Handlers) *Remotes {
 	h.ObjectChanged = func(_ schema.GroupVersionResource, ns, name string) { h.Changed(ns, []string{name}) }
-	return &Remotes{kube: kube, trust: trust, answer: answer, agent: agent, h: h, byKey: map[string]*remote{}, secrets: map[string]secretList{}}
+	return &Remotes{kube: kube, trust: trust, answer: answer, agent: agent, h: h, byKey: map[string]*remote{}, secrets: map[string]secretList{},
+		lists: coalesce.Fresh[[]corev1.Secret]{Keep: secretsTTL}}
 }
 
 // Close stops every spoke's watches.
@@ -104,25 +110,18 @@ func (rs *Remotes) get(ctx context.Context, ns, name string) (*corev1.Secret, er
 }
 
 // list returns ns's Argo CD cluster Secrets, listed at most once a
-// secretsTTL.
+// secretsTTL, however many passes ask at once.
 func (rs *Remotes) list(ctx context.Context, ns string) ([]corev1.Secret, error) {
-	rs.mu.Lock()
-	l, ok := rs.secrets[ns]
-	rs.mu.Unlock()
-	if ok && time.Since(l.at) < secretsTTL {
-		return l.items, nil
-	}
-	list, err := rs.kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: spoke.ArgoCDSecretLabel + "=" + spoke.ArgoCDSecretType})
-	switch {
-	case apierrors.IsForbidden(err):
-		return nil, fmt.Errorf("listing Argo CD's cluster Secrets in %s: %w (grant it with the component deploy/components/argocd-clusters)", ns, err)
-	case err != nil:
-		return nil, fmt.Errorf("listing Argo CD's cluster Secrets in %s: %w", ns, err)
-	}
-	rs.mu.Lock()
-	rs.secrets[ns] = secretList{at: time.Now(), items: list.Items}
-	rs.mu.Unlock()
-	return list.Items, nil
+	return rs.lists.DoSince(ctx, ns, time.Now().Add(-secretsTTL), func(ctx context.Context) ([]corev1.Secret, error) {
+		list, err := rs.kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: spoke.ArgoCDSecretLabel + "=" + spoke.ArgoCDSecretType})
+		switch {
+		case apierrors.IsForbidden(err):
+			return nil, fmt.Errorf("listing Argo CD's cluster Secrets in %s: %w (grant it with the component deploy/components/argocd-clusters)", ns, err)
+		case err != nil:
+			return nil, fmt.Errorf("listing Argo CD's cluster Secrets in %s: %w", ns, err)
+		}
+		return list.Items, nil
+	})
 }
 
 // clients returns the spoke's clients, made anew when its Secret (key, at
