@@ -94,12 +94,10 @@ func (r *Reconciler) RunSome(ctx context.Context, stop <-chan struct{}, keep fun
 	return nil
 }
 
-// prime readies what the first passes of the apps keep keeps read: their
-// records, with one LIST, and with shards the Pod caches of the
-// namespaces they deploy to on pinbot's own cluster (config.App.ShardKey),
-// which then list side by side rather than as each namespace's first
-// pass comes. A failure costs only the time: each pass reads its own
-// record and watches its namespaces.
+// prime readies what the kept apps' first passes read: their records
+// (one LIST) and, with shards, the Pod caches of their namespaces here
+// (config.App.ShardKey), listed side by side. A failure costs only the
+// time: each pass reads its record and watches its namespaces.
 func (r *Reconciler) prime(ctx context.Context, keep func(app *config.App) bool) {
 	var apps []string
 	spaces := map[string]string{} // namespace → one app that reads it

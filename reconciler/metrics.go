@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -12,10 +13,7 @@ import (
 // Register registers the Reconciler's metrics with reg
 // (metrics.Metrics.Register), and what its caches hold (cluster.Held).
 func (r *Reconciler) Register(reg prometheus.Registerer) error {
-	if err := reg.Register(cluster.Held(r.local, r.remotes)); err != nil {
-		return err
-	}
-	return r.metrics.Register(reg)
+	return errors.Join(reg.Register(cluster.Held(r.local, r.remotes)), r.metrics.Register(reg))
 }
 
 // statuses returns each app's status, in config order: its last pass in

@@ -28,7 +28,11 @@ func (ob *observer) headRender(ctx context.Context, p *pass, d *deployed.App, au
 	}
 	var objs []*unstructured.Unstructured
 	version := st.vo.headVersion
-	err := ob.r.source.Head(ctx, p.tracked.Repo, p.tracked.Branch, auth, func(rev gitsource.Revision) error {
+	fetch := ob.r.source.Recent
+	if p.fresh { // a push woke the pass: a head fetched after it
+		fetch = ob.r.source.Head
+	}
+	err := fetch(ctx, p.tracked.Repo, p.tracked.Branch, auth, func(rev gitsource.Revision) error {
 		head = rev.Commit
 		reads := newReadFS(rev.FS)
 		if d.Revision.Version != "" {

@@ -5,13 +5,17 @@ package gitsource
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"pinbot.dev/pinbot/gitforge"
+	"pinbot.dev/pinbot/internal/coalesce"
 	"pinbot.dev/pinbot/internal/redact"
 )
 
@@ -43,10 +47,38 @@ type Revision struct {
 // tree half updated.
 type Source struct {
 	cache *gitforge.Cache
+	// heads are Recent's fetches, by repository, branch and credentials.
+	heads coalesce.Fresh[*gitforge.Snapshot]
 }
 
 // New returns a Source over cache.
-func New(cache *gitforge.Cache) *Source { return &Source{cache: cache} }
+func New(cache *gitforge.Cache) *Source {
+	return &Source{cache: cache, heads: coalesce.Fresh[*gitforge.Snapshot]{Keep: Slack}}
+}
+
+// Slack is how much older than its call a head Recent answers with.
+const Slack = 5 * time.Second
+
+// Recent is Head for a pass on its interval, which a head fetched up to
+// Slack before it asked does as well as its own: the thousands of apps
+// of one repository passing together then share a fetch every few
+// seconds instead of queueing for one each. A pass a push woke uses Head.
+func (s *Source) Recent(ctx context.Context, repoURL, branch string, auth gitforge.Auth, fn func(Revision) error) error {
+	repo, err := s.cache.Repository(repoURL)
+	if err != nil {
+		return &Error{Repo: redact.URL(repoURL), Err: err}
+	}
+	who := sha256.Sum256([]byte(auth.Username + "\x00" + auth.Token + "\x00" + auth.CAFile))
+	key := repoURL + "\x00" + branch + "\x00" + hex.EncodeToString(who[:])
+	snap, err := s.heads.DoSince(ctx, key, time.Now().Add(-Slack), func(ctx context.Context) (*gitforge.Snapshot, error) {
+		return repo.Fetch(ctx, branch, auth)
+	})
+	if err != nil {
+		return &Error{Repo: redact.URL(repoURL), Err: err}
+	}
+	own := *snap // as gitforge hands each caller of a shared fetch its copy
+	return fn(Revision{Commit: own.Commit(), FS: own.FS()})
+}
 
 // DefaultCacheDir is $XDG_CACHE_HOME/pinbot or its platform equivalent.
 func DefaultCacheDir() (string, error) {
