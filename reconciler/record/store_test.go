@@ -139,20 +139,7 @@ func TestFollowTrustsTheCopyUntilAnotherWrites(t *testing.T) {
 		t.Errorf("BeginCached of a followed record nobody wrote, past CacheTTL: %d requests, want none", n)
 	}
 
-	// Another replica's write, sealed as pinbot seals.
-	key, err := h.key.Get(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm, err := admin.CoreV1().ConfigMaps(ns).Get(ctx, "pinbot-app-web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm.Data = map[string]string{"status.json": `{"app":"web","verified":false}`}
-	cm.Data[sealKey] = sealOf(key, "web", cm.Data)
-	if _, err := admin.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	writeAsAnother(t, h, admin, ns)
 	poll.Until(t, 10*time.Second, "BeginCached reading the other process's write", func() (bool, string) {
 		txn, err := h.BeginCached(ctx, "web")
 		if err != nil {
@@ -192,20 +179,7 @@ func TestGetAnswersFromTheFollowedCopy(t *testing.T) {
 		return reads.Load() == before && rec.Status != nil && rec.Status.Verified, fmt.Sprintf("%d requests", reads.Load()-before)
 	})
 
-	// Another process's write, sealed as pinbot seals, is read again.
-	key, err := h.key.Get(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm, err := admin.CoreV1().ConfigMaps(ns).Get(ctx, "pinbot-app-web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm.Data = map[string]string{"status.json": `{"app":"web","verified":false}`}
-	cm.Data[sealKey] = sealOf(key, "web", cm.Data)
-	if _, err := admin.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	writeAsAnother(t, h, admin, ns)
 	poll.Until(t, 10*time.Second, "Get reading the other process's write", func() (bool, string) {
 		rec, err := h.Get(ctx, "web")
 		if err != nil {
@@ -222,6 +196,26 @@ func TestGetAnswersFromTheFollowedCopy(t *testing.T) {
 	h.mu.Unlock()
 	if _, err := h.Get(ctx, "web"); !errors.Is(err, ErrTampered) {
 		t.Errorf("Get of a copy whose seal does not match: %v, want ErrTampered", err)
+	}
+}
+
+// writeAsAnother writes web's record unverified, sealed as pinbot seals:
+// another replica's write.
+func writeAsAnother(t *testing.T, h *History, admin kubernetes.Interface, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	key, err := h.key.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := admin.CoreV1().ConfigMaps(ns).Get(ctx, "pinbot-app-web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data = map[string]string{"status.json": `{"app":"web","verified":false}`}
+	cm.Data[sealKey] = sealOf(key, "web", cm.Data)
+	if _, err := admin.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 
