@@ -281,22 +281,9 @@ func TestServeShards(t *testing.T) {
 // reports on /metrics: with shards, the apps it passed.
 func appsOnMetrics(t *testing.T, addr string) map[string]bool {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return nil
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil
-	}
 	out := map[string]bool{}
-	for line := range strings.Lines(string(body)) {
-		if rest, ok := strings.CutPrefix(line, `pinbot_app_synced{app="`); ok {
-			if app, _, ok := strings.Cut(rest, `"`); ok {
-				out[app] = true
-			}
-		}
+	for _, app := range onMetrics(addr, `pinbot_app_synced{app="`) {
+		out[app] = true
 	}
 	return out
 }
@@ -305,6 +292,14 @@ func appsOnMetrics(t *testing.T, addr string) map[string]bool {
 // the replica at addr caches, as its /metrics says.
 func cachedNamespaces(t *testing.T, addr string) []string {
 	t.Helper()
+	out := onMetrics(addr, `pinbot_cache_namespace{cluster="in-cluster",namespace="`)
+	slices.Sort(out)
+	return out
+}
+
+// onMetrics returns, of each series on the /metrics of the replica at
+// addr whose line begins with prefix, the label value prefix opens.
+func onMetrics(addr, prefix string) []string {
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		return nil
@@ -316,12 +311,11 @@ func cachedNamespaces(t *testing.T, addr string) []string {
 	}
 	var out []string
 	for line := range strings.Lines(string(body)) {
-		if rest, ok := strings.CutPrefix(line, `pinbot_cache_namespace{cluster="in-cluster",namespace="`); ok {
-			if ns, _, ok := strings.Cut(rest, `"`); ok {
-				out = append(out, ns)
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			if v, _, ok := strings.Cut(rest, `"`); ok {
+				out = append(out, v)
 			}
 		}
 	}
-	slices.Sort(out)
 	return out
 }
