@@ -100,16 +100,7 @@ func TestPrimeReadsEveryRecordAtOnce(t *testing.T) {
 // record; then it reads the new version.
 func TestFollowTrustsTheCopyUntilAnotherWrites(t *testing.T) {
 	ctx := context.Background()
-	c, admin, ns := plane.Namespace(t)
-	labels := map[string]string{"app.kubernetes.io/managed-by": "pinbot", "pinbot.dev/history-of": "web"}
-	if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pinbot-app-web", Labels: labels},
-		Data: map[string]string{"status.json": `{"app":"web","verified":true}`}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	client, reads := counting(t, c)
-	h := New(client, ns)
-	h.Follow()
-	defer h.Close()
+	h, admin, ns, reads := followedWeb(t)
 	poll.Until(t, 10*time.Second, "the records' watch in", func() (bool, string) {
 		following, _ := h.watched("web", nil)
 		return following, ""
@@ -155,16 +146,7 @@ func TestFollowTrustsTheCopyUntilAnotherWrites(t *testing.T) {
 // wrote it, and reads it again once another process has.
 func TestGetAnswersFromTheFollowedCopy(t *testing.T) {
 	ctx := context.Background()
-	c, admin, ns := plane.Namespace(t)
-	labels := map[string]string{"app.kubernetes.io/managed-by": "pinbot", "pinbot.dev/history-of": "web"}
-	if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pinbot-app-web", Labels: labels},
-		Data: map[string]string{"status.json": `{"app":"web","verified":true}`}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	client, reads := counting(t, c)
-	h := New(client, ns)
-	h.Follow()
-	defer h.Close()
+	h, admin, ns, reads := followedWeb(t)
 	// The first Get reads; once the watch holds the version read, the
 	// next answer from the copy.
 	poll.Until(t, 10*time.Second, "Get answering from its copy", func() (bool, string) {
@@ -197,6 +179,23 @@ func TestGetAnswersFromTheFollowedCopy(t *testing.T) {
 	if _, err := h.Get(ctx, "web"); !errors.Is(err, ErrTampered) {
 		t.Errorf("Get of a copy whose seal does not match: %v, want ErrTampered", err)
 	}
+}
+
+// followedWeb is a History of a fresh namespace holding web's verified
+// record, its records followed, reading through a client that counts.
+func followedWeb(t *testing.T) (*History, kubernetes.Interface, string, *atomic.Int64) {
+	t.Helper()
+	c, admin, ns := plane.Namespace(t)
+	labels := map[string]string{"app.kubernetes.io/managed-by": "pinbot", "pinbot.dev/history-of": "web"}
+	if _, err := admin.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pinbot-app-web", Labels: labels},
+		Data: map[string]string{"status.json": `{"app":"web","verified":true}`}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	client, reads := counting(t, c)
+	h := New(client, ns)
+	h.Follow()
+	t.Cleanup(h.Close)
+	return h, admin, ns, reads
 }
 
 // writeAsAnother writes web's record unverified, sealed as pinbot seals:
