@@ -15,6 +15,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -40,11 +41,6 @@ func selected(u *unstructured.Unstructured) config.Selected {
 	return config.Selected{Namespace: u.GetNamespace(), Name: u.GetName(), Labels: u.GetLabels(), Annotations: u.GetAnnotations(), Project: project, Repos: sourceRepos(u),
 		Destination: destinationOf(u)}
 }
-
-// destinationFields are where an object says it deploys to: an
-// Application's spec.destination; a Kustomization's or HelmRelease's
-// spec.targetNamespace, and spec.kubeConfig for another cluster.
-var destinationFields = [][]string{{"spec", "destination"}, {"spec", "targetNamespace"}, {"spec", "kubeConfig", "secretRef", "name"}}
 
 // destinationOf is where u deploys to, "CLUSTER/NAMESPACE" with ""
 // for the cluster the deployer runs in, or "" when u names no namespace
@@ -94,54 +90,45 @@ func sourceRepos(u *unstructured.Unstructured) []string {
 	return out
 }
 
-// keepSelected trims a watched object to what selected reads, before it
-// enters the cache: a thousand Applications' statuses and sources would
-// otherwise stay in memory for nothing.
+// keepSelected reduces a watched object to what selected reads, before
+// it enters the cache: ten thousand Applications' statuses and sources,
+// or even their trimmed maps, would otherwise stay in memory for nothing.
 func keepSelected(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return obj, nil
 	}
 	s := selected(u)
-	out := &unstructured.Unstructured{Object: map[string]any{}}
-	out.SetAPIVersion(u.GetAPIVersion())
-	out.SetKind(u.GetKind())
-	out.SetNamespace(s.Namespace)
-	out.SetName(s.Name)
-	out.SetUID(u.GetUID())
-	out.SetResourceVersion(u.GetResourceVersion())
-	out.SetLabels(s.Labels)
-	if a := s.Annotations; a != nil {
-		delete(a, "kubectl.kubernetes.io/last-applied-configuration")
-		out.SetAnnotations(a)
-	}
-	if s.Project != "" {
-		_ = unstructured.SetNestedField(out.Object, s.Project, "spec", "project")
-	}
-	if len(s.Repos) > 0 {
-		sources := make([]any, len(s.Repos))
-		for i, url := range s.Repos {
-			sources[i] = map[string]any{"repoURL": url}
-		}
-		_ = unstructured.SetNestedSlice(out.Object, sources, "spec", "sources")
-	}
-	for _, path := range destinationFields {
-		if v, ok, _ := unstructured.NestedFieldCopy(u.Object, path...); ok {
-			_ = unstructured.SetNestedField(out.Object, v, path...)
-		}
-	}
-	return out, nil
+	delete(s.Annotations, "kubectl.kubernetes.io/last-applied-configuration")
+	return &selectedObject{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, UID: u.GetUID(), ResourceVersion: u.GetResourceVersion()},
+		sel:        s,
+	}, nil
+}
+
+// selectedObject is an object as the discovery cache keeps it: what
+// selected read of it, and the metadata the store keys it by.
+type selectedObject struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+	sel config.Selected // never written after keepSelected
+}
+
+func (o *selectedObject) DeepCopyObject() runtime.Object {
+	c := *o
+	c.ObjectMeta = *o.ObjectMeta.DeepCopy()
+	return &c
 }
 
 // appsOf returns the apps of objs (per discovery, in the discoveries'
 // order), sorted by name within each discovery.
-func appsOf(ds []config.Discovery, objs [][]*unstructured.Unstructured) []config.App {
+func appsOf(ds []config.Discovery, objs [][]config.Selected) []config.App {
 	var out []config.App
 	for i, d := range ds {
 		var apps []config.App
 		matches := d.Matcher()
-		for _, u := range objs[i] {
-			if o := selected(u); matches(o) {
+		for _, o := range objs[i] {
+			if matches(o) {
 				apps = append(apps, d.App(o))
 			}
 		}
@@ -153,14 +140,14 @@ func appsOf(ds []config.Discovery, objs [][]*unstructured.Unstructured) []config
 
 // List returns the apps ds select now.
 func List(ctx context.Context, dyn dynamic.Interface, ds []config.Discovery) ([]config.App, error) {
-	objs := make([][]*unstructured.Unstructured, len(ds))
+	objs := make([][]config.Selected, len(ds))
 	for i, d := range ds {
 		list, err := dyn.Resource(resourceOf(d)).Namespace(d.Namespace()).List(ctx, metav1.ListOptions{LabelSelector: d.LabelSelector()})
 		if err != nil {
 			return nil, fmt.Errorf("discover[%d]: listing %s in %s: %w (grant pinbot read access with the deployers component)", i, resourceOf(d).Resource, d.Namespace(), err)
 		}
 		for j := range list.Items {
-			objs[i] = append(objs[i], &list.Items[j])
+			objs[i] = append(objs[i], selected(&list.Items[j]))
 		}
 	}
 	return appsOf(ds, objs), nil
@@ -275,11 +262,11 @@ func (w *Watcher) Apps() []config.App {
 }
 
 func (w *Watcher) current() []config.App {
-	objs := make([][]*unstructured.Unstructured, len(w.ds))
+	objs := make([][]config.Selected, len(w.ds))
 	for i, s := range w.stores {
 		for _, o := range s.List() {
-			if u, ok := o.(*unstructured.Unstructured); ok {
-				objs[i] = append(objs[i], u)
+			if k, ok := o.(*selectedObject); ok {
+				objs[i] = append(objs[i], k.sel)
 			}
 		}
 	}

@@ -48,17 +48,15 @@ status:
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept := got.(*unstructured.Unstructured)
+	kept := got.(*selectedObject)
+	if _, ok := kept.sel.Annotations["kubectl.kubernetes.io/last-applied-configuration"]; ok || len(kept.sel.Annotations) != 1 {
+		t.Errorf("annotations kept: %v; want pinbot.dev/verify alone", kept.sel.Annotations)
+	}
 	delete(want.Annotations, "kubectl.kubernetes.io/last-applied-configuration")
-	if s := selected(kept); !reflect.DeepEqual(s, want) {
-		t.Errorf("selected after the trim: %+v; want %+v", s, want)
+	if !reflect.DeepEqual(kept.sel, want) {
+		t.Errorf("selected after the trim: %+v; want %+v", kept.sel, want)
 	}
-	for _, f := range [][]string{{"status"}, {"spec", "source"}, {"metadata", "managedFields"}, {"metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration"}} {
-		if _, found, _ := unstructured.NestedFieldNoCopy(kept.Object, f...); found {
-			t.Errorf("%v kept; want it dropped", f)
-		}
-	}
-	if kept.GetResourceVersion() != "42" || kept.GetUID() != "1234" {
+	if kept.GetResourceVersion() != "42" || kept.GetUID() != "1234" || kept.GetName() != "shop" || kept.GetNamespace() != "argocd" {
 		t.Errorf("resourceVersion %q, uid %q; want them kept", kept.GetResourceVersion(), kept.GetUID())
 	}
 }
@@ -84,7 +82,7 @@ func TestDestinationOf(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := destinationOf(kept.(*unstructured.Unstructured)); got != tc.want {
+		if got := kept.(*selectedObject).sel.Destination; got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.object, got, tc.want)
 		}
 	}
