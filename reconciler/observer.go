@@ -81,7 +81,7 @@ func (r *Reconciler) Following(branch string, repoURLs ...string) []string {
 		if a.VerifyOnly() {
 			st := set.states[a.Name]
 			st.mu.Lock()
-			b, key = st.tracked.Branch, st.trackedKey
+			b, key = st.trackedBranch, st.trackedKey
 			st.mu.Unlock()
 		}
 		if b == branch && want[key] {

@@ -91,12 +91,12 @@ type appState struct {
 	lastV *verdict.Verification
 	// workloads are the names of the app's workloads by namespace, as
 	// the last pass found them: their Pods' and ReplicaSets' events wake
-	// the loop (runsIn). tracked is the repository and branch a
-	// verify-only app's deployer's object named at the last pass, for
-	// push webhooks (Following), and trackedKey its gitforge.RepoKey.
-	workloads  map[string][]string
-	tracked    config.App
-	trackedKey string
+	// the loop (runsIn). trackedKey and trackedBranch are the repository
+	// (its gitforge.RepoKey) and branch a verify-only app's deployer's
+	// object named at the last pass, for push webhooks (Following).
+	workloads     map[string][]string
+	trackedKey    string
+	trackedBranch string
 	// inputs are what the last render of the app's branch read (nil
 	// before one), for TriggerChanged.
 	inputs *inputs
@@ -117,7 +117,7 @@ func (st *appState) track(a config.App) {
 	key := gitforge.RepoKey(a.Repo)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.tracked, st.trackedKey = a, key
+	st.trackedKey, st.trackedBranch = key, a.Branch
 }
 
 func newAppState() *appState {
