@@ -173,6 +173,8 @@ var allowed = map[string][]string{
 	// The I/O shells the reconciler reads through: each cluster's clients
 	// and watch caches, the fetched branches, the registry's answers.
 	"reconciler/cluster": append([]string{"reconciler/object", "reconciler/ssa", "reconciler/verdict", "reconciler/deployer", "reconciler/spoke", "reconciler/cluster/compact"}, leaves...),
+	// Reading an app's cluster through Argo CD's API server.
+	"reconciler/cluster/argoapi": append([]string{"reconciler/cluster", "reconciler/cluster/compact", "reconciler/object", "reconciler/ssa", "reconciler/deployer", "reconciler/spoke", "reconciler/verdict", "internal/capool", "internal/tokenfile"}, leaves...),
 	// What the watch caches keep of an object: client-go's types alone.
 	"reconciler/cluster/compact": {"reconciler/verdict", "reconciler/object", "internal/imageref", "internal/clip"},
 	// The Events of the proofs: client-go's broadcaster.

@@ -10,6 +10,7 @@ import (
 	"pinbot.dev/pinbot/gitforge"
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/reconciler/config"
+	"pinbot.dev/pinbot/reconciler/internal/wakes"
 )
 
 // appSet is the config and each app's state, replaced whole (SetApps):
@@ -22,7 +23,7 @@ type appSet struct {
 	// (deployerKey), and wakes the apps by namespace: what the clusters'
 	// callbacks wake, without looking at every app.
 	byDeployer map[string][]*appState
-	wakes      *wakeIndex
+	wakes      *wakes.Index
 	// repoKeys are the gitforge.RepoKey of each of cfg's apps' Repo, in
 	// cfg's order: what a push webhook is matched against (Following).
 	repoKeys []string
@@ -30,7 +31,7 @@ type appSet struct {
 
 func newAppSet(cfg *config.Config, old *appSet) *appSet {
 	s := &appSet{cfg: cfg, apps: make(map[string]*config.App, len(cfg.Apps)), states: make(map[string]*appState, len(cfg.Apps)),
-		byDeployer: map[string][]*appState{}, wakes: newWakeIndex(), repoKeys: make([]string, len(cfg.Apps))}
+		byDeployer: map[string][]*appState{}, wakes: wakes.New(), repoKeys: make([]string, len(cfg.Apps))}
 	if old != nil {
 		s.wakes = old.wakes // the namespaces the passes found go on
 	}
@@ -47,7 +48,7 @@ func newAppSet(cfg *config.Config, old *appSet) *appSet {
 			k := deployerKey(res, ns, name)
 			s.byDeployer[k] = append(s.byDeployer[k], st)
 		}
-		s.wakes.add(a.Name, a.AllowNamespaces...)
+		s.wakes.Add(a.Name, a.AllowNamespaces...)
 	}
 	return s
 }

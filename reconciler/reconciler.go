@@ -20,6 +20,7 @@ import (
 	"pinbot.dev/pinbot/internal/kubeclient"
 	"pinbot.dev/pinbot/reconciler/chartrepo"
 	"pinbot.dev/pinbot/reconciler/cluster"
+	"pinbot.dev/pinbot/reconciler/cluster/argoapi"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/deployed"
 	"pinbot.dev/pinbot/reconciler/events"
@@ -44,11 +45,11 @@ type Reconciler struct {
 	setMu     sync.Mutex             // serializes SetApps
 	runs      runs                   // the RunSome under way (apps.go)
 	kube      kubernetes.Interface
-	answer    time.Duration       // WithAPIResponseTimeout
-	local     *cluster.Cluster    // the cluster pinbot runs against
-	argo      *cluster.ArgoAccess // reads through Argo CD's API server
-	remotes   *cluster.Remotes    // the spokes Argo CD and Flux name (clusterof.go)
-	events    *events.Recorder    // Events on the apps and workloads verified (events.go)
+	answer    time.Duration    // WithAPIResponseTimeout
+	local     *cluster.Cluster // the cluster pinbot runs against
+	argo      *argoapi.Access  // reads through Argo CD's API server
+	remotes   *cluster.Remotes // the spokes Argo CD and Flux name (clusterof.go)
+	events    *events.Recorder // Events on the apps and workloads verified (events.go)
 	source    *gitsource.Source
 	lookups   *lookup.Cache
 	mirrors   []verdict.Mirror // cfg.Rules(), normalised once
@@ -253,9 +254,9 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	h.ObjectChanged = r.route.objectChanged
 	r.local = cluster.New("", "", kube, dyn, md, h, 0)
 	r.remotes = cluster.NewRemotes(kube, o.trust, o.answer, rc.UserAgent, r.route.handlers())
-	r.argo = cluster.NewArgoAccess(func() *cluster.ArgoServer {
+	r.argo = argoapi.New(func() *argoapi.Server {
 		if s := r.Config().ArgoCD; s != nil {
-			return &cluster.ArgoServer{URL: s.URL, TokenFile: s.TokenFile, CAFile: s.CAFile}
+			return &argoapi.Server{URL: s.URL, TokenFile: s.TokenFile, CAFile: s.CAFile}
 		}
 		return nil
 	}, o.answer, r.mirrors)

@@ -7,8 +7,6 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
-	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -72,7 +70,7 @@ func (r *router) reachability(name string, down bool) {
 // Pods it is about; it never blocks.
 func (r *router) changed(namespace string, owners []string) {
 	s := r.set.Load()
-	for _, name := range s.wakes.in(namespace) {
+	for _, name := range s.wakes.In(namespace) {
 		a := s.apps[name]
 		if a == nil {
 			continue // gone since
@@ -102,46 +100,6 @@ func deployerKey(res schema.GroupVersionResource, ns, name string) string {
 	return res.Resource + "." + res.Group + "/" + ns + "/" + name
 }
 
-// wakeIndex names, by namespace, the apps whose workloads a pass found
-// there or that may deploy there (allowNamespaces): the apps a Pod event
-// there may concern (runsIn decides). It only grows, by namespaces, while
-// serve runs; a name no longer in the set is skipped.
-type wakeIndex struct {
-	mu sync.RWMutex
-	ns map[string][]string
-}
-
-func newWakeIndex() *wakeIndex { return &wakeIndex{ns: map[string][]string{}} }
-
-// add notes app under each of namespaces.
-func (x *wakeIndex) add(app string, namespaces ...string) {
-	// Every pass notes its namespaces, which are almost always noted
-	// already: look under the read lock before taking the write lock.
-	x.mu.RLock()
-	noted := true
-	for _, ns := range namespaces {
-		noted = noted && slices.Contains(x.ns[ns], app)
-	}
-	x.mu.RUnlock()
-	if noted {
-		return
-	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for _, ns := range namespaces {
-		if !slices.Contains(x.ns[ns], app) {
-			x.ns[ns] = append(x.ns[ns], app)
-		}
-	}
-}
-
-// in are the apps noted under ns; the caller must not change them.
-func (x *wakeIndex) in(ns string) []string {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return x.ns[ns]
-}
-
 // inventoryChanged is the live cache's callback: an object of app's
 // inventory changed its content (or appeared, or went away). It wakes a
 // self-healing app's loop; it never blocks.
@@ -164,5 +122,5 @@ func (r *router) workloadStatusChanged(app string) {
 // setWorkloads keeps the app's workloads among desired (runsIn) and
 // notes their namespaces in the wake index.
 func (p *pass) setWorkloads(desired []*unstructured.Unstructured) {
-	p.r.set.Load().wakes.add(p.app.Name, p.st.setWorkloads(desired)...)
+	p.r.set.Load().wakes.Add(p.app.Name, p.st.setWorkloads(desired)...)
 }

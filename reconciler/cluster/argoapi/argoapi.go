@@ -1,4 +1,7 @@
-package cluster
+// Package argoapi reads what verification needs of an app's cluster
+// through Argo CD's API server, for the apps pinbot reaches no other
+// way: the Application's resource tree and each live manifest.
+package argoapi
 
 import (
 	"context"
@@ -17,26 +20,27 @@ import (
 	"pinbot.dev/pinbot/internal/httpbound"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/internal/tokenfile"
+	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/spoke"
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
-// ArgoServer is Argo CD's API server as pinbot's config names it.
-type ArgoServer struct{ URL, TokenFile, CAFile string }
+// Server is Argo CD's API server as pinbot's config names it.
+type Server struct{ URL, TokenFile, CAFile string }
 
-// ArgoAccess reads what verification needs of an app's cluster through
+// Access reads what verification needs of an app's cluster through
 // Argo CD's API server, for the apps pinbot reaches no other way.
-type ArgoAccess struct {
-	settings func() *ArgoServer // the config's argocd:, as it is now
+type Access struct {
+	settings func() *Server // the config's argocd:, as it is now
 	mirrors  []verdict.Mirror
 	http     func() (*http.Client, error) // made once (newHTTP)
 }
 
-// NewArgoAccess reads through the server settings names (nil for none),
+// New reads through the server settings names (nil for none),
 // each answer bounded by answer, mapping images through mirrors.
-func NewArgoAccess(settings func() *ArgoServer, answer time.Duration, mirrors []verdict.Mirror) *ArgoAccess {
-	a := &ArgoAccess{settings: settings, mirrors: mirrors}
+func New(settings func() *Server, answer time.Duration, mirrors []verdict.Mirror) *Access {
+	a := &Access{settings: settings, mirrors: mirrors}
 	a.http = sync.OnceValues(func() (*http.Client, error) { return a.newHTTP(answer) })
 	return a
 }
@@ -44,7 +48,7 @@ func NewArgoAccess(settings func() *ArgoServer, answer time.Duration, mirrors []
 // API is the client of Argo CD's API server the config's argocd: names.
 // The token is read anew each time, so a rotated one is used at the next
 // pass; the HTTP client, and its connections, are made once.
-func (a *ArgoAccess) API() (*spoke.ArgoAPI, error) {
+func (a *Access) API() (*spoke.ArgoAPI, error) {
 	s := a.settings()
 	if s == nil || s.URL == "" {
 		return nil, fmt.Errorf("reading Pods through Argo CD's API: no argocd.url in the config")
@@ -63,7 +67,7 @@ func (a *ArgoAccess) API() (*spoke.ArgoAPI, error) {
 
 // newHTTP is the client of Argo CD's API server: bounded as the spokes'
 // clients are, trusting the config's caFile.
-func (a *ArgoAccess) newHTTP(answer time.Duration) (*http.Client, error) {
+func (a *Access) newHTTP(answer time.Duration) (*http.Client, error) {
 	t := httpbound.Transport(answer)
 	if s := a.settings(); s != nil && s.CAFile != "" {
 		pool, err := capool.Load(s.CAFile)
@@ -89,7 +93,7 @@ type apiReader struct {
 // no Nodes: a Pod's platform is what it demands of its Node (see
 // verdict.Snapshot.NodesUnread). It returns the confirm that reads the
 // workloads again.
-func (a *ArgoAccess) Snapshot(ctx context.Context, api *spoke.ArgoAPI, app, appNS string, namespaces []string, desired []*unstructured.Unstructured, want map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, func(context.Context, *verdict.Snapshot) (string, bool), error) {
+func (a *Access) Snapshot(ctx context.Context, api *spoke.ArgoAPI, app, appNS string, namespaces []string, desired []*unstructured.Unstructured, want map[object.Ref]*unstructured.Unstructured) (*verdict.Snapshot, func(context.Context, *verdict.Snapshot) (string, bool), error) {
 	nodes, err := api.Tree(ctx, app, appNS)
 	if err != nil {
 		return nil, nil, err
@@ -136,7 +140,7 @@ func (a *ArgoAccess) Snapshot(ctx context.Context, api *spoke.ArgoAPI, app, appN
 		return snap.Pods[i].Namespace+"/"+snap.Pods[i].Name < snap.Pods[j].Namespace+"/"+snap.Pods[j].Name
 	})
 	confirm := func(ctx context.Context, snap *verdict.Snapshot) (string, bool) {
-		return ConfirmWith(ctx, snap, rd.read)
+		return cluster.ConfirmWith(ctx, snap, rd.read)
 	}
 	return snap, confirm, nil
 }
