@@ -85,7 +85,10 @@ func (r *Reconciler) RunSome(ctx context.Context, stop <-chan struct{}, keep fun
 	a := &appRuns{r: r, ctx: ctx, stop: stop, keep: keep, running: map[string]*appRun{}}
 	r.runs.add(a)
 	a.startAll()
-	select { // apps come and go (SetApps) until then
+	// The deployers' objects of the apps just taken; apps come and go
+	// (SetApps) until the end.
+	go r.local.Objects.Reread(ctx)
+	select {
 	case <-ctx.Done():
 	case <-stop:
 	}

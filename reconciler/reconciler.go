@@ -252,6 +252,9 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	r.route = &router{set: &r.set, log: &r.log, downAfter: o.downAft, narrow: o.replica != ""}
 	h := r.route.handlers()
 	h.ObjectChanged = r.route.objectChanged
+	if r.route.narrow {
+		h.ReadsObject = r.route.passedHere
+	}
 	r.local = cluster.New("", "", kube, dyn, md, h, 0)
 	r.remotes = cluster.NewRemotes(kube, o.trust, o.answer, rc.UserAgent, r.route.handlers())
 	r.argo = argoapi.New(func() *argoapi.Server {

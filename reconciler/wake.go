@@ -96,6 +96,18 @@ func (r *router) objectChanged(resource schema.GroupVersionResource, ns, name st
 	}
 }
 
+// passedHere says whether an app this process passes reads the
+// deployer's object ns/name of resource: with shards, only those keep
+// their content in the hub's caches (cluster.Handlers.ReadsObject).
+func (r *router) passedHere(resource schema.GroupVersionResource, ns, name string) bool {
+	for _, st := range r.set.Load().byDeployer[deployerKey(resource, ns, name)] {
+		if st.ownedSince.Load() != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func deployerKey(res schema.GroupVersionResource, ns, name string) string {
 	return res.Resource + "." + res.Group + "/" + ns + "/" + name
 }

@@ -64,6 +64,12 @@ type Handlers struct {
 	WorkloadStatusChanged func(app string)
 	// ObjectChanged: an object a verify-only app reads changed.
 	ObjectChanged func(gvr schema.GroupVersionResource, ns, name string)
+	// ReadsObject, when not nil, says whether an app passed here reads
+	// the deployer's object ns/name of gvr: Objects then keeps the
+	// content of those alone, and of the others their names and
+	// versions (a replica of serve that holds some shards). After the
+	// apps passed here grow, Objects.Fill reads what they now need.
+	ReadsObject func(gvr schema.GroupVersionResource, ns, name string) bool
 	// Reachability: the cluster named name ("" for pinbot's own) has not
 	// answered for DownAfter since a watch failed (down), or answers
 	// again (up).
@@ -90,7 +96,7 @@ func New(name, server string, kube kubernetes.Interface, dyn dynamic.Interface, 
 		Applier: ssa.New(dyn, md, kube.Discovery()),
 		Pods:    newWatcher(kube, alive, h.Changed, h.PerNamespace),
 		Lives:   newLives(dyn, alive, h.InventoryChanged, h.WorkloadStatusChanged),
-		Objects: newObjects(dyn, alive, h.ObjectChanged),
+		Objects: newObjects(dyn, alive, h.ObjectChanged, h.ReadsObject),
 		alive:   alive,
 	}
 	c.Pods.syncTimeout = syncTimeout

@@ -36,12 +36,19 @@ type Objects struct {
 	// onChange, when not nil, is told of every change of a deployer's
 	// object or a workload (reported); it must not block.
 	onChange func(gvr schema.GroupVersionResource, ns, name string)
+	// reads, when not nil, picks the deployers' objects whose content the
+	// watches keep (Handlers.ReadsObject). Of the others they keep a
+	// stub, the name and version; a read of a stub is a GET, whose
+	// answer is held (in held) for as long as the watch says the object
+	// has not changed since.
+	reads func(gvr schema.GroupVersionResource, ns, name string) bool
 
 	mu        sync.Mutex
 	closed    bool
 	infs      map[objectKey]cache.SharedIndexInformer
 	stops     map[objectKey]chan struct{} // each watch's own, for drop
 	forbidden map[objectKey]bool          // may not be listed: read by GET
+	held      map[heldKey]*rawObject      // the content of stubs read since
 }
 
 type objectKey struct {
@@ -49,9 +56,15 @@ type objectKey struct {
 	ns  string
 }
 
-func newObjects(dyn dynamic.Interface, alive *liveness, onChange func(gvr schema.GroupVersionResource, ns, name string)) *Objects {
-	return &Objects{dyn: dyn, alive: alive, onChange: onChange, stop: make(chan struct{}), infs: map[objectKey]cache.SharedIndexInformer{},
-		stops: map[objectKey]chan struct{}{}, forbidden: map[objectKey]bool{}}
+type heldKey struct {
+	objectKey
+	name string
+}
+
+func newObjects(dyn dynamic.Interface, alive *liveness, onChange func(gvr schema.GroupVersionResource, ns, name string),
+	reads func(gvr schema.GroupVersionResource, ns, name string) bool) *Objects {
+	return &Objects{dyn: dyn, alive: alive, onChange: onChange, reads: reads, stop: make(chan struct{}), infs: map[objectKey]cache.SharedIndexInformer{},
+		stops: map[objectKey]chan struct{}{}, forbidden: map[objectKey]bool{}, held: map[heldKey]*rawObject{}}
 }
 
 // reported says whether a change of resource is news for the apps that
@@ -94,6 +107,11 @@ func (c *Objects) drop(ns string) {
 			delete(c.stops, key)
 		}
 	}
+	for key := range c.held {
+		if key.ns == ns {
+			delete(c.held, key)
+		}
+	}
 }
 
 // either is closed once a or b is.
@@ -122,15 +140,96 @@ func (c *Objects) Get(ctx context.Context, gvr schema.GroupVersionResource, ns, 
 		if err == nil && !exists {
 			return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
 		}
-		if u, ok := fromCache(obj); err == nil && ok {
+		if u, ok := fromCache(c.content(heldKey{key, name}, obj)); err == nil && ok {
 			return u, nil
 		}
 	}
 	u, err := c.dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-	if err == nil && inf == nil && !forbidden {
+	switch {
+	case err != nil:
+	case inf == nil && !forbidden:
 		c.start(ctx, key)
+	case inf != nil:
+		c.hold(key, inf, u.DeepCopy())
 	}
 	return u, err
+}
+
+// content is obj, or when obj is a stub the content held for its
+// version; nil when none is.
+func (c *Objects) content(key heldKey, obj any) any {
+	o, ok := obj.(*rawObject)
+	if !ok || o.raw != nil || c.reads == nil {
+		return obj
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.held[key]
+	if h == nil || h.ResourceVersion != o.ResourceVersion {
+		delete(c.held, key) // changed since: a GET reads it again
+		return nil
+	}
+	return h
+}
+
+// hold keeps u's content when the watch inf keeps a stub of u at u's
+// version: the content of an object an app passed here reads since the
+// watch last saw it change.
+func (c *Objects) hold(key objectKey, inf cache.SharedIndexInformer, u *unstructured.Unstructured) {
+	if c.reads == nil || !deployer.IsDeployment(key.gvr) {
+		return
+	}
+	obj, exists, err := inf.GetIndexer().GetByKey(u.GetNamespace() + "/" + u.GetName())
+	if o, ok := obj.(*rawObject); err != nil || !exists || !ok || o.raw != nil || o.ResourceVersion != u.GetResourceVersion() {
+		return
+	}
+	kept, err := compactObject(u)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held[heldKey{key, u.GetName()}] = kept.(*rawObject)
+}
+
+// Reread reads the content of the deployers' objects that the apps
+// passed here read, and that their watches keep as stubs, after this
+// replica took shards: one paginated LIST per kind and namespace
+// instead of a GET per app. What it misses, each pass reads by GET.
+func (c *Objects) Reread(ctx context.Context) {
+	if c.reads == nil {
+		return
+	}
+	c.mu.Lock()
+	watched := map[objectKey]cache.SharedIndexInformer{}
+	for key, inf := range c.infs {
+		if deployer.IsDeployment(key.gvr) {
+			watched[key] = inf
+		}
+	}
+	for key := range c.held { // those passed elsewhere now
+		if !c.reads(key.gvr, key.ns, key.name) {
+			delete(c.held, key)
+		}
+	}
+	c.mu.Unlock()
+	for key, inf := range watched {
+		opts := metav1.ListOptions{Limit: 500}
+		for {
+			list, err := c.dyn.Resource(key.gvr).Namespace(key.ns).List(ctx, opts)
+			if err != nil {
+				break
+			}
+			for i := range list.Items {
+				if u := &list.Items[i]; c.reads(key.gvr, u.GetNamespace(), u.GetName()) {
+					c.hold(key, inf, u)
+				}
+			}
+			if opts.Continue = list.GetContinue(); opts.Continue == "" {
+				break
+			}
+		}
+	}
 }
 
 // Fill reads the objects of want that live lacks, as ssa's GetMissing
@@ -180,7 +279,7 @@ func (c *Objects) start(ctx context.Context, key objectKey) {
 		return
 	}
 	inf := dynamicinformer.NewFilteredDynamicInformer(c.dyn, key.gvr, key.ns, 0, cache.Indexers{}, nil).Informer()
-	_ = inf.SetTransform(compactObject)
+	_ = inf.SetTransform(c.keep(key.gvr))
 	_ = c.alive.watch(inf) // fails only once inf runs
 	if c.onChange != nil && reported(key.gvr) {
 		notify := func(o any) {
@@ -198,6 +297,20 @@ func (c *Objects) start(ctx context.Context, key objectKey) {
 	}
 	c.infs[key], c.stops[key] = inf, make(chan struct{})
 	go inf.Run(either(c.stop, c.stops[key]))
+}
+
+// keep is how the watch of gvr keeps its objects: compacted, or as stubs
+// when no app passed here reads them (reads).
+func (c *Objects) keep(gvr schema.GroupVersionResource) cache.TransformFunc {
+	if c.reads == nil || !deployer.IsDeployment(gvr) {
+		return compactObject
+	}
+	return func(obj any) (any, error) {
+		if u, ok := obj.(*unstructured.Unstructured); ok && !c.reads(gvr, u.GetNamespace(), u.GetName()) {
+			return &rawObject{ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), ResourceVersion: u.GetResourceVersion()}}, nil
+		}
+		return compactObject(obj)
+	}
 }
 
 // compactObject is an object as Objects keeps it: its JSON, without
@@ -229,7 +342,7 @@ func compactObject(obj any) (any, error) {
 // caller owns.
 func fromCache(obj any) (*unstructured.Unstructured, bool) {
 	o, ok := obj.(*rawObject)
-	if !ok {
+	if !ok || o.raw == nil { // a stub
 		return nil, false
 	}
 	u := &unstructured.Unstructured{}
@@ -239,7 +352,8 @@ func fromCache(obj any) (*unstructured.Unstructured, bool) {
 	return u, true
 }
 
-// rawObject is an object's JSON, with the metadata a store needs.
+// rawObject is an object's JSON, with the metadata a store needs; a
+// stub has no JSON.
 type rawObject struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta

@@ -1,11 +1,19 @@
 package cluster
 
 import (
+	"context"
+	"sync"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/cache"
+
+	"pinbot.dev/pinbot/reconciler/deployer"
 )
 
 // Objects keeps an object's JSON, less what pinbot never reads, and
@@ -48,5 +56,111 @@ func TestCompactObject(t *testing.T) {
 	}
 	if other, err := compactObject("tombstone"); err != nil || other != "tombstone" {
 		t.Errorf("compactObject of another type = %v, %v; want it unchanged", other, err)
+	}
+}
+
+// A sharded replica's watch of the deployers' objects keeps the content
+// of those its apps read, and stubs of the others: a stub's read is one
+// GET, held while the object is unchanged; after the replica takes more
+// apps, one listing (Reread) reads theirs.
+func TestObjectsKeepWhatTheAppsPassedHereRead(t *testing.T) {
+	ctx := context.Background()
+	app := func(name, rv, phase string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+			"metadata": map[string]any{"name": name, "namespace": "argocd", "resourceVersion": rv},
+			"status":   map[string]any{"operationState": map[string]any{"phase": phase}}}}
+	}
+	scheme := runtime.NewScheme()
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{deployer.ApplicationsResource: "ApplicationList"},
+		app("a", "1", "Succeeded"), app("b", "1", "Succeeded"))
+	var mu sync.Mutex
+	passed := map[string]bool{"a": true}
+	reads := func(_ schema.GroupVersionResource, _, name string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return passed[name]
+	}
+	c := newObjects(dyn, newLiveness(func(context.Context) error { return nil }, time.Now), nil, reads)
+	t.Cleanup(c.close)
+	gets := func() int {
+		n := 0
+		for _, a := range dyn.Actions() {
+			if a.GetVerb() == "get" {
+				n++
+			}
+		}
+		return n
+	}
+	phase := func(name string) string {
+		t.Helper()
+		u, err := c.Get(ctx, deployer.ApplicationsResource, "argocd", name, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
+		return p
+	}
+	phase("a") // starts the watch
+	key := objectKey{gvr: deployer.ApplicationsResource, ns: "argocd"}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c.mu.Lock()
+		inf := c.infs[key]
+		c.mu.Unlock()
+		if inf != nil && inf.HasSynced() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the Applications' watch never synced")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stored := func(name string) *rawObject {
+		c.mu.Lock()
+		inf := c.infs[key]
+		c.mu.Unlock()
+		obj, _, _ := inf.GetIndexer().GetByKey("argocd/" + name)
+		o, _ := obj.(*rawObject)
+		return o
+	}
+	if o := stored("a"); o == nil || o.raw == nil {
+		t.Fatal("the content of a, read here, is not kept")
+	}
+	if o := stored("b"); o == nil || o.raw != nil || o.ResourceVersion != "1" {
+		t.Fatalf("b, read elsewhere, kept as %+v; want a stub at version 1", o)
+	}
+	before := gets()
+	if p := phase("a"); p != "Succeeded" || gets() != before {
+		t.Errorf("a read as %q with %d GETs; want Succeeded from the watch", p, gets()-before)
+	}
+	if p := phase("b"); p != "Succeeded" || gets() != before+1 {
+		t.Errorf("b read as %q with %d GETs; want Succeeded with one", p, gets()-before)
+	}
+	if p := phase("b"); p != "Succeeded" || gets() != before+1 {
+		t.Errorf("b read again as %q with %d GETs in all; want it held", p, gets()-before)
+	}
+	// b changes: what was held is stale, and the next read asks again.
+	if _, err := dyn.Resource(deployer.ApplicationsResource).Namespace("argocd").Update(ctx, app("b", "2", "Running"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for stored("b").ResourceVersion != "2" {
+		if time.Now().After(deadline) {
+			t.Fatal("the watch never saw b change")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p := phase("b"); p != "Running" || gets() != before+2 {
+		t.Errorf("b read after its change as %q with %d GETs in all; want Running, read again", p, gets()-before)
+	}
+	// This replica takes b's shard: one listing reads b, and no pass GETs it.
+	mu.Lock()
+	passed["b"] = true
+	mu.Unlock()
+	c.mu.Lock()
+	delete(c.held, heldKey{key, "b"})
+	c.mu.Unlock()
+	c.Reread(ctx)
+	if p := phase("b"); p != "Running" || gets() != before+2 {
+		t.Errorf("b read after Reread as %q with %d GETs in all; want Running from the listing", p, gets()-before)
 	}
 }
