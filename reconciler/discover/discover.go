@@ -15,6 +15,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -90,20 +91,74 @@ func sourceRepos(u *unstructured.Unstructured) []string {
 	return out
 }
 
-// keepSelected reduces a watched object to what selected reads, before
-// it enters the cache: ten thousand Applications' statuses and sources,
-// or even their trimmed maps, would otherwise stay in memory for nothing.
-func keepSelected(obj any) (any, error) {
+// keeper reduces the objects one discovery watches to what its
+// selection reads, before they enter the cache: of the labels, those its
+// selector names; of the annotations, pinbot.dev/verify. The objects
+// that keep the same of either share one map: ten thousand Applications
+// then hold the few distinct sets a selector's keys take, not a map
+// each.
+type keeper struct {
+	keys map[string]bool // the label selector's
+
+	mu   sync.Mutex
+	sets map[string]map[string]string // by their entries, key NUL value NUL
+}
+
+func newKeeper(d config.Discovery) *keeper {
+	k := &keeper{keys: map[string]bool{}, sets: map[string]map[string]string{}}
+	if sel, err := labels.Parse(d.LabelSelector()); err == nil {
+		reqs, _ := sel.Requirements()
+		for _, r := range reqs {
+			k.keys[r.Key()] = true
+		}
+	}
+	return k
+}
+
+// keep is the watch's transform.
+func (k *keeper) keep(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return obj, nil
 	}
 	s := selected(u)
-	delete(s.Annotations, "kubectl.kubernetes.io/last-applied-configuration")
+	s.Labels = k.shared(s.Labels, func(key string) bool { return k.keys[key] })
+	s.Annotations = k.shared(s.Annotations, func(key string) bool { return key == config.VerifyAnnotation })
 	return &selectedObject{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, UID: u.GetUID(), ResourceVersion: u.GetResourceVersion()},
 		sel:        s,
 	}, nil
+}
+
+// shared is the entries of m that want keeps, as the one map every
+// object keeping the same entries shares (nil for none); no one writes
+// it.
+func (k *keeper) shared(m map[string]string, want func(string) bool) map[string]string {
+	var keys []string
+	for key := range m {
+		if want(key) {
+			keys = append(keys, key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, key := range keys {
+		b.WriteString(key + "\x00" + m[key] + "\x00")
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if set, ok := k.sets[b.String()]; ok {
+		return set
+	}
+	set := make(map[string]string, len(keys))
+	for _, key := range keys {
+		set[key] = m[key]
+	}
+	k.sets[b.String()] = set
+	return set
 }
 
 // selectedObject is an object as the discovery cache keeps it: what
@@ -111,7 +166,7 @@ func keepSelected(obj any) (any, error) {
 type selectedObject struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
-	sel config.Selected // never written after keepSelected
+	sel config.Selected // never written after keeper.keep
 }
 
 func (o *selectedObject) DeepCopyObject() runtime.Object {
@@ -192,7 +247,7 @@ func Watch(ctx context.Context, dyn dynamic.Interface, ds []config.Discovery) *W
 		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 10*time.Minute, d.Namespace(),
 			func(o *metav1.ListOptions) { o.LabelSelector = selector })
 		inf := f.ForResource(resourceOf(d)).Informer()
-		_ = inf.SetTransform(keepSelected) // fails only once inf runs
+		_ = inf.SetTransform(newKeeper(d).keep) // fails only once inf runs
 		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 			cache.DefaultWatchErrorHandler(ctx, r, err)
 			w.mu.Lock()

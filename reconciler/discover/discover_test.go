@@ -6,10 +6,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	sigsyaml "sigs.k8s.io/yaml"
+
+	"pinbot.dev/pinbot/reconciler/config"
 )
 
-// The discovery cache keeps of an Application only what selection reads.
-func TestKeepSelectedKeepsWhatSelectionReads(t *testing.T) {
+// The discovery cache keeps of an Application only what selection reads,
+// and objects that keep the same labels share them.
+func TestKeeperKeepsWhatSelectionReads(t *testing.T) {
 	u := &unstructured.Unstructured{}
 	if err := sigsyaml.Unmarshal([]byte(`
 apiVersion: argoproj.io/v1alpha1
@@ -19,7 +22,7 @@ metadata:
   namespace: argocd
   uid: "1234"
   resourceVersion: "42"
-  labels: {team: shop}
+  labels: {team: shop, app: shop-web}
   annotations:
     pinbot.dev/verify: "true"
     kubectl.kubernetes.io/last-applied-configuration: '{"big": "copy"}'
@@ -44,17 +47,30 @@ status:
 	if want.Destination != "eu-1/shop" {
 		t.Errorf("the Application deploys to %q; want eu-1/shop", want.Destination)
 	}
-	got, err := keepSelected(u.DeepCopy())
+	d := config.Discovery{ArgoCD: &config.ArgoCDSelector{Selector: "team in (shop, pay)", Annotated: true}}
+	k := newKeeper(d)
+	got, err := k.keep(u.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
 	kept := got.(*selectedObject)
-	if _, ok := kept.sel.Annotations["kubectl.kubernetes.io/last-applied-configuration"]; ok || len(kept.sel.Annotations) != 1 {
-		t.Errorf("annotations kept: %v; want pinbot.dev/verify alone", kept.sel.Annotations)
-	}
-	delete(want.Annotations, "kubectl.kubernetes.io/last-applied-configuration")
+	want.Labels = map[string]string{"team": "shop"}
+	want.Annotations = map[string]string{"pinbot.dev/verify": "true"}
 	if !reflect.DeepEqual(kept.sel, want) {
 		t.Errorf("selected after the trim: %+v; want %+v", kept.sel, want)
+	}
+	if !d.Matches(kept.sel) || d.Matches(config.Selected{Namespace: "argocd", Labels: kept.sel.Labels}) {
+		t.Errorf("the trimmed object matches %t, without its annotation %t; want the discovery's verdict on the whole object", d.Matches(kept.sel), !d.Matches(config.Selected{Namespace: "argocd", Labels: kept.sel.Labels}))
+	}
+	other := u.DeepCopy()
+	other.SetName("shop-2")
+	other.SetLabels(map[string]string{"team": "shop", "app": "shop-2"})
+	got2, err := k.keep(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := kept.sel.Labels, got2.(*selectedObject).sel.Labels; reflect.ValueOf(a).UnsafePointer() != reflect.ValueOf(b).UnsafePointer() {
+		t.Errorf("two objects keeping team=shop hold a map each (%v, %v); want one shared", a, b)
 	}
 	if kept.GetResourceVersion() != "42" || kept.GetUID() != "1234" || kept.GetName() != "shop" || kept.GetNamespace() != "argocd" {
 		t.Errorf("resourceVersion %q, uid %q; want them kept", kept.GetResourceVersion(), kept.GetUID())
@@ -78,7 +94,7 @@ func TestDestinationOf(t *testing.T) {
 		if err := sigsyaml.Unmarshal([]byte(tc.object), &u.Object); err != nil {
 			t.Fatal(err)
 		}
-		kept, err := keepSelected(u)
+		kept, err := newKeeper(config.Discovery{ArgoCD: &config.ArgoCDSelector{}}).keep(u)
 		if err != nil {
 			t.Fatal(err)
 		}
