@@ -84,11 +84,10 @@ func (r *Reconciler) RunSome(ctx context.Context, stop <-chan struct{}, keep fun
 	r.prime(ctx, keep)
 	a := &appRuns{r: r, ctx: ctx, stop: stop, keep: keep, running: map[string]*appRun{}}
 	r.runs.add(a)
+	reread := r.local.Objects.Reread() // the deployers' objects of the apps taken
 	a.startAll()
-	// The deployers' objects of the apps just taken; apps come and go
-	// (SetApps) until the end.
-	go r.local.Objects.Reread(ctx)
-	select {
+	go reread(ctx)
+	select { // apps come and go (SetApps) until the end
 	case <-ctx.Done():
 	case <-stop:
 	}

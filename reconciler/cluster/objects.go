@@ -49,6 +49,7 @@ type Objects struct {
 	stops     map[objectKey]chan struct{} // each watch's own, for drop
 	forbidden map[objectKey]bool          // may not be listed: read by GET
 	held      map[heldKey]*rawObject      // the content of stubs read since
+	rereading chan struct{}               // closed once the last Reread ends
 }
 
 type objectKey struct {
@@ -140,7 +141,10 @@ func (c *Objects) Get(ctx context.Context, gvr schema.GroupVersionResource, ns, 
 		if err == nil && !exists {
 			return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
 		}
-		if u, ok := fromCache(c.content(heldKey{key, name}, obj)); err == nil && ok {
+		if err == nil {
+			obj = c.content(ctx, heldKey{key, name}, obj)
+		}
+		if u, ok := fromCache(obj); err == nil && ok {
 			return u, nil
 		}
 	}
@@ -156,11 +160,20 @@ func (c *Objects) Get(ctx context.Context, gvr schema.GroupVersionResource, ns, 
 }
 
 // content is obj, or when obj is a stub the content held for its
-// version; nil when none is.
-func (c *Objects) content(key heldKey, obj any) any {
+// version, once a Reread under way has ended; nil when none is held.
+func (c *Objects) content(ctx context.Context, key heldKey, obj any) any {
 	o, ok := obj.(*rawObject)
 	if !ok || o.raw != nil || c.reads == nil {
 		return obj
+	}
+	c.mu.Lock()
+	rereading := c.rereading
+	c.mu.Unlock()
+	if rereading != nil {
+		select {
+		case <-rereading:
+		case <-ctx.Done():
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -194,12 +207,26 @@ func (c *Objects) hold(key objectKey, inf cache.SharedIndexInformer, u *unstruct
 
 // Reread reads the content of the deployers' objects that the apps
 // passed here read, and that their watches keep as stubs, after this
-// replica took shards: one paginated LIST per kind and namespace
-// instead of a GET per app. What it misses, each pass reads by GET.
-func (c *Objects) Reread(ctx context.Context) {
+// replica took shards: one LIST per kind and namespace, from the API
+// server's watch cache as a watch's first is, instead of a GET per app.
+// The reads of stubs wait for it from the call on, and what it misses
+// they read by GET; it returns the listing, to run once the apps taken
+// are passed here (Handlers.ReadsObject).
+func (c *Objects) Reread() func(context.Context) {
 	if c.reads == nil {
-		return
+		return func(context.Context) {}
 	}
+	done := make(chan struct{})
+	c.mu.Lock()
+	c.rereading = done
+	c.mu.Unlock()
+	return func(ctx context.Context) {
+		defer close(done)
+		c.reread(ctx)
+	}
+}
+
+func (c *Objects) reread(ctx context.Context) {
 	c.mu.Lock()
 	watched := map[objectKey]cache.SharedIndexInformer{}
 	for key, inf := range c.infs {
@@ -214,19 +241,13 @@ func (c *Objects) Reread(ctx context.Context) {
 	}
 	c.mu.Unlock()
 	for key, inf := range watched {
-		opts := metav1.ListOptions{Limit: 500}
-		for {
-			list, err := c.dyn.Resource(key.gvr).Namespace(key.ns).List(ctx, opts)
-			if err != nil {
-				break
-			}
-			for i := range list.Items {
-				if u := &list.Items[i]; c.reads(key.gvr, u.GetNamespace(), u.GetName()) {
-					c.hold(key, inf, u)
-				}
-			}
-			if opts.Continue = list.GetContinue(); opts.Continue == "" {
-				break
+		list, err := c.dyn.Resource(key.gvr).Namespace(key.ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			continue
+		}
+		for i := range list.Items {
+			if u := &list.Items[i]; c.reads(key.gvr, u.GetNamespace(), u.GetName()) {
+				c.hold(key, inf, u)
 			}
 		}
 	}

@@ -159,7 +159,7 @@ func TestObjectsKeepWhatTheAppsPassedHereRead(t *testing.T) {
 	c.mu.Lock()
 	delete(c.held, heldKey{key, "b"})
 	c.mu.Unlock()
-	c.Reread(ctx)
+	c.Reread()(ctx)
 	if p := phase("b"); p != "Running" || gets() != before+2 {
 		t.Errorf("b read after Reread as %q with %d GETs in all; want Running from the listing", p, gets()-before)
 	}
