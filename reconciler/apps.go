@@ -155,15 +155,16 @@ func (rs *runs) changed(removed []string) {
 }
 
 // appRuns are the app loops of one RunSome: one goroutine per app it
-// keeps, each with a stop of its own.
+// keeps, each with a stop of its own, closed when the app goes or the
+// RunSome ends (endAll).
 type appRuns struct {
 	r    *Reconciler
 	ctx  context.Context
-	stop <-chan struct{}
 	keep func(*config.App) bool
 
 	mu      sync.Mutex
 	running map[string]*appRun
+	ended   bool // endAll: start nothing more
 	wg      sync.WaitGroup
 }
 
@@ -183,17 +184,16 @@ func (a *appRuns) startAll() {
 	for i := range s.cfg.Apps {
 		app := &s.cfg.Apps[i]
 		st := s.states[app.Name]
-		if (a.keep != nil && !a.keep(app)) || a.running[app.Name] != nil {
+		if a.ended || (a.keep != nil && !a.keep(app)) || a.running[app.Name] != nil {
 			continue
 		}
 		run := &appRun{st: st, quit: make(chan struct{})}
 		a.running[app.Name] = run
 		st.ownedSince.Store(time.Now().UnixNano())
-		stop := merge(a.ctx, a.stop, run.quit)
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
-			a.r.runApp(a.ctx, stop, app, st)
+			a.r.runApp(a.ctx, run.quit, app, st)
 			st.ownedSince.Store(0)
 			if a.keep != nil {
 				st.forget()
@@ -216,16 +216,14 @@ func (a *appRuns) end(name string) {
 	}
 }
 
-// merge is a channel closed when either a or b is, or ctx ends.
-func merge(ctx context.Context, a <-chan struct{}, b chan struct{}) <-chan struct{} {
-	out := make(chan struct{})
-	go func() {
-		select {
-		case <-a:
-		case <-b:
-		case <-ctx.Done():
-		}
-		close(out)
-	}()
-	return out
+// endAll stops every loop, after its pass under way: the RunSome ends.
+// One close per loop, and no goroutine per loop to wait for the end.
+func (a *appRuns) endAll() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ended = true
+	for name, run := range a.running {
+		close(run.quit)
+		delete(a.running, name)
+	}
 }

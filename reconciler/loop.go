@@ -82,7 +82,7 @@ func (r *Reconciler) RunSome(ctx context.Context, stop <-chan struct{}, keep fun
 	}
 	r.history.Follow()
 	r.prime(ctx, keep)
-	a := &appRuns{r: r, ctx: ctx, stop: stop, keep: keep, running: map[string]*appRun{}}
+	a := &appRuns{r: r, ctx: ctx, keep: keep, running: map[string]*appRun{}}
 	r.runs.add(a)
 	reread := r.local.Objects.Reread() // the deployers' objects of the apps taken
 	a.startAll()
@@ -92,6 +92,7 @@ func (r *Reconciler) RunSome(ctx context.Context, stop <-chan struct{}, keep fun
 	case <-stop:
 	}
 	r.runs.remove(a)
+	a.endAll()
 	a.wg.Wait()
 	return nil
 }
