@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -222,9 +223,15 @@ func (c *Objects) Reread() func(context.Context) {
 	c.mu.Unlock()
 	return func(ctx context.Context) {
 		defer close(done)
+		ctx, cancel := context.WithTimeout(ctx, rereadWithin)
+		defer cancel()
 		c.reread(ctx)
 	}
 }
+
+// rereadWithin bounds a Reread, which the reads of stubs wait for: past
+// it they read by GET.
+const rereadWithin = 30 * time.Second
 
 func (c *Objects) reread(ctx context.Context) {
 	c.mu.Lock()
@@ -300,7 +307,7 @@ func (c *Objects) start(ctx context.Context, key objectKey) {
 		return
 	}
 	inf := dynamicinformer.NewFilteredDynamicInformer(c.dyn, key.gvr, key.ns, 0, cache.Indexers{}, nil).Informer()
-	_ = inf.SetTransform(c.keep(key.gvr))
+	_ = inf.SetTransform(c.keep(key))
 	_ = c.alive.watch(inf) // fails only once inf runs
 	if c.onChange != nil && reported(key.gvr) {
 		notify := func(o any) {
@@ -320,15 +327,22 @@ func (c *Objects) start(ctx context.Context, key objectKey) {
 	go inf.Run(either(c.stop, c.stops[key]))
 }
 
-// keep is how the watch of gvr keeps its objects: compacted, or as stubs
-// when no app passed here reads them (reads).
-func (c *Objects) keep(gvr schema.GroupVersionResource) cache.TransformFunc {
-	if c.reads == nil || !deployer.IsDeployment(gvr) {
+// keep is how the watch of key keeps its objects: compacted, or as stubs
+// when no app passed here reads them (reads). The content held for a
+// stub goes once the watch keeps the object's own.
+func (c *Objects) keep(key objectKey) cache.TransformFunc {
+	if c.reads == nil || !deployer.IsDeployment(key.gvr) {
 		return compactObject
 	}
 	return func(obj any) (any, error) {
-		if u, ok := obj.(*unstructured.Unstructured); ok && !c.reads(gvr, u.GetNamespace(), u.GetName()) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if ok && !c.reads(key.gvr, u.GetNamespace(), u.GetName()) {
 			return &rawObject{ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), ResourceVersion: u.GetResourceVersion()}}, nil
+		}
+		if ok {
+			c.mu.Lock()
+			delete(c.held, heldKey{key, u.GetName()})
+			c.mu.Unlock()
 		}
 		return compactObject(obj)
 	}

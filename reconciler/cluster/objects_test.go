@@ -163,4 +163,21 @@ func TestObjectsKeepWhatTheAppsPassedHereRead(t *testing.T) {
 	if p := phase("b"); p != "Running" || gets() != before+2 {
 		t.Errorf("b read after Reread as %q with %d GETs in all; want Running from the listing", p, gets()-before)
 	}
+	// b changes again: the watch keeps its content now, and what was
+	// held for its stub goes.
+	if _, err := dyn.Resource(deployer.ApplicationsResource).Namespace("argocd").Update(ctx, app("b", "3", "Succeeded"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for o := stored("b"); o.ResourceVersion != "3" || o.raw == nil; o = stored("b") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the watch keeps b as %+v; want its content at version 3", o)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.mu.Lock()
+	held := len(c.held)
+	c.mu.Unlock()
+	if held != 0 {
+		t.Errorf("%d contents held once the watch keeps b's own; want none", held)
+	}
 }
