@@ -18,6 +18,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/deployer"
 	"pinbot.dev/pinbot/reconciler/gitsource"
 	"pinbot.dev/pinbot/reconciler/history"
+	"pinbot.dev/pinbot/reconciler/internal/renders"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/settle"
 	"pinbot.dev/pinbot/reconciler/status"
@@ -42,7 +43,7 @@ type observer struct {
 type observed struct {
 	// renders are the placed workloads of the head and of the deployed
 	// revision, by commit.
-	renders map[string][]*unstructured.Unstructured
+	renders renders.Kept
 	// head is the head commit last fetched, for follow-up passes.
 	head string
 	// headVersion is the chart version at head, read only for a

@@ -22,8 +22,8 @@ import (
 // (following a rollout, with a render at hand) reuses the last one.
 func (ob *observer) headRender(ctx context.Context, p *pass, d *deployed.App, auth gitforge.Auth) (string, []*unstructured.Unstructured, error) {
 	st := p.st
-	head, cached := st.vo.head, st.vo.renders[st.vo.head]
-	if p.mode == modeFollow && cached != nil {
+	head := st.vo.head
+	if cached, ok := st.vo.renders.Get(head); p.mode == modeFollow && ok {
 		return head, cached, nil
 	}
 	var objs []*unstructured.Unstructured
@@ -41,7 +41,8 @@ func (ob *observer) headRender(ctx context.Context, p *pass, d *deployed.App, au
 				return err
 			}
 		}
-		if objs = st.vo.renders[head]; objs != nil {
+		var ok bool
+		if objs, ok = st.vo.renders.Get(head); ok {
 			return nil
 		}
 		var err error
@@ -55,8 +56,8 @@ func (ob *observer) headRender(ctx context.Context, p *pass, d *deployed.App, au
 	}
 	st.track(config.App{Name: p.tracked.Name, Repo: p.tracked.Repo, Branch: p.tracked.Branch})
 	st.vo.head, st.vo.headVersion = head, version
-	st.vo.renders = keepRenders(st.vo.renders, head, d.Revision.Commit)
-	st.vo.renders[head] = objs
+	st.vo.renders.Only(head, d.Revision.Commit)
+	st.vo.renders.Put(head, objs)
 	return head, objs, nil
 }
 
@@ -66,7 +67,7 @@ func (ob *observer) headRender(ctx context.Context, p *pass, d *deployed.App, au
 // version is the head.
 func (ob *observer) chartRender(ctx context.Context, p *pass, d *deployed.App) (string, []*unstructured.Unstructured, error) {
 	st := p.st
-	if cached := st.vo.renders[st.vo.head]; p.mode == modeFollow && cached != nil {
+	if cached, ok := st.vo.renders.Get(st.vo.head); p.mode == modeFollow && ok {
 		return st.vo.head, cached, nil
 	}
 	head, objs, err := ob.renderChart(ctx, p, d, d.Source.Chart.Version)
@@ -75,8 +76,8 @@ func (ob *observer) chartRender(ctx context.Context, p *pass, d *deployed.App) (
 	}
 	st.track(config.App{Name: p.tracked.Name, Repo: d.Source.RepoURL})
 	st.vo.head = head
-	st.vo.renders = keepRenders(st.vo.renders, head, d.Revision.Commit)
-	st.vo.renders[head] = objs
+	st.vo.renders.Only(head, d.Revision.Commit)
+	st.vo.renders.Put(head, objs)
 	return head, objs, nil
 }
 
@@ -89,7 +90,7 @@ func (ob *observer) renderChart(ctx context.Context, p *pass, d *deployed.App, v
 	if err != nil {
 		return "", nil, &gitsource.Error{Repo: redact.URL(c.RepoURL), Err: err}
 	}
-	if objs := p.st.vo.renders[chart.Version]; objs != nil {
+	if objs, ok := p.st.vo.renders.Get(chart.Version); ok {
 		return chart.Version, objs, nil
 	}
 	objs, err := ob.render(ctx, chart.FS, d)
@@ -100,7 +101,7 @@ func (ob *observer) renderChart(ctx context.Context, p *pass, d *deployed.App, v
 // that holds the branch's history, or the chart version it deployed.
 func (ob *observer) deployedRender(ctx context.Context, p *pass, d *deployed.App, auth gitforge.Auth) ([]*unstructured.Unstructured, error) {
 	commit := d.Revision.Commit
-	if objs := p.st.vo.renders[commit]; objs != nil {
+	if objs, ok := p.st.vo.renders.Get(commit); ok {
 		return objs, nil
 	}
 	var objs []*unstructured.Unstructured
@@ -117,22 +118,8 @@ func (ob *observer) deployedRender(ctx context.Context, p *pass, d *deployed.App
 	if err != nil {
 		return nil, err
 	}
-	if p.st.vo.renders == nil {
-		p.st.vo.renders = map[string][]*unstructured.Unstructured{}
-	}
-	p.st.vo.renders[commit] = objs
+	p.st.vo.renders.Put(commit, objs)
 	return objs, nil
-}
-
-// keepRenders drops the renders of commits other than head and deployed.
-func keepRenders(m map[string][]*unstructured.Unstructured, head, deployed string) map[string][]*unstructured.Unstructured {
-	out := map[string][]*unstructured.Unstructured{}
-	for c, objs := range m {
-		if c == head || c == deployed {
-			out[c] = objs
-		}
-	}
-	return out
 }
 
 // render renders the revision's files as the deployer does: the
