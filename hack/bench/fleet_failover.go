@@ -149,11 +149,13 @@ func verifiedOn(addr string) map[string]bool {
 }
 
 // throttledOn returns what the replica at addr reports of client-go's
-// rate limiter: the requests it held and their waits' sum, in seconds.
-func throttledOn(addr string) (held int, wait float64) {
+// rate limiter: the requests it held, their waits' sum in seconds, and
+// that sum by method and resource.
+func throttledOn(addr string) (held int, wait float64, by map[string]float64) {
+	by = map[string]float64{}
 	resp, err := http.Get("http://" + addr + "/metrics?name[]=pinbot_kube_client_throttled_seconds")
 	if err != nil {
-		return 0, 0
+		return 0, 0, by
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
@@ -166,17 +168,31 @@ func throttledOn(addr string) (held int, wait float64) {
 		switch {
 		case strings.HasPrefix(line, "pinbot_kube_client_throttled_seconds_sum"):
 			wait += v
+			if v > 0 {
+				by[labelOf(line, "method")+" "+labelOf(line, "resource")] += v
+			}
 		case strings.HasPrefix(line, `pinbot_kube_client_throttled_seconds_bucket`) && strings.Contains(line, `le="0.001"`):
 			held -= int(v) // the requests sent at once
 		case strings.HasPrefix(line, "pinbot_kube_client_throttled_seconds_count"):
 			held += int(v)
 		}
 	}
-	return held, wait
+	return held, wait, by
+}
+
+// labelOf is the value of label name in a line of the text format.
+func labelOf(line, name string) string {
+	_, rest, ok := strings.Cut(line, name+`="`)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(rest, `"`)
+	return v
 }
 
 // printThrottled prints what client-side throttling held each live
-// replica's requests so far.
+// replica's requests so far, and for one held over a second in all, by
+// what its requests asked for.
 func (b *fleetBench) printThrottled(when string) {
 	var parts []string
 	for i, c := range b.replicas {
@@ -185,8 +201,17 @@ func (b *fleetBench) printThrottled(when string) {
 			continue
 		default:
 		}
-		held, wait := throttledOn(b.addrs[i])
-		parts = append(parts, fmt.Sprintf("%s %d requests, %.1f s", c.name, held, wait))
+		held, wait, by := throttledOn(b.addrs[i])
+		part := fmt.Sprintf("%s %d requests, %.1f s", c.name, held, wait)
+		if wait > 1 {
+			var kinds []string
+			for k, v := range by {
+				kinds = append(kinds, fmt.Sprintf("%s %.1f s", k, v))
+			}
+			slices.Sort(kinds)
+			part += " (" + strings.Join(kinds, ", ") + ")"
+		}
+		parts = append(parts, part)
 	}
 	fmt.Printf("   held by pinbot's client-side rate limit %s: %s\n", when, strings.Join(parts, "; "))
 }

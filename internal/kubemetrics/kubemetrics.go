@@ -6,6 +6,7 @@ import (
 	"context"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,9 +25,9 @@ var (
 	}, []string{"method", "result"})
 	kubeThrottled = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "pinbot_kube_client_throttled_seconds",
-		Help:    "How long client-go's rate limiter (pinbot's QPS and burst per cluster) held each request to a Kubernetes API server before sending it, by method.",
+		Help:    "How long client-go's rate limiter (pinbot's QPS and burst per cluster) held each request to a Kubernetes API server before sending it, by method and resource (\"\" for discovery).",
 		Buckets: []float64{0.001, 0.01, 0.05, 0.25, 1, 5, 30},
-	}, []string{"method"})
+	}, []string{"method", "resource"})
 	registerKubeMetrics sync.Once
 )
 
@@ -54,6 +55,34 @@ func (kubeResults) Increment(_ context.Context, code, method, _ string) {
 type kubeWaits struct{}
 
 // Observe implements metrics.LatencyMetric.
-func (kubeWaits) Observe(_ context.Context, verb string, _ url.URL, latency time.Duration) {
-	kubeThrottled.WithLabelValues(verb).Observe(latency.Seconds())
+func (kubeWaits) Observe(_ context.Context, verb string, u url.URL, latency time.Duration) {
+	kubeThrottled.WithLabelValues(verb, resourceOf(u.Path)).Observe(latency.Seconds())
+}
+
+// resourceOf names the resource a request's path reaches, as RBAC
+// does: "pods", "pods/log", "leases.coordination.k8s.io"; "" for
+// discovery and the API server's own paths. Object names and namespaces
+// are left out, so the label takes as many values as there are kinds.
+func resourceOf(path string) string {
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	group := ""
+	switch {
+	case len(segs) > 2 && segs[0] == "api":
+		segs = segs[2:]
+	case len(segs) > 3 && segs[0] == "apis":
+		group, segs = segs[1], segs[3:]
+	default:
+		return ""
+	}
+	if segs[0] == "namespaces" && len(segs) > 2 {
+		segs = segs[2:]
+	}
+	resource := segs[0]
+	if len(segs) > 2 {
+		resource += "/" + segs[2]
+	}
+	if group != "" {
+		resource += "." + group
+	}
+	return resource
 }

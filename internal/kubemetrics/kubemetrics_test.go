@@ -28,7 +28,7 @@ func TestKubeRequestsAndThrottling(t *testing.T) {
 		t.Fatal(err)
 	}
 	var before dto.Metric
-	if err := kubeThrottled.WithLabelValues("GET").(prometheus.Histogram).Write(&before); err != nil {
+	if err := kubeThrottled.WithLabelValues("GET", "").(prometheus.Histogram).Write(&before); err != nil {
 		t.Fatal(err)
 	}
 	requests := testutil.ToFloat64(kubeRequests.WithLabelValues("GET", "2xx"))
@@ -41,12 +41,36 @@ func TestKubeRequestsAndThrottling(t *testing.T) {
 		t.Errorf("pinbot_kube_requests_total{GET,2xx} rose by %v, want 3", got)
 	}
 	var after dto.Metric
-	if err := kubeThrottled.WithLabelValues("GET").(prometheus.Histogram).Write(&after); err != nil {
+	if err := kubeThrottled.WithLabelValues("GET", "").(prometheus.Histogram).Write(&after); err != nil {
 		t.Fatal(err)
 	}
 	n := after.GetHistogram().GetSampleCount() - before.GetHistogram().GetSampleCount()
 	held := after.GetHistogram().GetSampleSum() - before.GetHistogram().GetSampleSum()
 	if n != 3 || held < 0.05 {
 		t.Errorf("throttled: %d requests held %.3f s in all, want 3 held at least 0.05 s", n, held)
+	}
+}
+
+func TestResourceOf(t *testing.T) {
+	for path, want := range map[string]string{
+		"/api/v1/namespaces/shop/pods":                                     "pods",
+		"/api/v1/namespaces/shop/pods/web-1":                               "pods",
+		"/api/v1/namespaces/shop/pods/web-1/log":                           "pods/log",
+		"/api/v1/pods":                                                     "pods",
+		"/api/v1/namespaces/shop":                                          "namespaces",
+		"/api/v1/namespaces":                                               "namespaces",
+		"/apis/coordination.k8s.io/v1/namespaces/pinbot/leases/pinbot":     "leases.coordination.k8s.io",
+		"/apis/argoproj.io/v1alpha1/namespaces/argocd/applications":        "applications.argoproj.io",
+		"/apis/apps/v1/namespaces/shop/deployments/web/status":             "deployments/status.apps",
+		"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/proofs.x": "customresourcedefinitions.apiextensions.k8s.io",
+		"/version":    "",
+		"/api":        "",
+		"/api/v1":     "",
+		"/apis/apps":  "",
+		"/openapi/v3": "",
+	} {
+		if got := resourceOf(path); got != want {
+			t.Errorf("resourceOf(%q) = %q, want %q", path, got, want)
+		}
 	}
 }
