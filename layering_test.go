@@ -181,7 +181,7 @@ var allowed = map[string][]string{
 	"reconciler/events":    append([]string{"reconciler/verdict", "reconciler/object"}, leaves...),
 	"reconciler/gitsource": append([]string{"gitforge"}, leaves...),
 	"reconciler/lookup":    append([]string{"reconciler/object", "reconciler/verdict", "registry", "trust", "trust/policy", "trust/proven"}, leaves...),
-	"reconciler/discover":  above(core, "reconciler/config"),
+	"reconciler/discover":  above(core, "reconciler/config", "reconciler/cluster/compact"),
 	// What a Flux object reads from the cluster besides Git (valuesFrom,
 	// substituteFrom).
 	"reconciler/fluxinputs": append([]string{"reconciler/deployer", "reconciler/object", "reconciler/verdict"}, leaves...),

@@ -29,7 +29,7 @@ type requestLog struct {
 
 // counted is a second Reconciler on the scenario's config, whose API
 // requests the returned log counts. The test's end closes it.
-func (s *scenario) counted() (*reconciler.Reconciler, *requestLog) {
+func (s *scenario) counted(opts ...reconciler.Option) (*reconciler.Reconciler, *requestLog) {
 	s.t.Helper()
 	log := &requestLog{}
 	rc := rest.CopyConfig(env.cluster.Config())
@@ -38,7 +38,7 @@ func (s *scenario) counted() (*reconciler.Reconciler, *requestLog) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	r, err := reconciler.New(cfg, rc, reconciler.WithRegistry(env.reg), reconciler.WithCacheDir(s.t.TempDir()))
+	r, err := reconciler.New(cfg, rc, append(opts, reconciler.WithRegistry(env.reg), reconciler.WithCacheDir(s.t.TempDir()))...)
 	if err != nil {
 		s.t.Fatal(err)
 	}

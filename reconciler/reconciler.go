@@ -23,6 +23,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/cluster/argoapi"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/deployed"
+	"pinbot.dev/pinbot/reconciler/discover"
 	"pinbot.dev/pinbot/reconciler/events"
 	"pinbot.dev/pinbot/reconciler/gitsource"
 	"pinbot.dev/pinbot/reconciler/history"
@@ -77,17 +78,18 @@ type Reconciler struct {
 }
 
 type options struct {
-	cacheDir string
-	gitCache *gitforge.Cache
-	registry lookup.Registry
-	forge    report.Forge
-	token    string
-	now      func() time.Time
-	answer   time.Duration
-	noForge  bool
-	replica  string
-	trust    spoke.Trust
-	downAft  time.Duration
+	cacheDir  string
+	gitCache  *gitforge.Cache
+	registry  lookup.Registry
+	forge     report.Forge
+	token     string
+	now       func() time.Time
+	answer    time.Duration
+	noForge   bool
+	replica   string
+	trust     spoke.Trust
+	downAft   time.Duration
+	discovery *discover.Watcher
 }
 
 // Option configures New.
@@ -139,9 +141,6 @@ func WithForgeToken(token string) Option { return func(o *options) { o.token = t
 // token nor reports to the forge. For read commands.
 func WithoutForge() Option { return func(o *options) { o.noForge = true } }
 
-// WithClock replaces time.Now, for tests of timeouts.
-func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
-
 // WithReplica names the replica of serve that runs the passes, for the
 // statuses they store (status.App.Replica): with shards, which replica
 // passes an app. A shard keeps a namespace's apps together
@@ -150,6 +149,11 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.now = 
 // goes to another replica (cluster.Handlers.PerNamespace), not the
 // whole cluster.
 func WithReplica(id string) Option { return func(o *options) { o.replica = id } }
+
+// WithDiscovery has the reads of the deployers' objects share w's
+// watches (serve's discover: entries), so that the API server sends this
+// process each object they hold once. nil shares none.
+func WithDiscovery(w *discover.Watcher) Option { return func(o *options) { o.discovery = w } }
 
 // WithSpokeTrust sets what the cluster credentials others write (Flux
 // kubeConfig Secrets, Argo CD cluster Secrets) may carry besides data, and
@@ -274,6 +278,11 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	}
 	if cfg.Forge != nil && !o.noForge {
 		r.report = report.New(o.forge, cfg.Forge.URL)
+	}
+	if o.discovery != nil { // last: a Reconciler not made keeps them as they were
+		for _, s := range o.discovery.Shares() {
+			r.local.Objects.Share(s)
+		}
 	}
 	r.set.Store(newAppSet(cfg, nil))
 	return r, nil

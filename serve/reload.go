@@ -34,6 +34,7 @@ const DefaultReloadInterval = 5 * time.Second
 // first config failing is the error.
 func RunReloading(ctx context.Context, src Source, o Options) error {
 	l := newReloader(ctx, src)
+	l.narrow = o.Shards > 0
 	o.Collectors = append(o.Collectors, l.collectors()...)
 	cur, err := l.open(ctx)
 	if err != nil {
@@ -93,6 +94,7 @@ type reloader struct {
 	// life is serve's: the Watcher of the discover: entries outlives
 	// the turns, and is replaced only when the entries change.
 	life      context.Context
+	narrow    bool // sharded: the Watcher keeps the content of what the apps passed here read
 	watch     *discover.Watcher
 	watchOf   []config.Discovery
 	stopWatch context.CancelFunc
@@ -143,12 +145,12 @@ func (l *reloader) open(ctx context.Context) (turn, error) {
 	}
 	// Read as Load read it: a regular file, bounded, never a FIFO's wait.
 	data, _ := opfile.Read(l.src.File, config.MaxFile)
-	r, cache, err := l.src.Build(cfg)
-	if err != nil {
-		return turn{}, err
-	}
 	if len(cfg.Discover) == 0 {
 		l.unwatch() // discover: is gone from the config: so is its watch
+	}
+	r, cache, err := l.src.Build(cfg, reconciler.WithDiscovery(l.watch))
+	if err != nil {
+		return turn{}, err
 	}
 	l.sum = sha256.Sum256(data)
 	return turn{r: r, cfg: cfg, cache: cache}, nil
@@ -166,7 +168,7 @@ func (l *reloader) discovered(ctx context.Context, ds []config.Discovery) ([]con
 		}
 		l.unwatch()
 		life, stop := context.WithCancel(l.life)
-		l.watch, l.watchOf, l.stopWatch = discover.Watch(life, dyn, ds), ds, stop
+		l.watch, l.watchOf, l.stopWatch = discover.Watch(life, dyn, ds, l.narrow), ds, stop
 	}
 	if err := l.watch.Synced(ctx); err != nil {
 		return nil, err
@@ -183,15 +185,11 @@ func (l *reloader) unwatch() {
 }
 
 func (l *reloader) dynamic() (dynamic.Interface, error) {
-	if l.dyn != nil {
-		return l.dyn, nil
+	var err error
+	if l.dyn == nil {
+		l.dyn, err = l.src.Dynamic()
 	}
-	dyn, err := l.src.Dynamic()
-	if err != nil {
-		return nil, err
-	}
-	l.dyn = dyn
-	return dyn, nil
+	return l.dyn, err
 }
 
 // next blocks until the file holds a new valid config, or the apps that

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
+	"pinbot.dev/pinbot/reconciler/cluster/compact"
 	"pinbot.dev/pinbot/reconciler/deployer"
 	"pinbot.dev/pinbot/reconciler/object"
 )
@@ -29,7 +29,8 @@ import (
 // these objects from memory, so an idle verify-only app costs the API
 // server no request, however many apps there are. Until the watch holds
 // its first LIST, for a kind pinbot may get but not list, and when the
-// API server does not answer (see liveness), a read is a GET.
+// API server does not answer (see liveness), a read is a GET. The objects
+// a watch of discovery's holds are read from it instead (Share).
 type Objects struct {
 	dyn   dynamic.Interface
 	alive *liveness // the cluster's: told of every failed watch
@@ -50,6 +51,7 @@ type Objects struct {
 	stops     map[objectKey]chan struct{} // each watch's own, for drop
 	forbidden map[objectKey]bool          // may not be listed: read by GET
 	held      map[heldKey]*rawObject      // the content of stubs read since
+	shared    map[objectKey][]Shared      // read where Objects has no watch of its own
 	rereading chan struct{}               // closed once the last Reread ends
 }
 
@@ -66,7 +68,50 @@ type heldKey struct {
 func newObjects(dyn dynamic.Interface, alive *liveness, onChange func(gvr schema.GroupVersionResource, ns, name string),
 	reads func(gvr schema.GroupVersionResource, ns, name string) bool) *Objects {
 	return &Objects{dyn: dyn, alive: alive, onChange: onChange, reads: reads, stop: make(chan struct{}), infs: map[objectKey]cache.SharedIndexInformer{},
-		stops: map[objectKey]chan struct{}{}, forbidden: map[objectKey]bool{}, held: map[heldKey]*rawObject{}}
+		stops: map[objectKey]chan struct{}{}, forbidden: map[objectKey]bool{}, held: map[heldKey]*rawObject{}, shared: map[objectKey][]Shared{}}
+}
+
+// Shared is a synced watch of the deployers' objects of one kind and
+// namespace that another part of pinbot keeps (discovery's), which
+// Objects reads instead of watching the same objects again: the API
+// server then sends a replica each of them once.
+type Shared interface {
+	Resource() schema.GroupVersionResource
+	Namespace() string
+	HasSynced() bool
+	// Kept returns the version of the object ns/name and its JSON
+	// (compact.JSON), nil for a stub; ok is false when the watch does
+	// not hold it.
+	Kept(ns, name string) (version string, raw []byte, ok bool)
+	// Serve has the watch keep the JSON of the objects reads picks (of
+	// all when reads is nil) from its next event on, and tell changed of
+	// every change of an object; a call replaces the one before.
+	Serve(reads func(ns, name string) bool, changed func(ns, name string))
+}
+
+// Share has c read the objects of shared from them, and tell its apps
+// of their changes.
+func (c *Objects) Share(shared ...Shared) {
+	for _, s := range shared {
+		gvr := s.Resource()
+		var reads func(ns, name string) bool
+		if c.reads != nil {
+			reads = func(ns, name string) bool { return c.reads(gvr, ns, name) }
+		}
+		changed := func(ns, name string) {
+			c.mu.Lock()
+			delete(c.held, heldKey{objectKey{gvr: gvr, ns: ns}, name}) // held for a version gone
+			c.mu.Unlock()
+			if c.onChange != nil {
+				c.onChange(gvr, ns, name)
+			}
+		}
+		s.Serve(reads, changed)
+		c.mu.Lock()
+		key := objectKey{gvr: gvr, ns: s.Namespace()}
+		c.shared[key] = append(c.shared[key], s)
+		c.mu.Unlock()
+	}
 }
 
 // reported says whether a change of resource is news for the apps that
@@ -130,42 +175,67 @@ func either(a, b <-chan struct{}) <-chan struct{} {
 }
 
 // Get returns the object ns/name of gvr: from the watch once it holds a
-// first LIST, unless fresh, else by GET. An object the watch does not
-// hold is NotFound, as a GET would say. The caller may modify the object.
+// first LIST, unless fresh, else by GET. An object its own watch does not
+// hold is NotFound, as a GET would say; one a shared watch does not hold
+// is read by GET, and watched from then on. The caller may modify the
+// object.
 func (c *Objects) Get(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, fresh bool) (*unstructured.Unstructured, error) {
 	key := objectKey{gvr: gvr, ns: ns}
 	c.mu.Lock()
-	inf, forbidden := c.infs[key], c.forbidden[key]
+	inf, forbidden, shared := c.infs[key], c.forbidden[key], len(c.shared[key]) > 0
 	c.mu.Unlock()
-	if inf != nil && inf.HasSynced() && !fresh && c.alive.check(ctx) == nil {
-		obj, exists, err := inf.GetIndexer().GetByKey(ns + "/" + name)
-		if err == nil && !exists {
+	if (inf != nil && inf.HasSynced() || inf == nil && shared) && !fresh && c.alive.check(ctx) == nil {
+		version, raw, ok := c.kept(key, name)
+		if !ok && inf != nil {
 			return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
 		}
-		if err == nil {
-			obj = c.content(ctx, heldKey{key, name}, obj)
+		if ok && raw == nil {
+			raw = c.content(ctx, heldKey{key, name}, version)
 		}
-		if u, ok := fromCache(obj); err == nil && ok {
+		if u, ok := fromCache(&rawObject{raw: raw}); ok {
 			return u, nil
 		}
 	}
 	u, err := c.dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case err != nil:
-	case inf == nil && !forbidden:
+	if err != nil {
+		return u, err
+	}
+	if _, _, ok := c.kept(key, name); ok {
+		c.hold(key, u.DeepCopy())
+	} else if inf == nil && !forbidden {
 		c.start(ctx, key)
-	case inf != nil:
-		c.hold(key, inf, u.DeepCopy())
 	}
 	return u, err
 }
 
-// content is obj, or when obj is a stub the content held for its
-// version, once a Reread under way has ended; nil when none is held.
-func (c *Objects) content(ctx context.Context, key heldKey, obj any) any {
-	o, ok := obj.(*rawObject)
-	if !ok || o.raw != nil || c.reads == nil {
-		return obj
+// kept is what the watch of key keeps of the object name, its own or
+// else a shared one: its version and JSON, nil for a stub; ok is false
+// when no watch holds it.
+func (c *Objects) kept(key objectKey, name string) (version string, raw []byte, ok bool) {
+	c.mu.Lock()
+	inf, shared := c.infs[key], c.shared[key]
+	c.mu.Unlock()
+	if inf != nil {
+		obj, exists, err := inf.GetIndexer().GetByKey(key.ns + "/" + name)
+		o, isRaw := obj.(*rawObject)
+		if err != nil || !exists || !isRaw {
+			return "", nil, false
+		}
+		return o.ResourceVersion, o.raw, true
+	}
+	for _, s := range shared {
+		if version, raw, ok := s.Kept(key.ns, name); ok && s.HasSynced() {
+			return version, raw, true
+		}
+	}
+	return "", nil, false
+}
+
+// content is the content held for a stub at version, once a Reread
+// under way has ended; nil when none is held.
+func (c *Objects) content(ctx context.Context, key heldKey, version string) []byte {
+	if c.reads == nil {
+		return nil
 	}
 	c.mu.Lock()
 	rereading := c.rereading
@@ -179,22 +249,21 @@ func (c *Objects) content(ctx context.Context, key heldKey, obj any) any {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := c.held[key]
-	if h == nil || h.ResourceVersion != o.ResourceVersion {
+	if h == nil || h.ResourceVersion != version {
 		delete(c.held, key) // changed since: a GET reads it again
 		return nil
 	}
-	return h
+	return h.raw
 }
 
-// hold keeps u's content when the watch inf keeps a stub of u at u's
+// hold keeps u's content when the watch of key keeps a stub of u at u's
 // version: the content of an object an app passed here reads since the
 // watch last saw it change.
-func (c *Objects) hold(key objectKey, inf cache.SharedIndexInformer, u *unstructured.Unstructured) {
+func (c *Objects) hold(key objectKey, u *unstructured.Unstructured) {
 	if c.reads == nil || !deployer.IsDeployment(key.gvr) {
 		return
 	}
-	obj, exists, err := inf.GetIndexer().GetByKey(u.GetNamespace() + "/" + u.GetName())
-	if o, ok := obj.(*rawObject); err != nil || !exists || !ok || o.raw != nil || o.ResourceVersion != u.GetResourceVersion() {
+	if version, raw, ok := c.kept(key, u.GetName()); !ok || raw != nil || version != u.GetResourceVersion() {
 		return
 	}
 	kept, err := compactObject(u)
@@ -235,11 +304,12 @@ const rereadWithin = 30 * time.Second
 
 func (c *Objects) reread(ctx context.Context) {
 	c.mu.Lock()
-	watched := map[objectKey]cache.SharedIndexInformer{}
-	for key, inf := range c.infs {
-		if deployer.IsDeployment(key.gvr) {
-			watched[key] = inf
-		}
+	watched := map[objectKey]bool{}
+	for key := range c.infs {
+		watched[key] = deployer.IsDeployment(key.gvr)
+	}
+	for key := range c.shared {
+		watched[key] = true
 	}
 	for key := range c.held { // those passed elsewhere now
 		if !c.reads(key.gvr, key.ns, key.name) {
@@ -247,14 +317,17 @@ func (c *Objects) reread(ctx context.Context) {
 		}
 	}
 	c.mu.Unlock()
-	for key, inf := range watched {
+	for key, deployers := range watched {
+		if !deployers {
+			continue
+		}
 		list, err := c.dyn.Resource(key.gvr).Namespace(key.ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
 			continue
 		}
 		for i := range list.Items {
 			if u := &list.Items[i]; c.reads(key.gvr, u.GetNamespace(), u.GetName()) {
-				c.hold(key, inf, u)
+				c.hold(key, u)
 			}
 		}
 	}
@@ -348,29 +421,18 @@ func (c *Objects) keep(key objectKey) cache.TransformFunc {
 	}
 }
 
-// compactObject is an object as Objects keeps it: its JSON, without
-// what pinbot never reads (its managed fields and kubectl's last applied
-// copy), and the metadata the store keys it by. JSON takes a fraction of
-// the memory of the maps an Unstructured holds: a thousand Applications
-// and their Deployments in maps were a fifth of a replica's live heap.
+// compactObject is an object as Objects keeps it: its JSON
+// (compact.JSON), and the metadata the store keys it by.
 func compactObject(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return obj, nil
 	}
-	u.SetManagedFields(nil)
-	if a := u.GetAnnotations(); a != nil {
-		delete(a, "kubectl.kubernetes.io/last-applied-configuration")
-		u.SetAnnotations(a)
-	}
-	raw, err := u.MarshalJSON()
+	raw, err := compact.JSON(u)
 	if err != nil {
 		return nil, err
 	}
-	return &rawObject{
-		ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), ResourceVersion: u.GetResourceVersion()},
-		raw:        bytes.Clone(raw), // without the encoder's spare capacity
-	}, nil
+	return &rawObject{ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), ResourceVersion: u.GetResourceVersion()}, raw: raw}, nil
 }
 
 // fromCache decodes an object compactObject kept, into an Unstructured the

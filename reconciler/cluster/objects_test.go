@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -13,7 +14,9 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/cache"
 
+	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/deployer"
+	"pinbot.dev/pinbot/reconciler/discover"
 )
 
 // Objects keeps an object's JSON, less what pinbot never reads, and
@@ -179,5 +182,112 @@ func TestObjectsKeepWhatTheAppsPassedHereRead(t *testing.T) {
 	c.mu.Unlock()
 	if held != 0 {
 		t.Errorf("%d contents held once the watch keeps b's own; want none", held)
+	}
+}
+
+// Objects reads the deployers' objects a shared watch (discovery's)
+// holds from it, and starts no watch of its own: a sharded replica's
+// stubs there are read by GET once and held, or by a Reread's listing,
+// and a change of an object is read from the watch and told to the apps.
+func TestObjectsReadASharedWatch(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	app := func(name, rv, phase string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+			"metadata": map[string]any{"name": name, "namespace": "argocd", "resourceVersion": rv},
+			"status":   map[string]any{"operationState": map[string]any{"phase": phase}}}}
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{deployer.ApplicationsResource: "ApplicationList"},
+		app("a", "1", "Succeeded"), app("b", "1", "Succeeded"))
+	w := discover.Watch(ctx, dyn, []config.Discovery{{ArgoCD: &config.ArgoCDSelector{}}}, true)
+	if err := w.Synced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	passed := map[string]bool{"a": true}
+	var changed []string
+	reads := func(_ schema.GroupVersionResource, _, name string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return passed[name]
+	}
+	onChange := func(_ schema.GroupVersionResource, _, name string) {
+		mu.Lock()
+		defer mu.Unlock()
+		changed = append(changed, name)
+	}
+	c := newObjects(dyn, newLiveness(func(context.Context) error { return nil }, time.Now), onChange, reads)
+	t.Cleanup(c.close)
+	for _, s := range w.Shares() {
+		c.Share(s)
+	}
+	requests := func() (gets, lists int) {
+		for _, a := range dyn.Actions() {
+			switch a.GetVerb() {
+			case "get":
+				gets++
+			case "list":
+				lists++
+			}
+		}
+		return gets, lists
+	}
+	phase := func(name string) string {
+		t.Helper()
+		u, err := c.Get(ctx, deployer.ApplicationsResource, "argocd", name, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
+		return p
+	}
+	gets0, lists0 := requests()
+	// The watch listed before anyone served it, narrow: a is a stub.
+	if p := phase("a"); p != "Succeeded" {
+		t.Fatalf("a read as %q", p)
+	}
+	if p := phase("a"); p != "Succeeded" {
+		t.Fatalf("a read again as %q", p)
+	}
+	if gets, _ := requests(); gets != gets0+1 {
+		t.Errorf("two reads of a's stub made %d GETs; want one, then the content held", gets-gets0)
+	}
+	// This replica takes b: one listing reads it, and its read GETs nothing.
+	mu.Lock()
+	passed["b"] = true
+	mu.Unlock()
+	c.Reread()(ctx)
+	gets1, lists1 := requests()
+	if p := phase("b"); p != "Succeeded" || lists1 != lists0+1 {
+		t.Errorf("b after Reread: %q with %d LISTs; want it read by one", p, lists1-lists0)
+	}
+	// a changes: the watch keeps its content now, and tells the apps.
+	if _, err := dyn.Resource(deployer.ApplicationsResource).Namespace("argocd").Update(ctx, app("a", "2", "Running"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for phase("a") != "Running" {
+		if time.Now().After(deadline) {
+			t.Fatal("a's change never read")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if gets, _ := requests(); gets != gets1 {
+		t.Errorf("reads of b and of a after its change made %d GETs; want none", gets-gets1)
+	}
+	mu.Lock()
+	told := slices.Contains(changed, "a")
+	mu.Unlock()
+	if !told {
+		t.Error("a's change was not told to the apps")
+	}
+	c.mu.Lock()
+	own, held := len(c.infs), c.held[heldKey{objectKey{gvr: deployer.ApplicationsResource, ns: "argocd"}, "a"}]
+	c.mu.Unlock()
+	if own != 0 {
+		t.Errorf("Objects started %d watches of its own; want it to read the shared one", own)
+	}
+	if held != nil {
+		t.Errorf("a's content held for version %s after it changed; want it dropped", held.ResourceVersion)
 	}
 }

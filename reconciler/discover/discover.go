@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
+	"pinbot.dev/pinbot/reconciler/cluster/compact"
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/deployer"
 )
@@ -99,13 +101,30 @@ func sourceRepos(u *unstructured.Unstructured) []string {
 // each.
 type keeper struct {
 	keys map[string]bool // the label selector's
+	// serving is what Share.Serve set: which objects' JSON to keep too,
+	// and whom to tell of changes.
+	serving atomic.Pointer[serving]
 
 	mu   sync.Mutex
 	sets map[string]map[string]string // by their entries, key NUL value NUL
 }
 
-func newKeeper(d config.Discovery) *keeper {
+// serving is a Share's reader (cluster.Objects): the objects whose JSON
+// the watch keeps, every one when reads is nil, and its callback.
+type serving struct {
+	reads   func(ns, name string) bool
+	changed func(ns, name string)
+}
+
+// newKeeper returns d's keeper. Until a Share of it is served, it keeps
+// the JSON of every object, or of none when narrow.
+func newKeeper(d config.Discovery, narrow bool) *keeper {
 	k := &keeper{keys: map[string]bool{}, sets: map[string]map[string]string{}}
+	first := &serving{changed: func(string, string) {}}
+	if narrow {
+		first.reads = func(string, string) bool { return false }
+	}
+	k.serving.Store(first)
 	if sel, err := labels.Parse(d.LabelSelector()); err == nil {
 		reqs, _ := sel.Requirements()
 		for _, r := range reqs {
@@ -124,10 +143,18 @@ func (k *keeper) keep(obj any) (any, error) {
 	s := selected(u)
 	s.Labels = k.shared(s.Labels, func(key string) bool { return k.keys[key] })
 	s.Annotations = k.shared(s.Annotations, func(key string) bool { return key == config.VerifyAnnotation })
-	return &selectedObject{
+	o := &selectedObject{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, UID: u.GetUID(), ResourceVersion: u.GetResourceVersion()},
 		sel:        s,
-	}, nil
+	}
+	if reads := k.serving.Load().reads; reads == nil || reads(s.Namespace, s.Name) {
+		raw, err := compact.JSON(u)
+		if err != nil {
+			return nil, err
+		}
+		o.raw = raw
+	}
+	return o, nil
 }
 
 // shared is the entries of m that want keeps, as the one map every
@@ -167,6 +194,7 @@ type selectedObject struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
 	sel config.Selected // never written after keeper.keep
+	raw []byte          // the object's JSON for a Share's reader, nil for a stub
 }
 
 func (o *selectedObject) DeepCopyObject() runtime.Object {
@@ -214,6 +242,7 @@ func List(ctx context.Context, dyn dynamic.Interface, ds []config.Discovery) ([]
 // informers' first list, and a change reads nothing more.
 type Watcher struct {
 	ds      []config.Discovery
+	shares  []*Share
 	stores  []cache.Store
 	synced  []cache.InformerSynced
 	changed chan struct{}
@@ -229,8 +258,10 @@ type Watcher struct {
 }
 
 // Watch starts watching until ctx ends. Changed fires once Apps has
-// reported a set, when the selected set differs from it.
-func Watch(ctx context.Context, dyn dynamic.Interface, ds []config.Discovery) *Watcher {
+// reported a set, when the selected set differs from it. The watches
+// keep the JSON of every object they hold for their Shares' reader, or,
+// when narrow (a sharded replica), of those it picks.
+func Watch(ctx context.Context, dyn dynamic.Interface, ds []config.Discovery, narrow bool) *Watcher {
 	w := &Watcher{ds: ds, changed: make(chan struct{}, 1), dirty: make(chan struct{}, 1), failed: make([]error, len(ds))}
 	go func() {
 		for {
@@ -247,18 +278,27 @@ func Watch(ctx context.Context, dyn dynamic.Interface, ds []config.Discovery) *W
 		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 10*time.Minute, d.Namespace(),
 			func(o *metav1.ListOptions) { o.LabelSelector = selector })
 		inf := f.ForResource(resourceOf(d)).Informer()
-		_ = inf.SetTransform(newKeeper(d).keep) // fails only once inf runs
+		k := newKeeper(d, narrow)
+		_ = inf.SetTransform(k.keep) // fails only once inf runs
 		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 			cache.DefaultWatchErrorHandler(ctx, r, err)
 			w.mu.Lock()
 			w.failed[i] = fmt.Errorf("discover[%d]: listing %s in %s: %w (grant pinbot read access with the deployers component)", i, resourceOf(d).Resource, d.Namespace(), err)
 			w.mu.Unlock()
 		})
+		changed := func(o any) {
+			w.check()
+			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(o); err == nil {
+				ns, name, _ := cache.SplitMetaNamespaceKey(key)
+				k.serving.Load().changed(ns, name)
+			}
+		}
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { w.check() },
-			UpdateFunc: func(any, any) { w.check() },
-			DeleteFunc: func(any) { w.check() },
+			AddFunc:    changed,
+			UpdateFunc: func(_, o any) { changed(o) },
+			DeleteFunc: changed,
 		})
+		w.shares = append(w.shares, &Share{d: d, inf: inf, keeper: k})
 		w.stores = append(w.stores, inf.GetStore())
 		w.synced = append(w.synced, inf.HasSynced)
 		f.Start(ctx.Done())
@@ -300,6 +340,39 @@ func (w *Watcher) Synced(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// Shares are the Watcher's watches, for the deployers' reads
+// (cluster.Objects.Share): each object they hold is then read from the
+// API server once.
+func (w *Watcher) Shares() []*Share { return w.shares }
+
+// Share is one discovery's watch, shared with the deployers' reads: it
+// implements cluster.Shared.
+type Share struct {
+	d      config.Discovery
+	inf    cache.SharedIndexInformer
+	keeper *keeper
+}
+
+func (s *Share) Resource() schema.GroupVersionResource { return resourceOf(s.d) }
+func (s *Share) Namespace() string                     { return s.d.Namespace() }
+func (s *Share) HasSynced() bool                       { return s.inf.HasSynced() }
+
+// Kept returns the version of ns/name and its JSON, nil for a stub.
+func (s *Share) Kept(ns, name string) (version string, raw []byte, ok bool) {
+	obj, exists, err := s.inf.GetStore().GetByKey(ns + "/" + name)
+	o, isKept := obj.(*selectedObject)
+	if err != nil || !exists || !isKept {
+		return "", nil, false
+	}
+	return o.ResourceVersion, o.raw, true
+}
+
+// Serve has the watch keep the JSON of the objects reads picks (all when
+// nil) from its next event on, and tell changed of every change.
+func (s *Share) Serve(reads func(ns, name string) bool, changed func(ns, name string)) {
+	s.keeper.serving.Store(&serving{reads: reads, changed: changed})
 }
 
 // Changed receives when the selected apps differ from the last set Apps

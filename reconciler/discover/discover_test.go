@@ -48,12 +48,15 @@ status:
 		t.Errorf("the Application deploys to %q; want eu-1/shop", want.Destination)
 	}
 	d := config.Discovery{ArgoCD: &config.ArgoCDSelector{Selector: "team in (shop, pay)", Annotated: true}}
-	k := newKeeper(d)
+	k := newKeeper(d, true)
 	got, err := k.keep(u.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
 	kept := got.(*selectedObject)
+	if kept.raw != nil {
+		t.Errorf("a narrow keeper, served by no one, kept the object's JSON: %s", kept.raw)
+	}
 	want.Labels = map[string]string{"team": "shop"}
 	want.Annotations = map[string]string{"pinbot.dev/verify": "true"}
 	if !reflect.DeepEqual(kept.sel, want) {
@@ -94,7 +97,7 @@ func TestDestinationOf(t *testing.T) {
 		if err := sigsyaml.Unmarshal([]byte(tc.object), &u.Object); err != nil {
 			t.Fatal(err)
 		}
-		kept, err := newKeeper(config.Discovery{ArgoCD: &config.ArgoCDSelector{}}).keep(u)
+		kept, err := newKeeper(config.Discovery{ArgoCD: &config.ArgoCDSelector{}}, true).keep(u)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,11 +5,13 @@
 package compact
 
 import (
+	"bytes"
 	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
@@ -197,4 +199,22 @@ func only(m map[string]string, key string) map[string]string {
 		return map[string]string{key: v}
 	}
 	return nil
+}
+
+// JSON is an object as the caches of the deployers' objects keep it: its
+// JSON, without what pinbot never reads (its managed fields and kubectl's
+// last applied copy). JSON takes a fraction of the memory of the maps an
+// Unstructured holds: a thousand Applications and their Deployments in
+// maps were a fifth of a replica's live heap. u loses those fields.
+func JSON(u *unstructured.Unstructured) ([]byte, error) {
+	u.SetManagedFields(nil)
+	if a := u.GetAnnotations(); a != nil {
+		delete(a, "kubectl.kubernetes.io/last-applied-configuration")
+		u.SetAnnotations(a)
+	}
+	raw, err := u.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Clone(raw), nil // without the encoder's spare capacity
 }
