@@ -281,7 +281,9 @@ func (c *Objects) hold(key objectKey, u *unstructured.Unstructured) {
 // server's watch cache as a watch's first is, instead of a GET per app.
 // The reads of stubs wait for it from the call on, and what it misses
 // they read by GET; it returns the listing, to run once the apps taken
-// are passed here (Handlers.ReadsObject).
+// are passed here (Handlers.ReadsObject). The shards a replica takes at
+// once (at its start) are listed for once: a listing leaves its apps to
+// a Reread called within rereadAfter of it, whose listing they wait for.
 func (c *Objects) Reread() func(context.Context) {
 	if c.reads == nil {
 		return func(context.Context) {}
@@ -294,13 +296,28 @@ func (c *Objects) Reread() func(context.Context) {
 		defer close(done)
 		ctx, cancel := context.WithTimeout(ctx, rereadWithin)
 		defer cancel()
+		select {
+		case <-time.After(rereadAfter):
+		case <-ctx.Done():
+		}
+		c.mu.Lock()
+		last := c.rereading
+		c.mu.Unlock()
+		if last != done { // a later Reread lists for these apps too
+			select {
+			case <-last:
+			case <-ctx.Done():
+			}
+			return
+		}
 		c.reread(ctx)
 	}
 }
 
 // rereadWithin bounds a Reread, which the reads of stubs wait for: past
-// it they read by GET.
-const rereadWithin = 30 * time.Second
+// it they read by GET. rereadAfter is how long a listing waits for the
+// shards taken with its own.
+const rereadWithin, rereadAfter = 30 * time.Second, 250 * time.Millisecond
 
 func (c *Objects) reread(ctx context.Context) {
 	c.mu.Lock()

@@ -252,11 +252,17 @@ func TestObjectsReadASharedWatch(t *testing.T) {
 	if gets, _ := requests(); gets != gets0+1 {
 		t.Errorf("two reads of a's stub made %d GETs; want one, then the content held", gets-gets0)
 	}
-	// This replica takes b: one listing reads it, and its read GETs nothing.
+	// This replica takes b's shard and another at once: one listing
+	// reads b, and its read GETs nothing.
+	first, second := c.Reread(), c.Reread()
 	mu.Lock()
 	passed["b"] = true
 	mu.Unlock()
-	c.Reread()(ctx)
+	var wg sync.WaitGroup
+	for _, listing := range []func(context.Context){first, second} {
+		wg.Go(func() { listing(ctx) })
+	}
+	wg.Wait()
 	gets1, lists1 := requests()
 	if p := phase("b"); p != "Succeeded" || lists1 != lists0+1 {
 		t.Errorf("b after Reread: %q with %d LISTs; want it read by one", p, lists1-lists0)
