@@ -151,7 +151,7 @@ func (ob *observer) render(ctx context.Context, fsys fs.FS, d *deployed.App) ([]
 		}
 		opts = append(opts, render.WithHelm(hr))
 		if h.KubeVersion != "" || len(h.APIVersions) > 0 {
-			caps, err := ob.r.caps.get()
+			caps, err := ob.r.caps()
 			if err != nil {
 				return nil, err
 			}

@@ -35,6 +35,7 @@ import (
 	"pinbot.dev/pinbot/reconciler/status"
 	"pinbot.dev/pinbot/reconciler/verdict"
 	"pinbot.dev/pinbot/registry"
+	"pinbot.dev/pinbot/render"
 	"pinbot.dev/pinbot/trust"
 )
 
@@ -64,11 +65,11 @@ type Reconciler struct {
 	log       atomic.Pointer[slog.Logger] // the loop's (RunSome), for callbacks
 	route     *router                     // wakes the loops a cluster's change concerns (wake.go)
 	metrics   *metrics.Metrics
-	caps      *capabilities                      // the cluster's, for Helm renders (render.go)
-	loopSlots chan struct{}                      // bounds the loop's passes under way (loop.go)
-	stored    metrics.Stored                     // the leader's, for a follower's metrics
-	onProof   atomic.Pointer[func(app string)]   // OnProofChange
-	onEvent   atomic.Pointer[func(e ProofEvent)] // OnProofEvent
+	caps      func() (render.Capabilities, error) // the cluster's, for Helm renders (render.Cached)
+	loopSlots chan struct{}                       // bounds the loop's passes under way (loop.go)
+	stored    metrics.Stored                      // the leader's, for a follower's metrics
+	onProof   atomic.Pointer[func(app string)]    // OnProofChange
+	onEvent   atomic.Pointer[func(e ProofEvent)]  // OnProofEvent
 	// signatures is cfg.Signatures with its keys loaded, and reg the
 	// registry it reads signatures from (verifySignatures).
 	signatures *trust.Verifier
@@ -249,7 +250,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 		now:        o.now,
 		replica:    o.replica,
 		trust:      o.trust,
-		caps:       newCapabilities(kube.Discovery(), o.now),
+		caps:       render.Cached(kube.Discovery()),
 		loopSlots:  make(chan struct{}, loopPasses),
 	}
 	r.metrics = metrics.New(r.statuses)

@@ -3,9 +3,40 @@ package render
 import (
 	"fmt"
 	"path"
+	"sync"
+	"time"
 
 	"k8s.io/client-go/discovery"
 )
+
+// CapabilitiesTTL is how long Cached serves the Capabilities it read: long
+// enough that a busy loop does not list the API on every render, short
+// enough that a CRD installed by hand counts within minutes.
+const CapabilitiesTTL = 10 * time.Minute
+
+// Cached returns a reader of dc's Capabilities, for WithDiscovery, that
+// reads them (Discover) when what it read last is older than
+// CapabilitiesTTL. A failed read is not kept.
+func Cached(dc discovery.DiscoveryInterface) func() (Capabilities, error) {
+	var (
+		mu   sync.Mutex
+		caps Capabilities
+		at   time.Time
+	)
+	return func() (Capabilities, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !at.IsZero() && time.Since(at) < CapabilitiesTTL {
+			return caps, nil
+		}
+		read, err := Discover(dc)
+		if err != nil {
+			return Capabilities{}, err
+		}
+		caps, at = read, time.Now()
+		return caps, nil
+	}
+}
 
 // Discover reads the cluster's Capabilities through its discovery API: the
 // server version, and every served group version with and without each of
