@@ -168,7 +168,7 @@ func throttledOn(addr string) (held int, wait float64, by map[string]float64) {
 		switch {
 		case strings.HasPrefix(line, "pinbot_kube_client_throttled_seconds_sum"):
 			wait += v
-			if v > 0 {
+			if v >= 0.05 {
 				by[labelOf(line, "method")+" "+labelOf(line, "resource")] += v
 			}
 		case strings.HasPrefix(line, `pinbot_kube_client_throttled_seconds_bucket`) && strings.Contains(line, `le="0.001"`):

@@ -11,12 +11,13 @@ import (
 	"pinbot.dev/pinbot/reconciler/verdict"
 )
 
-// Confirm reads snap's workloads again, past the caches, and says how one
-// changed since the snapshot read it ("" when none did): a rollout begun
-// or a Pod replaced while the Pods were collected would make the proof
-// describe a state that no longer holds.
+// Confirm reads snap's workloads' versions again, past the caches
+// (ssa.Applier.Versions: a LIST per namespace that the proofs confirmed
+// at once share), and says how one changed since the snapshot read it (""
+// when none did): a rollout begun or a Pod replaced while the Pods were
+// collected would make the proof describe a state that no longer holds.
 func (c *Cluster) Confirm(ctx context.Context, snap *verdict.Snapshot) (string, bool) {
-	return ConfirmWith(ctx, snap, c.Applier.GetMissing)
+	return ConfirmWith(ctx, snap, c.Applier.Versions)
 }
 
 // ConfirmWith is Confirm, reading the workloads with read (the

@@ -62,7 +62,8 @@ type Applier struct {
 	md     metadata.Interface                 // inventories list metadata only
 	disc   discovery.CachedDiscoveryInterface // shared with mapper; Reset clears both
 	mapper *restmapper.DeferredDiscoveryRESTMapper
-	cens   coalesce.Fresh[census] // InventoryShared's listings, by scope
+	cens   coalesce.Fresh[census]                                   // InventoryShared's listings, by scope
+	vers   coalesce.Fresh[map[string]*metav1.PartialObjectMetadata] // Versions' listings, by scope
 }
 
 // New returns an Applier that applies through dyn, lists inventories
