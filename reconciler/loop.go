@@ -98,23 +98,29 @@ func (r *Reconciler) RunSome(ctx context.Context, stop <-chan struct{}, keep fun
 }
 
 // prime readies what the kept apps' first passes read: their records
-// (one LIST) and, with shards, the Pod caches of their namespaces here
-// (config.App.ShardKey), listed side by side. A failure costs only the
-// time: each pass reads its record and watches its namespaces.
+// (one LIST) and, with shards, the Pod caches of their namespaces
+// (config.App.ShardKey), here and on the other clusters they name, listed
+// side by side. A failure costs only the time: each pass reads its record
+// and watches its namespaces.
 func (r *Reconciler) prime(ctx context.Context, keep func(app *config.App) bool) {
 	var apps []string
-	spaces := map[string]string{} // namespace → one app that reads it
+	spaces := map[string]*config.App{} // CLUSTER/NAMESPACE → one app that reads it
 	all := r.Config().Apps
 	for i := range all {
 		if keep == nil || keep(&all[i]) {
 			apps = append(apps, all[i].Name)
-			if ns, ok := strings.CutPrefix(all[i].ShardKey(), "/"); ok && keep != nil {
-				spaces[ns] = all[i].Name
+			if key := all[i].ShardKey(); strings.Contains(key, "/") && keep != nil {
+				spaces[key] = &all[i]
 			}
 		}
 	}
-	for ns, app := range spaces {
-		go func() { _ = r.local.Pods.Watch(ctx, app, []string{ns}) }()
+	for key, a := range spaces {
+		go func() {
+			at := strings.LastIndex(key, "/") // a cluster may be named by its URL
+			if c, err := r.clusterOf(ctx, a, destinationOf(a, key[:at], r.Config().StateNamespace)); err == nil {
+				_ = c.Pods.Watch(ctx, a.Name, []string{key[at+1:]})
+			}
+		}()
 	}
 	if len(apps) < primeFrom {
 		return

@@ -256,7 +256,7 @@ func (ob *observer) snapshot(ctx context.Context, p *pass, d *deployed.App, name
 		p.snap, p.remote = snap, true
 		return snap, confirm, nil
 	}
-	c, err := r.clusterOf(ctx, p.app, d)
+	c, err := r.clusterOf(ctx, p.app, d.Source.Cluster)
 	if err != nil {
 		return nil, nil, err
 	}
