@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"time"
 )
 
@@ -21,6 +22,12 @@ func (b *fleetBench) restart(ctx context.Context, r *report, at string) error {
 	if err := b.startReplicas(); err != nil {
 		return err
 	}
+	// Where the restart's time goes, as at the start.
+	go saveProfile(b.pprof, "profile?seconds=30", filepath.Join("hack", "bench", "out", b.shape.name+"-restart-cpu.pprof"))
+	go saveAPIServerProfile(ctx, b.kube, 30, filepath.Join("hack", "bench", "out", b.shape.name+"-restart-hub-apiserver-cpu.pprof"))
+	time.AfterFunc(19*time.Second, func() {
+		saveProfile(b.pprof, "goroutine?debug=1", filepath.Join("hack", "bench", "out", b.shape.name+"-restart-goroutines.txt"))
+	})
 	var proven int
 	took, err := benchPoll(ctx, b.shape.patience(20*time.Minute), "every app verified after the restart", func() bool {
 		all := map[string]bool{}
