@@ -68,11 +68,6 @@ func TestCompactObject(t *testing.T) {
 // apps, one listing (Reread) reads theirs.
 func TestObjectsKeepWhatTheAppsPassedHereRead(t *testing.T) {
 	ctx := context.Background()
-	app := func(name, rv, phase string) *unstructured.Unstructured {
-		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-			"metadata": map[string]any{"name": name, "namespace": "argocd", "resourceVersion": rv},
-			"status":   map[string]any{"operationState": map[string]any{"phase": phase}}}}
-	}
 	scheme := runtime.NewScheme()
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{deployer.ApplicationsResource: "ApplicationList"},
 		app("a", "1", "Succeeded"), app("b", "1", "Succeeded"))
@@ -94,16 +89,7 @@ func TestObjectsKeepWhatTheAppsPassedHereRead(t *testing.T) {
 		}
 		return n
 	}
-	phase := func(name string) string {
-		t.Helper()
-		u, err := c.Get(ctx, deployer.ApplicationsResource, "argocd", name, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
-		return p
-	}
-	phase("a") // starts the watch
+	phaseOf(t, c, "a") // starts the watch
 	key := objectKey{gvr: deployer.ApplicationsResource, ns: "argocd"}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -133,13 +119,13 @@ func TestObjectsKeepWhatTheAppsPassedHereRead(t *testing.T) {
 		t.Fatalf("b, read elsewhere, kept as %+v; want a stub at version 1", o)
 	}
 	before := gets()
-	if p := phase("a"); p != "Succeeded" || gets() != before {
+	if p := phaseOf(t, c, "a"); p != "Succeeded" || gets() != before {
 		t.Errorf("a read as %q with %d GETs; want Succeeded from the watch", p, gets()-before)
 	}
-	if p := phase("b"); p != "Succeeded" || gets() != before+1 {
+	if p := phaseOf(t, c, "b"); p != "Succeeded" || gets() != before+1 {
 		t.Errorf("b read as %q with %d GETs; want Succeeded with one", p, gets()-before)
 	}
-	if p := phase("b"); p != "Succeeded" || gets() != before+1 {
+	if p := phaseOf(t, c, "b"); p != "Succeeded" || gets() != before+1 {
 		t.Errorf("b read again as %q with %d GETs in all; want it held", p, gets()-before)
 	}
 	// b changes: what was held is stale, and the next read asks again.
@@ -152,7 +138,7 @@ func TestObjectsKeepWhatTheAppsPassedHereRead(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if p := phase("b"); p != "Running" || gets() != before+2 {
+	if p := phaseOf(t, c, "b"); p != "Running" || gets() != before+2 {
 		t.Errorf("b read after its change as %q with %d GETs in all; want Running, read again", p, gets()-before)
 	}
 	// This replica takes b's shard: one listing reads b, and no pass GETs it.
@@ -163,7 +149,7 @@ func TestObjectsKeepWhatTheAppsPassedHereRead(t *testing.T) {
 	delete(c.held, heldKey{key, "b"})
 	c.mu.Unlock()
 	c.Reread()(ctx)
-	if p := phase("b"); p != "Running" || gets() != before+2 {
+	if p := phaseOf(t, c, "b"); p != "Running" || gets() != before+2 {
 		t.Errorf("b read after Reread as %q with %d GETs in all; want Running from the listing", p, gets()-before)
 	}
 	// b changes again: the watch keeps its content now, and what was
@@ -192,11 +178,6 @@ func TestObjectsKeepWhatTheAppsPassedHereRead(t *testing.T) {
 func TestObjectsReadASharedWatch(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	app := func(name, rv, phase string) *unstructured.Unstructured {
-		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-			"metadata": map[string]any{"name": name, "namespace": "argocd", "resourceVersion": rv},
-			"status":   map[string]any{"operationState": map[string]any{"phase": phase}}}}
-	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{deployer.ApplicationsResource: "ApplicationList"},
 		app("a", "1", "Succeeded"), app("b", "1", "Succeeded"))
 	w := discover.Watch(ctx, dyn, []config.Discovery{{ArgoCD: &config.ArgoCDSelector{}}}, true)
@@ -232,21 +213,12 @@ func TestObjectsReadASharedWatch(t *testing.T) {
 		}
 		return gets, lists
 	}
-	phase := func(name string) string {
-		t.Helper()
-		u, err := c.Get(ctx, deployer.ApplicationsResource, "argocd", name, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
-		return p
-	}
 	gets0, lists0 := requests()
 	// The watch listed before anyone served it, narrow: a is a stub.
-	if p := phase("a"); p != "Succeeded" {
+	if p := phaseOf(t, c, "a"); p != "Succeeded" {
 		t.Fatalf("a read as %q", p)
 	}
-	if p := phase("a"); p != "Succeeded" {
+	if p := phaseOf(t, c, "a"); p != "Succeeded" {
 		t.Fatalf("a read again as %q", p)
 	}
 	if gets, _ := requests(); gets != gets0+1 {
@@ -264,7 +236,7 @@ func TestObjectsReadASharedWatch(t *testing.T) {
 	}
 	wg.Wait()
 	gets1, lists1 := requests()
-	if p := phase("b"); p != "Succeeded" || lists1 != lists0+1 {
+	if p := phaseOf(t, c, "b"); p != "Succeeded" || lists1 != lists0+1 {
 		t.Errorf("b after Reread: %q with %d LISTs; want it read by one", p, lists1-lists0)
 	}
 	// a changes: the watch keeps its content now, and tells the apps.
@@ -272,7 +244,7 @@ func TestObjectsReadASharedWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for phase("a") != "Running" {
+	for phaseOf(t, c, "a") != "Running" {
 		if time.Now().After(deadline) {
 			t.Fatal("a's change never read")
 		}
@@ -296,4 +268,24 @@ func TestObjectsReadASharedWatch(t *testing.T) {
 	if held != nil {
 		t.Errorf("a's content held for version %s after it changed; want it dropped", held.ResourceVersion)
 	}
+}
+
+// app is the Argo CD Application argocd/name at version rv, whose last
+// operation ended in phase.
+func app(name, rv, phase string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{"name": name, "namespace": "argocd", "resourceVersion": rv},
+		"status":   map[string]any{"operationState": map[string]any{"phase": phase}}}}
+}
+
+// phaseOf reads the Application argocd/name through c, and returns its
+// last operation's phase.
+func phaseOf(t *testing.T, c *Objects, name string) string {
+	t.Helper()
+	u, err := c.Get(context.Background(), deployer.ApplicationsResource, "argocd", name, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "phase")
+	return p
 }
