@@ -84,7 +84,6 @@ type options struct {
 	registry  lookup.Registry
 	forge     report.Forge
 	token     string
-	now       func() time.Time
 	answer    time.Duration
 	noForge   bool
 	replica   string
@@ -177,7 +176,7 @@ const APIResponseTimeout = 40 * time.Second
 // New returns a Reconciler for cfg on the cluster rc points at. It makes
 // no request.
 func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, error) {
-	o := options{now: time.Now, answer: APIResponseTimeout, trust: spoke.DefaultTrust()}
+	o := options{answer: APIResponseTimeout, trust: spoke.DefaultTrust()}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -247,7 +246,7 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 		history:    record.New(kube, cfg.StateNamespace),
 		token:      o.token,
 		answer:     o.answer,
-		now:        o.now,
+		now:        time.Now,
 		replica:    o.replica,
 		trust:      o.trust,
 		caps:       render.Cached(kube.Discovery()),
