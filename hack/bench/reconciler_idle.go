@@ -27,6 +27,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"pinbot.dev/pinbot/internal/kubemetrics"
 )
 
 // The idle measurements: `pinbot reconcile` as a child process watching
@@ -382,27 +384,11 @@ func classify(req *http.Request) apiRequest {
 	if _, id, ok := strings.Cut(req.UserAgent(), " replica/"); ok {
 		r.replica = id
 	}
-	segs := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
-	var group string
-	switch {
-	case len(segs) > 2 && segs[0] == "api":
-		segs = segs[2:]
-	case len(segs) > 3 && segs[0] == "apis":
-		group, segs = segs[1], segs[3:]
-	default:
+	resource, named := kubemetrics.Resource(req.URL.Path)
+	if resource == "" {
 		return r
 	}
-	if segs[0] == "namespaces" && len(segs) >= 3 {
-		segs = segs[2:]
-	}
-	r.resource = segs[0]
-	named := len(segs) > 1
-	if len(segs) > 2 {
-		r.resource += "/" + segs[2]
-	}
-	if group != "" {
-		r.resource += "." + group
-	}
+	r.resource = resource
 	switch req.Method {
 	case http.MethodGet:
 		switch w := req.URL.Query().Get("watch"); {

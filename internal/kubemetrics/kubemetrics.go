@@ -56,14 +56,16 @@ type kubeWaits struct{}
 
 // Observe implements metrics.LatencyMetric.
 func (kubeWaits) Observe(_ context.Context, verb string, u url.URL, latency time.Duration) {
-	kubeThrottled.WithLabelValues(verb, resourceOf(u.Path)).Observe(latency.Seconds())
+	resource, _ := Resource(u.Path)
+	kubeThrottled.WithLabelValues(verb, resource).Observe(latency.Seconds())
 }
 
-// resourceOf names the resource a request's path reaches, as RBAC
-// does: "pods", "pods/log", "leases.coordination.k8s.io"; "" for
-// discovery and the API server's own paths. Object names and namespaces
-// are left out, so the label takes as many values as there are kinds.
-func resourceOf(path string) string {
+// Resource names the resource a request's path reaches, as RBAC does:
+// "pods", "pods/log", "leases.coordination.k8s.io"; "" for discovery and
+// the API server's own paths. Object names and namespaces are left out,
+// so the name takes as many values as there are kinds. named says the
+// path names one object (a GET of it, not a LIST).
+func Resource(path string) (resource string, named bool) {
 	segs := strings.Split(strings.Trim(path, "/"), "/")
 	group := ""
 	switch {
@@ -72,17 +74,17 @@ func resourceOf(path string) string {
 	case len(segs) > 3 && segs[0] == "apis":
 		group, segs = segs[1], segs[3:]
 	default:
-		return ""
+		return "", false
 	}
 	if segs[0] == "namespaces" && len(segs) > 2 {
 		segs = segs[2:]
 	}
-	resource := segs[0]
+	resource = segs[0]
 	if len(segs) > 2 {
 		resource += "/" + segs[2]
 	}
 	if group != "" {
 		resource += "." + group
 	}
-	return resource
+	return resource, len(segs) > 1
 }

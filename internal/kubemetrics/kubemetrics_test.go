@@ -69,8 +69,8 @@ func TestResourceOf(t *testing.T) {
 		"/apis/apps":  "",
 		"/openapi/v3": "",
 	} {
-		if got := resourceOf(path); got != want {
-			t.Errorf("resourceOf(%q) = %q, want %q", path, got, want)
+		if got, _ := Resource(path); got != want {
+			t.Errorf("Resource(%q) = %q, want %q", path, got, want)
 		}
 	}
 }
