@@ -20,7 +20,6 @@ import (
 	"pinbot.dev/pinbot/internal/httpbound"
 	"pinbot.dev/pinbot/internal/redact"
 	"pinbot.dev/pinbot/internal/tokenfile"
-	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/reconciler/object"
 	"pinbot.dev/pinbot/reconciler/spoke"
 	"pinbot.dev/pinbot/reconciler/verdict"
@@ -140,7 +139,7 @@ func (a *Access) Snapshot(ctx context.Context, api *spoke.ArgoAPI, app, appNS st
 		return snap.Pods[i].Namespace+"/"+snap.Pods[i].Name < snap.Pods[j].Namespace+"/"+snap.Pods[j].Name
 	})
 	confirm := func(ctx context.Context, snap *verdict.Snapshot) (string, bool) {
-		return cluster.ConfirmWith(ctx, snap, rd.read)
+		return verdict.Confirm(ctx, snap, rd.read)
 	}
 	return snap, confirm, nil
 }
