@@ -21,7 +21,7 @@ func TestVerifyOnlyAppsReadDiscoverysWatch(t *testing.T) {
 	s := argoAppAtHead(t, "vo-shared", "interval: 10m", 1)
 	ctx, cancel := context.WithCancel(testCtx)
 	defer cancel()
-	w := discover.Watch(ctx, s.dyn, []config.Discovery{{ArgoCD: &config.ArgoCDSelector{}}}, false)
+	w := discover.Watch(ctx, s.dyn, []config.Discovery{{ArgoCD: &config.ArgoCDSelector{}}})
 	if err := w.Synced(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,6 @@ const DefaultReloadInterval = 5 * time.Second
 // first config failing is the error.
 func RunReloading(ctx context.Context, src Source, o Options) error {
 	l := newReloader(ctx, src)
-	l.narrow = o.Shards > 0
 	o.Collectors = append(o.Collectors, l.collectors()...)
 	cur, err := l.open(ctx)
 	if err != nil {
@@ -94,7 +93,6 @@ type reloader struct {
 	// life is serve's: the Watcher of the discover: entries outlives
 	// the turns, and is replaced only when the entries change.
 	life      context.Context
-	narrow    bool // sharded: the Watcher keeps the content of what the apps passed here read
 	watch     *discover.Watcher
 	watchOf   []config.Discovery
 	stopWatch context.CancelFunc
@@ -168,7 +166,7 @@ func (l *reloader) discovered(ctx context.Context, ds []config.Discovery) ([]con
 		}
 		l.unwatch()
 		life, stop := context.WithCancel(l.life)
-		l.watch, l.watchOf, l.stopWatch = discover.Watch(life, dyn, ds, l.narrow), ds, stop
+		l.watch, l.watchOf, l.stopWatch = discover.Watch(life, dyn, ds), ds, stop
 	}
 	if err := l.watch.Synced(ctx); err != nil {
 		return nil, err

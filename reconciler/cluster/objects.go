@@ -71,49 +71,6 @@ func newObjects(dyn dynamic.Interface, alive *liveness, onChange func(gvr schema
 		stops: map[objectKey]chan struct{}{}, forbidden: map[objectKey]bool{}, held: map[heldKey]*rawObject{}, shared: map[objectKey][]Shared{}}
 }
 
-// Shared is a synced watch of the deployers' objects of one kind and
-// namespace that another part of pinbot keeps (discovery's), which
-// Objects reads instead of watching the same objects again: the API
-// server then sends a replica each of them once.
-type Shared interface {
-	Resource() schema.GroupVersionResource
-	Namespace() string
-	HasSynced() bool
-	// Kept returns the version of the object ns/name and its JSON
-	// (compact.JSON), nil for a stub; ok is false when the watch does
-	// not hold it.
-	Kept(ns, name string) (version string, raw []byte, ok bool)
-	// Serve has the watch keep the JSON of the objects reads picks (of
-	// all when reads is nil) from its next event on, and tell changed of
-	// every change of an object; a call replaces the one before.
-	Serve(reads func(ns, name string) bool, changed func(ns, name string))
-}
-
-// Share has c read the objects of shared from them, and tell its apps
-// of their changes.
-func (c *Objects) Share(shared ...Shared) {
-	for _, s := range shared {
-		gvr := s.Resource()
-		var reads func(ns, name string) bool
-		if c.reads != nil {
-			reads = func(ns, name string) bool { return c.reads(gvr, ns, name) }
-		}
-		changed := func(ns, name string) {
-			c.mu.Lock()
-			delete(c.held, heldKey{objectKey{gvr: gvr, ns: ns}, name}) // held for a version gone
-			c.mu.Unlock()
-			if c.onChange != nil {
-				c.onChange(gvr, ns, name)
-			}
-		}
-		s.Serve(reads, changed)
-		c.mu.Lock()
-		key := objectKey{gvr: gvr, ns: s.Namespace()}
-		c.shared[key] = append(c.shared[key], s)
-		c.mu.Unlock()
-	}
-}
-
 // reported says whether a change of resource is news for the apps that
 // read it: a deployer's object, whose status says what the deployer did
 // (the real kustomize-controller writes lastAppliedRevision well after
@@ -325,8 +282,10 @@ func (c *Objects) reread(ctx context.Context) {
 	for key := range c.infs {
 		watched[key] = deployer.IsDeployment(key.gvr)
 	}
-	for key := range c.shared {
-		watched[key] = true
+	for key, shared := range c.shared { // listed for the stubs their JSON does not fill
+		for _, s := range shared {
+			watched[key] = s.Trim() > 0 || watched[key]
+		}
 	}
 	for key := range c.held { // those passed elsewhere now
 		if !c.reads(key.gvr, key.ns, key.name) {

@@ -172,25 +172,32 @@ func TestObjectsKeepWhatTheAppsPassedHereRead(t *testing.T) {
 }
 
 // Objects reads the deployers' objects a shared watch (discovery's)
-// holds from it, and starts no watch of its own: a sharded replica's
-// stubs there are read by GET once and held, or by a Reread's listing,
-// and a change of an object is read from the watch and told to the apps.
+// holds from it, and starts no watch of its own. The watch keeps every
+// object's JSON until the replica takes its first shards, so that
+// takeover lists nothing; a stub (an object no app passed here read
+// when it last changed) is read by GET once and held, or by a Reread's
+// listing; a change is read from the watch and told to the apps.
 func TestObjectsReadASharedWatch(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{deployer.ApplicationsResource: "ApplicationList"},
-		app("a", "1", "Succeeded"), app("b", "1", "Succeeded"))
-	w := discover.Watch(ctx, dyn, []config.Discovery{{ArgoCD: &config.ArgoCDSelector{}}}, true)
+		app("a", "1", "Succeeded"), app("b", "1", "Succeeded"), app("c", "1", "Succeeded"))
+	w := discover.Watch(ctx, dyn, []config.Discovery{{ArgoCD: &config.ArgoCDSelector{}}})
 	if err := w.Synced(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	passed := map[string]bool{"a": true}
+	passed := map[string]bool{}
 	var changed []string
 	reads := func(_ schema.GroupVersionResource, _, name string) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return passed[name]
+	}
+	pass := func(name string) {
+		mu.Lock()
+		defer mu.Unlock()
+		passed[name] = true
 	}
 	onChange := func(_ schema.GroupVersionResource, _, name string) {
 		mu.Lock()
@@ -213,60 +220,97 @@ func TestObjectsReadASharedWatch(t *testing.T) {
 		}
 		return gets, lists
 	}
+	update := func(u *unstructured.Unstructured) {
+		t.Helper()
+		if _, err := dyn.Resource(deployer.ApplicationsResource).Namespace("argocd").Update(ctx, u, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	await := func(name, phase string) {
+		t.Helper()
+		for phaseOf(t, c, name) != phase {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s's change to %s never read", name, phase)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// b changes before this replica takes any shard: the watch keeps
+	// its JSON, as every object's until then.
+	update(app("b", "2", "Succeeded"))
+	for version, raw, _ := c.kept(objectKey{gvr: deployer.ApplicationsResource, ns: "argocd"}, "b"); version != "2" || raw == nil; version, raw, _ = c.kept(objectKey{gvr: deployer.ApplicationsResource, ns: "argocd"}, "b") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the watch keeps b at version %s with %d bytes; want its JSON at version 2", version, len(raw))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	gets0, lists0 := requests()
-	// The watch listed before anyone served it, narrow: a is a stub.
-	if p := phaseOf(t, c, "a"); p != "Succeeded" {
-		t.Fatalf("a read as %q", p)
-	}
-	if p := phaseOf(t, c, "a"); p != "Succeeded" {
-		t.Fatalf("a read again as %q", p)
-	}
-	if gets, _ := requests(); gets != gets0+1 {
-		t.Errorf("two reads of a's stub made %d GETs; want one, then the content held", gets-gets0)
-	}
-	// This replica takes b's shard and another at once: one listing
-	// reads b, and its read GETs nothing.
+	// This replica takes the shards of a and b at once, as at its start:
+	// the watch still keeps every object's JSON, so neither the two
+	// takeovers' one listing nor the reads ask the API server.
 	first, second := c.Reread(), c.Reread()
-	mu.Lock()
-	passed["b"] = true
-	mu.Unlock()
+	pass("a")
+	pass("b")
 	var wg sync.WaitGroup
 	for _, listing := range []func(context.Context){first, second} {
 		wg.Go(func() { listing(ctx) })
 	}
 	wg.Wait()
-	gets1, lists1 := requests()
-	if p := phaseOf(t, c, "b"); p != "Succeeded" || lists1 != lists0+1 {
-		t.Errorf("b after Reread: %q with %d LISTs; want it read by one", p, lists1-lists0)
+	if a, b := phaseOf(t, c, "a"), phaseOf(t, c, "b"); a != "Succeeded" || b != "Succeeded" {
+		t.Fatalf("a and b read as %q and %q", a, b)
 	}
-	// a changes: the watch keeps its content now, and tells the apps.
-	if _, err := dyn.Resource(deployer.ApplicationsResource).Namespace("argocd").Update(ctx, app("a", "2", "Running"), metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
+	if gets, lists := requests(); gets != gets0 || lists != lists0 {
+		t.Errorf("the first takeover and its reads made %d GETs and %d LISTs; want none", gets-gets0, lists-lists0)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for phaseOf(t, c, "a") != "Running" {
+	// The takeover trimmed what no app passed here reads: c is a stub,
+	// read by one GET, whose answer is held.
+	for range 2 {
+		if p := phaseOf(t, c, "c"); p != "Succeeded" {
+			t.Fatalf("c read as %q", p)
+		}
+	}
+	if gets, _ := requests(); gets != gets0+1 {
+		t.Errorf("two reads of c's stub made %d GETs; want one, then the content held", gets-gets0)
+	}
+	// c changes while passed elsewhere, then this replica takes its
+	// shard: one listing reads it, and its read GETs nothing.
+	update(app("c", "2", "Running"))
+	for version, raw, _ := c.kept(objectKey{gvr: deployer.ApplicationsResource, ns: "argocd"}, "c"); version != "2" || raw != nil; version, raw, _ = c.kept(objectKey{gvr: deployer.ApplicationsResource, ns: "argocd"}, "c") {
 		if time.Now().After(deadline) {
-			t.Fatal("a's change never read")
+			t.Fatalf("the watch keeps c at version %s with %d bytes; want a stub at version 2", version, len(raw))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	_, lists1 := requests()
+	reread := c.Reread()
+	pass("c")
+	reread(ctx)
+	gets1, lists2 := requests()
+	if p := phaseOf(t, c, "c"); p != "Running" || lists2 != lists1+1 {
+		t.Errorf("c after Reread: %q with %d LISTs; want it read by one", p, lists2-lists1)
+	}
+	// c changes again: the watch keeps its content now, tells the apps,
+	// and what was held for its stub goes.
+	update(app("c", "3", "Succeeded"))
+	await("c", "Succeeded")
 	if gets, _ := requests(); gets != gets1 {
-		t.Errorf("reads of b and of a after its change made %d GETs; want none", gets-gets1)
+		t.Errorf("reads of c after its changes made %d GETs; want none", gets-gets1)
 	}
 	mu.Lock()
-	told := slices.Contains(changed, "a")
+	told := slices.Contains(changed, "c")
 	mu.Unlock()
 	if !told {
-		t.Error("a's change was not told to the apps")
+		t.Error("c's change was not told to the apps")
 	}
 	c.mu.Lock()
-	own, held := len(c.infs), c.held[heldKey{objectKey{gvr: deployer.ApplicationsResource, ns: "argocd"}, "a"}]
+	own, held := len(c.infs), len(c.held)
 	c.mu.Unlock()
 	if own != 0 {
 		t.Errorf("Objects started %d watches of its own; want it to read the shared one", own)
 	}
-	if held != nil {
-		t.Errorf("a's content held for version %s after it changed; want it dropped", held.ResourceVersion)
+	if held != 0 {
+		t.Errorf("%d contents held once the watch keeps each object's own; want none", held)
 	}
 }
 

@@ -102,8 +102,10 @@ func sourceRepos(u *unstructured.Unstructured) []string {
 type keeper struct {
 	keys map[string]bool // the label selector's
 	// serving is what Share.Serve set: which objects' JSON to keep too,
-	// and whom to tell of changes.
+	// and whom to tell of changes. Until trimmed (Share.Trim), the JSON
+	// of every object is kept.
 	serving atomic.Pointer[serving]
+	trimmed atomic.Bool
 
 	mu   sync.Mutex
 	sets map[string]map[string]string // by their entries, key NUL value NUL
@@ -116,15 +118,10 @@ type serving struct {
 	changed func(ns, name string)
 }
 
-// newKeeper returns d's keeper. Until a Share of it is served, it keeps
-// the JSON of every object, or of none when narrow.
-func newKeeper(d config.Discovery, narrow bool) *keeper {
+// newKeeper returns d's keeper.
+func newKeeper(d config.Discovery) *keeper {
 	k := &keeper{keys: map[string]bool{}, sets: map[string]map[string]string{}}
-	first := &serving{changed: func(string, string) {}}
-	if narrow {
-		first.reads = func(string, string) bool { return false }
-	}
-	k.serving.Store(first)
+	k.serving.Store(&serving{changed: func(string, string) {}})
 	if sel, err := labels.Parse(d.LabelSelector()); err == nil {
 		reqs, _ := sel.Requirements()
 		for _, r := range reqs {
@@ -147,12 +144,12 @@ func (k *keeper) keep(obj any) (any, error) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, UID: u.GetUID(), ResourceVersion: u.GetResourceVersion()},
 		sel:        s,
 	}
-	if reads := k.serving.Load().reads; reads == nil || reads(s.Namespace, s.Name) {
+	if reads := k.serving.Load().reads; reads == nil || !k.trimmed.Load() || reads(s.Namespace, s.Name) {
 		raw, err := compact.JSON(u)
 		if err != nil {
 			return nil, err
 		}
-		o.raw = raw
+		o.raw.Store(&raw)
 	}
 	return o, nil
 }
@@ -194,13 +191,15 @@ type selectedObject struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
 	sel config.Selected // never written after keeper.keep
-	raw []byte          // the object's JSON for a Share's reader, nil for a stub
+	// raw is the object's JSON for a Share's reader, nil for a stub; a
+	// Trim drops it where the reader reads it no more.
+	raw atomic.Pointer[[]byte]
 }
 
 func (o *selectedObject) DeepCopyObject() runtime.Object {
-	c := *o
-	c.ObjectMeta = *o.ObjectMeta.DeepCopy()
-	return &c
+	c := &selectedObject{TypeMeta: o.TypeMeta, ObjectMeta: *o.ObjectMeta.DeepCopy(), sel: o.sel}
+	c.raw.Store(o.raw.Load())
+	return c
 }
 
 // appsOf returns the apps of objs (per discovery, in the discoveries'
@@ -259,9 +258,9 @@ type Watcher struct {
 
 // Watch starts watching until ctx ends. Changed fires once Apps has
 // reported a set, when the selected set differs from it. The watches
-// keep the JSON of every object they hold for their Shares' reader, or,
-// when narrow (a sharded replica), of those it picks.
-func Watch(ctx context.Context, dyn dynamic.Interface, ds []config.Discovery, narrow bool) *Watcher {
+// keep the JSON of every object they hold for their Shares' reader, and
+// once trimmed (a sharded replica's), of those it reads.
+func Watch(ctx context.Context, dyn dynamic.Interface, ds []config.Discovery) *Watcher {
 	w := &Watcher{ds: ds, changed: make(chan struct{}, 1), dirty: make(chan struct{}, 1), failed: make([]error, len(ds))}
 	go func() {
 		for {
@@ -278,7 +277,7 @@ func Watch(ctx context.Context, dyn dynamic.Interface, ds []config.Discovery, na
 		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 10*time.Minute, d.Namespace(),
 			func(o *metav1.ListOptions) { o.LabelSelector = selector })
 		inf := f.ForResource(resourceOf(d)).Informer()
-		k := newKeeper(d, narrow)
+		k := newKeeper(d)
 		_ = inf.SetTransform(k.keep) // fails only once inf runs
 		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 			cache.DefaultWatchErrorHandler(ctx, r, err)
@@ -366,7 +365,30 @@ func (s *Share) Kept(ns, name string) (version string, raw []byte, ok bool) {
 	if err != nil || !exists || !isKept {
 		return "", nil, false
 	}
-	return o.ResourceVersion, o.raw, true
+	if raw := o.raw.Load(); raw != nil {
+		return o.ResourceVersion, *raw, true
+	}
+	return o.ResourceVersion, nil, true
+}
+
+// Trim drops the JSON of the objects the reader does not read (Serve),
+// which the watch kept of every object until now, and keeps only theirs
+// from then on. It returns how many objects the reader reads are stubs:
+// those that changed after it was served and before its apps came.
+func (s *Share) Trim() (stubs int) {
+	s.keeper.trimmed.Store(true)
+	reads := s.keeper.serving.Load().reads
+	for _, obj := range s.inf.GetStore().List() {
+		o, ok := obj.(*selectedObject)
+		switch {
+		case !ok || reads == nil:
+		case !reads(o.Namespace, o.Name):
+			o.raw.Store(nil)
+		case o.raw.Load() == nil:
+			stubs++
+		}
+	}
+	return stubs
 }
 
 // Serve has the watch keep the JSON of the objects reads picks (all when

@@ -48,14 +48,22 @@ status:
 		t.Errorf("the Application deploys to %q; want eu-1/shop", want.Destination)
 	}
 	d := config.Discovery{ArgoCD: &config.ArgoCDSelector{Selector: "team in (shop, pay)", Annotated: true}}
-	k := newKeeper(d, true)
+	k := newKeeper(d)
+	k.serving.Store(&serving{reads: func(string, string) bool { return false }, changed: func(string, string) {}})
 	got, err := k.keep(u.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got.(*selectedObject).raw.Load() == nil {
+		t.Errorf("a keeper not trimmed yet kept no JSON of an object its reader does not read; want every object's until the trim")
+	}
+	k.trimmed.Store(true)
+	if got, err = k.keep(u.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
 	kept := got.(*selectedObject)
-	if kept.raw != nil {
-		t.Errorf("a narrow keeper, served by no one, kept the object's JSON: %s", kept.raw)
+	if kept.raw.Load() != nil {
+		t.Errorf("a trimmed keeper kept the JSON of an object its reader does not read: %s", *kept.raw.Load())
 	}
 	want.Labels = map[string]string{"team": "shop"}
 	want.Annotations = map[string]string{"pinbot.dev/verify": "true"}
@@ -97,7 +105,7 @@ func TestDestinationOf(t *testing.T) {
 		if err := sigsyaml.Unmarshal([]byte(tc.object), &u.Object); err != nil {
 			t.Fatal(err)
 		}
-		kept, err := newKeeper(config.Discovery{ArgoCD: &config.ArgoCDSelector{}}, true).keep(u)
+		kept, err := newKeeper(config.Discovery{ArgoCD: &config.ArgoCDSelector{}}).keep(u)
 		if err != nil {
 			t.Fatal(err)
 		}

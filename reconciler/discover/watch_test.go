@@ -41,7 +41,7 @@ func TestWatcherAnswersFromItsCachesAndReportsChangesAfterApps(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dyn := fakeArgo(application("cart", map[string]string{"team": "shop"}), application("ledger", map[string]string{"team": "books"}))
-	w := Watch(ctx, dyn, teamShop, false)
+	w := Watch(ctx, dyn, teamShop)
 	if err := w.Synced(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestSyncedSaysWhyAListFails(t *testing.T) {
 	dyn.PrependReactor("list", "applications", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(deployer.ApplicationsResource.GroupResource(), "", nil)
 	})
-	err := Watch(ctx, dyn, teamShop, false).Synced(ctx)
+	err := Watch(ctx, dyn, teamShop).Synced(ctx)
 	if err == nil || !strings.Contains(err.Error(), "discover[0]: listing applications in argocd") ||
 		!strings.Contains(err.Error(), "deployers component") || !apierrors.IsForbidden(err) {
 		t.Fatalf("Synced = %v, want discover[0]'s forbidden list with the remedy", err)
