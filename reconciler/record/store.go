@@ -34,9 +34,10 @@ type History struct {
 	namespace string
 	key       *sealkey.Key // seals the records (seal.go)
 
-	mu     sync.Mutex
-	cached map[string]cachedRecord // BeginCached's, by app
-	follow follower                // Follow's watch
+	mu      sync.Mutex
+	cached  map[string]cachedRecord // BeginCached's, by app
+	follow  follower                // Follow's watch
+	priming *priming                // the Primes that share the next listing
 }
 
 // cachedRecord is the ConfigMap of an app's record as this History last
@@ -222,53 +223,6 @@ func (h *History) BeginCached(ctx context.Context, app string) (*Txn, error) {
 		return t, nil
 	}
 	return h.Begin(ctx, app)
-}
-
-// Prime fills BeginCached's copies of the records of apps (none kept
-// for an app without one) with one paginated LIST: the first passes of
-// thousands of apps then read nothing more. Only the process that alone
-// writes those records may prime them, as for BeginCached.
-func (h *History) Prime(ctx context.Context, apps []string) error {
-	if _, err := h.key.Get(ctx); err != nil { // first: a new key seals what came before
-		return fmt.Errorf("priming the records in %s: %w", h.namespace, err)
-	}
-	want := make(map[string]bool, len(apps))
-	for _, a := range apps {
-		want[a] = true
-	}
-	found := map[string]*corev1.ConfigMap{}
-	opts := metav1.ListOptions{LabelSelector: recordsSelector, Limit: 500}
-	for {
-		list, err := h.client.CoreV1().ConfigMaps(h.namespace).List(ctx, opts)
-		if err != nil {
-			return fmt.Errorf("listing the records in %s: %w", h.namespace, err)
-		}
-		for i := range list.Items {
-			cm := list.Items[i]
-			if app := cm.Labels["pinbot.dev/history-of"]; want[app] && cm.Name == configMapName(app) {
-				if err := h.check(ctx, app, &cm); errors.Is(err, ErrTampered) {
-					delete(want, app) // Begin reads it, and writes it back
-					continue
-				}
-				// A copy, not &list.Items[i]: holding an item would
-				// keep its whole page, every replica's records, alive.
-				cm.ManagedFields = nil // an update without them keeps the server's
-				found[app] = &cm
-			}
-		}
-		if opts.Continue = list.Continue; opts.Continue == "" {
-			break
-		}
-	}
-	now := time.Now()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, a := range apps {
-		if want[a] {
-			h.cached[a] = cachedRecord{cm: found[a], at: now}
-		}
-	}
-	return nil
 }
 
 // Forget drops BeginCached's copy of app's record: another process

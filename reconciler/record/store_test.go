@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -56,7 +57,8 @@ func TestDecodeRecordWrittenBeforeCamelCase(t *testing.T) {
 // TestPrimeReadsEveryRecordAtOnce: on a real API server, after Prime,
 // BeginCached of each app (one with a record, one without) reads nothing
 // more, and the record primed is the one stored; another ConfigMap is
-// not taken for a record.
+// not taken for a record. Two Primes at once (two shards taken at a
+// replica's start) share one LIST.
 func TestPrimeReadsEveryRecordAtOnce(t *testing.T) {
 	ctx := context.Background()
 	c, admin, ns := plane.Namespace(t)
@@ -69,10 +71,23 @@ func TestPrimeReadsEveryRecordAtOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	client, reads := counting(t, c)
+	client, reads, lists := countingLists(t, c)
 	h := New(client, ns)
-	if err := h.Prime(ctx, []string{"web", "api"}); err != nil {
+	if _, err := h.key.Get(ctx); err != nil { // a new key seals the records before: a listing of its own
 		t.Fatal(err)
+	}
+	lists.Store(0)
+	var wg sync.WaitGroup
+	for _, app := range []string{"web", "api"} {
+		wg.Go(func() {
+			if err := h.Prime(ctx, []string{app}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := lists.Load(); n != 1 {
+		t.Errorf("two Primes at once listed the records %d times; want once", n)
 	}
 	reads.Store(0)
 	web, err := h.BeginCached(ctx, "web")
@@ -221,13 +236,22 @@ func writeAsAnother(t *testing.T, h *History, admin kubernetes.Interface, ns str
 // counting is a client of c that counts its requests for ConfigMaps by
 // name (reads and writes of a record; not the watch or a list).
 func counting(t *testing.T, c *kube.Cluster) (kubernetes.Interface, *atomic.Int64) {
+	client, n, _ := countingLists(t, c)
+	return client, n
+}
+
+// countingLists is counting, that counts the LISTs of ConfigMaps too.
+func countingLists(t *testing.T, c *kube.Cluster) (client kubernetes.Interface, named, lists *atomic.Int64) {
 	t.Helper()
-	var n atomic.Int64
+	named, lists = &atomic.Int64{}, &atomic.Int64{}
 	rc := rest.CopyConfig(c.Config())
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-			if strings.Contains(req.URL.Path, "/configmaps/") {
-				n.Add(1)
+			switch {
+			case strings.Contains(req.URL.Path, "/configmaps/"):
+				named.Add(1)
+			case strings.HasSuffix(req.URL.Path, "/configmaps") && req.Method == http.MethodGet && req.URL.Query().Get("watch") == "":
+				lists.Add(1)
 			}
 			return rt.RoundTrip(req)
 		})
@@ -236,7 +260,7 @@ func counting(t *testing.T, c *kube.Cluster) (kubernetes.Interface, *atomic.Int6
 	if err != nil {
 		t.Fatal(err)
 	}
-	return client, &n
+	return client, named, lists
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
