@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -27,9 +28,10 @@ import (
 // the workloads the deployers applied. There is one watch per kind and
 // namespace, started after the first read that succeeds: a pass then reads
 // these objects from memory, so an idle verify-only app costs the API
-// server no request, however many apps there are. Until the watch holds
-// its first LIST, for a kind pinbot may get but not list, and when the
-// API server does not answer (see liveness), a read is a GET. The objects
+// server no request, however many apps there are. A read waits a moment
+// (syncWithin) for a watch's first LIST; past it, for a kind pinbot may
+// get but not list, and when the API server does not answer (see
+// liveness), a read is a GET. The objects
 // a watch of discovery's holds are read from it instead (Share).
 type Objects struct {
 	dyn   dynamic.Interface
@@ -141,6 +143,9 @@ func (c *Objects) Get(ctx context.Context, gvr schema.GroupVersionResource, ns, 
 	c.mu.Lock()
 	inf, forbidden, shared := c.infs[key], c.forbidden[key], len(c.shared[key]) > 0
 	c.mu.Unlock()
+	if inf != nil && !fresh && !inf.HasSynced() { // a watch just started (a takeover's) lists sooner than each app would GET
+		_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, syncWithin, true, func(context.Context) (bool, error) { return inf.HasSynced(), nil })
+	}
 	if (inf != nil && inf.HasSynced() || inf == nil && shared) && !fresh && c.alive.check(ctx) == nil {
 		version, raw, ok := c.kept(key, name)
 		if !ok && inf != nil {
@@ -164,6 +169,10 @@ func (c *Objects) Get(ctx context.Context, gvr schema.GroupVersionResource, ns, 
 	}
 	return u, err
 }
+
+// syncWithin is how long a read waits for its watch's first LIST
+// before it reads by GET.
+const syncWithin = 2 * time.Second
 
 // kept is what the watch of key keeps of the object name, its own or
 // else a shared one: its version and JSON, nil for a stub; ok is false

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"pinbot.dev/pinbot/reconciler/config"
@@ -311,6 +313,47 @@ func TestObjectsReadASharedWatch(t *testing.T) {
 	}
 	if held != 0 {
 		t.Errorf("%d contents held once the watch keeps each object's own; want none", held)
+	}
+}
+
+// The reads that arrive while a namespace's new watch lists wait for
+// that listing instead of each making a GET: a takeover's apps in one
+// namespace cost the API server one LIST, not a GET each.
+func TestObjectsReadsWaitForANewWatch(t *testing.T) {
+	ctx := context.Background()
+	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	var objs []runtime.Object
+	for i := range 10 {
+		objs = append(objs, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": fmt.Sprintf("web-%d", i), "namespace": "shop", "resourceVersion": "1"}}})
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{deployments: "DeploymentList"}, objs...)
+	dyn.PrependReactor("list", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+		time.Sleep(300 * time.Millisecond) // a busy API server's listing
+		return false, nil, nil
+	})
+	c := newObjects(dyn, newLiveness(func(context.Context) error { return nil }, time.Now), nil, nil)
+	t.Cleanup(c.close)
+	if _, err := c.Get(ctx, deployments, "shop", "web-0", false); err != nil { // a GET, then the watch starts
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 1; i < 10; i++ {
+		wg.Go(func() {
+			if u, err := c.Get(ctx, deployments, "shop", fmt.Sprintf("web-%d", i), false); err != nil || u.GetName() != fmt.Sprintf("web-%d", i) {
+				t.Errorf("web-%d read as %v, %v", i, u, err)
+			}
+		})
+	}
+	wg.Wait()
+	gets := 0
+	for _, a := range dyn.Actions() {
+		if a.GetVerb() == "get" {
+			gets++
+		}
+	}
+	if gets != 1 {
+		t.Errorf("10 reads while the namespace's watch listed made %d GETs; want 1, the read that started it", gets)
 	}
 }
 
