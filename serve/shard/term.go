@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"runtime/debug"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -110,6 +111,10 @@ func (m *Manager) hold(ctx, lctx context.Context, t *term) {
 	m.setHeld(t.shard, true)
 	m.work(wctx, t.stop, t.shard)
 	m.setHeld(t.shard, false)
+	// The memory of the shard's apps goes back to the system now, not
+	// over the minutes the scavenger would take: a replica that handed
+	// its shards to new ones holds what it passes.
+	go debug.FreeOSMemory()
 	if lctx.Err() != nil {
 		m.log.Warn("lost a shard's Lease; its passes were stopped", "shard", t.shard)
 		return
