@@ -28,7 +28,7 @@ func (b *fleetBench) failover(ctx context.Context, r *report, at string) error {
 	if err := victim.cmd.Process.Kill(); err != nil {
 		return err
 	}
-	killed := time.Now()
+	killed, cpu := time.Now(), readCPU()
 	<-victim.exited
 	var left int
 	var moved []time.Duration // when each app was seen verified by another
@@ -63,6 +63,7 @@ func (b *fleetBench) failover(ctx context.Context, r *report, at string) error {
 		slices.Sort(moved)
 		fmt.Printf("   after SIGKILL: the first app verified by another at %s, half at %s, the last at %s\n",
 			recRound(moved[0]), recRound(moved[len(moved)/2]), recRound(moved[len(moved)-1]))
+		fmt.Printf("   the machine from the SIGKILL until all were verified: %s\n", readCPU().since(cpu))
 		// What the survivors asked the API servers from the first app
 		// taken over to the last.
 		from, to := killed.Add(moved[0]), killed.Add(moved[len(moved)-1])

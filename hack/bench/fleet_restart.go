@@ -19,6 +19,7 @@ func (b *fleetBench) restart(ctx context.Context, r *report, at string) error {
 		keepLog(c.log, b.shape.name+"-"+c.name+"-before-restart.log")
 	}
 	b.replicas, b.addrs, b.pprofs = nil, nil, nil
+	cpu := readCPU()
 	if err := b.startReplicas(); err != nil {
 		return err
 	}
@@ -43,6 +44,7 @@ func (b *fleetBench) restart(ctx context.Context, r *report, at string) error {
 		return fmt.Errorf("%s of %s apps verified after the restart: %w", thousands(proven), thousands(b.shape.apps), err)
 	}
 	r.check(at+"restart of every replica → every app verified", recRound(took).String(), "≤ 60s", took <= 60*time.Second)
+	fmt.Printf("   the machine during the restart: %s\n", readCPU().since(cpu))
 	b.printThrottled("during the restart")
 	return nil
 }
