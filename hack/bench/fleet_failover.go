@@ -25,6 +25,14 @@ func (b *fleetBench) failover(ctx context.Context, r *report, at string) error {
 			go saveProfile(b.pprofs[i], "profile?seconds=25", filepath.Join("hack", "bench", "out", b.shape.name+"-failover-"+c.name+"-cpu.pprof"))
 		}
 	}
+	// What a survivor's passes wait on once it took a shard over.
+	for i, c := range b.replicas {
+		if c != victim {
+			time.AfterFunc(24*time.Second, func() {
+				saveProfile(b.pprofs[i], "goroutine?debug=1", filepath.Join("hack", "bench", "out", b.shape.name+"-failover-"+c.name+"-goroutines.txt"))
+			})
+		}
+	}
 	if err := victim.cmd.Process.Kill(); err != nil {
 		return err
 	}

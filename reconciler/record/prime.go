@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"pinbot.dev/pinbot/internal/logctx"
 )
 
 // priming is the apps whose records one listing reads for the Primes
@@ -58,6 +60,7 @@ func (h *History) prime(ctx context.Context, p *priming) {
 	h.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, primeWithin)
 	defer cancel()
+	start, listed := time.Now(), 0
 	if _, err := h.key.Get(ctx); err != nil { // first: a new key seals what came before
 		p.err = fmt.Errorf("priming the records in %s: %w", h.namespace, err)
 		return
@@ -70,6 +73,7 @@ func (h *History) prime(ctx context.Context, p *priming) {
 			p.err = fmt.Errorf("listing the records in %s: %w", h.namespace, err)
 			return
 		}
+		listed += len(list.Items)
 		for i := range list.Items {
 			cm := list.Items[i]
 			if app := cm.Labels["pinbot.dev/history-of"]; want[app] && cm.Name == configMapName(app) {
@@ -88,6 +92,8 @@ func (h *History) prime(ctx context.Context, p *priming) {
 		}
 	}
 	now := time.Now()
+	logctx.From(ctx).Info("read the records of the apps taken", "apps", len(want), "found", len(found), "listed", listed,
+		"took", now.Sub(start).Round(time.Millisecond).String())
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for a := range want {
