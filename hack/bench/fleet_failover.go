@@ -27,9 +27,9 @@ func (b *fleetBench) failover(ctx context.Context, r *report, at string) error {
 	}
 	// What a survivor's passes wait on once it took a shard over.
 	for i, c := range b.replicas {
-		if c != victim {
+		if addr := b.pprofs[i]; c != victim {
 			time.AfterFunc(24*time.Second, func() {
-				saveProfile(b.pprofs[i], "goroutine?debug=1", filepath.Join("hack", "bench", "out", b.shape.name+"-failover-"+c.name+"-goroutines.txt"))
+				saveProfile(addr, "goroutine?debug=1", filepath.Join("hack", "bench", "out", b.shape.name+"-failover-"+c.name+"-goroutines.txt"))
 			})
 		}
 	}
