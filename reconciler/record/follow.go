@@ -9,8 +9,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// recordsSelector selects the records' ConfigMaps.
-const recordsSelector = "app.kubernetes.io/managed-by=pinbot"
+// recordsSelector selects the records' ConfigMaps; historyOfLabel names
+// the app whose record one is.
+const recordsSelector, historyOfLabel = "app.kubernetes.io/managed-by=pinbot", "pinbot.dev/history-of"
 
 // follower watches the records of the state namespace, keeping only
 // their names and resourceVersions: BeginCached then trusts its copy of

@@ -102,7 +102,7 @@ func (h *History) sealUnsealed(ctx context.Context, key []byte) error {
 	}
 	for i := range list.Items {
 		cm := &list.Items[i]
-		app := cm.Labels["pinbot.dev/history-of"]
+		app := cm.Labels[historyOfLabel]
 		if app == "" || cm.Name != configMapName(app) || cm.Data[sealKey] != "" {
 			continue
 		}

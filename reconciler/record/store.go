@@ -368,7 +368,7 @@ func (t *Txn) write(ctx context.Context, cm *corev1.ConfigMap, rec *history.Reco
 	if create {
 		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 			Name: configMapName(t.app), Namespace: t.h.namespace,
-			Labels: map[string]string{"app.kubernetes.io/managed-by": "pinbot", "pinbot.dev/history-of": t.app},
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "pinbot", historyOfLabel: t.app},
 		}}
 	} else {
 		cm = cm.DeepCopy()

@@ -1,9 +1,11 @@
 package record
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -14,9 +16,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/internal/testenv/kube"
 	"pinbot.dev/pinbot/internal/testenv/poll"
 
@@ -65,7 +69,7 @@ func TestPrimeReadsEveryRecordAtOnce(t *testing.T) {
 	labels := func(app string) map[string]string {
 		return map[string]string{"app.kubernetes.io/managed-by": "pinbot", "pinbot.dev/history-of": app}
 	}
-	for name, app := range map[string]string{"pinbot-app-web": "web", "not-a-record": "api"} {
+	for name, app := range map[string]string{"pinbot-app-web": "web", "not-a-record": "api", "pinbot-app-db": "db"} {
 		if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels(app)},
 			Data: map[string]string{"status.json": `{"app":"` + app + `","verified":true}`}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -73,6 +77,8 @@ func TestPrimeReadsEveryRecordAtOnce(t *testing.T) {
 	}
 	client, reads, lists := countingLists(t, c)
 	h := New(client, ns)
+	var logged bytes.Buffer
+	ctx = logctx.Into(ctx, slog.New(slog.NewTextHandler(&logged, nil)))
 	if _, err := h.key.Get(ctx); err != nil { // a new key seals the records before: a listing of its own
 		t.Fatal(err)
 	}
@@ -88,6 +94,9 @@ func TestPrimeReadsEveryRecordAtOnce(t *testing.T) {
 	wg.Wait()
 	if n := lists.Load(); n != 1 {
 		t.Errorf("two Primes at once listed the records %d times; want once", n)
+	}
+	if !strings.Contains(logged.String(), " listed=2 ") { // web's record, and the ConfigMap that says it is api's
+		t.Errorf("Prime logged %q; want it to have listed only the 2 ConfigMaps labelled for web and api, not db's record", logged.String())
 	}
 	reads.Store(0)
 	web, err := h.BeginCached(ctx, "web")
@@ -106,6 +115,49 @@ func TestPrimeReadsEveryRecordAtOnce(t *testing.T) {
 	}
 	if n := reads.Load(); n != 0 {
 		t.Errorf("BeginCached after Prime made %d requests, want none", n)
+	}
+}
+
+// The records of thousands of apps are asked for by label, in
+// selectors that each fit a request's URL: every app whose name a label
+// can carry once, and no other.
+func TestSelectorsAskForEachAppOnce(t *testing.T) {
+	want := map[string]bool{"Not_A_Label_Value-": true}
+	for i := range 3000 {
+		want[fmt.Sprintf("app-%04d-%s", i, strings.Repeat("x", i%40))] = true
+	}
+	sels := selectors(want)
+	if len(sels) < 2 {
+		t.Fatalf("%d selectors for 3,000 apps; want them split", len(sels))
+	}
+	seen := map[string]int{}
+	for _, s := range sels {
+		if len(s) > selectorBytes+len(recordsSelector)+len(historyOfLabel)+8 {
+			t.Errorf("a selector of %d bytes; want at most about %d", len(s), selectorBytes)
+		}
+		sel, err := labels.Parse(s)
+		if err != nil {
+			t.Fatalf("selector %.60s…: %v", s, err)
+		}
+		reqs, _ := sel.Requirements()
+		for _, r := range reqs {
+			if r.Key() == historyOfLabel {
+				for _, v := range r.Values().UnsortedList() {
+					seen[v]++
+				}
+			}
+		}
+	}
+	if want["Not_A_Label_Value-"] || seen["Not_A_Label_Value-"] > 0 {
+		t.Error("an app whose name no label carries was asked for, or kept in want")
+	}
+	for app := range want {
+		if seen[app] != 1 {
+			t.Errorf("%s asked for %d times; want once", app, seen[app])
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("%d apps asked for; want %d", len(seen), len(want))
 	}
 }
 
