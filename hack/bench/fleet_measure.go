@@ -83,6 +83,18 @@ func (b *fleetBench) measure(ctx context.Context, r *report) error {
 	}
 	r.check(at+"start to every app verified", recRound(took).String(), "≤ 60s", took <= 60*time.Second)
 	fmt.Printf("   the machine during the start: %s (bench: the simulated kubelets and the request counter)\n", readCPU().since(cpu))
+	var asked []apiRequest
+	for _, c := range b.counters {
+		for _, q := range c.snapshot() {
+			if q.at.After(cpu.at) {
+				asked = append(asked, q)
+			}
+		}
+	}
+	fmt.Printf("   the replicas' requests during the start: %s\n", recSummary(asked))
+	for _, l := range recBreakdown(asked)[:min(10, len(recBreakdown(asked)))] {
+		fmt.Printf("     %s\n", l)
+	}
 	b.printThrottled("during the start")
 	if n, err := b.rolledAtStart(ctx); err == nil {
 		r.check(at+"pinbot's own apps whose Deployment serve's start changed", fmt.Sprint(n), "0", n == 0)
