@@ -104,7 +104,7 @@ func (b *fleetBench) measure(ctx context.Context, r *report) error {
 	if err := recSleep(ctx, scaleSettle, b.replicas...); err != nil {
 		return err
 	}
-	worst, err := b.idleRSS()
+	worst, _, err := b.idleRSS()
 	if err != nil {
 		return err
 	}
@@ -135,17 +135,18 @@ func (b *fleetBench) measure(ctx context.Context, r *report) error {
 }
 
 // idleRSS prints each replica's memory and returns the largest RSS.
-func (b *fleetBench) idleRSS() (int64, error) {
-	var worst int64
+func (b *fleetBench) idleRSS() (worst int64, largest int, err error) {
 	for i, c := range b.replicas {
 		rss, peak, file, err := procMemoryDetail(c.cmd.Process.Pid)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		worst = max(worst, rss)
+		if rss > worst {
+			worst, largest = rss, i
+		}
 		fmt.Printf("   %s: RSS %s (peak %s, the executable's pages %s); %s\n", c.name, mb(rss), mb(peak), mb(file), goMemory(b.addrs[i]))
 	}
-	return worst, nil
+	return worst, largest, nil
 }
 
 // startReplicas starts the serve replicas, each with its own cache and

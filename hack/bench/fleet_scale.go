@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"time"
 )
 
@@ -44,9 +45,13 @@ func (b *fleetBench) scaleOut(ctx context.Context, r *report) error {
 	if err := recSleep(ctx, scaleSettle, b.replicas...); err != nil {
 		return err
 	}
-	worst, err := b.idleRSS()
+	worst, largest, err := b.idleRSS()
 	if err != nil {
 		return err
+	}
+	// What the largest holds: with uneven shares, it may pass few apps.
+	if err := saveHeap(b.pprofs[largest], filepath.Join("hack", "bench", "out", b.shape.name+"-scale-out-largest-heap.pprof")); err != nil {
+		fmt.Printf("   no heap profile of %s: %s\n", b.replicas[largest].name, err)
 	}
 	ratio := float64(worst) / float64(b.idleWorst)
 	r.check(at+"idle RSS, the largest replica, against "+fmt.Sprint(was.replicas)+" replicas' "+mb(b.idleWorst),
