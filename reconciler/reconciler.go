@@ -279,12 +279,12 @@ func New(cfg *config.Config, rc *rest.Config, opts ...Option) (*Reconciler, erro
 	if cfg.Forge != nil && !o.noForge {
 		r.report = report.New(o.forge, cfg.Forge.URL)
 	}
-	if o.discovery != nil { // last: a Reconciler not made keeps them as they were
+	r.set.Store(newAppSet(cfg, nil))
+	if o.discovery != nil { // last, after the apps their callbacks read: a Reconciler not made keeps them as they were
 		for _, s := range o.discovery.Shares() {
 			r.local.Objects.Share(s)
 		}
 	}
-	r.set.Store(newAppSet(cfg, nil))
 	return r, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"pinbot.dev/pinbot/internal/logctx"
 	"pinbot.dev/pinbot/reconciler/cluster"
 	"pinbot.dev/pinbot/reconciler/deployer"
+	"pinbot.dev/pinbot/reconciler/internal/wakes"
 )
 
 // Trigger asks the running loop for a full pass of app now (a webhook, a
@@ -40,6 +41,12 @@ type router struct {
 	narrow    bool // cluster.Handlers.PerNamespace
 }
 
+// apps is the app set, or none before New stores the first: a watch
+// shared with discovery may call back while New makes the Reconciler.
+func (r *router) apps() *appSet { return cmp.Or(r.set.Load(), noApps) }
+
+var noApps = &appSet{wakes: wakes.New()}
+
 // handlers tell the app loops of a cluster's changes (a spoke's; pinbot's
 // own cluster also follows verify-only apps' objects).
 func (r *router) handlers() cluster.Handlers {
@@ -57,7 +64,7 @@ func (r *router) reachability(name string, down bool) {
 		log = logctx.From(context.Background())
 	}
 	log.Info("cluster reachability changed", "cluster", cmp.Or(name, "(pinbot's own)"), "down", down)
-	for _, st := range r.set.Load().states {
+	for _, st := range r.apps().states {
 		if c := st.cluster.Load(); c != nil && c.Name == name {
 			signal(st.observe)
 		}
@@ -69,7 +76,7 @@ func (r *router) reachability(name string, down bool) {
 // whose loops re-verify from their caches, so that a proof follows the
 // Pods it is about; it never blocks.
 func (r *router) changed(namespace string, owners []string) {
-	s := r.set.Load()
+	s := r.apps()
 	for _, name := range s.wakes.In(namespace) {
 		a := s.apps[name]
 		if a == nil {
@@ -91,7 +98,7 @@ func (r *router) objectChanged(resource schema.GroupVersionResource, ns, name st
 		r.changed(ns, []string{name})
 		return
 	}
-	for _, st := range r.set.Load().byDeployer[deployerKey(resource, ns, name)] {
+	for _, st := range r.apps().byDeployer[deployerKey(resource, ns, name)] {
 		signal(st.observe)
 	}
 }
@@ -100,7 +107,7 @@ func (r *router) objectChanged(resource schema.GroupVersionResource, ns, name st
 // deployer's object ns/name of resource: with shards, only those keep
 // their content in the hub's caches (cluster.Handlers.ReadsObject).
 func (r *router) passedHere(resource schema.GroupVersionResource, ns, name string) bool {
-	for _, st := range r.set.Load().byDeployer[deployerKey(resource, ns, name)] {
+	for _, st := range r.apps().byDeployer[deployerKey(resource, ns, name)] {
 		if st.ownedSince.Load() != 0 {
 			return true
 		}
@@ -116,7 +123,7 @@ func deployerKey(res schema.GroupVersionResource, ns, name string) string {
 // inventory changed its content (or appeared, or went away). It wakes a
 // self-healing app's loop; it never blocks.
 func (r *router) inventoryChanged(app string) {
-	if st := r.set.Load().states[app]; st != nil {
+	if st := r.apps().states[app]; st != nil {
 		signal(st.wake)
 	}
 }
@@ -126,7 +133,7 @@ func (r *router) inventoryChanged(app string) {
 // Pod and ReplicaSet changed, and nothing else says when. An app not
 // waiting is not woken by its workloads' status churn.
 func (r *router) workloadStatusChanged(app string) {
-	if st := r.set.Load().states[app]; st != nil && st.awaiting.Load() {
+	if st := r.apps().states[app]; st != nil && st.awaiting.Load() {
 		signal(st.observe)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"pinbot.dev/pinbot/reconciler/config"
 	"pinbot.dev/pinbot/reconciler/deployer"
@@ -74,5 +75,25 @@ func TestChangesWakeOnlyTheirApps(t *testing.T) {
 	r.route.changed("web", nil)
 	if got := woken(); !got["web"] || !got["new"] {
 		t.Errorf("after a new app set, a Pod event in web woke %v, want web and new", got)
+	}
+}
+
+// TestCallbacksBeforeTheFirstAppSet: a watch shared with discovery runs
+// before the Reconciler is made, so its callbacks may come before New
+// stores the apps. They find none and wake none, instead of crashing
+// serve (the fleet bench's run 21 did, as its replicas restarted).
+func TestCallbacksBeforeTheFirstAppSet(t *testing.T) {
+	r := &Reconciler{}
+	r.route = &router{set: &r.set, log: &r.log, narrow: true}
+	apps := deployer.ApplicationsResource
+	h := r.route.handlers()
+	r.route.objectChanged(apps, "argocd", "shop")
+	r.route.objectChanged(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "web", "web")
+	h.Changed("web", []string{"web-7d9f"})
+	h.InventoryChanged("web")
+	h.WorkloadStatusChanged("web")
+	h.Reachability("spoke", true)
+	if r.route.passedHere(apps, "argocd", "shop") {
+		t.Error("with no apps yet, an Application is read here; want none read")
 	}
 }
