@@ -38,6 +38,10 @@ const (
 	MemberLabel = "pinbot.dev/member"
 )
 
+// returnAfter is how long after a shard's work ends its memory goes
+// back to the system (term.run): time for its dropped watches to stop.
+const returnAfter = 5 * time.Second
+
 // Options say how a Manager shards.
 type Options struct {
 	// Shards is how many shards the apps are split into; every replica

@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection"
@@ -111,10 +112,13 @@ func (m *Manager) hold(ctx, lctx context.Context, t *term) {
 	m.setHeld(t.shard, true)
 	m.work(wctx, t.stop, t.shard)
 	m.setHeld(t.shard, false)
-	// The memory of the shard's apps goes back to the system now, not
+	// The memory of the shard's apps goes back to the system soon, not
 	// over the minutes the scavenger would take: a replica that handed
-	// its shards to new ones holds what it passes.
-	go debug.FreeOSMemory()
+	// its shards to new ones holds what it passes. Not at once: the
+	// watches of the namespaces dropped stop on their own goroutines,
+	// and a collection that runs before they do finds their objects
+	// live and lets the heap grow to twice that before the next.
+	time.AfterFunc(returnAfter, debug.FreeOSMemory)
 	if lctx.Err() != nil {
 		m.log.Warn("lost a shard's Lease; its passes were stopped", "shard", t.shard)
 		return
